@@ -1,0 +1,2 @@
+//! The agent runtime: protocol, loop, queues, built-in tools, effect journal.
+#![deny(missing_docs)]

@@ -1,0 +1,1 @@
+//! Subcommands. One module per command; each exposes `Args` and `run`.

@@ -1,0 +1,40 @@
+//! The `smith` binary: the command-line surface and the composition root.
+//!
+//! Each subcommand lives in its own module under `cmd/`, exposing a clap
+//! `Args` struct and a `run` function that returns the process exit code.
+//! Only commands that work are listed; later work adds its own.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Every allocation in the process is charged to a lifetime scope.
+#[global_allocator]
+static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocator::new();
+
+/// smith: a fast coding-agent harness.
+#[derive(Debug, Parser)]
+#[command(name = "smith", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    // Each variant is one line; its module owns the arguments and behavior.
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: anyhow::Result<u8> = match cli.command {};
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("smith: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! Session store: frame files, compression, recovery, locks, atomic publication, session arenas, JSONL dump.
+#![deny(missing_docs)]
