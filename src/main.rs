@@ -19,7 +19,7 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 #[command(name = "smith", version, about, long_about = None, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -29,11 +29,27 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result: anyhow::Result<u8> = match cli.command {};
+    let Some(command) = cli.command else {
+        return print_overview();
+    };
+    let result: anyhow::Result<u8> = match command {};
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("smith: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// With no subcommand smith prints its command overview.
+fn print_overview() -> ExitCode {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    match cmd.print_help() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("smith: could not write the help text to standard output: {err}");
             ExitCode::from(1)
         }
     }
