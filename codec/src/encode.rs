@@ -1,0 +1,381 @@
+//! The canonical encoder: appends items to a caller-owned `Vec<u8>`.
+
+use crate::float::{Shortest, shortest};
+
+/// Major type numbers (RFC 8949 §3.1).
+pub(crate) const MAJOR_UNSIGNED: u8 = 0;
+pub(crate) const MAJOR_NEGATIVE: u8 = 1;
+pub(crate) const MAJOR_BYTES: u8 = 2;
+pub(crate) const MAJOR_TEXT: u8 = 3;
+pub(crate) const MAJOR_ARRAY: u8 = 4;
+pub(crate) const MAJOR_MAP: u8 = 5;
+pub(crate) const MAJOR_TAG: u8 = 6;
+pub(crate) const MAJOR_SIMPLE: u8 = 7;
+
+/// Writes canonical CBOR items into a caller-owned buffer.
+///
+/// Every method appends exactly one head (plus payload for strings) with the
+/// shortest argument encoding, so anything written through it is canonical as
+/// long as the caller (1) writes the number of children each `array`/`map`
+/// header declares and (2) writes map keys in canonical order — bytewise order
+/// of their encodings. Records with fixed keys know that order statically;
+/// generic maps go through [`crate::Value`], which sorts.
+///
+/// The encoder never allocates when the buffer has enough spare capacity.
+#[derive(Debug)]
+pub struct Encoder<'b> {
+    buf: &'b mut Vec<u8>,
+}
+
+impl<'b> Encoder<'b> {
+    /// Starts appending to `buf` (existing contents are kept).
+    #[inline]
+    pub fn new(buf: &'b mut Vec<u8>) -> Self {
+        Self { buf }
+    }
+
+    /// The buffer written so far (including anything it held before).
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf
+    }
+
+    /// Writes a head: major type plus the shortest encoding of `arg`.
+    #[inline(always)]
+    fn head(&mut self, major: u8, arg: u64) {
+        let m = major << 5;
+        if arg < 24 {
+            self.buf.push(m | arg as u8);
+            return;
+        }
+        // Argument width class: 0 => 1 byte, 1 => 2, 2 => 4, 3 => 8.
+        let class =
+            usize::from(arg > 0xff) + usize::from(arg > 0xffff) + usize::from(arg > 0xffff_ffff);
+        let len = 1usize << class;
+        let mut tmp = [0u8; 9];
+        tmp[0] = m | (24 + class as u8);
+        tmp[1..].copy_from_slice(&(arg << (64 - 8 * len as u32)).to_be_bytes());
+        self.buf.extend_from_slice(&tmp[..1 + len]);
+    }
+
+    /// An unsigned integer (major type 0).
+    #[inline]
+    pub fn u64(&mut self, v: u64) -> &mut Self {
+        self.head(MAJOR_UNSIGNED, v);
+        self
+    }
+
+    /// A signed integer: major type 0 when `v >= 0`, else major type 1.
+    #[inline]
+    pub fn i64(&mut self, v: i64) -> &mut Self {
+        if v >= 0 {
+            self.head(MAJOR_UNSIGNED, v as u64);
+        } else {
+            // -1 - v without overflow: the bitwise complement.
+            self.head(MAJOR_NEGATIVE, !(v as u64));
+        }
+        self
+    }
+
+    /// A negative integer given by its major-type-1 argument `n`; the value is
+    /// `-1 - n`, so this reaches down to `-2^64`.
+    #[inline]
+    pub fn negative(&mut self, n: u64) -> &mut Self {
+        self.head(MAJOR_NEGATIVE, n);
+        self
+    }
+
+    /// A byte string (major type 2).
+    #[inline]
+    pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
+        self.head(MAJOR_BYTES, v.len() as u64);
+        self.buf.extend_from_slice(v);
+        self
+    }
+
+    /// A text string (major type 3).
+    #[inline]
+    pub fn str(&mut self, v: &str) -> &mut Self {
+        self.head(MAJOR_TEXT, v.len() as u64);
+        self.buf.extend_from_slice(v.as_bytes());
+        self
+    }
+
+    /// An array header of definite length `len`; the caller writes `len` items.
+    #[inline]
+    pub fn array(&mut self, len: u64) -> &mut Self {
+        self.head(MAJOR_ARRAY, len);
+        self
+    }
+
+    /// A map header of `len` pairs; the caller writes the pairs with keys in
+    /// canonical (bytewise encoded) order and without duplicates.
+    #[inline]
+    pub fn map(&mut self, len: u64) -> &mut Self {
+        self.head(MAJOR_MAP, len);
+        self
+    }
+
+    /// A tag (major type 6); the caller writes exactly one item after it.
+    #[inline]
+    pub fn tag(&mut self, tag: u64) -> &mut Self {
+        self.head(MAJOR_TAG, tag);
+        self
+    }
+
+    /// `true` (`f5`) or `false` (`f4`).
+    #[inline]
+    pub fn bool(&mut self, v: bool) -> &mut Self {
+        self.buf.push(if v { 0xf5 } else { 0xf4 });
+        self
+    }
+
+    /// `null` (`f6`).
+    #[inline]
+    pub fn null(&mut self) -> &mut Self {
+        self.buf.push(0xf6);
+        self
+    }
+
+    /// `undefined` (`f7`).
+    #[inline]
+    pub fn undefined(&mut self) -> &mut Self {
+        self.buf.push(0xf7);
+        self
+    }
+
+    /// A simple value (major type 7) other than a float.
+    ///
+    /// # Panics
+    ///
+    /// Panics when `v` is in `24..=31`: RFC 8949 §3.3 gives those values no
+    /// encoding at all. Values decoded by [`crate::Decoder`] are never in
+    /// that range.
+    #[inline]
+    pub fn simple(&mut self, v: u8) -> &mut Self {
+        assert!(
+            !(24..32).contains(&v),
+            "simple value {v} has no CBOR encoding (RFC 8949 §3.3 reserves 24..=31)"
+        );
+        self.head(MAJOR_SIMPLE, u64::from(v));
+        self
+    }
+
+    /// A float in the shortest of binary16/32/64 that keeps its value exactly;
+    /// every NaN is written as the canonical `f9 7e00`.
+    #[inline]
+    pub fn f64(&mut self, v: f64) -> &mut Self {
+        match shortest(v) {
+            Shortest::Half(h) => {
+                let b = h.to_be_bytes();
+                self.buf.extend_from_slice(&[0xf9, b[0], b[1]]);
+            }
+            Shortest::Single(s) => {
+                let b = s.to_be_bytes();
+                self.buf.extend_from_slice(&[0xfa, b[0], b[1], b[2], b[3]]);
+            }
+            Shortest::Double(d) => {
+                let mut tmp = [0xfbu8; 9];
+                tmp[1..].copy_from_slice(&d.to_be_bytes());
+                self.buf.extend_from_slice(&tmp);
+            }
+        }
+        self
+    }
+
+    /// Appends an already-encoded item verbatim. The caller vouches that it is
+    /// exactly one canonical item (for example a slice returned by
+    /// [`crate::Decoder::skip`] in strict mode).
+    #[inline]
+    pub fn raw(&mut self, item: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(item);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(f: impl FnOnce(&mut Encoder<'_>)) -> String {
+        let mut buf = Vec::new();
+        f(&mut Encoder::new(&mut buf));
+        buf.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn heads_use_the_shortest_argument_at_every_boundary() {
+        let cases: &[(u64, &str)] = &[
+            (0, "00"),
+            (23, "17"),
+            (24, "1818"),
+            (255, "18ff"),
+            (256, "190100"),
+            (65535, "19ffff"),
+            (65536, "1a00010000"),
+            (u32::MAX as u64, "1affffffff"),
+            (u32::MAX as u64 + 1, "1b0000000100000000"),
+            (u64::MAX, "1bffffffffffffffff"),
+        ];
+        for &(v, want) in cases {
+            assert_eq!(
+                hex(|e| {
+                    e.u64(v);
+                }),
+                want,
+                "u64 {v}"
+            );
+        }
+    }
+
+    #[test]
+    fn signed_integers_pick_major_zero_or_one() {
+        assert_eq!(
+            hex(|e| {
+                e.i64(-1);
+            }),
+            "20"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.i64(-24);
+            }),
+            "37"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.i64(-25);
+            }),
+            "3818"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.i64(i64::MIN);
+            }),
+            "3b7fffffffffffffff"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.i64(i64::MAX);
+            }),
+            "1b7fffffffffffffff"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.negative(u64::MAX);
+            }),
+            "3bffffffffffffffff"
+        );
+    }
+
+    #[test]
+    fn strings_containers_and_simples() {
+        assert_eq!(
+            hex(|e| {
+                e.str("IETF");
+            }),
+            "6449455446"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.bytes(&[1, 2, 3, 4]);
+            }),
+            "4401020304"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.array(3).u64(1).u64(2).u64(3);
+            }),
+            "83010203"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.map(1).str("a").bool(true);
+            }),
+            "a16161f5"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.tag(1).u64(1363896240);
+            }),
+            "c11a514b67b0"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.null().undefined().bool(false);
+            }),
+            "f6f7f4"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.simple(16).simple(255);
+            }),
+            "f0f8ff"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.raw(&[0x82, 0x01, 0x02]);
+            }),
+            "820102"
+        );
+    }
+
+    #[test]
+    fn floats_are_shortest_and_nan_is_canonical() {
+        assert_eq!(
+            hex(|e| {
+                e.f64(0.0);
+            }),
+            "f90000"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.f64(-0.0);
+            }),
+            "f98000"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.f64(1.5);
+            }),
+            "f93e00"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.f64(100000.0);
+            }),
+            "fa47c35000"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.f64(1.1);
+            }),
+            "fb3ff199999999999a"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.f64(f64::NAN);
+            }),
+            "f97e00"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.f64(-f64::NAN);
+            }),
+            "f97e00"
+        );
+        assert_eq!(
+            hex(|e| {
+                e.f64(f64::NEG_INFINITY);
+            }),
+            "f9fc00"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "simple value 24 has no CBOR encoding")]
+    fn simple_24_has_no_encoding() {
+        let mut buf = Vec::new();
+        Encoder::new(&mut buf).simple(24);
+    }
+}

@@ -1,0 +1,762 @@
+//! The JSON bridge: JSON text to canonical CBOR and back.
+//!
+//! The mapping is written down in `docs/codec.md`. In short:
+//!
+//! * JSON → CBOR ([`to_cbor`]) is exact for the JSON data model. Integers
+//!   (numbers without fraction or exponent) in `[-2^64, 2^64-1]` become major
+//!   type 0/1; every other number becomes a float in its shortest exact width;
+//!   objects become maps with keys sorted canonically; duplicate keys, lone
+//!   surrogates and numbers beyond `f64` are errors.
+//! * CBOR → JSON ([`from_cbor`]) writes JSON-native items natively and the
+//!   rest as single-purpose objects: `{"$bytes": base64url}`,
+//!   `{"$tag": n, "$value": v}`, `{"$undefined": true}`, `{"$simple": n}`,
+//!   `{"$float": "NaN" | "Infinity" | "-Infinity"}`, and maps with any
+//!   non-text key as `{"$map": [[k, v], ...]}`. [`to_cbor`] does not turn
+//!   these forms back: it reads JSON as JSON.
+
+use std::fmt;
+
+use crate::decode::{Limits, MAX_DEPTH, Mode};
+use crate::encode::Encoder;
+use crate::error::DecodeError;
+use crate::value::Value;
+
+/// Why JSON text could not be converted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JsonErrorKind {
+    /// The text ended inside a value.
+    UnexpectedEnd,
+    /// A byte that cannot start or continue a value here.
+    UnexpectedChar {
+        /// The character found.
+        found: char,
+        /// What the grammar allows here.
+        expected: &'static str,
+    },
+    /// A malformed number.
+    InvalidNumber,
+    /// A number whose magnitude exceeds `f64` (it would become infinity).
+    NumberOutOfRange,
+    /// An invalid escape sequence in a string.
+    InvalidEscape,
+    /// A `\u` escape for a lone UTF-16 surrogate.
+    LoneSurrogate,
+    /// A raw control character (below U+0020) inside a string.
+    ControlCharacter,
+    /// An object repeats a key.
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+    },
+    /// Nesting deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// Non-whitespace after the value.
+    TrailingCharacters,
+}
+
+/// A JSON conversion failure at a byte offset of the JSON text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonError {
+    offset: usize,
+    kind: JsonErrorKind,
+}
+
+impl JsonError {
+    /// Byte offset in the JSON text.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &JsonErrorKind {
+        &self.kind
+    }
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JSON to CBOR error at byte {}: ", self.offset)?;
+        match &self.kind {
+            JsonErrorKind::UnexpectedEnd => write!(f, "text ends inside a value")?,
+            JsonErrorKind::UnexpectedChar { found, expected } => {
+                write!(f, "found {found:?}, expected {expected}")?
+            }
+            JsonErrorKind::InvalidNumber => write!(f, "malformed number (RFC 8259 §6 grammar)")?,
+            JsonErrorKind::NumberOutOfRange => write!(
+                f,
+                "number is too large for a 64-bit float and is not an integer in [-2^64, 2^64-1]"
+            )?,
+            JsonErrorKind::InvalidEscape => write!(f, "invalid string escape (RFC 8259 §7)")?,
+            JsonErrorKind::LoneSurrogate => write!(
+                f,
+                "\\u escape is a lone UTF-16 surrogate, which CBOR text (UTF-8) cannot hold"
+            )?,
+            JsonErrorKind::ControlCharacter => write!(
+                f,
+                "raw control character in a string (RFC 8259 §7 requires an escape)"
+            )?,
+            JsonErrorKind::DuplicateKey { key } => {
+                write!(f, "object repeats key {key:?}; CBOR maps need unique keys")?
+            }
+            JsonErrorKind::TooDeep => write!(f, "nesting deeper than {MAX_DEPTH}")?,
+            JsonErrorKind::TrailingCharacters => write!(f, "characters after the value")?,
+        }
+        write!(f, "; fix the JSON at that offset and retry")
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// Converts JSON text to canonical CBOR, appending to `out`.
+///
+/// # Errors
+///
+/// [`JsonError`] with the byte offset of the first problem; `out` is then
+/// restored to its original length.
+pub fn to_cbor(json: &str, out: &mut Vec<u8>) -> Result<(), JsonError> {
+    let start = out.len();
+    let mut p = Parser {
+        src: json,
+        s: json.as_bytes(),
+        pos: 0,
+        depth: 0,
+        text: String::new(),
+        scratch: Vec::new(),
+        ranges: Vec::new(),
+    };
+    let r = p.value(out).and_then(|()| {
+        p.ws();
+        if p.pos < p.s.len() {
+            Err(p.err(JsonErrorKind::TrailingCharacters))
+        } else {
+            Ok(())
+        }
+    });
+    if r.is_err() {
+        out.truncate(start);
+    }
+    r
+}
+
+/// Converts one CBOR item (any well-formed CBOR, default limits) to JSON
+/// text, appending to `out`.
+///
+/// # Errors
+///
+/// Any [`DecodeError`] (malformed input, limits, trailing bytes).
+pub fn from_cbor(cbor: &[u8], out: &mut String) -> Result<(), DecodeError> {
+    from_cbor_with(cbor, Mode::Lenient, Limits::default(), out)
+}
+
+/// [`from_cbor`] with an explicit mode and limits.
+///
+/// # Errors
+///
+/// Any [`DecodeError`] (malformed or, in strict mode, non-canonical input,
+/// limits, trailing bytes).
+pub fn from_cbor_with(
+    cbor: &[u8],
+    mode: Mode,
+    limits: Limits,
+    out: &mut String,
+) -> Result<(), DecodeError> {
+    let v = Value::decode(cbor, mode, limits)?;
+    write_value(&v, out);
+    Ok(())
+}
+
+/// Writes a [`Value`] as JSON text per the mapping in the module docs.
+pub fn write_value(v: &Value, out: &mut String) {
+    use std::fmt::Write as _;
+    match v {
+        Value::Unsigned(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Negative(n) => {
+            let _ = write!(out, "-{}", u128::from(*n) + 1);
+        }
+        Value::Float(x) => {
+            if x.is_finite() {
+                // Debug prints the shortest round-trip form and always keeps
+                // a '.' or an exponent, so it reads back as a float.
+                let _ = write!(out, "{x:?}");
+            } else {
+                let name = if x.is_nan() {
+                    "NaN"
+                } else if *x > 0.0 {
+                    "Infinity"
+                } else {
+                    "-Infinity"
+                };
+                let _ = write!(out, "{{\"$float\":\"{name}\"}}");
+            }
+        }
+        Value::Text(s) => write_str(s, out),
+        Value::Bytes(b) => {
+            out.push_str("{\"$bytes\":\"");
+            base64url(b, out);
+            out.push_str("\"}");
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(item, out);
+            }
+            out.push(']');
+        }
+        Value::Map(pairs) => {
+            if pairs.iter().all(|(k, _)| matches!(k, Value::Text(_))) {
+                out.push('{');
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_value(k, out);
+                    out.push(':');
+                    write_value(v, out);
+                }
+                out.push('}');
+            } else {
+                out.push_str("{\"$map\":[");
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push('[');
+                    write_value(k, out);
+                    out.push(',');
+                    write_value(v, out);
+                    out.push(']');
+                }
+                out.push_str("]}");
+            }
+        }
+        Value::Tag(t, content) => {
+            let _ = write!(out, "{{\"$tag\":{t},\"$value\":");
+            write_value(content, out);
+            out.push('}');
+        }
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Null => out.push_str("null"),
+        Value::Undefined => out.push_str("{\"$undefined\":true}"),
+        Value::Simple(n) => {
+            let _ = write!(out, "{{\"$simple\":{n}}}");
+        }
+    }
+}
+
+fn write_str(s: &str, out: &mut String) {
+    out.push('"');
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if esc.is_empty() {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(esc);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
+    out.push('"');
+}
+
+/// RFC 4648 §5 base64url without padding.
+fn base64url(bytes: &[u8], out: &mut String) {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut chunks = bytes.chunks_exact(3);
+    for c in &mut chunks {
+        let n = (u32::from(c[0]) << 16) | (u32::from(c[1]) << 8) | u32::from(c[2]);
+        for shift in [18, 12, 6, 0] {
+            out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
+        }
+    }
+    match *chunks.remainder() {
+        [a] => {
+            let n = u32::from(a) << 16;
+            out.push(char::from(ALPHABET[((n >> 18) & 63) as usize]));
+            out.push(char::from(ALPHABET[((n >> 12) & 63) as usize]));
+        }
+        [a, b] => {
+            let n = (u32::from(a) << 16) | (u32::from(b) << 8);
+            out.push(char::from(ALPHABET[((n >> 18) & 63) as usize]));
+            out.push(char::from(ALPHABET[((n >> 12) & 63) as usize]));
+            out.push(char::from(ALPHABET[((n >> 6) & 63) as usize]));
+        }
+        _ => {}
+    }
+}
+
+struct Parser<'j> {
+    src: &'j str,
+    s: &'j [u8],
+    pos: usize,
+    depth: u32,
+    /// Scratch for strings with escapes.
+    text: String,
+    /// Scratch for reordering object members.
+    scratch: Vec<u8>,
+    /// Member ranges (key start, key end, value end) of the open objects,
+    /// relative to the object's first member.
+    ranges: Vec<(usize, usize, usize)>,
+}
+
+impl Parser<'_> {
+    fn err(&self, kind: JsonErrorKind) -> JsonError {
+        JsonError {
+            offset: self.pos,
+            kind,
+        }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn unexpected(&self, expected: &'static str) -> JsonError {
+        match self.src.get(self.pos..).and_then(|r| r.chars().next()) {
+            Some(found) => self.err(JsonErrorKind::UnexpectedChar { found, expected }),
+            // `s` came from a &str, so a non-boundary position cannot occur;
+            // the end of input is the only other case.
+            None => self.err(JsonErrorKind::UnexpectedEnd),
+        }
+    }
+
+    fn value(&mut self, out: &mut Vec<u8>) -> Result<(), JsonError> {
+        self.ws();
+        match self.s.get(self.pos) {
+            Some(b'{') => self.object(out),
+            Some(b'[') => self.array(out),
+            Some(b'"') => self.string(out),
+            Some(b't') => self.literal("true", 0xf5, out),
+            Some(b'f') => self.literal("false", 0xf4, out),
+            Some(b'n') => self.literal("null", 0xf6, out),
+            Some(b'-' | b'0'..=b'9') => self.number(out),
+            Some(_) => Err(self.unexpected("a JSON value")),
+            None => Err(self.err(JsonErrorKind::UnexpectedEnd)),
+        }
+    }
+
+    fn literal(
+        &mut self,
+        word: &'static str,
+        byte: u8,
+        out: &mut Vec<u8>,
+    ) -> Result<(), JsonError> {
+        if self.s[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            out.push(byte);
+            Ok(())
+        } else {
+            Err(self.unexpected("true, false or null"))
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), JsonError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.err(JsonErrorKind::TooDeep));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Moves the head written at the end of `out` to `start`.
+    fn prepend_head(out: &mut [u8], start: usize, head_len: usize) {
+        out[start..].rotate_right(head_len);
+    }
+
+    fn array(&mut self, out: &mut Vec<u8>) -> Result<(), JsonError> {
+        self.enter()?;
+        self.pos += 1; // '['
+        let start = out.len();
+        let mut count = 0u64;
+        self.ws();
+        if self.s.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+        } else {
+            loop {
+                self.value(out)?;
+                count += 1;
+                self.ws();
+                match self.s.get(self.pos) {
+                    Some(b',') => self.pos += 1,
+                    Some(b']') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    Some(_) => return Err(self.unexpected("',' or ']'")),
+                    None => return Err(self.err(JsonErrorKind::UnexpectedEnd)),
+                }
+            }
+        }
+        let before = out.len();
+        Encoder::new(out).array(count);
+        let head_len = out.len() - before;
+        Self::prepend_head(out, start, head_len);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn object(&mut self, out: &mut Vec<u8>) -> Result<(), JsonError> {
+        self.enter()?;
+        self.pos += 1; // '{'
+        let start = out.len();
+        let base = self.ranges.len();
+        self.ws();
+        if self.s.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+        } else {
+            loop {
+                self.ws();
+                if self.s.get(self.pos) != Some(&b'"') {
+                    return Err(self.unexpected("a string key"));
+                }
+                let ks = out.len() - start;
+                self.string(out)?;
+                let ke = out.len() - start;
+                self.ws();
+                if self.s.get(self.pos) != Some(&b':') {
+                    return Err(self.unexpected("':'"));
+                }
+                self.pos += 1;
+                self.value(out)?;
+                self.ranges.push((ks, ke, out.len() - start));
+                self.ws();
+                match self.s.get(self.pos) {
+                    Some(b',') => self.pos += 1,
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    Some(_) => return Err(self.unexpected("',' or '}'")),
+                    None => return Err(self.err(JsonErrorKind::UnexpectedEnd)),
+                }
+            }
+        }
+        let body_end = self.pos;
+        let members = &mut self.ranges[base..];
+        let body = &out[start..];
+        let key = |r: &(usize, usize, usize)| &body[r.0..r.1];
+        let sorted = members.windows(2).all(|w| key(&w[0]) < key(&w[1]));
+        let count = members.len() as u64;
+        if !sorted {
+            members.sort_by(|a, b| key(a).cmp(key(b)));
+            if let Some(w) = members.windows(2).find(|w| key(&w[0]) == key(&w[1])) {
+                let mut d = crate::Decoder::strict(key(&w[0]));
+                let name = d.str().map(str::to_owned).unwrap_or_default();
+                self.pos = body_end - 1;
+                return Err(self.err(JsonErrorKind::DuplicateKey { key: name }));
+            }
+            self.scratch.clear();
+            for r in members.iter() {
+                self.scratch.extend_from_slice(&body[r.0..r.2]);
+            }
+            out.truncate(start);
+            out.extend_from_slice(&self.scratch);
+        }
+        self.ranges.truncate(base);
+        let before = out.len();
+        Encoder::new(out).map(count);
+        let head_len = out.len() - before;
+        Self::prepend_head(out, start, head_len);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let digits = self
+            .s
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| self.err(JsonErrorKind::InvalidEscape))?;
+        let mut v = 0u32;
+        for &d in digits {
+            let n = (d as char)
+                .to_digit(16)
+                .ok_or_else(|| self.err(JsonErrorKind::InvalidEscape))?;
+            v = v * 16 + n;
+        }
+        self.pos += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self, out: &mut Vec<u8>) -> Result<(), JsonError> {
+        self.pos += 1; // opening quote
+        let begin = self.pos;
+        // Fast path: no escapes.
+        loop {
+            match self.s.get(self.pos) {
+                Some(b'"') => {
+                    // Cut at ASCII quotes, so both ends are char boundaries.
+                    let raw = &self.src[begin..self.pos];
+                    self.pos += 1;
+                    Encoder::new(out).str(raw);
+                    return Ok(());
+                }
+                Some(b'\\') => break,
+                Some(0..=0x1f) => return Err(self.err(JsonErrorKind::ControlCharacter)),
+                Some(_) => self.pos += 1,
+                None => return Err(self.err(JsonErrorKind::UnexpectedEnd)),
+            }
+        }
+        // Slow path: unescape into scratch.
+        let mut text = std::mem::take(&mut self.text);
+        text.clear();
+        let r = self.unescape(begin, &mut text);
+        if r.is_ok() {
+            Encoder::new(out).str(&text);
+        }
+        self.text = text;
+        r
+    }
+
+    fn unescape(&mut self, begin: usize, text: &mut String) -> Result<(), JsonError> {
+        let mut run = begin;
+        loop {
+            match self.s.get(self.pos) {
+                Some(b'"') => {
+                    text.push_str(&self.src[run..self.pos]);
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    text.push_str(&self.src[run..self.pos]);
+                    let esc_at = self.pos;
+                    self.pos += 1;
+                    let c = match self.s.get(self.pos) {
+                        Some(b'"') => '"',
+                        Some(b'\\') => '\\',
+                        Some(b'/') => '/',
+                        Some(b'b') => '\u{8}',
+                        Some(b'f') => '\u{c}',
+                        Some(b'n') => '\n',
+                        Some(b'r') => '\r',
+                        Some(b't') => '\t',
+                        Some(b'u') => {
+                            self.pos += 1;
+                            let hi = self.hex4()?;
+                            let cp = if (0xd800..0xdc00).contains(&hi) {
+                                if self.s.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                                    self.pos = esc_at;
+                                    return Err(self.err(JsonErrorKind::LoneSurrogate));
+                                }
+                                self.pos += 2;
+                                let lo = self.hex4()?;
+                                if !(0xdc00..0xe000).contains(&lo) {
+                                    self.pos = esc_at;
+                                    return Err(self.err(JsonErrorKind::LoneSurrogate));
+                                }
+                                0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
+                            } else {
+                                hi
+                            };
+                            let Some(c) = char::from_u32(cp) else {
+                                self.pos = esc_at;
+                                return Err(self.err(JsonErrorKind::LoneSurrogate));
+                            };
+                            text.push(c);
+                            run = self.pos;
+                            continue;
+                        }
+                        _ => {
+                            self.pos = esc_at;
+                            return Err(self.err(JsonErrorKind::InvalidEscape));
+                        }
+                    };
+                    text.push(c);
+                    self.pos += 1;
+                    run = self.pos;
+                }
+                Some(0..=0x1f) => return Err(self.err(JsonErrorKind::ControlCharacter)),
+                Some(_) => self.pos += 1,
+                None => return Err(self.err(JsonErrorKind::UnexpectedEnd)),
+            }
+        }
+    }
+
+    fn number(&mut self, out: &mut Vec<u8>) -> Result<(), JsonError> {
+        let start = self.pos;
+        let s = self.s;
+        let neg = s.get(self.pos) == Some(&b'-');
+        if neg {
+            self.pos += 1;
+        }
+        let int_start = self.pos;
+        match s.get(self.pos) {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(b'0'..=b'9') = s.get(self.pos) {
+                    self.pos += 1;
+                }
+            }
+            _ => return Err(self.err(JsonErrorKind::InvalidNumber)),
+        }
+        let int_end = self.pos;
+        let mut is_float = false;
+        if s.get(self.pos) == Some(&b'.') {
+            is_float = true;
+            self.pos += 1;
+            if !matches!(s.get(self.pos), Some(b'0'..=b'9')) {
+                return Err(self.err(JsonErrorKind::InvalidNumber));
+            }
+            while let Some(b'0'..=b'9') = s.get(self.pos) {
+                self.pos += 1;
+            }
+        }
+        if let Some(b'e' | b'E') = s.get(self.pos) {
+            is_float = true;
+            self.pos += 1;
+            if let Some(b'+' | b'-') = s.get(self.pos) {
+                self.pos += 1;
+            }
+            if !matches!(s.get(self.pos), Some(b'0'..=b'9')) {
+                return Err(self.err(JsonErrorKind::InvalidNumber));
+            }
+            while let Some(b'0'..=b'9') = s.get(self.pos) {
+                self.pos += 1;
+            }
+        }
+        if !is_float {
+            // Magnitude as u128 (at most 2^64 matters; stop early beyond).
+            let mut mag: u128 = 0;
+            let mut fits = true;
+            for &d in &s[int_start..int_end] {
+                mag = mag * 10 + u128::from(d - b'0');
+                if mag > 1u128 << 64 {
+                    fits = false;
+                    break;
+                }
+            }
+            if fits {
+                let mut e = Encoder::new(out);
+                if !neg {
+                    if let Ok(v) = u64::try_from(mag) {
+                        e.u64(v);
+                        return Ok(());
+                    }
+                } else if mag == 0 {
+                    e.u64(0);
+                    return Ok(());
+                } else {
+                    // 1 <= mag <= 2^64, so mag - 1 fits u64.
+                    e.negative((mag - 1) as u64);
+                    return Ok(());
+                }
+            }
+        }
+        let v: f64 = self.src[start..self.pos]
+            .parse()
+            .map_err(|_| self.err(JsonErrorKind::InvalidNumber))?;
+        if !v.is_finite() {
+            self.pos = start;
+            return Err(self.err(JsonErrorKind::NumberOutOfRange));
+        }
+        Encoder::new(out).f64(v);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(json: &str) -> String {
+        let mut out = Vec::new();
+        to_cbor(json, &mut out).unwrap();
+        out.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn integers_are_exact_at_the_edges() {
+        assert_eq!(hex("0"), "00");
+        assert_eq!(hex("-0"), "00");
+        assert_eq!(hex("18446744073709551615"), "1bffffffffffffffff");
+        assert_eq!(hex("-18446744073709551616"), "3bffffffffffffffff");
+        assert_eq!(hex("-1"), "20");
+        // Beyond the integer range: nearest float.
+        assert_eq!(hex("18446744073709551616"), "fa5f800000");
+        assert_eq!(hex("1.0"), "f93c00");
+        assert_eq!(hex("1e2"), "f95640");
+    }
+
+    #[test]
+    fn objects_sort_keys_and_reject_duplicates() {
+        assert_eq!(
+            hex(r#"{"b":1,"a":2,"aa":3}"#),
+            "a3616102616201626161".to_owned() + "03"
+        );
+        let mut out = vec![0xaa];
+        let e = to_cbor(r#"{"a":1,"a":2}"#, &mut out).unwrap_err();
+        assert_eq!(e.kind(), &JsonErrorKind::DuplicateKey { key: "a".into() });
+        assert_eq!(out, vec![0xaa], "output restored on error");
+    }
+
+    #[test]
+    fn strings_unescape_and_reject_lone_surrogates() {
+        assert_eq!(
+            hex(r#""a\n\u00e9\ud83d\ude00""#),
+            "6861".to_owned() + "0ac3a9f09f9880"
+        );
+        let mut out = Vec::new();
+        let e = to_cbor(r#""\ud800x""#, &mut out).unwrap_err();
+        assert_eq!(e.kind(), &JsonErrorKind::LoneSurrogate);
+        assert_eq!(e.offset(), 1);
+    }
+
+    #[test]
+    fn malformed_json_is_rejected_with_offsets() {
+        for (json, offset) in [
+            ("[1,]", 3),
+            ("01", 1),
+            ("1.", 2),
+            ("{\"a\" 1}", 5),
+            ("[1] x", 4),
+            ("1e999", 0),
+            ("\"\u{1}\"", 1),
+        ] {
+            let mut out = Vec::new();
+            let e = to_cbor(json, &mut out).unwrap_err();
+            assert_eq!(e.offset(), offset, "{json}: {e}");
+        }
+    }
+
+    #[test]
+    fn cbor_to_json_uses_documented_forms() {
+        let cases: &[(&[u8], &str)] = &[
+            (&[0x44, 1, 2, 3, 0xff], r#"{"$bytes":"AQID_w"}"#),
+            (&[0xc1, 0x01], r#"{"$tag":1,"$value":1}"#),
+            (&[0xf7], r#"{"$undefined":true}"#),
+            (&[0xf0], r#"{"$simple":16}"#),
+            (&[0xf9, 0x7e, 0x00], r#"{"$float":"NaN"}"#),
+            (&[0xf9, 0xfc, 0x00], r#"{"$float":"-Infinity"}"#),
+            (&[0xa1, 0x01, 0x02], r#"{"$map":[[1,2]]}"#),
+            (
+                &[0x3b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+                "-18446744073709551616",
+            ),
+            (&[0xf9, 0x3c, 0x00], "1.0"),
+            (&[0x62, 0x22, 0x01], r#""\"\u0001""#),
+        ];
+        for (cbor, want) in cases {
+            let mut s = String::new();
+            from_cbor(cbor, &mut s).unwrap();
+            assert_eq!(&s, want);
+        }
+    }
+}
