@@ -1,3 +1,53 @@
 //! The host-owned HTTP engine: synchronous, pure Rust, rustls with bundled
 //! Mozilla roots, bounded and observable exchanges, and a streaming SSE reader.
+//!
+//! # Overview
+//!
+//! A [`Client`] sends one [`Request`] at a time per call to
+//! [`Client::send`], on the calling thread, and returns a [`Response`] as
+//! soon as its head has arrived. The body is read by a thread of its own and
+//! handed over in chunks, as they arrive, through a bounded channel
+//! ([`Body::next_event`]). Nothing is buffered to completion. Every body
+//! ends with exactly one [`Outcome`]: complete, truncated at the bound,
+//! cancelled, or failed — a cut-off body never looks complete.
+//!
+//! Every exchange is bounded by [`Limits`]: request bodies over 16 MiB are
+//! rejected before anything is sent, response bodies stop at 64 MiB, the head
+//! must arrive within 120 s, a 300 s gap between body bytes ends the body,
+//! and the [`CancelToken`] is observed while connecting, while waiting for the
+//! head, and at every chunk boundary. Non-2xx statuses are responses, not
+//! errors; errors ([`NetError`]) are reserved for transport failures and say
+//! what happened, why, and what to do next, without ever including header
+//! values.
+//!
+//! TLS is rustls with the `ring` provider, validating against the bundled
+//! Mozilla roots (`webpki-roots`) plus any roots added with
+//! [`ClientBuilder::add_root_der`]. Connections are kept alive and reused per
+//! scheme, host, port and proxy. `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
+//! `NO_PROXY` are read once when the client is built ([`ProxySettings`]).
+//! Redirects are not followed; HTTP/2 and content codings are not supported.
+//!
+//! The [`sse`] module is an incremental `text/event-stream` parser following
+//! the WHATWG HTML specification.
 #![deny(missing_docs)]
+
+mod body;
+mod cancel;
+mod client;
+mod conn;
+mod error;
+mod http1;
+mod limits;
+mod proxy;
+mod request;
+pub mod sse;
+mod url;
+
+pub use body::{Body, BodyEvent, Outcome};
+pub use cancel::CancelToken;
+pub use client::{Client, ClientBuilder};
+pub use error::{NetError, NetErrorKind};
+pub use limits::Limits;
+pub use proxy::{ProxyServer, ProxySettings};
+pub use request::{Headers, Method, Request, Response};
+pub use url::{Scheme, Url};
