@@ -1,0 +1,161 @@
+//! `docs/config.md`, generated from the option table.
+
+use std::fmt::Write as _;
+
+use crate::options::{self, Kind, Lit};
+use crate::value::{self, Value};
+
+/// Renders `docs/config.md` from [`options::ALL`] and [`options::SECTIONS`].
+///
+/// The file in the repository must equal this output; a test compares them
+/// and `SMITH_BLESS=1` rewrites the file.
+pub fn render_markdown() -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(w, "# Configuration\n");
+    let _ = writeln!(
+        w,
+        "<!-- Generated from config/src/options.rs by smith_config::docs::render_markdown. \
+         Do not edit by hand: change the declarations and run \
+         `SMITH_BLESS=1 cargo test -p smith-config`. -->\n"
+    );
+    w.push_str(INTRO);
+    for section in options::SECTIONS {
+        let title = if section.path.is_empty() {
+            "Top level".to_owned()
+        } else {
+            format!("`{}`", section.path)
+        };
+        let _ = writeln!(w, "\n## {title}\n");
+        let _ = writeln!(w, "{}\n", section.help);
+        let _ = writeln!(
+            w,
+            "Unknown keys here: **{}** ({}).",
+            section.policy, section.policy_reason
+        );
+        for decl in options::ALL.iter().filter(|d| d.section() == section.path) {
+            let _ = writeln!(w, "\n### `{}`\n", decl.key);
+            let _ = writeln!(w, "{}\n", decl.help);
+            let _ = writeln!(w, "| | |");
+            let _ = writeln!(w, "|---|---|");
+            let _ = writeln!(w, "| type | {} |", kind_cell(decl.kind));
+            let default = match decl.default {
+                Some(lit) => format!("`{}`", lit_text(lit)),
+                None => format!("unset: {}", decl.unset),
+            };
+            let _ = writeln!(w, "| default | {default} |");
+            let _ = writeln!(w, "| flag | `{} <VALUE>` |", decl.flag);
+            let _ = writeln!(w, "| environment | `{}` |", decl.env);
+            let _ = writeln!(w, "| KDL | `{}` |", value::example(decl));
+        }
+    }
+    out
+}
+
+fn kind_cell(kind: Kind) -> String {
+    match kind {
+        Kind::Enum(choices) => format!(
+            "one of {}",
+            choices
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.describe(),
+    }
+}
+
+fn lit_text(lit: Lit) -> String {
+    Value::from_lit(lit).to_string()
+}
+
+const INTRO: &str = r#"smith reads its configuration from KDL files, the environment and the
+command line. Every option below is declared once, in `config/src/options.rs`;
+that one declaration gives its KDL key, flag, environment variable, type,
+default and help, and this page is generated from it.
+
+## Files
+
+- **User configuration**: `$SMITH_HOME/config.kdl` when `SMITH_HOME` is set;
+  otherwise `$XDG_CONFIG_HOME/smith/config.kdl`, falling back to
+  `~/.config/smith/config.kdl` (also on macOS); on Windows
+  `%APPDATA%\smith\config\config.kdl`.
+- **Project configuration**: `.smith/config.kdl`, found by searching the
+  current directory and its parents. The search stops at the repository root
+  (the first directory containing `.git`) and never looks at the home
+  directory itself. It applies only once the project is trusted (below).
+
+An option is a node with one value; a section is a node with a block:
+
+```kdl
+// ~/.config/smith/config.kdl
+model "small"
+tui {
+    theme "dark"
+    confirm-exit #false
+}
+net {
+    head-timeout-s 90
+}
+```
+
+Strings may be bare words (`dark`) or quoted (`"dark"`); booleans are `#true`
+and `#false`; numbers are plain integers. Paths must be absolute or start
+with `~/`.
+
+## Precedence
+
+Each option takes the value from the highest layer that sets it, lowest
+first:
+
+1. product defaults (this page),
+2. built-in plugin defaults,
+3. plugin contributions — including changes plugin handlers request at
+   runtime, which are never written to any file,
+4. user configuration,
+5. trusted project configuration,
+6. environment variables (`SMITH_*`),
+7. command-line flags.
+
+`smith config show [KEY] [--sources] [--json]` prints each value with the
+layer it came from (`--sources` lists every layer that set it, winner first).
+The option flags listed below are accepted by `smith config show`, so
+`smith config show model --model big` shows the override taking effect.
+
+Only `smith config set KEY VALUE [--project]` writes configuration. It
+changes the one value in place and keeps every comment and the file's
+formatting; a missing option is added in its section, indented like its
+neighbours.
+
+## Errors and unknown keys
+
+An invalid value stops loading with a diagnostic naming where it came from
+(`file:line:column`, the environment variable or the flag), the option's key,
+why it is invalid and an example of a valid setting. A key a section does not
+declare is handled by that section's policy, listed with each section below:
+**warn** loads the rest and prints a warning, **reject** fails; both suggest
+the closest declared key.
+
+## Project trust
+
+A project's `.smith` directory (its `config.kdl`, its `plugins/` and anything
+else smith would run for it) is ignored — with a warning saying how to trust
+it — until you run `smith trust [PATH]`. Trust records the project's
+canonical path and a SHA-256 digest of everything under `.smith`
+in `<data dir>/trust.json` (mode 0600, written atomically). Any change to
+`.smith` makes the project untrusted again until you re-run `smith trust`.
+No flag grants trust on your behalf. `smith config set --project` on a
+trusted, unchanged project re-records the digest after its own edit.
+
+## Directories
+
+| | `SMITH_HOME` set | Linux, BSD | macOS | Windows |
+|---|---|---|---|---|
+| config | `$SMITH_HOME` | `$XDG_CONFIG_HOME/smith` or `~/.config/smith` | as Linux | `%APPDATA%\smith\config` |
+| data | `$SMITH_HOME/data` | `$XDG_DATA_HOME/smith` or `~/.local/share/smith` | `~/Library/Application Support/smith` | `%LOCALAPPDATA%\smith\data` |
+| cache | `$SMITH_HOME/cache` | `$XDG_CACHE_HOME/smith` or `~/.cache/smith` | `~/Library/Caches/smith` | `%LOCALAPPDATA%\smith\cache` |
+| state | `$SMITH_HOME/state` | `$XDG_STATE_HOME/smith` or `~/.local/state/smith` | `~/Library/Application Support/smith/state` | `%LOCALAPPDATA%\smith\state` |
+
+# Options
+"#;

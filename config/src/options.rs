@@ -1,0 +1,389 @@
+//! The option table: every option smith reads, declared once.
+//!
+//! One declaration gives an option's KDL path (its key), command-line flag,
+//! environment variable, type, default and help; the section it lives in
+//! declares what happens to keys it does not know. `docs/config.md` is
+//! generated from this table ([`crate::docs::render_markdown`]) and a test
+//! fails when the two differ.
+//!
+//! Naming is mechanical so users can guess: key `net.head-timeout-s` ↔ flag
+//! `--net-head-timeout-s` ↔ variable `SMITH_NET_HEAD_TIMEOUT_S`. A unit test
+//! holds every declaration to that rule.
+
+use std::fmt;
+
+/// The type of an option's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `#true` / `#false` in KDL; `true`, `false`, `1`, `0`, `yes`, `no` on
+    /// the command line and in the environment.
+    Bool,
+    /// A whole number within an inclusive range.
+    Int {
+        /// Smallest allowed value.
+        min: i64,
+        /// Largest allowed value.
+        max: i64,
+    },
+    /// Free text.
+    Str,
+    /// One of a fixed set of words.
+    Enum(&'static [&'static str]),
+    /// A filesystem path: absolute, or starting with `~/` for the home
+    /// directory.
+    Path,
+}
+
+impl Kind {
+    /// A short description for docs and errors, e.g. `integer 1..=3600`.
+    pub fn describe(&self) -> String {
+        match self {
+            Kind::Bool => "boolean".to_owned(),
+            Kind::Int { min, max } => format!("integer {min}..={max}"),
+            Kind::Str => "string".to_owned(),
+            Kind::Enum(choices) => format!("one of {}", choices.join(", ")),
+            Kind::Path => "path".to_owned(),
+        }
+    }
+}
+
+/// A default value as written in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lit {
+    /// A boolean.
+    Bool(bool),
+    /// A whole number.
+    Int(i64),
+    /// Text (also paths and enum words).
+    Str(&'static str),
+}
+
+/// What a section does with a key it does not declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownPolicy {
+    /// Load the rest and report a warning with a did-you-mean suggestion.
+    Warn,
+    /// Fail with an error with a did-you-mean suggestion.
+    Reject,
+}
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            UnknownPolicy::Warn => "warn",
+            UnknownPolicy::Reject => "reject",
+        })
+    }
+}
+
+/// One section (a KDL node with children), or the top level (`path == ""`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct SectionDecl {
+    /// Dotted path; empty for the top level.
+    pub path: &'static str,
+    /// What happens to keys this section does not declare.
+    pub policy: UnknownPolicy,
+    /// One sentence on what the section is for.
+    pub help: &'static str,
+    /// Why the section has its policy.
+    pub policy_reason: &'static str,
+}
+
+/// One option.
+#[derive(Debug, PartialEq, Eq)]
+pub struct OptionDecl {
+    /// Dotted KDL path, e.g. `tui.theme` (node `theme` inside node `tui`).
+    pub key: &'static str,
+    /// Command-line flag, e.g. `--tui-theme`.
+    pub flag: &'static str,
+    /// Environment variable, e.g. `SMITH_TUI_THEME`.
+    pub env: &'static str,
+    /// Value type.
+    pub kind: Kind,
+    /// Product default; `None` when the option is unset by default.
+    pub default: Option<Lit>,
+    /// What an unset option means (shown in docs when `default` is `None`).
+    pub unset: &'static str,
+    /// What the option does.
+    pub help: &'static str,
+}
+
+impl OptionDecl {
+    /// The section path: everything before the last dot (empty at top level).
+    pub fn section(&self) -> &'static str {
+        self.key.rsplit_once('.').map_or("", |(s, _)| s)
+    }
+
+    /// The node name inside its section: everything after the last dot.
+    pub fn leaf(&self) -> &'static str {
+        self.key.rsplit_once('.').map_or(self.key, |(_, l)| l)
+    }
+}
+
+macro_rules! options {
+    ($( $(#[$meta:meta])* $name:ident = $decl:expr; )*) => {
+        $( $(#[$meta])* pub static $name: OptionDecl = $decl; )*
+        /// Every option, in documentation order.
+        pub static ALL: &[&OptionDecl] = &[ $( &$name ),* ];
+    };
+}
+
+/// Every section, in documentation order. The top level comes first.
+pub static SECTIONS: &[SectionDecl] = &[
+    SectionDecl {
+        path: "",
+        policy: UnknownPolicy::Warn,
+        help: "Top-level options.",
+        policy_reason: "plugins may add their own top-level nodes, which are not known until they load",
+    },
+    SectionDecl {
+        path: "log",
+        policy: UnknownPolicy::Reject,
+        help: "Logging.",
+        policy_reason: "a mistyped log setting would silently lose the logs it was meant to produce",
+    },
+    SectionDecl {
+        path: "session",
+        policy: UnknownPolicy::Reject,
+        help: "Where sessions are stored.",
+        policy_reason: "a mistyped storage setting could put session history somewhere unexpected",
+    },
+    SectionDecl {
+        path: "tui",
+        policy: UnknownPolicy::Warn,
+        help: "The terminal interface.",
+        policy_reason: "presentation settings are harmless to ignore, and theme plugins may add more",
+    },
+    SectionDecl {
+        path: "net",
+        policy: UnknownPolicy::Reject,
+        help: "Network behavior of the HTTP engine.",
+        policy_reason: "a mistyped timeout would silently keep a default the user meant to change",
+    },
+    SectionDecl {
+        path: "plugins",
+        policy: UnknownPolicy::Reject,
+        help: "The plugin host.",
+        policy_reason: "plugin limits are part of the sandbox; a mistyped one must not pass unnoticed",
+    },
+    SectionDecl {
+        path: "bench",
+        policy: UnknownPolicy::Reject,
+        help: "`smith bench`, the performance gates.",
+        policy_reason: "a mistyped gate setting would make a benchmark run measure something else",
+    },
+];
+
+options! {
+    /// Provider plugin serving model requests.
+    PROVIDER = OptionDecl {
+        key: "provider",
+        flag: "--provider",
+        env: "SMITH_PROVIDER",
+        kind: Kind::Str,
+        default: Some(Lit::Str("mock")),
+        unset: "",
+        help: "Provider plugin that serves model requests. `mock` is the offline, deterministic provider that needs no credentials; it is what runs when nothing else is configured.",
+    };
+    /// Model to request.
+    MODEL = OptionDecl {
+        key: "model",
+        flag: "--model",
+        env: "SMITH_MODEL",
+        kind: Kind::Str,
+        default: None,
+        unset: "the provider's default model",
+        help: "Model to request: a catalog model name or an alias. Resolution is offline and deterministic.",
+    };
+    /// When to color terminal output.
+    COLOR = OptionDecl {
+        key: "color",
+        flag: "--color",
+        env: "SMITH_COLOR",
+        kind: Kind::Enum(&["auto", "always", "never"]),
+        default: Some(Lit::Str("auto")),
+        unset: "",
+        help: "When to color terminal output. `auto` colors only when the output is a terminal and `NO_COLOR` is unset or empty.",
+    };
+    /// Least severe log level written.
+    LOG_LEVEL = OptionDecl {
+        key: "log.level",
+        flag: "--log-level",
+        env: "SMITH_LOG_LEVEL",
+        kind: Kind::Enum(&["error", "warn", "info", "debug", "trace"]),
+        default: Some(Lit::Str("warn")),
+        unset: "",
+        help: "Least severe log level that is written.",
+    };
+    /// Log file.
+    LOG_FILE = OptionDecl {
+        key: "log.file",
+        flag: "--log-file",
+        env: "SMITH_LOG_FILE",
+        kind: Kind::Path,
+        default: None,
+        unset: "`<state dir>/smith.log`",
+        help: "File the log is appended to.",
+    };
+    /// Session store directory.
+    SESSION_DIR = OptionDecl {
+        key: "session.dir",
+        flag: "--session-dir",
+        env: "SMITH_SESSION_DIR",
+        kind: Kind::Path,
+        default: None,
+        unset: "`<data dir>/sessions`",
+        help: "Directory that holds session files.",
+    };
+    /// Ask before leaving the TUI with work in flight.
+    TUI_CONFIRM_EXIT = OptionDecl {
+        key: "tui.confirm-exit",
+        flag: "--tui-confirm-exit",
+        env: "SMITH_TUI_CONFIRM_EXIT",
+        kind: Kind::Bool,
+        default: Some(Lit::Bool(true)),
+        unset: "",
+        help: "Ask for confirmation before the TUI exits while a turn or tool is still running.",
+    };
+    /// Theme name.
+    TUI_THEME = OptionDecl {
+        key: "tui.theme",
+        flag: "--tui-theme",
+        env: "SMITH_TUI_THEME",
+        kind: Kind::Str,
+        default: Some(Lit::Str("default")),
+        unset: "",
+        help: "Name of the theme the TUI draws with; themes are provided by plugins.",
+    };
+    /// Mouse capture.
+    TUI_MOUSE = OptionDecl {
+        key: "tui.mouse",
+        flag: "--tui-mouse",
+        env: "SMITH_TUI_MOUSE",
+        kind: Kind::Bool,
+        default: Some(Lit::Bool(true)),
+        unset: "",
+        help: "Capture the mouse for scrolling and selection. Turn off to keep the terminal's own selection.",
+    };
+    /// Lines per scroll step.
+    TUI_SCROLL_LINES = OptionDecl {
+        key: "tui.scroll-lines",
+        flag: "--tui-scroll-lines",
+        env: "SMITH_TUI_SCROLL_LINES",
+        kind: Kind::Int { min: 1, max: 100 },
+        default: Some(Lit::Int(3)),
+        unset: "",
+        help: "Transcript lines moved per mouse-wheel step or scroll key press.",
+    };
+    /// Connect timeout.
+    NET_CONNECT_TIMEOUT_S = OptionDecl {
+        key: "net.connect-timeout-s",
+        flag: "--net-connect-timeout-s",
+        env: "SMITH_NET_CONNECT_TIMEOUT_S",
+        kind: Kind::Int { min: 1, max: 600 },
+        default: Some(Lit::Int(30)),
+        unset: "",
+        help: "Seconds allowed to open a connection (DNS, TCP and TLS) before the request fails.",
+    };
+    /// Response head timeout.
+    NET_HEAD_TIMEOUT_S = OptionDecl {
+        key: "net.head-timeout-s",
+        flag: "--net-head-timeout-s",
+        env: "SMITH_NET_HEAD_TIMEOUT_S",
+        kind: Kind::Int { min: 1, max: 3600 },
+        default: Some(Lit::Int(120)),
+        unset: "",
+        help: "Seconds allowed between sending a request and receiving the response head.",
+    };
+    /// Gap allowed between response body chunks.
+    NET_BODY_GAP_TIMEOUT_S = OptionDecl {
+        key: "net.body-gap-timeout-s",
+        flag: "--net-body-gap-timeout-s",
+        env: "SMITH_NET_BODY_GAP_TIMEOUT_S",
+        kind: Kind::Int { min: 1, max: 3600 },
+        default: Some(Lit::Int(300)),
+        unset: "",
+        help: "Seconds allowed between two chunks of a streaming response body before the stream is treated as stalled.",
+    };
+    /// Plugin abort deadline.
+    PLUGINS_ABORT_DEADLINE_MS = OptionDecl {
+        key: "plugins.abort-deadline-ms",
+        flag: "--plugins-abort-deadline-ms",
+        env: "SMITH_PLUGINS_ABORT_DEADLINE_MS",
+        kind: Kind::Int { min: 1, max: 60000 },
+        default: Some(Lit::Int(250)),
+        unset: "",
+        help: "Milliseconds a plugin handler gets to return after an abort before the host stops it.",
+    };
+    /// Benchmark samples.
+    BENCH_SAMPLES = OptionDecl {
+        key: "bench.samples",
+        flag: "--bench-samples",
+        env: "SMITH_BENCH_SAMPLES",
+        kind: Kind::Int { min: 1, max: 100000 },
+        default: Some(Lit::Int(100)),
+        unset: "",
+        help: "Samples taken per benchmark by `smith bench`.",
+    };
+    /// Allowed regression before a gate fails.
+    BENCH_TOLERANCE_PCT = OptionDecl {
+        key: "bench.tolerance-pct",
+        flag: "--bench-tolerance-pct",
+        env: "SMITH_BENCH_TOLERANCE_PCT",
+        kind: Kind::Int { min: 0, max: 100 },
+        default: Some(Lit::Int(10)),
+        unset: "",
+        help: "Percent a benchmark may exceed its gate's budget before `smith bench` fails.",
+    };
+}
+
+/// The option with dotted key `key`.
+pub fn find(key: &str) -> Option<&'static OptionDecl> {
+    ALL.iter().copied().find(|d| d.key == key)
+}
+
+/// The option whose flag is `flag` (with its leading dashes).
+pub fn find_by_flag(flag: &str) -> Option<&'static OptionDecl> {
+    ALL.iter().copied().find(|d| d.flag == flag)
+}
+
+/// The option whose environment variable is `var`.
+pub fn find_by_env(var: &str) -> Option<&'static OptionDecl> {
+    ALL.iter().copied().find(|d| d.env == var)
+}
+
+/// The section with dotted path `path` (empty for the top level).
+pub fn section(path: &str) -> Option<&'static SectionDecl> {
+    SECTIONS.iter().find(|s| s.path == path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_follow_the_rule_and_are_unique() {
+        let mut seen = HashSet::new();
+        for d in ALL {
+            let flag = format!("--{}", d.key.replace('.', "-"));
+            let env = format!("SMITH_{}", d.key.replace(['.', '-'], "_").to_uppercase());
+            assert_eq!(d.flag, flag, "{}", d.key);
+            assert_eq!(d.env, env, "{}", d.key);
+            assert!(seen.insert(d.key), "duplicate {}", d.key);
+            assert!(section(d.section()).is_some(), "{} has no section", d.key);
+            assert!(!d.help.is_empty());
+            assert_eq!(d.default.is_none(), !d.unset.is_empty(), "{}", d.key);
+        }
+    }
+
+    #[test]
+    fn defaults_satisfy_their_own_types() {
+        for d in ALL {
+            if let Some(lit) = d.default {
+                let v = crate::Value::from_lit(lit);
+                assert_eq!(crate::value::check(d, v.clone()), Ok(v), "{}", d.key);
+            }
+        }
+    }
+}
