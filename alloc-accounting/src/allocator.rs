@@ -1,0 +1,206 @@
+//! The global allocator: a header per block naming its scope, and calls to
+//! the system allocator.
+//!
+//! # Block layout
+//!
+//! Each block is over-allocated by a prefix of `max(align, 8)` bytes; the
+//! four bytes just before the pointer handed out hold the index of the slot
+//! the block is charged to ([`NO_SLOT`] for a zero-size block). The prefix
+//! is a multiple of the alignment, so the pointer handed out keeps the
+//! requested alignment; `realloc` copies the prefix with the data, so a
+//! block keeps its scope when it moves. Freeing reads the index back, which
+//! is what charges a free to the block's own scope whatever the freeing
+//! thread's current scope is.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ptr;
+
+use crate::table::{self, NO_SLOT};
+use crate::thread;
+
+/// The accounting allocator: every allocation is charged to the innermost
+/// active scope of the calling thread, then served by [`System`].
+///
+/// Install it once per binary:
+///
+/// ```
+/// #[global_allocator]
+/// static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocator::new();
+///
+/// fn main() {
+///     assert!(smith_alloc::is_global_allocator());
+/// }
+/// ```
+///
+/// All instances share one process-wide table, so a non-global instance
+/// (as a benchmark uses to call `alloc`/`dealloc` side by side with
+/// `System`) charges the same scopes as the global one. A block must be
+/// freed by an `AccountingAllocator` (any instance), never by another
+/// allocator: it carries a header the others do not know.
+///
+/// It never allocates, never takes a lock and never aborts: a failed system
+/// allocation is returned as null, as [`GlobalAlloc`] requires.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AccountingAllocator;
+
+impl AccountingAllocator {
+    /// Creates the allocator; usable in a `static`.
+    pub const fn new() -> Self {
+        Self
+    }
+}
+
+/// Bytes in front of each block: a multiple of `align` and at least the
+/// 4-byte slot index (8 keeps it a multiple of every alignment up to 8).
+#[inline(always)]
+const fn header_size(align: usize) -> usize {
+    if align > 8 { align } else { 8 }
+}
+
+/// Reads the slot index stored in front of `user`.
+///
+/// # Safety
+///
+/// `user` is a pointer this allocator handed out with header `h`.
+#[inline(always)]
+unsafe fn read_slot(user: *mut u8) -> u32 {
+    // SAFETY: the four bytes before `user` lie inside the block's header.
+    unsafe { user.sub(4).cast::<u32>().read_unaligned() }
+}
+
+/// Writes the slot index in front of `user`.
+///
+/// # Safety
+///
+/// As for [`read_slot`].
+#[inline(always)]
+unsafe fn write_slot(user: *mut u8, slot: u32) {
+    // SAFETY: the four bytes before `user` lie inside the block's header.
+    unsafe { user.sub(4).cast::<u32>().write_unaligned(slot) }
+}
+
+impl AccountingAllocator {
+    #[inline(always)]
+    unsafe fn allocate(&self, layout: Layout, zeroed: bool) -> *mut u8 {
+        let size = layout.size();
+        let align = layout.align();
+        let h = header_size(align);
+        let Some(full_size) = size.checked_add(h) else {
+            return ptr::null_mut();
+        };
+        let Ok(full) = Layout::from_size_align(full_size, align) else {
+            return ptr::null_mut();
+        };
+        // SAFETY: `full` has a non-zero size (at least `h`).
+        let base = unsafe {
+            if zeroed {
+                System.alloc_zeroed(full)
+            } else {
+                System.alloc(full)
+            }
+        };
+        if base.is_null() {
+            return base;
+        }
+        // SAFETY: `h <= full_size`, so `user` is inside the block, and
+        // `h` is a multiple of `align`, so `user` is aligned.
+        let user = unsafe { base.add(h) };
+        let (current, me) = thread::current_and_id();
+        if size == 0 {
+            // A zero-size block holds no bytes: it is counted as an
+            // allocation but charged to no scope.
+            // SAFETY: `user` came from this allocator with header `h`.
+            unsafe { write_slot(user, NO_SLOT) };
+            table::charge_event(current, me, false);
+        } else {
+            // SAFETY: as above.
+            unsafe { write_slot(user, current) };
+            table::charge_new(current, me, size as u64);
+        }
+        user
+    }
+}
+
+// SAFETY: every block is a `System` block of `size + h` bytes with the
+// caller's alignment, offset by `h` (a multiple of the alignment), so the
+// pointer handed out is valid for `size` bytes at the requested alignment;
+// `dealloc`/`realloc` undo the offset with the same `h` (a function of the
+// alignment alone) and pass `System` the same layout it allocated with.
+unsafe impl GlobalAlloc for AccountingAllocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as ours.
+        unsafe { self.allocate(layout, false) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as ours.
+        unsafe { self.allocate(layout, true) }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let h = header_size(layout.align());
+        // SAFETY: `ptr` came from this allocator with `layout`, so a header
+        // of `h` bytes precedes it.
+        let slot = unsafe { read_slot(ptr) };
+        if slot != NO_SLOT {
+            table::release(slot, thread::id(), layout.size() as u64, true);
+        }
+        // SAFETY: `ptr - h` is the `System` block, allocated with this
+        // layout (valid: it was checked when the block was allocated).
+        unsafe {
+            let full = Layout::from_size_align_unchecked(layout.size() + h, layout.align());
+            System.dealloc(ptr.sub(h), full);
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old_size = layout.size();
+        let align = layout.align();
+        let h = header_size(align);
+        let Some(new_full) = new_size.checked_add(h) else {
+            return ptr::null_mut();
+        };
+        if Layout::from_size_align(new_full, align).is_err() {
+            return ptr::null_mut();
+        }
+        // SAFETY: `ptr` came from this allocator with `layout`.
+        let owner = unsafe { read_slot(ptr) };
+        // SAFETY: the `System` block starts `h` bytes before `ptr` and was
+        // allocated with `old_size + h` at `align`; `new_full` is non-zero
+        // and forms a valid layout with `align` (checked above).
+        let base = unsafe {
+            let old_full = Layout::from_size_align_unchecked(old_size + h, align);
+            System.realloc(ptr.sub(h), old_full, new_full)
+        };
+        if base.is_null() {
+            return base;
+        }
+        // SAFETY: as in `allocate`; the header was copied with the block.
+        let user = unsafe { base.add(h) };
+        let (current, me) = thread::current_and_id();
+        table::charge_event(current, me, true);
+        if owner == NO_SLOT {
+            if new_size != 0 {
+                // A zero-size block that now holds bytes is charged to the
+                // scope that gave it them.
+                // SAFETY: `user` came from this allocator with header `h`.
+                unsafe { write_slot(user, current) };
+                table::charge_growth(current, me, new_size as u64);
+            }
+        } else if new_size > old_size {
+            table::charge_growth(owner, me, (new_size - old_size) as u64);
+        } else if new_size == 0 {
+            // The block no longer holds bytes: its scope sees it freed.
+            // SAFETY: as above.
+            unsafe { write_slot(user, NO_SLOT) };
+            table::release(owner, me, old_size as u64, true);
+        } else if new_size < old_size {
+            table::release(owner, me, (old_size - new_size) as u64, false);
+        }
+        user
+    }
+}
