@@ -30,7 +30,7 @@ pub fn parse_assignment(key: &str, raw: &str) -> Result<(&'static OptionDecl, Va
                 format!("`{key}` is not declared{near}"),
                 "run `smith config show` to list every option",
             )
-            .with_surface(Surface::flag("KEY"))
+            .with_surface(Surface::other("the KEY argument of `smith config set`"))
             .with_value(key),
         )
     })?;
@@ -41,9 +41,9 @@ pub fn parse_assignment(key: &str, raw: &str) -> Result<(&'static OptionDecl, Va
                 "config.invalid-value",
                 format!("`{raw}` is not a valid value for `{key}`"),
                 why,
-                format!("give a {}", decl.kind.describe()),
+                format!("give `{key}` {}", value::expected(decl)),
             )
-            .with_surface(Surface::flag("VALUE"))
+            .with_surface(Surface::other("the VALUE argument of `smith config set`"))
             .with_value(raw)
             .with_field(key)
             .with_example(format!(

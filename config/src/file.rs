@@ -83,6 +83,11 @@ impl Walker<'_> {
         LineCol::from_offset(self.text, offset)
     }
 
+    /// The value as written in the file.
+    fn source_text(&self, offset: usize, len: usize) -> &str {
+        self.text.get(offset..offset + len).unwrap_or_default()
+    }
+
     fn surface(&self, offset: usize) -> Surface {
         Surface::File {
             path: self.path.to_path_buf(),
@@ -174,9 +179,9 @@ impl Walker<'_> {
                     "config.invalid-value",
                     format!("invalid value for `{key}` in {}", self.path.display()),
                     why,
-                    format!("change the value to a {}", decl.kind.describe()),
+                    format!("set `{}` to {}", decl.key, value::expected(decl)),
                 )
-                .with_value(raw)
+                .with_value(self.source_text(entry.span().offset(), entry.span().len()))
                 .with_surface(self.surface(offset))
                 .with_field(key.clone())
                 .with_example(value::example(decl)),
@@ -195,7 +200,7 @@ impl Walker<'_> {
                     ),
                     "delete one of the two settings",
                 )
-                .with_value(raw)
+                .with_value(self.source_text(entry.span().offset(), entry.span().len()))
                 .with_surface(self.surface(offset))
                 .with_field(key),
             ));

@@ -337,6 +337,15 @@ options! {
     };
 }
 
+/// `SMITH_*` environment variables smith reads that are not options; they
+/// are never reported as misspelled options.
+pub static RESERVED_ENV: &[&str] = &[
+    "SMITH_HOME",
+    "SMITH_BLESS",
+    "SMITH_DIAG_LOG",
+    "SMITH_DIAG_AUDIT_CHILD",
+];
+
 /// The option with dotted key `key`.
 pub fn find(key: &str) -> Option<&'static OptionDecl> {
     ALL.iter().copied().find(|d| d.key == key)

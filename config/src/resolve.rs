@@ -177,6 +177,9 @@ impl Loader {
         }
         for (var, raw) in &self.env {
             let Some(decl) = options::find_by_env(var) else {
+                if options::RESERVED_ENV.contains(&var.as_str()) {
+                    continue;
+                }
                 if let Some(near) = suggest::closest(var, options::ALL.iter().map(|d| d.env)) {
                     warnings.push(
                         Diagnostic::warning(
@@ -283,7 +286,7 @@ fn invalid(
             "config.invalid-value",
             format!("invalid value for `{}` from {surface}", decl.key),
             why,
-            format!("change the value to a {}", decl.kind.describe()),
+            format!("set `{}` to {}", decl.key, value::expected(decl)),
         )
         .with_value(raw)
         .with_surface(surface)

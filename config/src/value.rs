@@ -81,6 +81,24 @@ impl fmt::Display for Value {
     }
 }
 
+/// What the option accepts, phrased to follow "takes" or "set it to".
+pub(crate) fn expected(decl: &OptionDecl) -> String {
+    match decl.kind {
+        Kind::Bool => "a boolean (#true or #false in KDL; true or false elsewhere)".to_owned(),
+        Kind::Int { min, max } => format!("a whole number from {min} to {max}"),
+        Kind::Str => "a string".to_owned(),
+        Kind::Enum(choices) => format!(
+            "one of {}",
+            choices
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Kind::Path => "an absolute path, or one starting with `~/`".to_owned(),
+    }
+}
+
 /// Checks `value` against the option's type and range. `Err` is the reason,
 /// phrased to follow "because".
 pub(crate) fn check(decl: &OptionDecl, value: Value) -> Result<Value, String> {
@@ -101,11 +119,7 @@ pub(crate) fn check(decl: &OptionDecl, value: Value) -> Result<Value, String> {
             if choices.contains(&s.as_str()) {
                 Ok(value)
             } else {
-                Err(format!(
-                    "`{}` takes one of: {}",
-                    decl.key,
-                    choices.join(", ")
-                ))
+                Err(format!("`{}` takes {}", decl.key, expected(decl)))
             }
         }
         (Kind::Path, Value::Str(s)) => {
@@ -118,7 +132,7 @@ pub(crate) fn check(decl: &OptionDecl, value: Value) -> Result<Value, String> {
                 ))
             }
         }
-        _ => Err(format!("`{}` takes a {}", decl.key, decl.kind.describe())),
+        _ => Err(format!("`{}` takes {}", decl.key, expected(decl))),
     }
 }
 
@@ -138,10 +152,8 @@ pub(crate) fn parse_text(decl: &OptionDecl, text: &str) -> Result<Value, String>
         Kind::Int { min, max } => match text.trim().parse::<i64>() {
             Ok(i) => Value::Int(i),
             Err(_) => {
-                return Err(format!(
-                    "`{}` takes a whole number from {min} to {max}",
-                    decl.key
-                ));
+                let _ = (min, max);
+                return Err(format!("`{}` takes {}", decl.key, expected(decl)));
             }
         },
         Kind::Str | Kind::Enum(_) | Kind::Path => Value::Str(text.to_owned()),
@@ -155,13 +167,16 @@ pub(crate) fn from_kdl(decl: &OptionDecl, kdl: &KdlValue) -> Result<Value, Strin
         KdlValue::Bool(b) => Value::Bool(*b),
         KdlValue::Integer(i) => match i64::try_from(*i) {
             Ok(i) => Value::Int(i),
-            Err(_) => return Err(format!("`{}` takes a {}", decl.key, decl.kind.describe())),
+            Err(_) => return Err(format!("`{}` takes {}", decl.key, expected(decl))),
         },
         KdlValue::String(s) => Value::Str(s.clone()),
         KdlValue::Float(_) | KdlValue::Null => {
-            return Err(format!("`{}` takes a {}", decl.key, decl.kind.describe()));
+            return Err(format!("`{}` takes {}", decl.key, expected(decl)));
         }
     };
+    if decl.kind != Kind::Bool && matches!(value, Value::Bool(_)) {
+        return Err(format!("`{}` takes {}", decl.key, expected(decl)));
+    }
     if decl.kind == Kind::Bool && matches!(value, Value::Str(_)) {
         return Err(format!(
             "`{}` takes a KDL boolean, written #true or #false",
