@@ -2,6 +2,9 @@
 //! diagnostics, project trust, `config set`, the generated docs, and the
 //! audit of every diagnostic this suite produces.
 
+// Helpers outside `#[test]` functions unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -301,7 +304,8 @@ fn load_err(loader: Loader) -> ConfigError {
 #[test]
 fn golden_error_messages() {
     let sb = Sandbox::new();
-    let cases: Vec<(&str, Box<dyn Fn() -> Diagnostic>)> = vec![
+    type Case<'a> = (&'a str, Box<dyn Fn() -> Diagnostic + 'a>);
+    let cases: Vec<Case<'_>> = vec![
         (
             "invalid_int_in_file",
             Box::new(|| {
