@@ -447,13 +447,25 @@ impl<'a> Decoder<'a> {
         let base = self.depth;
         let (tok, end) = self.decode(start)?;
         if tok == Token::Break {
-            return Err(DecodeError::new(
-                start,
+            // Where a break may legally stand it is still not an item;
+            // anywhere else it is malformed.
+            let closes_something = self.depth > 0
+                && matches!(
+                    self.top().kind,
+                    FrameKind::IndefArray
+                        | FrameKind::IndefMap
+                        | FrameKind::IndefBytes
+                        | FrameKind::IndefText
+                );
+            let kind = if closes_something {
                 ErrorKind::TypeMismatch {
                     expected: "an item",
                     found: "break",
-                },
-            ));
+                }
+            } else {
+                ErrorKind::UnexpectedBreak
+            };
+            return Err(DecodeError::new(start, kind));
         }
         self.advance(tok, start, end)?;
         while self.depth > base {

@@ -53,6 +53,11 @@ pub enum EncodeError {
         /// The value.
         value: u8,
     },
+    /// A bignum (tag 2 or 3) whose content is not a byte string.
+    NonCanonicalBignum {
+        /// The tag (2 or 3).
+        tag: u64,
+    },
 }
 
 impl fmt::Display for EncodeError {
@@ -73,6 +78,11 @@ impl fmt::Display for EncodeError {
                 f,
                 "cannot encode simple value {value}: RFC 8949 §3.3 gives 24..=31 no encoding; \
                  use a value in 0..=19 or 32..=255"
+            ),
+            EncodeError::NonCanonicalBignum { tag } => write!(
+                f,
+                "cannot encode tag {tag} bignum: its content must be a byte string (RFC 8949 §3.4.3); \
+                 put the big-endian magnitude in a Value::Bytes"
             ),
         }
     }
@@ -100,7 +110,11 @@ impl Value {
     /// # Errors
     ///
     /// [`EncodeError::DuplicateKey`] when a map has two keys with equal
-    /// encodings; [`EncodeError::InvalidSimple`] for simple values 24..=31.
+    /// encodings; [`EncodeError::InvalidSimple`] for simple values 24..=31;
+    /// [`EncodeError::NonCanonicalBignum`] for a tag 2/3 whose content is not
+    /// a byte string. Bignums are written in preferred form (leading zeros
+    /// dropped; values that fit 64 bits as plain integers), so whatever
+    /// `encode` writes, strict decoding accepts.
     /// On error `out` may hold a partial item.
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         let mut e = Encoder::new(out);
@@ -140,6 +154,27 @@ impl Value {
                 for (kb, v) in keyed {
                     out.extend_from_slice(&kb);
                     v.encode(out)?;
+                }
+            }
+            Value::Tag(t @ (2 | 3), content) => {
+                // Bignums take their preferred serialization (RFC 8949
+                // §3.4.3): no leading zero bytes, and values that fit 64 bits
+                // as plain major type 0/1 integers.
+                let Value::Bytes(b) = &**content else {
+                    return Err(EncodeError::NonCanonicalBignum { tag: *t });
+                };
+                let digits = &b[b.iter().take_while(|&&d| d == 0).count()..];
+                if digits.len() <= 8 {
+                    let n = digits
+                        .iter()
+                        .fold(0u64, |acc, &d| (acc << 8) | u64::from(d));
+                    if *t == 2 {
+                        e.u64(n);
+                    } else {
+                        e.negative(n);
+                    }
+                } else {
+                    e.tag(*t).bytes(digits);
                 }
             }
             Value::Tag(t, content) => {
@@ -331,6 +366,24 @@ mod tests {
             })
         );
         assert!(v.to_cbor().unwrap_err().to_string().contains("6161"));
+    }
+
+    #[test]
+    fn bignums_take_their_preferred_form() {
+        let small = Value::Tag(2, Box::new(Value::Bytes(vec![0, 0, 1, 0])));
+        assert_eq!(small.to_cbor().unwrap(), vec![0x19, 0x01, 0x00]);
+        let small_neg = Value::Tag(3, Box::new(Value::Bytes(vec![0xff; 8])));
+        assert_eq!(
+            small_neg.to_cbor().unwrap(),
+            vec![0x3b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+        );
+        let big = Value::Tag(3, Box::new(Value::Bytes([vec![0], vec![1; 9]].concat())));
+        assert_eq!(big.to_cbor().unwrap()[..3], [0xc3, 0x49, 0x01]);
+        let bad = Value::Tag(2, Box::new(Value::Unsigned(1)));
+        assert_eq!(
+            bad.to_cbor(),
+            Err(EncodeError::NonCanonicalBignum { tag: 2 })
+        );
     }
 
     #[test]
