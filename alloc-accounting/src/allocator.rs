@@ -204,3 +204,49 @@ unsafe impl GlobalAlloc for AccountingAllocator {
         user
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_is_a_multiple_of_the_alignment_and_holds_the_slot_index() {
+        for (align, header) in [
+            (1, 8),
+            (2, 8),
+            (4, 8),
+            (8, 8),
+            (16, 16),
+            (64, 64),
+            (4096, 4096),
+        ] {
+            assert_eq!(header_size(align), header, "align {align}");
+            assert_eq!(header_size(align) % align, 0);
+            assert!(header_size(align) >= 4);
+        }
+    }
+
+    #[test]
+    fn a_block_s_header_names_the_scope_that_allocated_it() {
+        let a = AccountingAllocator::new();
+        let scope = crate::Scope::new(crate::ScopeKind::Turn, "header");
+        let layout = Layout::from_size_align(40, 8).expect("valid layout");
+        let zero = Layout::from_size_align(0, 8).expect("valid layout");
+        let (p, z) = {
+            let _g = scope.enter();
+            // SAFETY: valid layouts; both blocks are freed below.
+            unsafe { (a.alloc(layout), a.alloc(zero)) }
+        };
+        assert!(!p.is_null() && !z.is_null());
+        // SAFETY: both came from `a`.
+        let (slot, zero_slot) = unsafe { (read_slot(p), read_slot(z)) };
+        assert_eq!(zero_slot, NO_SLOT);
+        assert_eq!(crate::table::snapshot(slot).map(|s| s.id), Some(scope.id()));
+        // SAFETY: freed with the layouts they were allocated with.
+        unsafe {
+            a.dealloc(p, layout);
+            a.dealloc(z, zero);
+        }
+        assert_eq!(scope.stats().live_bytes, 0);
+    }
+}

@@ -142,3 +142,60 @@ pub(crate) fn pop(entered: &Entered) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::ScopeKind;
+
+    /// Claims `n` real slots, so that anything this thread allocates while
+    /// they are pushed is charged to a slot that holds a scope.
+    fn slots<const N: usize>() -> [u32; N] {
+        std::array::from_fn(|_| {
+            table::claim(ScopeKind::Frame, "thread-test")
+                .0
+                .expect("a free slot")
+        })
+    }
+
+    fn close_all(slots: &[u32]) {
+        for &s in slots {
+            table::close(s);
+        }
+    }
+
+    #[test]
+    fn guards_popped_in_order_restore_each_outer_slot() {
+        let [x, y] = slots();
+        let base = current();
+        let a = push(x);
+        let b = push(y);
+        assert_eq!(current(), y);
+        pop(&b);
+        assert_eq!(current(), x);
+        pop(&a);
+        assert_eq!(current(), base);
+        close_all(&[x, y]);
+    }
+
+    #[test]
+    fn popping_an_outer_guard_ends_the_inner_ones_and_their_late_pops_do_nothing() {
+        let [x, y, z, w] = slots();
+        let base = current();
+        let a = push(x);
+        let b = push(y);
+        pop(&a);
+        assert_eq!(current(), base);
+        // New guards reuse the stack indexes with new tokens.
+        let c = push(z);
+        assert_eq!(c.index, a.index);
+        let d = push(w);
+        assert_eq!(d.index, b.index);
+        pop(&b);
+        assert_eq!(current(), w);
+        pop(&d);
+        pop(&c);
+        assert_eq!(current(), base);
+        close_all(&[x, y, z, w]);
+    }
+}
