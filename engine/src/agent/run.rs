@@ -1,0 +1,969 @@
+//! The loop itself (the worker thread).
+//!
+//! Rules, in the order they apply within a run:
+//!
+//! 1. Input is delivered as user messages (recorded, then announced).
+//! 2. A turn sends one request and reads one validated stream. A failed or
+//!    malformed stream ends the run with an error; nothing from it is used.
+//! 3. Every tool call is validated (active tool, parameter schema, input
+//!    size) before any effect. Consecutive read-only calls run in parallel;
+//!    a mutating call runs alone. Before each call or parallel group starts,
+//!    the loop checks cancellation (→ `aborted` results) and the queue (a
+//!    steering item → `skipped` results). Results are recorded and announced
+//!    in call order, after the whole batch, so injected input never splits
+//!    a call from its result.
+//! 4. Each effect records its intent durably before it runs and its
+//!    completion after; a failed intent record means the effect does not
+//!    run; a failed record of any kind ends the run with an error.
+//! 5. At the output limit, cut-off text is continued and cut-off tool calls
+//!    are discarded with a notice asking the model to retry smaller; both
+//!    count against [`AgentConfig::max_continuations`](super::AgentConfig).
+//! 6. After the batch, steering input is delivered; when the agent would
+//!    stop, follow-up input is. Otherwise the run ends: no tool calls, turn
+//!    limit, budget, abort or error.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use serde_json::Value;
+
+use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
+use crate::journal::{
+    EffectCompletion, EffectIntent, EffectJournal, JournalError, MAX_INPUT_BYTES, Outcome,
+    SessionEvent, SessionSink, BUILTIN_GENERATION, canonical_cbor,
+};
+use crate::protocol::{ErrorInfo, Event, MutationState, Role, StopCause, ToolStatus};
+use crate::provider::transport::{StreamEnd, drive};
+use crate::provider::{
+    ContentBlock, Message, Pricing, Provider, ProviderError, Request, StopReason, StreamEvent,
+    ToolCall, ToolSpec, Transport, Usage,
+};
+use crate::tools::{Access, CancelToken, Mutation, Tool, ToolContext, ToolResult, ToolSet};
+
+/// The text of a result for a call that never ran because the run was
+/// aborted (or the session ended with the call dangling).
+pub fn aborted_result_text(name: &str) -> String {
+    format!(
+        "Aborted: the {name} call did not run to completion because the run was aborted; nothing is known to have happened. Call it again if it is still needed."
+    )
+}
+
+/// The text of a result for a call skipped because steering input arrived.
+pub fn skipped_result_text(name: &str) -> String {
+    format!(
+        "Skipped: the user sent new input before this {name} call started, so it did not run. Read the new input, then call it again if it is still needed."
+    )
+}
+
+/// For a resumed conversation: an `aborted` result for every tool call that
+/// has none, each with the history index it must be inserted at (after the
+/// results its assistant message already has). Indexes are for inserting in
+/// the returned order.
+pub fn dangling_results(history: &[Message]) -> Vec<(usize, Message)> {
+    let mut out = Vec::new();
+    for (index, message) in history.iter().enumerate() {
+        let mut end = index + 1;
+        while matches!(history.get(end), Some(Message::ToolResult { .. })) {
+            end += 1;
+        }
+        for call in message.tool_calls() {
+            let answered = history[index + 1..]
+                .iter()
+                .any(|m| matches!(m, Message::ToolResult { call_id, .. } if *call_id == call.id));
+            if !answered {
+                // Earlier insertions shift this message's slot by their count.
+                out.push((
+                    end + out.len(),
+                    Message::ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: aborted_result_text(&call.name),
+                        is_error: true,
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+struct RunState {
+    turn: u32,
+    continuations: u32,
+    usage: Usage,
+    last_text: String,
+}
+
+enum TurnOutcome {
+    /// The turn finished; `more` when another request is needed.
+    Continue { more: bool },
+    /// The run ends.
+    Stop(StopCause),
+}
+
+/// The answer to one call.
+struct Answer {
+    status: ToolStatus,
+    result: ToolResult,
+    effect_id: Option<String>,
+    ran: bool,
+    fatal: Option<ErrorInfo>,
+}
+
+impl Answer {
+    fn unrun(status: ToolStatus, content: String, kind: &str) -> Self {
+        Answer {
+            status,
+            result: ToolResult {
+                content,
+                details: serde_json::json!({ "error": { "kind": kind } }),
+                is_error: true,
+                mutation: Mutation::NotApplied,
+            },
+            effect_id: None,
+            ran: false,
+            fatal: None,
+        }
+    }
+}
+
+enum Plan {
+    Invalid(ToolResult),
+    Ready {
+        tool: Arc<dyn Tool>,
+        access: Access,
+        input: Vec<u8>,
+    },
+}
+
+pub(crate) struct Runner {
+    config: AgentConfig,
+    provider: Box<dyn Provider>,
+    transport: Arc<dyn Transport>,
+    tools: ToolSet,
+    tool_context: ToolContext,
+    journal: Arc<dyn EffectJournal>,
+    sink: Arc<dyn SessionSink>,
+    history: Vec<Message>,
+    shared: Arc<Shared>,
+    events: SyncSender<Event>,
+    work: SyncSender<Work>,
+    effect_seq: u64,
+}
+
+fn provider_error_info(error: &ProviderError) -> ErrorInfo {
+    ErrorInfo {
+        kind: error.kind.as_str().to_owned(),
+        message: error.message.clone(),
+        mutation: None,
+        effect_id: None,
+        retry_after_ms: error.retry_after_ms,
+    }
+}
+
+fn journal_error_info(message: String, mutation: Option<Mutation>, effect_id: Option<String>) -> ErrorInfo {
+    ErrorInfo {
+        kind: "journal".to_owned(),
+        message,
+        mutation: mutation.map(MutationState::from),
+        effect_id,
+        retry_after_ms: None,
+    }
+}
+
+impl Runner {
+    pub(crate) fn new(
+        config: AgentConfig,
+        services: Services,
+        history: Vec<Message>,
+        shared: Arc<Shared>,
+        events: SyncSender<Event>,
+        work: SyncSender<Work>,
+    ) -> Self {
+        let effect_seq = config.first_effect_seq;
+        Self {
+            config,
+            provider: services.provider,
+            transport: services.transport,
+            tools: services.tools,
+            tool_context: services.tool_context,
+            journal: services.journal,
+            sink: services.sink,
+            history,
+            shared,
+            events,
+            work,
+            effect_seq,
+        }
+    }
+
+    fn emit(&self, event: Event) {
+        // A frontend that stopped listening needs no more events.
+        let _ = self.events.send(event);
+    }
+
+    pub(crate) fn serve(mut self, work: Receiver<Work>) {
+        while let Ok(item) = work.recv() {
+            match item {
+                Work::Shutdown => break,
+                Work::SetModel(model) => {
+                    self.set_model(model);
+                    self.finish_work();
+                }
+                Work::Run(prompt, cancel) => {
+                    self.run(prompt, &cancel);
+                    self.finish_work();
+                }
+            }
+        }
+    }
+
+    /// Marks the agent idle; starts another run when input is queued (it may
+    /// have arrived while the last run was ending), else announces settled.
+    fn finish_work(&mut self) {
+        self.shared.busy.store(false, Ordering::SeqCst);
+        let queued = !lock(&self.shared.queue).is_empty();
+        if !(queued && try_start(&self.shared, &self.work, None)) {
+            self.emit(Event::Settled);
+        }
+    }
+
+    fn set_model(&mut self, model: String) {
+        let info = self.provider.describe();
+        if !info.models.iter().any(|m| m.id == model) {
+            let known: Vec<&str> = info.models.iter().map(|m| m.id.as_str()).collect();
+            self.emit(Event::Error(ErrorInfo {
+                kind: "model_unavailable".to_owned(),
+                message: format!(
+                    "provider {} has no model {model:?}; use one of: {}",
+                    info.id,
+                    known.join(", ")
+                ),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: None,
+            }));
+            return;
+        }
+        let event = SessionEvent::ModelChange {
+            provider: info.id.clone(),
+            model: model.clone(),
+        };
+        if let Err(err) = self.sink.record(&event) {
+            self.emit(Event::Error(journal_error_info(
+                format!("the model change to {model:?} could not be recorded, so the model stays {:?}: {err}", self.config.model),
+                None,
+                None,
+            )));
+            return;
+        }
+        self.config.model.clone_from(&model);
+        *lock(&self.shared.model) = model.clone();
+        self.config.pricing = info.models.iter().find(|m| m.id == model).and_then(|m| m.pricing);
+        self.emit(Event::ModelChanged {
+            provider: info.id,
+            model,
+        });
+    }
+
+    /// Records `message` durably, then adds it to the conversation.
+    fn append(&mut self, message: Message) -> Result<(), JournalError> {
+        self.sink.record(&SessionEvent::Message {
+            message: message.clone(),
+        })?;
+        lock(&self.shared.messages).push(message.clone());
+        self.history.push(message);
+        Ok(())
+    }
+
+    fn deliver_user(&mut self, text: String) -> Result<(), ErrorInfo> {
+        self.emit(Event::MessageStart { role: Role::User });
+        let message = Message::User { text };
+        self.append(message.clone()).map_err(|err| {
+            journal_error_info(
+                format!("the user input could not be recorded, so it was not sent: {err}"),
+                None,
+                None,
+            )
+        })?;
+        self.emit(Event::MessageEnd { message, usage: None });
+        Ok(())
+    }
+
+    fn take_queued(&mut self, point: DeliveryPoint) -> Vec<String> {
+        let (items, snapshot) = {
+            let mut queue = lock(&self.shared.queue);
+            let items = queue.take(point);
+            (items, queue.snapshot())
+        };
+        if !items.is_empty() {
+            self.emit(Event::QueueChanged { items: snapshot });
+        }
+        items.into_iter().map(|item| item.text).collect()
+    }
+
+    fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.config.pricing.as_ref().and_then(|p: &Pricing| p.cost(usage))
+    }
+
+    fn over_budget(&self, usage: &Usage) -> bool {
+        let budget = self.config.budget;
+        let tokens = usage.input.zip(usage.output).map(|(i, o)| i.saturating_add(o));
+        matches!((budget.max_tokens, tokens), (Some(max), Some(used)) if used > max)
+            || matches!((budget.max_cost, self.cost(usage)), (Some(max), Some(cost)) if cost > max)
+    }
+
+    fn turn_limit_reached(&self, state: &RunState) -> bool {
+        self.config.max_turns.is_some_and(|max| state.turn >= max)
+    }
+
+    fn run(&mut self, prompt: Option<String>, cancel: &CancelToken) {
+        let mut inputs: Vec<String> = prompt.into_iter().collect();
+        if inputs.is_empty() {
+            inputs = self.take_queued(DeliveryPoint::BeforeStop);
+            if inputs.is_empty() {
+                return;
+            }
+        }
+        self.emit(Event::AgentStart);
+        let mut state = RunState {
+            turn: 0,
+            continuations: 0,
+            usage: Usage {
+                input: Some(0),
+                output: Some(0),
+                cache_read: Some(0),
+                cache_write: Some(0),
+            },
+            last_text: String::new(),
+        };
+        let stop = loop {
+            if cancel.is_cancelled() {
+                break StopCause::Aborted;
+            }
+            for text in inputs.drain(..) {
+                if let Err(info) = self.deliver_user(text) {
+                    self.emit(Event::Error(info));
+                    break;
+                }
+            }
+            if cancel.is_cancelled() {
+                break StopCause::Aborted;
+            }
+            state.turn += 1;
+            self.emit(Event::TurnStart { turn: state.turn });
+            let outcome = self.turn(cancel, &mut state);
+            self.emit(Event::TurnEnd { turn: state.turn });
+            let more = match outcome {
+                TurnOutcome::Stop(cause) => break cause,
+                TurnOutcome::Continue { more } => more,
+            };
+            if self.over_budget(&state.usage) {
+                break StopCause::Budget;
+            }
+            if cancel.is_cancelled() {
+                break StopCause::Aborted;
+            }
+            let queued_waiting = !lock(&self.shared.queue).is_empty();
+            if self.turn_limit_reached(&state) {
+                if more || queued_waiting {
+                    break StopCause::TurnLimit;
+                }
+                break StopCause::Done;
+            }
+            inputs = self.take_queued(DeliveryPoint::AfterToolBatch);
+            if !inputs.is_empty() || more {
+                continue;
+            }
+            inputs = self.take_queued(DeliveryPoint::BeforeStop);
+            if inputs.is_empty() {
+                break StopCause::Done;
+            }
+        };
+        let cost = self.cost(&state.usage);
+        self.emit(Event::AgentEnd {
+            stop,
+            usage: state.usage,
+            cost,
+            text: state.last_text,
+        });
+    }
+
+    fn request(&self) -> Request {
+        // Failed responses carry nothing a provider may see again.
+        let messages = self
+            .history
+            .iter()
+            .filter(|m| !matches!(m, Message::Assistant { stop: StopReason::Error, content } if content.is_empty()))
+            .cloned()
+            .collect();
+        Request {
+            model: self.config.model.clone(),
+            system: self.config.system.clone(),
+            messages,
+            tools: self
+                .tools
+                .definitions()
+                .map(|d| ToolSpec {
+                    name: d.name.clone(),
+                    description: d.description.clone(),
+                    parameters: d.parameters.clone(),
+                })
+                .collect(),
+            max_output_tokens: self.config.max_output_tokens,
+        }
+    }
+
+    /// Records and announces an assistant message; a record failure ends the
+    /// run.
+    fn finish_message(&mut self, message: Message, usage: Option<Usage>) -> Result<(), StopCause> {
+        if let Err(err) = self.append(message.clone()) {
+            self.emit(Event::Error(journal_error_info(
+                format!("the assistant response could not be recorded, so the run stops before acting on it: {err}"),
+                None,
+                None,
+            )));
+            return Err(StopCause::Error);
+        }
+        self.emit(Event::MessageEnd { message, usage });
+        Ok(())
+    }
+
+    fn turn(&mut self, cancel: &CancelToken, state: &mut RunState) -> TurnOutcome {
+        let request = self.request();
+        self.emit(Event::MessageStart { role: Role::Assistant });
+        let events = self.events.clone();
+        let end = drive(
+            self.provider.as_mut(),
+            self.transport.as_ref(),
+            &request,
+            cancel,
+            &mut |event| {
+                let out = match event {
+                    StreamEvent::TextDelta { text } => Event::MessageDelta { text: text.clone() },
+                    StreamEvent::ThinkingDelta { text, .. } => {
+                        Event::ThinkingDelta { text: text.clone() }
+                    }
+                    _ => return,
+                };
+                let _ = events.send(out);
+            },
+        );
+        let turn = match end {
+            StreamEnd::Failed(error) => {
+                let message = Message::Assistant {
+                    content: Vec::new(),
+                    stop: StopReason::Error,
+                };
+                if let Err(cause) = self.finish_message(message, None) {
+                    return TurnOutcome::Stop(cause);
+                }
+                self.emit(Event::Error(provider_error_info(&error)));
+                return TurnOutcome::Stop(StopCause::Error);
+            }
+            StreamEnd::Aborted(partial) => {
+                let calls: Vec<ToolCall> = partial.tool_calls().cloned().collect();
+                let message = Message::Assistant {
+                    content: partial.content,
+                    stop: StopReason::Abort,
+                };
+                state.usage = state.usage.add(&partial.usage);
+                if let Err(cause) = self.finish_message(message, Some(partial.usage)) {
+                    return TurnOutcome::Stop(cause);
+                }
+                self.answer_unrun(&calls, ToolStatus::Aborted);
+                return TurnOutcome::Stop(StopCause::Aborted);
+            }
+            StreamEnd::Turn(turn) => turn,
+        };
+        state.usage = state.usage.add(&turn.usage);
+        let mut content = turn.content;
+        if turn.stop == StopReason::Error {
+            // A failed response's calls are never executed or kept.
+            content.retain(|block| !matches!(block, ContentBlock::ToolCall(_)));
+        }
+        let message = Message::Assistant {
+            content,
+            stop: turn.stop,
+        };
+        let text = message.text();
+        if !text.is_empty() {
+            state.last_text = text;
+        }
+        let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+        if let Err(cause) = self.finish_message(message, Some(turn.usage)) {
+            return TurnOutcome::Stop(cause);
+        }
+        match turn.stop {
+            StopReason::Error => {
+                let error = turn
+                    .error
+                    .unwrap_or_else(|| ProviderError::malformed("the response failed without detail"));
+                self.emit(Event::Error(provider_error_info(&error)));
+                return TurnOutcome::Stop(StopCause::Error);
+            }
+            StopReason::Abort => {
+                self.answer_unrun(&calls, ToolStatus::Aborted);
+                return TurnOutcome::Stop(StopCause::Aborted);
+            }
+            StopReason::End | StopReason::ToolUse | StopReason::Limit => {}
+        }
+        for call in &calls {
+            self.emit(Event::ToolCall { call: call.clone() });
+        }
+        if let Some(cause) = self.run_tools(&calls, cancel) {
+            return TurnOutcome::Stop(cause);
+        }
+        if turn.stop == StopReason::Limit && (calls.is_empty() || !turn.cut_off.is_empty()) {
+            state.continuations += 1;
+            if state.continuations > self.config.max_continuations {
+                self.emit(Event::Error(ErrorInfo {
+                    kind: "output_limit".to_owned(),
+                    message: format!(
+                        "the model hit its output limit {} times in this run (at most {} continuations are allowed), so the run stops; ask for smaller pieces of work or raise the model's output limit",
+                        state.continuations, self.config.max_continuations
+                    ),
+                    mutation: None,
+                    effect_id: None,
+                    retry_after_ms: None,
+                }));
+                return TurnOutcome::Stop(StopCause::Error);
+            }
+            if !turn.cut_off.is_empty() {
+                let names: Vec<String> = turn
+                    .cut_off
+                    .iter()
+                    .map(|c| format!("{} (id {}, {} argument bytes received)", c.name, c.id, c.argument_bytes))
+                    .collect();
+                let notice = format!(
+                    "[smith] Your tool call {} was cut off by the output limit before its arguments were complete, so it was discarded and NOT executed. Retry with smaller arguments, for example by splitting the content across several calls.",
+                    names.join(", ")
+                );
+                if let Err(info) = self.deliver_user(notice) {
+                    self.emit(Event::Error(info));
+                    return TurnOutcome::Stop(StopCause::Error);
+                }
+            }
+            return TurnOutcome::Continue { more: true };
+        }
+        TurnOutcome::Continue {
+            more: !calls.is_empty(),
+        }
+    }
+
+    /// Answers calls that never ran (aborted stream, aborted response).
+    fn answer_unrun(&mut self, calls: &[ToolCall], status: ToolStatus) {
+        for call in calls {
+            self.emit(Event::ToolCall { call: call.clone() });
+        }
+        let answers: Vec<Answer> = calls
+            .iter()
+            .map(|call| Answer::unrun(status, aborted_result_text(&call.name), "aborted"))
+            .collect();
+        // Recording errors here end the run anyway (it is aborting).
+        let _ = self.publish(calls, answers);
+    }
+
+    fn plan(&self, call: &ToolCall) -> Plan {
+        let tool = match self.tools.prepare(&call.name, &call.arguments) {
+            Ok(tool) => Arc::clone(tool),
+            Err(error) => return Plan::Invalid(error.into_result()),
+        };
+        let input = match canonical_cbor(&call.arguments) {
+            Ok(input) => input,
+            Err(err) => {
+                return Plan::Invalid(
+                    crate::tools::ToolError::new(
+                        crate::tools::ToolErrorKind::InvalidArguments,
+                        format!("{} call rejected: {err}", call.name),
+                        "effect inputs are recorded as canonical CBOR before they run; nothing was done",
+                        "send simpler arguments (less nesting, numbers within 64 bits)",
+                    )
+                    .into_result(),
+                );
+            }
+        };
+        if input.len() > MAX_INPUT_BYTES {
+            return Plan::Invalid(
+                crate::tools::ToolError::new(
+                    crate::tools::ToolErrorKind::InvalidArguments,
+                    format!(
+                        "{} call rejected: its arguments take {} bytes, more than the {} bytes an effect record may hold",
+                        call.name,
+                        input.len(),
+                        MAX_INPUT_BYTES
+                    ),
+                    "effect inputs are recorded durably before they run, and records are bounded; nothing was done",
+                    "send smaller arguments, for example by splitting the work across several calls",
+                )
+                .into_result(),
+            );
+        }
+        let access = tool.definition().access;
+        Plan::Ready { tool, access, input }
+    }
+
+    fn next_effect_id(&mut self) -> String {
+        self.effect_seq += 1;
+        format!("fx-{}", self.effect_seq)
+    }
+
+    /// Runs a batch. Returns a stop cause when the run must end.
+    fn run_tools(&mut self, calls: &[ToolCall], cancel: &CancelToken) -> Option<StopCause> {
+        if calls.is_empty() {
+            return None;
+        }
+        // Validation happens for the whole batch before any effect.
+        let plans: Vec<Plan> = calls.iter().map(|call| self.plan(call)).collect();
+        let mut answers: Vec<Option<Answer>> = Vec::with_capacity(calls.len());
+        answers.resize_with(calls.len(), || None);
+        let mut fatal: Option<ErrorInfo> = None;
+        let mut index = 0;
+        while index < calls.len() {
+            let call = &calls[index];
+            if fatal.is_some() {
+                answers[index] = Some(Answer::unrun(
+                    ToolStatus::Aborted,
+                    aborted_result_text(&call.name),
+                    "aborted",
+                ));
+                index += 1;
+                continue;
+            }
+            if cancel.is_cancelled() {
+                answers[index] = Some(Answer::unrun(
+                    ToolStatus::Aborted,
+                    aborted_result_text(&call.name),
+                    "aborted",
+                ));
+                index += 1;
+                continue;
+            }
+            if lock(&self.shared.queue).interrupts_tools() {
+                answers[index] = Some(Answer::unrun(
+                    ToolStatus::Skipped,
+                    skipped_result_text(&call.name),
+                    "skipped",
+                ));
+                index += 1;
+                continue;
+            }
+            match &plans[index] {
+                Plan::Invalid(result) => {
+                    answers[index] = Some(Answer {
+                        status: ToolStatus::Invalid,
+                        result: result.clone(),
+                        effect_id: None,
+                        ran: false,
+                        fatal: None,
+                    });
+                    index += 1;
+                }
+                Plan::Ready { access, .. } => {
+                    let mut end = index + 1;
+                    if *access == Access::ReadOnly {
+                        while end < calls.len()
+                            && matches!(&plans[end], Plan::Ready { access: Access::ReadOnly, .. })
+                        {
+                            end += 1;
+                        }
+                    }
+                    let ids: Vec<String> = (index..end).map(|_| self.next_effect_id()).collect();
+                    let group = self.execute_group(&calls[index..end], &plans[index..end], ids, cancel);
+                    for (offset, answer) in group.into_iter().enumerate() {
+                        if fatal.is_none() {
+                            fatal.clone_from(&answer.fatal);
+                        }
+                        answers[index + offset] = Some(answer);
+                    }
+                    index = end;
+                }
+            }
+        }
+        let answers: Vec<Answer> = answers
+            .into_iter()
+            .zip(calls)
+            .map(|(answer, call)| {
+                answer.unwrap_or_else(|| {
+                    Answer::unrun(ToolStatus::Aborted, aborted_result_text(&call.name), "aborted")
+                })
+            })
+            .collect();
+        let published = self.publish(calls, answers);
+        if let Some(info) = fatal {
+            self.emit(Event::Error(info));
+            return Some(StopCause::Error);
+        }
+        if let Err(info) = published {
+            self.emit(Event::Error(info));
+            return Some(StopCause::Error);
+        }
+        if cancel.is_cancelled() {
+            return Some(StopCause::Aborted);
+        }
+        None
+    }
+
+    /// Runs a group: one mutating call, or read-only calls in parallel.
+    fn execute_group(
+        &self,
+        calls: &[ToolCall],
+        plans: &[Plan],
+        ids: Vec<String>,
+        cancel: &CancelToken,
+    ) -> Vec<Answer> {
+        let exec = Executor {
+            journal: self.journal.as_ref(),
+            events: &self.events,
+            tool_context: &self.tool_context,
+        };
+        exec.group(calls, plans, ids, cancel)
+    }
+    /// Records and announces results in call order.
+    fn publish(&mut self, calls: &[ToolCall], answers: Vec<Answer>) -> Result<(), ErrorInfo> {
+        let mut failure = None;
+        for (call, answer) in calls.iter().zip(answers) {
+            let message = Message::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: answer.result.content.clone(),
+                is_error: answer.result.is_error,
+            };
+            if failure.is_none() {
+                if let Err(err) = self.append(message) {
+                    failure = Some(journal_error_info(
+                        format!("the result of the {} call {} could not be recorded: {err}", call.name, call.id),
+                        answer.ran.then_some(answer.result.mutation),
+                        answer.effect_id.clone(),
+                    ));
+                }
+            }
+            self.emit(Event::ToolExecutionEnd {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                status: answer.status,
+                content: answer.result.content,
+                details: if answer.result.details.is_null() {
+                    Value::Object(serde_json::Map::new())
+                } else {
+                    answer.result.details
+                },
+                mutation: answer.ran.then(|| MutationState::from(answer.result.mutation)),
+                effect_id: answer.effect_id,
+            });
+        }
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+struct Executor<'a> {
+    journal: &'a dyn EffectJournal,
+    events: &'a SyncSender<Event>,
+    tool_context: &'a ToolContext,
+}
+
+impl Executor<'_> {
+    fn group(
+        &self,
+        calls: &[ToolCall],
+        plans: &[Plan],
+        ids: Vec<String>,
+        cancel: &CancelToken,
+    ) -> Vec<Answer> {
+
+        let jobs: Vec<(&ToolCall, &Plan, String)> = calls
+            .iter()
+            .zip(plans)
+            .zip(ids)
+            .map(|((call, plan), id)| (call, plan, id))
+            .collect();
+        if jobs.len() == 1 {
+            return jobs
+                .into_iter()
+                .map(|(call, plan, id)| self.execute_one(call, plan, id, cancel))
+                .collect();
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .into_iter()
+                .map(|(call, plan, id)| {
+                    let name = call.name.clone();
+                    (name, scope.spawn(move || self.execute_one(call, plan, id, cancel)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|(name, handle)| {
+                    handle.join().unwrap_or_else(|_| {
+                        // A tool panicked; its effect state is unknowable.
+                        Answer {
+                            status: ToolStatus::Error,
+                            result: ToolResult {
+                                content: format!("The {name} call failed inside smith (a defect); whether it changed anything is unknown."),
+                                details: serde_json::json!({"error": {"kind": "internal"}}),
+                                is_error: true,
+                                mutation: Mutation::Unknown,
+                            },
+                            effect_id: None,
+                            ran: true,
+                            fatal: None,
+                        }
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// One effect: intent, execution, completion.
+    fn execute_one(&self, call: &ToolCall, plan: &Plan, effect_id: String, cancel: &CancelToken) -> Answer {
+        let Plan::Ready { tool, input, .. } = plan else {
+            return Answer::unrun(ToolStatus::Invalid, "invalid call".to_owned(), "invalid_arguments");
+        };
+        if cancel.is_cancelled() {
+            return Answer::unrun(ToolStatus::Aborted, aborted_result_text(&call.name), "aborted");
+        }
+        let intent = EffectIntent {
+            effect_id: effect_id.clone(),
+            parent: call.id.clone(),
+            tool: call.name.clone(),
+            plugin_generation: BUILTIN_GENERATION,
+            input: input.clone(),
+        };
+        if let Err(err) = self.journal.record_intent(&intent) {
+            let message = format!(
+                "the {} call (effect {effect_id}) did not run because its intent could not be recorded: {err}; nothing was changed — fix the session store, then resume",
+                call.name
+            );
+            let mut answer = Answer::unrun(ToolStatus::NotRecorded, message.clone(), "not_recorded");
+            answer.fatal = Some(journal_error_info(message, Some(Mutation::NotApplied), Some(effect_id)));
+            return answer;
+        }
+        let _ = self.events.send(Event::ToolExecutionStart {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            effect_id: effect_id.clone(),
+        });
+        let updates = self.events.clone();
+        let call_id = call.id.clone();
+        let cx = self
+            .tool_context
+            .clone()
+            .with_cancel(cancel.clone())
+            .with_output_sink(Arc::new(move |bytes: &[u8]| {
+                let _ = updates.send(Event::ToolExecutionUpdate {
+                    call_id: call_id.clone(),
+                    output: String::from_utf8_lossy(bytes).into_owned(),
+                });
+            }));
+        let result = tool.execute(&call.arguments, &cx);
+        let cancelled = result.is_error && result.error_kind() == Some("cancelled");
+        let outcome = if cancelled {
+            Outcome::Cancelled
+        } else if result.is_error {
+            Outcome::Error
+        } else {
+            Outcome::Ok
+        };
+        let output_value = serde_json::json!({
+            "content": result.content,
+            "details": result.details,
+            "is_error": result.is_error,
+        });
+        // Tool output is plain JSON built by smith; should it ever fail to
+        // encode, the completion still records outcome and mutation, with
+        // the output replaced by the encoding error.
+        let output = canonical_cbor(&output_value).unwrap_or_else(|err| {
+            canonical_cbor(&serde_json::json!({ "unrecordable_output": err.message }))
+                .unwrap_or_default()
+        });
+        let completion = EffectCompletion {
+            effect_id: effect_id.clone(),
+            outcome,
+            mutation: result.mutation,
+            output,
+        };
+        let fatal = self.journal.record_completion(&completion).err().map(|err| {
+            journal_error_info(
+                format!(
+                    "the {} call (effect {effect_id}) finished with mutation state {} but its completion could not be recorded: {err}; the session will show this effect as unknown, and the run stops",
+                    call.name,
+                    result.mutation.as_str()
+                ),
+                Some(result.mutation),
+                Some(effect_id.clone()),
+            )
+        });
+        let status = match outcome {
+            Outcome::Ok => ToolStatus::Ok,
+            Outcome::Error => ToolStatus::Error,
+            Outcome::Cancelled => ToolStatus::Aborted,
+        };
+        Answer {
+            status,
+            result,
+            effect_id: Some(effect_id),
+            ran: true,
+            fatal,
+        }
+    }
+
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolCall(ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({}),
+        })
+    }
+
+    fn result(id: &str) -> Message {
+        Message::ToolResult {
+            call_id: id.into(),
+            name: "bash".into(),
+            content: "ok".into(),
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn dangling_calls_get_aborted_results_after_their_answered_siblings() {
+        let history = vec![
+            Message::User { text: "go".into() },
+            Message::Assistant {
+                content: vec![call("a"), call("b"), call("c")],
+                stop: StopReason::ToolUse,
+            },
+            result("a"),
+            Message::User { text: "later".into() },
+            Message::Assistant {
+                content: vec![call("d")],
+                stop: StopReason::ToolUse,
+            },
+        ];
+        let mut repaired = history.clone();
+        let fixes = dangling_results(&history);
+        for (position, message) in fixes {
+            repaired.insert(position, message);
+        }
+        let ids: Vec<String> = repaired
+            .iter()
+            .map(|m| match m {
+                Message::ToolResult { call_id, content, .. } => {
+                    format!("{call_id}:{}", content.starts_with("Aborted"))
+                }
+                Message::User { text } => text.clone(),
+                Message::Assistant { .. } => "assistant".into(),
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            vec!["go", "assistant", "a:false", "b:true", "c:true", "later", "assistant", "d:true"]
+        );
+    }
+}

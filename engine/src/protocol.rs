@@ -1,0 +1,424 @@
+//! The one protocol between the agent runtime and every frontend.
+//!
+//! Frontends (terminal, eval, JSON-RPC, MCP, replay) send [`Command`]s in and
+//! receive typed lifecycle [`Event`]s out; none of them reimplements the
+//! loop. Both have a JSON projection (serde, `type`-tagged, snake_case) that
+//! is versioned: a JSON stream starts with a [`Header`] record carrying
+//! [`SCHEMA_VERSION`], and later versions only add record types and fields.
+//! `docs/protocol.md` documents every record with examples.
+//!
+//! Ordering guarantees (what a consumer may rely on):
+//!
+//! - `agent_start` … `agent_end` then `settled` bracket one run; turns nest
+//!   inside (`turn_start` … `turn_end`), messages inside turns;
+//! - `message_delta` / `thinking_delta` come between their message's
+//!   `message_start` and `message_end`, in stream order; `message_end`
+//!   carries the complete message and is authoritative;
+//! - every `tool_call` is answered by exactly one `tool_execution_end`, in
+//!   call order; `tool_execution_start` / `tool_execution_update` appear
+//!   only for calls that ran.
+
+use serde::{Deserialize, Serialize};
+
+use crate::provider::{Message, ToolCall, Usage};
+use crate::tools::Mutation;
+
+/// The JSON projection's schema version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Input to the runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Command {
+    /// Start a run with this user input (only when idle).
+    Prompt {
+        /// The input.
+        text: String,
+    },
+    /// Queue input with the `steer` policy: no new tool call starts, then it
+    /// is delivered after the running calls finish.
+    Steer {
+        /// The input.
+        text: String,
+    },
+    /// Queue input with the `follow_up` policy: delivered when the agent
+    /// would otherwise stop.
+    FollowUp {
+        /// The input.
+        text: String,
+    },
+    /// Queue input under any registered policy by its mode name.
+    Enqueue {
+        /// The policy's mode name (`steer`, `follow_up`, or a plugin's).
+        mode: String,
+        /// The input.
+        text: String,
+    },
+    /// Remove one queued item.
+    RemoveQueued {
+        /// The item id from `queue_changed`.
+        id: u64,
+    },
+    /// Remove every queued item.
+    ClearQueue,
+    /// Abort the current run: provider and tool work stop at the next
+    /// cancellation check; calls not started get `aborted` results.
+    Abort,
+    /// Switch the model (only when idle); recorded in the session.
+    SetModel {
+        /// The model id.
+        model: String,
+    },
+    /// Ask for a `state` event.
+    GetState,
+    /// Ask for a `messages` event with the conversation so far.
+    GetMessages,
+    /// Abort any run and stop the runtime; the event stream then closes.
+    Shutdown,
+}
+
+/// The first record of every JSON stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always `"protocol"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// `smith <version>`.
+    pub producer: String,
+}
+
+impl Header {
+    /// The header for this build.
+    pub fn current() -> Self {
+        Self {
+            kind: "protocol".to_owned(),
+            schema_version: SCHEMA_VERSION,
+            producer: format!("smith {}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// User input.
+    User,
+    /// A model response.
+    Assistant,
+}
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCause {
+    /// The model answered without tool calls and no input was queued.
+    Done,
+    /// The turn limit was reached.
+    TurnLimit,
+    /// The token or cost budget was exceeded.
+    Budget,
+    /// The run was aborted.
+    Aborted,
+    /// The run failed (provider error, malformed stream, journal failure,
+    /// output limit hit too often).
+    Error,
+}
+
+/// How one tool call ended, from the conversation's point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// It ran and succeeded.
+    Ok,
+    /// It ran and failed.
+    Error,
+    /// It was rejected before any effect (unknown tool, invalid arguments,
+    /// input too large).
+    Invalid,
+    /// It did not start because steering input was queued.
+    Skipped,
+    /// It did not start (or was cancelled) because the run was aborted.
+    Aborted,
+    /// It did not start because its intent could not be recorded.
+    NotRecorded,
+}
+
+/// Three-state mutation evidence in the JSON projection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MutationState {
+    /// The mutation happened.
+    Applied,
+    /// Nothing changed.
+    NotApplied,
+    /// It may have happened.
+    Unknown,
+}
+
+impl From<Mutation> for MutationState {
+    fn from(value: Mutation) -> Self {
+        match value {
+            Mutation::Applied => MutationState::Applied,
+            Mutation::NotApplied => MutationState::NotApplied,
+            Mutation::Unknown => MutationState::Unknown,
+        }
+    }
+}
+
+impl From<MutationState> for Mutation {
+    fn from(value: MutationState) -> Self {
+        match value {
+            MutationState::Applied => Mutation::Applied,
+            MutationState::NotApplied => Mutation::NotApplied,
+            MutationState::Unknown => Mutation::Unknown,
+        }
+    }
+}
+
+/// One queued input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedItem {
+    /// The item id (for `remove_queued`).
+    pub id: u64,
+    /// The policy mode (`steer`, `follow_up`, ...).
+    pub mode: String,
+    /// The input text.
+    pub text: String,
+}
+
+/// A runtime error report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    /// A stable kind: a provider error kind (`rate_limit`, ...,
+    /// `malformed_stream`), `journal`, `output_limit`, `busy`,
+    /// `unknown_queue_mode`, `queue_item_not_found`, `invalid_command`.
+    pub kind: String,
+    /// What happened, why, and what to do next.
+    pub message: String,
+    /// For a failed completion record: the best known mutation state of the
+    /// effect whose record failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutation: Option<MutationState>,
+    /// The effect id, when the error concerns one effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect_id: Option<String>,
+    /// For rate limits: the provider's retry hint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+/// A lifecycle event out of the runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A run began.
+    AgentStart,
+    /// A run ended.
+    AgentEnd {
+        /// Why.
+        stop: StopCause,
+        /// Total usage of the run (unknown fields stay null).
+        usage: Usage,
+        /// Total cost in US dollars; null when the price or usage is unknown.
+        cost: Option<f64>,
+        /// The final assistant text of the run.
+        text: String,
+    },
+    /// The runtime is idle: the run ended and nothing queued starts another.
+    Settled,
+    /// A turn (one provider request and its tool batch) began.
+    TurnStart {
+        /// 1-based within the run.
+        turn: u32,
+    },
+    /// A turn ended.
+    TurnEnd {
+        /// 1-based within the run.
+        turn: u32,
+    },
+    /// A message began (user input being delivered, or a response stream).
+    MessageStart {
+        /// Who.
+        role: Role,
+    },
+    /// Assistant text, in stream order.
+    MessageDelta {
+        /// The text piece.
+        text: String,
+    },
+    /// Assistant reasoning, in stream order.
+    ThinkingDelta {
+        /// The text piece.
+        text: String,
+    },
+    /// A message is complete; authoritative over the deltas.
+    MessageEnd {
+        /// The complete message.
+        message: Message,
+        /// The response's usage (assistant messages only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The model made a tool call (before validation).
+    ToolCall {
+        /// The call.
+        call: ToolCall,
+    },
+    /// A validated call's effect starts; its intent is durable.
+    ToolExecutionStart {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// The effect id in the journal.
+        effect_id: String,
+    },
+    /// Live output of a running call.
+    ToolExecutionUpdate {
+        /// The call id.
+        call_id: String,
+        /// The output piece (lossy UTF-8).
+        output: String,
+    },
+    /// A call is answered; exactly one per `tool_call`, in call order.
+    ToolExecutionEnd {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// How it ended.
+        status: ToolStatus,
+        /// The text given to the model.
+        content: String,
+        /// Structured facts (paths, exit codes, the error kind).
+        details: serde_json::Value,
+        /// Mutation evidence (calls that ran only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mutation: Option<MutationState>,
+        /// The effect id (calls that ran only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effect_id: Option<String>,
+    },
+    /// The input queue changed; the full queue in delivery order.
+    QueueChanged {
+        /// The queued items.
+        items: Vec<QueuedItem>,
+    },
+    /// Compaction began.
+    CompactionStart,
+    /// Compaction ended.
+    CompactionEnd,
+    /// The model changed.
+    ModelChanged {
+        /// The provider id.
+        provider: String,
+        /// The model id.
+        model: String,
+    },
+    /// The answer to `get_state`.
+    State {
+        /// The provider id.
+        provider: String,
+        /// The model id.
+        model: String,
+        /// Whether a run is active.
+        busy: bool,
+        /// The queued items.
+        queue: Vec<QueuedItem>,
+        /// Number of messages in the conversation.
+        message_count: usize,
+    },
+    /// The answer to `get_messages`.
+    Messages {
+        /// The conversation, oldest first.
+        messages: Vec<Message>,
+    },
+    /// Something went wrong.
+    Error(ErrorInfo),
+}
+
+/// Writes the JSON projection: the header, then one event per line.
+#[derive(Debug)]
+pub struct JsonLines<W: std::io::Write> {
+    out: W,
+}
+
+impl<W: std::io::Write> JsonLines<W> {
+    /// Starts a stream by writing the [`Header`].
+    ///
+    /// # Errors
+    ///
+    /// When writing fails.
+    pub fn start(mut out: W) -> std::io::Result<Self> {
+        write_line(&mut out, &Header::current())?;
+        Ok(Self { out })
+    }
+
+    /// Writes one record (an [`Event`] or any other serializable record).
+    ///
+    /// # Errors
+    ///
+    /// When writing fails.
+    pub fn write<T: Serialize>(&mut self, record: &T) -> std::io::Result<()> {
+        write_line(&mut self.out, record)
+    }
+
+    /// The underlying writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+fn write_line<W: std::io::Write, T: Serialize>(out: &mut W, record: &T) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, record).map_err(std::io::Error::other)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_from_json() {
+        let cmd: Command = serde_json::from_str(r#"{"type":"follow_up","text":"next"}"#).unwrap();
+        assert_eq!(cmd, Command::FollowUp { text: "next".into() });
+        let cmd: Command = serde_json::from_str(r#"{"type":"abort"}"#).unwrap();
+        assert_eq!(cmd, Command::Abort);
+        assert!(serde_json::from_str::<Command>(r#"{"type":"launch"}"#).is_err());
+    }
+
+    #[test]
+    fn the_stream_starts_with_the_schema_version() {
+        let mut lines = JsonLines::start(Vec::new()).unwrap();
+        lines.write(&Event::AgentStart).unwrap();
+        lines
+            .write(&Event::ToolExecutionEnd {
+                call_id: "c1".into(),
+                name: "bash".into(),
+                status: ToolStatus::Error,
+                content: "x".into(),
+                details: serde_json::json!({}),
+                mutation: Some(MutationState::NotApplied),
+                effect_id: Some("fx-1".into()),
+            })
+            .unwrap();
+        let text = String::from_utf8(lines.into_inner()).unwrap();
+        let mut it = text.lines();
+        assert_eq!(
+            it.next().unwrap(),
+            format!(
+                r#"{{"type":"protocol","schema_version":1,"producer":"smith {}"}}"#,
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        assert_eq!(it.next().unwrap(), r#"{"type":"agent_start"}"#);
+        assert_eq!(
+            it.next().unwrap(),
+            r#"{"type":"tool_execution_end","call_id":"c1","name":"bash","status":"error","content":"x","details":{},"mutation":"not-applied","effect_id":"fx-1"}"#
+        );
+    }
+}

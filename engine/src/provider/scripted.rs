@@ -1,0 +1,607 @@
+//! The scripted provider (`--provider mock`).
+//!
+//! It plays a script — a list of responses, each a list of events — one
+//! response per request, through exactly the [`Provider`] contract a plugin
+//! implements: `encode` answers with a local exchange whose chunks carry the
+//! response's events (with their delays), `decode` turns each chunk back into
+//! normalized events. With no script it runs a built-in demo that lists the
+//! working directory, reads a file from it and answers, so the whole runtime
+//! can be exercised offline. The format is documented in
+//! `docs/mock-provider.md`.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{
+    Exchange, LocalChunk, Message, ModelInfo, OpaqueBytes, Provider, ProviderError,
+    ProviderErrorKind, ProviderInfo, Request, StopReason, StreamEvent, Usage,
+};
+
+/// The model the scripted provider offers.
+pub const MOCK_MODEL: &str = "mock-1";
+
+/// One scripted event.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ScriptEvent {
+    /// A text delta.
+    Text(String),
+    /// A thinking delta: a string, or `{text, signature}` with hex bytes.
+    Thinking(ScriptThinking),
+    /// A complete tool call (start, argument text, end).
+    ToolCall(ScriptToolCall),
+    /// A usage report.
+    Usage(Usage),
+    /// The terminal stop event.
+    Stop {
+        /// end, tool_use, limit, abort or error.
+        reason: StopReason,
+    },
+    /// The terminal error event.
+    Error {
+        /// The error kind (rate_limit, overloaded, auth, ...).
+        kind: ProviderErrorKind,
+        /// The message.
+        message: String,
+        /// Optional retry hint.
+        #[serde(default)]
+        retry_after_ms: Option<u64>,
+    },
+    /// Wait this long before the next event (observes cancellation).
+    DelayMs(u64),
+    /// A raw normalized stream event, for streams the shorthands cannot
+    /// express (a tool call cut off mid-arguments, a malformed stream).
+    Event(StreamEvent),
+}
+
+/// A scripted thinking delta.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ScriptThinking {
+    /// Text only.
+    Text(String),
+    /// Text and signature bytes.
+    Signed {
+        /// The text.
+        text: String,
+        /// Hex signature bytes.
+        signature: OpaqueBytes,
+    },
+}
+
+/// A scripted tool call.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolCall {
+    /// The call id; generated as `call_<response>_<n>` when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments object.
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+}
+
+/// A parsed script: responses in order.
+pub type Script = Vec<Vec<ScriptEvent>>;
+
+/// A script or record problem.
+#[derive(Debug)]
+pub struct ScriptError {
+    message: String,
+}
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// Parses a script from JSON text; `origin` names the source in errors.
+///
+/// # Errors
+///
+/// When the text is not a JSON list of lists of script events; the error
+/// names the origin, the line and column, and the expected shape.
+pub fn parse_script(text: &str, origin: &str) -> Result<Script, ScriptError> {
+    serde_json::from_str(text).map_err(|err| ScriptError {
+        message: format!(
+            "mock script {origin} is not valid: {err}; a script is a JSON list of responses, each a list of events such as {{\"text\": \"hi\"}}, {{\"tool_call\": {{\"name\": \"ls\", \"arguments\": {{}}}}}}, {{\"stop\": {{\"reason\": \"end\"}}}} (see docs/mock-provider.md)"
+        ),
+    })
+}
+
+/// Reads and parses a script file.
+///
+/// # Errors
+///
+/// When the file cannot be read or parsed; the error names the path.
+pub fn load_script(path: &Path) -> Result<Script, ScriptError> {
+    let text = std::fs::read_to_string(path).map_err(|err| ScriptError {
+        message: format!(
+            "cannot read mock script {}: {err}; check the path given to --mock-script",
+            path.display()
+        ),
+    })?;
+    parse_script(&text, &path.display().to_string())
+}
+
+enum Mode {
+    Script(Script),
+    Demo,
+}
+
+/// The scripted provider.
+pub struct ScriptedProvider {
+    mode: Mode,
+    next: usize,
+    record: Option<(PathBuf, File)>,
+    record_error: Option<String>,
+}
+
+impl std::fmt::Debug for ScriptedProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedProvider")
+            .field("next", &self.next)
+            .field("demo", &matches!(self.mode, Mode::Demo))
+            .finish()
+    }
+}
+
+impl ScriptedProvider {
+    /// A provider playing `script`.
+    pub fn new(script: Script) -> Self {
+        Self {
+            mode: Mode::Script(script),
+            next: 0,
+            record: None,
+            record_error: None,
+        }
+    }
+
+    /// The built-in demo: list the working directory, read a file, answer.
+    pub fn demo() -> Self {
+        Self {
+            mode: Mode::Demo,
+            next: 0,
+            record: None,
+            record_error: None,
+        }
+    }
+
+    /// Writes every request received to `path` as JSON Lines (one
+    /// normalized request per line), creating or truncating the file.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be created; the error names the path.
+    pub fn record_to(mut self, path: &Path) -> Result<Self, ScriptError> {
+        let file = File::create(path).map_err(|err| ScriptError {
+            message: format!(
+                "cannot create the mock request record {}: {err}; check the path given to --mock-record",
+                path.display()
+            ),
+        })?;
+        self.record = Some((path.to_path_buf(), file));
+        Ok(self)
+    }
+
+    /// How many requests have been answered.
+    pub fn requests_seen(&self) -> usize {
+        self.next
+    }
+
+    fn record(&mut self, request: &Request) -> Result<(), ProviderError> {
+        let Some((path, file)) = &mut self.record else {
+            return Ok(());
+        };
+        let result = serde_json::to_vec(request)
+            .map_err(|err| err.to_string())
+            .and_then(|mut line| {
+                line.push(b'\n');
+                file.write_all(&line)
+                    .and_then(|()| file.flush())
+                    .map_err(|err| err.to_string())
+            });
+        result.map_err(|err| {
+            let message = format!(
+                "the mock provider could not record request {} to {}: {err}; the request was not answered so the record stays complete",
+                self.next + 1,
+                path.display()
+            );
+            self.record_error = Some(message.clone());
+            ProviderError::new(ProviderErrorKind::InvalidRequest, message)
+        })
+    }
+
+    fn scripted_response(&self, index: usize) -> Result<Vec<ScriptEvent>, ProviderError> {
+        match &self.mode {
+            Mode::Script(script) => script.get(index).cloned().ok_or_else(|| {
+                ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    format!(
+                        "the mock script has {} response(s) but the agent sent request {}; add a response to the script (each request consumes one)",
+                        script.len(),
+                        index + 1
+                    ),
+                )
+            }),
+            Mode::Demo => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Turns script events into local chunks: one chunk per event, carrying the
+/// events it expands to as a JSON list; a `delay_ms` delays the next chunk.
+fn to_chunks(response: usize, events: &[ScriptEvent]) -> Result<Vec<LocalChunk>, ProviderError> {
+    let mut chunks = Vec::with_capacity(events.len());
+    let mut delay = 0;
+    let mut call_index = 0usize;
+    for event in events {
+        let expanded: Vec<StreamEvent> = match event {
+            ScriptEvent::DelayMs(ms) => {
+                delay += ms;
+                continue;
+            }
+            ScriptEvent::Text(text) => vec![StreamEvent::TextDelta { text: text.clone() }],
+            ScriptEvent::Thinking(ScriptThinking::Text(text)) => vec![StreamEvent::ThinkingDelta {
+                text: text.clone(),
+                signature: None,
+            }],
+            ScriptEvent::Thinking(ScriptThinking::Signed { text, signature }) => {
+                vec![StreamEvent::ThinkingDelta {
+                    text: text.clone(),
+                    signature: Some(signature.clone()),
+                }]
+            }
+            ScriptEvent::ToolCall(call) => {
+                call_index += 1;
+                let id = call
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("call_{}_{}", response + 1, call_index));
+                let arguments = if call.arguments.is_null() {
+                    "{}".to_owned()
+                } else {
+                    call.arguments.to_string()
+                };
+                vec![
+                    StreamEvent::ToolCallStart {
+                        id: id.clone(),
+                        name: call.name.clone(),
+                    },
+                    StreamEvent::ToolCallDelta { id: id.clone(), arguments },
+                    StreamEvent::ToolCallEnd { id },
+                ]
+            }
+            ScriptEvent::Usage(usage) => vec![StreamEvent::Usage(*usage)],
+            ScriptEvent::Stop { reason } => vec![StreamEvent::Stop { reason: *reason }],
+            ScriptEvent::Error {
+                kind,
+                message,
+                retry_after_ms,
+            } => vec![StreamEvent::Error(ProviderError {
+                kind: *kind,
+                message: message.clone(),
+                retry_after_ms: *retry_after_ms,
+            })],
+            ScriptEvent::Event(event) => vec![event.clone()],
+        };
+        let bytes = serde_json::to_vec(&expanded).map_err(|err| {
+            ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                format!("the mock provider could not encode response {}: {err}", response + 1),
+            )
+        })?;
+        chunks.push(LocalChunk {
+            delay_ms: std::mem::take(&mut delay),
+            bytes,
+        });
+    }
+    if delay > 0 {
+        // A trailing delay still takes time: an empty chunk after it.
+        chunks.push(LocalChunk {
+            delay_ms: delay,
+            bytes: b"[]".to_vec(),
+        });
+    }
+    Ok(chunks)
+}
+
+impl Provider for ScriptedProvider {
+    fn describe(&self) -> ProviderInfo {
+        ProviderInfo {
+            id: "mock".to_owned(),
+            models: vec![ModelInfo {
+                id: MOCK_MODEL.to_owned(),
+                context_window: Some(200_000),
+                max_output_tokens: Some(8_192),
+                pricing: None,
+            }],
+        }
+    }
+
+    fn encode(&mut self, request: &Request) -> Result<Exchange, ProviderError> {
+        self.record(request)?;
+        let index = self.next;
+        let events = match self.mode {
+            Mode::Demo => demo_response(request),
+            Mode::Script(_) => self.scripted_response(index)?,
+        };
+        self.next += 1;
+        Ok(Exchange::Local {
+            chunks: to_chunks(index, &events)?,
+        })
+    }
+
+    fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        match serde_json::from_slice::<Vec<StreamEvent>>(chunk) {
+            Ok(events) => events,
+            Err(err) => vec![StreamEvent::Error(ProviderError::malformed(format!(
+                "the mock provider received a body chunk that is not a JSON list of stream events: {err}"
+            )))],
+        }
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        Vec::new()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The built-in demo.
+
+fn words(text: &str) -> Vec<ScriptEvent> {
+    text.split_inclusive(' ')
+        .map(|word| ScriptEvent::Text(word.to_owned()))
+        .collect()
+}
+
+fn approx_tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
+/// The demo's usage: a deterministic approximation (four characters per
+/// token), so usage lines have numbers; the mock model has no price, so the
+/// cost stays unknown.
+fn demo_usage(request: &Request, reply: &str) -> ScriptEvent {
+    let input: usize = request
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::Assistant { .. } => serde_json::to_string(message).map_or(0, |s| s.len()),
+            other => other.text().len(),
+        })
+        .sum();
+    ScriptEvent::Usage(Usage {
+        input: Some(approx_tokens(input)),
+        output: Some(approx_tokens(reply.len())),
+        cache_read: None,
+        cache_write: None,
+    })
+}
+
+fn tool_call(name: &str, arguments: serde_json::Value) -> ScriptEvent {
+    ScriptEvent::ToolCall(ScriptToolCall {
+        id: None,
+        name: name.to_owned(),
+        arguments,
+    })
+}
+
+/// Picks the file the demo reads from an `ls` listing: a README if there is
+/// one, else the first plain entry (directories end with `/`).
+fn pick_file(listing: &str) -> Option<String> {
+    let entries: Vec<&str> = listing
+        .lines()
+        .map(str::trim)
+        .filter(|line| {
+            !line.is_empty()
+                && !line.ends_with('/')
+                && !line.starts_with('[')
+                && !line.starts_with('(')
+                && !line.contains(": ")
+        })
+        .collect();
+    entries
+        .iter()
+        .find(|name| name.to_ascii_lowercase().starts_with("readme"))
+        .or_else(|| entries.first())
+        .map(|name| (*name).to_owned())
+}
+
+fn demo_response(request: &Request) -> Vec<ScriptEvent> {
+    let prompt = request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            Message::User { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    let last_result = match request.messages.last() {
+        Some(Message::ToolResult {
+            name,
+            content,
+            is_error,
+            ..
+        }) => Some((name.as_str(), content.as_str(), *is_error)),
+        _ => None,
+    };
+    let (reply, call) = match last_result {
+        None => (
+            format!("You said {prompt:?}. This is the offline demo: I will list the working directory, read a file and answer. "),
+            Some(tool_call("ls", serde_json::json!({"path": "."}))),
+        ),
+        Some(("ls", listing, false)) => match pick_file(listing) {
+            Some(file) => (
+                format!("The directory has {} entries. Reading {file}. ", listing.lines().count()),
+                Some(tool_call("read", serde_json::json!({"path": file, "limit": 20}))),
+            ),
+            None => (
+                "The directory has no plain files to read, so the demo ends here.".to_owned(),
+                None,
+            ),
+        },
+        Some(("read", content, false)) => {
+            let first = content
+                .lines()
+                .map(str::trim)
+                .find(|line| !line.is_empty())
+                .unwrap_or("(empty)");
+            let first: String = first.chars().take(120).collect();
+            (
+                format!("Done. The file starts with: {first:?}. That was one tool-using turn with the mock provider; use --mock-script FILE to play your own responses."),
+                None,
+            )
+        }
+        Some((name, content, _)) => {
+            let first: String = content.lines().next().unwrap_or("").chars().take(200).collect();
+            (format!("The {name} call failed ({first}), so the demo ends here."), None)
+        }
+    };
+    let mut events = words(&reply);
+    let stop = if call.is_some() {
+        StopReason::ToolUse
+    } else {
+        StopReason::End
+    };
+    events.extend(call);
+    events.push(demo_usage(request, &reply));
+    events.push(ScriptEvent::Stop { reason: stop });
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn play(provider: &mut ScriptedProvider, request: &Request) -> Vec<StreamEvent> {
+        let Exchange::Local { chunks } = provider.encode(request).unwrap() else {
+            panic!("the scripted provider must answer with a local exchange");
+        };
+        chunks.iter().flat_map(|c| provider.decode(&c.bytes)).collect()
+    }
+
+    fn request(messages: Vec<Message>) -> Request {
+        Request {
+            model: MOCK_MODEL.into(),
+            system: None,
+            messages,
+            tools: Vec::new(),
+            max_output_tokens: None,
+        }
+    }
+
+    #[test]
+    fn script_events_expand_to_normalized_events() {
+        let script = parse_script(
+            r#"[[{"text":"hi"},{"delay_ms":5},{"thinking":{"text":"t","signature":"0a"}},
+                 {"tool_call":{"name":"ls","arguments":{"path":"."}}},
+                 {"tool_call":{"id":"x","name":"read"}},
+                 {"usage":{"input":1,"output":null}},{"stop":{"reason":"tool_use"}}],
+                [{"error":{"kind":"rate_limit","message":"slow","retry_after_ms":9}}]]"#,
+            "test",
+        )
+        .unwrap();
+        let mut provider = ScriptedProvider::new(script);
+        let req = request(vec![Message::User { text: "go".into() }]);
+        let Exchange::Local { chunks } = provider.encode(&req).unwrap() else {
+            panic!("local exchange expected");
+        };
+        assert_eq!(chunks[1].delay_ms, 5);
+        let events: Vec<StreamEvent> = chunks.iter().flat_map(|c| provider.decode(&c.bytes)).collect();
+        assert_eq!(
+            events[2],
+            StreamEvent::ToolCallStart {
+                id: "call_1_1".into(),
+                name: "ls".into()
+            }
+        );
+        assert_eq!(
+            events[3],
+            StreamEvent::ToolCallDelta {
+                id: "call_1_1".into(),
+                arguments: r#"{"path":"."}"#.into()
+            }
+        );
+        assert_eq!(
+            events[6],
+            StreamEvent::ToolCallDelta {
+                id: "x".into(),
+                arguments: "{}".into()
+            }
+        );
+        assert_eq!(events.last().unwrap(), &StreamEvent::Stop { reason: StopReason::ToolUse });
+        let second = play(&mut provider, &req);
+        assert!(matches!(&second[0], StreamEvent::Error(e) if e.retry_after_ms == Some(9)));
+        let err = provider.encode(&req).unwrap_err();
+        assert!(err.message.contains("has 2 response(s) but the agent sent request 3"));
+    }
+
+    #[test]
+    fn bad_scripts_are_rejected_with_the_origin() {
+        let err = parse_script(r#"[[{"txt":"hi"}]]"#, "s.json").unwrap_err();
+        assert!(err.to_string().contains("mock script s.json is not valid"));
+        assert!(err.to_string().contains("txt"));
+    }
+
+    #[test]
+    fn requests_are_recorded_as_json_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.jsonl");
+        let mut provider = ScriptedProvider::new(vec![vec![ScriptEvent::Stop { reason: StopReason::End }]])
+            .record_to(&path)
+            .unwrap();
+        let req = request(vec![Message::User { text: "hello".into() }]);
+        play(&mut provider, &req);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let line: Request = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(line, req);
+    }
+
+    #[test]
+    fn demo_lists_reads_and_answers() {
+        let mut provider = ScriptedProvider::demo();
+        let mut messages = vec![Message::User { text: "hello".into() }];
+        let first = play(&mut provider, &request(messages.clone()));
+        assert!(first.contains(&StreamEvent::ToolCallStart {
+            id: "call_1_1".into(),
+            name: "ls".into()
+        }));
+        messages.push(Message::ToolResult {
+            call_id: "call_1_1".into(),
+            name: "ls".into(),
+            content: "src/\nCargo.toml\nREADME.md\n".into(),
+            is_error: false,
+        });
+        let second = play(&mut provider, &request(messages.clone()));
+        assert!(second.contains(&StreamEvent::ToolCallDelta {
+            id: "call_2_1".into(),
+            arguments: r#"{"path":"README.md","limit":20}"#.into()
+        }));
+        messages.push(Message::ToolResult {
+            call_id: "call_2_1".into(),
+            name: "read".into(),
+            content: "# smith\n".into(),
+            is_error: false,
+        });
+        let third = play(&mut provider, &request(messages));
+        assert_eq!(third.last().unwrap(), &StreamEvent::Stop { reason: StopReason::End });
+        let text: String = third
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(text.contains("\"# smith\""), "{text}");
+    }
+}
