@@ -16,17 +16,22 @@ static INSTALLED: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// True when [`crate::AccountingAllocator`] is this binary's
 /// `#[global_allocator]`, proved by charging one probe allocation to a
-/// fresh scope (done once, then remembered).
+/// fresh scope (done once, then remembered). Before the first successful
+/// probe it also answers false while the slot table is full.
 pub fn is_global_allocator() -> bool {
+    probe() == Some(true)
+}
+
+/// `None` when it cannot tell (the slot table is full and it never probed).
+fn probe() -> Option<bool> {
     match INSTALLED.load(Ordering::Relaxed) {
-        YES => return true,
-        NO => return false,
+        YES => return Some(true),
+        NO => return Some(false),
         _ => {}
     }
     let scope = Scope::new(ScopeKind::KernelCall, "smith_alloc::probe");
     if scope.is_fallback() {
-        // Cannot tell without a scope of our own; ask again later.
-        return false;
+        return None;
     }
     let layout = Layout::new::<u64>();
     {
@@ -43,7 +48,7 @@ pub fn is_global_allocator() -> bool {
     let stats = scope.stats();
     let yes = stats.allocations == 1 && stats.allocated_bytes == layout.size() as u64;
     INSTALLED.store(if yes { YES } else { NO }, Ordering::Relaxed);
-    yes
+    Some(yes)
 }
 
 /// Runs `f` in a fresh scope on the current thread and returns its result
@@ -88,21 +93,26 @@ pub fn count<R>(f: impl FnOnce() -> R) -> (R, ScopeStats) {
 ///
 /// As [`count`].
 pub fn count_in<R>(kind: ScopeKind, name: &'static str, f: impl FnOnce() -> R) -> (R, ScopeStats) {
+    fn full(name: &str) -> ! {
+        panic!(
+            "smith_alloc::count: all {} scope slots are taken, so the count for {name:?} would \
+             be charged to the process scope together with other code's allocations; drop \
+             scopes (and the blocks they still own) that are no longer needed",
+            crate::SLOT_COUNT
+        )
+    }
+    let Some(installed) = probe() else { full(name) };
     assert!(
-        is_global_allocator(),
+        installed,
         "smith_alloc::count: this binary's #[global_allocator] is not \
          smith_alloc::AccountingAllocator, so allocations are not counted and every count \
          would read 0; add `#[global_allocator] static A: smith_alloc::AccountingAllocator = \
          smith_alloc::AccountingAllocator::new();` to the test binary (tests/all/main.rs)"
     );
     let scope = Scope::new(kind, name);
-    assert!(
-        !scope.is_fallback(),
-        "smith_alloc::count: all {} scope slots are taken, so the count for {name:?} would be \
-         charged to the process scope together with other code's allocations; drop scopes \
-         (and the blocks they still own) that are no longer needed",
-        crate::SLOT_COUNT
-    );
+    if scope.is_fallback() {
+        full(name);
+    }
     let result = {
         let _guard = scope.enter();
         f()

@@ -131,6 +131,12 @@ fn nested_guards_charge_the_innermost_scope_and_restore_the_outer_one() {
         (turn.stats().kind, turn.stats().name),
         (ScopeKind::Turn, "turn")
     );
+    // Closed with nothing live: the slots are released at once.
+    let ids = [session.id(), turn.id()];
+    assert!(report().get(ids[0]).is_some());
+    drop((session, turn));
+    let r = report();
+    assert!(r.get(ids[0]).is_none() && r.get(ids[1]).is_none(), "{r}");
 }
 
 #[test]
