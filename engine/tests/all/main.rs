@@ -1,0 +1,3 @@
+//! The engine's single integration-test binary; one module per area.
+
+mod agent;
