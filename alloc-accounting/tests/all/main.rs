@@ -575,3 +575,146 @@ fn a_full_slot_table_falls_back_to_the_process_scope_and_counts_the_overflow() {
     assert_eq!(stats.counts(), counts(1, 0, 1, 0, 1, 1));
     assert_eq!((*b, stats.name), (1, "after"));
 }
+
+/// A small deterministic generator (no dependency, same sequence each run).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+}
+
+/// Threads create and drop scopes, share one long-lived scope (one lease
+/// holder, the others on the atomic path), and pass blocks to each other
+/// through a pool, so blocks are grown, shrunk and freed on other threads
+/// and in other scopes, often after their scope closed. A single lost or
+/// misdirected update would leave some scope with live bytes after
+/// everything is freed, and so still in the report.
+#[test]
+fn concurrent_cross_thread_traffic_leaves_every_scope_exactly_empty() {
+    let _s = serial();
+    const THREADS: u64 = 4;
+    const ROUNDS: u64 = 300;
+    let shared = Scope::new(ScopeKind::Session, "shared-session");
+    let pool: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::with_capacity(4096));
+    let ids: Mutex<Vec<ScopeId>> = Mutex::new(Vec::with_capacity((THREADS * ROUNDS) as usize));
+    std::thread::scope(|t| {
+        for seed in 0..THREADS {
+            let (shared, pool, ids) = (&shared, &pool, &ids);
+            t.spawn(move || {
+                let mut rng = Lcg(seed + 1);
+                let _in_session = shared.enter();
+                let mut mine: Vec<Vec<u8>> = Vec::with_capacity(64);
+                for _ in 0..ROUNDS {
+                    let turn = Scope::new(ScopeKind::Turn, "turn");
+                    ids.lock().unwrap().push(turn.id());
+                    {
+                        let _g = turn.enter();
+                        for _ in 0..rng.next(8) {
+                            let mut v = Vec::with_capacity(1 + rng.next(300) as usize);
+                            v.push(1u8);
+                            mine.push(v);
+                        }
+                        // Grow or shrink blocks allocated in other scopes.
+                        if let Some(v) = mine.first_mut() {
+                            v.reserve(rng.next(2000) as usize);
+                        }
+                        if let Some(v) = mine.last_mut() {
+                            v.shrink_to_fit();
+                        }
+                    }
+                    // Hand blocks over and free blocks of other threads.
+                    let mut p = pool.lock().unwrap();
+                    while mine.len() > 8 {
+                        if let Some(v) = mine.pop() {
+                            p.push(v);
+                        }
+                    }
+                    for _ in 0..rng.next(6) {
+                        drop(p.pop());
+                    }
+                    drop(p);
+                    if rng.next(3) == 0 {
+                        // Allocate straight into the shared session.
+                        mine.push(vec![0u8; 1 + rng.next(100) as usize]);
+                    }
+                    drop(turn);
+                }
+                mine.clear();
+            });
+        }
+    });
+    pool.lock().unwrap().clear();
+    drop(pool);
+    let stats = shared.stats();
+    assert_eq!(stats.live_bytes, 0, "{stats:?}");
+    assert!(stats.allocations > 0 && stats.frees > 0, "{stats:?}");
+    let r = report();
+    let ids = ids.into_inner().unwrap();
+    assert_eq!(ids.len() as u64, THREADS * ROUNDS);
+    let left: Vec<&smith_alloc::ScopeStats> = ids.iter().filter_map(|id| r.get(*id)).collect();
+    assert!(left.is_empty(), "scopes still holding bytes: {left:?}");
+}
+
+/// The lease holder allocates and frees in its scope at full speed while
+/// another thread frees the holder's blocks at the same time: the remote
+/// frees must go through the atomic counters, never the holder's plain
+/// ones, or updates are lost and live bytes end above zero.
+#[test]
+fn remote_frees_racing_the_lease_holder_lose_no_update() {
+    let _s = serial();
+    const BLOCKS: usize = 100_000;
+    let scope = Scope::new(ScopeKind::Session, "raced");
+    // A spinning start (not a barrier, whose wake-up takes long enough for
+    // one side to finish alone) so that both loops really overlap.
+    let go = AtomicUsize::new(0);
+    let handed: Vec<Box<u64>> = {
+        let _g = scope.enter();
+        (0..BLOCKS as u64).map(Box::new).collect()
+    };
+    std::thread::scope(|t| {
+        // Spawned outside the scope: spawning allocates.
+        t.spawn(|| {
+            let mut handed = handed;
+            go.fetch_add(1, Ordering::AcqRel);
+            while go.load(Ordering::Acquire) != 2 {
+                std::hint::spin_loop();
+            }
+            while let Some(b) = handed.pop() {
+                drop(black_box(b));
+            }
+        });
+        let _g = scope.enter();
+        while go.load(Ordering::Acquire) != 1 {
+            std::hint::spin_loop();
+        }
+        go.store(2, Ordering::Release);
+        for i in 0..BLOCKS as u64 {
+            drop(black_box(Box::new(i)));
+        }
+    });
+    let stats = scope.stats();
+    // The vector and every handed block were live before the race; the
+    // first racing allocation may or may not land before the first free.
+    let before_race = 8 * BLOCKS as u64 + 8 * BLOCKS as u64;
+    assert!(
+        [before_race, before_race + 8].contains(&stats.peak_live_bytes),
+        "{stats:?}"
+    );
+    assert_eq!(
+        stats.counts(),
+        Counts {
+            allocations: 1 + 2 * BLOCKS as u64,
+            reallocs: 0,
+            allocated_bytes: 2 * 8 * BLOCKS as u64 + 8 * BLOCKS as u64,
+            frees: 1 + 2 * BLOCKS as u64,
+            live_bytes: 0,
+            peak_live_bytes: stats.peak_live_bytes,
+        }
+    );
+}
