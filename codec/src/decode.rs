@@ -581,11 +581,11 @@ impl<'a> Decoder<'a> {
                 let tok = if major == 2 {
                     Token::Bytes(payload)
                 } else {
-                    match std::str::from_utf8(payload) {
+                    match utf8(payload) {
                         Ok(s) => Token::Text(s),
-                        Err(e) => {
+                        Err(valid_up_to) => {
                             return Err(DecodeError::new(
-                                end + e.valid_up_to(),
+                                end + valid_up_to,
                                 ErrorKind::InvalidUtf8,
                             ));
                         }
@@ -874,6 +874,27 @@ impl<'a> Decoder<'a> {
     }
 }
 
+/// Validates UTF-8, skipping the all-ASCII prefix 64 bytes at a time
+/// (session text is mostly ASCII, and `is_ascii` on a block is cheaper than
+/// full validation); returns the valid prefix length on failure.
+#[inline]
+fn utf8(bytes: &[u8]) -> Result<&str, usize> {
+    let mut ascii = 0;
+    for block in bytes.chunks_exact(64) {
+        if !block.is_ascii() {
+            break;
+        }
+        ascii += 64;
+    }
+    match std::str::from_utf8(&bytes[ascii..]) {
+        // SAFETY: `bytes[..ascii]` is all ASCII, hence valid UTF-8 ending on
+        // a char boundary; `bytes[ascii..]` was just validated; two valid
+        // UTF-8 sequences concatenate to valid UTF-8.
+        Ok(_) => Ok(unsafe { std::str::from_utf8_unchecked(bytes) }),
+        Err(e) => Err(ascii + e.valid_up_to()),
+    }
+}
+
 /// Checks that `input` holds exactly one well-formed item that obeys `mode`
 /// and `limits`.
 ///
@@ -893,4 +914,53 @@ pub fn validate(input: &[u8], mode: Mode, limits: Limits) -> Result<(), DecodeEr
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_fast_path_agrees_with_std_around_block_edges() {
+        for len in [0usize, 1, 63, 64, 65, 127, 128, 200] {
+            let ascii = "a".repeat(len);
+            assert_eq!(utf8(ascii.as_bytes()), Ok(ascii.as_str()));
+            for at in [0, len.saturating_sub(1), len] {
+                // A multi-byte char placed across a block edge.
+                let mut s = ascii.clone();
+                s.insert_str(at.min(s.len()), "é€😀");
+                assert_eq!(utf8(s.as_bytes()), Ok(s.as_str()));
+                // An invalid byte at `at`.
+                let mut b = ascii.clone().into_bytes();
+                b.insert(at.min(b.len()), 0xff);
+                let std_says = std::str::from_utf8(&b).map_err(|e| e.valid_up_to());
+                assert_eq!(
+                    utf8(&b).map(str::len),
+                    std_says.map(str::len),
+                    "len {len} at {at}"
+                );
+                // A truncated sequence at the end.
+                let mut t = ascii.clone().into_bytes();
+                t.extend_from_slice(&[0xe2, 0x82]);
+                assert_eq!(utf8(&t), Err(len));
+            }
+        }
+    }
+
+    #[test]
+    fn a_fresh_decoder_reports_its_limits_clamped() {
+        let d = Decoder::new(
+            &[],
+            Mode::Strict,
+            Limits {
+                max_depth: 1000,
+                max_items: 5,
+            },
+        );
+        assert_eq!(d.max_depth, MAX_DEPTH);
+        assert_eq!(d.max_items, 5);
+        assert!(d.is_at_end());
+        assert_eq!(d.depth(), 0);
+        assert_eq!(d.mode(), Mode::Strict);
+    }
 }
