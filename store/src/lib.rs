@@ -1,2 +1,47 @@
-//! Session store: frame files, compression, recovery, locks, atomic publication, session arenas, JSONL dump.
+//! The session store: frame files, compression, recovery, locks, atomic
+//! publication, session arenas and the JSONL dump.
+//!
+//! A session is an append-only branching history. On disk it is one file: a
+//! 48-byte header and then length-prefixed frames, each carrying a kind,
+//! flags, a crc32c checksum and one canonical CBOR item, with the length
+//! repeated at the end so the file can be walked backwards
+//! (`docs/session-format.md` is the complete description). In memory it is
+//! an index arena ([`Session`]): fixed-size [`Record`]s over one contiguous
+//! payload arena, content kept as canonical CBOR bytes and decoded only by
+//! whoever reads it.
+//!
+//! * [`format`] — the byte layout (header, frames, entry map).
+//! * [`scan`] — the frame reader with recovery: torn tails, corrupt frames
+//!   with intact lengths (bounded), explicit failure on lost framing.
+//! * [`SessionFile`] — a mapped file; [`SessionFile::recent`] reaches the
+//!   selected leaf from the end of the file in time independent of its size.
+//! * [`Session`] — the index arena: load, fork, traversal, compaction boundary.
+//! * [`Store`] — a directory of sessions: create, append (under an fs4
+//!   lock), fork, clone, names, list, delete, prune, repair, all new files
+//!   published atomically ([`publish`]).
+//! * [`dump`] — the JSONL dump and its exact inverse, import.
+//! * [`bench_support`] — fixtures for benchmarks and `smith bench`.
 #![deny(missing_docs)]
+
+pub mod bench_support;
+pub mod compress;
+pub mod dump;
+mod entry;
+mod error;
+mod file;
+pub mod format;
+pub mod publish;
+pub mod scan;
+mod session;
+mod store;
+
+pub use entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, NewEntry, Record};
+pub use error::{ErrorKind, Result, StoreError};
+pub use file::{EntryView, SessionFile};
+pub use format::SessionId;
+pub use scan::{Limits, ScanReport};
+pub use session::{LoadReport, Origin, Session};
+pub use store::{
+    EXTENSION, LockGuard, PruneOptions, PruneReport, SessionInfo, Store, TEMP_GRACE_MS, now_ms,
+    rewrite, validate_name,
+};

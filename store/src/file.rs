@@ -1,0 +1,176 @@
+//! A mapped session file and the fast path to the selected leaf.
+//!
+//! [`SessionFile::open`] maps the file and checks its header; nothing else
+//! is read. [`SessionFile::recent`] then finds the newest entry frame through
+//! the trailer at the end of the file and follows parent links backwards, so
+//! the selected leaf and its nearest ancestors are ready after reading a few
+//! frames, whatever the file's size.
+
+use std::path::{Path, PathBuf};
+
+use bumpalo::Bump;
+use memmap2::Mmap;
+
+use crate::compress;
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::format::{self, EntryHead, FLAG_ZSTD, Header, KIND_ENTRY, Probe};
+use crate::scan::Limits;
+use crate::session::{self, Session};
+
+/// A session file mapped read-only.
+#[derive(Debug)]
+pub struct SessionFile {
+    map: Mmap,
+    header: Header,
+    path: PathBuf,
+}
+
+/// One entry read straight from a file, content borrowed from the mapping or
+/// (when compressed) from the caller's arena.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryView<'a> {
+    /// The entry's fixed fields.
+    pub head: EntryHead,
+    /// The entry's content (canonical CBOR).
+    pub content: &'a [u8],
+    /// Offset of the entry's frame.
+    pub offset: u64,
+}
+
+impl SessionFile {
+    /// Maps `path` and checks its header.
+    ///
+    /// # Errors
+    /// `Io` when the file cannot be opened or mapped, header errors otherwise.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file =
+            std::fs::File::open(path).map_err(|e| StoreError::io("open session file", path, e))?;
+        // SAFETY: session files are only ever appended to (under the session
+        // lock) or replaced by rename, never truncated in place except for a
+        // torn tail past every complete frame; the mapping's bytes that we
+        // read are therefore stable. A concurrent truncation of the tail could
+        // fault a read of the removed bytes, the accepted risk of mapping.
+        let map =
+            unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("map session file", path, e))?;
+        let header = format::decode_header(&map, &path.display().to_string())?;
+        Ok(Self {
+            map,
+            header,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The mapped bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Loads the whole session into an index arena.
+    ///
+    /// # Errors
+    /// See [`Session::load_bytes`].
+    pub fn load(&self, limits: &Limits) -> Result<Session> {
+        let mut s = Session::load_bytes(&self.map, limits, &self.path.display().to_string())?;
+        s.path = Some(self.path.clone());
+        Ok(s)
+    }
+
+    /// The selected leaf and up to `n - 1` of its ancestors, leaf first,
+    /// read by following frame links from the end of the file. Reads O(n)
+    /// frames, independent of the file's size.
+    ///
+    /// Returns `Ok(None)` when the end of the file or a link is damaged; a
+    /// full [`SessionFile::load`] then recovers what can be recovered.
+    ///
+    /// # Errors
+    /// `FrameOverLimit` when a frame declares content over `limits`.
+    pub fn recent<'b>(
+        &'b self,
+        n: usize,
+        limits: &Limits,
+        bump: &'b Bump,
+    ) -> Result<Option<bumpalo::collections::Vec<'b, EntryView<'b>>>> {
+        let bytes: &'b [u8] = &self.map;
+        let start = self.header.header_len as usize;
+        let max_body = u32::MAX - 12;
+        let mut out = bumpalo::collections::Vec::with_capacity_in(n.min(1024), bump);
+        // Find the newest entry frame, stepping back over other frames.
+        let mut end = bytes.len();
+        let mut frame = loop {
+            if end == start {
+                return Ok(Some(out));
+            }
+            let Some(v) = format::probe_back(bytes, end, start, max_body) else {
+                return Ok(None);
+            };
+            if v.kind == KIND_ENTRY {
+                break v;
+            }
+            end = v.offset as usize;
+        };
+        let mut dctx = None;
+        let mut expected: Option<u64> = None;
+        while out.len() < n {
+            if frame.content_len > limits.max_content_len {
+                return Err(StoreError::at(
+                    ErrorKind::FrameOverLimit,
+                    frame.offset,
+                    format!(
+                        "{}: the frame at byte offset {} declares {} bytes of content, over the limit of {}; raise the limit if the file is trusted",
+                        self.path.display(),
+                        frame.offset,
+                        frame.content_len,
+                        limits.max_content_len
+                    ),
+                ));
+            }
+            let map: &'b [u8] = if frame.flags == FLAG_ZSTD {
+                let d = match &mut dctx {
+                    Some(d) => d,
+                    None => dctx.insert(session::decompressor(&self.path.display().to_string())?),
+                };
+                let dst = bump.alloc_slice_fill_copy(frame.content_len as usize, 0u8);
+                if !compress::decompress_into(d, frame.payload, dst) {
+                    return Ok(None);
+                }
+                dst
+            } else if frame.flags == 0 {
+                frame.payload
+            } else {
+                return Ok(None);
+            };
+            let Some((head, at, len)) = format::decode_entry(map) else {
+                return Ok(None);
+            };
+            if expected.is_some_and(|e| e != head.id) {
+                return Ok(None);
+            }
+            out.push(EntryView {
+                head,
+                content: &map[at..at + len],
+                offset: frame.offset,
+            });
+            if head.parent == 0 || frame.link == 0 || frame.link > frame.offset {
+                break;
+            }
+            let target = (frame.offset - frame.link) as usize;
+            frame = match format::probe(bytes, target, max_body) {
+                Probe::Good(v) if v.kind == KIND_ENTRY => v,
+                _ => return Ok(None),
+            };
+            // The parent's id is checked when it is decoded on the next turn.
+            expected = Some(head.parent);
+        }
+        Ok(Some(out))
+    }
+}

@@ -1,0 +1,554 @@
+//! The in-memory session: an index arena.
+//!
+//! A [`Session`] holds one contiguous payload arena (`Vec<u8>`) with every
+//! entry's canonical CBOR bytes, a table of fixed-size [`Record`]s in file
+//! order, and the selected branch as its own contiguous `Vec<Record>` from
+//! root to leaf. Loading maps nothing itself: it takes the file's bytes,
+//! walks the frames twice (once to count, once to copy) and so allocates a
+//! constant number of times whatever the entry count. Content is never
+//! parsed on load; callers borrow it with [`Session::content`] and decode it
+//! into their own scope.
+
+use crate::compress;
+use crate::entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, Record};
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::format::{
+    self, EntryHead, FLAG_ZSTD, FrameView, Header, KIND_ENTRY, KIND_ORIGIN, SessionId,
+};
+use crate::scan::{self, Limits, ScanReport};
+
+/// Where a forked or cloned session came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    /// The session it was forked or cloned from.
+    pub session: SessionId,
+    /// The selected leaf of that session at the time.
+    pub leaf: u64,
+}
+
+/// What loading a session found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// The frame walk's findings (good, corrupt, torn tail).
+    pub scan: ScanReport,
+    /// Entry frames loaded.
+    pub entries: u64,
+    /// Frames of kinds this build does not know (kept in the file untouched).
+    pub unknown_frames: u64,
+    /// Entry frames with a good checksum whose payload is not the canonical
+    /// entry map (kept in the file untouched, not loaded).
+    pub malformed_entries: u64,
+    /// Entries whose parent is absent (lost to damage).
+    pub orphans: u64,
+    /// Stored payload bytes of entry frames (after compression).
+    pub stored_bytes: u64,
+    /// Payload bytes of entry frames after decompression.
+    pub content_bytes: u64,
+    /// Entry frames stored compressed.
+    pub compressed_entries: u64,
+    /// The file's length.
+    pub file_len: u64,
+}
+
+/// An in-memory session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub(crate) header: Header,
+    pub(crate) origin: Option<Origin>,
+    pub(crate) records: Vec<Record>,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) branch: Vec<Record>,
+    pub(crate) report: LoadReport,
+    /// Bytes of the backing file reflected in memory (0 when in memory only).
+    pub(crate) known_len: u64,
+    pub(crate) path: Option<std::path::PathBuf>,
+    /// The largest entry id in the session (0 when empty).
+    pub(crate) max_id: u64,
+}
+
+struct Counts {
+    entries: usize,
+    content: usize,
+}
+
+fn entry_frame_loadable(v: &FrameView<'_>) -> bool {
+    v.kind == KIND_ENTRY
+        && (v.flags == 0 || v.flags == FLAG_ZSTD)
+        && (v.flags == FLAG_ZSTD || v.content_len as usize == v.payload.len())
+}
+
+impl Session {
+    /// An empty session that lives only in memory.
+    pub fn in_memory(id: SessionId, created_ms: u64) -> Self {
+        Self {
+            header: Header {
+                id,
+                created_ms,
+                header_len: format::HEADER_LEN as u32,
+            },
+            origin: None,
+            records: Vec::new(),
+            payload: Vec::new(),
+            branch: Vec::new(),
+            report: LoadReport::default(),
+            known_len: 0,
+            path: None,
+            max_id: 0,
+        }
+    }
+
+    /// Loads a whole session from a file's bytes (usually a memory map).
+    ///
+    /// Content is copied, never parsed. Allocates exactly three times (record
+    /// table, payload arena, selected branch) whatever the number of entries.
+    ///
+    /// # Errors
+    /// Header errors, and the frame reader's errors (see [`scan::scan`]).
+    pub fn load_bytes(bytes: &[u8], limits: &Limits, what: &str) -> Result<Self> {
+        let header = format::decode_header(bytes, what)?;
+        let start = header.header_len as usize;
+        // Pass 1: count, so that pass 2 allocates exactly once per table.
+        let mut counts = Counts {
+            entries: 0,
+            content: 0,
+        };
+        scan::scan(bytes, start, limits, what, |v| {
+            if entry_frame_loadable(&v) {
+                counts.entries += 1;
+                counts.content += v.content_len as usize;
+            }
+            Ok(())
+        })?;
+        let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
+        let mut payload: Vec<u8> = Vec::with_capacity(counts.content);
+        let mut dctx = decompressor(what)?;
+        let mut report = LoadReport {
+            file_len: bytes.len() as u64,
+            ..LoadReport::default()
+        };
+        let mut origin = None;
+        let scan_report = scan::scan(bytes, start, limits, what, |v| {
+            ingest(
+                &mut records,
+                &mut payload,
+                &mut report,
+                &mut origin,
+                &mut dctx,
+                &v,
+            );
+            Ok(())
+        })?;
+        report.scan = scan_report;
+        let mut s = Self {
+            header,
+            origin,
+            records,
+            payload,
+            branch: Vec::new(),
+            report,
+            known_len: scan_report.valid_end,
+            path: None,
+            max_id: 0,
+        };
+        s.max_id = s.records.iter().map(|r| r.id).max().unwrap_or(0);
+        s.rebuild_branch();
+        Ok(s)
+    }
+
+    /// An in-memory session initialised from externally managed entries,
+    /// keeping their order and ids.
+    ///
+    /// # Errors
+    /// `Invalid` when an id is zero or repeated, or a parent does not precede
+    /// its child.
+    pub fn from_external(
+        id: SessionId,
+        created_ms: u64,
+        entries: &[ExternalEntry<'_>],
+    ) -> Result<Self> {
+        let mut s = Self::in_memory(id, created_ms);
+        let total: usize = entries.iter().map(|e| e.content.len() + 48).sum();
+        s.records.reserve_exact(entries.len());
+        s.payload.reserve_exact(total);
+        for e in entries {
+            let head = EntryHead {
+                id: e.id,
+                parent: e.parent,
+                timestamp_ms: e.timestamp_ms,
+                kind: e.kind.code(),
+                pairing: e.pairing,
+            };
+            s.push_entry(&head, e.content, NO_FRAME)?;
+        }
+        s.rebuild_branch();
+        Ok(s)
+    }
+
+    /// Adds one entry to the arena and record table (not to any file).
+    pub(crate) fn push_entry(
+        &mut self,
+        head: &EntryHead,
+        content: &[u8],
+        frame_offset: u64,
+    ) -> Result<&Record> {
+        if head.id == 0 || (head.id <= self.max_id && self.find(head.id).is_some()) {
+            return Err(StoreError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "entry id {} is zero or already used in session {}; entry ids must be unique and non-zero",
+                    head.id, self.header.id
+                ),
+            ));
+        }
+        let parent_index = if head.parent == 0 {
+            NONE
+        } else {
+            match self.find(head.parent) {
+                Some(i) => i as u32,
+                None => {
+                    return Err(StoreError::new(
+                        ErrorKind::Invalid,
+                        format!(
+                            "entry {} names parent {}, which is not an earlier entry of session {}; append the parent first or use 0 for a root",
+                            head.id, head.parent, self.header.id
+                        ),
+                    ));
+                }
+            }
+        };
+        let at = self.payload.len();
+        format::encode_entry(&mut self.payload, head, content);
+        let head_len = self.payload.len() - at - content.len();
+        self.records.push(Record {
+            id: head.id,
+            parent: head.parent,
+            timestamp_ms: head.timestamp_ms,
+            pairing: head.pairing,
+            frame_offset,
+            payload_offset: (at + head_len) as u64,
+            payload_len: content.len() as u32,
+            kind: head.kind,
+            parent_index,
+            head_len: head_len as u32,
+        });
+        self.report.entries += 1;
+        self.max_id = self.max_id.max(head.id);
+        let idx = self.records.len() - 1;
+        Ok(&self.records[idx])
+    }
+
+    /// The record index of entry `id`, searching from the newest entry (parents
+    /// are almost always recent).
+    pub fn find(&self, id: u64) -> Option<usize> {
+        self.records.iter().rposition(|r| r.id == id)
+    }
+
+    /// Rebuilds the selected branch: the path from a root to the newest entry.
+    pub(crate) fn rebuild_branch(&mut self) {
+        let Some(leaf) = self.records.len().checked_sub(1) else {
+            self.branch = Vec::new();
+            return;
+        };
+        let mut depth = 0usize;
+        let mut i = leaf as u32;
+        while i != NONE && depth <= self.records.len() {
+            depth += 1;
+            i = self.records[i as usize].parent_index;
+        }
+        let mut branch = Vec::with_capacity(depth);
+        let mut i = leaf as u32;
+        while i != NONE && branch.len() < depth {
+            branch.push(self.records[i as usize]);
+            i = self.records[i as usize].parent_index;
+        }
+        branch.reverse();
+        self.branch = branch;
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> SessionId {
+        self.header.id
+    }
+
+    /// Creation time, milliseconds since the Unix epoch.
+    pub fn created_ms(&self) -> u64 {
+        self.header.created_ms
+    }
+
+    /// Where this session was forked or cloned from.
+    pub fn origin(&self) -> Option<Origin> {
+        self.origin
+    }
+
+    /// Every entry's record, in append order.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The selected branch, root first, leaf last.
+    pub fn branch(&self) -> &[Record] {
+        &self.branch
+    }
+
+    /// The selected leaf.
+    pub fn leaf(&self) -> Option<&Record> {
+        self.branch.last()
+    }
+
+    /// What loading found.
+    pub fn report(&self) -> &LoadReport {
+        &self.report
+    }
+
+    /// The payload arena (every entry's map bytes, contiguous).
+    pub fn payload_arena(&self) -> &[u8] {
+        &self.payload
+    }
+
+    /// An entry's content: one canonical CBOR item, borrowed from the arena.
+    pub fn content(&self, r: &Record) -> &[u8] {
+        let start = r.payload_offset as usize;
+        self.payload
+            .get(start..start + r.payload_len as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The entry's whole frame payload (the canonical entry map).
+    pub(crate) fn entry_map(&self, r: &Record) -> &[u8] {
+        let start = r.payload_offset as usize - r.head_len as usize;
+        self.payload
+            .get(start..r.payload_offset as usize + r.payload_len as usize)
+            .unwrap_or(&[])
+    }
+
+    /// Copies an entry's content into the caller's arena, so it can be
+    /// decoded and dropped with that scope.
+    pub fn content_in<'b>(&self, r: &Record, bump: &'b bumpalo::Bump) -> &'b [u8] {
+        bump.alloc_slice_copy(self.content(r))
+    }
+
+    /// The path from the selected leaf back to a root, leaf first, reading
+    /// records only.
+    pub fn ancestors(&self, index: usize) -> impl Iterator<Item = &Record> + '_ {
+        let mut i = if index < self.records.len() {
+            index as u32
+        } else {
+            NONE
+        };
+        std::iter::from_fn(move || {
+            if i == NONE {
+                return None;
+            }
+            let r = &self.records[i as usize];
+            i = r.parent_index;
+            Some(r)
+        })
+    }
+
+    /// The compaction boundary of the selected branch: the index in
+    /// [`Session::branch`] of the first entry kept after the newest compaction
+    /// (the compaction's pairing id names that entry), or 0 without one.
+    pub fn compaction_boundary(&self) -> usize {
+        for (i, r) in self.branch.iter().enumerate().rev() {
+            if r.entry_kind() == EntryKind::Compaction {
+                let kept = self.branch[..i].iter().position(|b| b.id == r.pairing);
+                return kept.unwrap_or(i);
+            }
+        }
+        0
+    }
+
+    /// Leaves: entries no other entry names as parent. Reads records only.
+    pub fn leaves(&self) -> Vec<u64> {
+        let mut has_child = vec![false; self.records.len()];
+        for r in &self.records {
+            if r.parent_index != NONE {
+                has_child[r.parent_index as usize] = true;
+            }
+        }
+        self.records
+            .iter()
+            .zip(has_child)
+            .filter(|(_, c)| !c)
+            .map(|(r, _)| r.id)
+            .collect()
+    }
+
+    /// Effect intents with no completion carrying the same pairing id anywhere
+    /// in the session: their effects recover as `unknown` and are never
+    /// retried automatically. Reads records only.
+    pub fn open_intents(&self) -> Vec<Record> {
+        let completion = EntryKind::EffectCompletion.code();
+        self.records
+            .iter()
+            .filter(|r| r.entry_kind() == EntryKind::EffectIntent)
+            .filter(|i| {
+                !self
+                    .records
+                    .iter()
+                    .any(|c| c.kind == completion && c.pairing == i.pairing)
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Forks the selected branch into a new in-memory session with `id`: the
+    /// branch's records are copied in one piece and its payloads packed into
+    /// a new arena. Allocates exactly three times whatever the branch length.
+    pub fn fork(&self, id: SessionId, created_ms: u64) -> Session {
+        let total: usize = self
+            .branch
+            .iter()
+            .map(|r| r.head_len as usize + r.payload_len as usize)
+            .sum();
+        let mut payload = Vec::with_capacity(total);
+        let mut records = Vec::with_capacity(self.branch.len());
+        records.extend_from_slice(&self.branch);
+        for (i, r) in records.iter_mut().enumerate() {
+            let map = self.entry_map(r);
+            let at = payload.len();
+            payload.extend_from_slice(map);
+            r.payload_offset = (at + r.head_len as usize) as u64;
+            r.frame_offset = NO_FRAME;
+            r.parent_index = if i == 0 { NONE } else { (i - 1) as u32 };
+        }
+        let mut branch = Vec::with_capacity(records.len());
+        branch.extend_from_slice(&records);
+        Session {
+            header: Header {
+                id,
+                created_ms,
+                header_len: format::HEADER_LEN as u32,
+            },
+            origin: Some(Origin {
+                session: self.header.id,
+                leaf: self.leaf().map_or(0, |l| l.id),
+            }),
+            report: LoadReport {
+                entries: records.len() as u64,
+                ..LoadReport::default()
+            },
+            records,
+            payload,
+            branch,
+            known_len: 0,
+            path: None,
+            max_id: self.max_id,
+        }
+    }
+
+    /// Serialises the session as a complete file: header, origin frame if
+    /// any, one frame per entry in record order.
+    ///
+    /// # Errors
+    /// `Io` when the compressor cannot be set up.
+    pub fn encode_file(&self, out: &mut Vec<u8>) -> Result<Vec<u64>> {
+        let mut comp = compress::Compressor::new()?;
+        out.extend_from_slice(&format::encode_header(
+            self.header.id,
+            self.header.created_ms,
+        ));
+        if let Some(o) = self.origin {
+            let mut p = Vec::new();
+            format::encode_origin(&mut p, o.session, o.leaf);
+            format::encode_frame(out, KIND_ORIGIN, 0, p.len() as u32, 0, &p);
+        }
+        let mut offsets = Vec::with_capacity(self.records.len());
+        for r in &self.records {
+            let here = out.len() as u64;
+            let link = if r.parent_index == NONE {
+                0
+            } else {
+                here - offsets[r.parent_index as usize]
+            };
+            comp.frame(out, KIND_ENTRY, link, self.entry_map(r));
+            offsets.push(here);
+        }
+        Ok(offsets)
+    }
+}
+
+/// Creates a zstd decompression context.
+pub(crate) fn decompressor(what: &str) -> Result<zstd::bulk::Decompressor<'static>> {
+    zstd::bulk::Decompressor::new().map_err(|e| {
+        StoreError::new(ErrorKind::Io, format!("could not set up the zstd decompressor while reading {what}: {e}; free memory and retry"))
+    })
+}
+
+/// Copies one good frame into the arena and record table (entry frames), or
+/// notes it in the report (all others). Never parses content.
+pub(crate) fn ingest(
+    records: &mut Vec<Record>,
+    payload: &mut Vec<u8>,
+    report: &mut LoadReport,
+    origin: &mut Option<Origin>,
+    dctx: &mut zstd::bulk::Decompressor<'static>,
+    v: &FrameView<'_>,
+) {
+    if v.kind == KIND_ORIGIN {
+        if origin.is_none() {
+            *origin =
+                format::decode_origin(v.payload).map(|(session, leaf)| Origin { session, leaf });
+        }
+        return;
+    }
+    if v.kind != KIND_ENTRY {
+        report.unknown_frames += 1;
+        return;
+    }
+    if !entry_frame_loadable(v) {
+        report.malformed_entries += 1;
+        return;
+    }
+    let at = payload.len();
+    if v.flags == FLAG_ZSTD {
+        payload.resize(at + v.content_len as usize, 0);
+        if !compress::decompress_into(dctx, v.payload, &mut payload[at..]) {
+            payload.truncate(at);
+            report.malformed_entries += 1;
+            return;
+        }
+    } else {
+        payload.extend_from_slice(v.payload);
+    }
+    let Some((head, c_at, c_len)) = format::decode_entry(&payload[at..]) else {
+        payload.truncate(at);
+        report.malformed_entries += 1;
+        return;
+    };
+    if v.flags == FLAG_ZSTD {
+        report.compressed_entries += 1;
+    }
+    let parent_index = resolve_parent(records, &head, v.offset, v.link);
+    if parent_index == NONE && head.parent != 0 {
+        report.orphans += 1;
+    }
+    report.stored_bytes += v.payload.len() as u64;
+    report.content_bytes += u64::from(v.content_len);
+    report.entries += 1;
+    records.push(Record {
+        id: head.id,
+        parent: head.parent,
+        timestamp_ms: head.timestamp_ms,
+        pairing: head.pairing,
+        frame_offset: v.offset,
+        payload_offset: (at + c_at) as u64,
+        payload_len: c_len as u32,
+        kind: head.kind,
+        parent_index,
+        head_len: c_at as u32,
+    });
+}
+
+/// Finds the parent's record through the frame link: records are in file
+/// order, so a binary search on frame offsets finds it without a hash table.
+fn resolve_parent(records: &[Record], head: &EntryHead, offset: u64, link: u64) -> u32 {
+    if head.parent == 0 || link == 0 || link > offset {
+        return NONE;
+    }
+    let target = offset - link;
+    match records.binary_search_by_key(&target, |r| r.frame_offset) {
+        Ok(i) if records[i].id == head.parent => i as u32,
+        _ => NONE,
+    }
+}

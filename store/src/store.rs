@@ -1,0 +1,904 @@
+//! The session store: a directory of session files, their names, locks and
+//! every operation on them.
+//!
+//! Layout of a store root:
+//!
+//! ```text
+//! <root>/<id>.smith      one session file per session (id = 32 hex digits)
+//! <root>/<id>.lock       the session's writer lock (fs4 exclusive lock)
+//! <root>/names/<name>    a name, holding the id it refers to
+//! <root>/store.lock      serialises name changes, creation and deletion
+//! <root>/.tmp-*          publications in flight (or left by a crash)
+//! ```
+//!
+//! A reference (`ref`) is a name or an id, or a unique prefix of at least
+//! four hex digits of an id; never a path.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::compress::Compressor;
+use crate::entry::{EntryKind, NO_FRAME, NONE, NewEntry};
+use crate::error::{ErrorKind, Result, StoreError};
+use crate::file::SessionFile;
+use crate::format::{self, EntryHead, FLAG_ZSTD, KIND_ENTRY, KIND_ORIGIN, SessionId};
+use crate::publish::{self, Step, TEMP_PREFIX};
+use crate::scan::{self, Limits, ScanReport};
+use crate::session::{self, Origin, Session};
+
+/// The file extension of session files.
+pub const EXTENSION: &str = "smith";
+
+/// Temporary publication files younger than this are left alone by prune,
+/// because another process may be about to rename them.
+pub const TEMP_GRACE_MS: u64 = 10 * 60 * 1000;
+
+/// A store of sessions under one root directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    limits: Limits,
+    crash_after: Option<Step>,
+}
+
+/// A session as listed: metadata only, no content read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The session's id.
+    pub id: SessionId,
+    /// Its name, if it has one.
+    pub name: Option<String>,
+    /// Creation time (ms since the Unix epoch), from the header.
+    pub created_ms: u64,
+    /// Last modification time of the file (ms since the Unix epoch).
+    pub modified_ms: u64,
+    /// The file's size in bytes.
+    pub bytes: u64,
+}
+
+/// What to prune.
+#[derive(Debug, Clone, Copy)]
+pub struct PruneOptions {
+    /// Remove sessions that hold no entries.
+    pub empty: bool,
+    /// Remove sessions not modified for this many milliseconds.
+    pub older_than_ms: Option<u64>,
+    /// Remove temporary publication files at least this old (default
+    /// [`TEMP_GRACE_MS`]; younger ones may belong to a publication in flight).
+    pub temp_grace_ms: u64,
+}
+
+impl Default for PruneOptions {
+    fn default() -> Self {
+        Self {
+            empty: false,
+            older_than_ms: None,
+            temp_grace_ms: TEMP_GRACE_MS,
+        }
+    }
+}
+
+/// What pruning removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    /// Sessions deleted.
+    pub sessions: Vec<SessionId>,
+    /// Stray temporary files removed (left by interrupted publications).
+    pub temp_files: u64,
+    /// Names removed because their session no longer exists.
+    pub dangling_names: u64,
+}
+
+/// Holds an exclusive fs4 lock until dropped.
+#[derive(Debug)]
+pub struct LockGuard(std::fs::File);
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = fs4::FileExt::unlock(&self.0);
+    }
+}
+
+fn lock(path: &Path) -> Result<LockGuard> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| StoreError::io("open lock file", path, e))?;
+    fs4::FileExt::lock(&f).map_err(|e| StoreError::io("lock", path, e))?;
+    Ok(LockGuard(f))
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn mtime_ms(m: &std::fs::Metadata) -> u64 {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Checks a session name: 1 to 64 characters from `A-Z a-z 0-9 . _ -`, not
+/// starting with `.` or `-`, and not 32 hex digits (which would read as an id).
+///
+/// # Errors
+/// `Invalid`, naming the offending name and the rule.
+pub fn validate_name(name: &str) -> Result<()> {
+    let ok_chars = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    let bad = name.is_empty()
+        || name.len() > 64
+        || !ok_chars
+        || name.starts_with('.')
+        || name.starts_with('-')
+        || SessionId::from_hex(name).is_some();
+    if bad {
+        return Err(StoreError::new(
+            ErrorKind::Invalid,
+            format!(
+                "session name {name:?} is not allowed: names are 1 to 64 characters from A-Z a-z 0-9 . _ -, do not start with '.' or '-', and are not 32 hex digits; try something like \"fix-login-bug\""
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Opens (creating if needed) the store rooted at `root`.
+    ///
+    /// # Errors
+    /// `Io` when the directories cannot be created.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        let names = root.join("names");
+        std::fs::create_dir_all(&names)
+            .map_err(|e| StoreError::io("create session store directory", &names, e))?;
+        Ok(Self {
+            root,
+            limits: Limits::default(),
+            crash_after: None,
+        })
+    }
+
+    /// The default store root: `$SMITH_HOME/sessions`, else
+    /// `$XDG_DATA_HOME/smith/sessions`, else `~/.local/share/smith/sessions`.
+    ///
+    /// # Errors
+    /// `NotFound` when none of those variables (nor `HOME`) is set.
+    pub fn default_root() -> Result<PathBuf> {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        if let Some(h) = var("SMITH_HOME") {
+            return Ok(h.join("sessions"));
+        }
+        if let Some(x) = var("XDG_DATA_HOME") {
+            return Ok(x.join("smith").join("sessions"));
+        }
+        if let Some(h) = var("HOME").or_else(|| var("USERPROFILE")) {
+            return Ok(h
+                .join(".local")
+                .join("share")
+                .join("smith")
+                .join("sessions"));
+        }
+        Err(StoreError::new(
+            ErrorKind::NotFound,
+            "cannot locate the session store: none of SMITH_HOME, XDG_DATA_HOME or HOME is set; set SMITH_HOME to a directory smith may write",
+        ))
+    }
+
+    /// The store's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The limits used when reading sessions.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Replaces the reading limits.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Test hook: make every publication stop dead after `step`, as a crash would.
+    pub fn set_crash_after(&mut self, step: Option<Step>) {
+        self.crash_after = step;
+    }
+
+    /// The path of session `id`'s file.
+    pub fn path_of(&self, id: SessionId) -> PathBuf {
+        self.root.join(format!("{id}.{EXTENSION}"))
+    }
+
+    fn lock_path(&self, id: SessionId) -> PathBuf {
+        self.root.join(format!("{id}.lock"))
+    }
+
+    fn name_path(&self, name: &str) -> PathBuf {
+        self.root.join("names").join(name)
+    }
+
+    /// Takes session `id`'s writer lock, waiting for other writers.
+    ///
+    /// # Errors
+    /// `Io` when the lock file cannot be opened or locked.
+    pub fn lock_session(&self, id: SessionId) -> Result<LockGuard> {
+        lock(&self.lock_path(id))
+    }
+
+    fn lock_store(&self) -> Result<LockGuard> {
+        lock(&self.root.join("store.lock"))
+    }
+
+    /// Resolves a reference (a name, an id or a unique id prefix).
+    ///
+    /// # Errors
+    /// `Invalid` for a path-like reference, `NotFound`, or `Ambiguous`.
+    pub fn resolve(&self, r: &str) -> Result<SessionId> {
+        if r.is_empty() || r.contains(['/', '\\']) || r.starts_with('.') {
+            return Err(StoreError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "{r:?} is not a session reference: a reference is a session name or id (or a unique id prefix), never a path; run `smith session list` to see them"
+                ),
+            ));
+        }
+        if let Ok(text) = std::fs::read_to_string(self.name_path(r))
+            && let Some(id) = SessionId::from_hex(text.trim()) {
+                return Ok(id);
+            }
+        let lower = r.to_ascii_lowercase();
+        if lower.len() >= 4 && lower.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let mut found = Vec::new();
+            for id in self.ids()? {
+                if id.to_hex().starts_with(&lower) {
+                    found.push(id);
+                }
+            }
+            match found.len() {
+                1 => return Ok(found[0]),
+                0 => {}
+                n => {
+                    return Err(StoreError::new(
+                        ErrorKind::Ambiguous,
+                        format!(
+                            "session id prefix {r:?} matches {n} sessions; type more digits of the id (see `smith session list`)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(StoreError::new(
+            ErrorKind::NotFound,
+            format!(
+                "no session is named {r:?} or has an id starting with it in {}; run `smith session list` to see the sessions",
+                self.root.display()
+            ),
+        ))
+    }
+
+    fn ids(&self) -> Result<Vec<SessionId>> {
+        let mut out = Vec::new();
+        let rd = std::fs::read_dir(&self.root)
+            .map_err(|e| StoreError::io("read session store directory", &self.root, e))?;
+        for ent in rd.flatten() {
+            let name = ent.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(stem) = name.strip_suffix(".smith")
+                && let Some(id) = SessionId::from_hex(stem) {
+                    out.push(id);
+                }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn names(&self) -> HashMap<SessionId, String> {
+        let mut out = HashMap::new();
+        if let Ok(rd) = std::fs::read_dir(self.root.join("names")) {
+            for ent in rd.flatten() {
+                let (Some(name), Ok(text)) = (
+                    ent.file_name().to_str().map(str::to_owned),
+                    std::fs::read_to_string(ent.path()),
+                ) else {
+                    continue;
+                };
+                if name.starts_with('.') {
+                    continue;
+                }
+                if let Some(id) = SessionId::from_hex(text.trim()) {
+                    out.insert(id, name);
+                }
+            }
+        }
+        out
+    }
+
+    /// The name of session `id`, if any.
+    pub fn name_of(&self, id: SessionId) -> Option<String> {
+        self.names().remove(&id)
+    }
+
+    /// Lists every session from headers and file metadata only, newest
+    /// modification first.
+    ///
+    /// # Errors
+    /// `Io` when the store directory cannot be read.
+    pub fn list(&self) -> Result<Vec<SessionInfo>> {
+        let names = self.names();
+        let mut out = Vec::new();
+        for id in self.ids()? {
+            let path = self.path_of(id);
+            let Ok(mut f) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let mut h = [0u8; format::HEADER_LEN];
+            let Ok(meta) = f.metadata() else { continue };
+            if std::io::Read::read_exact(&mut f, &mut h).is_err() {
+                continue;
+            }
+            let Ok(header) = format::decode_header(&h, &path.display().to_string()) else {
+                continue;
+            };
+            out.push(SessionInfo {
+                id,
+                name: names.get(&id).cloned(),
+                created_ms: header.created_ms,
+                modified_ms: mtime_ms(&meta),
+                bytes: meta.len(),
+            });
+        }
+        out.sort_by(|a, b| b.modified_ms.cmp(&a.modified_ms).then(b.id.cmp(&a.id)));
+        Ok(out)
+    }
+
+    /// The most recently modified session ("continue latest").
+    ///
+    /// # Errors
+    /// As [`Store::list`].
+    pub fn latest(&self) -> Result<Option<SessionInfo>> {
+        Ok(self.list()?.into_iter().next())
+    }
+
+    /// Creates and publishes an empty session, optionally named.
+    ///
+    /// # Errors
+    /// `AlreadyExists` for a taken name, `Invalid` for a bad one, `Io`.
+    pub fn create(&self, name: Option<&str>) -> Result<Session> {
+        self.create_with(SessionId::generate(), now_ms(), name)
+    }
+
+    /// Creates a session with a given id and creation time.
+    ///
+    /// # Errors
+    /// As [`Store::create`]; `AlreadyExists` when the id is taken.
+    pub fn create_with(
+        &self,
+        id: SessionId,
+        created_ms: u64,
+        name: Option<&str>,
+    ) -> Result<Session> {
+        let mut s = Session::in_memory(id, created_ms);
+        let mut bytes = Vec::new();
+        s.encode_file(&mut bytes)?;
+        self.publish_new(&mut s, &bytes, name)?;
+        Ok(s)
+    }
+
+    fn publish_new(&self, s: &mut Session, bytes: &[u8], name: Option<&str>) -> Result<()> {
+        if let Some(n) = name {
+            validate_name(n)?;
+        }
+        let _g = self.lock_store()?;
+        let path = self.path_of(s.id());
+        if path.exists() {
+            return Err(StoreError::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "a session with id {} already exists at {}; delete it first or import under another store root",
+                    s.id(),
+                    path.display()
+                ),
+            ));
+        }
+        if let Some(n) = name {
+            self.check_name_free(n)?;
+        }
+        publish::publish(&path, bytes, self.crash_after)?;
+        s.known_len = bytes.len() as u64;
+        s.path = Some(path);
+        if let Some(n) = name {
+            self.write_name(n, s.id())?;
+        }
+        Ok(())
+    }
+
+    fn check_name_free(&self, name: &str) -> Result<()> {
+        if self.name_path(name).exists() {
+            return Err(StoreError::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "the session name {name:?} is already taken; choose another name or rename that session first"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn write_name(&self, name: &str, id: SessionId) -> Result<()> {
+        let dir = self.root.join("names");
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        let mut f =
+            std::fs::File::create(&tmp).map_err(|e| StoreError::io("create name file", &tmp, e))?;
+        writeln!(f, "{id}").map_err(|e| StoreError::io("write name file", &tmp, e))?;
+        f.sync_all()
+            .map_err(|e| StoreError::io("flush name file", &tmp, e))?;
+        drop(f);
+        // A hard link fails if the name exists, so a name can never be taken twice.
+        let r = std::fs::hard_link(&tmp, self.name_path(name));
+        let _ = std::fs::remove_file(&tmp);
+        match r {
+            Ok(()) => publish::sync_dir(&dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.check_name_free(name),
+            Err(e) => Err(StoreError::io("create name", &self.name_path(name), e)),
+        }
+    }
+
+    /// Names or renames the session `r` to `new_name` (names are unique).
+    ///
+    /// # Errors
+    /// `AlreadyExists`, `Invalid`, `NotFound`, `Io`.
+    pub fn rename(&self, r: &str, new_name: &str) -> Result<SessionId> {
+        validate_name(new_name)?;
+        let id = self.resolve(r)?;
+        let _g = self.lock_store()?;
+        let old = self.name_of(id);
+        if old.as_deref() == Some(new_name) {
+            return Ok(id);
+        }
+        self.check_name_free(new_name)?;
+        self.write_name(new_name, id)?;
+        if let Some(o) = old {
+            let p = self.name_path(&o);
+            std::fs::remove_file(&p).map_err(|e| StoreError::io("remove old name", &p, e))?;
+        }
+        Ok(id)
+    }
+
+    /// Maps session `r`'s file.
+    ///
+    /// # Errors
+    /// Resolution errors and [`SessionFile::open`]'s.
+    pub fn open_file(&self, r: &str) -> Result<SessionFile> {
+        let id = self.resolve(r)?;
+        SessionFile::open(&self.path_of(id))
+    }
+
+    /// Loads session `r` fully.
+    ///
+    /// # Errors
+    /// Resolution and loading errors.
+    pub fn load(&self, r: &str) -> Result<Session> {
+        self.open_file(r)?.load(&self.limits)
+    }
+
+    /// Appends entries to a loaded session, durably: under the session lock,
+    /// after taking in anything other writers appended since, as one write
+    /// followed by a data flush. Returns the new entries' ids.
+    ///
+    /// # Errors
+    /// `Invalid` for an unknown parent or non-canonical content, `Io`.
+    pub fn append(&self, s: &mut Session, entries: &[NewEntry<'_>]) -> Result<Vec<u64>> {
+        let path = self.path_of(s.id());
+        let _g = self.lock_session(s.id())?;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("open session file for appending", &path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("inspect session file", &path, e))?
+            .len();
+        if len != s.known_len {
+            self.catch_up(s, &path, &file, len)?;
+        }
+        let rec_mark = s.records.len();
+        let pay_mark = s.payload.len();
+        let (entries_mark, max_mark) = (s.report.entries, s.max_id);
+        let mut buf = Vec::new();
+        let mut comp = Compressor::new()?;
+        let mut ids = Vec::with_capacity(entries.len());
+        let mut leaf = s.leaf().map_or(0, |l| l.id);
+        let result = (|| -> Result<()> {
+            for e in entries {
+                check_content(e.content)?;
+                let parent = e.parent.unwrap_or(leaf);
+                let id = s.max_id + 1;
+                let head = EntryHead {
+                    id,
+                    parent,
+                    timestamp_ms: e.timestamp_ms.unwrap_or_else(now_ms),
+                    kind: e.kind.code(),
+                    pairing: e.pairing,
+                };
+                let offset = s.known_len + buf.len() as u64;
+                let rec = *s.push_entry(&head, e.content, offset)?;
+                let link = if rec.parent_index == NONE {
+                    0
+                } else {
+                    let p = s.records[rec.parent_index as usize].frame_offset;
+                    if p == NO_FRAME { 0 } else { offset - p }
+                };
+                let map = s.entry_map(&rec);
+                comp.frame(&mut buf, KIND_ENTRY, link, map);
+                ids.push(id);
+                leaf = id;
+            }
+            file.write_all(&buf)
+                .map_err(|e| StoreError::io("append to session file", &path, e))?;
+            file.sync_data()
+                .map_err(|e| StoreError::io("flush session file", &path, e))?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            s.records.truncate(rec_mark);
+            s.payload.truncate(pay_mark);
+            s.report.entries = entries_mark;
+            s.max_id = max_mark;
+            return Err(e);
+        }
+        s.known_len += buf.len() as u64;
+        s.report.file_len = s.known_len;
+        s.rebuild_branch();
+        Ok(ids)
+    }
+
+    /// Takes in frames other writers appended; discards a torn tail (an
+    /// incomplete final frame, never a complete one) left by a crashed writer.
+    fn catch_up(&self, s: &mut Session, path: &Path, file: &std::fs::File, len: u64) -> Result<()> {
+        let what = path.display().to_string();
+        if len < s.known_len {
+            return Err(StoreError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "{what} is shorter ({len} bytes) than when it was loaded ({} bytes): it was repaired or replaced meanwhile; load the session again",
+                    s.known_len
+                ),
+            ));
+        }
+        // SAFETY: see `SessionFile::open`; we hold the session lock, so no
+        // writer changes the file while it is mapped here.
+        let map = unsafe { memmap2::Mmap::map(file) }
+            .map_err(|e| StoreError::io("map session file", path, e))?;
+        let start = if s.known_len == 0 {
+            format::decode_header(&map, &what)?.header_len as usize
+        } else {
+            s.known_len as usize
+        };
+        let mut dctx = session::decompressor(&what)?;
+        let mut origin = s.origin;
+        let (records, payload, report) = (&mut s.records, &mut s.payload, &mut s.report);
+        let r = scan::scan(&map, start, &self.limits, &what, |v| {
+            session::ingest(records, payload, report, &mut origin, &mut dctx, &v);
+            Ok(())
+        })?;
+        s.origin = origin;
+        add_scan(&mut s.report.scan, &r);
+        s.max_id = s.records.iter().map(|x| x.id).max().unwrap_or(0);
+        if r.torn_tail_at.is_some() {
+            file.set_len(r.valid_end)
+                .map_err(|e| StoreError::io("discard the torn tail of", path, e))?;
+            file.sync_all()
+                .map_err(|e| StoreError::io("flush session file", path, e))?;
+        }
+        s.known_len = r.valid_end;
+        s.rebuild_branch();
+        Ok(())
+    }
+
+    /// Selects `target` as the leaf by appending a leaf-switch entry under it,
+    /// stamped `timestamp_ms` (now when `None`). Its content is the
+    /// previously selected leaf's id.
+    ///
+    /// # Errors
+    /// `Invalid` when `target` is not an entry of the session, `Io`.
+    pub fn select_leaf(
+        &self,
+        s: &mut Session,
+        target: u64,
+        timestamp_ms: Option<u64>,
+    ) -> Result<u64> {
+        if s.find(target).is_none() {
+            return Err(StoreError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "entry {target} is not part of session {}; pick an entry id shown by `smith session info`",
+                    s.id()
+                ),
+            ));
+        }
+        let mut content = Vec::new();
+        format::cbor_head(&mut content, 0, s.leaf().map_or(0, |l| l.id));
+        let e = NewEntry {
+            kind: EntryKind::LeafSwitch,
+            parent: Some(target),
+            timestamp_ms,
+            pairing: 0,
+            content: &content,
+        };
+        Ok(self.append(s, &[e])?[0])
+    }
+
+    /// Forks a loaded session's selected branch into a new published session
+    /// that records its origin.
+    ///
+    /// # Errors
+    /// Naming and publication errors.
+    pub fn fork(&self, s: &Session, name: Option<&str>) -> Result<Session> {
+        let mut f = s.fork(SessionId::generate(), now_ms());
+        let mut bytes = Vec::new();
+        let offsets = f.encode_file(&mut bytes)?;
+        for (r, o) in f.records.iter_mut().zip(&offsets) {
+            r.frame_offset = *o;
+        }
+        f.branch.clone_from(&f.records);
+        self.publish_new(&mut f, &bytes, name)?;
+        f.report.file_len = bytes.len() as u64;
+        Ok(f)
+    }
+
+    /// Clones session `r` whole (every complete frame, unknown ones byte for
+    /// byte) into a new published session recording its origin.
+    ///
+    /// # Errors
+    /// Resolution, reading, naming and publication errors.
+    pub fn clone_session(&self, r: &str, name: Option<&str>) -> Result<Session> {
+        let src = self.open_file(r)?;
+        let leaf = src.load(&self.limits)?.leaf().map_or(0, |l| l.id);
+        let origin = Origin {
+            session: src.header().id,
+            leaf,
+        };
+        let (bytes, _) = rewrite(
+            src.bytes(),
+            &self.limits,
+            &src.path().display().to_string(),
+            SessionId::generate(),
+            now_ms(),
+            Some(origin),
+        )?;
+        let mut s = Session::load_bytes(&bytes, &self.limits, "cloned session")?;
+        self.publish_new(&mut s, &bytes, name)?;
+        Ok(s)
+    }
+
+    /// Repairs session `r`: rewrites every complete frame (unknown frames
+    /// byte for byte), dropping corrupt frames and a torn tail, and publishes
+    /// the result atomically over the old file. With `resync`, framing
+    /// ambiguities are skipped over to the next complete frame.
+    ///
+    /// # Errors
+    /// Resolution, reading and publication errors.
+    pub fn repair(&self, r: &str, resync: bool) -> Result<ScanReport> {
+        let id = self.resolve(r)?;
+        let _g = self.lock_session(id)?;
+        let src = SessionFile::open(&self.path_of(id))?;
+        let h = *src.header();
+        let mut limits = self.limits;
+        limits.resync = resync;
+        limits.max_corrupt_frames = if resync {
+            u64::MAX
+        } else {
+            limits.max_corrupt_frames
+        };
+        let (bytes, report) = rewrite(
+            src.bytes(),
+            &limits,
+            &src.path().display().to_string(),
+            h.id,
+            h.created_ms,
+            None,
+        )?;
+        drop(src);
+        publish::publish(&self.path_of(id), &bytes, self.crash_after)?;
+        Ok(report)
+    }
+
+    /// Publishes already-encoded session bytes as a new session (used by import).
+    ///
+    /// # Errors
+    /// `AlreadyExists` when the id is taken, naming and publication errors.
+    pub fn publish_bytes(&self, bytes: &[u8], name: Option<&str>) -> Result<Session> {
+        let mut s = Session::load_bytes(bytes, &self.limits, "imported session")?;
+        self.publish_new(&mut s, bytes, name)?;
+        Ok(s)
+    }
+
+    /// Deletes session `r`: its file, lock and name.
+    ///
+    /// # Errors
+    /// Resolution errors, `Io`.
+    pub fn delete(&self, r: &str) -> Result<SessionId> {
+        let id = self.resolve(r)?;
+        self.delete_id(id)?;
+        Ok(id)
+    }
+
+    fn delete_id(&self, id: SessionId) -> Result<()> {
+        let _s = self.lock_store()?;
+        {
+            let _g = self.lock_session(id)?;
+            let path = self.path_of(id);
+            std::fs::remove_file(&path)
+                .map_err(|e| StoreError::io("delete session file", &path, e))?;
+        }
+        if let Some(n) = self.name_of(id) {
+            let _ = std::fs::remove_file(self.name_path(&n));
+        }
+        let _ = std::fs::remove_file(self.lock_path(id));
+        publish::sync_dir(&self.root)
+    }
+
+    /// Prunes: empty or old sessions as asked, plus stray temporary files
+    /// older than [`TEMP_GRACE_MS`] and names of vanished sessions.
+    ///
+    /// # Errors
+    /// `Io` when the store cannot be read or a file cannot be removed.
+    pub fn prune(&self, opts: PruneOptions) -> Result<PruneReport> {
+        let mut rep = PruneReport::default();
+        let now = now_ms();
+        let rd = std::fs::read_dir(&self.root)
+            .map_err(|e| StoreError::io("read session store directory", &self.root, e))?;
+        for ent in rd.flatten() {
+            let name = ent.file_name();
+            if name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+                let old = ent
+                    .metadata()
+                    .map(|m| now.saturating_sub(mtime_ms(&m)) >= opts.temp_grace_ms)
+                    .unwrap_or(false);
+                if old && std::fs::remove_file(ent.path()).is_ok() {
+                    rep.temp_files += 1;
+                }
+            }
+        }
+        for info in self.list()? {
+            let old = opts
+                .older_than_ms
+                .is_some_and(|ms| now.saturating_sub(info.modified_ms) >= ms);
+            let empty = opts.empty && self.entry_count(info.id)? == 0;
+            if old || empty {
+                self.delete_id(info.id)?;
+                rep.sessions.push(info.id);
+            }
+        }
+        let ids = self.ids()?;
+        if let Ok(rd) = std::fs::read_dir(self.root.join("names")) {
+            for ent in rd.flatten() {
+                let dangling = std::fs::read_to_string(ent.path())
+                    .ok()
+                    .and_then(|t| SessionId::from_hex(t.trim()))
+                    .is_none_or(|id| !ids.contains(&id));
+                if dangling && std::fs::remove_file(ent.path()).is_ok() {
+                    rep.dangling_names += 1;
+                }
+            }
+        }
+        Ok(rep)
+    }
+
+    /// Counts a session's entry frames, reading frame headers only.
+    fn entry_count(&self, id: SessionId) -> Result<u64> {
+        let f = SessionFile::open(&self.path_of(id))?;
+        let mut n = 0;
+        let start = f.header().header_len as usize;
+        scan::scan(
+            f.bytes(),
+            start,
+            &self.limits,
+            &f.path().display().to_string(),
+            |v| {
+                n += u64::from(v.kind == KIND_ENTRY);
+                Ok(())
+            },
+        )?;
+        Ok(n)
+    }
+}
+
+fn add_scan(acc: &mut ScanReport, r: &ScanReport) {
+    acc.frames += r.frames;
+    acc.corrupt_skipped += r.corrupt_skipped;
+    acc.corrupt_bytes += r.corrupt_bytes;
+    acc.resynced_bytes += r.resynced_bytes;
+    acc.torn_tail_at = r.torn_tail_at;
+    acc.torn_tail_bytes = r.torn_tail_bytes;
+    acc.valid_end = r.valid_end;
+}
+
+/// Checks that entry content is exactly one canonical CBOR item.
+fn check_content(content: &[u8]) -> Result<()> {
+    smith_codec::validate(content, smith_codec::Mode::Strict, smith_codec::Limits::default()).map_err(|e| {
+        StoreError::new(
+            ErrorKind::Invalid,
+            format!("entry content ({} bytes) is not one canonical CBOR item: {e}; encode content with smith_codec::Encoder", content.len()),
+        )
+    })
+}
+
+/// Rewrites a file's complete frames under a new header: unknown frames byte
+/// for byte, entry frames with their links recomputed (so frames dropped in
+/// between do not break the chain). Returns the new bytes and what the walk
+/// found.
+///
+/// # Errors
+/// Header and frame-reader errors.
+pub fn rewrite(
+    bytes: &[u8],
+    limits: &Limits,
+    what: &str,
+    id: SessionId,
+    created_ms: u64,
+    origin: Option<Origin>,
+) -> Result<(Vec<u8>, ScanReport)> {
+    let header = format::decode_header(bytes, what)?;
+    let mut out = Vec::with_capacity(bytes.len() + 64);
+    out.extend_from_slice(&format::encode_header(id, created_ms));
+    if let Some(o) = origin {
+        let mut p = Vec::new();
+        format::encode_origin(&mut p, o.session, o.leaf);
+        format::encode_frame(&mut out, KIND_ORIGIN, 0, p.len() as u32, 0, &p);
+    }
+    // (old offset, new offset, id) of every entry frame written.
+    let mut moved: Vec<(u64, u64, u64)> = Vec::new();
+    let mut dctx = session::decompressor(what)?;
+    let mut scratch = Vec::new();
+    let report = scan::scan(bytes, header.header_len as usize, limits, what, |v| {
+        let here = out.len() as u64;
+        let head = if v.kind == KIND_ENTRY && v.flags == FLAG_ZSTD {
+            scratch.clear();
+            scratch.resize(v.content_len as usize, 0);
+            if crate::compress::decompress_into(&mut dctx, v.payload, &mut scratch) {
+                format::decode_entry(&scratch).map(|h| h.0)
+            } else {
+                None
+            }
+        } else if v.kind == KIND_ENTRY && v.flags == 0 && v.content_len as usize == v.payload.len()
+        {
+            format::decode_entry(v.payload).map(|h| h.0)
+        } else {
+            None
+        };
+        match head {
+            Some(h) => {
+                let mut link = 0;
+                if h.parent != 0 && v.link != 0 && v.link <= v.offset {
+                    let target = v.offset - v.link;
+                    if let Ok(i) = moved.binary_search_by_key(&target, |m| m.0)
+                        && moved[i].2 == h.parent {
+                            link = here - moved[i].1;
+                        }
+                }
+                format::encode_frame(&mut out, v.kind, v.flags, v.content_len, link, v.payload);
+                moved.push((v.offset, here, h.id));
+            }
+            None => out.extend_from_slice(v.raw),
+        }
+        Ok(())
+    })?;
+    Ok((out, report))
+}

@@ -1,0 +1,360 @@
+//! Store operations: names, refs, listing, branches, fork, clone, prune,
+//! the fast path to the selected leaf, and dump/import.
+
+use smith_store::{
+    EntryKind, ErrorKind, ExternalEntry, Limits, NewEntry, PruneOptions, Session, SessionFile,
+    SessionId, dump,
+};
+
+use crate::{entry, sample_session, temp_store, text};
+
+#[test]
+fn names_are_unique_and_refs_are_names_or_ids_never_paths() {
+    let (_d, store) = temp_store();
+    let a = store.create(Some("alpha")).expect("create");
+    let b = store.create(None).expect("create");
+    assert_eq!(store.resolve("alpha").expect("by name"), a.id());
+    assert_eq!(store.resolve(&b.id().to_hex()).expect("by id"), b.id());
+    assert_eq!(
+        store.resolve(&b.id().to_hex()[..12]).expect("by prefix"),
+        b.id()
+    );
+    assert_eq!(
+        store.create(Some("alpha")).expect_err("taken").kind(),
+        ErrorKind::AlreadyExists
+    );
+    assert_eq!(
+        store
+            .rename(&b.id().to_hex(), "alpha")
+            .expect_err("taken")
+            .kind(),
+        ErrorKind::AlreadyExists
+    );
+    store.rename("alpha", "beta").expect("rename");
+    assert_eq!(
+        store.resolve("alpha").expect_err("old name gone").kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(store.resolve("beta").expect("new name"), a.id());
+    store
+        .rename(&b.id().to_hex(), "alpha")
+        .expect("freed name is reusable");
+    for bad in ["../x", "a/b", ".hidden", "/tmp/x"] {
+        assert_eq!(
+            store.resolve(bad).expect_err("path-like").kind(),
+            ErrorKind::Invalid,
+            "{bad}"
+        );
+    }
+    for bad in [
+        "",
+        "-x",
+        "a b",
+        &"x".repeat(65),
+        &SessionId([1; 16]).to_hex(),
+    ] {
+        assert_eq!(
+            store.rename("beta", bad).expect_err("bad name").kind(),
+            ErrorKind::Invalid,
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn list_reads_metadata_and_latest_continues_newest() {
+    let (_d, store) = temp_store();
+    let mut a = store.create(Some("first")).expect("create");
+    let b = store.create(Some("second")).expect("create");
+    let c = text("x");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    store
+        .append(&mut a, &[entry(EntryKind::UserMessage, &c, 1)])
+        .expect("append");
+    let list = store.list().expect("list");
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].id, a.id(), "most recently modified first");
+    assert_eq!(list[0].name.as_deref(), Some("first"));
+    assert_eq!(list[1].name.as_deref(), Some("second"));
+    assert_eq!(list[1].bytes, smith_store::format::HEADER_LEN as u64);
+    assert_eq!(store.latest().expect("latest").map(|i| i.id), Some(a.id()));
+    let _ = b;
+}
+
+#[test]
+fn delete_and_prune() {
+    let (_d, store) = temp_store();
+    let s = sample_session(&store);
+    let empty = store.create(Some("empty")).expect("create");
+    store.delete("sample").expect("delete");
+    assert!(!store.path_of(s.id()).exists());
+    assert_eq!(
+        store.resolve("sample").expect_err("gone").kind(),
+        ErrorKind::NotFound
+    );
+    let rep = store
+        .prune(PruneOptions {
+            empty: true,
+            ..PruneOptions::default()
+        })
+        .expect("prune");
+    assert_eq!(rep.sessions, vec![empty.id()]);
+    assert!(store.list().expect("list").is_empty());
+}
+
+#[test]
+fn branch_navigation_preserves_selected_history_and_compaction_boundary() {
+    let (_d, store) = temp_store();
+    let s = sample_session(&store);
+    // Selected branch: user, assistant, leaf switch, user, compaction, assistant.
+    let kinds: Vec<_> = s.branch().iter().map(|r| r.entry_kind()).collect();
+    assert_eq!(
+        kinds,
+        [
+            EntryKind::UserMessage,
+            EntryKind::AssistantMessage,
+            EntryKind::LeafSwitch,
+            EntryKind::UserMessage,
+            EntryKind::Compaction,
+            EntryKind::AssistantMessage
+        ]
+    );
+    let boundary = s.compaction_boundary();
+    assert_eq!(s.branch()[boundary].id, s.branch()[0].id);
+    assert_eq!(s.leaves().len(), 2, "two branches");
+    // Resuming (loading again) keeps the same branch and boundary.
+    let again = store.load("sample").expect("load");
+    assert_eq!(again.branch(), s.branch());
+    assert_eq!(again.compaction_boundary(), boundary);
+    // Forking keeps the selected history (not the abandoned branch) and boundary,
+    // and records the origin.
+    let f = store.fork(&again, Some("forked")).expect("fork");
+    let reloaded = store.load("forked").expect("load fork");
+    assert_eq!(
+        reloaded.origin().map(|o| (o.session, o.leaf)),
+        Some((s.id(), s.leaf().map_or(0, |l| l.id)))
+    );
+    let ids = |x: &Session| {
+        x.branch()
+            .iter()
+            .map(|r| (r.id, r.parent, r.kind, r.timestamp_ms, r.pairing))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&reloaded), ids(&s));
+    assert_eq!(ids(&f), ids(&s));
+    assert_eq!(reloaded.compaction_boundary(), boundary);
+    for (x, y) in reloaded.branch().iter().zip(s.branch()) {
+        assert_eq!(reloaded.content(x), s.content(y));
+    }
+    // Cloning keeps everything, including the abandoned branch.
+    let c = store.clone_session("sample", None).expect("clone");
+    assert_eq!(c.records().len(), s.records().len());
+    assert_eq!(ids(&c), ids(&s));
+    // Navigating back to the abandoned branch selects it.
+    let mut nav = store.load("sample").expect("load");
+    let tool_result = nav
+        .records()
+        .iter()
+        .find(|r| r.entry_kind() == EntryKind::ToolResult)
+        .map(|r| r.id)
+        .expect("tool result");
+    store
+        .select_leaf(&mut nav, tool_result, None)
+        .expect("select");
+    assert!(nav.branch().iter().any(|r| r.id == tool_result));
+    assert_eq!(
+        nav.leaf().map(|l| l.entry_kind()),
+        Some(EntryKind::LeafSwitch)
+    );
+}
+
+#[test]
+fn external_entries_initialize_without_changing_order_or_ids() {
+    let c = text("external");
+    let ext = [
+        ExternalEntry {
+            id: 900,
+            parent: 0,
+            timestamp_ms: 1,
+            kind: EntryKind::UserMessage,
+            pairing: 0,
+            content: &c,
+        },
+        ExternalEntry {
+            id: 17,
+            parent: 900,
+            timestamp_ms: 2,
+            kind: EntryKind::ToolCall,
+            pairing: 5,
+            content: &c,
+        },
+        ExternalEntry {
+            id: 4000,
+            parent: 17,
+            timestamp_ms: 3,
+            kind: EntryKind::ToolResult,
+            pairing: 5,
+            content: &c,
+        },
+    ];
+    let s = Session::from_external(SessionId([2; 16]), 0, &ext).expect("external");
+    assert_eq!(
+        s.records().iter().map(|r| r.id).collect::<Vec<_>>(),
+        [900, 17, 4000]
+    );
+    assert_eq!(s.branch().len(), 3);
+    let dup = [ext[0], ext[0]];
+    assert_eq!(
+        Session::from_external(SessionId([2; 16]), 0, &dup)
+            .expect_err("duplicate")
+            .kind(),
+        ErrorKind::Invalid
+    );
+}
+
+#[test]
+fn missing_effect_completion_is_discoverable_from_records() {
+    let (_d, store) = temp_store();
+    let mut s = store.create(None).expect("create");
+    let c = text("effect");
+    store
+        .append(
+            &mut s,
+            &[
+                NewEntry {
+                    pairing: 1,
+                    ..entry(EntryKind::EffectIntent, &c, 1)
+                },
+                NewEntry {
+                    pairing: 1,
+                    ..entry(EntryKind::EffectCompletion, &c, 2)
+                },
+                NewEntry {
+                    pairing: 2,
+                    ..entry(EntryKind::EffectIntent, &c, 3)
+                },
+            ],
+        )
+        .expect("append");
+    let s = store.load(&s.id().to_hex()).expect("load");
+    let open: Vec<_> = s.open_intents().iter().map(|r| r.pairing).collect();
+    assert_eq!(open, [2]);
+}
+
+#[test]
+fn open_reaches_selected_leaf_from_the_end() {
+    let (_d, store) = temp_store();
+    let s = sample_session(&store);
+    let f = SessionFile::open(&store.path_of(s.id())).expect("open");
+    let bump = bumpalo::Bump::new();
+    let recent = f
+        .recent(100, &Limits::default(), &bump)
+        .expect("recent")
+        .expect("intact");
+    let want: Vec<u64> = s.branch().iter().rev().map(|r| r.id).collect();
+    assert_eq!(recent.iter().map(|v| v.head.id).collect::<Vec<_>>(), want);
+    for (v, r) in recent.iter().zip(s.branch().iter().rev()) {
+        assert_eq!(v.content, s.content(r));
+    }
+    // Appending non-entry frames after the leaf does not hide it.
+    let mut bytes = std::fs::read(store.path_of(s.id())).expect("read");
+    smith_store::format::encode_frame(&mut bytes, 200, 0, 1, 0, b"\x00");
+    let p = store.root().join("x.smith");
+    std::fs::write(&p, &bytes).expect("write");
+    let f = SessionFile::open(&p).expect("open");
+    let recent = f
+        .recent(2, &Limits::default(), &bump)
+        .expect("recent")
+        .expect("intact");
+    assert_eq!(
+        recent.iter().map(|v| v.head.id).collect::<Vec<_>>(),
+        want[..2]
+    );
+    // A torn tail makes the fast path decline rather than guess.
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(&p, &bytes).expect("write");
+    let f = SessionFile::open(&p).expect("open");
+    assert!(
+        f.recent(2, &Limits::default(), &bump)
+            .expect("no error")
+            .is_none()
+    );
+}
+
+#[test]
+fn dump_then_import_reproduces_file_bytes() {
+    let (_d, store) = temp_store();
+    let s = sample_session(&store);
+    let fork = store.fork(&s, Some("f")).expect("fork");
+    for id in [s.id(), fork.id()] {
+        let bytes = std::fs::read(store.path_of(id)).expect("read");
+        let mut out = Vec::new();
+        dump::dump(&bytes, &Limits::default(), "s", &mut out).expect("dump");
+        let text = String::from_utf8(out.clone()).expect("utf8");
+        assert!(
+            text.lines()
+                .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+        );
+        assert!(
+            text.contains("\"kind\":\"user_message\""),
+            "known kinds by name"
+        );
+        if id == s.id() {
+            assert!(text.contains("\"kind\":4242"), "unknown kinds by code");
+        }
+        assert_eq!(dump::import(&out[..]).expect("import"), bytes);
+    }
+    // Import into another store publishes the same file.
+    let (_d2, other) = temp_store();
+    let bytes = std::fs::read(store.path_of(s.id())).expect("read");
+    let mut out = Vec::new();
+    dump::dump(&bytes, &Limits::default(), "s", &mut out).expect("dump");
+    let imported = other
+        .publish_bytes(&dump::import(&out[..]).expect("import"), Some("again"))
+        .expect("publish");
+    assert_eq!(
+        std::fs::read(other.path_of(imported.id())).expect("read"),
+        bytes
+    );
+    assert_eq!(
+        other
+            .publish_bytes(&bytes, None)
+            .expect_err("same id")
+            .kind(),
+        ErrorKind::AlreadyExists
+    );
+}
+
+#[test]
+fn append_rejects_non_canonical_content_and_unknown_parents() {
+    let (_d, store) = temp_store();
+    let mut s = store.create(None).expect("create");
+    let wide = [0x18, 0x05]; // 5 in a two-byte head: not canonical
+    assert_eq!(
+        store
+            .append(&mut s, &[entry(EntryKind::UserMessage, &wide, 1)])
+            .expect_err("non-canonical")
+            .kind(),
+        ErrorKind::Invalid
+    );
+    let c = text("x");
+    let e = NewEntry {
+        parent: Some(12345),
+        ..entry(EntryKind::UserMessage, &c, 1)
+    };
+    assert_eq!(
+        store
+            .append(&mut s, &[e])
+            .expect_err("unknown parent")
+            .kind(),
+        ErrorKind::Invalid
+    );
+    assert!(
+        s.records().is_empty(),
+        "failed appends leave no trace in memory"
+    );
+    let len = std::fs::metadata(store.path_of(s.id()))
+        .expect("meta")
+        .len();
+    assert_eq!(len, smith_store::format::HEADER_LEN as u64, "nor on disk");
+}
