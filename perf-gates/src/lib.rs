@@ -1,2 +1,35 @@
-//! Performance gates: the representative-entry generator, divan benchmarks and the gate table behind `smith bench`.
+//! Performance gates: the representative-entry generator, divan benchmarks
+//! and the gate table behind `smith bench`.
+//!
+//! smith states its speed promises as numbers (the spec: "encoding 1,000
+//! representative session entries completes within 5 ms"), and this crate
+//! turns each into a *gate*: a measurement with limits that either holds or
+//! fails the build.
+//!
+//! - [`entries`] fixes what "representative" means: a seeded, deterministic
+//!   generator of coding-agent session entries (user and assistant text,
+//!   tool calls with nested arguments, tool results) and their canonical
+//!   CBOR encoding through `smith-codec`.
+//! - [`measure`] takes timings that survive a noisy machine: batched
+//!   samples, the subject interleaved with its floor, medians.
+//! - [`gate`] defines a gate (name, metric, unit, limits, floor, runner),
+//!   judges measurements against limits, and renders the report as text or
+//!   JSON.
+//! - [`table`] is the gate table itself and the runners behind it.
+//!
+//! Every timing gate is compared with a *floor* measured in the same run
+//! (for byte work, a memcpy of the same bytes), so a ratio says how far the
+//! code is from the cheapest thing the machine can do with that data, on
+//! this machine, right now. The divan benchmarks in `benches/` measure the
+//! same operations for exploration (`cargo bench -p smith-perf`).
 #![deny(missing_docs)]
+
+pub mod entries;
+pub mod gate;
+pub mod measure;
+pub mod rng;
+pub mod table;
+
+pub use gate::{Gate, GateError, Limit, Measurement, Note, Report, Unit, Verdict, evaluate};
+pub use measure::Plan;
+pub use table::{Context, Corpus, all_gates, run};

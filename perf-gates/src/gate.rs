@@ -1,0 +1,626 @@
+//! The gate table's types: what a gate is, how a measurement is judged, and
+//! the report `smith bench` prints.
+//!
+//! A [`Gate`] is plain data plus a runner function: its name, the metric it
+//! measures, the unit, its limits, the floor it is compared with, and
+//! `run`, which measures and returns a [`Measurement`]. Judging is separate
+//! from measuring ([`evaluate`]), so the pass/fail logic is tested with
+//! injected measurements instead of by timing anything.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::measure::{Plan, Timing};
+use crate::table::Context;
+
+/// The unit of a gate's metric (and of its floor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Wall time in nanoseconds.
+    Nanoseconds,
+    /// A count of events (allocations, for instance).
+    Count,
+    /// A size in bytes.
+    Bytes,
+}
+
+impl Unit {
+    /// The unit's short name in JSON (`"ns"`, `"count"`).
+    pub const fn json_name(self) -> &'static str {
+        match self {
+            Unit::Nanoseconds => "ns",
+            Unit::Count => "count",
+            Unit::Bytes => "bytes",
+        }
+    }
+
+    /// Formats `value` for people: `312.4 µs`, `4.12 ms`, `0`.
+    pub fn human(self, value: f64) -> String {
+        match self {
+            Unit::Count => format!("{value}"),
+            Unit::Bytes => format!("{value} B"),
+            Unit::Nanoseconds => {
+                if !value.is_finite() {
+                    format!("{value}")
+                } else if value >= 1e6 {
+                    format!("{:.3} ms", value / 1e6)
+                } else if value >= 1e3 {
+                    format!("{:.1} µs", value / 1e3)
+                } else {
+                    format!("{value:.1} ns")
+                }
+            }
+        }
+    }
+}
+
+/// One bound a gate's measurement must respect.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Limit {
+    /// The median must be at most this many units.
+    AtMost(f64),
+    /// The median divided by the floor's median must be at most this.
+    RatioAtMost(f64),
+}
+
+impl Limit {
+    /// Formats the limit for people, in `unit`.
+    pub fn human(self, unit: Unit) -> String {
+        match self {
+            Limit::AtMost(v) => format!("<= {}", unit.human(v)),
+            Limit::RatioAtMost(r) => format!("<= {r:.2}x floor"),
+        }
+    }
+
+    fn json(self) -> Value {
+        match self {
+            Limit::AtMost(v) => json!({ "kind": "at_most", "value": v }),
+            Limit::RatioAtMost(r) => json!({ "kind": "ratio_at_most", "value": r }),
+        }
+    }
+}
+
+/// Why a gate could not produce a measurement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateError {
+    /// What happened, why, and what to do next, in one message.
+    pub message: String,
+}
+
+impl GateError {
+    /// Builds an error from a complete message (what, why, next action).
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for GateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for GateError {}
+
+/// An extra number a gate reports beside its median (not judged).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    /// Short machine name, `snake_case`.
+    pub name: &'static str,
+    /// The value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: Unit,
+}
+
+/// What a gate's runner measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// The median of the metric, in the gate's unit.
+    pub median: f64,
+    /// The floor's median measured in the same run (same unit), if the gate
+    /// has a floor.
+    pub floor: Option<f64>,
+    /// Samples behind the median (1 for exact counts).
+    pub samples: usize,
+    /// Extra reported numbers (overheads, sizes).
+    pub notes: Vec<Note>,
+}
+
+impl Measurement {
+    /// A timing gate's measurement: the subject's median against the
+    /// floor's median, both in nanoseconds.
+    pub fn timed(subject: &Timing, floor: &Timing) -> Measurement {
+        Measurement {
+            median: subject.median_ns,
+            floor: Some(floor.median_ns),
+            samples: subject.samples,
+            notes: Vec::new(),
+        }
+    }
+
+    /// `median / floor`, when there is a positive floor.
+    pub fn ratio(&self) -> Option<f64> {
+        match self.floor {
+            Some(floor) if floor > 0.0 => Some(self.median / floor),
+            _ => None,
+        }
+    }
+}
+
+/// The signature of a gate's runner.
+pub type Runner = fn(&mut Context) -> Result<Measurement, GateError>;
+
+/// One row of the gate table.
+#[derive(Debug, Clone, Copy)]
+pub struct Gate {
+    /// Stable name, `area.what` (for `--json` consumers and filters).
+    pub name: &'static str,
+    /// What is measured, in a phrase.
+    pub metric: &'static str,
+    /// The metric's unit.
+    pub unit: Unit,
+    /// Every limit must hold for the gate to pass.
+    pub limits: &'static [Limit],
+    /// What the floor is (e.g. "memcpy of the same bytes"), if any. A gate
+    /// with a [`Limit::RatioAtMost`] must name one.
+    pub floor: Option<&'static str>,
+    /// Measures the metric (and the floor, side by side).
+    pub run: Runner,
+}
+
+/// The judgement of one gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// True when every limit held.
+    pub passed: bool,
+    /// One line per broken limit or error, saying what and by how much.
+    pub failures: Vec<String>,
+}
+
+/// Judges `outcome` against `gate`'s limits.
+///
+/// A runner error fails the gate; so does a missing or non-positive floor
+/// under a ratio limit, and a non-finite median.
+pub fn evaluate(gate: &Gate, outcome: &Result<Measurement, GateError>) -> Verdict {
+    let m = match outcome {
+        Ok(m) => m,
+        Err(e) => {
+            return Verdict {
+                passed: false,
+                failures: vec![format!("{}: could not measure: {e}", gate.name)],
+            };
+        }
+    };
+    let mut failures = Vec::new();
+    if !m.median.is_finite() {
+        failures.push(format!(
+            "{}: the median is {} (no usable samples); rerun `smith bench` and report the gate if it persists",
+            gate.name, m.median
+        ));
+    }
+    for limit in gate.limits {
+        match *limit {
+            Limit::AtMost(max) => {
+                if m.median.is_nan() || m.median > max {
+                    failures.push(format!(
+                        "{}: median {} exceeds the limit {} ({:.2}x over)",
+                        gate.name,
+                        gate.unit.human(m.median),
+                        gate.unit.human(max),
+                        if max > 0.0 { m.median / max } else { f64::INFINITY },
+                    ));
+                }
+            }
+            Limit::RatioAtMost(max) => match m.ratio() {
+                Some(ratio) if ratio <= max => {}
+                Some(ratio) => failures.push(format!(
+                    "{}: {:.2}x the floor ({} vs {} for {}) exceeds the limit of {max:.2}x",
+                    gate.name,
+                    ratio,
+                    gate.unit.human(m.median),
+                    gate.unit.human(m.floor.unwrap_or(f64::NAN)),
+                    gate.floor.unwrap_or("the floor"),
+                )),
+                None => failures.push(format!(
+                    "{}: no positive floor was measured (got {:?}), so the ratio limit {max:.2}x cannot be checked; the gate's runner must return the floor it measured",
+                    gate.name, m.floor
+                )),
+            },
+        }
+    }
+    Verdict {
+        passed: failures.is_empty(),
+        failures,
+    }
+}
+
+/// One gate's result in a report.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The gate.
+    pub gate: Gate,
+    /// What its runner returned.
+    pub outcome: Result<Measurement, GateError>,
+    /// The judgement.
+    pub verdict: Verdict,
+}
+
+/// The result of running a gate table.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The plan the gates ran with.
+    pub plan: Plan,
+    /// One row per gate, in table order.
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    /// Builds a report from measurements already taken (or injected).
+    pub fn from_outcomes(
+        plan: Plan,
+        outcomes: impl IntoIterator<Item = (Gate, Result<Measurement, GateError>)>,
+    ) -> Report {
+        let rows = outcomes
+            .into_iter()
+            .map(|(gate, outcome)| {
+                let verdict = evaluate(&gate, &outcome);
+                Row {
+                    gate,
+                    outcome,
+                    verdict,
+                }
+            })
+            .collect();
+        Report { plan, rows }
+    }
+
+    /// True when every gate passed.
+    pub fn passed(&self) -> bool {
+        self.rows.iter().all(|r| r.verdict.passed)
+    }
+
+    /// The process exit status: 0 when every gate passed, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        if self.passed() { 0 } else { 1 }
+    }
+
+    /// The report for machines (`smith bench --json`).
+    pub fn to_json(&self) -> Value {
+        let gates: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|row| {
+                let g = &row.gate;
+                let limits: Vec<Value> = g.limits.iter().map(|l| l.json()).collect();
+                let (median, floor, ratio, samples, notes, error) = match &row.outcome {
+                    Ok(m) => (
+                        json_number(m.median),
+                        m.floor.map(json_number).unwrap_or(Value::Null),
+                        m.ratio().map(json_number).unwrap_or(Value::Null),
+                        json!(m.samples),
+                        Value::Object(
+                            m.notes
+                                .iter()
+                                .map(|n| {
+                                    (
+                                        n.name.to_owned(),
+                                        json!({ "value": json_number(n.value), "unit": n.unit.json_name() }),
+                                    )
+                                })
+                                .collect(),
+                        ),
+                        Value::Null,
+                    ),
+                    Err(e) => (
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        json!({}),
+                        json!(e.message),
+                    ),
+                };
+                json!({
+                    "name": g.name,
+                    "metric": g.metric,
+                    "unit": g.unit.json_name(),
+                    "median": median,
+                    "limits": limits,
+                    "floor_metric": g.floor,
+                    "floor_median": floor,
+                    "ratio": ratio,
+                    "samples": samples,
+                    "notes": notes,
+                    "passed": row.verdict.passed,
+                    "failures": row.verdict.failures,
+                    "error": error,
+                })
+            })
+            .collect();
+        json!({
+            "schema_version": 1,
+            "plan": {
+                "name": self.plan.name,
+                "samples": self.plan.samples,
+                "sample_target_ns": self.plan.sample_target.as_nanos() as u64,
+                "warmup_ns": self.plan.warmup.as_nanos() as u64,
+            },
+            "passed": self.passed(),
+            "gates": gates,
+        })
+    }
+
+    /// The report for people.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "smith bench ({} plan: medians of {} interleaved samples of >= {} ms each)\n",
+            self.plan.name,
+            self.plan.samples,
+            self.plan.sample_target.as_millis()
+        );
+        let header = ["gate", "median", "limit", "floor median", "ratio", "result"];
+        let mut table: Vec<[String; 6]> = vec![header.map(str::to_owned)];
+        for row in &self.rows {
+            let g = &row.gate;
+            let limits = g
+                .limits
+                .iter()
+                .map(|l| l.human(g.unit))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let (median, floor, ratio) = match &row.outcome {
+                Ok(m) => (
+                    g.unit.human(m.median),
+                    m.floor
+                        .map(|f| g.unit.human(f))
+                        .unwrap_or_else(|| "-".into()),
+                    m.ratio()
+                        .map(|r| format!("{r:.2}x"))
+                        .unwrap_or_else(|| "-".into()),
+                ),
+                Err(_) => ("error".into(), "-".into(), "-".into()),
+            };
+            let result = if row.verdict.passed { "pass" } else { "FAIL" };
+            table.push([
+                g.name.to_owned(),
+                median,
+                limits,
+                floor,
+                ratio,
+                result.to_owned(),
+            ]);
+        }
+        let mut widths = [0usize; 6];
+        for line in &table {
+            for (w, cell) in widths.iter_mut().zip(line) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        for line in &table {
+            let mut text = String::new();
+            for (i, (cell, w)) in line.iter().zip(widths).enumerate() {
+                if i > 0 {
+                    text.push_str("  ");
+                }
+                let pad = w - cell.chars().count();
+                text.push_str(cell);
+                text.extend(std::iter::repeat_n(' ', pad));
+            }
+            let _ = writeln!(out, "{}", text.trim_end());
+        }
+        out.push('\n');
+        for row in &self.rows {
+            let g = &row.gate;
+            let _ = write!(out, "{}: {}", g.name, g.metric);
+            if let Some(floor) = g.floor {
+                let _ = write!(out, "; floor: {floor}");
+            }
+            if let Ok(m) = &row.outcome {
+                for n in &m.notes {
+                    let _ = write!(out, "; {} = {}", n.name, n.unit.human(n.value));
+                }
+            }
+            out.push('\n');
+        }
+        let failures: Vec<&String> = self.rows.iter().flat_map(|r| &r.verdict.failures).collect();
+        if failures.is_empty() {
+            let _ = writeln!(out, "\nall {} gates passed", self.rows.len());
+        } else {
+            let _ = writeln!(
+                out,
+                "\n{} of {} gates failed:",
+                self.rows.iter().filter(|r| !r.verdict.passed).count(),
+                self.rows.len()
+            );
+            for f in failures {
+                let _ = writeln!(out, "  {f}");
+            }
+        }
+        out
+    }
+}
+
+/// A finite number as JSON; NaN and infinities (which JSON cannot hold)
+/// become null.
+fn json_number(v: f64) -> Value {
+    serde_json::Number::from_f64(v)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn never_run(_: &mut Context) -> Result<Measurement, GateError> {
+        Err(GateError::new("test gates are judged, not run"))
+    }
+
+    const TIME: Gate = Gate {
+        name: "test.time",
+        metric: "time of a thing",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(5_000_000.0), Limit::RatioAtMost(3.0)],
+        floor: Some("memcpy of the same bytes"),
+        run: never_run,
+    };
+
+    const COUNT: Gate = Gate {
+        name: "test.count",
+        metric: "allocations",
+        unit: Unit::Count,
+        limits: &[Limit::AtMost(0.0)],
+        floor: None,
+        run: never_run,
+    };
+
+    fn timed(median: f64, floor: f64) -> Result<Measurement, GateError> {
+        Ok(Measurement {
+            median,
+            floor: Some(floor),
+            samples: 51,
+            notes: Vec::new(),
+        })
+    }
+
+    fn counted(n: f64) -> Result<Measurement, GateError> {
+        Ok(Measurement {
+            median: n,
+            floor: None,
+            samples: 1,
+            notes: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn within_every_limit_passes() {
+        let v = evaluate(&TIME, &timed(300_000.0, 100_000.0));
+        assert_eq!(
+            v,
+            Verdict {
+                passed: true,
+                failures: vec![]
+            }
+        );
+        assert!(evaluate(&COUNT, &counted(0.0)).passed);
+    }
+
+    #[test]
+    fn a_ratio_exactly_at_the_limit_passes() {
+        assert!(evaluate(&TIME, &timed(300_000.0, 100_000.0)).passed);
+        assert!(!evaluate(&TIME, &timed(300_001.0, 100_000.0)).passed);
+    }
+
+    #[test]
+    fn absolute_limit_fails_alone() {
+        let v = evaluate(&TIME, &timed(6_000_000.0, 4_000_000.0));
+        assert!(!v.passed);
+        assert_eq!(v.failures.len(), 1);
+        assert!(
+            v.failures[0].contains("exceeds the limit 5.000 ms"),
+            "{:?}",
+            v.failures
+        );
+    }
+
+    #[test]
+    fn ratio_limit_fails_alone() {
+        let v = evaluate(&TIME, &timed(400_000.0, 100_000.0));
+        assert_eq!(v.failures.len(), 1);
+        assert!(
+            v.failures[0].contains("4.00x the floor"),
+            "{:?}",
+            v.failures
+        );
+    }
+
+    #[test]
+    fn both_limits_fail_together() {
+        let v = evaluate(&TIME, &timed(9_000_000.0, 1_000_000.0));
+        assert_eq!(v.failures.len(), 2);
+    }
+
+    #[test]
+    fn one_allocation_fails_a_zero_allocation_gate() {
+        let v = evaluate(&COUNT, &counted(1.0));
+        assert!(!v.passed);
+        assert!(
+            v.failures[0].contains("median 1 exceeds the limit 0"),
+            "{:?}",
+            v.failures
+        );
+    }
+
+    #[test]
+    fn missing_floor_fails_a_ratio_gate() {
+        let m = Ok(Measurement {
+            median: 1.0,
+            floor: None,
+            samples: 3,
+            notes: vec![],
+        });
+        let v = evaluate(&TIME, &m);
+        assert!(!v.passed);
+        assert!(
+            v.failures[0].contains("no positive floor"),
+            "{:?}",
+            v.failures
+        );
+        let zero = timed(1.0, 0.0);
+        assert!(!evaluate(&TIME, &zero).passed);
+    }
+
+    #[test]
+    fn nan_median_fails() {
+        assert!(!evaluate(&COUNT, &counted(f64::NAN)).passed);
+    }
+
+    #[test]
+    fn runner_error_fails_and_is_reported() {
+        let v = evaluate(&COUNT, &Err(GateError::new("accounting is off")));
+        assert!(!v.passed);
+        assert!(v.failures[0].contains("accounting is off"));
+    }
+
+    #[test]
+    fn one_failing_gate_makes_exit_code_1() {
+        let pass = Report::from_outcomes(
+            Plan::QUICK,
+            [(TIME, timed(2.0, 1.0)), (COUNT, counted(0.0))],
+        );
+        assert_eq!(pass.exit_code(), 0);
+        let fail = Report::from_outcomes(
+            Plan::QUICK,
+            [(TIME, timed(2.0, 1.0)), (COUNT, counted(3.0))],
+        );
+        assert_eq!(fail.exit_code(), 1);
+        assert!(!fail.passed());
+        let json = fail.to_json();
+        assert_eq!(json["passed"], false);
+        assert_eq!(json["gates"][0]["passed"], true);
+        assert_eq!(json["gates"][0]["ratio"], 2.0);
+        assert_eq!(json["gates"][1]["passed"], false);
+        assert_eq!(json["gates"][1]["median"], 3.0);
+        let text = fail.to_text();
+        assert!(text.contains("1 of 2 gates failed"), "{text}");
+        assert!(text.contains("FAIL"), "{text}");
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(Unit::Nanoseconds.human(12.34), "12.3 ns");
+        assert_eq!(Unit::Nanoseconds.human(312_400.0), "312.4 µs");
+        assert_eq!(Unit::Nanoseconds.human(5_000_000.0), "5.000 ms");
+        assert_eq!(Unit::Count.human(0.0), "0");
+        assert_eq!(
+            Limit::RatioAtMost(3.0).human(Unit::Nanoseconds),
+            "<= 3.00x floor"
+        );
+    }
+}

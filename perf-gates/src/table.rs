@@ -1,0 +1,339 @@
+//! The gate table `smith bench` runs, and the runners behind it.
+//!
+//! Gates are grouped by the crate they hold to account ([`CODEC`],
+//! [`ALLOC`]); [`GROUPS`] lists the groups in the order they run. Adding a
+//! gate is adding one [`Gate`] value to a group (or a new group to
+//! [`GROUPS`]) with a runner of type [`crate::gate::Runner`]:
+//!
+//! ```text
+//! pub const STORE: &[Gate] = &[Gate {
+//!     name: "store.append_1000",
+//!     metric: "append 1,000 representative entries to a session file",
+//!     unit: Unit::Nanoseconds,
+//!     limits: &[Limit::AtMost(5_000_000.0)],
+//!     floor: Some("sequential write of the same bytes"),
+//!     run: append_1000,
+//! }];
+//!
+//! fn append_1000(cx: &mut Context) -> Result<Measurement, GateError> {
+//!     let bytes = cx.corpus().encoded.clone();
+//!     let (subject, floor) = measure::paired(&cx.plan, || { /* append */ }, || { /* write */ });
+//!     Ok(Measurement::timed(&subject, &floor))
+//! }
+//! ```
+//!
+//! A runner measures its subject and its floor side by side in the same run
+//! ([`crate::measure::paired`]) and returns both medians; judging against the
+//! limits happens in [`crate::gate::evaluate`].
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+
+use smith_alloc::AccountingAllocator;
+
+use crate::entries::{self, Entry};
+use crate::gate::{Gate, GateError, Limit, Measurement, Note, Report, Unit};
+use crate::measure::{self, Plan};
+
+/// Entries per encode and walk measurement (the spec's "1,000
+/// representative session entries").
+pub const ENTRY_COUNT: usize = 1_000;
+
+/// The spec's budget for encoding 1,000 representative entries: 5 ms.
+pub const ENCODE_BUDGET_NS: f64 = 5_000_000.0;
+
+/// Block size of the alloc+free pair gate: a typical small allocation
+/// (a short `String`, a small `Vec`, a boxed node).
+pub const PAIR_BLOCK_BYTES: usize = 64;
+
+/// Shared inputs, built once per run and reused by every gate.
+#[derive(Debug)]
+pub struct Corpus {
+    /// [`ENTRY_COUNT`] entries from [`entries::DEFAULT_SEED`].
+    pub entries: Vec<Entry>,
+    /// The same entries encoded as a CBOR sequence.
+    pub encoded: Vec<u8>,
+}
+
+impl Corpus {
+    /// Generates and encodes the standard corpus.
+    pub fn standard() -> Corpus {
+        let entries = entries::generate(entries::DEFAULT_SEED, ENTRY_COUNT);
+        let mut encoded = Vec::new();
+        entries::encode_entries(&entries, &mut encoded);
+        Corpus { entries, encoded }
+    }
+}
+
+/// What runners share: the plan and the lazily built corpus.
+#[derive(Debug)]
+pub struct Context {
+    /// How much to measure.
+    pub plan: Plan,
+    corpus: Option<Corpus>,
+}
+
+impl Context {
+    /// A context for `plan`; the corpus is built on first use.
+    pub fn new(plan: Plan) -> Context {
+        Context { plan, corpus: None }
+    }
+
+    /// The standard corpus, built on first call.
+    pub fn corpus(&mut self) -> &Corpus {
+        self.corpus.get_or_insert_with(Corpus::standard)
+    }
+}
+
+/// Gates on the canonical CBOR codec.
+pub const CODEC: &[Gate] = &[
+    Gate {
+        name: "codec.encode_1000",
+        metric: "encode 1,000 representative entries into a warm buffer",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(ENCODE_BUDGET_NS), Limit::RatioAtMost(3.0)],
+        floor: Some("memcpy of the same bytes into a warm buffer"),
+        run: encode_1000,
+    },
+    Gate {
+        name: "codec.encode_1000_allocations",
+        metric: "allocations while encoding 1,000 entries into a warm buffer (exact count)",
+        unit: Unit::Count,
+        limits: &[Limit::AtMost(0.0)],
+        floor: None,
+        run: encode_1000_allocations,
+    },
+    Gate {
+        name: "codec.walk_1000",
+        metric: "strict structure walk (every item) of the 1,000 encoded entries",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::RatioAtMost(4.0)],
+        floor: Some("memcpy of the same bytes into a warm buffer"),
+        run: walk_1000,
+    },
+];
+
+/// Gates on the accounting allocator.
+pub const ALLOC: &[Gate] = &[Gate {
+    name: "alloc.pair",
+    metric: "alloc+free of a 64-byte block through the accounting allocator",
+    unit: Unit::Nanoseconds,
+    limits: &[Limit::RatioAtMost(2.0)],
+    floor: Some("the same alloc+free pair through the system allocator"),
+    run: alloc_pair,
+}];
+
+/// Every group of gates, in the order `smith bench` runs them.
+pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC];
+
+/// Every gate, in run order.
+pub fn all_gates() -> Vec<Gate> {
+    GROUPS.iter().flat_map(|g| g.iter().copied()).collect()
+}
+
+/// Runs `gates` in order with `plan` and judges them.
+pub fn run(gates: &[Gate], plan: Plan) -> Report {
+    let mut cx = Context::new(plan);
+    let outcomes: Vec<_> = gates
+        .iter()
+        .map(|gate| (*gate, (gate.run)(&mut cx)))
+        .collect();
+    Report::from_outcomes(plan, outcomes)
+}
+
+/// Copies `src` into the warm `dst`: the floor for work over those bytes.
+#[inline(never)]
+fn memcpy_floor(dst: &mut Vec<u8>, src: &[u8]) {
+    dst.clear();
+    dst.extend_from_slice(src);
+}
+
+#[inline(never)]
+fn encode_into(entries: &[Entry], buf: &mut Vec<u8>) {
+    buf.clear();
+    entries::encode_entries(entries, buf);
+}
+
+fn encode_1000(cx: &mut Context) -> Result<Measurement, GateError> {
+    let plan = cx.plan;
+    let corpus = cx.corpus();
+    let mut buf = Vec::with_capacity(corpus.encoded.len());
+    encode_into(&corpus.entries, &mut buf);
+    if buf != corpus.encoded {
+        return Err(GateError::new(format!(
+            "encoding the corpus twice gave different bytes ({} vs {} bytes): the encoder is not \
+             deterministic, so its timing means nothing; fix smith-codec's Encoder first",
+            buf.len(),
+            corpus.encoded.len()
+        )));
+    }
+    let mut dst = Vec::with_capacity(corpus.encoded.len());
+    let (subject, floor) = measure::paired(
+        &plan,
+        || {
+            encode_into(black_box(&corpus.entries), &mut buf);
+            black_box(&buf);
+        },
+        || {
+            memcpy_floor(&mut dst, black_box(&corpus.encoded));
+            black_box(&dst);
+        },
+    );
+    let mut m = Measurement::timed(&subject, &floor);
+    m.notes.push(Note {
+        name: "bytes",
+        value: corpus.encoded.len() as f64,
+        unit: Unit::Bytes,
+    });
+    m.notes.push(Note {
+        name: "per_entry",
+        value: subject.median_ns / ENTRY_COUNT as f64,
+        unit: Unit::Nanoseconds,
+    });
+    Ok(m)
+}
+
+fn encode_1000_allocations(cx: &mut Context) -> Result<Measurement, GateError> {
+    // Prove the counter sees this process's allocations before trusting a
+    // 0: with another global allocator every count would read 0.
+    if !smith_alloc::is_global_allocator() {
+        return Err(GateError::new(
+            "smith_alloc::AccountingAllocator is not this process's global allocator, so an \
+             allocation count of 0 would be meaningless; run the gate from the `smith` binary \
+             (`smith bench`), or install the accounting allocator as #[global_allocator] in the \
+             test or bench binary that runs it",
+        ));
+    }
+    let corpus = cx.corpus();
+    let mut buf = Vec::with_capacity(corpus.encoded.len());
+    // Warm the buffer and the code path once outside the count.
+    encode_into(&corpus.entries, &mut buf);
+    let mut worst = 0u64;
+    let runs = 5;
+    for _ in 0..runs {
+        let ((), stats) = smith_alloc::count(|| encode_into(black_box(&corpus.entries), &mut buf));
+        worst = worst.max(stats.allocations);
+    }
+    Ok(Measurement {
+        median: worst as f64,
+        floor: None,
+        samples: runs,
+        notes: Vec::new(),
+    })
+}
+
+fn walk_1000(cx: &mut Context) -> Result<Measurement, GateError> {
+    let plan = cx.plan;
+    let corpus = cx.corpus();
+    let items = entries::walk(&corpus.encoded).map_err(|e| {
+        GateError::new(format!(
+            "the strict decoder rejected the generated corpus ({} bytes): {e}; the generator or \
+             the encoder produced non-canonical CBOR, fix that before timing the walk",
+            corpus.encoded.len()
+        ))
+    })?;
+    let mut dst = Vec::with_capacity(corpus.encoded.len());
+    let (subject, floor) = measure::paired(
+        &plan,
+        || {
+            let _ = black_box(entries::walk(black_box(&corpus.encoded)));
+        },
+        || {
+            memcpy_floor(&mut dst, black_box(&corpus.encoded));
+            black_box(&dst);
+        },
+    );
+    let mut m = Measurement::timed(&subject, &floor);
+    m.notes.push(Note {
+        name: "items",
+        value: items as f64,
+        unit: Unit::Count,
+    });
+    m.notes.push(Note {
+        name: "per_item",
+        value: subject.median_ns / items.max(1) as f64,
+        unit: Unit::Nanoseconds,
+    });
+    Ok(m)
+}
+
+/// A private instance: `alloc`/`dealloc` go straight to the accounting
+/// allocator's code whatever the process's global allocator is.
+static ACCOUNTING: AccountingAllocator = AccountingAllocator::new();
+
+/// One alloc+free pair through `a`; not inlined, like a call through the
+/// global allocator shim, and identical for both allocators.
+#[inline(never)]
+fn pair<A: GlobalAlloc>(a: &A, layout: Layout) {
+    // SAFETY: `layout` has a non-zero size; the block is freed with the
+    // same allocator and layout, and only when allocation succeeded.
+    unsafe {
+        let p = a.alloc(layout);
+        if !p.is_null() {
+            p.write(1);
+            black_box(p);
+            a.dealloc(p, layout);
+        }
+    }
+}
+
+fn alloc_pair(cx: &mut Context) -> Result<Measurement, GateError> {
+    let layout = Layout::from_size_align(PAIR_BLOCK_BYTES, 8).map_err(|e| {
+        GateError::new(format!(
+            "the pair gate's layout ({PAIR_BLOCK_BYTES} bytes, align 8) is invalid: {e}"
+        ))
+    })?;
+    let plan = cx.plan;
+    let (subject, floor) = measure::paired(
+        &plan,
+        || pair(black_box(&ACCOUNTING), layout),
+        || pair(black_box(&System), layout),
+    );
+    let mut m = Measurement::timed(&subject, &floor);
+    m.notes.push(Note {
+        name: "overhead",
+        value: subject.median_ns - floor.median_ns,
+        unit: Unit::Nanoseconds,
+    });
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_names_are_unique_and_ratio_gates_name_a_floor() {
+        let gates = all_gates();
+        let mut names: Vec<&str> = gates.iter().map(|g| g.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), gates.len());
+        for g in &gates {
+            let has_ratio = g.limits.iter().any(|l| matches!(l, Limit::RatioAtMost(_)));
+            assert_eq!(has_ratio, g.floor.is_some(), "{}", g.name);
+            assert!(!g.limits.is_empty(), "{}", g.name);
+        }
+    }
+
+    #[test]
+    fn the_issue_s_gates_are_present_with_their_limits() {
+        let gates = all_gates();
+        let find = |n: &str| {
+            gates
+                .iter()
+                .find(|g| g.name == n)
+                .map(|g| g.limits.to_vec())
+        };
+        assert_eq!(
+            find("codec.encode_1000"),
+            Some(vec![Limit::AtMost(5_000_000.0), Limit::RatioAtMost(3.0)])
+        );
+        assert_eq!(
+            find("codec.encode_1000_allocations"),
+            Some(vec![Limit::AtMost(0.0)])
+        );
+        assert_eq!(find("codec.walk_1000"), Some(vec![Limit::RatioAtMost(4.0)]));
+        assert_eq!(find("alloc.pair"), Some(vec![Limit::RatioAtMost(2.0)]));
+    }
+}
