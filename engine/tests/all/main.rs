@@ -1,3 +1,4 @@
 //! The engine's single integration-test binary; one module per area.
 
 mod agent;
+mod tools;

@@ -1,0 +1,206 @@
+//! `read {path, offset?, limit?}`: a bounded window of a text file's lines.
+//!
+//! The file is streamed, never loaded whole: lines before `offset` are
+//! skipped, the window is kept until `limit` lines or the byte bound is
+//! reached, and the rest is only counted and hashed. The content
+//! fingerprint of the whole file goes to the read tracker, so a later
+//! `edit` or `write` can tell whether the file changed since.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+use serde_json::{Value, json};
+
+use super::fsutil::{binary_reason, cap_line, io_error};
+use super::{
+    Access, FingerprintHasher, Mutation, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolErrorKind, ToolResult, args,
+};
+
+const NAME: &str = "read";
+
+/// The `read` tool.
+#[derive(Debug)]
+pub struct ReadTool {
+    def: ToolDefinition,
+}
+
+impl Default for ReadTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReadTool {
+    /// The tool with its definition.
+    pub fn new() -> Self {
+        ReadTool {
+            def: ToolDefinition {
+                name: NAME.into(),
+                description: "Read a text file. Returns up to 2000 lines or 50 KiB per call; \
+                    when more remains, the output ends with the offset to continue from. \
+                    Binary files are reported, not shown."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "minLength": 1, "description": "File to read, relative to the working directory or absolute."},
+                        "offset": {"type": "integer", "minimum": 1, "description": "1-based line to start at (default 1)."},
+                        "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return (default and maximum 2000)."}
+                    },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
+                access: Access::ReadOnly,
+            },
+        }
+    }
+}
+
+impl Tool for ReadTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.def
+    }
+
+    fn execute(&self, args: &Value, cx: &ToolContext) -> ToolResult {
+        run(args, cx).unwrap_or_else(ToolError::into_result)
+    }
+}
+
+fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
+    let raw = args::string(NAME, args, "path")?;
+    let offset = args::opt_usize(NAME, args, "offset")?.unwrap_or(1).max(1);
+    let limits = cx.limits();
+    let max_lines = args::opt_usize(NAME, args, "limit")?
+        .unwrap_or(limits.read_max_lines)
+        .clamp(1, limits.read_max_lines);
+    let path = cx.resolve(NAME, "path", raw)?;
+    let shown = cx.display(&path);
+    cx.cancel().check(NAME, &format!("opening {shown}"))?;
+
+    let meta = std::fs::metadata(&path).map_err(|e| io_error(NAME, "opening", &shown, &e))?;
+    if meta.is_dir() {
+        return Err(ToolError::new(
+            ToolErrorKind::WrongFileType,
+            format!("read: {shown} is a directory"),
+            "read shows the lines of a file",
+            format!("use ls with path `{shown}` to list it"),
+        )
+        .with_extra("path", Value::from(shown)));
+    }
+    let file = File::open(&path).map_err(|e| io_error(NAME, "opening", &shown, &e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| io_error(NAME, "reading", &shown, &e))?;
+    if let Some(reason) = binary_reason(head) {
+        return Err(ToolError::new(
+            ToolErrorKind::Binary,
+            format!("read: {shown} is a binary file ({} bytes)", meta.len()),
+            format!("{reason}; read shows text only"),
+            "inspect it with bash (e.g. `file`, `xxd | head`) if its bytes matter",
+        )
+        .with_extra("path", Value::from(shown))
+        .with_extra("bytes", Value::from(meta.len())));
+    }
+
+    let mut hasher = FingerprintHasher::default();
+    let mut line = Vec::new();
+    let mut out = String::new();
+    let mut line_no = 0usize;
+    let mut shown_lines = 0usize;
+    let mut window_full = false;
+    let mut byte_bound_hit = false;
+    let mut capped_lines = 0usize;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io_error(NAME, "reading", &shown, &e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&line);
+        line_no += 1;
+        if line_no.is_multiple_of(4096) {
+            cx.cancel().check(NAME, &format!("finishing {shown}"))?;
+        }
+        if line_no < offset || window_full {
+            continue;
+        }
+        let mut text = &line[..];
+        if let Some(rest) = text.strip_suffix(b"\n") {
+            text = rest.strip_suffix(b"\r").unwrap_or(rest);
+        }
+        let decoded = String::from_utf8_lossy(text);
+        let capped = cap_line(&decoded, limits.read_line_chars);
+        if capped.len() != decoded.len() {
+            capped_lines += 1;
+        }
+        let needed = capped.len() + usize::from(shown_lines > 0);
+        if shown_lines > 0 && out.len() + needed > limits.read_max_bytes {
+            window_full = true;
+            byte_bound_hit = true;
+            continue;
+        }
+        if shown_lines > 0 {
+            out.push('\n');
+        }
+        out.push_str(&capped);
+        shown_lines += 1;
+        if shown_lines == max_lines {
+            window_full = true;
+        }
+    }
+    let total = line_no;
+    let fingerprint = hasher.finish();
+    cx.reads().record(&path, fingerprint);
+
+    if offset > total.max(1) {
+        return Err(ToolError::new(
+            ToolErrorKind::OffsetOutOfRange,
+            format!("read: offset {offset} is past the end of {shown}, which has {total} lines"),
+            "the window must start at an existing line",
+            format!("use an offset between 1 and {}", total.max(1)),
+        )
+        .with_extra("path", Value::from(shown))
+        .with_extra("total_lines", Value::from(total)));
+    }
+    let end = if shown_lines == 0 {
+        offset - 1
+    } else {
+        offset + shown_lines - 1
+    };
+    let truncated = end < total;
+    if total == 0 {
+        out.push_str("[empty file]");
+    } else if truncated {
+        let why = if byte_bound_hit {
+            format!(" ({} KiB limit)", limits.read_max_bytes / 1024)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "\n\n[Showing lines {offset}-{end} of {total}{why}. Use offset={} to continue.]",
+            end + 1
+        ));
+    }
+    if capped_lines > 0 {
+        out.push_str(&format!(
+            "\n[{capped_lines} line(s) longer than {} characters were truncated.]",
+            limits.read_line_chars
+        ));
+    }
+    Ok(ToolResult::ok(
+        out,
+        json!({
+            "path": shown,
+            "start_line": offset,
+            "end_line": end,
+            "total_lines": total,
+            "truncated": truncated,
+            "bytes": fingerprint.len,
+        }),
+        Mutation::NotApplied,
+    ))
+}
