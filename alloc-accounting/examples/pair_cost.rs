@@ -16,8 +16,8 @@ static GLOBAL: AccountingAllocator = AccountingAllocator::new();
 
 static ACCOUNTING: AccountingAllocator = AccountingAllocator::new();
 
-const PAIRS: u32 = 2_000_000;
-const ROUNDS: usize = 15;
+const PAIRS: u32 = 20_000;
+const ROUNDS: usize = 301;
 
 #[inline(never)]
 fn pair<A: GlobalAlloc>(a: &A, layout: Layout) {
@@ -32,7 +32,8 @@ fn pair<A: GlobalAlloc>(a: &A, layout: Layout) {
     }
 }
 
-/// Median ns per pair over `ROUNDS` rounds, alternating the two
+/// Median ns per pair over `ROUNDS` short rounds (short, so that most are
+/// not preempted on a busy machine), alternating the two
 /// allocators round by round so both see the same machine noise.
 fn side_by_side(layout: Layout) -> (f64, f64) {
     let mut acc = Vec::with_capacity(ROUNDS);
