@@ -286,6 +286,7 @@ impl<'a> Decoder<'a> {
                 Ok(v)
             }
             Some(Err(kind)) => Err(DecodeError::new(start, kind)),
+            None if tok == Token::Break => Err(self.break_is_not_an_item(start, expected)),
             None => Err(DecodeError::new(
                 start,
                 ErrorKind::TypeMismatch {
@@ -447,25 +448,7 @@ impl<'a> Decoder<'a> {
         let base = self.depth;
         let (tok, end) = self.decode(start)?;
         if tok == Token::Break {
-            // Where a break may legally stand it is still not an item;
-            // anywhere else it is malformed.
-            let closes_something = self.depth > 0
-                && matches!(
-                    self.top().kind,
-                    FrameKind::IndefArray
-                        | FrameKind::IndefMap
-                        | FrameKind::IndefBytes
-                        | FrameKind::IndefText
-                );
-            let kind = if closes_something {
-                ErrorKind::TypeMismatch {
-                    expected: "an item",
-                    found: "break",
-                }
-            } else {
-                ErrorKind::UnexpectedBreak
-            };
-            return Err(DecodeError::new(start, kind));
+            return Err(self.break_is_not_an_item(start, "an item"));
         }
         self.advance(tok, start, end)?;
         while self.depth > base {
@@ -475,6 +458,28 @@ impl<'a> Decoder<'a> {
     }
 
     // ----- internals -----
+
+    /// The error for a break where an item was asked for: a type mismatch
+    /// where the break could legally close something, malformed elsewhere.
+    fn break_is_not_an_item(&mut self, start: usize, expected: &'static str) -> DecodeError {
+        let closes_something = self.depth > 0
+            && matches!(
+                self.top().kind,
+                FrameKind::IndefArray
+                    | FrameKind::IndefMap
+                    | FrameKind::IndefBytes
+                    | FrameKind::IndefText
+            );
+        let kind = if closes_something {
+            ErrorKind::TypeMismatch {
+                expected,
+                found: "break",
+            }
+        } else {
+            ErrorKind::UnexpectedBreak
+        };
+        DecodeError::new(start, kind)
+    }
 
     #[inline]
     fn top(&mut self) -> &mut Frame {
@@ -945,6 +950,29 @@ mod tests {
                 assert_eq!(utf8(&t), Err(len));
             }
         }
+    }
+
+    #[test]
+    fn typed_reads_distinguish_a_stray_break_from_a_closing_one() {
+        let mut d = Decoder::lenient(&[0xff]);
+        assert_eq!(
+            d.u64(),
+            Err(DecodeError::new(0, ErrorKind::UnexpectedBreak))
+        );
+        let mut d = Decoder::lenient(&[0x9f, 0xff]);
+        d.next().unwrap();
+        assert_eq!(
+            d.u64(),
+            Err(DecodeError::new(
+                1,
+                ErrorKind::TypeMismatch {
+                    expected: "unsigned integer",
+                    found: "break"
+                }
+            ))
+        );
+        assert_eq!(d.position(), 1, "nothing consumed");
+        assert_eq!(d.next(), Ok(Token::Break));
     }
 
     #[test]

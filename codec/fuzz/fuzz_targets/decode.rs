@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
                 if valid {
                     assert_eq!(item, data);
                 } else {
-                    assert!(!d.is_at_end(), "skip accepted everything but validate did not");
+                    assert!(
+                        !d.is_at_end(),
+                        "skip accepted everything but validate did not"
+                    );
                 }
             }
             Err(_) => assert!(!valid),
@@ -39,7 +42,11 @@ fuzz_target!(|data: &[u8]| {
                     }
                 }
                 Err(e) => {
-                    assert_eq!(mode, Mode::Lenient, "strict-valid input failed to encode: {e}");
+                    assert_eq!(
+                        mode,
+                        Mode::Lenient,
+                        "strict-valid input failed to encode: {e}"
+                    );
                     assert!(matches!(
                         e,
                         EncodeError::DuplicateKey { .. } | EncodeError::NonCanonicalBignum { .. }
@@ -48,7 +55,10 @@ fuzz_target!(|data: &[u8]| {
             }
         }
 
-        let small = Limits { max_depth: 4, max_items: 32 };
+        let small = Limits {
+            max_depth: 4,
+            max_items: 32,
+        };
         let mut d = Decoder::new(data, mode, small);
         while d.next().is_ok() {
             assert!(d.depth() <= small.max_depth);
