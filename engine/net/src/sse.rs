@@ -138,6 +138,21 @@ impl SseParser {
     /// An [`SseError`] when a line or an event exceeds its bound; the parser
     /// then returns the same error for every later call.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.feed_with(bytes, |e| out.push(e.to_owned()))
+    }
+
+    /// Parses `bytes`, calling `on_event` with a borrowed view of every event
+    /// they complete. Once the parser's buffers have grown to the stream's
+    /// longest line and event, this allocates nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`SseParser::feed`].
+    pub fn feed_with(
+        &mut self,
+        bytes: &[u8],
+        mut on_event: impl FnMut(SseEventRef<'_>),
+    ) -> Result<(), SseError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -156,10 +171,19 @@ impl SseParser {
                     break;
                 }
                 Some(end) => {
-                    self.push_line_bytes(&rest[..end])?;
                     self.after_cr = rest[end] == b'\r';
+                    if self.line.is_empty() {
+                        // The whole line is in `rest`: no copy needed.
+                        self.line_done(&rest[..end], &mut on_event)?;
+                    } else {
+                        self.push_line_bytes(&rest[..end])?;
+                        let line = std::mem::take(&mut self.line);
+                        let result = self.line_done(&line, &mut on_event);
+                        self.line = line;
+                        self.line.clear();
+                        result?;
+                    }
                     rest = &rest[end + 1..];
-                    self.line_done(out)?;
                 }
             }
         }
@@ -201,24 +225,21 @@ impl SseParser {
         e
     }
 
-    fn line_done(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        let mut line = std::mem::take(&mut self.line);
-        let mut start = 0;
+    fn line_done(
+        &mut self,
+        line: &[u8],
+        on_event: &mut impl FnMut(SseEventRef<'_>),
+    ) -> Result<(), SseError> {
+        if line.len() > self.limits.max_line_bytes {
+            return Err(self.fail("line", self.limits.max_line_bytes));
+        }
+        let mut line = line;
         if !self.seen_line {
             self.seen_line = true;
-            if line.starts_with(b"\xEF\xBB\xBF") {
-                start = 3;
-            }
+            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         }
-        let result = self.process(&line[start..], out);
-        line.clear();
-        self.line = line;
-        result
-    }
-
-    fn process(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         if line.is_empty() {
-            self.dispatch(out);
+            self.dispatch(on_event);
             return Ok(());
         }
         if line[0] == b':' {
@@ -233,7 +254,10 @@ impl SseParser {
             None => (line, &b""[..]),
         };
         match name {
-            b"event" => self.event_type = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                self.event_type.clear();
+                self.event_type.push_str(&String::from_utf8_lossy(value));
+            }
             b"data" => {
                 if self.data.len() + value.len() + 1 > self.limits.max_event_bytes {
                     return Err(self.fail("event's data", self.limits.max_event_bytes));
@@ -242,7 +266,8 @@ impl SseParser {
                 self.data.push('\n');
             }
             b"id" if !value.contains(&0) => {
-                self.last_event_id = String::from_utf8_lossy(value).into_owned();
+                self.last_event_id.clear();
+                self.last_event_id.push_str(&String::from_utf8_lossy(value));
             }
             b"retry" => {
                 if !value.is_empty()
@@ -259,26 +284,46 @@ impl SseParser {
         Ok(())
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+    fn dispatch(&mut self, on_event: &mut impl FnMut(SseEventRef<'_>)) {
         self.pending_fields = false;
-        if self.data.is_empty() {
-            self.event_type.clear();
-            return;
+        if !self.data.is_empty() {
+            let data = self.data.strip_suffix('\n').unwrap_or(&self.data);
+            let event = if self.event_type.is_empty() {
+                "message"
+            } else {
+                &self.event_type
+            };
+            on_event(SseEventRef {
+                event,
+                data,
+                last_event_id: &self.last_event_id,
+            });
         }
-        let mut data = std::mem::take(&mut self.data);
-        if data.ends_with('\n') {
-            data.pop();
+        self.data.clear();
+        self.event_type.clear();
+    }
+}
+
+/// A borrowed view of one event, valid during the callback of
+/// [`SseParser::feed_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SseEventRef<'a> {
+    /// The event type: the last `event:` value, or `"message"`.
+    pub event: &'a str,
+    /// The `data:` lines joined with `\n`.
+    pub data: &'a str,
+    /// The last event ID set by an `id:` line (kept across events).
+    pub last_event_id: &'a str,
+}
+
+impl SseEventRef<'_> {
+    /// An owned copy.
+    pub fn to_owned(&self) -> SseEvent {
+        SseEvent {
+            event: self.event.to_string(),
+            data: self.data.to_string(),
+            last_event_id: self.last_event_id.to_string(),
         }
-        let event = if self.event_type.is_empty() {
-            "message".to_string()
-        } else {
-            std::mem::take(&mut self.event_type)
-        };
-        out.push(SseEvent {
-            event,
-            data,
-            last_event_id: self.last_event_id.clone(),
-        });
     }
 }
 

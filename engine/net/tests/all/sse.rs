@@ -8,7 +8,7 @@ use smith_net::{CancelToken, Limits, Outcome, Request};
 
 use crate::server::{BOTH, Server, client};
 
-const FIXTURES: [&str; 5] = [
+pub const FIXTURES: [&str; 5] = [
     "anthropic_basic_response.txt",
     "anthropic_thinking_stream.sse",
     "google_text_stream.sse",
@@ -16,7 +16,7 @@ const FIXTURES: [&str; 5] = [
     "openai_responses_function_call_stream.sse",
 ];
 
-fn fixture(name: &str) -> Vec<u8> {
+pub fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
