@@ -74,27 +74,25 @@ fn f32_to_f16_exact(v: f32) -> Option<u16> {
     None
 }
 
-/// Widens binary16 bits to an `f64` (exact).
+/// Widens binary16 bits to an `f64` (exact). Built from bits rather than
+/// with `powi`, whose precision Rust does not guarantee.
 #[inline]
 pub(crate) fn f16_to_f64(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = (h >> 10) & 0x1f;
-    let mant = f64::from(h & 0x03ff);
-    match exp {
-        0 => sign * mant * (2.0f64).powi(-24),
-        0x1f => {
-            if mant == 0.0 {
-                sign * f64::INFINITY
-            } else {
-                // Keep the payload bits visible to callers that care; the value
-                // is NaN either way.
-                let payload = u64::from(h & 0x03ff) << 42;
-                let bits = (u64::from(h & 0x8000) << 48) | 0x7ff0_0000_0000_0000 | payload;
-                f64::from_bits(bits)
-            }
+    let sign = u64::from(h & 0x8000) << 48;
+    let exp = u64::from((h >> 10) & 0x1f);
+    let mant = u64::from(h & 0x03ff);
+    let bits = match exp {
+        0 => {
+            // Subnormal (or zero): mant * 2^-24, exact in binary64. The
+            // product by a power of two is exact.
+            let two_pow_minus_24 = f64::from_bits((1023 - 24) << 52);
+            return f64::from_bits(sign | (mant as f64 * two_pow_minus_24).to_bits());
         }
-        _ => sign * (1.0 + mant / 1024.0) * (2.0f64).powi(i32::from(exp) - 15),
-    }
+        // Infinity or NaN; a NaN keeps its payload bits (still a NaN).
+        0x1f => sign | 0x7ff0_0000_0000_0000 | (mant << 42),
+        _ => sign | ((exp + 1023 - 15) << 52) | (mant << 42),
+    };
+    f64::from_bits(bits)
 }
 
 #[cfg(test)]
@@ -114,6 +112,19 @@ mod tests {
     }
 
     #[test]
+    fn half_widening_is_exact_at_the_edges() {
+        assert_eq!(f16_to_f64(0x0001), 5.960464477539063e-8);
+        assert_eq!(f16_to_f64(0x03ff), 6.097555160522461e-5);
+        assert_eq!(f16_to_f64(0x0400), 6.103515625e-5);
+        assert_eq!(f16_to_f64(0x7bff), 65504.0);
+        assert_eq!(f16_to_f64(0xc400), -4.0);
+        assert_eq!(f16_to_f64(0x8000).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(f16_to_f64(0x8001), -5.960464477539063e-8);
+        assert_eq!(f16_to_f64(0xfc00), f64::NEG_INFINITY);
+        assert!(f16_to_f64(0x7e00).is_nan());
+    }
+
+    #[test]
     fn widths_are_chosen_by_exactness() {
         assert_eq!(shortest(1.0), Shortest::Half(0x3c00));
         assert_eq!(shortest(-0.0), Shortest::Half(0x8000));
@@ -130,8 +141,8 @@ mod tests {
         );
         // Half of the smallest half subnormal is not representable in binary16.
         assert_eq!(
-            shortest(2.0f64.powi(-25)),
-            Shortest::Single(2.0f32.powi(-25).to_bits())
+            shortest(f64::from_bits((1023 - 25) << 52)),
+            Shortest::Single((127 - 25) << 23)
         );
     }
 }
