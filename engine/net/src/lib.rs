@@ -29,6 +29,26 @@
 //!
 //! The [`sse`] module is an incremental `text/event-stream` parser following
 //! the WHATWG HTML specification.
+//!
+//! ```no_run
+//! use smith_net::{BodyEvent, CancelToken, Client, Outcome, Request};
+//!
+//! # fn main() -> Result<(), smith_net::NetError> {
+//! let client = Client::new()?;
+//! let request = Request::post("https://api.example.com/v1/messages", b"{}".to_vec())?
+//!     .with_header("content-type", "application/json");
+//! let mut response = client.send(request, CancelToken::new())?;
+//! println!("status {}", response.status());
+//! loop {
+//!     match response.body().next_event() {
+//!         BodyEvent::Data(bytes) => println!("{} bytes", bytes.len()),
+//!         BodyEvent::End(Outcome::Complete { bytes }) => break println!("complete: {bytes}"),
+//!         BodyEvent::End(other) => break println!("not complete: {other:?}"),
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
 
 mod body;
