@@ -432,3 +432,37 @@ impl Client {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn client_is_shareable_and_bodies_can_move_between_threads() {
+        assert_send_sync::<Client>();
+        assert_send::<Body>();
+        assert_send::<Response>();
+    }
+
+    #[test]
+    fn proxy_variables_are_read_at_build_time_from_the_injected_list() {
+        let c = Client::builder()
+            .proxy_env([("HTTPS_PROXY", "http://proxy.test:3128")])
+            .build()
+            .unwrap();
+        let url = crate::Url::parse("https://example.com/").unwrap();
+        let p = c.proxy_settings().proxy_for(&url).unwrap();
+        assert_eq!(
+            (p.authority().as_str(), p.source()),
+            ("proxy.test:3128", "HTTPS_PROXY")
+        );
+        let e = Client::builder()
+            .proxy_env([("HTTP_PROXY", "socks5://x:1")])
+            .build()
+            .unwrap_err();
+        assert_eq!(e.kind(), NetErrorKind::Proxy);
+    }
+}

@@ -347,6 +347,35 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn chunked_decoder_never_panics_and_ignores_where_input_is_cut(
+            input in proptest::collection::vec(proptest::sample::select(b"0123456789abcdefAF;\r\n x".to_vec()), 0..200),
+            cut in 0usize..200,
+        ) {
+            let cut = cut.min(input.len());
+            let mut whole_out = Vec::new();
+            let whole = ChunkedDecoder::new(64).decode(&input, &mut whole_out).map(|d| (d.consumed, d.done));
+            let mut d = ChunkedDecoder::new(64);
+            let mut out = Vec::new();
+            let split = d.decode(&input[..cut], &mut out).and_then(|a| {
+                if a.done {
+                    Ok((a.consumed, true))
+                } else {
+                    d.decode(&input[cut..], &mut out).map(|b| (cut + b.consumed, b.done))
+                }
+            });
+            match (whole, split) {
+                (Ok(w), Ok(s)) => {
+                    proptest::prop_assert_eq!(w, s);
+                    proptest::prop_assert_eq!(whole_out, out);
+                }
+                (Err(_), Err(_)) => {}
+                (w, s) => proptest::prop_assert!(false, "whole {:?} vs split {:?}", w, s),
+            }
+        }
+    }
+
     #[test]
     fn chunked_rejects_bad_framing() {
         let mut out = Vec::new();

@@ -268,3 +268,64 @@ fn an_overlong_line_over_http_stops_the_stream_with_the_limit() {
     assert_eq!(end.body, None);
     assert_eq!(end.stream.unwrap_err().limit(), 50);
 }
+
+/// Pieces that exercise every rule: fields, comments, BOMs, NULs, every
+/// line ending, and text without endings.
+fn token() -> impl Strategy<Value = &'static [u8]> {
+    prop::sample::select(vec![
+        &b"data"[..],
+        b"data:",
+        b"data: ",
+        b"event:",
+        b"event: x",
+        b"id:",
+        b"id: 7",
+        b"id: a\0b",
+        b"retry: 10",
+        b"retry: x",
+        b":",
+        b": c",
+        b" ",
+        b"x",
+        b"\xEF\xBB\xBF",
+        b"\xC3\xA9",
+        b"\xFF",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\n\n",
+        b"\r\r",
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn any_stream_split_anywhere_gives_the_same_events_and_end(
+        tokens in proptest::collection::vec(token(), 0..60),
+        cuts in proptest::collection::vec(0usize..1000, 0..10),
+    ) {
+        let bytes: Vec<u8> = tokens.concat();
+        let mut p = SseParser::new();
+        let mut whole = Vec::new();
+        p.feed(&bytes, &mut whole).unwrap();
+        let whole_end = p.finish();
+        let retry = p.retry_ms();
+        let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+        points.push(0);
+        points.push(bytes.len());
+        points.sort_unstable();
+        let mut p = SseParser::new();
+        let mut split = Vec::new();
+        for w in points.windows(2) {
+            p.feed(&bytes[w[0]..w[1]], &mut split).unwrap();
+        }
+        prop_assert_eq!(&split, &whole);
+        prop_assert_eq!(p.finish(), whole_end);
+        prop_assert_eq!(p.retry_ms(), retry);
+        for e in &whole {
+            prop_assert!(!e.last_event_id.contains('\0'));
+            prop_assert!(!e.event.contains(['\r', '\n']) && !e.data.contains('\r'));
+        }
+    }
+}
