@@ -9,7 +9,6 @@ use smith_diag::{Diagnostic, Surface};
 use crate::error::{ConfigError, ErrorKind, io_error};
 use crate::file;
 use crate::options::{self, OptionDecl};
-use crate::suggest;
 use crate::trust::write_atomic;
 use crate::value::{self, Value};
 
@@ -20,20 +19,10 @@ use crate::value::{self, Value};
 /// When the key is unknown (with a did-you-mean) or the text does not fit
 /// the option's type; the surface is the command-line argument.
 pub fn parse_assignment(key: &str, raw: &str) -> Result<(&'static OptionDecl, Value), ConfigError> {
-    let decl = options::find(key).ok_or_else(|| {
-        let near = suggest::did_you_mean(key, options::ALL.iter().map(|d| d.key));
-        ConfigError::new(
-            ErrorKind::UnknownKey,
-            Diagnostic::error(
-                "config.unknown-key",
-                format!("there is no option `{key}`"),
-                format!("`{key}` is not declared{near}"),
-                "run `smith config show` to list every option",
-            )
-            .with_surface(Surface::other("the KEY argument of `smith config set`"))
-            .with_value(key),
-        )
-    })?;
+    let decl = options::lookup(
+        key,
+        Surface::other("the KEY argument of `smith config set`"),
+    )?;
     let value = value::parse_text(decl, raw).map_err(|why| {
         ConfigError::new(
             ErrorKind::InvalidValue,

@@ -351,6 +351,32 @@ pub fn find(key: &str) -> Option<&'static OptionDecl> {
     ALL.iter().copied().find(|d| d.key == key)
 }
 
+/// The option with dotted key `key`, or a diagnostic naming `surface` with a
+/// did-you-mean suggestion.
+///
+/// # Errors
+///
+/// [`crate::ErrorKind::UnknownKey`] when no option has that key.
+pub fn lookup(
+    key: &str,
+    surface: smith_diag::Surface,
+) -> Result<&'static OptionDecl, crate::ConfigError> {
+    find(key).ok_or_else(|| {
+        let near = crate::suggest::did_you_mean(key, ALL.iter().map(|d| d.key));
+        crate::ConfigError::new(
+            crate::ErrorKind::UnknownKey,
+            smith_diag::Diagnostic::error(
+                "config.unknown-key",
+                format!("there is no option `{key}`"),
+                format!("`{key}` is not declared{near}"),
+                "run `smith config show` to list every option",
+            )
+            .with_surface(surface)
+            .with_value(key),
+        )
+    })
+}
+
 /// The option whose flag is `flag` (with its leading dashes).
 pub fn find_by_flag(flag: &str) -> Option<&'static OptionDecl> {
     ALL.iter().copied().find(|d| d.flag == flag)

@@ -51,6 +51,17 @@ impl Project {
         None
     }
 
+    /// Where a new project's `.smith` belongs when starting from `start`:
+    /// the repository root (the nearest ancestor containing `.git`), or
+    /// `start` itself outside a repository.
+    pub fn new_root(start: &Path) -> PathBuf {
+        let start = fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
+        start
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .map_or_else(|| start.clone(), Path::to_path_buf)
+    }
+
     /// The project at exactly `dir`, which must contain `.smith`.
     ///
     /// # Errors
