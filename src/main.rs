@@ -25,6 +25,10 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     // Each variant is one line; its module owns the arguments and behavior.
+    /// Show or change configuration: `config show [KEY] [--sources] [--json]`, `config set KEY VALUE [--project]`.
+    Config(cmd::config::Args),
+    /// Trust a project's .smith directory (configuration, plugins) as it is now.
+    Trust(cmd::trust::Args),
 }
 
 fn main() -> ExitCode {
@@ -32,7 +36,10 @@ fn main() -> ExitCode {
     let Some(command) = cli.command else {
         return print_overview();
     };
-    let result: anyhow::Result<u8> = match command {};
+    let result: anyhow::Result<u8> = match command {
+        Command::Config(args) => cmd::config::run(args),
+        Command::Trust(args) => cmd::trust::run(args),
+    };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

@@ -1,1 +1,4 @@
 //! Subcommands. One module per command; each exposes `Args` and `run`.
+
+pub mod config;
+pub mod trust;

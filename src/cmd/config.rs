@@ -1,0 +1,363 @@
+//! `smith config show [KEY] [--sources] [--json]` and
+//! `smith config set KEY VALUE [--project]`.
+//!
+//! `show` accepts every option's own flag (`--model`, `--tui-theme`, ...),
+//! generated from the option table, so the command-line layer of the
+//! precedence can be seen taking effect.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Arg, ArgMatches, Command, FromArgMatches};
+use smith_config::options::{self, OptionDecl};
+use smith_config::trust::{Project, TrustStatus, TrustStore};
+use smith_config::{Config, ConfigError, Loader, Source};
+use smith_diag::{Diagnostic, Style, Surface};
+
+/// `smith config`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: ConfigCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ConfigCommand {
+    /// Show resolved values and where each came from.
+    Show(ShowArgs),
+    /// Save one option to the user (or project) configuration file, keeping its comments and formatting.
+    Set(SetArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ShowArgs {
+    /// Only this option, by its dotted key (e.g. `tui.theme`).
+    key: Option<String>,
+    /// List every layer that set each value, the one in effect first.
+    #[arg(long)]
+    sources: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    overrides: Overrides,
+}
+
+#[derive(Debug, clap::Args)]
+struct SetArgs {
+    /// The option's dotted key (e.g. `tui.theme`).
+    key: String,
+    /// The new value, as text (`true`, `120`, `dark`, `~/sessions`).
+    value: String,
+    /// Write the project's `.smith/config.kdl` instead of the user configuration.
+    #[arg(long)]
+    project: bool,
+}
+
+/// One flag per declared option, generated from the option table; each
+/// given flag becomes a command-line override.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `(flag, raw value)` pairs in table order.
+    pub values: Vec<(&'static str, String)>,
+}
+
+impl Overrides {
+    /// Adds the overrides to `loader`.
+    pub fn apply(&self, mut loader: Loader) -> Loader {
+        for (flag, raw) in &self.values {
+            loader = loader.flag(flag, raw);
+        }
+        loader
+    }
+}
+
+impl FromArgMatches for Overrides {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let values = options::ALL
+            .iter()
+            .filter_map(|d| {
+                matches
+                    .get_one::<String>(d.key)
+                    .map(|v| (d.flag, v.clone()))
+            })
+            .collect();
+        Ok(Overrides { values })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Overrides::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for Overrides {
+    fn augment_args(cmd: Command) -> Command {
+        options::ALL.iter().fold(cmd, |cmd, d: &&OptionDecl| {
+            cmd.arg(
+                Arg::new(d.key)
+                    .long(d.flag.trim_start_matches('-'))
+                    .value_name("VALUE")
+                    .help(d.help)
+                    .help_heading("Option overrides"),
+            )
+        })
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Overrides::augment_args(cmd)
+    }
+}
+
+/// Runs `smith config`.
+///
+/// # Errors
+///
+/// Only when standard output cannot be written; configuration problems are
+/// reported as diagnostics with exit code 1.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    match args.command {
+        ConfigCommand::Show(a) => show(a),
+        ConfigCommand::Set(a) => set(a),
+    }
+}
+
+/// The style for diagnostics on stderr given the resolved `color` option.
+pub(crate) fn style(config: Option<&Config>) -> Style {
+    match config.and_then(|c| c.str(&options::COLOR)) {
+        Some("always") => Style::COLOR,
+        Some("never") => Style::PLAIN,
+        _ => Style::for_stderr(),
+    }
+}
+
+/// Prints a diagnostic: JSON on stdout for `--json`, else text on stderr.
+pub(crate) fn report(diag: &Diagnostic, json: bool, style: Style) {
+    if json {
+        println!("{}", serde_json::json!({ "error": diag.to_json() }));
+    } else {
+        eprint!("{}", diag.render_terminal(style));
+    }
+}
+
+fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
+    overrides.apply(Loader::from_process()?).load()
+}
+
+fn show(args: ShowArgs) -> anyhow::Result<u8> {
+    let config = match load(&args.overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            report(e.diagnostic(), args.json, style(None));
+            return Ok(1);
+        }
+    };
+    let style = style(Some(&config));
+    let entries: Vec<&smith_config::Entry> = match &args.key {
+        Some(key) => match options::lookup(
+            key,
+            Surface::other("the KEY argument of `smith config show`"),
+        ) {
+            Ok(decl) => config.entry(decl.key).into_iter().collect(),
+            Err(e) => {
+                report(e.diagnostic(), args.json, style);
+                return Ok(1);
+            }
+        },
+        None => config.entries().iter().collect(),
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let json = serde_json::json!({
+            "options": entries.iter().map(|e| e.to_json(args.sources)).collect::<Vec<_>>(),
+            "warnings": config.warnings().iter().map(Diagnostic::to_json).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
+        return Ok(0);
+    }
+    for w in config.warnings() {
+        eprint!("{}", w.render_terminal(style));
+    }
+    let width = entries.iter().map(|e| e.decl.key.len()).max().unwrap_or(0);
+    for entry in entries {
+        let key = entry.decl.key;
+        match (entry.value(), entry.source()) {
+            (Some(value), Some(source)) => {
+                writeln!(out, "{key:<width$} = {value}  ({source})")?;
+            }
+            _ => writeln!(out, "{key:<width$} unset: {}", entry.decl.unset)?,
+        }
+        if args.sources {
+            for (i, (value, source)) in entry.layers.iter().enumerate() {
+                let mark = if i == 0 { "*" } else { " " };
+                writeln!(
+                    out,
+                    "  {mark} {:<10} {value}  ({source})",
+                    source.level().as_str()
+                )?;
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn set(args: SetArgs) -> anyhow::Result<u8> {
+    let style = style(None);
+    let fail = |e: ConfigError| {
+        report(e.diagnostic(), false, style);
+        Ok(1)
+    };
+    let (decl, value) = match smith_config::edit::parse_assignment(&args.key, &args.value) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let loader = match Loader::from_process() {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let paths = loader.paths().clone();
+    let (file, project) = if args.project {
+        let project = loader.project();
+        let root = match &project {
+            Some(p) => p.root.clone(),
+            None => Project::new_root(&std::env::current_dir()?),
+        };
+        (root.join(".smith").join("config.kdl"), project)
+    } else {
+        (paths.user_config_file(), None)
+    };
+    // A project that was trusted and unchanged stays trusted after smith's
+    // own edit; anything else keeps needing the user's review.
+    let store_path = paths.trust_file();
+    let was_trusted = match &project {
+        Some(p) => match TrustStore::open(&store_path).and_then(|s| s.status(p)) {
+            Ok(status) => status == TrustStatus::Trusted,
+            Err(e) => return fail(e),
+        },
+        None => false,
+    };
+    if let Err(e) = smith_config::edit::set_in_file(&file, decl, &value) {
+        return fail(e);
+    }
+    println!("{} = {value}  (saved in {})", decl.key, file.display());
+    if args.project {
+        let project = match project {
+            Some(p) => Ok(p),
+            None => Project::at(
+                &file
+                    .parent()
+                    .and_then(|p| p.parent())
+                    .map(PathBuf::from)
+                    .unwrap_or_default(),
+            ),
+        };
+        match project {
+            Ok(p) if was_trusted => {
+                if let Err(e) = TrustStore::open(&store_path).and_then(|mut s| s.trust(&p)) {
+                    return fail(e);
+                }
+            }
+            Ok(p) => {
+                let d = Diagnostic::warning(
+                    "trust.untrusted-project",
+                    format!(
+                        "the value is saved, but {} is not trusted, so it does not apply yet",
+                        p.root.display()
+                    ),
+                    "project configuration applies only after you trust the project",
+                    format!(
+                        "review {} and run `smith trust {}`",
+                        p.smith_dir().display(),
+                        p.root.display()
+                    ),
+                )
+                .with_surface(Surface::file(&file));
+                eprint!("{}", d.render_terminal(style));
+            }
+            Err(e) => return fail(e),
+        }
+    }
+    // Say so when a higher layer still decides the value.
+    if let Ok(config) = Loader::from_process().and_then(Loader::load) {
+        let here = |s: &Source| match s {
+            Source::User { path, .. } | Source::Project { path, .. } => {
+                std::fs::canonicalize(path).ok() == std::fs::canonicalize(&file).ok()
+            }
+            _ => false,
+        };
+        if let Some(source) = config.source(decl)
+            && !here(source)
+            && source.level() > smith_config::Level::Default
+        {
+            let d = Diagnostic::warning(
+                "config.shadowed",
+                format!("`{}` is saved but still comes from {source}", decl.key),
+                "that layer has higher precedence than the file just written",
+                format!("remove the setting from {source} to let the saved value apply"),
+            )
+            .with_surface(source.surface())
+            .with_field(decl.key);
+            eprint!("{}", d.render_terminal(style));
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, FromArgMatches as _};
+
+    use super::*;
+
+    #[test]
+    fn every_option_gets_its_declared_flag() {
+        let cmd = Overrides::augment_args(Command::new("show").no_binary_name(true));
+        let matches = cmd
+            .try_get_matches_from([
+                "--model",
+                "big",
+                "--tui-theme",
+                "light",
+                "--net-head-timeout-s",
+                "9",
+            ])
+            .unwrap();
+        let o = Overrides::from_arg_matches(&matches).unwrap();
+        assert_eq!(
+            o.values,
+            vec![
+                ("--model", "big".to_owned()),
+                ("--tui-theme", "light".to_owned()),
+                ("--net-head-timeout-s", "9".to_owned()),
+            ]
+        );
+        let cmd = Overrides::augment_args(Command::new("show"));
+        for decl in options::ALL {
+            assert!(
+                cmd.get_arguments()
+                    .any(|a| a.get_long() == Some(decl.flag.trim_start_matches('-'))),
+                "{}",
+                decl.flag
+            );
+        }
+    }
+
+    #[test]
+    fn overrides_reach_the_flag_layer() {
+        let dir = std::env::temp_dir().join(format!("smith-cmd-config-{}", std::process::id()));
+        let o = Overrides {
+            values: vec![("--model", "m".to_owned())],
+        };
+        let config = o
+            .apply(Loader::new(smith_config::Paths::under(&dir)))
+            .load()
+            .unwrap();
+        assert_eq!(config.str(&options::MODEL), Some("m"));
+        assert_eq!(
+            config.source(&options::MODEL),
+            Some(&Source::Flag {
+                flag: "--model".to_owned()
+            })
+        );
+    }
+}
