@@ -65,27 +65,37 @@ pub(crate) fn unified(
 ) -> String {
     let old_starts = line_starts(old);
     let new_starts = line_starts(new);
-    let line_end = |starts: &[usize], text: &[u8], offset: usize| -> usize {
-        // The start of the line after the one holding byte `offset`.
-        let i = starts.partition_point(|&s| s <= offset);
-        starts.get(i).copied().unwrap_or(text.len())
-    };
-    // Byte regions in old, widened to whole lines, merged when they share
-    // a line; with the byte shift of everything before them.
-    let mut regions: Vec<(usize, usize, isize, isize)> = Vec::new();
+    // Byte regions (old start, old end, new start, new end) outside which
+    // old and new are identical, widened until both ends sit on line
+    // boundaries; regions that touch are merged.
+    let aligned = |text: &[u8], i: usize| i == 0 || i == text.len() || text[i - 1] == b'\n';
+    let mut regions: Vec<[usize; 4]> = Vec::new();
     let shift = new_len as isize - old_len as isize;
     for (k, &at) in matches.iter().enumerate() {
-        let ls = old_starts[line_number(&old_starts, at) - 1];
-        let last = if old_len == 0 { at } else { at + old_len - 1 };
-        let le = line_end(&old_starts, old, last);
-        let before = shift * k as isize;
-        let after = shift * (k as isize + 1);
+        let back = at - old_starts[line_number(&old_starts, at) - 1];
+        let new_at = (at as isize + shift * k as isize) as usize;
+        let os = at - back;
+        let (oe, ne) = (at + old_len, new_at + new_len);
         match regions.last_mut() {
-            Some(r) if ls < r.1 => {
-                r.1 = r.1.max(le);
-                r.3 = after;
+            Some(r) if os <= r[1] => {
+                r[1] = oe;
+                r[3] = ne;
             }
-            _ => regions.push((ls, le, before, after)),
+            // The `back` bytes before the match are unchanged text (no
+            // earlier region reaches them), so they precede it in new too.
+            _ => regions.push([os, oe, new_at - back, ne]),
+        }
+        // Widen the end over unchanged text, up to the next match.
+        let limit = matches.get(k + 1).copied().unwrap_or(old.len());
+        if let Some(r) = regions.last_mut() {
+            while !(aligned(old, r[1]) && aligned(new, r[3])) && r[1] < limit {
+                let step = old[r[1]..limit]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(limit - r[1], |p| p + 1);
+                r[1] += step;
+                r[3] += step;
+            }
         }
     }
     let count_from = |starts: &[usize], from: usize, to: usize| -> (usize, usize) {
@@ -94,11 +104,9 @@ pub(crate) fn unified(
         (a, b - a)
     };
     let mut blocks = Vec::new();
-    for &(ls, le, before, after) in &regions {
-        let (old_at, old_len) = count_from(&old_starts, ls, le);
-        let nls = (ls as isize + before) as usize;
-        let nle = (le as isize + after) as usize;
-        let (new_at, new_len) = count_from(&new_starts, nls, nle);
+    for &[os, oe, ns, ne] in &regions {
+        let (old_at, old_len) = count_from(&old_starts, os, oe);
+        let (new_at, new_len) = count_from(&new_starts, ns, ne);
         let mut b = Block {
             old_at,
             old_len,
@@ -278,5 +286,76 @@ mod tests {
         assert_eq!(line_number(&starts, 0), 1);
         assert_eq!(line_number(&starts, 3), 2);
         assert_eq!(line_number(&starts, 5), 3);
+    }
+
+    /// Applies a unified diff produced by `unified` to `old`, checking
+    /// every context and removed line against it.
+    fn apply(old: &str, diff: &str) -> Result<String, String> {
+        let old_lines: Vec<&str> = old.lines().collect();
+        let mut out: Vec<String> = Vec::new();
+        let mut at = 0usize;
+        let mut lines = diff.lines().skip(2).peekable();
+        while let Some(header) = lines.next() {
+            let spec = header
+                .strip_prefix("@@ -")
+                .and_then(|h| h.split(' ').next())
+                .ok_or(format!("bad header {header}"))?;
+            let (start, count) = spec.split_once(',').ok_or("bad range")?;
+            let start: usize = start.parse().map_err(|_| "start")?;
+            let count: usize = count.parse().map_err(|_| "count")?;
+            let from = if count == 0 { start } else { start - 1 };
+            while at < from {
+                out.push(old_lines[at].to_owned());
+                at += 1;
+            }
+            while let Some(l) = lines.peek() {
+                if l.starts_with("@@") {
+                    break;
+                }
+                let l = lines.next().unwrap_or_default();
+                let (tag, text) = l.split_at(1);
+                match tag {
+                    " " | "-" => {
+                        if old_lines.get(at) != Some(&text) {
+                            return Err(format!(
+                                "line {} is {:?}, diff says {text:?}",
+                                at + 1,
+                                old_lines.get(at)
+                            ));
+                        }
+                        if tag == " " {
+                            out.push(text.to_owned());
+                        }
+                        at += 1;
+                    }
+                    "+" => out.push(text.to_owned()),
+                    _ => return Err(format!("bad line {l}")),
+                }
+            }
+        }
+        out.extend(old_lines[at..].iter().map(|s| (*s).to_owned()));
+        Ok(out.join("\n"))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn applying_the_diff_to_old_gives_new(
+            lines in proptest::collection::vec("[abx ]{0,4}", 1..30),
+            start in proptest::prelude::any::<proptest::sample::Index>(),
+            len in 1..6usize,
+            replacement in "[aby\n]{0,5}",
+        ) {
+            let old = lines.join("\n") + "\n";
+            // A needle cut from the text itself, so it always occurs.
+            let from = start.index(old.len());
+            let needle = old[from..(from + len).min(old.len())].to_owned();
+            let matches: Vec<usize> = old.match_indices(needle.as_str()).map(|(i, _)| i).collect();
+            proptest::prop_assume!(needle != replacement);
+            let new = old.replace(needle.as_str(), &replacement);
+            let d = unified("f", old.as_bytes(), new.as_bytes(), &matches, needle.len(), replacement.len(), usize::MAX, usize::MAX);
+            let applied = apply(&old, &d).map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e}\n{d}")))?;
+            let expected: Vec<&str> = new.lines().collect();
+            proptest::prop_assert_eq!(applied, expected.join("\n"), "{}", d);
+        }
     }
 }

@@ -990,3 +990,89 @@ fn read_only_tools_can_share_a_context_across_threads() {
         }
     });
 }
+
+#[test]
+fn failed_writes_report_not_applied_and_leave_nothing() {
+    let env = Env::new();
+    env.put("plain.txt", "file, not a directory\n");
+    let r = env.call(
+        "write",
+        json!({"path": "plain.txt/child.txt", "content": "x"}),
+    );
+    assert!(r.is_error, "{}", r.content);
+    assert_eq!(r.mutation, Mutation::NotApplied);
+    assert!(r.content.contains("plain.txt/child.txt"), "{}", r.content);
+    assert_eq!(env.get("plain.txt"), "file, not a directory\n");
+    let r = env.err(
+        "write",
+        json!({"path": ".", "content": "x"}),
+        "wrong-file-type",
+    );
+    assert_eq!(r.mutation, Mutation::NotApplied);
+}
+
+#[test]
+fn cancelled_read_only_tools_do_nothing() {
+    let env = Env::new();
+    tree(&env);
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let cx = env.cx.clone().with_cancel(cancel);
+    for (name, args) in [
+        ("read", json!({"path": "README.md"})),
+        ("find", json!({"pattern": "*"})),
+        ("grep", json!({"pattern": "hello"})),
+        ("ls", json!({})),
+        ("write", json!({"path": "new.txt", "content": "x"})),
+    ] {
+        let r = env.call_in(&cx, name, args);
+        assert_eq!(r.error_kind(), Some("cancelled"), "{name}: {}", r.content);
+        assert_eq!(r.mutation, Mutation::NotApplied);
+    }
+    assert!(!env.path("new.txt").exists());
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Following the continuation hints window by window returns every
+    /// line exactly once, in order.
+    #[test]
+    fn read_windows_cover_the_file_exactly(
+        lines in proptest::collection::vec("[a-z é]{0,12}", 0..120),
+        limit in 1usize..40,
+        trailing_newline in proptest::bool::ANY,
+    ) {
+        let env = Env::new();
+        let mut text = lines.join("\n");
+        if trailing_newline && !lines.is_empty() {
+            text.push('\n');
+        }
+        env.put("f.txt", &text);
+        let mut seen: Vec<String> = Vec::new();
+        let mut offset = 1usize;
+        loop {
+            let r = env.call("read", json!({"path": "f.txt", "offset": offset, "limit": limit}));
+            proptest::prop_assert!(!r.is_error, "{}", r.content);
+            let end = r.details["end_line"].as_u64().unwrap_or_default() as usize;
+            if r.details["total_lines"] == 0 {
+                break;
+            }
+            let body = match r.content.split_once("\n\n[Showing lines ") {
+                Some((b, hint)) => {
+                    let expected = format!("Use offset={} to continue.]", end + 1);
+                    proptest::prop_assert!(hint.ends_with(&expected), "{}", hint);
+                    b.to_owned()
+                }
+                None => r.content.clone(),
+            };
+            seen.extend(body.split('\n').map(str::to_owned));
+            if r.details["truncated"] == false {
+                break;
+            }
+            offset = end + 1;
+        }
+        let expected: Vec<String> = text.lines().map(str::to_owned).collect();
+        proptest::prop_assert_eq!(seen, expected);
+    }
+}
