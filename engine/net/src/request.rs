@@ -40,9 +40,40 @@ impl Method {
 
 /// An ordered list of header fields. Names compare case-insensitively and are
 /// stored lower-cased; values are kept as sent.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// `Debug` shows values only for headers whose names do not suggest a
+/// credential (anything with `auth`, `key`, `token`, `secret`, `cookie`,
+/// `session` or `signature` in its name is shown as `<redacted>`).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Headers {
     fields: Vec<(String, String)>,
+}
+
+/// Whether a header name suggests its value is a credential.
+fn sensitive(name: &str) -> bool {
+    [
+        "auth",
+        "key",
+        "token",
+        "secret",
+        "cookie",
+        "session",
+        "signature",
+        "password",
+    ]
+    .iter()
+    .any(|w| name.contains(w))
+}
+
+impl std::fmt::Debug for Headers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.fields.iter().map(|(n, v)| {
+                let shown: &dyn std::fmt::Debug = if sensitive(n) { &"<redacted>" } else { v };
+                (n, shown)
+            }))
+            .finish()
+    }
 }
 
 impl Headers {
@@ -311,6 +342,21 @@ mod tests {
         assert_eq!(h.get_all("X-A").collect::<Vec<_>>(), ["1", "2"]);
         h.set("x-A", "3");
         assert_eq!(h.get_all("x-a").collect::<Vec<_>>(), ["3"]);
+    }
+
+    #[test]
+    fn headers_debug_redacts_credential_like_names() {
+        let mut h = Headers::new();
+        h.append("Authorization", "Bearer s1");
+        h.append("x-api-key", "s2");
+        h.append("x-goog-api-key", "s3");
+        h.append("Cookie", "s4");
+        h.append("content-type", "application/json");
+        let d = format!("{h:?}");
+        for s in ["s1", "s2", "s3", "s4"] {
+            assert!(!d.contains(s), "{d}");
+        }
+        assert!(d.contains("application/json"), "{d}");
     }
 
     #[test]
