@@ -29,6 +29,9 @@ enum Command {
     Config(cmd::config::Args),
     /// Trust a project's .smith directory (configuration, plugins) as it is now.
     Trust(cmd::trust::Args),
+    /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider mock]`.
+    #[command(alias = "run")]
+    Eval(cmd::eval::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
     let result: anyhow::Result<u8> = match command {
         Command::Config(args) => cmd::config::run(args),
         Command::Trust(args) => cmd::trust::run(args),
+        Command::Eval(args) => cmd::eval::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

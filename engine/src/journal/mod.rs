@@ -12,13 +12,16 @@
 //! - [`SessionSink`]: the conversation-relevant events (user, assistant and
 //!   tool-result messages, model changes), in order.
 //!
-//! Implementations must make a record durable before returning `Ok`. A
-//! store-backed implementation lives next to the session store; the
+//! Implementations must make a record durable before returning `Ok`.
+//! [`store::StoreJournal`] writes both kinds of record into a session file
+//! of the session store (one append and data flush per record); the
 //! in-memory [`MemoryJournal`] serves tests and can be told to fail.
 //!
 //! Recovery is a pure function of the records: [`effect_states`] reports an
 //! intent without a completion as [`EffectState::Unknown`]. Nothing here ever
 //! re-runs an effect.
+
+pub mod store;
 
 use std::sync::Mutex;
 
@@ -264,7 +267,7 @@ impl MemoryJournal {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A poisoned lock only means another thread panicked mid-push; the
     // vector itself is still valid.
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)

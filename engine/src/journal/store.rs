@@ -1,0 +1,373 @@
+//! The store-backed journal: effect and conversation records as session
+//! entries.
+//!
+//! Every record is one [`Store::append`] (one write and a data flush under
+//! the session lock) before the call returns, so an intent is on disk before
+//! its effect starts. Entries and their content (canonical CBOR, written
+//! through the codec's JSON bridge):
+//!
+//! | record | entry kind | pairing | content |
+//! |---|---|---|---|
+//! | user / assistant message | `user_message` / `assistant_message` | 0 | the message's JSON projection |
+//! | each tool call of an assistant message | `tool_call` | [`call_pairing`] of the call id | `{id, name, arguments}` |
+//! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection |
+//! | model change | `model_change` | 0 | `{provider, model}` |
+//! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
+//! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
+//!
+//! [`resume`] reads a session back: the conversation of the selected
+//! branch, every effect's recovered state (an intent without completion is
+//! [`EffectState::Unknown`]) and the last effect number.
+
+use std::sync::Mutex;
+
+use smith_codec::Encoder;
+use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
+
+use super::{
+    EffectCompletion, EffectIntent, EffectJournal, EffectState, JournalError, Outcome,
+    SessionEvent, SessionSink, canonical_cbor, lock,
+};
+use crate::provider::Message;
+use crate::tools::Mutation;
+
+/// The pairing id of a tool call and its result: FNV-1a (64-bit) of the
+/// call id, never 0. Deterministic, so a resumed session needs no map.
+pub fn call_pairing(call_id: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in call_id.as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash.max(1)
+}
+
+/// The number of an effect id `fx-N`.
+pub fn effect_number(effect_id: &str) -> Option<u64> {
+    effect_id.strip_prefix("fx-")?.parse().ok()
+}
+
+/// Effect and conversation records in one session of a [`Store`].
+pub struct StoreJournal {
+    store: Store,
+    session: Mutex<Session>,
+}
+
+impl std::fmt::Debug for StoreJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreJournal")
+            .field("root", &self.store.root())
+            .field("session", &lock(&self.session).id().to_hex())
+            .finish()
+    }
+}
+
+fn store_error(what: &str, err: smith_store::StoreError) -> JournalError {
+    JournalError::new(format!("the {what} could not be written to the session store: {err}"))
+}
+
+impl StoreJournal {
+    /// Records into `session` (created or loaded from `store`).
+    pub fn new(store: Store, session: Session) -> Self {
+        Self {
+            store,
+            session: Mutex::new(session),
+        }
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> SessionId {
+        lock(&self.session).id()
+    }
+
+    /// Runs `f` on the session as recorded so far.
+    pub fn with_session<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        f(&lock(&self.session))
+    }
+
+    fn append(&self, what: &str, entries: &[NewEntry<'_>]) -> Result<(), JournalError> {
+        let mut session = lock(&self.session);
+        self.store
+            .append(&mut session, entries)
+            .map(|_| ())
+            .map_err(|err| store_error(what, err))
+    }
+}
+
+fn json_content(value: &impl serde::Serialize, what: &str) -> Result<Vec<u8>, JournalError> {
+    let value = serde_json::to_value(value).map_err(|err| {
+        JournalError::new(format!("the {what} could not be projected to JSON: {err}"))
+    })?;
+    canonical_cbor(&value)
+}
+
+/// Intent content: a canonical map (keys in bytewise order of their
+/// encodings: shorter keys first).
+fn intent_content(intent: &EffectIntent) -> Vec<u8> {
+    let mut out = Vec::with_capacity(intent.input.len() + 96);
+    let mut enc = Encoder::new(&mut out);
+    enc.map(5)
+        .str("tool")
+        .str(&intent.tool)
+        .str("input")
+        .raw(&intent.input)
+        .str("parent")
+        .str(&intent.parent)
+        .str("effect_id")
+        .str(&intent.effect_id)
+        .str("plugin_generation")
+        .u64(u64::from(intent.plugin_generation));
+    out
+}
+
+fn completion_content(completion: &EffectCompletion) -> Vec<u8> {
+    let mut out = Vec::with_capacity(completion.output.len() + 96);
+    let mut enc = Encoder::new(&mut out);
+    enc.map(4)
+        .str("output")
+        .raw(&completion.output)
+        .str("outcome")
+        .str(completion.outcome.as_str())
+        .str("mutation")
+        .str(completion.mutation.as_str())
+        .str("effect_id")
+        .str(&completion.effect_id);
+    out
+}
+
+fn pairing_of(effect_id: &str) -> Result<u64, JournalError> {
+    effect_number(effect_id).ok_or_else(|| {
+        JournalError::new(format!(
+            "effect id {effect_id:?} is not of the form fx-N, so it cannot be paired in the session store; this is a defect in the caller"
+        ))
+    })
+}
+
+impl EffectJournal for StoreJournal {
+    fn record_intent(&self, intent: &EffectIntent) -> Result<(), JournalError> {
+        let content = intent_content(intent);
+        let mut entry = NewEntry::new(EntryKind::EffectIntent, &content);
+        entry.pairing = pairing_of(&intent.effect_id)?;
+        self.append("effect intent", &[entry])
+    }
+
+    fn record_completion(&self, completion: &EffectCompletion) -> Result<(), JournalError> {
+        let content = completion_content(completion);
+        let mut entry = NewEntry::new(EntryKind::EffectCompletion, &content);
+        entry.pairing = pairing_of(&completion.effect_id)?;
+        self.append("effect completion", &[entry])
+    }
+}
+
+impl SessionSink for StoreJournal {
+    fn record(&self, event: &SessionEvent) -> Result<(), JournalError> {
+        match event {
+            SessionEvent::ModelChange { provider, model } => {
+                let content = json_content(
+                    &serde_json::json!({"provider": provider, "model": model}),
+                    "model change",
+                )?;
+                self.append("model change", &[NewEntry::new(EntryKind::ModelChange, &content)])
+            }
+            SessionEvent::Message { message } => {
+                let content = json_content(message, "message")?;
+                match message {
+                    Message::User { .. } => {
+                        self.append("user message", &[NewEntry::new(EntryKind::UserMessage, &content)])
+                    }
+                    Message::ToolResult { call_id, .. } => {
+                        let mut entry = NewEntry::new(EntryKind::ToolResult, &content);
+                        entry.pairing = call_pairing(call_id);
+                        self.append("tool result", &[entry])
+                    }
+                    Message::Assistant { .. } => {
+                        let calls: Vec<(u64, Vec<u8>)> = message
+                            .tool_calls()
+                            .map(|call| Ok((call_pairing(&call.id), json_content(call, "tool call")?)))
+                            .collect::<Result<_, JournalError>>()?;
+                        let mut entries = Vec::with_capacity(1 + calls.len());
+                        entries.push(NewEntry::new(EntryKind::AssistantMessage, &content));
+                        for (pairing, content) in &calls {
+                            let mut entry = NewEntry::new(EntryKind::ToolCall, content);
+                            entry.pairing = *pairing;
+                            entries.push(entry);
+                        }
+                        // One append: the message and its calls are durable together.
+                        self.append("assistant message", &entries)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A session read back for resuming or inspection.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Resumed {
+    /// The conversation on the selected branch, oldest first.
+    pub history: Vec<Message>,
+    /// Every effect on the branch with its recovered state, in intent order.
+    pub effects: Vec<(String, EffectState)>,
+    /// The highest effect number recorded (new effects continue after it).
+    pub last_effect_seq: u64,
+    /// The last recorded `(provider, model)`.
+    pub model: Option<(String, String)>,
+}
+
+fn decode_json(session: &Session, record: &smith_store::Record) -> Result<serde_json::Value, JournalError> {
+    let mut text = String::new();
+    smith_codec::json::from_cbor(session.content(record), &mut text).map_err(|err| {
+        JournalError::new(format!(
+            "session entry {} ({:?}) does not hold valid canonical CBOR: {err}; run `smith session repair` or inspect it with a dump",
+            record.id,
+            record.entry_kind()
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|err| {
+        JournalError::new(format!("session entry {} could not be read as JSON: {err}", record.id))
+    })
+}
+
+fn field<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
+    value.get(key).and_then(serde_json::Value::as_str).unwrap_or("")
+}
+
+/// Reads the selected branch of `session`.
+///
+/// # Errors
+///
+/// When an entry's content cannot be decoded; the error names the entry.
+pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
+    let mut out = Resumed::default();
+    for record in session.branch() {
+        match record.entry_kind() {
+            EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult => {
+                let value = decode_json(session, record)?;
+                let message: Message = serde_json::from_value(value).map_err(|err| {
+                    JournalError::new(format!(
+                        "session entry {} is not a message this build understands: {err}",
+                        record.id
+                    ))
+                })?;
+                out.history.push(message);
+            }
+            EntryKind::ModelChange => {
+                let value = decode_json(session, record)?;
+                out.model = Some((field(&value, "provider").to_owned(), field(&value, "model").to_owned()));
+            }
+            EntryKind::EffectIntent => {
+                out.last_effect_seq = out.last_effect_seq.max(record.pairing);
+                out.effects.push((format!("fx-{}", record.pairing), EffectState::Unknown));
+            }
+            EntryKind::EffectCompletion => {
+                let value = decode_json(session, record)?;
+                let outcome = match field(&value, "outcome") {
+                    "ok" => Outcome::Ok,
+                    "cancelled" => Outcome::Cancelled,
+                    _ => Outcome::Error,
+                };
+                let mutation = match field(&value, "mutation") {
+                    "applied" => Mutation::Applied,
+                    "not-applied" => Mutation::NotApplied,
+                    _ => Mutation::Unknown,
+                };
+                let id = format!("fx-{}", record.pairing);
+                if let Some((_, state)) = out.effects.iter_mut().find(|(e, _)| *e == id) {
+                    *state = EffectState::Completed { outcome, mutation };
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::BUILTIN_GENERATION;
+    use crate::provider::{ContentBlock, StopReason, ToolCall};
+
+    #[test]
+    fn records_round_trip_through_a_session_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("t")).unwrap();
+        let journal = StoreJournal::new(store, session);
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({"command": "true"}),
+        };
+        let messages = vec![
+            Message::User { text: "go".into() },
+            Message::Assistant {
+                content: vec![ContentBlock::Text { text: "ok".into() }, ContentBlock::ToolCall(call)],
+                stop: StopReason::ToolUse,
+            },
+        ];
+        journal
+            .record(&SessionEvent::ModelChange {
+                provider: "mock".into(),
+                model: "mock-1".into(),
+            })
+            .unwrap();
+        for message in &messages {
+            journal.record(&SessionEvent::Message { message: message.clone() }).unwrap();
+        }
+        for n in [1, 2] {
+            journal
+                .record_intent(&EffectIntent {
+                    effect_id: format!("fx-{n}"),
+                    parent: "c1".into(),
+                    tool: "bash".into(),
+                    plugin_generation: BUILTIN_GENERATION,
+                    input: canonical_cbor(&serde_json::json!({"command": "true"})).unwrap(),
+                })
+                .unwrap();
+        }
+        journal
+            .record_completion(&EffectCompletion {
+                effect_id: "fx-1".into(),
+                outcome: Outcome::Ok,
+                mutation: Mutation::Applied,
+                output: canonical_cbor(&serde_json::json!({"content": "", "details": {}, "is_error": false})).unwrap(),
+            })
+            .unwrap();
+        let result = Message::ToolResult {
+            call_id: "c1".into(),
+            name: "bash".into(),
+            content: "done".into(),
+            is_error: false,
+        };
+        journal.record(&SessionEvent::Message { message: result.clone() }).unwrap();
+        // Reload from disk, as a new process would.
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.load("t").unwrap();
+        let resumed = resume(&session).unwrap();
+        let mut expected = messages;
+        expected.push(result);
+        assert_eq!(resumed.history, expected);
+        assert_eq!(resumed.model, Some(("mock".into(), "mock-1".into())));
+        assert_eq!(resumed.last_effect_seq, 2);
+        assert_eq!(
+            resumed.effects,
+            vec![
+                (
+                    "fx-1".into(),
+                    EffectState::Completed {
+                        outcome: Outcome::Ok,
+                        mutation: Mutation::Applied
+                    }
+                ),
+                ("fx-2".into(), EffectState::Unknown),
+            ]
+        );
+        assert_eq!(session.open_intents().len(), 1);
+        // The call and its result pair by record alone.
+        let kinds: Vec<(EntryKind, u64)> = session.branch().iter().map(|r| (r.entry_kind(), r.pairing)).collect();
+        let pairing = call_pairing("c1");
+        assert!(kinds.contains(&(EntryKind::ToolCall, pairing)));
+        assert!(kinds.contains(&(EntryKind::ToolResult, pairing)));
+    }
+}
