@@ -403,9 +403,7 @@ fn spawn_and_wait(
             {
                 status = Some(s);
             }
-            // SAFETY: signal 0 only checks whether the group still exists.
-            let group_gone = unsafe { libc::kill(-pgid, 0) } == -1;
-            if status.is_some() && group_gone {
+            if status.is_some() && !group_alive(pgid) {
                 break;
             }
             if Instant::now() >= grace_end {
@@ -417,6 +415,14 @@ fn spawn_and_wait(
         }
         if status.is_none() {
             status = child.wait().ok();
+        }
+        if group_killed_hard {
+            // SIGKILL is delivered asynchronously; wait (boundedly) until
+            // the group is really gone, so the caller can rely on it.
+            let settle_end = Instant::now() + Duration::from_secs(1);
+            while group_alive(pgid) && Instant::now() < settle_end {
+                std::thread::sleep(Duration::from_millis(TICK_MS as u64));
+            }
         }
         // The group is dead, so the pipe closes unless an escaped process
         // holds it; read what is left, briefly.
@@ -560,6 +566,48 @@ fn spawn_and_wait(
         is_error,
         mutation,
     })
+}
+
+/// Whether any live (non-zombie) process remains in group `pgid`.
+///
+/// On Linux this reads `/proc`, because `kill(-pgid, 0)` also succeeds for
+/// zombies, and orphaned zombies linger where the init process does not
+/// reap them (common in containers), which would make every cancellation
+/// wait the full grace period.
+#[cfg(target_os = "linux")]
+fn group_alive(pgid: libc::pid_t) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        // SAFETY: signal 0 only checks whether the group exists.
+        return unsafe { libc::kill(-pgid, 0) } == 0;
+    };
+    let want = pgid.to_string();
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the parenthesised command name: state, ppid, pgrp, ...
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1);
+        if pgrp == Some(want.as_str()) && !matches!(state, Some("Z" | "X")) {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn group_alive(pgid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks whether the group exists.
+    unsafe { libc::kill(-pgid, 0) == 0 }
 }
 
 #[cfg(not(unix))]

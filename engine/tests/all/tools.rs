@@ -638,6 +638,9 @@ mod bash {
             "{:?}",
             started.elapsed()
         );
+        // SIGTERM was enough: the group was seen gone before the grace
+        // period ran out.
+        assert!(!r.content.contains("SIGKILL"), "{}", r.content);
         let pgid = r.details["pid"].as_i64().expect("pid");
         assert_eq!(live_group_members(pgid), Vec::<i64>::new());
         for pid in fs::read_to_string(&pid_file).expect("pids").lines() {
@@ -650,6 +653,29 @@ mod bash {
                 "background sleep {pid} survived: {stat}"
             );
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_group_ignoring_sigterm_is_killed_after_the_grace_period() {
+        let env = Env::with_limits(Limits {
+            bash_kill_grace: Duration::from_millis(300),
+            ..Limits::default()
+        });
+        let r = env.err(
+            "bash",
+            json!({"command": "trap '' TERM; sleep 100 & sleep 100", "timeout": 0.3}),
+            "timed-out",
+        );
+        assert!(
+            r.content.ends_with(
+                "[timed out after 0.3 s; the process group was terminated with SIGKILL]"
+            ),
+            "{}",
+            r.content
+        );
+        let pgid = r.details["pid"].as_i64().expect("pid");
+        assert_eq!(live_group_members(pgid), Vec::<i64>::new());
     }
 
     #[test]
