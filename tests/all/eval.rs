@@ -1,0 +1,218 @@
+//! `smith eval` end to end: the offline demo, JSON output, exit codes,
+//! temporary stores, and a kill -9 during a bash effect.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use smith_engine::journal::EffectState;
+use smith_engine::journal::store::resume;
+use smith_engine::provider::Message;
+use smith_store::Store;
+
+fn smith(home: &Path, cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
+    cmd.env("SMITH_HOME", home).current_dir(cwd);
+    cmd
+}
+
+fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn the_offline_demo_runs_and_records_a_session() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("README.md"), "# hello project\n").unwrap();
+    let out = smith(home.path(), work.path())
+        .args(["eval", "--provider", "mock", "--name", "demo", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Reading README.md"), "{stdout}");
+    assert!(stdout.contains("\"# hello project\""), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[ls] ok"), "{stderr}");
+    assert!(stderr.contains("[read] ok"), "{stderr}");
+    assert!(stderr.contains("cost unknown"), "{stderr}");
+    let store = Store::open(home.path().join("sessions")).unwrap();
+    let resumed = resume(&store.load("demo").unwrap()).unwrap();
+    assert_eq!(resumed.history.first(), Some(&Message::User { text: "hello".into() }));
+    assert_eq!(resumed.history.len(), 6, "user, 3 responses, 2 results");
+    assert_eq!(resumed.effects.len(), 2);
+    assert!(resumed.effects.iter().all(|(_, s)| matches!(s, EffectState::Completed { .. })));
+}
+
+#[test]
+fn json_output_ends_with_a_result_record_and_no_session_leaves_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a.txt"), "alpha\n").unwrap();
+    let out = smith(home.path(), work.path())
+        .args(["run", "--json", "--no-session", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines[0]["type"], "protocol");
+    assert_eq!(lines[0]["schema_version"], 1);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["exit_code"], 0);
+    assert_eq!(last["stop"], "done");
+    assert!(last["cost"].is_null());
+    assert!(last["session"].is_null());
+    assert!(last["text"].as_str().unwrap().contains("alpha"));
+    assert!(last["usage"]["input"].as_u64().is_some());
+    assert!(!home.path().join("sessions").exists(), "--no-session must not touch the store");
+}
+
+fn write_script(dir: &Path, script: &str) -> std::path::PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, script).unwrap();
+    path
+}
+
+#[test]
+fn exit_codes_follow_the_stop_cause() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let failing = write_script(
+        work.path(),
+        r#"[[{"error": {"kind": "overloaded", "message": "try later"}}]]"#,
+    );
+    let out = smith(home.path(), work.path())
+        .args(["eval", "--no-session", "--mock-script"])
+        .arg(&failing)
+        .arg("go")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("overloaded error: try later"));
+
+    let looping = write_script(
+        work.path(),
+        r#"[[{"tool_call": {"name": "ls"}}, {"stop": {"reason": "tool_use"}}],
+            [{"tool_call": {"name": "ls"}}, {"stop": {"reason": "tool_use"}}]]"#,
+    );
+    let out = smith(home.path(), work.path())
+        .args(["eval", "--no-session", "--max-turns", "1", "--mock-script"])
+        .arg(&looping)
+        .arg("go")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = smith(home.path(), work.path())
+        .args(["eval", "--no-session", "--provider", "acme", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--provider mock"));
+}
+
+#[test]
+fn interrupt_keeps_the_session_and_exits_130() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let script = write_script(
+        work.path(),
+        r#"[[{"text": "slow "}, {"delay_ms": 20000}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut child = smith(home.path(), work.path())
+        .args(["eval", "--json", "--name", "intr", "--mock-script"])
+        .arg(&script)
+        .arg("go")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("message_delta") {
+            break;
+        }
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("smith eval --session intr"), "{stderr}");
+    let store = Store::open(home.path().join("sessions")).unwrap();
+    let resumed = resume(&store.load("intr").unwrap()).unwrap();
+    assert_eq!(resumed.history.len(), 2, "the prompt and the aborted partial response");
+}
+
+#[test]
+fn kill_9_during_bash_leaves_an_unknown_effect_that_is_never_retried() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let script = write_script(
+        work.path(),
+        r#"[[{"tool_call": {"id": "slow", "name": "bash", "arguments": {"command": "echo run >> runs.txt; sleep 3"}}},
+             {"stop": {"reason": "tool_use"}}],
+            [{"text": "never reached"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut child = smith(home.path(), work.path())
+        .args(["eval", "--json", "--name", "crash", "--mock-script"])
+        .arg(&script)
+        .arg("go")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("tool_execution_start") {
+            break;
+        }
+    }
+    // The intent is durable before tool_execution_start is announced; wait
+    // until the command has visibly started, then SIGKILL.
+    let started = Instant::now();
+    while !work.path().join("runs.txt").exists() {
+        assert!(started.elapsed() < Duration::from_secs(10), "bash never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let store = Store::open(home.path().join("sessions")).unwrap();
+    let session = store.load("crash").unwrap();
+    assert_eq!(session.open_intents().len(), 1);
+    let resumed = resume(&session).unwrap();
+    assert_eq!(resumed.effects, vec![("fx-1".to_owned(), EffectState::Unknown)]);
+    assert!(matches!(resumed.history.last(), Some(Message::Assistant { .. })), "the call dangles");
+
+    // Resuming reports the unknown effect, answers the dangling call with
+    // an aborted result, and never runs the command again.
+    let next = write_script(work.path(), r#"[[{"text": "ok"}, {"stop": {"reason": "end"}}]]"#);
+    std::thread::sleep(Duration::from_millis(3200));
+    let out = smith(home.path(), work.path())
+        .args(["eval", "--session", "crash", "--mock-script"])
+        .arg(&next)
+        .arg("continue")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("effect fx-1"), "{stderr}");
+    assert!(stderr.contains("will not be retried"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(work.path().join("runs.txt")).unwrap(), "run\n");
+    let resumed = resume(&Store::open(home.path().join("sessions")).unwrap().load("crash").unwrap()).unwrap();
+    assert_eq!(resumed.effects, vec![("fx-1".to_owned(), EffectState::Unknown)]);
+    let aborted = resumed.history.iter().any(|m| {
+        matches!(m, Message::ToolResult { call_id, content, .. } if call_id == "slow" && content.starts_with("Aborted"))
+    });
+    assert!(aborted, "{:#?}", resumed.history);
+}

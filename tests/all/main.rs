@@ -1,0 +1,3 @@
+//! The `smith` binary's single integration-test binary; one module per command.
+
+mod eval;
