@@ -441,6 +441,15 @@ impl Config {
         self.project.as_ref().map(|(p, s)| (p, s))
     }
 
+    /// The project, only when it is trusted and unchanged: the gate for
+    /// project plugins and any other project-local executable behavior.
+    pub fn trusted_project(&self) -> Option<&Project> {
+        match &self.project {
+            Some((p, TrustStatus::Trusted)) => Some(p),
+            _ => None,
+        }
+    }
+
     /// Applies a change requested by a handler of `plugin`. The change lives
     /// at the plugin-contribution level — so user, project, environment and
     /// flag settings still win — and only in memory: nothing here writes a

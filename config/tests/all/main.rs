@@ -464,6 +464,7 @@ fn trusted_project_applies_until_anything_under_dot_smith_changes() {
     let config = sb.loader().load().unwrap();
     assert_eq!(config.str(&MODEL), Some("project-model"));
     assert!(config.warnings().is_empty());
+    assert_eq!(config.trusted_project(), Some(&sb.project()));
 
     // Changing the config file: untrusted again.
     fs::write(&project_file, "model \"evil\"\n").unwrap();
@@ -596,6 +597,50 @@ fn config_set_refuses_to_rewrite_a_broken_file() {
         fs::read_to_string(&path).unwrap(),
         "tui {\n    theme \"dark\n"
     );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any sequence of `config set` edits leaves every comment in place and
+    /// reads back as the last value set for each option.
+    #[test]
+    fn config_set_sequences_keep_comments_and_read_back(
+        edits in proptest::collection::vec((0..options::ALL.len(), 0u32..1000), 1..8)
+    ) {
+        let base = "// head comment\nmodel \"a\" // model note\n\ntui {\n    /* block */ theme dark\n}\n// tail comment\n";
+        let path = Path::new("/p/config.kdl");
+        let mut text = base.to_owned();
+        let mut expected = std::collections::BTreeMap::new();
+        for (index, seed) in edits {
+            let decl = options::ALL[index];
+            let value = sample_value(decl, seed);
+            text = smith_config::edit::set_in_text(&text, path, decl, &value).unwrap();
+            expected.insert(decl.key, value);
+        }
+        for comment in ["// head comment", "// model note", "/* block */", "// tail comment"] {
+            proptest::prop_assert!(text.contains(comment), "lost {comment} in:\n{text}");
+        }
+        let sb = Sandbox::new();
+        sb.write_user(&text);
+        let config = sb.loader().load().unwrap();
+        proptest::prop_assert!(config.warnings().is_empty());
+        for (key, value) in expected {
+            proptest::prop_assert_eq!(config.entry(key).unwrap().value(), Some(&value));
+        }
+    }
+}
+
+/// A valid value for `decl` derived from `seed`.
+fn sample_value(decl: &smith_config::options::OptionDecl, seed: u32) -> Value {
+    use smith_config::options::Kind;
+    match decl.kind {
+        Kind::Bool => Value::Bool(seed % 2 == 0),
+        Kind::Int { min, max } => Value::Int(min + i64::from(seed) % (max - min + 1)),
+        Kind::Str => Value::Str(format!("v{seed} \"q\"")),
+        Kind::Enum(choices) => Value::Str(choices[seed as usize % choices.len()].to_owned()),
+        Kind::Path => Value::Str(format!("~/dir {seed}")),
+    }
 }
 
 // -------------------------------------------------------------------- docs
