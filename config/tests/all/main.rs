@@ -635,7 +635,7 @@ proptest::proptest! {
 fn sample_value(decl: &smith_config::options::OptionDecl, seed: u32) -> Value {
     use smith_config::options::Kind;
     match decl.kind {
-        Kind::Bool => Value::Bool(seed % 2 == 0),
+        Kind::Bool => Value::Bool(seed.is_multiple_of(2)),
         Kind::Int { min, max } => Value::Int(min + i64::from(seed) % (max - min + 1)),
         Kind::Str => Value::Str(format!("v{seed} \"q\"")),
         Kind::Enum(choices) => Value::Str(choices[seed as usize % choices.len()].to_owned()),
