@@ -326,6 +326,11 @@ impl Client {
             Err(WaitError::Io(_)) if reused => return Err(Attempt::Stale),
             Err(WaitError::Io(e)) => return Err(lost("while sending the request", &e)),
         }
+        // A reused connection that closes before any response byte usually
+        // raced the server's idle close. The request is resent on a fresh
+        // connection only when that is safe: the method is idempotent (the
+        // server may have received a POST before closing).
+        let retry_on_silence = reused && request.method.is_idempotent();
         let mut buf: Vec<u8> = Vec::new();
         let mut tmp = vec![0u8; 8192];
         let mut received_any = false;
@@ -364,14 +369,22 @@ impl Client {
                 limits.poll_interval,
                 &|| cancel.is_cancelled(),
             ) {
-                Ok(0) if reused && !received_any => return Err(Attempt::Stale),
+                Ok(0) if retry_on_silence && !received_any => return Err(Attempt::Stale),
                 Ok(0) => {
                     return Err(Attempt::Failed(NetError::new(
                         NetErrorKind::ConnectionLost,
                         host.as_str(),
                         "the server closed the connection before a complete response head",
-                        format!("{} head bytes had arrived", buf.len()),
-                        "retry later; the server may be restarting or rejecting the request",
+                        format!(
+                            "{} head bytes had arrived{}",
+                            buf.len(),
+                            if reused {
+                                " on a reused keep-alive connection"
+                            } else {
+                                ""
+                            }
+                        ),
+                        "retry if the request is safe to repeat (the server may have processed it)",
                     )));
                 }
                 Ok(n) => {
@@ -382,7 +395,9 @@ impl Client {
                 Err(WaitError::Cancelled) => {
                     return Err(Attempt::Failed(NetError::cancelled(&host)));
                 }
-                Err(WaitError::Io(_)) if reused && !received_any => return Err(Attempt::Stale),
+                Err(WaitError::Io(_)) if retry_on_silence && !received_any => {
+                    return Err(Attempt::Stale);
+                }
                 Err(WaitError::Io(e)) => return Err(lost("while reading the response head", &e)),
             }
         };

@@ -24,6 +24,12 @@ pub enum Method {
 }
 
 impl Method {
+    /// Whether repeating the request has the same effect as sending it once
+    /// (RFC 9110 section 9.2.2): every method but `POST` and `PATCH`.
+    pub fn is_idempotent(self) -> bool {
+        !matches!(self, Self::Post | Self::Patch)
+    }
+
     /// The method token as sent on the wire.
     pub fn as_str(self) -> &'static str {
         match self {

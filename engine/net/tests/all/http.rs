@@ -842,3 +842,70 @@ fn secret_header_values_never_appear_in_errors_or_outcomes() {
         assert!(!text.contains(SECRET), "secret leaked: {text}");
     }
 }
+
+#[test]
+fn a_reused_connection_closed_without_an_answer_is_retried_only_when_idempotent() {
+    for mode in BOTH {
+        // The first connection answers one request, then reads the next and
+        // closes without answering: the race with an idle close.
+        let server = Server::start(mode, |c| {
+            while let Some(req) = c.read_request() {
+                if c.index == 1 && req.target != "/first" {
+                    c.close_notify();
+                    return;
+                }
+                c.respond(200, req.target.as_bytes());
+            }
+        });
+        let cl = client(quick());
+        let (_, _, body) = cl
+            .send(get(&server, "/first"), CancelToken::new())
+            .unwrap()
+            .into_parts();
+        body.read_complete().unwrap();
+        let (_, _, body) = cl
+            .send(get(&server, "/again"), CancelToken::new())
+            .unwrap()
+            .into_parts();
+        assert_eq!(body.read_complete().unwrap(), b"/again", "{mode:?}");
+        let seen: Vec<(String, usize)> = server
+            .requests()
+            .into_iter()
+            .map(|r| (r.target, r.connection))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("/first".into(), 1),
+                ("/again".into(), 1),
+                ("/again".into(), 2)
+            ]
+        );
+
+        let server = Server::start(mode, |c| {
+            while let Some(req) = c.read_request() {
+                if c.index == 1 && req.target != "/first" {
+                    c.close_notify();
+                    return;
+                }
+                c.respond(200, req.target.as_bytes());
+            }
+        });
+        let (_, _, body) = cl
+            .send(get(&server, "/first"), CancelToken::new())
+            .unwrap()
+            .into_parts();
+        body.read_complete().unwrap();
+        let post = Request::post(&server.url("/charge"), b"once".to_vec()).unwrap();
+        let e = cl.send(post, CancelToken::new()).unwrap_err();
+        assert_eq!(e.kind(), NetErrorKind::ConnectionLost, "{mode:?}: {e}");
+        assert!(e.next_action().contains("safe to repeat"), "{e}");
+        std::thread::sleep(Duration::from_millis(50));
+        let posts = server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count();
+        assert_eq!(posts, 1, "{mode:?}: a POST must not be sent twice");
+    }
+}
