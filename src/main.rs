@@ -29,6 +29,8 @@ enum Command {
     Config(cmd::config::Args),
     /// Trust a project's .smith directory (configuration, plugins) as it is now.
     Trust(cmd::trust::Args),
+    /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
+    Session(cmd::session::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider mock]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
     let result: anyhow::Result<u8> = match command {
         Command::Config(args) => cmd::config::run(args),
         Command::Trust(args) => cmd::trust::run(args),
+        Command::Session(args) => cmd::session::run(args),
         Command::Eval(args) => cmd::eval::run(args),
     };
     match result {

@@ -2,4 +2,5 @@
 
 pub mod config;
 pub mod trust;
+pub mod session;
 pub mod eval;

@@ -1,0 +1,279 @@
+//! `smith session ...`: list, inspect, dump, import, fork, rename, delete,
+//! prune and repair sessions in the session store.
+//!
+//! The store lives in `$SMITH_HOME/sessions`, else
+//! `$XDG_DATA_HOME/smith/sessions`, else `~/.local/share/smith/sessions`. A
+//! `REF` is a session name, an id, or a unique prefix of an id (at least four
+//! hex digits) — never a path.
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+use smith_store::{PruneOptions, Store, dump};
+
+/// Manage stored sessions.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// List sessions, newest first (reads headers only).
+    List {
+        /// Print one JSON object per session instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's entries, branches, frames, bytes, compression ratio,
+    /// and what loading recovered or skipped.
+    Info {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a session as JSONL (lossless; unknown frames as base64).
+    Dump {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
+        /// Write to this file instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Create a session from a JSONL dump; the file's bytes equal the dumped one's.
+    Import {
+        /// The dump file (`-` for standard input).
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+        /// Name the imported session.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Fork a session's selected branch into a new session that records its origin.
+    Fork {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
+        /// Name the new session.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Name or rename a session (names are unique).
+    Rename {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
+        /// The new name: 1-64 of A-Z a-z 0-9 . _ -
+        new_name: String,
+    },
+    /// Delete a session.
+    Delete {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
+    },
+    /// Remove empty or old sessions and leftovers of interrupted writes.
+    Prune {
+        /// Remove sessions with no entries.
+        #[arg(long)]
+        empty: bool,
+        /// Remove sessions not modified for this many days.
+        #[arg(long, value_name = "DAYS")]
+        older_than: Option<u64>,
+    },
+    /// Rewrite a damaged session keeping every complete frame, atomically.
+    Repair {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
+        /// Skip over lost framing to the next complete frame instead of failing.
+        #[arg(long)]
+        resync: bool,
+    },
+}
+
+fn open_store() -> anyhow::Result<Store> {
+    let root = Store::default_root()?;
+    Store::open(&root).with_context(|| format!("opening the session store at {}", root.display()))
+}
+
+/// Runs a session subcommand; returns the exit code.
+///
+/// # Errors
+/// Store errors (each states what, why and what to do), and output failures.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let store = open_store()?;
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        Sub::List { json } => {
+            let list = store.list()?;
+            if json {
+                for s in &list {
+                    let v = serde_json::json!({"id": s.id.to_hex(), "name": s.name, "created_ms": s.created_ms, "modified_ms": s.modified_ms, "bytes": s.bytes});
+                    writeln!(out, "{v}")?;
+                }
+            } else if list.is_empty() {
+                writeln!(out, "no sessions in {}", store.root().display())?;
+            } else {
+                writeln!(
+                    out,
+                    "{:<32}  {:<24}  {:>12}  {:>13}",
+                    "ID", "NAME", "BYTES", "MODIFIED_MS"
+                )?;
+                for s in &list {
+                    writeln!(
+                        out,
+                        "{:<32}  {:<24}  {:>12}  {:>13}",
+                        s.id.to_hex(),
+                        s.name.as_deref().unwrap_or("-"),
+                        s.bytes,
+                        s.modified_ms
+                    )?;
+                }
+            }
+        }
+        Sub::Info { session, json } => {
+            let id = store.resolve(&session)?;
+            let s = store.load(&id.to_hex())?;
+            let r = s.report();
+            let ratio = if r.stored_bytes == 0 {
+                1.0
+            } else {
+                r.content_bytes as f64 / r.stored_bytes as f64
+            };
+            let v = serde_json::json!({
+                "id": id.to_hex(),
+                "name": store.name_of(id),
+                "created_ms": s.created_ms(),
+                "origin": s.origin().map(|o| serde_json::json!({"session": o.session.to_hex(), "leaf": o.leaf})),
+                "entries": r.entries,
+                "branches": s.leaves().len(),
+                "selected_leaf": s.leaf().map(|l| l.id),
+                "selected_branch_len": s.branch().len(),
+                "frames": r.scan.frames,
+                "bytes": r.file_len,
+                "content_bytes": r.content_bytes,
+                "stored_bytes": r.stored_bytes,
+                "compressed_entries": r.compressed_entries,
+                "compression_ratio": (ratio * 1000.0).round() / 1000.0,
+                "recovered_frames": r.scan.frames,
+                "skipped_corrupt_frames": r.scan.corrupt_skipped,
+                "torn_tail_bytes": r.scan.torn_tail_bytes,
+                "unknown_frames": r.unknown_frames,
+                "malformed_entries": r.malformed_entries,
+                "orphans": r.orphans,
+                "open_effect_intents": s.open_intents().len(),
+            });
+            if json {
+                writeln!(out, "{v}")?;
+            } else if let serde_json::Value::Object(m) = v {
+                for (k, val) in m {
+                    writeln!(out, "{k:<22} {val}")?;
+                }
+            }
+        }
+        Sub::Dump { session, out: path } => {
+            let f = store.open_file(&session)?;
+            let what = f.path().display().to_string();
+            let report = match &path {
+                Some(p) => {
+                    let file = std::fs::File::create(p).with_context(|| {
+                        format!(
+                            "creating the dump file {}; check the directory exists and is writable",
+                            p.display()
+                        )
+                    })?;
+                    let mut w = std::io::BufWriter::new(file);
+                    let r = dump::dump(f.bytes(), store.limits(), &what, &mut w)?;
+                    w.flush()
+                        .with_context(|| format!("writing the dump file {}", p.display()))?;
+                    r
+                }
+                None => {
+                    let mut w = std::io::BufWriter::new(&mut out);
+                    let r = dump::dump(f.bytes(), store.limits(), &what, &mut w)?;
+                    w.flush()?;
+                    r
+                }
+            };
+            if report.corrupt_skipped > 0 || report.torn_tail_at.is_some() {
+                eprintln!(
+                    "smith: the dump of {session} omits {} corrupt frame(s) and {} byte(s) of torn tail, because they hold no complete, verified frame; run `smith session repair {session}` to drop them from the file too",
+                    report.corrupt_skipped, report.torn_tail_bytes
+                );
+            }
+        }
+        Sub::Import { file, name } => {
+            let bytes = if file.as_os_str() == "-" {
+                dump::import(std::io::stdin().lock())?
+            } else {
+                let f = std::fs::File::open(&file).with_context(|| {
+                    format!("opening the dump file {}; check the path", file.display())
+                })?;
+                dump::import(std::io::BufReader::new(f))?
+            };
+            let s = store.publish_bytes(&bytes, name.as_deref())?;
+            writeln!(
+                out,
+                "imported session {} ({} entries)",
+                s.id(),
+                s.records().len()
+            )?;
+        }
+        Sub::Fork { session, name } => {
+            let s = store.load(&session)?;
+            let f = store.fork(&s, name.as_deref())?;
+            writeln!(
+                out,
+                "forked {} into {} ({} entries on the selected branch)",
+                s.id(),
+                f.id(),
+                f.records().len()
+            )?;
+        }
+        Sub::Rename { session, new_name } => {
+            let id = store.rename(&session, &new_name)?;
+            writeln!(out, "session {id} is now named {new_name}")?;
+        }
+        Sub::Delete { session } => {
+            let id = store.delete(&session)?;
+            writeln!(out, "deleted session {id}")?;
+        }
+        Sub::Prune { empty, older_than } => {
+            if !empty && older_than.is_none() {
+                eprintln!(
+                    "smith: prune without --empty or --older-than only removes leftovers of interrupted writes; add --empty or --older-than DAYS to remove sessions"
+                );
+            }
+            let rep = store.prune(PruneOptions {
+                empty,
+                older_than_ms: older_than.map(|d| d * 86_400_000),
+                ..PruneOptions::default()
+            })?;
+            for id in &rep.sessions {
+                writeln!(out, "removed session {id}")?;
+            }
+            writeln!(
+                out,
+                "removed {} session(s), {} temporary file(s), {} dangling name(s)",
+                rep.sessions.len(),
+                rep.temp_files,
+                rep.dangling_names
+            )?;
+        }
+        Sub::Repair { session, resync } => {
+            let r = store.repair(&session, resync)?;
+            writeln!(
+                out,
+                "repaired {session}: kept {} frame(s), dropped {} corrupt frame(s), {} torn-tail byte(s), {} unattributable byte(s)",
+                r.frames, r.corrupt_skipped, r.torn_tail_bytes, r.resynced_bytes
+            )?;
+        }
+    }
+    Ok(0)
+}
