@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::diff::{line_number, line_starts, unified};
-use super::fsutil::{atomic_replace, binary_reason, check_fresh, io_error};
+use super::fsutil::{atomic_replace, binary_reason, check_fresh, io_error, require_regular};
 use super::{
     Access, Fingerprint, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
     ToolResult, args,
@@ -124,15 +124,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
         }
         err
     })?;
-    if meta.is_dir() {
-        return Err(ToolError::new(
-            ToolErrorKind::WrongFileType,
-            format!("edit: {shown} is a directory"),
-            "edit changes the text of a file",
-            "name a file inside it",
-        )
-        .with_extra("path", Value::from(shown)));
-    }
+    require_regular(NAME, &meta, &shown)?;
     let max = cx.limits().edit_max_file_bytes;
     if meta.len() > max {
         return Err(ToolError::new(

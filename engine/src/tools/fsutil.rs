@@ -69,6 +69,36 @@ pub(crate) fn cap_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     }
 }
 
+/// Refuses anything but a regular file (FIFOs, sockets and devices would
+/// block or never end).
+pub(crate) fn require_regular(
+    tool: &str,
+    meta: &fs::Metadata,
+    shown: &str,
+) -> Result<(), ToolError> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    let (what, next) = if meta.is_dir() {
+        (
+            "a directory",
+            format!("use ls with path `{shown}` to list it, or name a file inside it"),
+        )
+    } else {
+        (
+            "not a regular file (a FIFO, socket or device)",
+            "inspect it with bash if you must; file tools only handle regular files".to_owned(),
+        )
+    };
+    Err(ToolError::new(
+        ToolErrorKind::WrongFileType,
+        format!("{tool}: {shown} is {what}"),
+        format!("{tool} works on regular files"),
+        next,
+    )
+    .with_extra("path", serde_json::Value::from(shown)))
+}
+
 /// Wording for an I/O failure of `tool` while `action` on `shown`.
 pub(crate) fn io_error(tool: &str, action: &str, shown: &str, err: &io::Error) -> ToolError {
     let (kind, next) = match err.kind() {

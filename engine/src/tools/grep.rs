@@ -172,6 +172,9 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
         })?;
     let meta = std::fs::metadata(&root)
         .map_err(|e| super::fsutil::io_error(NAME, "searching", &shown_root, &e))?;
+    if !meta.is_dir() {
+        super::fsutil::require_regular(NAME, &meta, &shown_root)?;
+    }
     cx.cancel()
         .check(NAME, &format!("searching {shown_root}"))?;
 

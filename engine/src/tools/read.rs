@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 
 use serde_json::{Value, json};
 
-use super::fsutil::{binary_reason, cap_line, io_error};
+use super::fsutil::{binary_reason, cap_line, io_error, require_regular};
 use super::{
     Access, FingerprintHasher, Mutation, Tool, ToolContext, ToolDefinition, ToolError,
     ToolErrorKind, ToolResult, args,
@@ -79,15 +79,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     cx.cancel().check(NAME, &format!("opening {shown}"))?;
 
     let meta = std::fs::metadata(&path).map_err(|e| io_error(NAME, "opening", &shown, &e))?;
-    if meta.is_dir() {
-        return Err(ToolError::new(
-            ToolErrorKind::WrongFileType,
-            format!("read: {shown} is a directory"),
-            "read shows the lines of a file",
-            format!("use ls with path `{shown}` to list it"),
-        )
-        .with_extra("path", Value::from(shown)));
-    }
+    require_regular(NAME, &meta, &shown)?;
     let file = File::open(&path).map_err(|e| io_error(NAME, "opening", &shown, &e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let head = reader

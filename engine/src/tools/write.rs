@@ -9,10 +9,11 @@
 
 use serde_json::{Value, json};
 
-use super::fsutil::{atomic_replace, check_fresh, create_parents, io_error, remove_created};
+use super::fsutil::{
+    atomic_replace, check_fresh, create_parents, io_error, remove_created, require_regular,
+};
 use super::{
-    Access, Fingerprint, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
-    ToolResult, args,
+    Access, Fingerprint, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, args,
 };
 
 const NAME: &str = "write";
@@ -72,16 +73,8 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     cx.cancel().check(NAME, &format!("writing {shown}"))?;
 
     let existed = match std::fs::metadata(&path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(ToolError::new(
-                ToolErrorKind::WrongFileType,
-                format!("write: {shown} is a directory"),
-                "write replaces files, not directories",
-                "choose a file path inside it",
-            )
-            .with_extra("path", Value::from(shown)));
-        }
-        Ok(_) => {
+        Ok(meta) => {
+            require_regular(NAME, &meta, &shown)?;
             check_fresh(NAME, cx, &path, &shown, None)?;
             true
         }

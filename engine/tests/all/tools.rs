@@ -1102,3 +1102,34 @@ proptest::proptest! {
         proptest::prop_assert_eq!(seen, expected);
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn fifos_are_refused_instead_of_blocking() {
+    let env = Env::new();
+    let fifo = env.path("pipe");
+    let c = std::ffi::CString::new(fifo.display().to_string()).expect("cstring");
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    for (name, args) in [
+        ("read", json!({"path": "pipe"})),
+        (
+            "edit",
+            json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
+        ),
+        ("write", json!({"path": "pipe", "content": "x"})),
+        ("grep", json!({"pattern": "a", "path": "pipe"})),
+    ] {
+        let r = env.err(name, args, "wrong-file-type");
+        assert!(
+            r.content.contains("pipe is not a regular file"),
+            "{name}: {}",
+            r.content
+        );
+    }
+    // Walks skip it too.
+    assert_eq!(
+        env.ok("grep", json!({"pattern": "a"})).content,
+        "No matches for `a` in .."
+    );
+}
