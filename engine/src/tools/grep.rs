@@ -11,7 +11,9 @@
 use std::io;
 
 use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Value, json};
 
@@ -87,6 +89,9 @@ struct Collect<'a> {
     /// Whether a separator goes before this file's first line.
     separate: bool,
     wrote: bool,
+    /// Whether the latest matching line was shown (its after-context is
+    /// shown even when it was the last one the limit allows).
+    last_shown: bool,
 }
 
 fn text_of(bytes: &[u8]) -> String {
@@ -113,17 +118,24 @@ impl Sink for Collect<'_> {
             *self.matches += 1;
             if self.lines.has_room() {
                 self.before_first();
+                let before = self.lines.shown();
                 self.lines
                     .push(&format!("{}:{n}:{}", self.shown, text_of(line)));
+                self.last_shown = self.lines.shown() > before;
             } else {
                 self.lines.skip();
+                self.last_shown = false;
             }
         }
         Ok(!self.cancel.is_cancelled())
     }
 
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
-        if self.lines.has_room() {
+        let keep = match c.kind() {
+            SinkContextKind::After => self.last_shown,
+            _ => self.lines.has_room(),
+        };
+        if keep {
             self.before_first();
             let n = c.line_number().unwrap_or(0);
             self.lines
@@ -204,6 +216,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
             cancel: cx.cancel(),
             separate: context > 0,
             wrote: false,
+            last_shown: false,
         };
         // `separate` only matters once something was written before.
         sink.separate = sink.separate && !sink.lines_is_empty();

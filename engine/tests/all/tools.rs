@@ -863,6 +863,26 @@ fn grep_literal_context_limit_and_errors() {
         r.content,
         "a.txt:1:a.b\na.txt:2:axb\n[1 more matches not shown; narrow the pattern, path or glob, or raise limit]"
     );
+    // The last match the limit allows keeps its after-context.
+    let r = env.ok(
+        "grep",
+        json!({"pattern": "a.b", "literal": true, "context": 1, "limit": 1}),
+    );
+    assert_eq!(
+        r.content,
+        "a.txt:1:a.b\na.txt-2-axb\n[1 more matches not shown; narrow the pattern, path or glob, or raise limit]"
+    );
+    // Groups from different files are separated too.
+    env.put("b.txt", "x\na.b\n");
+    let r = env.ok(
+        "grep",
+        json!({"pattern": "a.b", "literal": true, "context": 1}),
+    );
+    assert_eq!(
+        r.content,
+        "a.txt:1:a.b\na.txt-2-axb\n--\na.txt-8-6\na.txt:9:a.b\n--\nb.txt-1-x\nb.txt:2:a.b"
+    );
+    fs::remove_file(env.path("b.txt")).expect("rm");
     let r = env.err("grep", json!({"pattern": "fn("}), "bad-pattern");
     assert!(r.content.contains("literal: true"), "{}", r.content);
     let r = env.ok("grep", json!({"pattern": "zzz"}));
