@@ -348,6 +348,7 @@ impl Report {
                 "samples": self.plan.samples,
                 "sample_target_ns": self.plan.sample_target.as_nanos() as u64,
                 "warmup_ns": self.plan.warmup.as_nanos() as u64,
+                "clock": crate::measure::CLOCK,
             },
             "passed": self.passed(),
             "gates": gates,
@@ -359,10 +360,11 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "smith bench ({} plan: medians of {} interleaved samples of >= {} ms each)\n",
+            "smith bench ({} plan: medians of {} interleaved samples of >= {} ms each, {} clock)\n",
             self.plan.name,
             self.plan.samples,
-            self.plan.sample_target.as_millis()
+            self.plan.sample_target.as_millis(),
+            crate::measure::CLOCK
         );
         let header = ["gate", "median", "limit", "floor median", "ratio", "result"];
         let mut table: Vec<[String; 6]> = vec![header.map(str::to_owned)];
