@@ -1,8 +1,17 @@
 //! The agent runtime: protocol, loop, queues, built-in tools, effect journal.
+//!
+//! One runtime serves every mode. Frontends speak [`protocol`] (commands in,
+//! lifecycle events out) to a runtime started by [`agent::spawn`], which runs
+//! the loop on its own threads: it sends normalized requests through the
+//! vendor-neutral [`provider`] contract, validates each response stream,
+//! validates tool calls before any effect, runs [`tools`] (read-only calls in
+//! parallel, mutating calls one at a time) and records every effect's intent
+//! and completion, and every conversation message, through the [`journal`]
+//! contracts — durably, before and after the effect.
 #![deny(missing_docs)]
 
-pub mod tools;
 pub mod agent;
 pub mod journal;
 pub mod protocol;
 pub mod provider;
+pub mod tools;

@@ -385,7 +385,12 @@ mod tests {
     #[test]
     fn commands_parse_from_json() {
         let cmd: Command = serde_json::from_str(r#"{"type":"follow_up","text":"next"}"#).unwrap();
-        assert_eq!(cmd, Command::FollowUp { text: "next".into() });
+        assert_eq!(
+            cmd,
+            Command::FollowUp {
+                text: "next".into()
+            }
+        );
         let cmd: Command = serde_json::from_str(r#"{"type":"abort"}"#).unwrap();
         assert_eq!(cmd, Command::Abort);
         assert!(serde_json::from_str::<Command>(r#"{"type":"launch"}"#).is_err());

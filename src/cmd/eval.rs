@@ -176,7 +176,9 @@ fn open_destination(args: &Args, config: &mut AgentConfig) -> anyhow::Result<Des
         }
         config.history = resumed.history;
         config.first_effect_seq = resumed.last_effect_seq;
-        let name = store.name_of(session.id()).unwrap_or_else(|| session.id().to_hex());
+        let name = store
+            .name_of(session.id())
+            .unwrap_or_else(|| session.id().to_hex());
         return Ok(Destination {
             journal: Arc::new(StoreJournal::new(store, session)),
             name: Some(name),
@@ -237,12 +239,15 @@ fn exit_code(stop: StopCause) -> u8 {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("could not read the current directory; pass --cwd DIR")?,
+        None => std::env::current_dir()
+            .context("could not read the current directory; pass --cwd DIR")?,
     };
     let provider = provider(&args)?;
     let info = provider.describe();
     let mut config = AgentConfig::new(args.model.clone().unwrap_or_else(|| {
-        info.models.first().map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone())
+        info.models
+            .first()
+            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone())
     }));
     config.max_turns = args.max_turns;
     config.budget = Budget {
@@ -344,7 +349,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     handle.shutdown();
     let Some((stop, usage, cost, text)) = end else {
-        bail!("the agent runtime stopped without finishing the run; the session holds what was recorded");
+        bail!(
+            "the agent runtime stopped without finishing the run; the session holds what was recorded"
+        );
     };
     let code = exit_code(stop);
     let session_id = destination.journal.with_session(|s| s.id().to_hex());

@@ -1,6 +1,9 @@
 //! `smith eval` end to end: the offline demo, JSON output, exit codes,
 //! temporary stores, and a kill -9 during a bash effect.
 
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -33,7 +36,12 @@ fn the_offline_demo_runs_and_records_a_session() {
         .args(["eval", "--provider", "mock", "--name", "demo", "hello"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Reading README.md"), "{stdout}");
     assert!(stdout.contains("\"# hello project\""), "{stdout}");
@@ -43,10 +51,20 @@ fn the_offline_demo_runs_and_records_a_session() {
     assert!(stderr.contains("cost unknown"), "{stderr}");
     let store = Store::open(home.path().join("sessions")).unwrap();
     let resumed = resume(&store.load("demo").unwrap()).unwrap();
-    assert_eq!(resumed.history.first(), Some(&Message::User { text: "hello".into() }));
+    assert_eq!(
+        resumed.history.first(),
+        Some(&Message::User {
+            text: "hello".into()
+        })
+    );
     assert_eq!(resumed.history.len(), 6, "user, 3 responses, 2 results");
     assert_eq!(resumed.effects.len(), 2);
-    assert!(resumed.effects.iter().all(|(_, s)| matches!(s, EffectState::Completed { .. })));
+    assert!(
+        resumed
+            .effects
+            .iter()
+            .all(|(_, s)| matches!(s, EffectState::Completed { .. }))
+    );
 }
 
 #[test]
@@ -58,7 +76,12 @@ fn json_output_ends_with_a_result_record_and_no_session_leaves_nothing() {
         .args(["run", "--json", "--no-session", "hello"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines = json_lines(&out.stdout);
     assert_eq!(lines[0]["type"], "protocol");
     assert_eq!(lines[0]["schema_version"], 1);
@@ -70,7 +93,10 @@ fn json_output_ends_with_a_result_record_and_no_session_leaves_nothing() {
     assert!(last["session"].is_null());
     assert!(last["text"].as_str().unwrap().contains("alpha"));
     assert!(last["usage"]["input"].as_u64().is_some());
-    assert!(!home.path().join("sessions").exists(), "--no-session must not touch the store");
+    assert!(
+        !home.path().join("sessions").exists(),
+        "--no-session must not touch the store"
+    );
 }
 
 fn write_script(dir: &Path, script: &str) -> std::path::PathBuf {
@@ -107,7 +133,12 @@ fn exit_codes_follow_the_stop_cause() {
         .arg("go")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let out = smith(home.path(), work.path())
         .args(["eval", "--no-session", "--provider", "acme", "go"])
@@ -150,7 +181,11 @@ fn interrupt_keeps_the_session_and_exits_130() {
     assert!(stderr.contains("smith eval --session intr"), "{stderr}");
     let store = Store::open(home.path().join("sessions")).unwrap();
     let resumed = resume(&store.load("intr").unwrap()).unwrap();
-    assert_eq!(resumed.history.len(), 2, "the prompt and the aborted partial response");
+    assert_eq!(
+        resumed.history.len(),
+        2,
+        "the prompt and the aborted partial response"
+    );
 }
 
 #[test]
@@ -181,7 +216,10 @@ fn kill_9_during_bash_leaves_an_unknown_effect_that_is_never_retried() {
     // until the command has visibly started, then SIGKILL.
     let started = Instant::now();
     while !work.path().join("runs.txt").exists() {
-        assert!(started.elapsed() < Duration::from_secs(10), "bash never started");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "bash never started"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     child.kill().unwrap();
@@ -191,12 +229,21 @@ fn kill_9_during_bash_leaves_an_unknown_effect_that_is_never_retried() {
     let session = store.load("crash").unwrap();
     assert_eq!(session.open_intents().len(), 1);
     let resumed = resume(&session).unwrap();
-    assert_eq!(resumed.effects, vec![("fx-1".to_owned(), EffectState::Unknown)]);
-    assert!(matches!(resumed.history.last(), Some(Message::Assistant { .. })), "the call dangles");
+    assert_eq!(
+        resumed.effects,
+        vec![("fx-1".to_owned(), EffectState::Unknown)]
+    );
+    assert!(
+        matches!(resumed.history.last(), Some(Message::Assistant { .. })),
+        "the call dangles"
+    );
 
     // Resuming reports the unknown effect, answers the dangling call with
     // an aborted result, and never runs the command again.
-    let next = write_script(work.path(), r#"[[{"text": "ok"}, {"stop": {"reason": "end"}}]]"#);
+    let next = write_script(
+        work.path(),
+        r#"[[{"text": "ok"}, {"stop": {"reason": "end"}}]]"#,
+    );
     std::thread::sleep(Duration::from_millis(3200));
     let out = smith(home.path(), work.path())
         .args(["eval", "--session", "crash", "--mock-script"])
@@ -204,13 +251,30 @@ fn kill_9_during_bash_leaves_an_unknown_effect_that_is_never_retried() {
         .arg("continue")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("effect fx-1"), "{stderr}");
     assert!(stderr.contains("will not be retried"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(work.path().join("runs.txt")).unwrap(), "run\n");
-    let resumed = resume(&Store::open(home.path().join("sessions")).unwrap().load("crash").unwrap()).unwrap();
-    assert_eq!(resumed.effects, vec![("fx-1".to_owned(), EffectState::Unknown)]);
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("runs.txt")).unwrap(),
+        "run\n"
+    );
+    let resumed = resume(
+        &Store::open(home.path().join("sessions"))
+            .unwrap()
+            .load("crash")
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        resumed.effects,
+        vec![("fx-1".to_owned(), EffectState::Unknown)]
+    );
     let aborted = resumed.history.iter().any(|m| {
         matches!(m, Message::ToolResult { call_id, content, .. } if call_id == "slow" && content.starts_with("Aborted"))
     });

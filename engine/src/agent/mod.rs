@@ -159,9 +159,12 @@ pub(crate) enum Work {
 }
 
 /// The frontend's end of a running runtime.
+///
+/// The handle is `Send + Sync`: one thread may read events while others
+/// send commands (events are read under a lock; there is one consumer).
 pub struct AgentHandle {
     commands: SyncSender<Command>,
-    events: Receiver<Event>,
+    events: Mutex<Receiver<Event>>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -190,18 +193,20 @@ impl AgentHandle {
     /// The next event; `None` once the runtime has shut down and every
     /// event was read.
     pub fn recv(&self) -> Option<Event> {
-        self.events.recv().ok()
+        lock(&self.events).recv().ok()
     }
 
     /// The next event within `timeout`; `Err(true)` on timeout, `Err(false)`
     /// when the runtime has shut down.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Event, bool> {
-        self.events.recv_timeout(timeout).map_err(|err| err == RecvTimeoutError::Timeout)
+        lock(&self.events)
+            .recv_timeout(timeout)
+            .map_err(|err| err == RecvTimeoutError::Timeout)
     }
 
-    /// The event receiver.
-    pub fn events(&self) -> &Receiver<Event> {
-        &self.events
+    /// The next event if one is ready.
+    pub fn try_recv(&self) -> Option<Event> {
+        lock(&self.events).try_recv().ok()
     }
 
     /// Aborts the current run immediately, without going through the
@@ -210,8 +215,8 @@ impl AgentHandle {
         lock(&self.shared.cancel).cancel();
     }
 
-    /// A token that aborts the current run when cancelled... from any
-    /// thread: the same effect as [`AgentHandle::abort`].
+    /// A function that aborts the current run from any thread (the same
+    /// effect as [`AgentHandle::abort`]), for handlers that outlive a borrow.
     pub fn abort_fn(&self) -> impl Fn() + Send + Sync + 'static {
         let shared = Arc::clone(&self.shared);
         move || lock(&shared.cancel).cancel()
@@ -224,7 +229,9 @@ impl AgentHandle {
         let _ = self.commands.send(Command::Shutdown);
         lock(&self.shared.cancel).cancel();
         // Drain so the worker never blocks on a full event channel.
-        while self.events.recv().is_ok() {}
+        let events = lock(&self.events);
+        while events.recv().is_ok() {}
+        drop(events);
         for thread in self.threads.drain(..) {
             // A panicked thread has nothing left to clean up.
             let _ = thread.join();
@@ -271,6 +278,10 @@ pub fn spawn(mut config: AgentConfig, services: Services) -> Result<AgentHandle,
             .sink
             .record(&SessionEvent::Message {
                 message: result.clone(),
+                meta: crate::journal::MessageMeta {
+                    status: Some(crate::protocol::ToolStatus::Aborted),
+                    ..Default::default()
+                },
             })
             .map_err(journal_error)?;
         history.insert(position, result);
@@ -287,9 +298,18 @@ pub fn spawn(mut config: AgentConfig, services: Services) -> Result<AgentHandle,
     let (event_tx, event_rx) = sync_channel::<Event>(config.event_capacity.max(1));
     let (work_tx, work_rx) = sync_channel::<Work>(1);
 
-    let runner = run::Runner::new(config, services, history, Arc::clone(&shared), event_tx.clone(), work_tx.clone());
+    let runner = run::Runner::new(
+        config,
+        services,
+        history,
+        Arc::clone(&shared),
+        event_tx.clone(),
+        work_tx.clone(),
+    );
     let spawn_error = |err: std::io::Error| AgentError {
-        message: format!("could not start an agent thread: {err}; the system may be out of threads or memory"),
+        message: format!(
+            "could not start an agent thread: {err}; the system may be out of threads or memory"
+        ),
     };
     let worker = std::thread::Builder::new()
         .name("smith-agent".into())
@@ -302,7 +322,7 @@ pub fn spawn(mut config: AgentConfig, services: Services) -> Result<AgentHandle,
         .map_err(spawn_error)?;
     Ok(AgentHandle {
         commands: command_tx,
-        events: event_rx,
+        events: Mutex::new(event_rx),
         shared,
         threads: vec![control, worker],
     })
@@ -363,7 +383,9 @@ fn control_loop(
                 } else {
                     emit(error_event(
                         "queue_item_not_found",
-                        format!("no queued item has id {id}; it may have been delivered already — send get_state to see the queue"),
+                        format!(
+                            "no queued item has id {id}; it may have been delivered already — send get_state to see the queue"
+                        ),
                     ));
                 }
             }
@@ -376,7 +398,9 @@ fn control_loop(
                 if shared.busy.swap(true, Ordering::SeqCst) {
                     emit(error_event(
                         "busy",
-                        format!("the model cannot change to {model:?} while the agent is working; abort or wait for settled, then send set_model again"),
+                        format!(
+                            "the model cannot change to {model:?} while the agent is working; abort or wait for settled, then send set_model again"
+                        ),
                     ));
                 } else if work.send(Work::SetModel(model)).is_err() {
                     shared.busy.store(false, Ordering::SeqCst);
@@ -421,5 +445,16 @@ fn enqueue(
             try_start(shared, work, None);
         }
         Err(message) => emit(error_event("unknown_queue_mode", message)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handle_can_be_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<AgentHandle>();
     }
 }

@@ -175,7 +175,11 @@ impl Queue {
     pub fn take(&mut self, point: DeliveryPoint) -> Vec<QueuedItem> {
         let mut out = Vec::new();
         for policy in &self.policies {
-            let queued = self.items.iter().filter(|i| i.mode == policy.mode()).count();
+            let queued = self
+                .items
+                .iter()
+                .filter(|i| i.mode == policy.mode())
+                .count();
             let mut n = policy.deliver(point, queued).min(queued);
             if n == 0 {
                 continue;
@@ -208,11 +212,19 @@ mod tests {
         q.push("steer", "s1".into()).unwrap();
         q.push("steer", "s2".into()).unwrap();
         assert!(q.interrupts_tools());
-        let got: Vec<String> = q.take(DeliveryPoint::AfterToolBatch).into_iter().map(|i| i.text).collect();
+        let got: Vec<String> = q
+            .take(DeliveryPoint::AfterToolBatch)
+            .into_iter()
+            .map(|i| i.text)
+            .collect();
         assert_eq!(got, vec!["s1", "s2"]);
         assert!(!q.interrupts_tools());
         assert!(q.take(DeliveryPoint::AfterToolBatch).is_empty());
-        let got: Vec<String> = q.take(DeliveryPoint::BeforeStop).into_iter().map(|i| i.text).collect();
+        let got: Vec<String> = q
+            .take(DeliveryPoint::BeforeStop)
+            .into_iter()
+            .map(|i| i.text)
+            .collect();
         assert_eq!(got, vec!["f1"]);
         assert_eq!(q.snapshot().len(), 1);
     }
@@ -239,7 +251,11 @@ mod tests {
                 false
             }
             fn deliver(&self, point: DeliveryPoint, queued: usize) -> usize {
-                if point == DeliveryPoint::BeforeStop { queued } else { 0 }
+                if point == DeliveryPoint::BeforeStop {
+                    queued
+                } else {
+                    0
+                }
             }
         }
         let mut policies = default_policies();

@@ -30,8 +30,8 @@ use serde_json::Value;
 
 use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
 use crate::journal::{
-    EffectCompletion, EffectIntent, EffectJournal, JournalError, MAX_INPUT_BYTES, Outcome,
-    SessionEvent, SessionSink, BUILTIN_GENERATION, canonical_cbor,
+    BUILTIN_GENERATION, EffectCompletion, EffectIntent, EffectJournal, JournalError,
+    MAX_INPUT_BYTES, MessageMeta, Outcome, SessionEvent, SessionSink, canonical_cbor,
 };
 use crate::protocol::{ErrorInfo, Event, MutationState, Role, StopCause, ToolStatus};
 use crate::provider::transport::{StreamEnd, drive};
@@ -162,7 +162,11 @@ fn provider_error_info(error: &ProviderError) -> ErrorInfo {
     }
 }
 
-fn journal_error_info(message: String, mutation: Option<Mutation>, effect_id: Option<String>) -> ErrorInfo {
+fn journal_error_info(
+    message: String,
+    mutation: Option<Mutation>,
+    effect_id: Option<String>,
+) -> ErrorInfo {
     ErrorInfo {
         kind: "journal".to_owned(),
         message,
@@ -260,7 +264,11 @@ impl Runner {
         }
         self.config.model.clone_from(&model);
         *lock(&self.shared.model) = model.clone();
-        self.config.pricing = info.models.iter().find(|m| m.id == model).and_then(|m| m.pricing);
+        self.config.pricing = info
+            .models
+            .iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.pricing);
         self.emit(Event::ModelChanged {
             provider: info.id,
             model,
@@ -268,9 +276,10 @@ impl Runner {
     }
 
     /// Records `message` durably, then adds it to the conversation.
-    fn append(&mut self, message: Message) -> Result<(), JournalError> {
+    fn append(&mut self, message: Message, meta: MessageMeta) -> Result<(), JournalError> {
         self.sink.record(&SessionEvent::Message {
             message: message.clone(),
+            meta,
         })?;
         lock(&self.shared.messages).push(message.clone());
         self.history.push(message);
@@ -280,14 +289,18 @@ impl Runner {
     fn deliver_user(&mut self, text: String) -> Result<(), ErrorInfo> {
         self.emit(Event::MessageStart { role: Role::User });
         let message = Message::User { text };
-        self.append(message.clone()).map_err(|err| {
-            journal_error_info(
-                format!("the user input could not be recorded, so it was not sent: {err}"),
-                None,
-                None,
-            )
-        })?;
-        self.emit(Event::MessageEnd { message, usage: None });
+        self.append(message.clone(), MessageMeta::default())
+            .map_err(|err| {
+                journal_error_info(
+                    format!("the user input could not be recorded, so it was not sent: {err}"),
+                    None,
+                    None,
+                )
+            })?;
+        self.emit(Event::MessageEnd {
+            message,
+            usage: None,
+        });
         Ok(())
     }
 
@@ -304,12 +317,18 @@ impl Runner {
     }
 
     fn cost(&self, usage: &Usage) -> Option<f64> {
-        self.config.pricing.as_ref().and_then(|p: &Pricing| p.cost(usage))
+        self.config
+            .pricing
+            .as_ref()
+            .and_then(|p: &Pricing| p.cost(usage))
     }
 
     fn over_budget(&self, usage: &Usage) -> bool {
         let budget = self.config.budget;
-        let tokens = usage.input.zip(usage.output).map(|(i, o)| i.saturating_add(o));
+        let tokens = usage
+            .input
+            .zip(usage.output)
+            .map(|(i, o)| i.saturating_add(o));
         matches!((budget.max_tokens, tokens), (Some(max), Some(used)) if used > max)
             || matches!((budget.max_cost, self.cost(usage)), (Some(max), Some(cost)) if cost > max)
     }
@@ -342,11 +361,16 @@ impl Runner {
             if cancel.is_cancelled() {
                 break StopCause::Aborted;
             }
+            let mut delivered = Ok(());
             for text in inputs.drain(..) {
-                if let Err(info) = self.deliver_user(text) {
-                    self.emit(Event::Error(info));
+                delivered = self.deliver_user(text);
+                if delivered.is_err() {
                     break;
                 }
+            }
+            if let Err(info) = delivered {
+                self.emit(Event::Error(info));
+                break StopCause::Error;
             }
             if cancel.is_cancelled() {
                 break StopCause::Aborted;
@@ -418,7 +442,11 @@ impl Runner {
     /// Records and announces an assistant message; a record failure ends the
     /// run.
     fn finish_message(&mut self, message: Message, usage: Option<Usage>) -> Result<(), StopCause> {
-        if let Err(err) = self.append(message.clone()) {
+        let meta = MessageMeta {
+            usage,
+            ..MessageMeta::default()
+        };
+        if let Err(err) = self.append(message.clone(), meta) {
             self.emit(Event::Error(journal_error_info(
                 format!("the assistant response could not be recorded, so the run stops before acting on it: {err}"),
                 None,
@@ -432,7 +460,9 @@ impl Runner {
 
     fn turn(&mut self, cancel: &CancelToken, state: &mut RunState) -> TurnOutcome {
         let request = self.request();
-        self.emit(Event::MessageStart { role: Role::Assistant });
+        self.emit(Event::MessageStart {
+            role: Role::Assistant,
+        });
         let events = self.events.clone();
         let end = drive(
             self.provider.as_mut(),
@@ -497,9 +527,9 @@ impl Runner {
         }
         match turn.stop {
             StopReason::Error => {
-                let error = turn
-                    .error
-                    .unwrap_or_else(|| ProviderError::malformed("the response failed without detail"));
+                let error = turn.error.unwrap_or_else(|| {
+                    ProviderError::malformed("the response failed without detail")
+                });
                 self.emit(Event::Error(provider_error_info(&error)));
                 return TurnOutcome::Stop(StopCause::Error);
             }
@@ -534,7 +564,12 @@ impl Runner {
                 let names: Vec<String> = turn
                     .cut_off
                     .iter()
-                    .map(|c| format!("{} (id {}, {} argument bytes received)", c.name, c.id, c.argument_bytes))
+                    .map(|c| {
+                        format!(
+                            "{} (id {}, {} argument bytes received)",
+                            c.name, c.id, c.argument_bytes
+                        )
+                    })
                     .collect();
                 let notice = format!(
                     "[smith] Your tool call {} was cut off by the output limit before its arguments were complete, so it was discarded and NOT executed. Retry with smaller arguments, for example by splitting the content across several calls.",
@@ -601,7 +636,11 @@ impl Runner {
             );
         }
         let access = tool.definition().access;
-        Plan::Ready { tool, access, input }
+        Plan::Ready {
+            tool,
+            access,
+            input,
+        }
     }
 
     fn next_effect_id(&mut self) -> String {
@@ -664,13 +703,20 @@ impl Runner {
                     let mut end = index + 1;
                     if *access == Access::ReadOnly {
                         while end < calls.len()
-                            && matches!(&plans[end], Plan::Ready { access: Access::ReadOnly, .. })
+                            && matches!(
+                                &plans[end],
+                                Plan::Ready {
+                                    access: Access::ReadOnly,
+                                    ..
+                                }
+                            )
                         {
                             end += 1;
                         }
                     }
                     let ids: Vec<String> = (index..end).map(|_| self.next_effect_id()).collect();
-                    let group = self.execute_group(&calls[index..end], &plans[index..end], ids, cancel);
+                    let group =
+                        self.execute_group(&calls[index..end], &plans[index..end], ids, cancel);
                     for (offset, answer) in group.into_iter().enumerate() {
                         if fatal.is_none() {
                             fatal.clone_from(&answer.fatal);
@@ -686,7 +732,11 @@ impl Runner {
             .zip(calls)
             .map(|(answer, call)| {
                 answer.unwrap_or_else(|| {
-                    Answer::unrun(ToolStatus::Aborted, aborted_result_text(&call.name), "aborted")
+                    Answer::unrun(
+                        ToolStatus::Aborted,
+                        aborted_result_text(&call.name),
+                        "aborted",
+                    )
                 })
             })
             .collect();
@@ -730,14 +780,22 @@ impl Runner {
                 content: answer.result.content.clone(),
                 is_error: answer.result.is_error,
             };
-            if failure.is_none() {
-                if let Err(err) = self.append(message) {
-                    failure = Some(journal_error_info(
-                        format!("the result of the {} call {} could not be recorded: {err}", call.name, call.id),
-                        answer.ran.then_some(answer.result.mutation),
-                        answer.effect_id.clone(),
-                    ));
-                }
+            let meta = MessageMeta {
+                usage: None,
+                status: Some(answer.status),
+                effect_id: answer.effect_id.clone(),
+            };
+            if failure.is_none()
+                && let Err(err) = self.append(message, meta)
+            {
+                failure = Some(journal_error_info(
+                    format!(
+                        "the result of the {} call {} could not be recorded: {err}",
+                        call.name, call.id
+                    ),
+                    answer.ran.then_some(answer.result.mutation),
+                    answer.effect_id.clone(),
+                ));
             }
             self.emit(Event::ToolExecutionEnd {
                 call_id: call.id.clone(),
@@ -749,7 +807,9 @@ impl Runner {
                 } else {
                     answer.result.details
                 },
-                mutation: answer.ran.then(|| MutationState::from(answer.result.mutation)),
+                mutation: answer
+                    .ran
+                    .then(|| MutationState::from(answer.result.mutation)),
                 effect_id: answer.effect_id,
             });
         }
@@ -771,7 +831,6 @@ impl Executor<'_> {
         ids: Vec<String>,
         cancel: &CancelToken,
     ) -> Vec<Answer> {
-
         let jobs: Vec<(&ToolCall, &Plan, String)> = calls
             .iter()
             .zip(plans)
@@ -789,7 +848,10 @@ impl Executor<'_> {
                 .into_iter()
                 .map(|(call, plan, id)| {
                     let name = call.name.clone();
-                    (name, scope.spawn(move || self.execute_one(call, plan, id, cancel)))
+                    (
+                        name,
+                        scope.spawn(move || self.execute_one(call, plan, id, cancel)),
+                    )
                 })
                 .collect();
             handles
@@ -816,12 +878,26 @@ impl Executor<'_> {
     }
 
     /// One effect: intent, execution, completion.
-    fn execute_one(&self, call: &ToolCall, plan: &Plan, effect_id: String, cancel: &CancelToken) -> Answer {
+    fn execute_one(
+        &self,
+        call: &ToolCall,
+        plan: &Plan,
+        effect_id: String,
+        cancel: &CancelToken,
+    ) -> Answer {
         let Plan::Ready { tool, input, .. } = plan else {
-            return Answer::unrun(ToolStatus::Invalid, "invalid call".to_owned(), "invalid_arguments");
+            return Answer::unrun(
+                ToolStatus::Invalid,
+                "invalid call".to_owned(),
+                "invalid_arguments",
+            );
         };
         if cancel.is_cancelled() {
-            return Answer::unrun(ToolStatus::Aborted, aborted_result_text(&call.name), "aborted");
+            return Answer::unrun(
+                ToolStatus::Aborted,
+                aborted_result_text(&call.name),
+                "aborted",
+            );
         }
         let intent = EffectIntent {
             effect_id: effect_id.clone(),
@@ -835,8 +911,13 @@ impl Executor<'_> {
                 "the {} call (effect {effect_id}) did not run because its intent could not be recorded: {err}; nothing was changed — fix the session store, then resume",
                 call.name
             );
-            let mut answer = Answer::unrun(ToolStatus::NotRecorded, message.clone(), "not_recorded");
-            answer.fatal = Some(journal_error_info(message, Some(Mutation::NotApplied), Some(effect_id)));
+            let mut answer =
+                Answer::unrun(ToolStatus::NotRecorded, message.clone(), "not_recorded");
+            answer.fatal = Some(journal_error_info(
+                message,
+                Some(Mutation::NotApplied),
+                Some(effect_id),
+            ));
             return answer;
         }
         let _ = self.events.send(Event::ToolExecutionStart {
@@ -907,7 +988,6 @@ impl Executor<'_> {
             fatal,
         }
     }
-
 }
 
 #[cfg(test)]
@@ -940,7 +1020,9 @@ mod tests {
                 stop: StopReason::ToolUse,
             },
             result("a"),
-            Message::User { text: "later".into() },
+            Message::User {
+                text: "later".into(),
+            },
             Message::Assistant {
                 content: vec![call("d")],
                 stop: StopReason::ToolUse,
@@ -954,7 +1036,9 @@ mod tests {
         let ids: Vec<String> = repaired
             .iter()
             .map(|m| match m {
-                Message::ToolResult { call_id, content, .. } => {
+                Message::ToolResult {
+                    call_id, content, ..
+                } => {
                     format!("{call_id}:{}", content.starts_with("Aborted"))
                 }
                 Message::User { text } => text.clone(),
@@ -963,7 +1047,16 @@ mod tests {
             .collect();
         assert_eq!(
             ids,
-            vec!["go", "assistant", "a:false", "b:true", "c:true", "later", "assistant", "d:true"]
+            vec![
+                "go",
+                "assistant",
+                "a:false",
+                "b:true",
+                "c:true",
+                "later",
+                "assistant",
+                "d:true"
+            ]
         );
     }
 }

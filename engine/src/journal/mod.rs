@@ -28,7 +28,8 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::provider::Message;
+use crate::protocol::ToolStatus;
+use crate::provider::{Message, Usage};
 use crate::tools::Mutation;
 
 /// The largest canonical input an intent may carry. Larger arguments are
@@ -100,6 +101,9 @@ pub enum SessionEvent {
     Message {
         /// The message.
         message: Message,
+        /// What replay needs beyond the message itself.
+        #[serde(default, skip_serializing_if = "MessageMeta::is_empty")]
+        meta: MessageMeta,
     },
     /// The active model changed.
     ModelChange {
@@ -108,6 +112,28 @@ pub enum SessionEvent {
         /// The model id.
         model: String,
     },
+}
+
+/// Facts about a message that are not part of the conversation sent to
+/// providers but that replay and inspection need.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageMeta {
+    /// An assistant response's usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// A tool result's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ToolStatus>,
+    /// A tool result's effect id (calls that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect_id: Option<String>,
+}
+
+impl MessageMeta {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        *self == MessageMeta::default()
+    }
 }
 
 /// A record could not be made durable.
@@ -191,7 +217,9 @@ pub enum Record {
 /// Recovers each effect's state from records: effect ids in intent order,
 /// each with its completion, or [`EffectState::Unknown`] when the completion
 /// is missing.
-pub fn effect_states<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<(String, EffectState)> {
+pub fn effect_states<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> Vec<(String, EffectState)> {
     let mut states: Vec<(String, EffectState)> = Vec::new();
     for record in records {
         match record {
@@ -250,7 +278,7 @@ impl MemoryJournal {
         lock(&self.records)
             .iter()
             .filter_map(|record| match record {
-                Record::Event(SessionEvent::Message { message }) => Some(message.clone()),
+                Record::Event(SessionEvent::Message { message, .. }) => Some(message.clone()),
                 _ => None,
             })
             .collect()
@@ -270,7 +298,9 @@ impl MemoryJournal {
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A poisoned lock only means another thread panicked mid-push; the
     // vector itself is still valid.
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl EffectJournal for MemoryJournal {
@@ -321,7 +351,9 @@ mod tests {
         // {"a": [true, null], "c": -2, "bb": 1}: shorter keys sort first.
         assert_eq!(
             canonical_cbor(&value).unwrap(),
-            vec![0xa3, 0x61, b'a', 0x82, 0xf5, 0xf6, 0x61, b'c', 0x21, 0x62, b'b', b'b', 0x01]
+            vec![
+                0xa3, 0x61, b'a', 0x82, 0xf5, 0xf6, 0x61, b'c', 0x21, 0x62, b'b', b'b', 0x01
+            ]
         );
     }
 

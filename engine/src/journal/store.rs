@@ -25,7 +25,7 @@ use smith_codec::Encoder;
 use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
 
 use super::{
-    EffectCompletion, EffectIntent, EffectJournal, EffectState, JournalError, Outcome,
+    EffectCompletion, EffectIntent, EffectJournal, EffectState, JournalError, MessageMeta, Outcome,
     SessionEvent, SessionSink, canonical_cbor, lock,
 };
 use crate::provider::Message;
@@ -63,7 +63,9 @@ impl std::fmt::Debug for StoreJournal {
 }
 
 fn store_error(what: &str, err: smith_store::StoreError) -> JournalError {
-    JournalError::new(format!("the {what} could not be written to the session store: {err}"))
+    JournalError::new(format!(
+        "the {what} could not be written to the session store: {err}"
+    ))
 }
 
 impl StoreJournal {
@@ -98,6 +100,21 @@ fn json_content(value: &impl serde::Serialize, what: &str) -> Result<Vec<u8>, Jo
     let value = serde_json::to_value(value).map_err(|err| {
         JournalError::new(format!("the {what} could not be projected to JSON: {err}"))
     })?;
+    canonical_cbor(&value)
+}
+
+/// A message's content: its JSON projection plus the non-empty fields of
+/// its [`MessageMeta`] (`usage`, `status`, `effect_id`) as extra keys, which
+/// message readers ignore.
+fn message_content(message: &Message, meta: &MessageMeta) -> Result<Vec<u8>, JournalError> {
+    let mut value = serde_json::to_value(message).map_err(|err| {
+        JournalError::new(format!("the message could not be projected to JSON: {err}"))
+    })?;
+    if let (serde_json::Value::Object(map), Ok(serde_json::Value::Object(extra))) =
+        (&mut value, serde_json::to_value(meta))
+    {
+        map.extend(extra);
+    }
     canonical_cbor(&value)
 }
 
@@ -167,14 +184,18 @@ impl SessionSink for StoreJournal {
                     &serde_json::json!({"provider": provider, "model": model}),
                     "model change",
                 )?;
-                self.append("model change", &[NewEntry::new(EntryKind::ModelChange, &content)])
+                self.append(
+                    "model change",
+                    &[NewEntry::new(EntryKind::ModelChange, &content)],
+                )
             }
-            SessionEvent::Message { message } => {
-                let content = json_content(message, "message")?;
+            SessionEvent::Message { message, meta } => {
+                let content = message_content(message, meta)?;
                 match message {
-                    Message::User { .. } => {
-                        self.append("user message", &[NewEntry::new(EntryKind::UserMessage, &content)])
-                    }
+                    Message::User { .. } => self.append(
+                        "user message",
+                        &[NewEntry::new(EntryKind::UserMessage, &content)],
+                    ),
                     Message::ToolResult { call_id, .. } => {
                         let mut entry = NewEntry::new(EntryKind::ToolResult, &content);
                         entry.pairing = call_pairing(call_id);
@@ -183,7 +204,9 @@ impl SessionSink for StoreJournal {
                     Message::Assistant { .. } => {
                         let calls: Vec<(u64, Vec<u8>)> = message
                             .tool_calls()
-                            .map(|call| Ok((call_pairing(&call.id), json_content(call, "tool call")?)))
+                            .map(|call| {
+                                Ok((call_pairing(&call.id), json_content(call, "tool call")?))
+                            })
                             .collect::<Result<_, JournalError>>()?;
                         let mut entries = Vec::with_capacity(1 + calls.len());
                         entries.push(NewEntry::new(EntryKind::AssistantMessage, &content));
@@ -212,9 +235,15 @@ pub struct Resumed {
     pub last_effect_seq: u64,
     /// The last recorded `(provider, model)`.
     pub model: Option<(String, String)>,
+    /// Each history message's recorded meta (usage, tool status, effect
+    /// id), index for index with `history`.
+    pub meta: Vec<MessageMeta>,
 }
 
-fn decode_json(session: &Session, record: &smith_store::Record) -> Result<serde_json::Value, JournalError> {
+fn decode_json(
+    session: &Session,
+    record: &smith_store::Record,
+) -> Result<serde_json::Value, JournalError> {
     let mut text = String::new();
     smith_codec::json::from_cbor(session.content(record), &mut text).map_err(|err| {
         JournalError::new(format!(
@@ -224,12 +253,18 @@ fn decode_json(session: &Session, record: &smith_store::Record) -> Result<serde_
         ))
     })?;
     serde_json::from_str(&text).map_err(|err| {
-        JournalError::new(format!("session entry {} could not be read as JSON: {err}", record.id))
+        JournalError::new(format!(
+            "session entry {} could not be read as JSON: {err}",
+            record.id
+        ))
     })
 }
 
 fn field<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
-    value.get(key).and_then(serde_json::Value::as_str).unwrap_or("")
+    value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
 }
 
 /// Reads the selected branch of `session`.
@@ -243,6 +278,8 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
         match record.entry_kind() {
             EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult => {
                 let value = decode_json(session, record)?;
+                out.meta
+                    .push(serde_json::from_value(value.clone()).unwrap_or_default());
                 let message: Message = serde_json::from_value(value).map_err(|err| {
                     JournalError::new(format!(
                         "session entry {} is not a message this build understands: {err}",
@@ -253,11 +290,15 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
             }
             EntryKind::ModelChange => {
                 let value = decode_json(session, record)?;
-                out.model = Some((field(&value, "provider").to_owned(), field(&value, "model").to_owned()));
+                out.model = Some((
+                    field(&value, "provider").to_owned(),
+                    field(&value, "model").to_owned(),
+                ));
             }
             EntryKind::EffectIntent => {
                 out.last_effect_seq = out.last_effect_seq.max(record.pairing);
-                out.effects.push((format!("fx-{}", record.pairing), EffectState::Unknown));
+                out.effects
+                    .push((format!("fx-{}", record.pairing), EffectState::Unknown));
             }
             EntryKind::EffectCompletion => {
                 let value = decode_json(session, record)?;
@@ -302,7 +343,10 @@ mod tests {
         let messages = vec![
             Message::User { text: "go".into() },
             Message::Assistant {
-                content: vec![ContentBlock::Text { text: "ok".into() }, ContentBlock::ToolCall(call)],
+                content: vec![
+                    ContentBlock::Text { text: "ok".into() },
+                    ContentBlock::ToolCall(call),
+                ],
                 stop: StopReason::ToolUse,
             },
         ];
@@ -313,7 +357,12 @@ mod tests {
             })
             .unwrap();
         for message in &messages {
-            journal.record(&SessionEvent::Message { message: message.clone() }).unwrap();
+            journal
+                .record(&SessionEvent::Message {
+                    message: message.clone(),
+                    meta: MessageMeta::default(),
+                })
+                .unwrap();
         }
         for n in [1, 2] {
             journal
@@ -331,7 +380,10 @@ mod tests {
                 effect_id: "fx-1".into(),
                 outcome: Outcome::Ok,
                 mutation: Mutation::Applied,
-                output: canonical_cbor(&serde_json::json!({"content": "", "details": {}, "is_error": false})).unwrap(),
+                output: canonical_cbor(
+                    &serde_json::json!({"content": "", "details": {}, "is_error": false}),
+                )
+                .unwrap(),
             })
             .unwrap();
         let result = Message::ToolResult {
@@ -340,7 +392,17 @@ mod tests {
             content: "done".into(),
             is_error: false,
         };
-        journal.record(&SessionEvent::Message { message: result.clone() }).unwrap();
+        let meta = MessageMeta {
+            usage: None,
+            status: Some(crate::protocol::ToolStatus::Ok),
+            effect_id: Some("fx-1".into()),
+        };
+        journal
+            .record(&SessionEvent::Message {
+                message: result.clone(),
+                meta: meta.clone(),
+            })
+            .unwrap();
         // Reload from disk, as a new process would.
         let store = Store::open(dir.path()).unwrap();
         let session = store.load("t").unwrap();
@@ -348,6 +410,7 @@ mod tests {
         let mut expected = messages;
         expected.push(result);
         assert_eq!(resumed.history, expected);
+        assert_eq!(resumed.meta.last(), Some(&meta));
         assert_eq!(resumed.model, Some(("mock".into(), "mock-1".into())));
         assert_eq!(resumed.last_effect_seq, 2);
         assert_eq!(
@@ -365,7 +428,11 @@ mod tests {
         );
         assert_eq!(session.open_intents().len(), 1);
         // The call and its result pair by record alone.
-        let kinds: Vec<(EntryKind, u64)> = session.branch().iter().map(|r| (r.entry_kind(), r.pairing)).collect();
+        let kinds: Vec<(EntryKind, u64)> = session
+            .branch()
+            .iter()
+            .map(|r| (r.entry_kind(), r.pairing))
+            .collect();
         let pairing = call_pairing("c1");
         assert!(kinds.contains(&(EntryKind::ToolCall, pairing)));
         assert!(kinds.contains(&(EntryKind::ToolResult, pairing)));

@@ -59,7 +59,7 @@ fn hex_digit(nibble: u8) -> char {
 }
 
 fn decode_hex(text: &str) -> Result<Vec<u8>, &'static str> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err("odd number of digits");
     }
     let value = |c: u8| -> Result<u8, &'static str> {
@@ -348,7 +348,12 @@ impl ProviderError {
 
 impl std::fmt::Display for ProviderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "provider error ({}): {}", self.kind.as_str(), self.message)?;
+        write!(
+            f,
+            "provider error ({}): {}",
+            self.kind.as_str(),
+            self.message
+        )?;
         if let Some(ms) = self.retry_after_ms {
             write!(f, " (retry after {ms} ms)")?;
         }

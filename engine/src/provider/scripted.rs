@@ -276,7 +276,10 @@ fn to_chunks(response: usize, events: &[ScriptEvent]) -> Result<Vec<LocalChunk>,
                         id: id.clone(),
                         name: call.name.clone(),
                     },
-                    StreamEvent::ToolCallDelta { id: id.clone(), arguments },
+                    StreamEvent::ToolCallDelta {
+                        id: id.clone(),
+                        arguments,
+                    },
                     StreamEvent::ToolCallEnd { id },
                 ]
             }
@@ -296,7 +299,10 @@ fn to_chunks(response: usize, events: &[ScriptEvent]) -> Result<Vec<LocalChunk>,
         let bytes = serde_json::to_vec(&expanded).map_err(|err| {
             ProviderError::new(
                 ProviderErrorKind::InvalidRequest,
-                format!("the mock provider could not encode response {}: {err}", response + 1),
+                format!(
+                    "the mock provider could not encode response {}: {err}",
+                    response + 1
+                ),
             )
         })?;
         chunks.push(LocalChunk {
@@ -437,13 +443,21 @@ fn demo_response(request: &Request) -> Vec<ScriptEvent> {
     };
     let (reply, call) = match last_result {
         None => (
-            format!("You said {prompt:?}. This is the offline demo: I will list the working directory, read a file and answer. "),
+            format!(
+                "You said {prompt:?}. This is the offline demo: I will list the working directory, read a file and answer. "
+            ),
             Some(tool_call("ls", serde_json::json!({"path": "."}))),
         ),
         Some(("ls", listing, false)) => match pick_file(listing) {
             Some(file) => (
-                format!("The directory has {} entries. Reading {file}. ", listing.lines().count()),
-                Some(tool_call("read", serde_json::json!({"path": file, "limit": 20}))),
+                format!(
+                    "The directory has {} entries. Reading {file}. ",
+                    listing.lines().count()
+                ),
+                Some(tool_call(
+                    "read",
+                    serde_json::json!({"path": file, "limit": 20}),
+                )),
             ),
             None => (
                 "The directory has no plain files to read, so the demo ends here.".to_owned(),
@@ -458,13 +472,24 @@ fn demo_response(request: &Request) -> Vec<ScriptEvent> {
                 .unwrap_or("(empty)");
             let first: String = first.chars().take(120).collect();
             (
-                format!("Done. The file starts with: {first:?}. That was one tool-using turn with the mock provider; use --mock-script FILE to play your own responses."),
+                format!(
+                    "Done. The file starts with: {first:?}. That was one tool-using turn with the mock provider; use --mock-script FILE to play your own responses."
+                ),
                 None,
             )
         }
         Some((name, content, _)) => {
-            let first: String = content.lines().next().unwrap_or("").chars().take(200).collect();
-            (format!("The {name} call failed ({first}), so the demo ends here."), None)
+            let first: String = content
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect();
+            (
+                format!("The {name} call failed ({first}), so the demo ends here."),
+                None,
+            )
         }
     };
     let mut events = words(&reply);
@@ -487,7 +512,10 @@ mod tests {
         let Exchange::Local { chunks } = provider.encode(request).unwrap() else {
             panic!("the scripted provider must answer with a local exchange");
         };
-        chunks.iter().flat_map(|c| provider.decode(&c.bytes)).collect()
+        chunks
+            .iter()
+            .flat_map(|c| provider.decode(&c.bytes))
+            .collect()
     }
 
     fn request(messages: Vec<Message>) -> Request {
@@ -517,7 +545,10 @@ mod tests {
             panic!("local exchange expected");
         };
         assert_eq!(chunks[1].delay_ms, 5);
-        let events: Vec<StreamEvent> = chunks.iter().flat_map(|c| provider.decode(&c.bytes)).collect();
+        let events: Vec<StreamEvent> = chunks
+            .iter()
+            .flat_map(|c| provider.decode(&c.bytes))
+            .collect();
         assert_eq!(
             events[2],
             StreamEvent::ToolCallStart {
@@ -539,11 +570,19 @@ mod tests {
                 arguments: "{}".into()
             }
         );
-        assert_eq!(events.last().unwrap(), &StreamEvent::Stop { reason: StopReason::ToolUse });
+        assert_eq!(
+            events.last().unwrap(),
+            &StreamEvent::Stop {
+                reason: StopReason::ToolUse
+            }
+        );
         let second = play(&mut provider, &req);
         assert!(matches!(&second[0], StreamEvent::Error(e) if e.retry_after_ms == Some(9)));
         let err = provider.encode(&req).unwrap_err();
-        assert!(err.message.contains("has 2 response(s) but the agent sent request 3"));
+        assert!(
+            err.message
+                .contains("has 2 response(s) but the agent sent request 3")
+        );
     }
 
     #[test]
@@ -557,10 +596,14 @@ mod tests {
     fn requests_are_recorded_as_json_lines() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rec.jsonl");
-        let mut provider = ScriptedProvider::new(vec![vec![ScriptEvent::Stop { reason: StopReason::End }]])
-            .record_to(&path)
-            .unwrap();
-        let req = request(vec![Message::User { text: "hello".into() }]);
+        let mut provider = ScriptedProvider::new(vec![vec![ScriptEvent::Stop {
+            reason: StopReason::End,
+        }]])
+        .record_to(&path)
+        .unwrap();
+        let req = request(vec![Message::User {
+            text: "hello".into(),
+        }]);
         play(&mut provider, &req);
         let text = std::fs::read_to_string(&path).unwrap();
         let line: Request = serde_json::from_str(text.trim_end()).unwrap();
@@ -570,7 +613,9 @@ mod tests {
     #[test]
     fn demo_lists_reads_and_answers() {
         let mut provider = ScriptedProvider::demo();
-        let mut messages = vec![Message::User { text: "hello".into() }];
+        let mut messages = vec![Message::User {
+            text: "hello".into(),
+        }];
         let first = play(&mut provider, &request(messages.clone()));
         assert!(first.contains(&StreamEvent::ToolCallStart {
             id: "call_1_1".into(),
@@ -594,7 +639,12 @@ mod tests {
             is_error: false,
         });
         let third = play(&mut provider, &request(messages));
-        assert_eq!(third.last().unwrap(), &StreamEvent::Stop { reason: StopReason::End });
+        assert_eq!(
+            third.last().unwrap(),
+            &StreamEvent::Stop {
+                reason: StopReason::End
+            }
+        );
         let text: String = third
             .iter()
             .filter_map(|e| match e {

@@ -17,8 +17,8 @@
 use std::collections::HashSet;
 
 use super::{
-    ContentBlock, OpaqueBytes, ProviderError, ProviderErrorKind, StopReason, StreamEvent,
-    ToolCall, Usage,
+    ContentBlock, OpaqueBytes, ProviderError, ProviderErrorKind, StopReason, StreamEvent, ToolCall,
+    Usage,
 };
 
 /// A tool call the output limit cut off before its end.
@@ -112,9 +112,9 @@ impl Validator {
     }
 
     fn open_call(&mut self, id: &str) -> Option<&mut Slot> {
-        self.slots
-            .iter_mut()
-            .find(|slot| matches!(slot, Slot::Call { id: slot_id, open: true, .. } if slot_id == id))
+        self.slots.iter_mut().find(
+            |slot| matches!(slot, Slot::Call { id: slot_id, open: true, .. } if slot_id == id),
+        )
     }
 
     fn first_open_call(&self) -> Option<&str> {
@@ -148,7 +148,9 @@ impl Validator {
                     Some(Slot::Thinking(existing, existing_sig)) => {
                         existing.push_str(text);
                         if let Some(bytes) = sig {
-                            existing_sig.get_or_insert_with(Vec::new).extend_from_slice(bytes);
+                            existing_sig
+                                .get_or_insert_with(Vec::new)
+                                .extend_from_slice(bytes);
                         }
                     }
                     _ => self
@@ -175,7 +177,10 @@ impl Validator {
                     open: true,
                 });
             }
-            StreamEvent::ToolCallDelta { id, arguments: piece } => match self.open_call(id) {
+            StreamEvent::ToolCallDelta {
+                id,
+                arguments: piece,
+            } => match self.open_call(id) {
                 Some(Slot::Call { arguments, .. }) => arguments.push_str(piece),
                 _ => {
                     return Err(ProviderError::malformed(format!(
@@ -424,7 +429,12 @@ mod tests {
 
     #[test]
     fn call_rules_are_enforced() {
-        assert!(run(&[delta("9", "{}")]).unwrap_err().message.contains("not open"));
+        assert!(
+            run(&[delta("9", "{}")])
+                .unwrap_err()
+                .message
+                .contains("not open")
+        );
         assert!(run(&[end("9")]).unwrap_err().message.contains("not open"));
         assert!(
             run(&[start("1", "ls"), end("1"), start("1", "ls")])
@@ -444,7 +454,12 @@ mod tests {
                 .message
                 .contains("made no tool call")
         );
-        assert!(run(&[start("", "ls")]).unwrap_err().message.contains("empty id"));
+        assert!(
+            run(&[start("", "ls")])
+                .unwrap_err()
+                .message
+                .contains("empty id")
+        );
     }
 
     #[test]
@@ -481,7 +496,13 @@ mod tests {
 
     #[test]
     fn unparsable_arguments_are_kept_as_text() {
-        let turn = run(&[start("1", "ls"), delta("1", "{nope"), end("1"), stop(StopReason::ToolUse)]).unwrap();
+        let turn = run(&[
+            start("1", "ls"),
+            delta("1", "{nope"),
+            end("1"),
+            stop(StopReason::ToolUse),
+        ])
+        .unwrap();
         let call = turn.tool_calls().next().unwrap();
         assert_eq!(call.arguments, serde_json::Value::String("{nope".into()));
     }

@@ -2,6 +2,9 @@
 //! queue policies, abort at every stage, stream failures, output limits,
 //! validation before effects and the journal's failure rules.
 
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,9 +16,7 @@ use smith_engine::journal::{
 };
 use smith_engine::protocol::{Command, Event, MutationState, Role, StopCause, ToolStatus};
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
-use smith_engine::provider::{
-    ContentBlock, HostTransport, Message, Request, StopReason, ToolCall,
-};
+use smith_engine::provider::{ContentBlock, HostTransport, Message, Request, StopReason, ToolCall};
 use smith_engine::tools::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet,
 };
@@ -26,7 +27,12 @@ struct Harness {
     dir: tempfile::TempDir,
 }
 
-fn harness_with(script: &str, config: AgentConfig, tools: ToolSet, journal: Arc<MemoryJournal>) -> Harness {
+fn harness_with(
+    script: &str,
+    config: AgentConfig,
+    tools: ToolSet,
+    journal: Arc<MemoryJournal>,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     harness_in(dir, script, config, tools, journal, None)
 }
@@ -90,7 +96,9 @@ fn collect(h: &Harness, mut react: impl FnMut(&Event, &AgentHandle)) -> Vec<Even
 }
 
 fn prompt(h: &Harness, text: &str) -> Vec<Event> {
-    h.handle.send(Command::Prompt { text: text.into() }).unwrap();
+    h.handle
+        .send(Command::Prompt { text: text.into() })
+        .unwrap();
     collect(h, |_, _| {})
 }
 
@@ -132,12 +140,17 @@ fn record_view(records: &[Record]) -> Vec<String> {
         .map(|record| match record {
             Record::Intent(i) => format!("intent {} {} parent={}", i.effect_id, i.tool, i.parent),
             Record::Completion(c) => {
-                format!("completion {} {} {}", c.effect_id, c.outcome.as_str(), c.mutation.as_str())
+                format!(
+                    "completion {} {} {}",
+                    c.effect_id,
+                    c.outcome.as_str(),
+                    c.mutation.as_str()
+                )
             }
             Record::Event(SessionEvent::ModelChange { provider, model }) => {
                 format!("model {provider}/{model}")
             }
-            Record::Event(SessionEvent::Message { message }) => match message {
+            Record::Event(SessionEvent::Message { message, .. }) => match message {
                 Message::User { text } => format!("user {text}"),
                 Message::Assistant { content, stop } => {
                     let calls: Vec<String> = content
@@ -147,7 +160,11 @@ fn record_view(records: &[Record]) -> Vec<String> {
                             _ => None,
                         })
                         .collect();
-                    format!("assistant {stop:?} [{}] {:?}", calls.join(","), message.text())
+                    format!(
+                        "assistant {stop:?} [{}] {:?}",
+                        calls.join(","),
+                        message.text()
+                    )
                 }
                 Message::ToolResult {
                     call_id, is_error, ..
@@ -213,15 +230,22 @@ fn a_scripted_tool_using_turn_leaves_ordered_durable_records() {
             _ => None,
         })
         .collect();
-    let turn = ["turn_start", "tool_call", "exec_start", "exec_end", "turn_end"];
+    let turn = [
+        "turn_start",
+        "tool_call",
+        "exec_start",
+        "exec_end",
+        "turn_end",
+    ];
     let mut expected = vec!["agent_start"];
     for _ in 0..3 {
         expected.extend(turn);
     }
     expected.extend(["turn_start", "turn_end", "agent_end", "settled"]);
     assert_eq!(kinds, expected);
-    let Some(Event::AgentEnd { usage, cost, text, .. }) =
-        events.iter().find(|e| matches!(e, Event::AgentEnd { .. }))
+    let Some(Event::AgentEnd {
+        usage, cost, text, ..
+    }) = events.iter().find(|e| matches!(e, Event::AgentEnd { .. }))
     else {
         panic!("agent_end expected");
     };
@@ -238,6 +262,17 @@ fn a_scripted_tool_using_turn_leaves_ordered_durable_records() {
         })
         .collect();
     assert_eq!(deltas, "Reading.All done.");
+    // Usage and tool status are recorded for replay.
+    let records = h.journal.records();
+    let Record::Event(SessionEvent::Message { meta, .. }) = &records[2] else {
+        panic!("assistant message expected");
+    };
+    assert_eq!(meta.usage.and_then(|u| u.input), Some(10));
+    let Record::Event(SessionEvent::Message { meta, .. }) = &records[5] else {
+        panic!("tool result expected");
+    };
+    assert_eq!(meta.status, Some(ToolStatus::Ok));
+    assert_eq!(meta.effect_id.as_deref(), Some("fx-1"));
     // Intents carry canonical CBOR of the arguments.
     let Record::Intent(first) = &h.journal.records()[3] else {
         panic!("intent expected");
@@ -288,7 +323,10 @@ fn read_only_calls_run_in_parallel_and_answer_in_call_order() {
         })
         .collect();
     assert_eq!(ids, vec!["a", "b", "c", "d", "e"]);
-    assert!(tool_ends(&events).iter().all(|(_, s)| *s == ToolStatus::Ok), "{events:#?}");
+    assert!(
+        tool_ends(&events).iter().all(|(_, s)| *s == ToolStatus::Ok),
+        "{events:#?}"
+    );
     // The write ran after the parallel group and before the last read.
     let results: Vec<String> = record_view(&h.journal.records())
         .into_iter()
@@ -296,7 +334,13 @@ fn read_only_calls_run_in_parallel_and_answer_in_call_order() {
         .collect();
     let d = results.iter().position(|r| r.contains("parent=d")).unwrap();
     let e = results.iter().position(|r| r.contains("parent=e")).unwrap();
-    assert!(results[..d].iter().filter(|r| r.starts_with("intent")).count() == 3);
+    assert!(
+        results[..d]
+            .iter()
+            .filter(|r| r.starts_with("intent"))
+            .count()
+            == 3
+    );
     assert!(d < e);
 }
 
@@ -326,7 +370,10 @@ fn calls_are_validated_before_any_effect() {
     );
     assert!(!h.dir.path().join("made.txt").exists());
     assert!(
-        h.journal.records().iter().all(|r| !matches!(r, Record::Intent(_))),
+        h.journal
+            .records()
+            .iter()
+            .all(|r| !matches!(r, Record::Intent(_))),
         "no effect may be recorded or run for an invalid call"
     );
     let contents: Vec<String> = events
@@ -336,7 +383,11 @@ fn calls_are_validated_before_any_effect() {
             _ => None,
         })
         .collect();
-    assert!(contents[0].contains("no active tool named `rm`"), "{}", contents[0]);
+    assert!(
+        contents[0].contains("no active tool named `rm`"),
+        "{}",
+        contents[0]
+    );
     assert!(contents[1].contains("content"), "{}", contents[1]);
     assert_eq!(stop_of(&events), StopCause::Done);
 }
@@ -352,10 +403,18 @@ fn steer_skips_calls_not_started_then_is_delivered() {
         [{"text": "changing course"}, {"stop": {"reason": "end"}}]
     ]"#,
     );
-    h.handle.send(Command::Prompt { text: "work".into() }).unwrap();
+    h.handle
+        .send(Command::Prompt {
+            text: "work".into(),
+        })
+        .unwrap();
     let events = collect(&h, |event, handle| {
         if matches!(event, Event::ToolExecutionStart { call_id, .. } if call_id == "a") {
-            handle.send(Command::Steer { text: "stop, do X".into() }).unwrap();
+            handle
+                .send(Command::Steer {
+                    text: "stop, do X".into(),
+                })
+                .unwrap();
         }
     });
     assert_eq!(
@@ -366,8 +425,14 @@ fn steer_skips_calls_not_started_then_is_delivered() {
             ("ls".into(), ToolStatus::Skipped),
         ]
     );
-    assert!(h.dir.path().join("first.txt").exists(), "the running call finishes");
-    assert!(!h.dir.path().join("second.txt").exists(), "no new call starts");
+    assert!(
+        h.dir.path().join("first.txt").exists(),
+        "the running call finishes"
+    );
+    assert!(
+        !h.dir.path().join("second.txt").exists(),
+        "no new call starts"
+    );
     assert_eq!(
         record_view(&h.journal.records())[2..],
         [
@@ -401,12 +466,16 @@ fn follow_up_waits_until_the_agent_would_stop() {
         [{"text": "answer two"}, {"stop": {"reason": "end"}}]
     ]"#,
     );
-    h.handle.send(Command::Prompt { text: "one".into() }).unwrap();
+    h.handle
+        .send(Command::Prompt { text: "one".into() })
+        .unwrap();
     let mut sent = false;
     let events = collect(&h, |event, handle| {
         if !sent && matches!(event, Event::MessageDelta { .. }) {
             sent = true;
-            handle.send(Command::FollowUp { text: "two".into() }).unwrap();
+            handle
+                .send(Command::FollowUp { text: "two".into() })
+                .unwrap();
         }
     });
     assert_eq!(
@@ -423,17 +492,29 @@ fn follow_up_waits_until_the_agent_would_stop() {
         ]
     );
     assert_eq!(tool_ends(&events), vec![("ls".into(), ToolStatus::Ok)]);
-    assert_eq!(events.iter().filter(|e| **e == Event::AgentStart).count(), 1);
+    assert_eq!(
+        events.iter().filter(|e| **e == Event::AgentStart).count(),
+        1
+    );
     assert_eq!(stop_of(&events), StopCause::Done);
 }
 
 #[test]
 fn queued_input_on_an_idle_agent_starts_a_run() {
     let h = harness(r#"[[{"text": "hi"}, {"stop": {"reason": "end"}}]]"#);
-    h.handle.send(Command::FollowUp { text: "later".into() }).unwrap();
+    h.handle
+        .send(Command::FollowUp {
+            text: "later".into(),
+        })
+        .unwrap();
     let events = collect(&h, |_, _| {});
     assert_eq!(stop_of(&events), StopCause::Done);
-    assert_eq!(h.journal.messages()[0], Message::User { text: "later".into() });
+    assert_eq!(
+        h.journal.messages()[0],
+        Message::User {
+            text: "later".into()
+        }
+    );
 }
 
 #[test]
@@ -442,7 +523,9 @@ fn abort_during_a_stream_keeps_what_arrived() {
         r#"[[{"text": "partial "}, {"delay_ms": 20000}, {"text": "never"}, {"stop": {"reason": "end"}}]]"#,
     );
     let started = Instant::now();
-    h.handle.send(Command::Prompt { text: "go".into() }).unwrap();
+    h.handle
+        .send(Command::Prompt { text: "go".into() })
+        .unwrap();
     let events = collect(&h, |event, handle| {
         if matches!(event, Event::MessageDelta { .. }) {
             handle.send(Command::Abort).unwrap();
@@ -464,29 +547,43 @@ fn abort_during_bash_records_the_completion_and_aborts_the_rest() {
               {"stop": {"reason": "tool_use"}}]]"#,
     );
     let started = Instant::now();
-    h.handle.send(Command::Prompt { text: "go".into() }).unwrap();
+    h.handle
+        .send(Command::Prompt { text: "go".into() })
+        .unwrap();
     let events = collect(&h, |event, handle| {
         if matches!(event, Event::ToolExecutionStart { .. }) {
             handle.abort();
         }
     });
-    assert!(started.elapsed() < Duration::from_secs(10), "bash must stop on abort");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "bash must stop on abort"
+    );
     assert_eq!(stop_of(&events), StopCause::Aborted);
     assert_eq!(
         tool_ends(&events),
-        vec![("bash".into(), ToolStatus::Aborted), ("write".into(), ToolStatus::Aborted)]
+        vec![
+            ("bash".into(), ToolStatus::Aborted),
+            ("write".into(), ToolStatus::Aborted)
+        ]
     );
     let bash_end = events
         .iter()
         .find_map(|e| match e {
-            Event::ToolExecutionEnd { mutation, effect_id, call_id, .. } if call_id == "a" => {
-                Some((*mutation, effect_id.clone()))
-            }
+            Event::ToolExecutionEnd {
+                mutation,
+                effect_id,
+                call_id,
+                ..
+            } if call_id == "a" => Some((*mutation, effect_id.clone())),
             _ => None,
         })
         .unwrap();
     assert_eq!(bash_end.1.as_deref(), Some("fx-1"));
-    assert!(bash_end.0.is_some(), "a call that ran reports mutation evidence");
+    assert!(
+        bash_end.0.is_some(),
+        "a call that ran reports mutation evidence"
+    );
     let states = effect_states(&h.journal.records());
     assert_eq!(states.len(), 1, "the write never started: {states:?}");
     assert!(matches!(
@@ -544,7 +641,9 @@ fn abort_during_a_parallel_batch_cancels_every_running_call() {
         Arc::new(MemoryJournal::new()),
     );
     let started = Instant::now();
-    h.handle.send(Command::Prompt { text: "go".into() }).unwrap();
+    h.handle
+        .send(Command::Prompt { text: "go".into() })
+        .unwrap();
     let mut starts = 0;
     let events = collect(&h, |event, handle| {
         if matches!(event, Event::ToolExecutionStart { .. }) {
@@ -582,13 +681,19 @@ fn abort_during_a_parallel_batch_cancels_every_running_call() {
         .collect();
     assert_eq!(
         tail,
-        ["result a error=true", "result b error=true", "result c error=true", "result d error=true"]
+        [
+            "result a error=true",
+            "result b error=true",
+            "result c error=true",
+            "result d error=true"
+        ]
     );
 }
 
 #[test]
 fn a_malformed_stream_fails_explicitly() {
-    let h = harness(r#"[[{"text": "x"}, {"stop": {"reason": "end"}}, {"stop": {"reason": "end"}}]]"#);
+    let h =
+        harness(r#"[[{"text": "x"}, {"stop": {"reason": "end"}}, {"stop": {"reason": "end"}}]]"#);
     let events = prompt(&h, "go");
     assert_eq!(stop_of(&events), StopCause::Error);
     assert_eq!(error_kinds(&events), vec!["malformed_stream"]);
@@ -611,7 +716,11 @@ fn an_incomplete_stream_fails_explicitly() {
     let Some(Event::Error(info)) = events.iter().find(|e| matches!(e, Event::Error(_))) else {
         panic!("error expected");
     };
-    assert!(info.message.contains("without a stop or error event"), "{}", info.message);
+    assert!(
+        info.message.contains("without a stop or error event"),
+        "{}",
+        info.message
+    );
 }
 
 #[test]
@@ -670,7 +779,10 @@ fn output_limit_continuation_stops_after_three() {
     assert_eq!(stop_of(&events), StopCause::Error);
     assert_eq!(error_kinds(&events), vec!["output_limit"]);
     assert_eq!(
-        events.iter().filter(|e| matches!(e, Event::TurnStart { .. })).count(),
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::TurnStart { .. }))
+            .count(),
         4,
         "the first response plus three continuations"
     );
@@ -690,7 +802,11 @@ fn a_cut_off_tool_call_is_discarded_and_the_model_told_to_retry_smaller() {
     assert_eq!(stop_of(&events), StopCause::Done);
     let view = record_view(&h.journal.records());
     assert_eq!(view[2], "assistant Limit [] \"writing\"");
-    assert!(view[3].starts_with("user [smith] Your tool call write (id w"), "{}", view[3]);
+    assert!(
+        view[3].starts_with("user [smith] Your tool call write (id w"),
+        "{}",
+        view[3]
+    );
     assert!(view[3].contains("NOT executed"));
     assert_eq!(view[4], "assistant ToolUse [w2:write] \"\"");
     assert_eq!(
@@ -698,15 +814,24 @@ fn a_cut_off_tool_call_is_discarded_and_the_model_told_to_retry_smaller() {
         1,
         "only the retried call ran"
     );
-    assert_eq!(std::fs::read_to_string(h.dir.path().join("big.txt")).unwrap(), "small");
-    assert!(!events.iter().any(|e| matches!(e, Event::ToolCall { call } if call.id == "w")));
+    assert_eq!(
+        std::fs::read_to_string(h.dir.path().join("big.txt")).unwrap(),
+        "small"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { call } if call.id == "w"))
+    );
 }
 
 #[test]
 fn a_resumed_conversation_with_a_dangling_call_gets_aborted_results() {
     let mut config = AgentConfig::new(MOCK_MODEL);
     config.history = vec![
-        Message::User { text: "run it".into() },
+        Message::User {
+            text: "run it".into(),
+        },
         Message::Assistant {
             content: vec![ContentBlock::ToolCall(ToolCall {
                 id: "old".into(),
@@ -733,7 +858,9 @@ fn a_resumed_conversation_with_a_dangling_call_gets_aborted_results() {
         panic!("messages expected");
     };
     assert_eq!(messages.len(), 3);
-    assert!(matches!(&messages[2], Message::ToolResult { call_id, content, .. } if call_id == "old" && content.starts_with("Aborted")));
+    assert!(
+        matches!(&messages[2], Message::ToolResult { call_id, content, .. } if call_id == "old" && content.starts_with("Aborted"))
+    );
     let events = prompt(&h, "again");
     assert_eq!(stop_of(&events), StopCause::Done);
     // Effect ids continue after the session's existing effects.
@@ -761,7 +888,10 @@ fn an_intent_recording_failure_prevents_execution() {
     assert_eq!(stop_of(&events), StopCause::Error);
     assert_eq!(
         tool_ends(&events),
-        vec![("bash".into(), ToolStatus::NotRecorded), ("bash".into(), ToolStatus::Aborted)]
+        vec![
+            ("bash".into(), ToolStatus::NotRecorded),
+            ("bash".into(), ToolStatus::Aborted)
+        ]
     );
     let Some(Event::Error(info)) = events.iter().find(|e| matches!(e, Event::Error(_))) else {
         panic!("error expected");
@@ -769,7 +899,11 @@ fn an_intent_recording_failure_prevents_execution() {
     assert_eq!(info.kind, "journal");
     assert_eq!(info.mutation, Some(MutationState::NotApplied));
     assert_eq!(info.effect_id.as_deref(), Some("fx-1"));
-    assert!(!events.iter().any(|e| matches!(e, Event::ToolExecutionStart { .. })));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ToolExecutionStart { .. }))
+    );
 }
 
 #[test]
@@ -790,7 +924,10 @@ fn a_completion_recording_failure_is_terminal_and_reports_the_mutation() {
     );
     let events = prompt(&h, "go");
     assert!(h.dir.path().join("marker").exists(), "the effect ran");
-    assert!(!h.dir.path().join("marker2").exists(), "nothing runs after the failure");
+    assert!(
+        !h.dir.path().join("marker2").exists(),
+        "nothing runs after the failure"
+    );
     assert_eq!(stop_of(&events), StopCause::Error);
     let Some(Event::Error(info)) = events.iter().find(|e| matches!(e, Event::Error(_))) else {
         panic!("error expected");
@@ -804,7 +941,13 @@ fn a_completion_recording_failure_is_terminal_and_reports_the_mutation() {
         effect_states(&journal.records()),
         vec![("fx-1".to_owned(), EffectState::Unknown)]
     );
-    assert_eq!(events.iter().filter(|e| matches!(e, Event::TurnStart { .. })).count(), 1);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::TurnStart { .. }))
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -813,15 +956,31 @@ fn turn_limit_and_budget_stop_the_run() {
     let script = format!("[{looping},{looping},{looping}]");
     let mut config = AgentConfig::new(MOCK_MODEL);
     config.max_turns = Some(2);
-    let h = harness_with(&script, config, ToolSet::builtin(), Arc::new(MemoryJournal::new()));
+    let h = harness_with(
+        &script,
+        config,
+        ToolSet::builtin(),
+        Arc::new(MemoryJournal::new()),
+    );
     assert_eq!(stop_of(&prompt(&h, "loop")), StopCause::TurnLimit);
 
     let mut config = AgentConfig::new(MOCK_MODEL);
     config.budget.max_tokens = Some(300);
-    let h = harness_with(&script, config, ToolSet::builtin(), Arc::new(MemoryJournal::new()));
+    let h = harness_with(
+        &script,
+        config,
+        ToolSet::builtin(),
+        Arc::new(MemoryJournal::new()),
+    );
     let events = prompt(&h, "loop");
     assert_eq!(stop_of(&events), StopCause::Budget);
-    assert_eq!(events.iter().filter(|e| matches!(e, Event::TurnStart { .. })).count(), 2);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::TurnStart { .. }))
+            .count(),
+        2
+    );
 }
 
 #[test]
@@ -832,17 +991,36 @@ fn commands_answer_while_idle_and_busy() {
         panic!("state expected");
     };
     assert_eq!((model.as_str(), busy), (MOCK_MODEL, false));
-    h.handle.send(Command::Enqueue { mode: "someday".into(), text: "x".into() }).unwrap();
-    assert!(matches!(h.handle.recv(), Some(Event::Error(info)) if info.kind == "unknown_queue_mode"));
-    h.handle.send(Command::SetModel { model: "nope".into() }).unwrap();
-    assert!(matches!(h.handle.recv(), Some(Event::Error(info)) if info.kind == "model_unavailable"));
+    h.handle
+        .send(Command::Enqueue {
+            mode: "someday".into(),
+            text: "x".into(),
+        })
+        .unwrap();
+    assert!(
+        matches!(h.handle.recv(), Some(Event::Error(info)) if info.kind == "unknown_queue_mode")
+    );
+    h.handle
+        .send(Command::SetModel {
+            model: "nope".into(),
+        })
+        .unwrap();
+    assert!(
+        matches!(h.handle.recv(), Some(Event::Error(info)) if info.kind == "model_unavailable")
+    );
     assert_eq!(h.handle.recv(), Some(Event::Settled));
-    h.handle.send(Command::Prompt { text: "go".into() }).unwrap();
+    h.handle
+        .send(Command::Prompt { text: "go".into() })
+        .unwrap();
     let mut rejected = false;
     let events = collect(&h, |event, handle| {
         if matches!(event, Event::MessageDelta { .. }) && !rejected {
             rejected = true;
-            handle.send(Command::Prompt { text: "second".into() }).unwrap();
+            handle
+                .send(Command::Prompt {
+                    text: "second".into(),
+                })
+                .unwrap();
         }
     });
     assert_eq!(error_kinds(&events), vec!["busy"]);
