@@ -835,7 +835,7 @@ impl<'a> Decoder<'a> {
                             let key = &input[f.mark..end];
                             if f.prev_end > f.prev_start {
                                 let prev = &input[f.prev_start..f.prev_end];
-                                match prev.cmp(key) {
+                                match key_order(prev, key) {
                                     std::cmp::Ordering::Less => {}
                                     std::cmp::Ordering::Equal => {
                                         return Err(DecodeError::new(
@@ -879,6 +879,22 @@ impl<'a> Decoder<'a> {
     }
 }
 
+/// Bytewise lexicographic order, as `<[u8]>::cmp`, with an inline loop for
+/// the short slices map keys usually are (a `memcmp` call costs more than
+/// comparing a few bytes).
+#[inline]
+fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    if a.len() <= 16 && b.len() <= 16 {
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return x.cmp(y);
+            }
+        }
+        return a.len().cmp(&b.len());
+    }
+    a.cmp(b)
+}
+
 /// Validates UTF-8, skipping the all-ASCII prefix 64 bytes at a time
 /// (session text is mostly ASCII, and `is_ascii` on a block is cheaper than
 /// full validation); returns the valid prefix length on failure.
@@ -891,13 +907,18 @@ fn utf8(bytes: &[u8]) -> Result<&str, usize> {
         }
         ascii += 64;
     }
-    match std::str::from_utf8(&bytes[ascii..]) {
-        // SAFETY: `bytes[..ascii]` is all ASCII, hence valid UTF-8 ending on
-        // a char boundary; `bytes[ascii..]` was just validated; two valid
-        // UTF-8 sequences concatenate to valid UTF-8.
-        Ok(_) => Ok(unsafe { std::str::from_utf8_unchecked(bytes) }),
-        Err(e) => Err(ascii + e.valid_up_to()),
+    let rest = &bytes[ascii..];
+    // Short tails (and short strings, such as map keys) are usually ASCII
+    // too; checking that inline avoids a call into the full validator.
+    if !rest.is_ascii() {
+        if let Err(e) = std::str::from_utf8(rest) {
+            return Err(ascii + e.valid_up_to());
+        }
     }
+    // SAFETY: `bytes[..ascii]` is all ASCII, hence valid UTF-8 ending on a
+    // char boundary; `rest` is ASCII or was just validated; two valid UTF-8
+    // sequences concatenate to valid UTF-8.
+    Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
 }
 
 /// Checks that `input` holds exactly one well-formed item that obeys `mode`
@@ -973,6 +994,29 @@ mod tests {
         );
         assert_eq!(d.position(), 1, "nothing consumed");
         assert_eq!(d.next(), Ok(Token::Break));
+    }
+
+    #[test]
+    fn key_order_matches_slice_order() {
+        let keys: &[&[u8]] = &[
+            b"",
+            b"a",
+            b"ab",
+            b"b",
+            b"\x00",
+            b"\xff",
+            b"0123456789abcdef",
+            b"0123456789abcdeg",
+            b"0123456789abcdef0",
+            b"0123456789abcdef",
+            b"x0123456789abcdefghij",
+            b"x0123456789abcdefghik",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(key_order(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]
