@@ -910,10 +910,10 @@ fn utf8(bytes: &[u8]) -> Result<&str, usize> {
     let rest = &bytes[ascii..];
     // Short tails (and short strings, such as map keys) are usually ASCII
     // too; checking that inline avoids a call into the full validator.
-    if !rest.is_ascii() {
-        if let Err(e) = std::str::from_utf8(rest) {
-            return Err(ascii + e.valid_up_to());
-        }
+    if !rest.is_ascii()
+        && let Err(e) = std::str::from_utf8(rest)
+    {
+        return Err(ascii + e.valid_up_to());
     }
     // SAFETY: `bytes[..ascii]` is all ASCII, hence valid UTF-8 ending on a
     // char boundary; `rest` is ASCII or was just validated; two valid UTF-8
