@@ -1,0 +1,216 @@
+//! smith/mock: the scripted provider as a `smith:plugin@1` provider plugin.
+//!
+//! Settings (through `configure`): `script` is the script's JSON text and
+//! `origin` names where it came from in errors. Without a script the
+//! built-in demo plays. `encode` answers with a local exchange; `decode`
+//! turns each chunk back into events.
+
+mod model;
+mod script;
+
+use std::cell::RefCell;
+
+use smith_plugin_sdk::provider::exports::smith::plugin::provider as wit;
+
+use model::{ContentBlock, Message, OpaqueBytes, Request, StopReason, StreamEvent, ToolCall, ToolSpec};
+use script::ScriptedProvider;
+
+thread_local! {
+    static STATE: RefCell<ScriptedProvider> = RefCell::new(ScriptedProvider::demo());
+}
+
+struct Mock;
+
+fn stop_to_wit(reason: StopReason) -> wit::StopReason {
+    match reason {
+        StopReason::End => wit::StopReason::End,
+        StopReason::ToolUse => wit::StopReason::ToolUse,
+        StopReason::Limit => wit::StopReason::Limit,
+        StopReason::Abort => wit::StopReason::Abort,
+        StopReason::Error => wit::StopReason::Error,
+    }
+}
+
+fn stop_from_wit(reason: wit::StopReason) -> StopReason {
+    match reason {
+        wit::StopReason::End => StopReason::End,
+        wit::StopReason::ToolUse => StopReason::ToolUse,
+        wit::StopReason::Limit => StopReason::Limit,
+        wit::StopReason::Abort => StopReason::Abort,
+        wit::StopReason::Error => StopReason::Error,
+    }
+}
+
+fn error_to_wit(error: model::ProviderError) -> wit::ProviderError {
+    use model::ProviderErrorKind as K;
+    let kind = match error.kind {
+        K::RateLimit => wit::ErrorKind::RateLimit,
+        K::Overloaded => wit::ErrorKind::Overloaded,
+        K::Auth => wit::ErrorKind::Auth,
+        K::InvalidRequest => wit::ErrorKind::InvalidRequest,
+        K::ModelUnavailable => wit::ErrorKind::ModelUnavailable,
+        K::ContextOverflow => wit::ErrorKind::ContextOverflow,
+        K::MalformedStream => wit::ErrorKind::MalformedStream,
+        K::Transport => wit::ErrorKind::Transport,
+    };
+    wit::ProviderError {
+        kind,
+        message: error.message,
+        retry_after_ms: error.retry_after_ms,
+    }
+}
+
+fn usage_to_wit(usage: model::Usage) -> wit::Usage {
+    wit::Usage {
+        input: usage.input,
+        output: usage.output,
+        cache_read: usage.cache_read,
+        cache_write: usage.cache_write,
+    }
+}
+
+fn event_to_wit(event: StreamEvent) -> wit::StreamEvent {
+    match event {
+        StreamEvent::TextDelta { text } => wit::StreamEvent::TextDelta(text),
+        StreamEvent::ThinkingDelta { text, signature } => wit::StreamEvent::ThinkingDelta(wit::Thinking {
+            text,
+            signature: signature.map(|s| s.0),
+        }),
+        StreamEvent::ToolCallStart { id, name } => {
+            wit::StreamEvent::ToolCallStart(wit::ToolCallStart { id, name })
+        }
+        StreamEvent::ToolCallDelta { id, arguments } => {
+            wit::StreamEvent::ToolCallDelta(wit::ToolCallDelta { id, arguments })
+        }
+        StreamEvent::ToolCallEnd { id } => wit::StreamEvent::ToolCallEnd(id),
+        StreamEvent::Usage(usage) => wit::StreamEvent::Usage(usage_to_wit(usage)),
+        StreamEvent::Stop { reason } => wit::StreamEvent::Stop(stop_to_wit(reason)),
+        StreamEvent::Error(error) => wit::StreamEvent::Error(error_to_wit(error)),
+    }
+}
+
+/// Tool call arguments arrive as JSON text; text that does not parse stays
+/// a JSON string, as in the engine.
+fn arguments_from_text(text: String) -> serde_json::Value {
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+}
+
+fn request_from_wit(request: wit::Request) -> Request {
+    let messages = request
+        .messages
+        .into_iter()
+        .map(|message| match message {
+            wit::Message::User(text) => Message::User { text },
+            wit::Message::Assistant(assistant) => Message::Assistant {
+                content: assistant
+                    .content
+                    .into_iter()
+                    .map(|block| match block {
+                        wit::ContentBlock::Text(text) => ContentBlock::Text { text },
+                        wit::ContentBlock::Thinking(thinking) => ContentBlock::Thinking {
+                            text: thinking.text,
+                            signature: thinking.signature.map(OpaqueBytes),
+                        },
+                        wit::ContentBlock::ToolCall(call) => ContentBlock::ToolCall(ToolCall {
+                            id: call.id,
+                            name: call.name,
+                            arguments: arguments_from_text(call.arguments),
+                        }),
+                    })
+                    .collect(),
+                stop: stop_from_wit(assistant.stop),
+            },
+            wit::Message::ToolResult(result) => Message::ToolResult {
+                call_id: result.call_id,
+                name: result.name,
+                content: result.content,
+                is_error: result.is_error,
+            },
+        })
+        .collect();
+    Request {
+        model: request.model,
+        system: request.system,
+        messages,
+        tools: request
+            .tools
+            .into_iter()
+            .map(|tool| ToolSpec {
+                name: tool.name,
+                description: tool.description,
+                parameters: arguments_from_text(tool.parameters),
+            })
+            .collect(),
+        max_output_tokens: request.max_output_tokens,
+    }
+}
+
+impl wit::Guest for Mock {
+    fn describe() -> wit::ProviderInfo {
+        wit::ProviderInfo {
+            id: "mock".to_owned(),
+            models: vec![wit::ModelInfo {
+                id: script::MOCK_MODEL.to_owned(),
+                context_window: Some(200_000),
+                max_output_tokens: Some(8_192),
+                pricing: None,
+            }],
+        }
+    }
+
+    fn configure(settings: Vec<(String, String)>) -> Result<(), String> {
+        let mut script_text = None;
+        let mut origin = "(configured)".to_owned();
+        for (name, value) in settings {
+            match name.as_str() {
+                "script" => script_text = Some(value),
+                "origin" => origin = value,
+                other => {
+                    return Err(format!(
+                        "smith/mock has no setting {other:?}; its settings are \"script\" (the script's JSON text) and \"origin\" (where it came from)"
+                    ));
+                }
+            }
+        }
+        let provider = match script_text {
+            Some(text) => ScriptedProvider::new(script::parse_script(&text, &origin).map_err(|e| e.to_string())?),
+            None => ScriptedProvider::demo(),
+        };
+        STATE.with(|state| *state.borrow_mut() = provider);
+        Ok(())
+    }
+
+    fn encode(request: wit::Request) -> Result<wit::Exchange, wit::ProviderError> {
+        let request = request_from_wit(request);
+        let chunks = STATE
+            .with(|state| state.borrow_mut().encode(&request))
+            .map_err(error_to_wit)?;
+        Ok(wit::Exchange::Local(
+            chunks
+                .into_iter()
+                .map(|chunk| wit::LocalChunk {
+                    delay_ms: chunk.delay_ms,
+                    bytes: chunk.bytes,
+                })
+                .collect(),
+        ))
+    }
+
+    fn decode(chunk: Vec<u8>) -> Vec<wit::StreamEvent> {
+        STATE
+            .with(|state| state.borrow_mut().decode(&chunk))
+            .into_iter()
+            .map(event_to_wit)
+            .collect()
+    }
+
+    fn finish() -> Vec<wit::StreamEvent> {
+        STATE
+            .with(|state| state.borrow_mut().finish())
+            .into_iter()
+            .map(event_to_wit)
+            .collect()
+    }
+}
+
+smith_plugin_sdk::provider::export_provider!(Mock);
