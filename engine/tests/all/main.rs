@@ -1,4 +1,5 @@
 //! The engine's single integration-test binary; one module per area.
 
 mod agent;
+mod provider;
 mod tools;
