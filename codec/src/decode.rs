@@ -514,7 +514,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes the head (and any string payload) at `at` without touching
     /// decoder state. Returns the token and the offset just past it.
-    #[inline]
+    #[inline(always)]
     fn decode(&self, at: usize) -> Result<(Token<'a>, usize), DecodeError> {
         let input = self.input;
         let Some(&initial) = input.get(at) else {
@@ -694,7 +694,7 @@ impl<'a> Decoder<'a> {
 
     /// Applies the context rules for `tok` (read from `start..end`) and
     /// updates the frame stack.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, tok: Token<'a>, start: usize, end: usize) -> Result<(), DecodeError> {
         let err = |kind| Err(DecodeError::new(start, kind));
         if let Token::Break = tok {
