@@ -51,7 +51,11 @@ fn text(rng: &mut Rng, len: usize, out: &mut String) {
     while out.len() < len {
         let w = WORDS[(rng.next_u64() % WORDS.len() as u64) as usize];
         out.push_str(w);
-        out.push(if rng.next_u64().is_multiple_of(9) { '\n' } else { ' ' });
+        out.push(if rng.next_u64().is_multiple_of(9) {
+            '\n'
+        } else {
+            ' '
+        });
     }
 }
 

@@ -59,6 +59,40 @@ pub(crate) fn find_next_good(bytes: &[u8], from: usize, max_body: u32) -> Option
     (from..=last).find(|&k| matches!(format::probe(bytes, k, max_body), Probe::Good(_)))
 }
 
+/// Walks frames already verified by a [`scan`] that found nothing wrong
+/// (no corrupt frames, no lost framing) in the same immutable bytes: only
+/// lengths are followed, checksums are not recomputed. Stops where that scan
+/// stopped (`valid_end`).
+pub(crate) fn walk_verified<'a>(
+    bytes: &'a [u8],
+    start: usize,
+    valid_end: u64,
+    mut visit: impl FnMut(FrameView<'a>),
+) {
+    let end = usize::try_from(valid_end)
+        .unwrap_or(bytes.len())
+        .min(bytes.len());
+    let mut pos = start;
+    while pos + MIN_FRAME <= end {
+        let body_len = format::read_u32(bytes, pos) as usize;
+        let total = body_len + 12;
+        if pos + total > end {
+            break;
+        }
+        let crc_at = pos + total - format::FRAME_SUFFIX;
+        visit(FrameView {
+            offset: pos as u64,
+            kind: bytes[pos + 4],
+            flags: bytes[pos + 5],
+            content_len: format::read_u32(bytes, pos + 8),
+            link: format::read_u64(bytes, pos + 12),
+            payload: &bytes[pos + format::FRAME_PREFIX..crc_at],
+            raw: &bytes[pos..pos + total],
+        });
+        pos += total;
+    }
+}
+
 /// Walks the frames of `bytes` from `start`, calling `visit` for each good
 /// frame in file order. `what` names the file in errors.
 ///

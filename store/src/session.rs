@@ -112,7 +112,7 @@ impl Session {
             entries: 0,
             content: 0,
         };
-        scan::scan(bytes, start, limits, what, |v| {
+        let first = scan::scan(bytes, start, limits, what, |v| {
             if entry_frame_loadable(&v) {
                 counts.entries += 1;
                 counts.content += v.content_len as usize;
@@ -127,17 +127,33 @@ impl Session {
             ..LoadReport::default()
         };
         let mut origin = None;
-        let scan_report = scan::scan(bytes, start, limits, what, |v| {
-            ingest(
-                &mut records,
-                &mut payload,
-                &mut report,
-                &mut origin,
-                &mut dctx,
-                &v,
-            );
-            Ok(())
-        })?;
+        // Pass 2 copies. When pass 1 found every frame intact, the same
+        // immutable bytes need not be checksummed again.
+        let scan_report = if first.corrupt_skipped == 0 && first.resynced_bytes == 0 {
+            scan::walk_verified(bytes, start, first.valid_end, |v| {
+                ingest(
+                    &mut records,
+                    &mut payload,
+                    &mut report,
+                    &mut origin,
+                    &mut dctx,
+                    &v,
+                );
+            });
+            first
+        } else {
+            scan::scan(bytes, start, limits, what, |v| {
+                ingest(
+                    &mut records,
+                    &mut payload,
+                    &mut report,
+                    &mut origin,
+                    &mut dctx,
+                    &v,
+                );
+                Ok(())
+            })?
+        };
         report.scan = scan_report;
         let mut s = Self {
             header,

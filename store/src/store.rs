@@ -258,9 +258,10 @@ impl Store {
             ));
         }
         if let Ok(text) = std::fs::read_to_string(self.name_path(r))
-            && let Some(id) = SessionId::from_hex(text.trim()) {
-                return Ok(id);
-            }
+            && let Some(id) = SessionId::from_hex(text.trim())
+        {
+            return Ok(id);
+        }
         let lower = r.to_ascii_lowercase();
         if lower.len() >= 4 && lower.bytes().all(|b| b.is_ascii_hexdigit()) {
             let mut found = Vec::new();
@@ -299,9 +300,10 @@ impl Store {
             let name = ent.file_name();
             let Some(name) = name.to_str() else { continue };
             if let Some(stem) = name.strip_suffix(".smith")
-                && let Some(id) = SessionId::from_hex(stem) {
-                    out.push(id);
-                }
+                && let Some(id) = SessionId::from_hex(stem)
+            {
+                out.push(id);
+            }
         }
         out.sort();
         Ok(out)
@@ -889,9 +891,10 @@ pub fn rewrite(
                 if h.parent != 0 && v.link != 0 && v.link <= v.offset {
                     let target = v.offset - v.link;
                     if let Ok(i) = moved.binary_search_by_key(&target, |m| m.0)
-                        && moved[i].2 == h.parent {
-                            link = here - moved[i].1;
-                        }
+                        && moved[i].2 == h.parent
+                    {
+                        link = here - moved[i].1;
+                    }
                 }
                 format::encode_frame(&mut out, v.kind, v.flags, v.content_len, link, v.payload);
                 moved.push((v.offset, here, h.id));
