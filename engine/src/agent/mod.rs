@@ -345,8 +345,11 @@ pub(crate) fn try_start(shared: &Shared, work: &SyncSender<Work>, prompt: Option
     }
     let token = CancelToken::new();
     *lock(&shared.cancel) = token.clone();
-    if work.send(Work::Run(prompt, token)).is_err() {
+    // The worker is idle, so the work slot is free unless a shutdown is
+    // pending there; never block on it (the worker itself may be calling).
+    if work.try_send(Work::Run(prompt, token)).is_err() {
         shared.busy.store(false, Ordering::SeqCst);
+        return false;
     }
     true
 }
@@ -402,7 +405,7 @@ fn control_loop(
                             "the model cannot change to {model:?} while the agent is working; abort or wait for settled, then send set_model again"
                         ),
                     ));
-                } else if work.send(Work::SetModel(model)).is_err() {
+                } else if work.try_send(Work::SetModel(model)).is_err() {
                     shared.busy.store(false, Ordering::SeqCst);
                 }
             }

@@ -213,22 +213,25 @@ impl Runner {
                 Work::Shutdown => break,
                 Work::SetModel(model) => {
                     self.set_model(model);
-                    self.finish_work();
+                    self.finish_work(None);
                 }
                 Work::Run(prompt, cancel) => {
-                    self.run(prompt, &cancel);
-                    self.finish_work();
+                    let stop = self.run(prompt, &cancel);
+                    self.finish_work(stop);
                 }
             }
         }
     }
 
-    /// Marks the agent idle; starts another run when input is queued (it may
-    /// have arrived while the last run was ending), else announces settled.
-    fn finish_work(&mut self) {
+    /// Marks the agent idle. After a run that ended normally (or when no
+    /// run happened), input queued meanwhile — it may have arrived while the
+    /// run was ending — starts another run; after an abort, error or limit
+    /// it stays queued. Otherwise announces settled.
+    fn finish_work(&mut self, stop: Option<StopCause>) {
         self.shared.busy.store(false, Ordering::SeqCst);
+        let may_continue = matches!(stop, None | Some(StopCause::Done));
         let queued = !lock(&self.shared.queue).is_empty();
-        if !(queued && try_start(&self.shared, &self.work, None)) {
+        if !(may_continue && queued && try_start(&self.shared, &self.work, None)) {
             self.emit(Event::Settled);
         }
     }
@@ -337,12 +340,13 @@ impl Runner {
         self.config.max_turns.is_some_and(|max| state.turn >= max)
     }
 
-    fn run(&mut self, prompt: Option<String>, cancel: &CancelToken) {
+    /// Runs until an explicit stop; `None` when there was nothing to run.
+    fn run(&mut self, prompt: Option<String>, cancel: &CancelToken) -> Option<StopCause> {
         let mut inputs: Vec<String> = prompt.into_iter().collect();
         if inputs.is_empty() {
             inputs = self.take_queued(DeliveryPoint::BeforeStop);
             if inputs.is_empty() {
-                return;
+                return None;
             }
         }
         self.emit(Event::AgentStart);
@@ -412,6 +416,7 @@ impl Runner {
             cost,
             text: state.last_text,
         });
+        Some(stop)
     }
 
     fn request(&self) -> Request {

@@ -1034,3 +1034,52 @@ fn commands_answer_while_idle_and_busy() {
         .collect();
     assert_eq!(roles, vec![Role::User, Role::Assistant]);
 }
+
+#[test]
+fn abort_leaves_queued_input_queued() {
+    let h = harness(
+        r#"[[{"text": "slow "}, {"delay_ms": 20000}, {"stop": {"reason": "end"}}],
+            [{"text": "next"}, {"stop": {"reason": "end"}}],
+            [{"text": "and after"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    h.handle
+        .send(Command::Prompt { text: "go".into() })
+        .unwrap();
+    let mut sent = false;
+    let events = collect(&h, |event, handle| {
+        if !sent && matches!(event, Event::MessageDelta { .. }) {
+            sent = true;
+            handle
+                .send(Command::FollowUp {
+                    text: "after".into(),
+                })
+                .unwrap();
+            handle.send(Command::Abort).unwrap();
+        }
+    });
+    assert_eq!(stop_of(&events), StopCause::Aborted);
+    assert_eq!(
+        events.iter().filter(|e| **e == Event::AgentStart).count(),
+        1
+    );
+    h.handle.send(Command::GetState).unwrap();
+    let Some(Event::State { queue, busy, .. }) = h.handle.recv() else {
+        panic!("state expected");
+    };
+    assert!(!busy);
+    assert_eq!(queue.len(), 1);
+    assert_eq!(queue[0].text, "after");
+    // The next prompt runs, and the follow-up is delivered when it would stop.
+    let events = prompt(&h, "again");
+    assert_eq!(stop_of(&events), StopCause::Done);
+    let users: Vec<String> = h
+        .journal
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            Message::User { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(users, vec!["go", "again", "after"]);
+}
