@@ -1083,3 +1083,43 @@ fn abort_leaves_queued_input_queued() {
         .collect();
     assert_eq!(users, vec!["go", "again", "after"]);
 }
+
+/// The JSON projection of a whole scripted run, compared with a golden file
+/// (`tests/fixtures/protocol_run.jsonl`; rewrite with `SMITH_BLESS=1` after
+/// a deliberate, additive change and review the diff).
+#[test]
+fn the_json_projection_of_a_run_matches_the_golden_file() {
+    let h = harness(
+        r#"[
+        [{"thinking": {"text": "plan", "signature": "c0ffee"}}, {"text": "Reading."},
+         {"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}},
+         {"usage": {"input": 12, "output": 7}}, {"stop": {"reason": "tool_use"}}],
+        [{"tool_call": {"id": "c2", "name": "edit", "arguments": {"path": "notes.txt", "old_text": "hello", "new_text": "bye"}}},
+         {"tool_call": {"id": "c3", "name": "nope", "arguments": {}}},
+         {"stop": {"reason": "tool_use"}}],
+        [{"text": "Done."}, {"usage": {"input": 40, "output": 2, "cache_read": 30}}, {"stop": {"reason": "end"}}]
+    ]"#,
+    );
+    std::fs::write(h.dir.path().join("notes.txt"), "hello\n").unwrap();
+    let events = prompt(&h, "edit the notes");
+    let mut lines = smith_engine::protocol::JsonLines::start(Vec::new()).unwrap();
+    for event in &events {
+        lines.write(event).unwrap();
+    }
+    let got = String::from_utf8(lines.into_inner()).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/protocol_run.jsonl");
+    if std::env::var_os("SMITH_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; create it with SMITH_BLESS=1",
+            path.display()
+        )
+    });
+    assert!(
+        got == want,
+        "the protocol projection changed; if deliberate (additive only), rerun with SMITH_BLESS=1 and review\n--- got\n{got}\n--- want\n{want}"
+    );
+}
