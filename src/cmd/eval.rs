@@ -169,10 +169,10 @@ fn open_destination(args: &Args, config: &mut AgentConfig) -> anyhow::Result<Des
                 );
             }
         }
-        if args.model.is_none() {
-            if let Some((_, model)) = &resumed.model {
-                config.model.clone_from(model);
-            }
+        if args.model.is_none()
+            && let Some((_, model)) = &resumed.model
+        {
+            config.model.clone_from(model);
         }
         config.history = resumed.history;
         config.first_effect_seq = resumed.last_effect_seq;
@@ -397,14 +397,14 @@ fn finish(destination: Destination, stop: StopCause, args: &Args) {
         }
     }
     drop(destination.journal);
-    if let Some(dir) = destination.temp {
-        if interrupted {
-            let kept = dir.keep();
-            eprintln!(
-                "smith: interrupted; the temporary session store is kept at {} for inspection",
-                kept.display()
-            );
-        }
-        // Otherwise dropping `dir` removes the temporary store.
+    // Without an interrupt, dropping the temporary directory removes it.
+    if let Some(dir) = destination.temp
+        && interrupted
+    {
+        let kept = dir.keep();
+        eprintln!(
+            "smith: interrupted; the temporary session store is kept at {} for inspection",
+            kept.display()
+        );
     }
 }
