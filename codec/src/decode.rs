@@ -1034,5 +1034,11 @@ mod tests {
         assert!(d.is_at_end());
         assert_eq!(d.depth(), 0);
         assert_eq!(d.mode(), Mode::Strict);
+        // docs/codec.md states the size; keep it honest.
+        assert!(
+            std::mem::size_of::<Decoder<'_>>() <= 2700,
+            "{}",
+            std::mem::size_of::<Decoder<'_>>()
+        );
     }
 }
