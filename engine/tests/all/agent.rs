@@ -1123,3 +1123,35 @@ fn the_json_projection_of_a_run_matches_the_golden_file() {
         "the protocol projection changed; if deliberate (additive only), rerun with SMITH_BLESS=1 and review\n--- got\n{got}\n--- want\n{want}"
     );
 }
+
+#[test]
+fn running_bash_output_streams_as_tool_execution_updates() {
+    let h = harness(
+        r#"[[{"tool_call": {"id": "b", "name": "bash", "arguments": {"command": "echo streamed-line"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "ok"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let events = prompt(&h, "go");
+    let updates: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolExecutionUpdate { call_id, output } if call_id == "b" => {
+                Some(output.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(updates.contains("streamed-line"), "{events:#?}");
+    let start = events
+        .iter()
+        .position(|e| matches!(e, Event::ToolExecutionStart { .. }))
+        .unwrap();
+    let update = events
+        .iter()
+        .position(|e| matches!(e, Event::ToolExecutionUpdate { .. }))
+        .unwrap();
+    let end = events
+        .iter()
+        .position(|e| matches!(e, Event::ToolExecutionEnd { .. }))
+        .unwrap();
+    assert!(start < update && update < end);
+}
