@@ -26,7 +26,85 @@ fn median(mut f: impl FnMut(), n: usize) -> f64 {
     v[n / 2] as f64 / 1e6
 }
 
+fn rss_anon_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("RssAnon:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// With a session file argument: open-to-leaf, private memory while opening,
+/// full load against a sequential read, and fork, on that file.
+fn measure_file(path: &std::path::Path) {
+    let len = std::fs::metadata(path).expect("fixture").len();
+    let limits = Limits::default();
+    let before = rss_anon_kib();
+    let wall = std::time::Instant::now();
+    let f = smith_store::SessionFile::open(path).expect("open");
+    let bump = bumpalo::Bump::new();
+    let n = f
+        .recent(50, &limits, &bump)
+        .expect("recent")
+        .expect("intact")
+        .len();
+    let open_us = wall.elapsed().as_micros();
+    let private = rss_anon_kib().saturating_sub(before);
+    let open_med = median(
+        || {
+            let f = smith_store::SessionFile::open(path).expect("open");
+            let bump = bumpalo::Bump::new();
+            std::hint::black_box(
+                f.recent(50, &limits, &bump)
+                    .expect("recent")
+                    .expect("intact")
+                    .len(),
+            );
+        },
+        101,
+    );
+    let seq = median(
+        || {
+            std::hint::black_box(bench_support::sequential_read(path).expect("read"));
+        },
+        5,
+    );
+    let load = median(
+        || drop(std::hint::black_box(f.load(&limits).expect("load"))),
+        5,
+    );
+    let s = f.load(&limits).expect("load");
+    let fork = median(
+        || drop(std::hint::black_box(s.fork(SessionId([2; 16]), 0))),
+        5,
+    );
+    let recs = s.branch().len();
+    let rec_copy = median(|| drop(std::hint::black_box(s.branch().to_vec())), 5);
+    println!(
+        "{}: {len} bytes, {} entries ({} compressed)\n  open to leaf ready (leaf + {} ancestors): first {open_us} us wall, median {open_med:.3} ms CPU; private memory grew {private} KiB\n  full load {load:.1} ms CPU vs sequential read {seq:.1} ms CPU (throughput ratio {:.2})\n  fork of {recs}-entry branch {fork:.1} ms CPU; memcpy of its records alone {rec_copy:.1} ms",
+        path.display(),
+        s.records().len(),
+        s.report().compressed_entries,
+        n - 1,
+        seq / load,
+    );
+}
+
 fn main() {
+    if let Some(p) = std::env::args_os().nth(1) {
+        let path = std::path::PathBuf::from(p);
+        if !path.exists() {
+            let mb: u64 = std::env::var("SMITH_MEASURE_MB")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(10);
+            bench_support::write_representative_session(&path, mb << 20).expect("write fixture");
+        }
+        measure_file(&path);
+        return;
+    }
     let entries = bench_support::representative_entries(1000);
     let raw: usize = entries.iter().map(|e| e.2.len()).sum();
     println!("1000 representative entries: {raw} content bytes");

@@ -5,7 +5,8 @@
 //! order, and the selected branch as its own contiguous `Vec<Record>` from
 //! root to leaf. Loading maps nothing itself: it takes the file's bytes,
 //! walks the frames twice (once to count, once to copy) and so allocates a
-//! constant number of times whatever the entry count. Content is never
+//! constant number of times whatever the entry count. Forks share the
+//! payload arena (copy on write), so forking copies records only. Content is never
 //! parsed on load; callers borrow it with [`Session::content`] and decode it
 //! into their own scope.
 
@@ -56,7 +57,9 @@ pub struct Session {
     pub(crate) header: Header,
     pub(crate) origin: Option<Origin>,
     pub(crate) records: Vec<Record>,
-    pub(crate) payload: Vec<u8>,
+    /// The payload arena, shared with forks until either side appends
+    /// (copy on write keeps it one contiguous buffer per session).
+    pub(crate) payload: std::sync::Arc<Vec<u8>>,
     pub(crate) branch: Vec<Record>,
     pub(crate) report: LoadReport,
     /// Bytes of the backing file reflected in memory (0 when in memory only).
@@ -88,7 +91,7 @@ impl Session {
             },
             origin: None,
             records: Vec::new(),
-            payload: Vec::new(),
+            payload: std::sync::Arc::new(Vec::new()),
             branch: Vec::new(),
             report: LoadReport::default(),
             known_len: 0,
@@ -99,8 +102,9 @@ impl Session {
 
     /// Loads a whole session from a file's bytes (usually a memory map).
     ///
-    /// Content is copied, never parsed. Allocates exactly three times (record
-    /// table, payload arena, selected branch) whatever the number of entries.
+    /// Content is copied, never parsed. Allocates exactly four times (record
+    /// table, payload arena, its shared handle, selected branch) whatever the
+    /// number of entries.
     ///
     /// # Errors
     /// Header errors, and the frame reader's errors (see [`scan::scan`]).
@@ -159,7 +163,7 @@ impl Session {
             header,
             origin,
             records,
-            payload,
+            payload: std::sync::Arc::new(payload),
             branch: Vec::new(),
             report,
             known_len: scan_report.valid_end,
@@ -185,7 +189,7 @@ impl Session {
         let mut s = Self::in_memory(id, created_ms);
         let total: usize = entries.iter().map(|e| e.content.len() + 48).sum();
         s.records.reserve_exact(entries.len());
-        s.payload.reserve_exact(total);
+        std::sync::Arc::make_mut(&mut s.payload).reserve_exact(total);
         for e in entries {
             let head = EntryHead {
                 id: e.id,
@@ -232,9 +236,10 @@ impl Session {
                 }
             }
         };
-        let at = self.payload.len();
-        format::encode_entry(&mut self.payload, head, content);
-        let head_len = self.payload.len() - at - content.len();
+        let payload = std::sync::Arc::make_mut(&mut self.payload);
+        let at = payload.len();
+        format::encode_entry(payload, head, content);
+        let head_len = payload.len() - at - content.len();
         self.records.push(Record {
             id: head.id,
             parent: head.parent,
@@ -316,7 +321,7 @@ impl Session {
         &self.report
     }
 
-    /// The payload arena (every entry's map bytes, contiguous).
+    /// The payload arena: every entry's map bytes, contiguous.
     pub fn payload_arena(&self) -> &[u8] {
         &self.payload
     }
@@ -395,36 +400,29 @@ impl Session {
     /// retried automatically. Reads records only.
     pub fn open_intents(&self) -> Vec<Record> {
         let completion = EntryKind::EffectCompletion.code();
+        let intent = EntryKind::EffectIntent.code();
+        let mut done: Vec<u64> = self
+            .records
+            .iter()
+            .filter(|r| r.kind == completion)
+            .map(|r| r.pairing)
+            .collect();
+        done.sort_unstable();
         self.records
             .iter()
-            .filter(|r| r.entry_kind() == EntryKind::EffectIntent)
-            .filter(|i| {
-                !self
-                    .records
-                    .iter()
-                    .any(|c| c.kind == completion && c.pairing == i.pairing)
-            })
+            .filter(|r| r.kind == intent && done.binary_search(&r.pairing).is_err())
             .copied()
             .collect()
     }
 
-    /// Forks the selected branch into a new in-memory session with `id`: the
-    /// branch's records are copied in one piece and its payloads packed into
-    /// a new arena. Allocates exactly three times whatever the branch length.
+    /// Forks the selected branch into a new in-memory session with `id`:
+    /// the branch's records are copied in one piece and the payload arena is
+    /// shared (copied on the first append to either session). Allocates
+    /// exactly twice whatever the branch length.
     pub fn fork(&self, id: SessionId, created_ms: u64) -> Session {
-        let total: usize = self
-            .branch
-            .iter()
-            .map(|r| r.head_len as usize + r.payload_len as usize)
-            .sum();
-        let mut payload = Vec::with_capacity(total);
         let mut records = Vec::with_capacity(self.branch.len());
         records.extend_from_slice(&self.branch);
         for (i, r) in records.iter_mut().enumerate() {
-            let map = self.entry_map(r);
-            let at = payload.len();
-            payload.extend_from_slice(map);
-            r.payload_offset = (at + r.head_len as usize) as u64;
             r.frame_offset = NO_FRAME;
             r.parent_index = if i == 0 { NONE } else { (i - 1) as u32 };
         }
@@ -445,7 +443,7 @@ impl Session {
                 ..LoadReport::default()
             },
             records,
-            payload,
+            payload: std::sync::Arc::clone(&self.payload),
             branch,
             known_len: 0,
             path: None,

@@ -559,7 +559,7 @@ impl Store {
         })();
         if let Err(e) = result {
             s.records.truncate(rec_mark);
-            s.payload.truncate(pay_mark);
+            std::sync::Arc::make_mut(&mut s.payload).truncate(pay_mark);
             s.report.entries = entries_mark;
             s.max_id = max_mark;
             return Err(e);
@@ -594,7 +594,11 @@ impl Store {
         };
         let mut dctx = session::decompressor(&what)?;
         let mut origin = s.origin;
-        let (records, payload, report) = (&mut s.records, &mut s.payload, &mut s.report);
+        let (records, payload, report) = (
+            &mut s.records,
+            std::sync::Arc::make_mut(&mut s.payload),
+            &mut s.report,
+        );
         let r = scan::scan(&map, start, &self.limits, &what, |v| {
             session::ingest(records, payload, report, &mut origin, &mut dctx, &v);
             Ok(())

@@ -1,74 +1,27 @@
-//! Exact allocation counting for this test binary: a global allocator that
-//! counts allocations made on the current thread while counting is on.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-    static MAX: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    let _ = ON.try_with(|on| {
-        if on.get() {
-            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-            let _ = MAX.try_with(|m| m.set(m.get().max(size)));
-        }
-    });
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; the
-// bookkeeping touches only const-initialised thread-locals, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+//! Exact allocation counting for this test binary: the accounting
+//! allocator is the global allocator, and `count` charges a closure's
+//! allocations to a fresh scope.
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocator::new();
 
-/// What a counted closure allocated on this thread.
+/// What a counted closure allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Allocs {
-    /// Allocations and reallocations.
+    /// Allocation calls (including reallocations).
     pub count: u64,
-    /// The largest single allocation in bytes.
-    pub bytes_max: usize,
+    /// The most bytes live at once in the scope.
+    pub peak_bytes: u64,
 }
 
-/// Runs `f`, counting this thread's allocations.
+/// Runs `f`, counting its allocations.
 pub fn count<R>(f: impl FnOnce() -> R) -> (R, Allocs) {
-    COUNT.with(|c| c.set(0));
-    MAX.with(|m| m.set(0));
-    ON.with(|o| o.set(true));
-    let r = f();
-    ON.with(|o| o.set(false));
+    let (r, stats) = smith_alloc::count(f);
     (
         r,
         Allocs {
-            count: COUNT.with(Cell::get),
-            bytes_max: MAX.with(Cell::get),
+            count: stats.allocations,
+            peak_bytes: stats.peak_live_bytes,
         },
     )
 }
@@ -123,11 +76,12 @@ mod tests {
             seen.push((n, load.count, fork.count));
         }
         // Load: the file's display name for messages, record table, payload
-        // arena, selected branch, and the path copy kept in the session.
-        // Fork: record table, payload arena, branch.
+        // arena and its shared handle, selected branch, and the path copy
+        // kept in the session. Fork: record table and branch (the payload
+        // arena is shared).
         for (n, load, fork) in &seen {
-            assert_eq!(*load, 5, "load of {n} entries: {seen:?}");
-            assert_eq!(*fork, 3, "fork of {n} entries: {seen:?}");
+            assert_eq!(*load, 6, "load of {n} entries: {seen:?}");
+            assert_eq!(*fork, 2, "fork of {n} entries: {seen:?}");
         }
     }
 }
