@@ -25,6 +25,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     // Each variant is one line; its module owns the arguments and behavior.
+    /// Run the performance gates: medians, limits and ratios to a floor.
+    Bench(cmd::bench::Args),
     /// Show or change configuration: `config show [KEY] [--sources] [--json]`, `config set KEY VALUE [--project]`.
     Config(cmd::config::Args),
     /// Trust a project's .smith directory (configuration, plugins) as it is now.
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         return print_overview();
     };
     let result: anyhow::Result<u8> = match command {
+        Command::Bench(args) => cmd::bench::run(args),
         Command::Config(args) => cmd::config::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Session(args) => cmd::session::run(args),

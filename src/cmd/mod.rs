@@ -1,5 +1,6 @@
 //! Subcommands. One module per command; each exposes `Args` and `run`.
 
+pub mod bench;
 pub mod config;
 pub mod trust;
 pub mod session;

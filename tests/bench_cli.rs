@@ -1,0 +1,99 @@
+//! `smith bench` end to end: the JSON report names every gate of the table,
+//! carries a median for each and a floor ratio for every timing gate, and
+//! the exit status agrees with the verdict.
+//!
+//! Test builds are unoptimized, so the timing limits may fail here; this
+//! checks the report and the exit status, not speed (`smith bench` in a
+//! release build is the speed check).
+
+use std::process::Command;
+
+fn smith(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(args)
+        .output()
+        .expect("the smith binary built for this test runs");
+    (
+        out.status
+            .code()
+            .expect("smith exits with a status, not a signal"),
+        String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    )
+}
+
+#[test]
+fn bench_quick_json_reports_every_gate() {
+    let (code, stdout, stderr) = smith(&["bench", "--quick", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
+    let gates = report["gates"].as_array().expect("gates is an array");
+    let names: Vec<&str> = gates.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = smith_perf::all_gates().iter().map(|g| g.name).collect();
+    assert_eq!(names, expected);
+    assert_eq!(report["plan"]["name"], "quick");
+    for g in gates {
+        let name = &g["name"];
+        assert!(g["error"].is_null(), "{name}: {}", g["error"]);
+        assert!(g["median"].is_number(), "{name}");
+        assert!(!g["limits"].as_array().unwrap().is_empty(), "{name}");
+        assert_eq!(
+            g["ratio"].is_number(),
+            g["floor_metric"].is_string(),
+            "{name}"
+        );
+        assert_eq!(
+            g["passed"],
+            g["failures"].as_array().unwrap().is_empty(),
+            "{name}"
+        );
+    }
+    // The binary's global allocator is the accounting allocator, so this
+    // count is real, and exact.
+    let allocs = gates
+        .iter()
+        .find(|g| g["name"] == "codec.encode_1000_allocations")
+        .unwrap();
+    assert_eq!(allocs["median"], 0.0);
+    let all_passed = gates.iter().all(|g| g["passed"] == true);
+    assert_eq!(report["passed"], all_passed);
+    assert_eq!(code, if all_passed { 0 } else { 1 }, "stderr:\n{stderr}");
+}
+
+#[test]
+fn bench_only_runs_the_named_gates() {
+    let (code, stdout, _) = smith(&["bench", "--quick", "--json", "--only", "alloc."]);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = report["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alloc.pair"]);
+    assert_eq!(code, if report["passed"] == true { 0 } else { 1 });
+}
+
+#[test]
+fn bench_only_with_no_match_fails_and_lists_the_gates() {
+    let (code, stdout, stderr) = smith(&["bench", "--only", "no-such-gate"]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("\"no-such-gate\" matches no gate"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("codec.encode_1000"), "{stderr}");
+}
+
+#[test]
+fn bench_text_report_prints_metric_median_limit_and_ratio() {
+    let (code, stdout, _) = smith(&["bench", "--quick", "--only", "codec.encode_1000"]);
+    assert!(stdout.contains("gate"), "{stdout}");
+    assert!(stdout.contains("floor median"), "{stdout}");
+    assert!(stdout.contains("codec.encode_1000 "), "{stdout}");
+    assert!(stdout.contains("<= 5.000 ms, <= 3.00x floor"), "{stdout}");
+    assert!(stdout.contains("memcpy of the same bytes"), "{stdout}");
+    assert!(code == 0 || code == 1);
+    assert_eq!(code == 0, stdout.contains("gates passed"), "{stdout}");
+}
