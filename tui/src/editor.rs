@@ -1,0 +1,254 @@
+//! The multi-line input editor with history.
+//!
+//! The text is one string with a cursor at a byte offset on a character
+//! boundary. History holds submitted inputs; Up on the first line and Down
+//! on the last walk it, keeping the draft being written.
+
+/// The editor's state.
+#[derive(Debug, Default, Clone)]
+pub struct Editor {
+    text: String,
+    cursor: usize,
+    history: Vec<String>,
+    /// Position in history while walking it; `None` when editing the draft.
+    walking: Option<usize>,
+    draft: String,
+}
+
+impl Editor {
+    /// An empty editor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The cursor's byte offset.
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Replaces the text, cursor at the end.
+    pub fn set(&mut self, text: &str) {
+        self.text.clear();
+        self.text.push_str(text);
+        self.cursor = self.text.len();
+    }
+
+    /// Clears the text.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.cursor = 0;
+        self.walking = None;
+    }
+
+    /// Inserts a character at the cursor.
+    pub fn insert(&mut self, c: char) {
+        self.text.insert(self.cursor, c);
+        self.cursor += c.len_utf8();
+        self.walking = None;
+    }
+
+    /// Inserts pasted text: line endings become `\n`, other controls except
+    /// tabs are dropped.
+    pub fn paste(&mut self, text: &str) {
+        let mut last_cr = false;
+        for c in text.chars() {
+            match c {
+                '\r' => self.insert('\n'),
+                '\n' if last_cr => {}
+                '\n' | '\t' => self.insert(c),
+                c if crate::sanitize::is_control(c) => {}
+                c => self.insert(c),
+            }
+            last_cr = c == '\r';
+        }
+    }
+
+    /// Deletes the character before the cursor.
+    pub fn backspace(&mut self) {
+        if let Some(c) = self.text[..self.cursor].chars().next_back() {
+            self.cursor -= c.len_utf8();
+            self.text.remove(self.cursor);
+        }
+    }
+
+    /// Deletes the character at the cursor.
+    pub fn delete(&mut self) {
+        if self.cursor < self.text.len() {
+            self.text.remove(self.cursor);
+        }
+    }
+
+    /// Deletes the word before the cursor.
+    pub fn delete_word(&mut self) {
+        let before = &self.text[..self.cursor];
+        let trimmed = before.trim_end();
+        let start = trimmed.rfind(char::is_whitespace).map_or(0, |i| {
+            i + trimmed[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        self.text.replace_range(start..self.cursor, "");
+        self.cursor = start;
+    }
+
+    /// Deletes from the start of the line to the cursor.
+    pub fn delete_to_line_start(&mut self) {
+        let start = self.line_start();
+        self.text.replace_range(start..self.cursor, "");
+        self.cursor = start;
+    }
+
+    fn line_start(&self) -> usize {
+        self.text[..self.cursor].rfind('\n').map_or(0, |i| i + 1)
+    }
+
+    fn line_end(&self) -> usize {
+        self.text[self.cursor..]
+            .find('\n')
+            .map_or(self.text.len(), |i| self.cursor + i)
+    }
+
+    /// Moves left one character.
+    pub fn left(&mut self) {
+        if let Some(c) = self.text[..self.cursor].chars().next_back() {
+            self.cursor -= c.len_utf8();
+        }
+    }
+
+    /// Moves right one character.
+    pub fn right(&mut self) {
+        if let Some(c) = self.text[self.cursor..].chars().next() {
+            self.cursor += c.len_utf8();
+        }
+    }
+
+    /// Moves to the start of the line.
+    pub fn home(&mut self) {
+        self.cursor = self.line_start();
+    }
+
+    /// Moves to the end of the line.
+    pub fn end(&mut self) {
+        self.cursor = self.line_end();
+    }
+
+    /// Moves up a line; on the first line, recalls older history. Returns
+    /// whether anything changed.
+    pub fn up(&mut self) -> bool {
+        let start = self.line_start();
+        if start > 0 {
+            let col = self.text[start..self.cursor].chars().count();
+            let prev_start = self.text[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+            self.cursor = column_offset(&self.text, prev_start, start - 1, col);
+            return true;
+        }
+        let next = match self.walking {
+            None if !self.history.is_empty() => self.history.len() - 1,
+            Some(i) if i > 0 => i - 1,
+            _ => return false,
+        };
+        if self.walking.is_none() {
+            self.draft.clone_from(&self.text);
+        }
+        self.walking = Some(next);
+        let entry = self.history[next].clone();
+        self.set(&entry);
+        true
+    }
+
+    /// Moves down a line; on the last line, recalls newer history (and
+    /// finally the draft). Returns whether anything changed.
+    pub fn down(&mut self) -> bool {
+        let end = self.line_end();
+        if end < self.text.len() {
+            let col = self.text[self.line_start()..self.cursor].chars().count();
+            let next_end = self.text[end + 1..]
+                .find('\n')
+                .map_or(self.text.len(), |i| end + 1 + i);
+            self.cursor = column_offset(&self.text, end + 1, next_end, col);
+            return true;
+        }
+        match self.walking {
+            Some(i) if i + 1 < self.history.len() => {
+                self.walking = Some(i + 1);
+                let entry = self.history[i + 1].clone();
+                self.set(&entry);
+                true
+            }
+            Some(_) => {
+                self.walking = None;
+                let draft = std::mem::take(&mut self.draft);
+                self.set(&draft);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes the text for sending: records it in history and clears.
+    pub fn take(&mut self) -> String {
+        let text = std::mem::take(&mut self.text);
+        self.cursor = 0;
+        self.walking = None;
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        text
+    }
+
+    /// The word under (before) the cursor, with its start offset.
+    pub fn current_word(&self) -> (usize, &str) {
+        let before = &self.text[..self.cursor];
+        let start = before.rfind(char::is_whitespace).map_or(0, |i| {
+            i + before[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        (start, &self.text[start..self.cursor])
+    }
+
+    /// Replaces the word before the cursor with `with`.
+    pub fn replace_word(&mut self, with: &str) {
+        let (start, _) = self.current_word();
+        self.text.replace_range(start..self.cursor, with);
+        self.cursor = start + with.len();
+    }
+}
+
+fn column_offset(text: &str, start: usize, end: usize, col: usize) -> usize {
+    text[start..end]
+        .char_indices()
+        .nth(col)
+        .map_or(end, |(i, _)| start + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn editing_and_history() {
+        let mut e = Editor::new();
+        for c in "hello wörld".chars() {
+            e.insert(c);
+        }
+        e.delete_word();
+        assert_eq!(e.text(), "hello ");
+        e.backspace();
+        assert_eq!(e.take(), "hello");
+        e.paste("a\r\nb\u{1b}c");
+        assert_eq!(e.text(), "a\nbc");
+        assert!(e.up());
+        assert_eq!(e.cursor(), 1);
+        assert!(e.up());
+        assert_eq!(e.text(), "hello");
+        assert!(e.down());
+        assert_eq!(e.text(), "a\nbc");
+    }
+}

@@ -1,0 +1,47 @@
+//! smith's fullscreen terminal interface.
+//!
+//! An immediate-mode renderer: the [`App`] model is updated by terminal and
+//! agent events; each frame [`App::prepare`] lays the screen out (measuring
+//! only what is visible) and [`App::render`] draws it into a [`Buffer`] of
+//! cells, using a per-frame [`bumpalo::Bump`] for scratch text. The
+//! [`diff`] of the previous and the new buffer is what reaches the
+//! terminal: only changed cells are written.
+//!
+//! * [`sanitize`] — every drawn string loses ESC sequences and C0/C1
+//!   controls, so model text, tool output and render descriptions can never
+//!   drive the terminal.
+//! * [`buffer`], [`diff`], [`layout`], [`wrap`], [`style`] — the
+//!   deterministic core: cells, the changed-cell writer, rectangles and the
+//!   vertical split, line wrapping shared by measuring and drawing.
+//! * [`transcript`] — the entry arena with its width-keyed height cache,
+//!   scroll anchoring and search.
+//! * [`editor`] — the multi-line input with history and paste.
+//! * [`app`] — keys, overlays (help, search, pickers, confirm and input
+//!   intents), the command popup, `@` path completion and the status line.
+//! * [`product`] — the default layout, theme, key bindings and commands,
+//!   shaped as the product plugin's contribution.
+//! * [`headless`] — renders to a buffer for golden snapshots.
+//! * [`term`] — the crossterm terminal: raw mode, alternate screen,
+//!   bracketed paste, focus events, synchronized output, a bounded
+//!   capability probe, and restoring the terminal on every exit path.
+//! * [`run`] — the event loop with input on its own thread.
+#![deny(missing_docs)]
+
+pub mod app;
+pub mod buffer;
+pub mod diff;
+pub mod editor;
+pub mod headless;
+pub mod layout;
+pub mod product;
+pub mod run;
+pub mod sanitize;
+pub mod style;
+pub mod term;
+pub mod transcript;
+pub mod wrap;
+
+pub use app::{App, Options, Output, Overlay, Picker, Status};
+pub use buffer::{Buffer, Cell};
+pub use product::Product;
+pub use transcript::Transcript;

@@ -1,0 +1,564 @@
+//! The terminal backend on crossterm and libc: raw mode, the alternate
+//! screen, bracketed paste, focus events, synchronized output, a bounded
+//! capability probe, and restoring the terminal on every way out.
+//!
+//! # Restoring
+//!
+//! Entering saves the terminal's termios and records, in statics that a
+//! signal handler may read, what must be undone. [`restore`] undoes it
+//! exactly once (an atomic flag), using only `write(2)` and `tcsetattr(3)`,
+//! which are async-signal-safe. It runs from:
+//!
+//! * [`Terminal`]'s `Drop` — normal exit and errors that unwind the stack;
+//! * a panic hook installed before the previous hook, so the panic message
+//!   is printed on the restored screen;
+//! * handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGABRT (so
+//!   `abort()` too): they restore, reset the signal to its default action
+//!   and raise it again, so the process still ends by that signal.
+//!
+//! # Capabilities
+//!
+//! Detection is conservative. After raw mode is on, one probe asks the
+//! terminal for its kitty keyboard flags (`CSI ? u`), whether it knows
+//! synchronized output (`DECRQM 2026`) and its primary device attributes
+//! (`DA1`, which every terminal answers, so its reply ends the probe). The
+//! probe waits at most [`PROBE_BUDGET`]; what did not answer by then is
+//! taken as unsupported. `SMITH_TUI_CAPS` (e.g. `sync=on,keyboard=off,
+//! clipboard=on,probe=off`) overrides any answer. Colors are off when
+//! `NO_COLOR` is set and non-empty, or configuration says never.
+
+use std::io::Write;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use bumpalo::Bump;
+
+use crate::app::App;
+use crate::buffer::Buffer;
+use crate::diff::{DiffOptions, diff};
+
+/// The longest the capability probe may delay startup.
+pub const PROBE_BUDGET: Duration = Duration::from_millis(100);
+
+/// What the terminal supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Colors may be used.
+    pub color: bool,
+    /// Synchronized output (DEC mode 2026).
+    pub synchronized: bool,
+    /// The kitty keyboard protocol (disambiguated Esc, Alt+Enter, Shift+Enter).
+    pub keyboard: bool,
+    /// Clipboard writes with OSC 52.
+    pub clipboard: bool,
+}
+
+impl Capabilities {
+    /// Nothing beyond plain text and raw input.
+    pub const PLAIN: Capabilities = Capabilities {
+        color: false,
+        synchronized: false,
+        keyboard: false,
+        clipboard: false,
+    };
+}
+
+/// How to start the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TermConfig {
+    /// Colors allowed by configuration (`color` is not `never`); `NO_COLOR`
+    /// still turns them off.
+    pub color: bool,
+    /// Run the probe (off: only overrides and environment decide).
+    pub probe: bool,
+}
+
+impl Default for TermConfig {
+    fn default() -> Self {
+        Self {
+            color: true,
+            probe: true,
+        }
+    }
+}
+
+/// A terminal backend failure: what happened, why, and what to do.
+#[derive(Debug)]
+pub struct TermError {
+    what: String,
+    source: std::io::Error,
+}
+
+impl std::fmt::Display for TermError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}; smith's interface needs an interactive terminal — run it in one, or use `smith eval \"prompt\"` without a terminal",
+            self.what, self.source
+        )
+    }
+}
+
+impl std::error::Error for TermError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+fn err(what: impl Into<String>, source: std::io::Error) -> TermError {
+    TermError {
+        what: what.into(),
+        source,
+    }
+}
+
+// ---- the restore state, readable from signal handlers --------------------
+
+struct SavedTermios(std::cell::UnsafeCell<std::mem::MaybeUninit<libc::termios>>);
+// SAFETY: written once before ACTIVE is set (Release) and only read after
+// ACTIVE is observed (Acquire); never written while a reader may run.
+unsafe impl Sync for SavedTermios {}
+
+static SAVED: SavedTermios =
+    SavedTermios(std::cell::UnsafeCell::new(std::mem::MaybeUninit::uninit()));
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static KEYBOARD_PUSHED: AtomicBool = AtomicBool::new(false);
+static TTY_FD: AtomicI32 = AtomicI32::new(-1);
+static OUT_FD: AtomicI32 = AtomicI32::new(1);
+static HOOKS: std::sync::Once = std::sync::Once::new();
+
+/// What leaving writes: end any synchronized update, reset attributes,
+/// disable bracketed paste and focus reports, show the cursor, leave the
+/// alternate screen.
+pub const RESTORE: &[u8] = b"\x1b[?2026l\x1b[0m\x1b[?2004l\x1b[?1004l\x1b[?25h\x1b[?1049l";
+const POP_KEYBOARD: &[u8] = b"\x1b[<u";
+
+fn write_all_fd(fd: RawFd, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writes from a valid slice; write(2) is async-signal-safe.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+/// Restores the terminal if the interface changed it; does nothing
+/// otherwise or when already restored. Async-signal-safe.
+pub fn restore() {
+    if !ACTIVE.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let out = OUT_FD.load(Ordering::Relaxed);
+    if KEYBOARD_PUSHED.swap(false, Ordering::Relaxed) {
+        write_all_fd(out, POP_KEYBOARD);
+    }
+    write_all_fd(out, RESTORE);
+    let tty = TTY_FD.load(Ordering::Relaxed);
+    if tty >= 0 {
+        // SAFETY: SAVED was initialised before ACTIVE was set; tcsetattr
+        // is async-signal-safe.
+        unsafe {
+            libc::tcsetattr(tty, libc::TCSANOW, (*SAVED.0.get()).as_ptr());
+        }
+    }
+}
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    restore();
+    // SAFETY: resetting to the default action and re-raising are
+    // async-signal-safe; the process then ends by the same signal.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
+/// The signals whose default action ends the process and after which the
+/// terminal is restored.
+pub const SIGNALS: [libc::c_int; 5] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGABRT,
+];
+
+fn install_hooks() {
+    HOOKS.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        for signal in SIGNALS {
+            // SAFETY: a zeroed sigaction with a valid handler and an empty
+            // mask is a valid argument; the handler is async-signal-safe.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+fn tty_fd() -> Result<RawFd, TermError> {
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(0) } == 1 {
+        return Ok(0);
+    }
+    let path = c"/dev/tty";
+    // SAFETY: a valid NUL-terminated path.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(err(
+            "standard input is not a terminal and /dev/tty cannot be opened",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(fd)
+}
+
+/// Parses overrides like `sync=on,keyboard=off,clipboard=on,color=off`.
+pub fn apply_overrides(caps: &mut Capabilities, probe: &mut bool, spec: &str) {
+    for part in spec.split(',') {
+        let Some((key, value)) = part.split_once('=') else {
+            continue;
+        };
+        let on = matches!(value.trim(), "on" | "1" | "true" | "yes");
+        match key.trim() {
+            "sync" | "synchronized" => caps.synchronized = on,
+            "keyboard" | "kitty" => caps.keyboard = on,
+            "clipboard" | "osc52" => caps.clipboard = on,
+            "color" => caps.color = on,
+            "probe" => *probe = on,
+            _ => {}
+        }
+    }
+}
+
+/// What the probe learned from the terminal's replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProbeReply {
+    /// The terminal answered the kitty keyboard query.
+    pub keyboard: bool,
+    /// The terminal reported mode 2026 as known (set or reset).
+    pub synchronized: bool,
+    /// The terminal answered DA1 (so everything before it was answered).
+    pub complete: bool,
+}
+
+/// Reads what `bytes` (the terminal's replies) say.
+pub fn parse_probe(bytes: &[u8]) -> ProbeReply {
+    let mut reply = ProbeReply::default();
+    let mut i = 0;
+    while i + 2 < bytes.len() {
+        if bytes[i] == 0x1b && bytes[i + 1] == b'[' && bytes[i + 2] == b'?' {
+            let rest = &bytes[i + 3..];
+            let end = rest
+                .iter()
+                .position(|b| !(b.is_ascii_digit() || *b == b';' || *b == b'$'))
+                .unwrap_or(rest.len());
+            let body = &rest[..end];
+            match rest.get(end) {
+                Some(b'u') => reply.keyboard = true,
+                Some(b'y') if body.starts_with(b"2026;") => {
+                    reply.synchronized = matches!(body.get(5), Some(b'1' | b'2'));
+                }
+                Some(b'c') => reply.complete = true,
+                _ => {}
+            }
+            i += 3 + end;
+        } else {
+            i += 1;
+        }
+    }
+    reply
+}
+
+fn probe(tty: RawFd, out: RawFd, budget: Duration) -> ProbeReply {
+    write_all_fd(out, b"\x1b[?u\x1b[?2026$p\x1b[c");
+    let deadline = Instant::now() + budget;
+    let mut got = [0u8; 256];
+    let mut len = 0usize;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || len == got.len() {
+            break;
+        }
+        let mut pfd = libc::pollfd {
+            fd: tty,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, left.as_millis().max(1) as libc::c_int) };
+        if ready <= 0 {
+            break;
+        }
+        // SAFETY: reads into the unused tail of `got`.
+        let n = unsafe { libc::read(tty, got[len..].as_mut_ptr().cast(), got.len() - len) };
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+        if parse_probe(&got[..len]).complete {
+            break;
+        }
+    }
+    parse_probe(&got[..len])
+}
+
+fn env_clipboard() -> bool {
+    let term = std::env::var("TERM").unwrap_or_default();
+    let program = std::env::var("TERM_PROGRAM").unwrap_or_default();
+    ["kitty", "wezterm", "foot", "alacritty", "ghostty"]
+        .iter()
+        .any(|t| term.contains(t) || program.to_ascii_lowercase().contains(t))
+        || program == "iTerm.app"
+}
+
+/// Whether `NO_COLOR` asks for no color (set and non-empty).
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// The terminal in interface mode. Dropping it restores the terminal.
+#[derive(Debug)]
+pub struct Terminal {
+    caps: Capabilities,
+    previous: Buffer,
+    screen: Buffer,
+    bump: Bump,
+    bytes: Vec<u8>,
+    first: bool,
+    opts: DiffOptions,
+    /// Bytes written by the last frame.
+    pub last_frame_bytes: usize,
+}
+
+/// The terminal's size in cells.
+pub fn size() -> (u16, u16) {
+    crossterm::terminal::size().unwrap_or((80, 24))
+}
+
+impl Terminal {
+    /// Enters interface mode: raw mode, alternate screen, hidden cursor,
+    /// bracketed paste, focus reports, and the kitty keyboard protocol when
+    /// the probe found it.
+    ///
+    /// # Errors
+    ///
+    /// When there is no terminal or its mode cannot be read or set; the
+    /// terminal is left as it was.
+    pub fn enter(config: TermConfig) -> Result<Terminal, TermError> {
+        let tty = tty_fd()?;
+        let mut saved = std::mem::MaybeUninit::<libc::termios>::uninit();
+        // SAFETY: tcgetattr fills the termios on success.
+        if unsafe { libc::tcgetattr(tty, saved.as_mut_ptr()) } != 0 {
+            return Err(err(
+                "cannot read the terminal's mode",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: initialised by the successful tcgetattr above.
+        let saved = unsafe { saved.assume_init() };
+        if ACTIVE.load(Ordering::Acquire) {
+            return Err(err(
+                "the interface is already active in this process",
+                std::io::Error::other("a second Terminal::enter"),
+            ));
+        }
+        // SAFETY: not ACTIVE, so no handler reads SAVED now.
+        unsafe {
+            (*SAVED.0.get()).write(saved);
+        }
+        TTY_FD.store(tty, Ordering::Relaxed);
+        OUT_FD.store(1, Ordering::Relaxed);
+        install_hooks();
+        let mut raw = saved;
+        // SAFETY: cfmakeraw edits the struct in place.
+        unsafe { libc::cfmakeraw(&mut raw) };
+        // SAFETY: a valid termios for this descriptor.
+        if unsafe { libc::tcsetattr(tty, libc::TCSANOW, &raw) } != 0 {
+            return Err(err(
+                "cannot put the terminal in raw mode",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        ACTIVE.store(true, Ordering::Release);
+        write_all_fd(1, b"\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[?1004h\x1b[2J");
+
+        let mut caps = Capabilities {
+            color: config.color && !no_color(),
+            synchronized: false,
+            keyboard: false,
+            clipboard: env_clipboard(),
+        };
+        let mut run_probe = config.probe;
+        let overrides = std::env::var("SMITH_TUI_CAPS").unwrap_or_default();
+        let mut scratch = Capabilities::PLAIN;
+        apply_overrides(&mut scratch, &mut run_probe, &overrides);
+        if run_probe {
+            let reply = probe(tty, 1, PROBE_BUDGET);
+            caps.keyboard = reply.keyboard;
+            caps.synchronized = reply.synchronized;
+        }
+        apply_overrides(&mut caps, &mut run_probe, &overrides);
+        if caps.keyboard {
+            // Disambiguate escape codes: Esc, Alt+Enter and Shift+Enter arrive
+            // as distinct keys.
+            write_all_fd(1, b"\x1b[>1u");
+            KEYBOARD_PUSHED.store(true, Ordering::Relaxed);
+        }
+        let (w, h) = size();
+        Ok(Terminal {
+            caps,
+            previous: Buffer::new(w, h),
+            screen: Buffer::new(w, h),
+            bump: Bump::with_capacity(64 * 1024),
+            bytes: Vec::with_capacity(64 * 1024),
+            first: true,
+            opts: DiffOptions {
+                color: caps.color,
+                synchronized: caps.synchronized,
+            },
+            last_frame_bytes: 0,
+        })
+    }
+
+    /// What the terminal supports.
+    pub fn capabilities(&self) -> Capabilities {
+        self.caps
+    }
+
+    /// Draws a frame of `app` at the terminal's current size, writing only
+    /// changed cells.
+    ///
+    /// # Errors
+    ///
+    /// When the terminal cannot be written.
+    pub fn draw(&mut self, app: &mut App) -> std::io::Result<()> {
+        let (w, h) = size();
+        self.bump.reset();
+        app.prepare(w, h);
+        std::mem::swap(&mut self.previous, &mut self.screen);
+        if self.screen.width() != w || self.screen.height() != h {
+            self.screen.resize(w, h);
+        }
+        app.render(&mut self.screen, &self.bump);
+        self.bytes.clear();
+        let prev = if self.first {
+            None
+        } else {
+            Some(&self.previous)
+        };
+        diff(prev, &self.screen, &self.opts, &mut self.bytes);
+        self.first = false;
+        self.last_frame_bytes = self.bytes.len();
+        let mut out = std::io::stdout().lock();
+        out.write_all(&self.bytes)?;
+        out.flush()
+    }
+
+    /// Copies `text` to the clipboard with OSC 52 when supported; returns
+    /// whether it was sent.
+    ///
+    /// # Errors
+    ///
+    /// When the terminal cannot be written.
+    pub fn copy(&mut self, text: &str) -> std::io::Result<bool> {
+        if !self.caps.clipboard {
+            return Ok(false);
+        }
+        let mut out = std::io::stdout().lock();
+        out.write_all(b"\x1b]52;c;")?;
+        out.write_all(base64(text.as_bytes()).as_bytes())?;
+        out.write_all(b"\x07")?;
+        out.flush()?;
+        Ok(true)
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = std::io::stdout().flush();
+        restore();
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                s.push(char::from(T[(n >> (18 - 6 * k)) as usize & 63]));
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_replies_are_parsed() {
+        let r = parse_probe(b"\x1b[?1u\x1b[?2026;2$y\x1b[?62;22c");
+        assert_eq!(
+            r,
+            ProbeReply {
+                keyboard: true,
+                synchronized: true,
+                complete: true
+            }
+        );
+        let r = parse_probe(b"\x1b[?2026;0$y\x1b[?1;2c");
+        assert_eq!(
+            r,
+            ProbeReply {
+                keyboard: false,
+                synchronized: false,
+                complete: true
+            }
+        );
+        assert_eq!(parse_probe(b"\x1b[?1"), ProbeReply::default());
+    }
+
+    #[test]
+    fn overrides_win() {
+        let mut caps = Capabilities::PLAIN;
+        let mut probe = true;
+        apply_overrides(
+            &mut caps,
+            &mut probe,
+            "sync=on, clipboard=1,probe=off,bogus",
+        );
+        assert!(caps.synchronized && caps.clipboard && !caps.keyboard && !probe);
+    }
+
+    #[test]
+    fn base64_matches_the_standard() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+}

@@ -1,0 +1,578 @@
+//! The transcript: an append-only arena of entries, a per-entry height
+//! cache keyed by width, the scroll anchor and search.
+//!
+//! Entries are fixed-size [`EntryRecord`]s over one contiguous text arena
+//! (the same shape as the session store's records over its payload arena),
+//! so a million entries cost a few dozen bytes each and drawing touches
+//! only the entries on screen. Heights are computed lazily, only for
+//! entries that are measured while scrolling or drawn, and cached until
+//! the width changes or the entry grows.
+//!
+//! The view is either *following* the latest output or *anchored* at a
+//! line of an entry. Appending never moves an anchored view; scrolling
+//! down to the end (or [`Transcript::follow`]) follows again.
+
+use crate::wrap::wrap;
+
+/// What an entry shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A user message.
+    User,
+    /// Assistant text.
+    Assistant,
+    /// Model thinking (collapsed by default).
+    Thinking,
+    /// A tool call: name and argument summary.
+    Tool,
+    /// A tool's output (collapsed to a few lines by default).
+    ToolOutput,
+    /// An error.
+    Error,
+    /// A notice from the interface.
+    Notice,
+}
+
+/// The state of a tool call entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolState {
+    /// Not a tool entry.
+    None,
+    /// Running.
+    Running,
+    /// Finished successfully.
+    Ok,
+    /// Finished with an error (or was refused or aborted).
+    Failed,
+}
+
+/// One entry: where its text lies in the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryRecord {
+    /// Kind.
+    pub kind: EntryKind,
+    /// Tool state.
+    pub tool: ToolState,
+    /// Whether the details (thinking, long tool output) are expanded.
+    pub expanded: bool,
+    /// Start of the text in the arena.
+    pub start: u64,
+    /// Length of the text in bytes.
+    pub len: u32,
+}
+
+/// Lines of tool output shown while collapsed.
+pub const COLLAPSED_LINES: usize = 6;
+/// Cells of indentation before entry text (the gutter marker).
+pub const GUTTER: u16 = 2;
+const UNKNOWN: u32 = u32::MAX;
+
+/// The top of the view: a line of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Pos {
+    /// Entry index.
+    pub entry: usize,
+    /// Display line within the entry.
+    pub line: u32,
+}
+
+/// A search match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Match {
+    /// Entry index.
+    pub entry: usize,
+    /// Byte offset of the match within the entry's text.
+    pub offset: usize,
+}
+
+/// The transcript model.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    records: Vec<EntryRecord>,
+    text: String,
+    heights: Vec<u32>,
+    cache_width: u16,
+    /// `None` follows the latest output.
+    anchor: Option<Pos>,
+    /// The resolved top of the last prepared view.
+    top: Pos,
+    view_height: u16,
+    generation: u64,
+}
+
+impl Transcript {
+    /// An empty transcript.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether it has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Changes whenever something visible may have changed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Reserves room for `entries` more entries and `bytes` more text.
+    pub fn reserve(&mut self, entries: usize, bytes: usize) {
+        self.records.reserve(entries);
+        self.heights.reserve(entries);
+        self.text.reserve(bytes);
+    }
+
+    /// The record of entry `i`.
+    pub fn record(&self, i: usize) -> Option<&EntryRecord> {
+        self.records.get(i)
+    }
+
+    /// The text of entry `i` (empty when out of range).
+    pub fn text(&self, i: usize) -> &str {
+        self.records.get(i).map_or("", |r| {
+            let start = r.start as usize;
+            self.text.get(start..start + r.len as usize).unwrap_or("")
+        })
+    }
+
+    /// Appends an entry; returns its index.
+    pub fn push(&mut self, kind: EntryKind, text: &str) -> usize {
+        let start = self.text.len() as u64;
+        self.text.push_str(text);
+        self.records.push(EntryRecord {
+            kind,
+            tool: if kind == EntryKind::Tool {
+                ToolState::Running
+            } else {
+                ToolState::None
+            },
+            expanded: false,
+            start,
+            len: text.len() as u32,
+        });
+        self.heights.push(UNKNOWN);
+        self.generation += 1;
+        self.records.len() - 1
+    }
+
+    /// Appends `text` to the last entry if it is of `kind`, else starts a
+    /// new entry of `kind`.
+    pub fn append(&mut self, kind: EntryKind, text: &str) -> usize {
+        if let Some(last) = self.records.last_mut()
+            && last.kind == kind
+            && last.start + u64::from(last.len) == self.text.len() as u64
+        {
+            self.text.push_str(text);
+            last.len += text.len() as u32;
+            let i = self.records.len() - 1;
+            self.heights[i] = UNKNOWN;
+            self.generation += 1;
+            return i;
+        }
+        self.push(kind, text)
+    }
+
+    /// Sets a tool entry's state.
+    pub fn set_tool_state(&mut self, i: usize, state: ToolState) {
+        if let Some(r) = self.records.get_mut(i) {
+            r.tool = state;
+            self.generation += 1;
+        }
+    }
+
+    /// Expands or collapses every thinking and tool-output entry.
+    pub fn toggle_details(&mut self) {
+        let expand = !self
+            .records
+            .iter()
+            .rev()
+            .find(|r| matches!(r.kind, EntryKind::Thinking | EntryKind::ToolOutput))
+            .is_some_and(|r| r.expanded);
+        for (i, r) in self.records.iter_mut().enumerate() {
+            if matches!(r.kind, EntryKind::Thinking | EntryKind::ToolOutput) && r.expanded != expand
+            {
+                r.expanded = expand;
+                self.heights[i] = UNKNOWN;
+            }
+        }
+        self.generation += 1;
+    }
+
+    /// The part of entry `i`'s text that is shown, and how many source
+    /// lines were hidden.
+    pub fn shown(&self, i: usize) -> (&str, usize) {
+        let text = self.text(i);
+        let Some(r) = self.records.get(i) else {
+            return ("", 0);
+        };
+        match r.kind {
+            EntryKind::Thinking if !r.expanded => (&text[..0], text.lines().count()),
+            EntryKind::ToolOutput if !r.expanded => {
+                let mut cut = text.len();
+                let mut n = 0;
+                for (at, _) in text.match_indices('\n') {
+                    n += 1;
+                    if n == COLLAPSED_LINES {
+                        cut = at;
+                        break;
+                    }
+                }
+                let text = text.trim_end_matches('\n');
+                if cut >= text.len() {
+                    (text, 0)
+                } else {
+                    (&text[..cut], text[cut..].lines().count().saturating_sub(1))
+                }
+            }
+            EntryKind::ToolOutput => (text.trim_end_matches('\n'), 0),
+            _ => (text, 0),
+        }
+    }
+
+    /// Whether entry `i` ends with a summary line ("… N more lines").
+    fn has_summary(&self, i: usize) -> bool {
+        let (_, hidden) = self.shown(i);
+        hidden > 0
+    }
+
+    fn measure(&self, i: usize, width: u16) -> u32 {
+        let (shown, _) = self.shown(i);
+        let collapsed_thinking = self
+            .records
+            .get(i)
+            .is_some_and(|r| r.kind == EntryKind::Thinking && !r.expanded);
+        let body = if collapsed_thinking {
+            1
+        } else {
+            wrap(shown, width.saturating_sub(GUTTER).max(1), |_, _| {})
+        };
+        // Body, the summary line when something is hidden, one blank line.
+        body + u32::from(!collapsed_thinking && self.has_summary(i)) + 1
+    }
+
+    /// The height of entry `i` at the cached width, computing it if needed.
+    pub fn height(&mut self, i: usize) -> u32 {
+        match self.heights.get(i).copied() {
+            Some(UNKNOWN) => {
+                let h = self.measure(i, self.cache_width);
+                self.heights[i] = h;
+                h
+            }
+            Some(h) => h,
+            None => 0,
+        }
+    }
+
+    /// The cached height of entry `i` (0 when unknown); for drawing after
+    /// [`Transcript::prepare`].
+    pub fn cached_height(&self, i: usize) -> u32 {
+        match self.heights.get(i).copied() {
+            Some(UNKNOWN) | None => 0,
+            Some(h) => h,
+        }
+    }
+
+    /// Lays the view out for a `width` × `height` area: invalidates the
+    /// height cache on a width change, resolves the top line and measures
+    /// every entry that will be drawn. Work is proportional to what is on
+    /// screen, not to the number of entries.
+    pub fn prepare(&mut self, width: u16, height: u16) {
+        if width != self.cache_width {
+            self.cache_width = width;
+            self.heights.fill(UNKNOWN);
+        }
+        self.view_height = height;
+        let follow = self.follow_top();
+        self.top = match self.anchor {
+            None => follow,
+            Some(mut a) => {
+                if a.entry >= self.records.len() {
+                    a = follow;
+                } else {
+                    let h = self.height(a.entry);
+                    a.line = a.line.min(h.saturating_sub(1));
+                }
+                if a >= follow {
+                    self.anchor = None;
+                    follow
+                } else {
+                    self.anchor = Some(a);
+                    a
+                }
+            }
+        };
+        // Measure what will be drawn.
+        let mut rows = u32::from(height);
+        let mut i = self.top.entry;
+        let mut skip = self.top.line;
+        while rows > 0 && i < self.records.len() {
+            let h = self.height(i).saturating_sub(skip);
+            rows = rows.saturating_sub(h);
+            skip = 0;
+            i += 1;
+        }
+    }
+
+    /// The top of the view when following the latest output.
+    fn follow_top(&mut self) -> Pos {
+        let mut remaining = u32::from(self.view_height);
+        let mut i = self.records.len();
+        while i > 0 {
+            i -= 1;
+            let h = self.height(i);
+            if h >= remaining {
+                return Pos {
+                    entry: i,
+                    line: h - remaining,
+                };
+            }
+            remaining -= h;
+        }
+        Pos::default()
+    }
+
+    /// The resolved top line of the last prepared view.
+    pub fn top(&self) -> Pos {
+        self.top
+    }
+
+    /// Whether the view follows the latest output.
+    pub fn is_following(&self) -> bool {
+        self.anchor.is_none()
+    }
+
+    /// Follows the latest output again.
+    pub fn follow(&mut self) {
+        self.anchor = None;
+        self.generation += 1;
+    }
+
+    /// Scrolls up `lines` display lines (anchoring the view).
+    pub fn scroll_up(&mut self, lines: u32) {
+        let mut pos = self.anchor.unwrap_or(self.top);
+        let mut n = lines;
+        while n > 0 {
+            if pos.line >= n {
+                pos.line -= n;
+                break;
+            }
+            n -= pos.line;
+            if pos.entry == 0 {
+                pos.line = 0;
+                break;
+            }
+            pos.entry -= 1;
+            pos.line = self.height(pos.entry);
+        }
+        self.anchor = Some(pos);
+        self.generation += 1;
+    }
+
+    /// Scrolls down `lines` display lines; reaching the end follows again.
+    pub fn scroll_down(&mut self, lines: u32) {
+        let Some(mut pos) = self.anchor else {
+            return;
+        };
+        let mut n = lines;
+        while n > 0 && pos.entry < self.records.len() {
+            let h = self.height(pos.entry);
+            let left = h.saturating_sub(pos.line);
+            if left > n {
+                pos.line += n;
+                break;
+            }
+            n -= left;
+            pos.entry += 1;
+            pos.line = 0;
+        }
+        let follow = self.follow_top();
+        self.anchor = if pos >= follow { None } else { Some(pos) };
+        self.generation += 1;
+    }
+
+    /// Jumps to the first entry.
+    pub fn scroll_to_top(&mut self) {
+        self.anchor = Some(Pos::default());
+        self.generation += 1;
+    }
+
+    /// Anchors the view so that byte `offset` of entry `entry` is on the
+    /// first line of the view, with up to two lines of context above.
+    pub fn reveal(&mut self, entry: usize, offset: usize) {
+        let width = self.cache_width.saturating_sub(GUTTER).max(1);
+        let (shown, _) = self.shown(entry);
+        let mut line = 0u32;
+        let mut n = 0u32;
+        wrap(shown, width, |a, _| {
+            if a <= offset {
+                line = n;
+            }
+            n += 1;
+        });
+        self.anchor = Some(Pos { entry, line });
+        self.scroll_up(2.min(line + if entry > 0 { 2 } else { 0 }));
+    }
+
+    /// Expands entry `i` so a match inside hidden text becomes visible.
+    pub fn expand(&mut self, i: usize) {
+        if let Some(r) = self.records.get_mut(i)
+            && !r.expanded
+        {
+            r.expanded = true;
+            self.heights[i] = UNKNOWN;
+            self.generation += 1;
+        }
+    }
+
+    /// Finds `query` (ASCII case-insensitive) searching backward (toward
+    /// older entries) from just before `from`, or forward from just after
+    /// it; wraps around. `from = None` starts at the newest end.
+    pub fn find(&self, query: &str, from: Option<Match>, backward: bool) -> Option<Match> {
+        if query.is_empty() || self.records.is_empty() {
+            return None;
+        }
+        let n = self.records.len();
+        let start = from.map_or(if backward { n - 1 } else { 0 }, |m| m.entry);
+        for step in 0..=n {
+            let i = if backward {
+                (start + n * 2 - step) % n
+            } else {
+                (start + step) % n
+            };
+            let text = self.text(i);
+            let mut best: Option<usize> = None;
+            for at in find_all(text, query) {
+                let ok = match from {
+                    Some(m) if step == 0 => {
+                        if backward {
+                            at < m.offset
+                        } else {
+                            at > m.offset
+                        }
+                    }
+                    Some(m) if step == n => {
+                        if backward {
+                            at >= m.offset
+                        } else {
+                            at <= m.offset
+                        }
+                    }
+                    _ => true,
+                };
+                if ok {
+                    best = Some(at);
+                    if !backward {
+                        break;
+                    }
+                }
+            }
+            if let Some(offset) = best {
+                return Some(Match { entry: i, offset });
+            }
+        }
+        None
+    }
+}
+
+/// Byte offsets of every ASCII case-insensitive occurrence of `needle` in
+/// `hay`. Allocates nothing.
+pub fn find_all<'a>(hay: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let h = hay.as_bytes();
+    let n = needle.as_bytes();
+    let last = if n.is_empty() || h.len() < n.len() {
+        0
+    } else {
+        h.len() - n.len() + 1
+    };
+    (0..last).filter(move |&i| hay.is_char_boundary(i) && h[i..i + n.len()].eq_ignore_ascii_case(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(n: usize) -> Transcript {
+        let mut t = Transcript::new();
+        for i in 0..n {
+            t.push(EntryKind::Assistant, &format!("entry {i}"));
+        }
+        t
+    }
+
+    #[test]
+    fn following_shows_the_end_and_anchored_views_stay_put() {
+        let mut t = filled(100);
+        t.prepare(40, 10);
+        assert!(t.is_following());
+        assert_eq!(t.top(), Pos { entry: 95, line: 0 });
+        t.scroll_up(4);
+        t.prepare(40, 10);
+        assert_eq!(t.top(), Pos { entry: 93, line: 0 });
+        t.push(EntryKind::Assistant, "new");
+        t.append(EntryKind::Assistant, " more");
+        t.prepare(40, 10);
+        assert_eq!(t.top(), Pos { entry: 93, line: 0 });
+        t.scroll_down(100);
+        t.prepare(40, 10);
+        assert!(t.is_following());
+        assert_eq!(t.top(), Pos { entry: 96, line: 0 });
+    }
+
+    #[test]
+    fn search_walks_backward_and_wraps() {
+        let mut t = filled(5);
+        t.push(EntryKind::User, "Entry again, entry");
+        let m = t.find("entry", None, true).unwrap();
+        assert_eq!(
+            m,
+            Match {
+                entry: 5,
+                offset: 13
+            }
+        );
+        let m = t.find("entry", Some(m), true).unwrap();
+        assert_eq!(
+            m,
+            Match {
+                entry: 5,
+                offset: 0
+            }
+        );
+        let m = t.find("entry", Some(m), true).unwrap();
+        assert_eq!(m.entry, 4);
+        let m = t.find("ENTRY 0", Some(m), true).unwrap();
+        assert_eq!(
+            m,
+            Match {
+                entry: 0,
+                offset: 0
+            }
+        );
+        assert_eq!(t.find("absent", None, true), None);
+    }
+
+    #[test]
+    fn heights_follow_width_and_collapse() {
+        let mut t = Transcript::new();
+        t.push(EntryKind::Assistant, "aaaa bbbb cccc");
+        let long: String = (0..20).map(|i| format!("line {i}\n")).collect();
+        t.push(EntryKind::ToolOutput, &long);
+        t.push(EntryKind::Thinking, "thought\nmore");
+        t.prepare(16, 40);
+        assert_eq!(t.cached_height(0), 2);
+        assert_eq!(t.cached_height(1), COLLAPSED_LINES as u32 + 2);
+        assert_eq!(t.cached_height(2), 2);
+        t.prepare(8, 40);
+        assert_eq!(t.cached_height(0), 4);
+        t.toggle_details();
+        t.prepare(16, 40);
+        assert_eq!(t.cached_height(1), 21);
+        assert_eq!(t.cached_height(2), 3);
+    }
+}

@@ -1,0 +1,72 @@
+//! Exact allocation counts: a steady-state frame (prepare, render, diff)
+//! allocates nothing, at 10 entries and at a million.
+
+use bumpalo::Bump;
+use smith_tui::diff::{DiffOptions, diff};
+use smith_tui::{App, Buffer};
+
+use crate::app;
+
+fn filled(n: usize) -> App {
+    let mut a = app();
+    a.transcript.reserve(n, n * 48);
+    for i in 0..n {
+        match i % 4 {
+            0 => a.user_message("please look at the failing test in the store crate"),
+            1 => a.assistant_delta(
+                "I will run the tests and read the failure output before changing anything.",
+            ),
+            2 => a.tool_start("c", "bash", "cargo test -p smith-store"),
+            _ => a.notice("done"),
+        }
+    }
+    a
+}
+
+fn steady_frames(a: &mut App) {
+    let (w, h) = (100u16, 40u16);
+    let mut bump = Bump::with_capacity(64 * 1024);
+    let mut prev = Buffer::new(w, h);
+    let mut next = Buffer::new(w, h);
+    let mut out = Vec::with_capacity(256 * 1024);
+    let opts = DiffOptions::default();
+    // Warm up: the first frames size the caches and buffers.
+    for _ in 0..3 {
+        bump.reset();
+        a.prepare(w, h);
+        a.render(&mut next, &bump);
+        out.clear();
+        diff(Some(&prev), &next, &opts, &mut out);
+        std::mem::swap(&mut prev, &mut next);
+    }
+    let ((), stats) = smith_alloc::count(|| {
+        for _ in 0..10 {
+            bump.reset();
+            a.prepare(w, h);
+            a.render(&mut next, &bump);
+            out.clear();
+            diff(Some(&prev), &next, &opts, &mut out);
+            std::mem::swap(&mut prev, &mut next);
+        }
+    });
+    assert!(smith_alloc::is_global_allocator());
+    assert_eq!(stats.allocations, 0);
+}
+
+#[test]
+fn a_steady_state_frame_allocates_nothing_at_10_entries() {
+    steady_frames(&mut filled(10));
+}
+
+#[test]
+fn a_steady_state_frame_allocates_nothing_at_a_million_entries() {
+    steady_frames(&mut filled(1_000_000));
+}
+
+#[test]
+fn a_scrolled_frame_allocates_nothing() {
+    let mut a = filled(1000);
+    a.prepare(100, 40);
+    a.transcript.scroll_up(500);
+    steady_frames(&mut a);
+}

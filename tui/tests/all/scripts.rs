@@ -1,0 +1,294 @@
+//! Scripted key sequences: scroll pinning, search, overlays, resize,
+//! input behavior, and what the interface asks its host to do.
+
+use crossterm::event::{Event, KeyCode, KeyModifiers};
+use smith_tui::{Output, Overlay, Status};
+
+use crate::{app, conversation, screen};
+
+const NONE: KeyModifiers = KeyModifiers::NONE;
+const CTRL: KeyModifiers = KeyModifiers::CONTROL;
+
+fn numbered(n: usize) -> smith_tui::App {
+    let mut a = app();
+    for i in 0..n {
+        a.assistant_delta(&format!("message {i}"));
+        a.notice(&format!("notice {i}"));
+    }
+    a
+}
+
+fn first_transcript_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").to_owned()
+}
+
+#[test]
+fn new_output_never_moves_a_view_scrolled_away_from_the_bottom() {
+    let mut s = screen(numbered(50), 40, 12);
+    let bottom = s.text();
+    assert!(bottom.contains("notice 49"));
+    s.key(KeyCode::PageUp, NONE);
+    let scrolled = s.text();
+    assert!(!scrolled.contains("notice 49"));
+    let top_line = first_transcript_line(&scrolled);
+    for i in 0..20 {
+        s.app.assistant_delta(&format!(" streaming {i}"));
+        s.app.notice("more");
+        s.app.tool_start(&format!("t{i}"), "bash", "true");
+    }
+    let after = s.text();
+    assert_eq!(first_transcript_line(&after), top_line);
+    assert!(after.contains("scrolled"));
+    // A key returns to the latest output, which is followed again.
+    s.key(KeyCode::Char('g'), CTRL);
+    let latest = s.text();
+    assert!(latest.contains("bash true"), "{latest}");
+    s.app.notice("newest line");
+    assert!(s.text().contains("newest line"));
+}
+
+#[test]
+fn scrolling_down_to_the_end_follows_again() {
+    let mut s = screen(numbered(30), 40, 12);
+    s.text();
+    s.key(KeyCode::Up, KeyModifiers::SHIFT);
+    s.text();
+    assert!(!s.app.transcript.is_following());
+    s.key(KeyCode::PageDown, NONE);
+    s.text();
+    assert!(s.app.transcript.is_following());
+}
+
+#[test]
+fn search_jumps_to_older_matches_and_wraps() {
+    let mut a = numbered(200);
+    a.notice("needle in the middle");
+    for i in 200..400 {
+        a.notice(&format!("filler {i}"));
+    }
+    let mut s = screen(a, 40, 12);
+    s.text();
+    s.key(KeyCode::Char('f'), CTRL);
+    assert!(matches!(s.app.overlay(), Overlay::Search { .. }));
+    s.type_text("NEEDLE\n");
+    let found = s.text();
+    assert!(found.contains("needle in the middle"), "{found}");
+    assert!(!s.app.transcript.is_following());
+    // Esc closes the overlay; the view stays on the match.
+    s.key(KeyCode::Esc, NONE);
+    assert_eq!(*s.app.overlay(), Overlay::None);
+    assert!(s.text().contains("needle in the middle"));
+}
+
+#[test]
+fn enter_sends_and_steers_alt_enter_queues_esc_interrupts() {
+    let mut s = screen(app(), 40, 10);
+    assert_eq!(s.type_text("hello\n"), vec![Output::Prompt("hello".into())]);
+    let mut busy = s.app.status.clone();
+    busy.busy = true;
+    s.app.set_status(busy);
+    assert_eq!(
+        s.type_text("go left\n"),
+        vec![Output::Steer("go left".into())]
+    );
+    s.type_text("then test");
+    assert_eq!(
+        s.key(KeyCode::Enter, KeyModifiers::ALT),
+        Some(Output::FollowUp("then test".into()))
+    );
+    assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
+    // History: Up recalls what was sent.
+    s.key(KeyCode::Up, NONE);
+    assert_eq!(s.app.editor.text(), "then test");
+}
+
+#[test]
+fn ctrl_c_clears_then_exits_with_confirmation_while_busy() {
+    let mut s = screen(app(), 40, 10);
+    s.type_text("draft");
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
+    assert!(s.app.editor.is_empty());
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), Some(Output::Quit));
+
+    s.app.set_status(Status {
+        busy: true,
+        ..Status::default()
+    });
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
+    assert!(matches!(s.app.overlay(), Overlay::Confirm { .. }));
+    assert!(s.text().contains("Exit anyway?"));
+    assert_eq!(s.key(KeyCode::Char('n'), NONE), None);
+    assert_eq!(*s.app.overlay(), Overlay::None);
+    s.key(KeyCode::Char('c'), CTRL);
+    assert_eq!(s.key(KeyCode::Char('y'), NONE), Some(Output::Quit));
+}
+
+#[test]
+fn overlays_own_focus() {
+    let mut a = app();
+    a.set_models(vec![
+        "mock-model".into(),
+        "mock-large".into(),
+        "other".into(),
+    ]);
+    let mut s = screen(a, 60, 20);
+    s.key(KeyCode::Char('p'), CTRL);
+    assert!(matches!(s.app.overlay(), Overlay::Picker(_)));
+    // Typed keys filter the picker, not the editor.
+    s.type_text("large");
+    assert!(s.app.editor.is_empty());
+    assert!(s.text().contains("mock-large"));
+    assert_eq!(
+        s.key(KeyCode::Enter, NONE),
+        Some(Output::Command {
+            name: "model".into(),
+            arg: "mock-large".into()
+        })
+    );
+    assert_eq!(*s.app.overlay(), Overlay::None);
+    // Help closes on any key, which it swallows.
+    s.key(KeyCode::F(1), NONE);
+    assert_eq!(s.key(KeyCode::Char('x'), NONE), None);
+    assert!(s.app.editor.is_empty());
+    // An input intent collects text and hands it to its command.
+    s.app.open(Overlay::Prompt {
+        message: "Branch name?".into(),
+        command: "branch".into(),
+        text: String::new(),
+    });
+    s.type_text("fix");
+    assert!(s.text().contains("Branch name?"));
+    assert_eq!(
+        s.key(KeyCode::Enter, NONE),
+        Some(Output::Command {
+            name: "branch".into(),
+            arg: "fix".into()
+        })
+    );
+}
+
+#[test]
+fn slash_commands_complete_and_run() {
+    let mut s = screen(app(), 60, 16);
+    s.type_text("/com");
+    s.key(KeyCode::Tab, NONE);
+    assert_eq!(s.app.editor.text(), "/compact ");
+    assert_eq!(
+        s.key(KeyCode::Enter, NONE),
+        Some(Output::Command {
+            name: "compact".into(),
+            arg: String::new()
+        })
+    );
+    s.type_text("/re");
+    s.key(KeyCode::Down, NONE);
+    assert_eq!(
+        s.key(KeyCode::Enter, NONE),
+        Some(Output::Command {
+            name: "replay".into(),
+            arg: String::new()
+        })
+    );
+    // An unknown slash word is sent as a prompt.
+    assert_eq!(
+        s.type_text("/tmp is full\n"),
+        vec![Output::Prompt("/tmp is full".into())]
+    );
+}
+
+#[test]
+fn at_completes_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "").unwrap();
+    std::fs::write(dir.path().join("src/mod.rs"), "").unwrap();
+    let mut a = app();
+    a.set_cwd(dir.path().to_owned());
+    let mut s = screen(a, 60, 16);
+    s.type_text("look at @sr");
+    s.key(KeyCode::Tab, NONE);
+    assert_eq!(s.app.editor.text(), "look at @src/");
+    s.type_text("m");
+    s.key(KeyCode::Tab, NONE);
+    let popup = s.text();
+    assert!(
+        popup.contains("@src/main.rs") && popup.contains("@src/mod.rs"),
+        "{popup}"
+    );
+    s.key(KeyCode::Down, NONE);
+    s.key(KeyCode::Enter, NONE);
+    assert_eq!(s.app.editor.text(), "look at @src/mod.rs");
+}
+
+#[test]
+fn paste_keeps_lines_and_drops_controls() {
+    let mut s = screen(app(), 40, 10);
+    s.event(&Event::Paste("one\r\ntwo\u{1b}[2J".into()));
+    assert_eq!(s.app.editor.text(), "one\ntwo[2J");
+}
+
+#[test]
+fn resize_and_focus_keep_a_valid_layout() {
+    let mut a = app();
+    conversation(&mut a);
+    let mut s = screen(a, 60, 30);
+    s.text();
+    s.key(KeyCode::PageUp, NONE);
+    for (w, h) in [(20, 8), (1, 1), (0, 0), (200, 60), (3, 40), (60, 30)] {
+        s.resize(w, h);
+        let text = s.text();
+        assert_eq!(text.lines().count(), usize::from(h));
+        assert!(text.lines().all(|l| l.chars().count() <= usize::from(w)));
+    }
+    s.event(&Event::FocusLost);
+    assert!(!s.app.focused());
+    s.event(&Event::FocusGained);
+    assert!(s.app.focused());
+}
+
+#[test]
+fn no_drawn_cell_holds_a_control_character() {
+    let mut a = app();
+    a.assistant_delta("\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{9b}1;1H\u{85}ok\r");
+    a.tool_start("x", "bash\u{1b}[31m", "\u{7}");
+    a.tool_end("x", true, "\u{1b}P+q\u{1b}\\out\u{0}put");
+    let mut s = screen(a, 40, 10);
+    let screen = s.frame().clone();
+    assert!(
+        screen
+            .cells()
+            .iter()
+            .all(|c| c.is_continuation() || !smith_tui::sanitize::is_control(c.ch))
+    );
+    let text = screen.to_text();
+    assert!(text.contains("ok") && text.contains("output"), "{text}");
+}
+
+#[test]
+fn copy_takes_the_last_answer_sanitized() {
+    let mut a = app();
+    a.assistant_delta("first");
+    a.assistant_delta(" answer\u{1b}[0m");
+    let mut s = screen(a, 40, 10);
+    assert_eq!(
+        s.key(KeyCode::Char('y'), CTRL),
+        Some(Output::Copy("first answer".into()))
+    );
+}
+
+#[test]
+fn an_unchanged_frame_writes_nothing_and_one_key_writes_little() {
+    let mut a = app();
+    conversation(&mut a);
+    let mut s = screen(a, 80, 24);
+    s.frame();
+    s.frame();
+    assert_eq!(s.last_frame_bytes, 0);
+    s.type_text("x");
+    s.frame();
+    assert!(
+        s.last_frame_bytes > 0 && s.last_frame_bytes < 64,
+        "{}",
+        s.last_frame_bytes
+    );
+}
