@@ -1,0 +1,525 @@
+//! OpenAI: the Responses API (`POST /v1/responses`, the default) and Chat
+//! Completions (`POST /v1/chat/completions`).
+//!
+//! Responses encoding: `instructions` from the system prompt, `input` items
+//! (user messages, assistant `output_text` messages, `function_call` and
+//! `function_call_output` items, and reasoning items returned verbatim),
+//! `store: false`, and — only when the model advertises thinking —
+//! `reasoning: {effort, summary: "auto"}` with
+//! `include: ["reasoning.encrypted_content"]` so reasoning can be returned
+//! on later turns without server-side state.
+//!
+//! Responses decoding: `response.output_text.delta`, `response.refusal.delta`,
+//! `response.reasoning_summary_text.delta` and `response.reasoning_text.delta`,
+//! `response.output_item.added` / `done` (function calls and reasoning
+//! items), `response.function_call_arguments.delta` / `done`,
+//! `response.completed` (usage, the terminal event), `response.incomplete`,
+//! `response.failed` and `error`.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::chat::{ChatDecoder, Dialect};
+use crate::common::{
+    self, Body, Config, Frame, Out, advice, credential_handle, end_tool_call, error_object,
+    join_url, str_at, u64_at,
+};
+use crate::types::{
+    ContentBlock, Decoder, HttpExchange, Message, OpaqueBytes, ProviderError, ProviderErrorKind,
+    Request, StopReason, StreamEvent, Usage,
+};
+
+/// The default API base URL.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The default credential slot (an API key, sent as a bearer token).
+pub const CREDENTIAL_SLOT: &str = "openai.api_key";
+/// The environment variable the host reads for [`CREDENTIAL_SLOT`].
+pub const CREDENTIAL_ENV: &str = "OPENAI_API_KEY";
+
+const VENDOR: &str = "OpenAI";
+/// Envelope tag of a reasoning item (payload: the item's JSON).
+pub(crate) const TAG_REASONING: &[u8; 4] = b"ORSN";
+
+const CHAT: Dialect = Dialect {
+    vendor: VENDOR,
+    require_done: true,
+    max_tokens_field: "max_completion_tokens",
+    reasoning_effort: true,
+};
+
+fn auth(config: &Config) -> String {
+    format!(
+        "Bearer {}",
+        credential_handle(config.credential.as_deref().unwrap_or(CREDENTIAL_SLOT))
+    )
+}
+
+fn base(config: &Config) -> &str {
+    config.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL)
+}
+
+/// Builds a streaming Chat Completions request.
+///
+/// # Errors
+///
+/// `invalid_request` before dispatch when tools are offered to a model that
+/// does not advertise tool use.
+pub fn encode_chat(request: &Request, config: &Config) -> Result<HttpExchange, ProviderError> {
+    crate::chat::encode(
+        request,
+        config,
+        CHAT,
+        join_url(base(config), "/chat/completions"),
+        Some(auth(config)),
+    )
+}
+
+/// The Chat Completions streaming decoder (requires `data: [DONE]`).
+#[derive(Clone)]
+pub struct ChatStreamDecoder(ChatDecoder);
+
+impl ChatStreamDecoder {
+    /// A decoder for one response body.
+    pub fn new() -> Self {
+        Self(ChatDecoder::new(CHAT))
+    }
+}
+
+impl Default for ChatStreamDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Decoder for ChatStreamDecoder {
+    fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        self.0.decode(chunk)
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        self.0.finish()
+    }
+}
+
+/// Builds a streaming Responses request.
+///
+/// # Errors
+///
+/// `invalid_request` before dispatch when tools are offered to a model that
+/// does not advertise tool use.
+pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, ProviderError> {
+    let caps = &config.capabilities;
+    common::check_tools(VENDOR, request, caps)?;
+    let mut input = Vec::new();
+    for message in &request.messages {
+        match message {
+            Message::User { text } => {
+                input.push(
+                    json!({"role": "user", "content": [{"type": "input_text", "text": text}]}),
+                );
+            }
+            Message::ToolResult {
+                call_id, content, ..
+            } => input.push(
+                json!({"type": "function_call_output", "call_id": call_id, "output": content}),
+            ),
+            Message::Assistant { content, .. } => {
+                for block in content {
+                    match block {
+                        ContentBlock::Text { text } if !text.is_empty() => input.push(json!({
+                            "type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": text}]
+                        })),
+                        ContentBlock::Text { .. } => {}
+                        ContentBlock::Thinking { text, signature } => {
+                            // Only reasoning items this provider produced go
+                            // back; other thinking has no place in the input.
+                            let pieces =
+                                common::pieces(text, signature.as_ref().map(|s| s.0.as_slice()));
+                            for piece in pieces.unwrap_or_default() {
+                                if piece.tag.as_ref() == Some(TAG_REASONING)
+                                    && let Ok(item) = serde_json::from_slice::<Value>(piece.payload)
+                                {
+                                    input.push(item);
+                                }
+                            }
+                        }
+                        ContentBlock::ToolCall(call) => {
+                            let arguments = match &call.arguments {
+                                Value::String(raw) => raw.clone(),
+                                other => other.to_string(),
+                            };
+                            input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+        body.insert("instructions".into(), json!(system));
+    }
+    body.insert("input".into(), Value::Array(input));
+    body.insert("stream".into(), json!(true));
+    body.insert("store".into(), json!(false));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|tool| json!({"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters}))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(limit) = common::output_limit(request, caps) {
+        body.insert("max_output_tokens".into(), json!(limit));
+    }
+    if let Some(level) = config.thinking.filter(|_| caps.thinking) {
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": level.effort(), "summary": "auto"}),
+        );
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
+    Ok(HttpExchange {
+        method: "POST".into(),
+        url: join_url(base(config), "/responses"),
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("accept".into(), "text/event-stream".into()),
+            ("authorization".into(), auth(config)),
+        ],
+        body: common::json_body(&Value::Object(body)),
+    })
+}
+
+#[derive(Clone)]
+struct FunctionCall {
+    call_id: String,
+    name: String,
+    arguments: String,
+    ended: bool,
+}
+
+/// The Responses API streaming decoder.
+#[derive(Clone, Default)]
+pub struct StreamDecoder {
+    body: Body,
+    out: Out,
+    /// Function calls by item id.
+    calls: HashMap<String, FunctionCall>,
+    tool_calls: usize,
+    /// Summary text bytes per reasoning item id, for the envelope.
+    reasoning_text: HashMap<String, usize>,
+    refusal: String,
+}
+
+impl StreamDecoder {
+    /// A decoder for one response body.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn frame(&mut self, frame: Frame) {
+        match frame {
+            Frame::Event(event) => match common::parse_data(&event.data) {
+                Ok(data) => self.event(&data),
+                Err(why) => self.out.error(ProviderError::malformed(format!(
+                    "OpenAI sent a {:?} event whose data is not JSON ({why}): {}; {}",
+                    event.event,
+                    common::excerpt(&event.data),
+                    advice(ProviderErrorKind::MalformedStream)
+                ))),
+            },
+            Frame::Unterminated(event) => {
+                if let Ok(data) = common::parse_data(&event.data) {
+                    self.event(&data);
+                }
+            }
+            Frame::Json(parsed) => self.out.error(common::json_body_error(VENDOR, parsed)),
+        }
+    }
+
+    fn event(&mut self, data: &Value) {
+        match str_at(data, "type") {
+            "response.output_text.delta" => {
+                let text = str_at(data, "delta");
+                if !text.is_empty() {
+                    self.out.push(StreamEvent::TextDelta {
+                        text: text.to_owned(),
+                    });
+                }
+            }
+            "response.refusal.delta" => {
+                let text = str_at(data, "delta");
+                if !text.is_empty() {
+                    self.refusal.push_str(text);
+                    self.out.push(StreamEvent::TextDelta {
+                        text: text.to_owned(),
+                    });
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let text = str_at(data, "delta");
+                if !text.is_empty() {
+                    *self
+                        .reasoning_text
+                        .entry(str_at(data, "item_id").to_owned())
+                        .or_default() += text.len();
+                    self.out.push(StreamEvent::ThinkingDelta {
+                        text: text.to_owned(),
+                        signature: None,
+                    });
+                }
+            }
+            "response.output_item.added" => self.item_added(data.get("item")),
+            "response.function_call_arguments.delta" => {
+                let piece = str_at(data, "delta");
+                match self.calls.get_mut(str_at(data, "item_id")) {
+                    Some(call) if !call.ended => {
+                        if !piece.is_empty() {
+                            call.arguments.push_str(piece);
+                            self.out.push(StreamEvent::ToolCallDelta {
+                                id: call.call_id.clone(),
+                                arguments: piece.to_owned(),
+                            });
+                        }
+                    }
+                    _ => self.unknown_call(data),
+                }
+            }
+            "response.function_call_arguments.done" => {
+                let item = str_at(data, "item_id").to_owned();
+                let Some(call) = self.calls.get_mut(&item) else {
+                    self.unknown_call(data);
+                    return;
+                };
+                // Arguments delivered only here (no deltas) still arrive.
+                let done = str_at(data, "arguments");
+                if call.arguments.is_empty() && !done.is_empty() {
+                    call.arguments = done.to_owned();
+                    self.out.push(StreamEvent::ToolCallDelta {
+                        id: call.call_id.clone(),
+                        arguments: done.to_owned(),
+                    });
+                }
+                self.end_call(&item);
+            }
+            "response.output_item.done" => self.item_done(data.get("item")),
+            "response.completed" => self.completed(data.get("response")),
+            "response.incomplete" => {
+                let response = data.get("response");
+                self.report_usage(response);
+                let reason = response
+                    .and_then(|r| r.get("incomplete_details"))
+                    .map(|d| str_at(d, "reason"))
+                    .unwrap_or("");
+                if reason == "max_output_tokens" {
+                    self.out.push(StreamEvent::Stop {
+                        reason: StopReason::Limit,
+                    });
+                } else {
+                    self.out.error(ProviderError::new(
+                        ProviderErrorKind::InvalidRequest,
+                        format!(
+                            "OpenAI ended the response as incomplete (reason {:?}); rephrase the request or choose another model",
+                            reason
+                        ),
+                    ));
+                }
+            }
+            "response.failed" => {
+                let error = data
+                    .get("response")
+                    .and_then(|r| r.get("error"))
+                    .filter(|e| !e.is_null());
+                match error {
+                    Some(error) => self.out.error(error_object(VENDOR, error)),
+                    None => self.out.error(ProviderError::new(
+                        ProviderErrorKind::Transport,
+                        format!(
+                            "OpenAI reported response.failed without error details; {}",
+                            advice(ProviderErrorKind::Transport)
+                        ),
+                    )),
+                }
+            }
+            "error" => {
+                let error = data.get("error").unwrap_or(data);
+                self.out.error(error_object(VENDOR, error));
+            }
+            _ => {}
+        }
+    }
+
+    fn unknown_call(&mut self, data: &Value) {
+        self.out.error(ProviderError::malformed(format!(
+            "OpenAI sent {} for item {:?}, which is not an open function call; {}",
+            str_at(data, "type"),
+            str_at(data, "item_id"),
+            advice(ProviderErrorKind::MalformedStream)
+        )));
+    }
+
+    fn item_added(&mut self, item: Option<&Value>) {
+        let Some(item) = item else { return };
+        if str_at(item, "type") != "function_call" {
+            return;
+        }
+        let call_id = str_at(item, "call_id").to_owned();
+        let name = str_at(item, "name").to_owned();
+        self.out.push(StreamEvent::ToolCallStart {
+            id: call_id.clone(),
+            name: name.clone(),
+        });
+        self.tool_calls += 1;
+        let initial = str_at(item, "arguments").to_owned();
+        if !initial.is_empty() {
+            self.out.push(StreamEvent::ToolCallDelta {
+                id: call_id.clone(),
+                arguments: initial.clone(),
+            });
+        }
+        self.calls.insert(
+            str_at(item, "id").to_owned(),
+            FunctionCall {
+                call_id,
+                name,
+                arguments: initial,
+                ended: false,
+            },
+        );
+    }
+
+    fn end_call(&mut self, item: &str) {
+        if let Some(call) = self.calls.get_mut(item)
+            && !call.ended
+        {
+            call.ended = true;
+            let (id, name, arguments) = (
+                call.call_id.clone(),
+                call.name.clone(),
+                call.arguments.clone(),
+            );
+            end_tool_call(&mut self.out, VENDOR, &id, &name, &arguments);
+        }
+    }
+
+    fn item_done(&mut self, item: Option<&Value>) {
+        let Some(item) = item else { return };
+        match str_at(item, "type") {
+            "function_call" => {
+                let id = str_at(item, "id").to_owned();
+                if let Some(call) = self.calls.get_mut(&id)
+                    && call.arguments.is_empty()
+                {
+                    let done = str_at(item, "arguments");
+                    if !done.is_empty() {
+                        call.arguments = done.to_owned();
+                        self.out.push(StreamEvent::ToolCallDelta {
+                            id: call.call_id.clone(),
+                            arguments: done.to_owned(),
+                        });
+                    }
+                }
+                self.end_call(&id);
+            }
+            "reasoning" => {
+                let text_len = self.reasoning_text.remove(str_at(item, "id")).unwrap_or(0);
+                let mut kept = item.clone();
+                if let Some(object) = kept.as_object_mut() {
+                    object.remove("status");
+                }
+                let payload = kept.to_string();
+                self.out.push(StreamEvent::ThinkingDelta {
+                    text: String::new(),
+                    signature: Some(OpaqueBytes(common::record(
+                        TAG_REASONING,
+                        text_len,
+                        payload.as_bytes(),
+                    ))),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn report_usage(&mut self, response: Option<&Value>) {
+        let Some(usage) = response
+            .and_then(|r| r.get("usage"))
+            .filter(|u| u.is_object())
+        else {
+            return;
+        };
+        let input = u64_at(usage, "input_tokens");
+        let cached = usage
+            .get("input_tokens_details")
+            .and_then(|d| u64_at(d, "cached_tokens"));
+        self.out.push(StreamEvent::Usage(Usage {
+            input: input.map(|i| i.saturating_sub(cached.unwrap_or(0))),
+            output: u64_at(usage, "output_tokens"),
+            cache_read: cached,
+            cache_write: None,
+        }));
+    }
+
+    fn completed(&mut self, response: Option<&Value>) {
+        self.report_usage(response);
+        if let Some((_, call)) = self.calls.iter().find(|(_, c)| !c.ended) {
+            self.out.error(ProviderError::malformed(format!(
+                "OpenAI completed the response with function call {:?} still open; {}",
+                call.call_id,
+                advice(ProviderErrorKind::MalformedStream)
+            )));
+            return;
+        }
+        if !self.refusal.is_empty() {
+            self.out.error(ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                format!(
+                    "the OpenAI model refused to answer: {}; rephrase the request or choose another model",
+                    common::excerpt(&self.refusal)
+                ),
+            ));
+            return;
+        }
+        let reason = if self.tool_calls > 0 {
+            StopReason::ToolUse
+        } else {
+            StopReason::End
+        };
+        self.out.push(StreamEvent::Stop { reason });
+    }
+}
+
+impl Decoder for StreamDecoder {
+    fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        if self.out.done() {
+            return Vec::new();
+        }
+        let mut frames = Vec::new();
+        self.body.feed(chunk, &mut frames);
+        for frame in frames {
+            if self.out.done() {
+                break;
+            }
+            self.frame(frame);
+        }
+        self.out.take()
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        if !self.out.done()
+            && let Some(frame) = self.body.finish()
+        {
+            self.frame(frame);
+        }
+        if !self.out.done() {
+            self.out
+                .error(common::ended_early(VENDOR, "response.completed"));
+        }
+        self.out.take()
+    }
+}

@@ -1,0 +1,108 @@
+//! Every recorded stream cut at every byte offset ends in an explicit error
+//! or a clean outcome, never a panic, with exactly one terminal event; and
+//! any split of a stream into chunks decodes like the whole.
+
+use proptest::prelude::*;
+use smith_providers::types::{Decoder, ProviderErrorKind, StreamEvent};
+
+use crate::support::{AnyDecoder, Fixture, check_rules, fixtures, run};
+
+/// The text whose arrival makes a stream complete, per folder.
+fn end_marker(fixture: &Fixture) -> &'static str {
+    match fixture.folder {
+        "anthropic" => "\"type\":\"message_stop\"",
+        "openai-chat" => "[DONE]",
+        "openai-responses" => "\"type\":\"response.completed\"",
+        _ => "\"finishReason\"",
+    }
+}
+
+fn find(hay: &[u8], needle: &str) -> Option<usize> {
+    hay.windows(needle.len())
+        .rposition(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn every_cut_ends_in_one_explicit_outcome() {
+    for fixture in fixtures() {
+        let label = format!("{}/{}", fixture.folder, fixture.name);
+        let whole = run(
+            &mut AnyDecoder::for_folder(fixture.folder),
+            &[&fixture.bytes],
+        );
+        let whole_terminal = whole.last().cloned().unwrap();
+        let marker_end = find(&fixture.bytes, end_marker(&fixture))
+            .map(|at| at + end_marker(&fixture).len())
+            .unwrap_or_else(|| panic!("{label}: no end marker"));
+        let mut decoder = AnyDecoder::for_folder(fixture.folder);
+        let mut before = Vec::new();
+        let mut clean = 0usize;
+        for cut in 0..=fixture.bytes.len() {
+            if cut > 0 {
+                before.extend(decoder.decode(&fixture.bytes[cut - 1..cut]));
+            }
+            let mut fork = decoder.clone();
+            let mut events = before.clone();
+            events.extend(fork.finish());
+            check_rules(&events).unwrap_or_else(|why| panic!("{label} cut at {cut}: {why}"));
+            // Nothing after finish.
+            assert!(fork.decode(b"data: {}\n\n").is_empty());
+            assert!(fork.finish().is_empty());
+            match events.last().unwrap() {
+                StreamEvent::Stop { .. } => {
+                    clean += 1;
+                    assert!(
+                        cut >= marker_end,
+                        "{label} cut at {cut} (before the end marker at {marker_end}) ended cleanly"
+                    );
+                    assert_eq!(events.last(), Some(&whole_terminal), "{label} cut at {cut}");
+                }
+                StreamEvent::Error(error) => {
+                    if cut < marker_end && matches!(whole_terminal, StreamEvent::Stop { .. }) {
+                        assert_eq!(
+                            error.kind,
+                            ProviderErrorKind::MalformedStream,
+                            "{label} cut at {cut}: {}",
+                            error.message
+                        );
+                    }
+                }
+                other => panic!("{label} cut at {cut}: last event {other:?}"),
+            }
+        }
+        // Byte-at-a-time feeding equals whole feeding.
+        let mut all = before;
+        all.extend(decoder.finish());
+        assert_eq!(all, whole, "{label}: byte-at-a-time differs from whole");
+        if matches!(whole_terminal, StreamEvent::Stop { .. }) {
+            assert!(clean >= 1, "{label}: the full stream must end cleanly");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn arbitrary_splits_decode_like_the_whole(
+        pick in 0usize..64,
+        cuts in proptest::collection::vec(any::<u16>(), 0..24),
+    ) {
+        let all = fixtures();
+        let fixture = &all[pick % all.len()];
+        let whole = run(&mut AnyDecoder::for_folder(fixture.folder), &[&fixture.bytes]);
+        let len = fixture.bytes.len();
+        let mut points: Vec<usize> = cuts.iter().map(|c| usize::from(*c) % (len + 1)).collect();
+        points.sort_unstable();
+        points.dedup();
+        let mut parts: Vec<&[u8]> = Vec::new();
+        let mut from = 0;
+        for point in points {
+            parts.push(&fixture.bytes[from..point]);
+            from = point;
+        }
+        parts.push(&fixture.bytes[from..]);
+        let split = run(&mut AnyDecoder::for_folder(fixture.folder), &parts);
+        prop_assert_eq!(split, whole, "{}/{}", fixture.folder, fixture.name);
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests for smith-providers: golden decodes of recorded real
+//! streams, cuts at every byte offset, arbitrary chunk splits, request
+//! encoding, quirks of OpenAI-compatible servers, and signature round trips.
+
+#![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
+
+mod cuts;
+mod encode;
+mod golden;
+mod quirks;
+mod support;
