@@ -1,0 +1,2 @@
+//! Credential mechanics: sources, the locked auth store, resolution before dispatch, renewal.
+#![deny(missing_docs)]
