@@ -478,3 +478,117 @@ fn openai_reasoning_items_round_trip() {
     // openai_compatible is reachable for the same request shape.
     let _ = openai_compatible::StreamDecoder::new();
 }
+
+fn anthropic_with_stop(reason: &str, tool: bool) -> Vec<StreamEvent> {
+    let mut body = String::from(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n",
+    );
+    if tool {
+        body.push_str("data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"ls\",\"input\":{}}}\n\n");
+        body.push_str("data: {\"type\":\"content_block_stop\",\"index\":0}\n\n");
+    }
+    body.push_str(&format!(
+        "data: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{reason}\"}},\"usage\":{{\"output_tokens\":2}}}}\n\ndata: {{\"type\":\"message_stop\"}}\n\n"
+    ));
+    decode("anthropic", &body)
+}
+
+#[test]
+fn anthropic_stop_reasons_map_to_the_contract() {
+    let stop = |reason| StreamEvent::Stop { reason };
+    assert_eq!(
+        anthropic_with_stop("end_turn", false).last(),
+        Some(&stop(StopReason::End))
+    );
+    assert_eq!(
+        anthropic_with_stop("stop_sequence", false).last(),
+        Some(&stop(StopReason::End))
+    );
+    assert_eq!(
+        anthropic_with_stop("pause_turn", false).last(),
+        Some(&stop(StopReason::End))
+    );
+    assert_eq!(
+        anthropic_with_stop("max_tokens", false).last(),
+        Some(&stop(StopReason::Limit))
+    );
+    assert_eq!(
+        anthropic_with_stop("model_context_window_exceeded", false).last(),
+        Some(&stop(StopReason::Limit))
+    );
+    assert_eq!(
+        anthropic_with_stop("tool_use", true).last(),
+        Some(&stop(StopReason::ToolUse))
+    );
+    // tool_use with only server-side tools: no client call to answer.
+    assert_eq!(
+        anthropic_with_stop("tool_use", false).last(),
+        Some(&stop(StopReason::End))
+    );
+    // An empty tool input means "no arguments".
+    let events = anthropic_with_stop("tool_use", true);
+    assert_eq!(events[2], delta("t", "{}"));
+    assert_eq!(
+        error_kind(&anthropic_with_stop("refusal", false)),
+        ProviderErrorKind::InvalidRequest
+    );
+}
+
+#[test]
+fn compatible_reused_index_with_new_id_starts_a_new_call() {
+    let body = concat!(
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"y\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"p\\\":1}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+    );
+    let events = decode("openai-compatible", body);
+    let starts: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallStart { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, ["x", "y"]);
+    assert_eq!(
+        events.last(),
+        Some(&StreamEvent::Stop {
+            reason: StopReason::ToolUse
+        })
+    );
+}
+
+#[test]
+fn line_end_style_does_not_change_events() {
+    // Every LF-framed recording decodes the same with CR or CRLF line ends.
+    for fixture in fixtures() {
+        if fixture.bytes.contains(&b'\r') {
+            continue;
+        }
+        let whole = run(
+            &mut AnyDecoder::for_folder(fixture.folder),
+            &[&fixture.bytes],
+        );
+        for replacement in [&b"\r"[..], &b"\r\n"[..]] {
+            let mut converted = Vec::new();
+            for byte in &fixture.bytes {
+                if *byte == b'\n' {
+                    converted.extend_from_slice(replacement);
+                } else {
+                    converted.push(*byte);
+                }
+            }
+            // Split between CR and LF too.
+            let mid = converted.len() / 2;
+            let got = run(
+                &mut AnyDecoder::for_folder(fixture.folder),
+                &[&converted[..mid], &converted[mid..]],
+            );
+            assert_eq!(
+                got, whole,
+                "{}/{} with {:?}",
+                fixture.folder, fixture.name, replacement
+            );
+        }
+    }
+}
