@@ -346,6 +346,13 @@ impl StreamDecoder {
         let Some(index) = self.index(data) else {
             return;
         };
+        if self.blocks.contains_key(&index) {
+            self.out.error(ProviderError::malformed(format!(
+                "Anthropic started content block {index} twice; {}",
+                advice(ProviderErrorKind::MalformedStream)
+            )));
+            return;
+        }
         let empty = Value::Null;
         let block = data.get("content_block").unwrap_or(&empty);
         let state = match str_at(block, "type") {
@@ -382,10 +389,9 @@ impl StreamDecoder {
             "tool_use" => {
                 let id = str_at(block, "id").to_owned();
                 let name = str_at(block, "name").to_owned();
-                self.out.push(StreamEvent::ToolCallStart {
-                    id: id.clone(),
-                    name: name.clone(),
-                });
+                if !self.out.start_call(VENDOR, &id, &name) {
+                    return;
+                }
                 self.tool_calls += 1;
                 let initial = block
                     .get("input")
@@ -400,12 +406,7 @@ impl StreamDecoder {
             }
             _ => Block::Skipped,
         };
-        if self.blocks.insert(index, state).is_some() {
-            self.out.error(ProviderError::malformed(format!(
-                "Anthropic started content block {index} twice; {}",
-                advice(ProviderErrorKind::MalformedStream)
-            )));
-        }
+        self.blocks.insert(index, state);
     }
 
     fn block_delta(&mut self, data: &Value) {

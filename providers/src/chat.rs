@@ -302,11 +302,7 @@ impl ChatDecoder {
             }
             let (id, name, pending) = (call.id.clone(), call.name.clone(), call.arguments.clone());
             self.tool_calls += 1;
-            self.out.push(StreamEvent::ToolCallStart {
-                id: id.clone(),
-                name,
-            });
-            if !pending.is_empty() {
+            if self.out.start_call(self.dialect.vendor, &id, &name) && !pending.is_empty() {
                 self.out.push(StreamEvent::ToolCallDelta {
                     id,
                     arguments: pending,
@@ -373,6 +369,14 @@ impl ChatDecoder {
                     ),
                 ));
                 return;
+            }
+            _ if !self.calls.is_empty() => {
+                // Tool call pieces after the finish_reason: end them too.
+                self.end_calls();
+                if self.out.done() {
+                    return;
+                }
+                StopReason::ToolUse
             }
             _ if !self.refusal.is_empty() => {
                 self.out.error(ProviderError::new(

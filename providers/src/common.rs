@@ -3,6 +3,8 @@
 //! tool call argument checks, error classification and the signature
 //! envelope.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::sse::{SseEvent, SseParser};
@@ -128,9 +130,41 @@ pub(crate) fn json_body(value: &Value) -> Vec<u8> {
 pub(crate) struct Out {
     events: Vec<StreamEvent>,
     done: bool,
+    call_ids: HashSet<String>,
 }
 
 impl Out {
+    /// Starts a tool call, or ends the stream with `malformed_stream` when
+    /// the id or name is empty or the id was already used in this response.
+    /// Returns whether the call started.
+    pub(crate) fn start_call(&mut self, vendor: &str, id: &str, name: &str) -> bool {
+        if self.done {
+            return false;
+        }
+        let problem = if id.is_empty() {
+            Some("an empty call id")
+        } else if name.is_empty() {
+            Some("an empty tool name")
+        } else if self.call_ids.contains(id) {
+            Some("a call id already used in this response")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            self.error(ProviderError::malformed(format!(
+                "{vendor} started tool call {id:?} (tool {name:?}) with {problem}; {}",
+                advice(ProviderErrorKind::MalformedStream)
+            )));
+            return false;
+        }
+        self.call_ids.insert(id.to_owned());
+        self.push(StreamEvent::ToolCallStart {
+            id: id.to_owned(),
+            name: name.to_owned(),
+        });
+        true
+    }
+
     pub(crate) fn push(&mut self, event: StreamEvent) {
         if self.done {
             return;

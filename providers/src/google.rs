@@ -315,10 +315,9 @@ impl StreamDecoder {
                 .get("args")
                 .filter(|a| !a.is_null())
                 .map_or_else(|| "{}".to_owned(), Value::to_string);
-            self.out.push(StreamEvent::ToolCallStart {
-                id: id.clone(),
-                name,
-            });
+            if !self.out.start_call(VENDOR, &id, &name) {
+                return;
+            }
             self.out.push(StreamEvent::ToolCallDelta {
                 id: id.clone(),
                 arguments,

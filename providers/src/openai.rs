@@ -370,10 +370,9 @@ impl StreamDecoder {
         }
         let call_id = str_at(item, "call_id").to_owned();
         let name = str_at(item, "name").to_owned();
-        self.out.push(StreamEvent::ToolCallStart {
-            id: call_id.clone(),
-            name: name.clone(),
-        });
+        if !self.out.start_call(VENDOR, &call_id, &name) {
+            return;
+        }
         self.tool_calls += 1;
         let initial = str_at(item, "arguments").to_owned();
         if !initial.is_empty() {

@@ -106,3 +106,50 @@ proptest! {
         prop_assert_eq!(split, whole, "{}/{}", fixture.folder, fixture.name);
     }
 }
+
+const FOLDERS: [&str; 5] = [
+    "anthropic",
+    "openai-responses",
+    "openai-chat",
+    "openai-compatible",
+    "google",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Untrusted bytes: arbitrary input never panics and always ends in
+    /// exactly one terminal event that obeys the host's stream rules.
+    #[test]
+    fn arbitrary_bytes_end_in_one_outcome(
+        folder in 0usize..5,
+        bytes in proptest::collection::vec(any::<u8>(), 0..512),
+        split in any::<u16>(),
+    ) {
+        let at = usize::from(split) % (bytes.len() + 1);
+        let events = run(&mut AnyDecoder::for_folder(FOLDERS[folder]), &[&bytes[..at], &bytes[at..]]);
+        prop_assert!(check_rules(&events).is_ok(), "{:?}", events);
+    }
+
+    /// Recorded streams with bytes removed, replaced or duplicated.
+    #[test]
+    fn damaged_recordings_end_in_one_outcome(
+        pick in 0usize..64,
+        edits in proptest::collection::vec((any::<u16>(), any::<u8>(), 0u8..3), 1..8),
+    ) {
+        let all = fixtures();
+        let fixture = &all[pick % all.len()];
+        let mut bytes = fixture.bytes.clone();
+        for (at, byte, op) in edits {
+            let at = usize::from(at) % bytes.len().max(1);
+            match op {
+                0 if !bytes.is_empty() => { bytes.remove(at); }
+                1 if !bytes.is_empty() => bytes[at] = byte,
+                _ => bytes.insert(at.min(bytes.len()), byte),
+            }
+        }
+        let folder = if fixture.folder == "openai-chat" && pick % 2 == 0 { "openai-compatible" } else { fixture.folder };
+        let events = run(&mut AnyDecoder::for_folder(folder), &[&bytes]);
+        prop_assert!(check_rules(&events).is_ok(), "{}/{}: {:?}", fixture.folder, fixture.name, events.last());
+    }
+}
