@@ -5,3 +5,5 @@ pub mod config;
 pub mod trust;
 pub mod session;
 pub mod eval;
+pub mod rpc;
+pub mod mcp;

@@ -1,0 +1,31 @@
+//! Machine frontends over the smith agent runtime: JSON-RPC and MCP.
+//!
+//! Both speak JSON-RPC 2.0 over standard input and output with strictly
+//! LF-delimited records ([`jsonrpc`]: framing, parsing, correlated errors
+//! with what/why/next diagnostics, a shared writer), and both record every
+//! effect in a session before it runs ([`runtime`]: provider selection, the
+//! recording session, starting the agent).
+//!
+//! - [`rpc`] — `smith rpc`: drives the agent runtime. Requests become
+//!   runtime commands; runtime events stream out as notifications in the
+//!   runtime's order; `wait_settled` resolves only when the runtime is idle.
+//!   See `docs/rpc.md`.
+//! - [`mcp`] — `smith mcp`: a Model Context Protocol server. The built-in
+//!   tools are MCP tools (through the same tool contract and effect
+//!   journal), sessions are resources, long calls report progress and can be
+//!   cancelled. See `docs/mcp.md`.
+//!
+//! Standard output carries protocol records only; everything else goes to
+//! standard error.
+
+#![deny(missing_docs)]
+
+pub mod jsonrpc;
+pub mod mcp;
+pub mod rpc;
+pub mod runtime;
+
+pub use jsonrpc::{Output, RpcError};
+pub use mcp::{McpOptions, McpServer};
+pub use rpc::RpcServer;
+pub use runtime::{ProviderChoice, RuntimeOptions, SessionChoice, SetupError};

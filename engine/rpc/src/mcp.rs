@@ -1,0 +1,625 @@
+//! `smith mcp`: a Model Context Protocol server over stdio.
+//!
+//! A client spawns `smith mcp` and talks JSON-RPC 2.0 over its standard
+//! input and output (LF-delimited, see [`crate::jsonrpc`]). The server
+//! speaks the `initialize` handshake era of MCP and negotiates the
+//! revision: a client asking for one of [`PROTOCOL_VERSIONS`] gets it back;
+//! any other request gets [`LATEST_PROTOCOL_VERSION`]. A `server/discover`
+//! probe (the per-request era) is answered with "method not found", which
+//! tells a client to fall back to `initialize`.
+//!
+//! What it serves:
+//!
+//! - **tools**: the built-in tools with their JSON Schemas. A `tools/call`
+//!   goes through the same tool contract and effect journal as the agent
+//!   loop: the arguments are validated first (a rejected call is a tool
+//!   error and nothing runs), the intent is made durable in the server's
+//!   session before the effect starts, and the completion after. A call
+//!   whose intent cannot be recorded does not run.
+//! - **progress**: when a call carries `_meta.progressToken`, the server
+//!   sends `notifications/progress` once the effect starts (progress 0) and
+//!   then as live output arrives (progress = bytes of output so far,
+//!   message = the newest output, at most one notification per
+//!   [`PROGRESS_INTERVAL`]).
+//! - **cancellation**: `notifications/cancelled` for a running call
+//!   cancels its effect (bash gets its process group terminated); the
+//!   completion is recorded as `cancelled` and, as the protocol asks, no
+//!   response is sent for the cancelled request.
+//! - **resources**: every stored session is a resource
+//!   `smith://session/<id>`; reading one returns its dump (JSON Lines, one
+//!   entry per line).
+//!
+//! Calls run on their own threads, so the server keeps reading (and can
+//! take a cancellation) while a call runs.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use smith_engine::journal::store::StoreJournal;
+use smith_engine::journal::{
+    BUILTIN_GENERATION, EffectCompletion, EffectIntent, EffectJournal, MAX_INPUT_BYTES, Outcome,
+    canonical_cbor,
+};
+use smith_engine::tools::{Access, CancelToken, Tool, ToolContext, ToolSet};
+use smith_store::{Store, dump};
+
+use crate::jsonrpc::{
+    self, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, Output, Reader, Record, RpcError, opt_str,
+    req_str,
+};
+use crate::runtime::{SessionChoice, SetupError, open_destination};
+
+/// The newest revision this server negotiates.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Every revision this server negotiates, newest first.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The URI prefix of session resources.
+pub const SESSION_URI: &str = "smith://session/";
+
+/// The MIME type of a session resource (its dump).
+pub const SESSION_MIME: &str = "application/x-ndjson";
+
+/// The least time between two output-driven progress notifications of one
+/// call.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// MCP's "resource not found" error code.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// The methods this server answers.
+pub const METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How to start the MCP server.
+#[derive(Clone, Debug)]
+pub struct McpOptions {
+    /// The tools' working directory.
+    pub cwd: PathBuf,
+    /// The session store root.
+    pub store_root: PathBuf,
+    /// The session that records the effects.
+    pub session: SessionChoice,
+}
+
+/// The result of negotiating a revision.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|r| PROTOCOL_VERSIONS.iter().find(|v| **v == r).copied())
+        .unwrap_or(LATEST_PROTOCOL_VERSION)
+}
+
+/// The MCP tool description of a built-in tool.
+pub fn tool_json(tool: &dyn Tool) -> Value {
+    let def = tool.definition();
+    let read_only = def.access == Access::ReadOnly;
+    let mut title = def.name.clone();
+    if let Some(first) = title.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    json!({
+        "name": def.name,
+        "title": title,
+        "description": def.description,
+        "inputSchema": def.parameters,
+        "annotations": {
+            "readOnlyHint": read_only,
+            "destructiveHint": !read_only,
+            "idempotentHint": read_only,
+            "openWorldHint": def.name == "bash",
+        },
+    })
+}
+
+struct Inflight {
+    cancel: CancelToken,
+    cancelled_by_client: bool,
+}
+
+struct Calls {
+    out: Output,
+    tools: ToolSet,
+    context: ToolContext,
+    journal: Arc<StoreJournal>,
+    next_effect: AtomicU64,
+    inflight: Mutex<HashMap<String, Inflight>>,
+}
+
+/// The MCP server.
+pub struct McpServer {
+    calls: Arc<Calls>,
+    store_root: PathBuf,
+    session_name: String,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("store_root", &self.store_root)
+            .field("session", &self.session_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Opens the session that records effects and prepares the tools.
+    ///
+    /// # Errors
+    ///
+    /// When the working directory or the session cannot be used.
+    pub fn new(options: &McpOptions, out: Output) -> Result<Self, SetupError> {
+        let context = ToolContext::new(&options.cwd).map_err(|e| SetupError {
+            message: format!("cannot work in {}: {e}", options.cwd.display()),
+        })?;
+        let destination = open_destination(&options.store_root, &options.session)?;
+        for effect in &destination.unknown_effects {
+            eprintln!(
+                "smith: effect {effect} in session {} has a recorded intent but no completion: its outcome is unknown and it will not be retried",
+                destination.name
+            );
+        }
+        Ok(McpServer {
+            calls: Arc::new(Calls {
+                out,
+                tools: ToolSet::builtin(),
+                context,
+                journal: destination.journal,
+                next_effect: AtomicU64::new(destination.last_effect_seq),
+                inflight: Mutex::new(HashMap::new()),
+            }),
+            store_root: options.store_root.clone(),
+            session_name: destination.name,
+            workers: Vec::new(),
+        })
+    }
+
+    /// The id of the session recording this server's effects.
+    pub fn session_id(&self) -> String {
+        self.calls.journal.session_id().to_hex()
+    }
+
+    /// Serves until the input ends; running calls are cancelled then, and
+    /// their completions recorded, before this returns.
+    ///
+    /// # Errors
+    ///
+    /// Read errors of the input, write errors of the output.
+    pub fn serve(mut self, input: impl BufRead) -> std::io::Result<()> {
+        let mut reader = Reader::new(input);
+        let out = self.calls.out.clone();
+        loop {
+            let incoming = match reader.next_record()? {
+                None => break,
+                Some(Record::TooLong(n)) => {
+                    let r = jsonrpc::too_long(n);
+                    out.error(&r.id, &r.error)?;
+                    continue;
+                }
+                Some(Record::Line(line)) => jsonrpc::parse(line),
+            };
+            match incoming {
+                Err(rejected) => out.error(&rejected.id, &rejected.error)?,
+                Ok(Incoming::Response { .. }) => {}
+                Ok(Incoming::Notification { method, params }) => {
+                    self.notification(&method, &params)
+                }
+                Ok(Incoming::Request { id, method, params }) => {
+                    if method == "tools/call" {
+                        if let Err(error) = self.start_call(&id, &params) {
+                            out.error(&id, &error)?;
+                        }
+                        continue;
+                    }
+                    match self.request(&method, &params) {
+                        Ok(result) => out.result(&id, result)?,
+                        Err(error) => out.error(&id, &error)?,
+                    }
+                }
+            }
+            self.workers.retain(|w| !w.is_finished());
+        }
+        for call in lock(&self.calls.inflight).values() {
+            call.cancel.cancel();
+        }
+        for worker in self.workers.drain(..) {
+            // A panicked worker has nothing left to clean up.
+            let _ = worker.join();
+        }
+        Ok(())
+    }
+
+    fn notification(&self, method: &str, params: &Value) {
+        if method == "notifications/cancelled" {
+            let Some(request) = params.get("requestId") else {
+                return;
+            };
+            // Unknown or finished requests are ignored, as the protocol asks.
+            if let Some(call) = lock(&self.calls.inflight).get_mut(&request.to_string()) {
+                call.cancelled_by_client = true;
+                call.cancel.cancel();
+            }
+        }
+        // notifications/initialized and others need no action.
+    }
+
+    fn request(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => {
+                let requested = opt_str(method, params, "protocolVersion")?;
+                Ok(json!({
+                    "protocolVersion": negotiate(requested),
+                    "capabilities": {
+                        "tools": {"listChanged": false},
+                        "resources": {"subscribe": false, "listChanged": false},
+                    },
+                    "serverInfo": {"name": "smith", "title": "smith", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": format!(
+                        "smith's built-in tools (read, write, edit, bash, find, grep, ls) working in {}. Every call is recorded in session {} before it runs. Stored sessions are resources under {SESSION_URI}.",
+                        self.calls.context.cwd().display(),
+                        self.session_name
+                    ),
+                }))
+            }
+            "ping" => Ok(jsonrpc::empty()),
+            "tools/list" => {
+                let tools: Vec<Value> = self
+                    .calls
+                    .tools
+                    .names()
+                    .filter_map(|n| self.calls.tools.get(n))
+                    .map(|t| tool_json(t.as_ref()))
+                    .collect();
+                Ok(json!({"tools": tools}))
+            }
+            "resources/list" => {
+                let store = self.store()?;
+                let list = store.list().map_err(|e| {
+                    RpcError::new(
+                        jsonrpc::STORE_ERROR,
+                        "store",
+                        "the sessions could not be listed",
+                        e.to_string(),
+                        "check the session store directory",
+                    )
+                })?;
+                let resources: Vec<Value> = list
+                    .iter()
+                    .map(|s| {
+                        let id = s.id.to_hex();
+                        json!({
+                            "uri": format!("{SESSION_URI}{id}"),
+                            "name": s.name.clone().unwrap_or_else(|| id.clone()),
+                            "title": format!("smith session {}", s.name.as_deref().unwrap_or(&id)),
+                            "description": format!("session {id}: its entries as JSON Lines (created {} ms, modified {} ms since the Unix epoch)", s.created_ms, s.modified_ms),
+                            "mimeType": SESSION_MIME,
+                            "size": s.bytes,
+                        })
+                    })
+                    .collect();
+                Ok(json!({"resources": resources}))
+            }
+            "resources/templates/list" => Ok(json!({"resourceTemplates": [{
+                "uriTemplate": format!("{SESSION_URI}{{id}}"),
+                "name": "session",
+                "title": "smith session",
+                "description": "a stored session by id (or unique id prefix or name): its entries as JSON Lines",
+                "mimeType": SESSION_MIME,
+            }]})),
+            "resources/read" => {
+                let uri = req_str(method, params, "uri")?;
+                let not_found = |why: String| {
+                    RpcError::new(
+                        RESOURCE_NOT_FOUND,
+                        "resource_not_found",
+                        format!("resource {uri:?} was not read"),
+                        why,
+                        "list the resources with resources/list",
+                    )
+                    .with("uri", uri)
+                };
+                let Some(reference) = uri.strip_prefix(SESSION_URI).filter(|r| !r.is_empty())
+                else {
+                    return Err(not_found(format!(
+                        "this server has only session resources, {SESSION_URI}<id>"
+                    )));
+                };
+                let store = self.store()?;
+                let file = store
+                    .open_file(reference)
+                    .map_err(|e| not_found(e.to_string()))?;
+                let mut text = Vec::new();
+                dump::dump(file.bytes(), store.limits(), reference, &mut text)
+                    .map_err(|e| not_found(e.to_string()))?;
+                Ok(json!({"contents": [{
+                    "uri": uri,
+                    "mimeType": SESSION_MIME,
+                    "text": String::from_utf8_lossy(&text),
+                }]}))
+            }
+            "server/discover" => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                "method_not_found",
+                "server/discover is not served",
+                format!(
+                    "this server speaks the initialize handshake (revisions {})",
+                    PROTOCOL_VERSIONS.join(", ")
+                ),
+                "send initialize",
+            )),
+            _ => Err(RpcError::method_not_found(method, METHODS)),
+        }
+    }
+
+    fn store(&self) -> Result<Store, RpcError> {
+        Store::open(&self.store_root).map_err(|e| {
+            RpcError::new(
+                jsonrpc::STORE_ERROR,
+                "store",
+                "the session store could not be opened",
+                e.to_string(),
+                "check SMITH_HOME",
+            )
+        })
+    }
+
+    fn start_call(&mut self, id: &Value, params: &Value) -> Result<(), RpcError> {
+        let method = "tools/call";
+        let name = req_str(method, params, "name")?.to_owned();
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(other) => {
+                return Err(RpcError::invalid_params(
+                    method,
+                    format!("\"arguments\" is {other}"),
+                    "\"arguments\" as an object",
+                ));
+            }
+        };
+        if self.calls.tools.get(&name).is_none() {
+            let names: Vec<&str> = self.calls.tools.names().collect();
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "unknown_tool",
+                format!("there is no tool named {name:?}"),
+                "only the built-in tools can be called",
+                format!("use one of: {}", names.join(", ")),
+            )
+            .with("tool", name));
+        }
+        let progress = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_number())
+            .cloned();
+        let key = id.to_string();
+        let cancel = CancelToken::new();
+        {
+            let mut inflight = lock(&self.calls.inflight);
+            if inflight.contains_key(&key) {
+                return Err(RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "duplicate_id",
+                    format!("request id {key} is already in use by a running call"),
+                    "ids must be unique among requests in flight",
+                    "use a new id",
+                ));
+            }
+            inflight.insert(
+                key.clone(),
+                Inflight {
+                    cancel: cancel.clone(),
+                    cancelled_by_client: false,
+                },
+            );
+        }
+        let calls = Arc::clone(&self.calls);
+        let reply_id = id.clone();
+        let worker = std::thread::Builder::new()
+            .name("smith-mcp-call".into())
+            .spawn(move || {
+                let result = calls.run(&key, &name, &arguments, progress, cancel);
+                let cancelled = lock(&calls.inflight)
+                    .remove(&key)
+                    .is_some_and(|c| c.cancelled_by_client);
+                if !cancelled {
+                    let _ = calls.out.result(&reply_id, result);
+                }
+            });
+        match worker {
+            Ok(worker) => {
+                self.workers.push(worker);
+                Ok(())
+            }
+            Err(e) => {
+                lock(&self.calls.inflight).remove(&id.to_string());
+                Err(RpcError::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "thread",
+                    "the call did not start",
+                    format!("no thread could be started: {e}"),
+                    "retry later",
+                ))
+            }
+        }
+    }
+}
+
+fn tool_result(text: String, is_error: bool, meta: Value) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": is_error, "_meta": meta})
+}
+
+impl Calls {
+    /// One call: validate, record the intent, run, record the completion.
+    fn run(
+        &self,
+        key: &str,
+        name: &str,
+        arguments: &Value,
+        progress: Option<Value>,
+        cancel: CancelToken,
+    ) -> Value {
+        let tool = match self.tools.prepare(name, arguments) {
+            Ok(tool) => Arc::clone(tool),
+            Err(e) => {
+                let r = e.into_result();
+                return tool_result(
+                    r.content,
+                    true,
+                    json!({"dev.smith/status": "invalid", "dev.smith/details": r.details}),
+                );
+            }
+        };
+        let input = match canonical_cbor(arguments) {
+            Ok(input) if input.len() <= MAX_INPUT_BYTES => input,
+            Ok(input) => {
+                return tool_result(
+                    format!(
+                        "The {name} call did not run: its arguments take {} bytes, more than the {MAX_INPUT_BYTES} an effect record may hold; send smaller arguments.",
+                        input.len()
+                    ),
+                    true,
+                    json!({"dev.smith/status": "invalid"}),
+                );
+            }
+            Err(e) => {
+                return tool_result(
+                    format!("The {name} call did not run: {e}"),
+                    true,
+                    json!({"dev.smith/status": "invalid"}),
+                );
+            }
+        };
+        let effect_id = format!("fx-{}", self.next_effect.fetch_add(1, Ordering::SeqCst) + 1);
+        let intent = EffectIntent {
+            effect_id: effect_id.clone(),
+            parent: format!("mcp:{key}"),
+            tool: name.to_owned(),
+            plugin_generation: BUILTIN_GENERATION,
+            input,
+        };
+        if let Err(e) = self.journal.record_intent(&intent) {
+            return tool_result(
+                format!(
+                    "The {name} call (effect {effect_id}) did not run because its intent could not be recorded: {e}; nothing was changed — fix the session store and call again."
+                ),
+                true,
+                json!({"dev.smith/status": "not_recorded", "dev.smith/effect_id": effect_id}),
+            );
+        }
+        let mut cx = self.context.clone().with_cancel(cancel.clone());
+        if let Some(token) = progress {
+            let _ = self.out.notify(
+                "notifications/progress",
+                json!({"progressToken": token, "progress": 0, "message": format!("{name} started (effect {effect_id})")}),
+            );
+            let out = self.out.clone();
+            let state = Mutex::new((0u64, Instant::now()));
+            cx = cx.with_output_sink(Arc::new(move |bytes: &[u8]| {
+                let mut s = lock(&state);
+                s.0 += bytes.len() as u64;
+                if s.1.elapsed() >= PROGRESS_INTERVAL && !bytes.is_empty() {
+                    s.1 = Instant::now();
+                    let text = String::from_utf8_lossy(bytes);
+                    let message: String = text
+                        .chars()
+                        .rev()
+                        .take(200)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect();
+                    let _ = out.notify(
+                        "notifications/progress",
+                        json!({"progressToken": token, "progress": s.0, "message": message}),
+                    );
+                }
+            }));
+        }
+        let result = tool.execute(arguments, &cx);
+        let cancelled = result.is_error && result.error_kind() == Some("cancelled");
+        let outcome = if cancelled {
+            Outcome::Cancelled
+        } else if result.is_error {
+            Outcome::Error
+        } else {
+            Outcome::Ok
+        };
+        let output = canonical_cbor(&json!({"content": result.content, "details": result.details, "is_error": result.is_error}))
+            .unwrap_or_else(|e| canonical_cbor(&json!({"unrecordable_output": e.message})).unwrap_or_default());
+        let completion = EffectCompletion {
+            effect_id: effect_id.clone(),
+            outcome,
+            mutation: result.mutation,
+            output,
+        };
+        let meta = json!({
+            "dev.smith/status": outcome.as_str(),
+            "dev.smith/effect_id": effect_id,
+            "dev.smith/mutation": result.mutation.as_str(),
+            "dev.smith/details": result.details,
+        });
+        match self.journal.record_completion(&completion) {
+            Ok(()) => tool_result(result.content, result.is_error, meta),
+            Err(e) => tool_result(
+                format!(
+                    "{}\n\nThe {name} call (effect {effect_id}) finished with mutation state {} but its completion could not be recorded: {e}; the session will show this effect as unknown — fix the session store before calling more tools.",
+                    result.content,
+                    result.mutation.as_str()
+                ),
+                true,
+                meta,
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_known_revisions_and_counters_others() {
+        assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
+        assert_eq!(negotiate(Some("2025-11-25")), "2025-11-25");
+        assert_eq!(negotiate(Some("2026-07-28")), LATEST_PROTOCOL_VERSION);
+        assert_eq!(negotiate(Some("1999-01-01")), LATEST_PROTOCOL_VERSION);
+        assert_eq!(negotiate(None), LATEST_PROTOCOL_VERSION);
+    }
+
+    #[test]
+    fn built_in_tools_have_object_schemas_and_honest_hints() {
+        let set = ToolSet::builtin();
+        for name in set.names() {
+            let tool = set.get(name).unwrap();
+            let v = tool_json(tool.as_ref());
+            assert_eq!(v["inputSchema"]["type"], "object", "{name}");
+            let read_only = tool.definition().access == Access::ReadOnly;
+            assert_eq!(v["annotations"]["readOnlyHint"], read_only, "{name}");
+            assert_eq!(v["annotations"]["destructiveHint"], !read_only, "{name}");
+        }
+        assert_eq!(
+            tool_json(set.get("read").unwrap().as_ref())["title"],
+            "Read"
+        );
+    }
+}

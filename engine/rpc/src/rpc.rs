@@ -1,0 +1,833 @@
+//! `smith rpc`: JSON-RPC 2.0 over standard input and output.
+//!
+//! The server reads LF-delimited requests (see [`crate::jsonrpc`]), turns
+//! them into runtime [`Command`]s, and writes responses carrying the
+//! request's id. Every runtime [`Event`] is forwarded as a notification
+//! whose method is the event's `type` and whose params are the event's
+//! versioned JSON projection (`docs/protocol.md`), in the runtime's order:
+//! `message_start`, `message_delta`s carrying only new text, and an
+//! authoritative `message_end`; tool, compaction and queue lifecycle;
+//! `settled`. `state` and `messages` answers are consumed by the requests
+//! that asked for them and are not forwarded.
+//!
+//! Two threads write: the request loop (responses) and an event pump
+//! (notifications, and the `wait_settled` responses, which are written
+//! right after the `settled` notification that resolves them). Standard
+//! output carries only these records; diagnostics go to standard error.
+//!
+//! The methods, their parameters and a complete example session are in
+//! `docs/rpc.md`; [`METHODS`] lists them.
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use smith_engine::agent::AgentHandle;
+use smith_engine::protocol::{Command, Event, Header, QueuedItem, SCHEMA_VERSION};
+use smith_store::{Store, dump};
+
+use crate::jsonrpc::{
+    self, BUSY, INVALID_PARAMS, Incoming, NOT_AVAILABLE, Output, RUNTIME_ERROR, Reader, Record,
+    RpcError, STORE_ERROR, opt_str, opt_u64, req_str,
+};
+use crate::runtime::{Runtime, RuntimeOptions, SessionChoice, SetupError};
+
+/// Every method `smith rpc` answers.
+pub const METHODS: &[&str] = &[
+    "initialize",
+    "shutdown",
+    "session/new",
+    "session/open",
+    "session/list",
+    "session/info",
+    "session/fork",
+    "session/select_leaf",
+    "session/dump",
+    "prompt",
+    "steer",
+    "follow_up",
+    "queue/list",
+    "queue/remove",
+    "queue/edit",
+    "abort",
+    "wait_settled",
+    "state",
+    "messages",
+    "model/list",
+    "model/set",
+    "compact",
+    "config/get",
+];
+
+/// Every notification method `smith rpc` sends (the runtime's event types).
+pub const NOTIFICATIONS: &[&str] = &[
+    "agent_start",
+    "agent_end",
+    "settled",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_delta",
+    "thinking_delta",
+    "message_end",
+    "tool_call",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "queue_changed",
+    "compaction_start",
+    "compaction_end",
+    "model_changed",
+    "error",
+];
+
+/// The most messages one `messages` page returns.
+pub const MAX_PAGE: u64 = 1000;
+
+const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[derive(Default)]
+struct St {
+    /// A run (or model switch) is active or requested and its `settled`
+    /// has not been seen.
+    running: bool,
+    settled_waiters: Vec<Value>,
+    state_waiters: VecDeque<Sender<Event>>,
+    messages_waiters: VecDeque<Sender<Event>>,
+    /// While a queue removal is in flight: whether the runtime said the
+    /// item was not queued.
+    removal_failed: Option<bool>,
+}
+
+struct Shared {
+    out: Output,
+    st: Mutex<St>,
+}
+
+struct Current {
+    handle: Arc<AgentHandle>,
+    journal: Arc<smith_engine::journal::store::StoreJournal>,
+    name: String,
+    provider: smith_engine::provider::ProviderInfo,
+    stop: Arc<AtomicBool>,
+    pump: Option<JoinHandle<()>>,
+}
+
+impl Current {
+    fn session_json(&self) -> Value {
+        json!({"id": self.journal.session_id().to_hex(), "name": self.name})
+    }
+
+    fn shutdown(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(pump) = self.pump.take() {
+            // A panicked pump has nothing left to clean up.
+            let _ = pump.join();
+        }
+        match Arc::try_unwrap(self.handle) {
+            Ok(handle) => handle.shutdown(),
+            Err(handle) => handle.abort(),
+        }
+    }
+}
+
+/// The JSON-RPC server.
+pub struct RpcServer {
+    options: RuntimeOptions,
+    shared: Arc<Shared>,
+    current: Option<Current>,
+}
+
+impl std::fmt::Debug for RpcServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcServer")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn pump(handle: Arc<AgentHandle>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        let event = match handle.recv_timeout(Duration::from_millis(50)) {
+            Ok(event) => event,
+            Err(true) => continue,
+            Err(false) => break,
+        };
+        let mut st = lock(&shared.st);
+        match &event {
+            Event::State { .. } => {
+                if let Some(tx) = st.state_waiters.pop_front() {
+                    let _ = tx.send(event);
+                    continue;
+                }
+            }
+            Event::Messages { .. } => {
+                if let Some(tx) = st.messages_waiters.pop_front() {
+                    let _ = tx.send(event);
+                    continue;
+                }
+            }
+            Event::Error(info)
+                if info.kind == "queue_item_not_found" && st.removal_failed.is_some() =>
+            {
+                st.removal_failed = Some(true);
+                continue;
+            }
+            Event::AgentStart => st.running = true,
+            _ => {}
+        }
+        let value = serde_json::to_value(&event).unwrap_or_else(|e| {
+            json!({"type": "error", "kind": "internal", "message": format!("an event could not be projected to JSON: {e}")})
+        });
+        let method = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
+            .to_owned();
+        if shared.out.notify(&method, value).is_err() {
+            // Standard output is gone: nobody can read anything more.
+            break;
+        }
+        if matches!(event, Event::Settled) {
+            st.running = false;
+            for id in std::mem::take(&mut st.settled_waiters) {
+                let _ = shared.out.result(&id, json!({"settled": true}));
+            }
+        }
+    }
+}
+
+fn busy(method: &str) -> RpcError {
+    RpcError::new(
+        BUSY,
+        "busy",
+        format!("{method} cannot run now"),
+        "the runtime is working (a run, queued input or a model switch)",
+        "call abort, then wait_settled, and send the request again",
+    )
+}
+
+fn setup_error(e: &SetupError) -> RpcError {
+    RpcError::new(
+        RUNTIME_ERROR,
+        "runtime_setup",
+        "the runtime could not start",
+        e.message.clone(),
+        "fix the cause and call session/new or session/open",
+    )
+}
+
+fn store_error(what: &str, e: &smith_store::StoreError) -> RpcError {
+    RpcError::new(
+        STORE_ERROR,
+        "store",
+        what.to_owned(),
+        e.to_string(),
+        "check the session reference with session/list",
+    )
+}
+
+impl RpcServer {
+    /// A server that writes to `out` and starts its first runtime over
+    /// `session`.
+    ///
+    /// # Errors
+    ///
+    /// When the first runtime cannot start.
+    pub fn new(
+        options: RuntimeOptions,
+        session: &SessionChoice,
+        out: Output,
+    ) -> Result<Self, SetupError> {
+        let mut server = RpcServer {
+            options,
+            shared: Arc::new(Shared {
+                out,
+                st: Mutex::new(St::default()),
+            }),
+            current: None,
+        };
+        server.start(session)?;
+        Ok(server)
+    }
+
+    fn start(&mut self, choice: &SessionChoice) -> Result<(), SetupError> {
+        let Runtime {
+            handle,
+            journal,
+            name,
+            provider,
+        } = self.options.start(choice)?;
+        let handle = Arc::new(handle);
+        let stop = Arc::new(AtomicBool::new(false));
+        let pump = {
+            let (handle, shared, stop) = (
+                Arc::clone(&handle),
+                Arc::clone(&self.shared),
+                Arc::clone(&stop),
+            );
+            std::thread::Builder::new()
+                .name("smith-rpc-events".into())
+                .spawn(move || pump(handle, shared, stop))
+                .map_err(|e| SetupError {
+                    message: format!(
+                        "could not start the event thread: {e}; the system may be out of threads"
+                    ),
+                })?
+        };
+        *lock(&self.shared.st) = St::default();
+        self.current = Some(Current {
+            handle,
+            journal,
+            name,
+            provider,
+            stop,
+            pump: Some(pump),
+        });
+        Ok(())
+    }
+
+    fn stop_current(&mut self) {
+        if let Some(current) = self.current.take() {
+            current.shutdown();
+        }
+    }
+
+    /// Serves requests from `input` until it ends or `shutdown` is called,
+    /// then stops the runtime.
+    ///
+    /// # Errors
+    ///
+    /// Read errors of `input` and write errors of the output.
+    pub fn serve(mut self, input: impl BufRead) -> std::io::Result<()> {
+        let mut reader = Reader::new(input);
+        let out = self.shared.out.clone();
+        loop {
+            let incoming = match reader.next_record()? {
+                None => break,
+                Some(Record::TooLong(n)) => {
+                    let r = jsonrpc::too_long(n);
+                    out.error(&r.id, &r.error)?;
+                    continue;
+                }
+                Some(Record::Line(line)) => jsonrpc::parse(line),
+            };
+            match incoming {
+                Err(rejected) => out.error(&rejected.id, &rejected.error)?,
+                Ok(Incoming::Response { .. } | Incoming::Notification { .. }) => {}
+                Ok(Incoming::Request { id, method, params }) => {
+                    if method == "wait_settled" {
+                        self.wait_settled(id)?;
+                        continue;
+                    }
+                    let shutdown = method == "shutdown";
+                    match self.call(&method, &params) {
+                        Ok(result) => out.result(&id, result)?,
+                        Err(error) => out.error(&id, &error)?,
+                    }
+                    if shutdown {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(current) = &self.current {
+            current.handle.abort();
+        }
+        self.stop_current();
+        Ok(())
+    }
+
+    fn wait_settled(&mut self, id: Value) -> std::io::Result<()> {
+        let mut st = lock(&self.shared.st);
+        if st.running && self.current.is_some() {
+            st.settled_waiters.push(id);
+            Ok(())
+        } else {
+            self.shared.out.result(&id, json!({"settled": true}))
+        }
+    }
+
+    fn current(&self) -> Result<&Current, RpcError> {
+        self.current.as_ref().ok_or_else(|| {
+            RpcError::new(
+                RUNTIME_ERROR,
+                "no_session",
+                "no session is open",
+                "the last session switch failed",
+                "call session/new or session/open",
+            )
+        })
+    }
+
+    fn send(&self, command: Command) -> Result<(), RpcError> {
+        self.current()?.handle.send(command).map_err(|e| {
+            RpcError::new(
+                RUNTIME_ERROR,
+                "runtime_stopped",
+                "the runtime stopped",
+                e.message,
+                "call session/open to start it again",
+            )
+        })
+    }
+
+    fn require_idle(&self, method: &str) -> Result<(), RpcError> {
+        if lock(&self.shared.st).running {
+            return Err(busy(method));
+        }
+        Ok(())
+    }
+
+    /// Sends a query command and waits for its answer event.
+    fn query(&self, messages: bool) -> Result<Event, RpcError> {
+        let (tx, rx) = channel();
+        {
+            let mut st = lock(&self.shared.st);
+            if messages {
+                st.messages_waiters.push_back(tx);
+            } else {
+                st.state_waiters.push_back(tx);
+            }
+        }
+        let sent = self.send(if messages {
+            Command::GetMessages
+        } else {
+            Command::GetState
+        });
+        if let Err(e) = sent {
+            let mut st = lock(&self.shared.st);
+            if messages {
+                st.messages_waiters.pop_back();
+            } else {
+                st.state_waiters.pop_back();
+            }
+            return Err(e);
+        }
+        rx.recv_timeout(QUERY_TIMEOUT).map_err(|_| {
+            RpcError::new(
+                RUNTIME_ERROR,
+                "runtime_unresponsive",
+                "the runtime did not answer a query",
+                format!("no answer within {} seconds", QUERY_TIMEOUT.as_secs()),
+                "call abort; if that does not help, restart smith rpc",
+            )
+        })
+    }
+
+    fn queue(&self) -> Result<Vec<QueuedItem>, RpcError> {
+        match self.query(false)? {
+            Event::State { queue, .. } => Ok(queue),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    fn queue_input(&self, command: Command) -> Result<Value, RpcError> {
+        {
+            let mut st = lock(&self.shared.st);
+            // Queued input that arrives while idle starts a run at once.
+            st.running = true;
+        }
+        self.send(command)?;
+        Ok(json!({"queued": true}))
+    }
+
+    /// One request.
+    fn call(&mut self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => {
+                let header = Header::current();
+                Ok(json!({
+                    "protocol": "smith-rpc",
+                    "schema_version": SCHEMA_VERSION,
+                    "producer": header.producer,
+                    "capabilities": {
+                        "methods": METHODS,
+                        "notifications": NOTIFICATIONS,
+                        "queue_modes": ["steer", "follow_up"],
+                        "compaction": false,
+                        "max_page": MAX_PAGE,
+                    },
+                    "session": self.current.as_ref().map(Current::session_json),
+                }))
+            }
+            "shutdown" => Ok(json!({})),
+            "prompt" => {
+                let text = req_str(method, params, "text")?.to_owned();
+                {
+                    let mut st = lock(&self.shared.st);
+                    if st.running {
+                        return Err(RpcError::new(
+                            BUSY,
+                            "busy",
+                            "the prompt was not started",
+                            "the runtime is already working",
+                            "use steer or follow_up to queue input, or wait_settled first",
+                        ));
+                    }
+                    self.current()?;
+                    st.running = true;
+                }
+                if let Err(e) = self.send(Command::Prompt { text }) {
+                    lock(&self.shared.st).running = false;
+                    return Err(e);
+                }
+                Ok(json!({"started": true}))
+            }
+            "steer" => {
+                let text = req_str(method, params, "text")?.to_owned();
+                self.queue_input(Command::Steer { text })
+            }
+            "follow_up" => {
+                let text = req_str(method, params, "text")?.to_owned();
+                self.queue_input(Command::FollowUp { text })
+            }
+            "queue/list" => Ok(json!({"items": self.queue()?})),
+            "queue/remove" | "queue/edit" => {
+                let id = opt_u64(method, params, "id")?.ok_or_else(|| {
+                    RpcError::invalid_params(method, "\"id\" is missing", "\"id\" from queue/list")
+                })?;
+                let text = if method == "queue/edit" {
+                    Some(req_str(method, params, "text")?.to_owned())
+                } else {
+                    None
+                };
+                let not_queued = || {
+                    RpcError::new(
+                        INVALID_PARAMS,
+                        "queue_item_not_found",
+                        format!("queued item {id} was not changed"),
+                        "it is not in the queue (it may have been delivered already)",
+                        "call queue/list to see the queue",
+                    )
+                    .with("id", id)
+                };
+                let queue = self.queue()?;
+                let Some(item) = queue.iter().find(|i| i.id == id).cloned() else {
+                    return Err(not_queued());
+                };
+                lock(&self.shared.st).removal_failed = Some(false);
+                let sent = self.send(Command::RemoveQueued { id });
+                // The answer to the removal precedes the state answer.
+                let checked = sent.and_then(|()| self.query(false));
+                let failed = lock(&self.shared.st).removal_failed.take() == Some(true);
+                checked?;
+                if failed {
+                    return Err(not_queued());
+                }
+                match text {
+                    None => Ok(json!({"removed": id})),
+                    Some(text) => {
+                        self.send(Command::Enqueue {
+                            mode: item.mode.clone(),
+                            text,
+                        })?;
+                        Ok(json!({"removed": id, "queued": true, "mode": item.mode}))
+                    }
+                }
+            }
+            "abort" => {
+                // Through the command channel, so an abort right after a
+                // prompt reaches the run that prompt started.
+                let running = lock(&self.shared.st).running;
+                self.send(Command::Abort)?;
+                Ok(json!({"aborted": running}))
+            }
+            "state" => match self.query(false)? {
+                Event::State {
+                    provider,
+                    model,
+                    busy,
+                    queue,
+                    message_count,
+                } => Ok(json!({
+                    "provider": provider,
+                    "model": model,
+                    "busy": busy,
+                    "settled": !lock(&self.shared.st).running,
+                    "queue": queue,
+                    "message_count": message_count,
+                    "session": self.current()?.session_json(),
+                    "schema_version": SCHEMA_VERSION,
+                })),
+                _ => Err(RpcError::new(
+                    RUNTIME_ERROR,
+                    "internal",
+                    "the runtime answered a state query with another event",
+                    "this is a defect",
+                    "report it",
+                )),
+            },
+            "messages" => {
+                let offset = opt_u64(method, params, "offset")?.unwrap_or(0);
+                let limit = opt_u64(method, params, "limit")?.unwrap_or(100);
+                if limit == 0 || limit > MAX_PAGE {
+                    return Err(RpcError::invalid_params(
+                        method,
+                        format!("\"limit\" is {limit}"),
+                        &format!("a limit from 1 to {MAX_PAGE}"),
+                    ));
+                }
+                let Event::Messages { messages } = self.query(true)? else {
+                    return Err(RpcError::new(
+                        RUNTIME_ERROR,
+                        "internal",
+                        "the runtime answered a messages query with another event",
+                        "this is a defect",
+                        "report it",
+                    ));
+                };
+                let total = messages.len();
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(total);
+                let end = start
+                    .saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
+                    .min(total);
+                Ok(json!({
+                    "total": total,
+                    "offset": start,
+                    "messages": messages[start..end],
+                    "next_offset": if end < total { Value::from(end) } else { Value::Null },
+                }))
+            }
+            "model/list" => {
+                let current = self.current()?;
+                let model = match self.query(false)? {
+                    Event::State { model, .. } => model,
+                    _ => String::new(),
+                };
+                Ok(
+                    json!({"provider": current.provider.id, "models": current.provider.models, "current": model}),
+                )
+            }
+            "model/set" => {
+                let model = req_str(method, params, "model")?.to_owned();
+                let current = self.current()?;
+                if !current.provider.models.iter().any(|m| m.id == model) {
+                    let known: Vec<&str> = current
+                        .provider
+                        .models
+                        .iter()
+                        .map(|m| m.id.as_str())
+                        .collect();
+                    return Err(RpcError::invalid_params(
+                        method,
+                        format!("provider {} has no model {model:?}", current.provider.id),
+                        &format!("one of: {}", known.join(", ")),
+                    ));
+                }
+                {
+                    let mut st = lock(&self.shared.st);
+                    if st.running {
+                        return Err(busy(method));
+                    }
+                    st.running = true;
+                }
+                if let Err(e) = self.send(Command::SetModel {
+                    model: model.clone(),
+                }) {
+                    lock(&self.shared.st).running = false;
+                    return Err(e);
+                }
+                Ok(json!({"model": model}))
+            }
+            "compact" => Err(RpcError::new(
+                NOT_AVAILABLE,
+                "compaction_unavailable",
+                "the conversation was not compacted",
+                "this runtime has no compaction yet (compaction_start and compaction_end are reserved)",
+                "continue without compacting, or start a new session with session/new",
+            )),
+            "config/get" => self.config_get(params),
+            "session/list" => {
+                let store = self.store()?;
+                let current = self.current.as_ref().map(|c| c.journal.session_id());
+                let list = store
+                    .list()
+                    .map_err(|e| store_error("the sessions could not be listed", &e))?;
+                let sessions: Vec<Value> = list
+                    .iter()
+                    .map(|s| {
+                        json!({"id": s.id.to_hex(), "name": s.name, "created_ms": s.created_ms, "modified_ms": s.modified_ms, "bytes": s.bytes, "current": Some(s.id) == current})
+                    })
+                    .collect();
+                Ok(json!({"sessions": sessions}))
+            }
+            "session/info" => {
+                let store = self.store()?;
+                let reference = self.reference(method, params)?;
+                let session = store.load(&reference).map_err(|e| {
+                    store_error(&format!("session {reference:?} could not be read"), &e)
+                })?;
+                let id = session.id();
+                Ok(json!({
+                    "id": id.to_hex(),
+                    "name": store.name_of(id),
+                    "created_ms": session.created_ms(),
+                    "origin": session.origin().map(|o| json!({"session": o.session.to_hex(), "leaf": o.leaf})),
+                    "entries": session.records().len(),
+                    "leaves": session.leaves(),
+                    "selected_leaf": session.leaf().map(|l| l.id),
+                    "selected_branch_len": session.branch().len(),
+                    "open_effect_intents": session.open_intents().len(),
+                    "current": self.current.as_ref().map(|c| c.journal.session_id()) == Some(id),
+                }))
+            }
+            "session/dump" => {
+                let store = self.store()?;
+                let reference = self.reference(method, params)?;
+                let file = store.open_file(&reference).map_err(|e| {
+                    store_error(&format!("session {reference:?} could not be read"), &e)
+                })?;
+                let mut bytes = Vec::new();
+                dump::dump(file.bytes(), store.limits(), &reference, &mut bytes).map_err(|e| {
+                    store_error(&format!("session {reference:?} could not be dumped"), &e)
+                })?;
+                let records: Vec<Value> = bytes
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .filter_map(|l| serde_json::from_slice(l).ok())
+                    .collect();
+                Ok(json!({"records": records}))
+            }
+            "session/fork" => {
+                let store = self.store()?;
+                let reference = self.reference(method, params)?;
+                let name = opt_str(method, params, "name")?;
+                let session = store.load(&reference).map_err(|e| {
+                    store_error(&format!("session {reference:?} could not be read"), &e)
+                })?;
+                let fork = store.fork(&session, name).map_err(|e| {
+                    store_error(&format!("session {reference:?} could not be forked"), &e)
+                })?;
+                Ok(
+                    json!({"session": {"id": fork.id().to_hex(), "name": name}, "origin": session.id().to_hex()}),
+                )
+            }
+            "session/new" | "session/open" => {
+                self.require_idle(method)?;
+                let choice = if method == "session/new" {
+                    SessionChoice::New(opt_str(method, params, "name")?.map(str::to_owned))
+                } else {
+                    SessionChoice::Open(req_str(method, params, "session")?.to_owned())
+                };
+                self.switch(&choice)
+            }
+            "session/select_leaf" => {
+                self.require_idle(method)?;
+                let entry = opt_u64(method, params, "entry")?.ok_or_else(|| {
+                    RpcError::invalid_params(
+                        method,
+                        "\"entry\" is missing",
+                        "\"entry\": an entry id from session/dump",
+                    )
+                })?;
+                let reference = self.reference(method, params)?;
+                let store = self.store()?;
+                let id = store.resolve(&reference).map_err(|e| {
+                    store_error(&format!("session {reference:?} could not be found"), &e)
+                })?;
+                let is_current = self.current.as_ref().map(|c| c.journal.session_id()) == Some(id);
+                if is_current {
+                    self.stop_current();
+                }
+                let selected = store
+                    .load(&id.to_hex())
+                    .and_then(|mut s| store.select_leaf(&mut s, entry, None))
+                    .map_err(|e| {
+                        store_error(
+                            &format!(
+                                "entry {entry} of session {reference:?} could not be selected"
+                            ),
+                            &e,
+                        )
+                    });
+                if is_current {
+                    let reopened = self.switch(&SessionChoice::Open(id.to_hex()));
+                    selected.as_ref().map_err(Clone::clone)?;
+                    reopened?;
+                }
+                let switch_entry = selected?;
+                Ok(json!({"session": id.to_hex(), "leaf": entry, "switch_entry": switch_entry}))
+            }
+            _ => Err(RpcError::method_not_found(method, METHODS)),
+        }
+    }
+
+    fn switch(&mut self, choice: &SessionChoice) -> Result<Value, RpcError> {
+        let previous = self
+            .current
+            .as_ref()
+            .map(|c| c.journal.session_id().to_hex());
+        self.stop_current();
+        match self.start(choice) {
+            Ok(()) => Ok(json!({"session": self.current()?.session_json()})),
+            Err(e) => {
+                if let Some(previous) = previous
+                    && let Err(again) = self.start(&SessionChoice::Open(previous.clone()))
+                {
+                    eprintln!(
+                        "smith: could not reopen session {previous} after a failed switch: {again}"
+                    );
+                }
+                Err(setup_error(&e))
+            }
+        }
+    }
+
+    fn store(&self) -> Result<Store, RpcError> {
+        Store::open(&self.options.store_root)
+            .map_err(|e| store_error("the session store could not be opened", &e))
+    }
+
+    fn reference(&self, method: &str, params: &Value) -> Result<String, RpcError> {
+        match opt_str(method, params, "session")? {
+            Some(r) => Ok(r.to_owned()),
+            None => Ok(self.current()?.journal.session_id().to_hex()),
+        }
+    }
+
+    fn config_get(&self, params: &Value) -> Result<Value, RpcError> {
+        let method = "config/get";
+        let key = opt_str(method, params, "key")?;
+        let sources = matches!(params.get("sources"), Some(Value::Bool(true)));
+        let config_error = |e: smith_config::ConfigError| {
+            RpcError::new(
+                RUNTIME_ERROR,
+                "config",
+                "the configuration could not be loaded",
+                e.to_string(),
+                "fix the configuration file named in the message",
+            )
+        };
+        let config = smith_config::Loader::from_process()
+            .map_err(config_error)?
+            .start_dir(&self.options.cwd)
+            .load()
+            .map_err(config_error)?;
+        match key {
+            Some(key) => config
+                .entry(key)
+                .map(|e| e.to_json(sources))
+                .ok_or_else(|| {
+                    let known: Vec<&str> = config.entries().iter().map(|e| e.decl.key).collect();
+                    RpcError::invalid_params(
+                        method,
+                        format!("there is no option {key:?}"),
+                        &format!("one of: {}", known.join(", ")),
+                    )
+                }),
+            None => Ok(
+                json!({"options": config.entries().iter().map(|e| e.to_json(sources)).collect::<Vec<_>>()}),
+            ),
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Runtime wiring shared by the frontends: provider selection, the session
+//! that records effects, and starting the agent over it.
+//!
+//! Effects never run without a durable destination: every runtime started
+//! here records into a session of a [`Store`] through a [`StoreJournal`]
+//! (a new named session, or an existing one resumed with its history, model
+//! and effect numbering).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
+use smith_engine::journal::EffectState;
+use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
+use smith_engine::provider::{HostTransport, Provider, ProviderInfo};
+use smith_engine::tools::{ToolContext, ToolSet};
+use smith_store::Store;
+
+/// A runtime could not be set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetupError {
+    /// What happened, why, and what to do next.
+    pub message: String,
+}
+
+impl SetupError {
+    fn new(message: impl Into<String>) -> Self {
+        SetupError {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// Which provider to use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProviderChoice {
+    /// The provider id; only `mock` exists in this build.
+    pub provider: String,
+    /// The model (default: the session's, else the provider's first).
+    pub model: Option<String>,
+    /// The mock provider's script (default: the built-in demo).
+    pub mock_script: Option<PathBuf>,
+    /// Where the mock provider writes the requests it receives.
+    pub mock_record: Option<PathBuf>,
+}
+
+impl ProviderChoice {
+    /// A fresh provider (a scripted one replays its script from the start).
+    ///
+    /// # Errors
+    ///
+    /// An unknown provider, an unreadable or invalid script.
+    pub fn build(&self) -> Result<Box<dyn Provider>, SetupError> {
+        if self.provider != "mock" {
+            return Err(SetupError::new(format!(
+                "provider {:?} is not available: this build has only the scripted provider; run with --provider mock (optionally --mock-script FILE)",
+                self.provider
+            )));
+        }
+        let mut provider = match &self.mock_script {
+            Some(path) => ScriptedProvider::new(
+                load_script(path).map_err(|e| SetupError::new(e.to_string()))?,
+            ),
+            None => ScriptedProvider::demo(),
+        };
+        if let Some(path) = &self.mock_record {
+            provider = provider
+                .record_to(path)
+                .map_err(|e| SetupError::new(e.to_string()))?;
+        }
+        Ok(Box::new(provider))
+    }
+}
+
+/// Which session records the runtime's effects and conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// A new session with this name (or unnamed).
+    New(Option<String>),
+    /// An existing session by name, id or unique id prefix.
+    Open(String),
+}
+
+/// A session opened for recording.
+#[derive(Debug)]
+pub struct Destination {
+    /// The journal over the session.
+    pub journal: Arc<StoreJournal>,
+    /// The session's name, or its id when unnamed.
+    pub name: String,
+    /// The resumed conversation.
+    pub history: Vec<smith_engine::provider::Message>,
+    /// The last effect number used (new effects continue after it).
+    pub last_effect_seq: u64,
+    /// The recorded model, when resuming.
+    pub model: Option<String>,
+    /// Effects with an intent but no completion (never retried).
+    pub unknown_effects: Vec<String>,
+}
+
+/// Opens (or creates) the session that will record effects.
+///
+/// # Errors
+///
+/// When the session cannot be created, found or resumed.
+pub fn open_destination(
+    root: &std::path::Path,
+    choice: &SessionChoice,
+) -> Result<Destination, SetupError> {
+    let store = Store::open(root).map_err(|e| {
+        SetupError::new(format!(
+            "could not open the session store at {}: {e}",
+            root.display()
+        ))
+    })?;
+    match choice {
+        SessionChoice::New(name) => {
+            let session = store.create(name.as_deref()).map_err(|e| {
+                SetupError::new(format!(
+                    "could not create session {} in {}: {e}",
+                    name.as_deref().unwrap_or("(unnamed)"),
+                    root.display()
+                ))
+            })?;
+            let name = name.clone().unwrap_or_else(|| session.id().to_hex());
+            Ok(Destination {
+                journal: Arc::new(StoreJournal::new(store, session)),
+                name,
+                history: Vec::new(),
+                last_effect_seq: 0,
+                model: None,
+                unknown_effects: Vec::new(),
+            })
+        }
+        SessionChoice::Open(reference) => {
+            let session = store.load(reference).map_err(|e| {
+                SetupError::new(format!(
+                    "could not open session {reference:?}: {e}; list the sessions with `smith session list`"
+                ))
+            })?;
+            let resumed = resume(&session).map_err(|e| {
+                SetupError::new(format!("could not resume session {reference:?}: {e}"))
+            })?;
+            let unknown_effects = resumed
+                .effects
+                .iter()
+                .filter(|(_, s)| *s == EffectState::Unknown)
+                .map(|(id, _)| id.clone())
+                .collect();
+            let name = store
+                .name_of(session.id())
+                .unwrap_or_else(|| session.id().to_hex());
+            Ok(Destination {
+                journal: Arc::new(StoreJournal::new(store, session)),
+                name,
+                history: resumed.history,
+                last_effect_seq: resumed.last_effect_seq,
+                model: resumed.model.map(|(_, m)| m),
+                unknown_effects,
+            })
+        }
+    }
+}
+
+/// A running agent over a session.
+#[derive(Debug)]
+pub struct Runtime {
+    /// The agent.
+    pub handle: AgentHandle,
+    /// The session journal.
+    pub journal: Arc<StoreJournal>,
+    /// The session name (or id).
+    pub name: String,
+    /// The provider's self-description (models).
+    pub provider: ProviderInfo,
+}
+
+/// Everything needed to start runtimes.
+#[derive(Clone, Debug)]
+pub struct RuntimeOptions {
+    /// The provider.
+    pub provider: ProviderChoice,
+    /// The working directory of the tools.
+    pub cwd: PathBuf,
+    /// The session store root.
+    pub store_root: PathBuf,
+    /// Stop a run after this many turns.
+    pub max_turns: Option<u32>,
+}
+
+impl RuntimeOptions {
+    /// Starts an agent recording into `choice`.
+    ///
+    /// # Errors
+    ///
+    /// Provider, working directory, session or thread setup failures.
+    pub fn start(&self, choice: &SessionChoice) -> Result<Runtime, SetupError> {
+        let provider = self.provider.build()?;
+        let info = provider.describe();
+        let tool_context = ToolContext::new(&self.cwd)
+            .map_err(|e| SetupError::new(format!("cannot work in {}: {e}", self.cwd.display())))?;
+        let destination = open_destination(&self.store_root, choice)?;
+        for effect in &destination.unknown_effects {
+            eprintln!(
+                "smith: effect {effect} in session {} has a recorded intent but no completion: its outcome is unknown and it will not be retried",
+                destination.name
+            );
+        }
+        let model = self
+            .provider
+            .model
+            .clone()
+            .or(destination.model)
+            .unwrap_or_else(|| {
+                info.models
+                    .first()
+                    .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone())
+            });
+        let mut config = AgentConfig::new(model);
+        config.max_turns = self.max_turns;
+        config.history = destination.history;
+        config.first_effect_seq = destination.last_effect_seq;
+        config.system = Some(format!(
+            "You are smith, a coding agent. Work in {} using the tools you are given.",
+            self.cwd.display()
+        ));
+        let services = Services {
+            provider,
+            transport: Arc::new(HostTransport),
+            tools: ToolSet::builtin(),
+            tool_context,
+            journal: destination.journal.clone(),
+            sink: destination.journal.clone(),
+            policies: default_policies(),
+        };
+        let handle = agent::spawn(config, services).map_err(|e| SetupError::new(e.message))?;
+        Ok(Runtime {
+            handle,
+            journal: destination.journal,
+            name: destination.name,
+            provider: info,
+        })
+    }
+}

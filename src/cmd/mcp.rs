@@ -1,0 +1,60 @@
+//! `smith mcp`: a Model Context Protocol server over stdio (see
+//! `docs/mcp.md` and the `smith_rpc::mcp` module).
+//!
+//! Tool calls record their effects into a new session (named with
+//! `--name`, else `mcp-<time>`) or into `--session REF`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use smith_rpc::{McpOptions, McpServer, Output, SessionChoice};
+use smith_store::Store;
+
+/// Serve the Model Context Protocol on standard input and output.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Record tool effects in this session (a name, an id or a unique id prefix).
+    #[arg(long, value_name = "REF", conflicts_with = "name")]
+    pub session: Option<String>,
+    /// Name the session that records tool effects (default: mcp-<time>).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Work in this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// Runs the server until standard input ends.
+///
+/// # Errors
+///
+/// When the session or working directory cannot be used, or standard input
+/// or output fail.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let cwd = match args.cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .context("could not read the current directory; pass --cwd DIR")?,
+    };
+    let session = match args.session {
+        Some(reference) => SessionChoice::Open(reference),
+        None => SessionChoice::New(Some(
+            args.name
+                .unwrap_or_else(|| format!("mcp-{}", smith_store::now_ms())),
+        )),
+    };
+    let options = McpOptions {
+        cwd,
+        store_root: Store::default_root()?,
+        session,
+    };
+    let server = McpServer::new(&options, Output::new(std::io::stdout()))?;
+    eprintln!(
+        "smith mcp: recording tool effects in session {}",
+        server.session_id()
+    );
+    server
+        .serve(std::io::stdin().lock())
+        .context("standard input or output failed; the client may have gone away")?;
+    Ok(0)
+}

@@ -1,0 +1,77 @@
+//! `smith rpc`: JSON-RPC 2.0 over standard input and output (see
+//! `docs/rpc.md` and the `smith_rpc::rpc` module).
+//!
+//! The first runtime records into a new session (named with `--name`, else
+//! `rpc-<time>`) or continues `--session REF`. Standard output carries
+//! protocol records only; diagnostics go to standard error.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use smith_rpc::{Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice};
+use smith_store::Store;
+
+/// Serve JSON-RPC 2.0 on standard input and output.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The provider: only `mock` (the scripted provider) is available in this build.
+    #[arg(long, default_value = "mock")]
+    pub provider: String,
+    /// The model id (default: the session's, else the provider's first).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Play this script with the mock provider (see docs/mock-provider.md); it restarts with each runtime.
+    #[arg(long, value_name = "FILE")]
+    pub mock_script: Option<PathBuf>,
+    /// Write every request the mock provider receives to FILE as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    pub mock_record: Option<PathBuf>,
+    /// Continue this session (a name, an id or a unique id prefix).
+    #[arg(long, value_name = "REF", conflicts_with = "name")]
+    pub session: Option<String>,
+    /// Name the first session (default: rpc-<time>).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Stop each run after this many turns.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Work in this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// Runs the server until standard input ends or `shutdown` is called.
+///
+/// # Errors
+///
+/// When the first runtime cannot start, or standard input or output fail.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let cwd = match args.cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .context("could not read the current directory; pass --cwd DIR")?,
+    };
+    let options = RuntimeOptions {
+        provider: ProviderChoice {
+            provider: args.provider,
+            model: args.model,
+            mock_script: args.mock_script,
+            mock_record: args.mock_record,
+        },
+        cwd,
+        store_root: Store::default_root()?,
+        max_turns: args.max_turns,
+    };
+    let choice = match args.session {
+        Some(reference) => SessionChoice::Open(reference),
+        None => SessionChoice::New(Some(
+            args.name
+                .unwrap_or_else(|| format!("rpc-{}", smith_store::now_ms())),
+        )),
+    };
+    let server = RpcServer::new(options, &choice, Output::new(std::io::stdout()))?;
+    server
+        .serve(std::io::stdin().lock())
+        .context("standard input or output failed; the client may have gone away")?;
+    Ok(0)
+}
