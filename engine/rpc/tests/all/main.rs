@@ -1,0 +1,7 @@
+//! smith-rpc's single integration-test binary; one module per area.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+mod mcp_shapes;
+mod rpc_inprocess;
+mod support;
