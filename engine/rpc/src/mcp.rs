@@ -31,6 +31,11 @@
 //!
 //! Calls run on their own threads, so the server keeps reading (and can
 //! take a cancellation) while a call runs.
+//!
+//! UI intents ([`deliver_intent`]): only `progress` has an MCP translation
+//! (progress notifications, while a request with a progress token runs);
+//! every other intent degrades by the policy it declares — dropped,
+//! refused with an error event to the plugin, or persisted in the session.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -593,6 +598,93 @@ impl Calls {
     }
 }
 
+/// What a UI intent asks a frontend to do (the plugin interface's
+/// `intent-kind`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IntentKind {
+    /// A transient notice.
+    Notify(String),
+    /// The plugin's status line text.
+    SetStatus(String),
+    /// A named widget's text (name, text).
+    SetWidget(String, String),
+    /// Pick one of the options (prompt, options).
+    Select(String, Vec<String>),
+    /// Confirm (prompt).
+    Confirm(String),
+    /// Ask for text (prompt).
+    Input(String),
+    /// A progress fraction in thousandths (label, value).
+    Progress(String, u32),
+    /// A link to open.
+    OpenLink(String),
+}
+
+/// What happens to an intent a frontend cannot show (the plugin
+/// interface's `intent-policy`), declared by the intent itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntentPolicy {
+    /// Drop it silently.
+    Drop,
+    /// Refuse it: the plugin gets an error event.
+    Refuse,
+    /// Persist it into the session for a later frontend.
+    Persist,
+}
+
+/// How the MCP frontend delivers one intent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IntentDelivery {
+    /// Sent as this MCP notification (method, params).
+    Notification(&'static str, Value),
+    /// Dropped (policy `drop`).
+    Dropped,
+    /// Refused (policy `refuse`); the message is the plugin's error event.
+    Refused(String),
+    /// To be recorded in the session (policy `persist`).
+    Persisted,
+}
+
+/// Translates a UI intent for MCP. Only `progress` has a translation, and
+/// only while a request with a progress token runs: it becomes
+/// `notifications/progress` (progress in thousandths, total 1000, the
+/// label as message). Every other intent — and progress without a token —
+/// degrades by its declared policy; it is never guessed at.
+pub fn deliver_intent(
+    kind: &IntentKind,
+    policy: IntentPolicy,
+    progress_token: Option<&Value>,
+) -> IntentDelivery {
+    if let (IntentKind::Progress(label, value), Some(token)) = (kind, progress_token) {
+        return IntentDelivery::Notification(
+            "notifications/progress",
+            json!({"progressToken": token, "progress": (*value).min(1000), "total": 1000, "message": label}),
+        );
+    }
+    let name = match kind {
+        IntentKind::Notify(_) => "notify",
+        IntentKind::SetStatus(_) => "set-status",
+        IntentKind::SetWidget(..) => "set-widget",
+        IntentKind::Select(..) => "select",
+        IntentKind::Confirm(_) => "confirm",
+        IntentKind::Input(_) => "input",
+        IntentKind::Progress(..) => "progress",
+        IntentKind::OpenLink(_) => "open-link",
+    };
+    match policy {
+        IntentPolicy::Drop => IntentDelivery::Dropped,
+        IntentPolicy::Persist => IntentDelivery::Persisted,
+        IntentPolicy::Refuse => IntentDelivery::Refused(format!(
+            "the {name} intent was refused: the MCP frontend has no translation for it{}; declare policy persist to keep it for another frontend, or drop",
+            if matches!(kind, IntentKind::Progress(..)) {
+                " outside a request that asked for progress"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,5 +713,47 @@ mod tests {
             tool_json(set.get("read").unwrap().as_ref())["title"],
             "Read"
         );
+    }
+
+    #[test]
+    fn only_progress_with_a_token_translates_and_the_rest_follow_their_policy() {
+        let token = json!("t1");
+        let progress = IntentKind::Progress("indexing".into(), 250);
+        assert_eq!(
+            deliver_intent(&progress, IntentPolicy::Drop, Some(&token)),
+            IntentDelivery::Notification(
+                "notifications/progress",
+                json!({"progressToken": "t1", "progress": 250, "total": 1000, "message": "indexing"})
+            )
+        );
+        assert_eq!(
+            deliver_intent(&progress, IntentPolicy::Persist, None),
+            IntentDelivery::Persisted
+        );
+        let kinds = [
+            IntentKind::Notify("n".into()),
+            IntentKind::SetStatus("s".into()),
+            IntentKind::SetWidget("w".into(), "t".into()),
+            IntentKind::Select("p".into(), vec!["a".into()]),
+            IntentKind::Confirm("c".into()),
+            IntentKind::Input("i".into()),
+            IntentKind::OpenLink("https://example.invalid".into()),
+        ];
+        for kind in &kinds {
+            assert_eq!(
+                deliver_intent(kind, IntentPolicy::Drop, Some(&token)),
+                IntentDelivery::Dropped
+            );
+            assert_eq!(
+                deliver_intent(kind, IntentPolicy::Persist, Some(&token)),
+                IntentDelivery::Persisted
+            );
+            let IntentDelivery::Refused(message) =
+                deliver_intent(kind, IntentPolicy::Refuse, Some(&token))
+            else {
+                panic!("{kind:?} is refused");
+            };
+            assert!(message.contains("no translation"), "{message}");
+        }
     }
 }
