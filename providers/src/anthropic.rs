@@ -27,6 +27,8 @@ use crate::types::{
     Request, StopReason, StreamEvent, Usage,
 };
 
+/// The provider id.
+pub const PROVIDER_ID: &str = "anthropic";
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The default credential slot (an API key, sent as `x-api-key`).
@@ -82,18 +84,21 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
         }
         body.insert("tools".into(), Value::Array(tools));
     }
+    let mut messages = encode_messages(&request.messages);
     if let Some(level) = config.thinking.filter(|_| caps.thinking) {
         // The budget must stay below max_tokens and at or above the minimum;
-        // when max_tokens leaves no room, thinking is omitted.
+        // when max_tokens leaves no room, thinking is omitted. It is also
+        // omitted while a tool loop continues from an assistant message that
+        // has no returnable thinking (the API requires that message to start
+        // with its thinking block when thinking is enabled).
         let budget = level.budget_tokens().min(max_tokens.saturating_sub(1));
-        if budget >= MIN_THINKING_BUDGET {
+        if budget >= MIN_THINKING_BUDGET && !unsigned_tool_loop(&messages) {
             body.insert(
                 "thinking".into(),
                 json!({"type": "enabled", "budget_tokens": budget}),
             );
         }
     }
-    let mut messages = encode_messages(&request.messages);
     if cache {
         mark_rolling_prefix(&mut messages);
     }
@@ -190,6 +195,25 @@ fn thinking_blocks(text: &str, signature: Option<&OpaqueBytes>, blocks: &mut Vec
             _ => {}
         }
     }
+}
+
+/// Whether the conversation continues a tool loop (it ends with tool
+/// results) whose assistant message does not start with thinking.
+fn unsigned_tool_loop(messages: &[Value]) -> bool {
+    let [.., assistant, last] = messages else {
+        return false;
+    };
+    let continues = last["content"]
+        .as_array()
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"));
+    let first = assistant["content"]
+        .as_array()
+        .and_then(|blocks| blocks.first())
+        .map(|b| str_at(b, "type"))
+        .unwrap_or("");
+    continues
+        && assistant["role"] == "assistant"
+        && !matches!(first, "thinking" | "redacted_thinking")
 }
 
 /// Cache breakpoints on the last block of the last message and of the last

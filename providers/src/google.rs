@@ -25,6 +25,8 @@ use crate::types::{
     Request, StopReason, StreamEvent, Usage,
 };
 
+/// The provider id.
+pub const PROVIDER_ID: &str = "google";
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The default credential slot (an API key, sent as `x-goog-api-key`).

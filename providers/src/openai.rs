@@ -30,6 +30,8 @@ use crate::types::{
     Request, StopReason, StreamEvent, Usage,
 };
 
+/// The provider id.
+pub const PROVIDER_ID: &str = "openai";
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The default credential slot (an API key, sent as a bearer token).

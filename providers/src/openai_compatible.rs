@@ -13,6 +13,8 @@ use crate::chat::{ChatDecoder, Dialect};
 use crate::common::{Config, credential_handle, join_url};
 use crate::types::{Decoder, HttpExchange, ProviderError, ProviderErrorKind, Request, StreamEvent};
 
+/// The provider id.
+pub const PROVIDER_ID: &str = "openai-compatible";
 /// The conventional credential slot, when one is configured.
 pub const CREDENTIAL_SLOT: &str = "openai-compatible.api_key";
 

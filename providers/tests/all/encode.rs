@@ -83,7 +83,17 @@ fn schema() -> Value {
 
 #[test]
 fn anthropic_body_with_cache_breakpoints_and_thinking() {
-    let exchange = anthropic::encode(&request(), &full()).unwrap();
+    let mut req = request();
+    req.messages.insert(
+        3,
+        Message::Assistant {
+            content: vec![ContentBlock::Text {
+                text: "Done.".into(),
+            }],
+            stop: StopReason::End,
+        },
+    );
+    let exchange = anthropic::encode(&req, &full()).unwrap();
     assert_eq!(exchange.url, "https://api.anthropic.com/v1/messages");
     assert_eq!(
         exchange.header("x-api-key"),
@@ -101,15 +111,16 @@ fn anthropic_body_with_cache_breakpoints_and_thinking() {
             "tools": [{"name": "ls", "description": "List a directory.", "input_schema": schema(), "cache_control": eph}],
             "thinking": {"type": "enabled", "budget_tokens": 8192},
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "list files", "cache_control": eph}]},
+                {"role": "user", "content": [{"type": "text", "text": "list files"}]},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Listing."},
                     {"type": "tool_use", "id": "c1", "name": "ls", "input": {"path": "."}}
                 ]},
                 {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "c1", "content": "a\nb"},
-                    {"type": "text", "text": "thanks", "cache_control": eph}
-                ]}
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "a\nb", "cache_control": eph}
+                ]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+                {"role": "user", "content": [{"type": "text", "text": "thanks", "cache_control": eph}]}
             ]
         })
     );
@@ -137,6 +148,42 @@ fn anthropic_without_advertised_options_sends_none_of_them() {
         .unwrap();
     assert_eq!(body["max_tokens"], 1000);
     assert!(body.get("thinking").is_none());
+}
+
+#[test]
+fn anthropic_omits_thinking_when_a_tool_loop_continues_without_returnable_thinking() {
+    // The request ends with tool results and the assistant message that
+    // made the calls carries only unsigned thinking: enabling thinking now
+    // would be rejected, so the request goes without it.
+    let body = anthropic::encode(&request(), &full())
+        .unwrap()
+        .body_json()
+        .unwrap();
+    assert!(body.get("thinking").is_none(), "{body}");
+    // With the signed thinking returned first, thinking stays enabled.
+    let mut req = request();
+    let mut signature = b"ATHK".to_vec();
+    signature.extend_from_slice(&2u32.to_be_bytes());
+    signature.extend_from_slice(&3u32.to_be_bytes());
+    signature.extend_from_slice(b"sig");
+    if let Message::Assistant { content, .. } = &mut req.messages[1] {
+        content[0] = ContentBlock::Thinking {
+            text: "hm".into(),
+            signature: Some(OpaqueBytes(signature)),
+        };
+    }
+    let body = anthropic::encode(&req, &full())
+        .unwrap()
+        .body_json()
+        .unwrap();
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8192})
+    );
+    assert_eq!(
+        body["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "hm", "signature": "sig"})
+    );
 }
 
 #[test]
