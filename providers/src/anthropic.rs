@@ -133,6 +133,8 @@ fn encode_messages(messages: &[Message]) -> Vec<Value> {
     };
     for message in messages {
         match message {
+            // The API rejects empty text blocks.
+            Message::User { text } if text.is_empty() => {}
             Message::User { text } => push("user", vec![json!({"type": "text", "text": text})]),
             Message::ToolResult {
                 call_id,

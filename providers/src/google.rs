@@ -61,6 +61,8 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
     };
     for message in &request.messages {
         match message {
+            // The API rejects empty parts.
+            Message::User { text } if text.is_empty() => {}
             Message::User { text } => push("user", vec![json!({"text": text})]),
             Message::ToolResult {
                 name,

@@ -307,6 +307,23 @@ fn google_body() {
 }
 
 #[test]
+fn empty_user_text_is_not_sent_where_the_api_rejects_it() {
+    let mut req = request();
+    req.messages.push(Message::User {
+        text: String::new(),
+    });
+    let anthropic = anthropic::encode(&req, &full())
+        .unwrap()
+        .body_json()
+        .unwrap();
+    let google = google::encode(&req, &full()).unwrap().body_json().unwrap();
+    assert_eq!(anthropic["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(google["contents"].as_array().unwrap().len(), 3);
+    assert!(!anthropic.to_string().contains("\"text\":\"\""));
+    assert!(!google.to_string().contains("\"text\":\"\""));
+}
+
+#[test]
 fn tools_without_advertised_tool_use_fail_before_dispatch() {
     let none = Config::default();
     for result in [
