@@ -7,11 +7,16 @@
 //! validates tool calls before any effect, runs [`tools`] (read-only calls in
 //! parallel, mutating calls one at a time) and records every effect's intent
 //! and completion, and every conversation message, through the [`journal`]
-//! contracts — durably, before and after the effect.
+//! contracts — durably, before and after the effect. [`replay`] plays a
+//! recorded session back as the same protocol events, with no provider;
+//! [`bench_support`] holds the deterministic workloads the benchmarks and
+//! performance gates measure.
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod bench_support;
 pub mod journal;
 pub mod protocol;
 pub mod provider;
+pub mod replay;
 pub mod tools;

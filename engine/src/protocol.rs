@@ -87,6 +87,20 @@ pub struct Header {
     pub schema_version: u32,
     /// `smith <version>`.
     pub producer: String,
+    /// Present only when the stream is a replay of a recorded session; the
+    /// one thing that tells a replayed stream from a live one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayMarker>,
+}
+
+/// Marks a stream as a replay (see `docs/replay.md`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayMarker {
+    /// The replayed session's id (32 hex digits).
+    pub session: String,
+    /// The session's name, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl Header {
@@ -96,6 +110,15 @@ impl Header {
             kind: "protocol".to_owned(),
             schema_version: SCHEMA_VERSION,
             producer: format!("smith {}", env!("CARGO_PKG_VERSION")),
+            replay: None,
+        }
+    }
+
+    /// The header for a replay of a recorded session.
+    pub fn replay(marker: ReplayMarker) -> Self {
+        Self {
+            replay: Some(marker),
+            ..Self::current()
         }
     }
 }
@@ -352,8 +375,17 @@ impl<W: std::io::Write> JsonLines<W> {
     /// # Errors
     ///
     /// When writing fails.
-    pub fn start(mut out: W) -> std::io::Result<Self> {
-        write_line(&mut out, &Header::current())?;
+    pub fn start(out: W) -> std::io::Result<Self> {
+        Self::start_with(out, &Header::current())
+    }
+
+    /// Starts a stream with a given header (a replay's).
+    ///
+    /// # Errors
+    ///
+    /// When writing fails.
+    pub fn start_with(mut out: W, header: &Header) -> std::io::Result<Self> {
+        write_line(&mut out, header)?;
         Ok(Self { out })
     }
 

@@ -16,7 +16,7 @@
 //! crate's `docs/protocol.md` for what a frontend observes.
 
 pub mod queue;
-mod run;
+pub(crate) mod run;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};

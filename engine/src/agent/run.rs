@@ -31,7 +31,8 @@ use serde_json::Value;
 use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
 use crate::journal::{
     BUILTIN_GENERATION, EffectCompletion, EffectIntent, EffectJournal, JournalError,
-    MAX_INPUT_BYTES, MessageMeta, Outcome, SessionEvent, SessionSink, canonical_cbor,
+    MAX_INPUT_BYTES, MessageMeta, Outcome, RunInfo, RunRecord, RunSummary, SessionEvent,
+    SessionSink, canonical_cbor,
 };
 use crate::protocol::{ErrorInfo, Event, MutationState, Role, StopCause, ToolStatus};
 use crate::provider::transport::{StreamEnd, drive};
@@ -203,6 +204,11 @@ impl Runner {
     }
 
     fn emit(&self, event: Event) {
+        if let Event::Error(info) = &event {
+            // Recorded for replay. Ignoring a failure: the error being
+            // reported is usually that recording failed.
+            let _ = self.sink.record_run(&RunRecord::Error(info.clone()));
+        }
         // A frontend that stopped listening needs no more events.
         let _ = self.events.send(event);
     }
@@ -289,17 +295,20 @@ impl Runner {
         Ok(())
     }
 
-    fn deliver_user(&mut self, text: String) -> Result<(), ErrorInfo> {
+    fn deliver_user(&mut self, text: String, notice: bool) -> Result<(), ErrorInfo> {
         self.emit(Event::MessageStart { role: Role::User });
         let message = Message::User { text };
-        self.append(message.clone(), MessageMeta::default())
-            .map_err(|err| {
-                journal_error_info(
-                    format!("the user input could not be recorded, so it was not sent: {err}"),
-                    None,
-                    None,
-                )
-            })?;
+        let meta = MessageMeta {
+            notice,
+            ..MessageMeta::default()
+        };
+        self.append(message.clone(), meta).map_err(|err| {
+            journal_error_info(
+                format!("the user input could not be recorded, so it was not sent: {err}"),
+                None,
+                None,
+            )
+        })?;
         self.emit(Event::MessageEnd {
             message,
             usage: None,
@@ -340,8 +349,20 @@ impl Runner {
         self.config.max_turns.is_some_and(|max| state.turn >= max)
     }
 
+    /// Forgets the conversation and restarts effect numbering, keeping
+    /// allocated capacity (benchmarks repeat one turn without growth).
+    pub(crate) fn reset_conversation(&mut self) {
+        self.history.clear();
+        lock(&self.shared.messages).clear();
+        self.effect_seq = self.config.first_effect_seq;
+    }
+
     /// Runs until an explicit stop; `None` when there was nothing to run.
-    fn run(&mut self, prompt: Option<String>, cancel: &CancelToken) -> Option<StopCause> {
+    pub(crate) fn run(
+        &mut self,
+        prompt: Option<String>,
+        cancel: &CancelToken,
+    ) -> Option<StopCause> {
         let mut inputs: Vec<String> = prompt.into_iter().collect();
         if inputs.is_empty() {
             inputs = self.take_queued(DeliveryPoint::BeforeStop);
@@ -349,6 +370,7 @@ impl Runner {
                 return None;
             }
         }
+        let started = self.sink.record_run(&RunRecord::RunStart(self.run_info()));
         self.emit(Event::AgentStart);
         let mut state = RunState {
             turn: 0,
@@ -362,12 +384,20 @@ impl Runner {
             last_text: String::new(),
         };
         let stop = loop {
+            if let Err(err) = &started {
+                self.emit(Event::Error(journal_error_info(
+                    format!("the start of the run could not be recorded, so the input was not sent: {err}"),
+                    None,
+                    None,
+                )));
+                break StopCause::Error;
+            }
             if cancel.is_cancelled() {
                 break StopCause::Aborted;
             }
             let mut delivered = Ok(());
             for text in inputs.drain(..) {
-                delivered = self.deliver_user(text);
+                delivered = self.deliver_user(text, false);
                 if delivered.is_err() {
                     break;
                 }
@@ -410,13 +440,50 @@ impl Runner {
             }
         };
         let cost = self.cost(&state.usage);
-        self.emit(Event::AgentEnd {
+        let summary = RunSummary {
             stop,
             usage: state.usage,
             cost,
             text: state.last_text,
+        };
+        if started.is_ok()
+            && let Err(err) = self.sink.record_run(&RunRecord::RunEnd(summary.clone()))
+        {
+            self.emit(Event::Error(journal_error_info(
+                format!("the end of the run could not be recorded; the session will show the run as interrupted: {err}"),
+                None,
+                None,
+            )));
+        }
+        self.emit(Event::AgentEnd {
+            stop: summary.stop,
+            usage: summary.usage,
+            cost: summary.cost,
+            text: summary.text,
         });
         Some(stop)
+    }
+
+    /// What replay needs to know about the run about to start.
+    fn run_info(&self) -> RunInfo {
+        RunInfo {
+            provider: self.shared.provider_id.clone(),
+            model: self.config.model.clone(),
+            system: self.config.system.clone(),
+            tools: self.tool_specs(),
+            cwd: self.tool_context.cwd().display().to_string(),
+        }
+    }
+
+    fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .definitions()
+            .map(|d| ToolSpec {
+                name: d.name.clone(),
+                description: d.description.clone(),
+                parameters: d.parameters.clone(),
+            })
+            .collect()
     }
 
     fn request(&self) -> Request {
@@ -431,15 +498,7 @@ impl Runner {
             model: self.config.model.clone(),
             system: self.config.system.clone(),
             messages,
-            tools: self
-                .tools
-                .definitions()
-                .map(|d| ToolSpec {
-                    name: d.name.clone(),
-                    description: d.description.clone(),
-                    parameters: d.parameters.clone(),
-                })
-                .collect(),
+            tools: self.tool_specs(),
             max_output_tokens: self.config.max_output_tokens,
         }
     }
@@ -580,7 +639,7 @@ impl Runner {
                     "[smith] Your tool call {} was cut off by the output limit before its arguments were complete, so it was discarded and NOT executed. Retry with smaller arguments, for example by splitting the content across several calls.",
                     names.join(", ")
                 );
-                if let Err(info) = self.deliver_user(notice) {
+                if let Err(info) = self.deliver_user(notice, true) {
                     self.emit(Event::Error(info));
                     return TurnOutcome::Stop(StopCause::Error);
                 }
@@ -789,6 +848,8 @@ impl Runner {
                 usage: None,
                 status: Some(answer.status),
                 effect_id: answer.effect_id.clone(),
+                details: (!answer.ran).then(|| answer.result.details.clone()),
+                notice: false,
             };
             if failure.is_none()
                 && let Err(err) = self.append(message, meta)

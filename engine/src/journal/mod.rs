@@ -10,7 +10,10 @@
 //!   run, and the loop reports the best known mutation state in its error
 //!   event (outside the record that failed).
 //! - [`SessionSink`]: the conversation-relevant events (user, assistant and
-//!   tool-result messages, model changes), in order.
+//!   tool-result messages, model changes), in order, and the run records
+//!   replay needs ([`RunRecord`]: each run's start with its system prompt,
+//!   tools and working directory; its end with stop cause, usage, cost and
+//!   final text; the errors it reported).
 //!
 //! Implementations must make a record durable before returning `Ok`.
 //! [`store::StoreJournal`] writes both kinds of record into a session file
@@ -28,8 +31,8 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::ToolStatus;
-use crate::provider::{Message, Usage};
+use crate::protocol::{ErrorInfo, StopCause, ToolStatus};
+use crate::provider::{Message, ToolSpec, Usage};
 use crate::tools::Mutation;
 
 /// The largest canonical input an intent may carry. Larger arguments are
@@ -127,6 +130,15 @@ pub struct MessageMeta {
     /// A tool result's effect id (calls that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect_id: Option<String>,
+    /// A tool result's structured details, for calls that did not run
+    /// (invalid, skipped, aborted, not recorded); a call that ran has them
+    /// in its effect completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// A user message the runtime itself delivered inside a turn (the
+    /// notice after a tool call was cut off by the output limit).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notice: bool,
 }
 
 impl MessageMeta {
@@ -134,6 +146,50 @@ impl MessageMeta {
     pub fn is_empty(&self) -> bool {
         *self == MessageMeta::default()
     }
+}
+
+/// What a run started with: everything replay needs that the conversation
+/// does not hold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The provider id.
+    pub provider: String,
+    /// The model id.
+    pub model: String,
+    /// The system prompt sent with every request of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The active tools offered to the model, in request order.
+    pub tools: Vec<ToolSpec>,
+    /// The working directory tools resolved paths against.
+    pub cwd: String,
+}
+
+/// How a run ended, as its `agent_end` event said.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Why.
+    pub stop: StopCause,
+    /// Total usage of the run.
+    pub usage: Usage,
+    /// Total cost in US dollars; null when unknown.
+    pub cost: Option<f64>,
+    /// The final assistant text.
+    pub text: String,
+}
+
+/// A run-level record for replay, recorded in order with the conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunRecord {
+    /// A run started (recorded before `agent_start` is announced).
+    RunStart(RunInfo),
+    /// A run ended (recorded before `agent_end` is announced).
+    RunEnd(RunSummary),
+    /// The runtime reported an error (recorded when it is announced; a
+    /// failure to record it is ignored, since the error is usually that
+    /// recording failed).
+    Error(ErrorInfo),
 }
 
 /// A record could not be made durable.
@@ -186,6 +242,13 @@ pub trait SessionSink: Send + Sync {
     ///
     /// When the record is not durable; the run must end.
     fn record(&self, event: &SessionEvent) -> Result<(), JournalError>;
+
+    /// Makes the run record durable, after every event recorded before it.
+    ///
+    /// # Errors
+    ///
+    /// When the record is not durable.
+    fn record_run(&self, record: &RunRecord) -> Result<(), JournalError>;
 }
 
 /// The recovered state of one effect.
@@ -254,6 +317,7 @@ pub struct FailureSwitch {
 #[derive(Debug, Default)]
 pub struct MemoryJournal {
     records: Mutex<Vec<Record>>,
+    runs: Mutex<Vec<RunRecord>>,
     fail: Mutex<FailureSwitch>,
 }
 
@@ -271,6 +335,19 @@ impl MemoryJournal {
     /// A copy of every record so far, in order.
     pub fn records(&self) -> Vec<Record> {
         lock(&self.records).clone()
+    }
+
+    /// A copy of every run record so far, in order (kept apart from
+    /// [`records`](Self::records)).
+    pub fn run_records(&self) -> Vec<RunRecord> {
+        lock(&self.runs).clone()
+    }
+
+    /// Forgets every record, keeping the allocated capacity (for
+    /// measurements that must not see the journal grow).
+    pub fn clear(&self) {
+        lock(&self.records).clear();
+        lock(&self.runs).clear();
     }
 
     /// The conversation messages so far, in order.
@@ -319,6 +396,16 @@ impl SessionSink for MemoryJournal {
     fn record(&self, event: &SessionEvent) -> Result<(), JournalError> {
         let refuse = lock(&self.fail).events;
         self.push(refuse, "conversation event", Record::Event(event.clone()))
+    }
+
+    fn record_run(&self, record: &RunRecord) -> Result<(), JournalError> {
+        if lock(&self.fail).events {
+            return Err(JournalError::new(
+                "the in-memory journal refused the run record because it was told to fail",
+            ));
+        }
+        lock(&self.runs).push(record.clone());
+        Ok(())
     }
 }
 

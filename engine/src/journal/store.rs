@@ -12,6 +12,7 @@
 //! | each tool call of an assistant message | `tool_call` | [`call_pairing`] of the call id | `{id, name, arguments}` |
 //! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection |
 //! | model change | `model_change` | 0 | `{provider, model}` |
+//! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`) |
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
 //!
@@ -26,7 +27,7 @@ use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
 
 use super::{
     EffectCompletion, EffectIntent, EffectJournal, EffectState, JournalError, MessageMeta, Outcome,
-    SessionEvent, SessionSink, canonical_cbor, lock,
+    RunRecord, SessionEvent, SessionSink, canonical_cbor, lock,
 };
 use crate::provider::Message;
 use crate::tools::Mutation;
@@ -222,6 +223,20 @@ impl SessionSink for StoreJournal {
             }
         }
     }
+
+    fn record_run(&self, record: &RunRecord) -> Result<(), JournalError> {
+        self.record_run_entry(record)
+    }
+}
+
+impl StoreJournal {
+    fn record_run_entry(&self, record: &RunRecord) -> Result<(), JournalError> {
+        let content = json_content(record, "run record")?;
+        self.append(
+            "run record",
+            &[NewEntry::new(EntryKind::Metadata, &content)],
+        )
+    }
 }
 
 /// A session read back for resuming or inspection.
@@ -240,7 +255,8 @@ pub struct Resumed {
     pub meta: Vec<MessageMeta>,
 }
 
-fn decode_json(
+/// Decodes an entry's canonical CBOR content as JSON.
+pub(crate) fn decode_json(
     session: &Session,
     record: &smith_store::Record,
 ) -> Result<serde_json::Value, JournalError> {
@@ -396,6 +412,7 @@ mod tests {
             usage: None,
             status: Some(crate::protocol::ToolStatus::Ok),
             effect_id: Some("fx-1".into()),
+            ..MessageMeta::default()
         };
         journal
             .record(&SessionEvent::Message {

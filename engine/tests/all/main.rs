@@ -2,4 +2,5 @@
 
 mod agent;
 mod provider;
+mod replay;
 mod tools;

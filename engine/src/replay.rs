@@ -1,0 +1,1074 @@
+//! Replay: a recorded session played back as protocol events, with no
+//! provider, no credentials and no effects.
+//!
+//! [`Recording::from_session`] rebuilds the runtime's observable history from
+//! the records of a session's selected branch — the run records
+//! ([`RunRecord`]: start with system prompt, tools and working directory;
+//! end with stop cause, usage, cost and text; reported errors), the
+//! conversation messages with their [`MessageMeta`], and the effect intents
+//! and completions — into a list of [`Step`]s, each one protocol [`Event`]
+//! stamped with the time of the record it came from. Frontends consume the
+//! events exactly as they consume a live runtime's.
+//!
+//! What a replayed stream reproduces, and where it must differ from the live
+//! one (the live stream's chunking is not recorded; the session keeps the
+//! authoritative complete records instead):
+//!
+//! - each assistant message's text and thinking arrive as one
+//!   `message_delta` / `thinking_delta` per content block, not per stream
+//!   chunk; `message_end` is identical;
+//! - live `tool_execution_update` pieces are not replayed; the complete
+//!   bounded output is in `tool_execution_end`, identical to the live one;
+//! - `queue_changed`, `state` and `messages` answer frontend commands and
+//!   are not recorded; `model_changed` is announced whenever the recorded
+//!   model differs from the one before;
+//! - every run ends with `settled`;
+//! - a run whose recording stops early (the process was killed) is closed
+//!   with `aborted` results for unanswered calls — an effect with an intent
+//!   but no completion carries mutation `unknown` — then an `interrupted`
+//!   error and `agent_end` with stop `aborted`. Nothing is ever re-run.
+//!
+//! The steps are a pure function of the records, so the same session always
+//! replays to the same events (byte-identical JSON).
+//!
+//! [`compare`] is the one place replay touches the world, on request: it
+//! re-executes recorded effects in a scratch directory and reports every
+//! divergence from the recorded completion. Effects recorded as unknown are
+//! reported as skipped and never run.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use smith_store::{EntryKind, Session};
+
+use crate::agent::aborted_result_text;
+use crate::journal::store::decode_json;
+use crate::journal::{MessageMeta, Outcome, RunInfo, RunRecord};
+use crate::protocol::{ErrorInfo, Event, MutationState, Role, StopCause, ToolStatus};
+use crate::provider::{ContentBlock, Message, StopReason, ToolCall, Usage};
+use crate::tools::{Mutation, ToolContext, ToolSet};
+
+/// Replay could not proceed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayError {
+    /// What happened, why, and what to do next.
+    pub message: String,
+}
+
+impl ReplayError {
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+/// What a step belongs to, for `--turns` selection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Outside any run (a model change between runs, an error while idle).
+    Session,
+    /// A run's own events (`agent_start`, `agent_end`, `settled`, errors
+    /// outside a turn); `run` is 1-based in the session.
+    Run {
+        /// The run.
+        run: u32,
+    },
+    /// A turn's events, including the user input delivered right before it;
+    /// `turn` is 1-based over the whole session.
+    Turn {
+        /// The run the turn is in.
+        run: u32,
+        /// The session-wide turn number.
+        turn: u32,
+    },
+}
+
+/// One replayed event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// When the record behind it was written (ms since the Unix epoch).
+    pub at_ms: u64,
+    /// What it belongs to.
+    pub scope: Scope,
+    /// The event.
+    pub event: Event,
+}
+
+/// A recorded effect's completion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedCompletion {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Its mutation evidence.
+    pub mutation: Mutation,
+    /// The recorded `{content, details, is_error}`.
+    pub output: Value,
+}
+
+/// One recorded effect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedEffect {
+    /// The effect id (`fx-N`).
+    pub effect_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The tool call that asked for it.
+    pub parent: String,
+    /// The recorded canonical input (the call's arguments).
+    pub input: Value,
+    /// The completion; `None` when only the intent is recorded (unknown).
+    pub completion: Option<RecordedCompletion>,
+    /// The session-wide turn it ran in (0 outside any turn).
+    pub turn: u32,
+    /// The working directory its run recorded, if any.
+    pub cwd: Option<String>,
+}
+
+/// An inclusive, 1-based range of session-wide turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnRange {
+    /// The first selected turn.
+    pub first: u32,
+    /// The last selected turn.
+    pub last: u32,
+}
+
+impl TurnRange {
+    /// Parses `A..B` (inclusive), `A..` (to the end), `..B` (from the
+    /// first) or `N` (one turn). Turns are 1-based.
+    ///
+    /// # Errors
+    ///
+    /// When the text is not of those forms, a bound is 0, or A > B.
+    pub fn parse(text: &str) -> Result<Self, ReplayError> {
+        let bad = |why: &str| {
+            ReplayError::new(format!(
+                "--turns {text:?} is not a turn range: {why}; write A..B (1-based, inclusive), A.., ..B or N"
+            ))
+        };
+        let number = |part: &str| -> Result<u32, ReplayError> {
+            let n: u32 = part
+                .trim()
+                .parse()
+                .map_err(|_| bad(&format!("{part:?} is not a whole number")))?;
+            if n == 0 {
+                return Err(bad("turns are numbered from 1"));
+            }
+            Ok(n)
+        };
+        let (first, last) = match text.split_once("..") {
+            Some((a, b)) => (
+                if a.trim().is_empty() { 1 } else { number(a)? },
+                if b.trim().is_empty() {
+                    u32::MAX
+                } else {
+                    number(b)?
+                },
+            ),
+            None => {
+                let n = number(text)?;
+                (n, n)
+            }
+        };
+        if first > last {
+            return Err(bad(&format!(
+                "the first turn {first} comes after the last {last}"
+            )));
+        }
+        Ok(Self { first, last })
+    }
+
+    /// Whether `turn` is selected.
+    pub fn contains(&self, turn: u32) -> bool {
+        (self.first..=self.last).contains(&turn)
+    }
+}
+
+/// How fast to play.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pace {
+    /// No waiting.
+    Instant,
+    /// The recorded gaps between records, divided by the factor (1.0 is
+    /// real time). Idle time between runs is capped at [`MAX_IDLE_GAP`].
+    Scaled(f64),
+}
+
+/// The longest wait replay makes between one run's `settled` and the next
+/// event: idle time (a user thinking, a session continued days later) is not
+/// replayed.
+pub const MAX_IDLE_GAP: Duration = Duration::from_secs(1);
+
+/// Detail keys that differ on every execution and are not compared by
+/// [`compare`]: process ids, durations and the path of a kept full output.
+pub const VOLATILE_DETAILS: [&str; 3] = ["pid", "duration_ms", "full_output_path"];
+
+/// A session's recorded history, ready to play.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recording {
+    /// The replayed events, in order.
+    pub steps: Vec<Step>,
+    /// Every effect, in intent order.
+    pub effects: Vec<RecordedEffect>,
+    /// Each run's start record (`None` for runs recorded without one).
+    pub runs: Vec<Option<RunInfo>>,
+    /// How many turns the session has.
+    pub turns: u32,
+}
+
+struct OpenRun {
+    index: u32,
+    turn_in_run: u32,
+    in_turn: bool,
+    usage: Usage,
+    last_text: String,
+    pending: Vec<ToolCall>,
+    cwd: Option<String>,
+}
+
+#[derive(Default)]
+struct Builder {
+    out: Recording,
+    run: Option<OpenRun>,
+    model: Option<(String, String)>,
+    at: u64,
+}
+
+fn field_str(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn non_null(details: Value) -> Value {
+    if details.is_null() {
+        Value::Object(serde_json::Map::new())
+    } else {
+        details
+    }
+}
+
+impl Builder {
+    fn push(&mut self, scope: Scope, event: Event) {
+        self.out.steps.push(Step {
+            at_ms: self.at,
+            scope,
+            event,
+        });
+    }
+
+    /// The scope of events inside the open run right now.
+    fn scope(&self) -> Scope {
+        match &self.run {
+            None => Scope::Session,
+            Some(run) if run.in_turn => Scope::Turn {
+                run: run.index,
+                turn: self.out.turns,
+            },
+            Some(run) => Scope::Run { run: run.index },
+        }
+    }
+
+    fn open_run(&mut self, info: Option<RunInfo>) {
+        if self.run.is_some() {
+            self.close_interrupted();
+        }
+        let cwd = info.as_ref().map(|i| i.cwd.clone());
+        self.out.runs.push(info);
+        let index = u32::try_from(self.out.runs.len()).unwrap_or(u32::MAX);
+        self.run = Some(OpenRun {
+            index,
+            turn_in_run: 0,
+            in_turn: false,
+            usage: Usage {
+                input: Some(0),
+                output: Some(0),
+                cache_read: Some(0),
+                cache_write: Some(0),
+            },
+            last_text: String::new(),
+            pending: Vec::new(),
+            cwd,
+        });
+        self.push(Scope::Run { run: index }, Event::AgentStart);
+    }
+
+    /// The open run; a conversation record outside any recorded run (a
+    /// session written before run records existed) opens one.
+    fn ensure_run(&mut self) -> &mut OpenRun {
+        if self.run.is_none() {
+            self.open_run(None);
+        }
+        // Just opened if it was missing.
+        self.run.get_or_insert_with(|| OpenRun {
+            index: 0,
+            turn_in_run: 0,
+            in_turn: false,
+            usage: Usage::default(),
+            last_text: String::new(),
+            pending: Vec::new(),
+            cwd: None,
+        })
+    }
+
+    fn end_turn(&mut self) {
+        let scope = self.scope();
+        if let Some(run) = &mut self.run
+            && run.in_turn
+        {
+            let turn = run.turn_in_run;
+            run.in_turn = false;
+            self.push(scope, Event::TurnEnd { turn });
+        }
+    }
+
+    fn close_run(&mut self, stop: StopCause, usage: Usage, cost: Option<f64>, text: String) {
+        self.end_turn();
+        let scope = self.scope();
+        self.run = None;
+        self.push(
+            scope,
+            Event::AgentEnd {
+                stop,
+                usage,
+                cost,
+                text,
+            },
+        );
+        self.push(scope, Event::Settled);
+    }
+
+    /// Closes a run whose end was never recorded.
+    fn close_interrupted(&mut self) {
+        let pending = self
+            .run
+            .as_mut()
+            .map(|run| std::mem::take(&mut run.pending))
+            .unwrap_or_default();
+        for call in pending {
+            self.unanswered(&call);
+        }
+        self.end_turn();
+        let scope = self.scope();
+        self.push(
+            scope,
+            Event::Error(ErrorInfo {
+                kind: "interrupted".to_owned(),
+                message: "the recording of this run ends before the run did (the process stopped, or the run's end could not be recorded); effects without a recorded completion are unknown, and replay never re-runs them".to_owned(),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: None,
+            }),
+        );
+        let (usage, text) = self
+            .run
+            .as_ref()
+            .map(|run| (run.usage, run.last_text.clone()))
+            .unwrap_or_default();
+        self.close_run(StopCause::Aborted, usage, None, text);
+    }
+
+    /// A call the recording never answered.
+    fn unanswered(&mut self, call: &ToolCall) {
+        let scope = self.scope();
+        let effect = self.effect_of(&call.id);
+        let event = match effect.and_then(|e| e.completion.as_ref().map(|c| (e, c))) {
+            Some((effect, done)) => Event::ToolExecutionEnd {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                status: status_of(done.outcome),
+                content: field_str(&done.output, "content"),
+                details: non_null(done.output.get("details").cloned().unwrap_or(Value::Null)),
+                mutation: Some(MutationState::from(done.mutation)),
+                effect_id: Some(effect.effect_id.clone()),
+            },
+            None => Event::ToolExecutionEnd {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                status: ToolStatus::Aborted,
+                content: aborted_result_text(&call.name),
+                details: serde_json::json!({"error": {"kind": "aborted"}}),
+                mutation: effect.map(|_| MutationState::Unknown),
+                effect_id: effect.map(|e| e.effect_id.clone()),
+            },
+        };
+        self.push(scope, event);
+    }
+
+    /// The latest effect asked for by `call_id`.
+    fn effect_of(&self, call_id: &str) -> Option<&RecordedEffect> {
+        self.out.effects.iter().rev().find(|e| e.parent == call_id)
+    }
+
+    fn run_record(&mut self, record: RunRecord) {
+        match record {
+            RunRecord::RunStart(info) => self.open_run(Some(info)),
+            RunRecord::RunEnd(summary) => {
+                self.ensure_run();
+                let pending = self
+                    .run
+                    .as_mut()
+                    .map(|run| std::mem::take(&mut run.pending))
+                    .unwrap_or_default();
+                for call in pending {
+                    self.unanswered(&call);
+                }
+                self.close_run(summary.stop, summary.usage, summary.cost, summary.text);
+            }
+            RunRecord::Error(info) => {
+                let scope = self.scope();
+                self.push(scope, Event::Error(info));
+            }
+        }
+    }
+
+    fn model_change(&mut self, value: &Value) {
+        let next = (field_str(value, "provider"), field_str(value, "model"));
+        if let Some(previous) = &self.model
+            && *previous != next
+        {
+            let scope = self.scope();
+            self.push(
+                scope,
+                Event::ModelChanged {
+                    provider: next.0.clone(),
+                    model: next.1.clone(),
+                },
+            );
+        }
+        self.model = Some(next);
+    }
+
+    fn user(&mut self, message: Message, meta: &MessageMeta) {
+        let run = self.ensure_run();
+        let inside = meta.notice && run.in_turn;
+        if !inside {
+            self.end_turn();
+        }
+        let scope = match (&self.run, inside) {
+            (Some(run), false) => Scope::Turn {
+                run: run.index,
+                turn: self.out.turns + 1,
+            },
+            _ => self.scope(),
+        };
+        self.push(scope, Event::MessageStart { role: Role::User });
+        self.push(
+            scope,
+            Event::MessageEnd {
+                message,
+                usage: None,
+            },
+        );
+    }
+
+    fn assistant(&mut self, message: Message, meta: &MessageMeta) {
+        self.ensure_run();
+        self.end_turn();
+        self.out.turns += 1;
+        let turns = self.out.turns;
+        let Some(run) = self.run.as_mut() else {
+            return;
+        };
+        run.turn_in_run += 1;
+        run.in_turn = true;
+        if let Some(usage) = &meta.usage {
+            run.usage = run.usage.add(usage);
+        }
+        let text = message.text();
+        if !text.is_empty() {
+            run.last_text = text;
+        }
+        let (stop, calls) = match &message {
+            Message::Assistant { stop, .. } => (*stop, message.tool_calls().cloned().collect()),
+            _ => (StopReason::End, Vec::new()),
+        };
+        let announce = matches!(
+            stop,
+            StopReason::End | StopReason::ToolUse | StopReason::Limit
+        );
+        run.pending.clone_from(&calls);
+        let scope = Scope::Turn {
+            run: run.index,
+            turn: turns,
+        };
+        let turn = run.turn_in_run;
+        self.push(scope, Event::TurnStart { turn });
+        self.push(
+            scope,
+            Event::MessageStart {
+                role: Role::Assistant,
+            },
+        );
+        if let Message::Assistant { content, .. } = &message {
+            for block in content {
+                match block {
+                    ContentBlock::Text { text } => {
+                        self.push(scope, Event::MessageDelta { text: text.clone() });
+                    }
+                    ContentBlock::Thinking { text, .. } => {
+                        self.push(scope, Event::ThinkingDelta { text: text.clone() });
+                    }
+                    ContentBlock::ToolCall(_) => {}
+                }
+            }
+        }
+        self.push(
+            scope,
+            Event::MessageEnd {
+                message,
+                usage: meta.usage,
+            },
+        );
+        if announce {
+            for call in calls {
+                self.push(scope, Event::ToolCall { call });
+            }
+        }
+    }
+
+    fn intent(&mut self, value: &Value) {
+        let effect_id = field_str(value, "effect_id");
+        let tool = field_str(value, "tool");
+        let parent = field_str(value, "parent");
+        let scope = self.scope();
+        let cwd = self.run.as_ref().and_then(|run| run.cwd.clone());
+        self.push(
+            scope,
+            Event::ToolExecutionStart {
+                call_id: parent.clone(),
+                name: tool.clone(),
+                effect_id: effect_id.clone(),
+            },
+        );
+        self.out.effects.push(RecordedEffect {
+            effect_id,
+            tool,
+            parent,
+            input: value.get("input").cloned().unwrap_or(Value::Null),
+            completion: None,
+            turn: if matches!(scope, Scope::Turn { .. }) {
+                self.out.turns
+            } else {
+                0
+            },
+            cwd,
+        });
+    }
+
+    fn completion(&mut self, value: &Value) {
+        let effect_id = field_str(value, "effect_id");
+        let outcome = match field_str(value, "outcome").as_str() {
+            "ok" => Outcome::Ok,
+            "cancelled" => Outcome::Cancelled,
+            _ => Outcome::Error,
+        };
+        let mutation = match field_str(value, "mutation").as_str() {
+            "applied" => Mutation::Applied,
+            "not-applied" => Mutation::NotApplied,
+            _ => Mutation::Unknown,
+        };
+        if let Some(effect) = self
+            .out
+            .effects
+            .iter_mut()
+            .rev()
+            .find(|e| e.effect_id == effect_id)
+        {
+            effect.completion = Some(RecordedCompletion {
+                outcome,
+                mutation,
+                output: value.get("output").cloned().unwrap_or(Value::Null),
+            });
+        }
+    }
+
+    fn tool_result(&mut self, message: Message, meta: MessageMeta) {
+        let Message::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+        } = message
+        else {
+            return;
+        };
+        let scope = self.scope();
+        if let Some(run) = &mut self.run {
+            run.pending.retain(|call| call.id != call_id);
+        }
+        let status = meta.status.unwrap_or(if is_error {
+            ToolStatus::Error
+        } else {
+            ToolStatus::Ok
+        });
+        let effect = match &meta.effect_id {
+            Some(id) => self.out.effects.iter().rev().find(|e| e.effect_id == *id),
+            None => self.effect_of(&call_id),
+        };
+        let (details, mutation, effect_id) = match effect {
+            Some(effect) => match &effect.completion {
+                Some(done) => (
+                    done.output.get("details").cloned().unwrap_or(Value::Null),
+                    MutationState::from(done.mutation),
+                    effect.effect_id.clone(),
+                ),
+                None => (
+                    meta.details.clone().unwrap_or(Value::Null),
+                    MutationState::Unknown,
+                    effect.effect_id.clone(),
+                ),
+            },
+            None => {
+                self.push(
+                    scope,
+                    Event::ToolExecutionEnd {
+                        call_id,
+                        name,
+                        status,
+                        content,
+                        details: non_null(meta.details.unwrap_or(Value::Null)),
+                        mutation: None,
+                        effect_id: None,
+                    },
+                );
+                return;
+            }
+        };
+        self.push(
+            scope,
+            Event::ToolExecutionEnd {
+                call_id,
+                name,
+                status,
+                content,
+                details: non_null(details),
+                mutation: Some(mutation),
+                effect_id: Some(effect_id),
+            },
+        );
+    }
+}
+
+fn status_of(outcome: Outcome) -> ToolStatus {
+    match outcome {
+        Outcome::Ok => ToolStatus::Ok,
+        Outcome::Error => ToolStatus::Error,
+        Outcome::Cancelled => ToolStatus::Aborted,
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(
+    value: Value,
+    id: u64,
+    what: &str,
+) -> Result<T, ReplayError> {
+    serde_json::from_value(value).map_err(|err| {
+        ReplayError::new(format!(
+            "session entry {id} is not a {what} this build understands: {err}; the session may come from a newer smith"
+        ))
+    })
+}
+
+impl Recording {
+    /// Rebuilds the recorded history of `session`'s selected branch.
+    ///
+    /// # Errors
+    ///
+    /// When an entry's content cannot be decoded; the error names the entry.
+    pub fn from_session(session: &Session) -> Result<Self, ReplayError> {
+        let mut b = Builder::default();
+        for record in session.branch() {
+            let kind = record.entry_kind();
+            let interesting = matches!(
+                kind,
+                EntryKind::UserMessage
+                    | EntryKind::AssistantMessage
+                    | EntryKind::ToolResult
+                    | EntryKind::ModelChange
+                    | EntryKind::EffectIntent
+                    | EntryKind::EffectCompletion
+                    | EntryKind::Metadata
+            );
+            if !interesting {
+                continue;
+            }
+            b.at = record.timestamp_ms;
+            let value =
+                decode_json(session, record).map_err(|err| ReplayError::new(err.message))?;
+            match kind {
+                EntryKind::Metadata => {
+                    // Metadata of other kinds (a future writer's) is not ours.
+                    if let Ok(run) = serde_json::from_value::<RunRecord>(value) {
+                        b.run_record(run);
+                    }
+                }
+                EntryKind::ModelChange => b.model_change(&value),
+                EntryKind::EffectIntent => b.intent(&value),
+                EntryKind::EffectCompletion => b.completion(&value),
+                _ => {
+                    let meta: MessageMeta =
+                        serde_json::from_value(value.clone()).unwrap_or_default();
+                    let message: Message = decode(value, record.id, "message")?;
+                    match kind {
+                        EntryKind::UserMessage => b.user(message, &meta),
+                        EntryKind::AssistantMessage => b.assistant(message, &meta),
+                        _ => b.tool_result(message, meta),
+                    }
+                }
+            }
+        }
+        if b.run.is_some() {
+            b.close_interrupted();
+        }
+        Ok(b.out)
+    }
+
+    /// The run (1-based) a session-wide turn belongs to.
+    fn run_has_turn(&self, run: u32, turns: TurnRange) -> bool {
+        self.steps.iter().any(|step| {
+            matches!(step.scope, Scope::Turn { run: r, turn } if r == run && turns.contains(turn) && turn <= self.turns)
+        })
+    }
+
+    /// Checks a selection against the session.
+    ///
+    /// # Errors
+    ///
+    /// When the range starts after the session's last turn.
+    pub fn check(&self, turns: TurnRange) -> Result<(), ReplayError> {
+        if turns.first > self.turns {
+            return Err(ReplayError::new(format!(
+                "--turns starts at turn {} but the session has {} turn{}; pick a range within 1..{}",
+                turns.first,
+                self.turns,
+                if self.turns == 1 { "" } else { "s" },
+                self.turns.max(1)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The steps of the selected turns (all steps without a selection):
+    /// each selected turn with the user input delivered right before it,
+    /// bracketed by its run's `agent_start` … `agent_end`, `settled`.
+    pub fn select(&self, turns: Option<TurnRange>) -> Vec<&Step> {
+        let Some(range) = turns else {
+            return self.steps.iter().collect();
+        };
+        let runs: Vec<bool> = (1..=u32::try_from(self.runs.len()).unwrap_or(u32::MAX))
+            .map(|run| self.run_has_turn(run, range))
+            .collect();
+        let run_selected = |run: u32| {
+            run.checked_sub(1)
+                .and_then(|i| runs.get(i as usize))
+                .copied()
+                .unwrap_or(false)
+        };
+        self.steps
+            .iter()
+            .filter(|step| match step.scope {
+                Scope::Session => false,
+                Scope::Run { run } => run_selected(run),
+                Scope::Turn { turn, .. } => range.contains(turn),
+            })
+            .collect()
+    }
+
+    /// The effects of the selected turns, in intent order.
+    pub fn selected_effects(&self, turns: Option<TurnRange>) -> Vec<&RecordedEffect> {
+        self.effects
+            .iter()
+            .filter(|e| turns.is_none_or(|range| range.contains(e.turn)))
+            .collect()
+    }
+
+    /// Plays the selected steps into `sink`, waiting between them as `pace`
+    /// says.
+    ///
+    /// # Errors
+    ///
+    /// The first error `sink` returns.
+    pub fn play<E>(
+        &self,
+        turns: Option<TurnRange>,
+        pace: Pace,
+        mut sink: impl FnMut(&Event) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut previous: Option<(u64, bool)> = None;
+        for step in self.select(turns) {
+            if let (Pace::Scaled(factor), Some((at, idle))) = (pace, previous) {
+                let mut gap = Duration::from_millis(step.at_ms.saturating_sub(at));
+                if idle {
+                    gap = gap.min(MAX_IDLE_GAP);
+                }
+                if factor > 0.0 && factor.is_finite() {
+                    let wait = gap.as_secs_f64() / factor;
+                    if wait > 0.0 {
+                        std::thread::sleep(Duration::from_secs_f64(wait.min(3600.0)));
+                    }
+                }
+            }
+            previous = Some((step.at_ms, step.event == Event::Settled));
+            sink(&step.event)?;
+        }
+        Ok(())
+    }
+}
+
+/// One field that differs between the recorded completion and the
+/// re-execution.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Divergence {
+    /// `outcome`, `mutation`, `is_error`, `content` or `details`.
+    pub field: String,
+    /// What the session recorded.
+    pub expected: Value,
+    /// What re-executing produced.
+    pub got: Value,
+}
+
+/// The verdict on one recorded effect.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Re-executing produced what was recorded.
+    Match,
+    /// At least one field differs.
+    Diverged {
+        /// Each differing field.
+        divergences: Vec<Divergence>,
+    },
+    /// The effect has an intent but no completion: its outcome is unknown
+    /// and it is never run.
+    SkippedUnknown,
+    /// The tool is not available to replay (not a built-in); not run.
+    SkippedUnavailable,
+}
+
+/// One compared effect.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The effect id.
+    pub effect_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The verdict.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+fn replace_in(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::String(text) if text.contains(from) => *text = text.replace(from, to),
+        Value::Array(items) => items.iter_mut().for_each(|v| replace_in(v, from, to)),
+        Value::Object(map) => map.values_mut().for_each(|v| replace_in(v, from, to)),
+        _ => {}
+    }
+}
+
+fn stable_details(details: &Value) -> Value {
+    let mut details = non_null(details.clone());
+    if let Value::Object(map) = &mut details {
+        for key in VOLATILE_DETAILS {
+            map.remove(key);
+        }
+    }
+    details
+}
+
+/// Re-executes `effects` in recorded order in `scratch` (a copy of the
+/// workspace) with the built-in `tools`, one shared read tracker, and full
+/// outputs kept under `output_dir`, and compares each with its recorded
+/// completion: outcome, mutation, `is_error`, `content` and `details`
+/// (without [`VOLATILE_DETAILS`]). Paths under `scratch` are rewritten to
+/// the effect's recorded working directory before comparing. Effects
+/// without a completion are [`Verdict::SkippedUnknown`] and never run.
+///
+/// # Errors
+///
+/// When `scratch` is not a directory.
+pub fn compare(
+    effects: &[&RecordedEffect],
+    tools: &ToolSet,
+    scratch: &Path,
+    output_dir: &Path,
+) -> Result<Vec<Comparison>, ReplayError> {
+    let cx = ToolContext::new(scratch)
+        .map_err(|err| {
+            ReplayError::new(format!(
+                "the scratch workspace {} cannot be used: {err}",
+                scratch.display()
+            ))
+        })?
+        .with_output_dir(output_dir);
+    let scratch_text = cx.cwd().display().to_string();
+    let mut out = Vec::with_capacity(effects.len());
+    for effect in effects {
+        let verdict = match (&effect.completion, tools.get(&effect.tool)) {
+            (None, _) => Verdict::SkippedUnknown,
+            (Some(_), None) => Verdict::SkippedUnavailable,
+            (Some(done), Some(tool)) => {
+                let result = tool.call(&effect.input, &cx);
+                let cancelled = result.is_error && result.error_kind() == Some("cancelled");
+                let outcome = if cancelled {
+                    Outcome::Cancelled
+                } else if result.is_error {
+                    Outcome::Error
+                } else {
+                    Outcome::Ok
+                };
+                let mut got = serde_json::json!({
+                    "content": result.content,
+                    "details": result.details,
+                    "is_error": result.is_error,
+                });
+                if let Some(cwd) = &effect.cwd {
+                    replace_in(&mut got, &scratch_text, cwd);
+                }
+                let mut divergences = Vec::new();
+                let mut check = |field: &str, expected: Value, got: Value| {
+                    if expected != got {
+                        divergences.push(Divergence {
+                            field: field.to_owned(),
+                            expected,
+                            got,
+                        });
+                    }
+                };
+                check(
+                    "outcome",
+                    Value::from(done.outcome.as_str()),
+                    Value::from(outcome.as_str()),
+                );
+                check(
+                    "mutation",
+                    Value::from(done.mutation.as_str()),
+                    Value::from(result.mutation.as_str()),
+                );
+                for key in ["is_error", "content"] {
+                    check(
+                        key,
+                        done.output.get(key).cloned().unwrap_or(Value::Null),
+                        got.get(key).cloned().unwrap_or(Value::Null),
+                    );
+                }
+                check(
+                    "details",
+                    stable_details(done.output.get("details").unwrap_or(&Value::Null)),
+                    stable_details(got.get("details").unwrap_or(&Value::Null)),
+                );
+                if divergences.is_empty() {
+                    Verdict::Match
+                } else {
+                    Verdict::Diverged { divergences }
+                }
+            }
+        };
+        out.push(Comparison {
+            effect_id: effect.effect_id.clone(),
+            tool: effect.tool.clone(),
+            verdict,
+        });
+    }
+    Ok(out)
+}
+
+/// Copies the directory tree at `from` into `to` (which must exist):
+/// directories, regular files (with their permissions) and symbolic links
+/// (as links); other file types are skipped. Returns the number of files
+/// copied.
+///
+/// # Errors
+///
+/// The first file that cannot be read or written, named.
+pub fn copy_tree(from: &Path, to: &Path) -> Result<u64, ReplayError> {
+    let fail = |path: &Path, err: std::io::Error| {
+        ReplayError::new(format!(
+            "could not copy {} into the scratch workspace: {err}; check its permissions",
+            path.display()
+        ))
+    };
+    let mut copied = 0;
+    let entries = std::fs::read_dir(from).map_err(|err| fail(from, err))?;
+    let mut entries: Vec<_> = entries
+        .collect::<Result<_, _>>()
+        .map_err(|err| fail(from, err))?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let source = entry.path();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().map_err(|err| fail(&source, err))?;
+        if kind.is_symlink() {
+            let link = std::fs::read_link(&source).map_err(|err| fail(&source, err))?;
+            std::os::unix::fs::symlink(link, &target).map_err(|err| fail(&target, err))?;
+        } else if kind.is_dir() {
+            std::fs::create_dir(&target).map_err(|err| fail(&target, err))?;
+            copied += copy_tree(&source, &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target).map_err(|err| fail(&source, err))?;
+            copied += 1;
+        }
+    }
+    Ok(copied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turn_ranges_parse_inclusive_and_one_based() {
+        assert_eq!(
+            TurnRange::parse("2..3").unwrap(),
+            TurnRange { first: 2, last: 3 }
+        );
+        assert_eq!(
+            TurnRange::parse("4").unwrap(),
+            TurnRange { first: 4, last: 4 }
+        );
+        assert_eq!(TurnRange::parse("..2").unwrap().first, 1);
+        assert_eq!(TurnRange::parse("3..").unwrap().last, u32::MAX);
+        assert!(TurnRange::parse("0..2").is_err());
+        assert!(
+            TurnRange::parse("3..2")
+                .unwrap_err()
+                .message
+                .contains("after")
+        );
+        assert!(TurnRange::parse("a..b").is_err());
+        let range = TurnRange::parse("2..3").unwrap();
+        assert!(!range.contains(1) && range.contains(2) && range.contains(3) && !range.contains(4));
+    }
+
+    #[test]
+    fn volatile_details_are_not_compared() {
+        let a = serde_json::json!({"pid": 1, "duration_ms": 5, "exit_code": 0});
+        let b = serde_json::json!({"pid": 2, "duration_ms": 9, "exit_code": 0});
+        assert_eq!(stable_details(&a), stable_details(&b));
+        assert_eq!(stable_details(&Value::Null), serde_json::json!({}));
+    }
+
+    #[test]
+    fn scratch_paths_are_rewritten_everywhere() {
+        let mut v = serde_json::json!({"a": ["/tmp/x/f", 1], "b": {"c": "in /tmp/x"}});
+        replace_in(&mut v, "/tmp/x", "/work");
+        assert_eq!(
+            v,
+            serde_json::json!({"a": ["/work/f", 1], "b": {"c": "in /work"}})
+        );
+    }
+}
