@@ -30,7 +30,7 @@ use crate::model::{Field, ModelInfo};
 
 /// Where a model field's value came from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "source", content = "detail")]
+#[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// The user's configuration (always wins).
     User,
