@@ -149,6 +149,7 @@ pub struct App {
     pub status: Status,
     overlay: Overlay,
     current_match: Option<Match>,
+    selected: Option<usize>,
     highlight: String,
     popup_selected: usize,
     completions: Vec<String>,
@@ -232,6 +233,7 @@ impl App {
             status: Status::default(),
             overlay: Overlay::None,
             current_match: None,
+            selected: None,
             highlight: String::new(),
             popup_selected: 0,
             completions: Vec::new(),
@@ -595,6 +597,7 @@ impl App {
                     Some(Output::Interrupt)
                 } else {
                     self.current_match = None;
+                    self.selected = None;
                     self.highlight.clear();
                     None
                 }
@@ -646,6 +649,25 @@ impl App {
                 None
             }
             Action::Copy => self.copy(),
+            Action::SelectPrev | Action::SelectNext => {
+                let n = self.transcript.len();
+                if n == 0 {
+                    return None;
+                }
+                let last_visible = self.last_visible_entry();
+                let i = match (self.selected, action) {
+                    (None, _) => last_visible,
+                    (Some(i), Action::SelectPrev) => i.saturating_sub(1),
+                    (Some(i), _) => (i + 1).min(n - 1),
+                };
+                self.selected = Some(i);
+                // Keep the selection on screen.
+                let top = self.transcript.top().entry;
+                if i < top || i > last_visible {
+                    self.transcript.reveal(i, 0);
+                }
+                None
+            }
             Action::ModelPicker => self.command("model", ""),
             Action::SessionPicker => self.command("resume", ""),
         }
@@ -663,10 +685,29 @@ impl App {
         }
     }
 
+    /// The last entry at least partly visible in the prepared view.
+    fn last_visible_entry(&self) -> usize {
+        let top = self.transcript.top();
+        let mut rows = u32::from(self.rects[0].height);
+        let mut i = top.entry;
+        let mut skip = top.line;
+        while i + 1 < self.transcript.len() {
+            let h = self.transcript.cached_height(i).saturating_sub(skip);
+            if h >= rows {
+                break;
+            }
+            rows -= h;
+            skip = 0;
+            i += 1;
+        }
+        i.min(self.transcript.len().saturating_sub(1))
+    }
+
     fn copy(&mut self) -> Option<Output> {
-        let entry = match self.current_match {
-            Some(m) => Some(m.entry),
-            None => (0..self.transcript.len()).rev().find(|&i| {
+        let entry = match (self.selected, self.current_match) {
+            (Some(i), _) => Some(i),
+            (None, Some(m)) => Some(m.entry),
+            (None, None) => (0..self.transcript.len()).rev().find(|&i| {
                 self.transcript
                     .record(i)
                     .is_some_and(|r| r.kind == EntryKind::Assistant)
@@ -933,12 +974,16 @@ impl App {
             let full = self.transcript.text(i);
             let base = (shown.as_ptr() as usize).saturating_sub(full.as_ptr() as usize);
             let mut line_no = 0u32;
-            let every_line = record.is_some_and(|r| r.kind == EntryKind::ToolOutput);
+            let selected = self.selected == Some(i);
+            let every_line = selected || record.is_some_and(|r| r.kind == EntryKind::ToolOutput);
+            // The selection shows as a reversed gutter on every line.
+            let marker_style = if selected { self.theme.selected } else { style };
             let mut draw_line =
                 |buf: &mut Buffer, y: &mut u16, text: &str, start: usize, first: bool| {
                     if line_no >= skip && *y < area.bottom() {
                         let x = if first || every_line {
-                            buf.put_str(area.x, *y, marker, style, area.right())
+                            let m = if first || !selected { marker } else { "  " };
+                            buf.put_str(area.x, *y, m, marker_style, area.right())
                         } else {
                             area.x + GUTTER
                         };
@@ -950,11 +995,8 @@ impl App {
                     line_no += 1;
                 };
             if collapsed_thinking {
-                let label = if hidden == 1 {
-                    "thinking (1 line)"
-                } else {
-                    "thinking"
-                };
+                let mut tmp = [0u8; 64];
+                let label = thinking_label(&mut tmp, hidden);
                 draw_line(buf, &mut y, label, usize::MAX, true);
             } else {
                 let mut first = true;
@@ -1258,6 +1300,20 @@ impl App {
             inner.right(),
         );
     }
+}
+
+/// "thinking (N lines)" into a stack buffer.
+fn thinking_label(tmp: &mut [u8; 64], lines: usize) -> &str {
+    let mut cursor = std::io::Cursor::new(&mut tmp[..]);
+    let _ = std::io::Write::write_fmt(
+        &mut cursor,
+        format_args!(
+            "thinking ({lines} line{}, ctrl+t)",
+            if lines == 1 { "" } else { "s" }
+        ),
+    );
+    let n = cursor.position() as usize;
+    std::str::from_utf8(&tmp[..n]).unwrap_or("thinking")
 }
 
 /// "… N more lines" into a stack buffer.

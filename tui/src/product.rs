@@ -118,8 +118,13 @@ pub enum Action {
     Help,
     /// Expand or collapse thinking and tool output.
     ToggleDetails,
-    /// Copy the last assistant message (or the current search match).
+    /// Copy the selected entry (or the current search match, or the last
+    /// assistant message).
     Copy,
+    /// Select the previous (older) entry.
+    SelectPrev,
+    /// Select the next (newer) entry.
+    SelectNext,
     /// Open the model picker.
     ModelPicker,
     /// Open the session picker.
@@ -144,7 +149,9 @@ impl Action {
             Action::Search => "search the transcript",
             Action::Help => "this help",
             Action::ToggleDetails => "expand or collapse details",
-            Action::Copy => "copy the answer (or match)",
+            Action::Copy => "copy the selection (or match, or answer)",
+            Action::SelectPrev => "select the previous entry",
+            Action::SelectNext => "select the next entry",
             Action::ModelPicker => "choose the model",
             Action::SessionPicker => "open a stored session",
         }
@@ -250,6 +257,14 @@ const KEYS: &[KeyBinding] = &[
     KeyBinding {
         chord: "ctrl+y",
         action: Action::Copy,
+    },
+    KeyBinding {
+        chord: "alt+up",
+        action: Action::SelectPrev,
+    },
+    KeyBinding {
+        chord: "alt+down",
+        action: Action::SelectNext,
     },
     KeyBinding {
         chord: "ctrl+p",

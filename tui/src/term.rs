@@ -10,8 +10,9 @@
 //! which are async-signal-safe. It runs from:
 //!
 //! * [`Terminal`]'s `Drop` — normal exit and errors that unwind the stack;
-//! * a panic hook installed before the previous hook, so the panic message
-//!   is printed on the restored screen;
+//! * a panic hook that runs before the previous hook, so the panic message
+//!   is printed on the restored screen (only for panics on the thread that
+//!   entered: a worker thread's panic does not end the interface);
 //! * handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGABRT (so
 //!   `abort()` too): they restore, reset the signal to its default action
 //!   and raise it again, so the process still ends by that signal.
@@ -127,6 +128,10 @@ static KEYBOARD_PUSHED: AtomicBool = AtomicBool::new(false);
 static TTY_FD: AtomicI32 = AtomicI32::new(-1);
 static OUT_FD: AtomicI32 = AtomicI32::new(1);
 static HOOKS: std::sync::Once = std::sync::Once::new();
+/// The thread that entered interface mode: only its panics end the
+/// interface (a panic on a worker thread does not stop the loop, so the
+/// terminal must stay as the interface set it).
+static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
 /// What leaving writes: end any synchronized update, reset attributes,
 /// disable bracketed paste and focus reports, show the cursor, leave the
@@ -193,7 +198,9 @@ fn install_hooks() {
     HOOKS.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            restore();
+            if UI_THREAD.get() == Some(&std::thread::current().id()) {
+                restore();
+            }
             previous(info);
         }));
         for signal in SIGNALS {
@@ -382,6 +389,7 @@ impl Terminal {
         }
         TTY_FD.store(tty, Ordering::Relaxed);
         OUT_FD.store(1, Ordering::Relaxed);
+        let _ = UI_THREAD.set(std::thread::current().id());
         install_hooks();
         let mut raw = saved;
         // SAFETY: cfmakeraw edits the struct in place.

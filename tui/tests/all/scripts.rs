@@ -292,3 +292,34 @@ fn an_unchanged_frame_writes_nothing_and_one_key_writes_little() {
         s.last_frame_bytes
     );
 }
+
+#[test]
+fn selection_moves_over_visible_entries_and_copies_the_selected_one() {
+    let mut a = numbered(20);
+    a.assistant_delta("\u{1b}[1mlast\u{1b}[0m answer");
+    let mut s = screen(a, 40, 12);
+    s.text();
+    // The first Alt+Up selects the last visible entry, the next moves up.
+    s.key(KeyCode::Up, KeyModifiers::ALT);
+    s.key(KeyCode::Up, KeyModifiers::ALT);
+    assert_eq!(
+        s.key(KeyCode::Char('y'), CTRL),
+        Some(Output::Copy("notice 19".into()))
+    );
+    // Selecting far up scrolls the selection into view.
+    for _ in 0..50 {
+        s.key(KeyCode::Up, KeyModifiers::ALT);
+    }
+    let text = s.text();
+    assert!(text.contains("message 0"), "{text}");
+    assert_eq!(
+        s.key(KeyCode::Char('y'), CTRL),
+        Some(Output::Copy("message 0".into()))
+    );
+    // Esc clears the selection; copy falls back to the last answer.
+    s.key(KeyCode::Esc, NONE);
+    assert_eq!(
+        s.key(KeyCode::Char('y'), CTRL),
+        Some(Output::Copy("last answer".into()))
+    );
+}
