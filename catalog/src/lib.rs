@@ -14,6 +14,8 @@
 //!   generation-numbered [`Snapshot`]s with per-field provenance and a list
 //!   of conflicts. Refreshes run on their own threads, can be cancelled,
 //!   publish whole snapshots or nothing, and are rejected when stale.
+//! - [`cache`]: provider data from earlier refreshes, saved and loaded
+//!   atomically, one JSON file per provider.
 //! - [`gate`]: checks what a request needs ([`RequestNeeds`]) against what
 //!   its model advertises, degrading optional behavior with a warning or
 //!   failing before dispatch.
@@ -22,6 +24,7 @@
 //! - [`failover`]: the retry and failover decision for each kind of failure.
 #![deny(missing_docs)]
 
+pub mod cache;
 pub mod catalog;
 pub mod failover;
 pub mod gate;
@@ -35,7 +38,7 @@ pub use catalog::{
 };
 pub use gate::{Gated, RequestNeeds, gate};
 pub use model::{CacheBehavior, Field, ModelInfo, Pricing, ThinkingLevel};
-pub use parse::parse_catalog;
+pub use parse::{parse_catalog, render_catalog};
 pub use route::{Bucket, Routes, Target};
 
 use smith_diag::Diagnostic;

@@ -92,6 +92,102 @@ pub fn parse_catalog(text: &str, origin: &Path) -> Result<Vec<ModelInfo>, Diagno
     Ok(models)
 }
 
+/// Writes `models` in the catalog format, grouped by provider in order of
+/// first appearance. [`parse_catalog`] reads the text back to the same
+/// models.
+pub fn render_catalog(models: &[ModelInfo]) -> String {
+    use std::fmt::Write as _;
+    let mut providers: Vec<&str> = Vec::new();
+    for m in models {
+        if !providers.contains(&m.provider.as_str()) {
+            providers.push(&m.provider);
+        }
+    }
+    let mut out = String::new();
+    for p in providers {
+        let _ = writeln!(out, "provider {} {{", quote(p));
+        for m in models.iter().filter(|m| m.provider == p) {
+            let _ = writeln!(out, "    model {} {{", quote(&m.id));
+            let mut line = |s: String| {
+                let _ = writeln!(out, "        {s}");
+            };
+            if let Some(n) = &m.name {
+                line(format!("name {}", quote(n)));
+            }
+            if let Some(c) = m.context {
+                line(format!("context {c}"));
+            }
+            if let Some(c) = m.max_output {
+                line(format!("max-output {c}"));
+            }
+            if m.text_input.is_some() || m.image_input.is_some() {
+                let mut kinds = String::from("input");
+                if m.text_input == Some(true) {
+                    kinds.push_str(" \"text\"");
+                }
+                if m.image_input == Some(true) {
+                    kinds.push_str(" \"image\"");
+                }
+                line(kinds);
+            }
+            if let Some(t) = m.tools {
+                line(format!("tools #{t}"));
+            }
+            if let Some(levels) = &m.thinking {
+                let mut l = String::from("thinking");
+                for level in levels {
+                    let _ = write!(l, " \"{level}\"");
+                }
+                line(l);
+            }
+            if let Some(t) = m.strict_tools {
+                line(format!("strict-tools #{t}"));
+            }
+            match m.cache {
+                Some(CacheBehavior::None) => line("cache \"none\"".to_owned()),
+                Some(CacheBehavior::Automatic) => line("cache \"automatic\"".to_owned()),
+                Some(CacheBehavior::Explicit { max_breakpoints }) => {
+                    line(format!("cache \"explicit\" breakpoints={max_breakpoints}"));
+                }
+                None => {}
+            }
+            let prices = [
+                ("input", m.pricing.input),
+                ("output", m.pricing.output),
+                ("cache-read", m.pricing.cache_read),
+                ("cache-write", m.pricing.cache_write),
+            ];
+            let stated: Vec<String> = prices
+                .iter()
+                .filter_map(|(k, v)| v.map(|v| format!("{k}={v:?}")))
+                .collect();
+            if !stated.is_empty() {
+                line(format!("price {}", stated.join(" ")));
+            }
+            let _ = writeln!(out, "    }}");
+        }
+        let _ = writeln!(out, "}}");
+    }
+    out
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 struct Parser<'a> {
     text: &'a str,
     origin: &'a Path,
@@ -577,6 +673,85 @@ mod tests {
         for (text, code) in cases {
             assert_eq!(err_code(text), code, "for {text:?}");
         }
+    }
+
+    fn arb_model() -> impl proptest::strategy::Strategy<Value = ModelInfo> {
+        use proptest::prelude::*;
+        let price = || proptest::option::of((0u32..100_000).prop_map(|c| f64::from(c) / 100.0));
+        (
+            ("[a-z][a-z0-9.-]{0,12}", proptest::option::of("[ -~]{0,20}")),
+            (
+                proptest::option::of(1u64..2_000_000),
+                proptest::option::of(1u64..2_000_000),
+            ),
+            (
+                proptest::option::of(any::<bool>()),
+                proptest::option::of(any::<bool>()),
+            ),
+            (
+                proptest::option::of(any::<bool>()),
+                proptest::option::of(any::<bool>()),
+            ),
+            proptest::option::of(proptest::sample::subsequence(
+                ThinkingLevel::ALL.to_vec(),
+                0..=5,
+            )),
+            proptest::option::of(prop_oneof![
+                Just(CacheBehavior::None),
+                Just(CacheBehavior::Automatic),
+                (1u32..=64).prop_map(|n| CacheBehavior::Explicit { max_breakpoints: n }),
+            ]),
+            (price(), price(), price(), price()),
+        )
+            .prop_map(
+                |((id, name), (a, b), (text, image), (tools, strict), thinking, cache, p)| {
+                    let mut m = ModelInfo::new("p", id);
+                    m.name = name;
+                    // The output limit never exceeds the context.
+                    (m.context, m.max_output) = match (a, b) {
+                        (Some(a), Some(b)) => (Some(a.max(b)), Some(a.min(b))),
+                        other => other,
+                    };
+                    // `input` states both kinds at once.
+                    if text.is_some() || image.is_some() {
+                        m.text_input = Some(text.unwrap_or(false));
+                        m.image_input = Some(image.unwrap_or(false));
+                    }
+                    m.tools = tools;
+                    m.strict_tools = strict;
+                    m.thinking = thinking;
+                    m.cache = cache;
+                    m.pricing = crate::model::Pricing {
+                        input: p.0,
+                        output: p.1,
+                        cache_read: p.2,
+                        cache_write: p.3,
+                    };
+                    m
+                },
+            )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rendered_catalogs_parse_back_to_the_same_models(
+            models in proptest::collection::vec(arb_model(), 0..6)
+        ) {
+            let mut seen = HashSet::new();
+            let models: Vec<ModelInfo> =
+                models.into_iter().filter(|m| seen.insert(m.id.clone())).collect();
+            let text = render_catalog(&models);
+            let back = parse(&text).map_err(|d| proptest::test_runner::TestCaseError::fail(
+                format!("{}\n{text}", d.render_plain()),
+            ))?;
+            proptest::prop_assert_eq!(back, models);
+        }
+    }
+
+    #[test]
+    fn the_bundled_catalog_renders_and_parses_back() {
+        let models = crate::bundled().unwrap();
+        assert_eq!(parse(&render_catalog(&models)).unwrap(), models);
     }
 
     #[test]
