@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod framing;
 mod mcp_shapes;
 mod rpc_inprocess;
 mod support;
