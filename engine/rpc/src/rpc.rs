@@ -164,15 +164,25 @@ fn pump(handle: Arc<AgentHandle>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
         };
         let mut st = lock(&shared.st);
         match &event {
-            Event::State { .. } => {
-                if let Some(tx) = st.state_waiters.pop_front() {
-                    let _ = tx.send(event);
-                    continue;
+            Event::State { .. } | Event::Messages { .. } => {
+                // Hand the answer to the oldest waiter still waiting (one
+                // that timed out has dropped its receiver).
+                let waiters = if matches!(event, Event::State { .. }) {
+                    &mut st.state_waiters
+                } else {
+                    &mut st.messages_waiters
+                };
+                let mut answer = Some(event.clone());
+                while let Some(a) = answer.take() {
+                    let Some(tx) = waiters.pop_front() else {
+                        answer = Some(a);
+                        break;
+                    };
+                    if let Err(unsent) = tx.send(a) {
+                        answer = Some(unsent.0);
+                    }
                 }
-            }
-            Event::Messages { .. } => {
-                if let Some(tx) = st.messages_waiters.pop_front() {
-                    let _ = tx.send(event);
+                if answer.is_none() {
                     continue;
                 }
             }
