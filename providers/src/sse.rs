@@ -199,6 +199,33 @@ mod tests {
         assert_eq!(rest.map(|e| e.data), Some("tail".to_owned()));
     }
 
+    proptest::proptest! {
+        /// Any split of any input (built from SSE-significant pieces)
+        /// yields the events of the unsplit input.
+        #[test]
+        fn splits_never_change_events(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec!["data: x", "data:\u{e9}", "event: e", ": c", "id: 1", "\r", "\n", "\r\n", "retry: 5", "data"]),
+                0..40,
+            ),
+            cuts in proptest::collection::vec(0usize..400, 0..8),
+        ) {
+            let text: String = pieces.concat();
+            let bytes = text.as_bytes();
+            let whole = all(&[bytes]);
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut parts: Vec<&[u8]> = Vec::new();
+            let mut from = 0;
+            for point in points {
+                parts.push(&bytes[from..point]);
+                from = point;
+            }
+            parts.push(&bytes[from..]);
+            proptest::prop_assert_eq!(all(&parts), whole);
+        }
+    }
+
     #[test]
     fn split_multibyte_characters_survive() {
         let text = "data: \u{2014}\n\n".as_bytes();
