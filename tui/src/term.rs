@@ -101,11 +101,9 @@ impl std::fmt::Display for TermError {
     }
 }
 
-impl std::error::Error for TermError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
+// The cause is part of the message (what, the OS error, what to do), so it
+// is not also reported as a source.
+impl std::error::Error for TermError {}
 
 fn err(what: impl Into<String>, source: std::io::Error) -> TermError {
     TermError {
