@@ -36,6 +36,10 @@ enum Command {
     /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider mock]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
+    /// List the model catalog: `models [--provider P] [--json] [--sources]`.
+    Models(cmd::models::Args),
+    /// Manage credentials: `auth set PROVIDER` (value from stdin or a hidden prompt), `status`, `check PROVIDER`, `logout PROVIDER`.
+    Auth(cmd::auth::Args),
     /// Serve JSON-RPC 2.0 on standard input and output: sessions, prompts, queues, streamed events.
     Rpc(cmd::rpc::Args),
     /// Serve the Model Context Protocol on stdio: built-in tools, sessions as resources.
@@ -53,6 +57,8 @@ fn main() -> ExitCode {
         Command::Trust(args) => cmd::trust::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Eval(args) => cmd::eval::run(args),
+        Command::Models(args) => cmd::models::run(args),
+        Command::Auth(args) => cmd::auth::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
     };

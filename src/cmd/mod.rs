@@ -7,3 +7,5 @@ pub mod session;
 pub mod eval;
 pub mod rpc;
 pub mod mcp;
+pub mod models;
+pub mod auth;

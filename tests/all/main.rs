@@ -1,3 +1,4 @@
 //! The `smith` binary's single integration-test binary; one module per command.
 
 mod eval;
+mod models_auth;
