@@ -44,6 +44,8 @@ enum Command {
     Rpc(cmd::rpc::Args),
     /// Serve the Model Context Protocol on stdio: built-in tools, sessions as resources.
     Mcp(cmd::mcp::Args),
+    /// Play a recorded session back without a provider: `replay REF [--speed N | --realtime | --instant] [--turns A..B] [--compare] [--json]`.
+    Replay(cmd::replay::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Auth(args) => cmd::auth::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
+        Command::Replay(args) => cmd::replay::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

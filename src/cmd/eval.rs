@@ -21,7 +21,7 @@ use anyhow::{Context, bail};
 use smith_engine::agent::{self, AgentConfig, Budget, Services, default_policies};
 use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
-use smith_engine::protocol::{Command, Event, JsonLines, StopCause, ToolStatus};
+use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
 use smith_engine::provider::{HostTransport, Provider, Usage};
 use smith_engine::tools::{ToolContext, ToolSet};
@@ -199,7 +199,7 @@ fn open_destination(args: &Args, config: &mut AgentConfig) -> anyhow::Result<Des
     })
 }
 
-fn format_usage(usage: &Usage, cost: Option<f64>) -> String {
+pub(crate) fn format_usage(usage: &Usage, cost: Option<f64>) -> String {
     let n = |v: Option<u64>| v.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
     let cost = cost.map_or_else(|| "unknown".to_owned(), |c| format!("${c:.4}"));
     format!(
@@ -221,13 +221,92 @@ fn one_line(text: &str, max: usize) -> String {
     cut
 }
 
-fn exit_code(stop: StopCause) -> u8 {
+pub(crate) fn exit_code(stop: StopCause) -> u8 {
     match stop {
         StopCause::Done => 0,
         StopCause::Error => 1,
         StopCause::Budget | StopCause::TurnLimit => 2,
         StopCause::Aborted => 130,
     }
+}
+
+/// The human frontend shared by eval and replay: streamed assistant text on
+/// `out`, one line per tool and every error on stderr.
+#[derive(Debug, Default)]
+pub(crate) struct HumanPrinter {
+    mid_line: bool,
+}
+
+impl HumanPrinter {
+    /// Prints one event.
+    pub(crate) fn event(&mut self, out: &mut impl Write, event: &Event) -> std::io::Result<()> {
+        match event {
+            Event::MessageDelta { text } => {
+                out.write_all(text.as_bytes())?;
+                out.flush()?;
+                self.mid_line = !text.ends_with('\n');
+            }
+            Event::ToolExecutionEnd {
+                name,
+                status,
+                content,
+                mutation,
+                effect_id,
+                ..
+            } => {
+                self.end_line(out)?;
+                let status = match status {
+                    ToolStatus::Ok => "ok",
+                    ToolStatus::Error => "error",
+                    ToolStatus::Invalid => "invalid",
+                    ToolStatus::Skipped => "skipped",
+                    ToolStatus::Aborted => "aborted",
+                    ToolStatus::NotRecorded => "not recorded",
+                };
+                let unknown = match (mutation, effect_id) {
+                    (Some(MutationState::Unknown), Some(id)) => {
+                        format!(" (effect {id}: whether it changed anything is unknown)")
+                    }
+                    _ => String::new(),
+                };
+                eprintln!("  [{name}] {status}: {}{unknown}", one_line(content, 100));
+            }
+            Event::Error(info) => {
+                self.end_line(out)?;
+                eprintln!("smith: {} error: {}", info.kind, info.message);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ends a line of streamed text, if one is open.
+    pub(crate) fn end_line(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if self.mid_line {
+            writeln!(out)?;
+            self.mid_line = false;
+        }
+        Ok(())
+    }
+}
+
+/// The final `result` record of a JSON stream.
+pub(crate) fn result_record(
+    stop: StopCause,
+    text: &str,
+    usage: &Usage,
+    cost: Option<f64>,
+    session: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "type": "result",
+        "stop": stop,
+        "exit_code": exit_code(stop),
+        "text": text,
+        "usage": usage,
+        "cost": cost,
+        "session": session,
+    })
 }
 
 /// Runs the command.
@@ -284,9 +363,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None
     };
     let mut out = stdout.lock();
-    let mut mid_line = false;
+    let mut printer = HumanPrinter::default();
     let mut end: Option<(StopCause, Usage, Option<f64>, String)> = None;
-    let mut errors: Vec<String> = Vec::new();
     loop {
         if INTERRUPTED.swap(false, Ordering::SeqCst) {
             handle.abort();
@@ -299,42 +377,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if let Some(lines) = &mut json {
             lines.write(&event)?;
         } else {
-            match &event {
-                Event::MessageDelta { text } => {
-                    out.write_all(text.as_bytes())?;
-                    out.flush()?;
-                    mid_line = !text.ends_with('\n');
-                }
-                Event::ToolExecutionEnd {
-                    name,
-                    status,
-                    content,
-                    ..
-                } => {
-                    if mid_line {
-                        writeln!(out)?;
-                        mid_line = false;
-                    }
-                    let status = match status {
-                        ToolStatus::Ok => "ok",
-                        ToolStatus::Error => "error",
-                        ToolStatus::Invalid => "invalid",
-                        ToolStatus::Skipped => "skipped",
-                        ToolStatus::Aborted => "aborted",
-                        ToolStatus::NotRecorded => "not recorded",
-                    };
-                    eprintln!("  [{name}] {status}: {}", one_line(content, 100));
-                }
-                Event::Error(info) => {
-                    if mid_line {
-                        writeln!(out)?;
-                        mid_line = false;
-                    }
-                    errors.push(info.message.clone());
-                    eprintln!("smith: {} error: {}", info.kind, info.message);
-                }
-                _ => {}
-            }
+            printer.event(&mut out, &event)?;
         }
         match event {
             Event::AgentEnd {
@@ -361,20 +404,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 Some(name) => serde_json::json!({"name": name, "id": session_id}),
                 None => serde_json::Value::Null,
             };
-            lines.write(&serde_json::json!({
-                "type": "result",
-                "stop": stop,
-                "exit_code": code,
-                "text": text,
-                "usage": usage,
-                "cost": cost,
-                "session": session,
-            }))?;
+            lines.write(&result_record(stop, &text, &usage, cost, session))?;
         }
         None => {
-            if mid_line {
-                writeln!(out)?;
-            }
+            printer.end_line(&mut out)?;
             out.flush()?;
             eprintln!("{}", format_usage(&usage, cost));
         }

@@ -9,3 +9,4 @@ pub mod rpc;
 pub mod mcp;
 pub mod models;
 pub mod auth;
+pub mod replay;

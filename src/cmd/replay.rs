@@ -1,0 +1,272 @@
+//! `smith replay REF`: a recorded session played back through the same
+//! frontends as a live run, with no provider and no credentials.
+//!
+//! The events come from `smith_engine::replay` (a pure function of the
+//! session's records); they are printed by eval's printers — human or
+//! `--json` — so the only difference a frontend sees is the `replay` marker
+//! in the header (and a "replay of session" line on stderr for people).
+//! `--realtime` (the default for human output) waits the recorded gaps,
+//! `--speed N` divides them by N, `--instant` (the default for `--json`)
+//! does not wait. `--turns A..B` selects session-wide turns (1-based,
+//! inclusive). `--compare` re-executes the recorded effects in a scratch
+//! copy of the workspace and reports each divergence; it exits 1 when any
+//! effect diverged. See docs/replay.md.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use smith_engine::protocol::{Event, Header, JsonLines, ReplayMarker, StopCause};
+use smith_engine::provider::Usage;
+use smith_engine::replay::{Comparison, Pace, Recording, TurnRange, Verdict, compare, copy_tree};
+use smith_engine::tools::ToolSet;
+use smith_store::Store;
+
+use super::eval::{HumanPrinter, format_usage, result_record};
+
+/// Play a recorded session back without a provider.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The session: a name, an id or a unique id prefix.
+    #[arg(value_name = "REF")]
+    pub session: String,
+    /// Play N times faster than recorded.
+    #[arg(long, value_name = "N", conflicts_with_all = ["realtime", "instant"])]
+    pub speed: Option<f64>,
+    /// Wait the recorded gaps between events (the default for human output).
+    #[arg(long, conflicts_with = "instant")]
+    pub realtime: bool,
+    /// Do not wait between events (the default for --json).
+    #[arg(long)]
+    pub instant: bool,
+    /// Only these turns: A..B (1-based, inclusive, counted over the whole session), A.., ..B or N.
+    #[arg(long, value_name = "A..B")]
+    pub turns: Option<String>,
+    /// Re-execute the recorded tool effects in a scratch copy of the workspace and report divergences (exit 1 when any).
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: copy DIR instead of the recorded working directory.
+    #[arg(long, value_name = "DIR", requires = "compare")]
+    pub workspace: Option<PathBuf>,
+    /// Print protocol events as JSON Lines, then a final result record.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn pace(args: &Args) -> anyhow::Result<Pace> {
+    if let Some(speed) = args.speed {
+        if !(speed.is_finite() && speed > 0.0) {
+            bail!(
+                "--speed {speed} is not a positive number; use e.g. --speed 4 for four times faster, or --instant"
+            );
+        }
+        return Ok(Pace::Scaled(speed));
+    }
+    if args.instant || (args.json && !args.realtime) {
+        return Ok(Pace::Instant);
+    }
+    Ok(Pace::Scaled(1.0))
+}
+
+/// Runs the command.
+///
+/// # Errors
+///
+/// When the session cannot be found or read, the turn range is invalid, or
+/// the workspace cannot be copied for `--compare`.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let pace = pace(&args)?;
+    let root = Store::default_root()?;
+    let store = Store::open(&root)?;
+    let session = store.load(&args.session).with_context(|| {
+        format!(
+            "could not open session {:?} to replay; run `smith session list` to see the sessions",
+            args.session
+        )
+    })?;
+    let recording = Recording::from_session(&session)
+        .with_context(|| format!("could not read session {:?} for replay", args.session))?;
+    let turns = match &args.turns {
+        Some(text) => {
+            let range = TurnRange::parse(text)?;
+            recording.check(range)?;
+            Some(range)
+        }
+        None => None,
+    };
+    let id = session.id().to_hex();
+    let name = store.name_of(session.id());
+    let marker = ReplayMarker {
+        session: id.clone(),
+        name: name.clone(),
+    };
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut json = if args.json {
+        Some(JsonLines::start_with(
+            stdout.lock(),
+            &Header::replay(marker),
+        )?)
+    } else {
+        eprintln!(
+            "replay of session {} ({id}); no provider is called and no effect is re-run",
+            name.as_deref().unwrap_or("(unnamed)")
+        );
+        None
+    };
+    let mut printer = HumanPrinter::default();
+    let mut end: Option<(StopCause, Usage, Option<f64>, String)> = None;
+    recording.play(turns, pace, |event| -> anyhow::Result<()> {
+        match &mut json {
+            Some(lines) => lines.write(event)?,
+            None => {
+                printer.event(&mut out, event)?;
+                if let Event::AgentEnd { .. } = event {
+                    printer.end_line(&mut out)?;
+                }
+            }
+        }
+        if let Event::AgentEnd {
+            stop,
+            usage,
+            cost,
+            text,
+        } = event
+        {
+            end = Some((*stop, *usage, *cost, text.clone()));
+        }
+        Ok(())
+    })?;
+    printer.end_line(&mut out)?;
+
+    let mut code = 0;
+    if args.compare {
+        let comparisons = run_compare(&args, &recording, turns)?;
+        let diverged = comparisons
+            .iter()
+            .filter(|c| matches!(c.verdict, Verdict::Diverged { .. }))
+            .count();
+        let count = |f: fn(&Verdict) -> bool| comparisons.iter().filter(|c| f(&c.verdict)).count();
+        let summary = serde_json::json!({
+            "type": "compare_summary",
+            "matched": count(|v| *v == Verdict::Match),
+            "diverged": diverged,
+            "skipped_unknown": count(|v| *v == Verdict::SkippedUnknown),
+            "skipped_unavailable": count(|v| *v == Verdict::SkippedUnavailable),
+        });
+        match &mut json {
+            Some(lines) => {
+                for comparison in &comparisons {
+                    let mut record = serde_json::to_value(comparison)?;
+                    if let Some(map) = record.as_object_mut() {
+                        map.insert("type".into(), "compare".into());
+                    }
+                    lines.write(&record)?;
+                }
+                lines.write(&summary)?;
+            }
+            None => print_comparisons(&mut out, &comparisons, &summary)?,
+        }
+        if diverged > 0 {
+            code = 1;
+        }
+    }
+    if let Some((stop, usage, cost, text)) = end {
+        match &mut json {
+            Some(lines) => {
+                let session = serde_json::json!({"name": name, "id": id});
+                lines.write(&result_record(stop, &text, &usage, cost, session))?;
+            }
+            None => eprintln!("{}", format_usage(&usage, cost)),
+        }
+    }
+    out.flush()?;
+    Ok(code)
+}
+
+fn run_compare(
+    args: &Args,
+    recording: &Recording,
+    turns: Option<TurnRange>,
+) -> anyhow::Result<Vec<Comparison>> {
+    let effects = recording.selected_effects(turns);
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => {
+            let mut cwds: Vec<&str> = effects.iter().filter_map(|e| e.cwd.as_deref()).collect();
+            cwds.dedup();
+            match cwds.as_slice() {
+                [] if effects.is_empty() => std::env::current_dir()
+                    .context("could not read the current directory; pass --workspace DIR")?,
+                [] => bail!(
+                    "the session does not record the working directory its effects ran in (it predates run records); pass --workspace DIR to compare against a copy of DIR"
+                ),
+                [one] => PathBuf::from(one),
+                several => bail!(
+                    "the selected effects ran in {} different working directories ({}); select turns from one with --turns, or pass --workspace DIR",
+                    several.len(),
+                    several.join(", ")
+                ),
+            }
+        }
+    };
+    if !workspace.is_dir() {
+        bail!(
+            "the workspace {} does not exist (or is not a directory), so there is nothing to copy for --compare; pass --workspace DIR",
+            workspace.display()
+        );
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("smith-replay-")
+        .tempdir()
+        .context("could not create a scratch directory for --compare; check that the temporary directory is writable")?;
+    let outputs = tempfile::Builder::new()
+        .prefix("smith-replay-output-")
+        .tempdir()
+        .context("could not create a directory for tool outputs for --compare")?;
+    copy_tree(&workspace, scratch.path())?;
+    Ok(compare(
+        &effects,
+        &ToolSet::builtin(),
+        scratch.path(),
+        outputs.path(),
+    )?)
+}
+
+fn print_comparisons(
+    out: &mut impl Write,
+    comparisons: &[Comparison],
+    summary: &serde_json::Value,
+) -> std::io::Result<()> {
+    for c in comparisons {
+        match &c.verdict {
+            Verdict::Match => writeln!(out, "compare {} {}: match", c.effect_id, c.tool)?,
+            Verdict::SkippedUnknown => writeln!(
+                out,
+                "compare {} {}: skipped-unknown (no completion was recorded; never re-run)",
+                c.effect_id, c.tool
+            )?,
+            Verdict::SkippedUnavailable => writeln!(
+                out,
+                "compare {} {}: skipped-unavailable (not a built-in tool)",
+                c.effect_id, c.tool
+            )?,
+            Verdict::Diverged { divergences } => {
+                writeln!(out, "compare {} {}: DIVERGED", c.effect_id, c.tool)?;
+                for d in divergences {
+                    writeln!(out, "  {}: expected {}", d.field, d.expected)?;
+                    writeln!(out, "  {}: got      {}", d.field, d.got)?;
+                }
+            }
+        }
+    }
+    writeln!(
+        out,
+        "compare: {} matched, {} diverged, {} skipped-unknown, {} skipped-unavailable",
+        summary["matched"],
+        summary["diverged"],
+        summary["skipped_unknown"],
+        summary["skipped_unavailable"]
+    )
+}
