@@ -36,6 +36,8 @@ enum Command {
     /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider mock]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
+    /// Start the fullscreen interface: `tui [--session REF | --continue] [--provider mock]`.
+    Tui(cmd::tui::Args),
     /// List the model catalog: `models [--provider P] [--json] [--sources]`.
     Models(cmd::models::Args),
     /// Manage credentials: `auth set PROVIDER` (value from stdin or a hidden prompt), `status`, `check PROVIDER`, `logout PROVIDER`.
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Trust(args) => cmd::trust::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Eval(args) => cmd::eval::run(args),
+        Command::Tui(args) => cmd::tui::run(args),
         Command::Models(args) => cmd::models::run(args),
         Command::Auth(args) => cmd::auth::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),

@@ -10,3 +10,4 @@ pub mod mcp;
 pub mod models;
 pub mod auth;
 pub mod replay;
+pub mod tui;

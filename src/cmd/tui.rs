@@ -1,0 +1,610 @@
+//! `smith tui` (and `smith` with no subcommand on a terminal): the
+//! fullscreen interface over the agent runtime.
+//!
+//! The runtime is wired as `smith eval` wires it (scripted provider,
+//! session store, built-in tools); its events are forwarded into the
+//! interface's bounded channel by one thread per runtime, tagged with the
+//! runtime's generation so that events of a replaced runtime (after `/new`
+//! or `/resume`) are dropped.
+
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use anyhow::{Context, bail};
+use smith_config::Loader;
+use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_SCROLL_LINES};
+use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
+use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::protocol::{Command, Event, Role, StopCause, ToolStatus};
+use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
+use smith_engine::provider::{ContentBlock, HostTransport, Message, Provider, ProviderInfo};
+use smith_engine::tools::{ToolContext, ToolSet};
+use smith_store::Store;
+use smith_tui::run::{CHANNEL_CAPACITY, Flow, Msg, run_loop, spawn_input};
+use smith_tui::term::{TermConfig, Terminal};
+use smith_tui::{App, Options, Output, Overlay, Picker, Product};
+
+/// Start the fullscreen interface.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The provider: only `mock` (the scripted provider) is available in this build.
+    #[arg(long, default_value = "mock")]
+    pub provider: String,
+    /// The model id (default: the provider's first model, or the session's).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Play this script with the mock provider (see docs/mock-provider.md).
+    #[arg(long, value_name = "FILE")]
+    pub mock_script: Option<PathBuf>,
+    /// Resume this session (a name, an id or a unique id prefix).
+    #[arg(long, value_name = "REF", conflicts_with = "continue_latest")]
+    pub session: Option<String>,
+    /// Continue the most recently changed session.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_latest: bool,
+    /// Work in this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+impl Default for Args {
+    /// What `smith` with no subcommand on a terminal uses: the mock
+    /// provider, a new session, the current directory.
+    fn default() -> Self {
+        Self {
+            provider: "mock".to_owned(),
+            model: None,
+            mock_script: None,
+            session: None,
+            continue_latest: false,
+            cwd: None,
+        }
+    }
+}
+
+type AgentMsg = Msg<(u64, Event)>;
+
+struct Runtime {
+    handle: Arc<AgentHandle>,
+    forwarder: Option<JoinHandle<()>>,
+    name: String,
+}
+
+impl Runtime {
+    fn stop(mut self) {
+        // Ignoring the result: a runtime that already stopped needs nothing.
+        let _ = self.handle.send(Command::Shutdown);
+        self.handle.abort();
+        if let Some(thread) = self.forwarder.take() {
+            // A panicked forwarder has nothing left to clean up.
+            let _ = thread.join();
+        }
+        if let Ok(handle) = Arc::try_unwrap(self.handle) {
+            handle.shutdown();
+        }
+    }
+}
+
+fn provider(args: &Args) -> anyhow::Result<Box<dyn Provider>> {
+    if args.provider != "mock" {
+        bail!(
+            "provider {:?} is not available: this build has only the scripted provider; run with --provider mock (optionally --mock-script FILE)",
+            args.provider
+        );
+    }
+    Ok(Box::new(match &args.mock_script {
+        Some(path) => ScriptedProvider::new(load_script(path)?),
+        None => ScriptedProvider::demo(),
+    }))
+}
+
+/// Which session a runtime records into.
+enum Target {
+    New,
+    Existing(String),
+}
+
+fn start(
+    args: &Args,
+    cwd: &std::path::Path,
+    target: Target,
+    generation: u64,
+    tx: &SyncSender<AgentMsg>,
+    app: &mut App,
+) -> anyhow::Result<(Runtime, ProviderInfo)> {
+    let provider = provider(args)?;
+    let info = provider.describe();
+    let mut config = AgentConfig::new(args.model.clone().unwrap_or_else(|| {
+        info.models
+            .first()
+            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone())
+    }));
+    config.system = Some(format!(
+        "You are smith, a coding agent. Work in {} using the tools you are given.",
+        cwd.display()
+    ));
+    let tool_context = ToolContext::new(cwd)
+        .map_err(|err| anyhow::anyhow!("{err}"))
+        .with_context(|| format!("cannot work in {}", cwd.display()))?;
+    let root = Store::default_root()?;
+    let store = Store::open(&root)?;
+    let (session, name) = match target {
+        Target::Existing(reference) => {
+            let session = store.load(&reference).with_context(|| {
+                format!("could not open session {reference:?}; run `smith session list` to see the sessions")
+            })?;
+            let resumed = resume(&session)?;
+            if let (None, Some((_, model))) = (&args.model, &resumed.model) {
+                config.model.clone_from(model);
+            }
+            show_history(app, &resumed.history);
+            config.history = resumed.history;
+            config.first_effect_seq = resumed.last_effect_seq;
+            let name = store
+                .name_of(session.id())
+                .unwrap_or_else(|| session.id().to_hex());
+            (session, name)
+        }
+        Target::New => {
+            let name = format!("tui-{}", smith_store::now_ms());
+            let session = store.create(Some(&name)).with_context(|| {
+                format!("could not create session {name:?} in {}", root.display())
+            })?;
+            (session, name)
+        }
+    };
+    let model = config.model.clone();
+    let journal = Arc::new(StoreJournal::new(store, session));
+    let services = Services {
+        provider,
+        transport: Arc::new(HostTransport),
+        tools: ToolSet::builtin(),
+        tool_context,
+        journal: journal.clone(),
+        sink: journal,
+        policies: default_policies(),
+    };
+    let handle = Arc::new(agent::spawn(config, services)?);
+    let reader = Arc::clone(&handle);
+    let tx = tx.clone();
+    let forwarder = std::thread::Builder::new()
+        .name("smith-tui-agent".to_owned())
+        .spawn(move || {
+            while let Some(event) = reader.recv() {
+                if tx.send(Msg::Agent((generation, event))).is_err() {
+                    return;
+                }
+            }
+            // The receiver may be gone at exit; nothing to report then.
+            let _ = tx.send(Msg::AgentGone);
+        })
+        .context("could not start the thread that forwards agent events")?;
+    let mut status = app.status.clone();
+    status.model = model;
+    status.busy = false;
+    status.queue = 0;
+    app.set_status(status);
+    Ok((
+        Runtime {
+            handle,
+            forwarder: Some(forwarder),
+            name,
+        },
+        info,
+    ))
+}
+
+fn show_history(app: &mut App, history: &[Message]) {
+    for message in history {
+        match message {
+            Message::User { text } => app.user_message(text),
+            Message::Assistant { content, .. } => {
+                for block in content {
+                    match block {
+                        ContentBlock::Text { text } => app.assistant_delta(text),
+                        ContentBlock::Thinking { text, .. } => app.thinking_delta(text),
+                        ContentBlock::ToolCall(call) => {
+                            app.tool_start(&call.id, &call.name, &summarize(&call.arguments));
+                        }
+                    }
+                }
+            }
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => app.tool_end(call_id, !is_error, content),
+        }
+    }
+}
+
+/// One line describing a tool call's arguments.
+fn summarize(arguments: &serde_json::Value) -> String {
+    let text = match arguments {
+        serde_json::Value::Object(map) => ["command", "path", "pattern", "url"]
+            .iter()
+            .find_map(|k| map.get(*k).and_then(serde_json::Value::as_str))
+            .map_or_else(|| arguments.to_string(), str::to_owned),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 80 {
+        let mut cut: String = flat.chars().take(79).collect();
+        cut.push('…');
+        cut
+    } else {
+        flat
+    }
+}
+
+/// Applies one agent event to the interface.
+fn apply(app: &mut App, event: Event, summaries: &mut Vec<(String, String)>, window: Option<u64>) {
+    let mut status = app.status.clone();
+    match event {
+        Event::AgentStart => status.busy = true,
+        Event::AgentEnd { stop, cost, .. } => {
+            status.busy = false;
+            if let Some(c) = cost {
+                status.cost = Some(status.cost.unwrap_or(0.0) + c);
+            }
+            match stop {
+                StopCause::Aborted => app.notice("interrupted"),
+                StopCause::Budget => app.notice("stopped: budget reached"),
+                StopCause::TurnLimit => app.notice("stopped: turn limit reached"),
+                StopCause::Done | StopCause::Error => {}
+            }
+        }
+        Event::MessageDelta { text } => app.assistant_delta(&text),
+        Event::ThinkingDelta { text } => app.thinking_delta(&text),
+        Event::MessageStart {
+            role: Role::Assistant,
+        } => app.assistant_delta(""),
+        Event::MessageEnd { usage: Some(u), .. } => {
+            let used = u.input.unwrap_or(0)
+                + u.cache_read.unwrap_or(0)
+                + u.cache_write.unwrap_or(0)
+                + u.output.unwrap_or(0);
+            status.context = window.map(|w| (used, w));
+        }
+        Event::ToolCall { call } => summaries.push((call.id.clone(), summarize(&call.arguments))),
+        Event::ToolExecutionStart { call_id, name, .. } => {
+            let summary = summaries
+                .iter()
+                .position(|(id, _)| *id == call_id)
+                .map(|i| summaries.swap_remove(i).1)
+                .unwrap_or_default();
+            app.tool_start(&call_id, &name, &summary);
+        }
+        Event::ToolExecutionEnd {
+            call_id,
+            status: tool_status,
+            content,
+            ..
+        } => app.tool_end(&call_id, tool_status == ToolStatus::Ok, &content),
+        Event::QueueChanged { items } => status.queue = items.len(),
+        Event::ModelChanged { model, .. } => status.model = model,
+        Event::Error(info) => app.error(&format!("{}: {}", info.kind, info.message)),
+        _ => {}
+    }
+    app.set_status(status);
+}
+
+fn options() -> Options {
+    let mut options = Options::default();
+    match Loader::from_process().and_then(Loader::load) {
+        Ok(config) => {
+            if let Some(confirm) = config.bool(&TUI_CONFIRM_EXIT) {
+                options.confirm_exit = confirm;
+            }
+            if let Some(lines) = config.int(&TUI_SCROLL_LINES) {
+                options.scroll_lines = u16::try_from(lines.clamp(1, 100)).unwrap_or(3);
+            }
+            options.color = config.str(&COLOR) != Some("never");
+        }
+        Err(err) => eprintln!("smith: configuration not applied to the interface: {err}"),
+    }
+    options.color &= !smith_tui::term::no_color();
+    options
+}
+
+/// Runs the interface until the user quits.
+///
+/// # Errors
+///
+/// When there is no terminal, or the provider, working directory or session
+/// store cannot be set up.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .context("could not read the current directory; pass --cwd DIR")?,
+    };
+    let options = options();
+    let mut app = App::new(Product::builtin(), options);
+    app.set_cwd(cwd.clone());
+    // The terminal first: without one nothing else (a new session) is made.
+    // Every later error drops it, which restores the terminal.
+    let mut term = Terminal::enter(TermConfig {
+        color: options.color,
+        probe: true,
+    })?;
+    let (tx, rx) = sync_channel::<AgentMsg>(CHANNEL_CAPACITY);
+    let target = if let Some(reference) = &args.session {
+        Target::Existing(reference.clone())
+    } else if args.continue_latest {
+        let latest = Store::open(Store::default_root()?)?.latest()?;
+        match latest {
+            Some(info) => Target::Existing(info.id.to_hex()),
+            None => Target::New,
+        }
+    } else {
+        Target::New
+    };
+    let (runtime, info) = start(&args, &cwd, target, 1, &tx, &mut app)?;
+    app.set_models(info.models.iter().map(|m| m.id.clone()).collect());
+    // Shared by the two callbacks of the loop.
+    let window = Cell::new(
+        info.models
+            .iter()
+            .find(|m| m.id == app.status.model)
+            .and_then(|m| m.context_window),
+    );
+    app.notice(&format!("session {} · F1 help · / commands", runtime.name));
+
+    spawn_input(tx.clone())?;
+    let fault = std::env::var("SMITH_TUI_TEST_FAULT").unwrap_or_default();
+    let mut runtime = Some(runtime);
+    let summaries: RefCell<Vec<(String, String)>> = RefCell::new(Vec::new());
+    let generation = Cell::new(1u64);
+    let mut failure: Option<anyhow::Error> = None;
+    let result = run_loop(
+        &mut term,
+        &mut app,
+        &rx,
+        |app, (event_generation, event)| {
+            if event_generation == generation.get() {
+                apply(app, event, &mut summaries.borrow_mut(), window.get());
+            }
+        },
+        |app, term, output| {
+            // Test hook for the terminal-restore tests: fail in a chosen
+            // way while the interface owns the terminal.
+            match fault.as_str() {
+                "panic" => {
+                    panic!("SMITH_TUI_TEST_FAULT=panic: a deliberate panic inside the interface")
+                }
+                "abort" => std::process::abort(),
+                "error" => {
+                    failure = Some(anyhow::anyhow!(
+                        "SMITH_TUI_TEST_FAULT=error: a deliberate error inside the interface"
+                    ));
+                    return Flow::Exit;
+                }
+                _ => {}
+            }
+            let Some(rt) = runtime.as_ref() else {
+                return Flow::Exit;
+            };
+            let sent = match output {
+                Output::Quit => return Flow::Exit,
+                Output::Prompt(text) => rt.handle.send(Command::Prompt { text }),
+                Output::Steer(text) => rt.handle.send(Command::Steer { text }),
+                Output::FollowUp(text) => rt.handle.send(Command::FollowUp { text }),
+                Output::Interrupt => {
+                    rt.handle.abort();
+                    Ok(())
+                }
+                Output::Copy(text) => {
+                    match term.copy(&text) {
+                        Ok(true) => {}
+                        Ok(false) => app.notice(
+                            "this terminal's clipboard support is unknown; set SMITH_TUI_CAPS=clipboard=on to send OSC 52 anyway",
+                        ),
+                        Err(err) => app.error(&format!("could not write to the terminal: {err}")),
+                    }
+                    Ok(())
+                }
+                Output::Command { name, arg } => match name.as_str() {
+                    "model" if !arg.is_empty() => {
+                        window.set(
+                            info.models
+                                .iter()
+                                .find(|m| m.id == arg)
+                                .and_then(|m| m.context_window),
+                        );
+                        rt.handle.send(Command::SetModel { model: arg })
+                    }
+                    "new" | "resume" | "continue" if !(name == "resume" && arg.is_empty()) => {
+                        let target = match name.as_str() {
+                            "new" => Target::New,
+                            "continue" => match Store::default_root()
+                                .and_then(Store::open)
+                                .and_then(|s| s.latest())
+                            {
+                                Ok(Some(latest)) => Target::Existing(latest.id.to_hex()),
+                                Ok(None) => Target::New,
+                                Err(err) => {
+                                    app.error(&format!("could not read the session store: {err}"));
+                                    return Flow::Continue;
+                                }
+                            },
+                            _ => Target::Existing(arg),
+                        };
+                        if let Some(old) = runtime.take() {
+                            old.stop();
+                        }
+                        generation.set(generation.get() + 1);
+                        app.transcript = smith_tui::Transcript::new();
+                        summaries.borrow_mut().clear();
+                        match start(&args, &cwd, target, generation.get(), &tx, app) {
+                            Ok((rt, _)) => {
+                                app.notice(&format!("session {}", rt.name));
+                                runtime = Some(rt);
+                            }
+                            Err(err) => {
+                                failure = Some(err);
+                                return Flow::Exit;
+                            }
+                        }
+                        Ok(())
+                    }
+                    "resume" => {
+                        match Store::default_root()
+                            .and_then(Store::open)
+                            .and_then(|s| s.list())
+                        {
+                            Ok(mut list) => {
+                                list.sort_by_key(|s| std::cmp::Reverse(s.modified_ms));
+                                let items = list
+                                    .iter()
+                                    .map(|s| s.name.clone().unwrap_or_else(|| s.id.to_hex()))
+                                    .collect();
+                                app.open(Overlay::Picker(Picker {
+                                    title: "Sessions".to_owned(),
+                                    command: "resume".to_owned(),
+                                    items,
+                                    filter: String::new(),
+                                    selected: 0,
+                                }));
+                            }
+                            Err(err) => app.error(&format!("could not list sessions: {err}")),
+                        }
+                        Ok(())
+                    }
+                    other => {
+                        app.notice(&format!(
+                            "/{other} is not available in the interface yet; use `smith session` or `smith eval` for it"
+                        ));
+                        Ok(())
+                    }
+                },
+            };
+            if let Err(err) = sent {
+                app.error(&err.to_string());
+            }
+            Flow::Continue
+        },
+    );
+    if let Some(err) = failure {
+        // Returning drops the terminal, which restores it.
+        return Err(err);
+    }
+    drop(term);
+    // Closing the channel first means a forwarder blocked on a full channel
+    // wakes up and ends.
+    drop(rx);
+    if let Some(rt) = runtime.take() {
+        rt.stop();
+    }
+    result.context("the terminal could not be written")?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use smith_engine::protocol::ErrorInfo;
+    use smith_engine::provider::{ToolCall, Usage};
+    use smith_tui::transcript::{EntryKind, ToolState};
+
+    use super::*;
+
+    #[test]
+    fn tool_arguments_are_summarized_on_one_line() {
+        assert_eq!(
+            summarize(&serde_json::json!({"command": "ls  -la\n  src"})),
+            "ls -la src"
+        );
+        assert_eq!(
+            summarize(&serde_json::json!({"path": "README.md"})),
+            "README.md"
+        );
+        let long = "x ".repeat(100);
+        assert_eq!(
+            summarize(&serde_json::json!({ "command": long }))
+                .chars()
+                .count(),
+            80
+        );
+    }
+
+    #[test]
+    fn agent_events_become_transcript_entries_and_status() {
+        let mut app = App::new(Product::builtin(), Options::default());
+        let mut summaries = Vec::new();
+        let events = [
+            Event::AgentStart,
+            Event::MessageDelta {
+                text: "Looking ".into(),
+            },
+            Event::MessageDelta {
+                text: "around.".into(),
+            },
+            Event::ToolCall {
+                call: ToolCall {
+                    id: "c1".into(),
+                    name: "bash".into(),
+                    arguments: serde_json::json!({"command": "ls"}),
+                },
+            },
+            Event::ToolExecutionStart {
+                call_id: "c1".into(),
+                name: "bash".into(),
+                effect_id: "fx-1".into(),
+            },
+            Event::ToolExecutionEnd {
+                call_id: "c1".into(),
+                name: "bash".into(),
+                status: ToolStatus::Error,
+                content: "boom".into(),
+                details: serde_json::json!({}),
+                mutation: None,
+                effect_id: None,
+            },
+            Event::Error(ErrorInfo {
+                kind: "rate_limit".into(),
+                message: "slow down".into(),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: None,
+            }),
+        ];
+        for event in events {
+            apply(&mut app, event, &mut summaries, Some(1000));
+        }
+        assert!(app.status.busy);
+        let t = &app.transcript;
+        let kinds: Vec<EntryKind> = (0..t.len()).map(|i| t.record(i).unwrap().kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                EntryKind::Assistant,
+                EntryKind::Tool,
+                EntryKind::ToolOutput,
+                EntryKind::Error
+            ]
+        );
+        assert_eq!(t.text(0), "Looking around.");
+        assert_eq!(t.text(1), "bash ls");
+        assert_eq!(t.record(1).unwrap().tool, ToolState::Failed);
+        assert_eq!(t.text(3), "rate_limit: slow down");
+        apply(
+            &mut app,
+            Event::AgentEnd {
+                stop: StopCause::Aborted,
+                usage: Usage::default(),
+                cost: Some(0.5),
+                text: String::new(),
+            },
+            &mut summaries,
+            Some(1000),
+        );
+        assert!(!app.status.busy);
+        assert_eq!(app.status.cost, Some(0.5));
+        assert_eq!(app.transcript.text(4), "interrupted");
+    }
+}
