@@ -38,7 +38,7 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Start the fullscreen interface: `tui [--session REF | --continue] [--provider mock]`.
     Tui(cmd::tui::Args),
-    /// List the model catalog: `models [--provider P] [--json] [--sources]`.
+    /// List the model catalog: `models [--provider P] [--json] [--sources] [--resolve NAME]`.
     Models(cmd::models::Args),
     /// Manage credentials: `auth set PROVIDER` (value from stdin or a hidden prompt), `status`, `check PROVIDER`, `logout PROVIDER`.
     Auth(cmd::auth::Args),

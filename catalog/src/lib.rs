@@ -38,7 +38,7 @@ pub use catalog::{
 };
 pub use gate::{Gated, RequestNeeds, gate};
 pub use model::{CacheBehavior, Field, ModelInfo, Pricing, ThinkingLevel};
-pub use parse::{parse_catalog, render_catalog};
+pub use parse::{parse_catalog, parse_user_file, render_catalog};
 pub use route::{Bucket, Routes, Target};
 
 use smith_diag::Diagnostic;

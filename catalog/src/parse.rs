@@ -30,6 +30,7 @@ use kdl::{KdlDocument, KdlEntry, KdlNode, KdlValue};
 use smith_diag::{Diagnostic, LineCol, Surface};
 
 use crate::model::{CacheBehavior, ModelInfo, ThinkingLevel};
+use crate::route::Routes;
 
 const EXAMPLE: &str = "provider \"example\" {\n    model \"example-1\" {\n        context 200000\n        max-output 8192\n        tools #true\n        price input=1.0 output=5.0\n    }\n}";
 
@@ -40,6 +41,31 @@ const EXAMPLE: &str = "provider \"example\" {\n    model \"example-1\" {\n      
 ///
 /// The first problem found, as a diagnostic with the position in `origin`.
 pub fn parse_catalog(text: &str, origin: &Path) -> Result<Vec<ModelInfo>, Diagnostic> {
+    parse_document(text, origin, false).map(|(models, _)| models)
+}
+
+/// Parses a user's `models.kdl`: model entries as in [`parse_catalog`]
+/// (partial entries allowed) plus routing definitions:
+///
+/// ```kdl
+/// alias "fast" "anthropic/claude-haiku-4-5-20251001"
+/// group "main" "anthropic/claude-sonnet-4-5-20250929@work" "openai/gpt-5"
+/// bucket "work" provider="anthropic" slot="work"
+/// ```
+///
+/// # Errors
+///
+/// The first problem found, as for [`parse_catalog`]; a name defined twice
+/// as the same kind is an error too.
+pub fn parse_user_file(text: &str, origin: &Path) -> Result<(Vec<ModelInfo>, Routes), Diagnostic> {
+    parse_document(text, origin, true)
+}
+
+fn parse_document(
+    text: &str,
+    origin: &Path,
+    allow_routes: bool,
+) -> Result<(Vec<ModelInfo>, Routes), Diagnostic> {
     let p = Parser { text, origin };
     let doc = KdlDocument::parse(text).map_err(|err| {
         let first = err.diagnostics.first();
@@ -57,9 +83,21 @@ pub fn parse_catalog(text: &str, origin: &Path) -> Result<Vec<ModelInfo>, Diagno
     })?;
     let mut models = Vec::new();
     let mut seen = HashSet::new();
+    let mut routes = Routes::new();
+    let mut route_names = HashSet::new();
     for node in doc.nodes() {
-        if node.name().value() != "provider" {
-            return Err(p.unknown_node(node, "top level", "provider"));
+        let kind = node.name().value();
+        if allow_routes && matches!(kind, "alias" | "group" | "bucket") {
+            routes = p.route(node, routes, &mut route_names)?;
+            continue;
+        }
+        if kind != "provider" {
+            let expected = if allow_routes {
+                "provider, alias, group or bucket"
+            } else {
+                "provider"
+            };
+            return Err(p.unknown_node(node, "top level", expected));
         }
         let provider = p.single_string(node, "provider")?;
         p.check_id(node, &provider, "provider")?;
@@ -89,7 +127,7 @@ pub fn parse_catalog(text: &str, origin: &Path) -> Result<Vec<ModelInfo>, Diagno
             models.push(model);
         }
     }
-    Ok(models)
+    Ok((models, routes))
 }
 
 /// Writes `models` in the catalog format, grouped by provider in order of
@@ -194,6 +232,90 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
+    fn route(
+        &self,
+        node: &KdlNode,
+        routes: Routes,
+        names: &mut HashSet<(String, String)>,
+    ) -> Result<Routes, Diagnostic> {
+        let kind = node.name().value();
+        let mut positional = Vec::new();
+        let mut props = Vec::new();
+        for e in node.entries() {
+            let KdlValue::String(v) = e.value() else {
+                return Err(self.error(
+                    e.span().offset(),
+                    "catalog.invalid-route",
+                    format!("`{kind}` takes quoted names, not {}", e.value()),
+                    "names and model references are strings",
+                    "quote each value",
+                ));
+            };
+            match e.name() {
+                Some(n) => props.push((n.value().to_owned(), v.clone())),
+                None => positional.push(v.clone()),
+            }
+        }
+        let shape = |why: &str, example: &str| {
+            self.error(
+                node.span().offset(),
+                "catalog.invalid-route",
+                format!(
+                    "`{kind}` is written the wrong way in {}",
+                    self.origin.display()
+                ),
+                why.to_owned(),
+                format!("write it as `{example}`"),
+            )
+        };
+        let name = positional.first().cloned().unwrap_or_default();
+        if name.is_empty() || name.contains('/') || name.contains('@') {
+            return Err(shape(
+                "it needs a name first, without `/` or `@` (those mark model references)",
+                "alias \"fast\" \"provider/model\"",
+            ));
+        }
+        if !names.insert((kind.to_owned(), name.clone())) {
+            return Err(self
+                .error(
+                    node.span().offset(),
+                    "catalog.duplicate-route",
+                    format!("{kind} `{name}` is defined twice"),
+                    "two definitions leave it unclear which is meant",
+                    "delete one of them",
+                )
+                .with_value(&name));
+        }
+        match kind {
+            "alias" => match (positional.as_slice(), props.as_slice()) {
+                ([_, target], []) => Ok(routes.alias(name, target.clone())),
+                _ => Err(shape(
+                    "an alias is a name and exactly one target",
+                    "alias \"fast\" \"provider/model\"",
+                )),
+            },
+            "group" => match (positional.as_slice(), props.as_slice()) {
+                ([_, members @ ..], []) if !members.is_empty() => {
+                    Ok(routes.group(name, members.iter().cloned()))
+                }
+                _ => Err(shape(
+                    "a group is a name and one or more members, in failover order",
+                    "group \"main\" \"a/m1\" \"b/m2\"",
+                )),
+            },
+            _ => {
+                let get = |k: &str| props.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+                match (positional.len(), get("provider"), get("slot"), props.len()) {
+                    (1, Some(provider), Some(slot), 2) => Ok(routes.bucket(name, provider, slot)),
+                    _ => Err(shape(
+                        "a bucket is a name with provider= and slot= (the credential slot it uses)",
+                        "bucket \"work\" provider=\"anthropic\" slot=\"work\"",
+                    )),
+                }
+            }
+        }
+    }
+
     fn error(
         &self,
         offset: usize,
@@ -752,6 +874,38 @@ mod tests {
     fn the_bundled_catalog_renders_and_parses_back() {
         let models = crate::bundled().unwrap();
         assert_eq!(parse(&render_catalog(&models)).unwrap(), models);
+    }
+
+    #[test]
+    fn user_files_hold_routes_and_the_bundled_format_does_not() {
+        let text = "alias \"fast\" \"p/m\"\ngroup \"main\" \"fast\" \"q/n@work\"\nbucket \"work\" provider=\"q\" slot=\"work\"\nprovider \"p\" { model \"m\" }\nprovider \"q\" { model \"n\" }";
+        let (models, routes) = parse_user_file(text, Path::new("models.kdl")).unwrap();
+        assert_eq!(models.len(), 2);
+        let snap = crate::Catalog::new(models).snapshot();
+        let targets: Vec<String> = routes
+            .resolve("main", &snap)
+            .unwrap()
+            .iter()
+            .map(crate::Target::reference)
+            .collect();
+        assert_eq!(targets, ["p/m", "q/n@work"]);
+        assert_eq!(err_code(text), "catalog.unknown-node");
+        for (bad, code) in [
+            ("alias \"a\"", "catalog.invalid-route"),
+            ("alias \"a\" \"p/m\" \"q/n\"", "catalog.invalid-route"),
+            ("alias \"p/x\" \"p/m\"", "catalog.invalid-route"),
+            ("group \"g\"", "catalog.invalid-route"),
+            ("group \"g\" 5", "catalog.invalid-route"),
+            ("bucket \"b\" provider=\"p\"", "catalog.invalid-route"),
+            (
+                "alias \"a\" \"p/m\"\nalias \"a\" \"p/n\"",
+                "catalog.duplicate-route",
+            ),
+        ] {
+            let d = parse_user_file(bad, Path::new("models.kdl")).unwrap_err();
+            assert_eq!(d.code(), code, "for {bad:?}");
+            assert!(d.is_complete());
+        }
     }
 
     #[test]

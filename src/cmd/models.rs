@@ -1,11 +1,12 @@
-//! `smith models [--provider P] [--json] [--sources]`: the model catalog as
-//! smith sees it now — the reviewed bundled catalog, the user's
-//! `models.kdl` in the configuration directory (which always wins), and
-//! provider data cached by earlier refreshes. Unknown values print as `?`.
+//! `smith models [--provider P] [--json] [--sources] [--resolve NAME]`: the
+//! model catalog as smith sees it now — the reviewed bundled catalog, the
+//! user's `models.kdl` in the configuration directory (which always wins),
+//! and provider data cached by earlier refreshes. Unknown values print as
+//! `?`. `--resolve` shows where an alias or group routes, in failover order.
 
 use std::path::Path;
 
-use smith_catalog::{Catalog, Entry, Snapshot, bundled, parse_catalog};
+use smith_catalog::{Catalog, Entry, Routes, Snapshot, Target, bundled, parse_user_file};
 use smith_config::Paths;
 use smith_diag::Diagnostic;
 
@@ -23,6 +24,9 @@ pub struct Args {
     /// Also show where each value came from and where sources disagree.
     #[arg(long)]
     sources: bool,
+    /// Resolve an alias, group or model reference to its ordered targets instead.
+    #[arg(long, value_name = "NAME")]
+    resolve: Option<String>,
 }
 
 /// The user's own model entries, next to `config.kdl`.
@@ -36,7 +40,7 @@ pub const USER_FILE: &str = "models.kdl";
 /// reported as diagnostics with exit code 1.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let style = style(None);
-    let catalog = match load() {
+    let (catalog, routes) = match load() {
         Ok(c) => c,
         Err(d) => {
             report(&d, args.json, style);
@@ -44,6 +48,37 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     };
     let snap = catalog.snapshot();
+    if let Some(name) = &args.resolve {
+        return match routes.resolve(name, &snap) {
+            Ok(targets) => {
+                let refs: Vec<String> = targets.iter().map(Target::reference).collect();
+                if args.json {
+                    println!("{}", serde_json::json!({ "name": name, "targets": refs }));
+                } else {
+                    for r in refs {
+                        println!("{r}");
+                    }
+                }
+                Ok(0)
+            }
+            Err(d) => {
+                report(
+                    &d.with_surface(smith_diag::Surface::flag("--resolve")),
+                    args.json,
+                    style,
+                );
+                Ok(1)
+            }
+        };
+    }
+    for problem in routes.check(&snap) {
+        eprint!(
+            "{}",
+            problem
+                .with_severity(smith_diag::Severity::Warning)
+                .render_terminal(style)
+        );
+    }
     let entries: Vec<&Entry> = match &args.provider {
         None => snap.entries.iter().collect(),
         Some(p) => {
@@ -94,17 +129,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn load() -> Result<Catalog, Diagnostic> {
+fn load() -> Result<(Catalog, Routes), Diagnostic> {
     let catalog = Catalog::new(bundled()?);
     let paths = Paths::from_process().map_err(|e| e.into_diagnostic())?;
     let user = paths.config_dir.join(USER_FILE);
+    let mut routes = Routes::new();
     if let Some(text) = read_optional(&user)? {
-        catalog.set_user(parse_catalog(&text, &user)?);
+        let (models, r) = parse_user_file(&text, &user)?;
+        catalog.set_user(models);
+        routes = r;
     }
     for warning in smith_catalog::cache::load_dir(&catalog, &paths.cache_dir.join("catalog")) {
         eprint!("{}", warning.render_terminal(style(None)));
     }
-    Ok(catalog)
+    Ok((catalog, routes))
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, Diagnostic> {

@@ -212,3 +212,42 @@ fn auth_set_refuses_an_empty_value() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
 }
+
+#[test]
+fn routes_in_models_kdl_resolve_and_broken_ones_are_reported() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("models.kdl"),
+        "bucket \"work\" provider=\"anthropic\" slot=\"work\"\n\
+         alias \"fast\" \"anthropic/claude-haiku-4-5-20251001\"\n\
+         group \"main\" \"anthropic/claude-sonnet-4-5-20250929@work\" \"fast\" \"gpt-5\"\n\
+         alias \"loop\" \"loop2\"\n\
+         alias \"loop2\" \"loop\"\n",
+    )
+    .unwrap();
+    let out = smith(home.path())
+        .args(["models", "--resolve", "main"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "anthropic/claude-sonnet-4-5-20250929@work\nanthropic/claude-haiku-4-5-20251001\nopenai/gpt-5\n"
+    );
+    let out = smith(home.path())
+        .args(["models", "--resolve", "loop"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("loop -> loop2 -> loop"), "{err}");
+    // Listing still works and warns about the broken definitions.
+    let out = smith(home.path()).arg("models").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("route.cycle"));
+}
