@@ -301,8 +301,8 @@ fn gating_against_the_bundled_catalog() {
         .get("anthropic", "claude-3-5-haiku-20241022")
         .expect("listed")
         .model;
-    // Its family (claude-3-5-…) has no thinking model either, but the
-    // explicit statement decides regardless.
+    // Listed with no thinking: thinking is dropped even though its
+    // vendor's other models think.
     let needs = RequestNeeds {
         tools: true,
         thinking: Some(ThinkingLevel::High),
