@@ -28,7 +28,9 @@
 #![deny(missing_docs)]
 
 #[cfg(all(feature = "provider", feature = "extension"))]
-compile_error!("enable exactly one of the features `provider` and `extension`: a plugin implements one world");
+compile_error!(
+    "enable exactly one of the features `provider` and `extension`: a plugin implements one world"
+);
 
 /// Bindings of the `provider-plugin` world (cargo feature `provider`): implement
 /// `provider::exports::smith::plugin::provider::Guest` and call

@@ -12,7 +12,9 @@ use std::cell::RefCell;
 
 use smith_plugin_sdk::provider::exports::smith::plugin::provider as wit;
 
-use model::{ContentBlock, Message, OpaqueBytes, Request, StopReason, StreamEvent, ToolCall, ToolSpec};
+use model::{
+    ContentBlock, Message, OpaqueBytes, Request, StopReason, StreamEvent, ToolCall, ToolSpec,
+};
 use script::ScriptedProvider;
 
 thread_local! {
@@ -72,10 +74,12 @@ fn usage_to_wit(usage: model::Usage) -> wit::Usage {
 fn event_to_wit(event: StreamEvent) -> wit::StreamEvent {
     match event {
         StreamEvent::TextDelta { text } => wit::StreamEvent::TextDelta(text),
-        StreamEvent::ThinkingDelta { text, signature } => wit::StreamEvent::ThinkingDelta(wit::Thinking {
-            text,
-            signature: signature.map(|s| s.0),
-        }),
+        StreamEvent::ThinkingDelta { text, signature } => {
+            wit::StreamEvent::ThinkingDelta(wit::Thinking {
+                text,
+                signature: signature.map(|s| s.0),
+            })
+        }
         StreamEvent::ToolCallStart { id, name } => {
             wit::StreamEvent::ToolCallStart(wit::ToolCallStart { id, name })
         }
@@ -173,7 +177,9 @@ impl wit::Guest for Mock {
             }
         }
         let provider = match script_text {
-            Some(text) => ScriptedProvider::new(script::parse_script(&text, &origin).map_err(|e| e.to_string())?),
+            Some(text) => ScriptedProvider::new(
+                script::parse_script(&text, &origin).map_err(|e| e.to_string())?,
+            ),
             None => ScriptedProvider::demo(),
         };
         STATE.with(|state| *state.borrow_mut() = provider);

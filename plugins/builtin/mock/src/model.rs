@@ -326,7 +326,12 @@ impl ProviderError {
 
 impl std::fmt::Display for ProviderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "provider error ({}): {}", self.kind.as_str(), self.message)?;
+        write!(
+            f,
+            "provider error ({}): {}",
+            self.kind.as_str(),
+            self.message
+        )?;
         if let Some(ms) = self.retry_after_ms {
             write!(f, " (retry after {ms} ms)")?;
         }
@@ -389,7 +394,6 @@ impl StreamEvent {
         matches!(self, StreamEvent::Stop { .. } | StreamEvent::Error(_))
     }
 }
-
 
 /// One body chunk of a local exchange.
 #[derive(Clone, Debug, PartialEq)]

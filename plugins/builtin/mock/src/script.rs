@@ -191,7 +191,10 @@ fn to_chunks(response: usize, events: &[ScriptEvent]) -> Result<Vec<LocalChunk>,
                         id: id.clone(),
                         name: call.name.clone(),
                     },
-                    StreamEvent::ToolCallDelta { id: id.clone(), arguments },
+                    StreamEvent::ToolCallDelta {
+                        id: id.clone(),
+                        arguments,
+                    },
                     StreamEvent::ToolCallEnd { id },
                 ]
             }
@@ -211,7 +214,10 @@ fn to_chunks(response: usize, events: &[ScriptEvent]) -> Result<Vec<LocalChunk>,
         let bytes = serde_json::to_vec(&expanded).map_err(|err| {
             ProviderError::new(
                 ProviderErrorKind::InvalidRequest,
-                format!("the mock provider could not encode response {}: {err}", response + 1),
+                format!(
+                    "the mock provider could not encode response {}: {err}",
+                    response + 1
+                ),
             )
         })?;
         chunks.push(LocalChunk {
@@ -340,13 +346,21 @@ fn demo_response(request: &Request) -> Vec<ScriptEvent> {
     };
     let (reply, call) = match last_result {
         None => (
-            format!("You said {prompt:?}. This is the offline demo: I will list the working directory, read a file and answer. "),
+            format!(
+                "You said {prompt:?}. This is the offline demo: I will list the working directory, read a file and answer. "
+            ),
             Some(tool_call("ls", serde_json::json!({"path": "."}))),
         ),
         Some(("ls", listing, false)) => match pick_file(listing) {
             Some(file) => (
-                format!("The directory has {} entries. Reading {file}. ", listing.lines().count()),
-                Some(tool_call("read", serde_json::json!({"path": file, "limit": 20}))),
+                format!(
+                    "The directory has {} entries. Reading {file}. ",
+                    listing.lines().count()
+                ),
+                Some(tool_call(
+                    "read",
+                    serde_json::json!({"path": file, "limit": 20}),
+                )),
             ),
             None => (
                 "The directory has no plain files to read, so the demo ends here.".to_owned(),
@@ -361,13 +375,24 @@ fn demo_response(request: &Request) -> Vec<ScriptEvent> {
                 .unwrap_or("(empty)");
             let first: String = first.chars().take(120).collect();
             (
-                format!("Done. The file starts with: {first:?}. That was one tool-using turn with the mock provider; use --mock-script FILE to play your own responses."),
+                format!(
+                    "Done. The file starts with: {first:?}. That was one tool-using turn with the mock provider; use --mock-script FILE to play your own responses."
+                ),
                 None,
             )
         }
         Some((name, content, _)) => {
-            let first: String = content.lines().next().unwrap_or("").chars().take(200).collect();
-            (format!("The {name} call failed ({first}), so the demo ends here."), None)
+            let first: String = content
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect();
+            (
+                format!("The {name} call failed ({first}), so the demo ends here."),
+                None,
+            )
         }
     };
     let mut events = words(&reply);
@@ -381,4 +406,3 @@ fn demo_response(request: &Request) -> Vec<ScriptEvent> {
     events.push(ScriptEvent::Stop { reason: stop });
     events
 }
-

@@ -35,7 +35,12 @@ fn style(name: &str, fg: Option<&str>, bold: bool, dim: bool) -> ext::Style {
     }
 }
 
-fn node(kind: ext::LayoutKind, name: &str, size: Option<u32>, children: Vec<u32>) -> ext::LayoutNode {
+fn node(
+    kind: ext::LayoutKind,
+    name: &str,
+    size: Option<u32>,
+    children: Vec<u32>,
+) -> ext::LayoutNode {
     ext::LayoutNode {
         kind,
         name: name.to_owned(),
@@ -45,7 +50,13 @@ fn node(kind: ext::LayoutKind, name: &str, size: Option<u32>, children: Vec<u32>
     }
 }
 
-fn presentation(tool: &str, title: &str, subject: Option<&str>, style: &str, lines: u32) -> ext::ToolPresentation {
+fn presentation(
+    tool: &str,
+    title: &str,
+    subject: Option<&str>,
+    style: &str,
+    lines: u32,
+) -> ext::ToolPresentation {
     ext::ToolPresentation {
         tool: tool.to_owned(),
         title: title.to_owned(),
@@ -58,13 +69,38 @@ fn presentation(tool: &str, title: &str, subject: Option<&str>, style: &str, lin
 /// The commands, in the order help lists them.
 fn commands() -> Vec<ext::Command> {
     vec![
-        command("help", "Show the commands and keys", "[COMMAND]", "commands"),
+        command(
+            "help",
+            "Show the commands and keys",
+            "[COMMAND]",
+            "commands",
+        ),
         command("model", "Show or switch the model", "[MODEL]", "models"),
         command("new", "Start a new session", "", "none"),
-        command("resume", "Resume an earlier session", "[SESSION]", "sessions"),
-        command("branch", "Continue from an earlier entry on a new branch", "[ENTRY]", "entries"),
-        command("compact", "Summarize the conversation to free context", "[INSTRUCTIONS]", "none"),
-        command("replay", "Replay a session's events", "[SESSION]", "sessions"),
+        command(
+            "resume",
+            "Resume an earlier session",
+            "[SESSION]",
+            "sessions",
+        ),
+        command(
+            "branch",
+            "Continue from an earlier entry on a new branch",
+            "[ENTRY]",
+            "entries",
+        ),
+        command(
+            "compact",
+            "Summarize the conversation to free context",
+            "[INSTRUCTIONS]",
+            "none",
+        ),
+        command(
+            "replay",
+            "Replay a session's events",
+            "[SESSION]",
+            "sessions",
+        ),
         command("plugins", "List plugins and their state", "", "plugins"),
         command("quit", "Leave smith", "", "none"),
     ]
@@ -140,10 +176,14 @@ impl ext::Guest for Product {
                 })])
             }
             "model" if !argument.is_empty() => Ok(vec![ext::Action::SetModel(argument.to_owned())]),
-            "new" | "resume" | "branch" | "compact" | "replay" | "plugins" | "quit" | "model" => Err(format!(
-                "/{name} is carried out by the host, not by smith/product; the host runs it directly"
+            "new" | "resume" | "branch" | "compact" | "replay" | "plugins" | "quit" | "model" => {
+                Err(format!(
+                    "/{name} is carried out by the host, not by smith/product; the host runs it directly"
+                ))
+            }
+            other => Err(format!(
+                "smith/product has no command /{other}; run /help for the list"
             )),
-            other => Err(format!("smith/product has no command /{other}; run /help for the list")),
         }
     }
 

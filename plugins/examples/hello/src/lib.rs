@@ -40,7 +40,9 @@ impl ext::Guest for Hello {
 
     fn handle(event: ext::LifecycleEvent) -> ext::HandlerResult {
         match event {
-            ext::LifecycleEvent::ToolCall(call) if call.name == "bash" && call.arguments.contains("rm -rf /") => {
+            ext::LifecycleEvent::ToolCall(call)
+                if call.name == "bash" && call.arguments.contains("rm -rf /") =>
+            {
                 ext::HandlerResult::Decision(ext::Decision::Block(
                     "example/hello refuses to run rm -rf /".to_owned(),
                 ))

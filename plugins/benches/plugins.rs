@@ -1,0 +1,76 @@
+//! Plugin host benchmarks: loading a built-in from the warm cache,
+//! instantiating from a pre-instance, an event dispatch round trip, a
+//! provider decode round trip, and a full reload.
+
+use smith_plugins::builtin::{MOCK, PRODUCT};
+use smith_plugins::extension::LifecycleEvent;
+use smith_plugins::{ExtensionComponent, Limits, ProviderComponent};
+
+fn main() {
+    divan::main();
+}
+
+fn cache() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("smith-plugin-bench-{}", std::process::id()));
+    // Warm the cache once.
+    ProviderComponent::load("smith/mock", MOCK, Some(&dir), Limits::default()).expect("mock loads");
+    ExtensionComponent::load("smith/product", PRODUCT, Some(&dir), Limits::default())
+        .expect("product loads");
+    dir
+}
+
+#[divan::bench]
+fn load_mock_from_warm_cache(bencher: divan::Bencher<'_, '_>) {
+    let dir = cache();
+    bencher.bench(|| {
+        ProviderComponent::load("smith/mock", MOCK, Some(&dir), Limits::default()).expect("loads")
+    });
+}
+
+#[divan::bench]
+fn load_product_from_warm_cache(bencher: divan::Bencher<'_, '_>) {
+    let dir = cache();
+    bencher.bench(|| {
+        ExtensionComponent::load("smith/product", PRODUCT, Some(&dir), Limits::default())
+            .expect("loads")
+    });
+}
+
+#[divan::bench]
+fn instantiate_product(bencher: divan::Bencher<'_, '_>) {
+    let component =
+        ExtensionComponent::load("smith/product", PRODUCT, Some(&cache()), Limits::default())
+            .expect("loads");
+    bencher.bench(|| component.instantiate().expect("instantiates"));
+}
+
+#[divan::bench]
+fn event_dispatch_round_trip(bencher: divan::Bencher<'_, '_>) {
+    let component =
+        ExtensionComponent::load("smith/product", PRODUCT, Some(&cache()), Limits::default())
+            .expect("loads");
+    let mut extension = component.instantiate().expect("instantiates");
+    let event = LifecycleEvent::MessageUpdate("a streamed piece of text".to_owned());
+    bencher.bench_local(|| extension.handle(&event).expect("handles"));
+}
+
+#[divan::bench]
+fn provider_decode_round_trip(bencher: divan::Bencher<'_, '_>) {
+    use smith_engine::provider::Provider;
+    let component = ProviderComponent::load("smith/mock", MOCK, Some(&cache()), Limits::default())
+        .expect("loads");
+    let mut provider = component.instantiate(&[]).expect("instantiates");
+    let chunk = br#"[{"type":"text_delta","text":"hello "}]"#;
+    bencher.bench_local(|| provider.decode(chunk));
+}
+
+#[divan::bench]
+fn reload_product(bencher: divan::Bencher<'_, '_>) {
+    let dir = cache();
+    bencher.bench(|| {
+        ExtensionComponent::load("smith/product", PRODUCT, Some(&dir), Limits::default())
+            .expect("loads")
+            .instantiate()
+            .expect("instantiates")
+    });
+}

@@ -1,0 +1,67 @@
+//! The built-in plugins, compiled from plugins/builtin/* for wasm32-wasip2
+//! by build.rs and embedded in the binary.
+
+/// The smith/mock provider component (the scripted provider).
+pub const MOCK: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_mock.wasm"
+));
+
+/// The smith/product extension component (layout, theme, keys, commands,
+/// tool presentation).
+pub const PRODUCT: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_product.wasm"
+));
+
+/// A built-in plugin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Builtin {
+    /// Its name.
+    pub name: &'static str,
+    /// Its world (`provider` or `extension`).
+    pub world: &'static str,
+    /// One line about it.
+    pub description: &'static str,
+    /// The component bytes.
+    pub component: &'static [u8],
+}
+
+/// Every built-in plugin, in load order.
+pub const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "smith/mock",
+        world: "provider",
+        description: "The scripted provider: plays a JSON script or the offline demo",
+        component: MOCK,
+    },
+    Builtin {
+        name: "smith/product",
+        world: "extension",
+        description: "The default layout, theme, keybindings, commands and tool presentation",
+        component: PRODUCT,
+    },
+];
+
+/// The mock provider as a plugin: `script` is `(json text, origin)`, or
+/// `None` for the built-in demo.
+///
+/// # Errors
+///
+/// When the runtime is unavailable or the script is invalid (the message
+/// is the script parser's, naming the origin).
+pub fn mock_provider(
+    script: Option<(&str, &str)>,
+    cache_dir: Option<&std::path::Path>,
+) -> Result<crate::WasmProvider, crate::PluginError> {
+    let component =
+        crate::ProviderComponent::load("smith/mock", MOCK, cache_dir, crate::Limits::default())?;
+    let settings: Vec<(String, String)> = match script {
+        Some((text, origin)) => vec![
+            ("script".to_owned(), text.to_owned()),
+            ("origin".to_owned(), origin.to_owned()),
+        ],
+        None => Vec::new(),
+    };
+    component.instantiate(&settings)
+}

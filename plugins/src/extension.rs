@@ -1,0 +1,304 @@
+//! Extension plugins: contributions read once at load, commands, and
+//! lifecycle handlers. A handler that fails or runs past its deadline
+//! yields "no decision", never a block.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+use wasmtime::component::Component;
+
+use crate::bindings::extension::exports::smith::plugin::extension as wit;
+use crate::bindings::extension::{ExtensionPlugin, ExtensionPluginPre};
+use crate::error::{ErrorKind, Phase, PluginError};
+use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
+use crate::scope::plugin_scope;
+
+pub use wit::{
+    Action, Command, Contributions, Decision, HandlerResult, IntentKind, IntentPolicy, Keybinding,
+    LayoutKind, LayoutNode, LifecycleEvent, PromptFragment, Style, Theme, ToolCallEvent,
+    ToolDefinition, ToolPresentation, UiIntent,
+};
+
+/// A compiled, pre-instantiated extension component.
+#[derive(Clone)]
+pub struct ExtensionComponent {
+    name: String,
+    pre: ExtensionPluginPre<State>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for ExtensionComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtensionComponent")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl ExtensionComponent {
+    /// Compiles (or loads from `cache_dir`) and pre-instantiates `bytes` as
+    /// the extension plugin `name`.
+    ///
+    /// # Errors
+    ///
+    /// When the component is refused, does not compile or does not
+    /// implement the extension world.
+    pub fn load(
+        name: &str,
+        bytes: &[u8],
+        cache_dir: Option<&std::path::Path>,
+        limits: Limits,
+    ) -> Result<Self, PluginError> {
+        let runtime = Runtime::global()?;
+        let component = runtime.load_component(name, bytes, cache_dir)?;
+        Self::from_component(name, &component, limits)
+    }
+
+    /// Pre-instantiates an already compiled component.
+    ///
+    /// # Errors
+    ///
+    /// When the component does not implement the extension world.
+    pub fn from_component(
+        name: &str,
+        component: &Component,
+        limits: Limits,
+    ) -> Result<Self, PluginError> {
+        let runtime = Runtime::global()?;
+        let link_error = |e: wasmtime::Error| {
+            PluginError::new(
+                name,
+                Phase::Instantiate,
+                ErrorKind::Component,
+                format!(
+                    "the component does not fit the smith:plugin@1 extension-plugin world: {e:#}; rebuild it with the SDK's `extension` feature"
+                ),
+            )
+        };
+        let pre = runtime
+            .extension_linker
+            .instantiate_pre(component)
+            .map_err(link_error)?;
+        let pre = ExtensionPluginPre::new(pre).map_err(link_error)?;
+        Ok(Self {
+            name: name.to_owned(),
+            pre,
+            limits,
+        })
+    }
+
+    /// A fresh instance; reads its contributions.
+    ///
+    /// # Errors
+    ///
+    /// When instantiation or `contribute` fails.
+    pub fn instantiate(&self) -> Result<WasmExtension, PluginError> {
+        let runtime = Runtime::global()?;
+        let control = Arc::new(CallControl::default());
+        let scope = plugin_scope(&self.name);
+        let (store, instance) = {
+            let _guard = scope.enter();
+            let mut store = runtime.new_store(&self.name, self.limits, Arc::clone(&control));
+            runtime.arm(&control, self.limits);
+            let instance = self.pre.instantiate(&mut store);
+            runtime.disarm(&control);
+            let instance = instance
+                .map_err(|e| call_error(store.data(), Phase::Instantiate, self.limits, &e))?;
+            (store, instance)
+        };
+        let mut extension = WasmExtension {
+            name: self.name.clone(),
+            limits: self.limits,
+            control,
+            live: Some((store, instance)),
+            contributions: None,
+            scope,
+        };
+        let contributions = extension.call("contribute", |store, plugin| {
+            plugin.smith_plugin_extension().call_contribute(store)
+        })?;
+        extension.contributions = Some(contributions);
+        Ok(extension)
+    }
+}
+
+/// A live extension plugin instance.
+pub struct WasmExtension {
+    name: String,
+    limits: Limits,
+    control: Arc<CallControl>,
+    live: Option<(Store<State>, ExtensionPlugin)>,
+    contributions: Option<Contributions>,
+    scope: smith_alloc::Scope,
+}
+
+impl std::fmt::Debug for WasmExtension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmExtension")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl WasmExtension {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The contributions read at load (cached by the host: the render path
+    /// never calls into a guest).
+    pub fn contributions(&self) -> Option<&Contributions> {
+        self.contributions.as_ref()
+    }
+
+    /// Whether the instance is still alive.
+    pub fn is_alive(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Runs a command the plugin contributed.
+    ///
+    /// # Errors
+    ///
+    /// When the plugin fails (deadline, trap, memory) or rejects the
+    /// command (its message is kept).
+    pub fn run_command(&mut self, name: &str, argument: &str) -> Result<Vec<Action>, PluginError> {
+        let result = self.call("run-command", |store, plugin| {
+            plugin
+                .smith_plugin_extension()
+                .call_run_command(store, name, argument)
+        })?;
+        result.map_err(|message| {
+            PluginError::new(
+                &self.name,
+                Phase::Call("run-command"),
+                ErrorKind::Guest,
+                message,
+            )
+        })
+    }
+
+    /// Delivers one lifecycle event.
+    ///
+    /// # Errors
+    ///
+    /// When the plugin fails; callers treat that as "no decision".
+    pub fn handle(&mut self, event: &LifecycleEvent) -> Result<HandlerResult, PluginError> {
+        self.call("handle", |store, plugin| {
+            plugin.smith_plugin_extension().call_handle(store, event)
+        })
+    }
+
+    fn call<R>(
+        &mut self,
+        export: &'static str,
+        f: impl FnOnce(&mut Store<State>, &ExtensionPlugin) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        let runtime = Runtime::global()?;
+        let Some((store, plugin)) = &mut self.live else {
+            return Err(PluginError::new(
+                &self.name,
+                Phase::Call(export),
+                ErrorKind::Destroyed,
+                "the plugin's instance was destroyed after an earlier failure; reload the plugin to start a fresh instance",
+            ));
+        };
+        let _guard = self.scope.enter();
+        runtime.arm(&self.control, self.limits);
+        store.data_mut().stop = None;
+        let result = f(store, plugin);
+        runtime.disarm(&self.control);
+        match result {
+            Ok(value) => Ok(value),
+            Err(err) => {
+                let error = call_error(store.data(), Phase::Call(export), self.limits, &err);
+                self.live = None;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// The folded outcome of one decision point across handlers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Folded {
+    /// Proceed; `replacement` is the chained replacement, if any.
+    Allow {
+        /// The last replacement (each handler saw the previous one).
+        replacement: Option<String>,
+    },
+    /// Blocked by `plugin` with `reason`.
+    Block {
+        /// The blocking plugin.
+        plugin: String,
+        /// Its reason.
+        reason: String,
+    },
+}
+
+/// Delivers `event` to `handlers` in load order and folds their decisions:
+/// any block wins over allow; replacements chain; a handler that fails or
+/// times out counts as no decision (its error is returned alongside).
+pub fn decide(
+    handlers: &mut [WasmExtension],
+    event: &LifecycleEvent,
+) -> (Folded, Vec<PluginError>) {
+    let mut replacement = None;
+    let mut errors = Vec::new();
+    let mut block = None;
+    for handler in handlers.iter_mut() {
+        let current = match (&replacement, event) {
+            (Some(args), LifecycleEvent::ToolCall(call)) => {
+                LifecycleEvent::ToolCall(ToolCallEvent {
+                    arguments: String::clone(args),
+                    ..call.clone()
+                })
+            }
+            (Some(text), LifecycleEvent::Input(_)) => LifecycleEvent::Input(String::clone(text)),
+            _ => event.clone(),
+        };
+        match handler.handle(&current) {
+            Ok(HandlerResult::Decision(Decision::Block(reason))) => {
+                if block.is_none() {
+                    block = Some((handler.name.clone(), reason));
+                }
+            }
+            Ok(HandlerResult::Decision(Decision::Replace(value))) => replacement = Some(value),
+            Ok(_) => {}
+            Err(err) => errors.push(err),
+        }
+    }
+    let folded = match block {
+        Some((plugin, reason)) => Folded::Block { plugin, reason },
+        None => Folded::Allow { replacement },
+    };
+    (folded, errors)
+}
+
+/// Checks an action batch gathered from several plugins (each action with
+/// the plugin that asked for it) for conflicts: two model switches, two
+/// layouts or two theme switches in one batch reject the whole batch.
+///
+/// # Errors
+///
+/// A diagnostic naming the plugins and the field.
+pub fn check_batch(batch: &[(String, Action)]) -> Result<(), String> {
+    let field = |action: &Action| match action {
+        Action::SetModel(_) => Some("model"),
+        Action::SetLayout(_) => Some("layout"),
+        Action::SetTheme(_) => Some("theme"),
+        Action::SendMessage(_) | Action::Ui(_) => None,
+    };
+    for (i, (first_plugin, first)) in batch.iter().enumerate() {
+        let Some(name) = field(first) else { continue };
+        if let Some((second_plugin, _)) =
+            batch[i + 1..].iter().find(|(_, a)| field(a) == Some(name))
+        {
+            return Err(format!(
+                "conflicting actions: {first_plugin} and {second_plugin} both set the {name} in one batch; the batch was rejected whole, nothing was applied"
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,56 @@
+//! The smith plugin host.
+//!
+//! Plugins are WebAssembly components implementing one world of the WIT
+//! package `smith:plugin@1` (plugins/wit): `provider-plugin` (vendor
+//! adapters) or `extension-plugin` (product and user behavior). This crate
+//! runs them on wasmtime's component model:
+//!
+//! - [`Runtime`]: one engine per process with epoch interruption driven by a
+//!   ticker thread ([`runtime::TICK`]) for hard deadlines, the linkers built
+//!   once, and the compiled-component cache in smith's cache directory keyed
+//!   on wasmtime's compatibility hash plus the component's sha256.
+//!   Precompiled artifacts from anywhere else are refused.
+//! - The sandbox: WASI imports are satisfied with no ambient authority (no
+//!   preopens, environment, arguments, sockets or stdio; clocks and
+//!   randomness only); a `ResourceLimiter` caps linear memory ([`Limits`]);
+//!   every call runs inside the plugin's accounting scope.
+//! - [`ProviderComponent`] / [`WasmProvider`]: a provider plugin behind the
+//!   engine's `Provider` trait; [`ExtensionComponent`] / [`WasmExtension`]:
+//!   contributions, commands and lifecycle handlers, with decision folding
+//!   ([`extension::decide`]) and batch conflict checks
+//!   ([`extension::check_batch`]).
+//! - [`manifest`]: `plugin.kdl` validation and installation into owned
+//!   roots; [`help`]: `smith help plugins` generated from the WIT doc
+//!   comments; [`builtin`]: the embedded built-in plugins.
+//!
+//! A plugin past its deadline, over its memory limit, or trapping is
+//! destroyed and the error ([`PluginError`]) names the plugin and the phase;
+//! the host keeps serving. See docs/plugins.md.
+#![deny(missing_docs)]
+
+mod bindings;
+pub mod builtin;
+mod error;
+pub mod extension;
+pub mod help;
+pub mod manifest;
+mod provider;
+pub mod runtime;
+mod scope;
+
+pub use bindings::provider::smith::plugin::host::LogLevel;
+pub use error::{ErrorKind, Phase, PluginError};
+pub use extension::{ExtensionComponent, WasmExtension};
+pub use provider::{AbortHandle, ProviderComponent, WasmProvider};
+pub use runtime::{Limits, Runtime, compile_count, compile_count_on_this_thread};
+
+/// The WIT source of `smith:plugin@1`, file name and text, as embedded.
+pub const WIT: &[(&str, &str)] = &[
+    ("host.wit", include_str!("../wit/host.wit")),
+    ("provider.wit", include_str!("../wit/provider.wit")),
+    ("extension.wit", include_str!("../wit/extension.wit")),
+    ("worlds.wit", include_str!("../wit/worlds.wit")),
+];
+
+/// The API generation this host implements (`smith:plugin@1`).
+pub const API_GENERATION: u32 = 1;

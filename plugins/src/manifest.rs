@@ -1,0 +1,501 @@
+//! Plugin manifests (`plugin.kdl`) and installation.
+//!
+//! A manifest is static data, validated before any code is compiled:
+//!
+//! ```kdl
+//! name "example/hello"
+//! version "0.1.0"
+//! description "Greets people"
+//! api 1
+//! world "extension"
+//! component "plugin.wasm"
+//! memory-limit-mib 32
+//! capabilities {
+//!     fs-read "data"
+//!     net "api.example.com"
+//! }
+//! ```
+//!
+//! Installation copies a plugin folder into its owned root after
+//! validating it in a staging folder; it runs no plugin code. Nothing may
+//! leave the plugin's roots: `..`, absolute paths and symlinks are refused.
+
+use std::path::{Component as PathPart, Path, PathBuf};
+
+use crate::error::{ErrorKind, Phase, PluginError};
+
+/// The capabilities a manifest may ask for.
+pub const CAPABILITIES: &[&str] = &[
+    "fs-read",
+    "fs-write",
+    "process",
+    "net",
+    "secrets",
+    "vcs",
+    "session-read",
+];
+
+/// A validated manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    /// `org/name`.
+    pub name: String,
+    /// The plugin's version.
+    pub version: String,
+    /// One line about it.
+    pub description: String,
+    /// The API generation it targets.
+    pub api: u32,
+    /// `provider` or `extension`.
+    pub world: String,
+    /// The component file, relative to the plugin folder.
+    pub component: String,
+    /// The memory limit in MiB.
+    pub memory_limit_mib: u32,
+    /// Capabilities asked for: (kind, value).
+    pub capabilities: Vec<(String, String)>,
+}
+
+fn invalid(origin: &str, message: String) -> PluginError {
+    PluginError::new(origin, Phase::Manifest, ErrorKind::Invalid, message)
+}
+
+/// Whether `name` is a valid `org/name` (each part `[a-z0-9_-]+`).
+pub fn valid_name(name: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    };
+    matches!(name.split_once('/'), Some((org, rest)) if part(org) && part(rest))
+}
+
+/// Whether `path` is relative and stays inside its root lexically (no `..`,
+/// no root, no prefix).
+pub fn stays_inside(path: &str) -> bool {
+    !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|part| matches!(part, PathPart::Normal(_) | PathPart::CurDir))
+}
+
+impl Manifest {
+    /// Parses and validates manifest text; `origin` names the file in
+    /// errors.
+    ///
+    /// # Errors
+    ///
+    /// A [`PluginError`] naming the field, the value and the rule it broke.
+    pub fn parse(text: &str, origin: &str) -> Result<Manifest, PluginError> {
+        let doc: kdl::KdlDocument = text.parse().map_err(|e: kdl::KdlError| {
+            invalid(
+                origin,
+                format!(
+                    "{origin} is not valid KDL: {e}; see docs/plugins.md for the manifest format"
+                ),
+            )
+        })?;
+        let string = |field: &str| -> Result<Option<String>, PluginError> {
+            match doc.get(field) {
+                None => Ok(None),
+                Some(node) => match node.entries().first().map(|e| e.value().as_string()) {
+                    Some(Some(s)) => Ok(Some(s.to_owned())),
+                    _ => Err(invalid(
+                        origin,
+                        format!(
+                            "{origin}: `{field}` must have one string value, like {field} \"...\""
+                        ),
+                    )),
+                },
+            }
+        };
+        let integer = |field: &str| -> Result<Option<i128>, PluginError> {
+            match doc.get(field) {
+                None => Ok(None),
+                Some(node) => match node.entries().first().map(|e| e.value().as_integer()) {
+                    Some(Some(i)) => Ok(Some(i)),
+                    _ => Err(invalid(
+                        origin,
+                        format!("{origin}: `{field}` must have one integer value, like {field} 1"),
+                    )),
+                },
+            }
+        };
+        let known = [
+            "name",
+            "version",
+            "description",
+            "api",
+            "world",
+            "component",
+            "memory-limit-mib",
+            "capabilities",
+        ];
+        for node in doc.nodes() {
+            let field = node.name().value();
+            if !known.contains(&field) {
+                return Err(invalid(
+                    origin,
+                    format!(
+                        "{origin}: unknown field `{field}`; the fields are {}",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        let required = |field: &str, value: Option<String>| {
+            value.ok_or_else(|| {
+                invalid(
+                    origin,
+                    format!("{origin}: the required field `{field}` is missing"),
+                )
+            })
+        };
+        let name = required("name", string("name")?)?;
+        if !valid_name(&name) {
+            return Err(invalid(
+                origin,
+                format!("{origin}: name {name:?} must be org/name with only a-z, 0-9, _ and -"),
+            ));
+        }
+        let api = integer("api")?.ok_or_else(|| {
+            invalid(
+                origin,
+                format!(
+                    "{origin}: the required field `api` (the API generation, e.g. api 1) is missing"
+                ),
+            )
+        })?;
+        let api = u32::try_from(api).ok().filter(|a| *a >= 1).ok_or_else(|| {
+            invalid(
+                origin,
+                format!("{origin}: api {api} is not a generation (1, 2, ...)"),
+            )
+        })?;
+        let world = required("world", string("world")?)?;
+        if world != "provider" && world != "extension" {
+            return Err(invalid(
+                origin,
+                format!("{origin}: world {world:?} is neither \"provider\" nor \"extension\""),
+            ));
+        }
+        let component = string("component")?.unwrap_or_else(|| "plugin.wasm".to_owned());
+        if !stays_inside(&component) {
+            return Err(invalid(
+                origin,
+                format!(
+                    "{origin}: component {component:?} leaves the plugin folder; give a relative path without .."
+                ),
+            ));
+        }
+        let memory = integer("memory-limit-mib")?.unwrap_or(64);
+        let memory_limit_mib = u32::try_from(memory)
+            .ok()
+            .filter(|m| (1..=4096).contains(m))
+            .ok_or_else(|| {
+                invalid(
+                    origin,
+                    format!("{origin}: memory-limit-mib {memory} is outside 1..=4096"),
+                )
+            })?;
+        let mut capabilities = Vec::new();
+        if let Some(children) = doc.get("capabilities").and_then(|n| n.children()) {
+            for node in children.nodes() {
+                let kind = node.name().value();
+                if !CAPABILITIES.contains(&kind) {
+                    return Err(invalid(
+                        origin,
+                        format!(
+                            "{origin}: unknown capability `{kind}`; the capabilities are {}",
+                            CAPABILITIES.join(", ")
+                        ),
+                    ));
+                }
+                let value = node
+                    .entries()
+                    .first()
+                    .and_then(|e| e.value().as_string())
+                    .unwrap_or("")
+                    .to_owned();
+                if kind.starts_with("fs-") && !stays_inside(&value) {
+                    return Err(invalid(
+                        origin,
+                        format!(
+                            "{origin}: capability {kind} {value:?} leaves the plugin's roots; name a relative folder inside its data folder"
+                        ),
+                    ));
+                }
+                capabilities.push((kind.to_owned(), value));
+            }
+        }
+        Ok(Manifest {
+            name,
+            version: required("version", string("version")?)?,
+            description: string("description")?.unwrap_or_default(),
+            api,
+            world,
+            component,
+            memory_limit_mib,
+            capabilities,
+        })
+    }
+
+    /// Why this host cannot load the plugin, if it cannot: a newer API
+    /// generation is listed as disabled with both numbers.
+    pub fn unsupported(&self) -> Option<String> {
+        (self.api > crate::API_GENERATION).then(|| {
+            format!(
+                "needs plugin API generation {} but this smith supports up to {}; update smith to use it",
+                self.api,
+                crate::API_GENERATION
+            )
+        })
+    }
+}
+
+/// Checks every file under `dir` (recursively): no symlinks, only plain
+/// files and folders.
+fn check_tree(dir: &Path, origin: &str) -> Result<(), PluginError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        PluginError::new(
+            origin,
+            Phase::Install,
+            ErrorKind::Io,
+            format!("cannot read {}: {e}", dir.display()),
+        )
+    })?;
+    for entry in entries {
+        let entry = entry.map_err(|e| {
+            PluginError::new(
+                origin,
+                Phase::Install,
+                ErrorKind::Io,
+                format!("cannot read {}: {e}", dir.display()),
+            )
+        })?;
+        let path = entry.path();
+        let kind = std::fs::symlink_metadata(&path)
+            .map_err(|e| {
+                PluginError::new(
+                    origin,
+                    Phase::Install,
+                    ErrorKind::Io,
+                    format!("cannot inspect {}: {e}", path.display()),
+                )
+            })?
+            .file_type();
+        if kind.is_symlink() {
+            return Err(PluginError::new(
+                origin,
+                Phase::Install,
+                ErrorKind::Invalid,
+                format!(
+                    "{} is a symlink; plugins may not contain symlinks (they could point outside the plugin's roots); replace it with the file itself",
+                    path.display()
+                ),
+            ));
+        }
+        if kind.is_dir() {
+            check_tree(&path, origin)?;
+        } else if !kind.is_file() {
+            return Err(PluginError::new(
+                origin,
+                Phase::Install,
+                ErrorKind::Invalid,
+                format!("{} is not a plain file", path.display()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Installs the plugin folder `source` under `root` (`root/org/name`):
+/// copies it into a staging folder, validates the manifest, the file tree
+/// and the component's shape there without running plugin code, then moves
+/// it into place. Returns the manifest.
+///
+/// # Errors
+///
+/// When the manifest is invalid, a file is a symlink or escapes, the
+/// component is missing or precompiled, the name is reserved (`smith/`),
+/// or the plugin is already installed.
+pub fn install(source: &Path, root: &Path) -> Result<Manifest, PluginError> {
+    let origin = source.display().to_string();
+    let io = |what: &str, e: std::io::Error| {
+        PluginError::new(
+            &origin,
+            Phase::Install,
+            ErrorKind::Io,
+            format!("{what}: {e}"),
+        )
+    };
+    check_tree(source, &origin)?;
+    let staging = root
+        .join(".staging")
+        .join(format!("{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    copy_tree(source, &staging).map_err(|e| {
+        io(
+            &format!(
+                "cannot copy {} into staging {}",
+                source.display(),
+                staging.display()
+            ),
+            e,
+        )
+    })?;
+    let result = (|| {
+        let manifest_path = staging.join("plugin.kdl");
+        let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
+            io(
+                &format!(
+                    "cannot read {}/plugin.kdl (every plugin needs one)",
+                    source.display()
+                ),
+                e,
+            )
+        })?;
+        let manifest = Manifest::parse(&text, &format!("{}/plugin.kdl", source.display()))?;
+        if manifest.name.starts_with("smith/") {
+            return Err(PluginError::new(
+                &manifest.name,
+                Phase::Install,
+                ErrorKind::Invalid,
+                "the smith/ namespace is reserved for built-in plugins; rename the plugin"
+                    .to_owned(),
+            ));
+        }
+        check_tree(&staging, &origin)?;
+        let component = std::fs::read(staging.join(&manifest.component)).map_err(|e| {
+            io(
+                &format!(
+                    "cannot read the component {} named in plugin.kdl",
+                    manifest.component
+                ),
+                e,
+            )
+        })?;
+        if wasmtime::Engine::detect_precompiled(&component).is_some() {
+            return Err(PluginError::new(&manifest.name, Phase::Install, ErrorKind::Invalid, "the component is a precompiled wasmtime artifact, which smith refuses; ship the .wasm component".to_owned()));
+        }
+        if !component.starts_with(b"\0asm") {
+            return Err(PluginError::new(
+                &manifest.name,
+                Phase::Install,
+                ErrorKind::Invalid,
+                format!(
+                    "{} is not a WebAssembly component (no \\0asm header)",
+                    manifest.component
+                ),
+            ));
+        }
+        Ok(manifest)
+    })();
+    let manifest = match result {
+        Ok(manifest) => manifest,
+        Err(err) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(err);
+        }
+    };
+    let target = plugin_dir(root, &manifest.name);
+    if target.exists() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(PluginError::new(
+            &manifest.name,
+            Phase::Install,
+            ErrorKind::Invalid,
+            format!(
+                "{} is already installed at {}; uninstall it first",
+                manifest.name,
+                target.display()
+            ),
+        ));
+    }
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| io(&format!("cannot create {}", parent.display()), e))?;
+    }
+    std::fs::rename(&staging, &target).map_err(|e| {
+        io(
+            &format!("cannot move the staged plugin to {}", target.display()),
+            e,
+        )
+    })?;
+    Ok(manifest)
+}
+
+/// The folder of plugin `name` under `root`.
+pub fn plugin_dir(root: &Path, name: &str) -> PathBuf {
+    let (org, rest) = name.split_once('/').unwrap_or(("", name));
+    root.join(org).join(rest)
+}
+
+/// The data folder of plugin `name` installed under `root`
+/// (`root/.data/<org>/<name>`; the dot keeps it out of plugin listings).
+pub fn data_dir(root: &Path, name: &str) -> PathBuf {
+    plugin_dir(&root.join(".data"), name)
+}
+
+/// Removes plugin `name` from `root`; its data folder is removed only with
+/// `purge_data`.
+///
+/// # Errors
+///
+/// When the name is invalid or reserved, the plugin is not installed, or
+/// removal fails.
+pub fn uninstall(root: &Path, name: &str, purge_data: bool) -> Result<(), PluginError> {
+    if !valid_name(name) || name.starts_with("smith/") {
+        return Err(PluginError::new(
+            name,
+            Phase::Install,
+            ErrorKind::Invalid,
+            format!("{name:?} is not an installed user plugin name (org/name, not smith/)"),
+        ));
+    }
+    let dir = plugin_dir(root, name);
+    if !dir.is_dir() {
+        return Err(PluginError::new(
+            name,
+            Phase::Install,
+            ErrorKind::Invalid,
+            format!("{name} is not installed (no {})", dir.display()),
+        ));
+    }
+    std::fs::remove_dir_all(&dir).map_err(|e| {
+        PluginError::new(
+            name,
+            Phase::Install,
+            ErrorKind::Io,
+            format!("cannot remove {}: {e}", dir.display()),
+        )
+    })?;
+    if purge_data {
+        let data = data_dir(root, name);
+        if data.exists() {
+            std::fs::remove_dir_all(&data).map_err(|e| {
+                PluginError::new(
+                    name,
+                    Phase::Install,
+                    ErrorKind::Io,
+                    format!("cannot remove {}: {e}", data.display()),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}

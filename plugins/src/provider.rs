@@ -1,0 +1,479 @@
+//! Provider plugins: a loaded `provider-plugin` component wrapped as a
+//! `smith_engine::provider::Provider`, so the engine cannot tell it from a
+//! native provider.
+
+use std::sync::Arc;
+
+use smith_engine::provider as engine;
+use wasmtime::Store;
+use wasmtime::component::Component;
+
+use crate::bindings::provider::exports::smith::plugin::provider as wit;
+use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
+use crate::error::{ErrorKind, Phase, PluginError};
+use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
+use crate::scope::plugin_scope;
+
+/// A compiled, pre-instantiated provider component; instantiate it as many
+/// times as needed.
+#[derive(Clone)]
+pub struct ProviderComponent {
+    name: String,
+    pre: ProviderPluginPre<State>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for ProviderComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderComponent")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl ProviderComponent {
+    /// Compiles (or loads from `cache_dir`) and pre-instantiates `bytes` as
+    /// the provider plugin `name`.
+    ///
+    /// # Errors
+    ///
+    /// When the component is refused, does not compile or does not
+    /// implement the provider world.
+    pub fn load(
+        name: &str,
+        bytes: &[u8],
+        cache_dir: Option<&std::path::Path>,
+        limits: Limits,
+    ) -> Result<Self, PluginError> {
+        let runtime = Runtime::global()?;
+        let component = runtime.load_component(name, bytes, cache_dir)?;
+        Self::from_component(name, &component, limits)
+    }
+
+    /// Pre-instantiates an already compiled component.
+    ///
+    /// # Errors
+    ///
+    /// When the component does not implement the provider world.
+    pub fn from_component(
+        name: &str,
+        component: &Component,
+        limits: Limits,
+    ) -> Result<Self, PluginError> {
+        let runtime = Runtime::global()?;
+        let link_error = |e: wasmtime::Error| {
+            PluginError::new(
+                name,
+                Phase::Instantiate,
+                ErrorKind::Component,
+                format!(
+                    "the component does not fit the smith:plugin@1 provider-plugin world: {e:#}; rebuild it with the SDK's `provider` feature"
+                ),
+            )
+        };
+        let pre = runtime
+            .provider_linker
+            .instantiate_pre(component)
+            .map_err(link_error)?;
+        let pre = ProviderPluginPre::new(pre).map_err(link_error)?;
+        Ok(Self {
+            name: name.to_owned(),
+            pre,
+            limits,
+        })
+    }
+
+    /// A fresh instance configured with `settings`; calls `configure` and
+    /// `describe`.
+    ///
+    /// # Errors
+    ///
+    /// When instantiation fails, the plugin traps, or `configure` rejects
+    /// the settings (the plugin's message is kept).
+    pub fn instantiate(&self, settings: &[(String, String)]) -> Result<WasmProvider, PluginError> {
+        let runtime = Runtime::global()?;
+        let control = Arc::new(CallControl::default());
+        let scope = plugin_scope(&self.name);
+        let (store, instance) = {
+            let _guard = scope.enter();
+            let mut store = runtime.new_store(&self.name, self.limits, Arc::clone(&control));
+            runtime.arm(&control, self.limits);
+            let instance = self.pre.instantiate(&mut store);
+            runtime.disarm(&control);
+            let instance = instance
+                .map_err(|e| call_error(store.data(), Phase::Instantiate, self.limits, &e))?;
+            (store, instance)
+        };
+        let mut provider = WasmProvider {
+            name: self.name.clone(),
+            limits: self.limits,
+            control,
+            live: Some((store, instance)),
+            info: engine::ProviderInfo {
+                id: String::new(),
+                models: Vec::new(),
+            },
+            scope,
+            last_error: None,
+        };
+        let settings = settings.to_vec();
+        provider
+            .call("configure", |store, plugin| {
+                plugin
+                    .smith_plugin_provider()
+                    .call_configure(store, &settings)
+            })?
+            .map_err(|message| {
+                PluginError::new(
+                    &self.name,
+                    Phase::Call("configure"),
+                    ErrorKind::Guest,
+                    format!("the plugin rejected its settings: {message}"),
+                )
+            })?;
+        let info = provider.call("describe", |store, plugin| {
+            plugin.smith_plugin_provider().call_describe(store)
+        })?;
+        provider.info = info_from_wit(info);
+        Ok(provider)
+    }
+}
+
+/// Stops the call in flight (or the next one) in a [`WasmProvider`]: the
+/// plugin sees `cancelled() == true`, and is destroyed if it still runs
+/// after the abort grace period.
+#[derive(Clone, Debug)]
+pub struct AbortHandle {
+    control: Arc<CallControl>,
+}
+
+impl AbortHandle {
+    /// Asks the plugin to stop.
+    pub fn abort(&self) {
+        if let Ok(runtime) = Runtime::global() {
+            runtime.abort(&self.control);
+        }
+    }
+}
+
+/// A live provider plugin instance: implements the engine's
+/// [`Provider`](engine::Provider) trait by calling the guest.
+pub struct WasmProvider {
+    name: String,
+    limits: Limits,
+    control: Arc<CallControl>,
+    live: Option<(Store<State>, ProviderPlugin)>,
+    info: engine::ProviderInfo,
+    scope: smith_alloc::Scope,
+    last_error: Option<PluginError>,
+}
+
+impl std::fmt::Debug for WasmProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmProvider")
+            .field("name", &self.name)
+            .field("live", &self.live.is_some())
+            .finish()
+    }
+}
+
+impl WasmProvider {
+    /// A handle that aborts this provider's calls from another thread.
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            control: Arc::clone(&self.control),
+        }
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the instance is still alive (not destroyed by a deadline,
+    /// trap or memory limit).
+    pub fn is_alive(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Drains the plugin's log lines, with how many were dropped.
+    pub fn take_log(&mut self) -> (Vec<(crate::LogLevel, String)>, u64) {
+        match &mut self.live {
+            Some((store, _)) => {
+                let state = store.data_mut();
+                (
+                    std::mem::take(&mut state.log),
+                    std::mem::take(&mut state.log_dropped),
+                )
+            }
+            None => (Vec::new(), 0),
+        }
+    }
+
+    /// The failure that destroyed the instance, if one did.
+    pub fn last_error(&self) -> Option<&PluginError> {
+        self.last_error.as_ref()
+    }
+
+    /// The linear memory the instance holds, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.live
+            .as_ref()
+            .map_or(0, |(store, _)| store.data().limiter.current)
+    }
+
+    /// Calls `f` on the live instance under the deadline, inside the
+    /// plugin's accounting scope. A failure destroys the instance.
+    fn call<R>(
+        &mut self,
+        export: &'static str,
+        f: impl FnOnce(&mut Store<State>, &ProviderPlugin) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        let runtime = Runtime::global()?;
+        let Some((store, plugin)) = &mut self.live else {
+            return Err(PluginError::new(
+                &self.name,
+                Phase::Call(export),
+                ErrorKind::Destroyed,
+                "the plugin's instance was destroyed after an earlier failure; reload the plugin to start a fresh instance",
+            ));
+        };
+        let _guard = self.scope.enter();
+        runtime.arm(&self.control, self.limits);
+        store.data_mut().stop = None;
+        let result = f(store, plugin);
+        runtime.disarm(&self.control);
+        match result {
+            Ok(value) => Ok(value),
+            Err(err) => {
+                let error = call_error(store.data(), Phase::Call(export), self.limits, &err);
+                self.live = None;
+                self.last_error = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+}
+
+fn plugin_failure(error: &PluginError) -> engine::ProviderError {
+    engine::ProviderError::new(engine::ProviderErrorKind::Transport, error.to_string())
+}
+
+impl engine::Provider for WasmProvider {
+    fn describe(&self) -> engine::ProviderInfo {
+        self.info.clone()
+    }
+
+    fn encode(
+        &mut self,
+        request: &engine::Request,
+    ) -> Result<engine::Exchange, engine::ProviderError> {
+        let request = request_to_wit(request);
+        let result = self
+            .call("encode", |store, plugin| {
+                plugin.smith_plugin_provider().call_encode(store, &request)
+            })
+            .map_err(|e| plugin_failure(&e))?;
+        result.map(exchange_from_wit).map_err(error_from_wit)
+    }
+
+    fn decode(&mut self, chunk: &[u8]) -> Vec<engine::StreamEvent> {
+        match self.call("decode", |store, plugin| {
+            plugin.smith_plugin_provider().call_decode(store, chunk)
+        }) {
+            Ok(events) => events.into_iter().map(event_from_wit).collect(),
+            Err(err) => vec![engine::StreamEvent::Error(
+                engine::ProviderError::malformed(err.to_string()),
+            )],
+        }
+    }
+
+    fn finish(&mut self) -> Vec<engine::StreamEvent> {
+        match self.call("finish", |store, plugin| {
+            plugin.smith_plugin_provider().call_finish(store)
+        }) {
+            Ok(events) => events.into_iter().map(event_from_wit).collect(),
+            Err(err) => vec![engine::StreamEvent::Error(
+                engine::ProviderError::malformed(err.to_string()),
+            )],
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Conversions between the engine's types and the WIT types.
+
+fn stop_to_wit(reason: engine::StopReason) -> wit::StopReason {
+    match reason {
+        engine::StopReason::End => wit::StopReason::End,
+        engine::StopReason::ToolUse => wit::StopReason::ToolUse,
+        engine::StopReason::Limit => wit::StopReason::Limit,
+        engine::StopReason::Abort => wit::StopReason::Abort,
+        engine::StopReason::Error => wit::StopReason::Error,
+    }
+}
+
+fn stop_from_wit(reason: wit::StopReason) -> engine::StopReason {
+    match reason {
+        wit::StopReason::End => engine::StopReason::End,
+        wit::StopReason::ToolUse => engine::StopReason::ToolUse,
+        wit::StopReason::Limit => engine::StopReason::Limit,
+        wit::StopReason::Abort => engine::StopReason::Abort,
+        wit::StopReason::Error => engine::StopReason::Error,
+    }
+}
+
+fn error_from_wit(error: wit::ProviderError) -> engine::ProviderError {
+    use engine::ProviderErrorKind as K;
+    let kind = match error.kind {
+        wit::ErrorKind::RateLimit => K::RateLimit,
+        wit::ErrorKind::Overloaded => K::Overloaded,
+        wit::ErrorKind::Auth => K::Auth,
+        wit::ErrorKind::InvalidRequest => K::InvalidRequest,
+        wit::ErrorKind::ModelUnavailable => K::ModelUnavailable,
+        wit::ErrorKind::ContextOverflow => K::ContextOverflow,
+        wit::ErrorKind::MalformedStream => K::MalformedStream,
+        wit::ErrorKind::Transport => K::Transport,
+    };
+    engine::ProviderError {
+        kind,
+        message: error.message,
+        retry_after_ms: error.retry_after_ms,
+    }
+}
+
+fn usage_from_wit(usage: wit::Usage) -> engine::Usage {
+    engine::Usage {
+        input: usage.input,
+        output: usage.output,
+        cache_read: usage.cache_read,
+        cache_write: usage.cache_write,
+    }
+}
+
+fn event_from_wit(event: wit::StreamEvent) -> engine::StreamEvent {
+    match event {
+        wit::StreamEvent::TextDelta(text) => engine::StreamEvent::TextDelta { text },
+        wit::StreamEvent::ThinkingDelta(thinking) => engine::StreamEvent::ThinkingDelta {
+            text: thinking.text,
+            signature: thinking.signature.map(engine::OpaqueBytes),
+        },
+        wit::StreamEvent::ToolCallStart(start) => engine::StreamEvent::ToolCallStart {
+            id: start.id,
+            name: start.name,
+        },
+        wit::StreamEvent::ToolCallDelta(delta) => engine::StreamEvent::ToolCallDelta {
+            id: delta.id,
+            arguments: delta.arguments,
+        },
+        wit::StreamEvent::ToolCallEnd(id) => engine::StreamEvent::ToolCallEnd { id },
+        wit::StreamEvent::Usage(usage) => engine::StreamEvent::Usage(usage_from_wit(usage)),
+        wit::StreamEvent::Stop(reason) => engine::StreamEvent::Stop {
+            reason: stop_from_wit(reason),
+        },
+        wit::StreamEvent::Error(error) => engine::StreamEvent::Error(error_from_wit(error)),
+    }
+}
+
+fn info_from_wit(info: wit::ProviderInfo) -> engine::ProviderInfo {
+    engine::ProviderInfo {
+        id: info.id,
+        models: info
+            .models
+            .into_iter()
+            .map(|model| engine::ModelInfo {
+                id: model.id,
+                context_window: model.context_window,
+                max_output_tokens: model.max_output_tokens,
+                pricing: model.pricing.map(|p| engine::Pricing {
+                    input: p.input,
+                    output: p.output,
+                    cache_read: p.cache_read,
+                    cache_write: p.cache_write,
+                }),
+            })
+            .collect(),
+    }
+}
+
+fn exchange_from_wit(exchange: wit::Exchange) -> engine::Exchange {
+    match exchange {
+        wit::Exchange::Local(chunks) => engine::Exchange::Local {
+            chunks: chunks
+                .into_iter()
+                .map(|chunk| engine::LocalChunk {
+                    delay_ms: chunk.delay_ms,
+                    bytes: chunk.bytes,
+                })
+                .collect(),
+        },
+        wit::Exchange::Http(http) => engine::Exchange::Http(engine::HttpExchange {
+            method: http.method,
+            url: http.url,
+            headers: http.headers,
+            body: http.body,
+        }),
+    }
+}
+
+fn request_to_wit(request: &engine::Request) -> wit::Request {
+    let messages = request
+        .messages
+        .iter()
+        .map(|message| match message {
+            engine::Message::User { text } => wit::Message::User(text.clone()),
+            engine::Message::Assistant { content, stop } => {
+                wit::Message::Assistant(wit::AssistantMessage {
+                    content: content
+                        .iter()
+                        .map(|block| match block {
+                            engine::ContentBlock::Text { text } => {
+                                wit::ContentBlock::Text(text.clone())
+                            }
+                            engine::ContentBlock::Thinking { text, signature } => {
+                                wit::ContentBlock::Thinking(wit::Thinking {
+                                    text: text.clone(),
+                                    signature: signature.as_ref().map(|s| s.0.clone()),
+                                })
+                            }
+                            engine::ContentBlock::ToolCall(call) => {
+                                wit::ContentBlock::ToolCall(wit::ToolCall {
+                                    id: call.id.clone(),
+                                    name: call.name.clone(),
+                                    arguments: call.arguments.to_string(),
+                                })
+                            }
+                        })
+                        .collect(),
+                    stop: stop_to_wit(*stop),
+                })
+            }
+            engine::Message::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => wit::Message::ToolResult(wit::ToolResult {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                content: content.clone(),
+                is_error: *is_error,
+            }),
+        })
+        .collect();
+    wit::Request {
+        model: request.model.clone(),
+        system: request.system.clone(),
+        messages,
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| wit::ToolSpec {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                parameters: tool.parameters.to_string(),
+            })
+            .collect(),
+        max_output_tokens: request.max_output_tokens,
+    }
+}

@@ -1,0 +1,556 @@
+//! The process-wide wasm runtime: one [`wasmtime::Engine`], the epoch
+//! ticker that gives hard deadlines, the linkers (built once), the compiled
+//! component cache and the per-store sandbox state.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::bindings;
+use crate::error::{ErrorKind, Phase, PluginError};
+
+/// How often the ticker advances the engine's epoch.
+pub const TICK: Duration = Duration::from_millis(5);
+
+/// Per-plugin limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The hard deadline of one call into the plugin.
+    pub call_deadline: Duration,
+    /// After an abort, how long the plugin may keep running before it is
+    /// destroyed.
+    pub abort_grace: Duration,
+    /// The most linear memory the plugin may hold, in bytes.
+    pub memory_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            call_deadline: Duration::from_secs(2),
+            abort_grace: Duration::from_millis(250),
+            memory_bytes: 64 << 20,
+        }
+    }
+}
+
+static COMPILES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COMPILES_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many components this process has compiled (not loaded from the
+/// cache). Startup with a warm cache leaves it unchanged.
+pub fn compile_count() -> u64 {
+    COMPILES.load(Ordering::Relaxed)
+}
+
+/// How many components the calling thread has compiled: exact even while
+/// other threads compile.
+pub fn compile_count_on_this_thread() -> u64 {
+    COMPILES_HERE.with(std::cell::Cell::get)
+}
+
+/// The process-wide runtime.
+pub struct Runtime {
+    engine: Engine,
+    start: Instant,
+    compat: String,
+    pub(crate) provider_linker: Linker<State>,
+    pub(crate) extension_linker: Linker<State>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("compat", &self.compat)
+            .finish()
+    }
+}
+
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+impl Runtime {
+    /// The process's runtime, created on first use (with its ticker thread).
+    ///
+    /// # Errors
+    ///
+    /// When wasmtime cannot be configured on this machine (the message says
+    /// why); every later call returns the same error.
+    pub fn global() -> Result<&'static Runtime, PluginError> {
+        RUNTIME
+            .get_or_init(|| Runtime::new().map_err(|e| e.message))
+            .as_ref()
+            .map_err(|message| {
+                PluginError::new(
+                    "(runtime)",
+                    Phase::Compile,
+                    ErrorKind::Unsupported,
+                    message.clone(),
+                )
+            })
+    }
+
+    fn new() -> Result<Runtime, PluginError> {
+        let fail = |what: &str, err: wasmtime::Error| {
+            PluginError::new(
+                "(runtime)",
+                Phase::Compile,
+                ErrorKind::Unsupported,
+                format!(
+                    "the wasm runtime could not be set up: {what}: {err:#}; plugins are unavailable on this machine"
+                ),
+            )
+        };
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        let engine = Engine::new(&config).map_err(|e| fail("engine", e))?;
+        let mut provider_linker = Linker::<State>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut provider_linker)
+            .map_err(|e| fail("WASI imports", e))?;
+        bindings::provider::ProviderPlugin::add_to_linker::<State, HasSelf<State>>(
+            &mut provider_linker,
+            |s| s,
+        )
+        .map_err(|e| fail("host imports", e))?;
+        let mut extension_linker = Linker::<State>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut extension_linker)
+            .map_err(|e| fail("WASI imports", e))?;
+        bindings::extension::ExtensionPlugin::add_to_linker::<State, HasSelf<State>>(
+            &mut extension_linker,
+            |s| s,
+        )
+        .map_err(|e| fail("host imports", e))?;
+        let compat = compatibility_key(&engine);
+        let ticker = engine.weak();
+        std::thread::Builder::new()
+            .name("smith-plugin-epoch".to_owned())
+            .spawn(move || {
+                while let Some(engine) = ticker.upgrade() {
+                    engine.increment_epoch();
+                    drop(engine);
+                    std::thread::sleep(TICK);
+                }
+            })
+            .map_err(|err| {
+                PluginError::new(
+                    "(runtime)",
+                    Phase::Compile,
+                    ErrorKind::Unsupported,
+                    format!("could not start the plugin deadline ticker thread: {err}; plugins are unavailable"),
+                )
+            })?;
+        Ok(Runtime {
+            engine,
+            start: Instant::now(),
+            compat,
+            provider_linker,
+            extension_linker,
+        })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The cache key part that changes whenever wasmtime's compiled code
+    /// would be incompatible (hex of a sha256 over the compatibility hash).
+    pub fn compatibility_key(&self) -> &str {
+        &self.compat
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Compiles `bytes` (a component) or loads it from `cache_dir`, keyed on
+    /// the compatibility key and the component's sha256. Precompiled
+    /// artifacts are refused: only the cache's own files are deserialized.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are a precompiled artifact, do not compile, or the
+    /// cache cannot be written (the error names the file).
+    pub fn load_component(
+        &self,
+        plugin: &str,
+        bytes: &[u8],
+        cache_dir: Option<&Path>,
+    ) -> Result<Component, PluginError> {
+        let err = |kind, message: String| PluginError::new(plugin, Phase::Compile, kind, message);
+        if Engine::detect_precompiled(bytes).is_some() {
+            return Err(err(
+                ErrorKind::Invalid,
+                "the plugin ships a precompiled wasmtime artifact, which smith refuses (deserializing untrusted compiled code is unsafe); ship the component's .wasm instead and smith compiles it".to_owned(),
+            ));
+        }
+        let digest = hex(&Sha256::digest(bytes));
+        let cached = cache_dir.map(|dir| self.cache_file(dir, &digest));
+        if let Some(path) = &cached
+            && path.is_file()
+        {
+            // SAFETY: the file lives in smith's own cache directory, under a
+            // name derived from this engine's compatibility hash and the
+            // component's sha256, and was written by `Component::serialize`
+            // of this same wasmtime build; nothing else writes there.
+            if let Ok(component) = unsafe { Component::deserialize_file(&self.engine, path) } {
+                return Ok(component);
+            }
+        }
+        COMPILES.fetch_add(1, Ordering::Relaxed);
+        COMPILES_HERE.with(|count| count.set(count.get() + 1));
+        let component = Component::new(&self.engine, bytes).map_err(|e| {
+            err(
+                ErrorKind::Component,
+                format!("the component does not compile: {e:#}; rebuild it for wasm32-wasip2 against smith:plugin@1"),
+            )
+        })?;
+        if let Some(path) = cached {
+            let serialized = component.serialize().map_err(|e| {
+                err(
+                    ErrorKind::Component,
+                    format!("the compiled component could not be serialized: {e:#}"),
+                )
+            })?;
+            write_atomically(&path, &serialized).map_err(|e| {
+                err(
+                    ErrorKind::Io,
+                    format!(
+                        "could not write the compiled plugin cache file {}: {e}; check that the cache directory is writable",
+                        path.display()
+                    ),
+                )
+            })?;
+        }
+        Ok(component)
+    }
+
+    /// The cache file of the component with sha256 `digest`.
+    pub fn cache_file(&self, cache_dir: &Path, digest: &str) -> PathBuf {
+        cache_dir
+            .join("plugins")
+            .join(&self.compat)
+            .join(format!("{digest}.cwasm"))
+    }
+
+    pub(crate) fn new_store(
+        &self,
+        plugin: &str,
+        limits: Limits,
+        control: Arc<CallControl>,
+    ) -> Store<State> {
+        let mut wasi = WasiCtxBuilder::new();
+        // No preopens, no environment, no arguments, no sockets, no stdin:
+        // the builder starts empty; close the network explicitly. Stdout is
+        // discarded; stderr (where a guest's panic message goes) is captured
+        // up to STDERR_BYTES, and writing past that traps the plugin.
+        let stderr = MemoryOutputPipe::new(STDERR_BYTES);
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .stderr(stderr.clone());
+        let state = State {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter {
+                limit: limits.memory_bytes,
+                current: 0,
+                hit: false,
+            },
+            plugin: plugin.to_owned(),
+            stderr,
+            control,
+            log: Vec::new(),
+            log_dropped: 0,
+            stop: None,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|context| {
+            let runtime = match Runtime::global() {
+                Ok(runtime) => runtime,
+                Err(_) => return Ok(UpdateDeadline::Interrupt),
+            };
+            let now = runtime.now_ms();
+            let state = context.data();
+            let verdict = state.control.verdict(now);
+            match verdict {
+                None => Ok(UpdateDeadline::Continue(1)),
+                Some(stop) => {
+                    let mut context = context;
+                    context.data_mut().stop = Some(stop);
+                    Ok(UpdateDeadline::Interrupt)
+                }
+            }
+        });
+        store
+    }
+
+    /// Arms `control` for one call under `limits`.
+    pub(crate) fn arm(&self, control: &CallControl, limits: Limits) {
+        let now = self.now_ms();
+        let deadline =
+            now.saturating_add(u64::try_from(limits.call_deadline.as_millis()).unwrap_or(u64::MAX));
+        control.deadline_at.store(deadline, Ordering::SeqCst);
+        control.grace_ms.store(
+            u64::try_from(limits.abort_grace.as_millis()).unwrap_or(u64::MAX),
+            Ordering::SeqCst,
+        );
+        control.in_call.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn disarm(&self, control: &CallControl) {
+        control.in_call.store(false, Ordering::SeqCst);
+        control.cancelled.store(false, Ordering::SeqCst);
+        control.abort_at.store(0, Ordering::SeqCst);
+    }
+
+    pub(crate) fn abort(&self, control: &CallControl) {
+        control.cancelled.store(true, Ordering::SeqCst);
+        let _ = control.abort_at.compare_exchange(
+            0,
+            self.now_ms().max(1),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+}
+
+/// Why the host stopped a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Deadline,
+    AbortGrace,
+}
+
+/// Shared between a plugin's store and its abort handles.
+#[derive(Debug, Default)]
+pub(crate) struct CallControl {
+    cancelled: AtomicBool,
+    in_call: AtomicBool,
+    abort_at: AtomicU64,
+    deadline_at: AtomicU64,
+    grace_ms: AtomicU64,
+}
+
+impl CallControl {
+    fn verdict(&self, now: u64) -> Option<Stop> {
+        let abort_at = self.abort_at.load(Ordering::SeqCst);
+        if abort_at != 0 && now >= abort_at.saturating_add(self.grace_ms.load(Ordering::SeqCst)) {
+            return Some(Stop::AbortGrace);
+        }
+        if now >= self.deadline_at.load(Ordering::SeqCst) {
+            return Some(Stop::Deadline);
+        }
+        None
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+/// Caps a plugin's linear memory and table growth.
+#[derive(Debug)]
+pub(crate) struct MemoryLimiter {
+    limit: usize,
+    pub(crate) current: usize,
+    pub(crate) hit: bool,
+}
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let others = self.current.saturating_sub(current);
+        if others.saturating_add(desired) > self.limit {
+            self.hit = true;
+            return Ok(false);
+        }
+        self.current = others + desired;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+/// Most stderr bytes captured per plugin instance.
+pub const STDERR_BYTES: usize = 64 * 1024;
+
+/// Most log lines kept per plugin between drains.
+pub const LOG_LINES: usize = 1000;
+/// Longest log line kept, in bytes.
+pub const LOG_LINE_BYTES: usize = 4096;
+
+/// A store's data: the WASI context (no authority), the limiter, the call
+/// control and the plugin's log.
+pub struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) plugin: String,
+    pub(crate) stderr: MemoryOutputPipe,
+    pub(crate) control: Arc<CallControl>,
+    pub(crate) log: Vec<(bindings::provider::smith::plugin::host::LogLevel, String)>,
+    pub(crate) log_dropped: u64,
+    pub(crate) stop: Option<Stop>,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::provider::smith::plugin::host::Host for State {
+    fn log(&mut self, level: bindings::provider::smith::plugin::host::LogLevel, message: String) {
+        if self.log.len() >= LOG_LINES {
+            self.log_dropped += 1;
+            return;
+        }
+        let mut message = message;
+        if message.len() > LOG_LINE_BYTES {
+            let mut cut = LOG_LINE_BYTES;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        self.log.push((level, message));
+    }
+
+    fn cancelled(&mut self) -> bool {
+        self.control.cancelled()
+    }
+}
+
+/// Turns a failed call into a [`PluginError`] naming the plugin, the phase
+/// and the cause (deadline, abort grace, memory or trap).
+pub(crate) fn call_error(
+    state: &State,
+    phase: Phase,
+    limits: Limits,
+    err: &wasmtime::Error,
+) -> PluginError {
+    let plugin = state.plugin.clone();
+    match state.stop {
+        Some(Stop::Deadline) => PluginError::new(
+            plugin,
+            phase,
+            ErrorKind::Deadline,
+            format!(
+                "the plugin ran past its {} ms deadline and was destroyed; report it to the plugin's author, or raise its deadline if the work is legitimately long",
+                limits.call_deadline.as_millis()
+            ),
+        ),
+        Some(Stop::AbortGrace) => PluginError::new(
+            plugin,
+            phase,
+            ErrorKind::AbortGrace,
+            format!(
+                "the plugin kept running {} ms after it was asked to stop and was destroyed; it should poll `cancelled`",
+                limits.abort_grace.as_millis()
+            ),
+        ),
+        None if state.limiter.hit => PluginError::new(
+            plugin,
+            phase,
+            ErrorKind::Memory,
+            format!(
+                "the plugin reached its memory limit of {} MiB and was destroyed; raise `memory-limit-mib` in its plugin.kdl if it needs more",
+                limits.memory_bytes >> 20
+            ),
+        ),
+        None => {
+            let captured = state.stderr.contents();
+            let text = String::from_utf8_lossy(&captured);
+            let tail: String = text
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("")
+                .chars()
+                .take(300)
+                .collect();
+            let said = if tail.is_empty() {
+                String::new()
+            } else {
+                format!(" (its stderr ends with: {tail})")
+            };
+            PluginError::new(
+                plugin,
+                phase,
+                ErrorKind::Trap,
+                format!(
+                    "the plugin trapped and was destroyed: {err:#}{said}; reload it to start a fresh instance"
+                ),
+            )
+        }
+    }
+}
+
+fn compatibility_key(engine: &Engine) -> String {
+    use std::hash::Hash;
+    let mut hasher = ShaHasher(Sha256::new());
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    let digest = hasher.0.finalize();
+    hex(&digest[..16])
+}
+
+struct ShaHasher(Sha256);
+
+impl std::hash::Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
+    }
+    out
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("cache"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}

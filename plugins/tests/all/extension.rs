@@ -1,0 +1,157 @@
+//! smith/product and the example extension through the extension world.
+
+use smith_plugins::extension::{
+    Action, Decision, HandlerResult, IntentKind, LayoutKind, LifecycleEvent, ToolCallEvent,
+    check_batch, decide,
+};
+use smith_plugins::{ExtensionComponent, Limits, WasmExtension};
+
+use crate::guest;
+
+fn product() -> WasmExtension {
+    ExtensionComponent::load(
+        "smith/product",
+        smith_plugins::builtin::PRODUCT,
+        None,
+        Limits::default(),
+    )
+    .unwrap()
+    .instantiate()
+    .unwrap()
+}
+
+fn hello() -> WasmExtension {
+    ExtensionComponent::load(
+        "example/hello",
+        &guest("smith_plugin_hello.wasm"),
+        None,
+        Limits::default(),
+    )
+    .unwrap()
+    .instantiate()
+    .unwrap()
+}
+
+#[test]
+fn product_contributes_the_default_product() {
+    let product = product();
+    let c = product.contributions().expect("read at load");
+    let commands: Vec<&str> = c.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        commands,
+        [
+            "help", "model", "new", "resume", "branch", "compact", "replay", "plugins", "quit"
+        ]
+    );
+    assert!(c.commands.iter().all(|c| !c.description.is_empty()));
+    let tools: Vec<&str> = c
+        .tool_presentations
+        .iter()
+        .map(|p| p.tool.as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        ["read", "write", "edit", "bash", "find", "grep", "ls"]
+    );
+    assert_eq!(c.layout[0].kind, LayoutKind::Column);
+    let regions: Vec<&str> = c.layout[0]
+        .children
+        .iter()
+        .map(|&i| c.layout[i as usize].name.as_str())
+        .collect();
+    assert_eq!(regions, ["transcript", "status", "editor", "footer"]);
+    assert_eq!(c.themes[0].name, "default");
+    assert!(
+        c.keybindings
+            .iter()
+            .any(|k| k.keys == "esc" && k.action == "abort")
+    );
+}
+
+#[test]
+fn product_commands_return_actions_or_say_who_runs_them() {
+    let mut product = product();
+    assert_eq!(
+        product.run_command("model", " mock-1 ").unwrap(),
+        vec![Action::SetModel("mock-1".into())]
+    );
+    let help = product.run_command("help", "").unwrap();
+    let [Action::Ui(intent)] = help.as_slice() else {
+        panic!("help is one notify intent: {help:?}")
+    };
+    let IntentKind::Notify(text) = &intent.kind else {
+        panic!("{intent:?}")
+    };
+    assert!(
+        text.contains("/quit") && text.contains("/compact"),
+        "{text}"
+    );
+    let err = product.run_command("quit", "").unwrap_err();
+    assert!(err.message.contains("carried out by the host"), "{err}");
+    let err = product.run_command("nope", "").unwrap_err();
+    assert_eq!(err.plugin, "smith/product");
+    assert!(err.to_string().contains("(call run-command)"), "{err}");
+}
+
+#[test]
+fn the_example_greets_and_blocks_a_dangerous_call() {
+    let mut hello = hello();
+    let actions = hello.run_command("hello", "Ada").unwrap();
+    assert!(
+        matches!(&actions[0], Action::Ui(intent) if intent.kind == IntentKind::Notify("Hello, Ada!".into()))
+    );
+    let dangerous = LifecycleEvent::ToolCall(ToolCallEvent {
+        id: "c1".into(),
+        name: "bash".into(),
+        arguments: r#"{"command":"rm -rf /"}"#.into(),
+    });
+    assert_eq!(
+        hello.handle(&dangerous).unwrap(),
+        HandlerResult::Decision(Decision::Block(
+            "example/hello refuses to run rm -rf /".into()
+        ))
+    );
+    assert_eq!(
+        hello.handle(&LifecycleEvent::AgentStart).unwrap(),
+        HandlerResult::None
+    );
+}
+
+#[test]
+fn decisions_fold_in_load_order_and_a_block_wins() {
+    let mut handlers = vec![product(), hello()];
+    let dangerous = LifecycleEvent::ToolCall(ToolCallEvent {
+        id: "c1".into(),
+        name: "bash".into(),
+        arguments: r#"{"command":"rm -rf /"}"#.into(),
+    });
+    let (folded, errors) = decide(&mut handlers, &dangerous);
+    assert!(errors.is_empty());
+    assert_eq!(
+        folded,
+        smith_plugins::extension::Folded::Block {
+            plugin: "example/hello".into(),
+            reason: "example/hello refuses to run rm -rf /".into()
+        }
+    );
+    let (folded, _) = decide(&mut handlers, &LifecycleEvent::Input("hi".into()));
+    assert_eq!(
+        folded,
+        smith_plugins::extension::Folded::Allow { replacement: None }
+    );
+}
+
+#[test]
+fn conflicting_actions_reject_the_batch_naming_plugins_and_field() {
+    let batch = vec![
+        ("a/one".to_owned(), Action::SetModel("x".into())),
+        ("b/two".to_owned(), Action::SendMessage("hi".into())),
+        ("c/three".to_owned(), Action::SetModel("y".into())),
+    ];
+    let err = check_batch(&batch).unwrap_err();
+    assert!(
+        err.contains("a/one") && err.contains("c/three") && err.contains("model"),
+        "{err}"
+    );
+    assert!(check_batch(&batch[..2]).is_ok());
+}

@@ -1,0 +1,187 @@
+//! smith/mock as a plugin behaves exactly like the native scripted provider.
+
+use smith_engine::provider::scripted::{ScriptedProvider, parse_script};
+use smith_engine::provider::{
+    ContentBlock, Exchange, Message, Provider, Request, StopReason, StreamEvent, ToolCall,
+};
+use smith_plugins::builtin::{MOCK, mock_provider};
+use smith_plugins::{Limits, ProviderComponent, Runtime, compile_count_on_this_thread};
+
+fn request(messages: Vec<Message>) -> Request {
+    Request {
+        model: "mock-1".into(),
+        system: Some("be brief".into()),
+        messages,
+        tools: Vec::new(),
+        max_output_tokens: None,
+    }
+}
+
+/// Runs one request through a provider: the exchange and the decoded
+/// events (finish included).
+fn play(
+    provider: &mut dyn Provider,
+    request: &Request,
+) -> (Result<Exchange, String>, Vec<StreamEvent>) {
+    match provider.encode(request) {
+        Ok(exchange) => {
+            let mut events = Vec::new();
+            if let Exchange::Local { chunks } = &exchange {
+                for chunk in chunks {
+                    events.extend(provider.decode(&chunk.bytes));
+                }
+            }
+            events.extend(provider.finish());
+            (Ok(exchange), events)
+        }
+        Err(err) => (Err(err.to_string()), Vec::new()),
+    }
+}
+
+const SCRIPT: &str = r#"[
+  [{"text":"hi "},{"delay_ms":5},{"thinking":{"text":"t","signature":"0aff"}},
+   {"thinking":"plain"},
+   {"tool_call":{"name":"ls","arguments":{"path":".","z":1,"a":[1,2]}}},
+   {"tool_call":{"id":"x","name":"read"}},
+   {"usage":{"input":1,"output":null}},{"stop":{"reason":"tool_use"}}],
+  [{"error":{"kind":"rate_limit","message":"slow","retry_after_ms":9}}],
+  [{"event":{"type":"tool_call_start","id":"c","name":"bash"}},{"delay_ms":7}],
+  [{"text":"end"},{"stop":{"reason":"end"}}]
+]"#;
+
+#[test]
+fn scripts_play_identically_natively_and_as_a_plugin() {
+    let mut native = ScriptedProvider::new(parse_script(SCRIPT, "test.json").unwrap());
+    let mut wasm = mock_provider(Some((SCRIPT, "test.json")), None).unwrap();
+    assert_eq!(native.describe(), wasm.describe());
+    let conversation = request(vec![Message::User { text: "go".into() }]);
+    // Four scripted responses, then one request too many.
+    for round in 0..5 {
+        let a = play(&mut native, &conversation);
+        let b = play(&mut wasm, &conversation);
+        assert_eq!(a, b, "round {round} differs");
+        if round < 4 {
+            assert!(a.0.is_ok(), "round {round} should be scripted");
+        } else {
+            assert!(a.0.unwrap_err().contains("has 4 response(s)"));
+        }
+    }
+}
+
+#[test]
+fn bad_scripts_fail_with_the_same_message() {
+    let native = parse_script("[[{\"nope\":1}]]", "bad.json")
+        .unwrap_err()
+        .to_string();
+    let wasm = mock_provider(Some(("[[{\"nope\":1}]]", "bad.json")), None).unwrap_err();
+    assert_eq!(
+        wasm.message,
+        format!("the plugin rejected its settings: {native}")
+    );
+    assert_eq!(wasm.plugin, "smith/mock");
+}
+
+#[test]
+fn the_demo_plays_identically_through_a_whole_conversation() {
+    let mut native = ScriptedProvider::demo();
+    let mut wasm = mock_provider(None, None).unwrap();
+    let mut messages = vec![Message::User {
+        text: "show me".into(),
+    }];
+    let results = [
+        ("ls", "README.md\nsrc/\nCargo.toml\n", false),
+        ("read", "# smith\n\nA fast harness.", false),
+    ];
+    for (name, content, is_error) in results {
+        let req = request(messages.clone());
+        let (a, b) = (play(&mut native, &req), play(&mut wasm, &req));
+        assert_eq!(a, b);
+        let events = a.1;
+        let call = events
+            .iter()
+            .find_map(|e| match e {
+                StreamEvent::ToolCallStart { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .expect("the demo calls a tool");
+        messages.push(Message::Assistant {
+            content: vec![
+                ContentBlock::Text { text: "x".into() },
+                ContentBlock::Thinking {
+                    text: "hmm".into(),
+                    signature: Some(smith_engine::provider::OpaqueBytes(vec![1, 2])),
+                },
+                ContentBlock::ToolCall(ToolCall {
+                    id: call.clone(),
+                    name: name.into(),
+                    arguments: serde_json::json!({"path": ".", "b": [true, null]}),
+                }),
+            ],
+            stop: StopReason::ToolUse,
+        });
+        messages.push(Message::ToolResult {
+            call_id: call,
+            name: name.into(),
+            content: content.into(),
+            is_error,
+        });
+    }
+    let req = request(messages);
+    let (a, b) = (play(&mut native, &req), play(&mut wasm, &req));
+    assert_eq!(a, b);
+    assert!(matches!(
+        a.1.last(),
+        Some(StreamEvent::Stop {
+            reason: StopReason::End
+        })
+    ));
+}
+
+#[test]
+fn components_compile_once_then_load_from_the_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    let start = compile_count_on_this_thread();
+    ProviderComponent::load("smith/mock", MOCK, Some(cache.path()), Limits::default()).unwrap();
+    assert_eq!(
+        compile_count_on_this_thread(),
+        start + 1,
+        "a cold cache compiles once"
+    );
+    let runtime = Runtime::global().unwrap();
+    let digest = {
+        use sha2::Digest;
+        smith_plugins::runtime::hex(&sha2::Sha256::digest(MOCK))
+    };
+    let file = runtime.cache_file(cache.path(), &digest);
+    assert!(file.is_file(), "no cache file at {}", file.display());
+    assert!(
+        file.starts_with(
+            cache
+                .path()
+                .join("plugins")
+                .join(runtime.compatibility_key())
+        )
+    );
+    for _ in 0..20 {
+        let component =
+            ProviderComponent::load("smith/mock", MOCK, Some(cache.path()), Limits::default())
+                .unwrap();
+        let provider = component.instantiate(&[]).unwrap();
+        assert_eq!(provider.describe().id, "mock");
+    }
+    assert_eq!(
+        compile_count_on_this_thread(),
+        start + 1,
+        "a warm cache never compiles"
+    );
+}
+
+#[test]
+fn precompiled_artifacts_are_refused() {
+    let runtime = Runtime::global().unwrap();
+    let compiled = runtime.engine().precompile_component(MOCK).unwrap();
+    let err = ProviderComponent::load("test/precompiled", &compiled, None, Limits::default())
+        .unwrap_err();
+    assert_eq!(err.kind, smith_plugins::ErrorKind::Invalid);
+    assert!(err.message.contains("precompiled"), "{err}");
+}
