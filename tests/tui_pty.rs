@@ -68,6 +68,11 @@ struct Session {
 }
 
 fn start(fault: Option<&str>) -> Session {
+    start_with(fault, None)
+}
+
+/// Starts smith; `ignored` is a signal the child inherits as ignored.
+fn start_with(fault: Option<&str>, ignored: Option<i32>) -> Session {
     let pty = open_pty();
     let before = termios(pty.slave.as_raw_fd());
     let home = tempfile::tempdir().unwrap();
@@ -94,7 +99,15 @@ fn start(fault: Option<&str>) -> Session {
         cmd.stdin(Stdio::from_raw_fd(i))
             .stdout(Stdio::from_raw_fd(o))
             .stderr(Stdio::from_raw_fd(e));
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            // Default dispositions, whatever the test runner inherited (a
+            // background job starts with SIGINT and SIGQUIT ignored).
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            if let Some(signal) = ignored {
+                libc::signal(signal, libc::SIG_IGN);
+            }
             // A new session with the pty as its controlling terminal.
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
@@ -360,6 +373,20 @@ fn end_to_end_prompt_shows_tools_and_answer_then_quits() {
     let listed = rows.find("✓ ls").unwrap();
     let answered = rows.rfind("# Hello from the fixture").unwrap();
     assert!(asked < listed && listed < answered, "{rows}");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_signal_inherited_as_ignored_stays_ignored() {
+    // As under `nohup`: SIGHUP does not end the interface.
+    let mut s = start_with(None, Some(libc::SIGHUP));
+    s.ready();
+    // SAFETY: signals our own child.
+    assert_eq!(unsafe { libc::kill(s.child.id() as i32, libc::SIGHUP) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(s.child.try_wait().unwrap().is_none(), "SIGHUP ended smith");
     s.send(b"\x03");
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

@@ -15,7 +15,8 @@
 //!   entered: a worker thread's panic does not end the interface);
 //! * handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGABRT (so
 //!   `abort()` too): they restore, reset the signal to its default action
-//!   and raise it again, so the process still ends by that signal.
+//!   and raise it again, so the process still ends by that signal. A
+//!   signal inherited as ignored (`nohup`) stays ignored.
 //!
 //! # Capabilities
 //!
@@ -204,7 +205,15 @@ fn install_hooks() {
         for signal in SIGNALS {
             // SAFETY: a zeroed sigaction with a valid handler and an empty
             // mask is a valid argument; the handler is async-signal-safe.
+            // A signal the parent chose to ignore (`nohup`, background jobs)
+            // stays ignored.
             unsafe {
+                let mut current: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                    && current.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
                 libc::sigemptyset(&mut action.sa_mask);
