@@ -508,7 +508,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use smith_engine::protocol::ErrorInfo;
-    use smith_engine::provider::{ToolCall, Usage};
+    use smith_engine::provider::{StopReason, ToolCall, Usage};
     use smith_tui::transcript::{EntryKind, ToolState};
 
     use super::*;
@@ -530,6 +530,55 @@ mod tests {
                 .count(),
             80
         );
+    }
+
+    #[test]
+    fn a_resumed_history_is_shown_as_it_was_recorded() {
+        let mut app = App::new(Product::builtin(), Options::default());
+        let history = vec![
+            Message::User {
+                text: "read it".into(),
+            },
+            Message::Assistant {
+                content: vec![
+                    ContentBlock::Thinking {
+                        text: "plan".into(),
+                        signature: None,
+                    },
+                    ContentBlock::Text {
+                        text: "Reading.".into(),
+                    },
+                    ContentBlock::ToolCall(ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: serde_json::json!({"path": "a.txt"}),
+                    }),
+                ],
+                stop: StopReason::ToolUse,
+            },
+            Message::ToolResult {
+                call_id: "c1".into(),
+                name: "read".into(),
+                content: "hello".into(),
+                is_error: false,
+            },
+        ];
+        show_history(&mut app, &history);
+        let t = &app.transcript;
+        let entries: Vec<(EntryKind, &str)> = (0..t.len())
+            .map(|i| (t.record(i).unwrap().kind, t.text(i)))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                (EntryKind::User, "read it"),
+                (EntryKind::Thinking, "plan"),
+                (EntryKind::Assistant, "Reading."),
+                (EntryKind::Tool, "read a.txt"),
+                (EntryKind::ToolOutput, "hello"),
+            ]
+        );
+        assert_eq!(t.record(3).unwrap().tool, ToolState::Ok);
     }
 
     #[test]
