@@ -14,7 +14,7 @@ fn main() {
 }
 
 fn fixture(mb: u64) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("smith-store-bench-{mb}mb.smith"));
+    let path = std::env::temp_dir().join(format!("smith-store-bench-{mb}mb-c2.smith"));
     if !path.exists() {
         let tmp = path.with_extension("partial");
         bench_support::write_representative_session(&tmp, mb << 20).expect("write fixture");

@@ -8,7 +8,7 @@
 //! produces the same frame with this build's pinned zstd.
 
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::format::{self, FLAG_ZSTD};
+use crate::format::{self, EntryHead, FLAG_ZSTD, FLAG_ZSTD_CONTENT, FrameView, KIND_ENTRY};
 
 /// Payloads shorter than this are stored as they are. Chosen by measurement
 /// (`examples/measure.rs`, table in `docs/session-format.md`): at 4 KiB,
@@ -74,18 +74,30 @@ impl Compressor {
         Ok(c)
     }
 
-    /// Appends one frame of `kind` carrying `payload` to `out`, compressed
-    /// when eligible.
+    /// Appends one frame of `kind` carrying `payload` to `out`. An entry
+    /// map whose content is at least the threshold long is stored with its
+    /// head in clear and its content compressed ([`FLAG_ZSTD_CONTENT`]) when
+    /// that is strictly smaller; everything else is stored as it is.
     pub fn frame(&mut self, out: &mut Vec<u8>, kind: u8, link: u64, payload: &[u8]) {
         let content_len = payload.len() as u32;
-        if payload.len() >= self.threshold {
+        if kind == KIND_ENTRY
+            && let Some((_, at, len)) = format::decode_entry(payload)
+            && len >= self.threshold
+        {
+            let content = &payload[at..];
             self.scratch.clear();
-            self.scratch
-                .reserve(zstd::zstd_safe::compress_bound(payload.len()));
-            if let Ok(n) = self.inner.compress_to_buffer(payload, &mut self.scratch)
-                && n < payload.len()
+            self.scratch.reserve(zstd::zstd_safe::compress_bound(len));
+            if let Ok(n) = self.inner.compress_to_buffer(content, &mut self.scratch)
+                && n < len
             {
-                format::encode_frame(out, kind, FLAG_ZSTD, content_len, link, &self.scratch[..n]);
+                format::encode_frame_parts(
+                    out,
+                    kind,
+                    FLAG_ZSTD_CONTENT,
+                    content_len,
+                    link,
+                    &[&payload[..at], &self.scratch[..n]],
+                );
                 return;
             }
         }
@@ -106,4 +118,199 @@ pub(crate) fn decompress_into(
         _ => return false,
     }
     matches!(d.decompress_to_buffer(src, dst), Ok(n) if n == dst.len())
+}
+
+/// How an entry frame's payload holds its entry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum StoredEntry<'a> {
+    /// The entry map in clear; the content is `map[content_at..]`.
+    Plain {
+        head: EntryHead,
+        map: &'a [u8],
+        content_at: usize,
+    },
+    /// The map's head in clear (`head_len` bytes) and the content as one
+    /// zstd frame (`zstd`) declaring `content_len` bytes.
+    Split {
+        head: EntryHead,
+        head_len: usize,
+        zstd: &'a [u8],
+        content_len: usize,
+    },
+    /// The whole map as one zstd frame ([`FLAG_ZSTD`]): it must be
+    /// decompressed before anything in it can be read.
+    Whole,
+}
+
+/// Classifies a good entry frame's payload without decompressing anything.
+/// `None` when it is not a well-formed entry frame of this format (it is
+/// then kept as an unknown frame).
+pub(crate) fn classify<'a>(v: &FrameView<'a>) -> Option<StoredEntry<'a>> {
+    if v.kind != KIND_ENTRY {
+        return None;
+    }
+    match v.flags {
+        0 if v.content_len as usize == v.payload.len() => {
+            let (head, content_at, _) = format::decode_entry(v.payload)?;
+            Some(StoredEntry::Plain {
+                head,
+                map: v.payload,
+                content_at,
+            })
+        }
+        FLAG_ZSTD_CONTENT => {
+            let (head, head_len, content_len) = format::decode_entry_head(v.payload)?;
+            if head_len.checked_add(content_len)? != v.content_len as usize {
+                return None;
+            }
+            let zstd = &v.payload[head_len..];
+            match zstd::zstd_safe::get_frame_content_size(zstd) {
+                Ok(Some(n)) if n == content_len as u64 => {}
+                _ => return None,
+            }
+            match zstd::zstd_safe::find_frame_compressed_size(zstd) {
+                Ok(n) if n == zstd.len() => {}
+                _ => return None,
+            }
+            Some(StoredEntry::Split {
+                head,
+                head_len,
+                zstd,
+                content_len,
+            })
+        }
+        FLAG_ZSTD => Some(StoredEntry::Whole),
+        _ => None,
+    }
+}
+
+/// Reads a good entry frame's head and content, decompressing into
+/// `scratch` when the content is stored compressed. `None` when the frame is
+/// not a well-formed entry frame or its payload does not decompress to its
+/// declared size.
+pub(crate) fn read_entry<'a>(
+    v: &FrameView<'a>,
+    dctx: &mut zstd::bulk::Decompressor<'static>,
+    scratch: &'a mut Vec<u8>,
+) -> Option<(EntryHead, &'a [u8])> {
+    match classify(v)? {
+        StoredEntry::Plain {
+            head,
+            map,
+            content_at,
+        } => Some((head, &map[content_at..])),
+        StoredEntry::Split {
+            head,
+            zstd,
+            content_len,
+            ..
+        } => {
+            scratch.clear();
+            scratch.resize(content_len, 0);
+            decompress_into(dctx, zstd, scratch).then_some((head, &scratch[..]))
+        }
+        StoredEntry::Whole => {
+            scratch.clear();
+            scratch.resize(v.content_len as usize, 0);
+            if !decompress_into(dctx, v.payload, scratch) {
+                return None;
+            }
+            let (head, at, len) = format::decode_entry(scratch)?;
+            Some((head, &scratch[at..at + len]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{FLAG_ZSTD, SessionId};
+    use crate::scan::Limits;
+    use crate::session::Session;
+
+    fn content() -> Vec<u8> {
+        // One canonical CBOR text string of 6,000 compressible bytes.
+        let text = "compressible tool output line\n".repeat(200);
+        let mut c = Vec::new();
+        format::cbor_head(&mut c, 3, text.len() as u64);
+        c.extend_from_slice(text.as_bytes());
+        c
+    }
+
+    fn map(content: &[u8]) -> Vec<u8> {
+        let head = EntryHead {
+            id: 1,
+            parent: 0,
+            timestamp_ms: 5,
+            kind: 4,
+            pairing: 9,
+        };
+        let mut m = Vec::new();
+        format::encode_entry(&mut m, &head, content);
+        m
+    }
+
+    #[test]
+    fn large_content_is_stored_compressed_and_decoded_on_read() {
+        let c = content();
+        let m = map(&c);
+        let mut file = format::encode_header(SessionId([1; 16]), 0).to_vec();
+        Compressor::new()
+            .expect("zstd")
+            .frame(&mut file, KIND_ENTRY, 0, &m);
+        assert_eq!(file[format::HEADER_LEN + 5], FLAG_ZSTD_CONTENT);
+        assert!(file.len() < format::HEADER_LEN + m.len());
+        let s = Session::load_bytes(&file, &Limits::default(), "t").expect("load");
+        let r = s.records()[0];
+        assert!(r.is_compressed());
+        assert_eq!(s.report().compressed_entries, 1);
+        assert!(
+            (r.payload_len as usize) < c.len(),
+            "kept compressed in the arena"
+        );
+        assert_eq!(s.content_plain(&r), None);
+        assert_eq!(s.content_len(&r), c.len());
+        let bump = bumpalo::Bump::new();
+        assert_eq!(s.content_in(&r, &bump).expect("decode"), &c[..]);
+        assert_eq!(&*s.content(&r).expect("decode"), &c[..]);
+        let mut again = Vec::new();
+        s.encode_file(&mut again).expect("encode");
+        assert_eq!(again, file, "re-framed without recompression, same bytes");
+    }
+
+    #[test]
+    fn whole_payload_compressed_frames_still_load() {
+        let c = content();
+        let m = map(&c);
+        let z = zstd::bulk::compress(&m, LEVEL).expect("compress");
+        let mut file = format::encode_header(SessionId([1; 16]), 0).to_vec();
+        format::encode_frame(&mut file, KIND_ENTRY, FLAG_ZSTD, m.len() as u32, 0, &z);
+        let s = Session::load_bytes(&file, &Limits::default(), "t").expect("load");
+        assert_eq!(s.report().entries, 1);
+        assert_eq!(s.report().compressed_entries, 1);
+        let r = s.records()[0];
+        assert!(!r.is_compressed(), "decompressed on load to reach the head");
+        assert_eq!(s.content_plain(&r), Some(&c[..]));
+        assert_eq!((r.id, r.kind, r.pairing, r.timestamp_ms), (1, 4, 9, 5));
+    }
+
+    #[test]
+    fn split_frames_with_inconsistent_sizes_are_not_entries() {
+        let c = content();
+        let m = map(&c);
+        let mut good = Vec::new();
+        Compressor::new()
+            .expect("zstd")
+            .frame(&mut good, KIND_ENTRY, 0, &m);
+        let payload = &good[format::FRAME_PREFIX..good.len() - format::FRAME_SUFFIX];
+        // content_len one short of head + content; and a truncated zstd frame.
+        for (content_len, cut) in [(m.len() as u32 - 1, 0), (m.len() as u32, 1)] {
+            let mut file = format::encode_header(SessionId([1; 16]), 0).to_vec();
+            let p = &payload[..payload.len() - cut];
+            format::encode_frame(&mut file, KIND_ENTRY, FLAG_ZSTD_CONTENT, content_len, 0, p);
+            let s = Session::load_bytes(&file, &Limits::default(), "t").expect("load");
+            assert_eq!(s.report().entries, 0);
+            assert_eq!(s.report().malformed_entries, 1);
+        }
+    }
 }

@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use crate::compress::Compressor;
 use crate::entry::EntryKind;
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::format::{self, EntryHead, FLAG_ZSTD, KIND_ENTRY, KIND_ORIGIN, SessionId};
+use crate::format::{self, EntryHead, KIND_ENTRY, KIND_ORIGIN, SessionId};
 use crate::scan::{self, Limits, ScanReport};
 use crate::session;
 
@@ -70,18 +70,8 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
         let line = if v.kind == KIND_ORIGIN && v.flags == 0 && v.link == 0 {
             format::decode_origin(v.payload)
                 .map(|(s, leaf)| json!({"type": "origin", "session": s.to_hex(), "leaf": leaf}))
-        } else if v.kind == KIND_ENTRY && (v.flags == 0 || v.flags == FLAG_ZSTD) {
-            let map: Option<&[u8]> = if v.flags == FLAG_ZSTD {
-                scratch.clear();
-                scratch.resize(v.content_len as usize, 0);
-                crate::compress::decompress_into(&mut dctx, v.payload, &mut scratch)
-                    .then_some(&scratch[..])
-            } else {
-                (v.content_len as usize == v.payload.len()).then_some(v.payload)
-            };
-            map.and_then(format::decode_entry).and_then(|(h, at, len)| {
-                let map = map?;
-                let content = &map[at..at + len];
+        } else if v.kind == KIND_ENTRY {
+            crate::compress::read_entry(&v, &mut dctx, &mut scratch).map(|(h, content)| {
                 let mut o = Map::new();
                 o.insert("type".into(), json!("entry"));
                 o.insert("id".into(), json!(h.id));
@@ -97,7 +87,7 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
                     Some(j) => o.insert("content".into(), j),
                     None => o.insert("content_cbor".into(), json!(B64.encode(content))),
                 };
-                Some(Value::Object(o))
+                Value::Object(o)
             })
         } else {
             None

@@ -112,9 +112,11 @@ pub struct Record {
     pub pairing: u64,
     /// Offset of the entry's frame in its file, [`NO_FRAME`] when it has none.
     pub frame_offset: u64,
-    /// Start of the entry's content (canonical CBOR) in the payload arena.
+    /// Start of the entry's stored content in the payload arena: canonical
+    /// CBOR, or one zstd frame of it when [`Record::is_compressed`].
     pub payload_offset: u64,
-    /// Length of the content in bytes.
+    /// Length of the stored content in the arena (the compressed length
+    /// when compressed; see `Session::content_len` for the decoded length).
     pub payload_len: u32,
     /// The kind's code (see [`EntryKind::code`]).
     pub kind: u32,
@@ -125,13 +127,24 @@ pub struct Record {
     /// head) stored in the arena just before the content, so the whole frame
     /// payload is `payload_offset - head_len .. payload_offset + payload_len`
     /// and a fork re-frames an entry without re-encoding it.
-    pub head_len: u32,
+    pub head_len: u16,
+    /// In-memory flags ([`RECORD_COMPRESSED`]); not part of the file format.
+    pub flags: u16,
 }
+
+/// [`Record::flags`] bit: the stored content is one zstd frame, copied from
+/// the file as it is and decompressed only when content is read.
+pub const RECORD_COMPRESSED: u16 = 1;
 
 impl Record {
     /// The entry's kind.
     pub fn entry_kind(&self) -> EntryKind {
         EntryKind::from_code(self.kind)
+    }
+
+    /// Whether the stored content is compressed (decoded on access).
+    pub fn is_compressed(&self) -> bool {
+        self.flags & RECORD_COMPRESSED != 0
     }
 }
 

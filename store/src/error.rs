@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Invalid,
     /// Another process holds the session's lock and waiting was not requested.
     Locked,
+    /// Stored content does not decode (a compressed payload whose checksum
+    /// matched but which does not decompress to its declared size).
+    Malformed,
 }
 
 /// An error from the session store.

@@ -13,7 +13,7 @@ use memmap2::Mmap;
 
 use crate::compress;
 use crate::error::{ErrorKind, Result, StoreError};
-use crate::format::{self, EntryHead, FLAG_ZSTD, Header, KIND_ENTRY, Probe};
+use crate::format::{self, EntryHead, Header, KIND_ENTRY, Probe};
 use crate::scan::Limits;
 use crate::session::{self, Session};
 
@@ -134,30 +134,53 @@ impl SessionFile {
                     ),
                 ));
             }
-            let map: &'b [u8] = if frame.flags == FLAG_ZSTD {
-                let d = match &mut dctx {
-                    Some(d) => d,
-                    None => dctx.insert(session::decompressor(&self.path.display().to_string())?),
+            let (head, content): (EntryHead, &'b [u8]) =
+                match compress::classify(&frame) {
+                    Some(compress::StoredEntry::Plain {
+                        head,
+                        map,
+                        content_at,
+                    }) => (head, &map[content_at..]),
+                    Some(compress::StoredEntry::Split {
+                        head,
+                        zstd,
+                        content_len,
+                        ..
+                    }) => {
+                        let d = match &mut dctx {
+                            Some(d) => d,
+                            None => dctx
+                                .insert(session::decompressor(&self.path.display().to_string())?),
+                        };
+                        let dst = bump.alloc_slice_fill_copy(content_len, 0u8);
+                        if !compress::decompress_into(d, zstd, dst) {
+                            return Ok(None);
+                        }
+                        (head, &*dst)
+                    }
+                    Some(compress::StoredEntry::Whole) => {
+                        let d = match &mut dctx {
+                            Some(d) => d,
+                            None => dctx
+                                .insert(session::decompressor(&self.path.display().to_string())?),
+                        };
+                        let dst = bump.alloc_slice_fill_copy(frame.content_len as usize, 0u8);
+                        if !compress::decompress_into(d, frame.payload, dst) {
+                            return Ok(None);
+                        }
+                        let Some((head, at, len)) = format::decode_entry(dst) else {
+                            return Ok(None);
+                        };
+                        (head, &dst[at..at + len])
+                    }
+                    None => return Ok(None),
                 };
-                let dst = bump.alloc_slice_fill_copy(frame.content_len as usize, 0u8);
-                if !compress::decompress_into(d, frame.payload, dst) {
-                    return Ok(None);
-                }
-                dst
-            } else if frame.flags == 0 {
-                frame.payload
-            } else {
-                return Ok(None);
-            };
-            let Some((head, at, len)) = format::decode_entry(map) else {
-                return Ok(None);
-            };
             if expected.is_some_and(|e| e != head.id) {
                 return Ok(None);
             }
             out.push(EntryView {
                 head,
-                content: &map[at..at + len],
+                content,
                 offset: frame.offset,
             });
             if head.parent == 0 || frame.link == 0 || frame.link > frame.offset {

@@ -27,8 +27,14 @@ pub const KIND_ENTRY: u8 = 1;
 /// Frame kind: the origin of a forked or cloned session.
 pub const KIND_ORIGIN: u8 = 2;
 
-/// Flag bit: the payload is one zstd frame holding `content_len` bytes.
+/// Flag bit: the payload is one zstd frame holding `content_len` bytes
+/// (whole-payload compression; still read, no longer written for entries).
 pub const FLAG_ZSTD: u8 = 0x01;
+/// Flag bit (entry frames): the payload is the entry map's head — every
+/// byte before the content — in clear, followed by one zstd frame that
+/// decompresses to the content; `content_len` is the whole map's length.
+/// Loading reads the head without decompressing anything.
+pub const FLAG_ZSTD_CONTENT: u8 = 0x02;
 
 /// A session's identity: 16 bytes, shown as 32 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -207,17 +213,34 @@ pub fn encode_frame(
     link: u64,
     payload: &[u8],
 ) {
+    encode_frame_parts(out, kind, flags, content_len, link, &[payload]);
+}
+
+/// Appends one frame to `out` whose stored payload is the concatenation of
+/// `parts` (used to write an entry's clear head and compressed content
+/// without joining them first).
+pub fn encode_frame_parts(
+    out: &mut Vec<u8>,
+    kind: u8,
+    flags: u8,
+    content_len: u32,
+    link: u64,
+    parts: &[&[u8]],
+) {
     let start = out.len();
+    let len: usize = parts.iter().map(|p| p.len()).sum();
     // Callers keep payloads under the frame limit, far below u32::MAX.
-    let body_len = (BODY_FIXED + payload.len()) as u32;
-    out.reserve(MIN_FRAME + payload.len());
+    let body_len = (BODY_FIXED + len) as u32;
+    out.reserve(MIN_FRAME + len);
     out.extend_from_slice(&body_len.to_le_bytes());
     out.push(kind);
     out.push(flags);
     out.extend_from_slice(&[0, 0]);
     out.extend_from_slice(&content_len.to_le_bytes());
     out.extend_from_slice(&link.to_le_bytes());
-    out.extend_from_slice(payload);
+    for p in parts {
+        out.extend_from_slice(p);
+    }
     let crc = crc32c::crc32c(&out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&body_len.to_le_bytes());
@@ -296,6 +319,29 @@ pub(crate) fn probe(bytes: &[u8], pos: usize, max_body: u32) -> Probe<'_> {
         payload: &bytes[pos + FRAME_PREFIX..crc_at],
         raw: &bytes[pos..end],
     })
+}
+
+/// The frame at `pos`, whose two length copies the caller has checked
+/// agree and fit in `bytes`; its checksum is not checked (see
+/// [`checksum_ok`]).
+pub(crate) fn frame_at_unchecked(bytes: &[u8], pos: usize) -> FrameView<'_> {
+    let total = read_u32(bytes, pos) as usize + 12;
+    let crc_at = pos + total - FRAME_SUFFIX;
+    FrameView {
+        offset: pos as u64,
+        kind: bytes[pos + 4],
+        flags: bytes[pos + 5],
+        content_len: read_u32(bytes, pos + 8),
+        link: read_u64(bytes, pos + 12),
+        payload: &bytes[pos + FRAME_PREFIX..crc_at],
+        raw: &bytes[pos..pos + total],
+    }
+}
+
+/// Whether a frame's stored checksum matches its bytes.
+pub(crate) fn checksum_ok(v: &FrameView<'_>) -> bool {
+    let crc_at = v.raw.len() - FRAME_SUFFIX;
+    crc32c::crc32c(&v.raw[..crc_at]) == read_u32(v.raw, crc_at)
 }
 
 /// Probes the frame that ends exactly at `end` (found through its trailer).
@@ -417,6 +463,14 @@ fn read_head(b: &[u8], pos: &mut usize, major: u8) -> Option<u64> {
 /// range of the content inside `b`. Content bytes are not looked at.
 /// Returns `None` unless `b` is exactly the canonical map [`encode_entry`] writes.
 pub fn decode_entry(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
+    let (head, pos, len) = decode_entry_head(b)?;
+    (b.len() - pos == len).then_some((head, pos, len))
+}
+
+/// Parses the fixed fields at the start of an entry map: the head, where the
+/// content starts and the content's declared length. The content itself need
+/// not follow (it may be stored compressed).
+pub fn decode_entry_head(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
     let mut pos = 0;
     if read_head(b, &mut pos, 5)? != 6 {
         return None;
@@ -432,7 +486,7 @@ pub fn decode_entry(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
         return None;
     }
     let len = usize::try_from(read_head(b, &mut pos, 2)?).ok()?;
-    if b.len() - pos != len || vals[0] == 0 {
+    if vals[0] == 0 {
         return None;
     }
     let kind = u32::try_from(vals[3]).ok()?;

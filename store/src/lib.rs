@@ -35,7 +35,7 @@ pub mod scan;
 mod session;
 mod store;
 
-pub use entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, NewEntry, Record};
+pub use entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, NewEntry, RECORD_COMPRESSED, Record};
 pub use error::{ErrorKind, Result, StoreError};
 pub use file::{EntryView, SessionFile};
 pub use format::SessionId;

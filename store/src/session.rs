@@ -10,11 +10,12 @@
 //! parsed on load; callers borrow it with [`Session::content`] and decode it
 //! into their own scope.
 
-use crate::compress;
-use crate::entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, Record};
+use crate::compress::{self, StoredEntry};
+use crate::entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, RECORD_COMPRESSED, Record};
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::format::{
-    self, EntryHead, FLAG_ZSTD, FrameView, Header, KIND_ENTRY, KIND_ORIGIN, SessionId,
+    self, EntryHead, FLAG_ZSTD, FLAG_ZSTD_CONTENT, FrameView, Header, KIND_ENTRY, KIND_ORIGIN,
+    SessionId,
 };
 use crate::scan::{self, Limits, ScanReport};
 
@@ -74,10 +75,72 @@ struct Counts {
     content: usize,
 }
 
-fn entry_frame_loadable(v: &FrameView<'_>) -> bool {
-    v.kind == KIND_ENTRY
-        && (v.flags == 0 || v.flags == FLAG_ZSTD)
-        && (v.flags == FLAG_ZSTD || v.content_len as usize == v.payload.len())
+/// Adds a frame to the table sizes: entry frames take a record and their
+/// stored payload (whole-compressed ones their decompressed size).
+fn count_frame(counts: &mut Counts, v: &FrameView<'_>) {
+    if v.kind == KIND_ENTRY {
+        counts.entries += 1;
+        counts.content += if v.flags == FLAG_ZSTD {
+            v.content_len as usize
+        } else {
+            v.payload.len()
+        };
+    }
+}
+
+/// Follows the length fields from `start` to the end of `bytes` without
+/// checksumming, sizing the tables. `None` unless every frame's two length
+/// copies agree, the frames end exactly at the end of the file and every
+/// frame is within `limits`.
+fn prewalk(bytes: &[u8], start: usize, limits: &Limits) -> Option<Counts> {
+    let mut counts = Counts {
+        entries: 0,
+        content: 0,
+    };
+    let mut pos = start;
+    while pos < bytes.len() {
+        if bytes.len() - pos < format::MIN_FRAME {
+            return None;
+        }
+        let body_len = format::read_u32(bytes, pos);
+        if (body_len as usize) < format::BODY_FIXED || body_len > limits.max_frame_len {
+            return None;
+        }
+        let total = body_len as usize + 12;
+        if total > bytes.len() - pos || format::read_u32(bytes, pos + total - 4) != body_len {
+            return None;
+        }
+        let v = format::frame_at_unchecked(bytes, pos);
+        if v.content_len > limits.max_content_len {
+            return None;
+        }
+        count_frame(&mut counts, &v);
+        pos += total;
+    }
+    Some(counts)
+}
+
+/// The payload arena: allocated once at its final size. On Linux its pages
+/// are requested as transparent huge pages, so that filling it takes a
+/// few hundred page faults per GiB instead of a quarter million.
+fn arena_with_capacity(n: usize) -> Vec<u8> {
+    let v: Vec<u8> = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    if n >= 4 << 20 {
+        // Advice only: failure (e.g. huge pages disabled) changes nothing
+        // but speed. The range is rounded inward to whole 2 MiB pages.
+        let p = v.as_ptr() as usize;
+        let lo = (p + (2 << 20) - 1) & !((2 << 20) - 1);
+        let hi = (p + n) & !((2 << 20) - 1);
+        if hi > lo {
+            // SAFETY: [lo, hi) lies inside the allocation we own; madvise
+            // with MADV_HUGEPAGE changes only how its pages are backed.
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    v
 }
 
 impl Session {
@@ -111,54 +174,103 @@ impl Session {
     pub fn load_bytes(bytes: &[u8], limits: &Limits, what: &str) -> Result<Self> {
         let header = format::decode_header(bytes, what)?;
         let start = header.header_len as usize;
-        // Pass 1: count, so that pass 2 allocates exactly once per table.
-        let mut counts = Counts {
-            entries: 0,
-            content: 0,
-        };
-        let first = scan::scan(bytes, start, limits, what, |v| {
-            if entry_frame_loadable(&v) {
-                counts.entries += 1;
-                counts.content += v.content_len as usize;
-            }
-            Ok(())
-        })?;
-        let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
-        let mut payload: Vec<u8> = Vec::with_capacity(counts.content);
-        let mut dctx = decompressor(what)?;
         let mut report = LoadReport {
             file_len: bytes.len() as u64,
             ..LoadReport::default()
         };
         let mut origin = None;
-        // Pass 2 copies. When pass 1 found every frame intact, the same
-        // immutable bytes need not be checksummed again.
-        let scan_report = if first.corrupt_skipped == 0 && first.resynced_bytes == 0 {
-            scan::walk_verified(bytes, start, first.valid_end, |v| {
-                ingest(
-                    &mut records,
-                    &mut payload,
-                    &mut report,
-                    &mut origin,
-                    &mut dctx,
-                    &v,
-                );
-            });
-            first
-        } else {
-            scan::scan(bytes, start, limits, what, |v| {
-                ingest(
-                    &mut records,
-                    &mut payload,
-                    &mut report,
-                    &mut origin,
-                    &mut dctx,
-                    &v,
-                );
-                Ok(())
-            })?
+        let mut dctx = None;
+        // Fast path: a walk over the length fields alone sizes the tables;
+        // one pass then verifies each frame's checksum and copies it while
+        // its bytes are in cache. Anything unusual (damage, a torn tail,
+        // sizes over the limits) falls back to the verifying reader.
+        let fast = match prewalk(bytes, start, limits) {
+            Some(counts) => {
+                let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
+                let mut payload: Vec<u8> = arena_with_capacity(counts.content);
+                let mut frames = 0u64;
+                let mut pos = start;
+                let mut intact = true;
+                while pos < bytes.len() {
+                    let v = format::frame_at_unchecked(bytes, pos);
+                    if !format::checksum_ok(&v) {
+                        intact = false;
+                        break;
+                    }
+                    ingest(
+                        &mut records,
+                        &mut payload,
+                        &mut report,
+                        &mut origin,
+                        &mut dctx,
+                        &v,
+                    );
+                    frames += 1;
+                    pos += v.raw.len();
+                }
+                if intact {
+                    report.scan = ScanReport {
+                        frames,
+                        valid_end: bytes.len() as u64,
+                        ..ScanReport::default()
+                    };
+                    Some((records, payload))
+                } else {
+                    report = LoadReport {
+                        file_len: bytes.len() as u64,
+                        ..LoadReport::default()
+                    };
+                    origin = None;
+                    None
+                }
+            }
+            None => None,
         };
-        report.scan = scan_report;
+        let (records, payload) = match fast {
+            Some(t) => t,
+            None => {
+                // Pass 1: count, so that pass 2 allocates exactly once per table.
+                let mut counts = Counts {
+                    entries: 0,
+                    content: 0,
+                };
+                let first = scan::scan(bytes, start, limits, what, |v| {
+                    count_frame(&mut counts, &v);
+                    Ok(())
+                })?;
+                let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
+                let mut payload: Vec<u8> = arena_with_capacity(counts.content);
+                // Pass 2 copies what pass 1 verified. When pass 1 found
+                // every frame intact, the same immutable bytes need not be
+                // checksummed again.
+                report.scan = if first.corrupt_skipped == 0 && first.resynced_bytes == 0 {
+                    scan::walk_verified(bytes, start, first.valid_end, |v| {
+                        ingest(
+                            &mut records,
+                            &mut payload,
+                            &mut report,
+                            &mut origin,
+                            &mut dctx,
+                            &v,
+                        );
+                    });
+                    first
+                } else {
+                    scan::scan(bytes, start, limits, what, |v| {
+                        ingest(
+                            &mut records,
+                            &mut payload,
+                            &mut report,
+                            &mut origin,
+                            &mut dctx,
+                            &v,
+                        );
+                        Ok(())
+                    })?
+                };
+                (records, payload)
+            }
+        };
         let mut s = Self {
             header,
             origin,
@@ -166,7 +278,7 @@ impl Session {
             payload: std::sync::Arc::new(payload),
             branch: Vec::new(),
             report,
-            known_len: scan_report.valid_end,
+            known_len: report.scan.valid_end,
             path: None,
             max_id: 0,
         };
@@ -250,12 +362,28 @@ impl Session {
             payload_len: content.len() as u32,
             kind: head.kind,
             parent_index,
-            head_len: head_len as u32,
+            head_len: head_len as u16,
+            flags: 0,
         });
         self.report.entries += 1;
         self.max_id = self.max_id.max(head.id);
         let idx = self.records.len() - 1;
         Ok(&self.records[idx])
+    }
+
+    /// Replaces the newest entry's plain payload in the arena with its
+    /// stored form `stored` (clear head + zstd frame of the content), as
+    /// written to the file, and marks its record compressed.
+    pub(crate) fn store_last_compressed(&mut self, stored: &[u8]) {
+        let Some(r) = self.records.last_mut() else {
+            return;
+        };
+        let payload = std::sync::Arc::make_mut(&mut self.payload);
+        let start = r.payload_offset as usize - r.head_len as usize;
+        payload.truncate(start);
+        payload.extend_from_slice(stored);
+        r.payload_len = (stored.len() - r.head_len as usize) as u32;
+        r.flags = RECORD_COMPRESSED;
     }
 
     /// The record index of entry `id`, searching from the newest entry (parents
@@ -326,26 +454,103 @@ impl Session {
         &self.payload
     }
 
-    /// An entry's content: one canonical CBOR item, borrowed from the arena.
-    pub fn content(&self, r: &Record) -> &[u8] {
+    /// The entry's stored content bytes in the arena: canonical CBOR, or one
+    /// zstd frame of it when the record is compressed.
+    fn stored(&self, r: &Record) -> &[u8] {
         let start = r.payload_offset as usize;
         self.payload
             .get(start..start + r.payload_len as usize)
             .unwrap_or(&[])
     }
 
-    /// The entry's whole frame payload (the canonical entry map).
+    /// An entry's content borrowed from the arena, when it is stored
+    /// uncompressed; `None` for a compressed entry (read it with
+    /// [`Session::content_in`] or [`Session::content`]).
+    pub fn content_plain(&self, r: &Record) -> Option<&[u8]> {
+        (!r.is_compressed()).then(|| self.stored(r))
+    }
+
+    /// The length of an entry's content (decoded), read from the record or,
+    /// for a compressed entry, from its zstd frame header.
+    pub fn content_len(&self, r: &Record) -> usize {
+        if !r.is_compressed() {
+            return r.payload_len as usize;
+        }
+        match zstd::zstd_safe::get_frame_content_size(self.stored(r)) {
+            Ok(Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+            _ => 0,
+        }
+    }
+
+    /// An entry's content (one canonical CBOR item) in the caller's arena,
+    /// decompressed there when it is stored compressed, so that it is
+    /// decoded and dropped with that scope and never held decoded in the
+    /// session.
+    ///
+    /// # Errors
+    /// `Malformed` when a compressed payload does not decompress to its
+    /// declared size (the frame's checksum matched, so the file was written
+    /// that way).
+    pub fn content_in<'b>(&self, r: &Record, bump: &'b bumpalo::Bump) -> Result<&'b [u8]> {
+        if !r.is_compressed() {
+            return Ok(bump.alloc_slice_copy(self.stored(r)));
+        }
+        let dst = bump.alloc_slice_fill_copy(self.content_len(r), 0u8);
+        self.decompress(r, dst)?;
+        Ok(dst)
+    }
+
+    /// An entry's content: borrowed from the arena when stored uncompressed,
+    /// decompressed into an owned buffer (the caller's scope) otherwise.
+    ///
+    /// # Errors
+    /// As [`Session::content_in`].
+    pub fn content(&self, r: &Record) -> Result<std::borrow::Cow<'_, [u8]>> {
+        if !r.is_compressed() {
+            return Ok(std::borrow::Cow::Borrowed(self.stored(r)));
+        }
+        let mut dst = vec![0u8; self.content_len(r)];
+        self.decompress(r, &mut dst)?;
+        Ok(std::borrow::Cow::Owned(dst))
+    }
+
+    fn decompress(&self, r: &Record, dst: &mut [u8]) -> Result<()> {
+        thread_local! {
+            static DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let src = self.stored(r);
+        let ok = DCTX.with(|cell| -> Result<bool> {
+            let mut slot = cell.borrow_mut();
+            let d = match &mut *slot {
+                Some(d) => d,
+                None => slot.insert(decompressor("session content")?),
+            };
+            Ok(compress::decompress_into(d, src, dst))
+        })?;
+        if ok {
+            Ok(())
+        } else {
+            Err(StoreError::new(
+                ErrorKind::Malformed,
+                format!(
+                    "entry {} of session {}: its compressed content ({} bytes) does not decompress to the {} bytes its frame declares; the file was written damaged — dump the session to see the remaining entries",
+                    r.id,
+                    self.header.id,
+                    src.len(),
+                    dst.len()
+                ),
+            ))
+        }
+    }
+
+    /// The entry's whole stored frame payload: the canonical entry map, or
+    /// for a compressed record its clear head followed by the zstd frame.
     pub(crate) fn entry_map(&self, r: &Record) -> &[u8] {
         let start = r.payload_offset as usize - r.head_len as usize;
         self.payload
             .get(start..r.payload_offset as usize + r.payload_len as usize)
             .unwrap_or(&[])
-    }
-
-    /// Copies an entry's content into the caller's arena, so it can be
-    /// decoded and dropped with that scope.
-    pub fn content_in<'b>(&self, r: &Record, bump: &'b bumpalo::Bump) -> &'b [u8] {
-        bump.alloc_slice_copy(self.content(r))
     }
 
     /// The path from the selected leaf back to a root, leaf first, reading
@@ -475,7 +680,23 @@ impl Session {
             } else {
                 here - offsets[r.parent_index as usize]
             };
-            comp.frame(out, KIND_ENTRY, link, self.entry_map(r));
+            if r.is_compressed() {
+                // Already in its stored form: copied, not recompressed
+                // (compression is a pure function of the content, so this
+                // is the frame a fresh write produces).
+                let map = self.entry_map(r);
+                let content_len = r.head_len as usize + self.content_len(r);
+                format::encode_frame(
+                    out,
+                    KIND_ENTRY,
+                    FLAG_ZSTD_CONTENT,
+                    content_len as u32,
+                    link,
+                    map,
+                );
+            } else {
+                comp.frame(out, KIND_ENTRY, link, self.entry_map(r));
+            }
             offsets.push(here);
         }
         Ok(offsets)
@@ -490,13 +711,15 @@ pub(crate) fn decompressor(what: &str) -> Result<zstd::bulk::Decompressor<'stati
 }
 
 /// Copies one good frame into the arena and record table (entry frames), or
-/// notes it in the report (all others). Never parses content.
+/// notes it in the report (all others). Never parses content, and never
+/// decompresses it except for whole-payload compressed frames
+/// ([`FLAG_ZSTD`]), whose head is inside the compressed bytes.
 pub(crate) fn ingest(
     records: &mut Vec<Record>,
     payload: &mut Vec<u8>,
     report: &mut LoadReport,
     origin: &mut Option<Origin>,
-    dctx: &mut zstd::bulk::Decompressor<'static>,
+    dctx: &mut Option<zstd::bulk::Decompressor<'static>>,
     v: &FrameView<'_>,
 ) {
     if v.kind == KIND_ORIGIN {
@@ -510,29 +733,52 @@ pub(crate) fn ingest(
         report.unknown_frames += 1;
         return;
     }
-    if !entry_frame_loadable(v) {
-        report.malformed_entries += 1;
-        return;
-    }
     let at = payload.len();
-    if v.flags == FLAG_ZSTD {
-        payload.resize(at + v.content_len as usize, 0);
-        if !compress::decompress_into(dctx, v.payload, &mut payload[at..]) {
-            payload.truncate(at);
+    let (head, c_at, c_len, flags) = match compress::classify(v) {
+        None => {
             report.malformed_entries += 1;
             return;
         }
-    } else {
-        payload.extend_from_slice(v.payload);
-    }
-    let Some((head, c_at, c_len)) = format::decode_entry(&payload[at..]) else {
-        payload.truncate(at);
-        report.malformed_entries += 1;
-        return;
+        Some(StoredEntry::Plain {
+            head, content_at, ..
+        }) => {
+            payload.extend_from_slice(v.payload);
+            (head, content_at, v.payload.len() - content_at, 0)
+        }
+        Some(StoredEntry::Split { head, head_len, .. }) => {
+            payload.extend_from_slice(v.payload);
+            report.compressed_entries += 1;
+            (
+                head,
+                head_len,
+                v.payload.len() - head_len,
+                RECORD_COMPRESSED,
+            )
+        }
+        Some(StoredEntry::Whole) => {
+            let d = match dctx {
+                Some(d) => d,
+                None => match decompressor("a session file") {
+                    Ok(d) => dctx.insert(d),
+                    Err(_) => {
+                        report.malformed_entries += 1;
+                        return;
+                    }
+                },
+            };
+            payload.resize(at + v.content_len as usize, 0);
+            let decoded = compress::decompress_into(d, v.payload, &mut payload[at..])
+                .then(|| format::decode_entry(&payload[at..]))
+                .flatten();
+            let Some((head, c_at, c_len)) = decoded else {
+                payload.truncate(at);
+                report.malformed_entries += 1;
+                return;
+            };
+            report.compressed_entries += 1;
+            (head, c_at, c_len, 0)
+        }
     };
-    if v.flags == FLAG_ZSTD {
-        report.compressed_entries += 1;
-    }
     let parent_index = resolve_parent(records, &head, v.offset, v.link);
     if parent_index == NONE && head.parent != 0 {
         report.orphans += 1;
@@ -550,7 +796,8 @@ pub(crate) fn ingest(
         payload_len: c_len as u32,
         kind: head.kind,
         parent_index,
-        head_len: c_at as u32,
+        head_len: c_at as u16,
+        flags,
     });
 }
 

@@ -22,7 +22,7 @@ use crate::compress::Compressor;
 use crate::entry::{EntryKind, NO_FRAME, NONE, NewEntry};
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::file::SessionFile;
-use crate::format::{self, EntryHead, FLAG_ZSTD, KIND_ENTRY, KIND_ORIGIN, SessionId};
+use crate::format::{self, EntryHead, KIND_ENTRY, KIND_ORIGIN, SessionId};
 use crate::publish::{self, Step, TEMP_PREFIX};
 use crate::scan::{self, Limits, ScanReport};
 use crate::session::{self, Origin, Session};
@@ -547,7 +547,15 @@ impl Store {
                     if p == NO_FRAME { 0 } else { offset - p }
                 };
                 let map = s.entry_map(&rec);
+                let at = buf.len();
                 comp.frame(&mut buf, KIND_ENTRY, link, map);
+                if buf[at + 5] == format::FLAG_ZSTD_CONTENT {
+                    // Keep the stored (compressed) form in memory too, as a
+                    // load of the file would.
+                    s.store_last_compressed(
+                        &buf[at + format::FRAME_PREFIX..buf.len() - format::FRAME_SUFFIX],
+                    );
+                }
                 ids.push(id);
                 leaf = id;
             }
@@ -592,7 +600,7 @@ impl Store {
         } else {
             s.known_len as usize
         };
-        let mut dctx = session::decompressor(&what)?;
+        let mut dctx = None;
         let mut origin = s.origin;
         let (records, payload, report) = (
             &mut s.records,
@@ -875,20 +883,7 @@ pub fn rewrite(
     let mut scratch = Vec::new();
     let report = scan::scan(bytes, header.header_len as usize, limits, what, |v| {
         let here = out.len() as u64;
-        let head = if v.kind == KIND_ENTRY && v.flags == FLAG_ZSTD {
-            scratch.clear();
-            scratch.resize(v.content_len as usize, 0);
-            if crate::compress::decompress_into(&mut dctx, v.payload, &mut scratch) {
-                format::decode_entry(&scratch).map(|h| h.0)
-            } else {
-                None
-            }
-        } else if v.kind == KIND_ENTRY && v.flags == 0 && v.content_len as usize == v.payload.len()
-        {
-            format::decode_entry(v.payload).map(|h| h.0)
-        } else {
-            None
-        };
+        let head = crate::compress::read_entry(&v, &mut dctx, &mut scratch).map(|(h, _)| h);
         match head {
             Some(h) => {
                 let mut link = 0;

@@ -261,7 +261,14 @@ pub(crate) fn decode_json(
     record: &smith_store::Record,
 ) -> Result<serde_json::Value, JournalError> {
     let mut text = String::new();
-    smith_codec::json::from_cbor(session.content(record), &mut text).map_err(|err| {
+    let content = session.content(record).map_err(|err| {
+        JournalError::new(format!(
+            "session entry {} ({:?}) could not be read: {err}",
+            record.id,
+            record.entry_kind()
+        ))
+    })?;
+    smith_codec::json::from_cbor(&content, &mut text).map_err(|err| {
         JournalError::new(format!(
             "session entry {} ({:?}) does not hold valid canonical CBOR: {err}; run `smith session repair` or inspect it with a dump",
             record.id,
