@@ -41,21 +41,72 @@ impl<'b> Encoder<'b> {
     }
 
     /// Writes a head: major type plus the shortest encoding of `arg`.
+    ///
+    /// One capacity check for the whole head, then plain stores: a head is
+    /// written for every item, so a per-byte `push` (each with its own
+    /// capacity check) or an `extend_from_slice` call shows up in profiles.
     #[inline(always)]
     fn head(&mut self, major: u8, arg: u64) {
+        self.buf.reserve(9);
+        // SAFETY: `reserve(9)` guarantees at least 9 bytes of spare capacity.
+        unsafe { self.head_unchecked(major, arg) }
+    }
+
+    /// Writes a head into the buffer's spare capacity.
+    ///
+    /// # Safety
+    ///
+    /// The buffer must have at least 9 bytes of spare capacity.
+    #[inline(always)]
+    unsafe fn head_unchecked(&mut self, major: u8, arg: u64) {
         let m = major << 5;
+        let len = self.buf.len();
+        debug_assert!(self.buf.capacity() - len >= 9);
+        // SAFETY (every block below): the caller guarantees 9 bytes of spare
+        // capacity starting at `len`; we write at most 9 bytes there (one
+        // initial byte plus at most 8 argument bytes), all of them before
+        // `set_len` makes them part of the vector, so every byte the new
+        // length covers is initialised.
+        let dst = unsafe { self.buf.as_mut_ptr().add(len) };
         if arg < 24 {
-            self.buf.push(m | arg as u8);
+            unsafe {
+                dst.write(m | arg as u8);
+                self.buf.set_len(len + 1);
+            }
             return;
         }
         // Argument width class: 0 => 1 byte, 1 => 2, 2 => 4, 3 => 8.
         let class =
             usize::from(arg > 0xff) + usize::from(arg > 0xffff) + usize::from(arg > 0xffff_ffff);
-        let len = 1usize << class;
-        let mut tmp = [0u8; 9];
-        tmp[0] = m | (24 + class as u8);
-        tmp[1..].copy_from_slice(&(arg << (64 - 8 * len as u32)).to_be_bytes());
-        self.buf.extend_from_slice(&tmp[..1 + len]);
+        let width = 1usize << class;
+        // The argument's big-endian bytes, left-aligned in 8 bytes; all 8 are
+        // stored (within the 9 reserved bytes), only `width` of them counted.
+        let be = (arg << (64 - 8 * width as u32)).to_be_bytes();
+        unsafe {
+            dst.write(m | (24 + class as u8));
+            std::ptr::copy_nonoverlapping(be.as_ptr(), dst.add(1), 8);
+            self.buf.set_len(len + 1 + width);
+        }
+    }
+
+    /// Writes a string item: head plus payload, with one capacity check.
+    ///
+    /// Payloads up to 32 bytes (map keys, ids, paths, names) are copied with
+    /// a pair of fixed-size, possibly overlapping loads and stores instead of
+    /// a `memcpy` call, which costs more than the copy itself at that size.
+    #[inline(always)]
+    fn string(&mut self, major: u8, v: &[u8]) {
+        let n = v.len();
+        // `n + 9` cannot overflow: a slice is at most `isize::MAX` bytes.
+        self.buf.reserve(n + 9);
+        // SAFETY: `reserve(n + 9)` leaves room for a head of at most 9 bytes
+        // followed by `n` payload bytes.
+        unsafe {
+            self.head_unchecked(major, n as u64);
+            let len = self.buf.len();
+            copy_short_or_long(v, self.buf.as_mut_ptr().add(len));
+            self.buf.set_len(len + n);
+        }
     }
 
     /// An unsigned integer (major type 0).
@@ -88,16 +139,14 @@ impl<'b> Encoder<'b> {
     /// A byte string (major type 2).
     #[inline]
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
-        self.head(MAJOR_BYTES, v.len() as u64);
-        self.buf.extend_from_slice(v);
+        self.string(MAJOR_BYTES, v);
         self
     }
 
     /// A text string (major type 3).
     #[inline]
     pub fn str(&mut self, v: &str) -> &mut Self {
-        self.head(MAJOR_TEXT, v.len() as u64);
-        self.buf.extend_from_slice(v.as_bytes());
+        self.string(MAJOR_TEXT, v.as_bytes());
         self
     }
 
@@ -193,9 +242,68 @@ impl<'b> Encoder<'b> {
     }
 }
 
+/// Copies `src` to `dst`: inline fixed-size moves for up to 32 bytes, a
+/// `memcpy` call above that.
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of `src.len()` bytes and must not overlap
+/// `src`.
+#[inline(always)]
+unsafe fn copy_short_or_long(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY (every block below): each load reads inside `src` (offsets
+    // `0..k` and `n - k..n` with `k <= n`), each store writes inside
+    // `dst[..n]` (valid by the caller's contract); two overlapping chunks
+    // of `k` bytes cover all `n` bytes when `k <= n <= 2k`. Unaligned
+    // loads and stores are used throughout.
+    unsafe {
+        if n > 32 {
+            std::ptr::copy_nonoverlapping(s, dst, n);
+        } else if n >= 16 {
+            let a = s.cast::<u128>().read_unaligned();
+            let b = s.add(n - 16).cast::<u128>().read_unaligned();
+            dst.cast::<u128>().write_unaligned(a);
+            dst.add(n - 16).cast::<u128>().write_unaligned(b);
+        } else if n >= 8 {
+            let a = s.cast::<u64>().read_unaligned();
+            let b = s.add(n - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(n - 8).cast::<u64>().write_unaligned(b);
+        } else if n >= 4 {
+            let a = s.cast::<u32>().read_unaligned();
+            let b = s.add(n - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(n - 4).cast::<u32>().write_unaligned(b);
+        } else {
+            for i in 0..n {
+                dst.add(i).write(s.add(i).read());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_of_every_short_length_copy_exactly() {
+        // Covers each branch of the short-copy path and its edges, after a
+        // non-empty prefix so the destination is not at the buffer start.
+        let source: Vec<u8> = (0u8..=80).map(|i| i.wrapping_mul(37) | 1).collect();
+        for n in 0..=70 {
+            let payload = &source[3..3 + n];
+            let mut buf = vec![0xaa];
+            Encoder::new(&mut buf).bytes(payload).u64(1);
+            let head_len = if n < 24 { 1 } else { 2 };
+            assert_eq!(buf.len(), 1 + head_len + n + 1, "length {n}");
+            assert_eq!(&buf[1 + head_len..1 + head_len + n], payload, "length {n}");
+            assert_eq!(buf[0], 0xaa);
+            assert_eq!(buf[buf.len() - 1], 0x01);
+        }
+    }
 
     fn hex(f: impl FnOnce(&mut Encoder<'_>)) -> String {
         let mut buf = Vec::new();
