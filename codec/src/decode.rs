@@ -895,30 +895,24 @@ fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     a.cmp(b)
 }
 
-/// Validates UTF-8, skipping the all-ASCII prefix 64 bytes at a time
-/// (session text is mostly ASCII, and `is_ascii` on a block is cheaper than
-/// full validation); returns the valid prefix length on failure.
+/// Validates UTF-8; returns the valid prefix length on failure.
+///
+/// Short strings (map keys, ids, names) are usually ASCII, and checking that
+/// inline is cheaper than any call. Longer text goes to `simdutf8`, which
+/// validates with SIMD instructions chosen at run time (falling back to a
+/// scalar validator) and, unlike an ASCII fast path, keeps its speed on text
+/// with a few multi-byte characters. Only on failure is the input scanned
+/// again, by the standard library, for the offset of the first bad byte.
 #[inline]
 fn utf8(bytes: &[u8]) -> Result<&str, usize> {
-    let mut ascii = 0;
-    for block in bytes.chunks_exact(64) {
-        if !block.is_ascii() {
-            break;
-        }
-        ascii += 64;
+    if bytes.len() <= 32 && bytes.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
     }
-    let rest = &bytes[ascii..];
-    // Short tails (and short strings, such as map keys) are usually ASCII
-    // too; checking that inline avoids a call into the full validator.
-    if !rest.is_ascii()
-        && let Err(e) = std::str::from_utf8(rest)
-    {
-        return Err(ascii + e.valid_up_to());
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(_) => std::str::from_utf8(bytes).map_err(|e| e.valid_up_to()),
     }
-    // SAFETY: `bytes[..ascii]` is all ASCII, hence valid UTF-8 ending on a
-    // char boundary; `rest` is ASCII or was just validated; two valid UTF-8
-    // sequences concatenate to valid UTF-8.
-    Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
 }
 
 /// Checks that `input` holds exactly one well-formed item that obeys `mode`
