@@ -4,3 +4,8 @@ mod agent;
 mod provider;
 mod replay;
 mod tools;
+mod turn_alloc;
+
+// Exact allocation counts (turn_alloc) need the accounting allocator.
+#[global_allocator]
+static ALLOC: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocator::new();
