@@ -1,7 +1,7 @@
 //! The gate table `smith bench` runs, and the runners behind it.
 //!
 //! Gates are grouped by the crate they hold to account ([`CODEC`],
-//! [`ALLOC`]); [`GROUPS`] lists the groups in the order they run. Adding a
+//! [`ALLOC`], [`ENGINE`]); [`GROUPS`] lists the groups in the order they run. Adding a
 //! gate is adding one [`Gate`] value to a group (or a new group to
 //! [`GROUPS`]) with a runner of type [`crate::gate::Runner`]:
 //!
@@ -123,8 +123,49 @@ pub const ALLOC: &[Gate] = &[Gate {
     run: alloc_pair,
 }];
 
+/// The most CPU time the agent runtime may spend on one scripted
+/// tool-using turn (`smith_engine::bench_support::scripted_turn`: prompt
+/// delivery, request building, a streamed and validated response, tool-call
+/// validation, durable intent and completion in memory, a `read` of a
+/// 40-line file, the recorded result, twelve protocol events): 1 ms.
+///
+/// Why 1 ms: a provider's time to first token is hundreds of milliseconds
+/// and a frame at 60 Hz is 16 ms, so 1 ms of runtime work per turn keeps
+/// the loop invisible next to either, even at ten tool calls per turn. The
+/// turn measures about 60 µs (median, 43 µs fastest) on the loaded 2-core
+/// development machine (see docs/benchmarks.md), so the limit leaves
+/// roughly 15x headroom for slower CI machines while still catching an
+/// accidental quadratic or a per-turn re-parse of the whole conversation.
+pub const TURN_CPU_BUDGET_NS: f64 = 1_000_000.0;
+
+/// Allocations of one steady-state scripted turn, measured exactly; the
+/// gate fails if the count grows. Lowering it is welcome (update the
+/// number); raising it must be a deliberate change here. Kept equal to
+/// `ALLOCATIONS_PER_TURN` in smith-engine's `tests/all/turn_alloc.rs`.
+pub const TURN_ALLOCATIONS: f64 = 1_058.0;
+
+/// Gates on the agent runtime (smith-engine).
+pub const ENGINE: &[Gate] = &[
+    Gate {
+        name: "engine.turn_cpu",
+        metric: "runtime CPU time per scripted tool-using turn (read of a 40-line file, in-memory journal)",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(TURN_CPU_BUDGET_NS)],
+        floor: None,
+        run: turn_cpu,
+    },
+    Gate {
+        name: "engine.turn_allocations",
+        metric: "allocations per scripted tool-using turn (exact count, must not grow)",
+        unit: Unit::Count,
+        limits: &[Limit::AtMost(TURN_ALLOCATIONS)],
+        floor: None,
+        run: turn_allocations,
+    },
+];
+
 /// Every group of gates, in the order `smith bench` runs them.
-pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC];
+pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC, ENGINE];
 
 /// Every gate, in run order.
 pub fn all_gates() -> Vec<Gate> {
@@ -298,6 +339,89 @@ fn alloc_pair(cx: &mut Context) -> Result<Measurement, GateError> {
     Ok(m)
 }
 
+/// A scratch directory for the scripted turn's fixture, removed on drop.
+struct TurnDir(std::path::PathBuf);
+
+impl TurnDir {
+    fn new() -> Result<TurnDir, GateError> {
+        let path = std::env::temp_dir().join(format!("smith-bench-turn-{}", std::process::id()));
+        std::fs::create_dir_all(&path).map_err(|e| {
+            GateError::new(format!(
+                "could not create the scripted turn's directory {}: {e}; check that the \
+                 temporary directory is writable (TMPDIR)",
+                path.display()
+            ))
+        })?;
+        Ok(TurnDir(path))
+    }
+}
+
+impl Drop for TurnDir {
+    fn drop(&mut self) {
+        // Best effort: a leftover fixture in the temp dir harms nothing.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn prepared_turn(dir: &TurnDir) -> Result<smith_engine::bench_support::ScriptedTurn, GateError> {
+    let mut turn = smith_engine::bench_support::scripted_turn(&dir.0)
+        .map_err(|e| GateError::new(format!("the scripted turn could not be set up: {e}")))?;
+    // The first turns size every reused buffer; they also prove the turn
+    // does its work before it is timed.
+    for _ in 0..2 {
+        turn.turn()
+            .map_err(|e| GateError::new(format!("the scripted turn failed: {e}")))?;
+    }
+    Ok(turn)
+}
+
+fn turn_cpu(cx: &mut Context) -> Result<Measurement, GateError> {
+    let dir = TurnDir::new()?;
+    let mut turn = prepared_turn(&dir)?;
+    let mut failure = None;
+    let timing = measure::single(&cx.plan, || {
+        if let Err(e) = turn.turn() {
+            failure.get_or_insert(e);
+        }
+    });
+    if let Some(e) = failure {
+        return Err(GateError::new(format!(
+            "the scripted turn failed while being timed: {e}"
+        )));
+    }
+    Ok(Measurement {
+        median: timing.median_ns,
+        floor: None,
+        samples: timing.samples,
+        notes: Vec::new(),
+    })
+}
+
+fn turn_allocations(_cx: &mut Context) -> Result<Measurement, GateError> {
+    if !smith_alloc::is_global_allocator() {
+        return Err(GateError::new(
+            "smith_alloc::AccountingAllocator is not this process's global allocator, so an \
+             allocation count would be meaningless; run the gate from the `smith` binary \
+             (`smith bench`)",
+        ));
+    }
+    let dir = TurnDir::new()?;
+    let mut turn = prepared_turn(&dir)?;
+    let mut worst = 0u64;
+    let runs = 5;
+    for _ in 0..runs {
+        let (result, stats) = smith_alloc::count(|| turn.turn());
+        result.map_err(|e| GateError::new(format!("the scripted turn failed: {e}")))?;
+        worst = worst.max(stats.allocations);
+    }
+    Ok(Measurement {
+        median: worst as f64,
+        floor: None,
+        samples: runs,
+        notes: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,5 +459,13 @@ mod tests {
         );
         assert_eq!(find("codec.walk_1000"), Some(vec![Limit::RatioAtMost(4.0)]));
         assert_eq!(find("alloc.pair"), Some(vec![Limit::RatioAtMost(2.0)]));
+        assert_eq!(
+            find("engine.turn_cpu"),
+            Some(vec![Limit::AtMost(TURN_CPU_BUDGET_NS)])
+        );
+        assert_eq!(
+            find("engine.turn_allocations"),
+            Some(vec![Limit::AtMost(TURN_ALLOCATIONS)])
+        );
     }
 }
