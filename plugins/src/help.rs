@@ -109,10 +109,10 @@ pub fn items() -> Vec<Item> {
                 });
             }
             doc.clear();
-            if let Some(kind) = opened {
-                if !line.ends_with('}') {
-                    stack.push((name, kind));
-                }
+            if let Some(kind) = opened
+                && !line.ends_with('}')
+            {
+                stack.push((name, kind));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Integration tests of the plugin host: the mock plugin against the native
 //! scripted provider, the cache, the hostile guests, the product and
 //! example extensions, manifests and installation.
+#![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
 
 mod extension;
 mod hostile;
