@@ -195,6 +195,7 @@ fn run_compare(
         Some(dir) => dir.clone(),
         None => {
             let mut cwds: Vec<&str> = effects.iter().filter_map(|e| e.cwd.as_deref()).collect();
+            cwds.sort_unstable();
             cwds.dedup();
             match cwds.as_slice() {
                 [] if effects.is_empty() => std::env::current_dir()
