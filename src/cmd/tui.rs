@@ -6,16 +6,22 @@
 //! interface's bounded channel by one thread per runtime, tagged with the
 //! runtime's generation so that events of a replaced runtime (after `/new`
 //! or `/resume`) are dropped.
+//!
+//! A project whose `.smith` directory is not trusted as it is now (never
+//! trusted, or changed since) is asked about first, in an overlay that owns
+//! focus: trusting records it in the trust store exactly as `smith trust`
+//! does and reloads configuration; "not now" keeps the project ignored.
 
 use std::cell::{Cell, RefCell};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use anyhow::{Context, bail};
-use smith_config::Loader;
 use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_SCROLL_LINES};
+use smith_config::trust::{Project, TrustStatus, TrustStore};
+use smith_config::{ConfigError, Loader, Paths};
 use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{Command, Event, Role, StopCause, ToolStatus};
@@ -294,9 +300,11 @@ fn apply(app: &mut App, event: Event, summaries: &mut Vec<(String, String)>, win
     app.set_status(status);
 }
 
-fn options() -> Options {
+/// The interface options `loader` resolves, or the defaults and the error.
+fn load_options(loader: Result<Loader, ConfigError>) -> (Options, Option<ConfigError>) {
     let mut options = Options::default();
-    match Loader::from_process().and_then(Loader::load) {
+    let mut failure = None;
+    match loader.and_then(Loader::load) {
         Ok(config) => {
             if let Some(confirm) = config.bool(&TUI_CONFIRM_EXIT) {
                 options.confirm_exit = confirm;
@@ -306,10 +314,79 @@ fn options() -> Options {
             }
             options.color = config.str(&COLOR) != Some("never");
         }
-        Err(err) => eprintln!("smith: configuration not applied to the interface: {err}"),
+        Err(err) => failure = Some(err),
     }
     options.color &= !smith_tui::term::no_color();
-    options
+    (options, failure)
+}
+
+/// The loader for the process, searching for the project from `cwd`.
+fn process_loader(cwd: &Path) -> Result<Loader, ConfigError> {
+    Loader::from_process().map(|l| l.start_dir(cwd))
+}
+
+/// The trust question for the project containing `cwd`, when it has a
+/// `.smith` directory that is not trusted as it is now.
+///
+/// # Errors
+///
+/// When the trust store cannot be read or the project cannot be digested.
+fn trust_question(paths: &Paths, cwd: &Path) -> Result<Option<Overlay>, ConfigError> {
+    let Some(project) = Project::discover(cwd, paths.home.as_deref()) else {
+        return Ok(None);
+    };
+    let changed = match TrustStore::open(&paths.trust_file())?.status(&project)? {
+        TrustStatus::Trusted => return Ok(None),
+        TrustStatus::Untrusted => false,
+        TrustStatus::Changed { .. } => true,
+    };
+    Ok(Some(Overlay::Trust {
+        path: project.root.display().to_string(),
+        changed,
+        on_trust: false,
+    }))
+}
+
+/// Carries out the answer to the trust question about `path`: trusting
+/// records it in the trust store and reloads the options from `loader`
+/// (so the project's configuration applies); "not now" leaves the project
+/// ignored and says how to trust it later.
+fn answer_trust(
+    app: &mut App,
+    paths: &Paths,
+    path: &str,
+    trust: bool,
+    loader: impl FnOnce() -> Result<Loader, ConfigError>,
+) {
+    if !trust {
+        app.notice(&format!(
+            "not trusted: {path}; its .smith directory (configuration, plugins) is ignored. \
+             Review it, then run `smith trust {path}` to use it."
+        ));
+        return;
+    }
+    let recorded = Project::at(Path::new(path)).and_then(|project| {
+        TrustStore::open(&paths.trust_file())?.trust(&project)?;
+        Ok(project)
+    });
+    match recorded {
+        Ok(project) => {
+            let (options, failure) = load_options(loader());
+            app.set_options(options);
+            app.notice(&format!(
+                "trusted: {path}; its configuration now applies. Any change under {} asks again.",
+                project.smith_dir().display()
+            ));
+            if let Some(err) = failure {
+                app.error(&format!(
+                    "the project's configuration could not be applied: {err}"
+                ));
+            }
+        }
+        Err(err) => app.error(&format!(
+            "could not trust {path}: {err}; it stays ignored. Run `smith trust {path}` to retry."
+        )),
+    }
 }
 
 /// Runs the interface until the user quits.
@@ -324,7 +401,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
-    let options = options();
+    let (options, config_failure) = load_options(process_loader(&cwd));
+    if let Some(err) = &config_failure {
+        eprintln!("smith: configuration not applied to the interface: {err}");
+    }
     let mut app = App::new(Product::builtin(), options);
     app.set_cwd(cwd.clone());
     // The terminal first: without one nothing else (a new session) is made.
@@ -355,6 +435,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .and_then(|m| m.context_window),
     );
     app.notice(&format!("session {} · F1 help · / commands", runtime.name));
+    let paths = Paths::from_process();
+    let unchecked = |app: &mut App, err: &ConfigError| {
+        app.error(&format!(
+            "the project's trust could not be checked, so it is ignored: {err}"
+        ));
+    };
+    match paths.as_ref().map(|p| trust_question(p, &cwd)) {
+        Ok(Ok(Some(question))) => app.open(question),
+        Ok(Ok(None)) => {}
+        Ok(Err(err)) => unchecked(&mut app, &err),
+        Err(err) => unchecked(&mut app, err),
+    }
 
     spawn_input(tx.clone())?;
     let fault = std::env::var("SMITH_TUI_TEST_FAULT").unwrap_or_default();
@@ -392,6 +484,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let sent = match output {
                 Output::Quit => return Flow::Exit,
+                Output::Trust { path, trust } => {
+                    match &paths {
+                        Ok(paths) => {
+                            answer_trust(app, paths, &path, trust, || process_loader(&cwd));
+                        }
+                        Err(err) => unchecked(app, err),
+                    }
+                    Ok(())
+                }
                 Output::Prompt(text) => rt.handle.send(Command::Prompt { text }),
                 Output::Steer(text) => rt.handle.send(Command::Steer { text }),
                 Output::FollowUp(text) => rt.handle.send(Command::FollowUp { text }),
@@ -512,6 +613,141 @@ mod tests {
     use smith_tui::transcript::{EntryKind, ToolState};
 
     use super::*;
+
+    /// A project with a configuration that changes what the interface
+    /// does, and a smith home of its own.
+    fn project_and_home() -> (tempfile::TempDir, PathBuf, Paths) {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("project");
+        std::fs::create_dir_all(project.join(".smith")).unwrap();
+        std::fs::write(
+            project.join(".smith/config.kdl"),
+            "tui {\n    scroll-lines 7\n    confirm-exit #false\n}\n",
+        )
+        .unwrap();
+        let paths = Paths::under(tmp.path().join("home"));
+        (tmp, project, paths)
+    }
+
+    fn loader(paths: &Paths, cwd: &Path) -> Result<Loader, ConfigError> {
+        Ok(Loader::new(paths.clone()).start_dir(cwd))
+    }
+
+    fn press(app: &mut App, c: char) -> Option<Output> {
+        use smith_tui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+        app.handle(&Event::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::NONE,
+        )))
+    }
+
+    fn notices(app: &App) -> Vec<String> {
+        let t = &app.transcript;
+        (0..t.len()).map(|i| t.text(i).to_owned()).collect()
+    }
+
+    #[test]
+    fn trusting_in_the_interface_records_it_and_applies_the_project_configuration() {
+        let (_tmp, dir, paths) = project_and_home();
+        let root = std::fs::canonicalize(&dir).unwrap();
+        let (before, failure) = load_options(loader(&paths, &dir));
+        assert!(failure.is_none());
+        assert_eq!(before.scroll_lines, 3, "an untrusted project is ignored");
+        assert!(before.confirm_exit);
+
+        let question = trust_question(&paths, &dir).unwrap().unwrap();
+        assert_eq!(
+            question,
+            Overlay::Trust {
+                path: root.display().to_string(),
+                changed: false,
+                on_trust: false,
+            }
+        );
+        let mut app = App::new(Product::builtin(), before);
+        app.open(question);
+        let Some(Output::Trust { path, trust }) = press(&mut app, 't') else {
+            panic!("t did not answer the trust question");
+        };
+        assert!(trust);
+        answer_trust(&mut app, &paths, &path, trust, || loader(&paths, &dir));
+
+        // Recorded in the same store `smith trust` uses.
+        let store = TrustStore::open(&paths.trust_file()).unwrap();
+        let project = Project::at(&root).unwrap();
+        assert_eq!(store.status(&project).unwrap(), TrustStatus::Trusted);
+        assert_eq!(store.entries().len(), 1);
+        assert_eq!(store.entries()[0].path, root);
+        // Configuration reloaded: the project's values apply now.
+        assert_eq!(app.options().scroll_lines, 7);
+        assert!(!app.options().confirm_exit);
+        assert!(
+            notices(&app)
+                .iter()
+                .any(|n| n.starts_with(&format!("trusted: {}", root.display())))
+        );
+        // Trusted and unchanged: nothing is asked at the next start.
+        assert_eq!(trust_question(&paths, &dir).unwrap(), None);
+
+        // A change to .smith asks again, saying it changed.
+        std::fs::write(
+            dir.join(".smith/config.kdl"),
+            "tui {\n    scroll-lines 9\n}\n",
+        )
+        .unwrap();
+        assert!(matches!(
+            trust_question(&paths, &dir).unwrap(),
+            Some(Overlay::Trust { changed: true, .. })
+        ));
+        let (changed, _) = load_options(loader(&paths, &dir));
+        assert_eq!(
+            changed.scroll_lines, 3,
+            "a changed project is ignored again"
+        );
+    }
+
+    #[test]
+    fn not_now_leaves_the_project_untrusted_and_says_how_to_trust_it() {
+        let (_tmp, dir, paths) = project_and_home();
+        let root = std::fs::canonicalize(&dir).unwrap().display().to_string();
+        let (before, _) = load_options(loader(&paths, &dir));
+        let mut app = App::new(Product::builtin(), before);
+        app.open(trust_question(&paths, &dir).unwrap().unwrap());
+        let Some(Output::Trust { path, trust }) = press(&mut app, 'n') else {
+            panic!("n did not answer the trust question");
+        };
+        assert!(!trust);
+        answer_trust(&mut app, &paths, &path, trust, || {
+            panic!("not now must not reload configuration")
+        });
+        assert_eq!(app.overlay(), &Overlay::None);
+        assert!(!paths.trust_file().exists(), "nothing was recorded");
+        assert_eq!(app.options(), before);
+        assert_eq!(app.options().scroll_lines, 3);
+        let shown = notices(&app);
+        assert!(
+            shown
+                .iter()
+                .any(|n| n.contains(&format!("`smith trust {root}`"))),
+            "{shown:?}"
+        );
+        // Still untrusted: the next start asks again.
+        assert!(matches!(
+            trust_question(&paths, &dir).unwrap(),
+            Some(Overlay::Trust { changed: false, .. })
+        ));
+    }
+
+    #[test]
+    fn a_directory_without_a_project_asks_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = Paths::under(tmp.path().join("home"));
+        let dir = tmp.path().join("plain");
+        std::fs::create_dir_all(&dir).unwrap();
+        // A repository root stops the search before anything above it.
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        assert_eq!(trust_question(&paths, &dir).unwrap(), None);
+    }
 
     #[test]
     fn tool_arguments_are_summarized_on_one_line() {

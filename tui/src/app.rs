@@ -38,6 +38,13 @@ pub enum Output {
     },
     /// Copy this text to the clipboard.
     Copy(String),
+    /// The answer to a [`Overlay::Trust`] question.
+    Trust {
+        /// The project root that was asked about.
+        path: String,
+        /// True to trust it now; false for "not now".
+        trust: bool,
+    },
     /// Exit.
     Quit,
 }
@@ -110,6 +117,17 @@ pub enum Overlay {
         command: String,
         /// The answer so far.
         text: String,
+    },
+    /// Whether to trust the project at `path` (its `.smith` directory).
+    /// Owns focus until answered; `t` trusts, `n` or Esc is "not now",
+    /// and Enter takes the highlighted choice, which starts on "not now".
+    Trust {
+        /// The project root.
+        path: String,
+        /// The project was trusted once but has changed since.
+        changed: bool,
+        /// Whether "trust" (rather than "not now") is highlighted.
+        on_trust: bool,
     },
 }
 
@@ -247,6 +265,22 @@ impl App {
         }
     }
 
+    /// Replaces the options (after configuration is reloaded).
+    pub fn set_options(&mut self, options: Options) {
+        self.theme = if options.color {
+            self.product.theme
+        } else {
+            self.product.theme.monochrome()
+        };
+        self.options = options;
+        self.touch();
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
     /// Sets the directory `@` completes paths in.
     pub fn set_cwd(&mut self, cwd: std::path::PathBuf) {
         self.cwd = cwd;
@@ -353,6 +387,8 @@ impl App {
                     Overlay::Prompt { text: answer, .. } => {
                         answer.push_str(&crate::sanitize::sanitize(text));
                     }
+                    // The question owns focus: pasted text answers nothing.
+                    Overlay::Trust { .. } => {}
                     _ => self.editor.paste(text),
                 }
                 None
@@ -398,6 +434,7 @@ impl App {
             Overlay::Picker(_) => self.key_picker(key),
             Overlay::Confirm { .. } => self.key_confirm(key),
             Overlay::Prompt { .. } => self.key_prompt(key),
+            Overlay::Trust { .. } => self.key_trust(key),
         }
     }
 
@@ -849,6 +886,33 @@ impl App {
         }
     }
 
+    fn key_trust(&mut self, key: &KeyEvent) -> Option<Output> {
+        let Overlay::Trust { path, on_trust, .. } = &mut self.overlay else {
+            return None;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let answer = match key.code {
+            KeyCode::Char('c') if ctrl => {
+                self.overlay = Overlay::None;
+                return Some(Output::Quit);
+            }
+            KeyCode::Char('t' | 'T') if !ctrl => true,
+            KeyCode::Char('n' | 'N') | KeyCode::Esc if !ctrl => false,
+            KeyCode::Enter => *on_trust,
+            KeyCode::Left | KeyCode::Right | KeyCode::Tab | KeyCode::BackTab => {
+                *on_trust = !*on_trust;
+                return None;
+            }
+            _ => return None,
+        };
+        let path = std::mem::take(path);
+        self.overlay = Overlay::None;
+        Some(Output::Trust {
+            path,
+            trust: answer,
+        })
+    }
+
     fn key_prompt(&mut self, key: &KeyEvent) -> Option<Output> {
         let Overlay::Prompt { command, text, .. } = &mut self.overlay else {
             return None;
@@ -932,6 +996,11 @@ impl App {
                 self.draw_dialog(buf, message, "y yes · n no");
             }
             Overlay::Prompt { message, text, .. } => self.draw_dialog(buf, message, text),
+            Overlay::Trust {
+                path,
+                changed,
+                on_trust,
+            } => self.draw_trust(buf, path, *changed, *on_trust),
             Overlay::None | Overlay::Search { .. } => {}
         }
     }
@@ -1279,6 +1348,52 @@ impl App {
         }
     }
 
+    fn draw_trust(&self, buf: &mut Buffer, path: &str, changed: bool, on_trust: bool) {
+        let width = buf.area().width.saturating_sub(4).min(64);
+        let text_width = width.saturating_sub(4).max(1);
+        let lead = if changed {
+            "This project's .smith directory changed since you trusted it:"
+        } else {
+            "This project has a .smith directory and is not trusted:"
+        };
+        let paragraphs: [(&str, Style); 4] = [
+            (lead, self.theme.popup),
+            (path, self.theme.popup.attrs(Attrs::BOLD)),
+            (TRUST_ENABLES, self.theme.popup),
+            (TRUST_UNTIL, self.theme.popup),
+        ];
+        let mut rows = 0u16;
+        for (text, _) in &paragraphs {
+            rows += wrap(text, text_width, |_, _| {}) as u16 + 1;
+        }
+        // The paragraphs, a blank line between each, then the choices.
+        let area = buf.area().centered(width, rows + 1 + 2);
+        if area.width < 8 || area.height < 4 {
+            return;
+        }
+        let inner = self.draw_box(buf, area, "Trust this project?");
+        let mut y = inner.y;
+        for (text, style) in &paragraphs {
+            wrap(text, text_width, |start, end| {
+                if y < inner.bottom() {
+                    buf.put_str(inner.x + 1, y, &text[start..end], *style, inner.right());
+                }
+                y += 1;
+            });
+            y += 1;
+        }
+        if y < inner.bottom() {
+            let (yes, no) = if on_trust {
+                (self.theme.selected, self.theme.popup)
+            } else {
+                (self.theme.popup, self.theme.selected)
+            };
+            let x = buf.put_str(inner.x + 1, y, " t trust ", yes, inner.right());
+            let x = buf.put_str(x, y, "   ", self.theme.popup, inner.right());
+            buf.put_str(x, y, " n not now ", no, inner.right());
+        }
+    }
+
     fn draw_dialog(&self, buf: &mut Buffer, message: &str, detail: &str) {
         let area = buf.area().centered(56, 5);
         if area.width < 4 || area.height < 4 {
@@ -1301,6 +1416,13 @@ impl App {
         );
     }
 }
+
+/// What trusting a project enables, as the trust question says it.
+pub const TRUST_ENABLES: &str = "Trusting it enables its project configuration, its project plugins and any other project-local executable behavior.";
+
+/// What happens until it is trusted.
+pub const TRUST_UNTIL: &str =
+    "Nothing from it is used until you trust it. Not now: continue with it ignored.";
 
 /// "thinking (N lines)" into a stack buffer.
 fn thinking_label(tmp: &mut [u8; 64], lines: usize) -> &str {

@@ -16,7 +16,7 @@
 //! * [`transcript`] — the entry arena with its width-keyed height cache,
 //!   scroll anchoring and search.
 //! * [`editor`] — the multi-line input with history and paste.
-//! * [`app`] — keys, overlays (help, search, pickers, confirm and input
+//! * [`app`] — keys, overlays (help, search, pickers, project trust, confirm and input
 //!   intents), the command popup, `@` path completion and the status line.
 //! * [`product`] — the default layout, theme, key bindings and commands,
 //!   shaped as the product plugin's contribution.
@@ -43,5 +43,8 @@ pub mod wrap;
 
 pub use app::{App, Options, Output, Overlay, Picker, Status};
 pub use buffer::{Buffer, Cell};
+/// The terminal library whose events [`App::handle`] takes, so hosts can
+/// build them without depending on it themselves.
+pub use crossterm;
 pub use product::Product;
 pub use transcript::Transcript;

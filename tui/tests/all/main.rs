@@ -7,6 +7,7 @@
 mod allocs;
 mod golden;
 mod scripts;
+mod trust;
 
 #[global_allocator]
 static ALLOCATOR: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocator::new();
