@@ -1,0 +1,397 @@
+//! `smith session ...` end to end: every subcommand driven through the
+//! built binary against a temporary `SMITH_HOME`, checking output and exit
+//! codes, references by name and by id prefix, paths refused as references,
+//! and dump → import reproducing the session file's exact bytes.
+
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn smith(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .current_dir(home)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs a command that must succeed and returns its standard output.
+fn ok(home: &Path, args: &[&str]) -> String {
+    let o = smith(home, args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "smith {args:?} failed:\nstdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Runs a command that must fail with exit code 1 and returns its stderr.
+fn fails(home: &Path, args: &[&str]) -> String {
+    let o = smith(home, args);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "smith {args:?} should fail:\nstdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty(), "nothing on stdout: {}", stdout(&o));
+    stderr(&o)
+}
+
+/// Records a session through the offline demo; returns its id.
+fn record(home: &Path, name: &str) -> String {
+    std::fs::write(home.join("README.md"), "# hello project\n").unwrap();
+    ok(
+        home,
+        &["eval", "--provider", "mock", "--name", name, "hello"],
+    );
+    let list = ok(home, &["session", "list", "--json"]);
+    let v = list
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("session {name} listed: {list}"));
+    v["id"].as_str().unwrap().to_string()
+}
+
+fn list_json(home: &Path) -> Vec<serde_json::Value> {
+    ok(home, &["session", "list", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn info(home: &Path, r: &str) -> serde_json::Value {
+    serde_json::from_str(ok(home, &["session", "info", r, "--json"]).trim()).unwrap()
+}
+
+fn session_file(home: &Path, id: &str) -> PathBuf {
+    home.join("sessions").join(format!("{id}.smith"))
+}
+
+#[test]
+fn list_info_and_references_by_name_and_id_prefix() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let empty = ok(h, &["session", "list"]);
+    assert!(empty.starts_with("no sessions in "), "{empty}");
+    assert!(list_json(h).is_empty());
+
+    let id = record(h, "demo");
+    assert_eq!(id.len(), 32);
+    let table = ok(h, &["session", "list"]);
+    let mut lines = table.lines();
+    assert!(lines.next().unwrap().starts_with("ID"), "{table}");
+    let row = lines.next().unwrap();
+    assert!(row.starts_with(&id) && row.contains("demo"), "{table}");
+    assert!(lines.next().is_none());
+    let listed = list_json(h);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        listed[0]["bytes"].as_u64().unwrap(),
+        std::fs::metadata(session_file(h, &id)).unwrap().len()
+    );
+
+    let by_name = info(h, "demo");
+    assert_eq!(by_name["id"], id.as_str());
+    assert_eq!(by_name["name"], "demo");
+    assert!(by_name["entries"].as_u64().unwrap() >= 2, "{by_name}");
+    assert_eq!(by_name["branches"], 1);
+    assert_eq!(by_name["skipped_corrupt_frames"], 0);
+    assert_eq!(by_name["torn_tail_bytes"], 0);
+    assert_eq!(by_name["frames"], by_name["recovered_frames"]);
+    // The same session by its full id, by a prefix, and in upper case.
+    assert_eq!(info(h, &id), by_name);
+    assert_eq!(info(h, &id[..6]), by_name);
+    assert_eq!(info(h, &id[..6].to_uppercase()), by_name);
+    let text = ok(h, &["session", "info", "demo"]);
+    assert!(text.lines().any(|l| l.starts_with("entries ")), "{text}");
+    assert!(text.contains(&id), "{text}");
+
+    // References that name nothing, or are too short to be a prefix.
+    let e = fails(h, &["session", "info", "nosuchname"]);
+    assert!(
+        e.contains("nosuchname") && e.contains("smith session list"),
+        "{e}"
+    );
+    let e = fails(h, &["session", "info", &id[..3]]);
+    assert!(e.contains(&id[..3]), "{e}");
+}
+
+#[test]
+fn a_path_is_refused_as_a_reference_with_a_helpful_diagnostic() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let id = record(h, "demo");
+    let path = session_file(h, &id);
+    assert!(path.exists());
+    for r in [
+        path.to_str().unwrap().to_string(),
+        format!("sessions/{id}.smith"),
+        "./demo".to_string(),
+        "..".to_string(),
+        "a\\b".to_string(),
+    ] {
+        for sub in ["info", "dump", "delete", "fork", "repair"] {
+            let e = fails(h, &["session", sub, &r]);
+            assert!(
+                e.contains("is not a session reference") && e.contains("never a path"),
+                "{sub} {r}: {e}"
+            );
+            assert!(e.contains("smith session list"), "says what to do: {e}");
+        }
+    }
+    assert!(path.exists(), "nothing was deleted");
+}
+
+#[test]
+fn dump_then_import_reproduces_the_file_bytes() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let id = record(h, "demo");
+    let original = std::fs::read(session_file(h, &id)).unwrap();
+
+    let dumped = ok(h, &["session", "dump", "demo"]);
+    let lines: Vec<serde_json::Value> = dumped
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "header");
+    assert_eq!(lines[0]["id"], id.as_str());
+    assert!(lines[1..].iter().all(|l| l["type"] == "entry"), "{dumped}");
+    assert_eq!(
+        lines.len() as u64 - 1,
+        info(h, "demo")["entries"].as_u64().unwrap()
+    );
+
+    // --out writes the same text to a file.
+    let out = h.join("demo.jsonl");
+    assert_eq!(
+        ok(
+            h,
+            &["session", "dump", &id[..8], "--out", out.to_str().unwrap()]
+        ),
+        ""
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), dumped);
+
+    // Importing needs the id to be free: delete the original first.
+    let e = fails(h, &["session", "import", out.to_str().unwrap()]);
+    assert!(e.contains(&id), "{e}");
+    assert_eq!(
+        ok(h, &["session", "delete", "demo"]),
+        format!("deleted session {id}\n")
+    );
+    assert!(!session_file(h, &id).exists());
+    let msg = ok(
+        h,
+        &["session", "import", out.to_str().unwrap(), "--name", "back"],
+    );
+    assert!(
+        msg.starts_with(&format!("imported session {id} (")),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read(session_file(h, &id)).unwrap(), original);
+    assert_eq!(info(h, "back")["id"], id.as_str());
+
+    // Standard input works too, and a broken dump is refused by line.
+    ok(h, &["session", "delete", "back"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", h)
+        .args(["session", "import", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dumped.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(session_file(h, &id)).unwrap(), original);
+    let bad = h.join("bad.jsonl");
+    std::fs::write(&bad, "{\"type\":\"header\"}\nnot json\n").unwrap();
+    let e = fails(h, &["session", "import", bad.to_str().unwrap()]);
+    assert!(e.contains("line"), "names the line: {e}");
+    let e = fails(
+        h,
+        &[
+            "session",
+            "import",
+            h.join("missing.jsonl").to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("missing.jsonl"), "{e}");
+}
+
+#[test]
+fn fork_rename_delete() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let id = record(h, "demo");
+    let entries = info(h, "demo")["selected_branch_len"].as_u64().unwrap();
+
+    let msg = ok(h, &["session", "fork", "demo", "--name", "copy"]);
+    assert!(
+        msg.starts_with(&format!("forked {id} into "))
+            && msg.ends_with(&format!("({entries} entries on the selected branch)\n")),
+        "{msg}"
+    );
+    let fork = info(h, "copy");
+    assert_ne!(fork["id"], id.as_str());
+    assert_eq!(fork["origin"]["session"], id.as_str());
+    assert_eq!(fork["selected_branch_len"].as_u64().unwrap(), entries);
+    assert_eq!(list_json(h).len(), 2);
+    // Names are unique.
+    let e = fails(h, &["session", "fork", "demo", "--name", "copy"]);
+    assert!(e.contains("copy"), "{e}");
+
+    let msg = ok(h, &["session", "rename", "copy", "second"]);
+    assert_eq!(
+        msg,
+        format!(
+            "session {} is now named second\n",
+            fork["id"].as_str().unwrap()
+        )
+    );
+    fails(h, &["session", "info", "copy"]);
+    assert_eq!(info(h, "second")["id"], fork["id"]);
+    let e = fails(h, &["session", "rename", "second", "demo"]);
+    assert!(e.contains("demo"), "name taken: {e}");
+    let e = fails(h, &["session", "rename", "second", "bad/name"]);
+    assert!(e.contains("bad/name"), "{e}");
+
+    let fork_id = fork["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        ok(h, &["session", "delete", &fork_id[..10]]),
+        format!("deleted session {fork_id}\n")
+    );
+    assert!(!session_file(h, &fork_id).exists());
+    fails(h, &["session", "delete", "second"]);
+    assert_eq!(list_json(h).len(), 1);
+}
+
+#[test]
+fn prune_and_repair() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let id = record(h, "demo");
+    let path = session_file(h, &id);
+
+    // Without options: only leftovers, with a note on stderr.
+    let o = smith(h, &["session", "prune"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o),
+        "removed 0 session(s), 0 temporary file(s), 0 dangling name(s)\n"
+    );
+    assert!(stderr(&o).contains("--empty"), "{}", stderr(&o));
+    // A recent, non-empty session survives both criteria.
+    assert_eq!(
+        ok(h, &["session", "prune", "--empty", "--older-than", "1"]),
+        "removed 0 session(s), 0 temporary file(s), 0 dangling name(s)\n"
+    );
+    assert!(path.exists());
+    // An empty session (header only) is pruned with --empty; its name goes too.
+    let empty = "0123456789abcdef0123456789abcdef";
+    let mut h2 = std::fs::read(&path).unwrap()[..48].to_vec();
+    h2[12..28].copy_from_slice(&[
+        0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd,
+        0xef,
+    ]);
+    let crc = crc32c(&h2[..44]);
+    h2[44..48].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(session_file(h, empty), &h2).unwrap();
+    assert_eq!(info(h, empty)["entries"], 0);
+    assert_eq!(
+        ok(h, &["session", "prune", "--empty"]),
+        format!(
+            "removed session {empty}\nremoved 1 session(s), 0 temporary file(s), 0 dangling name(s)\n"
+        )
+    );
+    assert!(!session_file(h, empty).exists());
+    assert!(path.exists());
+
+    // Repair of an intact file keeps every frame and the same bytes.
+    let original = std::fs::read(&path).unwrap();
+    let frames = info(h, "demo")["frames"].as_u64().unwrap();
+    assert_eq!(
+        ok(h, &["session", "repair", "demo"]),
+        format!(
+            "repaired demo: kept {frames} frame(s), dropped 0 corrupt frame(s), 0 torn-tail byte(s), 0 unattributable byte(s)\n"
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), original);
+    // A torn tail: info reports it, dump says what it left out, repair drops it.
+    let mut torn = original.clone();
+    torn.extend_from_slice(&[40, 0, 0, 0, 1, 0]);
+    std::fs::write(&path, &torn).unwrap();
+    assert_eq!(info(h, "demo")["torn_tail_bytes"], 6);
+    let o = smith(h, &["session", "dump", "demo"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("6 byte(s) of torn tail"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        ok(h, &["session", "repair", &id[..5]]),
+        format!(
+            "repaired {}: kept {frames} frame(s), dropped 0 corrupt frame(s), 6 torn-tail byte(s), 0 unattributable byte(s)\n",
+            &id[..5]
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), original);
+}
+
+/// crc32c (Castagnoli), bitwise: the header checksum of a hand-made file.
+fn crc32c(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn unknown_subcommands_and_missing_arguments_are_usage_errors() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    for args in [
+        &["session", "frobnicate"][..],
+        &["session", "info"][..],
+        &["session", "rename", "only-one"][..],
+    ] {
+        let o = smith(h, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("Usage"), "{}", stderr(&o));
+    }
+}
