@@ -42,14 +42,41 @@ impl<'b> Encoder<'b> {
 
     /// Writes a head: major type plus the shortest encoding of `arg`.
     ///
-    /// One capacity check for the whole head, then plain stores: a head is
-    /// written for every item, so a per-byte `push` (each with its own
-    /// capacity check) or an `extend_from_slice` call shows up in profiles.
+    /// With 9 bytes of spare capacity the head is written with plain stores
+    /// (a head is written for every item, so a per-byte `push` or an
+    /// `extend_from_slice` call shows up in profiles). With less, it is
+    /// appended at its exact size, so a buffer sized exactly for its content
+    /// never grows: "no allocation when the buffer has capacity" holds for
+    /// exact capacities too, not only for generous ones.
     #[inline(always)]
     fn head(&mut self, major: u8, arg: u64) {
-        self.buf.reserve(9);
-        // SAFETY: `reserve(9)` guarantees at least 9 bytes of spare capacity.
-        unsafe { self.head_unchecked(major, arg) }
+        if self.buf.capacity() - self.buf.len() >= 9 {
+            // SAFETY: just checked: at least 9 bytes of spare capacity.
+            unsafe { self.head_unchecked(major, arg) }
+        } else {
+            self.head_exact(major, arg);
+        }
+    }
+
+    /// Appends a head at its exact size (the path for a nearly full buffer).
+    #[cold]
+    #[inline(never)]
+    fn head_exact(&mut self, major: u8, arg: u64) {
+        let m = major << 5;
+        let mut tmp = [0u8; 9];
+        let used = if arg < 24 {
+            tmp[0] = m | arg as u8;
+            1
+        } else {
+            let class = usize::from(arg > 0xff)
+                + usize::from(arg > 0xffff)
+                + usize::from(arg > 0xffff_ffff);
+            let width = 1usize << class;
+            tmp[0] = m | (24 + class as u8);
+            tmp[1..1 + width].copy_from_slice(&arg.to_be_bytes()[8 - width..]);
+            1 + width
+        };
+        self.buf.extend_from_slice(&tmp[..used]);
     }
 
     /// Writes a head into the buffer's spare capacity.
@@ -94,18 +121,24 @@ impl<'b> Encoder<'b> {
     /// Payloads up to 32 bytes (map keys, ids, paths, names) are copied with
     /// a pair of fixed-size, possibly overlapping loads and stores instead of
     /// a `memcpy` call, which costs more than the copy itself at that size.
+    /// A buffer without room for the head's 9-byte store plus the payload
+    /// takes the exact-size path, so it grows only when the item does not fit.
     #[inline(always)]
     fn string(&mut self, major: u8, v: &[u8]) {
         let n = v.len();
         // `n + 9` cannot overflow: a slice is at most `isize::MAX` bytes.
-        self.buf.reserve(n + 9);
-        // SAFETY: `reserve(n + 9)` leaves room for a head of at most 9 bytes
-        // followed by `n` payload bytes.
-        unsafe {
-            self.head_unchecked(major, n as u64);
-            let len = self.buf.len();
-            copy_short_or_long(v, self.buf.as_mut_ptr().add(len));
-            self.buf.set_len(len + n);
+        if self.buf.capacity() - self.buf.len() >= n + 9 {
+            // SAFETY: just checked: room for a head of at most 9 bytes
+            // followed by `n` payload bytes.
+            unsafe {
+                self.head_unchecked(major, n as u64);
+                let len = self.buf.len();
+                copy_short_or_long(v, self.buf.as_mut_ptr().add(len));
+                self.buf.set_len(len + n);
+            }
+        } else {
+            self.head_exact(major, n as u64);
+            self.buf.extend_from_slice(v);
         }
     }
 
@@ -287,6 +320,48 @@ unsafe fn copy_short_or_long(src: &[u8], dst: *mut u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exactly_sized_buffer_never_grows() {
+        // Every head width and string size, written into a buffer whose
+        // capacity is exactly the encoded size: the capacity never changes
+        // (a grown buffer would have reallocated) and the bytes match a
+        // generously sized encoding.
+        let args = [
+            0u64,
+            23,
+            24,
+            255,
+            256,
+            65_535,
+            65_536,
+            u32::MAX as u64,
+            u64::MAX,
+        ];
+        for &arg in &args {
+            let mut roomy = Vec::with_capacity(64);
+            Encoder::new(&mut roomy).u64(arg);
+            let mut exact = Vec::with_capacity(roomy.len());
+            let cap = exact.capacity();
+            Encoder::new(&mut exact).u64(arg);
+            assert_eq!(exact, roomy, "head for {arg}");
+            assert_eq!(exact.capacity(), cap, "head for {arg} grew the buffer");
+        }
+        for n in 0..70usize {
+            let text = "x".repeat(n);
+            let mut roomy = Vec::with_capacity(256);
+            Encoder::new(&mut roomy).str(&text).bytes(text.as_bytes());
+            let mut exact = Vec::with_capacity(roomy.len());
+            let cap = exact.capacity();
+            Encoder::new(&mut exact).str(&text).bytes(text.as_bytes());
+            assert_eq!(exact, roomy, "strings of {n} bytes");
+            assert_eq!(
+                exact.capacity(),
+                cap,
+                "strings of {n} bytes grew the buffer"
+            );
+        }
+    }
 
     #[test]
     fn strings_of_every_short_length_copy_exactly() {
