@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(test)]
+mod cli_doc;
 mod cmd;
 
 /// Every allocation in the process is charged to a lifetime scope.
@@ -15,11 +17,24 @@ mod cmd;
 static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocator::new();
 
 /// smith: a fast coding-agent harness.
+///
+/// With no arguments on a terminal smith opens the fullscreen interface; with
+/// a prompt (`smith "fix the tests"`) it runs that prompt as `smith eval` does.
 #[derive(Debug, Parser)]
-#[command(name = "smith", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "smith",
+    version,
+    about,
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+
+    /// A prompt to run without the TUI, as `smith eval PROMPT` does.
+    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    prompt: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -53,7 +68,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let Some(command) = cli.command else {
-        return print_overview();
+        return run_default(cli.prompt);
     };
     let result: anyhow::Result<u8> = match command {
         Command::Bench(args) => cmd::bench::run(args),
@@ -68,6 +83,27 @@ fn main() -> ExitCode {
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Replay(args) => cmd::replay::run(args),
     };
+    exit_code(result)
+}
+
+/// With no subcommand: a prompt runs as `smith eval` does; otherwise the
+/// fullscreen interface opens when standard input and output are a terminal,
+/// and the command overview is printed when they are not.
+fn run_default(prompt: Vec<String>) -> ExitCode {
+    use std::io::IsTerminal;
+    let result = if !prompt.is_empty() {
+        cmd::eval::run_prompt(prompt.join(" "))
+    } else if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        cmd::tui::run(cmd::tui::Args::default())
+    } else {
+        return print_overview();
+    };
+    exit_code(result)
+}
+
+/// Turns a command's result into the process exit status, reporting an error
+/// on standard error.
+fn exit_code(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -77,7 +113,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// With no subcommand smith prints its command overview.
+/// Prints the command overview (used when smith is not on a terminal).
 fn print_overview() -> ExitCode {
     use clap::CommandFactory;
     let mut cmd = Cli::command();

@@ -98,7 +98,6 @@ impl Args {
 /// # Errors
 ///
 /// As [`run`].
-#[allow(dead_code)]
 pub fn run_prompt(prompt: String) -> anyhow::Result<u8> {
     run(Args::for_prompt(prompt))
 }

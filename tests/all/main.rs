@@ -1,5 +1,6 @@
 //! The `smith` binary's single integration-test binary; one module per command.
 
+mod default;
 mod eval;
-mod replay;
 mod models_auth;
+mod replay;
