@@ -883,7 +883,7 @@ impl<'a> Decoder<'a> {
 /// the short slices map keys usually are (a `memcmp` call costs more than
 /// comparing a few bytes).
 #[inline]
-fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+pub(crate) fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     if a.len() <= 16 && b.len() <= 16 {
         for (x, y) in a.iter().zip(b) {
             if x != y {
@@ -904,7 +904,7 @@ fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 /// with a few multi-byte characters. Only on failure is the input scanned
 /// again, by the standard library, for the offset of the first bad byte.
 #[inline]
-fn utf8(bytes: &[u8]) -> Result<&str, usize> {
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, usize> {
     if bytes.len() <= 32 && bytes.is_ascii() {
         // SAFETY: ASCII is valid UTF-8.
         return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
@@ -918,11 +918,31 @@ fn utf8(bytes: &[u8]) -> Result<&str, usize> {
 /// Checks that `input` holds exactly one well-formed item that obeys `mode`
 /// and `limits`.
 ///
+/// In [`Mode::Strict`] valid input is checked by a dedicated walker (one
+/// loop over the bytes, no tokens) that enforces every rule the strict
+/// [`Decoder`] does; anything it does not accept is re-read by the decoder,
+/// so the error is exactly the decoder's.
+///
 /// # Errors
 ///
 /// The first rule broken, with its offset; [`ErrorKind::TrailingBytes`] if
 /// bytes follow the item.
 pub fn validate(input: &[u8], mode: Mode, limits: Limits) -> Result<(), DecodeError> {
+    if mode == Mode::Strict && crate::walk::strict(input, limits, false).is_some() {
+        return Ok(());
+    }
+    validate_tokenwise(input, mode, limits)
+}
+
+/// [`validate`] through the token decoder only: one [`Decoder::skip`] and a
+/// check for trailing bytes. The reference the fast strict walker is tested
+/// (and benchmarked) against.
+///
+/// # Errors
+///
+/// As [`validate`].
+#[doc(hidden)]
+pub fn validate_tokenwise(input: &[u8], mode: Mode, limits: Limits) -> Result<(), DecodeError> {
     let mut d = Decoder::new(input, mode, limits);
     d.skip()?;
     if !d.is_at_end() {
@@ -934,6 +954,44 @@ pub fn validate(input: &[u8], mode: Mode, limits: Limits) -> Result<(), DecodeEr
         ));
     }
     Ok(())
+}
+
+/// Checks that `input` is a CBOR sequence (RFC 8742: zero or more items one
+/// after another) whose items obey `mode`, and returns how many top-level
+/// items it holds. `limits` apply to the whole input, as they do for one
+/// [`Decoder`] reading it to the end (the item count is cumulative).
+///
+/// # Errors
+///
+/// The first rule broken, with its offset, exactly as a [`Decoder`] reading
+/// the input item by item reports it.
+pub fn validate_sequence(input: &[u8], mode: Mode, limits: Limits) -> Result<u64, DecodeError> {
+    if mode == Mode::Strict
+        && let Some(n) = crate::walk::strict(input, limits, true)
+    {
+        return Ok(n);
+    }
+    validate_sequence_tokenwise(input, mode, limits)
+}
+
+/// [`validate_sequence`] through the token decoder only.
+///
+/// # Errors
+///
+/// As [`validate_sequence`].
+#[doc(hidden)]
+pub fn validate_sequence_tokenwise(
+    input: &[u8],
+    mode: Mode,
+    limits: Limits,
+) -> Result<u64, DecodeError> {
+    let mut d = Decoder::new(input, mode, limits);
+    let mut n = 0u64;
+    while !d.is_at_end() {
+        d.skip()?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -20,7 +20,10 @@
 //!   reject malformed input. [`Limits`] (depth, item count) and every
 //!   declared length are checked as soon as a head is read, before its
 //!   payload is touched.
-//! * [`validate`] checks that a buffer is exactly one item.
+//! * [`validate`] checks that a buffer is exactly one item, and
+//!   [`validate_sequence`] that it is a sequence of items; in strict mode
+//!   both run a dedicated walker over the bytes (no tokens) and fall back to
+//!   the decoder only to report an error.
 //! * [`json`] converts JSON text to canonical CBOR and back; the mapping is
 //!   in `docs/codec.md`.
 //!
@@ -48,8 +51,14 @@ mod error;
 mod float;
 pub mod json;
 mod value;
+mod walk;
 
-pub use decode::{Decoder, Limits, MAX_DEPTH, Mode, Token, validate};
+pub use decode::{
+    Decoder, Limits, MAX_DEPTH, Mode, Token, validate, validate_sequence,
+    validate_sequence_tokenwise, validate_tokenwise,
+};
 pub use encode::Encoder;
 pub use error::{DecodeError, ErrorKind};
 pub use value::{EncodeError, Value};
+#[doc(hidden)]
+pub use walk::strict as strict_walk;

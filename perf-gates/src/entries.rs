@@ -25,7 +25,7 @@
 //! canonical CBOR, so encoding never sorts. Entries are written one after the
 //! other as a CBOR sequence, the way a session file appends them.
 
-use smith_codec::{DecodeError, Decoder, Encoder};
+use smith_codec::{DecodeError, Decoder, Encoder, Limits, Mode};
 
 use crate::rng::Rng;
 
@@ -283,12 +283,31 @@ fn encode_arg(enc: &mut Encoder<'_>, arg: &Arg) {
     }
 }
 
-/// Walks every item of a CBOR sequence in strict mode and returns how many
-/// items it holds (every map, key, value and array element counts).
+/// Validates the encoded corpus as a strict CBOR sequence with
+/// [`smith_codec::validate_sequence`] and returns how many top-level items
+/// (entries) it holds.
 ///
 /// This is the "structure walk" the gate table times: it checks every head,
-/// every length and (in strict mode) canonical form, and hands out borrowed
-/// views, but builds nothing.
+/// every length and every canonical-form rule (shortest heads and floats,
+/// definite lengths, UTF-8 text, sorted unique map keys, preferred bignums,
+/// the default [`Limits`]) over every item, builds nothing and hands nothing
+/// out. It runs the codec's dedicated strict walker.
+///
+/// # Errors
+///
+/// The strict decoder's error (with the byte offset and the rule broken)
+/// for the first non-canonical or malformed item.
+pub fn validate(bytes: &[u8]) -> Result<u64, DecodeError> {
+    smith_codec::validate_sequence(bytes, Mode::Strict, Limits::default())
+}
+
+/// Walks every item of a CBOR sequence token by token with a strict
+/// [`Decoder`] and returns how many items it holds (every map, key, value
+/// and array element counts).
+///
+/// The same checks as [`validate`], through the pull decoder a reader of
+/// entries uses: it produces a token per item and hands out borrowed views.
+/// The gate table reports its time beside the gated walk.
 ///
 /// # Errors
 ///

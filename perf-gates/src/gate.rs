@@ -23,6 +23,8 @@ pub enum Unit {
     Count,
     /// A size in bytes.
     Bytes,
+    /// A dimensionless ratio (a time over its floor).
+    Ratio,
 }
 
 impl Unit {
@@ -32,6 +34,7 @@ impl Unit {
             Unit::Nanoseconds => "ns",
             Unit::Count => "count",
             Unit::Bytes => "bytes",
+            Unit::Ratio => "ratio",
         }
     }
 
@@ -40,6 +43,7 @@ impl Unit {
         match self {
             Unit::Count => format!("{value}"),
             Unit::Bytes => format!("{value} B"),
+            Unit::Ratio => format!("{value:.2}x"),
             Unit::Nanoseconds => {
                 if !value.is_finite() {
                     format!("{value}")
@@ -620,6 +624,7 @@ mod tests {
         assert_eq!(Unit::Nanoseconds.human(312_400.0), "312.4 µs");
         assert_eq!(Unit::Nanoseconds.human(5_000_000.0), "5.000 ms");
         assert_eq!(Unit::Count.human(0.0), "0");
+        assert_eq!(Unit::Ratio.human(5.914), "5.91x");
         assert_eq!(
             Limit::RatioAtMost(3.0).human(Unit::Nanoseconds),
             "<= 3.00x floor"

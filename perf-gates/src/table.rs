@@ -105,7 +105,7 @@ pub const CODEC: &[Gate] = &[
     },
     Gate {
         name: "codec.walk_1000",
-        metric: "strict structure walk (every item) of the 1,000 encoded entries",
+        metric: "strict structure walk (every item, every canonical rule) of the 1,000 encoded entries",
         unit: Unit::Nanoseconds,
         limits: &[Limit::RatioAtMost(4.0)],
         floor: Some("memcpy of the same bytes into a warm buffer"),
@@ -266,24 +266,39 @@ fn encode_1000_allocations(cx: &mut Context) -> Result<Measurement, GateError> {
 fn walk_1000(cx: &mut Context) -> Result<Measurement, GateError> {
     let plan = cx.plan;
     let corpus = cx.corpus();
-    let items = entries::walk(&corpus.encoded).map_err(|e| {
+    let rejected = |e: smith_codec::DecodeError| {
         GateError::new(format!(
             "the strict decoder rejected the generated corpus ({} bytes): {e}; the generator or \
              the encoder produced non-canonical CBOR, fix that before timing the walk",
             corpus.encoded.len()
         ))
-    })?;
+    };
+    let items = entries::walk(&corpus.encoded).map_err(rejected)?;
+    let top_level = entries::validate(&corpus.encoded).map_err(rejected)?;
+    if top_level != corpus.entries.len() as u64 {
+        return Err(GateError::new(format!(
+            "strict validation counted {top_level} top-level items in the corpus, but it holds \
+             {} entries: the validator and the encoder disagree on item boundaries; fix \
+             smith-codec before timing the walk",
+            corpus.entries.len()
+        )));
+    }
     let mut dst = Vec::with_capacity(corpus.encoded.len());
     let (subject, floor) = measure::paired(
         &plan,
         || {
-            let _ = black_box(entries::walk(black_box(&corpus.encoded)));
+            let _ = black_box(entries::validate(black_box(&corpus.encoded)));
         },
         || {
             memcpy_floor(&mut dst, black_box(&corpus.encoded));
             black_box(&dst);
         },
     );
+    // Reported, not gated: the same checks through the token-by-token pull
+    // decoder, against the floor measured above.
+    let token_pull = measure::single(&plan, || {
+        let _ = black_box(entries::walk(black_box(&corpus.encoded)));
+    });
     let mut m = Measurement::timed(&subject, &floor);
     m.notes.push(Note {
         name: "items",
@@ -294,6 +309,16 @@ fn walk_1000(cx: &mut Context) -> Result<Measurement, GateError> {
         name: "per_item",
         value: subject.median_ns / items.max(1) as f64,
         unit: Unit::Nanoseconds,
+    });
+    m.notes.push(Note {
+        name: "token_pull",
+        value: token_pull.median_ns,
+        unit: Unit::Nanoseconds,
+    });
+    m.notes.push(Note {
+        name: "token_pull_ratio",
+        value: token_pull.median_ns / floor.median_ns.max(f64::MIN_POSITIVE),
+        unit: Unit::Ratio,
     });
     Ok(m)
 }

@@ -12,6 +12,7 @@ mod appendix;
 mod json_bridge;
 mod props;
 mod strictness;
+mod walk;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -60,7 +60,7 @@ fn dedupe(pairs: Vec<(Value, Value)>) -> Vec<(Value, Value)> {
         .collect()
 }
 
-fn value() -> impl Strategy<Value = Value> {
+pub(crate) fn value() -> impl Strategy<Value = Value> {
     leaf().prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
             vec(inner.clone(), 0..8).prop_map(Value::Array),
@@ -131,10 +131,10 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 /// A tiny deterministic generator for the sloppy encoder's choices.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -147,7 +147,7 @@ impl Rng {
 
 /// Writes `v` as valid but (randomly) non-canonical CBOR: wider heads,
 /// indefinite lengths, chunked strings, shuffled map pairs, wider floats.
-fn sloppy(v: &Value, rng: &mut Rng, out: &mut Vec<u8>) {
+pub(crate) fn sloppy(v: &Value, rng: &mut Rng, out: &mut Vec<u8>) {
     fn head(major: u8, arg: u64, rng: &mut Rng, out: &mut Vec<u8>) {
         let min = if arg < 24 {
             0
