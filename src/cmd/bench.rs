@@ -186,7 +186,11 @@ mod tests {
     fn an_expected_failure_is_reported_but_not_counted() {
         let v = judge(&report(0.0, 1.0), &["t.b".to_owned()]);
         assert_eq!(v.exit_code, 0);
-        assert!(v.summary.contains("known failure: t.b still fails"), "{}", v.summary);
+        assert!(
+            v.summary.contains("known failure: t.b still fails"),
+            "{}",
+            v.summary
+        );
     }
 
     #[test]

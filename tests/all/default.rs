@@ -43,6 +43,9 @@ fn no_arguments_off_a_terminal_prints_the_overview() {
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for command in ["eval", "session", "replay", "rpc", "mcp", "tui", "bench"] {
-        assert!(stdout.contains(command), "overview lacks {command}: {stdout}");
+        assert!(
+            stdout.contains(command),
+            "overview lacks {command}: {stdout}"
+        );
     }
 }

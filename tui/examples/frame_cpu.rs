@@ -80,7 +80,11 @@ fn main() {
             let (p50, p99, max, bytes) = measure(n, key);
             println!(
                 "{:<20} {n:>9} entries: p50 {:>7.1} µs  p99 {:>7.1} µs  max {:>7.1} µs  largest frame {bytes} bytes",
-                if key { "keystroke-to-frame" } else { "steady frame" },
+                if key {
+                    "keystroke-to-frame"
+                } else {
+                    "steady frame"
+                },
                 p50 as f64 / 1000.0,
                 p99 as f64 / 1000.0,
                 max as f64 / 1000.0,
