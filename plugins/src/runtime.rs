@@ -487,15 +487,7 @@ pub(crate) fn call_error(
         ),
         None => {
             let captured = state.stderr.contents();
-            let text = String::from_utf8_lossy(&captured);
-            let tail: String = text
-                .trim()
-                .lines()
-                .last()
-                .unwrap_or("")
-                .chars()
-                .take(300)
-                .collect();
+            let tail = stderr_summary(&String::from_utf8_lossy(&captured));
             let said = if tail.is_empty() {
                 String::new()
             } else {
@@ -511,6 +503,36 @@ pub(crate) fn call_error(
             )
         }
     }
+}
+
+/// What a trap's diagnostic quotes from the plugin's captured stderr: the
+/// message of a Rust panic (the lines after `panicked at ...:`, without
+/// std's trailing `note: run with RUST_BACKTRACE=1 ...` hint), otherwise the
+/// last line that is not such a hint; at most 300 characters.
+fn stderr_summary(text: &str) -> String {
+    let is_hint = |line: &str| line.trim_start().starts_with("note: ");
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let quoted = match lines
+        .iter()
+        .rposition(|line| line.contains(" panicked at "))
+    {
+        Some(at) => lines[at + 1..]
+            .iter()
+            .copied()
+            .take_while(|line| !is_hint(line))
+            .filter(|line| !line.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => lines
+            .iter()
+            .rev()
+            .copied()
+            .find(|line| !line.trim().is_empty() && !is_hint(line))
+            .unwrap_or("")
+            .trim()
+            .to_owned(),
+    };
+    quoted.chars().take(300).collect()
 }
 
 fn compatibility_key(engine: &Engine) -> String {
@@ -553,4 +575,30 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     ));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stderr_summary;
+
+    #[test]
+    fn a_panic_is_quoted_by_its_message_not_the_backtrace_hint() {
+        let stderr = "starting\nthread '<unnamed>' panicked at src/lib.rs:76:24:\nthe hostile plugin panics on purpose\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(
+            stderr_summary(stderr),
+            "the hostile plugin panics on purpose"
+        );
+        let multi = "thread 'main' panicked at a.rs:1:1:\nfirst\nsecond\n";
+        assert_eq!(stderr_summary(multi), "first second");
+    }
+
+    #[test]
+    fn other_output_is_quoted_by_its_last_line() {
+        assert_eq!(
+            stderr_summary("a\nmemory allocation of 1048576 bytes failed\n\n"),
+            "memory allocation of 1048576 bytes failed"
+        );
+        assert_eq!(stderr_summary(""), "");
+        assert_eq!(stderr_summary(&"x".repeat(1000)).len(), 300);
+    }
 }
