@@ -11,7 +11,11 @@ use std::process::Command;
 /// features must not unify across worlds, so each world builds separately.
 const GROUPS: &[&[&str]] = &[
     &["smith-plugin-mock", "smith-plugin-hostile"],
-    &["smith-plugin-product", "smith-plugin-hello"],
+    &[
+        "smith-plugin-product",
+        "smith-plugin-hello",
+        "smith-plugin-probe",
+    ],
 ];
 
 fn main() {

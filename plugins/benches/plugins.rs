@@ -74,3 +74,34 @@ fn reload_product(bencher: divan::Bencher<'_, '_>) {
             .expect("instantiates")
     });
 }
+
+/// A surface that shows everything and keeps nothing.
+struct Sink;
+
+impl smith_plugins::dispatch::Surface for Sink {
+    fn name(&self) -> &str {
+        "bench"
+    }
+    fn can_show(&self, _: &smith_plugins::extension::IntentKind) -> bool {
+        true
+    }
+    fn show(&mut self, _: &str, _: &smith_plugins::extension::UiIntent) {}
+    fn show_text(&mut self, _: &str, _: &str) {}
+}
+
+#[divan::bench]
+fn dispatcher_message_delta(bencher: divan::Bencher<'_, '_>) {
+    // One streamed piece through the dispatcher: event translation, the
+    // product handler's round trip, and the safe-point check.
+    let component =
+        ExtensionComponent::load("smith/product", PRODUCT, Some(&cache()), Limits::default())
+            .expect("loads");
+    let mut dispatcher = smith_plugins::dispatch::Dispatcher::new(vec![
+        component.instantiate().expect("instantiates"),
+    ]);
+    let event = smith_engine::protocol::Event::MessageDelta {
+        text: "a streamed piece of text".to_owned(),
+    };
+    let mut surface = Sink;
+    bencher.bench_local(|| dispatcher.observe(&event, &mut surface));
+}

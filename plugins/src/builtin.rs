@@ -25,6 +25,8 @@ pub struct Builtin {
     pub description: &'static str,
     /// The component bytes.
     pub component: &'static [u8],
+    /// The capabilities it is granted, as a manifest would list them.
+    pub capabilities: &'static [(&'static str, &'static str)],
 }
 
 /// Every built-in plugin, in load order.
@@ -34,12 +36,14 @@ pub const BUILTINS: &[Builtin] = &[
         world: "provider",
         description: "The scripted provider: plays a JSON script or the offline demo",
         component: MOCK,
+        capabilities: &[],
     },
     Builtin {
         name: "smith/product",
         world: "extension",
         description: "The default layout, theme, keybindings, commands and tool presentation",
         component: PRODUCT,
+        capabilities: &[("ui", "")],
     },
 ];
 

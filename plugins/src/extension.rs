@@ -9,6 +9,7 @@ use wasmtime::component::Component;
 
 use crate::bindings::extension::exports::smith::plugin::extension as wit;
 use crate::bindings::extension::{ExtensionPlugin, ExtensionPluginPre};
+use crate::effects::{Denial, Effects};
 use crate::error::{ErrorKind, Phase, PluginError};
 use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
 use crate::scope::plugin_scope;
@@ -87,18 +88,30 @@ impl ExtensionComponent {
         })
     }
 
-    /// A fresh instance; reads its contributions.
+    /// A fresh instance without host effects (every effect it asks for is
+    /// denied); reads its contributions.
     ///
     /// # Errors
     ///
     /// When instantiation or `contribute` fails.
     pub fn instantiate(&self) -> Result<WasmExtension, PluginError> {
+        self.instantiate_with(None)
+    }
+
+    /// A fresh instance whose host effects run through `effects` (its
+    /// grants, journal and HTTP engine); reads its contributions.
+    ///
+    /// # Errors
+    ///
+    /// When instantiation or `contribute` fails.
+    pub fn instantiate_with(&self, effects: Option<Effects>) -> Result<WasmExtension, PluginError> {
         let runtime = Runtime::global()?;
         let control = Arc::new(CallControl::default());
         let scope = plugin_scope(&self.name);
         let (store, instance) = {
             let _guard = scope.enter();
-            let mut store = runtime.new_store(&self.name, self.limits, Arc::clone(&control));
+            let mut store =
+                runtime.new_store(&self.name, self.limits, Arc::clone(&control), effects);
             runtime.arm(&control, self.limits);
             let instance = self.pre.instantiate(&mut store);
             runtime.disarm(&control);
@@ -155,6 +168,37 @@ impl WasmExtension {
     /// Whether the instance is still alive.
     pub fn is_alive(&self) -> bool {
         self.live.is_some()
+    }
+
+    /// The effects this instance runs with (none: every effect is denied).
+    pub fn effects(&self) -> Option<&Effects> {
+        self.live
+            .as_ref()
+            .and_then(|(store, _)| store.data().effects.as_ref())
+    }
+
+    /// Takes the effects denied since the last call: each names the plugin,
+    /// the capability and the missing grant.
+    pub fn take_denials(&mut self) -> Vec<Denial> {
+        self.live
+            .as_mut()
+            .map(|(store, _)| std::mem::take(&mut store.data_mut().denials))
+            .unwrap_or_default()
+    }
+
+    /// Takes the log lines written since the last call and how many were
+    /// dropped.
+    pub fn take_log(&mut self) -> (Vec<(crate::LogLevel, String)>, u64) {
+        self.live
+            .as_mut()
+            .map(|(store, _)| {
+                let state = store.data_mut();
+                (
+                    std::mem::take(&mut state.log),
+                    std::mem::take(&mut state.log_dropped),
+                )
+            })
+            .unwrap_or_default()
     }
 
     /// Runs a command the plugin contributed.

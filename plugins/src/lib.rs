@@ -30,6 +30,8 @@
 
 mod bindings;
 pub mod builtin;
+pub mod dispatch;
+pub mod effects;
 mod error;
 pub mod extension;
 pub mod help;

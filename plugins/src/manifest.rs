@@ -33,6 +33,7 @@ pub const CAPABILITIES: &[&str] = &[
     "secrets",
     "vcs",
     "session-read",
+    "ui",
 ];
 
 /// A validated manifest.

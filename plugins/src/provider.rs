@@ -96,7 +96,7 @@ impl ProviderComponent {
         let scope = plugin_scope(&self.name);
         let (store, instance) = {
             let _guard = scope.enter();
-            let mut store = runtime.new_store(&self.name, self.limits, Arc::clone(&control));
+            let mut store = runtime.new_store(&self.name, self.limits, Arc::clone(&control), None);
             runtime.arm(&control, self.limits);
             let instance = self.pre.instantiate(&mut store);
             runtime.disarm(&control);

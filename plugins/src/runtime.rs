@@ -14,6 +14,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings;
+use crate::effects::{Denial, EffectError, Effects};
 use crate::error::{ErrorKind, Phase, PluginError};
 
 /// How often the ticker advances the engine's epoch.
@@ -248,6 +249,7 @@ impl Runtime {
         plugin: &str,
         limits: Limits,
         control: Arc<CallControl>,
+        effects: Option<Effects>,
     ) -> Store<State> {
         let mut wasi = WasiCtxBuilder::new();
         // No preopens, no environment, no arguments, no sockets, no stdin:
@@ -273,6 +275,8 @@ impl Runtime {
             log: Vec::new(),
             log_dropped: 0,
             stop: None,
+            effects,
+            denials: Vec::new(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -415,6 +419,8 @@ pub struct State {
     pub(crate) log: Vec<(bindings::provider::smith::plugin::host::LogLevel, String)>,
     pub(crate) log_dropped: u64,
     pub(crate) stop: Option<Stop>,
+    pub(crate) effects: Option<Effects>,
+    pub(crate) denials: Vec<Denial>,
 }
 
 impl WasiView for State {
@@ -445,6 +451,65 @@ impl bindings::provider::smith::plugin::host::Host for State {
 
     fn cancelled(&mut self) -> bool {
         self.control.cancelled()
+    }
+
+    fn read_file(&mut self, path: String) -> Result<Vec<u8>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.read_file(&path),
+            None => Err(self.no_grants("fs-read", format!("read-file {path:?}"))),
+        };
+        self.to_guest(result)
+    }
+
+    fn http_request(
+        &mut self,
+        method: String,
+        url: String,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    ) -> Result<host::HttpResponse, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects
+                .http_request(&method, &url, &headers, body)
+                .map(|r| host::HttpResponse {
+                    status: r.status,
+                    headers: r.headers,
+                    body: r.body,
+                }),
+            None => Err(self.no_grants("net", format!("http-request {method} {url}"))),
+        };
+        self.to_guest(result)
+    }
+}
+
+use bindings::provider::smith::plugin::host;
+
+impl State {
+    /// A denial for an instance created without effects (no grants).
+    fn no_grants(&self, capability: &'static str, request: String) -> EffectError {
+        EffectError::Denied(Denial {
+            plugin: self.plugin.clone(),
+            capability,
+            missing_grant: format!("{capability} ..."),
+            request,
+        })
+    }
+
+    /// Keeps the denial's diagnostic and converts the error for the guest.
+    fn to_guest<T>(&mut self, result: Result<T, EffectError>) -> Result<T, host::EffectError> {
+        result.map_err(|err| {
+            let text = err.to_string();
+            match err {
+                EffectError::Denied(denial) => {
+                    if self.denials.len() < LOG_LINES {
+                        self.denials.push(denial);
+                    }
+                    host::EffectError::Denied(text)
+                }
+                EffectError::Invalid(_) => host::EffectError::Invalid(text),
+                EffectError::Failed(_) => host::EffectError::Failed(text),
+            }
+        })
     }
 }
 

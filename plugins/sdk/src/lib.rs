@@ -23,7 +23,8 @@
 //! embeds its world's type information into the component, and a component
 //! implements one world.
 //!
-//! The host services (`log`, `cancelled`) are in [`host`]. See
+//! The host services (`log`, `cancelled`, and the capability-checked
+//! effects `read_file` and `http_request`) are in [`host`]. See
 //! docs/plugins.md for the walkthrough: write, build, install, test.
 #![deny(missing_docs)]
 
@@ -69,7 +70,25 @@ pub mod host {
     #[cfg(all(feature = "provider", not(feature = "extension")))]
     use crate::provider::smith::plugin::host as raw;
 
-    pub use raw::LogLevel;
+    pub use raw::{EffectError, HttpResponse, LogLevel};
+
+    /// Reads a file inside a folder the manifest grants with `fs-read`
+    /// (`path` is relative to the plugin's data folder). Denied without the
+    /// grant: the error names the missing manifest line.
+    pub fn read_file(path: &str) -> Result<Vec<u8>, EffectError> {
+        raw::read_file(path)
+    }
+
+    /// Sends one HTTP request through smith's HTTP engine; needs `net HOST`
+    /// for the URL's host. Returns the complete response.
+    pub fn http_request(
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<HttpResponse, EffectError> {
+        raw::http_request(method, url, headers, body)
+    }
 
     /// Writes a debug line to smith's log.
     pub fn debug(message: &str) {

@@ -1,0 +1,365 @@
+//! Lifecycle events to extension handlers, and their actions applied only at
+//! safe points.
+//!
+//! A [`Dispatcher`] observes the agent runtime's events in order. Each
+//! event that has a lifecycle counterpart goes to every handler in load
+//! order; the actions they return (and those of commands run through
+//! [`Dispatcher::run_command`]) are **queued**, never applied where they
+//! arrive. Only at a safe point ([`safe_point`]: the end of a turn — after
+//! the stream and the complete tool-result batch — the end of a run, or
+//! settling) is the queued batch checked for conflicts
+//! ([`crate::extension::check_batch`]) and released. A message streaming or
+//! a tool batch running is never a safe point.
+//!
+//! UI intents are host effects: each is checked against the plugin's `ui`
+//! grant before it is shown and recorded in the effect journal. A surface
+//! that cannot show an intent's kind degrades it by the intent's declared
+//! policy: `drop` (nothing shown), `text` (one line of plain text instead),
+//! `refuse` (the plugin receives an `error` lifecycle event saying so) or
+//! `persist` (kept for the session, returned in [`Released::persisted`]).
+
+use smith_engine::protocol::{Event, Role, ToolStatus};
+
+use crate::extension::{
+    Action, HandlerResult, IntentKind, IntentPolicy, LifecycleEvent, UiIntent, WasmExtension,
+    check_batch,
+};
+
+/// Where queued plugin actions may be applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SafePoint {
+    /// A turn ended: its stream and its complete tool-result batch are done,
+    /// and the next provider request has not started.
+    TurnEnd,
+    /// A run ended.
+    AgentEnd,
+    /// The runtime is idle.
+    Settled,
+}
+
+/// The safe point `event` marks, if any.
+pub fn safe_point(event: &Event) -> Option<SafePoint> {
+    match event {
+        Event::TurnEnd { .. } => Some(SafePoint::TurnEnd),
+        Event::AgentEnd { .. } => Some(SafePoint::AgentEnd),
+        Event::Settled => Some(SafePoint::Settled),
+        _ => None,
+    }
+}
+
+/// The lifecycle event handlers receive for a runtime event, if it has one.
+pub fn lifecycle(event: &Event) -> Option<LifecycleEvent> {
+    let role = |role: &Role| match role {
+        Role::User => "user".to_owned(),
+        Role::Assistant => "assistant".to_owned(),
+    };
+    Some(match event {
+        Event::AgentStart => LifecycleEvent::AgentStart,
+        Event::AgentEnd { .. } => LifecycleEvent::AgentEnd,
+        Event::Settled => LifecycleEvent::AgentSettled,
+        Event::TurnStart { turn } => LifecycleEvent::TurnStart(*turn),
+        Event::TurnEnd { turn } => LifecycleEvent::TurnEnd(*turn),
+        Event::MessageStart { role: r } => LifecycleEvent::MessageStart(role(r)),
+        Event::MessageDelta { text } => LifecycleEvent::MessageUpdate(text.clone()),
+        Event::MessageEnd { message, .. } => LifecycleEvent::MessageEnd(
+            match message {
+                smith_engine::provider::Message::User { .. } => "user",
+                smith_engine::provider::Message::Assistant { .. } => "assistant",
+                _ => "tool",
+            }
+            .to_owned(),
+        ),
+        Event::ToolExecutionStart { call_id, .. } => {
+            LifecycleEvent::ToolExecutionStart(call_id.clone())
+        }
+        Event::ToolExecutionUpdate { call_id, output } => {
+            LifecycleEvent::ToolExecutionUpdate((call_id.clone(), output.clone()))
+        }
+        Event::ToolExecutionEnd {
+            call_id, status, ..
+        } => LifecycleEvent::ToolExecutionEnd((call_id.clone(), *status != ToolStatus::Ok)),
+        _ => return None,
+    })
+}
+
+/// A frontend that shows UI intents.
+pub trait Surface {
+    /// The surface's name, for diagnostics (`tui`, `eval`, `rpc`).
+    fn name(&self) -> &str;
+    /// Whether it can show intents of this kind.
+    fn can_show(&self, kind: &IntentKind) -> bool;
+    /// Shows `intent` from `plugin` (its text already made plain).
+    fn show(&mut self, plugin: &str, intent: &UiIntent);
+    /// Shows one line of plain text from `plugin` (the `text` policy).
+    fn show_text(&mut self, plugin: &str, text: &str);
+}
+
+/// What a safe point released.
+#[derive(Debug, Default, PartialEq)]
+pub struct Released {
+    /// Actions other than UI intents, each with the plugin that asked, for
+    /// the caller to apply now (model, queued message, layout, theme).
+    pub actions: Vec<(String, Action)>,
+    /// UI intents shown by the surface (natively or as text).
+    pub shown: usize,
+    /// Intents the surface could not show whose policy is `persist`: the
+    /// caller keeps them in the session for a later frontend.
+    pub persisted: Vec<(String, UiIntent)>,
+    /// Intents refused by policy `refuse` (the plugin got an error event).
+    pub refused: Vec<(String, UiIntent)>,
+    /// Intents dropped by policy `drop`.
+    pub dropped: usize,
+    /// Diagnostics: conflicts, denied effects, failed handlers.
+    pub diagnostics: Vec<String>,
+}
+
+/// Delivers lifecycle events to extension plugins and applies their
+/// actions at safe points.
+#[derive(Debug, Default)]
+pub struct Dispatcher {
+    plugins: Vec<WasmExtension>,
+    pending: Vec<(String, Action)>,
+    diagnostics: Vec<String>,
+}
+
+impl Dispatcher {
+    /// Handlers in load order.
+    pub fn new(plugins: Vec<WasmExtension>) -> Self {
+        Self {
+            plugins,
+            pending: Vec::new(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// The plugins, in load order.
+    pub fn plugins(&self) -> &[WasmExtension] {
+        &self.plugins
+    }
+
+    /// The plugins, in load order, to drain their logs and denials.
+    pub fn plugins_mut(&mut self) -> &mut [WasmExtension] {
+        &mut self.plugins
+    }
+
+    /// How many actions wait for the next safe point.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Observes one runtime event: delivers its lifecycle counterpart to
+    /// every handler (queuing their actions), and at a safe point applies
+    /// the queued batch and returns what it released. Away from safe points
+    /// nothing is applied and `None` is returned.
+    pub fn observe(&mut self, event: &Event, surface: &mut dyn Surface) -> Option<Released> {
+        if let Some(lifecycle) = lifecycle(event) {
+            self.deliver(&lifecycle);
+        }
+        safe_point(event).map(|_| self.apply(surface))
+    }
+
+    /// Runs `command` of `plugin`; its actions are queued for the next safe
+    /// point.
+    ///
+    /// # Errors
+    ///
+    /// When no such plugin is loaded or the command fails (the message
+    /// names the plugin).
+    pub fn run_command(
+        &mut self,
+        plugin: &str,
+        command: &str,
+        argument: &str,
+    ) -> Result<usize, String> {
+        let Some(handler) = self.plugins.iter_mut().find(|p| p.name() == plugin) else {
+            return Err(format!(
+                "no extension plugin named {plugin:?} is loaded; `smith plugin list` shows them"
+            ));
+        };
+        let result = handler.run_command(command, argument);
+        let denials = handler.take_denials();
+        self.diagnostics
+            .extend(denials.iter().map(ToString::to_string));
+        let actions = result.map_err(|e| e.to_string())?;
+        let count = actions.len();
+        self.pending
+            .extend(actions.into_iter().map(|a| (plugin.to_owned(), a)));
+        Ok(count)
+    }
+
+    fn deliver(&mut self, event: &LifecycleEvent) {
+        for handler in &mut self.plugins {
+            let result = handler.handle(event);
+            let denials = handler.take_denials();
+            self.diagnostics
+                .extend(denials.iter().map(ToString::to_string));
+            match result {
+                Ok(HandlerResult::Actions(actions)) => {
+                    let name = handler.name().to_owned();
+                    self.pending
+                        .extend(actions.into_iter().map(|a| (name.clone(), a)));
+                }
+                // Decisions count only at decision points (extension::decide).
+                Ok(HandlerResult::None | HandlerResult::Decision(_)) => {}
+                // A failing handler is no decision and no action.
+                Err(err) => self.diagnostics.push(err.to_string()),
+            }
+        }
+    }
+
+    fn apply(&mut self, surface: &mut dyn Surface) -> Released {
+        let batch = std::mem::take(&mut self.pending);
+        let mut released = Released {
+            diagnostics: std::mem::take(&mut self.diagnostics),
+            ..Released::default()
+        };
+        if let Err(conflict) = check_batch(&batch) {
+            released.diagnostics.push(conflict);
+            return released;
+        }
+        let mut refusals = Vec::new();
+        for (plugin, action) in batch {
+            let Action::Ui(intent) = action else {
+                released.actions.push((plugin, action));
+                continue;
+            };
+            let intent = plain_intent(intent);
+            let Some(index) = self.plugins.iter().position(|p| p.name() == plugin) else {
+                continue;
+            };
+            let Some(effects) = self.plugins[index].effects() else {
+                released.diagnostics.push(format!(
+                    "plugin {plugin} was denied a UI intent: it needs the capability ui and runs without grants; nothing was shown"
+                ));
+                continue;
+            };
+            let native = surface.can_show(&intent.kind);
+            let summary = serde_json::json!({
+                "id": intent.id,
+                "kind": kind_name(&intent.kind),
+                "policy": policy_name(intent.policy),
+                "surface": surface.name(),
+            });
+            let mut outcome = Degraded::Shown;
+            let result = effects.ui(&summary, || {
+                if native {
+                    surface.show(&plugin, &intent);
+                    return true;
+                }
+                match intent.policy {
+                    IntentPolicy::Text => {
+                        surface.show_text(&plugin, &text_fallback(&intent.kind));
+                        true
+                    }
+                    IntentPolicy::Drop => {
+                        outcome = Degraded::Dropped;
+                        false
+                    }
+                    IntentPolicy::Refuse => {
+                        outcome = Degraded::Refused;
+                        false
+                    }
+                    IntentPolicy::Persist => {
+                        outcome = Degraded::Persisted;
+                        false
+                    }
+                }
+            });
+            match result {
+                Ok(_) => match outcome {
+                    Degraded::Shown => released.shown += 1,
+                    Degraded::Dropped => released.dropped += 1,
+                    Degraded::Refused => {
+                        refusals.push((index, format!(
+                            "the {} surface cannot show the {} intent {:?} and its policy is refuse; it was not shown",
+                            surface.name(),
+                            kind_name(&intent.kind),
+                            intent.id
+                        )));
+                        released.refused.push((plugin, intent));
+                    }
+                    Degraded::Persisted => released.persisted.push((plugin, intent)),
+                },
+                Err(err) => released.diagnostics.push(err.to_string()),
+            }
+        }
+        for (index, message) in refusals {
+            let handler = &mut self.plugins[index];
+            if let Err(err) = handler.handle(&LifecycleEvent::Error(message)) {
+                released.diagnostics.push(err.to_string());
+            }
+            // Actions a handler returns to an error event wait for the next
+            // safe point like any other.
+        }
+        released
+    }
+}
+
+enum Degraded {
+    Shown,
+    Dropped,
+    Refused,
+    Persisted,
+}
+
+/// The stable name of an intent kind.
+pub fn kind_name(kind: &IntentKind) -> &'static str {
+    match kind {
+        IntentKind::Notify(_) => "notify",
+        IntentKind::SetStatus(_) => "set-status",
+        IntentKind::SetWidget(_) => "set-widget",
+        IntentKind::Select(_) => "select",
+        IntentKind::Confirm(_) => "confirm",
+        IntentKind::Input(_) => "input",
+        IntentKind::Progress(_) => "progress",
+        IntentKind::OpenLink(_) => "open-link",
+    }
+}
+
+fn policy_name(policy: IntentPolicy) -> &'static str {
+    match policy {
+        IntentPolicy::Drop => "drop",
+        IntentPolicy::Text => "text",
+        IntentPolicy::Refuse => "refuse",
+        IntentPolicy::Persist => "persist",
+    }
+}
+
+/// The one line of plain text an intent degrades to under the `text`
+/// policy.
+pub fn text_fallback(kind: &IntentKind) -> String {
+    match kind {
+        IntentKind::Notify(text) | IntentKind::Input(text) | IntentKind::OpenLink(text) => {
+            text.clone()
+        }
+        IntentKind::SetStatus(text) => format!("status: {text}"),
+        IntentKind::SetWidget((name, text)) => format!("{name}: {text}"),
+        IntentKind::Select((prompt, options)) => format!("{prompt} [{}]", options.join(" / ")),
+        IntentKind::Confirm(prompt) => format!("{prompt} [yes / no]"),
+        IntentKind::Progress((label, value)) => {
+            format!("{label}: {}.{}%", value / 10, value % 10)
+        }
+    }
+}
+
+/// Removes control characters (escape sequences included) from text a
+/// plugin asked to show.
+pub fn plain(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).collect()
+}
+
+fn plain_intent(intent: UiIntent) -> UiIntent {
+    let kind = match intent.kind {
+        IntentKind::Notify(t) => IntentKind::Notify(plain(&t)),
+        IntentKind::SetStatus(t) => IntentKind::SetStatus(plain(&t)),
+        IntentKind::SetWidget((n, t)) => IntentKind::SetWidget((plain(&n), plain(&t))),
+        IntentKind::Select((p, o)) => {
+            IntentKind::Select((plain(&p), o.iter().map(|o| plain(o)).collect()))
+        }
+        IntentKind::Confirm(t) => IntentKind::Confirm(plain(&t)),
+        IntentKind::Input(t) => IntentKind::Input(plain(&t)),
+        IntentKind::Progress((l, v)) => IntentKind::Progress((plain(&l), v.min(1000))),
+        IntentKind::OpenLink(t) => IntentKind::OpenLink(plain(&t)),
+    };
+    UiIntent { kind, ..intent }
+}
