@@ -40,7 +40,9 @@ fn section(out: &mut String, cmd: &Command, path: &str) {
     }
     out.push_str("```\n");
     for sub in cmd.get_subcommands() {
-        if sub.get_name() == "help" {
+        // clap's own `help` subcommands repeat `--help`; smith's top-level
+        // `help` is a real command.
+        if sub.get_name() == "help" && path != "smith" {
             continue;
         }
         section(out, sub, &format!("{path} {}", sub.get_name()));

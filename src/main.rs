@@ -26,6 +26,7 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
     version,
     about,
     propagate_version = true,
+    disable_help_subcommand = true,
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -63,6 +64,10 @@ enum Command {
     Mcp(cmd::mcp::Args),
     /// Play a recorded session back without a provider: `replay REF [--speed N | --realtime | --instant] [--turns A..B] [--compare] [--json]`.
     Replay(cmd::replay::Args),
+    /// Manage plugins: `plugin list | info NAME | install PATH | uninstall NAME | enable NAME | disable NAME | reload NAME`.
+    Plugin(cmd::plugin::Args),
+    /// Print help: `help COMMAND...` for a command, `help plugins [ITEM]` for the plugin contract.
+    Help(cmd::help::Args),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +87,8 @@ fn main() -> ExitCode {
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Replay(args) => cmd::replay::run(args),
+        Command::Plugin(args) => cmd::plugin::run(args),
+        Command::Help(args) => cmd::help::run(args, <Cli as clap::CommandFactory>::command()),
     };
     exit_code(result)
 }

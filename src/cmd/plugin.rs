@@ -212,11 +212,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Sub::Info { name } => {
             if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
                 println!(
-                    "name: {}\nworld: {}\nroot: built-in\nstate: {}\ncomponent: {} bytes\n{}",
+                    "name: {}\nworld: {}\nroot: built-in\nstate: {}\ncomponent: {} bytes\ncapabilities: {}\n{}",
                     b.name,
                     b.world,
                     state(b.name, &None),
                     b.component.len(),
+                    capability_list(b.capabilities.iter().map(|(k, v)| (*k, *v))),
                     b.description
                 );
                 return Ok(0);
@@ -243,15 +244,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 f.dir.display(),
                 state(&m.name, &f.problem),
                 m.memory_limit_mib,
-                if m.capabilities.is_empty() {
-                    "none".to_owned()
-                } else {
-                    m.capabilities
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                },
+                capability_list(m.capabilities.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
                 m.description
             );
             Ok(0)
@@ -315,6 +308,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(0)
         }
         Sub::Reload { name } => reload(&paths, &name),
+    }
+}
+
+/// `fs-read "notes", ui`, or `none`.
+fn capability_list<'a>(capabilities: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    let list: Vec<String> = capabilities
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.to_owned()
+            } else {
+                format!("{k} {v:?}")
+            }
+        })
+        .collect();
+    if list.is_empty() {
+        "none".to_owned()
+    } else {
+        list.join(", ")
     }
 }
 

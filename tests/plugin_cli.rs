@@ -1,0 +1,199 @@
+//! `smith plugin ...` and `smith help ...` end to end through the built
+//! binary against a temporary `SMITH_HOME`.
+
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn smith(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .current_dir(home)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
+    let o = smith(home, args);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "smith {args:?}:\nstdout: {out}\nstderr: {err}"
+    );
+    (out, err)
+}
+
+/// A plugin folder with `manifest` and the product component as its wasm.
+fn plugin_folder(parent: &Path, dir: &str, manifest: &str) -> String {
+    let folder = parent.join(dir);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("plugin.kdl"), manifest).unwrap();
+    std::fs::write(folder.join("plugin.wasm"), smith_plugins::builtin::PRODUCT).unwrap();
+    folder.display().to_string()
+}
+
+const GREETER: &str = r#"name "example/greeter"
+version "0.1.0"
+description "Greets people"
+api 1
+world "extension"
+capabilities {
+    fs-read "notes"
+    ui
+}
+"#;
+
+fn line_of<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines().find(|l| l.starts_with(name))
+}
+
+#[test]
+fn install_list_info_disable_enable_reload_uninstall() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let src = tempfile::tempdir().unwrap();
+
+    let (out, _) = run(home, &["plugin", "list"], 0);
+    for builtin in ["smith/mock", "smith/product"] {
+        let line = line_of(&out, builtin).unwrap_or_else(|| panic!("{builtin} missing:\n{out}"));
+        assert!(
+            line.contains("built-in") && line.contains("enabled"),
+            "{line}"
+        );
+    }
+    assert!(line_of(&out, "example/greeter").is_none());
+
+    let folder = plugin_folder(src.path(), "greeter", GREETER);
+    let (out, _) = run(home, &["plugin", "install", &folder], 0);
+    assert!(
+        out.starts_with("installed example/greeter 0.1.0 into "),
+        "{out}"
+    );
+    assert!(
+        home.join("data/plugins/example/greeter/plugin.kdl")
+            .is_file()
+    );
+
+    let (out, _) = run(home, &["plugin", "list"], 0);
+    let line = line_of(&out, "example/greeter").unwrap();
+    assert!(
+        line.contains("user") && line.contains("enabled") && line.contains("Greets people"),
+        "{line}"
+    );
+
+    let (out, _) = run(home, &["plugin", "info", "example/greeter"], 0);
+    assert!(out.contains("capabilities: fs-read \"notes\", ui"), "{out}");
+    assert!(out.contains("state: enabled"), "{out}");
+    let (out, _) = run(home, &["plugin", "info", "smith/product"], 0);
+    assert!(
+        out.contains("root: built-in") && out.contains("capabilities: ui"),
+        "{out}"
+    );
+
+    run(home, &["plugin", "disable", "example/greeter"], 0);
+    let (out, _) = run(home, &["plugin", "list"], 0);
+    assert!(
+        line_of(&out, "example/greeter")
+            .unwrap()
+            .contains("disabled (smith plugin enable"),
+        "{out}"
+    );
+    run(home, &["plugin", "enable", "example/greeter"], 0);
+    let (out, _) = run(home, &["plugin", "list"], 0);
+    assert!(
+        line_of(&out, "example/greeter")
+            .unwrap()
+            .contains(" enabled "),
+        "{out}"
+    );
+
+    // The first reload compiles into smith's cache; the second loads it.
+    let (out, _) = run(home, &["plugin", "reload", "example/greeter"], 0);
+    assert!(
+        out.starts_with("reloaded example/greeter in ") && out.contains("(compiled and cached)"),
+        "{out}"
+    );
+    let (out, _) = run(home, &["plugin", "reload", "example/greeter"], 0);
+    assert!(out.contains("(from the cache)"), "{out}");
+
+    let (_, err) = run(home, &["plugin", "install", &folder], 1);
+    assert!(err.contains("already installed"), "{err}");
+
+    let (out, _) = run(home, &["plugin", "uninstall", "example/greeter"], 0);
+    assert!(out.contains("its data folder is kept"), "{out}");
+    let (out, _) = run(home, &["plugin", "list"], 0);
+    assert!(line_of(&out, "example/greeter").is_none(), "{out}");
+    let (_, err) = run(home, &["plugin", "info", "example/greeter"], 1);
+    assert!(err.contains("no plugin named \"example/greeter\""), "{err}");
+}
+
+#[test]
+fn install_refuses_reserved_names_and_lists_newer_generations_disabled() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let src = tempfile::tempdir().unwrap();
+    let reserved = plugin_folder(
+        src.path(),
+        "reserved",
+        &GREETER.replace("example/greeter", "smith/evil"),
+    );
+    let (_, err) = run(home, &["plugin", "install", &reserved], 1);
+    assert!(err.contains("smith/"), "{err}");
+    assert!(!home.join("data/plugins/smith/evil").exists());
+
+    let newer = plugin_folder(src.path(), "newer", &GREETER.replace("api 1", "api 2"));
+    let (out, _) = run(home, &["plugin", "install", &newer], 0);
+    assert!(
+        out.contains("needs plugin API generation 2 but this smith supports up to 1"),
+        "{out}"
+    );
+    let (out, _) = run(home, &["plugin", "list"], 0);
+    let line = line_of(&out, "example/greeter").unwrap();
+    assert!(
+        line.contains("disabled: needs plugin API generation 2"),
+        "{line}"
+    );
+    let (_, err) = run(home, &["plugin", "reload", "example/greeter"], 1);
+    assert!(err.contains("is disabled"), "{err}");
+
+    let (_, err) = run(home, &["plugin", "enable", "Not A Name"], 2);
+    assert!(err.contains("is not a plugin name"), "{err}");
+}
+
+#[test]
+fn help_is_a_command_for_commands_and_the_plugin_contract() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (out, _) = run(home, &["help", "plugins"], 0);
+    assert!(out.contains("smith:plugin@1"), "{out}");
+    assert!(out.contains("host.read-file"), "{out}");
+    let (out, _) = run(home, &["help", "plugins", "host.http-request"], 0);
+    assert!(out.contains("net HOST"), "{out}");
+    let (_, err) = run(home, &["help", "plugins", "host.no-such-thing"], 2);
+    assert!(err.contains("no-such-thing"), "{err}");
+
+    let (out, _) = run(home, &["help", "session", "list"], 0);
+    assert!(out.contains("Usage: smith session list"), "{out}");
+    let (out, _) = run(home, &["help", "plugin"], 0);
+    assert!(
+        out.contains("Usage: smith plugin") && out.contains("uninstall"),
+        "{out}"
+    );
+    let (out, _) = run(home, &["help"], 0);
+    assert!(
+        out.contains("Usage: smith") && out.contains("plugins [ITEM]"),
+        "{out}"
+    );
+    let (_, err) = run(home, &["help", "nope"], 2);
+    assert!(err.contains("has no subcommand \"nope\""), "{err}");
+    // --help keeps working everywhere.
+    let (out, _) = run(home, &["plugin", "--help"], 0);
+    assert!(out.contains("reload"), "{out}");
+}
