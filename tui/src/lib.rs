@@ -29,6 +29,7 @@
 
 pub mod app;
 pub mod buffer;
+mod diag;
 pub mod diff;
 pub mod editor;
 pub mod headless;
