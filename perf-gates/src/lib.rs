@@ -29,6 +29,7 @@ pub mod gate;
 pub mod measure;
 pub mod rng;
 pub mod table;
+pub mod tui_gates;
 
 pub use gate::{Gate, GateError, Limit, Measurement, Note, Report, Unit, Verdict, evaluate};
 pub use measure::Plan;

@@ -165,7 +165,7 @@ pub const ENGINE: &[Gate] = &[
 ];
 
 /// Every group of gates, in the order `smith bench` runs them.
-pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC, ENGINE];
+pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC, ENGINE, crate::tui_gates::TUI];
 
 /// Every gate, in run order.
 pub fn all_gates() -> Vec<Gate> {

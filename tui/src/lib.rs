@@ -25,11 +25,13 @@
 //!   bracketed paste, focus events, synchronized output, a bounded
 //!   capability probe, and restoring the terminal on every exit path.
 //! * [`run`] — the event loop with input on its own thread.
+//! * [`bench_support`] — the frame workloads behind the benchmarks and
+//!   `smith bench`'s TUI gates.
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod bench_support;
 pub mod buffer;
-mod diag;
 pub mod diff;
 pub mod editor;
 pub mod headless;
