@@ -32,6 +32,7 @@
 pub mod app;
 pub mod bench_support;
 pub mod buffer;
+mod diag;
 pub mod diff;
 pub mod editor;
 pub mod headless;
