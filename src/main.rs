@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 #[cfg(test)]
 mod cli_doc;
 mod cmd;
+mod report;
 
 /// Every allocation in the process is charged to a lifetime scope.
 #[global_allocator]
@@ -66,7 +67,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = report::parse_cli::<Cli>();
     let Some(command) = cli.command else {
         return run_default(cli.prompt);
     };
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
         Command::Config(args) => cmd::config::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Session(args) => cmd::session::run(args),
+        Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Tui(args) => cmd::tui::run(args),
         Command::Models(args) => cmd::models::run(args),
@@ -107,7 +109,7 @@ fn exit_code(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("smith: {err:#}");
+            report::error(&err);
             ExitCode::from(1)
         }
     }

@@ -272,7 +272,7 @@ impl HumanPrinter {
             }
             Event::Error(info) => {
                 self.end_line(out)?;
-                eprintln!("smith: {} error: {}", info.kind, info.message);
+                eprint!("{}", info.to_diagnostic().render_terminal(smith_diag::Style::for_stderr()));
             }
             _ => {}
         }
@@ -374,7 +374,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Err(false) => break,
         };
         if let Some(lines) = &mut json {
-            lines.write(&event)?;
+            lines.write(&crate::report::event_record(&event)?)?;
         } else {
             printer.event(&mut out, &event)?;
         }
