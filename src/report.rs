@@ -241,6 +241,9 @@ pub fn parse_cli<P: clap::Parser>() -> P {
             let args: Vec<String> = std::env::args().skip(1).collect();
             let d = cli_diagnostic(&err, P::command(), &args);
             eprint!("{}", d.render_terminal(Style::for_stderr()));
+            // `exit` runs no destructors: drop the diagnostic first so the
+            // audit log records it.
+            drop(d);
             std::process::exit(2);
         }
     }

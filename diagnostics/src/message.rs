@@ -36,9 +36,9 @@ impl Diagnostic {
         why: impl Into<String>,
         default_next: impl Into<String>,
     ) -> Diagnostic {
-        let (what, next) = match message.rsplit_once("; ") {
-            Some((what, next)) if !what.trim().is_empty() && !next.trim().is_empty() => {
-                (what.to_owned(), next.to_owned())
+        let (what, next) = match last_separator(message) {
+            Some(at) if !message[..at].trim().is_empty() && !message[at + 2..].trim().is_empty() => {
+                (message[..at].to_owned(), message[at + 2..].to_owned())
             }
             _ => (message.to_owned(), default_next.into()),
         };
@@ -48,6 +48,27 @@ impl Diagnostic {
             None => d,
         }
     }
+}
+
+/// The byte offset of the last `"; "` of `text` outside brackets and
+/// quotes (a parenthesized aside may hold its own `;`).
+fn last_separator(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quoted = false;
+    let mut escaped = false;
+    let mut last = None;
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '(' | '[' | '{' if !quoted => depth += 1,
+            ')' | ']' | '}' if !quoted => depth = depth.saturating_sub(1),
+            ';' if !quoted && depth == 0 && text[i + 1..].starts_with(' ') => last = Some(i),
+            _ => {}
+        }
+    }
+    last
 }
 
 /// The first `"..."` of `text`, quotes included, honoring `\"` escapes.
@@ -82,6 +103,20 @@ mod tests {
         assert_eq!(d.next(), "run repair");
         assert_eq!(d.value(), None);
         assert!(d.is_complete());
+    }
+
+    #[test]
+    fn separators_inside_brackets_and_quotes_do_not_split() {
+        let d = Diagnostic::from_message(
+            "x.y",
+            "could not connect; check the server (after 2 attempts: a; b)",
+            "why",
+            "default",
+        );
+        assert_eq!(d.what(), "could not connect");
+        assert_eq!(d.next(), "check the server (after 2 attempts: a; b)");
+        let d = Diagnostic::from_message("x.y", "name \"a; b\" is bad", "why", "fix it");
+        assert_eq!((d.what(), d.next()), ("name \"a; b\" is bad", "fix it"));
     }
 
     #[test]
