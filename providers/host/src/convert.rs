@@ -74,12 +74,16 @@ impl ToVendor<vendor::ToolCall> for engine::ToolCall {
 impl ToVendor<vendor::ContentBlock> for engine::ContentBlock {
     fn to_vendor(&self) -> vendor::ContentBlock {
         match self {
-            engine::ContentBlock::Text { text } => vendor::ContentBlock::Text { text: text.clone() },
+            engine::ContentBlock::Text { text } => {
+                vendor::ContentBlock::Text { text: text.clone() }
+            }
             engine::ContentBlock::Thinking { text, signature } => vendor::ContentBlock::Thinking {
                 text: text.clone(),
                 signature: signature.as_ref().map(ToVendor::to_vendor),
             },
-            engine::ContentBlock::ToolCall(call) => vendor::ContentBlock::ToolCall(call.to_vendor()),
+            engine::ContentBlock::ToolCall(call) => {
+                vendor::ContentBlock::ToolCall(call.to_vendor())
+            }
         }
     }
 }

@@ -95,7 +95,14 @@ impl std::fmt::Debug for LiveProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveProvider")
             .field("name", &self.name)
-            .field("targets", &self.targets.iter().map(|t| t.target.reference()).collect::<Vec<_>>())
+            .field(
+                "targets",
+                &self
+                    .targets
+                    .iter()
+                    .map(|t| t.target.reference())
+                    .collect::<Vec<_>>(),
+            )
             .field("current", &self.current)
             .finish_non_exhaustive()
     }
@@ -134,7 +141,10 @@ impl LiveProvider {
                     "provider.model-required",
                     "no provider and no model were given",
                     "smith cannot tell which model to ask",
-                    format!("pass --provider (one of {}) or --model provider/model", Vendor::ids()),
+                    format!(
+                        "pass --provider (one of {}) or --model provider/model",
+                        Vendor::ids()
+                    ),
                 ));
             }
         };
@@ -235,9 +245,7 @@ impl LiveProvider {
             .get(&target.provider, &target.model)
             .map(|e| e.model.clone())
             .unwrap_or_else(|| CatalogModel::new(&target.provider, &target.model));
-        let family = snapshot
-            .family_of(&target.provider, &target.model)
-            .cloned();
+        let family = snapshot.family_of(&target.provider, &target.model).cloned();
         let base_url = self.setup.base_urls.get(vendor.id()).cloned();
         if base_url.is_none() && vendor.default_base_url().is_none() {
             return Err(Diagnostic::error(
@@ -309,7 +317,9 @@ impl LiveProvider {
                     "provider.credential-missing",
                     format!("no credential for `{reference}`"),
                     format!("{} ({})", d.what(), d.why()),
-                    format!("{how}; or run without a provider (--provider mock) for the offline demo"),
+                    format!(
+                        "{how}; or run without a provider (--provider mock) for the offline demo"
+                    ),
                 )
                 .with_value(reference))
             }
@@ -321,7 +331,10 @@ impl LiveProvider {
         let Some(t) = self.targets.get(self.current) else {
             return Err(ProviderError::new(
                 ProviderErrorKind::InvalidRequest,
-                format!("`{}` resolved to no targets; check its definition in models.kdl (`smith models --resolve {}`)", self.name, self.name),
+                format!(
+                    "`{}` resolved to no targets; check its definition in models.kdl (`smith models --resolve {}`)",
+                    self.name, self.name
+                ),
             ));
         };
         let needs = RequestNeeds {
@@ -338,9 +351,10 @@ impl LiveProvider {
         let effective = smith_catalog::gate::effective(&t.model, t.family.as_ref());
         if let Some(handle) = &t.credential {
             let (p, s) = handle.split_once('.').unwrap_or((handle, "api_key"));
-            self.setup.resolver.resolve(p, s).map_err(|d| {
-                ProviderError::new(ProviderErrorKind::Auth, diagnostic_message(&d))
-            })?;
+            self.setup
+                .resolver
+                .resolve(p, s)
+                .map_err(|d| ProviderError::new(ProviderErrorKind::Auth, diagnostic_message(&d)))?;
         }
         let config = Config {
             base_url: t.base_url.clone(),
@@ -440,7 +454,11 @@ impl Provider for LiveProvider {
 
     fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
         match &mut self.decoder {
-            Some(d) => d.decode(chunk).into_iter().map(ToEngine::to_engine).collect(),
+            Some(d) => d
+                .decode(chunk)
+                .into_iter()
+                .map(ToEngine::to_engine)
+                .collect(),
             None => vec![StreamEvent::Error(ProviderError::malformed(
                 "a response body arrived for no encoded request; this is a host defect, report it",
             ))],

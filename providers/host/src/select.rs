@@ -49,7 +49,10 @@ pub fn select(
         })
     };
     if let Some(name) = explicit {
-        return Ok((named(name, "--provider")?, "chosen with --provider".to_owned()));
+        return Ok((
+            named(name, "--provider")?,
+            "chosen with --provider".to_owned(),
+        ));
     }
     if let Some(name) = env("SMITH_PROVIDER").filter(|v| !v.is_empty()) {
         return Ok((
@@ -141,7 +144,10 @@ mod tests {
     fn an_unknown_name_names_its_surface_and_the_choices() {
         let d = run(Some("antropic"), &[]).unwrap_err();
         assert!(d.what().contains("--provider"), "{}", d.what());
-        assert!(d.why().contains("anthropic, openai, google, openai-compatible"));
+        assert!(
+            d.why()
+                .contains("anthropic, openai, google, openai-compatible")
+        );
         let d = run(None, &[("SMITH_PROVIDER", "x")]).unwrap_err();
         assert!(d.what().contains("SMITH_PROVIDER"));
     }

@@ -49,6 +49,18 @@ impl NetTransport {
         NetTransport { client, resolver }
     }
 
+    /// A transport over a client with the default bounds and the proxy
+    /// variables of the process environment.
+    ///
+    /// # Errors
+    ///
+    /// When the HTTP engine cannot be set up (an unusable proxy variable);
+    /// the message says which and what to do.
+    pub fn from_env(resolver: Arc<Resolver>) -> Result<NetTransport, String> {
+        let client = Client::new().map_err(|e| e.to_string())?;
+        Ok(NetTransport::new(client, resolver))
+    }
+
     /// Replaces every credential handle in `value`.
     fn substitute(&self, value: &str) -> Result<String, ProviderError> {
         let mut out = String::with_capacity(value.len());
@@ -327,8 +339,16 @@ mod tests {
         for (status, kind) in cases {
             let e = status_error(status, "X", "h:1", b"<html> busy </html>");
             assert_eq!(e.kind, kind, "{status}");
-            assert!(e.message.contains(&format!("HTTP {status}")), "{}", e.message);
-            assert!(e.message.contains("\"<html> busy </html>\""), "{}", e.message);
+            assert!(
+                e.message.contains(&format!("HTTP {status}")),
+                "{}",
+                e.message
+            );
+            assert!(
+                e.message.contains("\"<html> busy </html>\""),
+                "{}",
+                e.message
+            );
         }
         let e = status_error(503, "Service Unavailable", "h:1", b"");
         assert!(e.message.contains("with an empty body"), "{}", e.message);
