@@ -28,6 +28,7 @@ pub mod entries;
 pub mod gate;
 pub mod measure;
 pub mod rng;
+pub mod store_gates;
 pub mod table;
 pub mod tui_gates;
 
