@@ -16,54 +16,48 @@ use std::io::IsTerminal;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use smith_diag::{Diagnostic, Style, Surface, Value};
 
+/// `cause` as a diagnostic, when it is a typed error of a smith crate.
+fn convert(cause: &(dyn std::error::Error + 'static)) -> Option<Diagnostic> {
+    macro_rules! typed {
+        ($($ty:ty),* $(,)?) => {$(
+            if let Some(e) = cause.downcast_ref::<$ty>() {
+                return Some(e.to_diagnostic());
+            }
+        )*};
+    }
+    if let Some(d) = cause.downcast_ref::<Diagnostic>() {
+        return Some(d.clone());
+    }
+    if let Some(e) = cause.downcast_ref::<smith_config::ConfigError>() {
+        return Some(e.diagnostic().clone());
+    }
+    typed!(
+        smith_store::StoreError,
+        smith_codec::DecodeError,
+        smith_codec::EncodeError,
+        smith_codec::json::JsonError,
+        smith_rpc::SetupError,
+        smith_rpc::RpcError,
+        smith_engine::provider::ProviderError,
+        smith_engine::provider::scripted::ScriptError,
+        smith_engine::replay::ReplayError,
+        smith_engine::agent::AgentError,
+        smith_engine::journal::JournalError,
+        smith_engine::tools::ToolError,
+        smith_engine::tools::ValidationError,
+        smith_providers::ProviderError,
+        smith_tui::term::TermError,
+    );
+    None
+}
+
 /// The typed error in `err`'s chain nearest to its root, as a diagnostic,
 /// and its position in the chain.
 fn typed(err: &anyhow::Error) -> Option<(usize, Diagnostic)> {
-    let mut found = None;
-    for (i, cause) in err.chain().enumerate() {
-        let d = if let Some(d) = cause.downcast_ref::<Diagnostic>() {
-            Some(d.clone())
-        } else if let Some(e) = cause.downcast_ref::<smith_config::ConfigError>() {
-            Some(e.diagnostic().clone())
-        } else if let Some(e) = cause.downcast_ref::<smith_store::StoreError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_codec::DecodeError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_codec::EncodeError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_codec::json::JsonError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_rpc::SetupError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_rpc::RpcError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_engine::provider::ProviderError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_engine::provider::scripted::ScriptError>()
-        {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_engine::replay::ReplayError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_engine::agent::AgentError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_engine::journal::JournalError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_engine::tools::ToolError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_engine::tools::ValidationError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_providers::ProviderError>() {
-            Some(e.to_diagnostic())
-        } else if let Some(e) = cause.downcast_ref::<smith_tui::term::TermError>() {
-            Some(e.to_diagnostic())
-        } else {
-            None
-        };
-        if let Some(d) = d {
-            found = Some((i, d));
-        }
-    }
-    found
+    err.chain()
+        .enumerate()
+        .filter_map(|(i, cause)| convert(cause).map(|d| (i, d)))
+        .last()
 }
 
 /// `d` with `prefix` in front of its *what*; everything else kept.
@@ -105,7 +99,10 @@ fn parse_rendered(message: &str) -> Option<Diagnostic> {
     let (severity, rest) = if let Some(rest) = head.strip_prefix("error[") {
         (smith_diag::Severity::Error, rest)
     } else {
-        (smith_diag::Severity::Warning, head.strip_prefix("warning[")?)
+        (
+            smith_diag::Severity::Warning,
+            head.strip_prefix("warning[")?,
+        )
     };
     let (code, what) = rest.split_once("]: ")?;
     let mut parts: Vec<(&str, &str)> = Vec::new();
@@ -188,7 +185,10 @@ pub fn error(err: &anyhow::Error) {
 /// standard error when that is a terminal.
 pub fn error_json(err: &anyhow::Error) {
     let d = diagnose(err);
-    println!("{}", serde_json::json!({"type": "error", "error": d.to_json()}));
+    println!(
+        "{}",
+        serde_json::json!({"type": "error", "error": d.to_json()})
+    );
     if std::io::stderr().is_terminal() {
         eprint!("{}", d.render_terminal(Style::for_stderr()));
     }
@@ -297,21 +297,42 @@ pub fn cli_diagnostic(err: &clap::Error, cmd: clap::Command, args: &[String]) ->
         }
     }
     if what.is_empty() {
-        what = rendered.lines().next().unwrap_or("invalid command line").to_owned();
+        what = rendered
+            .lines()
+            .next()
+            .unwrap_or("invalid command line")
+            .to_owned();
     }
     let (code, why) = match err.kind() {
-        ErrorKind::UnknownArgument => ("cli.unknown-argument", "the command does not accept that argument"),
+        ErrorKind::UnknownArgument => (
+            "cli.unknown-argument",
+            "the command does not accept that argument",
+        ),
         ErrorKind::InvalidValue => ("cli.invalid-value", "the value is not one the flag accepts"),
-        ErrorKind::ValueValidation => ("cli.invalid-value", "the value does not parse as the flag's type"),
-        ErrorKind::InvalidSubcommand => ("cli.unknown-command", "smith has no command of that name"),
-        ErrorKind::MissingRequiredArgument => ("cli.missing-argument", "the command needs that argument"),
+        ErrorKind::ValueValidation => (
+            "cli.invalid-value",
+            "the value does not parse as the flag's type",
+        ),
+        ErrorKind::InvalidSubcommand => {
+            ("cli.unknown-command", "smith has no command of that name")
+        }
+        ErrorKind::MissingRequiredArgument => {
+            ("cli.missing-argument", "the command needs that argument")
+        }
         ErrorKind::MissingSubcommand => ("cli.missing-command", "the command needs a subcommand"),
         ErrorKind::ArgumentConflict => ("cli.conflict", "those arguments cannot be used together"),
-        ErrorKind::TooManyValues | ErrorKind::TooFewValues | ErrorKind::WrongNumberOfValues => {
-            ("cli.value-count", "the flag takes a different number of values")
-        }
-        ErrorKind::NoEquals => ("cli.no-equals", "the flag's value must follow an equals sign"),
-        _ => ("cli.invalid", "the command line does not match the command's usage"),
+        ErrorKind::TooManyValues | ErrorKind::TooFewValues | ErrorKind::WrongNumberOfValues => (
+            "cli.value-count",
+            "the flag takes a different number of values",
+        ),
+        ErrorKind::NoEquals => (
+            "cli.no-equals",
+            "the flag's value must follow an equals sign",
+        ),
+        _ => (
+            "cli.invalid",
+            "the command line does not match the command's usage",
+        ),
     };
     let (path, usage) = command_path(cmd, args);
     let help = format!("{path} --help");
@@ -380,8 +401,9 @@ mod tests {
     fn typed_errors_keep_their_parts_under_context() {
         let dir = tempfile::tempdir().unwrap();
         let store = smith_store::Store::open(dir.path()).unwrap();
-        let err = anyhow::Error::from(store.load("ghost").unwrap_err())
-            .context("could not open session \"ghost\" given with --session; run `smith session list`");
+        let err = anyhow::Error::from(store.load("ghost").unwrap_err()).context(
+            "could not open session \"ghost\" given with --session; run `smith session list`",
+        );
         let d = diagnose(&err);
         assert_eq!(d.code(), "store.not-found");
         assert!(

@@ -52,7 +52,12 @@ struct Scenario {
     codes: &'static [&'static str],
 }
 
-fn scenario(name: &'static str, args: &[&str], status: i32, codes: &'static [&'static str]) -> Scenario {
+fn scenario(
+    name: &'static str,
+    args: &[&str],
+    status: i32,
+    codes: &'static [&'static str],
+) -> Scenario {
     Scenario {
         name,
         args: args.iter().map(|s| (*s).to_owned()).collect(),
@@ -138,10 +143,14 @@ fn audit(log: &Path, secrets: &[&str]) -> (Vec<Value>, Vec<String>) {
             continue; // already reported by audit_log
         };
         let code = record["code"].as_str().unwrap_or_default();
-        let has_value = record["value"].as_str().is_some_and(|v| !v.trim().is_empty())
+        let has_value = record["value"]
+            .as_str()
+            .is_some_and(|v| !v.trim().is_empty())
             || record["value_withheld"] == Value::Bool(true);
         if NEEDS_VALUE.contains(&code) && !has_value {
-            problems.push(format!("`{code}` does not name the offending value: {line}"));
+            problems.push(format!(
+                "`{code}` does not name the offending value: {line}"
+            ));
         }
         records.push(record);
     }
@@ -169,16 +178,28 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    set.stdin.take().unwrap().write_all(SECRET.as_bytes()).unwrap();
+    set.stdin
+        .take()
+        .unwrap()
+        .write_all(SECRET.as_bytes())
+        .unwrap();
     let set = set.wait_with_output().unwrap();
-    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
 
     // A session to corrupt, and files the scenarios read.
     let ok = smith(h, w)
         .args(["eval", "--provider", "mock", "--name", "damaged", "hello"])
         .output()
         .unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let sessions = h.join("sessions");
     let damaged = std::fs::read_dir(&sessions)
         .unwrap()
@@ -199,14 +220,39 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
 
     let scenarios = vec![
         // The command line.
-        scenario("bad-flag", &["eval", "--bogus", "x"], 2, &["cli.unknown-argument"]),
-        scenario("unknown-command", &["session", "frobnicate"], 2, &["cli.unknown-command"]),
-        scenario("missing-argument", &["session", "info"], 2, &["cli.missing-argument"]),
+        scenario(
+            "bad-flag",
+            &["eval", "--bogus", "x"],
+            2,
+            &["cli.unknown-argument"],
+        ),
+        scenario(
+            "unknown-command",
+            &["session", "frobnicate"],
+            2,
+            &["cli.unknown-command"],
+        ),
+        scenario(
+            "missing-argument",
+            &["session", "info"],
+            2,
+            &["cli.missing-argument"],
+        ),
         // Configuration, from each surface.
-        scenario("config-file", &["config", "show"], 1, &["config.invalid-value"])
-            .env("SMITH_HOME", h.join("conf-home").display().to_string()),
-        scenario("config-env", &["config", "show"], 1, &["config.invalid-value"])
-            .env("SMITH_NET_HEAD_TIMEOUT_S", "soon"),
+        scenario(
+            "config-file",
+            &["config", "show"],
+            1,
+            &["config.invalid-value"],
+        )
+        .env("SMITH_HOME", h.join("conf-home").display().to_string()),
+        scenario(
+            "config-env",
+            &["config", "show"],
+            1,
+            &["config.invalid-value"],
+        )
+        .env("SMITH_NET_HEAD_TIMEOUT_S", "soon"),
         scenario(
             "config-flag",
             &["config", "show", "--net-head-timeout-s", "soon"],
@@ -214,20 +260,44 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
             &["config.invalid-value"],
         ),
         // The session store and its file format.
-        scenario("unknown-session", &["session", "info", "ghost"], 1, &["store.not-found"]),
         scenario(
-            "unknown-session-json",
-            &["eval", "--json", "--provider", "mock", "--session", "ghost", "hi"],
+            "unknown-session",
+            &["session", "info", "ghost"],
             1,
             &["store.not-found"],
         ),
-        scenario("corrupt-session", &["session", "info", "damaged"], 1, &["store.bad-header"]),
+        scenario(
+            "unknown-session-json",
+            &[
+                "eval",
+                "--json",
+                "--provider",
+                "mock",
+                "--session",
+                "ghost",
+                "hi",
+            ],
+            1,
+            &["store.not-found"],
+        ),
+        scenario(
+            "corrupt-session",
+            &["session", "info", "damaged"],
+            1,
+            &["store.bad-header"],
+        ),
         scenario("bad-dump", &["session", "import"], 1, &["store.invalid"]).arg(&bad_dump),
         // The engine: a failing provider turn, in both output modes, and a
         // broken mock script.
         scenario(
             "provider-error",
-            &["eval", "--no-session", "--provider", "mock", "--mock-script"],
+            &[
+                "eval",
+                "--no-session",
+                "--provider",
+                "mock",
+                "--mock-script",
+            ],
             1,
             &["engine.overloaded"],
         )
@@ -235,7 +305,14 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         .arg("go"),
         scenario(
             "provider-error-json",
-            &["eval", "--json", "--no-session", "--provider", "mock", "--mock-script"],
+            &[
+                "eval",
+                "--json",
+                "--no-session",
+                "--provider",
+                "mock",
+                "--mock-script",
+            ],
             1,
             &["engine.overloaded"],
         )
@@ -243,7 +320,13 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         .arg("go"),
         scenario(
             "broken-script",
-            &["eval", "--no-session", "--provider", "mock", "--mock-script"],
+            &[
+                "eval",
+                "--no-session",
+                "--provider",
+                "mock",
+                "--mock-script",
+            ],
             1,
             &["engine.mock-script"],
         )
@@ -274,22 +357,37 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         scenario("mcp-bad-request", &["mcp"], 0, &["rpc.method_not_found"])
             .stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/explode\"}\n"),
         // Credentials, with the secret stored and in the environment.
-        scenario("auth-missing", &["auth", "check", "google"], 1, &["auth.missing"]),
+        scenario(
+            "auth-missing",
+            &["auth", "check", "google"],
+            1,
+            &["auth.missing"],
+        ),
         // The model catalog.
         scenario("catalog-invalid", &["models"], 1, &["catalog.invalid"])
             .env("SMITH_HOME", h.join("catalog-home").display().to_string()),
-        scenario("catalog-unknown-provider", &["models", "--provider", "acme"], 1, &[
-            "catalog.unknown-provider",
-        ]),
+        scenario(
+            "catalog-unknown-provider",
+            &["models", "--provider", "acme"],
+            1,
+            &["catalog.unknown-provider"],
+        ),
         // Project trust.
-        scenario("trust-not-a-project", &["trust", "/nonexistent/project"], 1, &[
-            "trust.not-a-project",
-        ]),
+        scenario(
+            "trust-not-a-project",
+            &["trust", "/nonexistent/project"],
+            1,
+            &["trust.not-a-project"],
+        ),
     ];
     // Homes with a bad user configuration and a bad user catalog.
     let conf_home = h.join("conf-home");
     std::fs::create_dir_all(&conf_home).unwrap();
-    std::fs::write(conf_home.join("config.kdl"), "net {\n    head-timeout-s \"soon\"\n}\n").unwrap();
+    std::fs::write(
+        conf_home.join("config.kdl"),
+        "net {\n    head-timeout-s \"soon\"\n}\n",
+    )
+    .unwrap();
     let catalog_home = h.join("catalog-home");
     std::fs::create_dir_all(&catalog_home).unwrap();
     std::fs::write(
@@ -325,28 +423,35 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         let codes: Vec<&str> = records.iter().filter_map(|r| r["code"].as_str()).collect();
         for code in s.codes {
             if !codes.contains(code) {
-                failures.push(format!("`{code}` was not recorded (got {codes:?}): {context}"));
+                failures.push(format!(
+                    "`{code}` was not recorded (got {codes:?}): {context}"
+                ));
             }
         }
         seen_codes.extend(codes.iter().map(|c| (*c).to_owned()));
         // The rendering the user saw carries the same three parts (JSON
         // modes answer on stdout, checked below).
         let json_mode = s.args.iter().any(|a| a == "--json");
-        if s.status != 0 && !json_mode && !(out.stderr.contains("why: ") && out.stderr.contains("next: ")) {
+        if s.status != 0
+            && !json_mode
+            && !(out.stderr.contains("why: ") && out.stderr.contains("next: "))
+        {
             failures.push(format!("stderr lacks the diagnostic's why/next: {context}"));
         }
         // JSON surfaces carry the JSON rendering.
         match s.name {
             "unknown-session-json" => {
-                let last: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap_or_default();
+                let last: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or(""))
+                    .unwrap_or_default();
                 if last["type"] != "error" || last["error"]["code"] != "store.not-found" {
                     failures.push(format!("no JSON error record on stdout: {context}"));
                 }
             }
             "provider-error-json" => {
                 let has = out.stdout.lines().any(|l| {
-                    serde_json::from_str::<Value>(l)
-                        .is_ok_and(|v| v["type"] == "error" && v["diagnostic"]["code"] == "engine.overloaded")
+                    serde_json::from_str::<Value>(l).is_ok_and(|v| {
+                        v["type"] == "error" && v["diagnostic"]["code"] == "engine.overloaded"
+                    })
                 });
                 if !has {
                     failures.push(format!("the error event has no diagnostic: {context}"));
@@ -355,14 +460,19 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
             "rpc-malformed" | "rpc-unknown-method" | "rpc-bad-params" | "mcp-bad-request" => {
                 let has = out.stdout.lines().any(|l| {
                     serde_json::from_str::<Value>(l).is_ok_and(|v| {
-                        ["what", "why", "next"]
-                            .iter()
-                            .all(|p| v["error"]["data"][p].as_str().is_some_and(|t| !t.is_empty()))
-                            && v["error"]["data"]["code"].as_str().is_some_and(|c| c.starts_with("rpc."))
+                        ["what", "why", "next"].iter().all(|p| {
+                            v["error"]["data"][p]
+                                .as_str()
+                                .is_some_and(|t| !t.is_empty())
+                        }) && v["error"]["data"]["code"]
+                            .as_str()
+                            .is_some_and(|c| c.starts_with("rpc."))
                     })
                 });
                 if !has {
-                    failures.push(format!("no error object with a diagnostic in data: {context}"));
+                    failures.push(format!(
+                        "no error object with a diagnostic in data: {context}"
+                    ));
                 }
             }
             "config-file" => {
@@ -387,9 +497,15 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         failures.join("\n---\n")
     );
     assert!(scenarios.len() >= 15);
-    assert!(total >= scenarios.len(), "{total} records for {} scenarios", scenarios.len());
+    assert!(
+        total >= scenarios.len(),
+        "{total} records for {} scenarios",
+        scenarios.len()
+    );
     // Every area of the binary spoke at least once.
-    for area in ["cli.", "config.", "store.", "engine.", "rpc.", "auth.", "catalog.", "trust."] {
+    for area in [
+        "cli.", "config.", "store.", "engine.", "rpc.", "auth.", "catalog.", "trust.",
+    ] {
         assert!(
             seen_codes.iter().any(|c| c.starts_with(area)),
             "no `{area}` diagnostic among {seen_codes:?}"
@@ -403,11 +519,14 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
 fn the_auditor_rejects_incomplete_valueless_and_leaking_diagnostics() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("planted.jsonl");
-    let good = smith_diag::Diagnostic::error("store.not-found", "no session \"x\"", "none", "list them")
-        .with_value("\"x\"");
-    let no_why = smith_diag::Diagnostic::error("store.not-found", "no session \"y\"", " ", "list them")
-        .with_value("\"y\"");
-    let no_value = smith_diag::Diagnostic::error("config.invalid-value", "bad", "because", "fix it");
+    let good =
+        smith_diag::Diagnostic::error("store.not-found", "no session \"x\"", "none", "list them")
+            .with_value("\"x\"");
+    let no_why =
+        smith_diag::Diagnostic::error("store.not-found", "no session \"y\"", " ", "list them")
+            .with_value("\"y\"");
+    let no_value =
+        smith_diag::Diagnostic::error("config.invalid-value", "bad", "because", "fix it");
     // Rendered without redaction (as a leaking renderer would write it).
     let leaking = format!(
         r#"{{"severity":"error","code":"auth.missing","what":"key {SECRET}","why":"w","next":"n","value_withheld":true}}"#
@@ -424,15 +543,28 @@ fn the_auditor_rejects_incomplete_valueless_and_leaking_diagnostics() {
     .unwrap();
     let (records, problems) = audit(&log, &[SECRET]);
     assert_eq!(records.len(), 4);
-    assert!(problems.iter().any(|p| p.contains("record 2") && p.contains("`why`")), "{problems:#?}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("record 2") && p.contains("`why`")),
+        "{problems:#?}"
+    );
     assert!(
         problems
             .iter()
             .any(|p| p.contains("`config.invalid-value` does not name the offending value")),
         "{problems:#?}"
     );
-    assert!(problems.iter().any(|p| p.contains("record 4") && p.contains("secret")), "{problems:#?}");
-    assert!(!problems.iter().any(|p| p.contains("record 1")), "{problems:#?}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("record 4") && p.contains("secret")),
+        "{problems:#?}"
+    );
+    assert!(
+        !problems.iter().any(|p| p.contains("record 1")),
+        "{problems:#?}"
+    );
 
     // The complete, valued, secret-free record alone passes.
     std::fs::write(&log, format!("{}\n", good.to_json())).unwrap();

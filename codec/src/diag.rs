@@ -52,7 +52,7 @@ impl DecodeError {
         Diagnostic::error(
             format!("codec.{}", kind.name()),
             format!("CBOR input is rejected at byte {offset}: {kind}"),
-            format!("{}", kind.rule()),
+            kind.rule(),
             kind.next_action(),
         )
         .with_value(format!("byte {offset}: {kind}"))
@@ -268,7 +268,10 @@ mod tests {
         let d = err.to_diagnostic();
         assert_eq!(d.code(), "codec.reserved-additional-info");
         assert_complete(&d, "0x1c");
-        assert!(d.render_plain().contains("value: byte 0: initial byte 0x1c"));
+        assert!(
+            d.render_plain()
+                .contains("value: byte 0: initial byte 0x1c")
+        );
     }
 
     #[test]

@@ -37,7 +37,9 @@ impl Diagnostic {
         default_next: impl Into<String>,
     ) -> Diagnostic {
         let (what, next) = match last_separator(message) {
-            Some(at) if !message[..at].trim().is_empty() && !message[at + 2..].trim().is_empty() => {
+            Some(at)
+                if !message[..at].trim().is_empty() && !message[at + 2..].trim().is_empty() =>
+            {
                 (message[..at].to_owned(), message[at + 2..].to_owned())
             }
             _ => (message.to_owned(), default_next.into()),

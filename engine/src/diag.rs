@@ -14,8 +14,8 @@ use crate::agent::AgentError;
 use crate::bench_support::BenchError;
 use crate::journal::JournalError;
 use crate::protocol::ErrorInfo;
-use crate::provider::scripted::ScriptError;
 use crate::provider::ProviderError;
+use crate::provider::scripted::ScriptError;
 use crate::replay::ReplayError;
 use crate::tools::{Mutation, ToolError, ToolErrorKind, ValidationError};
 
@@ -115,7 +115,9 @@ impl ProviderError {
         let mut d = Diagnostic::from_message(format!("provider.{kind}"), &self.message, why, next)
             .with_surface(Surface::other("the model provider"));
         if let Some(ms) = self.retry_after_ms {
-            d = d.with_field("retry_after_ms").with_value(format!("{ms} ms"));
+            d = d
+                .with_field("retry_after_ms")
+                .with_value(format!("{ms} ms"));
         }
         d
     }
@@ -126,12 +128,15 @@ impl ErrorInfo {
     /// effect id, when there is one, is the offending value.
     pub fn to_diagnostic(&self) -> Diagnostic {
         let (why, next) = runtime_kind_text(&self.kind);
-        let mut d = Diagnostic::from_message(format!("engine.{}", self.kind), &self.message, why, next)
-            .with_surface(Surface::other("the agent runtime"));
+        let mut d =
+            Diagnostic::from_message(format!("engine.{}", self.kind), &self.message, why, next)
+                .with_surface(Surface::other("the agent runtime"));
         if let Some(effect) = &self.effect_id {
             d = d.with_field("effect_id").with_value(effect);
         } else if let Some(ms) = self.retry_after_ms {
-            d = d.with_field("retry_after_ms").with_value(format!("{ms} ms"));
+            d = d
+                .with_field("retry_after_ms")
+                .with_value(format!("{ms} ms"));
         }
         d
     }
@@ -141,7 +146,9 @@ impl ToolErrorKind {
     fn default_why(self) -> &'static str {
         match self {
             ToolErrorKind::UnknownTool => "only active tools can be invoked",
-            ToolErrorKind::InvalidArguments => "arguments are checked against the tool's schema before any effect",
+            ToolErrorKind::InvalidArguments => {
+                "arguments are checked against the tool's schema before any effect"
+            }
             ToolErrorKind::OutsideRoots => "tools act only inside their allowed roots",
             _ => "the tool could not complete the invocation",
         }
@@ -201,13 +208,13 @@ impl ValidationError {
             "tool.invalid-arguments",
             format!("{} call rejected: {field} is invalid", self.tool),
             format!("{field} must be {}", self.expected),
-            format!(
-                "call {} again with {field} as {}",
-                self.tool, self.expected
-            ),
+            format!("call {} again with {field} as {}", self.tool, self.expected),
         )
         .with_value(&self.received)
-        .with_surface(Surface::other(format!("the arguments of a {} call", self.tool)));
+        .with_surface(Surface::other(format!(
+            "the arguments of a {} call",
+            self.tool
+        )));
         if self.field.is_empty() {
             d
         } else {
@@ -428,8 +435,13 @@ mod tests {
             assert_eq!(d.why(), kind.default_why());
             assert_eq!(d.field(), Some("mutation: unknown"));
         }
-        let d = ToolError::new(ToolErrorKind::Io, "reading \"x\" failed", "disk error", "retry")
-            .to_diagnostic();
+        let d = ToolError::new(
+            ToolErrorKind::Io,
+            "reading \"x\" failed",
+            "disk error",
+            "retry",
+        )
+        .to_diagnostic();
         assert_eq!((d.why(), value(&d).as_str()), ("disk error", "\"x\""));
     }
 
@@ -458,8 +470,8 @@ mod tests {
         let agent = AgentError {
             message: "the runtime \"r\" stopped; start a new one".to_owned(),
         };
-        let script = crate::provider::scripted::parse_script("not json", "\"demo.json\"")
-            .unwrap_err();
+        let script =
+            crate::provider::scripted::parse_script("not json", "\"demo.json\"").unwrap_err();
         let bench = BenchError {
             message: "workload \"w\" did nothing; fix its setup".to_owned(),
         };
@@ -467,7 +479,11 @@ mod tests {
             ("engine.journal", journal.to_diagnostic(), "\"fx-1\""),
             ("engine.replay", replay.to_diagnostic(), "\"s\""),
             ("engine.agent", agent.to_diagnostic(), "\"r\""),
-            ("engine.mock-script", script.to_diagnostic(), "\"demo.json\""),
+            (
+                "engine.mock-script",
+                script.to_diagnostic(),
+                "\"demo.json\"",
+            ),
             ("engine.bench", bench.to_diagnostic(), "\"w\""),
         ];
         for (code, d, v) in all {

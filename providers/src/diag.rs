@@ -77,7 +77,9 @@ impl ProviderError {
         )
         .with_surface(Surface::other("the provider's response"));
         match self.retry_after_ms {
-            Some(ms) => d.with_field("retry_after_ms").with_value(format!("{ms} ms")),
+            Some(ms) => d
+                .with_field("retry_after_ms")
+                .with_value(format!("{ms} ms")),
             None => d,
         }
     }

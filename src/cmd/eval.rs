@@ -375,7 +375,8 @@ impl HumanPrinter {
             }
             Event::Error(info) => {
                 self.end_line(out)?;
-                eprint!("{}", info.to_diagnostic().render_terminal(smith_diag::Style::for_stderr()));
+                let style = smith_diag::Style::for_stderr();
+                eprint!("{}", info.to_diagnostic().render_terminal(style));
             }
             _ => {}
         }

@@ -65,7 +65,9 @@ impl ErrorKind {
     /// The next action when the message itself does not give one.
     fn next(self) -> &'static str {
         match self {
-            ErrorKind::Io => "check that the path exists and is writable, and that the disk is not full",
+            ErrorKind::Io => {
+                "check that the path exists and is writable, and that the disk is not full"
+            }
             ErrorKind::BadHeader | ErrorKind::Malformed => {
                 "run `smith session repair REF` or dump the session to recover its entries"
             }
@@ -78,7 +80,9 @@ impl ErrorKind {
             ErrorKind::NotFound | ErrorKind::Ambiguous => {
                 "run `smith session list` to see the sessions and pass one of their names or ids"
             }
-            ErrorKind::AlreadyExists => "choose another name, or delete or rename the existing session",
+            ErrorKind::AlreadyExists => {
+                "choose another name, or delete or rename the existing session"
+            }
             ErrorKind::Invalid => "correct the value as the message describes",
             ErrorKind::Locked => "wait for the other process to finish, then retry",
         }
@@ -99,7 +103,9 @@ impl StoreError {
         )
         .with_surface(Surface::other("the session store"));
         match self.offset() {
-            Some(offset) => d.with_value(format!("byte {offset}")).with_field("session file"),
+            Some(offset) => d
+                .with_value(format!("byte {offset}"))
+                .with_field("session file"),
             None => d,
         }
     }

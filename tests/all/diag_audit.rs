@@ -16,7 +16,11 @@ fn suite_audit_every_diagnostic_is_complete_and_secret_free() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(report.passed(), "{:#?}", report.problems);
     // Not vacuous: the suite's failing commands were recorded.
-    for code in ["auth.missing", "catalog.unknown-provider", "engine.overloaded"] {
+    for code in [
+        "auth.missing",
+        "catalog.unknown-provider",
+        "engine.overloaded",
+    ] {
         assert!(
             report.codes.contains_key(code),
             "`{code}` not among {:?}",
