@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 #[cfg(test)]
 mod cli_doc;
 mod cmd;
+mod report;
 
 /// Every allocation in the process is charged to a lifetime scope.
 #[global_allocator]
@@ -36,6 +37,9 @@ struct Cli {
     /// A prompt to run without the TUI, as `smith eval PROMPT` does.
     #[arg(value_name = "PROMPT", trailing_var_arg = true)]
     prompt: Vec<String>,
+
+    #[command(flatten)]
+    provider: cmd::eval::ProviderChoice,
 }
 
 #[derive(Debug, Subcommand)]
@@ -49,7 +53,7 @@ enum Command {
     Trust(cmd::trust::Args),
     /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
     Session(cmd::session::Args),
-    /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider mock]`.
+    /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
     /// Start the fullscreen interface: `tui [--session REF | --continue] [--provider mock]`.
@@ -71,15 +75,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = report::parse_cli::<Cli>();
     let Some(command) = cli.command else {
-        return run_default(cli.prompt);
+        return run_default(cli.prompt, cli.provider);
     };
     let result: anyhow::Result<u8> = match command {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Config(args) => cmd::config::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Session(args) => cmd::session::run(args),
+        Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Tui(args) => cmd::tui::run(args),
         Command::Models(args) => cmd::models::run(args),
@@ -96,10 +101,10 @@ fn main() -> ExitCode {
 /// With no subcommand: a prompt runs as `smith eval` does; otherwise the
 /// fullscreen interface opens when standard input and output are a terminal,
 /// and the command overview is printed when they are not.
-fn run_default(prompt: Vec<String>) -> ExitCode {
+fn run_default(prompt: Vec<String>, provider: cmd::eval::ProviderChoice) -> ExitCode {
     use std::io::IsTerminal;
     let result = if !prompt.is_empty() {
-        cmd::eval::run_prompt(prompt.join(" "))
+        cmd::eval::run_prompt(prompt.join(" "), provider)
     } else if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
         cmd::tui::run(cmd::tui::Args::default())
     } else {
@@ -114,7 +119,7 @@ fn exit_code(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("smith: {err:#}");
+            report::error(&err);
             ExitCode::from(1)
         }
     }

@@ -1,7 +1,10 @@
 //! `smith mcp` end to end with the official MCP Python SDK client.
 //!
 //! The client script (engine/rpc/tests/mcp_client.py) spawns the built
-//! binary and checks initialize with version negotiation, tools/list,
+//! binary and checks, once in the SDK's default mode (a `server/discover`
+//! probe, then the stateless 2026-07-28 revision) and once in its legacy
+//! mode (the `initialize` handshake, negotiating 2025-11-25): the revision,
+//! tools/list,
 //! tools/call of read and bash with progress notifications, resources/list
 //! and resources/read, and a cancelled call. It needs python3 with the PyPI
 //! `mcp` package; when either is missing this test fails and says how to
@@ -15,7 +18,16 @@ use std::process::Command;
 const INSTALL: &str = "python3 -m pip install --quiet 'mcp==2.3.0'";
 
 #[test]
-fn the_official_python_client_drives_smith_mcp() {
+fn the_official_python_client_drives_smith_mcp_statelessly() {
+    drive("auto", "2026-07-28");
+}
+
+#[test]
+fn the_official_python_client_drives_smith_mcp_through_the_handshake() {
+    drive("legacy", "2025-11-25");
+}
+
+fn drive(mode: &str, version: &str) {
     let probe = Command::new("python3")
         .args(["-c", "import mcp, anyio"])
         .output();
@@ -40,6 +52,7 @@ fn the_official_python_client_drives_smith_mcp() {
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_smith"))
         .arg(&work)
+        .arg(mode)
         .env("SMITH_HOME", &home)
         .output()
         .expect("python3 runs the client script");
@@ -51,7 +64,8 @@ fn the_official_python_client_drives_smith_mcp() {
     );
     let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
         .unwrap_or_else(|e| panic!("the client prints a JSON summary ({e}):\n{stdout}"));
-    assert_eq!(summary["protocol_version"], "2025-11-25");
+    assert_eq!(summary["mode"], mode);
+    assert_eq!(summary["protocol_version"], version);
     assert_eq!(
         summary["tools"],
         serde_json::json!(["read", "write", "edit", "bash", "find", "grep", "ls"])

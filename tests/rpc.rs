@@ -370,10 +370,11 @@ fn malformed_and_unknown_requests_get_correlated_errors_and_serving_continues() 
     assert!(e["message"].as_str().unwrap().contains("frobnicate"));
     let bad = c.call_err("prompt", json!({"text": 5}));
     assert_eq!(bad["code"], -32602);
-    let compact = c.call_err("compact", json!({}));
+    // Nothing to compact yet: answered with the outcome, nothing sent.
+    let compact = c.call("compact", json!({}));
     assert_eq!(
-        (compact["code"].clone(), compact["data"]["kind"].clone()),
-        (json!(-32002), json!("compaction_unavailable"))
+        (compact["outcome"].clone(), compact["error"]["kind"].clone()),
+        (json!("skipped"), json!("nothing_to_compact"))
     );
     // Still serving: a string id is echoed as a string.
     c.raw(b"{\"jsonrpc\":\"2.0\",\"id\":\"s-1\",\"method\":\"state\"}\r\n");
@@ -542,5 +543,155 @@ fn abort_stops_a_run_and_model_and_sessions_can_be_managed() {
     assert!(config["options"].as_array().is_some_and(|o| !o.is_empty()));
     let bad_key = c.call_err("config/get", json!({"key": "no.such.key"}));
     assert_eq!(bad_key["code"], -32602);
+    c.close();
+}
+
+/// The position of the first record matching `pred`.
+fn position(records: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
+    records
+        .iter()
+        .position(pred)
+        .unwrap_or_else(|| panic!("no such record in {records:#?}"))
+}
+
+#[test]
+fn compact_streams_its_lifecycle_wait_settled_waits_for_it_and_the_next_request_is_compacted() {
+    let (dir, home, work) = fixture();
+    let s = script(
+        dir.path(),
+        json!({
+            "responses": [
+                [{"text": "first answer"}, {"stop": {"reason": "end"}}],
+                [{"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "hello.txt"}}}, {"stop": {"reason": "tool_use"}}],
+                [{"text": "second answer"}, {"stop": {"reason": "end"}}],
+                [{"text": "third answer"}, {"stop": {"reason": "end"}}]
+            ],
+            "summaries": [
+                [{"delay_ms": 300}, {"text": "Summary: "}, {"text": "the user said first."}, {"usage": {"input": 30, "output": 6}}, {"stop": {"reason": "end"}}],
+                [{"delay_ms": 20000}, {"text": "never"}, {"stop": {"reason": "end"}}]
+            ]
+        }),
+    );
+    let record = dir.path().join("requests.jsonl");
+    let record_arg = record.display().to_string();
+    let mut c = Client::spawn(
+        &home,
+        &work,
+        &[
+            "--mock-script",
+            &s,
+            "--mock-record",
+            &record_arg,
+            "--name",
+            "cmp",
+        ],
+    );
+    let init = c.call("initialize", json!({}));
+    assert_eq!(init["capabilities"]["compaction"], true);
+    for text in ["first", "second"] {
+        c.call("prompt", json!({"text": text}));
+        let w = c.send("wait_settled", json!({}));
+        c.response(w);
+    }
+    let before = all_messages(&mut c);
+    assert_eq!(before.len(), 6);
+
+    // compact, then wait_settled at once: the compaction runs for 300 ms.
+    let from = c.records.len();
+    let compact_id = c.send("compact", json!({"instructions": "keep the file name"}));
+    let busy = c.call_err("prompt", json!({"text": "too early"}));
+    assert_eq!(busy["data"]["kind"], "busy");
+    let wait_id = c.send("wait_settled", json!({}));
+    let compacted = c.response(compact_id)["result"].clone();
+    let settled = c.response(wait_id);
+    assert_eq!(settled["result"], json!({"settled": true}));
+    let records = c.records[from..].to_vec();
+    let start = position(&records, |r| r["method"] == "compaction_start");
+    let end = position(&records, |r| r["method"] == "compaction_end");
+    let answer = position(&records, |r| r["id"] == compact_id);
+    let settled_note = position(&records, |r| r["method"] == "settled");
+    let wait_answer = position(&records, |r| r["id"] == wait_id);
+    assert!(
+        start < end && end < answer && answer < settled_note && settled_note < wait_answer,
+        "{records:#?}"
+    );
+    assert_eq!(records[start]["params"]["reason"], "manual");
+    assert_eq!(compacted["outcome"], "compacted");
+    assert_eq!(compacted["reason"], "manual");
+    assert_eq!(compacted["summary"], "Summary: the user said first.");
+    assert_eq!(compacted["summarized_messages"], 2);
+    assert_eq!(compacted["kept_messages"], 4);
+    assert_eq!(compacted["usage"]["input"], 30);
+    let mut end_params = records[end]["params"].clone();
+    end_params.as_object_mut().unwrap().remove("type");
+    assert_eq!(end_params, compacted, "the answer is the notification's");
+
+    // The conversation: the summary, then the kept turn unchanged.
+    let after = all_messages(&mut c);
+    assert_eq!(after.len(), 5);
+    assert_eq!(
+        after[0]["text"],
+        "[smith] The conversation before this point was compacted. Summary:\n\nSummary: the user said first."
+    );
+    assert_eq!(after[1..], before[2..]);
+    let state = c.call("state", json!({}));
+    assert_eq!(
+        (state["busy"].clone(), state["settled"].clone()),
+        (json!(false), json!(true))
+    );
+
+    // The next request carries the summary and only the kept messages.
+    c.call("prompt", json!({"text": "third"}));
+    let w = c.send("wait_settled", json!({}));
+    c.response(w);
+    let requests: Vec<Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 5);
+    assert!(
+        requests[3]["tools"].as_array().unwrap().is_empty(),
+        "the summary request is tool-free"
+    );
+    assert!(
+        requests[3]["messages"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("keep the file name")
+    );
+    let mut expected = after.clone();
+    expected.push(json!({"role": "user", "text": "third"}));
+    assert_eq!(requests[4]["messages"], json!(expected));
+
+    // An aborted compaction answers `aborted` and changes nothing.
+    let current = all_messages(&mut c);
+    let compact_id = c.send("compact", json!({}));
+    loop {
+        let r = c.next();
+        if r["method"] == "compaction_start" {
+            break;
+        }
+    }
+    c.call("abort", json!({}));
+    let aborted = c.response(compact_id)["result"].clone();
+    assert_eq!(aborted["outcome"], "aborted");
+    let w = c.send("wait_settled", json!({}));
+    c.response(w);
+    assert_eq!(all_messages(&mut c), current);
+
+    // The session holds exactly one compaction entry.
+    let dump = c.call("session/dump", json!({}));
+    let kinds: Vec<String> = dump["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["kind"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| k.as_str() == "compaction").count(),
+        1,
+        "{kinds:?}"
+    );
     c.close();
 }

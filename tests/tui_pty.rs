@@ -391,3 +391,36 @@ fn a_signal_inherited_as_ignored_stays_ignored() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn replay_plugins_and_branch_commands_in_a_real_terminal() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"what is in the readme?\r");
+    s.wait_for_screen("# Hello from the fixture");
+    s.wait_for_screen(" ready ·");
+    // /replay clears the transcript and plays the session back.
+    s.send(b"/replay instant\r");
+    let rows = s.wait_for_screen("replay finished").join("\n");
+    // Rebuilt, not appended: the turn is on screen once, before the end.
+    assert_eq!(rows.matches("› what is in the readme?").count(), 1, "{rows}");
+    assert_eq!(rows.matches("✓ read README.md").count(), 1, "{rows}");
+    let read = rows.find("✓ read README.md").unwrap();
+    let finished = rows.find("replay finished").unwrap();
+    assert!(read < finished, "{rows}");
+    // /plugins lists the built-in plugins; any key closes it.
+    s.send(b"/plugins\r");
+    s.wait_for_screen("smith/product (extension, built in)");
+    s.send(b"q");
+    // /branch shows the tree with the current leaf; Enter selects it
+    // through the store and the session's branch is shown again.
+    s.send(b"/branch\r");
+    let tree = s.wait_for_screen("branches · enter selects").join("\n");
+    assert!(tree.contains("● entry"), "{tree}");
+    s.send(b"\r");
+    s.wait_for_screen("· session tui-");
+    s.wait_for_screen("# Hello from the fixture");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

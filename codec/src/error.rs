@@ -201,7 +201,7 @@ impl ErrorKind {
         }
     }
 
-    fn next_action(&self) -> &'static str {
+    pub(crate) fn next_action(&self) -> &'static str {
         if self.is_non_canonical() {
             "re-encode the value with smith-codec's encoder, or decode it in lenient mode"
         } else if self.is_malformed() || matches!(self, ErrorKind::EndOfInput) {

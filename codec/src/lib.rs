@@ -46,6 +46,7 @@
 #![deny(missing_docs)]
 
 mod decode;
+mod diag;
 mod encode;
 mod error;
 mod float;

@@ -41,6 +41,7 @@
 
 pub mod audit;
 mod diagnostic;
+mod message;
 mod render;
 pub mod secrets;
 mod surface;

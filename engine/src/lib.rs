@@ -15,6 +15,7 @@
 
 pub mod agent;
 pub mod bench_support;
+mod diag;
 pub mod journal;
 pub mod protocol;
 pub mod provider;

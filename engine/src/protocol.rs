@@ -73,6 +73,15 @@ pub enum Command {
     GetState,
     /// Ask for a `messages` event with the conversation so far.
     GetMessages,
+    /// Compact the conversation now (only when idle): older messages are
+    /// replaced in the context by a summary the model writes; the session
+    /// keeps them. Announced by `compaction_start` and `compaction_end`
+    /// (reason `manual`), then `settled`.
+    Compact {
+        /// Extra instructions for the summary (what to focus on).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<String>,
+    },
     /// Abort any run and stop the runtime; the event stream then closes.
     Shutdown,
 }
@@ -150,6 +159,35 @@ pub enum StopCause {
     Error,
 }
 
+/// Why a compaction ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionReason {
+    /// A frontend asked for it (`compact`).
+    Manual,
+    /// The context estimate crossed the threshold (the model's context
+    /// window less the reserve) before a request.
+    Threshold,
+    /// The provider rejected a request as too large for the context window.
+    Overflow,
+}
+
+/// How a compaction ended. Only `compacted` changes the context or the
+/// session; every other outcome leaves both exactly as they were.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionOutcome {
+    /// The summary was recorded and now replaces the older messages.
+    Compacted,
+    /// There was nothing to summarize (too few messages).
+    Skipped,
+    /// Aborted before the summary was recorded.
+    Aborted,
+    /// The summary request failed, was cut off or empty, or the record
+    /// could not be made durable (see `error`).
+    Failed,
+}
+
 /// How one tool call ended, from the conversation's point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -217,7 +255,8 @@ pub struct QueuedItem {
 pub struct ErrorInfo {
     /// A stable kind: a provider error kind (`rate_limit`, ...,
     /// `malformed_stream`), `journal`, `output_limit`, `busy`,
-    /// `unknown_queue_mode`, `queue_item_not_found`, `invalid_command`.
+    /// `unknown_queue_mode`, `queue_item_not_found`, `invalid_command`,
+    /// `nothing_to_compact`, `summary_truncated`, `summary_empty`.
     pub kind: String,
     /// What happened, why, and what to do next.
     pub message: String,
@@ -330,10 +369,40 @@ pub enum Event {
         /// The queued items.
         items: Vec<QueuedItem>,
     },
-    /// Compaction began.
-    CompactionStart,
-    /// Compaction ended.
-    CompactionEnd,
+    /// Compaction began: the context is about to be summarized.
+    CompactionStart {
+        /// Why.
+        reason: CompactionReason,
+        /// The context estimate before compaction, in tokens.
+        tokens_before: u64,
+    },
+    /// Compaction ended; exactly one per `compaction_start`.
+    CompactionEnd {
+        /// Why it ran (as in `compaction_start`).
+        reason: CompactionReason,
+        /// How it ended.
+        outcome: CompactionOutcome,
+        /// The context estimate before compaction, in tokens.
+        tokens_before: u64,
+        /// The context estimate after (compacted only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_after: Option<u64>,
+        /// The summary now at the front of the context (compacted only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// How many messages the summary replaced (compacted only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summarized_messages: Option<usize>,
+        /// How many messages were kept after the summary (compacted only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_messages: Option<usize>,
+        /// The summary request's usage (when a request was answered).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Why nothing changed (skipped, failed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ErrorInfo>,
+    },
     /// The model changed.
     ModelChanged {
         /// The provider id.

@@ -23,6 +23,10 @@
 //!   are not recorded; `model_changed` is announced whenever the recorded
 //!   model differs from the one before;
 //! - every run ends with `settled`;
+//! - a recorded compaction replays as `compaction_start` and a
+//!   `compaction_end` with outcome `compacted` (aborted or failed
+//!   compactions leave no record and do not replay); one outside a run (a
+//!   manual compaction) is followed by `settled`;
 //! - a run whose recording stops early (the process was killed) is closed
 //!   with `aborted` results for unanswered calls — an effect with an intent
 //!   but no completion carries mutation `unknown` — then an `interrupted`
@@ -46,7 +50,10 @@ use smith_store::{EntryKind, Session};
 use crate::agent::aborted_result_text;
 use crate::journal::store::decode_json;
 use crate::journal::{MessageMeta, Outcome, RunInfo, RunRecord};
-use crate::protocol::{ErrorInfo, Event, MutationState, Role, StopCause, ToolStatus};
+use crate::protocol::{
+    CompactionOutcome, CompactionReason, ErrorInfo, Event, MutationState, Role, StopCause,
+    ToolStatus,
+};
 use crate::provider::{ContentBlock, Message, StopReason, ToolCall, Usage};
 use crate::tools::{Mutation, ToolContext, ToolSet};
 
@@ -435,6 +442,41 @@ impl Builder {
         }
     }
 
+    /// A recorded compaction: its start and its (compacted) end; outside a
+    /// run it was a manual one, which the runtime follows with `settled`.
+    fn compaction(&mut self, record: crate::agent::CompactionRecord) {
+        let reason = match record.reason.as_str() {
+            "threshold" => CompactionReason::Threshold,
+            "overflow" => CompactionReason::Overflow,
+            _ => CompactionReason::Manual,
+        };
+        let scope = self.scope();
+        self.push(
+            scope,
+            Event::CompactionStart {
+                reason,
+                tokens_before: record.tokens_before,
+            },
+        );
+        self.push(
+            scope,
+            Event::CompactionEnd {
+                reason,
+                outcome: CompactionOutcome::Compacted,
+                tokens_before: record.tokens_before,
+                tokens_after: Some(record.tokens_after),
+                summary: Some(record.summary),
+                summarized_messages: Some(record.summarized_messages),
+                kept_messages: Some(record.kept_messages),
+                usage: Some(record.usage),
+                error: None,
+            },
+        );
+        if self.run.is_none() {
+            self.push(scope, Event::Settled);
+        }
+    }
+
     fn model_change(&mut self, value: &Value) {
         let next = (field_str(value, "provider"), field_str(value, "model"));
         if let Some(previous) = &self.model
@@ -702,6 +744,7 @@ impl Recording {
                     | EntryKind::EffectIntent
                     | EntryKind::EffectCompletion
                     | EntryKind::Metadata
+                    | EntryKind::Compaction
             );
             if !interesting {
                 continue;
@@ -717,6 +760,11 @@ impl Recording {
                     }
                 }
                 EntryKind::ModelChange => b.model_change(&value),
+                EntryKind::Compaction => {
+                    let record: crate::agent::CompactionRecord =
+                        decode(value, record.id, "compaction")?;
+                    b.compaction(record);
+                }
                 EntryKind::EffectIntent => b.intent(&value),
                 EntryKind::EffectCompletion => b.completion(&value),
                 _ => {

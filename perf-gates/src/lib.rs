@@ -28,7 +28,9 @@ pub mod entries;
 pub mod gate;
 pub mod measure;
 pub mod rng;
+pub mod store_gates;
 pub mod table;
+pub mod tui_gates;
 
 pub use gate::{Gate, GateError, Limit, Measurement, Note, Report, Unit, Verdict, evaluate};
 pub use measure::Plan;

@@ -34,6 +34,7 @@ use smith_alloc::AccountingAllocator;
 use crate::entries::{self, Entry};
 use crate::gate::{Gate, GateError, Limit, Measurement, Note, Report, Unit};
 use crate::measure::{self, Plan};
+pub use crate::store_gates::STORE;
 
 /// Entries per encode and walk measurement (the spec's "1,000
 /// representative session entries").
@@ -165,7 +166,7 @@ pub const ENGINE: &[Gate] = &[
 ];
 
 /// Every group of gates, in the order `smith bench` runs them.
-pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC, ENGINE];
+pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC, ENGINE, crate::tui_gates::TUI, STORE];
 
 /// Every gate, in run order.
 pub fn all_gates() -> Vec<Gate> {

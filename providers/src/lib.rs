@@ -33,6 +33,7 @@
 pub mod anthropic;
 mod chat;
 mod common;
+mod diag;
 pub mod google;
 pub mod openai;
 pub mod openai_compatible;

@@ -23,7 +23,8 @@ use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
-use smith_engine::provider::{HostTransport, Provider, Usage};
+use smith_engine::provider::{HostTransport, Provider, Transport, Usage};
+use smith_provider_host::{LiveProvider, NetTransport, Selection, Setup, Vendor};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::Store;
 
@@ -32,12 +33,15 @@ use smith_store::Store;
 pub struct Args {
     /// The prompt.
     pub prompt: String,
-    /// The provider: only `mock` (the scripted provider) is available in this build.
-    #[arg(long, default_value = "mock")]
-    pub provider: String,
-    /// The model id (default: the provider's first model, or the session's).
-    #[arg(long)]
+    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
+    #[arg(long, value_name = "P")]
+    pub provider: Option<String>,
+    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
+    #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// Play this script with the mock provider (see docs/mock-provider.md); without it the built-in demo runs.
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -73,12 +77,14 @@ pub struct Args {
 // The composition root calls these for `smith "prompt"` (no subcommand).
 #[allow(dead_code)]
 impl Args {
-    /// Defaults for `prompt`: mock provider, new named session, human output.
+    /// Defaults for `prompt`: the selected provider, new named session,
+    /// human output.
     pub fn for_prompt(prompt: String) -> Self {
         Self {
             prompt,
-            provider: "mock".to_owned(),
+            provider: None,
             model: None,
+            base_url: None,
             mock_script: None,
             mock_record: None,
             json: false,
@@ -93,13 +99,116 @@ impl Args {
     }
 }
 
-/// Runs `prompt` with default options (what `smith "prompt"` does).
+/// Runs `prompt` with default options (what `smith "prompt"` does), with
+/// the provider options given before it.
 ///
 /// # Errors
 ///
 /// As [`run`].
-pub fn run_prompt(prompt: String) -> anyhow::Result<u8> {
-    run(Args::for_prompt(prompt))
+pub fn run_prompt(prompt: String, choice: ProviderChoice) -> anyhow::Result<u8> {
+    let mut args = Args::for_prompt(prompt);
+    args.provider = choice.provider;
+    args.model = choice.model;
+    args.base_url = choice.base_url;
+    run(args)
+}
+
+/// The provider options of `smith "prompt"`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ProviderChoice {
+    /// The provider for a prompt: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first with a credential, else mock).
+    #[arg(long, value_name = "P")]
+    pub provider: Option<String>,
+    /// The model for a prompt: an id, provider/model, or an alias or group from models.kdl.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// The provider's API base URL (required for openai-compatible).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// The provider and transport a run uses, chosen in the order of
+/// [`smith_provider_host::select`]: `--provider`, `SMITH_PROVIDER`, the
+/// first provider with a credential, the offline scripted provider.
+pub(crate) struct Chosen {
+    /// The provider.
+    pub provider: Box<dyn Provider>,
+    /// The transport (the HTTP engine for live providers).
+    pub transport: Arc<dyn Transport>,
+    /// The model name requests carry, for live providers.
+    pub model: Option<String>,
+    /// A line for standard error saying what was chosen and why.
+    pub note: Option<String>,
+}
+
+/// Chooses the provider; `mock` builds the scripted provider when that is
+/// the choice.
+pub(crate) fn choose_provider(
+    provider: Option<&str>,
+    model: Option<&str>,
+    base_url: Option<&str>,
+    mock: impl FnOnce() -> anyhow::Result<Box<dyn Provider>>,
+) -> anyhow::Result<Chosen> {
+    let failed = |d: smith_diag::Diagnostic| anyhow::anyhow!("{}", d.render_plain().trim_end());
+    let paths = smith_config::Paths::from_process().map_err(|e| failed(e.into_diagnostic()))?;
+    let resolver = Arc::new(
+        smith_auth::Resolver::new(smith_provider_host::builtin_slots())
+            .store(smith_auth::AuthStore::in_data_dir(&paths.data_dir)),
+    );
+    let (selection, why) =
+        smith_provider_host::select(provider, &|name| std::env::var(name).ok(), &resolver)
+            .map_err(failed)?;
+    let vendor = match selection {
+        Selection::Mock => {
+            if base_url.is_some() {
+                bail!(
+                    "--base-url was given but the provider is mock (the offline scripted provider), which sends nothing; choose a provider with --provider, e.g. --provider openai-compatible --base-url URL"
+                );
+            }
+            return Ok(Chosen {
+                provider: mock()?,
+                transport: Arc::new(HostTransport),
+                model: None,
+                note: None,
+            });
+        }
+        Selection::Live(vendor) => vendor,
+    };
+    let (catalog, routes) = super::models::load().map_err(failed)?;
+    let mut base_urls = std::collections::BTreeMap::new();
+    for v in Vendor::ALL {
+        if let Some(url) = std::env::var(v.base_url_env()).ok().filter(|u| !u.is_empty()) {
+            base_urls.insert(v.id().to_owned(), url);
+        }
+    }
+    if let Some(url) = base_url {
+        base_urls.insert(vendor.id().to_owned(), url.to_owned());
+    }
+    let setup = Setup {
+        snapshot: catalog.snapshot(),
+        routes,
+        resolver: resolver.clone(),
+        base_urls,
+        policy: smith_catalog::failover::Policy::default(),
+        thinking: None,
+    };
+    let live = LiveProvider::new(setup, Some(vendor), model).map_err(failed)?;
+    let transport = NetTransport::from_env(resolver)
+        .map_err(|e| anyhow::anyhow!("could not set up the HTTP engine: {e}"))?;
+    let credential = live
+        .credential_origin()
+        .map_or_else(String::new, |origin| format!("; credential from {origin}"));
+    let note = format!(
+        "smith: provider {} ({why}), model {}{credential}",
+        vendor.id(),
+        live.targets().join(" -> "),
+    );
+    Ok(Chosen {
+        model: Some(live.model_name().to_owned()),
+        provider: Box::new(live),
+        transport: Arc::new(transport),
+        note: Some(note),
+    })
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -117,13 +226,7 @@ fn install_interrupt_handler() {
     }
 }
 
-fn provider(args: &Args) -> anyhow::Result<Box<dyn Provider>> {
-    if args.provider != "mock" {
-        bail!(
-            "provider {:?} is not available: this build has only the scripted provider; run with --provider mock (optionally --mock-script FILE)",
-            args.provider
-        );
-    }
+fn mock_provider(args: &Args) -> anyhow::Result<Box<dyn Provider>> {
     let mut provider = match &args.mock_script {
         Some(path) => ScriptedProvider::new(load_script(path)?),
         None => ScriptedProvider::demo(),
@@ -272,7 +375,8 @@ impl HumanPrinter {
             }
             Event::Error(info) => {
                 self.end_line(out)?;
-                eprintln!("smith: {} error: {}", info.kind, info.message);
+                let style = smith_diag::Style::for_stderr();
+                eprint!("{}", info.to_diagnostic().render_terminal(style));
             }
             _ => {}
         }
@@ -320,13 +424,28 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
-    let provider = provider(&args)?;
+    let chosen = choose_provider(
+        args.provider.as_deref(),
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+        || mock_provider(&args),
+    )?;
+    if let Some(note) = &chosen.note {
+        eprintln!("{note}");
+    }
+    let provider = chosen.provider;
     let info = provider.describe();
-    let mut config = AgentConfig::new(args.model.clone().unwrap_or_else(|| {
-        info.models
+    let mut config = AgentConfig::new(match (&chosen.model, &args.model) {
+        (Some(name), _) => name.clone(),
+        (None, Some(model)) => model.clone(),
+        (None, None) => info
+            .models
             .first()
-            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone())
-    }));
+            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone()),
+    });
+    if chosen.model.is_some() {
+        config.pricing = info.models.first().and_then(|m| m.pricing);
+    }
     config.max_turns = args.max_turns;
     config.budget = Budget {
         max_tokens: args.max_tokens,
@@ -342,7 +461,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let destination = open_destination(&args, &mut config)?;
     let services = Services {
         provider,
-        transport: Arc::new(HostTransport),
+        transport: chosen.transport,
         tools: ToolSet::builtin(),
         tool_context,
         journal: destination.journal.clone(),
@@ -374,7 +493,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Err(false) => break,
         };
         if let Some(lines) = &mut json {
-            lines.write(&event)?;
+            lines.write(&crate::report::event_record(&event)?)?;
         } else {
             printer.event(&mut out, &event)?;
         }

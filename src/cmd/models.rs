@@ -129,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn load() -> Result<(Catalog, Routes), Diagnostic> {
+pub(crate) fn load() -> Result<(Catalog, Routes), Diagnostic> {
     let catalog = Catalog::new(bundled()?);
     let paths = Paths::from_process().map_err(|e| e.into_diagnostic())?;
     let user = paths.config_dir.join(USER_FILE);

@@ -15,6 +15,7 @@
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -24,14 +25,17 @@ use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{ConfigError, Loader, Paths};
 use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
 use smith_engine::journal::store::{StoreJournal, resume};
-use smith_engine::protocol::{Command, Event, Role, StopCause, ToolStatus};
+use smith_engine::protocol::{
+    Command, CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
+};
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
 use smith_engine::provider::{ContentBlock, HostTransport, Message, Provider, ProviderInfo};
+use smith_engine::replay::{Pace, Recording};
 use smith_engine::tools::{ToolContext, ToolSet};
-use smith_store::Store;
+use smith_store::{EntryKind, Session, Store};
 use smith_tui::run::{CHANNEL_CAPACITY, Flow, Msg, run_loop, spawn_input};
 use smith_tui::term::{TermConfig, Terminal};
-use smith_tui::{App, Options, Output, Overlay, Picker, Product};
+use smith_tui::{App, Options, Output, Overlay, Picker, Product, Tree, TreeRow};
 
 /// Start the fullscreen interface.
 #[derive(Debug, Clone, clap::Args)]
@@ -71,10 +75,17 @@ impl Default for Args {
     }
 }
 
-type AgentMsg = Msg<(u64, Event)>;
+/// An event for the interface, tagged with the runtime generation or the
+/// replay that produced it; a replay ends with `None`.
+type AgentMsg = Msg<(u64, Option<Event>)>;
+
+/// Tags of replay events have this bit set, so they never equal a runtime
+/// generation.
+const REPLAY_TAG: u64 = 1 << 63;
 
 struct Runtime {
     handle: Arc<AgentHandle>,
+    journal: Arc<StoreJournal>,
     forwarder: Option<JoinHandle<()>>,
     name: String,
 }
@@ -170,7 +181,7 @@ fn start(
         tools: ToolSet::builtin(),
         tool_context,
         journal: journal.clone(),
-        sink: journal,
+        sink: journal.clone(),
         policies: default_policies(),
     };
     let handle = Arc::new(agent::spawn(config, services)?);
@@ -180,7 +191,7 @@ fn start(
         .name("smith-tui-agent".to_owned())
         .spawn(move || {
             while let Some(event) = reader.recv() {
-                if tx.send(Msg::Agent((generation, event))).is_err() {
+                if tx.send(Msg::Agent((generation, Some(event)))).is_err() {
                     return;
                 }
             }
@@ -196,6 +207,7 @@ fn start(
     Ok((
         Runtime {
             handle,
+            journal,
             forwarder: Some(forwarder),
             name,
         },
@@ -248,6 +260,234 @@ fn summarize(arguments: &serde_json::Value) -> String {
     }
 }
 
+/// The user text nearest before record `index` on its path to the root
+/// (its own text when it is a user message), cut to `max` characters;
+/// empty when there is none or it cannot be read.
+fn user_text_before(session: &Session, index: usize, max: usize) -> String {
+    let Some(record) = session
+        .ancestors(index)
+        .find(|r| r.entry_kind() == EntryKind::UserMessage)
+    else {
+        return String::new();
+    };
+    let Ok(content) = session.content(record) else {
+        return String::new();
+    };
+    let mut json = String::new();
+    if smith_codec::json::from_cbor(&content, &mut json).is_err() {
+        return String::new();
+    }
+    let text = serde_json::from_str::<serde_json::Value>(&json)
+        .ok()
+        .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_owned))
+        .unwrap_or_default();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    } else {
+        flat
+    }
+}
+
+/// The session's tree for the branch overlay: one row per leaf and per
+/// fork point (an entry with more than one child), depth-first in append
+/// order, each nested under the fork point it grows from. Chains of
+/// single children are folded into the row they lead to, so a session
+/// of a million entries on one branch is one row. Reads records only,
+/// except for the one user message each row quotes.
+fn branch_rows(session: &Session) -> Vec<TreeRow> {
+    use smith_store::NONE;
+    let records = session.records();
+    let n = records.len();
+    let mut first_child = vec![NONE; n];
+    let mut next_sibling = vec![NONE; n];
+    let mut children = vec![0u32; n];
+    let mut roots = Vec::new();
+    // Backwards, so each child list comes out in append order.
+    for i in (0..n).rev() {
+        let p = records[i].parent_index;
+        if p == NONE || p as usize >= n {
+            roots.push(i);
+        } else {
+            next_sibling[i] = first_child[p as usize];
+            first_child[p as usize] = i as u32;
+            children[p as usize] += 1;
+        }
+    }
+    let current = session.leaf().map(|l| l.id);
+    let on_branch: std::collections::HashSet<u64> = session.branch().iter().map(|r| r.id).collect();
+    let mut rows = Vec::new();
+    // Depth-first without recursion (a branch can be a million deep).
+    let mut stack: Vec<(usize, u16)> = roots.into_iter().map(|r| (r, 0)).collect();
+    while let Some((start, depth)) = stack.pop() {
+        let mut i = start;
+        while children[i] == 1 {
+            i = first_child[i] as usize;
+        }
+        let r = &records[i];
+        let quote = user_text_before(session, i, 40);
+        let what = if children[i] == 0 {
+            let depth_entries = session.ancestors(i).count();
+            format!("{depth_entries} entries")
+        } else {
+            format!("fork, {} branches", children[i])
+        };
+        let mut label = format!("entry {} · {what}", r.id);
+        if !quote.is_empty() {
+            label.push_str(&format!(" · “{quote}”"));
+        }
+        if on_branch.contains(&r.id) && Some(r.id) != current {
+            label.push_str(" · on the selected branch");
+        }
+        rows.push(TreeRow {
+            depth,
+            label,
+            arg: r.id.to_string(),
+            current: Some(r.id) == current,
+        });
+        let mut kids = Vec::with_capacity(children[i] as usize);
+        let mut c = first_child[i];
+        while c != NONE {
+            kids.push(c as usize);
+            c = next_sibling[c as usize];
+        }
+        for k in kids.into_iter().rev() {
+            stack.push((k, depth + 1));
+        }
+    }
+    rows
+}
+
+/// The overlay `/branch` opens for `session`.
+fn branch_overlay(session: &Session) -> Overlay {
+    let rows = branch_rows(session);
+    let selected = rows.iter().position(|r| r.current).unwrap_or(0);
+    Overlay::Tree(Tree {
+        title: " branches · enter selects ".to_owned(),
+        command: "branch".to_owned(),
+        rows,
+        selected,
+    })
+}
+
+/// The built-in plugins this binary carries (plugins/builtin/*, listed in
+/// smith-plugins' `BUILTINS`): name, world, description.
+const BUILTIN_PLUGINS: &[(&str, &str, &str)] = &[
+    (
+        "smith/mock",
+        "provider",
+        "The scripted provider: plays a JSON script or the offline demo",
+    ),
+    (
+        "smith/product",
+        "extension",
+        "The default layout, theme, keybindings, commands and tool presentation",
+    ),
+];
+
+/// The overlay `/plugins` opens.
+fn plugins_overlay() -> Overlay {
+    let mut lines: Vec<String> = BUILTIN_PLUGINS
+        .iter()
+        .map(|(name, world, description)| format!("{name} ({world}, built in): {description}"))
+        .collect();
+    lines.push(String::new());
+    lines.push(
+        "Plugins run only when the plugin host is enabled; this build does not include it, \
+         so the interface uses its own copy of smith/product's layout, keys and commands and \
+         the scripted provider runs natively."
+            .to_owned(),
+    );
+    Overlay::Info {
+        title: " plugins · any key closes ".to_owned(),
+        lines,
+    }
+}
+
+/// How fast `/replay ARG` plays: empty is 10x, `instant` (or `0`) does not
+/// wait, a number is the speed factor (1 is real time).
+fn replay_pace(arg: &str) -> Result<Pace, String> {
+    match arg.trim().trim_end_matches('x') {
+        "" => Ok(Pace::Scaled(10.0)),
+        "instant" | "0" => Ok(Pace::Instant),
+        n => match n.parse::<f64>() {
+            Ok(f) if f > 0.0 && f.is_finite() => Ok(Pace::Scaled(f)),
+            _ => Err(format!(
+                "/replay {arg:?}: the speed must be a positive number (1 is real time, 10 is ten times faster) or `instant`; for example `/replay 4`"
+            )),
+        },
+    }
+}
+
+/// Plays `recording` into `tx` on its own thread, each event tagged with
+/// `tag`, then `None`; stops early when `stop` is set or the interface
+/// is gone.
+fn spawn_replay(
+    recording: Recording,
+    pace: Pace,
+    tag: u64,
+    stop: Arc<AtomicBool>,
+    tx: SyncSender<AgentMsg>,
+) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("smith-tui-replay".to_owned())
+        .spawn(move || {
+            let _ = recording.play(None, pace, |event| {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(());
+                }
+                tx.send(Msg::Agent((tag, Some(event.clone()))))
+                    .map_err(|_| ())
+            });
+            // The interface may be gone at exit; nothing to report then.
+            let _ = tx.send(Msg::Agent((tag, None)));
+        })
+        .context("could not start the thread that plays the replay")?;
+    Ok(())
+}
+
+/// Applies one replayed event: as a live one, plus the user messages a
+/// live session shows from the editor.
+fn apply_replayed(
+    app: &mut App,
+    event: Event,
+    summaries: &mut Vec<(String, String)>,
+    window: Option<u64>,
+) {
+    if let Event::MessageEnd {
+        message: Message::User { text },
+        ..
+    } = &event
+    {
+        app.user_message(text);
+    }
+    apply(app, event, summaries, window);
+}
+
+/// Selects entry `entry` of session `id` as its leaf through the store (a
+/// leaf-switch entry under it), so the next runtime resumes that branch.
+fn select_leaf(root: &Path, id: &str, entry: u64) -> anyhow::Result<()> {
+    let store = Store::open(root)?;
+    let mut session = store
+        .load(id)
+        .with_context(|| format!("could not open session {id} to switch its branch"))?;
+    store
+        .select_leaf(&mut session, entry, None)
+        .with_context(|| format!("could not select entry {entry} as the leaf of session {id}"))?;
+    Ok(())
+}
+
+/// How the interface names a compaction's reason.
+fn compaction_reason(reason: CompactionReason) -> &'static str {
+    match reason {
+        CompactionReason::Manual => "asked for",
+        CompactionReason::Threshold => "the context is nearly full",
+        CompactionReason::Overflow => "the provider found the context too large",
+    }
+}
+
 /// Applies one agent event to the interface.
 fn apply(app: &mut App, event: Event, summaries: &mut Vec<(String, String)>, window: Option<u64>) {
     let mut status = app.status.clone();
@@ -292,6 +532,51 @@ fn apply(app: &mut App, event: Event, summaries: &mut Vec<(String, String)>, win
             content,
             ..
         } => app.tool_end(&call_id, tool_status == ToolStatus::Ok, &content),
+        Event::CompactionStart {
+            reason,
+            tokens_before,
+        } => {
+            status.activity = "compacting".to_owned();
+            // Busy, so that Esc interrupts it.
+            status.busy = true;
+            app.notice(&format!(
+                "compacting ({}) · context about {tokens_before} tokens",
+                compaction_reason(reason)
+            ));
+        }
+        Event::CompactionEnd {
+            reason,
+            outcome,
+            tokens_before,
+            tokens_after,
+            summarized_messages,
+            kept_messages,
+            error,
+            ..
+        } => {
+            status.activity.clear();
+            // A compaction inside a run leaves the run busy.
+            if reason == CompactionReason::Manual {
+                status.busy = false;
+            }
+            match outcome {
+                CompactionOutcome::Compacted => app.notice(&format!(
+                    "compacted: {} messages summarized, {} kept · context about {tokens_before} → {} tokens",
+                    summarized_messages.unwrap_or(0),
+                    kept_messages.unwrap_or(0),
+                    tokens_after.map_or_else(|| "?".to_owned(), |t| t.to_string()),
+                )),
+                CompactionOutcome::Skipped => app.notice(&format!(
+                    "not compacted: {}",
+                    error.map_or_else(|| "there is nothing to summarize yet".to_owned(), |e| e.message)
+                )),
+                CompactionOutcome::Aborted => app.notice("compaction interrupted; the context is unchanged"),
+                CompactionOutcome::Failed => app.error(&format!(
+                    "compaction failed, the context is unchanged: {}",
+                    error.map_or_else(|| "no reason was given".to_owned(), |e| e.message)
+                )),
+            }
+        }
         Event::QueueChanged { items } => status.queue = items.len(),
         Event::ModelChanged { model, .. } => status.model = model,
         Event::Error(info) => app.error(&format!("{}: {}", info.kind, info.message)),
@@ -453,14 +738,37 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut runtime = Some(runtime);
     let summaries: RefCell<Vec<(String, String)>> = RefCell::new(Vec::new());
     let generation = Cell::new(1u64);
+    // The replay playing now: its tag and the flag that stops it.
+    let replay: RefCell<Option<(u64, Arc<AtomicBool>)>> = RefCell::new(None);
+    let replays = Cell::new(0u64);
     let mut failure: Option<anyhow::Error> = None;
     let result = run_loop(
         &mut term,
         &mut app,
         &rx,
-        |app, (event_generation, event)| {
-            if event_generation == generation.get() {
-                apply(app, event, &mut summaries.borrow_mut(), window.get());
+        |app, (tag, event)| {
+            if tag == generation.get() {
+                if let Some(event) = event {
+                    apply(app, event, &mut summaries.borrow_mut(), window.get());
+                }
+                return;
+            }
+            let playing = replay.borrow().as_ref().map(|(t, _)| *t);
+            if playing != Some(tag) {
+                return;
+            }
+            match event {
+                Some(event) => {
+                    apply_replayed(app, event, &mut summaries.borrow_mut(), window.get());
+                }
+                None => {
+                    replay.borrow_mut().take();
+                    let mut status = app.status.clone();
+                    status.activity.clear();
+                    status.busy = false;
+                    app.set_status(status);
+                    app.notice("replay finished");
+                }
             }
         },
         |app, term, output| {
@@ -493,11 +801,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     }
                     Ok(())
                 }
+                Output::Prompt(_) | Output::Steer(_) | Output::FollowUp(_)
+                    if replay.borrow().is_some() =>
+                {
+                    app.notice(
+                        "not sent: a replay is playing; press Esc to stop it, then send again",
+                    );
+                    Ok(())
+                }
                 Output::Prompt(text) => rt.handle.send(Command::Prompt { text }),
                 Output::Steer(text) => rt.handle.send(Command::Steer { text }),
                 Output::FollowUp(text) => rt.handle.send(Command::FollowUp { text }),
                 Output::Interrupt => {
-                    rt.handle.abort();
+                    if let Some((_, stop)) = replay.borrow().as_ref() {
+                        stop.store(true, Ordering::Relaxed);
+                    } else {
+                        rt.handle.abort();
+                    }
                     Ok(())
                 }
                 Output::Copy(text) => {
@@ -520,9 +840,96 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         );
                         rt.handle.send(Command::SetModel { model: arg })
                     }
-                    "new" | "resume" | "continue" if !(name == "resume" && arg.is_empty()) => {
+                    "branch" if arg.is_empty() => {
+                        let overlay = rt.journal.with_session(branch_overlay);
+                        app.open(overlay);
+                        Ok(())
+                    }
+                    "plugins" => {
+                        app.open(plugins_overlay());
+                        Ok(())
+                    }
+                    "compact" => {
+                        if app.status.busy {
+                            app.notice(
+                                "the agent is working; /compact runs once the turn ends (Esc interrupts it)",
+                            );
+                            Ok(())
+                        } else {
+                            rt.handle.send(Command::Compact {
+                                instructions: (!arg.is_empty()).then_some(arg),
+                            })
+                        }
+                    }
+                    "replay" => {
+                        if replay.borrow().is_some() {
+                            app.notice("a replay is already playing; press Esc to stop it");
+                            return Flow::Continue;
+                        }
+                        if app.status.busy {
+                            app.notice("the agent is working; /replay plays the session once the turn ends (Esc interrupts it)");
+                            return Flow::Continue;
+                        }
+                        let pace = match replay_pace(&arg) {
+                            Ok(pace) => pace,
+                            Err(message) => {
+                                app.error(&message);
+                                return Flow::Continue;
+                            }
+                        };
+                        match rt.journal.with_session(Recording::from_session) {
+                            Ok(recording) => {
+                                replays.set(replays.get() + 1);
+                                let tag = REPLAY_TAG | replays.get();
+                                let stop = Arc::new(AtomicBool::new(false));
+                                app.transcript = smith_tui::Transcript::new();
+                                summaries.borrow_mut().clear();
+                                app.notice(&format!(
+                                    "replaying session {} ({} turns) · Esc stops",
+                                    rt.name, recording.turns
+                                ));
+                                let mut status = app.status.clone();
+                                status.activity = "replaying".to_owned();
+                                app.set_status(status);
+                                match spawn_replay(recording, pace, tag, stop.clone(), tx.clone()) {
+                                    Ok(()) => *replay.borrow_mut() = Some((tag, stop)),
+                                    Err(err) => app.error(&format!("{err:#}")),
+                                }
+                            }
+                            Err(err) => {
+                                app.error(&format!("the session cannot be replayed: {err}"))
+                            }
+                        }
+                        Ok(())
+                    }
+                    "new" | "resume" | "continue" | "branch"
+                        if !(name == "resume" && arg.is_empty()) =>
+                    {
                         let target = match name.as_str() {
                             "new" => Target::New,
+                            "branch" => {
+                                let Ok(entry) = arg.trim().trim_start_matches('#').parse::<u64>()
+                                else {
+                                    app.error(&format!(
+                                        "/branch {arg:?}: expected an entry id such as `/branch 12`; run /branch without an argument to pick one from the tree"
+                                    ));
+                                    return Flow::Continue;
+                                };
+                                let id = rt.journal.session_id().to_hex();
+                                if let Some(old) = runtime.take() {
+                                    old.stop();
+                                }
+                                let selected = Store::default_root()
+                                    .map_err(anyhow::Error::from)
+                                    .and_then(|root| select_leaf(&root, &id, entry));
+                                match selected {
+                                    Ok(()) => Target::Existing(id),
+                                    Err(err) => {
+                                        app.error(&format!("{err:#}"));
+                                        Target::Existing(id)
+                                    }
+                                }
+                            }
                             "continue" => match Store::default_root()
                                 .and_then(Store::open)
                                 .and_then(|s| s.latest())
@@ -538,6 +945,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         };
                         if let Some(old) = runtime.take() {
                             old.stop();
+                        }
+                        if let Some((_, stop)) = replay.borrow_mut().take() {
+                            stop.store(true, Ordering::Relaxed);
                         }
                         generation.set(generation.get() + 1);
                         app.transcript = smith_tui::Transcript::new();
@@ -891,5 +1301,326 @@ mod tests {
         assert!(!app.status.busy);
         assert_eq!(app.status.cost, Some(0.5));
         assert_eq!(app.transcript.text(4), "interrupted");
+    }
+
+    mod session_commands {
+        use smith_engine::journal::{MessageMeta, SessionEvent, SessionSink};
+        use smith_engine::provider::StopReason;
+        use smith_tui::transcript::EntryKind as Shown;
+
+        use super::super::*;
+
+        fn user(text: &str) -> SessionEvent {
+            SessionEvent::Message {
+                message: Message::User { text: text.into() },
+                meta: MessageMeta::default(),
+            }
+        }
+
+        fn answer(text: &str) -> SessionEvent {
+            SessionEvent::Message {
+                message: Message::Assistant {
+                    content: vec![ContentBlock::Text { text: text.into() }],
+                    stop: StopReason::End,
+                },
+                meta: MessageMeta::default(),
+            }
+        }
+
+        /// A stored session: "first question", "answer one", "second
+        /// question"; then the leaf moved back to "answer one" and "another
+        /// way" asked there. Returns the store root, the session id and the
+        /// ids of the five entries in append order.
+        fn forked_session() -> (tempfile::TempDir, String, Vec<u64>) {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = Store::open(tmp.path()).unwrap();
+            let session = store.create(Some("forked")).unwrap();
+            let id = session.id().to_hex();
+            let journal = StoreJournal::new(store, session);
+            for event in [
+                user("first question"),
+                answer("answer one"),
+                user("second question"),
+            ] {
+                journal.record(&event).unwrap();
+            }
+            let ids: Vec<u64> =
+                journal.with_session(|s| s.records().iter().map(|r| r.id).collect());
+            drop(journal);
+            select_leaf(tmp.path(), &id, ids[1]).unwrap();
+            let store = Store::open(tmp.path()).unwrap();
+            let session = store.load(&id).unwrap();
+            let journal = StoreJournal::new(store, session);
+            journal.record(&user("another way")).unwrap();
+            let ids = journal.with_session(|s| s.records().iter().map(|r| r.id).collect());
+            (tmp, id, ids)
+        }
+
+        #[test]
+        fn selecting_a_leaf_switches_the_stored_branch() {
+            let (tmp, id, ids) = forked_session();
+            assert_eq!(ids.len(), 5, "three messages, a leaf switch, one message");
+            let session = Store::open(tmp.path()).unwrap().load(&id).unwrap();
+            let resumed = resume(&session).unwrap();
+            let texts: Vec<String> = resumed
+                .history
+                .iter()
+                .map(|m| match m {
+                    Message::User { text } => text.clone(),
+                    other => other.text(),
+                })
+                .collect();
+            assert_eq!(texts, ["first question", "answer one", "another way"]);
+            // An id that is not in the session is refused, naming it.
+            let err = select_leaf(tmp.path(), &id, 999_999).unwrap_err();
+            assert!(format!("{err:#}").contains("999999"), "{err:#}");
+        }
+
+        #[test]
+        fn the_branch_tree_folds_chains_and_nests_branches_under_their_fork() {
+            let (tmp, id, ids) = forked_session();
+            let session = Store::open(tmp.path()).unwrap().load(&id).unwrap();
+            let rows = branch_rows(&session);
+            let shown: Vec<(u16, &str, &str, bool)> = rows
+                .iter()
+                .map(|r| (r.depth, r.label.as_str(), r.arg.as_str(), r.current))
+                .collect();
+            let fork = format!(
+                "entry {} · fork, 2 branches · “first question” · on the selected branch",
+                ids[1]
+            );
+            let old = format!("entry {} · 3 entries · “second question”", ids[2]);
+            let new = format!("entry {} · 4 entries · “another way”", ids[4]);
+            let (a1, a2, a4) = (ids[1].to_string(), ids[2].to_string(), ids[4].to_string());
+            assert_eq!(
+                shown,
+                [
+                    (0, fork.as_str(), a1.as_str(), false),
+                    (1, old.as_str(), a2.as_str(), false),
+                    (1, new.as_str(), a4.as_str(), true),
+                ]
+            );
+            let Overlay::Tree(tree) = branch_overlay(&session) else {
+                panic!("/branch opens a tree");
+            };
+            assert_eq!(tree.selected, 2, "the current leaf is highlighted");
+            assert_eq!(tree.command, "branch");
+        }
+
+        #[test]
+        fn a_long_single_branch_is_one_row() {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = Store::open(tmp.path()).unwrap();
+            let session = store.create(None).unwrap();
+            let journal = StoreJournal::new(store, session);
+            for i in 0..200 {
+                journal.record(&user(&format!("question {i}"))).unwrap();
+            }
+            let rows = journal.with_session(branch_rows);
+            assert_eq!(rows.len(), 1);
+            assert!(rows[0].current);
+            assert!(
+                rows[0].label.ends_with("· 200 entries · “question 199”"),
+                "{}",
+                rows[0].label
+            );
+        }
+
+        #[test]
+        fn replay_plays_the_session_into_the_transcript_and_ends() {
+            let (tmp, id, _) = forked_session();
+            let session = Store::open(tmp.path()).unwrap().load(&id).unwrap();
+            let recording = Recording::from_session(&session).unwrap();
+            let (tx, rx) = sync_channel::<AgentMsg>(CHANNEL_CAPACITY);
+            let tag = REPLAY_TAG | 1;
+            spawn_replay(
+                recording,
+                Pace::Instant,
+                tag,
+                Arc::new(AtomicBool::new(false)),
+                tx,
+            )
+            .unwrap();
+            let mut app = App::new(Product::builtin(), Options::default());
+            let mut summaries = Vec::new();
+            let mut ended = false;
+            while let Ok(msg) = rx.recv() {
+                let Msg::Agent((t, event)) = msg else {
+                    panic!("a replay sends agent events only");
+                };
+                assert_eq!(t, tag);
+                match event {
+                    Some(event) => apply_replayed(&mut app, event, &mut summaries, None),
+                    None => ended = true,
+                }
+            }
+            assert!(ended, "the replay says when it is done");
+            let t = &app.transcript;
+            let entries: Vec<(Shown, &str)> = (0..t.len())
+                .map(|i| (t.record(i).unwrap().kind, t.text(i)))
+                .collect();
+            // The fixture records messages without run records, so replay
+            // reports the run as interrupted, as it would for a process
+            // that stopped mid-run.
+            assert_eq!(entries.len(), 5, "{entries:?}");
+            assert_eq!(
+                entries[..3],
+                [
+                    (Shown::User, "first question"),
+                    (Shown::Assistant, "answer one"),
+                    (Shown::User, "another way"),
+                ]
+            );
+            assert_eq!(entries[3].0, Shown::Error);
+            assert!(
+                entries[3]
+                    .1
+                    .starts_with("interrupted: the recording of this run ends")
+            );
+            assert_eq!(entries[4], (Shown::Notice, "interrupted"));
+        }
+
+        #[test]
+        fn a_stopped_replay_still_ends() {
+            let (tmp, id, _) = forked_session();
+            let session = Store::open(tmp.path()).unwrap().load(&id).unwrap();
+            let recording = Recording::from_session(&session).unwrap();
+            let (tx, rx) = sync_channel::<AgentMsg>(CHANNEL_CAPACITY);
+            spawn_replay(
+                recording,
+                Pace::Instant,
+                7,
+                Arc::new(AtomicBool::new(true)),
+                tx,
+            )
+            .unwrap();
+            let got: Vec<bool> = rx
+                .iter()
+                .map(|m| matches!(m, Msg::Agent((7, Some(_)))))
+                .collect();
+            assert_eq!(got, [false], "no event after the stop, then the end");
+        }
+
+        #[test]
+        fn compaction_shows_in_the_status_line_and_the_transcript() {
+            use smith_engine::protocol::{CompactionOutcome, CompactionReason};
+            let mut app = App::new(Product::builtin(), Options::default());
+            let mut summaries = Vec::new();
+            apply(
+                &mut app,
+                Event::CompactionStart {
+                    reason: CompactionReason::Manual,
+                    tokens_before: 9000,
+                },
+                &mut summaries,
+                None,
+            );
+            assert_eq!(app.status.activity, "compacting");
+            assert!(app.status.busy, "Esc interrupts a running compaction");
+            let end =
+                |outcome, error: Option<smith_engine::protocol::ErrorInfo>| Event::CompactionEnd {
+                    reason: CompactionReason::Manual,
+                    outcome,
+                    tokens_before: 9000,
+                    tokens_after: (outcome == CompactionOutcome::Compacted).then_some(1200),
+                    summary: None,
+                    summarized_messages: (outcome == CompactionOutcome::Compacted).then_some(8),
+                    kept_messages: (outcome == CompactionOutcome::Compacted).then_some(2),
+                    usage: None,
+                    error,
+                };
+            apply(
+                &mut app,
+                end(CompactionOutcome::Compacted, None),
+                &mut summaries,
+                None,
+            );
+            assert_eq!(app.status.activity, "");
+            assert!(!app.status.busy);
+            let failed = smith_engine::protocol::ErrorInfo {
+                kind: "summary_empty".into(),
+                message: "the model returned an empty summary".into(),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: None,
+            };
+            apply(
+                &mut app,
+                end(CompactionOutcome::Failed, Some(failed)),
+                &mut summaries,
+                None,
+            );
+            let t = &app.transcript;
+            let texts: Vec<(Shown, &str)> = (0..t.len())
+                .map(|i| (t.record(i).unwrap().kind, t.text(i)))
+                .collect();
+            assert_eq!(
+                texts,
+                [
+                    (
+                        Shown::Notice,
+                        "compacting (asked for) · context about 9000 tokens"
+                    ),
+                    (
+                        Shown::Notice,
+                        "compacted: 8 messages summarized, 2 kept · context about 9000 → 1200 tokens"
+                    ),
+                    (
+                        Shown::Error,
+                        "compaction failed, the context is unchanged: the model returned an empty summary"
+                    ),
+                ]
+            );
+        }
+
+        #[test]
+        fn replay_speed_arguments() {
+            assert!(matches!(replay_pace(""), Ok(Pace::Scaled(f)) if f == 10.0));
+            assert!(matches!(replay_pace("4"), Ok(Pace::Scaled(f)) if f == 4.0));
+            assert!(matches!(replay_pace("2.5x"), Ok(Pace::Scaled(f)) if f == 2.5));
+            assert!(matches!(replay_pace("instant"), Ok(Pace::Instant)));
+            assert!(matches!(replay_pace("0"), Ok(Pace::Instant)));
+            let err = replay_pace("fast").unwrap_err();
+            assert!(
+                err.contains("\"fast\"") && err.contains("/replay 4"),
+                "{err}"
+            );
+            assert!(replay_pace("-1").is_err());
+        }
+
+        #[test]
+        fn the_plugin_list_matches_the_built_in_plugins() {
+            let source = std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins/src/builtin.rs"),
+            )
+            .unwrap();
+            assert_eq!(
+                source.matches("    Builtin {").count(),
+                BUILTIN_PLUGINS.len(),
+                "plugins/src/builtin.rs lists a different number of built-in plugins"
+            );
+            for (name, world, description) in BUILTIN_PLUGINS {
+                for field in [
+                    format!("name: \"{name}\""),
+                    format!("world: \"{world}\""),
+                    format!("description: \"{description}\""),
+                ] {
+                    assert!(
+                        source.contains(&field),
+                        "plugins/src/builtin.rs lacks {field}"
+                    );
+                }
+            }
+            let Overlay::Info { lines, .. } = plugins_overlay() else {
+                panic!("/plugins opens an information overlay");
+            };
+            assert!(lines[0].starts_with("smith/mock (provider, built in)"));
+            assert!(
+                lines
+                    .last()
+                    .unwrap()
+                    .starts_with("Plugins run only when the plugin host is enabled")
+            );
+        }
     }
 }

@@ -170,6 +170,130 @@ pub fn write_representative_session(path: &Path, target_bytes: u64) -> Result<u6
     Ok(id)
 }
 
+/// Distinct entries [`write_session_fast`] generates before it starts
+/// reusing them (a multiple of the eight-entry kind cycle).
+pub const FAST_POOL: u64 = 4096;
+
+/// Writes a representative session of at least `target_bytes` to `path`,
+/// like [`write_representative_session`] but fast enough to build a 1 GiB
+/// fixture in about a second: the first [`FAST_POOL`] entries' contents are
+/// generated (and compressed where a write would compress them) once, then
+/// reused in order, each frame re-encoded with its own id, parent, timestamp,
+/// pairing id, link and checksum. The result is an ordinary, fully valid
+/// session file of one linear branch: entry `n` has the kind, size and
+/// content of pool entry `(n - 1) % FAST_POOL + 1`, with its tool results
+/// paired to the call just before them. Returns the number of entries.
+///
+/// # Errors
+/// `Io` when the file cannot be written or the compressor cannot be set up.
+pub fn write_session_fast(path: &Path, target_bytes: u64) -> Result<u64> {
+    write_fast(path, target_bytes, false)
+}
+
+/// As [`write_session_fast`], but the file ends with the last entry of the
+/// pool (its entry count is a multiple of [`FAST_POOL`]; it may exceed
+/// `target_bytes` by up to one pool, about 3.6 MB). Every such file ends
+/// with the same 4,096 entries, so reading its newest entries costs the same
+/// whatever its size: the fixture for comparing open times across sizes.
+///
+/// # Errors
+/// As [`write_session_fast`].
+pub fn write_session_fast_aligned(path: &Path, target_bytes: u64) -> Result<u64> {
+    write_fast(path, target_bytes, true)
+}
+
+fn write_fast(path: &Path, target_bytes: u64, aligned: bool) -> Result<u64> {
+    // The pool: kind, pairing distance back from the entry's own id (none
+    // for kinds that pair with nothing), and
+    // the stored content (compressed exactly as `Compressor::frame` would).
+    struct Pooled {
+        kind: u32,
+        pair_back: Option<u64>,
+        flags: u8,
+        content_len: usize,
+        stored: Vec<u8>,
+    }
+    let mut comp = Compressor::new()?;
+    let mut rng = Rng::new(0x5eed);
+    let mut pool = Vec::with_capacity(FAST_POOL as usize);
+    let (mut map, mut frame) = (Vec::new(), Vec::new());
+    for i in 1..=FAST_POOL {
+        let (kind, pairing, content) = representative_entry(&mut rng, i);
+        // Encode once through the real writer to learn the stored form.
+        let head = EntryHead {
+            id: i,
+            parent: i - 1,
+            timestamp_ms: 1_700_000_000_000 + i,
+            kind: kind.code(),
+            pairing,
+        };
+        map.clear();
+        format::encode_entry(&mut map, &head, &content);
+        frame.clear();
+        comp.frame(&mut frame, KIND_ENTRY, 0, &map);
+        let flags = frame[5];
+        let content_len = content.len();
+        let stored = if flags == format::FLAG_ZSTD_CONTENT {
+            let (_, head_len, _) = format::decode_entry_head(&map).ok_or_else(|| {
+                StoreError::new(
+                    crate::error::ErrorKind::Invalid,
+                    "the fixture writer produced an entry map it cannot parse; this is a bug in smith-store's bench_support".to_owned(),
+                )
+            })?;
+            frame[format::FRAME_PREFIX + head_len..frame.len() - format::FRAME_SUFFIX].to_vec()
+        } else {
+            content
+        };
+        pool.push(Pooled {
+            kind: kind.code(),
+            pair_back: (pairing != 0).then(|| i - pairing),
+            flags,
+            content_len,
+            stored,
+        });
+    }
+    let f = std::fs::File::create(path).map_err(|e| StoreError::io("create", path, e))?;
+    let mut w = std::io::BufWriter::with_capacity(4 << 20, f);
+    let io = |e| StoreError::io("write", path, e);
+    w.write_all(&format::encode_header(
+        SessionId([0x42; 16]),
+        1_700_000_000_000,
+    ))
+    .map_err(io)?;
+    let mut written = format::HEADER_LEN as u64;
+    let mut prev: Option<u64> = None;
+    let mut id = 0u64;
+    let mut head_bytes = Vec::with_capacity(64);
+    while written < target_bytes || (aligned && !id.is_multiple_of(FAST_POOL)) {
+        id += 1;
+        let p = &pool[((id - 1) % FAST_POOL) as usize];
+        let head = EntryHead {
+            id,
+            parent: id - 1,
+            timestamp_ms: 1_700_000_000_000 + id,
+            kind: p.kind,
+            pairing: p.pair_back.map_or(0, |back| id - back),
+        };
+        head_bytes.clear();
+        format::encode_entry_head(&mut head_bytes, &head, p.content_len);
+        let content_len = (head_bytes.len() + p.content_len) as u32;
+        frame.clear();
+        format::encode_frame_parts(
+            &mut frame,
+            KIND_ENTRY,
+            p.flags,
+            content_len,
+            prev.map_or(0, |q| written - q),
+            &[&head_bytes, &p.stored],
+        );
+        w.write_all(&frame).map_err(io)?;
+        prev = Some(written);
+        written += frame.len() as u64;
+    }
+    w.flush().map_err(io)?;
+    Ok(id)
+}
+
 /// Reads `path` sequentially into one reused 1 MiB buffer: the baseline for
 /// load throughput. Returns the bytes read.
 ///

@@ -20,7 +20,7 @@ use crate::session::{self, Session};
 /// A session file mapped read-only.
 #[derive(Debug)]
 pub struct SessionFile {
-    map: Mmap,
+    map: std::sync::Arc<Mmap>,
     header: Header,
     path: PathBuf,
 }
@@ -54,7 +54,7 @@ impl SessionFile {
             unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("map session file", path, e))?;
         let header = format::decode_header(&map, &path.display().to_string())?;
         Ok(Self {
-            map,
+            map: std::sync::Arc::new(map),
             header,
             path: path.to_path_buf(),
         })
@@ -77,10 +77,30 @@ impl SessionFile {
 
     /// Loads the whole session into an index arena.
     ///
+    /// On Unix the session's payload arena is this file's mapping itself:
+    /// every frame is checked and every record built, but no payload byte
+    /// is copied, and the session keeps the mapping alive. This is sound
+    /// because a session file is only ever appended to, or cut back to its
+    /// last complete frame (a torn tail no record refers to), and every
+    /// rewrite (repair, import, clone, fork) publishes a new file by rename:
+    /// the bytes a loaded session addresses never change, and a renamed-over
+    /// or deleted file stays readable through its mapping. Elsewhere (where
+    /// a mapped file cannot be renamed over) payloads are copied into an
+    /// owned arena and the mapping is released with this `SessionFile`.
+    ///
     /// # Errors
     /// See [`Session::load_bytes`].
     pub fn load(&self, limits: &Limits) -> Result<Session> {
-        let mut s = Session::load_bytes(&self.map, limits, &self.path.display().to_string())?;
+        let what = self.path.display().to_string();
+        // Loading reads every page: have the kernel map them in one call
+        // instead of one fault per few pages. Advice only: an older kernel
+        // refuses it and loading faults the pages in as it goes.
+        #[cfg(target_os = "linux")]
+        let _ = self.map.advise(memmap2::Advice::PopulateRead);
+        #[cfg(unix)]
+        let mut s = Session::load_from(&self.map, Some(&self.map), limits, &what)?;
+        #[cfg(not(unix))]
+        let mut s = Session::load_from(&self.map, None, limits, &what)?;
         s.path = Some(self.path.clone());
         Ok(s)
     }

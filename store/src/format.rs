@@ -404,6 +404,14 @@ pub(crate) fn cbor_head(out: &mut Vec<u8>, major: u8, v: u64) {
 /// 3: kind, 4: pairing, 5: content}` with `content` a byte string.
 pub fn encode_entry(out: &mut Vec<u8>, head: &EntryHead, content: &[u8]) {
     out.reserve(48 + content.len());
+    encode_entry_head(out, head, content.len());
+    out.extend_from_slice(content);
+}
+
+/// Encodes the head of an entry payload map: every byte of
+/// [`encode_entry`]'s output before the content, for a content of
+/// `content_len` bytes.
+pub fn encode_entry_head(out: &mut Vec<u8>, head: &EntryHead, content_len: usize) {
     cbor_head(out, 5, 6);
     for (key, value) in [
         (0, head.id),
@@ -416,8 +424,7 @@ pub fn encode_entry(out: &mut Vec<u8>, head: &EntryHead, content: &[u8]) {
         cbor_head(out, 0, value);
     }
     cbor_head(out, 0, 5);
-    cbor_head(out, 2, content.len() as u64);
-    out.extend_from_slice(content);
+    cbor_head(out, 2, content_len as u64);
 }
 
 /// Reads a canonical (shortest-form) CBOR head of the given major type.

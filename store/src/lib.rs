@@ -25,6 +25,7 @@
 
 pub mod bench_support;
 pub mod compress;
+mod diag;
 pub mod dump;
 mod entry;
 mod error;

@@ -1,14 +1,17 @@
 //! The in-memory session: an index arena.
 //!
-//! A [`Session`] holds one contiguous payload arena (`Vec<u8>`) with every
-//! entry's canonical CBOR bytes, a table of fixed-size [`Record`]s in file
-//! order, and the selected branch as its own contiguous `Vec<Record>` from
-//! root to leaf. Loading maps nothing itself: it takes the file's bytes,
-//! walks the frames twice (once to count, once to copy) and so allocates a
-//! constant number of times whatever the entry count. Forks share the
-//! payload arena (copy on write), so forking copies records only. Content is never
-//! parsed on load; callers borrow it with [`Session::content`] and decode it
-//! into their own scope.
+//! A [`Session`] holds a payload arena ([`Arena`]) with every entry's
+//! stored payload, a table of fixed-size [`Record`]s in file order, and the
+//! selected branch as its own contiguous `Vec<Record>` from root to leaf.
+//! A session loaded from a file (on Unix) uses the file's read-only mapping
+//! itself as the arena: loading checks every frame and builds records, but
+//! copies no payload byte. Payloads that are not in that mapping (appended
+//! later, decompressed from old whole-compressed frames, or built in memory)
+//! go to one owned buffer addressed past the mapping's end. Loading
+//! allocates a constant number of times whatever the entry count. Forks
+//! share the arena (the owned part copy on write), so forking copies
+//! records only. Content is never parsed on load; callers borrow it with
+//! [`Session::content`] and decode it into their own scope.
 
 use crate::compress::{self, StoredEntry};
 use crate::entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, RECORD_COMPRESSED, Record};
@@ -52,15 +55,89 @@ pub struct LoadReport {
     pub file_len: u64,
 }
 
+/// The payload arena: one address space over two regions. Offsets below
+/// the mapping's length address the session file's read-only mapping (the
+/// stored payloads of the frames it was loaded from, in place); offsets from
+/// there on address the owned buffer (payloads appended since, payloads
+/// decompressed at load from whole-compressed frames, and every payload of
+/// a session built in memory or loaded from a byte slice). Both parts are
+/// shared by clones and forks; the owned part is copied on write.
+#[derive(Debug, Clone)]
+pub(crate) struct Arena {
+    map: Option<std::sync::Arc<memmap2::Mmap>>,
+    owned: std::sync::Arc<Vec<u8>>,
+}
+
+impl Arena {
+    /// An arena with no mapping and an empty owned buffer.
+    pub(crate) fn owned(owned: Vec<u8>) -> Self {
+        Self {
+            map: None,
+            owned: std::sync::Arc::new(owned),
+        }
+    }
+
+    /// The length of the mapped region (0 without a mapping).
+    pub(crate) fn base_len(&self) -> usize {
+        self.map.as_ref().map_or(0, |m| m.len())
+    }
+
+    /// The logical end: where the next owned byte goes.
+    pub(crate) fn len(&self) -> usize {
+        self.base_len() + self.owned.len()
+    }
+
+    /// The owned buffer, copied first if a fork or clone shares it.
+    pub(crate) fn owned_mut(&mut self) -> &mut Vec<u8> {
+        std::sync::Arc::make_mut(&mut self.owned)
+    }
+
+    /// Drops owned bytes from logical offset `at` on.
+    pub(crate) fn truncate(&mut self, at: usize) {
+        let base = self.base_len();
+        self.owned_mut().truncate(at.saturating_sub(base));
+    }
+
+    /// `len` bytes at logical offset `start`; empty when the range is not
+    /// wholly inside one region (never the case for a record's range).
+    pub(crate) fn get(&self, start: usize, len: usize) -> &[u8] {
+        let base = self.base_len();
+        let Some(end) = start.checked_add(len) else {
+            return &[];
+        };
+        if end <= base {
+            self.map
+                .as_ref()
+                .and_then(|m| m.get(start..end))
+                .unwrap_or(&[])
+        } else if start >= base {
+            self.owned.get(start - base..end - base).unwrap_or(&[])
+        } else {
+            &[]
+        }
+    }
+}
+
+/// Where [`ingest`] puts an entry frame's stored payload.
+pub(crate) struct Sink<'a> {
+    /// The owned buffer; its byte `i` is at logical offset `base_len + i`.
+    pub(crate) owned: &'a mut Vec<u8>,
+    /// The arena's mapped length.
+    pub(crate) base_len: usize,
+    /// True when the frames being read are the arena's mapping itself, so
+    /// payloads are addressed where they lie instead of copied.
+    pub(crate) in_place: bool,
+}
+
 /// An in-memory session.
 #[derive(Debug, Clone)]
 pub struct Session {
     pub(crate) header: Header,
     pub(crate) origin: Option<Origin>,
     pub(crate) records: Vec<Record>,
-    /// The payload arena, shared with forks until either side appends
-    /// (copy on write keeps it one contiguous buffer per session).
-    pub(crate) payload: std::sync::Arc<Vec<u8>>,
+    /// The payload arena: the file's mapping and an owned buffer, shared
+    /// with forks (the owned buffer is copied when either side appends).
+    pub(crate) payload: Arena,
     pub(crate) branch: Vec<Record>,
     pub(crate) report: LoadReport,
     /// Bytes of the backing file reflected in memory (0 when in memory only).
@@ -75,13 +152,17 @@ struct Counts {
     content: usize,
 }
 
-/// Adds a frame to the table sizes: entry frames take a record and their
-/// stored payload (whole-compressed ones their decompressed size).
-fn count_frame(counts: &mut Counts, v: &FrameView<'_>) {
+/// Adds a frame to the table sizes: entry frames take a record and, in the
+/// owned buffer, their stored payload (whole-compressed ones their
+/// decompressed size); read in place, only whole-compressed frames need
+/// owned bytes.
+fn count_frame(counts: &mut Counts, v: &FrameView<'_>, in_place: bool) {
     if v.kind == KIND_ENTRY {
         counts.entries += 1;
         counts.content += if v.flags == FLAG_ZSTD {
             v.content_len as usize
+        } else if in_place {
+            0
         } else {
             v.payload.len()
         };
@@ -92,7 +173,7 @@ fn count_frame(counts: &mut Counts, v: &FrameView<'_>) {
 /// checksumming, sizing the tables. `None` unless every frame's two length
 /// copies agree, the frames end exactly at the end of the file and every
 /// frame is within `limits`.
-fn prewalk(bytes: &[u8], start: usize, limits: &Limits) -> Option<Counts> {
+fn prewalk(bytes: &[u8], start: usize, limits: &Limits, in_place: bool) -> Option<Counts> {
     let mut counts = Counts {
         entries: 0,
         content: 0,
@@ -114,7 +195,7 @@ fn prewalk(bytes: &[u8], start: usize, limits: &Limits) -> Option<Counts> {
         if v.content_len > limits.max_content_len {
             return None;
         }
-        count_frame(&mut counts, &v);
+        count_frame(&mut counts, &v, in_place);
         pos += total;
     }
     Some(counts)
@@ -154,7 +235,7 @@ impl Session {
             },
             origin: None,
             records: Vec::new(),
-            payload: std::sync::Arc::new(Vec::new()),
+            payload: Arena::owned(Vec::new()),
             branch: Vec::new(),
             report: LoadReport::default(),
             known_len: 0,
@@ -163,15 +244,31 @@ impl Session {
         }
     }
 
-    /// Loads a whole session from a file's bytes (usually a memory map).
+    /// Loads a whole session from a file's bytes, copying every entry's
+    /// stored payload into the session's own arena.
     ///
     /// Content is copied, never parsed. Allocates exactly four times (record
     /// table, payload arena, its shared handle, selected branch) whatever the
-    /// number of entries.
+    /// number of entries. [`crate::SessionFile::load`] copies nothing: its
+    /// session's arena is the file's mapping.
     ///
     /// # Errors
     /// Header errors, and the frame reader's errors (see [`scan::scan`]).
     pub fn load_bytes(bytes: &[u8], limits: &Limits, what: &str) -> Result<Self> {
+        Self::load_from(bytes, None, limits, what)
+    }
+
+    /// Loads a whole session from `bytes`. With `map` (whose bytes `bytes`
+    /// must be), the arena is that mapping and payloads are addressed in
+    /// place; without, they are copied into an owned arena.
+    pub(crate) fn load_from(
+        bytes: &[u8],
+        map: Option<&std::sync::Arc<memmap2::Mmap>>,
+        limits: &Limits,
+        what: &str,
+    ) -> Result<Self> {
+        let in_place = map.is_some();
+        let base_len = if in_place { bytes.len() } else { 0 };
         let header = format::decode_header(bytes, what)?;
         let start = header.header_len as usize;
         let mut report = LoadReport {
@@ -184,7 +281,7 @@ impl Session {
         // one pass then verifies each frame's checksum and copies it while
         // its bytes are in cache. Anything unusual (damage, a torn tail,
         // sizes over the limits) falls back to the verifying reader.
-        let fast = match prewalk(bytes, start, limits) {
+        let fast = match prewalk(bytes, start, limits, in_place) {
             Some(counts) => {
                 let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
                 let mut payload: Vec<u8> = arena_with_capacity(counts.content);
@@ -199,7 +296,11 @@ impl Session {
                     }
                     ingest(
                         &mut records,
-                        &mut payload,
+                        &mut Sink {
+                            owned: &mut payload,
+                            base_len,
+                            in_place,
+                        },
                         &mut report,
                         &mut origin,
                         &mut dctx,
@@ -235,7 +336,7 @@ impl Session {
                     content: 0,
                 };
                 let first = scan::scan(bytes, start, limits, what, |v| {
-                    count_frame(&mut counts, &v);
+                    count_frame(&mut counts, &v, in_place);
                     Ok(())
                 })?;
                 let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
@@ -247,7 +348,11 @@ impl Session {
                     scan::walk_verified(bytes, start, first.valid_end, |v| {
                         ingest(
                             &mut records,
-                            &mut payload,
+                            &mut Sink {
+                                owned: &mut payload,
+                                base_len,
+                                in_place,
+                            },
                             &mut report,
                             &mut origin,
                             &mut dctx,
@@ -259,7 +364,11 @@ impl Session {
                     scan::scan(bytes, start, limits, what, |v| {
                         ingest(
                             &mut records,
-                            &mut payload,
+                            &mut Sink {
+                                owned: &mut payload,
+                                base_len,
+                                in_place,
+                            },
                             &mut report,
                             &mut origin,
                             &mut dctx,
@@ -275,7 +384,10 @@ impl Session {
             header,
             origin,
             records,
-            payload: std::sync::Arc::new(payload),
+            payload: Arena {
+                map: map.cloned(),
+                owned: std::sync::Arc::new(payload),
+            },
             branch: Vec::new(),
             report,
             known_len: report.scan.valid_end,
@@ -301,7 +413,7 @@ impl Session {
         let mut s = Self::in_memory(id, created_ms);
         let total: usize = entries.iter().map(|e| e.content.len() + 48).sum();
         s.records.reserve_exact(entries.len());
-        std::sync::Arc::make_mut(&mut s.payload).reserve_exact(total);
+        s.payload.owned_mut().reserve_exact(total);
         for e in entries {
             let head = EntryHead {
                 id: e.id,
@@ -348,10 +460,11 @@ impl Session {
                 }
             }
         };
-        let payload = std::sync::Arc::make_mut(&mut self.payload);
-        let at = payload.len();
+        let at = self.payload.len();
+        let payload = self.payload.owned_mut();
+        let before = payload.len();
         format::encode_entry(payload, head, content);
-        let head_len = payload.len() - at - content.len();
+        let head_len = payload.len() - before - content.len();
         self.records.push(Record {
             id: head.id,
             parent: head.parent,
@@ -378,10 +491,9 @@ impl Session {
         let Some(r) = self.records.last_mut() else {
             return;
         };
-        let payload = std::sync::Arc::make_mut(&mut self.payload);
         let start = r.payload_offset as usize - r.head_len as usize;
-        payload.truncate(start);
-        payload.extend_from_slice(stored);
+        self.payload.truncate(start);
+        self.payload.owned_mut().extend_from_slice(stored);
         r.payload_len = (stored.len() - r.head_len as usize) as u32;
         r.flags = RECORD_COMPRESSED;
     }
@@ -390,6 +502,26 @@ impl Session {
     /// are almost always recent).
     pub fn find(&self, id: u64) -> Option<usize> {
         self.records.iter().rposition(|r| r.id == id)
+    }
+
+    /// Brings the selected branch up to date after records from index
+    /// `from` on were appended: each new record whose parent is the current
+    /// leaf (or a root, on an empty branch) extends the branch in place, so
+    /// an append costs the size of the batch, not of the history; any other
+    /// record (a leaf switch, a branch off an older entry) rebuilds it.
+    pub(crate) fn extend_branch(&mut self, from: usize) {
+        for i in from..self.records.len() {
+            let r = self.records[i];
+            let extends = match self.branch.last() {
+                Some(leaf) => r.parent_index != NONE && r.parent == leaf.id,
+                None => r.parent_index == NONE && r.parent == 0,
+            };
+            if !extends {
+                self.rebuild_branch();
+                return;
+            }
+            self.branch.push(r);
+        }
     }
 
     /// Rebuilds the selected branch: the path from a root to the newest entry.
@@ -449,18 +581,21 @@ impl Session {
         &self.report
     }
 
-    /// The payload arena: every entry's map bytes, contiguous.
-    pub fn payload_arena(&self) -> &[u8] {
-        &self.payload
+    /// The payload arena's two regions: the file mapping the session was
+    /// loaded from, read in place (empty when it was not loaded from a
+    /// mapped file), and the owned buffer. A record's `payload_offset`
+    /// addresses the mapping below its length and the owned buffer (at
+    /// `payload_offset - mapping length`) from there on.
+    pub fn payload_regions(&self) -> (&[u8], &[u8]) {
+        let mapped = self.payload.map.as_ref().map_or(&[][..], |m| &m[..]);
+        (mapped, &self.payload.owned)
     }
 
     /// The entry's stored content bytes in the arena: canonical CBOR, or one
     /// zstd frame of it when the record is compressed.
     fn stored(&self, r: &Record) -> &[u8] {
-        let start = r.payload_offset as usize;
         self.payload
-            .get(start..start + r.payload_len as usize)
-            .unwrap_or(&[])
+            .get(r.payload_offset as usize, r.payload_len as usize)
     }
 
     /// An entry's content borrowed from the arena, when it is stored
@@ -549,8 +684,7 @@ impl Session {
     pub(crate) fn entry_map(&self, r: &Record) -> &[u8] {
         let start = r.payload_offset as usize - r.head_len as usize;
         self.payload
-            .get(start..r.payload_offset as usize + r.payload_len as usize)
-            .unwrap_or(&[])
+            .get(start, r.head_len as usize + r.payload_len as usize)
     }
 
     /// The path from the selected leaf back to a root, leaf first, reading
@@ -648,7 +782,7 @@ impl Session {
                 ..LoadReport::default()
             },
             records,
-            payload: std::sync::Arc::clone(&self.payload),
+            payload: self.payload.clone(),
             branch,
             known_len: 0,
             path: None,
@@ -716,7 +850,7 @@ pub(crate) fn decompressor(what: &str) -> Result<zstd::bulk::Decompressor<'stati
 /// ([`FLAG_ZSTD`]), whose head is inside the compressed bytes.
 pub(crate) fn ingest(
     records: &mut Vec<Record>,
-    payload: &mut Vec<u8>,
+    sink: &mut Sink<'_>,
     report: &mut LoadReport,
     origin: &mut Option<Origin>,
     dctx: &mut Option<zstd::bulk::Decompressor<'static>>,
@@ -733,7 +867,12 @@ pub(crate) fn ingest(
         report.unknown_frames += 1;
         return;
     }
-    let at = payload.len();
+    // Where this entry's stored payload starts in the arena: where it lies
+    // in the mapping, or at the end of the owned buffer where it is copied.
+    let in_place_at = v.offset as usize + format::FRAME_PREFIX;
+    let payload = &mut *sink.owned;
+    let owned_at = payload.len();
+    let mut at = sink.base_len + owned_at;
     let (head, c_at, c_len, flags) = match compress::classify(v) {
         None => {
             report.malformed_entries += 1;
@@ -742,11 +881,19 @@ pub(crate) fn ingest(
         Some(StoredEntry::Plain {
             head, content_at, ..
         }) => {
-            payload.extend_from_slice(v.payload);
+            if sink.in_place {
+                at = in_place_at;
+            } else {
+                payload.extend_from_slice(v.payload);
+            }
             (head, content_at, v.payload.len() - content_at, 0)
         }
         Some(StoredEntry::Split { head, head_len, .. }) => {
-            payload.extend_from_slice(v.payload);
+            if sink.in_place {
+                at = in_place_at;
+            } else {
+                payload.extend_from_slice(v.payload);
+            }
             report.compressed_entries += 1;
             (
                 head,
@@ -766,12 +913,12 @@ pub(crate) fn ingest(
                     }
                 },
             };
-            payload.resize(at + v.content_len as usize, 0);
-            let decoded = compress::decompress_into(d, v.payload, &mut payload[at..])
-                .then(|| format::decode_entry(&payload[at..]))
+            payload.resize(owned_at + v.content_len as usize, 0);
+            let decoded = compress::decompress_into(d, v.payload, &mut payload[owned_at..])
+                .then(|| format::decode_entry(&payload[owned_at..]))
                 .flatten();
             let Some((head, c_at, c_len)) = decoded else {
-                payload.truncate(at);
+                payload.truncate(owned_at);
                 report.malformed_entries += 1;
                 return;
             };

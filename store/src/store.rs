@@ -567,14 +567,14 @@ impl Store {
         })();
         if let Err(e) = result {
             s.records.truncate(rec_mark);
-            std::sync::Arc::make_mut(&mut s.payload).truncate(pay_mark);
+            s.payload.truncate(pay_mark);
             s.report.entries = entries_mark;
             s.max_id = max_mark;
             return Err(e);
         }
         s.known_len += buf.len() as u64;
         s.report.file_len = s.known_len;
-        s.rebuild_branch();
+        s.extend_branch(rec_mark);
         Ok(ids)
     }
 
@@ -602,13 +602,17 @@ impl Store {
         };
         let mut dctx = None;
         let mut origin = s.origin;
-        let (records, payload, report) = (
-            &mut s.records,
-            std::sync::Arc::make_mut(&mut s.payload),
-            &mut s.report,
-        );
+        // The new frames are read from a temporary mapping, so their
+        // payloads are copied into the session's owned buffer.
+        let base_len = s.payload.base_len();
+        let (records, owned, report) = (&mut s.records, s.payload.owned_mut(), &mut s.report);
+        let mut sink = session::Sink {
+            owned,
+            base_len,
+            in_place: false,
+        };
         let r = scan::scan(&map, start, &self.limits, &what, |v| {
-            session::ingest(records, payload, report, &mut origin, &mut dctx, &v);
+            session::ingest(records, &mut sink, report, &mut origin, &mut dctx, &v);
             Ok(())
         })?;
         s.origin = origin;

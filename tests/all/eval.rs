@@ -120,7 +120,17 @@ fn exit_codes_follow_the_stop_cause() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("overloaded error: try later"));
+    // The runtime's error report is rendered as a diagnostic: what, why, next.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error[engine.overloaded]: try later"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("why: the provider has no capacity for the request right now"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("next: retry later"), "{stderr}");
 
     let looping = write_script(
         work.path(),

@@ -1,6 +1,7 @@
 //! The `smith` binary's single integration-test binary; one module per command.
 
 mod default;
+mod diag_audit;
 mod eval;
 mod models_auth;
 mod replay;

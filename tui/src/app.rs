@@ -62,6 +62,9 @@ pub struct Status {
     pub busy: bool,
     /// Queued follow-ups.
     pub queue: usize,
+    /// What the host is doing besides a turn (`compacting`, `replaying`),
+    /// shown in place of "working" / "ready"; empty for nothing.
+    pub activity: String,
 }
 
 /// A list to choose from.
@@ -87,6 +90,59 @@ impl Picker {
     }
 }
 
+/// One row of a [`Tree`] overlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeRow {
+    /// Nesting depth (0 for a root).
+    pub depth: u16,
+    /// What the row shows (sanitized when drawn).
+    pub label: String,
+    /// The argument the tree's command runs with when this row is chosen.
+    pub arg: String,
+    /// Whether the row is the current one (drawn with a `●`).
+    pub current: bool,
+}
+
+/// A tree to choose a node from (the session's branches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    /// Title.
+    pub title: String,
+    /// The command run with the chosen row's `arg`.
+    pub command: String,
+    /// Rows in depth-first order; a row's children follow it with a larger
+    /// depth.
+    pub rows: Vec<TreeRow>,
+    /// The highlighted row.
+    pub selected: usize,
+}
+
+impl Tree {
+    /// Whether row `i` is the last of its siblings (no later row at the
+    /// same depth before one at a smaller depth).
+    fn last_sibling(&self, i: usize) -> bool {
+        let depth = self.rows[i].depth;
+        for r in &self.rows[i + 1..] {
+            if r.depth < depth {
+                return true;
+            }
+            if r.depth == depth {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether the ancestor of row `i` at `depth` has a later sibling, so a
+    /// vertical line continues through row `i` at that depth.
+    fn continues(&self, i: usize, depth: u16) -> bool {
+        let Some(a) = self.rows[..i].iter().rposition(|r| r.depth == depth) else {
+            return false;
+        };
+        !self.last_sibling(a)
+    }
+}
+
 /// The overlay that owns focus.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
@@ -101,6 +157,16 @@ pub enum Overlay {
     },
     /// A choice (model, session, or a plugin's select intent).
     Picker(Picker),
+    /// A tree to choose from (the session's branches); Enter runs the
+    /// tree's command with the highlighted row's argument.
+    Tree(Tree),
+    /// Lines of information (the plugin list); any key closes it.
+    Info {
+        /// Title.
+        title: String,
+        /// The lines, drawn wrapped.
+        lines: Vec<String>,
+    },
     /// A yes/no question; yes emits `on_yes`.
     Confirm {
         /// The question.
@@ -388,7 +454,7 @@ impl App {
                         answer.push_str(&crate::sanitize::sanitize(text));
                     }
                     // The question owns focus: pasted text answers nothing.
-                    Overlay::Trust { .. } => {}
+                    Overlay::Trust { .. } | Overlay::Tree(_) | Overlay::Info { .. } => {}
                     _ => self.editor.paste(text),
                 }
                 None
@@ -432,6 +498,11 @@ impl App {
             }
             Overlay::Search { .. } => self.key_search(key),
             Overlay::Picker(_) => self.key_picker(key),
+            Overlay::Tree(_) => self.key_tree(key),
+            Overlay::Info { .. } => {
+                self.overlay = Overlay::None;
+                None
+            }
             Overlay::Confirm { .. } => self.key_confirm(key),
             Overlay::Prompt { .. } => self.key_prompt(key),
             Overlay::Trust { .. } => self.key_trust(key),
@@ -862,6 +933,28 @@ impl App {
         None
     }
 
+    fn key_tree(&mut self, key: &KeyEvent) -> Option<Output> {
+        let Overlay::Tree(t) = &mut self.overlay else {
+            return None;
+        };
+        let n = t.rows.len();
+        match key.code {
+            KeyCode::Esc => self.overlay = Overlay::None,
+            KeyCode::Up if n > 0 => t.selected = (t.selected + n - 1) % n,
+            KeyCode::Down if n > 0 => t.selected = (t.selected + 1) % n,
+            KeyCode::Home => t.selected = 0,
+            KeyCode::End => t.selected = n.saturating_sub(1),
+            KeyCode::Enter => {
+                let arg = t.rows.get(t.selected).map(|r| r.arg.clone());
+                let command = std::mem::take(&mut t.command);
+                self.overlay = Overlay::None;
+                return arg.map(|arg| Output::Command { name: command, arg });
+            }
+            _ => {}
+        }
+        None
+    }
+
     fn key_confirm(&mut self, key: &KeyEvent) -> Option<Output> {
         let Overlay::Confirm { on_yes, .. } = &self.overlay else {
             return None;
@@ -992,6 +1085,8 @@ impl App {
         match &self.overlay {
             Overlay::Help => self.draw_help(buf, bump),
             Overlay::Picker(p) => self.draw_picker(buf, p),
+            Overlay::Tree(t) => self.draw_tree(buf, t),
+            Overlay::Info { title, lines } => self.draw_info(buf, title, lines),
             Overlay::Confirm { message, .. } => {
                 self.draw_dialog(buf, message, "y yes · n no");
             }
@@ -1126,7 +1221,12 @@ impl App {
         buf.fill(area, self.theme.status);
         let mut s = bumpalo::collections::String::new_in(bump);
         let st = &self.status;
-        s.push_str(if st.busy { " working" } else { " ready" });
+        if !st.activity.is_empty() {
+            s.push(' ');
+            s.push_str(&st.activity);
+        } else {
+            s.push_str(if st.busy { " working" } else { " ready" });
+        }
         if st.queue > 0 {
             let _ = write!(s, " · queue {}", st.queue);
         }
@@ -1345,6 +1445,96 @@ impl App {
             };
             buf.fill(Rect::new(inner.x, y, inner.width, 1), style);
             buf.put_str(inner.x + 1, y, item, style, inner.right());
+        }
+    }
+
+    fn draw_tree(&self, buf: &mut Buffer, t: &Tree) {
+        let n = t.rows.len() as u16;
+        let width = buf.area().width.saturating_sub(4).min(72);
+        let area = buf.area().centered(width, n.clamp(1, 14) + 4);
+        if area.width < 8 || area.height < 4 {
+            return;
+        }
+        let inner = self.draw_box(buf, area, &t.title);
+        let rows = inner.height.saturating_sub(2);
+        let first = t
+            .selected
+            .saturating_sub(usize::from(rows.saturating_sub(1)));
+        if t.rows.is_empty() {
+            buf.put_str(
+                inner.x + 1,
+                inner.y,
+                "no entries yet",
+                self.theme.popup,
+                inner.right(),
+            );
+        }
+        for (k, row) in t
+            .rows
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(usize::from(rows))
+        {
+            let y = inner.y + (k - first) as u16;
+            let style = if k == t.selected {
+                self.theme.selected
+            } else {
+                self.theme.popup
+            };
+            buf.fill(Rect::new(inner.x, y, inner.width, 1), style);
+            let mut x = inner.x + 1;
+            for d in 1..row.depth {
+                let line = if t.continues(k, d) { "│ " } else { "  " };
+                x = buf.put_str(x, y, line, style, inner.right());
+            }
+            if row.depth > 0 {
+                let joint = if t.last_sibling(k) {
+                    "└─"
+                } else {
+                    "├─"
+                };
+                x = buf.put_str(x, y, joint, style, inner.right());
+            }
+            let mark = if row.current { "● " } else { "○ " };
+            x = buf.put_str(x, y, mark, style, inner.right());
+            buf.put_str(x, y, &row.label, style, inner.right());
+        }
+        let hint = "↑/↓ move · enter select · esc close";
+        buf.put_str(
+            inner.x + 1,
+            inner.bottom() - 1,
+            hint,
+            self.theme.popup.attrs(Attrs::DIM),
+            inner.right(),
+        );
+    }
+
+    fn draw_info(&self, buf: &mut Buffer, title: &str, lines: &[String]) {
+        let width = buf.area().width.saturating_sub(4).min(72);
+        let text_width = width.saturating_sub(4).max(1);
+        let mut rows = 0u16;
+        for line in lines {
+            rows = rows.saturating_add(wrap(line, text_width, |_, _| {}).max(1) as u16);
+        }
+        let area = buf.area().centered(width, rows + 2);
+        if area.width < 8 || area.height < 3 {
+            return;
+        }
+        let inner = self.draw_box(buf, area, title);
+        let mut y = inner.y;
+        for line in lines {
+            if line.is_empty() {
+                y += 1;
+                continue;
+            }
+            wrap(line, text_width, |start, end| {
+                if y < inner.bottom() {
+                    let text = &line[start..end];
+                    buf.put_str(inner.x + 1, y, text, self.theme.popup, inner.right());
+                }
+                y += 1;
+            });
         }
     }
 

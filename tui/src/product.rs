@@ -299,7 +299,7 @@ const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "branch",
-        help: "branch the session here",
+        help: "choose a branch of the session",
     },
     CommandSpec {
         name: "compact",

@@ -88,8 +88,8 @@ impl Default for TermConfig {
 /// A terminal backend failure: what happened, why, and what to do.
 #[derive(Debug)]
 pub struct TermError {
-    what: String,
-    source: std::io::Error,
+    pub(crate) what: String,
+    pub(crate) source: std::io::Error,
 }
 
 impl std::fmt::Display for TermError {
@@ -106,7 +106,7 @@ impl std::fmt::Display for TermError {
 // is not also reported as a source.
 impl std::error::Error for TermError {}
 
-fn err(what: impl Into<String>, source: std::io::Error) -> TermError {
+pub(crate) fn err(what: impl Into<String>, source: std::io::Error) -> TermError {
     TermError {
         what: what.into(),
         source,

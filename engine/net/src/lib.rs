@@ -55,6 +55,7 @@ mod body;
 mod cancel;
 mod client;
 mod conn;
+mod diag;
 mod error;
 mod http1;
 mod limits;

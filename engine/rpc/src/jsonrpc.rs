@@ -108,11 +108,6 @@ impl RpcError {
         )
         .with("method", method)
     }
-
-    /// The error object as JSON.
-    pub fn to_json(&self) -> Value {
-        json!({"code": self.code, "message": self.message, "data": self.data})
-    }
 }
 
 impl std::fmt::Display for RpcError {

@@ -20,6 +20,7 @@
 
 #![deny(missing_docs)]
 
+mod diag;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod rpc;

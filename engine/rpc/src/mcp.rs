@@ -2,11 +2,24 @@
 //!
 //! A client spawns `smith mcp` and talks JSON-RPC 2.0 over its standard
 //! input and output (LF-delimited, see [`crate::jsonrpc`]). The server
-//! speaks the `initialize` handshake era of MCP and negotiates the
-//! revision: a client asking for one of [`PROTOCOL_VERSIONS`] gets it back;
-//! any other request gets [`LATEST_PROTOCOL_VERSION`]. A `server/discover`
-//! probe (the per-request era) is answered with "method not found", which
-//! tells a client to fall back to `initialize`.
+//! speaks both eras of MCP on the same stream, deciding per request:
+//!
+//! - **stateless** (revision [`LATEST_PROTOCOL_VERSION`], 2026-07-28): a
+//!   request whose `_meta` carries [`META_PROTOCOL_VERSION`] names its
+//!   revision itself, with [`META_CLIENT_CAPABILITIES`]; there is no
+//!   handshake and nothing is remembered between requests. `server/discover`
+//!   answers the supported revisions, capabilities and identity. Results
+//!   carry `resultType: "complete"`, and cacheable results (discover, the
+//!   lists, `resources/read`) carry `ttlMs` and `cacheScope`. A revision
+//!   this server does not serve per request is refused with
+//!   [`UNSUPPORTED_PROTOCOL_VERSION`] listing [`PROTOCOL_VERSIONS`]; a
+//!   missing capabilities key is an invalid-params error.
+//! - **handshake** ([`HANDSHAKE_VERSIONS`], 2024-11-05 … 2025-11-25): a
+//!   request without that `_meta` key follows the negotiated `initialize`
+//!   era. `initialize` echoes a requested handshake revision and otherwise
+//!   answers [`LATEST_HANDSHAKE_VERSION`] (the stateless revision has no
+//!   handshake, so `initialize` never answers it); results have the shapes
+//!   of those revisions, without `resultType` or cache hints.
 //!
 //! What it serves:
 //!
@@ -55,16 +68,47 @@ use smith_engine::tools::{Access, CancelToken, Tool, ToolContext, ToolSet};
 use smith_store::{Store, dump};
 
 use crate::jsonrpc::{
-    self, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, Output, Reader, Record, RpcError, opt_str,
-    req_str,
+    self, INVALID_PARAMS, Incoming, Output, Reader, Record, RpcError, opt_str, req_str,
 };
 use crate::runtime::{SessionChoice, SetupError, open_destination};
 
-/// The newest revision this server negotiates.
-pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The newest revision this server speaks (the stateless one).
+pub const LATEST_PROTOCOL_VERSION: &str = "2026-07-28";
 
-/// Every revision this server negotiates, newest first.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// Revisions served per request, without a handshake, newest first.
+pub const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// The newest revision reachable through the `initialize` handshake.
+pub const LATEST_HANDSHAKE_VERSION: &str = "2025-11-25";
+
+/// Revisions negotiated by `initialize`, newest first.
+pub const HANDSHAKE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Every revision this server speaks, newest first (as `server/discover`
+/// and the unsupported-version error list them).
+pub const PROTOCOL_VERSIONS: &[&str] = &[
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+/// The `_meta` key naming a stateless request's revision.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// The `_meta` key carrying a stateless request's client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The result `_meta` key carrying the server's identity (discover).
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// MCP's "unsupported protocol version" error code (2026-07-28).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// How long clients may reuse the tool list and the discover result: the
+/// built-in tools do not change while the server runs.
+pub const STATIC_TTL_MS: u64 = 3_600_000;
 
 /// The URI prefix of session resources.
 pub const SESSION_URI: &str = "smith://session/";
@@ -81,6 +125,7 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// The methods this server answers.
 pub const METHODS: &[&str] = &[
+    "server/discover",
     "initialize",
     "ping",
     "tools/list",
@@ -105,11 +150,99 @@ pub struct McpOptions {
     pub session: SessionChoice,
 }
 
-/// The result of negotiating a revision.
+/// The revision `initialize` answers: the requested one when it is a
+/// handshake revision, otherwise [`LATEST_HANDSHAKE_VERSION`].
 pub fn negotiate(requested: Option<&str>) -> &'static str {
     requested
-        .and_then(|r| PROTOCOL_VERSIONS.iter().find(|v| **v == r).copied())
-        .unwrap_or(LATEST_PROTOCOL_VERSION)
+        .and_then(|r| HANDSHAKE_VERSIONS.iter().find(|v| **v == r).copied())
+        .unwrap_or(LATEST_HANDSHAKE_VERSION)
+}
+
+/// Which era a request belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// A stateless request of this revision (its `_meta` names it).
+    Stateless(&'static str),
+    /// A request of the negotiated `initialize` era.
+    Handshake,
+}
+
+/// The era of a request from its params' `_meta` (see the module docs).
+///
+/// # Errors
+///
+/// [`UNSUPPORTED_PROTOCOL_VERSION`] for a revision this server does not
+/// speak; invalid params for a malformed version or a stateless request
+/// without client capabilities.
+pub fn request_era(method: &str, params: &Value) -> Result<Era, RpcError> {
+    let meta = params.get("_meta");
+    let Some(version) = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) else {
+        return Ok(Era::Handshake);
+    };
+    let Some(version) = version.as_str() else {
+        return Err(RpcError::invalid_params(
+            method,
+            format!("_meta \"{META_PROTOCOL_VERSION}\" is {version}"),
+            "a protocol revision string such as \"2026-07-28\"",
+        ));
+    };
+    if let Some(known) = STATELESS_VERSIONS.iter().find(|v| **v == version) {
+        if meta
+            .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+            .is_none_or(|c| !c.is_object())
+        {
+            return Err(RpcError::invalid_params(
+                method,
+                format!("_meta has no \"{META_CLIENT_CAPABILITIES}\" object"),
+                &format!(
+                    "\"{META_CLIENT_CAPABILITIES}\": {{}} (or the client's capabilities) beside \"{META_PROTOCOL_VERSION}\", as revision {version} requires on every request"
+                ),
+            ));
+        }
+        return Ok(Era::Stateless(known));
+    }
+    if HANDSHAKE_VERSIONS.contains(&version) {
+        // A handshake-era client stamping its revision: handshake semantics.
+        return Ok(Era::Handshake);
+    }
+    Err(RpcError::new(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        "unsupported_protocol_version",
+        format!("protocol revision {version:?} is not supported"),
+        format!(
+            "this server speaks {} per request and {} through initialize",
+            STATELESS_VERSIONS.join(", "),
+            HANDSHAKE_VERSIONS.join(", ")
+        ),
+        format!("retry with \"{META_PROTOCOL_VERSION}\": \"{LATEST_PROTOCOL_VERSION}\", or send initialize"),
+    )
+    .with("supported", PROTOCOL_VERSIONS)
+    .with("requested", version))
+}
+
+/// Adds the stateless result fields to `result`: `resultType`, and for a
+/// cacheable result its cache hints.
+pub fn stateless_result(mut result: Value, cache: Option<(u64, &str)>) -> Value {
+    if let Value::Object(map) = &mut result {
+        map.insert("resultType".to_owned(), json!("complete"));
+        if let Some((ttl, scope)) = cache {
+            map.insert("ttlMs".to_owned(), json!(ttl));
+            map.insert("cacheScope".to_owned(), json!(scope));
+        }
+    }
+    result
+}
+
+/// The cache hints of a method's stateless result, if it is cacheable.
+fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
+    match method {
+        "server/discover" | "tools/list" | "resources/templates/list" => {
+            Some((STATIC_TTL_MS, "public"))
+        }
+        // Sessions change with every recorded effect.
+        "resources/list" | "resources/read" => Some((0, "private")),
+        _ => None,
+    }
 }
 
 /// The MCP tool description of a built-in tool.
@@ -228,13 +361,20 @@ impl McpServer {
                     self.notification(&method, &params)
                 }
                 Ok(Incoming::Request { id, method, params }) => {
+                    let era = match request_era(&method, &params) {
+                        Ok(era) => era,
+                        Err(error) => {
+                            out.error(&id, &error)?;
+                            continue;
+                        }
+                    };
                     if method == "tools/call" {
-                        if let Err(error) = self.start_call(&id, &params) {
+                        if let Err(error) = self.start_call(&id, &params, era) {
                             out.error(&id, &error)?;
                         }
                         continue;
                     }
-                    match self.request(&method, &params) {
+                    match self.request(&method, &params, era) {
                         Ok(result) => out.result(&id, result)?,
                         Err(error) => out.error(&id, &error)?,
                     }
@@ -266,8 +406,48 @@ impl McpServer {
         // notifications/initialized and others need no action.
     }
 
-    fn request(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+    fn request(&self, method: &str, params: &Value, era: Era) -> Result<Value, RpcError> {
+        let result = self.answer(method, params, era)?;
+        Ok(match era {
+            Era::Stateless(_) => stateless_result(result, cache_hints(method)),
+            Era::Handshake if method == "server/discover" => {
+                // A probe without a revision still learns what is served.
+                stateless_result(result, cache_hints(method))
+            }
+            Era::Handshake => result,
+        })
+    }
+
+    fn instructions(&self) -> String {
+        format!(
+            "smith's built-in tools (read, write, edit, bash, find, grep, ls) working in {}. Every call is recorded in session {} before it runs. Stored sessions are resources under {SESSION_URI}.",
+            self.calls.context.cwd().display(),
+            self.session_name
+        )
+    }
+
+    fn answer(&self, method: &str, params: &Value, era: Era) -> Result<Value, RpcError> {
         match method {
+            "server/discover" => Ok(json!({
+                "supportedVersions": PROTOCOL_VERSIONS,
+                "capabilities": {
+                    "tools": {"listChanged": false},
+                    "resources": {"subscribe": false, "listChanged": false},
+                },
+                "instructions": self.instructions(),
+                "_meta": {
+                    META_SERVER_INFO: {"name": "smith", "title": "smith", "version": env!("CARGO_PKG_VERSION")},
+                },
+            })),
+            "initialize" if era != Era::Handshake => Err(RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                "no_handshake",
+                "initialize is not part of a stateless request",
+                format!(
+                    "revision {LATEST_PROTOCOL_VERSION} has no handshake: every request names its revision in _meta"
+                ),
+                "send server/discover to learn what is served, or send initialize without the _meta revision to use the handshake era",
+            )),
             "initialize" => {
                 let requested = opt_str(method, params, "protocolVersion")?;
                 Ok(json!({
@@ -277,11 +457,7 @@ impl McpServer {
                         "resources": {"subscribe": false, "listChanged": false},
                     },
                     "serverInfo": {"name": "smith", "title": "smith", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": format!(
-                        "smith's built-in tools (read, write, edit, bash, find, grep, ls) working in {}. Every call is recorded in session {} before it runs. Stored sessions are resources under {SESSION_URI}.",
-                        self.calls.context.cwd().display(),
-                        self.session_name
-                    ),
+                    "instructions": self.instructions(),
                 }))
             }
             "ping" => Ok(jsonrpc::empty()),
@@ -360,16 +536,6 @@ impl McpServer {
                     "text": String::from_utf8_lossy(&text),
                 }]}))
             }
-            "server/discover" => Err(RpcError::new(
-                METHOD_NOT_FOUND,
-                "method_not_found",
-                "server/discover is not served",
-                format!(
-                    "this server speaks the initialize handshake (revisions {})",
-                    PROTOCOL_VERSIONS.join(", ")
-                ),
-                "send initialize",
-            )),
             _ => Err(RpcError::method_not_found(method, METHODS)),
         }
     }
@@ -386,7 +552,7 @@ impl McpServer {
         })
     }
 
-    fn start_call(&mut self, id: &Value, params: &Value) -> Result<(), RpcError> {
+    fn start_call(&mut self, id: &Value, params: &Value, era: Era) -> Result<(), RpcError> {
         let method = "tools/call";
         let name = req_str(method, params, "name")?.to_owned();
         let arguments = match params.get("arguments") {
@@ -447,6 +613,10 @@ impl McpServer {
                     .remove(&key)
                     .is_some_and(|c| c.cancelled_by_client);
                 if !cancelled {
+                    let result = match era {
+                        Era::Stateless(_) => stateless_result(result, None),
+                        Era::Handshake => result,
+                    };
                     let _ = calls.out.result(&reply_id, result);
                 }
             });
@@ -693,9 +863,46 @@ mod tests {
     fn negotiation_echoes_known_revisions_and_counters_others() {
         assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
         assert_eq!(negotiate(Some("2025-11-25")), "2025-11-25");
-        assert_eq!(negotiate(Some("2026-07-28")), LATEST_PROTOCOL_VERSION);
-        assert_eq!(negotiate(Some("1999-01-01")), LATEST_PROTOCOL_VERSION);
-        assert_eq!(negotiate(None), LATEST_PROTOCOL_VERSION);
+        assert_eq!(negotiate(Some("2024-11-05")), "2024-11-05");
+        // The stateless revision has no handshake.
+        assert_eq!(negotiate(Some("2026-07-28")), LATEST_HANDSHAKE_VERSION);
+        assert_eq!(negotiate(Some("1999-01-01")), LATEST_HANDSHAKE_VERSION);
+        assert_eq!(negotiate(None), LATEST_HANDSHAKE_VERSION);
+    }
+
+    #[test]
+    fn the_era_comes_from_each_request_meta() {
+        let meta = |v: Value| json!({"_meta": v});
+        assert_eq!(request_era("tools/list", &json!({})), Ok(Era::Handshake));
+        assert_eq!(
+            request_era(
+                "tools/list",
+                &meta(json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}))
+            ),
+            Ok(Era::Stateless("2026-07-28"))
+        );
+        assert_eq!(
+            request_era(
+                "tools/list",
+                &meta(json!({META_PROTOCOL_VERSION: "2025-06-18"}))
+            ),
+            Ok(Era::Handshake)
+        );
+        let missing = request_era(
+            "tools/list",
+            &meta(json!({META_PROTOCOL_VERSION: "2026-07-28"})),
+        )
+        .unwrap_err();
+        assert_eq!(missing.code, INVALID_PARAMS);
+        assert!(missing.message.contains(META_CLIENT_CAPABILITIES));
+        let unknown = request_era(
+            "tools/list",
+            &meta(json!({META_PROTOCOL_VERSION: "2099-01-01", META_CLIENT_CAPABILITIES: {}})),
+        )
+        .unwrap_err();
+        assert_eq!(unknown.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(unknown.data["supported"], json!(PROTOCOL_VERSIONS));
+        assert_eq!(unknown.data["requested"], "2099-01-01");
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! that asked for them and are not forwarded.
 //!
 //! Two threads write: the request loop (responses) and an event pump
-//! (notifications, and the `wait_settled` responses, which are written
-//! right after the `settled` notification that resolves them). Standard
+//! (notifications, and the `wait_settled` and `compact` responses, which
+//! are written right after the `settled` or `compaction_end` notification
+//! that resolves them). Standard
 //! output carries only these records; diagnostics go to standard error.
 //!
 //! The methods, their parameters and a complete example session are in
@@ -28,12 +29,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use smith_engine::agent::AgentHandle;
-use smith_engine::protocol::{Command, Event, Header, QueuedItem, SCHEMA_VERSION};
+use smith_engine::protocol::{
+    Command, CompactionReason, Event, Header, QueuedItem, SCHEMA_VERSION,
+};
 use smith_store::{Store, dump};
 
 use crate::jsonrpc::{
-    self, BUSY, INVALID_PARAMS, Incoming, NOT_AVAILABLE, Output, RUNTIME_ERROR, Reader, Record,
-    RpcError, STORE_ERROR, opt_str, opt_u64, req_str,
+    self, BUSY, INVALID_PARAMS, Incoming, Output, RUNTIME_ERROR, Reader, Record, RpcError,
+    STORE_ERROR, opt_str, opt_u64, req_str,
 };
 use crate::runtime::{Runtime, RuntimeOptions, SessionChoice, SetupError};
 
@@ -101,6 +104,8 @@ struct St {
     /// has not been seen.
     running: bool,
     settled_waiters: Vec<Value>,
+    /// The id of a `compact` request waiting for its `compaction_end`.
+    compact_waiter: Option<Value>,
     state_waiters: VecDeque<Sender<Event>>,
     messages_waiters: VecDeque<Sender<Event>>,
     /// While a queue removal is in flight: whether the runtime said the
@@ -193,6 +198,12 @@ fn pump(handle: Arc<AgentHandle>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
                 continue;
             }
             Event::AgentStart => st.running = true,
+            Event::Error(info) if info.kind == "busy" && st.compact_waiter.is_some() => {
+                // The runtime refused the compaction (it was working).
+                if let Some(id) = st.compact_waiter.take() {
+                    let _ = shared.out.error(&id, &busy("compact"));
+                }
+            }
             _ => {}
         }
         let value = serde_json::to_value(&event).unwrap_or_else(|e| {
@@ -203,9 +214,22 @@ fn pump(handle: Arc<AgentHandle>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
             .and_then(Value::as_str)
             .unwrap_or("error")
             .to_owned();
-        if shared.out.notify(&method, value).is_err() {
+        if shared.out.notify(&method, value.clone()).is_err() {
             // Standard output is gone: nobody can read anything more.
             break;
+        }
+        if let Event::CompactionEnd {
+            reason: CompactionReason::Manual,
+            ..
+        } = &event
+            && let Some(id) = st.compact_waiter.take()
+        {
+            // The answer follows its notification, like wait_settled's.
+            let mut result = value;
+            if let Value::Object(map) = &mut result {
+                map.remove("type");
+            }
+            let _ = shared.out.result(&id, result);
         }
         if matches!(event, Event::Settled) {
             st.running = false;
@@ -339,6 +363,12 @@ impl RpcServer {
                         self.wait_settled(id)?;
                         continue;
                     }
+                    if method == "compact" {
+                        if let Err(error) = self.compact(&id, &params) {
+                            out.error(&id, &error)?;
+                        }
+                        continue;
+                    }
                     let shutdown = method == "shutdown";
                     match self.call(&method, &params) {
                         Ok(result) => out.result(&id, result)?,
@@ -365,6 +395,29 @@ impl RpcServer {
         } else {
             self.shared.out.result(&id, json!({"settled": true}))
         }
+    }
+
+    /// Starts a manual compaction; the response is written when its
+    /// `compaction_end` arrives (after that notification, before `settled`).
+    fn compact(&mut self, id: &Value, params: &Value) -> Result<(), RpcError> {
+        let method = "compact";
+        let instructions = opt_str(method, params, "instructions")?.map(str::to_owned);
+        {
+            let mut st = lock(&self.shared.st);
+            if st.running || st.compact_waiter.is_some() {
+                return Err(busy(method));
+            }
+            self.current()?;
+            st.running = true;
+            st.compact_waiter = Some(id.clone());
+        }
+        if let Err(e) = self.send(Command::Compact { instructions }) {
+            let mut st = lock(&self.shared.st);
+            st.running = false;
+            st.compact_waiter = None;
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn current(&self) -> Result<&Current, RpcError> {
@@ -464,7 +517,7 @@ impl RpcServer {
                         "methods": METHODS,
                         "notifications": NOTIFICATIONS,
                         "queue_modes": ["steer", "follow_up"],
-                        "compaction": false,
+                        "compaction": true,
                         "max_page": MAX_PAGE,
                     },
                     "session": self.current.as_ref().map(Current::session_json),
@@ -649,13 +702,6 @@ impl RpcServer {
                 }
                 Ok(json!({"model": model}))
             }
-            "compact" => Err(RpcError::new(
-                NOT_AVAILABLE,
-                "compaction_unavailable",
-                "the conversation was not compacted",
-                "this runtime has no compaction yet (compaction_start and compaction_end are reserved)",
-                "continue without compacting, or start a new session with session/new",
-            )),
             "config/get" => self.config_get(params),
             "session/list" => {
                 let store = self.store()?;

@@ -1,10 +1,13 @@
 """Drives `smith mcp` with the official MCP Python SDK client (PyPI `mcp`).
 
-Usage: python3 mcp_client.py SMITH_BINARY WORKDIR
+Usage: python3 mcp_client.py SMITH_BINARY WORKDIR [MODE]
 
-The environment (SMITH_HOME) is passed through to the server. The script
-connects in the SDK's default mode (it probes `server/discover`, then falls
-back to the `initialize` handshake), then checks: the negotiated revision,
+The environment (SMITH_HOME) is passed through to the server. MODE is the
+SDK's connect mode: `auto` (the default: it probes `server/discover` and
+speaks the stateless 2026-07-28 revision when the server answers, else falls
+back to the `initialize` handshake) or `legacy` (the `initialize` handshake
+only). The script checks: the negotiated revision (2026-07-28 in auto mode,
+the SDK's newest handshake revision 2025-11-25 in legacy mode),
 tools/list, tools/call of `read` and `bash` (with progress notifications),
 resources/list and resources/read of the server's session, an unknown tool,
 and a cancelled `bash` call whose effect is recorded as cancelled and whose
@@ -56,12 +59,15 @@ def effect_intents(records):
     ]
 
 
-async def main(binary, workdir):
+EXPECTED_VERSION = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+
+
+async def main(binary, workdir, mode):
     params = StdioServerParameters(command=binary, args=["mcp", "--cwd", workdir], env=dict(os.environ))
-    summary = {}
-    async with Client(params, raise_exceptions=True) as client:
+    summary = {"mode": mode}
+    async with Client(params, raise_exceptions=True, mode=mode) as client:
         summary["protocol_version"] = client.protocol_version
-        check(client.protocol_version == "2025-11-25", f"negotiated {client.protocol_version!r}")
+        check(client.protocol_version == EXPECTED_VERSION[mode], f"negotiated {client.protocol_version!r} in {mode} mode")
         check(client.server_info is not None and client.server_info.name == "smith", f"server info {client.server_info!r}")
 
         tools = (await client.list_tools()).tools
@@ -146,7 +152,7 @@ async def main(binary, workdir):
 
 if __name__ == "__main__":
     try:
-        anyio.run(main, sys.argv[1], sys.argv[2])
+        anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "auto")
     except BaseException as e:  # anyio wraps failures in exception groups
         while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
             e = e.exceptions[0]

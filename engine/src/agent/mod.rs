@@ -15,6 +15,7 @@
 //! instead of growing memory. See [`run`] for the loop's rules and the
 //! crate's `docs/protocol.md` for what a frontend observes.
 
+pub mod compact;
 pub mod queue;
 pub(crate) mod run;
 
@@ -29,6 +30,7 @@ use crate::protocol::{Command, ErrorInfo, Event};
 use crate::provider::{Message, Pricing, Provider, Transport};
 use crate::tools::{CancelToken, ToolContext, ToolSet};
 
+pub use compact::{CompactionRecord, CompactionSettings};
 pub use queue::{DeliveryPoint, FollowUp, Queue, QueuePolicy, Steer, default_policies};
 pub use run::{aborted_result_text, dangling_results, skipped_result_text};
 
@@ -71,6 +73,8 @@ pub struct AgentConfig {
     pub event_capacity: usize,
     /// Capacity of the command channel.
     pub command_capacity: usize,
+    /// When and how the conversation is compacted.
+    pub compaction: CompactionSettings,
 }
 
 impl AgentConfig {
@@ -89,6 +93,7 @@ impl AgentConfig {
             record_model: true,
             event_capacity: 256,
             command_capacity: 64,
+            compaction: CompactionSettings::default(),
         }
     }
 }
@@ -155,6 +160,7 @@ pub(crate) struct Shared {
 pub(crate) enum Work {
     Run(Option<String>, CancelToken),
     SetModel(String),
+    Compact(Option<String>, CancelToken),
     Shutdown,
 }
 
@@ -207,6 +213,23 @@ impl AgentHandle {
     /// The next event if one is ready.
     pub fn try_recv(&self) -> Option<Event> {
         lock(&self.events).try_recv().ok()
+    }
+
+    /// Compacts the conversation now (only when idle), with optional
+    /// instructions for the summary; the same as sending
+    /// [`Command::Compact`]. Progress arrives as `compaction_start`, one
+    /// `compaction_end` carrying the outcome, then `settled`; while the
+    /// agent is busy it answers with an error event of kind `busy`.
+    /// [`AgentHandle::abort`] cancels a running compaction and leaves the
+    /// conversation and the session unchanged.
+    ///
+    /// # Errors
+    ///
+    /// When the runtime has shut down.
+    pub fn compact(&self, instructions: Option<&str>) -> Result<(), AgentError> {
+        self.send(Command::Compact {
+            instructions: instructions.map(str::to_owned),
+        })
     }
 
     /// Aborts the current run immediately, without going through the
@@ -407,6 +430,20 @@ fn control_loop(
                     ));
                 } else if work.try_send(Work::SetModel(model)).is_err() {
                     shared.busy.store(false, Ordering::SeqCst);
+                }
+            }
+            Command::Compact { instructions } => {
+                if shared.busy.swap(true, Ordering::SeqCst) {
+                    emit(error_event(
+                        "busy",
+                        "the conversation cannot be compacted while the agent is working; abort or wait for settled, then send compact again".to_owned(),
+                    ));
+                } else {
+                    let token = CancelToken::new();
+                    *lock(&shared.cancel) = token.clone();
+                    if work.try_send(Work::Compact(instructions, token)).is_err() {
+                        shared.busy.store(false, Ordering::SeqCst);
+                    }
                 }
             }
             Command::GetState => {

@@ -34,7 +34,10 @@ use crate::journal::{
     MAX_INPUT_BYTES, MessageMeta, Outcome, RunInfo, RunRecord, RunSummary, SessionEvent,
     SessionSink, canonical_cbor,
 };
-use crate::protocol::{ErrorInfo, Event, MutationState, Role, StopCause, ToolStatus};
+use crate::protocol::{
+    CompactionOutcome, CompactionReason, ErrorInfo, Event, MutationState, Role, StopCause,
+    ToolStatus,
+};
 use crate::provider::transport::{StreamEnd, drive};
 use crate::provider::{
     ContentBlock, Message, Pricing, Provider, ProviderError, Request, StopReason, StreamEvent,
@@ -94,11 +97,18 @@ struct RunState {
     continuations: u32,
     usage: Usage,
     last_text: String,
+    /// The run already compacted after a context overflow.
+    overflow_compacted: bool,
+    /// A threshold compaction in this run did not compact; not retried.
+    threshold_gave_up: bool,
 }
 
 enum TurnOutcome {
     /// The turn finished; `more` when another request is needed.
     Continue { more: bool },
+    /// The provider rejected the request as too large for the context
+    /// window (not yet reported: compaction may recover).
+    Overflow(ProviderError),
     /// The run ends.
     Stop(StopCause),
 }
@@ -139,21 +149,26 @@ enum Plan {
 }
 
 pub(crate) struct Runner {
-    config: AgentConfig,
-    provider: Box<dyn Provider>,
-    transport: Arc<dyn Transport>,
-    tools: ToolSet,
-    tool_context: ToolContext,
-    journal: Arc<dyn EffectJournal>,
-    sink: Arc<dyn SessionSink>,
-    history: Vec<Message>,
-    shared: Arc<Shared>,
-    events: SyncSender<Event>,
-    work: SyncSender<Work>,
-    effect_seq: u64,
+    pub(super) config: AgentConfig,
+    pub(super) provider: Box<dyn Provider>,
+    pub(super) transport: Arc<dyn Transport>,
+    pub(super) tools: ToolSet,
+    pub(super) tool_context: ToolContext,
+    pub(super) journal: Arc<dyn EffectJournal>,
+    pub(super) sink: Arc<dyn SessionSink>,
+    pub(super) history: Vec<Message>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) events: SyncSender<Event>,
+    pub(super) work: SyncSender<Work>,
+    pub(super) effect_seq: u64,
+    /// The newest known provider count of the context: the history length
+    /// after the response that reported it, and its tokens.
+    pub(super) last_usage: Option<(usize, u64)>,
+    /// The current model's context window as the provider describes it.
+    pub(super) model_window: Option<u64>,
 }
 
-fn provider_error_info(error: &ProviderError) -> ErrorInfo {
+pub(super) fn provider_error_info(error: &ProviderError) -> ErrorInfo {
     ErrorInfo {
         kind: error.kind.as_str().to_owned(),
         message: error.message.clone(),
@@ -163,7 +178,7 @@ fn provider_error_info(error: &ProviderError) -> ErrorInfo {
     }
 }
 
-fn journal_error_info(
+pub(super) fn journal_error_info(
     message: String,
     mutation: Option<Mutation>,
     effect_id: Option<String>,
@@ -187,6 +202,7 @@ impl Runner {
         work: SyncSender<Work>,
     ) -> Self {
         let effect_seq = config.first_effect_seq;
+        let model_window = super::compact::model_window(services.provider.as_ref(), &config.model);
         Self {
             config,
             provider: services.provider,
@@ -200,10 +216,12 @@ impl Runner {
             events,
             work,
             effect_seq,
+            last_usage: None,
+            model_window,
         }
     }
 
-    fn emit(&self, event: Event) {
+    pub(super) fn emit(&self, event: Event) {
         if let Event::Error(info) = &event {
             // Recorded for replay. Ignoring a failure: the error being
             // reported is usually that recording failed.
@@ -223,6 +241,14 @@ impl Runner {
                 }
                 Work::Run(prompt, cancel) => {
                     let stop = self.run(prompt, &cancel);
+                    self.finish_work(stop);
+                }
+                Work::Compact(instructions, cancel) => {
+                    let result =
+                        self.compact(CompactionReason::Manual, instructions.as_deref(), &cancel);
+                    // Queued input waits for the compaction, then runs.
+                    let stop = (result.outcome == CompactionOutcome::Aborted)
+                        .then_some(StopCause::Aborted);
                     self.finish_work(stop);
                 }
             }
@@ -273,6 +299,11 @@ impl Runner {
         }
         self.config.model.clone_from(&model);
         *lock(&self.shared.model) = model.clone();
+        self.model_window = info
+            .models
+            .iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.context_window);
         self.config.pricing = info
             .models
             .iter()
@@ -355,6 +386,7 @@ impl Runner {
         self.history.clear();
         lock(&self.shared.messages).clear();
         self.effect_seq = self.config.first_effect_seq;
+        self.last_usage = None;
     }
 
     /// Runs until an explicit stop; `None` when there was nothing to run.
@@ -382,6 +414,8 @@ impl Runner {
                 cache_write: Some(0),
             },
             last_text: String::new(),
+            overflow_compacted: false,
+            threshold_gave_up: false,
         };
         let stop = loop {
             if let Err(err) = &started {
@@ -409,6 +443,16 @@ impl Runner {
             if cancel.is_cancelled() {
                 break StopCause::Aborted;
             }
+            if !state.threshold_gave_up && self.over_threshold() {
+                let result = self.compact(CompactionReason::Threshold, None, cancel);
+                if let Some(usage) = &result.usage {
+                    state.usage = state.usage.add(usage);
+                }
+                state.threshold_gave_up = result.outcome != CompactionOutcome::Compacted;
+                if cancel.is_cancelled() {
+                    break StopCause::Aborted;
+                }
+            }
             state.turn += 1;
             self.emit(Event::TurnStart { turn: state.turn });
             let outcome = self.turn(cancel, &mut state);
@@ -416,6 +460,22 @@ impl Runner {
             let more = match outcome {
                 TurnOutcome::Stop(cause) => break cause,
                 TurnOutcome::Continue { more } => more,
+                TurnOutcome::Overflow(error) => {
+                    state.overflow_compacted = true;
+                    let result = self.compact(CompactionReason::Overflow, None, cancel);
+                    if let Some(usage) = &result.usage {
+                        state.usage = state.usage.add(usage);
+                    }
+                    if cancel.is_cancelled() {
+                        break StopCause::Aborted;
+                    }
+                    if result.outcome != CompactionOutcome::Compacted {
+                        self.emit(Event::Error(provider_error_info(&error)));
+                        break StopCause::Error;
+                    }
+                    // Retry the request over the compacted context.
+                    true
+                }
             };
             if self.over_budget(&state.usage) {
                 break StopCause::Budget;
@@ -486,7 +546,7 @@ impl Runner {
             .collect()
     }
 
-    fn request(&self) -> Request {
+    pub(super) fn request(&self) -> Request {
         // Failed responses carry nothing a provider may see again.
         let messages = self
             .history
@@ -517,6 +577,9 @@ impl Runner {
                 None,
             )));
             return Err(StopCause::Error);
+        }
+        if let Some(tokens) = usage.as_ref().and_then(super::compact::context_tokens) {
+            self.last_usage = Some((self.history.len(), tokens));
         }
         self.emit(Event::MessageEnd { message, usage });
         Ok(())
@@ -552,6 +615,9 @@ impl Runner {
                 };
                 if let Err(cause) = self.finish_message(message, None) {
                     return TurnOutcome::Stop(cause);
+                }
+                if self.may_compact_overflow(&error, state) {
+                    return TurnOutcome::Overflow(error);
                 }
                 self.emit(Event::Error(provider_error_info(&error)));
                 return TurnOutcome::Stop(StopCause::Error);
@@ -594,6 +660,9 @@ impl Runner {
                 let error = turn.error.unwrap_or_else(|| {
                     ProviderError::malformed("the response failed without detail")
                 });
+                if self.may_compact_overflow(&error, state) {
+                    return TurnOutcome::Overflow(error);
+                }
                 self.emit(Event::Error(provider_error_info(&error)));
                 return TurnOutcome::Stop(StopCause::Error);
             }
@@ -649,6 +718,13 @@ impl Runner {
         TurnOutcome::Continue {
             more: !calls.is_empty(),
         }
+    }
+
+    /// Whether a failed request may be recovered by an overflow compaction.
+    fn may_compact_overflow(&self, error: &ProviderError, state: &RunState) -> bool {
+        error.kind == crate::provider::ProviderErrorKind::ContextOverflow
+            && self.config.compaction.auto
+            && !state.overflow_compacted
     }
 
     /// Answers calls that never ran (aborted stream, aborted response).

@@ -10,7 +10,7 @@
 //!   run, and the loop reports the best known mutation state in its error
 //!   event (outside the record that failed).
 //! - [`SessionSink`]: the conversation-relevant events (user, assistant and
-//!   tool-result messages, model changes), in order, and the run records
+//!   tool-result messages, model changes, compactions), in order, and the run records
 //!   replay needs ([`RunRecord`]: each run's start with its system prompt,
 //!   tools and working directory; its end with stop cause, usage, cost and
 //!   final text; the errors it reported).
@@ -107,6 +107,12 @@ pub enum SessionEvent {
         /// What replay needs beyond the message itself.
         #[serde(default, skip_serializing_if = "MessageMeta::is_empty")]
         meta: MessageMeta,
+    },
+    /// The conversation was compacted: the context is now the summary
+    /// followed by the kept messages (see [`crate::agent::compact`]).
+    Compaction {
+        /// What was summarized and kept.
+        compaction: crate::agent::compact::CompactionRecord,
     },
     /// The active model changed.
     ModelChange {

@@ -12,12 +12,14 @@
 //! | each tool call of an assistant message | `tool_call` | [`call_pairing`] of the call id | `{id, name, arguments}` |
 //! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection |
 //! | model change | `model_change` | 0 | `{provider, model}` |
+//! | compaction | `compaction` | the id of the first kept entry (0 when none is kept) | the [`CompactionRecord`]'s JSON projection |
 //! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`) |
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
 //!
 //! [`resume`] reads a session back: the conversation of the selected
-//! branch, every effect's recovered state (an intent without completion is
+//! branch from its compaction boundary (the newest compaction's summary
+//! first, then the entries it kept), every effect's recovered state (an intent without completion is
 //! [`EffectState::Unknown`]) and the last effect number.
 
 use std::sync::Mutex;
@@ -29,6 +31,7 @@ use super::{
     EffectCompletion, EffectIntent, EffectJournal, EffectState, JournalError, MessageMeta, Outcome,
     RunRecord, SessionEvent, SessionSink, canonical_cbor, lock,
 };
+use crate::agent::compact::{CompactionRecord, summary_message};
 use crate::provider::Message;
 use crate::tools::Mutation;
 
@@ -180,6 +183,13 @@ impl EffectJournal for StoreJournal {
 impl SessionSink for StoreJournal {
     fn record(&self, event: &SessionEvent) -> Result<(), JournalError> {
         match event {
+            SessionEvent::Compaction { compaction } => {
+                let content = json_content(compaction, "compaction")?;
+                let pairing = self.first_kept(compaction.kept_heads)?;
+                let mut entry = NewEntry::new(EntryKind::Compaction, &content);
+                entry.pairing = pairing;
+                self.append("compaction", &[entry])
+            }
             SessionEvent::ModelChange { provider, model } => {
                 let content = json_content(
                     &serde_json::json!({"provider": provider, "model": model}),
@@ -230,6 +240,33 @@ impl SessionSink for StoreJournal {
 }
 
 impl StoreJournal {
+    /// The id of the entry a compaction keeps first: the `kept_heads`-th
+    /// user or assistant message entry back from the end of the branch,
+    /// within the current boundary; 0 when nothing is kept.
+    fn first_kept(&self, kept_heads: usize) -> Result<u64, JournalError> {
+        if kept_heads == 0 {
+            return Ok(0);
+        }
+        let session = lock(&self.session);
+        let boundary = session.compaction_boundary();
+        session.branch()[boundary..]
+            .iter()
+            .rev()
+            .filter(|r| {
+                matches!(
+                    r.entry_kind(),
+                    EntryKind::UserMessage | EntryKind::AssistantMessage
+                )
+            })
+            .nth(kept_heads - 1)
+            .map(|r| r.id)
+            .ok_or_else(|| {
+                JournalError::new(format!(
+                    "the compaction keeps {kept_heads} user and assistant messages but the session's context has fewer; this is a defect — the session was left unchanged"
+                ))
+            })
+    }
+
     fn record_run_entry(&self, record: &RunRecord) -> Result<(), JournalError> {
         let content = json_content(record, "run record")?;
         self.append(
@@ -253,6 +290,8 @@ pub struct Resumed {
     /// Each history message's recorded meta (usage, tool status, effect
     /// id), index for index with `history`.
     pub meta: Vec<MessageMeta>,
+    /// The newest compaction on the branch, whose summary is `history[0]`.
+    pub compaction: Option<CompactionRecord>,
 }
 
 /// Decodes an entry's canonical CBOR content as JSON.
@@ -297,8 +336,28 @@ fn field<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
 /// When an entry's content cannot be decoded; the error names the entry.
 pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
     let mut out = Resumed::default();
-    for record in session.branch() {
+    let boundary = session.compaction_boundary();
+    let newest_compaction = session
+        .branch()
+        .iter()
+        .rposition(|r| r.entry_kind() == EntryKind::Compaction);
+    for (index, record) in session.branch().iter().enumerate() {
         match record.entry_kind() {
+            EntryKind::Compaction if Some(index) == newest_compaction => {
+                let value = decode_json(session, record)?;
+                let compaction: CompactionRecord =
+                    serde_json::from_value(value).map_err(|err| {
+                        JournalError::new(format!(
+                            "session entry {} is not a compaction this build understands: {err}",
+                            record.id
+                        ))
+                    })?;
+                out.history.insert(0, summary_message(&compaction.summary));
+                out.meta.insert(0, MessageMeta::default());
+                out.compaction = Some(compaction);
+            }
+            EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult
+                if index < boundary => {}
             EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult => {
                 let value = decode_json(session, record)?;
                 out.meta
@@ -342,6 +401,24 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
             }
             _ => {}
         }
+    }
+    if out.compaction.is_some() {
+        // A result recorded after the boundary for a call that was
+        // summarized (a repaired dangling call) has no call in the context.
+        let calls: std::collections::HashSet<String> = out
+            .history
+            .iter()
+            .flat_map(|m| m.tool_calls().map(|c| c.id.clone()))
+            .collect();
+        let keep: Vec<bool> = out
+            .history
+            .iter()
+            .map(|m| !matches!(m, Message::ToolResult { call_id, .. } if !calls.contains(call_id)))
+            .collect();
+        let mut flags = keep.iter();
+        out.history.retain(|_| *flags.next().unwrap_or(&true));
+        let mut flags = keep.iter();
+        out.meta.retain(|_| *flags.next().unwrap_or(&true));
     }
     Ok(out)
 }

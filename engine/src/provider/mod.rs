@@ -500,6 +500,18 @@ pub trait Provider: Send {
     /// Called once after the last chunk; flushes buffered events. A provider
     /// must not invent a terminal event for a body that was cut off.
     fn finish(&mut self) -> Vec<StreamEvent>;
+
+    /// Called when a response failed before any of its content (text,
+    /// thinking or tool calls) reached the caller: the request could not be
+    /// encoded, the exchange failed, or the stream ended in an error first.
+    /// Returns how long to wait before [`Provider::encode`] is called again
+    /// for the same request (a retry, or failover to another target), or
+    /// `None` to give up with `error`, which the provider may amend (for
+    /// example with the attempts it made). The default gives up at once.
+    fn recover(&mut self, error: &mut ProviderError) -> Option<std::time::Duration> {
+        let _ = error;
+        None
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::agent::compact::{INSTRUCTIONS_MARKER, is_summary_request};
+
 use super::{
     Exchange, LocalChunk, Message, ModelInfo, OpaqueBytes, Provider, ProviderError,
     ProviderErrorKind, ProviderInfo, Request, StopReason, StreamEvent, Usage,
@@ -89,6 +91,29 @@ pub struct ScriptToolCall {
 /// A parsed script: responses in order.
 pub type Script = Vec<Vec<ScriptEvent>>;
 
+/// A whole script file: the responses to ordinary requests and, when the
+/// file is in its object form, separate responses to summary requests
+/// (compaction; see [`crate::agent::compact::is_summary_request`]).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptFile {
+    /// Responses to ordinary requests, in order.
+    pub responses: Script,
+    /// Responses to summary requests, in order; `None` makes the provider
+    /// answer them with a generated deterministic summary.
+    #[serde(default)]
+    pub summaries: Option<Script>,
+}
+
+impl From<Script> for ScriptFile {
+    fn from(responses: Script) -> Self {
+        Self {
+            responses,
+            summaries: None,
+        }
+    }
+}
+
 /// A script or record problem.
 #[derive(Debug)]
 pub struct ScriptError {
@@ -107,12 +132,18 @@ impl std::error::Error for ScriptError {}
 ///
 /// # Errors
 ///
-/// When the text is not a JSON list of lists of script events; the error
-/// names the origin, the line and column, and the expected shape.
-pub fn parse_script(text: &str, origin: &str) -> Result<Script, ScriptError> {
-    serde_json::from_str(text).map_err(|err| ScriptError {
+/// When the text is neither a JSON list of responses (lists of script
+/// events) nor an object `{"responses": [...], "summaries": [...]}`; the
+/// error names the origin, the line and column, and the expected shape.
+pub fn parse_script(text: &str, origin: &str) -> Result<ScriptFile, ScriptError> {
+    let parsed = if text.trim_start().starts_with('{') {
+        serde_json::from_str::<ScriptFile>(text)
+    } else {
+        serde_json::from_str::<Script>(text).map(ScriptFile::from)
+    };
+    parsed.map_err(|err| ScriptError {
         message: format!(
-            "mock script {origin} is not valid: {err}; a script is a JSON list of responses, each a list of events such as {{\"text\": \"hi\"}}, {{\"tool_call\": {{\"name\": \"ls\", \"arguments\": {{}}}}}}, {{\"stop\": {{\"reason\": \"end\"}}}} (see docs/mock-provider.md)"
+            "mock script {origin} is not valid: {err}; a script is a JSON list of responses, each a list of events such as {{\"text\": \"hi\"}}, {{\"tool_call\": {{\"name\": \"ls\", \"arguments\": {{}}}}}}, {{\"stop\": {{\"reason\": \"end\"}}}}, or an object {{\"responses\": [...], \"summaries\": [...]}} (see docs/mock-provider.md)"
         ),
     })
 }
@@ -122,7 +153,7 @@ pub fn parse_script(text: &str, origin: &str) -> Result<Script, ScriptError> {
 /// # Errors
 ///
 /// When the file cannot be read or parsed; the error names the path.
-pub fn load_script(path: &Path) -> Result<Script, ScriptError> {
+pub fn load_script(path: &Path) -> Result<ScriptFile, ScriptError> {
     let text = std::fs::read_to_string(path).map_err(|err| ScriptError {
         message: format!(
             "cannot read mock script {}: {err}; check the path given to --mock-script",
@@ -133,7 +164,7 @@ pub fn load_script(path: &Path) -> Result<Script, ScriptError> {
 }
 
 enum Mode {
-    Script(Script),
+    Script(ScriptFile),
     Demo,
 }
 
@@ -141,6 +172,7 @@ enum Mode {
 pub struct ScriptedProvider {
     mode: Mode,
     next: usize,
+    next_summary: usize,
     record: Option<(PathBuf, File)>,
     record_error: Option<String>,
 }
@@ -155,11 +187,13 @@ impl std::fmt::Debug for ScriptedProvider {
 }
 
 impl ScriptedProvider {
-    /// A provider playing `script`.
-    pub fn new(script: Script) -> Self {
+    /// A provider playing `script` (a list of responses, or a whole
+    /// [`ScriptFile`]).
+    pub fn new(script: impl Into<ScriptFile>) -> Self {
         Self {
-            mode: Mode::Script(script),
+            mode: Mode::Script(script.into()),
             next: 0,
+            next_summary: 0,
             record: None,
             record_error: None,
         }
@@ -170,6 +204,7 @@ impl ScriptedProvider {
         Self {
             mode: Mode::Demo,
             next: 0,
+            next_summary: 0,
             record: None,
             record_error: None,
         }
@@ -192,9 +227,14 @@ impl ScriptedProvider {
         Ok(self)
     }
 
-    /// How many requests have been answered.
+    /// How many ordinary requests have been answered.
     pub fn requests_seen(&self) -> usize {
         self.next
+    }
+
+    /// How many summary requests have been answered.
+    pub fn summaries_seen(&self) -> usize {
+        self.next_summary
     }
 
     fn record(&mut self, request: &Request) -> Result<(), ProviderError> {
@@ -222,12 +262,12 @@ impl ScriptedProvider {
 
     fn scripted_response(&self, index: usize) -> Result<Vec<ScriptEvent>, ProviderError> {
         match &self.mode {
-            Mode::Script(script) => script.get(index).cloned().ok_or_else(|| {
+            Mode::Script(script) => script.responses.get(index).cloned().ok_or_else(|| {
                 ProviderError::new(
                     ProviderErrorKind::InvalidRequest,
                     format!(
                         "the mock script has {} response(s) but the agent sent request {}; add a response to the script (each request consumes one)",
-                        script.len(),
+                        script.responses.len(),
                         index + 1
                     ),
                 )
@@ -335,6 +375,30 @@ impl Provider for ScriptedProvider {
 
     fn encode(&mut self, request: &Request) -> Result<Exchange, ProviderError> {
         self.record(request)?;
+        if is_summary_request(request) {
+            let index = self.next_summary;
+            let scripted = match &self.mode {
+                Mode::Script(ScriptFile {
+                    summaries: Some(summaries),
+                    ..
+                }) => Some(summaries.get(index).cloned().ok_or_else(|| {
+                    ProviderError::new(
+                        ProviderErrorKind::InvalidRequest,
+                        format!(
+                            "the mock script has {} summary response(s) but the agent sent summary request {}; add one to the script's \"summaries\" (each compaction consumes one)",
+                            summaries.len(),
+                            index + 1
+                        ),
+                    )
+                })?),
+                _ => None,
+            };
+            let events = scripted.unwrap_or_else(|| generated_summary(request));
+            self.next_summary += 1;
+            return Ok(Exchange::Local {
+                chunks: to_chunks(index, &events)?,
+            });
+        }
         let index = self.next;
         let events = match self.mode {
             Mode::Demo => demo_response(request),
@@ -362,6 +426,57 @@ impl Provider for ScriptedProvider {
 
 // ---------------------------------------------------------------------------
 // The built-in demo.
+
+/// The deterministic answer to a summary request when the script has no
+/// `summaries`: the user requests of the summarized messages, in order, and
+/// the custom instructions.
+fn generated_summary(request: &Request) -> Vec<ScriptEvent> {
+    let text = request
+        .messages
+        .iter()
+        .map(Message::text)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (conversation, instructions) = match text.split_once(INSTRUCTIONS_MARKER) {
+        Some((conversation, instructions)) => (conversation, Some(instructions.trim())),
+        None => (text.as_str(), None),
+    };
+    let asks: Vec<String> = conversation
+        .lines()
+        .filter_map(|line| line.strip_prefix("[user]: "))
+        .map(|ask| format!("{:?}", ask.chars().take(80).collect::<String>()))
+        .collect();
+    let messages = conversation
+        .lines()
+        .filter(|line| {
+            [
+                "[user]: ",
+                "[assistant]: ",
+                "[tool result] ",
+                "[tool error] ",
+            ]
+            .iter()
+            .any(|p| line.starts_with(p))
+        })
+        .count();
+    let mut summary = format!(
+        "Mock summary of {messages} message(s). The user asked: {}.",
+        if asks.is_empty() {
+            "nothing".to_owned()
+        } else {
+            asks.join(", ")
+        }
+    );
+    if let Some(instructions) = instructions {
+        summary.push_str(&format!(" Focus: {instructions}"));
+    }
+    let mut events = words(&summary);
+    events.push(demo_usage(request, &summary));
+    events.push(ScriptEvent::Stop {
+        reason: StopReason::End,
+    });
+    events
+}
 
 fn words(text: &str) -> Vec<ScriptEvent> {
     text.split_inclusive(' ')

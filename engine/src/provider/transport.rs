@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use super::{
-    AssistantTurn, Exchange, Provider, ProviderError, ProviderErrorKind, Request, StreamEvent,
-    Validator,
+    AssistantTurn, Exchange, Provider, ProviderError, ProviderErrorKind, Request, StopReason,
+    StreamEvent, Validator,
 };
 use crate::tools::CancelToken;
 
@@ -113,7 +113,58 @@ pub enum StreamEnd {
 
 /// Sends `request` through `provider` and `transport`, validating every
 /// event and handing each valid one to `on_event` as it arrives.
+///
+/// A response that fails before any content event was handed over is
+/// offered to [`Provider::recover`]; when it asks for another attempt,
+/// `drive` waits (observing cancellation) and encodes the request again.
 pub fn drive(
+    provider: &mut dyn Provider,
+    transport: &dyn Transport,
+    request: &Request,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(&StreamEvent),
+) -> StreamEnd {
+    loop {
+        let mut delivered = false;
+        let end = drive_once(provider, transport, request, cancel, &mut |event| {
+            delivered |= !matches!(
+                event,
+                StreamEvent::Usage(_) | StreamEvent::Stop { .. } | StreamEvent::Error(_)
+            );
+            on_event(event);
+        });
+        if delivered {
+            return end;
+        }
+        let mut error = match &end {
+            StreamEnd::Failed(error) => error.clone(),
+            StreamEnd::Turn(turn) if turn.stop == StopReason::Error => {
+                turn.error.clone().unwrap_or_else(|| {
+                    ProviderError::malformed("the response failed without detail")
+                })
+            }
+            _ => return end,
+        };
+        match provider.recover(&mut error) {
+            Some(wait) => {
+                if !cancellable_sleep(wait, cancel) {
+                    return StreamEnd::Aborted(Validator::new().abort());
+                }
+            }
+            None => {
+                return match end {
+                    StreamEnd::Turn(mut turn) => {
+                        turn.error = Some(error);
+                        StreamEnd::Turn(turn)
+                    }
+                    _ => StreamEnd::Failed(error),
+                };
+            }
+        }
+    }
+}
+
+fn drive_once(
     provider: &mut dyn Provider,
     transport: &dyn Transport,
     request: &Request,
@@ -169,5 +220,168 @@ pub fn drive(
     match validator.finish() {
         Ok(turn) => StreamEnd::Turn(turn),
         Err(error) => StreamEnd::Failed(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{LocalChunk, ProviderInfo, StopReason};
+
+    /// Fails its first `failures` attempts with `kind`, then answers "ok".
+    struct Flaky {
+        failures: usize,
+        kind: ProviderErrorKind,
+        encodes: usize,
+        recovered: Vec<ProviderErrorKind>,
+        retry: bool,
+    }
+
+    impl Provider for Flaky {
+        fn describe(&self) -> ProviderInfo {
+            ProviderInfo {
+                id: "flaky".into(),
+                models: Vec::new(),
+            }
+        }
+        fn encode(&mut self, _request: &Request) -> Result<Exchange, ProviderError> {
+            self.encodes += 1;
+            let bytes = if self.encodes <= self.failures {
+                b"E".to_vec()
+            } else {
+                b"T".to_vec()
+            };
+            Ok(Exchange::Local {
+                chunks: vec![LocalChunk { delay_ms: 0, bytes }],
+            })
+        }
+        fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+            if chunk == b"E" {
+                vec![StreamEvent::Error(ProviderError::new(self.kind, "busy"))]
+            } else {
+                vec![
+                    StreamEvent::TextDelta { text: "ok".into() },
+                    StreamEvent::Stop {
+                        reason: StopReason::End,
+                    },
+                ]
+            }
+        }
+        fn finish(&mut self) -> Vec<StreamEvent> {
+            Vec::new()
+        }
+        fn recover(&mut self, error: &mut ProviderError) -> Option<Duration> {
+            self.recovered.push(error.kind);
+            if self.retry {
+                Some(Duration::ZERO)
+            } else {
+                error.message.push_str(" (gave up)");
+                None
+            }
+        }
+    }
+
+    fn request() -> Request {
+        Request {
+            model: "m".into(),
+            system: None,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            max_output_tokens: None,
+        }
+    }
+
+    #[test]
+    fn a_failure_before_content_is_offered_to_recover_and_retried() {
+        let mut provider = Flaky {
+            failures: 2,
+            kind: ProviderErrorKind::RateLimit,
+            encodes: 0,
+            recovered: Vec::new(),
+            retry: true,
+        };
+        let mut seen = Vec::new();
+        let end = drive(
+            &mut provider,
+            &HostTransport,
+            &request(),
+            &CancelToken::new(),
+            &mut |e| seen.push(e.clone()),
+        );
+        let StreamEnd::Turn(turn) = end else {
+            panic!("expected a turn, got {end:?}");
+        };
+        assert_eq!(turn.stop, StopReason::End);
+        assert_eq!(provider.encodes, 3);
+        assert_eq!(provider.recovered, [ProviderErrorKind::RateLimit; 2]);
+        // The failed attempts' error events reached the caller, the text once.
+        let texts = seen
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
+            .count();
+        assert_eq!(texts, 1);
+    }
+
+    #[test]
+    fn giving_up_keeps_the_amended_error() {
+        let mut provider = Flaky {
+            failures: 5,
+            kind: ProviderErrorKind::InvalidRequest,
+            encodes: 0,
+            recovered: Vec::new(),
+            retry: false,
+        };
+        let end = drive(
+            &mut provider,
+            &HostTransport,
+            &request(),
+            &CancelToken::new(),
+            &mut |_| {},
+        );
+        let StreamEnd::Turn(turn) = end else {
+            panic!("expected a failed turn, got {end:?}");
+        };
+        assert_eq!(turn.stop, StopReason::Error);
+        let error = turn.error.unwrap();
+        assert_eq!(error.kind, ProviderErrorKind::InvalidRequest);
+        assert_eq!(error.message, "busy (gave up)");
+        assert_eq!(provider.encodes, 1);
+    }
+
+    #[test]
+    fn a_cancelled_wait_aborts() {
+        struct Waits(usize);
+        impl Provider for Waits {
+            fn describe(&self) -> ProviderInfo {
+                ProviderInfo {
+                    id: "w".into(),
+                    models: Vec::new(),
+                }
+            }
+            fn encode(&mut self, _request: &Request) -> Result<Exchange, ProviderError> {
+                self.0 += 1;
+                Err(ProviderError::new(ProviderErrorKind::Overloaded, "busy"))
+            }
+            fn decode(&mut self, _chunk: &[u8]) -> Vec<StreamEvent> {
+                Vec::new()
+            }
+            fn finish(&mut self) -> Vec<StreamEvent> {
+                Vec::new()
+            }
+            fn recover(&mut self, _error: &mut ProviderError) -> Option<Duration> {
+                Some(Duration::from_secs(60))
+            }
+        }
+        let cancel = CancelToken::new();
+        let canceller = cancel.clone();
+        let thread = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            canceller.cancel();
+        });
+        let mut provider = Waits(0);
+        let end = drive(&mut provider, &HostTransport, &request(), &cancel, &mut |_| {});
+        thread.join().unwrap();
+        assert!(matches!(end, StreamEnd::Aborted(_)), "{end:?}");
+        assert_eq!(provider.0, 1);
     }
 }

@@ -150,6 +150,10 @@ fn record_view(records: &[Record]) -> Vec<String> {
             Record::Event(SessionEvent::ModelChange { provider, model }) => {
                 format!("model {provider}/{model}")
             }
+            Record::Event(SessionEvent::Compaction { compaction }) => format!(
+                "compaction {} summarized={} kept={}",
+                compaction.reason, compaction.summarized_messages, compaction.kept_messages
+            ),
             Record::Event(SessionEvent::Message { message, .. }) => match message {
                 Message::User { text } => format!("user {text}"),
                 Message::Assistant { content, stop } => {

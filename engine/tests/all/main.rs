@@ -1,6 +1,7 @@
 //! The engine's single integration-test binary; one module per area.
 
 mod agent;
+mod compact;
 mod provider;
 mod replay;
 mod tools;

@@ -13,6 +13,8 @@ use smith_alloc::AccountingAllocator;
 use smith_perf::entries::{self, Content, Kind, MESSAGE_TEXT_BYTES, TOOL_OUTPUT_BYTES};
 use smith_perf::{Plan, all_gates};
 
+mod store_gates;
+
 #[global_allocator]
 static GLOBAL: AccountingAllocator = AccountingAllocator::new();
 

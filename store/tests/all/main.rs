@@ -2,6 +2,7 @@
 //! "Sessions" section has a test named after it.
 
 mod alloc_count;
+mod fixtures;
 mod guarantees;
 mod operations;
 

@@ -3,7 +3,7 @@
 
 use smith_store::{
     EntryKind, ErrorKind, ExternalEntry, Limits, NewEntry, PruneOptions, Session, SessionFile,
-    SessionId, dump,
+    SessionId, dump, format,
 };
 
 use crate::{entry, sample_session, temp_store, text};
@@ -102,6 +102,31 @@ fn delete_and_prune() {
     assert!(store.list().expect("list").is_empty());
 }
 
+/// A session's selected branch as what it records, without where its
+/// payloads live in memory (a loaded session addresses them in the file's
+/// mapping, the writing session in its own buffer): every record field but
+/// `payload_offset`, and the stored payload bytes themselves.
+#[allow(clippy::type_complexity)]
+fn same_history(s: &Session) -> Vec<(u64, u64, u64, u64, u64, u32, u32, u16, u16, Vec<u8>)> {
+    s.branch()
+        .iter()
+        .map(|r| {
+            (
+                r.id,
+                r.parent,
+                r.timestamp_ms,
+                r.pairing,
+                r.frame_offset,
+                r.payload_len,
+                r.kind,
+                r.head_len,
+                r.flags,
+                s.content(r).expect("content").into_owned(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn branch_navigation_preserves_selected_history_and_compaction_boundary() {
     let (_d, store) = temp_store();
@@ -124,7 +149,7 @@ fn branch_navigation_preserves_selected_history_and_compaction_boundary() {
     assert_eq!(s.leaves().len(), 2, "two branches");
     // Resuming (loading again) keeps the same branch and boundary.
     let again = store.load("sample").expect("load");
-    assert_eq!(again.branch(), s.branch());
+    assert_eq!(same_history(&again), same_history(&s));
     assert_eq!(again.compaction_boundary(), boundary);
     // Forking keeps the selected history (not the abandoned branch) and boundary,
     // and records the origin.
@@ -360,4 +385,57 @@ fn append_rejects_non_canonical_content_and_unknown_parents() {
         .expect("meta")
         .len();
     assert_eq!(len, smith_store::format::HEADER_LEN as u64, "nor on disk");
+}
+
+/// A loaded session addresses its payloads in the file's mapping (no copy)
+/// and puts what it appends in its own buffer; both read back exactly,
+/// also after the file was replaced by a repair, and a fork of it appends
+/// without disturbing the original.
+#[test]
+fn loaded_session_reads_payloads_in_place_and_appends_beside_them() {
+    let (_d, store) = temp_store();
+    let written = sample_session(&store);
+    let expected = same_history(&written);
+    let file_len = std::fs::metadata(store.path_of(written.id()))
+        .expect("meta")
+        .len();
+    let mut s = store.load("sample").expect("load");
+    let (mapped, owned) = s.payload_regions();
+    #[cfg(unix)]
+    assert_eq!((mapped.len() as u64, owned.len()), (file_len, 0));
+    #[cfg(not(unix))]
+    assert_eq!(mapped.len(), 0);
+    assert_eq!(same_history(&s), expected);
+    // Every record's stored payload is the frame's payload in the file.
+    #[cfg(unix)]
+    for r in s.records() {
+        let start = r.frame_offset as usize + format::FRAME_PREFIX + r.head_len as usize;
+        assert_eq!(r.payload_offset as usize, start, "entry {}", r.id);
+    }
+    let extra = text("appended after loading");
+    store
+        .append(&mut s, &[entry(EntryKind::UserMessage, &extra, 9)])
+        .expect("append");
+    let leaf = *s.leaf().expect("leaf");
+    assert!(leaf.payload_offset as usize >= s.payload_regions().0.len());
+    assert_eq!(s.content(&leaf).expect("content").as_ref(), &extra[..]);
+    assert_eq!(same_history(&s)[..expected.len()], expected[..]);
+    // A repair publishes a new file over the old one; the loaded session
+    // keeps reading the bytes it loaded.
+    store.repair("sample", false).expect("repair");
+    assert_eq!(same_history(&s)[..expected.len()], expected[..]);
+    // A fork shares the arena; appending to the fork leaves the original.
+    let mut f = store.fork(&s, Some("forked")).expect("fork");
+    let more = text("only in the fork");
+    store
+        .append(&mut f, &[entry(EntryKind::AssistantMessage, &more, 10)])
+        .expect("append to fork");
+    assert_eq!(
+        f.content(f.leaf().expect("leaf")).expect("content").as_ref(),
+        &more[..]
+    );
+    assert_eq!(s.leaf().map(|r| r.id), Some(leaf.id));
+    assert_eq!(s.content(&leaf).expect("content").as_ref(), &extra[..]);
+    let reloaded = store.load("sample").expect("reload");
+    assert_eq!(same_history(&reloaded), same_history(&s));
 }

@@ -70,3 +70,27 @@ fn a_scrolled_frame_allocates_nothing() {
     a.transcript.scroll_up(500);
     steady_frames(&mut a);
 }
+
+/// Bytes the frame after one typed character writes on the 160 × 50
+/// benchmark screen (`smith_tui::bench_support`): exact and deterministic.
+/// Kept equal to `KEYSTROKE_FRAME_BYTES` in smith-perf's `tui_gates.rs`.
+pub const TYPED_CHAR_FRAME_BYTES: usize = 23;
+
+#[test]
+fn a_typed_character_writes_the_same_bytes_at_10_and_a_million_entries() {
+    use smith_tui::bench_support::Screen;
+    let mut small = Screen::new(10);
+    assert_eq!(small.typed_char_frame_bytes(), TYPED_CHAR_FRAME_BYTES);
+    let mut large = Screen::new(1_000_000);
+    assert_eq!(large.typed_char_frame_bytes(), TYPED_CHAR_FRAME_BYTES);
+}
+
+#[test]
+fn a_keystroke_frame_allocates_nothing_at_a_million_entries() {
+    use smith_tui::bench_support::Screen;
+    let mut s = Screen::new(1_000_000);
+    let (bytes, stats) =
+        smith_alloc::count(|| (0..100).map(|_| s.keystroke_frame()).sum::<usize>());
+    assert!(bytes > 0);
+    assert_eq!(stats.allocations, 0);
+}

@@ -116,3 +116,114 @@ fn tiny_terminal_keeps_a_valid_layout() {
     let mut s = screen(a, 12, 3);
     check("tiny", &s.text());
 }
+
+/// The screen's text followed by the rows above the status line drawn
+/// reversed (the highlighted row of an overlay).
+fn with_highlight(s: &mut smith_tui::headless::Headless) -> String {
+    let mut text = s.text();
+    let screen = s.frame().clone();
+    for y in 0..screen.height() - 3 {
+        let reversed = (0..screen.width())
+            .filter(|&x| {
+                screen
+                    .get(x, y)
+                    .unwrap()
+                    .style
+                    .attrs
+                    .contains(Attrs::REVERSE)
+            })
+            .count();
+        if reversed > 0 {
+            text.push_str(&format!("highlighted row {y} ({reversed} cells)\n"));
+        }
+    }
+    text
+}
+
+/// The session's branches as the host lists them: a root chain forking
+/// twice, the current leaf marked.
+fn branch_tree() -> smith_tui::Tree {
+    use smith_tui::TreeRow;
+    let row = |depth: u16, label: &str, arg: &str, current: bool| TreeRow {
+        depth,
+        label: label.to_owned(),
+        arg: arg.to_owned(),
+        current,
+    };
+    smith_tui::Tree {
+        title: " branches ".to_owned(),
+        command: "branch".to_owned(),
+        rows: vec![
+            row(0, "entry 4 · fork · “list the files”", "4", false),
+            row(1, "entry 9 · 9 entries · “now read the readme”", "9", false),
+            row(
+                1,
+                "entry 12 · fork · “read Cargo.toml instead”",
+                "12",
+                false,
+            ),
+            row(2, "entry 15 · 15 entries · “and the lock file”", "15", true),
+            row(2, "entry 17 · 14 entries · “stop”", "17", false),
+        ],
+        selected: 3,
+    }
+}
+
+#[test]
+fn branch_tree_overlay() {
+    let mut a = app();
+    conversation(&mut a);
+    a.open(smith_tui::Overlay::Tree(branch_tree()));
+    let mut s = screen(a, 70, 20);
+    check("branch_tree", &with_highlight(&mut s));
+    // Moving and choosing runs the tree's command with the row's argument.
+    s.key(KeyCode::Down, KeyModifiers::NONE);
+    check("branch_tree_moved", &with_highlight(&mut s));
+    assert_eq!(
+        s.key(KeyCode::Enter, KeyModifiers::NONE),
+        Some(smith_tui::Output::Command {
+            name: "branch".to_owned(),
+            arg: "17".to_owned()
+        })
+    );
+    assert_eq!(*s.app.overlay(), smith_tui::Overlay::None);
+}
+
+#[test]
+fn branch_tree_esc_closes_without_a_command() {
+    let mut a = app();
+    a.open(smith_tui::Overlay::Tree(branch_tree()));
+    let mut s = screen(a, 70, 20);
+    assert_eq!(s.key(KeyCode::Esc, KeyModifiers::NONE), None);
+    assert_eq!(*s.app.overlay(), smith_tui::Overlay::None);
+}
+
+#[test]
+fn plugins_info_overlay() {
+    let mut a = app();
+    a.open(smith_tui::Overlay::Info {
+        title: " plugins ".to_owned(),
+        lines: vec![
+            "smith/mock (provider, built in): The scripted provider".to_owned(),
+            "smith/product (extension, built in): The default layout, theme, keybindings, commands and tool presentation".to_owned(),
+            String::new(),
+            "Plugins run only when the plugin host is enabled.".to_owned(),
+        ],
+    });
+    let mut s = screen(a, 60, 16);
+    check("plugins", &s.text());
+    // Any key closes it.
+    assert_eq!(s.key(KeyCode::Char('q'), KeyModifiers::NONE), None);
+    assert_eq!(*s.app.overlay(), smith_tui::Overlay::None);
+    assert!(s.app.editor.is_empty());
+}
+
+#[test]
+fn status_line_shows_the_host_activity() {
+    let mut a = app();
+    let mut status = a.status.clone();
+    status.activity = "compacting".to_owned();
+    a.set_status(status);
+    let mut s = screen(a, 60, 6);
+    check("status_compacting", &s.text());
+}

@@ -24,6 +24,7 @@ pub fn app() -> App {
         context: Some((12_000, 200_000)),
         busy: false,
         queue: 0,
+        activity: String::new(),
     });
     app
 }

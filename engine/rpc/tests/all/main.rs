@@ -4,6 +4,7 @@
 
 mod allocs;
 mod framing;
+mod mcp_revisions;
 mod mcp_shapes;
 mod rpc_inprocess;
 mod support;

@@ -218,7 +218,13 @@ fn discover_probes_invalid_arguments_and_unknown_resources_answer_by_the_protoco
     .map(|v| format!("{v}\n"))
     .collect::<String>();
     server.serve(input.as_bytes()).unwrap();
-    assert_eq!(captured.response(&json!(1))["error"]["code"], -32601);
+    // A probe without a revision learns what is served.
+    let discover = captured.response(&json!(1));
+    assert_eq!(discover["result"]["resultType"], "complete");
+    assert_eq!(
+        discover["result"]["supportedVersions"],
+        json!(smith_rpc::mcp::PROTOCOL_VERSIONS)
+    );
     assert_eq!(
         captured.response(&json!(2))["result"]["protocolVersion"],
         "2025-06-18"

@@ -1,0 +1,557 @@
+//! Compaction through the real runtime and session store: the boundary
+//! entry, the next request's context, resume and replay of a compacted
+//! session, abort, failures, and the automatic triggers.
+
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use smith_engine::agent::compact::{
+    SUMMARY_PREFIX, estimate_all, estimate_tokens, is_summary_request, summary_message,
+};
+use smith_engine::agent::{self, AgentConfig, AgentHandle, CompactionRecord, Services};
+use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::protocol::{Command, CompactionOutcome, CompactionReason, Event, StopCause};
+use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
+use smith_engine::provider::{ContentBlock, HostTransport, Message, Request, StopReason};
+use smith_engine::replay::{Pace, Recording};
+use smith_engine::tools::{ToolContext, ToolSet};
+use smith_store::{EntryKind, Store};
+
+struct Rig {
+    handle: AgentHandle,
+    journal: Arc<StoreJournal>,
+    home: tempfile::TempDir,
+    _work: tempfile::TempDir,
+    record: PathBuf,
+}
+
+fn rig_with(script: &str, config: AgentConfig) -> Rig {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "hello world\n").unwrap();
+    let record = home.path().join("requests.jsonl");
+    let store = Store::open(home.path().join("store")).unwrap();
+    let session = store.create(Some("c")).unwrap();
+    let journal = Arc::new(StoreJournal::new(store, session));
+    let provider = ScriptedProvider::new(parse_script(script, "test").unwrap())
+        .record_to(&record)
+        .unwrap();
+    let services = Services {
+        provider: Box::new(provider),
+        transport: Arc::new(HostTransport),
+        tools: ToolSet::builtin(),
+        tool_context: ToolContext::new(work.path())
+            .unwrap()
+            .with_output_dir(home.path().join("out")),
+        journal: journal.clone(),
+        sink: journal.clone(),
+        policies: agent::default_policies(),
+    };
+    let handle = agent::spawn(config, services).unwrap();
+    Rig {
+        handle,
+        journal,
+        home,
+        _work: work,
+        record,
+    }
+}
+
+fn rig(script: &str) -> Rig {
+    rig_with(script, AgentConfig::new(MOCK_MODEL))
+}
+
+fn until_settled(rig: &Rig, mut react: impl FnMut(&Event)) -> Vec<Event> {
+    let mut events = Vec::new();
+    loop {
+        let event = rig
+            .handle
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|t| panic!("no event (timeout {t}); so far {events:#?}"));
+        react(&event);
+        let settled = event == Event::Settled;
+        events.push(event);
+        if settled {
+            return events;
+        }
+    }
+}
+
+fn prompt(rig: &Rig, text: &str) -> Vec<Event> {
+    rig.handle
+        .send(Command::Prompt { text: text.into() })
+        .unwrap();
+    until_settled(rig, |_| {})
+}
+
+fn requests(path: &Path) -> Vec<Request> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn messages(rig: &Rig) -> Vec<Message> {
+    rig.handle.send(Command::GetMessages).unwrap();
+    loop {
+        match rig.handle.recv_timeout(Duration::from_secs(10)).unwrap() {
+            Event::Messages { messages } => return messages,
+            _ => continue,
+        }
+    }
+}
+
+fn compaction_events(events: &[Event]) -> Vec<&Event> {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::CompactionStart { .. } | Event::CompactionEnd { .. }
+            )
+        })
+        .collect()
+}
+
+fn user(text: &str) -> Message {
+    Message::User { text: text.into() }
+}
+
+fn answer(text: &str) -> Message {
+    Message::Assistant {
+        content: vec![ContentBlock::Text { text: text.into() }],
+        stop: StopReason::End,
+    }
+}
+
+const TWO_TURNS_THEN_ONE: &str = r#"{
+  "responses": [
+    [{"text": "first answer"}, {"stop": {"reason": "end"}}],
+    [{"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}}, {"stop": {"reason": "tool_use"}}],
+    [{"text": "second answer"}, {"stop": {"reason": "end"}}],
+    [{"text": "third answer"}, {"stop": {"reason": "end"}}]
+  ],
+  "summaries": [
+    [{"text": "The user asked twice; notes.txt says hello world."}, {"usage": {"input": 40, "output": 12}}, {"stop": {"reason": "end"}}]
+  ]
+}"#;
+
+#[test]
+fn manual_compaction_records_the_boundary_and_the_next_request_sends_summary_and_kept_messages() {
+    let rig = rig(TWO_TURNS_THEN_ONE);
+    prompt(&rig, "first");
+    prompt(&rig, "second");
+    let before = messages(&rig);
+    assert_eq!(before.len(), 6, "{before:#?}");
+
+    rig.handle.compact(Some("mention the file")).unwrap();
+    let events = until_settled(&rig, |_| {});
+    // Exactly start, end, settled: no run, no messages.
+    assert_eq!(events.len(), 3, "{events:#?}");
+    let Event::CompactionStart {
+        reason: CompactionReason::Manual,
+        tokens_before,
+    } = events[0]
+    else {
+        panic!("{events:#?}")
+    };
+    let Event::CompactionEnd {
+        reason: CompactionReason::Manual,
+        outcome: CompactionOutcome::Compacted,
+        tokens_before: before_again,
+        tokens_after: Some(tokens_after),
+        summary: Some(summary),
+        summarized_messages: Some(2),
+        kept_messages: Some(4),
+        usage: Some(usage),
+        error: None,
+    } = &events[1]
+    else {
+        panic!("{events:#?}")
+    };
+    assert_eq!(*before_again, tokens_before);
+    // The estimate after: the summary replaces the summarized messages.
+    assert_eq!(
+        *tokens_after,
+        tokens_before - estimate_all(&before[..2]) + estimate_tokens(&summary_message(summary))
+    );
+    assert_eq!(summary, "The user asked twice; notes.txt says hello world.");
+    assert_eq!(usage.input, Some(40));
+    assert_eq!(events[2], Event::Settled);
+
+    // The context is now the summary, then the latest turn as it was.
+    let after = messages(&rig);
+    let mut expected = vec![summary_message(summary)];
+    expected.extend_from_slice(&before[2..]);
+    assert_eq!(after, expected);
+
+    // The summary request: tool-free, over the first turn, with the
+    // instructions.
+    let sent = requests(&rig.record);
+    assert_eq!(sent.len(), 4);
+    assert!(is_summary_request(&sent[3]));
+    let Message::User { text } = &sent[3].messages[0] else {
+        panic!()
+    };
+    assert!(text.contains("[user]: first"), "{text}");
+    assert!(text.contains("[assistant]: first answer"), "{text}");
+    assert!(!text.contains("second"), "{text}");
+    assert!(text.contains("mention the file"), "{text}");
+
+    // The session: one compaction entry naming the latest user message.
+    rig.journal.with_session(|session| {
+        let branch = session.branch();
+        let compaction = branch
+            .iter()
+            .rposition(|r| r.entry_kind() == EntryKind::Compaction)
+            .expect("a compaction entry");
+        let boundary = session.compaction_boundary();
+        assert!(boundary < compaction);
+        assert_eq!(branch[boundary].entry_kind(), EntryKind::UserMessage);
+        assert_eq!(branch[compaction].pairing, branch[boundary].id);
+        // Nothing before the boundary is a message of the kept turn.
+        let users_before = branch[..boundary]
+            .iter()
+            .filter(|r| r.entry_kind() == EntryKind::UserMessage)
+            .count();
+        assert_eq!(users_before, 1);
+    });
+
+    // The next turn's request: the summary and only the kept messages.
+    let events = prompt(&rig, "third");
+    assert!(compaction_events(&events).is_empty());
+    let sent = requests(&rig.record);
+    assert_eq!(sent.len(), 5);
+    let mut context = expected.clone();
+    context.push(user("third"));
+    assert_eq!(sent[4].messages, context);
+    assert!(!is_summary_request(&sent[4]));
+
+    // Resume from disk: the same context, the compaction record.
+    let store = Store::open(rig.home.path().join("store")).unwrap();
+    let session = store.load("c").unwrap();
+    let resumed = resume(&session).unwrap();
+    context.push(answer("third answer"));
+    assert_eq!(resumed.history, context);
+    assert_eq!(resumed.meta.len(), resumed.history.len());
+    let record: &CompactionRecord = resumed.compaction.as_ref().unwrap();
+    assert_eq!(record.reason, "manual");
+    assert_eq!(record.instructions.as_deref(), Some("mention the file"));
+    assert_eq!((record.summarized_messages, record.kept_messages), (2, 4));
+    assert_eq!(record.kept_heads, 3);
+    assert_eq!(record.tokens_after, *tokens_after);
+
+    // Replay of the compacted session: the compaction between the runs,
+    // followed by settled, and the runs around it intact.
+    let recording = Recording::from_session(&session).unwrap();
+    let mut replayed = Vec::new();
+    recording
+        .play(None, Pace::Instant, |e| -> Result<(), ()> {
+            replayed.push(e.clone());
+            Ok(())
+        })
+        .unwrap();
+    let kinds: Vec<&str> = replayed
+        .iter()
+        .filter_map(|e| match e {
+            Event::AgentStart => Some("agent_start"),
+            Event::CompactionStart { .. } => Some("compaction_start"),
+            Event::CompactionEnd { .. } => Some("compaction_end"),
+            Event::Settled => Some("settled"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "agent_start",
+            "settled",
+            "agent_start",
+            "settled",
+            "compaction_start",
+            "compaction_end",
+            "settled",
+            "agent_start",
+            "settled"
+        ]
+    );
+    let replayed_end = replayed
+        .iter()
+        .find(|e| matches!(e, Event::CompactionEnd { .. }))
+        .unwrap();
+    assert_eq!(
+        replayed_end,
+        &events_end(&events_of_compaction(&rig, summary))
+    );
+    rig.handle.shutdown();
+}
+
+/// The compaction end the live runtime announced, rebuilt from the record
+/// (the replay must match it field for field).
+fn events_of_compaction(rig: &Rig, summary: &str) -> CompactionRecord {
+    let store = Store::open(rig.home.path().join("store")).unwrap();
+    let record = resume(&store.load("c").unwrap())
+        .unwrap()
+        .compaction
+        .unwrap();
+    assert_eq!(record.summary, summary);
+    record
+}
+
+fn events_end(record: &CompactionRecord) -> Event {
+    Event::CompactionEnd {
+        reason: CompactionReason::Manual,
+        outcome: CompactionOutcome::Compacted,
+        tokens_before: record.tokens_before,
+        tokens_after: Some(record.tokens_after),
+        summary: Some(record.summary.clone()),
+        summarized_messages: Some(record.summarized_messages),
+        kept_messages: Some(record.kept_messages),
+        usage: Some(record.usage),
+        error: None,
+    }
+}
+
+#[test]
+fn an_aborted_compaction_leaves_context_and_session_unchanged() {
+    let rig = rig(r#"{
+      "responses": [
+        [{"text": "one"}, {"stop": {"reason": "end"}}],
+        [{"text": "two"}, {"stop": {"reason": "end"}}]
+      ],
+      "summaries": [
+        [{"text": "partial "}, {"delay_ms": 10000}, {"text": "never"}, {"stop": {"reason": "end"}}]
+      ]
+    }"#);
+    prompt(&rig, "a");
+    prompt(&rig, "b");
+    let before = messages(&rig);
+    let entries_before = rig.journal.with_session(|s| s.records().len());
+
+    rig.handle.compact(None).unwrap();
+    // A prompt while compacting is refused: the runtime is busy.
+    let mut refused = false;
+    let events = until_settled(&rig, |e| match e {
+        Event::CompactionStart { .. } => {
+            rig.handle
+                .send(Command::Prompt { text: "c".into() })
+                .unwrap();
+        }
+        Event::Error(info) if info.kind == "busy" => {
+            refused = true;
+            rig.handle.abort();
+        }
+        _ => {}
+    });
+    assert!(refused, "{events:#?}");
+    let ends: Vec<CompactionOutcome> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CompactionEnd { outcome, .. } => Some(*outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, vec![CompactionOutcome::Aborted]);
+    assert_eq!(events.last(), Some(&Event::Settled));
+    assert_eq!(messages(&rig), before);
+    let entries_after = rig.journal.with_session(|s| s.records().len());
+    assert_eq!(entries_after, entries_before, "nothing was recorded");
+    rig.journal.with_session(|s| {
+        assert!(
+            !s.records()
+                .iter()
+                .any(|r| r.entry_kind() == EntryKind::Compaction)
+        );
+    });
+    rig.handle.shutdown();
+}
+
+#[test]
+fn a_truncated_or_failed_summary_is_never_recorded() {
+    let rig = rig(r#"{
+      "responses": [
+        [{"text": "one"}, {"stop": {"reason": "end"}}],
+        [{"text": "two"}, {"stop": {"reason": "end"}}]
+      ],
+      "summaries": [
+        [{"text": "cut off mid"}, {"stop": {"reason": "limit"}}],
+        [{"error": {"kind": "overloaded", "message": "try later"}}],
+        [{"stop": {"reason": "end"}}]
+      ]
+    }"#);
+    prompt(&rig, "a");
+    prompt(&rig, "b");
+    let before = messages(&rig);
+    for expected in ["summary_truncated", "overloaded", "summary_empty"] {
+        rig.handle.compact(None).unwrap();
+        let events = until_settled(&rig, |_| {});
+        let Some(Event::CompactionEnd {
+            outcome: CompactionOutcome::Failed,
+            error: Some(error),
+            summary: None,
+            ..
+        }) = events
+            .iter()
+            .find(|e| matches!(e, Event::CompactionEnd { .. }))
+        else {
+            panic!("{events:#?}")
+        };
+        assert_eq!(error.kind, expected);
+        assert_eq!(messages(&rig), before);
+    }
+    rig.journal.with_session(|s| {
+        assert!(
+            !s.records()
+                .iter()
+                .any(|r| r.entry_kind() == EntryKind::Compaction)
+        );
+    });
+    // Too little to summarize is skipped without a request.
+    let rig = rig_with(
+        r#"[[{"text": "one"}, {"stop": {"reason": "end"}}]]"#,
+        AgentConfig::new(MOCK_MODEL),
+    );
+    rig.handle.compact(None).unwrap();
+    let events = until_settled(&rig, |_| {});
+    assert!(
+        matches!(&events[1], Event::CompactionEnd { outcome: CompactionOutcome::Skipped, error: Some(e), .. } if e.kind == "nothing_to_compact"),
+        "{events:#?}"
+    );
+    assert!(requests(&rig.record).is_empty());
+}
+
+#[test]
+fn crossing_the_threshold_compacts_before_the_next_request_of_the_run() {
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.compaction.context_window = Some(10_000);
+    config.compaction.reserve_tokens = 2_000;
+    config.compaction.keep_recent_tokens = 5;
+    // The first response reports 8,900 tokens of context: over 8,000.
+    let rig = rig_with(
+        r#"[
+          [{"text": "one"}, {"usage": {"input": 8880, "output": 20}}, {"stop": {"reason": "end"}}],
+          [{"text": "reading"}, {"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}}, {"usage": {"input": 100, "output": 5}}, {"stop": {"reason": "tool_use"}}],
+          [{"text": "done"}, {"usage": {"input": 120, "output": 5}}, {"stop": {"reason": "end"}}]
+        ]"#,
+        config,
+    );
+    let first = prompt(&rig, "a");
+    assert!(compaction_events(&first).is_empty());
+    let events = prompt(&rig, "b");
+    assert_eq!(stop_of(&events), StopCause::Done);
+    let compaction = compaction_events(&events);
+    assert_eq!(compaction.len(), 2, "{events:#?}");
+    assert!(matches!(
+        compaction[0],
+        Event::CompactionStart { reason: CompactionReason::Threshold, tokens_before } if *tokens_before > 8_000
+    ));
+    let Event::CompactionEnd {
+        outcome: CompactionOutcome::Compacted,
+        summary: Some(summary),
+        ..
+    } = compaction[1]
+    else {
+        panic!("{events:#?}")
+    };
+    // No summaries in the script: the generated deterministic summary.
+    assert_eq!(
+        summary,
+        "Mock summary of 2 message(s). The user asked: \"a\"."
+    );
+    // The compaction happens after the input is delivered, before the
+    // turn's request; the request carries summary + the new input.
+    let order: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::MessageEnd {
+                message: Message::User { .. },
+                ..
+            } => Some("user"),
+            Event::CompactionEnd { .. } => Some("compacted"),
+            Event::TurnStart { .. } => Some("turn"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, vec!["user", "compacted", "turn", "turn"]);
+    let sent = requests(&rig.record);
+    assert_eq!(sent.len(), 4);
+    assert!(is_summary_request(&sent[1]));
+    assert_eq!(sent[2].messages, vec![summary_message(summary), user("b")]);
+    // Later requests of the run build on the compacted context.
+    assert_eq!(sent[3].messages.len(), 4);
+    assert!(
+        matches!(&sent[3].messages[0], Message::User { text } if text.starts_with(SUMMARY_PREFIX))
+    );
+    rig.handle.shutdown();
+}
+
+#[test]
+fn a_context_overflow_compacts_once_and_retries_the_request() {
+    let rig = rig(r#"[
+      [{"text": "one"}, {"stop": {"reason": "end"}}],
+      [{"error": {"kind": "context_overflow", "message": "prompt is too long"}}],
+      [{"text": "fits now"}, {"stop": {"reason": "end"}}],
+      [{"error": {"kind": "context_overflow", "message": "prompt is too long"}}],
+      [{"error": {"kind": "context_overflow", "message": "still too long"}}]
+    ]"#);
+    prompt(&rig, "a");
+    let events = prompt(&rig, "b");
+    assert_eq!(stop_of(&events), StopCause::Done, "{events:#?}");
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Error(_))),
+        "{events:#?}"
+    );
+    let compaction = compaction_events(&events);
+    assert!(matches!(
+        compaction[..],
+        [
+            Event::CompactionStart {
+                reason: CompactionReason::Overflow,
+                ..
+            },
+            Event::CompactionEnd {
+                reason: CompactionReason::Overflow,
+                outcome: CompactionOutcome::Compacted,
+                ..
+            }
+        ]
+    ));
+    let sent = requests(&rig.record);
+    // a, b (overflow), summary, b retried over the compacted context.
+    assert_eq!(sent.len(), 4);
+    assert!(is_summary_request(&sent[2]));
+    assert!(
+        matches!(&sent[3].messages[0], Message::User { text } if text.starts_with(SUMMARY_PREFIX))
+    );
+    assert_eq!(sent[3].messages.last(), Some(&user("b")));
+
+    // A second overflow in one run is reported, not compacted again.
+    let events = prompt(&rig, "c");
+    assert_eq!(stop_of(&events), StopCause::Error);
+    assert_eq!(compaction_events(&events).len(), 2);
+    let errors: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Error(info) => Some(info.message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors, vec!["still too long"]);
+    rig.handle.shutdown();
+}
+
+fn stop_of(events: &[Event]) -> StopCause {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::AgentEnd { stop, .. } => Some(*stop),
+            _ => None,
+        })
+        .expect("an agent_end event")
+}

@@ -1,0 +1,516 @@
+//! [`LiveProvider`]: the engine's provider contract over the catalog, the
+//! credential resolver and the vendor adapters.
+//!
+//! For each request it takes the current target of the resolved route,
+//! gates the request against the target model's advertised capabilities
+//! (failing before dispatch with a diagnostic naming the unsupported
+//! feature), checks the credential resolves, and encodes the request with
+//! the vendor adapter into an HTTP exchange whose credentials are opaque
+//! handles. The body is decoded by the same adapter. When a response fails
+//! before any content arrived, [`Provider::recover`] applies the failover
+//! policy: rate limits fail over at once, transient failures retry with
+//! backoff and then fail over, invalid requests give up.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use smith_auth::Resolver;
+use smith_catalog::failover::{Decision, Failure, Policy};
+use smith_catalog::{ModelInfo as CatalogModel, RequestNeeds, Routes, Snapshot, Target};
+use smith_diag::Diagnostic;
+use smith_engine::provider::{
+    Exchange, ModelInfo, Pricing, Provider, ProviderError, ProviderErrorKind, ProviderInfo,
+    Request, StreamEvent,
+};
+use smith_providers::{Capabilities, Config};
+
+use crate::convert::{ToEngine, ToVendor};
+use crate::vendor::{BoxDecoder, Vendor};
+
+/// One line of a diagnostic for an error message: what, why, next.
+pub fn diagnostic_message(d: &Diagnostic) -> String {
+    let mut text = format!("{}: {}; {}", d.what(), d.why(), d.next());
+    if let Some(example) = d.example() {
+        text.push_str(&format!(" (for example: {})", example.trim()));
+    }
+    smith_diag::secrets::redact(&text).into_owned()
+}
+
+/// Everything a live provider resolves against.
+#[derive(Clone)]
+pub struct Setup {
+    /// The catalog snapshot (capabilities, prices).
+    pub snapshot: Arc<Snapshot>,
+    /// Aliases, groups and buckets.
+    pub routes: Routes,
+    /// The credential resolver (also used by the transport).
+    pub resolver: Arc<Resolver>,
+    /// Base URLs by provider id: explicit overrides first, then the
+    /// providers' base URL variables.
+    pub base_urls: BTreeMap<String, String>,
+    /// Retry and failover bounds.
+    pub policy: Policy,
+    /// The thinking level to ask for, if any (degraded by the gate).
+    pub thinking: Option<smith_catalog::ThinkingLevel>,
+}
+
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Setup")
+            .field("base_urls", &self.base_urls)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One target, ready to encode for.
+#[derive(Clone, Debug)]
+struct Prepared {
+    target: Target,
+    vendor: Vendor,
+    model: CatalogModel,
+    family: Option<CatalogModel>,
+    /// The credential handle (`provider.slot`), or `None` for a server that
+    /// takes none.
+    credential: Option<String>,
+    base_url: Option<String>,
+}
+
+/// A live provider over the built-in vendor adapters.
+pub struct LiveProvider {
+    setup: Setup,
+    default_vendor: Option<Vendor>,
+    name: String,
+    targets: Vec<Prepared>,
+    current: usize,
+    retries: u32,
+    recovering: bool,
+    gate_failed: bool,
+    attempts: Vec<String>,
+    decoder: Option<BoxDecoder>,
+}
+
+impl std::fmt::Debug for LiveProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveProvider")
+            .field("name", &self.name)
+            .field(
+                "targets",
+                &self
+                    .targets
+                    .iter()
+                    .map(|t| t.target.reference())
+                    .collect::<Vec<_>>(),
+            )
+            .field("current", &self.current)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveProvider {
+    /// Resolves `model` (an alias, group, `provider/model` reference or a
+    /// model id of `vendor`; `None` for `vendor`'s default model) to its
+    /// targets, and checks before any request that each target's provider
+    /// is built in and configured (a base URL where one is required) and
+    /// that at least one target's credential resolves.
+    ///
+    /// # Errors
+    ///
+    /// A diagnostic saying what is missing and how to supply it.
+    pub fn new(
+        setup: Setup,
+        vendor: Option<Vendor>,
+        model: Option<&str>,
+    ) -> Result<LiveProvider, Diagnostic> {
+        let name = match (model, vendor) {
+            (Some(m), _) => m.to_owned(),
+            (None, Some(v)) => match v.default_model() {
+                Some(m) => format!("{}/{m}", v.id()),
+                None => {
+                    return Err(Diagnostic::error(
+                        "provider.model-required",
+                        format!("no model was given for provider `{}`", v.id()),
+                        "an OpenAI-compatible server serves whatever models it hosts, so smith has no default model for it",
+                        "name the model with --model, e.g. --model qwen2.5-coder:32b (and describe it in models.kdl, with `tools #true` if it calls tools)",
+                    ));
+                }
+            },
+            (None, None) => {
+                return Err(Diagnostic::error(
+                    "provider.model-required",
+                    "no provider and no model were given",
+                    "smith cannot tell which model to ask",
+                    format!(
+                        "pass --provider (one of {}) or --model provider/model",
+                        Vendor::ids()
+                    ),
+                ));
+            }
+        };
+        let mut provider = LiveProvider {
+            setup,
+            default_vendor: vendor,
+            name: String::new(),
+            targets: Vec::new(),
+            current: 0,
+            retries: 0,
+            recovering: false,
+            gate_failed: false,
+            attempts: Vec::new(),
+            decoder: None,
+        };
+        provider.retarget(&name)?;
+        provider.check_credentials()?;
+        Ok(provider)
+    }
+
+    /// The name requests should carry as their model (what was resolved).
+    pub fn model_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The resolved targets, in failover order, as `provider/model[@bucket]`.
+    pub fn targets(&self) -> Vec<String> {
+        self.targets.iter().map(|t| t.target.reference()).collect()
+    }
+
+    /// Where the credential of the first target comes from (never its
+    /// value), for a startup line.
+    pub fn credential_origin(&self) -> Option<String> {
+        let t = self.targets.first()?;
+        let handle = t.credential.as_ref()?;
+        let (p, s) = handle.split_once('.')?;
+        self.setup
+            .resolver
+            .resolve(p, s)
+            .ok()
+            .map(|r| r.origin.to_string())
+    }
+
+    fn resolve_name(&self, name: &str) -> Result<Vec<Target>, Diagnostic> {
+        let snapshot = &self.setup.snapshot;
+        if name.contains('/') {
+            return self.setup.routes.resolve(name, snapshot);
+        }
+        // An alias or group of full references resolves without the
+        // catalog; otherwise a bare id belongs to the selected provider.
+        let empty = Snapshot {
+            generation: 0,
+            entries: Vec::new(),
+            conflicts: Vec::new(),
+        };
+        if self.setup.routes.resolve(name, &empty).is_ok() {
+            return self.setup.routes.resolve(name, snapshot);
+        }
+        match self.default_vendor {
+            Some(v) => self
+                .setup
+                .routes
+                .resolve(&format!("{}/{name}", v.id()), snapshot),
+            None => self.setup.routes.resolve(name, snapshot),
+        }
+    }
+
+    fn retarget(&mut self, name: &str) -> Result<(), Diagnostic> {
+        let targets = self.resolve_name(name)?;
+        let mut prepared = Vec::with_capacity(targets.len());
+        for target in targets {
+            prepared.push(self.prepare(target)?);
+        }
+        self.name = name.to_owned();
+        self.targets = prepared;
+        self.current = 0;
+        self.retries = 0;
+        self.recovering = false;
+        Ok(())
+    }
+
+    fn prepare(&self, target: Target) -> Result<Prepared, Diagnostic> {
+        let Some(vendor) = Vendor::from_id(&target.provider) else {
+            return Err(Diagnostic::error(
+                "provider.unknown",
+                format!(
+                    "`{}` names provider `{}`, which is not built in",
+                    target.reference(),
+                    target.provider
+                ),
+                format!("the built-in providers are {}", Vendor::ids()),
+                "use one of them, or install a provider plugin that supplies it",
+            )
+            .with_value(target.reference()));
+        };
+        let snapshot = &self.setup.snapshot;
+        let model = snapshot
+            .get(&target.provider, &target.model)
+            .map(|e| e.model.clone())
+            .unwrap_or_else(|| CatalogModel::new(&target.provider, &target.model));
+        let family = snapshot.family_of(&target.provider, &target.model).cloned();
+        let base_url = self.setup.base_urls.get(vendor.id()).cloned();
+        if base_url.is_none() && vendor.default_base_url().is_none() {
+            return Err(Diagnostic::error(
+                "provider.base-url-required",
+                format!("no base URL is configured for `{}`", target.reference()),
+                "an OpenAI-compatible provider has no default server",
+                format!(
+                    "pass --base-url URL (e.g. http://localhost:11434/v1 for Ollama) or set {}",
+                    vendor.base_url_env()
+                ),
+            )
+            .with_value(target.reference()));
+        }
+        let credential = match &target.bucket {
+            Some(bucket) => self
+                .setup
+                .routes
+                .get_bucket(bucket)
+                .map(|b| format!("{}.{}", b.provider, b.slot)),
+            None if vendor == Vendor::OpenAiCompatible => {
+                let handle = vendor.credential_slot();
+                let (p, s) = handle.split_once('.').unwrap_or((handle, "api_key"));
+                self.setup
+                    .resolver
+                    .resolve(p, s)
+                    .ok()
+                    .map(|_| handle.to_owned())
+            }
+            None => Some(vendor.credential_slot().to_owned()),
+        };
+        Ok(Prepared {
+            target,
+            vendor,
+            model,
+            family,
+            credential,
+            base_url,
+        })
+    }
+
+    fn check_credentials(&self) -> Result<(), Diagnostic> {
+        let mut first_missing = None;
+        for t in &self.targets {
+            let Some(handle) = &t.credential else {
+                return Ok(());
+            };
+            let (p, s) = handle.split_once('.').unwrap_or((handle, "api_key"));
+            match self.setup.resolver.resolve(p, s) {
+                Ok(_) => return Ok(()),
+                Err(d) => {
+                    first_missing.get_or_insert((t.target.reference(), t.vendor, d));
+                }
+            }
+        }
+        match first_missing {
+            None => Ok(()),
+            Some((reference, vendor, d)) => {
+                let env = vendor.credential_env();
+                let how = if env.is_empty() {
+                    format!("store one with `smith auth set {}`", vendor.id())
+                } else {
+                    format!(
+                        "set {} or store one with `smith auth set {}`",
+                        env.join(" or "),
+                        vendor.id()
+                    )
+                };
+                Err(Diagnostic::error(
+                    "provider.credential-missing",
+                    format!("no credential for `{reference}`"),
+                    format!("{} ({})", d.what(), d.why()),
+                    format!(
+                        "{how}; or run without a provider (--provider mock) for the offline demo"
+                    ),
+                )
+                .with_value(reference))
+            }
+        }
+    }
+
+    fn encode_current(&mut self, request: &Request) -> Result<Exchange, ProviderError> {
+        self.gate_failed = false;
+        let Some(t) = self.targets.get(self.current) else {
+            return Err(ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                format!(
+                    "`{}` resolved to no targets; check its definition in models.kdl (`smith models --resolve {}`)",
+                    self.name, self.name
+                ),
+            ));
+        };
+        let needs = RequestNeeds {
+            tools: !request.tools.is_empty(),
+            thinking: self.setup.thinking,
+            cache_breakpoints: t.vendor.cache_breakpoints(),
+            max_output: request.max_output_tokens.map(u64::from),
+            ..RequestNeeds::default()
+        };
+        let gated = smith_catalog::gate(&t.model, t.family.as_ref(), &needs).map_err(|d| {
+            self.gate_failed = true;
+            ProviderError::new(ProviderErrorKind::InvalidRequest, diagnostic_message(&d))
+        })?;
+        let effective = smith_catalog::gate::effective(&t.model, t.family.as_ref());
+        if let Some(handle) = &t.credential {
+            let (p, s) = handle.split_once('.').unwrap_or((handle, "api_key"));
+            self.setup
+                .resolver
+                .resolve(p, s)
+                .map_err(|d| ProviderError::new(ProviderErrorKind::Auth, diagnostic_message(&d)))?;
+        }
+        let config = Config {
+            base_url: t.base_url.clone(),
+            credential: t.credential.clone(),
+            capabilities: Capabilities {
+                tool_use: gated.needs.tools,
+                thinking: gated.needs.thinking.is_some(),
+                prompt_cache: gated.needs.cache_breakpoints > 0,
+                max_output_tokens: effective
+                    .max_output
+                    .map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
+            },
+            thinking: gated.needs.thinking.map(|level| match level {
+                smith_catalog::ThinkingLevel::Minimal | smith_catalog::ThinkingLevel::Low => {
+                    smith_providers::ThinkingLevel::Low
+                }
+                smith_catalog::ThinkingLevel::Medium => smith_providers::ThinkingLevel::Medium,
+                smith_catalog::ThinkingLevel::High | smith_catalog::ThinkingLevel::Max => {
+                    smith_providers::ThinkingLevel::High
+                }
+            }),
+        };
+        let mut vendor_request: smith_providers::Request = request.to_vendor();
+        vendor_request.model.clone_from(&t.target.model);
+        let exchange = t
+            .vendor
+            .encode(&vendor_request, &config)
+            .map_err(ToEngine::to_engine)?;
+        self.decoder = Some(t.vendor.decoder());
+        Ok(Exchange::Http(exchange.to_engine()))
+    }
+}
+
+fn engine_pricing(model: &CatalogModel) -> Option<Pricing> {
+    let p = &model.pricing;
+    Some(Pricing {
+        input: p.input?,
+        output: p.output?,
+        cache_read: p.cache_read?,
+        cache_write: p.cache_write?,
+    })
+}
+
+/// How failover sees a provider error.
+pub fn failure_of(kind: ProviderErrorKind) -> Failure {
+    match kind {
+        ProviderErrorKind::RateLimit => Failure::RateLimited,
+        ProviderErrorKind::Overloaded
+        | ProviderErrorKind::Transport
+        | ProviderErrorKind::MalformedStream => Failure::Transient,
+        ProviderErrorKind::Auth => Failure::Unauthorized,
+        ProviderErrorKind::ModelUnavailable => Failure::ModelUnavailable,
+        ProviderErrorKind::InvalidRequest | ProviderErrorKind::ContextOverflow => {
+            Failure::InvalidRequest
+        }
+    }
+}
+
+impl Provider for LiveProvider {
+    fn describe(&self) -> ProviderInfo {
+        let id = self
+            .targets
+            .get(self.current)
+            .map_or("live", |t| t.vendor.id());
+        ProviderInfo {
+            id: id.to_owned(),
+            models: self
+                .targets
+                .iter()
+                .map(|t| ModelInfo {
+                    id: t.target.model.clone(),
+                    context_window: t.model.context,
+                    max_output_tokens: t
+                        .model
+                        .max_output
+                        .map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
+                    pricing: engine_pricing(&t.model),
+                })
+                .collect(),
+        }
+    }
+
+    fn encode(&mut self, request: &Request) -> Result<Exchange, ProviderError> {
+        if request.model != self.name {
+            self.retarget(&request.model).map_err(|d| {
+                ProviderError::new(ProviderErrorKind::InvalidRequest, diagnostic_message(&d))
+            })?;
+        }
+        if !self.recovering {
+            self.retries = 0;
+            self.attempts.clear();
+        }
+        self.recovering = false;
+        self.decoder = None;
+        self.encode_current(request)
+    }
+
+    fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        match &mut self.decoder {
+            Some(d) => d
+                .decode(chunk)
+                .into_iter()
+                .map(ToEngine::to_engine)
+                .collect(),
+            None => vec![StreamEvent::Error(ProviderError::malformed(
+                "a response body arrived for no encoded request; this is a host defect, report it",
+            ))],
+        }
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        match &mut self.decoder {
+            Some(d) => d.finish().into_iter().map(ToEngine::to_engine).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn recover(&mut self, error: &mut ProviderError) -> Option<Duration> {
+        let failure = if self.gate_failed {
+            // This target cannot serve the request; another may.
+            Failure::ModelUnavailable
+        } else {
+            failure_of(error.kind)
+        };
+        let reference = self
+            .targets
+            .get(self.current)
+            .map_or_else(|| self.name.clone(), |t| t.target.reference());
+        self.attempts
+            .push(format!("{reference}: {}", error.kind.as_str()));
+        let next = self.current + 1 < self.targets.len();
+        match self.setup.policy.decide(failure, self.retries, next) {
+            Decision::Retry { after } => {
+                self.retries += 1;
+                self.recovering = true;
+                Some(after)
+            }
+            Decision::FailOver => {
+                self.current += 1;
+                self.retries = 0;
+                self.recovering = true;
+                Some(Duration::ZERO)
+            }
+            Decision::GiveUp => {
+                if self.attempts.len() > 1 {
+                    error.message.push_str(&format!(
+                        " (after {} attempts: {})",
+                        self.attempts.len(),
+                        self.attempts.join("; ")
+                    ));
+                }
+                self.current = 0;
+                self.retries = 0;
+                self.recovering = false;
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Which provider a run uses.
+//!
+//! In order, the first that applies wins:
+//!
+//! 1. an explicit choice (`--provider P`);
+//! 2. the `SMITH_PROVIDER` environment variable;
+//! 3. the first of Anthropic, OpenAI and Google whose credential resolves
+//!    (its environment variable, or smith's auth store);
+//! 4. the OpenAI-compatible provider when `OPENAI_COMPATIBLE_BASE_URL` is
+//!    set;
+//! 5. the offline scripted provider (`mock`).
+
+use smith_auth::Resolver;
+use smith_diag::Diagnostic;
+
+use crate::vendor::Vendor;
+
+/// The provider chosen for a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// The offline scripted provider.
+    Mock,
+    /// A built-in live provider.
+    Live(Vendor),
+}
+
+/// The provider to use and why, in words for a startup line.
+///
+/// # Errors
+///
+/// When the explicit or `SMITH_PROVIDER` name is no known provider.
+pub fn select(
+    explicit: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+    resolver: &Resolver,
+) -> Result<(Selection, String), Diagnostic> {
+    let named = |name: &str, surface: &str| -> Result<Selection, Diagnostic> {
+        if name == "mock" {
+            return Ok(Selection::Mock);
+        }
+        Vendor::from_id(name).map(Selection::Live).ok_or_else(|| {
+            Diagnostic::error(
+                "provider.unknown",
+                format!("provider `{name}` given by {surface} is not known"),
+                format!("the providers are mock, {}", Vendor::ids()),
+                format!("use one of them, e.g. {surface} anthropic"),
+            )
+            .with_value(name)
+        })
+    };
+    if let Some(name) = explicit {
+        return Ok((
+            named(name, "--provider")?,
+            "chosen with --provider".to_owned(),
+        ));
+    }
+    if let Some(name) = env("SMITH_PROVIDER").filter(|v| !v.is_empty()) {
+        return Ok((
+            named(&name, "SMITH_PROVIDER")?,
+            "chosen with SMITH_PROVIDER".to_owned(),
+        ));
+    }
+    for vendor in [Vendor::Anthropic, Vendor::OpenAi, Vendor::Google] {
+        let handle = vendor.credential_slot();
+        let Some((provider, slot)) = handle.split_once('.') else {
+            continue;
+        };
+        if let Ok(resolved) = resolver.resolve(provider, slot) {
+            return Ok((
+                Selection::Live(vendor),
+                format!("its credential was found in {}", resolved.origin),
+            ));
+        }
+    }
+    let compatible = Vendor::OpenAiCompatible.base_url_env();
+    if env(compatible).is_some_and(|v| !v.is_empty()) {
+        return Ok((
+            Selection::Live(Vendor::OpenAiCompatible),
+            format!("{compatible} is set"),
+        ));
+    }
+    Ok((
+        Selection::Mock,
+        "no provider credential was found (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or `smith auth set`)".to_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vendor::builtin_slots;
+    use std::collections::BTreeMap;
+
+    fn run(explicit: Option<&str>, vars: &[(&str, &str)]) -> Result<Selection, Diagnostic> {
+        let map: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let for_resolver = map.clone();
+        let resolver =
+            Resolver::new(builtin_slots()).env(move |name| for_resolver.get(name).cloned());
+        select(explicit, &|name| map.get(name).cloned(), &resolver).map(|(s, _)| s)
+    }
+
+    #[test]
+    fn the_order_is_flag_env_credentials_compatible_mock() {
+        let all = [
+            ("SMITH_PROVIDER", "google"),
+            ("ANTHROPIC_API_KEY", "k1"),
+            ("OPENAI_API_KEY", "k2"),
+            ("OPENAI_COMPATIBLE_BASE_URL", "http://x"),
+        ];
+        assert_eq!(run(Some("mock"), &all).unwrap(), Selection::Mock);
+        assert_eq!(
+            run(Some("openai"), &all).unwrap(),
+            Selection::Live(Vendor::OpenAi)
+        );
+        assert_eq!(run(None, &all).unwrap(), Selection::Live(Vendor::Google));
+        assert_eq!(
+            run(None, &all[1..]).unwrap(),
+            Selection::Live(Vendor::Anthropic)
+        );
+        assert_eq!(
+            run(None, &all[2..]).unwrap(),
+            Selection::Live(Vendor::OpenAi)
+        );
+        assert_eq!(
+            run(None, &[("GOOGLE_API_KEY", "k")]).unwrap(),
+            Selection::Live(Vendor::Google)
+        );
+        assert_eq!(
+            run(None, &all[3..]).unwrap(),
+            Selection::Live(Vendor::OpenAiCompatible)
+        );
+        assert_eq!(run(None, &[]).unwrap(), Selection::Mock);
+        // Empty values count as unset.
+        assert_eq!(
+            run(None, &[("ANTHROPIC_API_KEY", ""), ("SMITH_PROVIDER", "")]).unwrap(),
+            Selection::Mock
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_names_its_surface_and_the_choices() {
+        let d = run(Some("antropic"), &[]).unwrap_err();
+        assert!(d.what().contains("--provider"), "{}", d.what());
+        assert!(
+            d.why()
+                .contains("anthropic, openai, google, openai-compatible")
+        );
+        let d = run(None, &[("SMITH_PROVIDER", "x")]).unwrap_err();
+        assert!(d.what().contains("SMITH_PROVIDER"));
+    }
+}

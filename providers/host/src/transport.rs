@@ -1,0 +1,356 @@
+//! [`NetTransport`]: the engine's [`Transport`] over the HTTP engine.
+//!
+//! HTTP exchanges go through `smith-net` with its bounds; credential
+//! handles (`{{credential:provider.slot}}`) in header values are replaced
+//! with the resolved credential only here, on the request being sent —
+//! never in the exchange, which may be recorded. Local exchanges are played
+//! as the engine's [`HostTransport`] plays them.
+//!
+//! A response with a non-2xx status whose body is a JSON document is handed
+//! to the provider's decoder, which turns the vendor's error object into a
+//! typed error. Any other non-2xx body fails with an error typed by the
+//! status (429 rate limit, 5xx overloaded, 401/403 auth, 404 unavailable
+//! model, other 4xx invalid request).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use smith_auth::Resolver;
+use smith_engine::provider::transport::BodyOutcome;
+use smith_engine::provider::{
+    Exchange, HostTransport, HttpExchange, ProviderError, ProviderErrorKind, Transport,
+};
+use smith_engine::tools::CancelToken;
+use smith_net::{BodyEvent, Client, Method, NetErrorKind, Outcome, Request};
+
+/// The most bytes of an error response that are read.
+const ERROR_BODY_LIMIT: usize = 1 << 20;
+
+/// How often the cancellation bridge looks at the engine's token.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// The host transport with the HTTP engine.
+pub struct NetTransport {
+    client: Client,
+    resolver: Arc<Resolver>,
+}
+
+impl std::fmt::Debug for NetTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetTransport").finish_non_exhaustive()
+    }
+}
+
+impl NetTransport {
+    /// A transport sending through `client`, resolving credential handles
+    /// with `resolver`.
+    pub fn new(client: Client, resolver: Arc<Resolver>) -> NetTransport {
+        NetTransport { client, resolver }
+    }
+
+    /// A transport over a client with the default bounds and the proxy
+    /// variables of the process environment.
+    ///
+    /// # Errors
+    ///
+    /// When the HTTP engine cannot be set up (an unusable proxy variable);
+    /// the message says which and what to do.
+    pub fn from_env(resolver: Arc<Resolver>) -> Result<NetTransport, String> {
+        let client = Client::new().map_err(|e| e.to_string())?;
+        Ok(NetTransport::new(client, resolver))
+    }
+
+    /// Replaces every credential handle in `value`.
+    fn substitute(&self, value: &str) -> Result<String, ProviderError> {
+        let mut out = String::with_capacity(value.len());
+        let mut rest = value;
+        while let Some(start) = rest.find("{{credential:") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + "{{credential:".len()..];
+            let Some(end) = after.find("}}") else {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    "a request header holds an unterminated credential handle; this is a provider defect, report it",
+                ));
+            };
+            let handle = &after[..end];
+            let (provider, slot) = handle.split_once('.').unwrap_or((handle, "api_key"));
+            let resolved = self.resolver.resolve(provider, slot).map_err(|d| {
+                ProviderError::new(
+                    ProviderErrorKind::Auth,
+                    format!("{}: {}; {}", d.what(), d.why(), d.next()),
+                )
+            })?;
+            out.push_str(resolved.credential.secret().expose());
+            rest = &after[end + 2..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    fn build(&self, http: &HttpExchange) -> Result<Request, ProviderError> {
+        let method = match http.method.to_ascii_uppercase().as_str() {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            other => {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    format!(
+                        "the provider asked for HTTP method {other:?}, which the host does not send; this is a provider defect, report it"
+                    ),
+                ));
+            }
+        };
+        let mut request = Request::new(method, &http.url)
+            .map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, e.to_string()))?
+            .with_body(http.body.clone());
+        for (name, value) in &http.headers {
+            let value = if value.contains("{{credential:") {
+                self.substitute(value)?
+            } else {
+                value.clone()
+            };
+            request = request.with_header(name, value);
+        }
+        Ok(request)
+    }
+
+    fn perform_http(
+        &self,
+        http: HttpExchange,
+        cancel: &CancelToken,
+        on_chunk: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> BodyOutcome {
+        let request = match self.build(&http) {
+            Ok(r) => r,
+            Err(e) => return BodyOutcome::Failed(e),
+        };
+        let host = request.url().authority();
+        let net_cancel = smith_net::CancelToken::new();
+        let bridge = CancelBridge::start(cancel.clone(), net_cancel.clone());
+        let outcome = self.exchange(request, &host, net_cancel, on_chunk);
+        drop(bridge);
+        if cancel.is_cancelled() && !matches!(outcome, BodyOutcome::Complete) {
+            return BodyOutcome::Cancelled;
+        }
+        outcome
+    }
+
+    fn exchange(
+        &self,
+        request: Request,
+        host: &str,
+        net_cancel: smith_net::CancelToken,
+        on_chunk: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> BodyOutcome {
+        let mut response = match self.client.send(request, net_cancel) {
+            Ok(r) => r,
+            Err(e) => {
+                let kind = match e.kind() {
+                    NetErrorKind::Cancelled => return BodyOutcome::Cancelled,
+                    NetErrorKind::InvalidRequest | NetErrorKind::RequestTooLarge => {
+                        ProviderErrorKind::InvalidRequest
+                    }
+                    _ => ProviderErrorKind::Transport,
+                };
+                return BodyOutcome::Failed(ProviderError::new(kind, e.to_string()));
+            }
+        };
+        let status = response.status();
+        if !response.is_success() {
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|s| s.saturating_mul(1000));
+            let reason = response.reason().to_owned();
+            let (body, complete) = read_bounded(response.body(), ERROR_BODY_LIMIT);
+            let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
+            if complete && matches!(first, Some(b'{' | b'[')) {
+                on_chunk(&body);
+                return BodyOutcome::Complete;
+            }
+            let mut error = status_error(status, &reason, host, &body);
+            error.retry_after_ms = retry_after;
+            return BodyOutcome::Failed(error);
+        }
+        let body = response.body();
+        loop {
+            match body.next_event() {
+                BodyEvent::Data(bytes) => {
+                    if !on_chunk(&bytes) {
+                        return BodyOutcome::Stopped;
+                    }
+                }
+                BodyEvent::End(Outcome::Complete { .. }) => return BodyOutcome::Complete,
+                BodyEvent::End(Outcome::Cancelled) => return BodyOutcome::Cancelled,
+                BodyEvent::End(Outcome::Truncated { bound }) => {
+                    return BodyOutcome::Failed(ProviderError::new(
+                        ProviderErrorKind::Transport,
+                        format!(
+                            "the response from {host} reached the {bound}-byte body bound and was cut off there; ask for a shorter response (a lower output limit)"
+                        ),
+                    ));
+                }
+                BodyEvent::End(Outcome::Failed(e)) => {
+                    return BodyOutcome::Failed(ProviderError::new(
+                        ProviderErrorKind::Transport,
+                        format!("the response body from {host} was cut off: {e}"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Reads at most `limit` bytes; `true` when the body ended complete within
+/// them.
+fn read_bounded(body: &mut smith_net::Body, limit: usize) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    loop {
+        match body.next_event() {
+            BodyEvent::Data(bytes) => {
+                out.extend_from_slice(&bytes);
+                if out.len() > limit {
+                    out.truncate(limit);
+                    return (out, false);
+                }
+            }
+            BodyEvent::End(outcome) => return (out, outcome.is_complete()),
+        }
+    }
+}
+
+/// The typed error for a non-2xx status whose body is not a JSON document.
+pub(crate) fn status_error(status: u16, reason: &str, host: &str, body: &[u8]) -> ProviderError {
+    let (kind, next) = match status {
+        429 => (
+            ProviderErrorKind::RateLimit,
+            "wait and try again, or configure a failover target (a group in models.kdl)",
+        ),
+        401 | 403 => (
+            ProviderErrorKind::Auth,
+            "check the credential with `smith auth check PROVIDER`, or store a new one with `smith auth set PROVIDER`",
+        ),
+        404 => (
+            ProviderErrorKind::ModelUnavailable,
+            "check the model id (`smith models`) and the base URL",
+        ),
+        408 | 500..=599 => (
+            ProviderErrorKind::Overloaded,
+            "try again later, or configure a failover target (a group in models.kdl)",
+        ),
+        400..=499 => (
+            ProviderErrorKind::InvalidRequest,
+            "check the model id, base URL and request options",
+        ),
+        _ => (
+            ProviderErrorKind::Transport,
+            "check the base URL points at the provider's API",
+        ),
+    };
+    let text = String::from_utf8_lossy(body);
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut shown: String = flat.chars().take(160).collect();
+    if shown.len() < flat.len() {
+        shown.push('…');
+    }
+    let said = if shown.is_empty() {
+        "with an empty body".to_owned()
+    } else {
+        format!("saying {shown:?}")
+    };
+    ProviderError::new(
+        kind,
+        format!("{host} answered HTTP {status} {reason} {said}; {next}"),
+    )
+}
+
+/// Carries the engine's cancellation to the HTTP engine's token while an
+/// exchange runs.
+struct CancelBridge {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CancelBridge {
+    fn start(from: CancelToken, to: smith_net::CancelToken) -> CancelBridge {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("smith-cancel-bridge".into())
+            .spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    if from.is_cancelled() {
+                        to.cancel();
+                        return;
+                    }
+                    std::thread::sleep(CANCEL_POLL);
+                }
+            })
+            .ok();
+        CancelBridge { done, thread }
+    }
+}
+
+impl Drop for CancelBridge {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Transport for NetTransport {
+    fn perform(
+        &self,
+        exchange: Exchange,
+        cancel: &CancelToken,
+        on_chunk: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> BodyOutcome {
+        match exchange {
+            Exchange::Local { .. } => HostTransport.perform(exchange, cancel, on_chunk),
+            Exchange::Http(http) => self.perform_http(http, cancel, on_chunk),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_without_a_json_body_are_typed() {
+        let cases = [
+            (429, ProviderErrorKind::RateLimit),
+            (401, ProviderErrorKind::Auth),
+            (403, ProviderErrorKind::Auth),
+            (404, ProviderErrorKind::ModelUnavailable),
+            (500, ProviderErrorKind::Overloaded),
+            (503, ProviderErrorKind::Overloaded),
+            (400, ProviderErrorKind::InvalidRequest),
+            (302, ProviderErrorKind::Transport),
+        ];
+        for (status, kind) in cases {
+            let e = status_error(status, "X", "h:1", b"<html> busy </html>");
+            assert_eq!(e.kind, kind, "{status}");
+            assert!(
+                e.message.contains(&format!("HTTP {status}")),
+                "{}",
+                e.message
+            );
+            assert!(
+                e.message.contains("\"<html> busy </html>\""),
+                "{}",
+                e.message
+            );
+        }
+        let e = status_error(503, "Service Unavailable", "h:1", b"");
+        assert!(e.message.contains("with an empty body"), "{}", e.message);
+    }
+}

@@ -1,0 +1,804 @@
+//! Real providers end to end: `smith eval` as a process against a local
+//! HTTP server that replays recorded vendor streams
+//! (`providers/tests/fixtures/`), checking what the server receives and
+//! what smith assembles; plus live smoke tests that run when a vendor's key
+//! is set and say on standard error that they were skipped otherwise.
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_smith");
+
+fn fixture(rel: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("providers/tests/fixtures")
+        .join(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The text and tool calls the golden events of a recording hold.
+fn golden(rel: &str) -> (String, Vec<(String, String, String)>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("providers/tests/golden")
+        .join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = String::new();
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let event: Value = serde_json::from_str(line).unwrap();
+        match event["type"].as_str().unwrap() {
+            "text_delta" => out.push_str(event["text"].as_str().unwrap()),
+            "tool_call_start" => calls.push((
+                event["id"].as_str().unwrap().into(),
+                event["name"].as_str().unwrap().into(),
+                String::new(),
+            )),
+            "tool_call_delta" => calls
+                .last_mut()
+                .unwrap()
+                .2
+                .push_str(event["arguments"].as_str().unwrap()),
+            _ => {}
+        }
+    }
+    (out, calls)
+}
+
+const CHAT_TEXT: &str =
+    "openai-chat/7e5ea4d12e7cc064399b6631415e65923f182256b6e6b752950a3aaa2ad2320a";
+const CHAT_TOOL: &str =
+    "openai-chat/2018feb66ae13fcf5333d61b95849decc68d3f63bd38172889367e1afb1e04f7";
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+    at: Instant,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the server answers.
+enum Reply {
+    /// 200 with an event stream sent in pieces of `chunk` bytes.
+    Stream(Vec<u8>),
+    /// A status with a body and content type.
+    Status(u16, &'static str, Vec<u8>),
+    /// 200, the first `bytes` of the stream, a signal, then the connection
+    /// stays open without more data until the client goes away.
+    Stall(Vec<u8>, usize, mpsc::Sender<()>),
+}
+
+type Handler = dyn Fn(usize, &Seen) -> Reply + Send + Sync;
+
+/// A local HTTP/1.1 server: one thread, one connection at a time,
+/// `Connection: close`, chunked bodies.
+struct Server {
+    port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    fn start(handler: Box<Handler>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let Some(request) = read_request(&stream) else {
+                    continue;
+                };
+                let index = {
+                    let mut log = log.lock().unwrap();
+                    log.push(request.clone());
+                    log.len() - 1
+                };
+                let reply = handler(index, &request);
+                let _ = respond(stream, reply);
+            }
+        });
+        Server { port, seen }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn read_request(stream: &TcpStream) -> Option<Seen> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let path = line.split_whitespace().nth(1)?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).ok()?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (k, v) = h.split_once(':')?;
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Seen {
+        path,
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        at: Instant::now(),
+    })
+}
+
+fn chunk(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    write!(stream, "{:x}\r\n", bytes.len())?;
+    stream.write_all(bytes)?;
+    stream.write_all(b"\r\n")?;
+    stream.flush()
+}
+
+fn respond(mut stream: TcpStream, reply: Reply) -> std::io::Result<()> {
+    let head = |status: u16, content_type: &str| {
+        format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+        )
+    };
+    match reply {
+        Reply::Stream(body) => {
+            stream.write_all(head(200, "text/event-stream").as_bytes())?;
+            for piece in body.chunks(97) {
+                chunk(&mut stream, piece)?;
+            }
+            stream.write_all(b"0\r\n\r\n")?;
+        }
+        Reply::Status(status, content_type, body) => {
+            stream.write_all(head(status, content_type).as_bytes())?;
+            if !body.is_empty() {
+                chunk(&mut stream, &body)?;
+            }
+            stream.write_all(b"0\r\n\r\n")?;
+        }
+        Reply::Stall(body, bytes, signal) => {
+            stream.write_all(head(200, "text/event-stream").as_bytes())?;
+            chunk(&mut stream, &body[..bytes])?;
+            let _ = signal.send(());
+            // Hold the connection until the client closes it (a read of
+            // 0 bytes), at most 30 s.
+            stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+            let mut buf = [0u8; 64];
+            let _ = stream.read(&mut buf);
+        }
+    }
+    stream.flush()
+}
+
+/// A private home with a models.kdl describing the local models.
+fn home() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("models.kdl"),
+        r#"
+provider "openai-compatible" {
+    model "test-model" {
+        tools #true
+    }
+    model "busy-model" {
+        tools #true
+    }
+}
+group "main" "openai-compatible/busy-model" "openai-compatible/test-model"
+"#,
+    )
+    .unwrap();
+    dir
+}
+
+const VENDOR_VARS: [&str; 10] = [
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "SMITH_PROVIDER",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "GEMINI_BASE_URL",
+    "OPENAI_COMPATIBLE_BASE_URL",
+    "SMITH_MODEL",
+];
+
+fn smith(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("SMITH_HOME", home)
+        .env("NO_COLOR", "1")
+        .current_dir(home)
+        .stdin(Stdio::null());
+    for var in VENDOR_VARS {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    smith(home, args, env).output().unwrap()
+}
+
+fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+fn assistant_messages(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+        .map(|e| e["message"].clone())
+        .collect()
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn compatible_args<'a>(base: &'a str, model: &'a str, prompt: &'a str) -> Vec<&'a str> {
+    vec![
+        "eval",
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        base,
+        "--model",
+        model,
+        "--no-session",
+        "--json",
+        prompt,
+    ]
+}
+
+#[test]
+fn a_recorded_text_stream_becomes_the_assistant_message() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", "weather?"),
+        &[],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    let events = events(&out);
+    let messages = assistant_messages(&events);
+    assert_eq!(messages.len(), 1, "{}", describe(&out));
+    assert_eq!(
+        messages[0],
+        json!({"role": "assistant", "content": [{"type": "text", "text": text}], "stop": "end"})
+    );
+    let result = events.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["text"], text);
+    assert_eq!(result["usage"]["input"], 79);
+    assert_eq!(result["usage"]["output"], 14);
+
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(seen[0].body["model"], "test-model");
+    assert_eq!(seen[0].body["stream"], true);
+    assert_eq!(
+        seen[0].header("authorization"),
+        None,
+        "no key, no auth header"
+    );
+    let messages = seen[0].body["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], "weather?");
+    assert!(
+        seen[0].body["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "the built-in tools are offered to a model that advertises tool use"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("provider openai-compatible (chosen with --provider), model openai-compatible/test-model"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_tool_call_round_trip_takes_two_requests() {
+    let home = home();
+    let first = fixture(&format!("{CHAT_TOOL}.bin"));
+    let second = fixture(&format!("{CHAT_TEXT}.bin"));
+    let (_, calls) = golden(&format!("{CHAT_TOOL}.jsonl"));
+    let (call_id, call_name, call_args) = calls[0].clone();
+    let expected_id = call_id.clone();
+    let server = Server::start(Box::new(move |index, seen| {
+        if index == 0 {
+            return Reply::Stream(first.clone());
+        }
+        // The second request must carry the call and its result.
+        let messages = seen.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let answered = messages
+            .iter()
+            .any(|m| m["role"] == "tool" && m["tool_call_id"] == expected_id.as_str());
+        if answered {
+            Reply::Stream(second.clone())
+        } else {
+            Reply::Status(
+                400,
+                "application/json",
+                br#"{"error":{"message":"the tool result is missing","type":"invalid_request_error"}}"#
+                    .to_vec(),
+            )
+        }
+    }));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", "weather in NYC?"),
+        &[],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let events = events(&out);
+    let messages = assistant_messages(&events);
+    assert_eq!(messages.len(), 2, "{}", describe(&out));
+    let arguments: Value = serde_json::from_str(&call_args).unwrap();
+    assert_eq!(
+        messages[0],
+        json!({"role": "assistant", "content": [{"type": "tool_call", "id": call_id, "name": call_name, "arguments": arguments}], "stop": "tool_use"})
+    );
+    assert_eq!(arguments, json!({"city": "New York City"}));
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    assert_eq!(messages[1]["content"][0]["text"], text.as_str());
+    // get_weather is no active tool: smith answers the call with an error
+    // result instead of running anything, and the model sees that result.
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    let sent = seen[1].body["messages"].as_array().unwrap();
+    let assistant = sent.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(assistant["tool_calls"][0]["id"], call_id.as_str());
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["name"],
+        "get_weather"
+    );
+    let result = sent.iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(
+        result["content"].as_str().unwrap().contains("get_weather"),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_rate_limited_target_fails_over_at_once_to_the_next() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, seen| {
+        if seen.body["model"] == "busy-model" {
+            Reply::Status(
+                429,
+                "application/json",
+                br#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#.to_vec(),
+            )
+        } else {
+            Reply::Stream(body.clone())
+        }
+    }));
+    let base = server.url("/v1");
+    let out = run(home.path(), &compatible_args(&base, "main", "hi"), &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let models: Vec<Value> = server
+        .seen()
+        .iter()
+        .map(|s| s.body["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        [json!("busy-model"), json!("test-model")],
+        "one try, no retry, then the next target"
+    );
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    assert_eq!(events(&out).last().unwrap()["text"], text.as_str());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("model openai-compatible/busy-model -> openai-compatible/test-model"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_transient_server_error_is_retried_after_a_backoff() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |index, _| {
+        if index == 0 {
+            Reply::Status(
+                503,
+                "text/html",
+                b"<html>upstream unavailable</html>".to_vec(),
+            )
+        } else {
+            Reply::Stream(body.clone())
+        }
+    }));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", "hi"),
+        &[],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].body, seen[1].body, "the same request, sent again");
+    let waited = seen[1].at - seen[0].at;
+    assert!(
+        waited >= Duration::from_millis(500),
+        "the first retry waits the base backoff (500 ms); waited {waited:?}"
+    );
+}
+
+#[test]
+fn retries_are_bounded_and_the_failure_names_every_attempt() {
+    let home = home();
+    let server = Server::start(Box::new(|_, _| {
+        Reply::Status(502, "text/plain", b"bad gateway".to_vec())
+    }));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", "hi"),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 4, "one try and three retries");
+    let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1].at - w[0].at).collect();
+    for (gap, min) in gaps.iter().zip([500, 1000, 2000]) {
+        assert!(*gap >= Duration::from_millis(min), "{gaps:?}");
+    }
+    let error = events(&out)
+        .into_iter()
+        .find(|e| e["type"] == "error")
+        .unwrap();
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("HTTP 502"), "{message}");
+    assert!(message.contains("after 4 attempts"), "{message}");
+}
+
+#[test]
+fn an_invalid_request_is_not_retried() {
+    let home = home();
+    let server = Server::start(Box::new(|_, _| {
+        Reply::Status(
+            400,
+            "application/json",
+            br#"{"error":{"message":"messages: bad","type":"invalid_request_error"}}"#.to_vec(),
+        )
+    }));
+    let base = server.url("/v1");
+    let out = run(home.path(), &compatible_args(&base, "main", "hi"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(server.seen().len(), 1, "no retry and no failover");
+}
+
+#[test]
+fn cancellation_mid_stream_stops_the_exchange() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    // Cut after the fourth event: some text has arrived, the end has not.
+    let cut = body
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w == b"\n\n")
+        .nth(3)
+        .unwrap()
+        .0
+        + 2;
+    let (signal_tx, signal_rx) = mpsc::channel();
+    let signal_tx = Mutex::new(signal_tx);
+    let server = Server::start(Box::new(move |_, _| {
+        Reply::Stall(body.clone(), cut, signal_tx.lock().unwrap().clone())
+    }));
+    let base = server.url("/v1");
+    let child = smith(
+        home.path(),
+        &compatible_args(&base, "test-model", "hi"),
+        &[],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    signal_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the stalled exchange was abandoned"
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+    let events = events(&out);
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "message_delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    assert!(
+        !streamed.is_empty() && text.starts_with(&streamed) && streamed != text,
+        "{streamed:?}"
+    );
+    let messages = assistant_messages(&events);
+    assert_eq!(messages.last().unwrap()["stop"], "abort");
+    assert_eq!(events.last().unwrap()["stop"], "aborted");
+}
+
+#[test]
+fn an_anthropic_stream_through_a_base_url_override_with_the_key_substituted() {
+    let home = home();
+    let body = fixture("anthropic/basic_response.txt");
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let key = "sk-ant-test-9f8e7d6c5b4a";
+    let out = run(
+        home.path(),
+        &["eval", "--no-session", "--json", "hello"],
+        &[
+            ("ANTHROPIC_API_KEY", key),
+            ("ANTHROPIC_BASE_URL", &server.url("")),
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let (text, _) = golden("anthropic/basic_response.jsonl");
+    assert_eq!(text, "Hello there!");
+    assert_eq!(events(&out).last().unwrap()["text"], text.as_str());
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/messages");
+    assert_eq!(seen[0].header("x-api-key"), Some(key));
+    assert_eq!(seen[0].body["model"], "claude-sonnet-4-5-20250929");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains(key), "the key never appears in output");
+    assert!(
+        all.contains("provider anthropic (its credential was found in environment variable ANTHROPIC_API_KEY)"),
+        "{all}"
+    );
+}
+
+#[test]
+fn without_a_key_the_offline_demo_runs() {
+    let home = home();
+    let out = run(
+        home.path(),
+        &["eval", "--no-session", "--json", "hello"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let events = events(&out);
+    let calls: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_call").collect();
+    assert_eq!(
+        calls[0]["call"]["name"], "ls",
+        "the scripted demo lists the directory"
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("smith: provider"));
+}
+
+#[test]
+fn missing_configuration_is_a_diagnostic_naming_the_fix() {
+    let home = home();
+    let out = run(
+        home.path(),
+        &["eval", "--provider", "anthropic", "--no-session", "hi"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no credential for `anthropic/claude-sonnet-4-5-20250929`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("set ANTHROPIC_API_KEY or store one with `smith auth set anthropic`"),
+        "{stderr}"
+    );
+
+    let out = run(
+        home.path(),
+        &["eval", "--provider", "google", "--no-session", "hi"],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("set GEMINI_API_KEY or GOOGLE_API_KEY"),
+        "{stderr}"
+    );
+
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "test-model",
+            "--no-session",
+            "hi",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no base URL is configured for `openai-compatible/test-model`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--base-url URL") && stderr.contains("OPENAI_COMPATIBLE_BASE_URL"),
+        "{stderr}"
+    );
+
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--provider",
+            "openai-compatible",
+            "--no-session",
+            "hi",
+        ],
+        &[("OPENAI_COMPATIBLE_BASE_URL", "http://127.0.0.1:9/v1")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no model was given for provider `openai-compatible`"),
+        "{stderr}"
+    );
+
+    let out = run(
+        home.path(),
+        &["eval", "--provider", "antropic", "--no-session", "hi"],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("provider `antropic` given by --provider is not known"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_model_without_advertised_tool_use_fails_before_dispatch() {
+    let home = home();
+    let server = Server::start(Box::new(|_, _| {
+        Reply::Status(500, "text/plain", Vec::new())
+    }));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "unlisted-model", "hi"),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(server.seen().is_empty(), "nothing was sent");
+    let error = events(&out)
+        .into_iter()
+        .find(|e| e["type"] == "error")
+        .unwrap();
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("does not call tools"), "{message}");
+    assert!(message.contains("tools #true"), "{message}");
+}
+
+/// A live request to a vendor when its key is set.
+fn live(vendor: &str, vars: &[&str]) {
+    let Some(key_var) = vars
+        .iter()
+        .find(|v| std::env::var(v).is_ok_and(|k| !k.is_empty()))
+    else {
+        // Straight to the process's standard error, past the test
+        // harness's capture, so a skip is always visible.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: {} not set (live {vendor} smoke test)",
+            vars.join(" / ")
+        );
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let key = std::env::var(key_var).unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--provider",
+            vendor,
+            "--no-session",
+            "--json",
+            "--max-turns",
+            "1",
+            "Reply with the single word: pong",
+        ],
+        &[(key_var, &key)],
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains(&key), "the key never appears in output");
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = events(&out).last().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(text.contains("pong"), "{text}");
+}
+
+#[test]
+fn live_anthropic() {
+    live("anthropic", &["ANTHROPIC_API_KEY"]);
+}
+
+#[test]
+fn live_openai() {
+    live("openai", &["OPENAI_API_KEY"]);
+}
+
+#[test]
+fn live_google() {
+    live("google", &["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+}
