@@ -24,8 +24,8 @@ use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
 use smith_engine::provider::{HostTransport, Provider, Transport, Usage};
-use smith_provider_host::{LiveProvider, NetTransport, Selection, Setup, Vendor};
 use smith_engine::tools::{ToolContext, ToolSet};
+use smith_provider_host::{LiveProvider, NetTransport, Selection, Setup, Vendor};
 use smith_store::Store;
 
 /// Run one prompt through the agent without the TUI.
@@ -177,7 +177,10 @@ pub(crate) fn choose_provider(
     let (catalog, routes) = super::models::load().map_err(failed)?;
     let mut base_urls = std::collections::BTreeMap::new();
     for v in Vendor::ALL {
-        if let Some(url) = std::env::var(v.base_url_env()).ok().filter(|u| !u.is_empty()) {
+        if let Some(url) = std::env::var(v.base_url_env())
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
             base_urls.insert(v.id().to_owned(), url);
         }
     }
@@ -424,8 +427,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    // A script or a request record only makes sense for the scripted
+    // provider, so either one chooses it.
+    let explicit = match &args.provider {
+        None if args.mock_script.is_some() || args.mock_record.is_some() => Some("mock"),
+        other => other.as_deref(),
+    };
     let chosen = choose_provider(
-        args.provider.as_deref(),
+        explicit,
         args.model.as_deref(),
         args.base_url.as_deref(),
         || mock_provider(&args),

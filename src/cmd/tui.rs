@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_SCROLL_LINES};
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{ConfigError, Loader, Paths};
@@ -29,7 +29,7 @@ use smith_engine::protocol::{
     Command, CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
 };
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
-use smith_engine::provider::{ContentBlock, HostTransport, Message, Provider, ProviderInfo};
+use smith_engine::provider::{ContentBlock, Message, Provider, ProviderInfo};
 use smith_engine::replay::{Pace, Recording};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::{EntryKind, Session, Store};
@@ -40,12 +40,15 @@ use smith_tui::{App, Options, Output, Overlay, Picker, Product, Tree, TreeRow};
 /// Start the fullscreen interface.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The provider: only `mock` (the scripted provider) is available in this build.
-    #[arg(long, default_value = "mock")]
-    pub provider: String,
-    /// The model id (default: the provider's first model, or the session's).
-    #[arg(long)]
+    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
+    #[arg(long, value_name = "P")]
+    pub provider: Option<String>,
+    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
+    #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    /// The provider's API base URL (required for openai-compatible).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// Play this script with the mock provider (see docs/mock-provider.md).
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -61,12 +64,14 @@ pub struct Args {
 }
 
 impl Default for Args {
-    /// What `smith` with no subcommand on a terminal uses: the mock
-    /// provider, a new session, the current directory.
+    /// What `smith` with no subcommand on a terminal uses: the selected
+    /// provider (a live one when a credential is found, else the offline
+    /// demo), a new session, the current directory.
     fn default() -> Self {
         Self {
-            provider: "mock".to_owned(),
+            provider: None,
             model: None,
+            base_url: None,
             mock_script: None,
             session: None,
             continue_latest: false,
@@ -105,17 +110,23 @@ impl Runtime {
     }
 }
 
-fn provider(args: &Args) -> anyhow::Result<Box<dyn Provider>> {
-    if args.provider != "mock" {
-        bail!(
-            "provider {:?} is not available: this build has only the scripted provider; run with --provider mock (optionally --mock-script FILE)",
-            args.provider
-        );
-    }
-    Ok(Box::new(match &args.mock_script {
-        Some(path) => ScriptedProvider::new(load_script(path)?),
-        None => ScriptedProvider::demo(),
-    }))
+fn provider(args: &Args) -> anyhow::Result<super::eval::Chosen> {
+    // A script only makes sense for the scripted provider, so it chooses it.
+    let explicit = match &args.provider {
+        None if args.mock_script.is_some() => Some("mock"),
+        other => other.as_deref(),
+    };
+    super::eval::choose_provider(
+        explicit,
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+        || -> anyhow::Result<Box<dyn Provider>> {
+            Ok(Box::new(match &args.mock_script {
+                Some(path) => ScriptedProvider::new(load_script(path)?),
+                None => ScriptedProvider::demo(),
+            }))
+        },
+    )
 }
 
 /// Which session a runtime records into.
@@ -132,13 +143,21 @@ fn start(
     tx: &SyncSender<AgentMsg>,
     app: &mut App,
 ) -> anyhow::Result<(Runtime, ProviderInfo)> {
-    let provider = provider(args)?;
+    let chosen = provider(args)?;
+    let provider = chosen.provider;
+    let transport = chosen.transport;
     let info = provider.describe();
-    let mut config = AgentConfig::new(args.model.clone().unwrap_or_else(|| {
-        info.models
+    let mut config = AgentConfig::new(match (&chosen.model, &args.model) {
+        (Some(name), _) => name.clone(),
+        (None, Some(model)) => model.clone(),
+        (None, None) => info
+            .models
             .first()
-            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone())
-    }));
+            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone()),
+    });
+    if chosen.model.is_some() {
+        config.pricing = info.models.first().and_then(|m| m.pricing);
+    }
     config.system = Some(format!(
         "You are smith, a coding agent. Work in {} using the tools you are given.",
         cwd.display()
@@ -177,7 +196,7 @@ fn start(
     let journal = Arc::new(StoreJournal::new(store, session));
     let services = Services {
         provider,
-        transport: Arc::new(HostTransport),
+        transport,
         tools: ToolSet::builtin(),
         tool_context,
         journal: journal.clone(),

@@ -43,7 +43,7 @@ pub fn select(
                 "provider.unknown",
                 format!("provider `{name}` given by {surface} is not known"),
                 format!("the providers are mock, {}", Vendor::ids()),
-                format!("use one of them, e.g. {surface} anthropic"),
+                format!("use one of them, e.g. {surface} anthropic, or {surface} mock for the offline demo"),
             )
             .with_value(name)
         })
@@ -150,5 +150,9 @@ mod tests {
         );
         let d = run(None, &[("SMITH_PROVIDER", "x")]).unwrap_err();
         assert!(d.what().contains("SMITH_PROVIDER"));
+        assert!(
+            d.next()
+                .contains("SMITH_PROVIDER mock for the offline demo")
+        );
     }
 }
