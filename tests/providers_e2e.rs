@@ -620,6 +620,93 @@ fn an_anthropic_stream_through_a_base_url_override_with_the_key_substituted() {
 }
 
 #[test]
+fn a_gemini_stream_through_a_base_url_override() {
+    let home = home();
+    let body = fixture("google/text_stream.sse");
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let key = "gemini-test-key-5566";
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--provider",
+            "google",
+            "--no-session",
+            "--json",
+            "hello",
+        ],
+        &[
+            ("GOOGLE_API_KEY", key),
+            ("GEMINI_BASE_URL", &server.url("")),
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let (text, _) = golden("google/text_stream.jsonl");
+    assert!(!text.is_empty());
+    assert_eq!(events(&out).last().unwrap()["text"], text.as_str());
+    let seen = server.seen();
+    assert_eq!(
+        seen[0].path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(seen[0].header("x-goog-api-key"), Some(key));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains(key), "the key never appears in output");
+}
+
+#[test]
+fn an_openai_responses_stream_with_reasoning_and_a_tool_call() {
+    let home = home();
+    let body = fixture("openai-responses/reasoning_usage_stream.sse");
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let key = "sk-openai-test-7788";
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-mini",
+            "--max-turns",
+            "1",
+            "--no-session",
+            "--json",
+            "hello",
+        ],
+        &[("OPENAI_API_KEY", key), ("OPENAI_BASE_URL", &base)],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(
+        seen.len(),
+        1,
+        "the turn limit stops before a second request"
+    );
+    assert_eq!(seen[0].path, "/v1/responses");
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {key}").as_str())
+    );
+    assert_eq!(seen[0].body["model"], "gpt-5-mini");
+    let (_, calls) = golden("openai-responses/reasoning_usage_stream.jsonl");
+    let messages = assistant_messages(&events(&out));
+    let content = messages[0]["content"].as_array().unwrap();
+    assert_eq!(content[0]["type"], "thinking", "{content:?}");
+    let call = content.iter().find(|b| b["type"] == "tool_call").unwrap();
+    assert_eq!(call["id"], calls[0].0.as_str());
+    assert_eq!(call["name"], calls[0].1.as_str());
+    let arguments: Value = serde_json::from_str(&calls[0].2).unwrap();
+    assert_eq!(call["arguments"], arguments);
+    assert_eq!(messages[0]["stop"], "tool_use");
+}
+
+#[test]
 fn without_a_key_the_offline_demo_runs() {
     let home = home();
     let out = run(
