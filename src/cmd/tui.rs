@@ -707,7 +707,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let (options, config_failure) = load_options(process_loader(&cwd));
     if let Some(err) = &config_failure {
-        eprintln!("smith: configuration not applied to the interface: {err}");
+        let style = super::config::style(None);
+        eprint!("{}", err.diagnostic().render_terminal(style));
+        eprintln!("smith: the interface starts with its default settings");
     }
     let mut app = App::new(Product::builtin(), options);
     app.set_cwd(cwd.clone());
