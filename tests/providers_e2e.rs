@@ -707,6 +707,32 @@ fn an_openai_responses_stream_with_reasoning_and_a_tool_call() {
 }
 
 #[test]
+fn the_configured_provider_and_model_options_choose_without_flags() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &["eval", "--no-session", "--json", "hi"],
+        &[
+            ("SMITH_PROVIDER", "openai-compatible"),
+            ("SMITH_MODEL", "test-model"),
+            ("OPENAI_COMPATIBLE_BASE_URL", &base),
+            // A key of another provider does not override the configured choice.
+            ("ANTHROPIC_API_KEY", "sk-ant-unused"),
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("provider openai-compatible (chosen by env SMITH_PROVIDER), model openai-compatible/test-model"),
+        "{stderr}"
+    );
+    assert_eq!(server.seen()[0].body["model"], "test-model");
+}
+
+#[test]
 fn without_a_key_the_offline_demo_runs() {
     let home = home();
     let out = run(

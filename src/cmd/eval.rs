@@ -155,9 +155,38 @@ pub(crate) fn choose_provider(
         smith_auth::Resolver::new(smith_provider_host::builtin_slots())
             .store(smith_auth::AuthStore::in_data_dir(&paths.data_dir)),
     );
-    let (selection, why) =
-        smith_provider_host::select(provider, &|name| std::env::var(name).ok(), &resolver)
-            .map_err(failed)?;
+    // The `provider` and `model` options (SMITH_PROVIDER / SMITH_MODEL,
+    // config.kdl) apply when a source other than their defaults sets them.
+    let config = match smith_config::Loader::from_process().and_then(|l| l.load()) {
+        Ok(config) => Some(config),
+        Err(e) => {
+            eprintln!(
+                "smith: warning: configuration not applied to provider selection: {}",
+                smith_provider_host::diagnostic_message(&e.into_diagnostic())
+            );
+            None
+        }
+    };
+    let configured = |decl: &smith_config::options::OptionDecl| -> Option<(String, String)> {
+        let config = config.as_ref()?;
+        let source = config.source(decl)?;
+        if source.level() == smith_config::Level::Default {
+            return None;
+        }
+        Some((config.str(decl)?.to_owned(), source.to_string()))
+    };
+    let configured_provider = configured(&smith_config::options::PROVIDER);
+    let configured_model = configured(&smith_config::options::MODEL).map(|(m, _)| m);
+    let model = model.or(configured_model.as_deref());
+    let (selection, why) = smith_provider_host::select(
+        provider,
+        configured_provider
+            .as_ref()
+            .map(|(v, s)| (v.as_str(), s.as_str())),
+        &|name| std::env::var(name).ok(),
+        &resolver,
+    )
+    .map_err(failed)?;
     let vendor = match selection {
         Selection::Mock => {
             if base_url.is_some() {
