@@ -138,11 +138,10 @@ pub fn drive(
         }
         let mut error = match &end {
             StreamEnd::Failed(error) => error.clone(),
-            StreamEnd::Turn(turn) if turn.stop == StopReason::Error => {
-                turn.error.clone().unwrap_or_else(|| {
-                    ProviderError::malformed("the response failed without detail")
-                })
-            }
+            StreamEnd::Turn(turn) if turn.stop == StopReason::Error => turn
+                .error
+                .clone()
+                .unwrap_or_else(|| ProviderError::malformed("the response failed without detail")),
             _ => return end,
         };
         match provider.recover(&mut error) {
@@ -379,7 +378,13 @@ mod tests {
             canceller.cancel();
         });
         let mut provider = Waits(0);
-        let end = drive(&mut provider, &HostTransport, &request(), &cancel, &mut |_| {});
+        let end = drive(
+            &mut provider,
+            &HostTransport,
+            &request(),
+            &cancel,
+            &mut |_| {},
+        );
         thread.join().unwrap();
         assert!(matches!(end, StreamEnd::Aborted(_)), "{end:?}");
         assert_eq!(provider.0, 1);
