@@ -936,6 +936,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                                     ));
                                     return Flow::Continue;
                                 };
+                                if app.status.busy || replay.borrow().is_some() {
+                                    app.notice(
+                                        "the agent or a replay is running; press Esc to stop it, then /branch again",
+                                    );
+                                    return Flow::Continue;
+                                }
                                 let id = rt.journal.session_id().to_hex();
                                 if let Some(old) = runtime.take() {
                                     old.stop();
