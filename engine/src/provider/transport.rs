@@ -40,9 +40,11 @@ pub trait Transport: Send + Sync {
     ) -> BodyOutcome;
 }
 
-/// The host transport: plays local exchanges; HTTP exchanges go to the HTTP
-/// engine, which this build does not contain yet, so they fail with a
-/// [`ProviderErrorKind::Transport`] error that says so.
+/// The local transport: plays local exchanges (scripted providers). HTTP
+/// exchanges need the HTTP engine, which the engine crate does not link;
+/// the binary pairs live providers with `smith-provider-host`'s transport,
+/// so an HTTP exchange here fails with a [`ProviderErrorKind::Transport`]
+/// error that says so.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HostTransport;
 
@@ -91,7 +93,7 @@ impl Transport for HostTransport {
             Exchange::Http(http) => BodyOutcome::Failed(ProviderError::new(
                 ProviderErrorKind::Transport,
                 format!(
-                    "cannot send {} {}: this build of smith has no HTTP engine, so only providers that need no network work; use --provider mock",
+                    "cannot send {} {}: this runtime was set up with the local transport, which plays only scripted exchanges; live providers need the HTTP transport (choose the provider with --provider so smith sets it up), or use --provider mock",
                     http.method, http.url
                 ),
             )),
