@@ -48,7 +48,9 @@
 //! * **ASCII short text without a call.** Text of at most 32 bytes is checked
 //!   for a set high bit with four masked word loads; anything else, or a
 //!   short string near the end of the input, goes to the full UTF-8
-//!   validator.
+//!   validator: [`crate::utf8::valid`] (32-byte SSE2 blocks, multi-byte
+//!   sequences checked at the block's high bits) for text up to 512 bytes,
+//!   `simdutf8` for longer text.
 
 use crate::decode::{Limits, MAX_DEPTH, key_order};
 use crate::float::{CANONICAL_NAN_F16, Shortest, f16_to_f64, shortest};
@@ -141,11 +143,23 @@ fn text_ok(input: &[u8], at: usize, n: usize) -> bool {
     short_ascii(input, at, n) || utf8_ok(&input[at..at + n])
 }
 
-/// The full UTF-8 check, out of line: only its answer matters here (the
-/// decoder finds the offset of a bad byte when it re-reads the input).
+/// Text up to this many bytes is checked by [`crate::utf8::valid`], longer
+/// text by `simdutf8`. On the `codec.walk_1000` corpus (ASCII with a
+/// multi-byte character about every 155 bytes) this split measured about
+/// 10 % faster than `simdutf8` for all text, and faster than splitting at
+/// 1,024 bytes: `simdutf8` costs more per call (run-time dispatch, block
+/// set-up), the block scan more per multi-byte character.
+const INLINE_UTF8_MAX: usize = 512;
+
+/// The full UTF-8 check: only its answer matters here (the decoder finds
+/// the offset of a bad byte when it re-reads the input).
 #[inline(never)]
 fn utf8_ok(bytes: &[u8]) -> bool {
-    simdutf8::basic::from_utf8(bytes).is_ok()
+    if bytes.len() <= INLINE_UTF8_MAX {
+        crate::utf8::valid(bytes)
+    } else {
+        simdutf8::basic::from_utf8(bytes).is_ok()
+    }
 }
 
 /// The order word of the encoded key `input[start..end]` (`end > start`):
