@@ -1,4 +1,4 @@
-//! Real providers end to end: `smith eval` as a process against a local
+//! Real providers end to end: `smith eval` (and `smith rpc`) as a process against a local
 //! HTTP server that replays recorded vendor streams
 //! (`providers/tests/fixtures/`), checking what the server receives and
 //! what smith assembles; plus live smoke tests that run when a vendor's key
@@ -344,6 +344,104 @@ fn a_recorded_text_stream_becomes_the_assistant_message() {
         stderr.contains("provider openai-compatible (chosen with --provider), model openai-compatible/test-model"),
         "{stderr}"
     );
+}
+
+#[test]
+fn smith_rpc_prompts_go_to_the_chosen_live_provider() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let base = server.url("/v1");
+    let mut child = smith(
+        home.path(),
+        &[
+            "rpc",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &base,
+            "--model",
+            "test-model",
+        ],
+        &[],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize"}}
+{{"jsonrpc":"2.0","id":2,"method":"prompt","params":{{"text":"weather?"}}}}
+{{"jsonrpc":"2.0","id":3,"method":"wait_settled"}}"#
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    let mut records = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| {
+                panic!("no answer to wait_settled ({e}); got so far: {records:#?}")
+            });
+        let record: Value = serde_json::from_str(&line).unwrap();
+        let done = record["id"] == 3;
+        records.push(record);
+        if done {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "status {status:?}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("provider openai-compatible (chosen with --provider), model openai-compatible/test-model"),
+        "{stderr}"
+    );
+
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    let ends: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["method"] == "message_end" && r["params"]["message"]["role"] == "assistant")
+        .collect();
+    assert_eq!(ends.len(), 1, "{records:#?}");
+    assert_eq!(
+        ends[0]["params"]["message"],
+        json!({"role": "assistant", "content": [{"type": "text", "text": text}], "stop": "end"})
+    );
+    let deltas: String = records
+        .iter()
+        .filter(|r| r["method"] == "message_delta")
+        .map(|r| r["params"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, text, "the deltas add up to the final text");
+    assert_eq!(records.last().unwrap()["result"], json!({"settled": true}));
+
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(seen[0].body["model"], "test-model");
+    let messages = seen[0].body["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], "weather?");
 }
 
 #[test]

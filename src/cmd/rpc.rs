@@ -6,20 +6,28 @@
 //! protocol records only; diagnostics go to standard error.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
-use smith_rpc::{Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice};
+use smith_engine::provider::scripted::ScriptedProvider;
+use smith_rpc::{
+    Live, LiveProviders, Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice,
+    SetupError,
+};
 use smith_store::Store;
 
 /// Serve JSON-RPC 2.0 on standard input and output.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The provider: only `mock` (the scripted provider) is available in this build.
-    #[arg(long, default_value = "mock")]
-    pub provider: String,
-    /// The model id (default: the session's, else the provider's first).
-    #[arg(long)]
+    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
+    #[arg(long, value_name = "P")]
+    pub provider: Option<String>,
+    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
+    #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    /// The provider's API base URL (required for openai-compatible).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
     /// Play this script with the mock provider (see docs/mock-provider.md); it restarts with each runtime.
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -51,13 +59,44 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    // A mock script or recording, or `--provider mock`, means the scripted
+    // provider; otherwise the provider is chosen as for `smith eval`, once
+    // now (so a bad choice fails before serving) and afresh for each runtime.
+    let scripted = args.mock_script.is_some()
+        || args.mock_record.is_some()
+        || args.provider.as_deref() == Some("mock");
+    let live = if scripted {
+        None
+    } else {
+        let (provider, model, base_url) = (args.provider, args.model.clone(), args.base_url);
+        let choose = move || {
+            super::eval::choose_provider(
+                provider.as_deref(),
+                model.as_deref(),
+                base_url.as_deref(),
+                || Ok(Box::new(ScriptedProvider::demo())),
+            )
+        };
+        if let Some(note) = choose()?.note {
+            eprintln!("{note}");
+        }
+        Some(LiveProviders(Arc::new(move || {
+            let chosen = choose().map_err(|e| SetupError::new(format!("{e:#}")))?;
+            Ok(Live {
+                provider: chosen.provider,
+                transport: chosen.transport,
+                model: chosen.model,
+            })
+        })))
+    };
     let options = RuntimeOptions {
         provider: ProviderChoice {
-            provider: args.provider,
+            provider: "mock".to_owned(),
             model: args.model,
             mock_script: args.mock_script,
             mock_record: args.mock_record,
         },
+        live,
         cwd,
         store_root: Store::default_root()?,
         max_turns: args.max_turns,
