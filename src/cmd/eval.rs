@@ -33,15 +33,9 @@ use smith_store::Store;
 pub struct Args {
     /// The prompt.
     pub prompt: String,
-    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
-    #[arg(long, value_name = "P")]
-    pub provider: Option<String>,
-    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    /// The provider, model and base URL.
+    #[command(flatten)]
+    pub choice: ProviderChoice,
     /// Play this script with the mock provider (see docs/mock-provider.md); without it the built-in demo runs.
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -82,9 +76,7 @@ impl Args {
     pub fn for_prompt(prompt: String) -> Self {
         Self {
             prompt,
-            provider: None,
-            model: None,
-            base_url: None,
+            choice: ProviderChoice::default(),
             mock_script: None,
             mock_record: None,
             json: false,
@@ -107,22 +99,21 @@ impl Args {
 /// As [`run`].
 pub fn run_prompt(prompt: String, choice: ProviderChoice) -> anyhow::Result<u8> {
     let mut args = Args::for_prompt(prompt);
-    args.provider = choice.provider;
-    args.model = choice.model;
-    args.base_url = choice.base_url;
+    args.choice = choice;
     run(args)
 }
 
-/// The provider options of `smith "prompt"`.
+/// The provider options every command that runs the agent takes
+/// (`smith "prompt"`, `eval`, `tui`, `rpc`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProviderChoice {
-    /// The provider for a prompt: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first with a credential, else mock).
+    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
     #[arg(long, value_name = "P")]
     pub provider: Option<String>,
-    /// The model for a prompt: an id, provider/model, or an alias or group from models.kdl.
+    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// The provider's API base URL (required for openai-compatible).
+    /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 }
@@ -303,7 +294,7 @@ fn open_destination(args: &Args, config: &mut AgentConfig) -> anyhow::Result<Des
                 );
             }
         }
-        if args.model.is_none()
+        if args.choice.model.is_none()
             && let Some((_, model)) = &resumed.model
         {
             config.model.clone_from(model);
@@ -458,14 +449,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     // A script or a request record only makes sense for the scripted
     // provider, so either one chooses it.
-    let explicit = match &args.provider {
+    let explicit = match &args.choice.provider {
         None if args.mock_script.is_some() || args.mock_record.is_some() => Some("mock"),
         other => other.as_deref(),
     };
     let chosen = choose_provider(
         explicit,
-        args.model.as_deref(),
-        args.base_url.as_deref(),
+        args.choice.model.as_deref(),
+        args.choice.base_url.as_deref(),
         || mock_provider(&args),
     )?;
     if let Some(note) = &chosen.note {
@@ -473,7 +464,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let provider = chosen.provider;
     let info = provider.describe();
-    let mut config = AgentConfig::new(match (&chosen.model, &args.model) {
+    let mut config = AgentConfig::new(match (&chosen.model, &args.choice.model) {
         (Some(name), _) => name.clone(),
         (None, Some(model)) => model.clone(),
         (None, None) => info

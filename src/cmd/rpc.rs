@@ -19,15 +19,9 @@ use smith_store::Store;
 /// Serve JSON-RPC 2.0 on standard input and output.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
-    #[arg(long, value_name = "P")]
-    pub provider: Option<String>,
-    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// The provider's API base URL (required for openai-compatible).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    /// The provider, model and base URL.
+    #[command(flatten)]
+    pub choice: super::eval::ProviderChoice,
     /// Play this script with the mock provider (see docs/mock-provider.md); it restarts with each runtime.
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -64,11 +58,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // now (so a bad choice fails before serving) and afresh for each runtime.
     let scripted = args.mock_script.is_some()
         || args.mock_record.is_some()
-        || args.provider.as_deref() == Some("mock");
+        || args.choice.provider.as_deref() == Some("mock");
     let live = if scripted {
         None
     } else {
-        let (provider, model, base_url) = (args.provider, args.model.clone(), args.base_url);
+        let super::eval::ProviderChoice {
+            provider,
+            model,
+            base_url,
+        } = args.choice.clone();
         let choose = move || {
             super::eval::choose_provider(
                 provider.as_deref(),
@@ -92,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let options = RuntimeOptions {
         provider: ProviderChoice {
             provider: "mock".to_owned(),
-            model: args.model,
+            model: args.choice.model,
             mock_script: args.mock_script,
             mock_record: args.mock_record,
         },

@@ -40,15 +40,9 @@ use smith_tui::{App, Options, Output, Overlay, Picker, Product, Tree, TreeRow};
 /// Start the fullscreen interface.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
-    #[arg(long, value_name = "P")]
-    pub provider: Option<String>,
-    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// The provider's API base URL (required for openai-compatible).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    /// The provider, model and base URL.
+    #[command(flatten)]
+    pub choice: super::eval::ProviderChoice,
     /// Play this script with the mock provider (see docs/mock-provider.md).
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -69,9 +63,7 @@ impl Default for Args {
     /// demo), a new session, the current directory.
     fn default() -> Self {
         Self {
-            provider: None,
-            model: None,
-            base_url: None,
+            choice: super::eval::ProviderChoice::default(),
             mock_script: None,
             session: None,
             continue_latest: false,
@@ -112,14 +104,14 @@ impl Runtime {
 
 fn provider(args: &Args) -> anyhow::Result<super::eval::Chosen> {
     // A script only makes sense for the scripted provider, so it chooses it.
-    let explicit = match &args.provider {
+    let explicit = match &args.choice.provider {
         None if args.mock_script.is_some() => Some("mock"),
         other => other.as_deref(),
     };
     super::eval::choose_provider(
         explicit,
-        args.model.as_deref(),
-        args.base_url.as_deref(),
+        args.choice.model.as_deref(),
+        args.choice.base_url.as_deref(),
         || -> anyhow::Result<Box<dyn Provider>> {
             Ok(Box::new(match &args.mock_script {
                 Some(path) => ScriptedProvider::new(load_script(path)?),
@@ -147,7 +139,7 @@ fn start(
     let provider = chosen.provider;
     let transport = chosen.transport;
     let info = provider.describe();
-    let mut config = AgentConfig::new(match (&chosen.model, &args.model) {
+    let mut config = AgentConfig::new(match (&chosen.model, &args.choice.model) {
         (Some(name), _) => name.clone(),
         (None, Some(model)) => model.clone(),
         (None, None) => info
@@ -173,7 +165,7 @@ fn start(
                 format!("could not open session {reference:?}; run `smith session list` to see the sessions")
             })?;
             let resumed = resume(&session)?;
-            if let (None, Some((_, model))) = (&args.model, &resumed.model) {
+            if let (None, Some((_, model))) = (&args.choice.model, &resumed.model) {
                 config.model.clone_from(model);
             }
             show_history(app, &resumed.history);
