@@ -6,7 +6,7 @@
 //! protocol records only; diagnostics go to standard error.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use smith_engine::provider::scripted::ScriptedProvider;
@@ -75,11 +75,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 || Ok(Box::new(ScriptedProvider::demo())),
             )
         };
-        if let Some(note) = choose()?.note {
+        let first = choose()?;
+        if let Some(note) = &first.note {
             eprintln!("{note}");
         }
+        // The first runtime takes the provider chosen above; later ones
+        // choose afresh.
+        let first = Mutex::new(Some(first));
         Some(LiveProviders(Arc::new(move || {
-            let chosen = choose().map_err(|e| SetupError::new(format!("{e:#}")))?;
+            let ready = first.lock().ok().and_then(|mut f| f.take());
+            let chosen = match ready {
+                Some(chosen) => chosen,
+                None => choose().map_err(|e| SetupError::new(format!("{e:#}")))?,
+            };
             Ok(Live {
                 provider: chosen.provider,
                 transport: chosen.transport,
