@@ -56,7 +56,7 @@ enum Command {
     /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
-    /// Start the fullscreen interface: `tui [--session REF | --continue] [--provider mock]`.
+    /// Start the fullscreen interface: `tui [--session REF | --continue] [--provider P] [--model M]`.
     Tui(cmd::tui::Args),
     /// List the model catalog: `models [--provider P] [--json] [--sources] [--resolve NAME]`.
     Models(cmd::models::Args),

@@ -39,6 +39,8 @@ const NEEDS_VALUE: &[&str] = &[
     "trust.not-a-project",
     "auth.missing",
     "engine.mock-script",
+    "replay.invalid-speed",
+    "bench.unknown-gate",
 ];
 
 struct Scenario {
@@ -200,12 +202,18 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let sessions = h.join("sessions");
-    let damaged = std::fs::read_dir(&sessions)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "smith"))
+    let ok = smith(h, w)
+        .args(["eval", "--provider", "mock", "--name", "good", "hello"])
+        .output()
         .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let sessions = h.join("sessions");
+    let id = std::fs::read_to_string(sessions.join("names").join("damaged")).unwrap();
+    let damaged = sessions.join(format!("{}.smith", id.trim()));
     let mut bytes = std::fs::read(&damaged).unwrap();
     bytes[..8].copy_from_slice(b"NOTSMITH");
     std::fs::write(&damaged, bytes).unwrap();
@@ -371,6 +379,19 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
             &["models", "--provider", "acme"],
             1,
             &["catalog.unknown-provider"],
+        ),
+        // Replay and the benchmark gates.
+        scenario(
+            "replay-bad-speed",
+            &["replay", "good", "--speed", "0"],
+            1,
+            &["replay.invalid-speed"],
+        ),
+        scenario(
+            "bench-unknown-gate",
+            &["bench", "--only", "no-such-gate"],
+            1,
+            &["bench.unknown-gate"],
         ),
         // Project trust.
         scenario(

@@ -1,4 +1,4 @@
-//! Real providers end to end: `smith eval` as a process against a local
+//! Real providers end to end: `smith eval` (and `smith rpc`) as a process against a local
 //! HTTP server that replays recorded vendor streams
 //! (`providers/tests/fixtures/`), checking what the server receives and
 //! what smith assembles; plus live smoke tests that run when a vendor's key
@@ -347,6 +347,104 @@ fn a_recorded_text_stream_becomes_the_assistant_message() {
 }
 
 #[test]
+fn smith_rpc_prompts_go_to_the_chosen_live_provider() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let base = server.url("/v1");
+    let mut child = smith(
+        home.path(),
+        &[
+            "rpc",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &base,
+            "--model",
+            "test-model",
+        ],
+        &[],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize"}}
+{{"jsonrpc":"2.0","id":2,"method":"prompt","params":{{"text":"weather?"}}}}
+{{"jsonrpc":"2.0","id":3,"method":"wait_settled"}}"#
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    let mut records = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| {
+                panic!("no answer to wait_settled ({e}); got so far: {records:#?}")
+            });
+        let record: Value = serde_json::from_str(&line).unwrap();
+        let done = record["id"] == 3;
+        records.push(record);
+        if done {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "status {status:?}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("provider openai-compatible (chosen with --provider), model openai-compatible/test-model"),
+        "{stderr}"
+    );
+
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    let ends: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["method"] == "message_end" && r["params"]["message"]["role"] == "assistant")
+        .collect();
+    assert_eq!(ends.len(), 1, "{records:#?}");
+    assert_eq!(
+        ends[0]["params"]["message"],
+        json!({"role": "assistant", "content": [{"type": "text", "text": text}], "stop": "end"})
+    );
+    let deltas: String = records
+        .iter()
+        .filter(|r| r["method"] == "message_delta")
+        .map(|r| r["params"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, text, "the deltas add up to the final text");
+    assert_eq!(records.last().unwrap()["result"], json!({"settled": true}));
+
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(seen[0].body["model"], "test-model");
+    let messages = seen[0].body["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], "weather?");
+}
+
+#[test]
 fn a_tool_call_round_trip_takes_two_requests() {
     let home = home();
     let first = fixture(&format!("{CHAT_TOOL}.bin"));
@@ -617,6 +715,119 @@ fn an_anthropic_stream_through_a_base_url_override_with_the_key_substituted() {
         all.contains("provider anthropic (its credential was found in environment variable ANTHROPIC_API_KEY)"),
         "{all}"
     );
+}
+
+#[test]
+fn a_gemini_stream_through_a_base_url_override() {
+    let home = home();
+    let body = fixture("google/text_stream.sse");
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let key = "gemini-test-key-5566";
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--provider",
+            "google",
+            "--no-session",
+            "--json",
+            "hello",
+        ],
+        &[
+            ("GOOGLE_API_KEY", key),
+            ("GEMINI_BASE_URL", &server.url("")),
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let (text, _) = golden("google/text_stream.jsonl");
+    assert!(!text.is_empty());
+    assert_eq!(events(&out).last().unwrap()["text"], text.as_str());
+    let seen = server.seen();
+    assert_eq!(
+        seen[0].path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(seen[0].header("x-goog-api-key"), Some(key));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains(key), "the key never appears in output");
+}
+
+#[test]
+fn an_openai_responses_stream_with_reasoning_and_a_tool_call() {
+    let home = home();
+    let body = fixture("openai-responses/reasoning_usage_stream.sse");
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let key = "sk-openai-test-7788";
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-5-mini",
+            "--max-turns",
+            "1",
+            "--no-session",
+            "--json",
+            "hello",
+        ],
+        &[("OPENAI_API_KEY", key), ("OPENAI_BASE_URL", &base)],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(
+        seen.len(),
+        1,
+        "the turn limit stops before a second request"
+    );
+    assert_eq!(seen[0].path, "/v1/responses");
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {key}").as_str())
+    );
+    assert_eq!(seen[0].body["model"], "gpt-5-mini");
+    let (_, calls) = golden("openai-responses/reasoning_usage_stream.jsonl");
+    let messages = assistant_messages(&events(&out));
+    let content = messages[0]["content"].as_array().unwrap();
+    assert_eq!(content[0]["type"], "thinking", "{content:?}");
+    let call = content.iter().find(|b| b["type"] == "tool_call").unwrap();
+    assert_eq!(call["id"], calls[0].0.as_str());
+    assert_eq!(call["name"], calls[0].1.as_str());
+    let arguments: Value = serde_json::from_str(&calls[0].2).unwrap();
+    assert_eq!(call["arguments"], arguments);
+    assert_eq!(messages[0]["stop"], "tool_use");
+}
+
+#[test]
+fn the_configured_provider_and_model_options_choose_without_flags() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &["eval", "--no-session", "--json", "hi"],
+        &[
+            ("SMITH_PROVIDER", "openai-compatible"),
+            ("SMITH_MODEL", "test-model"),
+            ("OPENAI_COMPATIBLE_BASE_URL", &base),
+            // A key of another provider does not override the configured choice.
+            ("ANTHROPIC_API_KEY", "sk-ant-unused"),
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("provider openai-compatible (chosen by env SMITH_PROVIDER), model openai-compatible/test-model"),
+        "{stderr}"
+    );
+    assert_eq!(server.seen()[0].body["model"], "test-model");
 }
 
 #[test]

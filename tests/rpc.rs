@@ -596,21 +596,35 @@ fn compact_streams_its_lifecycle_wait_settled_waits_for_it_and_the_next_request_
     let before = all_messages(&mut c);
     assert_eq!(before.len(), 6);
 
-    // compact, then wait_settled at once: the compaction runs for 300 ms.
+    // compact, a prompt (refused: busy) and wait_settled at once; the
+    // responses are collected in whatever order they arrive.
     let from = c.records.len();
     let compact_id = c.send("compact", json!({"instructions": "keep the file name"}));
-    let busy = c.call_err("prompt", json!({"text": "too early"}));
-    assert_eq!(busy["data"]["kind"], "busy");
+    let prompt_id = c.send("prompt", json!({"text": "too early"}));
     let wait_id = c.send("wait_settled", json!({}));
-    let compacted = c.response(compact_id)["result"].clone();
-    let settled = c.response(wait_id);
-    assert_eq!(settled["result"], json!({"settled": true}));
+    let mut answered = Vec::new();
+    while answered.len() < 3 {
+        let r = c.next();
+        if r.get("method").is_none() {
+            answered.push(r["id"].as_u64().unwrap());
+        }
+    }
     let records = c.records[from..].to_vec();
+    let response = |id: u64| {
+        records[position(&records, |r| r.get("method").is_none() && r["id"] == id)].clone()
+    };
+    assert_eq!(response(prompt_id)["error"]["data"]["kind"], "busy");
+    let compacted = response(compact_id)["result"].clone();
+    assert_eq!(response(wait_id)["result"], json!({"settled": true}));
     let start = position(&records, |r| r["method"] == "compaction_start");
     let end = position(&records, |r| r["method"] == "compaction_end");
-    let answer = position(&records, |r| r["id"] == compact_id);
+    let answer = position(&records, |r| {
+        r.get("method").is_none() && r["id"] == compact_id
+    });
     let settled_note = position(&records, |r| r["method"] == "settled");
-    let wait_answer = position(&records, |r| r["id"] == wait_id);
+    let wait_answer = position(&records, |r| {
+        r.get("method").is_none() && r["id"] == wait_id
+    });
     assert!(
         start < end && end < answer && answer < settled_note && settled_note < wait_answer,
         "{records:#?}"

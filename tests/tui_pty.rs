@@ -403,7 +403,11 @@ fn replay_plugins_and_branch_commands_in_a_real_terminal() {
     s.send(b"/replay instant\r");
     let rows = s.wait_for_screen("replay finished").join("\n");
     // Rebuilt, not appended: the turn is on screen once, before the end.
-    assert_eq!(rows.matches("› what is in the readme?").count(), 1, "{rows}");
+    assert_eq!(
+        rows.matches("› what is in the readme?").count(),
+        1,
+        "{rows}"
+    );
     assert_eq!(rows.matches("✓ read README.md").count(), 1, "{rows}");
     let read = rows.find("✓ read README.md").unwrap();
     let finished = rows.find("replay finished").unwrap();

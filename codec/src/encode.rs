@@ -22,22 +22,80 @@ pub(crate) const MAJOR_SIMPLE: u8 = 7;
 /// generic maps go through [`crate::Value`], which sorts.
 ///
 /// The encoder never allocates when the buffer has enough spare capacity.
+///
+/// While it is alive the encoder keeps the buffer's length in its own field
+/// (`len`) and writes the vector's length back when it is dropped (and
+/// before any call that lets the vector grow). Keeping the length out of the
+/// vector keeps it in a register across consecutive items instead of storing
+/// and reloading it through memory for every head; the bytes between the
+/// vector's length and `len` are always initialized.
 #[derive(Debug)]
 pub struct Encoder<'b> {
     buf: &'b mut Vec<u8>,
+    /// The written length: `buf.len() <= len <= buf.capacity()`, and every
+    /// byte of `buf`'s allocation below `len` is initialized.
+    len: usize,
+}
+
+impl Drop for Encoder<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.sync();
+    }
 }
 
 impl<'b> Encoder<'b> {
     /// Starts appending to `buf` (existing contents are kept).
     #[inline]
     pub fn new(buf: &'b mut Vec<u8>) -> Self {
-        Self { buf }
+        let len = buf.len();
+        Self { buf, len }
     }
 
     /// The buffer written so far (including anything it held before).
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        self.buf
+        // SAFETY: `len <= capacity` and every byte below `len` is
+        // initialized (the field's invariant); the slice borrows `self`, so
+        // nothing writes to the buffer while it lives.
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.len) }
+    }
+
+    /// Writes the length back to the vector.
+    #[inline(always)]
+    fn sync(&mut self) {
+        // SAFETY: `len <= capacity` and every byte below it is initialized
+        // (the field's invariant).
+        unsafe { self.buf.set_len(self.len) }
+    }
+
+    /// Spare capacity past the written length.
+    #[inline(always)]
+    fn spare(&self) -> usize {
+        self.buf.capacity() - self.len
+    }
+
+    /// Appends `bytes` through the vector (it may grow), keeping `len`.
+    #[inline(never)]
+    fn extend_slow(&mut self, bytes: &[u8]) {
+        self.sync();
+        self.buf.extend_from_slice(bytes);
+        self.len = self.buf.len();
+    }
+
+    /// Appends `bytes`: plain stores when they fit, else through the vector.
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        if self.spare() >= bytes.len() {
+            // SAFETY: just checked: room for `bytes` past `len`; the copy
+            // initializes them before `len` covers them.
+            unsafe {
+                copy_short_or_long(bytes, self.buf.as_mut_ptr().add(self.len));
+            }
+            self.len += bytes.len();
+        } else {
+            self.extend_slow(bytes);
+        }
     }
 
     /// Writes a head: major type plus the shortest encoding of `arg`.
@@ -50,7 +108,7 @@ impl<'b> Encoder<'b> {
     /// exact capacities too, not only for generous ones.
     #[inline(always)]
     fn head(&mut self, major: u8, arg: u64) {
-        if self.buf.capacity() - self.buf.len() >= 9 {
+        if self.spare() >= 9 {
             // SAFETY: just checked: at least 9 bytes of spare capacity.
             unsafe { self.head_unchecked(major, arg) }
         } else {
@@ -76,7 +134,7 @@ impl<'b> Encoder<'b> {
             tmp[1..1 + width].copy_from_slice(&arg.to_be_bytes()[8 - width..]);
             1 + width
         };
-        self.buf.extend_from_slice(&tmp[..used]);
+        self.extend_slow(&tmp[..used]);
     }
 
     /// Writes a head into the buffer's spare capacity.
@@ -87,19 +145,17 @@ impl<'b> Encoder<'b> {
     #[inline(always)]
     unsafe fn head_unchecked(&mut self, major: u8, arg: u64) {
         let m = major << 5;
-        let len = self.buf.len();
-        debug_assert!(self.buf.capacity() - len >= 9);
+        let len = self.len;
+        debug_assert!(self.spare() >= 9);
         // SAFETY (every block below): the caller guarantees 9 bytes of spare
         // capacity starting at `len`; we write at most 9 bytes there (one
         // initial byte plus at most 8 argument bytes), all of them before
-        // `set_len` makes them part of the vector, so every byte the new
-        // length covers is initialised.
+        // `len` grows over them, so every byte the new length covers is
+        // initialised.
         let dst = unsafe { self.buf.as_mut_ptr().add(len) };
         if arg < 24 {
-            unsafe {
-                dst.write(m | arg as u8);
-                self.buf.set_len(len + 1);
-            }
+            unsafe { dst.write(m | arg as u8) };
+            self.len = len + 1;
             return;
         }
         // Argument width class: 0 => 1 byte, 1 => 2, 2 => 4, 3 => 8.
@@ -112,8 +168,8 @@ impl<'b> Encoder<'b> {
         unsafe {
             dst.write(m | (24 + class as u8));
             std::ptr::copy_nonoverlapping(be.as_ptr(), dst.add(1), 8);
-            self.buf.set_len(len + 1 + width);
         }
+        self.len = len + 1 + width;
     }
 
     /// Writes a string item: head plus payload, with one capacity check.
@@ -127,18 +183,18 @@ impl<'b> Encoder<'b> {
     fn string(&mut self, major: u8, v: &[u8]) {
         let n = v.len();
         // `n + 9` cannot overflow: a slice is at most `isize::MAX` bytes.
-        if self.buf.capacity() - self.buf.len() >= n + 9 {
+        if self.spare() >= n + 9 {
             // SAFETY: just checked: room for a head of at most 9 bytes
             // followed by `n` payload bytes.
             unsafe {
                 self.head_unchecked(major, n as u64);
-                let len = self.buf.len();
+                let len = self.len;
                 copy_short_or_long(v, self.buf.as_mut_ptr().add(len));
-                self.buf.set_len(len + n);
+                self.len = len + n;
             }
         } else {
             self.head_exact(major, n as u64);
-            self.buf.extend_from_slice(v);
+            self.extend_slow(v);
         }
     }
 
@@ -208,21 +264,21 @@ impl<'b> Encoder<'b> {
     /// `true` (`f5`) or `false` (`f4`).
     #[inline]
     pub fn bool(&mut self, v: bool) -> &mut Self {
-        self.buf.push(if v { 0xf5 } else { 0xf4 });
+        self.put(&[if v { 0xf5 } else { 0xf4 }]);
         self
     }
 
     /// `null` (`f6`).
     #[inline]
     pub fn null(&mut self) -> &mut Self {
-        self.buf.push(0xf6);
+        self.put(&[0xf6]);
         self
     }
 
     /// `undefined` (`f7`).
     #[inline]
     pub fn undefined(&mut self) -> &mut Self {
-        self.buf.push(0xf7);
+        self.put(&[0xf7]);
         self
     }
 
@@ -250,16 +306,16 @@ impl<'b> Encoder<'b> {
         match shortest(v) {
             Shortest::Half(h) => {
                 let b = h.to_be_bytes();
-                self.buf.extend_from_slice(&[0xf9, b[0], b[1]]);
+                self.put(&[0xf9, b[0], b[1]]);
             }
             Shortest::Single(s) => {
                 let b = s.to_be_bytes();
-                self.buf.extend_from_slice(&[0xfa, b[0], b[1], b[2], b[3]]);
+                self.put(&[0xfa, b[0], b[1], b[2], b[3]]);
             }
             Shortest::Double(d) => {
                 let mut tmp = [0xfbu8; 9];
                 tmp[1..].copy_from_slice(&d.to_be_bytes());
-                self.buf.extend_from_slice(&tmp);
+                self.put(&tmp);
             }
         }
         self
@@ -270,7 +326,7 @@ impl<'b> Encoder<'b> {
     /// [`crate::Decoder::skip`] in strict mode).
     #[inline]
     pub fn raw(&mut self, item: &[u8]) -> &mut Self {
-        self.buf.extend_from_slice(item);
+        self.put(item);
         self
     }
 }
@@ -320,6 +376,30 @@ unsafe fn copy_short_or_long(src: &[u8], dst: *mut u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_length_is_written_back_and_visible_through_as_bytes() {
+        // Start with prior contents and no spare room, so the first items
+        // take the growing path and later ones the in-place path.
+        let mut buf = vec![0xaa];
+        buf.shrink_to_fit();
+        {
+            let mut e = Encoder::new(&mut buf);
+            e.u64(1).str("abc");
+            assert_eq!(e.as_bytes(), &[0xaa, 0x01, 0x63, b'a', b'b', b'c']);
+            e.bool(true).null().f64(1.5).raw(&[0x80]);
+            assert_eq!(e.as_bytes().len(), 12);
+        }
+        assert_eq!(
+            buf,
+            [
+                0xaa, 0x01, 0x63, b'a', b'b', b'c', 0xf5, 0xf6, 0xf9, 0x3e, 0x00, 0x80
+            ]
+        );
+        // A temporary encoder per statement appends after what is there.
+        Encoder::new(&mut buf).u64(500);
+        assert_eq!(&buf[12..], &[0x19, 0x01, 0xf4]);
+    }
 
     #[test]
     fn an_exactly_sized_buffer_never_grows() {

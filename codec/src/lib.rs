@@ -51,6 +51,7 @@ mod encode;
 mod error;
 mod float;
 pub mod json;
+mod utf8;
 mod value;
 mod walk;
 

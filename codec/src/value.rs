@@ -117,22 +117,21 @@ impl Value {
     /// `encode` writes, strict decoding accepts.
     /// On error `out` may hold a partial item.
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        let mut e = Encoder::new(out);
         match self {
             Value::Unsigned(v) => {
-                e.u64(*v);
+                Encoder::new(out).u64(*v);
             }
             Value::Negative(n) => {
-                e.negative(*n);
+                Encoder::new(out).negative(*n);
             }
             Value::Bytes(b) => {
-                e.bytes(b);
+                Encoder::new(out).bytes(b);
             }
             Value::Text(s) => {
-                e.str(s);
+                Encoder::new(out).str(s);
             }
             Value::Array(items) => {
-                e.array(items.len() as u64);
+                Encoder::new(out).array(items.len() as u64);
                 for item in items {
                     item.encode(out)?;
                 }
@@ -150,7 +149,7 @@ impl Value {
                         key: w[0].0.clone(),
                     });
                 }
-                e.map(keyed.len() as u64);
+                Encoder::new(out).map(keyed.len() as u64);
                 for (kb, v) in keyed {
                     out.extend_from_slice(&kb);
                     v.encode(out)?;
@@ -169,35 +168,35 @@ impl Value {
                         .iter()
                         .fold(0u64, |acc, &d| (acc << 8) | u64::from(d));
                     if *t == 2 {
-                        e.u64(n);
+                        Encoder::new(out).u64(n);
                     } else {
-                        e.negative(n);
+                        Encoder::new(out).negative(n);
                     }
                 } else {
-                    e.tag(*t).bytes(digits);
+                    Encoder::new(out).tag(*t).bytes(digits);
                 }
             }
             Value::Tag(t, content) => {
-                e.tag(*t);
+                Encoder::new(out).tag(*t);
                 content.encode(out)?;
             }
             Value::Bool(b) => {
-                e.bool(*b);
+                Encoder::new(out).bool(*b);
             }
             Value::Null => {
-                e.null();
+                Encoder::new(out).null();
             }
             Value::Undefined => {
-                e.undefined();
+                Encoder::new(out).undefined();
             }
             Value::Simple(v) => {
                 if (24..32).contains(v) {
                     return Err(EncodeError::InvalidSimple { value: *v });
                 }
-                e.simple(*v);
+                Encoder::new(out).simple(*v);
             }
             Value::Float(v) => {
-                e.f64(*v);
+                Encoder::new(out).f64(*v);
             }
         }
         Ok(())

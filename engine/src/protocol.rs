@@ -16,7 +16,10 @@
 //!   carries the complete message and is authoritative;
 //! - every `tool_call` is answered by exactly one `tool_execution_end`, in
 //!   call order; `tool_execution_start` / `tool_execution_update` appear
-//!   only for calls that ran.
+//!   only for calls that ran;
+//! - every `compaction_start` is followed by exactly one `compaction_end`
+//!   carrying the outcome; the runtime stays busy in between, so `settled`
+//!   never arrives while a compaction runs.
 
 use serde::{Deserialize, Serialize};
 

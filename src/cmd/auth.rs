@@ -54,31 +54,10 @@ enum Sub {
     },
 }
 
-/// The credential slots the built-in providers describe: taken from each
-/// provider's own description, not known here.
+/// The credential slots the built-in providers describe (the same list the
+/// live providers resolve with).
 fn provider_slots() -> Vec<Slot> {
-    let described: [(&str, &[&str]); 4] = [
-        (
-            smith_providers::anthropic::CREDENTIAL_SLOT,
-            &[smith_providers::anthropic::CREDENTIAL_ENV],
-        ),
-        (
-            smith_providers::openai::CREDENTIAL_SLOT,
-            &[smith_providers::openai::CREDENTIAL_ENV],
-        ),
-        (
-            smith_providers::google::CREDENTIAL_SLOT,
-            &[smith_providers::google::CREDENTIAL_ENV],
-        ),
-        (smith_providers::openai_compatible::CREDENTIAL_SLOT, &[]),
-    ];
-    described
-        .iter()
-        .filter_map(|(handle, env)| {
-            let (provider, slot) = handle.split_once('.')?;
-            Some(Slot::new(provider, slot, env, CredentialKind::ApiKey))
-        })
-        .collect()
+    smith_provider_host::builtin_slots()
 }
 
 fn default_slot(provider: &str, slots: &[Slot]) -> String {

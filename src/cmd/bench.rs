@@ -9,6 +9,7 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
+use smith_diag::{Diagnostic, Surface};
 
 /// Run the performance gates and report medians, limits and floor ratios.
 #[derive(Debug, clap::Args)]
@@ -53,11 +54,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     if gates.is_empty() {
         let names: Vec<&str> = all.iter().map(|g| g.name).collect();
-        anyhow::bail!(
-            "--only {:?} matches no gate; pass part of one of these names: {}",
-            args.only.unwrap_or_default(),
-            names.join(", ")
-        );
+        let only = args.only.unwrap_or_default();
+        return Err(Diagnostic::error(
+            "bench.unknown-gate",
+            format!("--only {only:?} matches no gate"),
+            "`--only` runs the gates whose names contain its text",
+            format!("pass part of one of these names: {}", names.join(", ")),
+        )
+        .with_value(format!("{only:?}"))
+        .with_surface(Surface::flag("--only"))
+        .into());
     }
     if let Some(unknown) = args
         .expect_fail
@@ -65,11 +71,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .find(|name| !all.iter().any(|g| g.name == name.as_str()))
     {
         let names: Vec<&str> = all.iter().map(|g| g.name).collect();
-        anyhow::bail!(
-            "--expect-fail {unknown:?} names no gate, so it would excuse nothing; \
-             pass one of these exact names: {}",
-            names.join(", ")
-        );
+        return Err(Diagnostic::error(
+            "bench.unknown-gate",
+            format!("--expect-fail {unknown:?} names no gate"),
+            "`--expect-fail` takes a gate's exact name, so this one would excuse nothing",
+            format!("pass one of these exact names: {}", names.join(", ")),
+        )
+        .with_value(format!("{unknown:?}"))
+        .with_surface(Surface::flag("--expect-fail"))
+        .into());
     }
     let report = smith_perf::run(&gates, plan);
     let verdict = judge(&report, &args.expect_fail);

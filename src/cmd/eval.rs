@@ -24,8 +24,8 @@ use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
 use smith_engine::provider::{HostTransport, Provider, Transport, Usage};
-use smith_provider_host::{LiveProvider, NetTransport, Selection, Setup, Vendor};
 use smith_engine::tools::{ToolContext, ToolSet};
+use smith_provider_host::{LiveProvider, NetTransport, Selection, Setup, Vendor};
 use smith_store::Store;
 
 /// Run one prompt through the agent without the TUI.
@@ -33,15 +33,9 @@ use smith_store::Store;
 pub struct Args {
     /// The prompt.
     pub prompt: String,
-    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
-    #[arg(long, value_name = "P")]
-    pub provider: Option<String>,
-    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    /// The provider, model and base URL.
+    #[command(flatten)]
+    pub choice: ProviderChoice,
     /// Play this script with the mock provider (see docs/mock-provider.md); without it the built-in demo runs.
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -82,9 +76,7 @@ impl Args {
     pub fn for_prompt(prompt: String) -> Self {
         Self {
             prompt,
-            provider: None,
-            model: None,
-            base_url: None,
+            choice: ProviderChoice::default(),
             mock_script: None,
             mock_record: None,
             json: false,
@@ -107,22 +99,21 @@ impl Args {
 /// As [`run`].
 pub fn run_prompt(prompt: String, choice: ProviderChoice) -> anyhow::Result<u8> {
     let mut args = Args::for_prompt(prompt);
-    args.provider = choice.provider;
-    args.model = choice.model;
-    args.base_url = choice.base_url;
+    args.choice = choice;
     run(args)
 }
 
-/// The provider options of `smith "prompt"`.
+/// The provider options every command that runs the agent takes
+/// (`smith "prompt"`, `eval`, `tui`, `rpc`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProviderChoice {
-    /// The provider for a prompt: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first with a credential, else mock).
+    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
     #[arg(long, value_name = "P")]
     pub provider: Option<String>,
-    /// The model for a prompt: an id, provider/model, or an alias or group from models.kdl.
+    /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// The provider's API base URL (required for openai-compatible).
+    /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 }
@@ -155,9 +146,38 @@ pub(crate) fn choose_provider(
         smith_auth::Resolver::new(smith_provider_host::builtin_slots())
             .store(smith_auth::AuthStore::in_data_dir(&paths.data_dir)),
     );
-    let (selection, why) =
-        smith_provider_host::select(provider, &|name| std::env::var(name).ok(), &resolver)
-            .map_err(failed)?;
+    // The `provider` and `model` options (SMITH_PROVIDER / SMITH_MODEL,
+    // config.kdl) apply when a source other than their defaults sets them.
+    let config = match smith_config::Loader::from_process().and_then(|l| l.load()) {
+        Ok(config) => Some(config),
+        Err(e) => {
+            eprintln!(
+                "smith: warning: configuration not applied to provider selection: {}",
+                smith_provider_host::diagnostic_message(&e.into_diagnostic())
+            );
+            None
+        }
+    };
+    let configured = |decl: &smith_config::options::OptionDecl| -> Option<(String, String)> {
+        let config = config.as_ref()?;
+        let source = config.source(decl)?;
+        if source.level() == smith_config::Level::Default {
+            return None;
+        }
+        Some((config.str(decl)?.to_owned(), source.to_string()))
+    };
+    let configured_provider = configured(&smith_config::options::PROVIDER);
+    let configured_model = configured(&smith_config::options::MODEL).map(|(m, _)| m);
+    let model = model.or(configured_model.as_deref());
+    let (selection, why) = smith_provider_host::select(
+        provider,
+        configured_provider
+            .as_ref()
+            .map(|(v, s)| (v.as_str(), s.as_str())),
+        &|name| std::env::var(name).ok(),
+        &resolver,
+    )
+    .map_err(failed)?;
     let vendor = match selection {
         Selection::Mock => {
             if base_url.is_some() {
@@ -177,7 +197,10 @@ pub(crate) fn choose_provider(
     let (catalog, routes) = super::models::load().map_err(failed)?;
     let mut base_urls = std::collections::BTreeMap::new();
     for v in Vendor::ALL {
-        if let Some(url) = std::env::var(v.base_url_env()).ok().filter(|u| !u.is_empty()) {
+        if let Some(url) = std::env::var(v.base_url_env())
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
             base_urls.insert(v.id().to_owned(), url);
         }
     }
@@ -271,7 +294,7 @@ fn open_destination(args: &Args, config: &mut AgentConfig) -> anyhow::Result<Des
                 );
             }
         }
-        if args.model.is_none()
+        if args.choice.model.is_none()
             && let Some((_, model)) = &resumed.model
         {
             config.model.clone_from(model);
@@ -424,10 +447,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    // A script or a request record only makes sense for the scripted
+    // provider, so either one chooses it.
+    let explicit = match &args.choice.provider {
+        None if args.mock_script.is_some() || args.mock_record.is_some() => Some("mock"),
+        other => other.as_deref(),
+    };
     let chosen = choose_provider(
-        args.provider.as_deref(),
-        args.model.as_deref(),
-        args.base_url.as_deref(),
+        explicit,
+        args.choice.model.as_deref(),
+        args.choice.base_url.as_deref(),
         || mock_provider(&args),
     )?;
     if let Some(note) = &chosen.note {
@@ -435,7 +464,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let provider = chosen.provider;
     let info = provider.describe();
-    let mut config = AgentConfig::new(match (&chosen.model, &args.model) {
+    let mut config = AgentConfig::new(match (&chosen.model, &args.choice.model) {
         (Some(name), _) => name.clone(),
         (None, Some(model)) => model.clone(),
         (None, None) => info

@@ -15,7 +15,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+use smith_diag::{Diagnostic, Surface};
 use smith_engine::protocol::{Event, Header, JsonLines, ReplayMarker, StopCause};
 use smith_engine::provider::Usage;
 use smith_engine::replay::{Comparison, Pace, Recording, TurnRange, Verdict, compare, copy_tree};
@@ -56,9 +57,16 @@ pub struct Args {
 fn pace(args: &Args) -> anyhow::Result<Pace> {
     if let Some(speed) = args.speed {
         if !(speed.is_finite() && speed > 0.0) {
-            bail!(
-                "--speed {speed} is not a positive number; use e.g. --speed 4 for four times faster, or --instant"
-            );
+            return Err(Diagnostic::error(
+                "replay.invalid-speed",
+                format!("--speed {speed} is not a positive number"),
+                "the speed multiplies the recorded pace, so it must be a finite number above zero",
+                "use e.g. --speed 4 for four times faster, or --instant",
+            )
+            .with_value(speed)
+            .with_surface(Surface::flag("--speed"))
+            .with_example("smith replay SESSION --speed 4")
+            .into());
         }
         return Ok(Pace::Scaled(speed));
     }
@@ -200,23 +208,48 @@ fn run_compare(
             match cwds.as_slice() {
                 [] if effects.is_empty() => std::env::current_dir()
                     .context("could not read the current directory; pass --workspace DIR")?,
-                [] => bail!(
-                    "the session does not record the working directory its effects ran in (it predates run records); pass --workspace DIR to compare against a copy of DIR"
-                ),
+                [] => {
+                    return Err(Diagnostic::error(
+                        "replay.no-workspace",
+                        "the session does not record the working directory its effects ran in",
+                        "it predates run records, and --compare re-runs the effects in a copy of that directory",
+                        "pass --workspace DIR to compare against a copy of DIR",
+                    )
+                    .with_value(&args.session)
+                    .with_surface(Surface::other("the recorded session"))
+                    .into());
+                }
                 [one] => PathBuf::from(one),
-                several => bail!(
-                    "the selected effects ran in {} different working directories ({}); select turns from one with --turns, or pass --workspace DIR",
-                    several.len(),
-                    several.join(", ")
-                ),
+                several => {
+                    return Err(Diagnostic::error(
+                        "replay.several-workspaces",
+                        format!(
+                            "the selected effects ran in {} different working directories",
+                            several.len()
+                        ),
+                        "--compare re-runs the effects in a copy of one directory",
+                        "select turns from one with --turns, or pass --workspace DIR",
+                    )
+                    .with_value(several.join(", "))
+                    .with_surface(Surface::other("the recorded session"))
+                    .into());
+                }
             }
         }
     };
     if !workspace.is_dir() {
-        bail!(
-            "the workspace {} does not exist (or is not a directory), so there is nothing to copy for --compare; pass --workspace DIR",
-            workspace.display()
-        );
+        return Err(Diagnostic::error(
+            "replay.no-workspace",
+            format!(
+                "the workspace {} does not exist (or is not a directory)",
+                workspace.display()
+            ),
+            "--compare re-runs the effects in a copy of the workspace, so there is nothing to copy",
+            "pass --workspace DIR naming an existing directory",
+        )
+        .with_value(workspace.display())
+        .with_surface(Surface::flag("--workspace"))
+        .into());
     }
     let scratch = tempfile::Builder::new()
         .prefix("smith-replay-")

@@ -6,20 +6,22 @@
 //! protocol records only; diagnostics go to standard error.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use smith_rpc::{Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice};
+use smith_engine::provider::scripted::ScriptedProvider;
+use smith_rpc::{
+    Live, LiveProviders, Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice,
+    SetupError,
+};
 use smith_store::Store;
 
 /// Serve JSON-RPC 2.0 on standard input and output.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The provider: only `mock` (the scripted provider) is available in this build.
-    #[arg(long, default_value = "mock")]
-    pub provider: String,
-    /// The model id (default: the session's, else the provider's first).
-    #[arg(long)]
-    pub model: Option<String>,
+    /// The provider, model and base URL.
+    #[command(flatten)]
+    pub choice: super::eval::ProviderChoice,
     /// Play this script with the mock provider (see docs/mock-provider.md); it restarts with each runtime.
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -51,13 +53,56 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    // A mock script or recording, or `--provider mock`, means the scripted
+    // provider; otherwise the provider is chosen as for `smith eval`, once
+    // now (so a bad choice fails before serving) and afresh for each runtime.
+    let scripted = args.mock_script.is_some()
+        || args.mock_record.is_some()
+        || args.choice.provider.as_deref() == Some("mock");
+    let live = if scripted {
+        None
+    } else {
+        let super::eval::ProviderChoice {
+            provider,
+            model,
+            base_url,
+        } = args.choice.clone();
+        let choose = move || {
+            super::eval::choose_provider(
+                provider.as_deref(),
+                model.as_deref(),
+                base_url.as_deref(),
+                || Ok(Box::new(ScriptedProvider::demo())),
+            )
+        };
+        let first = choose()?;
+        if let Some(note) = &first.note {
+            eprintln!("{note}");
+        }
+        // The first runtime takes the provider chosen above; later ones
+        // choose afresh.
+        let first = Mutex::new(Some(first));
+        Some(LiveProviders(Arc::new(move || {
+            let ready = first.lock().ok().and_then(|mut f| f.take());
+            let chosen = match ready {
+                Some(chosen) => chosen,
+                None => choose().map_err(|e| SetupError::new(format!("{e:#}")))?,
+            };
+            Ok(Live {
+                provider: chosen.provider,
+                transport: chosen.transport,
+                model: chosen.model,
+            })
+        })))
+    };
     let options = RuntimeOptions {
         provider: ProviderChoice {
-            provider: args.provider,
-            model: args.model,
+            provider: "mock".to_owned(),
+            model: args.choice.model,
             mock_script: args.mock_script,
             mock_record: args.mock_record,
         },
+        live,
         cwd,
         store_root: Store::default_root()?,
         max_turns: args.max_turns,

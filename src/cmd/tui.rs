@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_SCROLL_LINES};
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{ConfigError, Loader, Paths};
@@ -29,7 +29,7 @@ use smith_engine::protocol::{
     Command, CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
 };
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
-use smith_engine::provider::{ContentBlock, HostTransport, Message, Provider, ProviderInfo};
+use smith_engine::provider::{ContentBlock, Message, Provider, ProviderInfo};
 use smith_engine::replay::{Pace, Recording};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::{EntryKind, Session, Store};
@@ -40,12 +40,9 @@ use smith_tui::{App, Options, Output, Overlay, Picker, Product, Tree, TreeRow};
 /// Start the fullscreen interface.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The provider: only `mock` (the scripted provider) is available in this build.
-    #[arg(long, default_value = "mock")]
-    pub provider: String,
-    /// The model id (default: the provider's first model, or the session's).
-    #[arg(long)]
-    pub model: Option<String>,
+    /// The provider, model and base URL.
+    #[command(flatten)]
+    pub choice: super::eval::ProviderChoice,
     /// Play this script with the mock provider (see docs/mock-provider.md).
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
@@ -61,12 +58,12 @@ pub struct Args {
 }
 
 impl Default for Args {
-    /// What `smith` with no subcommand on a terminal uses: the mock
-    /// provider, a new session, the current directory.
+    /// What `smith` with no subcommand on a terminal uses: the selected
+    /// provider (a live one when a credential is found, else the offline
+    /// demo), a new session, the current directory.
     fn default() -> Self {
         Self {
-            provider: "mock".to_owned(),
-            model: None,
+            choice: super::eval::ProviderChoice::default(),
             mock_script: None,
             session: None,
             continue_latest: false,
@@ -105,17 +102,23 @@ impl Runtime {
     }
 }
 
-fn provider(args: &Args) -> anyhow::Result<Box<dyn Provider>> {
-    if args.provider != "mock" {
-        bail!(
-            "provider {:?} is not available: this build has only the scripted provider; run with --provider mock (optionally --mock-script FILE)",
-            args.provider
-        );
-    }
-    Ok(Box::new(match &args.mock_script {
-        Some(path) => ScriptedProvider::new(load_script(path)?),
-        None => ScriptedProvider::demo(),
-    }))
+fn provider(args: &Args) -> anyhow::Result<super::eval::Chosen> {
+    // A script only makes sense for the scripted provider, so it chooses it.
+    let explicit = match &args.choice.provider {
+        None if args.mock_script.is_some() => Some("mock"),
+        other => other.as_deref(),
+    };
+    super::eval::choose_provider(
+        explicit,
+        args.choice.model.as_deref(),
+        args.choice.base_url.as_deref(),
+        || -> anyhow::Result<Box<dyn Provider>> {
+            Ok(Box::new(match &args.mock_script {
+                Some(path) => ScriptedProvider::new(load_script(path)?),
+                None => ScriptedProvider::demo(),
+            }))
+        },
+    )
 }
 
 /// Which session a runtime records into.
@@ -132,13 +135,21 @@ fn start(
     tx: &SyncSender<AgentMsg>,
     app: &mut App,
 ) -> anyhow::Result<(Runtime, ProviderInfo)> {
-    let provider = provider(args)?;
+    let chosen = provider(args)?;
+    let provider = chosen.provider;
+    let transport = chosen.transport;
     let info = provider.describe();
-    let mut config = AgentConfig::new(args.model.clone().unwrap_or_else(|| {
-        info.models
+    let mut config = AgentConfig::new(match (&chosen.model, &args.choice.model) {
+        (Some(name), _) => name.clone(),
+        (None, Some(model)) => model.clone(),
+        (None, None) => info
+            .models
             .first()
-            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone())
-    }));
+            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone()),
+    });
+    if chosen.model.is_some() {
+        config.pricing = info.models.first().and_then(|m| m.pricing);
+    }
     config.system = Some(format!(
         "You are smith, a coding agent. Work in {} using the tools you are given.",
         cwd.display()
@@ -154,7 +165,7 @@ fn start(
                 format!("could not open session {reference:?}; run `smith session list` to see the sessions")
             })?;
             let resumed = resume(&session)?;
-            if let (None, Some((_, model))) = (&args.model, &resumed.model) {
+            if let (None, Some((_, model))) = (&args.choice.model, &resumed.model) {
                 config.model.clone_from(model);
             }
             show_history(app, &resumed.history);
@@ -177,7 +188,7 @@ fn start(
     let journal = Arc::new(StoreJournal::new(store, session));
     let services = Services {
         provider,
-        transport: Arc::new(HostTransport),
+        transport,
         tools: ToolSet::builtin(),
         tool_context,
         journal: journal.clone(),
@@ -688,7 +699,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let (options, config_failure) = load_options(process_loader(&cwd));
     if let Some(err) = &config_failure {
-        eprintln!("smith: configuration not applied to the interface: {err}");
+        let style = super::config::style(None);
+        eprint!("{}", err.diagnostic().render_terminal(style));
+        eprintln!("smith: the interface starts with its default settings");
     }
     let mut app = App::new(Product::builtin(), options);
     app.set_cwd(cwd.clone());
@@ -915,6 +928,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                                     ));
                                     return Flow::Continue;
                                 };
+                                if app.status.busy || replay.borrow().is_some() {
+                                    app.notice(
+                                        "the agent or a replay is running; press Esc to stop it, then /branch again",
+                                    );
+                                    return Flow::Continue;
+                                }
                                 let id = rt.journal.session_id().to_hex();
                                 if let Some(old) = runtime.take() {
                                     old.stop();

@@ -78,6 +78,33 @@ fn measure_file(path: &std::path::Path) {
     // The floor for any loader that copies: the mapped bytes into a fresh
     // buffer (page faults and the kernel's zeroing of new pages included).
     let copy = median(|| drop(std::hint::black_box(f.bytes().to_vec())), 5);
+    // The same load copying every payload into an owned arena (what every
+    // load did before the arena became the mapping), and the load from a
+    // fresh open (page tables built again), as `smith bench` measures it.
+    let copying = median(
+        || {
+            drop(std::hint::black_box(
+                Session::load_bytes(f.bytes(), &limits, "m").expect("load"),
+            ))
+        },
+        5,
+    );
+    let fresh = median(
+        || {
+            drop(std::hint::black_box(
+                smith_store::SessionFile::open(path)
+                    .expect("open")
+                    .load(&limits)
+                    .expect("load"),
+            ))
+        },
+        5,
+    );
+    println!(
+        "  load from a fresh open {fresh:.1} ms CPU (ratio {:.2}); copying load {copying:.1} ms CPU (ratio {:.2})",
+        seq / fresh,
+        seq / copying
+    );
     let s = f.load(&limits).expect("load");
     let fork = median(
         || drop(std::hint::black_box(s.fork(SessionId([2; 16]), 0))),

@@ -6,9 +6,10 @@
 //! flags, a crc32c checksum and one canonical CBOR item, with the length
 //! repeated at the end so the file can be walked backwards
 //! (`docs/session-format.md` is the complete description). In memory it is
-//! an index arena ([`Session`]): fixed-size [`Record`]s over one contiguous
-//! payload arena, content kept as canonical CBOR bytes and decoded only by
-//! whoever reads it.
+//! an index arena ([`Session`]): fixed-size [`Record`]s over one payload
+//! arena (the file's read-only mapping, read in place, plus one owned buffer
+//! for what is appended later), content kept as canonical CBOR bytes and
+//! decoded only by whoever reads it.
 //!
 //! * [`format`] — the byte layout (header, frames, entry map).
 //! * [`scan`] — the frame reader with recovery: torn tails, corrupt frames

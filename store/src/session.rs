@@ -201,27 +201,219 @@ fn prewalk(bytes: &[u8], start: usize, limits: &Limits, in_place: bool) -> Optio
     Some(counts)
 }
 
+/// Why [`in_place_pass`] gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fallback {
+    /// A frame is damaged, torn or over the limits: the verifying reader
+    /// decides what to recover and what to report.
+    Verify,
+    /// Every frame so far is intact, but one needs owned arena bytes (a
+    /// whole-payload compressed frame) that an exact count must size: the
+    /// two-pass load takes over.
+    Exact,
+}
+
+/// File bytes whose frames are walked to size the record table before the
+/// one pass (a file no longer than this is counted exactly).
+const SAMPLE_BYTES: usize = 1 << 20;
+
+/// How far ahead of the frame being checked its following bytes are
+/// requested from memory. The frames' lengths are only known one at a time,
+/// so the hardware sees a stream of short, dependent runs; asking for the
+/// next few KiB early keeps the loads of the next frames in flight while
+/// this one is checksummed.
+const PREFETCH_AHEAD: usize = 4096;
+
+/// The frame at `pos`'s total length, when both copies of its body length
+/// agree, it ends inside `bytes` and it is within `limits`; `None`
+/// otherwise (the checks the verifying reader makes before a checksum).
+#[inline]
+fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
+    if bytes.len() - pos < format::MIN_FRAME {
+        return None;
+    }
+    let body_len = format::read_u32(bytes, pos);
+    if (body_len as usize) < format::BODY_FIXED || body_len > limits.max_frame_len {
+        return None;
+    }
+    let total = body_len as usize + 12;
+    if total > bytes.len() - pos || format::read_u32(bytes, pos + total - 4) != body_len {
+        return None;
+    }
+    Some(total)
+}
+
+/// Entry frames from `pos` to the end of `bytes`, following the length
+/// fields alone; `None` where the lengths do not chain to the end exactly.
+fn count_entries(bytes: &[u8], mut pos: usize, limits: &Limits) -> Option<usize> {
+    let mut n = 0;
+    while pos < bytes.len() {
+        let total = frame_len_at(bytes, pos, limits)?;
+        n += usize::from(bytes[pos + 4] == KIND_ENTRY);
+        pos += total;
+    }
+    Some(n)
+}
+
+/// How many records to allocate before the one pass: the entry frames in
+/// the first [`SAMPLE_BYTES`] of frames (all of them in a smaller file,
+/// exactly), and for the rest of the file that density extrapolated with
+/// one eighth and 64 records of slack, never more than the rest could hold.
+/// `None` when the sampled frames' lengths do not chain.
+fn estimate_entries(bytes: &[u8], start: usize, limits: &Limits) -> Option<usize> {
+    let stop = start.saturating_add(SAMPLE_BYTES).min(bytes.len());
+    let (mut pos, mut n) = (start, 0usize);
+    while pos < stop {
+        let total = frame_len_at(bytes, pos, limits)?;
+        n += usize::from(bytes[pos + 4] == KIND_ENTRY);
+        pos += total;
+    }
+    let rest = bytes.len() - pos;
+    if rest == 0 {
+        return Some(n);
+    }
+    let sampled = (pos - start) as u128;
+    let scaled = (n as u128 * rest as u128 * 9).div_ceil(sampled * 8);
+    let most = rest / format::MIN_FRAME;
+    Some(
+        n + usize::try_from(scaled)
+            .unwrap_or(usize::MAX)
+            .saturating_add(64)
+            .min(most),
+    )
+}
+
+/// Requests bytes ahead of the reader (a hint: never faults, changes no
+/// result).
+struct Ahead<'a> {
+    bytes: &'a [u8],
+    next: usize,
+}
+
+impl Ahead<'_> {
+    #[inline]
+    fn to(&mut self, upto: usize) {
+        let upto = upto.min(self.bytes.len());
+        while self.next < upto {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is a hint that never faults; the address
+            // is inside `bytes`.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    self.bytes.as_ptr().add(self.next).cast::<i8>(),
+                );
+            }
+            self.next += 64;
+        }
+    }
+}
+
+/// The load of a whole mapped file in one pass: each frame's lengths and
+/// checksum are checked and its record is built as its bytes stream by.
+/// The record table is allocated once at [`estimate_entries`]' size; when
+/// that proves short, the rest of the file's lengths are walked and the
+/// table grows once to the exact size, and when it proves more than a
+/// quarter too large the table is shrunk to fit, so the table is never
+/// over-reserved by more than a quarter and a load allocates at most one
+/// time more than for a file whose estimate holds (the estimate holds for
+/// files whose entries are about as large at the end as at the start).
+fn in_place_pass(
+    bytes: &[u8],
+    start: usize,
+    base_len: usize,
+    limits: &Limits,
+    report: &mut LoadReport,
+    origin: &mut Option<Origin>,
+) -> std::result::Result<Vec<Record>, Fallback> {
+    let estimate = estimate_entries(bytes, start, limits).ok_or(Fallback::Verify)?;
+    let mut records: Vec<Record> = table_with_capacity(estimate);
+    // Read in place, entry frames need no owned bytes (whole-compressed
+    // ones, which would, leave this pass), so this stays unallocated.
+    let mut owned = Vec::new();
+    let mut dctx = None;
+    let mut frames = 0u64;
+    let mut pos = start;
+    let mut ahead = Ahead { bytes, next: start };
+    while pos < bytes.len() {
+        let total = frame_len_at(bytes, pos, limits).ok_or(Fallback::Verify)?;
+        ahead.to(pos + total + PREFETCH_AHEAD);
+        let v = format::frame_at_unchecked(bytes, pos);
+        if v.content_len > limits.max_content_len || !format::checksum_ok(&v) {
+            return Err(Fallback::Verify);
+        }
+        if v.kind == KIND_ENTRY {
+            if v.flags == FLAG_ZSTD {
+                return Err(Fallback::Exact);
+            }
+            if records.len() == records.capacity() {
+                let rest = count_entries(bytes, pos, limits).ok_or(Fallback::Verify)?;
+                records.reserve_exact(rest);
+            }
+        }
+        ingest(
+            &mut records,
+            &mut Sink {
+                owned: &mut owned,
+                base_len,
+                in_place: true,
+            },
+            report,
+            origin,
+            &mut dctx,
+            &v,
+        );
+        frames += 1;
+        pos += total;
+    }
+    if records.capacity() - records.len() > records.len() / 4 + 1024 {
+        records.shrink_to_fit();
+    }
+    report.scan = ScanReport {
+        frames,
+        valid_end: bytes.len() as u64,
+        ..ScanReport::default()
+    };
+    Ok(records)
+}
+
+/// A table of `n` `T`s, allocated once; on Linux, when it is large, its
+/// pages are requested as transparent huge pages, so that filling it takes a
+/// few page faults per 2 MiB instead of one per 4 KiB.
+fn table_with_capacity<T>(n: usize) -> Vec<T> {
+    let v: Vec<T> = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    advise_huge(
+        v.as_ptr().cast::<u8>(),
+        n.saturating_mul(std::mem::size_of::<T>()),
+    );
+    v
+}
+
+/// Asks for transparent huge pages over the whole 2 MiB pages inside the
+/// `len` bytes at `p`, when there are any (at least 4 MiB). Advice only:
+/// failure (e.g. huge pages disabled) changes nothing but speed.
+#[cfg(target_os = "linux")]
+fn advise_huge(p: *const u8, len: usize) {
+    if len < 4 << 20 {
+        return;
+    }
+    let p = p as usize;
+    let lo = (p + (2 << 20) - 1) & !((2 << 20) - 1);
+    let hi = (p + len) & !((2 << 20) - 1);
+    if hi > lo {
+        // SAFETY: [lo, hi) lies inside an allocation the caller owns;
+        // madvise with MADV_HUGEPAGE changes only how its pages are backed.
+        unsafe {
+            libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
 /// The payload arena: allocated once at its final size. On Linux its pages
 /// are requested as transparent huge pages, so that filling it takes a
 /// few hundred page faults per GiB instead of a quarter million.
 fn arena_with_capacity(n: usize) -> Vec<u8> {
-    let v: Vec<u8> = Vec::with_capacity(n);
-    #[cfg(target_os = "linux")]
-    if n >= 4 << 20 {
-        // Advice only: failure (e.g. huge pages disabled) changes nothing
-        // but speed. The range is rounded inward to whole 2 MiB pages.
-        let p = v.as_ptr() as usize;
-        let lo = (p + (2 << 20) - 1) & !((2 << 20) - 1);
-        let hi = (p + n) & !((2 << 20) - 1);
-        if hi > lo {
-            // SAFETY: [lo, hi) lies inside the allocation we own; madvise
-            // with MADV_HUGEPAGE changes only how its pages are backed.
-            unsafe {
-                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    v
+    table_with_capacity(n)
 }
 
 impl Session {
@@ -277,55 +469,79 @@ impl Session {
         };
         let mut origin = None;
         let mut dctx = None;
-        // Fast path: a walk over the length fields alone sizes the tables;
-        // one pass then verifies each frame's checksum and copies it while
-        // its bytes are in cache. Anything unusual (damage, a torn tail,
-        // sizes over the limits) falls back to the verifying reader.
-        let fast = match prewalk(bytes, start, limits, in_place) {
-            Some(counts) => {
-                let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
-                let mut payload: Vec<u8> = arena_with_capacity(counts.content);
-                let mut frames = 0u64;
-                let mut pos = start;
-                let mut intact = true;
-                while pos < bytes.len() {
-                    let v = format::frame_at_unchecked(bytes, pos);
-                    if !format::checksum_ok(&v) {
-                        intact = false;
-                        break;
-                    }
-                    ingest(
-                        &mut records,
-                        &mut Sink {
-                            owned: &mut payload,
-                            base_len,
-                            in_place,
-                        },
-                        &mut report,
-                        &mut origin,
-                        &mut dctx,
-                        &v,
-                    );
-                    frames += 1;
-                    pos += v.raw.len();
-                }
-                if intact {
-                    report.scan = ScanReport {
-                        frames,
-                        valid_end: bytes.len() as u64,
-                        ..ScanReport::default()
-                    };
-                    Some((records, payload))
-                } else {
+        // Fast paths. Read in place, one pass checks every frame's lengths
+        // and checksum and builds its record while its bytes stream through
+        // the cache; the record table is sized from the first frames
+        // (`in_place_pass`). Copying, a walk over the length fields sizes
+        // both tables exactly first, then one pass verifies and copies.
+        // Anything unusual (damage, a torn tail, sizes over the limits)
+        // falls back to the verifying reader.
+        let mut exact = !in_place;
+        let fast = if in_place {
+            match in_place_pass(bytes, start, base_len, limits, &mut report, &mut origin) {
+                Ok(records) => Some((records, Vec::new())),
+                Err(fallback) => {
                     report = LoadReport {
                         file_len: bytes.len() as u64,
                         ..LoadReport::default()
                     };
                     origin = None;
+                    exact = fallback == Fallback::Exact;
                     None
                 }
             }
-            None => None,
+        } else {
+            None
+        };
+        let fast = match fast {
+            Some(t) => Some(t),
+            None if !exact => None,
+            None => match prewalk(bytes, start, limits, in_place) {
+                Some(counts) => {
+                    let mut records: Vec<Record> = Vec::with_capacity(counts.entries);
+                    let mut payload: Vec<u8> = arena_with_capacity(counts.content);
+                    let mut frames = 0u64;
+                    let mut pos = start;
+                    let mut intact = true;
+                    while pos < bytes.len() {
+                        let v = format::frame_at_unchecked(bytes, pos);
+                        if !format::checksum_ok(&v) {
+                            intact = false;
+                            break;
+                        }
+                        ingest(
+                            &mut records,
+                            &mut Sink {
+                                owned: &mut payload,
+                                base_len,
+                                in_place,
+                            },
+                            &mut report,
+                            &mut origin,
+                            &mut dctx,
+                            &v,
+                        );
+                        frames += 1;
+                        pos += v.raw.len();
+                    }
+                    if intact {
+                        report.scan = ScanReport {
+                            frames,
+                            valid_end: bytes.len() as u64,
+                            ..ScanReport::default()
+                        };
+                        Some((records, payload))
+                    } else {
+                        report = LoadReport {
+                            file_len: bytes.len() as u64,
+                            ..LoadReport::default()
+                        };
+                        origin = None;
+                        None
+                    }
+                }
+                None => None,
+            },
         };
         let (records, payload) = match fast {
             Some(t) => t,
@@ -536,7 +752,14 @@ impl Session {
             depth += 1;
             i = self.records[i as usize].parent_index;
         }
-        let mut branch = Vec::with_capacity(depth);
+        let mut branch = table_with_capacity(depth);
+        if depth == self.records.len() {
+            // Parent indexes only point back, so a path from the newest
+            // record through every record is the whole table in order.
+            branch.extend_from_slice(&self.records);
+            self.branch = branch;
+            return;
+        }
         let mut i = leaf as u32;
         while i != NONE && branch.len() < depth {
             branch.push(self.records[i as usize]);
@@ -955,6 +1178,17 @@ fn resolve_parent(records: &[Record], head: &EntryHead, offset: u64, link: u64) 
         return NONE;
     }
     let target = offset - link;
+    // Most entries follow their parent directly: try the newest record
+    // before searching.
+    if let Some(last) = records.last()
+        && last.frame_offset == target
+    {
+        return if last.id == head.parent {
+            (records.len() - 1) as u32
+        } else {
+            NONE
+        };
+    }
     match records.binary_search_by_key(&target, |r| r.frame_offset) {
         Ok(i) if records[i].id == head.parent => i as u32,
         _ => NONE,

@@ -102,5 +102,6 @@ pub fn transcode(input: &[u8], mode: Mode) -> Result<Vec<u8>, smith_codec::Decod
             t => panic!("transcode cannot re-encode {t:?}"),
         };
     }
+    drop(e);
     Ok(out)
 }

@@ -248,3 +248,238 @@ fn walker_agrees_on_hand_picked_edges() {
 }
 
 const MAX: usize = smith_codec::MAX_DEPTH as usize;
+
+/// The head of a text string of `len` bytes (shortest form).
+fn text_head(len: usize) -> Vec<u8> {
+    match len {
+        0..=23 => vec![0x60 | len as u8],
+        24..=0xff => vec![0x78, len as u8],
+        _ => {
+            let mut h = vec![0x79];
+            h.extend((len as u16).to_be_bytes());
+            h
+        }
+    }
+}
+
+/// A map of text keys (in the order given) to 0.
+fn text_map(keys: &[&[u8]]) -> Vec<u8> {
+    let mut out = vec![0xa0 | keys.len() as u8];
+    for k in keys {
+        out.extend(text_head(k.len()));
+        out.extend_from_slice(k);
+        out.push(0x00);
+    }
+    out
+}
+
+#[test]
+fn walker_agrees_on_text_keys_of_every_length_up_to_24() {
+    // Pairs of keys of lengths 0..=24 (encoded lengths 1..=26, across the
+    // seven-byte order word and the one-byte length head), equal, sharing a
+    // prefix of every size and differing at every position, in both orders;
+    // each map alone, after a byte of padding, and with input following it.
+    let mut cases = 0;
+    for la in 0..=24usize {
+        for lb in 0..=24usize {
+            let a: Vec<u8> = (0..la).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut bs = vec![(0..lb).map(|i| b'a' + (i % 26) as u8).collect::<Vec<u8>>()];
+            for at in 0..lb.min(la) {
+                for (lo, hi) in [(b'a', b'b'), (b'b', b'a'), (0x00, 0x01)] {
+                    let mut b = bs[0].clone();
+                    let mut a2 = a.clone();
+                    a2[at] = lo;
+                    b[at] = hi;
+                    for keys in [[&a2[..], &b[..]], [&b[..], &a2[..]]] {
+                        let m = text_map(&keys);
+                        agree(&m);
+                        cases += 1;
+                    }
+                }
+            }
+            bs.push(vec![0x00; lb]);
+            for b in &bs {
+                for keys in [[&a[..], &b[..]], [&b[..], &a[..]]] {
+                    let m = text_map(&keys);
+                    agree(&m);
+                    let mut padded = vec![0x00];
+                    padded.extend(&m);
+                    agree(&padded);
+                    let mut followed = m.clone();
+                    followed.extend([0x82, 0x00, 0x00]);
+                    agree(&followed);
+                    cases += 3;
+                }
+            }
+        }
+    }
+    assert!(cases > 10_000, "{cases}");
+}
+
+#[test]
+fn walker_agrees_on_keys_of_mixed_types_and_lengths() {
+    // Integer keys of every head width, byte-string keys and text keys
+    // around the order word's seven bytes, each pair in both orders.
+    let keys: Vec<Vec<u8>> = vec![
+        vec![0x00],
+        vec![0x17],
+        vec![0x18, 0x18],
+        vec![0x18, 0xff],
+        vec![0x19, 0x01, 0x00],
+        vec![0x1a, 0x00, 0x01, 0x00, 0x00],
+        vec![0x1b, 0, 0, 0, 1, 0, 0, 0, 0],
+        vec![0x1b, 0, 0, 0, 1, 0, 0, 0, 1],
+        vec![0x20],
+        vec![0x46, 1, 2, 3, 4, 5, 6],
+        vec![0x47, 1, 2, 3, 4, 5, 6, 7],
+        vec![0x47, 1, 2, 3, 4, 5, 6, 8],
+        vec![0x48, 1, 2, 3, 4, 5, 6, 7, 0],
+        vec![0x66, b'a', b'b', b'c', b'd', b'e', b'f'],
+        vec![0x67, b'a', b'b', b'c', b'd', b'e', b'f', b'g'],
+        vec![0x68, b'a', b'b', b'c', b'd', b'e', b'f', b'g', b'h'],
+        vec![0x68, b'a', b'b', b'c', b'd', b'e', b'f', b'g', b'i'],
+        vec![0x80],
+        vec![0x81, 0x00],
+        vec![0xa0],
+        vec![0xf4],
+        vec![0xf5],
+    ];
+    for a in &keys {
+        for b in &keys {
+            let mut m = vec![0xa2];
+            m.extend(a);
+            m.push(0x00);
+            m.extend(b);
+            m.push(0x00);
+            agree(&m);
+            // The same pair as the last two keys of a bigger map, at the
+            // very end of the input.
+            let mut tail = vec![0xa3, 0x60, 0x00];
+            tail.extend(a);
+            tail.push(0x00);
+            tail.extend(b);
+            tail.push(0xf6);
+            agree(&tail);
+        }
+    }
+}
+
+#[test]
+fn walker_agrees_on_non_ascii_at_every_position_of_short_text() {
+    // Text of 0..=40 bytes with one bad or one good multi-byte sequence at
+    // every position, alone (no bytes after it), followed by more input,
+    // and as a map key.
+    for len in 0..=40usize {
+        let base = vec![b'x'; len];
+        let mut variants = vec![base.clone()];
+        for at in 0..len {
+            for byte in [0x80u8, 0xc3, 0xff, 0x7f] {
+                let mut v = base.clone();
+                v[at] = byte;
+                variants.push(v);
+            }
+            if at + 1 < len {
+                let mut v = base.clone();
+                v[at..at + 2].copy_from_slice(&[0xc3, 0xa9]);
+                variants.push(v);
+            }
+            if at + 3 < len {
+                let mut v = base.clone();
+                v[at..at + 4].copy_from_slice("😀".as_bytes());
+                variants.push(v);
+                let mut cut = base.clone();
+                cut[at..at + 3].copy_from_slice(&"😀".as_bytes()[..3]);
+                variants.push(cut);
+            }
+        }
+        for v in variants {
+            let mut alone = text_head(v.len());
+            alone.extend(&v);
+            agree(&alone);
+            let mut followed = vec![0x82];
+            followed.extend(&alone);
+            followed.extend([0x78, 40]);
+            followed.extend([b'y'; 40]);
+            agree(&followed);
+            let mut key = vec![0xa1];
+            key.extend(&alone);
+            key.push(0x00);
+            agree(&key);
+        }
+    }
+}
+
+/// A representative entry: a map with integer keys, a nested content map
+/// with text, a tool-argument map with text keys, an 8-byte timestamp and a
+/// float.
+fn sample_entry() -> Vec<u8> {
+    let mut e = vec![
+        0xa5, 0x00, 0x19, 0x01, 0x2c, 0x01, 0x19, 0x01, 0x2b, 0x02, 0x1b,
+    ];
+    e.extend(1_764_470_000_000u64.to_be_bytes());
+    // Key 3 holds 1.1, which needs binary64.
+    e.extend([0x03, 0xfb, 0x3f, 0xf1, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a]);
+    e.extend([0x04, 0xa3, 0x00]);
+    e.extend(text_head(9));
+    e.extend(b"call_0042");
+    e.extend([0x01, 0x64]);
+    e.extend(b"edit");
+    e.push(0x02);
+    e.extend(text_map(&[b"path", b"lines", b"content"]));
+    e
+}
+
+#[test]
+fn walker_agrees_on_every_truncation_of_a_sample() {
+    let one = sample_entry();
+    assert_eq!(strict_walk(&one, Limits::default(), false), Some(1));
+    let mut seq = one.clone();
+    seq.extend(&one);
+    assert_eq!(strict_walk(&seq, Limits::default(), true), Some(2));
+    let mut long = text_head(300);
+    long.extend("déjà vu → ".repeat(30).as_bytes().iter().take(300));
+    // The text may have been cut inside a character; agree() decides.
+    seq.extend(&long);
+    for cut in 0..=seq.len() {
+        agree(&seq[..cut]);
+    }
+}
+
+#[test]
+fn walker_agrees_on_item_limits_around_the_input_length() {
+    // The walker skips counting heads when the input has no more bytes
+    // than `max_items`; check both sides of that boundary against the
+    // decoder for inputs whose item count is close to their length.
+    let inputs: Vec<Vec<u8>> = vec![
+        vec![0x83, 0x00, 0x00, 0x00],
+        vec![0x00, 0x00, 0x00, 0x00],
+        vec![0xa2, 0x00, 0x00, 0x01, 0x00],
+        vec![0x81, 0x81, 0x81, 0x00],
+        vec![0xc1, 0xc1, 0x00],
+        vec![0xc2, 0x49, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+        vec![0x82, 0x60, 0x40],
+        sample_entry(),
+    ];
+    for bytes in &inputs {
+        for max_items in 0..=bytes.len() as u64 + 2 {
+            let limits = Limits {
+                max_depth: smith_codec::MAX_DEPTH,
+                max_items,
+            };
+            for sequence in [false, true] {
+                let fast = strict_walk(bytes, limits, sequence);
+                let slow = if sequence {
+                    validate_sequence_tokenwise(bytes, Mode::Strict, limits).ok()
+                } else {
+                    validate_tokenwise(bytes, Mode::Strict, limits)
+                        .ok()
+                        .map(|()| 1)
+                };
+                assert_eq!(
+                    fast, slow,
+                    "{bytes:02x?} max_items {max_items} sequence {sequence}"
+                );
+            }
+        }
+    }
+}

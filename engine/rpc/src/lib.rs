@@ -29,4 +29,4 @@ pub mod runtime;
 pub use jsonrpc::{Output, RpcError};
 pub use mcp::{McpOptions, McpServer};
 pub use rpc::RpcServer;
-pub use runtime::{ProviderChoice, RuntimeOptions, SessionChoice, SetupError};
+pub use runtime::{Live, LiveProviders, ProviderChoice, RuntimeOptions, SessionChoice, SetupError};

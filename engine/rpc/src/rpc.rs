@@ -227,7 +227,7 @@ fn pump(handle: Arc<AgentHandle>, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
             // The answer follows its notification, like wait_settled's.
             let mut result = value;
             if let Value::Object(map) = &mut result {
-                map.remove("type");
+                map.shift_remove("type");
             }
             let _ = shared.out.result(&id, result);
         }

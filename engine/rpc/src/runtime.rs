@@ -13,7 +13,7 @@ use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_poli
 use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
-use smith_engine::provider::{HostTransport, Provider, ProviderInfo};
+use smith_engine::provider::{HostTransport, Provider, ProviderInfo, Transport};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::Store;
 
@@ -25,7 +25,9 @@ pub struct SetupError {
 }
 
 impl SetupError {
-    fn new(message: impl Into<String>) -> Self {
+    /// A setup failure described by `message` (what happened and what to do
+    /// next).
+    pub fn new(message: impl Into<String>) -> Self {
         SetupError {
             message: message.into(),
         }
@@ -43,7 +45,8 @@ impl std::error::Error for SetupError {}
 /// Which provider to use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProviderChoice {
-    /// The provider id; only `mock` exists in this build.
+    /// The provider id: `mock`, the scripted provider (live providers come
+    /// through [`RuntimeOptions::live`]).
     pub provider: String,
     /// The model (default: the session's, else the provider's first).
     pub model: Option<String>,
@@ -62,7 +65,7 @@ impl ProviderChoice {
     pub fn build(&self) -> Result<Box<dyn Provider>, SetupError> {
         if self.provider != "mock" {
             return Err(SetupError::new(format!(
-                "provider {:?} is not available: this build has only the scripted provider; run with --provider mock (optionally --mock-script FILE)",
+                "provider {:?} is not available here: a provider choice builds only the scripted provider (mock), and live providers come through the runtime options' live factory; use --provider mock (optionally --mock-script FILE), or pass the live provider's name to `smith rpc --provider`",
                 self.provider
             )));
         }
@@ -78,6 +81,30 @@ impl ProviderChoice {
                 .map_err(|e| SetupError::new(e.to_string()))?;
         }
         Ok(Box::new(provider))
+    }
+}
+
+/// A provider built for one runtime by [`LiveProviders`], with the
+/// transport that carries its requests.
+pub struct Live {
+    /// The provider.
+    pub provider: Box<dyn Provider>,
+    /// The transport its requests go through.
+    pub transport: Arc<dyn Transport>,
+    /// The model it resolved (default: the session's, else the provider's
+    /// first).
+    pub model: Option<String>,
+}
+
+/// Builds a fresh live provider for each runtime. The live providers (HTTP
+/// engine, catalog, credentials) are wired by the binary, so the binary
+/// hands the server this factory; without one, [`ProviderChoice`] decides.
+#[derive(Clone)]
+pub struct LiveProviders(pub Arc<dyn Fn() -> Result<Live, SetupError> + Send + Sync>);
+
+impl std::fmt::Debug for LiveProviders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveProviders(..)")
     }
 }
 
@@ -187,8 +214,11 @@ pub struct Runtime {
 /// Everything needed to start runtimes.
 #[derive(Clone, Debug)]
 pub struct RuntimeOptions {
-    /// The provider.
+    /// The provider, when `live` is not given.
     pub provider: ProviderChoice,
+    /// Builds a live provider for each runtime; it takes the place of
+    /// `provider` (whose `model`, when set, still names the model).
+    pub live: Option<LiveProviders>,
     /// The working directory of the tools.
     pub cwd: PathBuf,
     /// The session store root.
@@ -204,7 +234,13 @@ impl RuntimeOptions {
     ///
     /// Provider, working directory, session or thread setup failures.
     pub fn start(&self, choice: &SessionChoice) -> Result<Runtime, SetupError> {
-        let provider = self.provider.build()?;
+        let (provider, transport, live_model): (_, Arc<dyn Transport>, _) = match &self.live {
+            Some(live) => {
+                let built = (live.0)()?;
+                (built.provider, built.transport, built.model)
+            }
+            None => (self.provider.build()?, Arc::new(HostTransport), None),
+        };
         let info = provider.describe();
         let tool_context = ToolContext::new(&self.cwd)
             .map_err(|e| SetupError::new(format!("cannot work in {}: {e}", self.cwd.display())))?;
@@ -219,6 +255,7 @@ impl RuntimeOptions {
             .provider
             .model
             .clone()
+            .or(live_model)
             .or(destination.model)
             .unwrap_or_else(|| {
                 info.models
@@ -235,7 +272,7 @@ impl RuntimeOptions {
         ));
         let services = Services {
             provider,
-            transport: Arc::new(HostTransport),
+            transport,
             tools: ToolSet::builtin(),
             tool_context,
             journal: destination.journal.clone(),

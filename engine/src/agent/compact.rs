@@ -541,8 +541,10 @@ impl Runner {
         let mut context = Vec::with_capacity(kept.len() + 1);
         context.push(summary_message(&summary));
         context.extend_from_slice(kept);
-        let fixed = tokens_before.saturating_sub(estimate_all(&self.history));
-        let tokens_after = fixed + estimate_all(&context);
+        // The same base as before: the summary replaces what it summarizes.
+        let tokens_after = tokens_before
+            .saturating_sub(estimate_all(&self.history[..cut]))
+            .saturating_add(estimate_tokens(&context[0]));
         let record = CompactionRecord {
             summary: summary.clone(),
             reason: reason_name(reason).to_owned(),

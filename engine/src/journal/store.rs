@@ -126,8 +126,8 @@ fn message_content(message: &Message, meta: &MessageMeta) -> Result<Vec<u8>, Jou
 /// encodings: shorter keys first).
 fn intent_content(intent: &EffectIntent) -> Vec<u8> {
     let mut out = Vec::with_capacity(intent.input.len() + 96);
-    let mut enc = Encoder::new(&mut out);
-    enc.map(5)
+    Encoder::new(&mut out)
+        .map(5)
         .str("tool")
         .str(&intent.tool)
         .str("input")
@@ -143,8 +143,8 @@ fn intent_content(intent: &EffectIntent) -> Vec<u8> {
 
 fn completion_content(completion: &EffectCompletion) -> Vec<u8> {
     let mut out = Vec::with_capacity(completion.output.len() + 96);
-    let mut enc = Encoder::new(&mut out);
-    enc.map(4)
+    Encoder::new(&mut out)
+        .map(4)
         .str("output")
         .raw(&completion.output)
         .str("outcome")

@@ -705,6 +705,87 @@ mod tests {
         let err = parse_script(r#"[[{"txt":"hi"}]]"#, "s.json").unwrap_err();
         assert!(err.to_string().contains("mock script s.json is not valid"));
         assert!(err.to_string().contains("txt"));
+        let err = parse_script(r#"{"responses": [], "summary": []}"#, "o.json").unwrap_err();
+        assert!(err.to_string().contains("mock script o.json is not valid"));
+        assert!(err.to_string().contains("summary"), "{err}");
+    }
+
+    fn text_of(events: &[StreamEvent]) -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn summary_requests_take_the_scripted_summaries_apart_from_responses() {
+        use crate::agent::compact::summary_request;
+        let script = parse_script(
+            r#"{"responses": [[{"text": "answer"}, {"stop": {"reason": "end"}}]],
+                "summaries": [[{"text": "the summary"}, {"stop": {"reason": "end"}}]]}"#,
+            "test",
+        )
+        .unwrap();
+        let mut provider = ScriptedProvider::new(script);
+        let summary = summary_request(
+            MOCK_MODEL,
+            &[Message::User { text: "a".into() }],
+            None,
+            None,
+        );
+        assert_eq!(text_of(&play(&mut provider, &summary)), "the summary");
+        let ordinary = request(vec![Message::User { text: "go".into() }]);
+        assert_eq!(text_of(&play(&mut provider, &ordinary)), "answer");
+        assert_eq!(
+            (provider.requests_seen(), provider.summaries_seen()),
+            (1, 1)
+        );
+        let err = provider.encode(&summary).unwrap_err();
+        assert!(
+            err.message
+                .contains("has 1 summary response(s) but the agent sent summary request 2"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn without_scripted_summaries_the_summary_is_generated_deterministically() {
+        use crate::agent::compact::summary_request;
+        let history = vec![
+            Message::User {
+                text: "fix the parser".into(),
+            },
+            Message::Assistant {
+                content: vec![super::super::ContentBlock::Text {
+                    text: "done".into(),
+                }],
+                stop: StopReason::End,
+            },
+            Message::User {
+                text: "and the tests".into(),
+            },
+        ];
+        let summary = summary_request(MOCK_MODEL, &history, Some("keep paths"), None);
+        let mut provider = ScriptedProvider::new(Vec::new());
+        let first = play(&mut provider, &summary);
+        assert_eq!(
+            text_of(&first),
+            "Mock summary of 3 message(s). The user asked: \"fix the parser\", \"and the tests\". Focus: keep paths"
+        );
+        assert_eq!(
+            first.last().unwrap(),
+            &StreamEvent::Stop {
+                reason: StopReason::End
+            }
+        );
+        // The same request, the same answer; the demo answers the same way.
+        assert_eq!(play(&mut provider, &summary), first);
+        assert_eq!(play(&mut ScriptedProvider::demo(), &summary), first);
+        assert_eq!(provider.requests_seen(), 0);
     }
 
     #[test]

@@ -40,9 +40,11 @@ pub trait Transport: Send + Sync {
     ) -> BodyOutcome;
 }
 
-/// The host transport: plays local exchanges; HTTP exchanges go to the HTTP
-/// engine, which this build does not contain yet, so they fail with a
-/// [`ProviderErrorKind::Transport`] error that says so.
+/// The local transport: plays local exchanges (scripted providers). HTTP
+/// exchanges need the HTTP engine, which the engine crate does not link;
+/// the binary pairs live providers with `smith-provider-host`'s transport,
+/// so an HTTP exchange here fails with a [`ProviderErrorKind::Transport`]
+/// error that says so.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HostTransport;
 
@@ -91,7 +93,7 @@ impl Transport for HostTransport {
             Exchange::Http(http) => BodyOutcome::Failed(ProviderError::new(
                 ProviderErrorKind::Transport,
                 format!(
-                    "cannot send {} {}: this build of smith has no HTTP engine, so only providers that need no network work; use --provider mock",
+                    "cannot send {} {}: this runtime was set up with the local transport, which plays only scripted exchanges; live providers need the HTTP transport (choose the provider with --provider so smith sets it up), or use --provider mock",
                     http.method, http.url
                 ),
             )),
@@ -138,11 +140,10 @@ pub fn drive(
         }
         let mut error = match &end {
             StreamEnd::Failed(error) => error.clone(),
-            StreamEnd::Turn(turn) if turn.stop == StopReason::Error => {
-                turn.error.clone().unwrap_or_else(|| {
-                    ProviderError::malformed("the response failed without detail")
-                })
-            }
+            StreamEnd::Turn(turn) if turn.stop == StopReason::Error => turn
+                .error
+                .clone()
+                .unwrap_or_else(|| ProviderError::malformed("the response failed without detail")),
             _ => return end,
         };
         match provider.recover(&mut error) {
@@ -379,7 +380,13 @@ mod tests {
             canceller.cancel();
         });
         let mut provider = Waits(0);
-        let end = drive(&mut provider, &HostTransport, &request(), &cancel, &mut |_| {});
+        let end = drive(
+            &mut provider,
+            &HostTransport,
+            &request(),
+            &cancel,
+            &mut |_| {},
+        );
         thread.join().unwrap();
         assert!(matches!(end, StreamEnd::Aborted(_)), "{end:?}");
         assert_eq!(provider.0, 1);

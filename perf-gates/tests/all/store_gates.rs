@@ -45,6 +45,11 @@ fn store_gates_measure_real_values() {
         assert!(b > 0.0, "{n}");
     }
     let load = row("store.load_throughput");
-    assert!(load["notes"]["throughput_vs_read"]["value"].as_f64().unwrap() > 0.0);
+    assert!(
+        load["notes"]["throughput_vs_read"]["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert!(row("store.append_1000")["ratio"].as_f64().unwrap() > 0.0);
 }

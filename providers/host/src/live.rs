@@ -506,11 +506,228 @@ impl Provider for LiveProvider {
                         self.attempts.join("; ")
                     ));
                 }
+                self.attempts.clear();
                 self.current = 0;
                 self.retries = 0;
                 self.recovering = false;
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smith_catalog::Catalog;
+    use smith_engine::provider::ToolSpec;
+
+    fn setup(env: &[(&str, &str)], routes: Routes) -> Setup {
+        let catalog = Catalog::new(smith_catalog::bundled().unwrap());
+        let mut tools = CatalogModel::new("openai-compatible", "a");
+        tools.tools = Some(true);
+        let mut b = tools.clone();
+        b.id = "b".into();
+        let mut no_tools = tools.clone();
+        no_tools.id = "plain".into();
+        no_tools.tools = Some(false);
+        catalog.set_user(vec![tools, b, no_tools]);
+        let vars: BTreeMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let resolver =
+            Resolver::new(crate::builtin_slots()).env(move |name| vars.get(name).cloned());
+        let mut base_urls = BTreeMap::new();
+        base_urls.insert(
+            "openai-compatible".to_owned(),
+            "http://127.0.0.1:9/v1".to_owned(),
+        );
+        Setup {
+            snapshot: catalog.snapshot(),
+            routes,
+            resolver: Arc::new(resolver),
+            base_urls,
+            policy: Policy::default(),
+            thinking: None,
+        }
+    }
+
+    fn request(model: &str) -> Request {
+        Request {
+            model: model.into(),
+            system: None,
+            messages: vec![smith_engine::provider::Message::User { text: "hi".into() }],
+            tools: vec![ToolSpec {
+                name: "ls".into(),
+                description: "list".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }],
+            max_output_tokens: None,
+        }
+    }
+
+    fn model_of(exchange: &Exchange) -> String {
+        let Exchange::Http(http) = exchange else {
+            panic!("expected an HTTP exchange");
+        };
+        let body: serde_json::Value = serde_json::from_slice(&http.body).unwrap();
+        body["model"].as_str().unwrap().to_owned()
+    }
+
+    fn error(kind: ProviderErrorKind) -> ProviderError {
+        ProviderError::new(kind, "failed")
+    }
+
+    #[test]
+    fn rate_limits_fail_over_at_once_and_transient_failures_back_off() {
+        let routes = Routes::new().group("main", ["openai-compatible/a", "openai-compatible/b"]);
+        let mut p = LiveProvider::new(
+            setup(&[], routes),
+            Some(Vendor::OpenAiCompatible),
+            Some("main"),
+        )
+        .unwrap();
+        assert_eq!(p.targets(), ["openai-compatible/a", "openai-compatible/b"]);
+        let req = request("main");
+        assert_eq!(model_of(&p.encode(&req).unwrap()), "a");
+        assert_eq!(
+            p.recover(&mut error(ProviderErrorKind::RateLimit)),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(model_of(&p.encode(&req).unwrap()), "b");
+        let waits: Vec<Option<Duration>> = (0..3)
+            .map(|_| {
+                let wait = p.recover(&mut error(ProviderErrorKind::Overloaded));
+                assert_eq!(model_of(&p.encode(&req).unwrap()), "b");
+                wait
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            [500, 1000, 2000].map(|ms| Some(Duration::from_millis(ms)))
+        );
+        let mut last = error(ProviderErrorKind::Transport);
+        assert_eq!(p.recover(&mut last), None, "three retries, no target left");
+        assert!(
+            last.message.ends_with(
+                "(after 5 attempts: openai-compatible/a: rate_limit; openai-compatible/b: overloaded; openai-compatible/b: overloaded; openai-compatible/b: overloaded; openai-compatible/b: transport)"
+            ),
+            "{}",
+            last.message
+        );
+        // The next request starts at the first target again.
+        assert_eq!(model_of(&p.encode(&req).unwrap()), "a");
+    }
+
+    #[test]
+    fn invalid_requests_give_up_at_once() {
+        let routes = Routes::new().group("main", ["openai-compatible/a", "openai-compatible/b"]);
+        let mut p = LiveProvider::new(
+            setup(&[], routes),
+            Some(Vendor::OpenAiCompatible),
+            Some("main"),
+        )
+        .unwrap();
+        p.encode(&request("main")).unwrap();
+        for kind in [
+            ProviderErrorKind::InvalidRequest,
+            ProviderErrorKind::ContextOverflow,
+        ] {
+            let mut e = error(kind);
+            assert_eq!(p.recover(&mut e), None);
+            assert_eq!(e.message, "failed", "a single attempt is not listed");
+        }
+    }
+
+    #[test]
+    fn a_target_the_gate_rejects_fails_over_before_dispatch() {
+        let routes =
+            Routes::new().group("main", ["openai-compatible/plain", "openai-compatible/a"]);
+        let mut p = LiveProvider::new(
+            setup(&[], routes),
+            Some(Vendor::OpenAiCompatible),
+            Some("main"),
+        )
+        .unwrap();
+        let req = request("main");
+        let mut e = p.encode(&req).unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::InvalidRequest);
+        assert!(
+            e.message.contains(
+                "the request offers tools but `openai-compatible/plain` does not call tools"
+            ),
+            "{}",
+            e.message
+        );
+        assert_eq!(p.recover(&mut e), Some(Duration::ZERO));
+        assert_eq!(model_of(&p.encode(&req).unwrap()), "a");
+        // Without tools the gate lets the first target through.
+        let mut p = LiveProvider::new(
+            setup(&[], Routes::new()),
+            Some(Vendor::OpenAiCompatible),
+            Some("plain"),
+        )
+        .unwrap();
+        let mut bare = request("plain");
+        bare.tools.clear();
+        assert_eq!(model_of(&p.encode(&bare).unwrap()), "plain");
+    }
+
+    #[test]
+    fn credentials_travel_as_handles_and_a_changed_model_re_resolves() {
+        let key = "sk-ant-unit-0123456789";
+        let mut p = LiveProvider::new(
+            setup(&[("ANTHROPIC_API_KEY", key)], Routes::new()),
+            Some(Vendor::Anthropic),
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.model_name(), "anthropic/claude-sonnet-4-5-20250929");
+        assert_eq!(
+            p.credential_origin().as_deref(),
+            Some("environment variable ANTHROPIC_API_KEY")
+        );
+        let exchange = p.encode(&request(p.model_name())).unwrap();
+        let Exchange::Http(http) = &exchange else {
+            panic!("expected an HTTP exchange");
+        };
+        assert!(http.url.ends_with("/v1/messages"));
+        assert!(
+            http.headers
+                .iter()
+                .any(|(k, v)| k == "x-api-key" && v == "{{credential:anthropic.api_key}}")
+        );
+        let text = format!("{exchange:?}{}", serde_json::to_string(&exchange).unwrap());
+        assert!(!text.contains(key));
+        assert!(!format!("{p:?}").contains(key));
+        let info = p.describe();
+        assert_eq!(info.id, "anthropic");
+        assert!(
+            info.models[0].pricing.is_some(),
+            "the catalog lists all four prices"
+        );
+        // The model picker changes the request's model: the targets follow.
+        let exchange = p.encode(&request("claude-haiku-4-5-20251001")).unwrap();
+        assert_eq!(model_of(&exchange), "claude-haiku-4-5-20251001");
+    }
+
+    #[test]
+    fn setup_problems_are_diagnostics_before_any_request() {
+        let missing =
+            LiveProvider::new(setup(&[], Routes::new()), Some(Vendor::OpenAi), None).unwrap_err();
+        assert_eq!(missing.code(), "provider.credential-missing");
+        assert!(
+            missing
+                .next()
+                .contains("set OPENAI_API_KEY or store one with `smith auth set openai`")
+        );
+        let mut s = setup(&[], Routes::new());
+        s.base_urls.clear();
+        let no_url = LiveProvider::new(s, Some(Vendor::OpenAiCompatible), Some("a")).unwrap_err();
+        assert_eq!(no_url.code(), "provider.base-url-required");
+        let unknown =
+            LiveProvider::new(setup(&[], Routes::new()), None, Some("acme/model")).unwrap_err();
+        assert_eq!(unknown.code(), "provider.unknown");
     }
 }

@@ -3,7 +3,8 @@
 //! In order, the first that applies wins:
 //!
 //! 1. an explicit choice (`--provider P`);
-//! 2. the `SMITH_PROVIDER` environment variable;
+//! 2. the configured `provider` option (`SMITH_PROVIDER`, or `provider` in
+//!    `config.kdl`), when a source other than its default sets it;
 //! 3. the first of Anthropic, OpenAI and Google whose credential resolves
 //!    (its environment variable, or smith's auth store);
 //! 4. the OpenAI-compatible provider when `OPENAI_COMPATIBLE_BASE_URL` is
@@ -25,12 +26,15 @@ pub enum Selection {
 }
 
 /// The provider to use and why, in words for a startup line.
+/// `configured` is the `provider` option's value and the source that set
+/// it (e.g. `env SMITH_PROVIDER`), when one did.
 ///
 /// # Errors
 ///
-/// When the explicit or `SMITH_PROVIDER` name is no known provider.
+/// When the explicit or configured name is no known provider.
 pub fn select(
     explicit: Option<&str>,
+    configured: Option<(&str, &str)>,
     env: &dyn Fn(&str) -> Option<String>,
     resolver: &Resolver,
 ) -> Result<(Selection, String), Diagnostic> {
@@ -43,7 +47,11 @@ pub fn select(
                 "provider.unknown",
                 format!("provider `{name}` given by {surface} is not known"),
                 format!("the providers are mock, {}", Vendor::ids()),
-                format!("use one of them, e.g. {surface} anthropic"),
+                if surface.starts_with("--") {
+                    format!("use one of them, e.g. {surface} anthropic, or {surface} mock for the offline demo")
+                } else {
+                    format!("set it to one of them in {surface}, e.g. anthropic, or mock for the offline demo")
+                },
             )
             .with_value(name)
         })
@@ -54,11 +62,8 @@ pub fn select(
             "chosen with --provider".to_owned(),
         ));
     }
-    if let Some(name) = env("SMITH_PROVIDER").filter(|v| !v.is_empty()) {
-        return Ok((
-            named(&name, "SMITH_PROVIDER")?,
-            "chosen with SMITH_PROVIDER".to_owned(),
-        ));
+    if let Some((name, source)) = configured.filter(|(v, _)| !v.is_empty()) {
+        return Ok((named(name, source)?, format!("chosen by {source}")));
     }
     for vendor in [Vendor::Anthropic, Vendor::OpenAi, Vendor::Google] {
         let handle = vendor.credential_slot();
@@ -99,7 +104,16 @@ mod tests {
         let for_resolver = map.clone();
         let resolver =
             Resolver::new(builtin_slots()).env(move |name| for_resolver.get(name).cloned());
-        select(explicit, &|name| map.get(name).cloned(), &resolver).map(|(s, _)| s)
+        let configured = map
+            .get("SMITH_PROVIDER")
+            .map(|v| (v.as_str(), "env SMITH_PROVIDER"));
+        select(
+            explicit,
+            configured,
+            &|name| map.get(name).cloned(),
+            &resolver,
+        )
+        .map(|(s, _)| s)
     }
 
     #[test]
@@ -149,6 +163,12 @@ mod tests {
                 .contains("anthropic, openai, google, openai-compatible")
         );
         let d = run(None, &[("SMITH_PROVIDER", "x")]).unwrap_err();
-        assert!(d.what().contains("SMITH_PROVIDER"));
+        assert!(d.what().contains("given by env SMITH_PROVIDER"));
+        assert!(
+            d.next()
+                .contains("set it to one of them in env SMITH_PROVIDER, e.g. anthropic, or mock")
+        );
+        let d = run(Some("x"), &[]).unwrap_err();
+        assert!(d.next().contains("--provider mock for the offline demo"));
     }
 }

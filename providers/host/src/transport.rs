@@ -325,6 +325,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn credential_handles_are_replaced_only_on_the_outgoing_request() {
+        let resolver = Resolver::new(crate::builtin_slots())
+            .env(|name| (name == "OPENAI_API_KEY").then(|| "sk-transport-unit-42".to_owned()));
+        let transport = NetTransport::from_env(Arc::new(resolver)).unwrap();
+        let http = HttpExchange {
+            method: "POST".into(),
+            url: "http://127.0.0.1:9/v1/responses".into(),
+            headers: vec![(
+                "authorization".into(),
+                "Bearer {{credential:openai.api_key}}".into(),
+            )],
+            body: b"{}".to_vec(),
+        };
+        let request = transport.build(&http).unwrap();
+        assert_eq!(
+            request.headers().get("authorization"),
+            Some("Bearer sk-transport-unit-42")
+        );
+        assert!(!format!("{request:?}").contains("sk-transport-unit-42"));
+        assert!(!format!("{http:?}").contains("sk-transport-unit-42"));
+
+        let missing = transport
+            .substitute("{{credential:anthropic.api_key}}")
+            .unwrap_err();
+        assert_eq!(missing.kind, ProviderErrorKind::Auth);
+        assert!(
+            missing.message.contains("ANTHROPIC_API_KEY"),
+            "{}",
+            missing.message
+        );
+        let broken = transport
+            .substitute("{{credential:openai.api_key")
+            .unwrap_err();
+        assert_eq!(broken.kind, ProviderErrorKind::InvalidRequest);
+    }
+
+    #[test]
     fn statuses_without_a_json_body_are_typed() {
         let cases = [
             (429, ProviderErrorKind::RateLimit),

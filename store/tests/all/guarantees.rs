@@ -502,3 +502,42 @@ proptest::proptest! {
         let _ = smith_store::rewrite(&bytes, &Limits { resync: true, max_corrupt_frames: u64::MAX, ..limits }, "damaged", SessionId([1; 16]), 0, None);
     }
 }
+
+/// The same recovery when the session is loaded from a mapped file, whose
+/// payloads the session then reads in place: at every truncation offset the
+/// in-place load finds what the copying load finds — the same report, the
+/// same records (but where their payloads live) and the same contents.
+#[test]
+fn recovery_of_all_complete_frames_before_truncated_tail_when_loaded_in_place() {
+    let (_d, store) = temp_store();
+    let s = sample_session(&store);
+    let full = std::fs::read(store.path_of(s.id())).expect("read");
+    let dir = tempfile::tempdir().expect("dir");
+    let without_address = |r: &smith_store::Record| smith_store::Record {
+        payload_offset: 0,
+        ..*r
+    };
+    for t in format::HEADER_LEN..=full.len() {
+        let cut = &full[..t];
+        // A fresh name each time: a loaded session keeps its mapping.
+        let p = dir.path().join(format!("cut-{t}.smith"));
+        std::fs::write(&p, cut).expect("write");
+        let copied = Session::load_bytes(cut, &Limits::default(), "truncated")
+            .unwrap_or_else(|e| panic!("copying load at {t}: {e}"));
+        let mapped = SessionFile::open(&p)
+            .and_then(|f| f.load(&Limits::default()))
+            .unwrap_or_else(|e| panic!("mapped load at {t}: {e}"));
+        assert_eq!(mapped.report(), copied.report(), "t={t}");
+        assert_eq!(mapped.records().len(), copied.records().len(), "t={t}");
+        for (m, c) in mapped.records().iter().zip(copied.records()) {
+            assert_eq!(without_address(m), without_address(c), "t={t}");
+            assert_eq!(
+                &*mapped.content(m).expect("content"),
+                &*copied.content(c).expect("content"),
+                "t={t}"
+            );
+        }
+        drop(mapped);
+        std::fs::remove_file(&p).expect("remove");
+    }
+}

@@ -431,7 +431,9 @@ fn loaded_session_reads_payloads_in_place_and_appends_beside_them() {
         .append(&mut f, &[entry(EntryKind::AssistantMessage, &more, 10)])
         .expect("append to fork");
     assert_eq!(
-        f.content(f.leaf().expect("leaf")).expect("content").as_ref(),
+        f.content(f.leaf().expect("leaf"))
+            .expect("content")
+            .as_ref(),
         &more[..]
     );
     assert_eq!(s.leaf().map(|r| r.id), Some(leaf.id));

@@ -29,6 +29,20 @@ fn server(dir: &std::path::Path) -> (McpServer, Captured) {
     (server, captured)
 }
 
+fn reopen(dir: &std::path::Path, session: &str) -> (McpServer, Captured) {
+    let captured = Captured::default();
+    let server = McpServer::new(
+        &McpOptions {
+            cwd: dir.join("work"),
+            store_root: dir.join("sessions"),
+            session: SessionChoice::Open(session.to_owned()),
+        },
+        Output::new(captured.clone()),
+    )
+    .unwrap();
+    (server, captured)
+}
+
 fn input(records: &[Value]) -> String {
     records.iter().map(|v| format!("{v}\n")).collect()
 }
@@ -59,11 +73,6 @@ fn a_stateless_client_discovers_lists_and_calls_without_a_handshake() {
         stateless(2, "tools/list", json!({})),
         stateless(3, "resources/list", json!({})),
         call,
-        stateless(
-            5,
-            "resources/read",
-            json!({"uri": format!("smith://session/{session}")}),
-        ),
         // The same stream, an unsupported revision and a missing key.
         json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": {META_PROTOCOL_VERSION: "2030-01-01", META_CLIENT_CAPABILITIES: {}}}}),
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}}),
@@ -142,14 +151,27 @@ fn a_stateless_client_discovers_lists_and_calls_without_a_handshake() {
         .collect();
     assert_eq!(progress[0]["params"]["progressToken"], "p-4");
 
-    let read = out.response(&json!(5))["result"].clone();
+    // A later server over the same session reads the call's records.
+    let (server, out2) = reopen(dir.path(), &session);
+    let read_request = stateless(
+        5,
+        "resources/read",
+        json!({"uri": format!("smith://session/{session}")}),
+    );
+    server
+        .serve(GatedInput::new(
+            input(&[read_request]),
+            out2.clone(),
+            vec![],
+        ))
+        .unwrap();
+    let read = out2.response(&json!(5))["result"].clone();
     assert_eq!(read["resultType"], "complete");
     assert_eq!(read["cacheScope"], "private");
+    let dump = read["contents"][0]["text"].as_str().unwrap();
     assert!(
-        read["contents"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("effect_intent")
+        dump.contains("effect_intent") && dump.contains("effect_completion"),
+        "{dump}"
     );
 
     let unsupported = out.response(&json!(6))["error"].clone();

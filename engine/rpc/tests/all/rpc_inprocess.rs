@@ -12,6 +12,7 @@ fn options(dir: &std::path::Path) -> RuntimeOptions {
             provider: "mock".into(),
             ..ProviderChoice::default()
         },
+        live: None,
         cwd: dir.to_owned(),
         store_root: dir.join("sessions"),
         max_turns: None,
