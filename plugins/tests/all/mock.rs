@@ -1,5 +1,6 @@
 //! smith/mock as a plugin behaves exactly like the native scripted provider.
 
+use smith_engine::agent::compact::summary_request;
 use smith_engine::provider::scripted::{ScriptedProvider, parse_script};
 use smith_engine::provider::{
     ContentBlock, Exchange, Message, Provider, Request, StopReason, StreamEvent, ToolCall,
@@ -79,6 +80,125 @@ fn bad_scripts_fail_with_the_same_message() {
         format!("the plugin rejected its settings: {native}")
     );
     assert_eq!(wasm.plugin, "smith/mock");
+}
+
+/// The object form with scripted summaries: summary requests take the
+/// `summaries` in order, apart from the ordinary `responses`, and each list
+/// runs out with the same error natively and as a plugin.
+const OBJECT_SCRIPT: &str = r#"{
+  "responses": [[{"text":"answer"},{"stop":{"reason":"end"}}],
+                [{"text":"again"},{"delay_ms":3},{"stop":{"reason":"end"}}]],
+  "summaries": [[{"text":"the summary"},{"usage":{"input":7,"output":2}},{"stop":{"reason":"end"}}]]
+}"#;
+
+fn history() -> Vec<Message> {
+    vec![
+        Message::User {
+            text: "fix the parser".into(),
+        },
+        Message::Assistant {
+            content: vec![ContentBlock::Text {
+                text: "done".into(),
+            }],
+            stop: StopReason::End,
+        },
+        Message::User {
+            text: "and the tests".into(),
+        },
+    ]
+}
+
+fn text_of(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn object_scripts_with_summaries_play_identically_natively_and_as_a_plugin() {
+    let mut native = ScriptedProvider::new(parse_script(OBJECT_SCRIPT, "o.json").unwrap());
+    let mut wasm = mock_provider(Some((OBJECT_SCRIPT, "o.json")), None).unwrap();
+    let summary = summary_request("mock-1", &history(), Some("keep paths"), None);
+    let ordinary = request(vec![Message::User { text: "go".into() }]);
+    // Interleaved: summary, ordinary, summary (one too many), ordinary,
+    // ordinary (one too many).
+    let order = [&summary, &ordinary, &summary, &ordinary, &ordinary];
+    let mut outcomes = Vec::new();
+    for (round, req) in order.into_iter().enumerate() {
+        let a = play(&mut native, req);
+        let b = play(&mut wasm, req);
+        assert_eq!(a, b, "round {round} differs");
+        outcomes.push(a);
+    }
+    assert_eq!(text_of(&outcomes[0].1), "the summary");
+    assert_eq!(text_of(&outcomes[1].1), "answer");
+    let exhausted = outcomes[2].0.clone().unwrap_err();
+    assert!(
+        exhausted.contains("has 1 summary response(s) but the agent sent summary request 2"),
+        "{exhausted}"
+    );
+    assert_eq!(text_of(&outcomes[3].1), "again");
+    let exhausted = outcomes[4].0.clone().unwrap_err();
+    assert!(
+        exhausted.contains("has 2 response(s) but the agent sent request 3"),
+        "{exhausted}"
+    );
+}
+
+#[test]
+fn generated_summaries_are_identical_natively_and_as_a_plugin() {
+    // A list script and the demo have no scripted summaries: both answer a
+    // summary request with the generated deterministic summary, with and
+    // without custom instructions, and consume no scripted response.
+    let list = r#"[[{"text":"only"},{"stop":{"reason":"end"}}]]"#;
+    let with_focus = summary_request("mock-1", &history(), Some("keep paths"), None);
+    let without = summary_request("mock-1", &history(), None, Some(100));
+    let mut native = ScriptedProvider::new(parse_script(list, "l.json").unwrap());
+    let mut wasm = mock_provider(Some((list, "l.json")), None).unwrap();
+    let mut native_demo = ScriptedProvider::demo();
+    let mut wasm_demo = mock_provider(None, None).unwrap();
+    for req in [&with_focus, &without, &with_focus] {
+        let a = play(&mut native, req);
+        assert_eq!(a, play(&mut wasm, req));
+        assert_eq!(a, play(&mut native_demo, req));
+        assert_eq!(a, play(&mut wasm_demo, req));
+    }
+    assert_eq!(
+        text_of(&play(&mut wasm, &with_focus).1),
+        "Mock summary of 3 message(s). The user asked: \"fix the parser\", \"and the tests\". Focus: keep paths"
+    );
+    // The one scripted response is still there for the ordinary request.
+    let ordinary = request(vec![Message::User { text: "go".into() }]);
+    let a = play(&mut native, &ordinary);
+    assert_eq!(a, play(&mut wasm, &ordinary));
+    assert_eq!(text_of(&a.1), "only");
+}
+
+#[test]
+fn bad_object_scripts_fail_with_the_same_message() {
+    for bad in [
+        r#"{"responses": [], "summary": []}"#,
+        r#"{"summaries": []}"#,
+        r#"{"responses": [[{"txt": "hi"}]]}"#,
+        r#"{"responses": [], "summaries": [[{"stop": {"reason": "later"}}]]}"#,
+        r#"  {"responses": {}}"#,
+    ] {
+        let native = parse_script(bad, "o.json").unwrap_err().to_string();
+        assert!(
+            native.contains("mock script o.json is not valid"),
+            "{native}"
+        );
+        let wasm = mock_provider(Some((bad, "o.json")), None).unwrap_err();
+        assert_eq!(
+            wasm.message,
+            format!("the plugin rejected its settings: {native}"),
+            "script {bad}"
+        );
+    }
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! The scripted provider, ported from the engine's native one: the same
-//! script format (docs/mock-provider.md), the same chunks and the same
-//! built-in demo. Recording requests to a file is not available here: a
-//! plugin has no file system.
+//! script forms (a list of responses, or an object with `responses` and
+//! `summaries`; docs/mock-provider.md), the same errors, the same chunks,
+//! the same answers to summary requests and the same built-in demo.
+//! Recording requests to a file is not available here: a plugin has no file
+//! system.
 
 use serde::Deserialize;
 
@@ -79,6 +81,44 @@ pub struct ScriptToolCall {
 /// A parsed script: responses in order.
 pub type Script = Vec<Vec<ScriptEvent>>;
 
+/// A whole script file: the responses to ordinary requests and, when the
+/// file is in its object form, separate responses to summary requests.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptFile {
+    /// Responses to ordinary requests, in order.
+    pub responses: Script,
+    /// Responses to summary requests, in order; `None` makes the provider
+    /// answer them with a generated deterministic summary.
+    #[serde(default)]
+    pub summaries: Option<Script>,
+}
+
+impl From<Script> for ScriptFile {
+    fn from(responses: Script) -> Self {
+        Self {
+            responses,
+            summaries: None,
+        }
+    }
+}
+
+/// The system prompt of the engine's summary requests (compaction); a
+/// tool-free request with exactly this system prompt is a summary request.
+/// It is the engine's `agent::compact::SUMMARY_SYSTEM`, character for
+/// character: the host's tests compare both providers on summary requests.
+pub const SUMMARY_SYSTEM: &str = "You summarize a coding session so that it can continue without the full transcript. Write a concise, complete summary: the user's goals and constraints, decisions made, files read and changed (with paths), commands run and their results, errors met and how they were handled, and the work still to do. Keep exact names, paths and values. Do not call tools; answer with the summary text only.";
+
+/// The text that separates the summarized conversation from the custom
+/// instructions in a summary request (the engine's
+/// `agent::compact::INSTRUCTIONS_MARKER`).
+pub const INSTRUCTIONS_MARKER: &str = "\nAdditional instructions for this summary: ";
+
+/// Whether `request` is a summary request (tool-free, [`SUMMARY_SYSTEM`]).
+fn is_summary_request(request: &Request) -> bool {
+    request.tools.is_empty() && request.system.as_deref() == Some(SUMMARY_SYSTEM)
+}
+
 /// A script or record problem.
 #[derive(Debug)]
 pub struct ScriptError {
@@ -97,18 +137,24 @@ impl std::error::Error for ScriptError {}
 ///
 /// # Errors
 ///
-/// When the text is not a JSON list of lists of script events; the error
-/// names the origin, the line and column, and the expected shape.
-pub fn parse_script(text: &str, origin: &str) -> Result<Script, ScriptError> {
-    serde_json::from_str(text).map_err(|err| ScriptError {
+/// When the text is neither a JSON list of responses (lists of script
+/// events) nor an object `{"responses": [...], "summaries": [...]}`; the
+/// error names the origin, the line and column, and the expected shape.
+pub fn parse_script(text: &str, origin: &str) -> Result<ScriptFile, ScriptError> {
+    let parsed = if text.trim_start().starts_with('{') {
+        serde_json::from_str::<ScriptFile>(text)
+    } else {
+        serde_json::from_str::<Script>(text).map(ScriptFile::from)
+    };
+    parsed.map_err(|err| ScriptError {
         message: format!(
-            "mock script {origin} is not valid: {err}; a script is a JSON list of responses, each a list of events such as {{\"text\": \"hi\"}}, {{\"tool_call\": {{\"name\": \"ls\", \"arguments\": {{}}}}}}, {{\"stop\": {{\"reason\": \"end\"}}}} (see docs/mock-provider.md)"
+            "mock script {origin} is not valid: {err}; a script is a JSON list of responses, each a list of events such as {{\"text\": \"hi\"}}, {{\"tool_call\": {{\"name\": \"ls\", \"arguments\": {{}}}}}}, {{\"stop\": {{\"reason\": \"end\"}}}}, or an object {{\"responses\": [...], \"summaries\": [...]}} (see docs/mock-provider.md)"
         ),
     })
 }
 
 enum Mode {
-    Script(Script),
+    Script(ScriptFile),
     Demo,
 }
 
@@ -116,14 +162,17 @@ enum Mode {
 pub struct ScriptedProvider {
     mode: Mode,
     next: usize,
+    next_summary: usize,
 }
 
 impl ScriptedProvider {
-    /// A provider playing `script`.
-    pub fn new(script: Script) -> Self {
+    /// A provider playing `script` (a list of responses, or a whole
+    /// [`ScriptFile`]).
+    pub fn new(script: impl Into<ScriptFile>) -> Self {
         Self {
-            mode: Mode::Script(script),
+            mode: Mode::Script(script.into()),
             next: 0,
+            next_summary: 0,
         }
     }
 
@@ -132,17 +181,18 @@ impl ScriptedProvider {
         Self {
             mode: Mode::Demo,
             next: 0,
+            next_summary: 0,
         }
     }
 
     fn scripted_response(&self, index: usize) -> Result<Vec<ScriptEvent>, ProviderError> {
         match &self.mode {
-            Mode::Script(script) => script.get(index).cloned().ok_or_else(|| {
+            Mode::Script(script) => script.responses.get(index).cloned().ok_or_else(|| {
                 ProviderError::new(
                     ProviderErrorKind::InvalidRequest,
                     format!(
                         "the mock script has {} response(s) but the agent sent request {}; add a response to the script (each request consumes one)",
-                        script.len(),
+                        script.responses.len(),
                         index + 1
                     ),
                 )
@@ -238,6 +288,28 @@ fn to_chunks(response: usize, events: &[ScriptEvent]) -> Result<Vec<LocalChunk>,
 impl ScriptedProvider {
     /// Turns a request into the local chunks of its scripted response.
     pub fn encode(&mut self, request: &Request) -> Result<Vec<LocalChunk>, ProviderError> {
+        if is_summary_request(request) {
+            let index = self.next_summary;
+            let scripted = match &self.mode {
+                Mode::Script(ScriptFile {
+                    summaries: Some(summaries),
+                    ..
+                }) => Some(summaries.get(index).cloned().ok_or_else(|| {
+                    ProviderError::new(
+                        ProviderErrorKind::InvalidRequest,
+                        format!(
+                            "the mock script has {} summary response(s) but the agent sent summary request {}; add one to the script's \"summaries\" (each compaction consumes one)",
+                            summaries.len(),
+                            index + 1
+                        ),
+                    )
+                })?),
+                _ => None,
+            };
+            let events = scripted.unwrap_or_else(|| generated_summary(request));
+            self.next_summary += 1;
+            return to_chunks(index, &events);
+        }
         let index = self.next;
         let events = match self.mode {
             Mode::Demo => demo_response(request),
@@ -265,6 +337,57 @@ impl ScriptedProvider {
 
 // ---------------------------------------------------------------------------
 // The built-in demo.
+
+/// The deterministic answer to a summary request when the script has no
+/// `summaries`: the user requests of the summarized messages, in order, and
+/// the custom instructions.
+fn generated_summary(request: &Request) -> Vec<ScriptEvent> {
+    let text = request
+        .messages
+        .iter()
+        .map(Message::text)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (conversation, instructions) = match text.split_once(INSTRUCTIONS_MARKER) {
+        Some((conversation, instructions)) => (conversation, Some(instructions.trim())),
+        None => (text.as_str(), None),
+    };
+    let asks: Vec<String> = conversation
+        .lines()
+        .filter_map(|line| line.strip_prefix("[user]: "))
+        .map(|ask| format!("{:?}", ask.chars().take(80).collect::<String>()))
+        .collect();
+    let messages = conversation
+        .lines()
+        .filter(|line| {
+            [
+                "[user]: ",
+                "[assistant]: ",
+                "[tool result] ",
+                "[tool error] ",
+            ]
+            .iter()
+            .any(|p| line.starts_with(p))
+        })
+        .count();
+    let mut summary = format!(
+        "Mock summary of {messages} message(s). The user asked: {}.",
+        if asks.is_empty() {
+            "nothing".to_owned()
+        } else {
+            asks.join(", ")
+        }
+    );
+    if let Some(instructions) = instructions {
+        summary.push_str(&format!(" Focus: {instructions}"));
+    }
+    let mut events = words(&summary);
+    events.push(demo_usage(request, &summary));
+    events.push(ScriptEvent::Stop {
+        reason: StopReason::End,
+    });
+    events
+}
 
 fn words(text: &str) -> Vec<ScriptEvent> {
     text.split_inclusive(' ')
