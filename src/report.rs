@@ -6,9 +6,9 @@
 //!
 //! Commands return `anyhow::Error`s. [`diagnose`] looks through the error's
 //! chain for a typed error of a smith crate (a diagnostic itself, a
-//! configuration, store, codec, engine, RPC, provider or terminal error),
-//! converts it with that crate's conversion, and puts the context the
-//! command added in front of its *what*. Command-line parse errors from clap
+//! configuration, store, codec, engine, RPC, provider, plugin or terminal
+//! error), converts it with that crate's conversion, and puts the context
+//! the command added in front of its *what*. Command-line parse errors from clap
 //! become diagnostics too ([`parse_cli`]).
 
 use std::io::IsTerminal;
@@ -45,6 +45,7 @@ fn convert(cause: &(dyn std::error::Error + 'static)) -> Option<Diagnostic> {
         smith_engine::journal::JournalError,
         smith_engine::tools::ToolError,
         smith_engine::tools::ValidationError,
+        smith_plugins::PluginError,
         smith_providers::ProviderError,
         smith_tui::term::TermError,
     );
@@ -413,6 +414,34 @@ mod tests {
         );
         assert_eq!(d.value(), Some(&Value::Shown("\"ghost\"".into())));
         assert!(d.is_complete());
+    }
+
+    #[test]
+    fn plugin_errors_render_like_the_other_crates_errors() {
+        let missing = std::path::Path::new("/nonexistent/smith-plugin-folder");
+        let root = tempfile::tempdir().unwrap();
+        let err = smith_plugins::manifest::install(missing, root.path()).unwrap_err();
+        let err = anyhow::Error::from(err).context("smith plugin install");
+        let d = diagnose(&err);
+        assert_eq!(d.code(), "plugin.io");
+        assert!(d.is_complete(), "{d}");
+        assert!(
+            d.what().starts_with(
+                "smith plugin install: plugin /nonexistent/smith-plugin-folder (install): "
+            ),
+            "{d}"
+        );
+        assert_eq!(
+            d.value(),
+            Some(&Value::Shown("\"/nonexistent/smith-plugin-folder\"".into()))
+        );
+        assert_eq!(
+            d.surface(),
+            Some(&Surface::file("/nonexistent/smith-plugin-folder"))
+        );
+        let rendered = d.render_plain();
+        assert!(rendered.starts_with("error[plugin.io]: "), "{rendered}");
+        assert!(rendered.contains("\n  why: "), "{rendered}");
     }
 
     #[test]

@@ -41,6 +41,10 @@ const NEEDS_VALUE: &[&str] = &[
     "engine.mock-script",
     "replay.invalid-speed",
     "bench.unknown-gate",
+    "plugin.io",
+    "plugin.invalid",
+    "plugin.not-found",
+    "plugin.invalid-name",
 ];
 
 struct Scenario {
@@ -225,6 +229,15 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
     );
     let broken_script = write_script(w, "broken.json", "{ not a script");
     let bad_dump = write_script(w, "bad.jsonl", "{\"not\": \"a dump\"}\n");
+    // A plugin folder whose manifest targets no world smith knows.
+    let bad_plugin = w.join("bad-plugin");
+    std::fs::create_dir_all(&bad_plugin).unwrap();
+    std::fs::write(
+        bad_plugin.join("plugin.kdl"),
+        "name \"example/bad\"\nversion \"1.0.0\"\ndescription \"d\"\napi 1\nworld \"sideways\"\ncomponent \"plugin.wasm\"\n",
+    )
+    .unwrap();
+    std::fs::write(bad_plugin.join("plugin.wasm"), b"\0asm").unwrap();
 
     let scenarios = vec![
         // The command line.
@@ -393,6 +406,34 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
             1,
             &["bench.unknown-gate"],
         ),
+        // Plugin management: a folder that is not there, a manifest that
+        // does not validate, a name that matches no plugin, and a name that
+        // is not a plugin name.
+        scenario(
+            "plugin-install-missing",
+            &["plugin", "install", "/nonexistent/smith-plugin"],
+            1,
+            &["plugin.io"],
+        ),
+        scenario(
+            "plugin-install-invalid",
+            &["plugin", "install"],
+            1,
+            &["plugin.invalid"],
+        )
+        .arg(bad_plugin.display().to_string()),
+        scenario(
+            "plugin-unknown",
+            &["plugin", "reload", "example/ghost"],
+            1,
+            &["plugin.not-found"],
+        ),
+        scenario(
+            "plugin-bad-name",
+            &["plugin", "enable", "Not A Name"],
+            2,
+            &["plugin.invalid-name"],
+        ),
         // Project trust.
         scenario(
             "trust-not-a-project",
@@ -525,7 +566,7 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
     );
     // Every area of the binary spoke at least once.
     for area in [
-        "cli.", "config.", "store.", "engine.", "rpc.", "auth.", "catalog.", "trust.",
+        "cli.", "config.", "store.", "engine.", "rpc.", "auth.", "catalog.", "trust.", "plugin.",
     ] {
         assert!(
             seen_codes.iter().any(|c| c.starts_with(area)),

@@ -25,11 +25,13 @@
 //!
 //! A plugin past its deadline, over its memory limit, or trapping is
 //! destroyed and the error ([`PluginError`]) names the plugin and the phase;
-//! the host keeps serving. See docs/plugins.md.
+//! the host keeps serving. [`PluginError::to_diagnostic`] turns an error into
+//! a `smith_diag::Diagnostic` (`plugin.<kind>`). See docs/plugins.md.
 #![deny(missing_docs)]
 
 mod bindings;
 pub mod builtin;
+mod diag;
 pub mod dispatch;
 pub mod effects;
 mod error;

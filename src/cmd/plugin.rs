@@ -9,8 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use anyhow::Context as _;
 use smith_config::Paths;
 use smith_config::trust::{Project, TrustStatus, TrustStore};
+use smith_diag::{Diagnostic, Style, Surface};
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::manifest::{self, Manifest};
 use smith_plugins::{ExtensionComponent, Limits, ProviderComponent};
@@ -229,10 +231,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     .filter(|m| m.name == name)
                     .map(|m| (f, m))
             }) else {
-                eprintln!(
-                    "smith plugin info: no plugin named {name:?}; `smith plugin list` shows the installed ones"
-                );
-                return Ok(1);
+                return Err(not_found(&name).into());
             };
             println!(
                 "name: {}\nversion: {}\nworld: {}\napi: {}\nroot: {} ({})\nstate: {}\nmemory limit: {} MiB\ncapabilities: {}\n{}",
@@ -262,10 +261,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 }
                 Ok(0)
             }
-            Err(e) => {
-                eprintln!("smith plugin install: {e}");
-                Ok(1)
-            }
+            Err(e) => Err(anyhow::Error::from(e).context("smith plugin install")),
         },
         Sub::Uninstall { name, purge_data } => {
             match manifest::uninstall(&user_root(&paths), &name, purge_data) {
@@ -280,16 +276,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     );
                     Ok(0)
                 }
-                Err(e) => {
-                    eprintln!("smith plugin uninstall: {e}");
-                    Ok(1)
-                }
+                Err(e) => Err(anyhow::Error::from(e).context("smith plugin uninstall")),
             }
         }
         Sub::Enable { name } | Sub::Disable { name } if !manifest::valid_name(&name) => {
-            eprintln!(
-                "smith plugin: {name:?} is not a plugin name (org/name with a-z, 0-9, _ and -)"
-            );
+            let d = Diagnostic::error(
+                "plugin.invalid-name",
+                format!("{name:?} is not a plugin name"),
+                "a plugin name is org/name, each part made of a-z, 0-9, _ and -",
+                "run `smith plugin list` to see the plugins' names and pass one of them",
+            )
+            .with_value(format!("{name:?}"))
+            .with_surface(Surface::other("the command line"))
+            .with_example("smith plugin enable example/greeter");
+            eprint!("{}", d.render_terminal(Style::for_stderr()));
             Ok(2)
         }
         Sub::Enable { name } => {
@@ -355,18 +355,26 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
                 .filter(|m| m.name == name)
                 .map(|m| (f, m))
         }) else {
-            eprintln!(
-                "smith plugin reload: no plugin named {name:?}; `smith plugin list` shows the installed ones"
-            );
-            return Ok(1);
+            return Err(not_found(name).into());
         };
         if let Some(why) = &f.problem {
-            eprintln!("smith plugin reload: {name} is disabled: {why}");
-            return Ok(1);
+            return Err(Diagnostic::error(
+                "plugin.disabled",
+                format!("plugin {name:?} is disabled: {why}"),
+                "a disabled plugin is not loaded, so it cannot be reloaded",
+                "fix what makes it disabled (see `smith plugin info NAME`), then reload it",
+            )
+            .with_value(format!("{name:?}"))
+            .with_surface(Surface::plugin(name))
+            .into());
         }
         let file = f.dir.join(&m.component);
-        let bytes = std::fs::read(&file)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        let bytes = std::fs::read(&file).with_context(|| {
+            format!(
+                "cannot read the component {}; reinstall the plugin with `smith plugin install PATH`",
+                file.display()
+            )
+        })?;
         let limits = Limits {
             memory_bytes: (m.memory_limit_mib as usize) << 20,
             ..Limits::default()
@@ -396,9 +404,18 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
-        Err(e) => {
-            eprintln!("smith plugin reload: {e}");
-            Ok(1)
-        }
+        Err(e) => Err(anyhow::Error::from(e).context("smith plugin reload")),
     }
+}
+
+/// No plugin is named `name`.
+fn not_found(name: &str) -> Diagnostic {
+    Diagnostic::error(
+        "plugin.not-found",
+        format!("no plugin named {name:?}"),
+        "the name matches no built-in, user or trusted project plugin",
+        "run `smith plugin list` to see the plugins and pass one of their names",
+    )
+    .with_value(format!("{name:?}"))
+    .with_surface(Surface::other("the command line"))
 }

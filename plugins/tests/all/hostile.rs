@@ -52,6 +52,20 @@ fn contained(provider: &mut WasmProvider, kind: ErrorKind) -> Duration {
     );
     let plugin_error = provider.last_error().expect("the failure is recorded");
     assert_eq!(plugin_error.kind, kind, "{plugin_error}");
+    // As a diagnostic: complete, coded by kind, naming the plugin and the
+    // phase, with the plugin as its surface.
+    let d = plugin_error.to_diagnostic();
+    assert!(d.is_complete(), "{d}");
+    assert_eq!(d.code(), format!("plugin.{}", kind.name()));
+    assert!(
+        d.what().starts_with("plugin test/hostile (call encode): "),
+        "{d}"
+    );
+    assert!(d.value().is_some(), "{d}");
+    assert_eq!(
+        d.surface(),
+        Some(&smith_diag::Surface::plugin("test/hostile"))
+    );
     assert!(!provider.is_alive(), "the instance must be destroyed");
     // The dead instance refuses further calls with a clear message.
     let again = provider.encode(&request()).unwrap_err();
