@@ -320,7 +320,7 @@ impl Effects {
         let parsed = smith_net::Url::parse(url)
             .map_err(|e| EffectError::Invalid(format!("http-request: bad URL: {e}")))?;
         let host = parsed.host().to_ascii_lowercase();
-        if !self.grants.net.iter().any(|granted| *granted == host) {
+        if !self.grants.net.contains(&host) {
             return Err(self.deny(
                 "net",
                 format!("net {host:?}"),

@@ -458,7 +458,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
             Some(effects) => effects.read_file(&path),
             None => Err(self.no_grants("fs-read", format!("read-file {path:?}"))),
         };
-        self.to_guest(result)
+        self.record_for_guest(result)
     }
 
     fn http_request(
@@ -478,7 +478,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
                 }),
             None => Err(self.no_grants("net", format!("http-request {method} {url}"))),
         };
-        self.to_guest(result)
+        self.record_for_guest(result)
     }
 }
 
@@ -496,7 +496,10 @@ impl State {
     }
 
     /// Keeps the denial's diagnostic and converts the error for the guest.
-    fn to_guest<T>(&mut self, result: Result<T, EffectError>) -> Result<T, host::EffectError> {
+    fn record_for_guest<T>(
+        &mut self,
+        result: Result<T, EffectError>,
+    ) -> Result<T, host::EffectError> {
         result.map_err(|err| {
             let text = err.to_string();
             match err {
