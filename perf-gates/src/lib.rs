@@ -27,6 +27,7 @@
 pub mod entries;
 pub mod gate;
 pub mod measure;
+pub mod plugin_gates;
 pub mod rng;
 pub mod store_gates;
 pub mod table;

@@ -166,7 +166,14 @@ pub const ENGINE: &[Gate] = &[
 ];
 
 /// Every group of gates, in the order `smith bench` runs them.
-pub const GROUPS: &[&[Gate]] = &[CODEC, ALLOC, ENGINE, crate::tui_gates::TUI, STORE];
+pub const GROUPS: &[&[Gate]] = &[
+    CODEC,
+    ALLOC,
+    ENGINE,
+    crate::tui_gates::TUI,
+    STORE,
+    crate::plugin_gates::PLUGINS,
+];
 
 /// Every gate, in run order.
 pub fn all_gates() -> Vec<Gate> {
