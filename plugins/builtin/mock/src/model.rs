@@ -37,7 +37,7 @@ fn hex_digit(nibble: u8) -> char {
 }
 
 fn decode_hex(text: &str) -> Result<Vec<u8>, &'static str> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err("odd number of digits");
     }
     let value = |c: u8| -> Result<u8, &'static str> {
