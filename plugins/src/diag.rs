@@ -113,9 +113,16 @@ impl PluginError {
     /// and the message's account of what happened, why from the kind, the
     /// next action, the offending value and where it came from.
     pub fn to_diagnostic(&self) -> Diagnostic {
+        // Manifest messages start with the manifest's path, which is also
+        // the plugin's name here: say it once.
+        let message = self
+            .message
+            .strip_prefix(self.plugin.as_str())
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(&self.message);
         let d = Diagnostic::from_message(
             format!("plugin.{}", self.kind.name()),
-            &self.to_string(),
+            &format!("plugin {} ({}): {message}", self.plugin, self.phase),
             self.kind.why(),
             self.kind.next(),
         );
@@ -234,12 +241,16 @@ mod tests {
             "p/plugin.kdl",
             Phase::Manifest,
             ErrorKind::Invalid,
-            "bad api",
+            "p/plugin.kdl: api 0 is not a generation; write api 1",
         );
+        let d = manifest.to_diagnostic();
+        assert_eq!(d.surface(), Some(&Surface::file("p/plugin.kdl")));
+        // The path the message starts with is said once.
         assert_eq!(
-            manifest.to_diagnostic().surface(),
-            Some(&Surface::file("p/plugin.kdl"))
+            d.what(),
+            "plugin p/plugin.kdl (manifest): api 0 is not a generation"
         );
+        assert_eq!(d.next(), "write api 1");
 
         let runtime =
             PluginError::new(RUNTIME, Phase::Compile, ErrorKind::Unsupported, "no engine");

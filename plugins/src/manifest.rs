@@ -148,7 +148,9 @@ impl Manifest {
             value.ok_or_else(|| {
                 invalid(
                     origin,
-                    format!("{origin}: the required field `{field}` is missing"),
+                    format!(
+                        "{origin}: the required field `{field}` is missing; add a `{field}` line to plugin.kdl (docs/plugins.md lists the fields)"
+                    ),
                 )
             })
         };
@@ -156,28 +158,32 @@ impl Manifest {
         if !valid_name(&name) {
             return Err(invalid(
                 origin,
-                format!("{origin}: name {name:?} must be org/name with only a-z, 0-9, _ and -"),
+                format!(
+                    "{origin}: name {name:?} must be org/name with only a-z, 0-9, _ and -; for example name \"example/greeter\""
+                ),
             ));
         }
         let api = integer("api")?.ok_or_else(|| {
             invalid(
                 origin,
                 format!(
-                    "{origin}: the required field `api` (the API generation, e.g. api 1) is missing"
+                    "{origin}: the required field `api` (the API generation) is missing; add `api 1`"
                 ),
             )
         })?;
         let api = u32::try_from(api).ok().filter(|a| *a >= 1).ok_or_else(|| {
             invalid(
                 origin,
-                format!("{origin}: api {api} is not a generation (1, 2, ...)"),
+                format!("{origin}: api {api} is not a generation (1, 2, ...); write `api 1`"),
             )
         })?;
         let world = required("world", string("world")?)?;
         if world != "provider" && world != "extension" {
             return Err(invalid(
                 origin,
-                format!("{origin}: world {world:?} is neither \"provider\" nor \"extension\""),
+                format!(
+                    "{origin}: world {world:?} is neither \"provider\" nor \"extension\"; write `world \"provider\"` for a vendor adapter or `world \"extension\"` for everything else"
+                ),
             ));
         }
         let component = string("component")?.unwrap_or_else(|| "plugin.wasm".to_owned());
@@ -196,7 +202,9 @@ impl Manifest {
             .ok_or_else(|| {
                 invalid(
                     origin,
-                    format!("{origin}: memory-limit-mib {memory} is outside 1..=4096"),
+                    format!(
+                        "{origin}: memory-limit-mib {memory} is outside 1..=4096; give a whole number of MiB from 1 to 4096 (64 when left out)"
+                    ),
                 )
             })?;
         let mut capabilities = Vec::new();
