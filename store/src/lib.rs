@@ -36,6 +36,7 @@ pub mod publish;
 pub mod scan;
 mod session;
 mod store;
+mod tail;
 
 pub use entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, NewEntry, RECORD_COMPRESSED, Record};
 pub use error::{ErrorKind, Result, StoreError};

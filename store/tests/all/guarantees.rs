@@ -541,3 +541,122 @@ fn recovery_of_all_complete_frames_before_truncated_tail_when_loaded_in_place() 
         std::fs::remove_file(&p).expect("remove");
     }
 }
+
+/// A session file of at least `target` bytes that exercises everything a
+/// full load joins: entries stored plain and with compressed content, runs
+/// of entries whose parent is not the entry just before them, new roots,
+/// unknown frames, origin frames (the first one malformed), and entry
+/// frames whose payload is not an entry map, spread over the whole file.
+fn varied_file(target: usize) -> Vec<u8> {
+    let mut comp = smith_store::compress::Compressor::new().expect("compressor");
+    let mut rng = smith_store::bench_support::Rng::new(7);
+    let mut out = format::encode_header(SessionId([3; 16]), 1).to_vec();
+    let mut offsets: Vec<u64> = Vec::new();
+    let mut map = Vec::new();
+    let mut id = 0u64;
+    while out.len() < target {
+        let here = out.len() as u64;
+        let roll = rng.next_u64() % 1000;
+        if roll < 3 {
+            format::encode_frame(&mut out, 9, 0, 3, 0, b"\x63abc");
+            continue;
+        }
+        if roll < 5 {
+            let mut p = Vec::new();
+            if out.len() < target * 3 / 5 {
+                // Not an origin map: a load keeps looking.
+                p.extend_from_slice(b"\xa0");
+            } else {
+                format::encode_origin(&mut p, SessionId([(roll & 0xff) as u8; 16]), roll);
+            }
+            format::encode_frame(&mut out, format::KIND_ORIGIN, 0, p.len() as u32, 0, &p);
+            continue;
+        }
+        if roll < 7 {
+            format::encode_frame(&mut out, format::KIND_ENTRY, 0, 2, 0, b"\x82\x01");
+            continue;
+        }
+        id += 1;
+        // Mostly the previous entry; sometimes one further back, sometimes
+        // a new root.
+        let back = match rng.next_u64() % 20 {
+            0 => 0,
+            1 | 2 => 1 + (rng.next_u64() % 5) as usize,
+            _ => 1,
+        };
+        let parent_at = offsets.len().checked_sub(back).filter(|_| back > 0);
+        let parent = parent_at.map_or(0, |i| i as u64 + 1);
+        let (kind, pairing, content) =
+            smith_store::bench_support::representative_entry(&mut rng, id);
+        map.clear();
+        format::encode_entry(
+            &mut map,
+            &format::EntryHead {
+                id,
+                parent,
+                timestamp_ms: 1_700_000_000_000 + id,
+                kind: kind.code(),
+                pairing,
+            },
+            &content,
+        );
+        let link = parent_at.map_or(0, |i| here - offsets[i]);
+        comp.frame(&mut out, format::KIND_ENTRY, link, &map);
+        offsets.push(here);
+    }
+    out
+}
+
+/// A load of a large mapped file, which two threads share (each checks and
+/// builds its end of the file), finds exactly what the copying load of the
+/// same bytes finds: intact, and with damage in the first thread's part,
+/// in the second thread's part, where the two parts meet, and in a torn
+/// tail.
+#[test]
+fn large_mapped_load_matches_the_copying_load_intact_and_damaged() {
+    let full = varied_file(24 << 20);
+    let ends = frame_ends(&full);
+    let dir = tempfile::tempdir().expect("dir");
+    let without_address = |r: &smith_store::Record| smith_store::Record {
+        payload_offset: 0,
+        ..*r
+    };
+    // A byte inside the frame that contains file offset `at`.
+    let payload_byte = |at: usize| {
+        let i = ends.partition_point(|&e| e <= at);
+        ends[i] - 12
+    };
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![("intact", full.clone())];
+    for (name, at) in [
+        ("damaged near the start", full.len() / 10),
+        ("damaged just before the middle", full.len() / 2 - 200),
+        ("damaged at the middle", full.len() / 2),
+        ("damaged just after the middle", full.len() / 2 + 200),
+        ("damaged near the end", full.len() - full.len() / 10),
+    ] {
+        let mut b = full.clone();
+        b[payload_byte(at)] ^= 0x40;
+        cases.push((name, b));
+    }
+    cases.push(("torn tail", full[..full.len() - 7].to_vec()));
+    for (name, bytes) in &cases {
+        let p = dir.path().join(format!("{}.smith", name.replace(' ', "-")));
+        std::fs::write(&p, bytes).expect("write");
+        let copied = Session::load_bytes(bytes, &Limits::default(), "copied")
+            .unwrap_or_else(|e| panic!("{name}: copying load: {e}"));
+        let mapped = SessionFile::open(&p)
+            .and_then(|f| f.load(&Limits::default()))
+            .unwrap_or_else(|e| panic!("{name}: mapped load: {e}"));
+        assert_eq!(mapped.report(), copied.report(), "{name}");
+        assert_eq!(mapped.origin(), copied.origin(), "{name}");
+        assert!(copied.origin().is_some(), "{name}: the origin frames load");
+        assert!(copied.report().unknown_frames > 0 && copied.report().malformed_entries > 0);
+        assert_eq!(mapped.records().len(), copied.records().len(), "{name}");
+        for (m, c) in mapped.records().iter().zip(copied.records()) {
+            assert_eq!(without_address(m), without_address(c), "{name}");
+            assert_eq!(mapped.content_plain(m), copied.content_plain(c), "{name}");
+        }
+        let ids = |s: &Session| s.branch().iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(&mapped), ids(&copied), "{name}");
+    }
+}
