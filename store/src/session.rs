@@ -218,6 +218,12 @@ enum Fallback {
 /// one pass (a file no longer than this is counted exactly).
 const SAMPLE_BYTES: usize = 1 << 20;
 
+/// Bytes of file per record, at most, that the record table's estimate
+/// assumes beyond the sample: with 64-byte records, an eighth of the file.
+/// Representative entries take about 1,150 bytes each; a file of entries
+/// under 512 bytes on average is sized exactly once the estimate runs out.
+const MAX_GUESS_DENSITY: usize = 512;
+
 /// How far ahead of the frame being checked its following bytes are
 /// requested from memory. The frames' lengths are only known one at a time,
 /// so the hardware sees a stream of short, dependent runs; asking for the
@@ -259,8 +265,10 @@ fn count_entries(bytes: &[u8], mut pos: usize, limits: &Limits) -> Option<usize>
 /// How many records to allocate before the one pass: the entry frames in
 /// the first [`SAMPLE_BYTES`] of frames (all of them in a smaller file,
 /// exactly), and for the rest of the file that density extrapolated with
-/// one eighth and 64 records of slack, never more than the rest could hold.
-/// `None` when the sampled frames' lengths do not chain.
+/// one eighth and 64 records of slack, but never more than one record per
+/// [`MAX_GUESS_DENSITY`] bytes of the rest, so that a wrong guess never
+/// reserves more than an eighth of the file's size in records. `None` when
+/// the sampled frames' lengths do not chain.
 fn estimate_entries(bytes: &[u8], start: usize, limits: &Limits) -> Option<usize> {
     let stop = start.saturating_add(SAMPLE_BYTES).min(bytes.len());
     let (mut pos, mut n) = (start, 0usize);
@@ -275,7 +283,7 @@ fn estimate_entries(bytes: &[u8], start: usize, limits: &Limits) -> Option<usize
     }
     let sampled = (pos - start) as u128;
     let scaled = (n as u128 * rest as u128 * 9).div_ceil(sampled * 8);
-    let most = rest / format::MIN_FRAME;
+    let most = rest / MAX_GUESS_DENSITY;
     Some(
         n + usize::try_from(scaled)
             .unwrap_or(usize::MAX)

@@ -89,4 +89,92 @@ mod tests {
             assert_eq!(*fork, 2, "fork of {n} entries: {seen:?}");
         }
     }
+
+    /// A file of `first` entries of `first_len` content bytes followed by
+    /// `then` entries of `then_len` bytes, one linear branch; its content is
+    /// incompressible (a byte string of pseudo-random bytes).
+    fn shaped(
+        first: u64,
+        first_len: usize,
+        then: u64,
+        then_len: usize,
+    ) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s.smith");
+        let mut rng = bench_support::Rng::new(11);
+        let contents: Vec<Vec<u8>> = (0..first + then)
+            .map(|i| {
+                let n = if i < first { first_len } else { then_len };
+                let mut c = Vec::with_capacity(n + 5);
+                smith_codec::Encoder::new(&mut c)
+                    .bytes(&(0..n).map(|_| rng.next_u64() as u8).collect::<Vec<_>>());
+                c
+            })
+            .collect();
+        let ext: Vec<_> = contents
+            .iter()
+            .enumerate()
+            .map(|(i, c)| smith_store::ExternalEntry {
+                id: i as u64 + 1,
+                parent: i as u64,
+                timestamp_ms: i as u64,
+                kind: smith_store::EntryKind::ToolResult,
+                pairing: 0,
+                content: c,
+            })
+            .collect();
+        let s = smith_store::Session::from_external(SessionId([5; 16]), 0, &ext).expect("external");
+        let mut bytes = Vec::new();
+        s.encode_file(&mut bytes).expect("encode");
+        std::fs::write(&path, bytes).expect("write");
+        (dir, path)
+    }
+
+    /// The record table is sized from the first MiB of frames. When the
+    /// rest of the file holds many more entries per byte, the estimate runs
+    /// out and the table grows once, exactly; when it holds far fewer, the
+    /// table is shrunk once. Either way the load is the copying load's and
+    /// makes exactly one allocation more than a file the estimate fits.
+    #[test]
+    fn a_wrong_table_estimate_costs_exactly_one_allocation() {
+        for (what, first, first_len, then, then_len) in [
+            (
+                "short: large entries, then small ones",
+                150u64,
+                8_000usize,
+                20_000u64,
+                40usize,
+            ),
+            (
+                "long: small entries, then large ones",
+                12_000,
+                60,
+                2_000,
+                8_000,
+            ),
+        ] {
+            let (_d, path) = shaped(first, first_len, then, then_len);
+            let file = SessionFile::open(&path).expect("open");
+            let limits = Limits::default();
+            let (s, load) = count(|| file.load(&limits).expect("load"));
+            let bytes = std::fs::read(&path).expect("read");
+            let copied = smith_store::Session::load_bytes(&bytes, &limits, "copied").expect("load");
+            assert_eq!(s.report(), copied.report(), "{what}");
+            assert_eq!(s.records().len() as u64, first + then, "{what}");
+            let strip = |r: &smith_store::Record| smith_store::Record {
+                payload_offset: 0,
+                ..*r
+            };
+            assert!(
+                s.records()
+                    .iter()
+                    .zip(copied.records())
+                    .all(|(a, b)| strip(a) == strip(b)),
+                "{what}"
+            );
+            assert_eq!(s.branch().len() as u64, first + then, "{what}");
+            #[cfg(unix)]
+            assert_eq!(load.count, 6, "{what}");
+        }
+    }
 }
