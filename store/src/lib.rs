@@ -26,6 +26,7 @@
 
 pub mod bench_support;
 pub mod compress;
+mod crc;
 mod diag;
 pub mod dump;
 mod entry;
