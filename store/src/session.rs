@@ -8,7 +8,8 @@
 //! copies no payload byte. Payloads that are not in that mapping (appended
 //! later, decompressed from old whole-compressed frames, or built in memory)
 //! go to one owned buffer addressed past the mapping's end. Loading
-//! allocates a constant number of times whatever the entry count. Forks
+//! allocates a constant number of times whatever the entry count (one more
+//! when the record table's size estimate proves wrong). Forks
 //! share the arena (the owned part copy on write), so forking copies
 //! records only. Content is never parsed on load; callers borrow it with
 //! [`Session::content`] and decode it into their own scope.

@@ -90,21 +90,17 @@ mod tests {
         }
     }
 
-    /// A file of `first` entries of `first_len` content bytes followed by
-    /// `then` entries of `then_len` bytes, one linear branch; its content is
-    /// incompressible (a byte string of pseudo-random bytes).
-    fn shaped(
-        first: u64,
-        first_len: usize,
-        then: u64,
-        then_len: usize,
-    ) -> (tempfile::TempDir, std::path::PathBuf) {
+    /// A file of runs of `(count, content bytes)` entries, one linear
+    /// branch; the content is incompressible (a byte string of pseudo-random
+    /// bytes).
+    fn shaped(runs: &[(u64, usize)]) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("s.smith");
         let mut rng = bench_support::Rng::new(11);
-        let contents: Vec<Vec<u8>> = (0..first + then)
-            .map(|i| {
-                let n = if i < first { first_len } else { then_len };
+        let contents: Vec<Vec<u8>> = runs
+            .iter()
+            .flat_map(|&(count, n)| std::iter::repeat_n(n, count as usize))
+            .map(|n| {
                 let mut c = Vec::with_capacity(n + 5);
                 smith_codec::Encoder::new(&mut c)
                     .bytes(&(0..n).map(|_| rng.next_u64() as u8).collect::<Vec<_>>());
@@ -137,30 +133,42 @@ mod tests {
     /// makes exactly one allocation more than a file the estimate fits.
     #[test]
     fn a_wrong_table_estimate_costs_exactly_one_allocation() {
-        for (what, first, first_len, then, then_len) in [
+        // Files of 16 MiB or more are checked on two threads, each filling
+        // its share of the table: the last two files overflow the first
+        // thread's share and the second thread's share.
+        let cases: [(&str, &[(u64, usize)]); 4] = [
             (
                 "short: large entries, then small ones",
-                150u64,
-                8_000usize,
-                20_000u64,
-                40usize,
+                &[(150, 8_000), (20_000, 40)],
             ),
             (
                 "long: small entries, then large ones",
-                12_000,
-                60,
-                2_000,
-                8_000,
+                &[(12_000, 60), (2_000, 8_000)],
             ),
-        ] {
-            let (_d, path) = shaped(first, first_len, then, then_len);
+            (
+                "two threads, the first one's share overflows",
+                &[(150, 8_000), (120_000, 40), (1_300, 8_000)],
+            ),
+            (
+                "two threads, the second one's share overflows",
+                &[(2_200, 8_000), (120_000, 40)],
+            ),
+        ];
+        for (what, runs) in cases {
+            let total: u64 = runs.iter().map(|r| r.0).sum();
+            let (_d, path) = shaped(runs);
+            assert!(
+                std::fs::metadata(&path).expect("meta").len() >= 16 << 20
+                    || !what.starts_with("two"),
+                "{what}: the file must be large enough for two threads"
+            );
             let file = SessionFile::open(&path).expect("open");
             let limits = Limits::default();
             let (s, load) = count(|| file.load(&limits).expect("load"));
             let bytes = std::fs::read(&path).expect("read");
             let copied = smith_store::Session::load_bytes(&bytes, &limits, "copied").expect("load");
             assert_eq!(s.report(), copied.report(), "{what}");
-            assert_eq!(s.records().len() as u64, first + then, "{what}");
+            assert_eq!(s.records().len() as u64, total, "{what}");
             let strip = |r: &smith_store::Record| smith_store::Record {
                 payload_offset: 0,
                 ..*r
@@ -172,7 +180,7 @@ mod tests {
                     .all(|(a, b)| strip(a) == strip(b)),
                 "{what}"
             );
-            assert_eq!(s.branch().len() as u64, first + then, "{what}");
+            assert_eq!(s.branch().len() as u64, total, "{what}");
             #[cfg(unix)]
             assert_eq!(load.count, 6, "{what}");
         }
