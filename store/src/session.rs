@@ -388,7 +388,9 @@ fn in_place_pass(
                 tail::Outcome::Damaged => return Err(Fallback::Verify),
                 tail::Outcome::Exact => return Err(Fallback::Exact),
                 tail::Outcome::Met(met) if met == pos => {
-                    join_tail(&mut records, cap, bytes, &part, report);
+                    if !join_tail(&mut records, cap, bytes, &part, report) {
+                        return Err(Fallback::Verify);
+                    }
                     if origin.is_none() {
                         *origin = part.origin;
                     }
@@ -411,8 +413,9 @@ fn in_place_pass(
                 return Err(Fallback::Exact);
             }
             if worker.is_some() && records.len() == limit {
-                // This thread's share of the table is full: stop the
-                // worker (its records are dropped) and go on alone.
+                // This thread's share of the table is full: wait for the
+                // worker to finish its walk, drop its records and go on
+                // alone.
                 worker = None;
             }
             if records.len() == records.capacity() {
@@ -449,19 +452,22 @@ fn in_place_pass(
 
 /// Moves the worker's records (the top `part.written` slots below `cap`)
 /// down after this thread's, resolves the parents the worker left pending
-/// and adds the worker's counts to `report`.
+/// and adds the worker's counts to `report`; `false` (nothing changed)
+/// when the table no longer holds the worker's records where it left them
+/// (the caller then lets the verifying reader load the file).
 fn join_tail(
     records: &mut Vec<Record>,
     cap: usize,
     bytes: &[u8],
     part: &tail::Part,
     report: &mut LoadReport,
-) {
+) -> bool {
     let (a, b) = (records.len(), part.written);
-    // Checked by the caller's share limit; kept as a guard, since the copy
-    // below must stay inside the allocation.
-    if records.capacity() != cap || a + b > cap {
-        return;
+    // The caller's share limit keeps this so (it never grows the table
+    // while the worker runs); checked again because the copy below must
+    // stay inside the allocation.
+    if b > 0 && (records.capacity() != cap || a + b > cap) {
+        return false;
     }
     let base = records.as_mut_ptr();
     // SAFETY: the worker has been joined; it wrote `b` initialised records
@@ -496,6 +502,7 @@ fn join_tail(
     report.stored_bytes += t.stored_bytes;
     report.content_bytes += t.content_bytes;
     report.compressed_entries += t.compressed_entries;
+    true
 }
 
 /// The record of an entry frame read in place (stored uncompressed or with
