@@ -97,7 +97,7 @@ impl SessionFile {
         // refuses it and loading faults the pages in as it goes. A file
         // checked on two threads has each thread map its own part.
         #[cfg(target_os = "linux")]
-        if self.map.len() < crate::tail::PARALLEL_MIN {
+        if self.map.len() < crate::tail::parallel_min() {
             let _ = self.map.advise(memmap2::Advice::PopulateRead);
         }
         #[cfg(unix)]

@@ -328,7 +328,8 @@ impl Ahead<'_> {
 /// time more than for a file whose estimate holds (the estimate holds for
 /// files whose entries are about as large at the end as at the start).
 ///
-/// A file of [`tail::PARALLEL_MIN`] bytes or more is walked from both
+/// A file of [`tail::PARALLEL_MIN`] bytes or more (or the threshold a test
+/// set) is walked from both
 /// ends at once: a second thread checks the last frames and builds their
 /// records into the top of the table (see [`tail`]), this thread does the
 /// rest and joins the two halves where the walks meet. When they do not
@@ -354,7 +355,8 @@ fn in_place_pass(
     let cap = records.capacity();
     // The worker takes the frames from `floor` on and the table's slots
     // from `limit` up; this thread those before.
-    let (floor, limit) = if len >= tail::PARALLEL_MIN {
+    let parallel = len >= tail::parallel_min() && len > start;
+    let (floor, limit) = if parallel {
         let floor = start + (len - start) / 64 * (64 - tail::WORKER_SHARE_64THS);
         let share = (cap as u128 * (floor - start) as u128) / (len - start) as u128;
         (floor, usize::try_from(share).unwrap_or(cap).min(cap))
@@ -374,7 +376,7 @@ fn in_place_pass(
     } else {
         None
     };
-    if len >= tail::PARALLEL_MIN {
+    if parallel {
         // Each thread maps its own part of the file (see `SessionFile::load`).
         tail::populate(bytes, 0, if worker.is_some() { floor } else { len });
     }
@@ -391,6 +393,7 @@ fn in_place_pass(
                     if !join_tail(&mut records, cap, bytes, &part, report) {
                         return Err(Fallback::Verify);
                     }
+                    tail::JOINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if origin.is_none() {
                         *origin = part.origin;
                     }

@@ -33,6 +33,27 @@ use crate::session::{LoadReport, Origin, in_place_record};
 /// many times: the thread allocates nothing.)
 pub(crate) const PARALLEL_MIN: usize = 16 << 20;
 
+/// The threshold in force: [`PARALLEL_MIN`] unless a test lowered it with
+/// [`crate::set_parallel_load_min`].
+static PARALLEL_MIN_NOW: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(PARALLEL_MIN);
+
+/// Files at least this long are checked on two threads (see
+/// [`PARALLEL_MIN`]).
+#[inline]
+pub(crate) fn parallel_min() -> usize {
+    PARALLEL_MIN_NOW.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Loads whose two walks met and were joined, since the process started
+/// (see [`crate::parallel_load_joins`]).
+pub(crate) static JOINS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Sets the threshold (see [`crate::set_parallel_load_min`]).
+pub(crate) fn set_parallel_min(bytes: usize) {
+    PARALLEL_MIN_NOW.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The share of the file's bytes, from the end, whose frames the worker
 /// checks and builds records for, in 64ths. Per byte the two walks cost
 /// about the same (the backward one a little more); this share was chosen

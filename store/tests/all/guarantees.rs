@@ -5,6 +5,7 @@ use std::process::Command;
 use smith_store::publish::STEPS;
 use smith_store::{ErrorKind, Limits, Session, SessionFile, SessionId, Store, dump, format};
 
+use crate::varied::varied_file;
 use crate::{entry, frame_ends, sample_session, temp_store, text};
 
 #[test]
@@ -540,71 +541,6 @@ fn recovery_of_all_complete_frames_before_truncated_tail_when_loaded_in_place() 
         drop(mapped);
         std::fs::remove_file(&p).expect("remove");
     }
-}
-
-/// A session file of at least `target` bytes that exercises everything a
-/// full load joins: entries stored plain and with compressed content, runs
-/// of entries whose parent is not the entry just before them, new roots,
-/// unknown frames, origin frames (the first one malformed), and entry
-/// frames whose payload is not an entry map, spread over the whole file.
-fn varied_file(target: usize) -> Vec<u8> {
-    let mut comp = smith_store::compress::Compressor::new().expect("compressor");
-    let mut rng = smith_store::bench_support::Rng::new(7);
-    let mut out = format::encode_header(SessionId([3; 16]), 1).to_vec();
-    let mut offsets: Vec<u64> = Vec::new();
-    let mut map = Vec::new();
-    let mut id = 0u64;
-    while out.len() < target {
-        let here = out.len() as u64;
-        let roll = rng.next_u64() % 1000;
-        if roll < 3 {
-            format::encode_frame(&mut out, 9, 0, 3, 0, b"\x63abc");
-            continue;
-        }
-        if roll < 5 {
-            let mut p = Vec::new();
-            if out.len() < target * 3 / 5 {
-                // Not an origin map: a load keeps looking.
-                p.extend_from_slice(b"\xa0");
-            } else {
-                format::encode_origin(&mut p, SessionId([(roll & 0xff) as u8; 16]), roll);
-            }
-            format::encode_frame(&mut out, format::KIND_ORIGIN, 0, p.len() as u32, 0, &p);
-            continue;
-        }
-        if roll < 7 {
-            format::encode_frame(&mut out, format::KIND_ENTRY, 0, 2, 0, b"\x82\x01");
-            continue;
-        }
-        id += 1;
-        // Mostly the previous entry; sometimes one further back, sometimes
-        // a new root.
-        let back = match rng.next_u64() % 20 {
-            0 => 0,
-            1 | 2 => 1 + (rng.next_u64() % 5) as usize,
-            _ => 1,
-        };
-        let parent_at = offsets.len().checked_sub(back).filter(|_| back > 0);
-        let parent = parent_at.map_or(0, |i| i as u64 + 1);
-        let (kind, pairing, content) =
-            smith_store::bench_support::representative_entry(&mut rng, id);
-        map.clear();
-        format::encode_entry(
-            &mut map,
-            &format::EntryHead {
-                id,
-                parent,
-                timestamp_ms: 1_700_000_000_000 + id,
-                kind: kind.code(),
-                pairing,
-            },
-            &content,
-        );
-        let link = parent_at.map_or(0, |i| here - offsets[i]);
-        comp.frame(&mut out, format::KIND_ENTRY, link, &map);
-        offsets.push(here);
-    }
-    out
 }
 
 /// A load of a large mapped file, which two threads share (each checks and

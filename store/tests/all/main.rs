@@ -5,6 +5,8 @@ mod alloc_count;
 mod fixtures;
 mod guarantees;
 mod operations;
+#[path = "../common/varied.rs"]
+mod varied;
 
 use smith_store::{EntryKind, NewEntry, Session, SessionId, Store, format};
 
