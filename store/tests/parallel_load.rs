@@ -5,72 +5,16 @@
 //! damaged byte in every frame, each load compared with the copying load
 //! of the same bytes, which shares no code with the two-thread path.
 
-#[path = "common/varied.rs"]
-mod varied;
+#[path = "common/loads.rs"]
+mod loads;
 
-use smith_store::{Limits, Record, Session, SessionFile, format};
-
-/// Loads `bytes` both ways and asserts they found the same: report, origin,
-/// records (but for where the payload lies), contents, selected branch; or
-/// that both failed with the same kind of error.
-fn same_load(dir: &std::path::Path, what: &str, bytes: &[u8]) {
-    // A fresh name each time: a loaded session keeps its mapping.
-    let p = dir.join(format!("{}.smith", what.replace(' ', "-")));
-    std::fs::write(&p, bytes).expect("write");
-    let copied = Session::load_bytes(bytes, &Limits::default(), "copied");
-    let mapped = SessionFile::open(&p).and_then(|f| f.load(&Limits::default()));
-    let (mapped, copied) = match (mapped, copied) {
-        (Ok(m), Ok(c)) => (m, c),
-        // Damage the reader refuses to guess about (framing lost before a
-        // later complete frame) fails both loads the same way.
-        (Err(m), Err(c)) => {
-            assert_eq!(m.kind(), c.kind(), "{what}: {m} / {c}");
-            std::fs::remove_file(&p).expect("remove");
-            return;
-        }
-        (m, c) => panic!(
-            "{what}: the mapped load gave {:?}, the copying load {:?}",
-            m.map(|s| *s.report()),
-            c.map(|s| *s.report())
-        ),
-    };
-    let without_address = |r: &Record| Record {
-        payload_offset: 0,
-        ..*r
-    };
-    assert_eq!(mapped.report(), copied.report(), "{what}");
-    assert_eq!(mapped.origin(), copied.origin(), "{what}");
-    assert_eq!(mapped.records().len(), copied.records().len(), "{what}");
-    for (m, c) in mapped.records().iter().zip(copied.records()) {
-        assert_eq!(without_address(m), without_address(c), "{what}");
-        assert_eq!(
-            &*mapped.content(m).expect("content"),
-            &*copied.content(c).expect("content"),
-            "{what}"
-        );
-    }
-    let ids = |s: &Session| s.branch().iter().map(|r| r.id).collect::<Vec<_>>();
-    assert_eq!(ids(&mapped), ids(&copied), "{what}");
-    drop(mapped);
-    std::fs::remove_file(&p).expect("remove");
-}
-
-/// Offsets where each frame of `bytes` ends, in order.
-fn frame_ends(bytes: &[u8]) -> Vec<usize> {
-    let mut ends = Vec::new();
-    let mut pos = format::HEADER_LEN;
-    while pos < bytes.len() {
-        let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-        pos += len + 12;
-        ends.push(pos);
-    }
-    ends
-}
+use loads::{frame_ends, same_load, varied_file};
+use smith_store::format;
 
 #[test]
 fn two_thread_load_matches_the_copying_load_at_every_cut_and_every_damaged_frame() {
     smith_store::set_parallel_load_min(0);
-    let full = varied::varied_file(40 << 10);
+    let full = varied_file(40 << 10);
     let ends = frame_ends(&full);
     assert!(ends.len() >= 20, "{} frames", ends.len());
     let dir = tempfile::tempdir().expect("dir");
@@ -111,7 +55,7 @@ fn two_thread_load_matches_the_copying_load_at_every_cut_and_every_damaged_frame
 #[test]
 fn two_thread_load_joins_and_matches_the_copying_load_around_the_meeting_point() {
     smith_store::set_parallel_load_min(0);
-    let full = varied::varied_file(1_300_000);
+    let full = varied_file(1_300_000);
     let ends = frame_ends(&full);
     let dir = tempfile::tempdir().expect("dir");
     let joins = smith_store::parallel_load_joins();

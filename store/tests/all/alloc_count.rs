@@ -36,23 +36,34 @@ mod tests {
         let path = dir.path().join("s.smith");
         // Build an n-entry linear session through the in-memory API.
         let entries = bench_support::representative_entries(n);
+        write_linear(
+            &path,
+            entries.iter().map(|(k, p, c)| (*k, *p, c.as_slice())),
+        );
+        (dir, path)
+    }
+
+    /// Writes a linear session of `entries` (kind, pairing, content) to
+    /// `path` through the in-memory API.
+    fn write_linear<'c>(
+        path: &std::path::Path,
+        entries: impl Iterator<Item = (smith_store::EntryKind, u64, &'c [u8])>,
+    ) {
         let ext: Vec<_> = entries
-            .iter()
             .enumerate()
-            .map(|(i, (k, p, c))| smith_store::ExternalEntry {
+            .map(|(i, (kind, pairing, content))| smith_store::ExternalEntry {
                 id: i as u64 + 1,
                 parent: i as u64,
                 timestamp_ms: i as u64,
-                kind: *k,
-                pairing: *p,
-                content: c,
+                kind,
+                pairing,
+                content,
             })
             .collect();
         let s = smith_store::Session::from_external(SessionId([5; 16]), 0, &ext).expect("external");
         let mut bytes = Vec::new();
         s.encode_file(&mut bytes).expect("encode");
-        std::fs::write(&path, bytes).expect("write");
-        (dir, path)
+        std::fs::write(path, bytes).expect("write");
     }
 
     /// Loading a mapped file and forking its branch each allocate the same
@@ -107,22 +118,12 @@ mod tests {
                 c
             })
             .collect();
-        let ext: Vec<_> = contents
-            .iter()
-            .enumerate()
-            .map(|(i, c)| smith_store::ExternalEntry {
-                id: i as u64 + 1,
-                parent: i as u64,
-                timestamp_ms: i as u64,
-                kind: smith_store::EntryKind::ToolResult,
-                pairing: 0,
-                content: c,
-            })
-            .collect();
-        let s = smith_store::Session::from_external(SessionId([5; 16]), 0, &ext).expect("external");
-        let mut bytes = Vec::new();
-        s.encode_file(&mut bytes).expect("encode");
-        std::fs::write(&path, bytes).expect("write");
+        write_linear(
+            &path,
+            contents
+                .iter()
+                .map(|c| (smith_store::EntryKind::ToolResult, 0, c.as_slice())),
+        );
         (dir, path)
     }
 
