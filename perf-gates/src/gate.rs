@@ -364,7 +364,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "smith bench ({} plan: medians of {} interleaved samples of >= {} ms each, {} clock)\n",
+            "smith bench ({} plan: medians of {} interleaved samples of >= {} ms each, {} clock unless a gate's metric names another)\n",
             self.plan.name,
             self.plan.samples,
             self.plan.sample_target.as_millis(),

@@ -94,9 +94,12 @@ impl SessionFile {
         let what = self.path.display().to_string();
         // Loading reads every page: have the kernel map them in one call
         // instead of one fault per few pages. Advice only: an older kernel
-        // refuses it and loading faults the pages in as it goes.
+        // refuses it and loading faults the pages in as it goes. A file
+        // checked on two threads has each thread map its own part.
         #[cfg(target_os = "linux")]
-        let _ = self.map.advise(memmap2::Advice::PopulateRead);
+        if self.map.len() < crate::tail::parallel_min() {
+            let _ = self.map.advise(memmap2::Advice::PopulateRead);
+        }
         #[cfg(unix)]
         let mut s = Session::load_from(&self.map, Some(&self.map), limits, &what)?;
         #[cfg(not(unix))]

@@ -307,7 +307,7 @@ pub(crate) fn probe(bytes: &[u8], pos: usize, max_body: u32) -> Probe<'_> {
         return Probe::Lost;
     }
     let crc_at = end - FRAME_SUFFIX;
-    if crc32c::crc32c(&bytes[pos..crc_at]) != read_u32(bytes, crc_at) {
+    if crate::crc::crc32c(&bytes[pos..crc_at]) != read_u32(bytes, crc_at) {
         return Probe::Corrupt { len: total };
     }
     Probe::Good(FrameView {
@@ -341,7 +341,7 @@ pub(crate) fn frame_at_unchecked(bytes: &[u8], pos: usize) -> FrameView<'_> {
 /// Whether a frame's stored checksum matches its bytes.
 pub(crate) fn checksum_ok(v: &FrameView<'_>) -> bool {
     let crc_at = v.raw.len() - FRAME_SUFFIX;
-    crc32c::crc32c(&v.raw[..crc_at]) == read_u32(v.raw, crc_at)
+    crate::crc::crc32c(&v.raw[..crc_at]) == read_u32(v.raw, crc_at)
 }
 
 /// Probes the frame that ends exactly at `end` (found through its trailer).

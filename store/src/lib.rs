@@ -26,6 +26,7 @@
 
 pub mod bench_support;
 pub mod compress;
+mod crc;
 mod diag;
 pub mod dump;
 mod entry;
@@ -36,6 +37,25 @@ pub mod publish;
 pub mod scan;
 mod session;
 mod store;
+mod tail;
+
+/// Lowers (or raises) the file size from which a mapped load checks the
+/// file on two threads, for this whole process. The default is 16 MiB;
+/// tests set it to 0 to run the two-thread path over small files, where
+/// every truncation and every damaged frame can be tried. Not meant for
+/// anything else: the default is what the load is tuned for.
+#[doc(hidden)]
+pub fn set_parallel_load_min(bytes: usize) {
+    tail::set_parallel_min(bytes);
+}
+
+/// How many mapped loads in this process checked their file on two threads
+/// and joined the halves (rather than finishing on one thread), so that a
+/// test can tell which path its loads took.
+#[doc(hidden)]
+pub fn parallel_load_joins() -> u64 {
+    tail::JOINS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 pub use entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, NewEntry, RECORD_COMPRESSED, Record};
 pub use error::{ErrorKind, Result, StoreError};

@@ -8,7 +8,8 @@
 //! copies no payload byte. Payloads that are not in that mapping (appended
 //! later, decompressed from old whole-compressed frames, or built in memory)
 //! go to one owned buffer addressed past the mapping's end. Loading
-//! allocates a constant number of times whatever the entry count. Forks
+//! allocates a constant number of times whatever the entry count (one more
+//! when the record table's size estimate proves wrong). Forks
 //! share the arena (the owned part copy on write), so forking copies
 //! records only. Content is never parsed on load; callers borrow it with
 //! [`Session::content`] and decode it into their own scope.
@@ -21,6 +22,7 @@ use crate::format::{
     SessionId,
 };
 use crate::scan::{self, Limits, ScanReport};
+use crate::tail;
 
 /// Where a forked or cloned session came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +219,12 @@ enum Fallback {
 /// one pass (a file no longer than this is counted exactly).
 const SAMPLE_BYTES: usize = 1 << 20;
 
+/// Bytes of file per record, at most, that the record table's estimate
+/// assumes beyond the sample: with 64-byte records, an eighth of the file.
+/// Representative entries take about 1,150 bytes each; a file of entries
+/// under 512 bytes on average is sized exactly once the estimate runs out.
+const MAX_GUESS_DENSITY: usize = 512;
+
 /// How far ahead of the frame being checked its following bytes are
 /// requested from memory. The frames' lengths are only known one at a time,
 /// so the hardware sees a stream of short, dependent runs; asking for the
@@ -258,8 +266,10 @@ fn count_entries(bytes: &[u8], mut pos: usize, limits: &Limits) -> Option<usize>
 /// How many records to allocate before the one pass: the entry frames in
 /// the first [`SAMPLE_BYTES`] of frames (all of them in a smaller file,
 /// exactly), and for the rest of the file that density extrapolated with
-/// one eighth and 64 records of slack, never more than the rest could hold.
-/// `None` when the sampled frames' lengths do not chain.
+/// one eighth and 64 records of slack, but never more than one record per
+/// [`MAX_GUESS_DENSITY`] bytes of the rest, so that a wrong guess never
+/// reserves more than an eighth of the file's size in records. `None` when
+/// the sampled frames' lengths do not chain.
 fn estimate_entries(bytes: &[u8], start: usize, limits: &Limits) -> Option<usize> {
     let stop = start.saturating_add(SAMPLE_BYTES).min(bytes.len());
     let (mut pos, mut n) = (start, 0usize);
@@ -274,7 +284,7 @@ fn estimate_entries(bytes: &[u8], start: usize, limits: &Limits) -> Option<usize
     }
     let sampled = (pos - start) as u128;
     let scaled = (n as u128 * rest as u128 * 9).div_ceil(sampled * 8);
-    let most = rest / format::MIN_FRAME;
+    let most = rest / MAX_GUESS_DENSITY;
     Some(
         n + usize::try_from(scaled)
             .unwrap_or(usize::MAX)
@@ -317,6 +327,13 @@ impl Ahead<'_> {
 /// over-reserved by more than a quarter and a load allocates at most one
 /// time more than for a file whose estimate holds (the estimate holds for
 /// files whose entries are about as large at the end as at the start).
+///
+/// A file of [`tail::PARALLEL_MIN`] bytes or more (or the threshold a test
+/// set) is walked from both
+/// ends at once: a second thread checks the last frames and builds their
+/// records into the top of the table (see [`tail`]), this thread does the
+/// rest and joins the two halves where the walks meet. When they do not
+/// meet, or a half of the table fills, this thread finishes alone.
 fn in_place_pass(
     bytes: &[u8],
     start: usize,
@@ -334,7 +351,60 @@ fn in_place_pass(
     let mut frames = 0u64;
     let mut pos = start;
     let mut ahead = Ahead { bytes, next: start };
-    while pos < bytes.len() {
+    let len = bytes.len();
+    let cap = records.capacity();
+    // The worker takes the frames from `floor` on and the table's slots
+    // from `limit` up; this thread those before.
+    let parallel = len >= tail::parallel_min() && len > start;
+    let (floor, limit) = if parallel {
+        let floor = start + (len - start) / 64 * (64 - tail::WORKER_SHARE_64THS);
+        let share = (cap as u128 * (floor - start) as u128) / (len - start) as u128;
+        (floor, usize::try_from(share).unwrap_or(cap).min(cap))
+    } else {
+        (len, cap)
+    };
+    let mut slot = tail::JobSlot::new(
+        bytes,
+        start,
+        floor,
+        limits,
+        records.as_mut_ptr().wrapping_add(limit),
+        cap - limit,
+    );
+    let mut worker = if floor < len && limit < cap {
+        tail::Tail::spawn(&mut slot)
+    } else {
+        None
+    };
+    if parallel {
+        // Each thread maps its own part of the file (see `SessionFile::load`).
+        tail::populate(bytes, 0, if worker.is_some() { floor } else { len });
+    }
+    while pos < len {
+        if pos >= floor
+            && let Some(w) = worker.take()
+        {
+            let part = w.join();
+            match part.outcome {
+                // A frame of the tail failed: so would the forward walk.
+                tail::Outcome::Damaged => return Err(Fallback::Verify),
+                tail::Outcome::Exact => return Err(Fallback::Exact),
+                tail::Outcome::Met(met) if met == pos => {
+                    if !join_tail(&mut records, cap, bytes, &part, report) {
+                        return Err(Fallback::Verify);
+                    }
+                    tail::JOINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if origin.is_none() {
+                        *origin = part.origin;
+                    }
+                    frames += part.frames;
+                    break;
+                }
+                // The walks did not meet, or the tail's share of the
+                // table filled: this thread checks the rest itself.
+                tail::Outcome::Met(_) | tail::Outcome::Full => {}
+            }
+        }
         let total = frame_len_at(bytes, pos, limits).ok_or(Fallback::Verify)?;
         ahead.to(pos + total + PREFETCH_AHEAD);
         let v = format::frame_at_unchecked(bytes, pos);
@@ -344,6 +414,12 @@ fn in_place_pass(
         if v.kind == KIND_ENTRY {
             if v.flags == FLAG_ZSTD {
                 return Err(Fallback::Exact);
+            }
+            if worker.is_some() && records.len() == limit {
+                // This thread's share of the table is full: wait for the
+                // worker to finish its walk, drop its records and go on
+                // alone.
+                worker = None;
             }
             if records.len() == records.capacity() {
                 let rest = count_entries(bytes, pos, limits).ok_or(Fallback::Verify)?;
@@ -365,15 +441,112 @@ fn in_place_pass(
         frames += 1;
         pos += total;
     }
+    drop(worker);
     if records.capacity() - records.len() > records.len() / 4 + 1024 {
         records.shrink_to_fit();
     }
     report.scan = ScanReport {
         frames,
-        valid_end: bytes.len() as u64,
+        valid_end: len as u64,
         ..ScanReport::default()
     };
     Ok(records)
+}
+
+/// Moves the worker's records (the top `part.written` slots below `cap`)
+/// down after this thread's, resolves the parents the worker left pending
+/// and adds the worker's counts to `report`; `false` (nothing changed)
+/// when the table no longer holds the worker's records where it left them
+/// (the caller then lets the verifying reader load the file).
+fn join_tail(
+    records: &mut Vec<Record>,
+    cap: usize,
+    bytes: &[u8],
+    part: &tail::Part,
+    report: &mut LoadReport,
+) -> bool {
+    let (a, b) = (records.len(), part.written);
+    // The caller's share limit keeps this so (it never grows the table
+    // while the worker runs); checked again because the copy below must
+    // stay inside the allocation.
+    if b > 0 && (records.capacity() != cap || a + b > cap) {
+        return false;
+    }
+    let base = records.as_mut_ptr();
+    // SAFETY: the worker has been joined; it wrote `b` initialised records
+    // at `cap - b .. cap`, inside this table's allocation (capacity `cap`,
+    // unchanged since). They are moved to `a .. a + b` (`a + b <= cap`;
+    // `copy` allows overlap), making `a + b` records initialised.
+    unsafe {
+        std::ptr::copy(base.add(cap - b), base.add(a), b);
+        records.set_len(a + b);
+    }
+    for i in a..a + b {
+        let r = records[i];
+        let parent_index = match r.parent_index {
+            tail::PARENT_PREV => (i - 1) as u32,
+            tail::PARENT_PENDING => {
+                let link = format::read_u64(bytes, r.frame_offset as usize + 12);
+                let p = resolve_parent_id(&records[..i], r.parent, r.frame_offset, link);
+                if p == NONE {
+                    report.orphans += 1;
+                }
+                p
+            }
+            other => other,
+        };
+        records[i].parent_index = parent_index;
+    }
+    let t = &part.report;
+    report.entries += t.entries;
+    report.unknown_frames += t.unknown_frames;
+    report.malformed_entries += t.malformed_entries;
+    report.orphans += t.orphans;
+    report.stored_bytes += t.stored_bytes;
+    report.content_bytes += t.content_bytes;
+    report.compressed_entries += t.compressed_entries;
+    true
+}
+
+/// The record of an entry frame read in place (stored uncompressed or with
+/// its content compressed), its parent not yet resolved (`parent_index` is
+/// [`NONE`]), counting it in `report`; `None` (counted as malformed) when
+/// the payload is not an entry map.
+pub(crate) fn in_place_record(v: &FrameView<'_>, report: &mut LoadReport) -> Option<Record> {
+    let (head, c_at, c_len, flags) = match compress::classify(v) {
+        Some(StoredEntry::Plain {
+            head, content_at, ..
+        }) => (head, content_at, v.payload.len() - content_at, 0),
+        Some(StoredEntry::Split { head, head_len, .. }) => {
+            report.compressed_entries += 1;
+            (
+                head,
+                head_len,
+                v.payload.len() - head_len,
+                RECORD_COMPRESSED,
+            )
+        }
+        Some(StoredEntry::Whole) | None => {
+            report.malformed_entries += 1;
+            return None;
+        }
+    };
+    report.stored_bytes += v.payload.len() as u64;
+    report.content_bytes += u64::from(v.content_len);
+    report.entries += 1;
+    Some(Record {
+        id: head.id,
+        parent: head.parent,
+        timestamp_ms: head.timestamp_ms,
+        pairing: head.pairing,
+        frame_offset: v.offset,
+        payload_offset: (v.offset as usize + format::FRAME_PREFIX + c_at) as u64,
+        payload_len: c_len as u32,
+        kind: head.kind,
+        parent_index: NONE,
+        head_len: c_at as u16,
+        flags,
+    })
 }
 
 /// A table of `n` `T`s, allocated once; on Linux, when it is large, its
@@ -610,8 +783,23 @@ impl Session {
             path: None,
             max_id: 0,
         };
-        s.max_id = s.records.iter().map(|r| r.id).max().unwrap_or(0);
-        s.rebuild_branch();
+        // One streaming pass finds the largest id and whether the history
+        // is one line (each record's parent the record before it), whose
+        // selected branch is then the whole table, copied in one piece.
+        let mut linear = true;
+        let mut max_id = 0;
+        for (i, r) in s.records.iter().enumerate() {
+            max_id = max_id.max(r.id);
+            linear &= r.parent_index == i.wrapping_sub(1) as u32;
+        }
+        s.max_id = max_id;
+        if linear && !s.records.is_empty() {
+            let mut branch = table_with_capacity(s.records.len());
+            branch.extend_from_slice(&s.records);
+            s.branch = branch;
+        } else {
+            s.rebuild_branch();
+        }
         Ok(s)
     }
 
@@ -982,12 +1170,15 @@ impl Session {
     /// shared (copied on the first append to either session). Allocates
     /// exactly twice whatever the branch length.
     pub fn fork(&self, id: SessionId, created_ms: u64) -> Session {
-        let mut records = Vec::with_capacity(self.branch.len());
-        records.extend_from_slice(&self.branch);
-        for (i, r) in records.iter_mut().enumerate() {
-            r.frame_offset = NO_FRAME;
-            r.parent_index = if i == 0 { NONE } else { (i - 1) as u32 };
-        }
+        // One pass writes each record already re-linked (its frame is in the
+        // origin's file, its parent the record before it), instead of a copy
+        // and a second pass over 64 MB of fresh records.
+        let mut records: Vec<Record> = Vec::with_capacity(self.branch.len());
+        records.extend(self.branch.iter().enumerate().map(|(i, r)| Record {
+            frame_offset: NO_FRAME,
+            parent_index: if i == 0 { NONE } else { (i - 1) as u32 },
+            ..*r
+        }));
         let mut branch = Vec::with_capacity(records.len());
         branch.extend_from_slice(&records);
         Session {
@@ -1174,7 +1365,13 @@ pub(crate) fn ingest(
 /// Finds the parent's record through the frame link: records are in file
 /// order, so a binary search on frame offsets finds it without a hash table.
 fn resolve_parent(records: &[Record], head: &EntryHead, offset: u64, link: u64) -> u32 {
-    if head.parent == 0 || link == 0 || link > offset {
+    resolve_parent_id(records, head.parent, offset, link)
+}
+
+/// [`resolve_parent`] for the entry at frame `offset` whose parent is
+/// entry `parent`.
+fn resolve_parent_id(records: &[Record], parent: u64, offset: u64, link: u64) -> u32 {
+    if parent == 0 || link == 0 || link > offset {
         return NONE;
     }
     let target = offset - link;
@@ -1183,14 +1380,14 @@ fn resolve_parent(records: &[Record], head: &EntryHead, offset: u64, link: u64) 
     if let Some(last) = records.last()
         && last.frame_offset == target
     {
-        return if last.id == head.parent {
+        return if last.id == parent {
             (records.len() - 1) as u32
         } else {
             NONE
         };
     }
     match records.binary_search_by_key(&target, |r| r.frame_offset) {
-        Ok(i) if records[i].id == head.parent => i as u32,
+        Ok(i) if records[i].id == parent => i as u32,
         _ => NONE,
     }
 }

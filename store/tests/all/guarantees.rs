@@ -5,6 +5,7 @@ use std::process::Command;
 use smith_store::publish::STEPS;
 use smith_store::{ErrorKind, Limits, Session, SessionFile, SessionId, Store, dump, format};
 
+use crate::loads::{same_load, varied_file};
 use crate::{entry, frame_ends, sample_session, temp_store, text};
 
 #[test]
@@ -513,31 +514,44 @@ fn recovery_of_all_complete_frames_before_truncated_tail_when_loaded_in_place() 
     let s = sample_session(&store);
     let full = std::fs::read(store.path_of(s.id())).expect("read");
     let dir = tempfile::tempdir().expect("dir");
-    let without_address = |r: &smith_store::Record| smith_store::Record {
-        payload_offset: 0,
-        ..*r
-    };
     for t in format::HEADER_LEN..=full.len() {
-        let cut = &full[..t];
-        // A fresh name each time: a loaded session keeps its mapping.
-        let p = dir.path().join(format!("cut-{t}.smith"));
-        std::fs::write(&p, cut).expect("write");
-        let copied = Session::load_bytes(cut, &Limits::default(), "truncated")
-            .unwrap_or_else(|e| panic!("copying load at {t}: {e}"));
-        let mapped = SessionFile::open(&p)
-            .and_then(|f| f.load(&Limits::default()))
-            .unwrap_or_else(|e| panic!("mapped load at {t}: {e}"));
-        assert_eq!(mapped.report(), copied.report(), "t={t}");
-        assert_eq!(mapped.records().len(), copied.records().len(), "t={t}");
-        for (m, c) in mapped.records().iter().zip(copied.records()) {
-            assert_eq!(without_address(m), without_address(c), "t={t}");
-            assert_eq!(
-                &*mapped.content(m).expect("content"),
-                &*copied.content(c).expect("content"),
-                "t={t}"
-            );
-        }
-        drop(mapped);
-        std::fs::remove_file(&p).expect("remove");
+        let loaded = same_load(dir.path(), &format!("cut at {t}"), &full[..t]);
+        assert!(loaded.is_some(), "t={t}: a torn tail must load");
+    }
+}
+
+/// A load of a large mapped file, which two threads share (each checks and
+/// builds its end of the file), finds exactly what the copying load of the
+/// same bytes finds: intact, and with damage in the first thread's part,
+/// in the second thread's part, where the two parts meet, and in a torn
+/// tail.
+#[test]
+fn large_mapped_load_matches_the_copying_load_intact_and_damaged() {
+    let full = varied_file(24 << 20);
+    let ends = frame_ends(&full);
+    let dir = tempfile::tempdir().expect("dir");
+    // A byte inside the frame that contains file offset `at`.
+    let payload_byte = |at: usize| {
+        let i = ends.partition_point(|&e| e <= at);
+        ends[i] - 12
+    };
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![("intact", full.clone())];
+    for (name, at) in [
+        ("damaged near the start", full.len() / 10),
+        ("damaged just before the middle", full.len() / 2 - 200),
+        ("damaged at the middle", full.len() / 2),
+        ("damaged just after the middle", full.len() / 2 + 200),
+        ("damaged near the end", full.len() - full.len() / 10),
+    ] {
+        let mut b = full.clone();
+        b[payload_byte(at)] ^= 0x40;
+        cases.push((name, b));
+    }
+    cases.push(("torn tail", full[..full.len() - 7].to_vec()));
+    for (name, bytes) in &cases {
+        let copied = same_load(dir.path(), name, bytes)
+            .unwrap_or_else(|| panic!("{name}: both loads failed"));
+        assert!(copied.origin().is_some(), "{name}: the origin frames load");
+        assert!(copied.report().unknown_frames > 0 && copied.report().malformed_entries > 0);
     }
 }

@@ -4,9 +4,11 @@
 mod alloc_count;
 mod fixtures;
 mod guarantees;
+#[path = "../common/loads.rs"]
+mod loads;
 mod operations;
 
-use smith_store::{EntryKind, NewEntry, Session, SessionId, Store, format};
+use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
 
 /// Canonical CBOR text string content.
 pub fn text(s: &str) -> Vec<u8> {
@@ -89,14 +91,4 @@ pub fn sample_session(store: &Store) -> Session {
     s
 }
 
-/// Offsets where each frame of `bytes` ends, in order.
-pub fn frame_ends(bytes: &[u8]) -> Vec<usize> {
-    let mut ends = Vec::new();
-    let mut pos = format::HEADER_LEN;
-    while pos < bytes.len() {
-        let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-        pos += len + 12;
-        ends.push(pos);
-    }
-    ends
-}
+pub use loads::frame_ends;
