@@ -15,6 +15,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-product",
         "smith-plugin-hello",
         "smith-plugin-probe",
+        "smith-plugin-stuck",
     ],
 ];
 

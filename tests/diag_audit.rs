@@ -45,6 +45,7 @@ const NEEDS_VALUE: &[&str] = &[
     "plugin.invalid",
     "plugin.not-found",
     "plugin.invalid-name",
+    "plugin.deadline",
 ];
 
 struct Scenario {
@@ -238,6 +239,30 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
     )
     .unwrap();
     std::fs::write(bad_plugin.join("plugin.wasm"), b"\0asm").unwrap();
+    // An installed plugin that never finishes instantiating (its
+    // `contribute` spins), so a reload runs into the call deadline.
+    let stuck = w.join("stuck-plugin");
+    std::fs::create_dir_all(&stuck).unwrap();
+    std::fs::write(
+        stuck.join("plugin.kdl"),
+        "name \"example/stuck\"\nversion \"1.0.0\"\napi 1\nworld \"extension\"\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(smith_plugins::GUEST_DIR).join("smith_plugin_stuck.wasm"),
+        stuck.join("plugin.wasm"),
+    )
+    .unwrap();
+    let installed = smith(h, w)
+        .args(["plugin", "install"])
+        .arg(&stuck)
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
 
     let scenarios = vec![
         // The command line.
@@ -407,8 +432,8 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
             &["bench.unknown-gate"],
         ),
         // Plugin management: a folder that is not there, a manifest that
-        // does not validate, a name that matches no plugin, and a name that
-        // is not a plugin name.
+        // does not validate, a name that matches no plugin, a plugin that
+        // runs past its deadline, and a name that is not a plugin name.
         scenario(
             "plugin-install-missing",
             &["plugin", "install", "/nonexistent/smith-plugin"],
@@ -427,6 +452,12 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
             &["plugin", "reload", "example/ghost"],
             1,
             &["plugin.not-found"],
+        ),
+        scenario(
+            "plugin-over-deadline",
+            &["plugin", "reload", "example/stuck"],
+            1,
+            &["plugin.deadline"],
         ),
         scenario(
             "plugin-bad-name",

@@ -56,5 +56,12 @@ pub const WIT: &[(&str, &str)] = &[
     ("worlds.wit", include_str!("../wit/worlds.wit")),
 ];
 
+/// The directory build.rs built the guest components into (the built-ins,
+/// the example and the test guests), inside this build's target directory.
+/// The binary embeds the built-ins and never reads it; tests load their
+/// test guests (`smith_plugin_hostile.wasm`, `smith_plugin_probe.wasm`,
+/// `smith_plugin_stuck.wasm`) from it.
+pub const GUEST_DIR: &str = env!("SMITH_PLUGIN_GUESTS");
+
 /// The API generation this host implements (`smith:plugin@1`).
 pub const API_GENERATION: u32 = 1;

@@ -195,3 +195,31 @@ fn a_cooperative_plugin_sees_cancellation_and_survives() {
         "a plugin that stops when asked is kept"
     );
 }
+
+#[test]
+fn a_plugin_stuck_in_contribute_is_stopped_when_instantiated() {
+    let component = smith_plugins::ExtensionComponent::load(
+        "test/stuck",
+        &guest("smith_plugin_stuck.wasm"),
+        None,
+        short(),
+    )
+    .unwrap();
+    let start = Instant::now();
+    let err = component.instantiate().unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.kind, ErrorKind::Deadline, "{err}");
+    assert_eq!(err.phase, smith_plugins::Phase::Call("contribute"));
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let d = err.to_diagnostic();
+    assert!(d.is_complete(), "{d}");
+    assert_eq!(d.code(), "plugin.deadline");
+    assert!(
+        d.what().starts_with(
+            "plugin test/stuck (call contribute): the plugin ran past its 200 ms deadline"
+        ),
+        "{d}"
+    );
+    host_keeps_serving();
+}
