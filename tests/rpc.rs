@@ -687,8 +687,25 @@ fn compact_streams_its_lifecycle_wait_settled_waits_for_it_and_the_next_request_
             break;
         }
     }
-    c.call("abort", json!({}));
-    let aborted = c.response(compact_id)["result"].clone();
+    // The abort's answer and the compaction's (which comes when the
+    // compaction ends) race each other: collect both in whatever order
+    // they arrive.
+    let abort_id = c.send("abort", json!({}));
+    let mut answers = std::collections::HashMap::new();
+    while answers.len() < 2 {
+        let r = c.next();
+        if r.get("method").is_none() {
+            let id = r["id"].as_u64().unwrap();
+            assert!(id == abort_id || id == compact_id, "unexpected answer {r}");
+            answers.insert(id, r);
+        }
+    }
+    assert!(
+        answers[&abort_id].get("error").is_none(),
+        "abort failed: {}",
+        answers[&abort_id]
+    );
+    let aborted = answers[&compact_id]["result"].clone();
     assert_eq!(aborted["outcome"], "aborted");
     let w = c.send("wait_settled", json!({}));
     c.response(w);
