@@ -687,25 +687,29 @@ fn compact_streams_its_lifecycle_wait_settled_waits_for_it_and_the_next_request_
             break;
         }
     }
-    // The abort's answer and the compaction's (which comes when the
-    // compaction ends) race each other: collect both in whatever order
-    // they arrive.
+    // The compaction's answer and the abort's may arrive in either order
+    // (JSON-RPC does not order responses): take both as they come.
     let abort_id = c.send("abort", json!({}));
-    let mut answers = std::collections::HashMap::new();
-    while answers.len() < 2 {
-        let r = c.next();
-        if r.get("method").is_none() {
-            let id = r["id"].as_u64().unwrap();
-            assert!(id == abort_id || id == compact_id, "unexpected answer {r}");
-            answers.insert(id, r);
+    let (mut aborted, mut abort_reply) = (None, None);
+    while aborted.is_none() || abort_reply.is_none() {
+        let v = c.next();
+        if v.get("method").is_some() {
+            continue;
+        }
+        if v["id"] == compact_id {
+            aborted = Some(v["result"].clone());
+        } else if v["id"] == abort_id {
+            abort_reply = Some(v);
+        } else {
+            panic!("a response for another id arrived: {v}");
         }
     }
+    let abort_reply = abort_reply.unwrap();
     assert!(
-        answers[&abort_id].get("error").is_none(),
-        "abort failed: {}",
-        answers[&abort_id]
+        abort_reply.get("error").is_none(),
+        "abort failed: {abort_reply}"
     );
-    let aborted = answers[&compact_id]["result"].clone();
+    let aborted = aborted.unwrap();
     assert_eq!(aborted["outcome"], "aborted");
     let w = c.send("wait_settled", json!({}));
     c.response(w);
