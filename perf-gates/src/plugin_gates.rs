@@ -213,13 +213,7 @@ mod tests {
 
     #[test]
     fn the_plugin_gates_run_with_the_issue_s_limits() {
-        let gates = crate::all_gates();
-        let find = |n: &str| {
-            gates
-                .iter()
-                .find(|g| g.name == n)
-                .map(|g| g.limits.to_vec())
-        };
+        let find = crate::table::limits_of;
         assert_eq!(
             find("plugins.load_builtin_warm"),
             Some(vec![Limit::AtMost(1_000_000.0)])

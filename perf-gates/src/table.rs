@@ -180,6 +180,17 @@ pub fn all_gates() -> Vec<Gate> {
     GROUPS.iter().flat_map(|g| g.iter().copied()).collect()
 }
 
+/// The limits of the gate named `name` in the table, for the tests that
+/// hold each group to its issue's limits.
+#[cfg(test)]
+pub(crate) fn limits_of(name: &str) -> Option<Vec<Limit>> {
+    GROUPS
+        .iter()
+        .flat_map(|g| g.iter())
+        .find(|g| g.name == name)
+        .map(|g| g.limits.to_vec())
+}
+
 /// Runs `gates` in order with `plan` and judges them.
 pub fn run(gates: &[Gate], plan: Plan) -> Report {
     let mut cx = Context::new(plan);
@@ -475,13 +486,7 @@ mod tests {
 
     #[test]
     fn the_issue_s_gates_are_present_with_their_limits() {
-        let gates = all_gates();
-        let find = |n: &str| {
-            gates
-                .iter()
-                .find(|g| g.name == n)
-                .map(|g| g.limits.to_vec())
-        };
+        let find = crate::table::limits_of;
         assert_eq!(
             find("codec.encode_1000"),
             Some(vec![Limit::AtMost(5_000_000.0), Limit::RatioAtMost(3.0)])

@@ -309,13 +309,7 @@ mod tests {
 
     #[test]
     fn the_tui_gates_run_with_the_issue_s_limits() {
-        let gates = crate::all_gates();
-        let find = |n: &str| {
-            gates
-                .iter()
-                .find(|g| g.name == n)
-                .map(|g| g.limits.to_vec())
-        };
+        let find = crate::table::limits_of;
         assert_eq!(
             find("tui.frame_p99_1m"),
             Some(vec![Limit::AtMost(1_000_000.0)])
