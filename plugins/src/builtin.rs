@@ -48,18 +48,21 @@ pub const BUILTINS: &[Builtin] = &[
 ];
 
 /// The mock provider as a plugin: `script` is `(json text, origin)`, or
-/// `None` for the built-in demo.
+/// `None` for the built-in demo. `cache_dir` is where compiled components
+/// are cached (the first run compiles, later runs load); `limits` are the
+/// plugin's deadlines and memory cap.
 ///
 /// # Errors
 ///
-/// When the runtime is unavailable or the script is invalid (the message
-/// is the script parser's, naming the origin).
+/// [`InstantiateError::Rejected`] with the script parser's message (naming
+/// the origin) when the script is invalid; [`InstantiateError::Failed`]
+/// when the runtime is unavailable or the plugin fails.
 pub fn mock_provider(
     script: Option<(&str, &str)>,
     cache_dir: Option<&std::path::Path>,
-) -> Result<crate::WasmProvider, crate::PluginError> {
-    let component =
-        crate::ProviderComponent::load("smith/mock", MOCK, cache_dir, crate::Limits::default())?;
+    limits: crate::Limits,
+) -> Result<crate::WasmProvider, crate::InstantiateError> {
+    let component = crate::ProviderComponent::load("smith/mock", MOCK, cache_dir, limits)?;
     let settings: Vec<(String, String)> = match script {
         Some((text, origin)) => vec![
             ("script".to_owned(), text.to_owned()),
@@ -67,5 +70,5 @@ pub fn mock_provider(
         ],
         None => Vec::new(),
     };
-    component.instantiate(&settings)
+    component.instantiate_checked(&settings)
 }

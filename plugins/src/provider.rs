@@ -91,6 +91,29 @@ impl ProviderComponent {
     /// When instantiation fails, the plugin traps, or `configure` rejects
     /// the settings (the plugin's message is kept).
     pub fn instantiate(&self, settings: &[(String, String)]) -> Result<WasmProvider, PluginError> {
+        self.instantiate_checked(settings).map_err(|e| match e {
+            InstantiateError::Rejected(message) => PluginError::new(
+                &self.name,
+                Phase::Call("configure"),
+                ErrorKind::Guest,
+                format!("the plugin rejected its settings: {message}"),
+            ),
+            InstantiateError::Failed(error) => error,
+        })
+    }
+
+    /// Like [`ProviderComponent::instantiate`], but tells a refusal of the
+    /// settings (the plugin's own message, for the host to present as a
+    /// settings error) apart from a failure of the plugin or the host.
+    ///
+    /// # Errors
+    ///
+    /// [`InstantiateError::Rejected`] when `configure` refused the settings,
+    /// [`InstantiateError::Failed`] otherwise.
+    pub fn instantiate_checked(
+        &self,
+        settings: &[(String, String)],
+    ) -> Result<WasmProvider, InstantiateError> {
         let runtime = Runtime::global()?;
         let control = Arc::new(CallControl::default());
         let scope = plugin_scope(&self.name);
@@ -123,19 +146,27 @@ impl ProviderComponent {
                     .smith_plugin_provider()
                     .call_configure(store, &settings)
             })?
-            .map_err(|message| {
-                PluginError::new(
-                    &self.name,
-                    Phase::Call("configure"),
-                    ErrorKind::Guest,
-                    format!("the plugin rejected its settings: {message}"),
-                )
-            })?;
+            .map_err(InstantiateError::Rejected)?;
         let info = provider.call("describe", |store, plugin| {
             plugin.smith_plugin_provider().call_describe(store)
         })?;
         provider.info = info_from_wit(info);
         Ok(provider)
+    }
+}
+
+/// Why [`ProviderComponent::instantiate_checked`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InstantiateError {
+    /// The plugin's `configure` refused the settings; its message.
+    Rejected(String),
+    /// The instance could not be made or the plugin failed.
+    Failed(PluginError),
+}
+
+impl From<PluginError> for InstantiateError {
+    fn from(error: PluginError) -> Self {
+        Self::Failed(error)
     }
 }
 

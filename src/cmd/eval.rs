@@ -22,7 +22,7 @@ use smith_engine::agent::{self, AgentConfig, Budget, Services, default_policies}
 use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
-use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
+use smith_engine::provider::scripted::MOCK_MODEL;
 use smith_engine::provider::{HostTransport, Provider, Transport, Usage};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_provider_host::{LiveProvider, NetTransport, Selection, Setup, Vendor};
@@ -250,14 +250,7 @@ fn install_interrupt_handler() {
 }
 
 fn mock_provider(args: &Args) -> anyhow::Result<Box<dyn Provider>> {
-    let mut provider = match &args.mock_script {
-        Some(path) => ScriptedProvider::new(load_script(path)?),
-        None => ScriptedProvider::demo(),
-    };
-    if let Some(path) = &args.mock_record {
-        provider = provider.record_to(path)?;
-    }
-    Ok(Box::new(provider))
+    super::mock::provider(args.mock_script.as_deref(), args.mock_record.as_deref())
 }
 
 struct Destination {

@@ -6,6 +6,7 @@ pub mod config;
 pub mod eval;
 pub mod help;
 pub mod mcp;
+pub mod mock;
 pub mod models;
 pub mod plugin;
 pub mod replay;

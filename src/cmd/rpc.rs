@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use smith_engine::provider::scripted::ScriptedProvider;
+use smith_engine::provider::HostTransport;
 use smith_rpc::{
     Live, LiveProviders, Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice,
     SetupError,
@@ -54,13 +54,32 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .context("could not read the current directory; pass --cwd DIR")?,
     };
     // A mock script or recording, or `--provider mock`, means the scripted
-    // provider; otherwise the provider is chosen as for `smith eval`, once
-    // now (so a bad choice fails before serving) and afresh for each runtime.
+    // provider (the smith/mock plugin, started afresh with each runtime so
+    // its script plays from the start); otherwise the provider is chosen as
+    // for `smith eval`, once now (so a bad choice fails before serving) and
+    // afresh for each runtime.
     let scripted = args.mock_script.is_some()
         || args.mock_record.is_some()
         || args.choice.provider.as_deref() == Some("mock");
     let live = if scripted {
-        None
+        let script = args.mock_script.clone();
+        let record = args.mock_record.clone();
+        let build = move || -> anyhow::Result<Live> {
+            Ok(Live {
+                provider: super::mock::provider(script.as_deref(), record.as_deref())?,
+                transport: Arc::new(HostTransport),
+                model: None,
+            })
+        };
+        // A bad script fails before serving, like a bad provider choice.
+        let first = Mutex::new(Some(build()?));
+        Some(LiveProviders(Arc::new(move || {
+            let ready = first.lock().ok().and_then(|mut f| f.take());
+            match ready {
+                Some(live) => Ok(live),
+                None => build().map_err(|e| SetupError::new(format!("{e:#}"))),
+            }
+        })))
     } else {
         let super::eval::ProviderChoice {
             provider,
@@ -72,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 provider.as_deref(),
                 model.as_deref(),
                 base_url.as_deref(),
-                || Ok(Box::new(ScriptedProvider::demo())),
+                || super::mock::provider(None, None),
             )
         };
         let first = choose()?;
@@ -99,8 +118,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         provider: ProviderChoice {
             provider: "mock".to_owned(),
             model: args.choice.model,
-            mock_script: args.mock_script,
-            mock_record: args.mock_record,
+            mock_script: None,
+            mock_record: None,
         },
         live,
         cwd,

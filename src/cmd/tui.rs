@@ -28,8 +28,8 @@ use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{
     Command, CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
 };
-use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
-use smith_engine::provider::{ContentBlock, Message, Provider, ProviderInfo};
+use smith_engine::provider::scripted::MOCK_MODEL;
+use smith_engine::provider::{ContentBlock, Message, ProviderInfo};
 use smith_engine::replay::{Pace, Recording};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::{EntryKind, Session, Store};
@@ -112,12 +112,7 @@ fn provider(args: &Args) -> anyhow::Result<super::eval::Chosen> {
         explicit,
         args.choice.model.as_deref(),
         args.choice.base_url.as_deref(),
-        || -> anyhow::Result<Box<dyn Provider>> {
-            Ok(Box::new(match &args.mock_script {
-                Some(path) => ScriptedProvider::new(load_script(path)?),
-                None => ScriptedProvider::demo(),
-            }))
-        },
+        || super::mock::provider(args.mock_script.as_deref(), None),
     )
 }
 

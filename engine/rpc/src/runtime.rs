@@ -12,6 +12,7 @@ use std::sync::Arc;
 use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
 use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
 use smith_engine::provider::{HostTransport, Provider, ProviderInfo, Transport};
 use smith_engine::tools::{ToolContext, ToolSet};
@@ -42,11 +43,15 @@ impl std::fmt::Display for SetupError {
 
 impl std::error::Error for SetupError {}
 
-/// Which provider to use.
+/// Which provider to use when no [`LiveProviders`] factory is given.
+///
+/// This crate alone knows only the engine's native scripted provider, so a
+/// library user can serve without the plugin host. The `smith` binary always
+/// passes a factory: its `mock` is the built-in smith/mock plugin.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProviderChoice {
-    /// The provider id: `mock`, the scripted provider (live providers come
-    /// through [`RuntimeOptions::live`]).
+    /// The provider id: `mock`, the native scripted provider (other
+    /// providers come through [`RuntimeOptions::live`]).
     pub provider: String,
     /// The model (default: the session's, else the provider's first).
     pub model: Option<String>,
@@ -69,18 +74,19 @@ impl ProviderChoice {
                 self.provider
             )));
         }
-        let mut provider = match &self.mock_script {
+        let mut provider: Box<dyn Provider> = Box::new(match &self.mock_script {
             Some(path) => ScriptedProvider::new(
                 load_script(path).map_err(|e| SetupError::new(e.to_string()))?,
             ),
             None => ScriptedProvider::demo(),
-        };
+        });
         if let Some(path) = &self.mock_record {
-            provider = provider
-                .record_to(path)
-                .map_err(|e| SetupError::new(e.to_string()))?;
+            provider = Box::new(
+                RecordingProvider::new(provider, path)
+                    .map_err(|e| SetupError::new(e.to_string()))?,
+            );
         }
-        Ok(Box::new(provider))
+        Ok(provider)
     }
 }
 

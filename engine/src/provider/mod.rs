@@ -18,6 +18,7 @@
 //! Vendor knowledge never appears here: there are no wire formats, endpoints
 //! or credential names in this module.
 
+pub mod record;
 pub mod scripted;
 pub mod stream;
 pub mod transport;

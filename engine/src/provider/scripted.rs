@@ -9,9 +9,7 @@
 //! can be exercised offline. The format is documented in
 //! `docs/mock-provider.md`.
 
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
@@ -117,7 +115,8 @@ impl From<Script> for ScriptFile {
 /// A script or record problem.
 #[derive(Debug)]
 pub struct ScriptError {
-    message: String,
+    /// What went wrong, naming the script or record file.
+    pub message: String,
 }
 
 impl std::fmt::Display for ScriptError {
@@ -148,18 +147,27 @@ pub fn parse_script(text: &str, origin: &str) -> Result<ScriptFile, ScriptError>
     })
 }
 
+/// Reads a script file's text.
+///
+/// # Errors
+///
+/// When the file cannot be read; the error names the path.
+pub fn read_script(path: &Path) -> Result<String, ScriptError> {
+    std::fs::read_to_string(path).map_err(|err| ScriptError {
+        message: format!(
+            "cannot read mock script {}: {err}; check the path given to --mock-script",
+            path.display()
+        ),
+    })
+}
+
 /// Reads and parses a script file.
 ///
 /// # Errors
 ///
 /// When the file cannot be read or parsed; the error names the path.
 pub fn load_script(path: &Path) -> Result<ScriptFile, ScriptError> {
-    let text = std::fs::read_to_string(path).map_err(|err| ScriptError {
-        message: format!(
-            "cannot read mock script {}: {err}; check the path given to --mock-script",
-            path.display()
-        ),
-    })?;
+    let text = read_script(path)?;
     parse_script(&text, &path.display().to_string())
 }
 
@@ -173,8 +181,6 @@ pub struct ScriptedProvider {
     mode: Mode,
     next: usize,
     next_summary: usize,
-    record: Option<(PathBuf, File)>,
-    record_error: Option<String>,
 }
 
 impl std::fmt::Debug for ScriptedProvider {
@@ -194,8 +200,6 @@ impl ScriptedProvider {
             mode: Mode::Script(script.into()),
             next: 0,
             next_summary: 0,
-            record: None,
-            record_error: None,
         }
     }
 
@@ -205,26 +209,7 @@ impl ScriptedProvider {
             mode: Mode::Demo,
             next: 0,
             next_summary: 0,
-            record: None,
-            record_error: None,
         }
-    }
-
-    /// Writes every request received to `path` as JSON Lines (one
-    /// normalized request per line), creating or truncating the file.
-    ///
-    /// # Errors
-    ///
-    /// When the file cannot be created; the error names the path.
-    pub fn record_to(mut self, path: &Path) -> Result<Self, ScriptError> {
-        let file = File::create(path).map_err(|err| ScriptError {
-            message: format!(
-                "cannot create the mock request record {}: {err}; check the path given to --mock-record",
-                path.display()
-            ),
-        })?;
-        self.record = Some((path.to_path_buf(), file));
-        Ok(self)
     }
 
     /// How many ordinary requests have been answered.
@@ -235,29 +220,6 @@ impl ScriptedProvider {
     /// How many summary requests have been answered.
     pub fn summaries_seen(&self) -> usize {
         self.next_summary
-    }
-
-    fn record(&mut self, request: &Request) -> Result<(), ProviderError> {
-        let Some((path, file)) = &mut self.record else {
-            return Ok(());
-        };
-        let result = serde_json::to_vec(request)
-            .map_err(|err| err.to_string())
-            .and_then(|mut line| {
-                line.push(b'\n');
-                file.write_all(&line)
-                    .and_then(|()| file.flush())
-                    .map_err(|err| err.to_string())
-            });
-        result.map_err(|err| {
-            let message = format!(
-                "the mock provider could not record request {} to {}: {err}; the request was not answered so the record stays complete",
-                self.next + 1,
-                path.display()
-            );
-            self.record_error = Some(message.clone());
-            ProviderError::new(ProviderErrorKind::InvalidRequest, message)
-        })
     }
 
     fn scripted_response(&self, index: usize) -> Result<Vec<ScriptEvent>, ProviderError> {
@@ -374,7 +336,6 @@ impl Provider for ScriptedProvider {
     }
 
     fn encode(&mut self, request: &Request) -> Result<Exchange, ProviderError> {
-        self.record(request)?;
         if is_summary_request(request) {
             let index = self.next_summary;
             let scripted = match &self.mode {
@@ -786,24 +747,6 @@ mod tests {
         assert_eq!(play(&mut provider, &summary), first);
         assert_eq!(play(&mut ScriptedProvider::demo(), &summary), first);
         assert_eq!(provider.requests_seen(), 0);
-    }
-
-    #[test]
-    fn requests_are_recorded_as_json_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rec.jsonl");
-        let mut provider = ScriptedProvider::new(vec![vec![ScriptEvent::Stop {
-            reason: StopReason::End,
-        }]])
-        .record_to(&path)
-        .unwrap();
-        let req = request(vec![Message::User {
-            text: "hello".into(),
-        }]);
-        play(&mut provider, &req);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let line: Request = serde_json::from_str(text.trim_end()).unwrap();
-        assert_eq!(line, req);
     }
 
     #[test]

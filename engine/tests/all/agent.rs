@@ -15,8 +15,11 @@ use smith_engine::journal::{
     EffectState, FailureSwitch, MemoryJournal, Outcome, Record, SessionEvent, effect_states,
 };
 use smith_engine::protocol::{Command, Event, MutationState, Role, StopCause, ToolStatus};
+use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
-use smith_engine::provider::{ContentBlock, HostTransport, Message, Request, StopReason, ToolCall};
+use smith_engine::provider::{
+    ContentBlock, HostTransport, Message, Provider, Request, StopReason, ToolCall,
+};
 use smith_engine::tools::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet,
 };
@@ -45,15 +48,16 @@ fn harness_in(
     journal: Arc<MemoryJournal>,
     record: Option<&Path>,
 ) -> Harness {
-    let mut provider = ScriptedProvider::new(parse_script(script, "test").unwrap());
+    let mut provider: Box<dyn Provider> =
+        Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap()));
     if let Some(path) = record {
-        provider = provider.record_to(path).unwrap();
+        provider = Box::new(RecordingProvider::new(provider, path).unwrap());
     }
     let tool_context = ToolContext::new(dir.path())
         .unwrap()
         .with_output_dir(dir.path().join(".smith-output"));
     let services = Services {
-        provider: Box::new(provider),
+        provider,
         transport: Arc::new(HostTransport),
         tools,
         tool_context,

@@ -15,6 +15,7 @@ use smith_engine::agent::compact::{
 use smith_engine::agent::{self, AgentConfig, AgentHandle, CompactionRecord, Services};
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{Command, CompactionOutcome, CompactionReason, Event, StopCause};
+use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
 use smith_engine::provider::{ContentBlock, HostTransport, Message, Request, StopReason};
 use smith_engine::replay::{Pace, Recording};
@@ -37,9 +38,11 @@ fn rig_with(script: &str, config: AgentConfig) -> Rig {
     let store = Store::open(home.path().join("store")).unwrap();
     let session = store.create(Some("c")).unwrap();
     let journal = Arc::new(StoreJournal::new(store, session));
-    let provider = ScriptedProvider::new(parse_script(script, "test").unwrap())
-        .record_to(&record)
-        .unwrap();
+    let provider = RecordingProvider::new(
+        Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
+        &record,
+    )
+    .unwrap();
     let services = Services {
         provider: Box::new(provider),
         transport: Arc::new(HostTransport),

@@ -82,7 +82,9 @@ fn host_keeps_serving() {
         exchange,
         smith_engine::provider::Exchange::Local { .. }
     ));
-    let mut mock = smith_plugins::builtin::mock_provider(None, None).unwrap();
+    let mut mock =
+        smith_plugins::builtin::mock_provider(None, None, smith_plugins::Limits::default())
+            .unwrap();
     assert!(mock.encode(&request()).is_ok());
 }
 

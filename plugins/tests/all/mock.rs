@@ -6,7 +6,9 @@ use smith_engine::provider::{
     ContentBlock, Exchange, Message, Provider, Request, StopReason, StreamEvent, ToolCall,
 };
 use smith_plugins::builtin::{MOCK, mock_provider};
-use smith_plugins::{Limits, ProviderComponent, Runtime, compile_count_on_this_thread};
+use smith_plugins::{
+    InstantiateError, Limits, ProviderComponent, Runtime, compile_count_on_this_thread,
+};
 
 fn request(messages: Vec<Message>) -> Request {
     Request {
@@ -53,7 +55,7 @@ const SCRIPT: &str = r#"[
 #[test]
 fn scripts_play_identically_natively_and_as_a_plugin() {
     let mut native = ScriptedProvider::new(parse_script(SCRIPT, "test.json").unwrap());
-    let mut wasm = mock_provider(Some((SCRIPT, "test.json")), None).unwrap();
+    let mut wasm = mock_provider(Some((SCRIPT, "test.json")), None, Limits::default()).unwrap();
     assert_eq!(native.describe(), wasm.describe());
     let conversation = request(vec![Message::User { text: "go".into() }]);
     // Four scripted responses, then one request too many.
@@ -74,12 +76,25 @@ fn bad_scripts_fail_with_the_same_message() {
     let native = parse_script("[[{\"nope\":1}]]", "bad.json")
         .unwrap_err()
         .to_string();
-    let wasm = mock_provider(Some(("[[{\"nope\":1}]]", "bad.json")), None).unwrap_err();
+    let wasm = mock_provider(
+        Some(("[[{\"nope\":1}]]", "bad.json")),
+        None,
+        Limits::default(),
+    )
+    .unwrap_err();
+    assert_eq!(wasm, InstantiateError::Rejected(native.clone()));
+    // Through the plain constructor the refusal names the plugin.
+    let component = ProviderComponent::load("smith/mock", MOCK, None, Limits::default()).unwrap();
+    let settings = [
+        ("script".to_owned(), "[[{\"nope\":1}]]".to_owned()),
+        ("origin".to_owned(), "bad.json".to_owned()),
+    ];
+    let plain = component.instantiate(&settings).unwrap_err();
     assert_eq!(
-        wasm.message,
+        plain.message,
         format!("the plugin rejected its settings: {native}")
     );
-    assert_eq!(wasm.plugin, "smith/mock");
+    assert_eq!(plain.plugin, "smith/mock");
 }
 
 /// The object form with scripted summaries: summary requests take the
@@ -121,7 +136,7 @@ fn text_of(events: &[StreamEvent]) -> String {
 #[test]
 fn object_scripts_with_summaries_play_identically_natively_and_as_a_plugin() {
     let mut native = ScriptedProvider::new(parse_script(OBJECT_SCRIPT, "o.json").unwrap());
-    let mut wasm = mock_provider(Some((OBJECT_SCRIPT, "o.json")), None).unwrap();
+    let mut wasm = mock_provider(Some((OBJECT_SCRIPT, "o.json")), None, Limits::default()).unwrap();
     let summary = summary_request("mock-1", &history(), Some("keep paths"), None);
     let ordinary = request(vec![Message::User { text: "go".into() }]);
     // Interleaved: summary, ordinary, summary (one too many), ordinary,
@@ -158,9 +173,9 @@ fn generated_summaries_are_identical_natively_and_as_a_plugin() {
     let with_focus = summary_request("mock-1", &history(), Some("keep paths"), None);
     let without = summary_request("mock-1", &history(), None, Some(100));
     let mut native = ScriptedProvider::new(parse_script(list, "l.json").unwrap());
-    let mut wasm = mock_provider(Some((list, "l.json")), None).unwrap();
+    let mut wasm = mock_provider(Some((list, "l.json")), None, Limits::default()).unwrap();
     let mut native_demo = ScriptedProvider::demo();
-    let mut wasm_demo = mock_provider(None, None).unwrap();
+    let mut wasm_demo = mock_provider(None, None, Limits::default()).unwrap();
     for req in [&with_focus, &without, &with_focus] {
         let a = play(&mut native, req);
         assert_eq!(a, play(&mut wasm, req));
@@ -192,19 +207,15 @@ fn bad_object_scripts_fail_with_the_same_message() {
             native.contains("mock script o.json is not valid"),
             "{native}"
         );
-        let wasm = mock_provider(Some((bad, "o.json")), None).unwrap_err();
-        assert_eq!(
-            wasm.message,
-            format!("the plugin rejected its settings: {native}"),
-            "script {bad}"
-        );
+        let wasm = mock_provider(Some((bad, "o.json")), None, Limits::default()).unwrap_err();
+        assert_eq!(wasm, InstantiateError::Rejected(native), "script {bad}");
     }
 }
 
 #[test]
 fn the_demo_plays_identically_through_a_whole_conversation() {
     let mut native = ScriptedProvider::demo();
-    let mut wasm = mock_provider(None, None).unwrap();
+    let mut wasm = mock_provider(None, None, Limits::default()).unwrap();
     let mut messages = vec![Message::User {
         text: "show me".into(),
     }];

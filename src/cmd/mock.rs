@@ -1,0 +1,49 @@
+//! The scripted provider behind `--provider mock`: the built-in plugin
+//! smith/mock, loaded through the same provider contract as any provider
+//! plugin, compiled once into smith's cache directory and loaded from there
+//! afterwards. `--mock-record FILE` wraps it so every request is written
+//! down before the plugin sees it.
+
+use std::path::Path;
+
+use smith_engine::provider::Provider;
+use smith_engine::provider::record::RecordingProvider;
+use smith_engine::provider::scripted::{ScriptError, read_script};
+use smith_plugins::{InstantiateError, Limits};
+
+/// The mock provider playing the script at `script` (the built-in demo when
+/// `None`), recording requests to `record` when given.
+///
+/// # Errors
+///
+/// An unreadable or invalid script (a script error naming the file), an
+/// uncreatable record, or a plugin failure (naming smith/mock and the phase).
+pub fn provider(script: Option<&Path>, record: Option<&Path>) -> anyhow::Result<Box<dyn Provider>> {
+    let text = script.map(read_script).transpose()?;
+    let origin = script.map(|path| path.display().to_string());
+    let cache = cache_dir();
+    let settings = text.as_deref().zip(origin.as_deref());
+    let mock = smith_plugins::builtin::mock_provider(settings, cache.as_deref(), limits())
+        .map_err(|err| match err {
+            InstantiateError::Rejected(message) => anyhow::Error::new(ScriptError { message }),
+            InstantiateError::Failed(error) => anyhow::Error::new(error),
+        })?;
+    let mut provider: Box<dyn Provider> = Box::new(mock);
+    if let Some(path) = record {
+        provider = Box::new(RecordingProvider::new(provider, path)?);
+    }
+    Ok(provider)
+}
+
+/// Where compiled plugins are cached: smith's cache directory, or no cache
+/// (compile each time) when the directory cannot be determined.
+fn cache_dir() -> Option<std::path::PathBuf> {
+    smith_config::Paths::from_process()
+        .ok()
+        .map(|paths| paths.cache_dir)
+}
+
+/// The plugin limits the binary runs built-in plugins with.
+fn limits() -> Limits {
+    Limits::default()
+}
