@@ -197,3 +197,45 @@ fn help_is_a_command_for_commands_and_the_plugin_contract() {
     let (out, _) = run(home, &["plugin", "--help"], 0);
     assert!(out.contains("reload"), "{out}");
 }
+
+#[test]
+fn the_mock_provider_is_the_smith_mock_plugin_compiled_once_into_the_cache() {
+    let home = tempfile::tempdir().unwrap();
+    let cache = home.path().join("cache").join("plugins");
+    assert!(!cache.exists());
+    // The first offline run compiles smith/mock into the cache directory...
+    let (out, _) = run(
+        home.path(),
+        &["eval", "--no-session", "--provider", "mock", "hello"],
+        0,
+    );
+    assert!(out.contains("offline demo"), "{out}");
+    let cached: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
+    assert_eq!(cached.len(), 1, "one compiled component in {cache:?}");
+    // ...which is the component `smith plugin reload smith/mock` finds there.
+    let (out, _) = run(home.path(), &["plugin", "reload", "smith/mock"], 0);
+    assert!(out.contains("from the cache"), "{out}");
+    // A script the plugin refuses is a mock-script error naming the file.
+    let script = home.path().join("bad.json");
+    std::fs::write(&script, "[[{\"nope\": 1}]]").unwrap();
+    let script = script.display().to_string();
+    let (_, err) = run(
+        home.path(),
+        &[
+            "eval",
+            "--no-session",
+            "--provider",
+            "mock",
+            "--mock-script",
+            &script,
+            "go",
+        ],
+        1,
+    );
+    assert!(err.contains("engine.mock-script"), "{err}");
+    assert!(
+        err.contains(&format!("mock script {script} is not valid")),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+}
