@@ -220,6 +220,7 @@ pub fn scripted_turn(dir: &Path) -> Result<ScriptedTurn, BenchError> {
         shared,
         event_tx,
         work_tx,
+        None,
     );
     Ok(ScriptedTurn {
         runner,

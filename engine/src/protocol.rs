@@ -208,6 +208,8 @@ pub enum ToolStatus {
     Aborted,
     /// It did not start because its intent could not be recorded.
     NotRecorded,
+    /// It did not start because an extension blocked it.
+    Blocked,
 }
 
 /// Three-state mutation evidence in the JSON projection.

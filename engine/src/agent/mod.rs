@@ -16,6 +16,7 @@
 //! crate's `docs/protocol.md` for what a frontend observes.
 
 pub mod compact;
+pub mod hooks;
 pub mod queue;
 pub(crate) mod run;
 
@@ -31,8 +32,9 @@ use crate::provider::{Message, Pricing, Provider, Transport};
 use crate::tools::{CancelToken, ToolContext, ToolSet};
 
 pub use compact::{CompactionRecord, CompactionSettings};
+pub use hooks::{HookAction, Hooks, Verdict};
 pub use queue::{DeliveryPoint, FollowUp, Queue, QueuePolicy, Steer, default_policies};
-pub use run::{aborted_result_text, dangling_results, skipped_result_text};
+pub use run::{aborted_result_text, blocked_result_text, dangling_results, skipped_result_text};
 
 /// Stops a run when usage passes a bound. Unknown usage never exceeds a
 /// budget (it is unknown, not zero).
@@ -272,7 +274,29 @@ impl AgentHandle {
 ///
 /// When a repair or model record cannot be made durable, or a thread
 /// cannot be started.
-pub fn spawn(mut config: AgentConfig, services: Services) -> Result<AgentHandle, AgentError> {
+pub fn spawn(config: AgentConfig, services: Services) -> Result<AgentHandle, AgentError> {
+    spawn_with(config, services, None)
+}
+
+/// Starts an agent whose runs consult `hooks` at their decision points and
+/// apply the hooks' actions at safe points (see [`hooks`]).
+///
+/// # Errors
+///
+/// As [`spawn`].
+pub fn spawn_with_hooks(
+    config: AgentConfig,
+    services: Services,
+    hooks: Box<dyn Hooks>,
+) -> Result<AgentHandle, AgentError> {
+    spawn_with(config, services, Some(hooks))
+}
+
+fn spawn_with(
+    mut config: AgentConfig,
+    services: Services,
+    hooks: Option<Box<dyn Hooks>>,
+) -> Result<AgentHandle, AgentError> {
     let info = services.provider.describe();
     if config.pricing.is_none() {
         config.pricing = info
@@ -328,6 +352,7 @@ pub fn spawn(mut config: AgentConfig, services: Services) -> Result<AgentHandle,
         Arc::clone(&shared),
         event_tx.clone(),
         work_tx.clone(),
+        hooks,
     );
     let spawn_error = |err: std::io::Error| AgentError {
         message: format!(

@@ -22,12 +22,14 @@
 //!    stop, follow-up input is. Otherwise the run ends: no tool calls, turn
 //!    limit, budget, abort or error.
 
-use std::sync::Arc;
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use super::hooks::{HookAction, Hooks, Verdict};
 use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
 use crate::journal::{
     BUILTIN_GENERATION, EffectCompletion, EffectIntent, EffectJournal, JournalError,
@@ -57,6 +59,13 @@ pub fn aborted_result_text(name: &str) -> String {
 pub fn skipped_result_text(name: &str) -> String {
     format!(
         "Skipped: the user sent new input before this {name} call started, so it did not run. Read the new input, then call it again if it is still needed."
+    )
+}
+
+/// The text of a result for a call an extension blocked before it ran.
+pub fn blocked_result_text(name: &str, by: &str, reason: &str) -> String {
+    format!(
+        "Blocked: the {name} call did not run because the extension {by} blocked it: {reason}. Nothing happened. Do not repeat the call unchanged."
     )
 }
 
@@ -158,7 +167,7 @@ pub(crate) struct Runner {
     pub(super) sink: Arc<dyn SessionSink>,
     pub(super) history: Vec<Message>,
     pub(super) shared: Arc<Shared>,
-    pub(super) events: SyncSender<Event>,
+    pub(super) events: Outbox,
     pub(super) work: SyncSender<Work>,
     pub(super) effect_seq: u64,
     /// The newest known provider count of the context: the history length
@@ -166,6 +175,37 @@ pub(crate) struct Runner {
     pub(super) last_usage: Option<(usize, u64)>,
     /// The current model's context window as the provider describes it.
     pub(super) model_window: Option<u64>,
+}
+
+/// Extensions consulted at decision points and shown every event, with
+/// the actions they asked for, held until the next safe point.
+pub(super) struct HookCell {
+    hooks: Mutex<Box<dyn Hooks>>,
+    held: Mutex<Vec<HookAction>>,
+}
+
+/// Where every event the runtime emits goes: to the frontend, then (when
+/// extensions take part) to the hooks.
+#[derive(Clone)]
+pub(super) struct Outbox {
+    events: SyncSender<Event>,
+    hooks: Option<Arc<HookCell>>,
+}
+
+impl Outbox {
+    fn send(&self, event: Event) {
+        let Some(cell) = &self.hooks else {
+            // A frontend that stopped listening needs no more events.
+            let _ = self.events.send(event);
+            return;
+        };
+        let seen = event.clone();
+        let _ = self.events.send(event);
+        let actions = lock(&cell.hooks).observe(&seen);
+        if !actions.is_empty() {
+            lock(&cell.held).extend(actions);
+        }
+    }
 }
 
 pub(super) fn provider_error_info(error: &ProviderError) -> ErrorInfo {
@@ -200,6 +240,7 @@ impl Runner {
         shared: Arc<Shared>,
         events: SyncSender<Event>,
         work: SyncSender<Work>,
+        hooks: Option<Box<dyn Hooks>>,
     ) -> Self {
         let effect_seq = config.first_effect_seq;
         let model_window = super::compact::model_window(services.provider.as_ref(), &config.model);
@@ -213,7 +254,15 @@ impl Runner {
             sink: services.sink,
             history,
             shared,
-            events,
+            events: Outbox {
+                events,
+                hooks: hooks.map(|hooks| {
+                    Arc::new(HookCell {
+                        hooks: Mutex::new(hooks),
+                        held: Mutex::new(Vec::new()),
+                    })
+                }),
+            },
             work,
             effect_seq,
             last_usage: None,
@@ -227,8 +276,65 @@ impl Runner {
             // reported is usually that recording failed.
             let _ = self.sink.record_run(&RunRecord::Error(info.clone()));
         }
-        // A frontend that stopped listening needs no more events.
-        let _ = self.events.send(event);
+        self.events.send(event);
+    }
+
+    /// A safe point: applies the actions the hooks asked for since the last
+    /// one, in order.
+    fn apply_held(&mut self) {
+        let Some(cell) = &self.events.hooks else {
+            return;
+        };
+        let actions = std::mem::take(&mut *lock(&cell.held));
+        for action in actions {
+            match action {
+                HookAction::SetModel { model, .. } => self.set_model(model),
+                HookAction::FollowUp { by, text } => {
+                    let pushed = lock(&self.shared.queue).push("follow_up", text);
+                    match pushed {
+                        Ok(_) => {
+                            let items = lock(&self.shared.queue).snapshot();
+                            self.emit(Event::QueueChanged { items });
+                        }
+                        Err(message) => self.emit(Event::Error(ErrorInfo {
+                            kind: "unknown_queue_mode".to_owned(),
+                            message: format!(
+                                "the follow-up message from {by} could not be queued: {message}"
+                            ),
+                            mutation: None,
+                            effect_id: None,
+                            retry_after_ms: None,
+                        })),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A decision point: user input about to be sent. Returns the text to
+    /// send, or `None` when an extension blocked it (an `error` event of
+    /// kind `blocked` says who and why).
+    fn screen_input(&self, text: String) -> Option<String> {
+        let Some(cell) = &self.events.hooks else {
+            return Some(text);
+        };
+        let verdict = lock(&cell.hooks).input(&text);
+        match verdict {
+            Verdict::Allow => Some(text),
+            Verdict::Replace { value, .. } => Some(value),
+            Verdict::Block { by, reason } => {
+                self.emit(Event::Error(ErrorInfo {
+                    kind: "blocked".to_owned(),
+                    message: format!(
+                        "the extension {by} blocked this input, so it was not sent: {reason}; disable the extension (`smith plugin disable {by}`) to send it"
+                    ),
+                    mutation: None,
+                    effect_id: None,
+                    retry_after_ms: None,
+                }));
+                None
+            }
+        }
     }
 
     pub(crate) fn serve(mut self, work: Receiver<Work>) {
@@ -356,7 +462,10 @@ impl Runner {
         if !items.is_empty() {
             self.emit(Event::QueueChanged { items: snapshot });
         }
-        items.into_iter().map(|item| item.text).collect()
+        items
+            .into_iter()
+            .filter_map(|item| self.screen_input(item.text))
+            .collect()
     }
 
     fn cost(&self, usage: &Usage) -> Option<f64> {
@@ -395,7 +504,10 @@ impl Runner {
         prompt: Option<String>,
         cancel: &CancelToken,
     ) -> Option<StopCause> {
-        let mut inputs: Vec<String> = prompt.into_iter().collect();
+        let mut inputs: Vec<String> = prompt
+            .into_iter()
+            .filter_map(|text| self.screen_input(text))
+            .collect();
         if inputs.is_empty() {
             inputs = self.take_queued(DeliveryPoint::BeforeStop);
             if inputs.is_empty() {
@@ -457,6 +569,7 @@ impl Runner {
             self.emit(Event::TurnStart { turn: state.turn });
             let outcome = self.turn(cancel, &mut state);
             self.emit(Event::TurnEnd { turn: state.turn });
+            self.apply_held();
             let more = match outcome {
                 TurnOutcome::Stop(cause) => break cause,
                 TurnOutcome::Continue { more } => more,
@@ -521,6 +634,7 @@ impl Runner {
             cost: summary.cost,
             text: summary.text,
         });
+        self.apply_held();
         Some(stop)
     }
 
@@ -604,7 +718,7 @@ impl Runner {
                     }
                     _ => return,
                 };
-                let _ = events.send(out);
+                events.send(out);
             },
         );
         let turn = match end {
@@ -794,13 +908,20 @@ impl Runner {
             return None;
         }
         // Validation happens for the whole batch before any effect.
-        let plans: Vec<Plan> = calls.iter().map(|call| self.plan(call)).collect();
+        let mut calls = Cow::Borrowed(calls);
+        let mut plans: Vec<Plan> = calls.iter().map(|call| self.plan(call)).collect();
         let mut answers: Vec<Option<Answer>> = Vec::with_capacity(calls.len());
         answers.resize_with(calls.len(), || None);
+        self.screen_calls(&mut calls, &mut plans, &mut answers);
         let mut fatal: Option<ErrorInfo> = None;
         let mut index = 0;
         while index < calls.len() {
             let call = &calls[index];
+            if answers[index].is_some() {
+                // Blocked by an extension.
+                index += 1;
+                continue;
+            }
             if fatal.is_some() {
                 answers[index] = Some(Answer::unrun(
                     ToolStatus::Aborted,
@@ -843,6 +964,7 @@ impl Runner {
                     let mut end = index + 1;
                     if *access == Access::ReadOnly {
                         while end < calls.len()
+                            && answers[end].is_none()
                             && matches!(
                                 &plans[end],
                                 Plan::Ready {
@@ -869,7 +991,7 @@ impl Runner {
         }
         let answers: Vec<Answer> = answers
             .into_iter()
-            .zip(calls)
+            .zip(calls.iter())
             .map(|(answer, call)| {
                 answer.unwrap_or_else(|| {
                     Answer::unrun(
@@ -880,7 +1002,7 @@ impl Runner {
                 })
             })
             .collect();
-        let published = self.publish(calls, answers);
+        let published = self.publish(&calls, answers);
         if let Some(info) = fatal {
             self.emit(Event::Error(info));
             return Some(StopCause::Error);
@@ -893,6 +1015,56 @@ impl Runner {
             return Some(StopCause::Aborted);
         }
         None
+    }
+
+    /// A decision point for each validated call of a batch, before any of
+    /// them runs: a blocked call gets its `blocked` answer, a replaced
+    /// call's arguments are validated again.
+    fn screen_calls(
+        &self,
+        calls: &mut Cow<'_, [ToolCall]>,
+        plans: &mut [Plan],
+        answers: &mut [Option<Answer>],
+    ) {
+        let Some(cell) = &self.events.hooks else {
+            return;
+        };
+        for index in 0..calls.len() {
+            if !matches!(plans[index], Plan::Ready { .. }) {
+                continue;
+            }
+            let verdict = lock(&cell.hooks).tool_call(&calls[index]);
+            match verdict {
+                Verdict::Allow => {}
+                Verdict::Block { by, reason } => {
+                    answers[index] = Some(Answer::unrun(
+                        ToolStatus::Blocked,
+                        blocked_result_text(&calls[index].name, &by, &reason),
+                        "blocked",
+                    ));
+                }
+                Verdict::Replace { by, value } => match serde_json::from_str::<Value>(&value) {
+                    Ok(arguments) => {
+                        calls.to_mut()[index].arguments = arguments;
+                        plans[index] = self.plan(&calls[index]);
+                    }
+                    Err(err) => {
+                        plans[index] = Plan::Invalid(
+                            crate::tools::ToolError::new(
+                                crate::tools::ToolErrorKind::InvalidArguments,
+                                format!(
+                                    "{} call rejected: the extension {by} replaced its arguments with text that is not JSON ({err})",
+                                    calls[index].name
+                                ),
+                                "a replacement is validated like the model's own arguments before anything runs; nothing was done",
+                                "call it again; if this repeats, report it to the extension's author or disable the extension",
+                            )
+                            .into_result(),
+                        );
+                    }
+                },
+            }
+        }
     }
 
     /// Runs a group: one mutating call, or read-only calls in parallel.
@@ -961,7 +1133,7 @@ impl Runner {
 
 struct Executor<'a> {
     journal: &'a dyn EffectJournal,
-    events: &'a SyncSender<Event>,
+    events: &'a Outbox,
     tool_context: &'a ToolContext,
 }
 
@@ -1062,7 +1234,7 @@ impl Executor<'_> {
             ));
             return answer;
         }
-        let _ = self.events.send(Event::ToolExecutionStart {
+        self.events.send(Event::ToolExecutionStart {
             call_id: call.id.clone(),
             name: call.name.clone(),
             effect_id: effect_id.clone(),
@@ -1074,7 +1246,7 @@ impl Executor<'_> {
             .clone()
             .with_cancel(cancel.clone())
             .with_output_sink(Arc::new(move |bytes: &[u8]| {
-                let _ = updates.send(Event::ToolExecutionUpdate {
+                updates.send(Event::ToolExecutionUpdate {
                     call_id: call_id.clone(),
                     output: String::from_utf8_lossy(bytes).into_owned(),
                 });

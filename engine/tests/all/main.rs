@@ -2,6 +2,7 @@
 
 mod agent;
 mod compact;
+mod hooks;
 mod provider;
 mod replay;
 mod tools;

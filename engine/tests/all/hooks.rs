@@ -1,0 +1,306 @@
+//! Hooks: decisions at decision points only, actions only at safe points.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use smith_engine::agent::{
+    self, AgentConfig, AgentHandle, HookAction, Hooks, Services, Verdict, default_policies,
+};
+use smith_engine::journal::MemoryJournal;
+use smith_engine::protocol::{Command, Event, StopCause, ToolStatus};
+use smith_engine::provider::record::RecordingProvider;
+use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
+use smith_engine::provider::{HostTransport, Message, Request, ToolCall};
+use smith_engine::tools::{ToolContext, ToolSet};
+
+/// What the test hooks saw, in order.
+#[derive(Default)]
+struct Seen {
+    /// Decision points and observed event types.
+    log: Vec<String>,
+}
+
+/// Blocks bash calls and inputs mentioning "forbidden", rewrites the
+/// path of read calls and inputs starting with "rewrite:", and asks for a
+/// follow-up and a model switch while the first run streams.
+struct TestHooks {
+    seen: Arc<Mutex<Seen>>,
+    asked: bool,
+}
+
+impl Hooks for TestHooks {
+    fn input(&mut self, text: &str) -> Verdict {
+        self.seen.lock().unwrap().log.push(format!("input {text}"));
+        if text.contains("forbidden") {
+            Verdict::Block {
+                by: "test/guard".into(),
+                reason: "no forbidden words".into(),
+            }
+        } else if let Some(rest) = text.strip_prefix("rewrite:") {
+            Verdict::Replace {
+                by: "test/guard".into(),
+                value: format!("rewritten {rest}"),
+            }
+        } else {
+            Verdict::Allow
+        }
+    }
+
+    fn tool_call(&mut self, call: &ToolCall) -> Verdict {
+        self.seen
+            .lock()
+            .unwrap()
+            .log
+            .push(format!("tool_call {} {}", call.id, call.name));
+        match call.name.as_str() {
+            "bash" => Verdict::Block {
+                by: "test/guard".into(),
+                reason: "shell commands need review".into(),
+            },
+            "read" => Verdict::Replace {
+                by: "test/guard".into(),
+                value: r#"{"path": "other.txt"}"#.into(),
+            },
+            "ls" => Verdict::Replace {
+                by: "test/guard".into(),
+                value: "not json".into(),
+            },
+            _ => Verdict::Allow,
+        }
+    }
+
+    fn observe(&mut self, event: &Event) -> Vec<HookAction> {
+        let name = serde_json::to_value(event).unwrap()["type"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.seen.lock().unwrap().log.push(format!("event {name}"));
+        match event {
+            // Asked for mid-stream; must wait for the safe point.
+            Event::MessageDelta { .. } if !self.asked => {
+                self.asked = true;
+                vec![
+                    HookAction::SetModel {
+                        by: "test/guard".into(),
+                        model: "no-such-model".into(),
+                    },
+                    HookAction::FollowUp {
+                        by: "test/guard".into(),
+                        text: "and one more thing".into(),
+                    },
+                ]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+struct Rig {
+    handle: AgentHandle,
+    seen: Arc<Mutex<Seen>>,
+    record: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn rig(script: &str) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the notes\n").unwrap();
+    std::fs::write(dir.path().join("other.txt"), "the other file\n").unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let provider = RecordingProvider::new(
+        Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
+        &record,
+    )
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let services = Services {
+        provider: Box::new(provider),
+        transport: Arc::new(HostTransport),
+        tools: ToolSet::builtin(),
+        tool_context: ToolContext::new(dir.path()).unwrap(),
+        journal: journal.clone(),
+        sink: journal,
+        policies: default_policies(),
+    };
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let hooks = TestHooks {
+        seen: Arc::clone(&seen),
+        asked: false,
+    };
+    let handle =
+        agent::spawn_with_hooks(AgentConfig::new(MOCK_MODEL), services, Box::new(hooks)).unwrap();
+    Rig {
+        handle,
+        seen,
+        record,
+        _dir: dir,
+    }
+}
+
+fn until_settled(handle: &AgentHandle) -> Vec<Event> {
+    let mut events = Vec::new();
+    loop {
+        let event = handle
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|t| panic!("no event ({t}); so far {events:#?}"));
+        let settled = event == Event::Settled;
+        events.push(event);
+        if settled {
+            return events;
+        }
+    }
+}
+
+fn requests(rig: &Rig) -> Vec<Request> {
+    std::fs::read_to_string(&rig.record)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn tool_calls_are_blocked_or_rewritten_before_they_run() {
+    let rig = rig(r#"[
+        [{"text": "Working."},
+         {"tool_call": {"id": "c1", "name": "bash", "arguments": {"command": "touch made.txt"}}},
+         {"tool_call": {"id": "c2", "name": "read", "arguments": {"path": "notes.txt"}}},
+         {"tool_call": {"id": "c3", "name": "ls", "arguments": {}}},
+         {"stop": {"reason": "tool_use"}}],
+        [{"text": "Done."}, {"stop": {"reason": "end"}}],
+        [{"text": "Also done."}, {"stop": {"reason": "end"}}]
+    ]"#);
+    rig.handle
+        .send(Command::Prompt { text: "go".into() })
+        .unwrap();
+    let events = until_settled(&rig.handle);
+    let ends: Vec<(String, ToolStatus, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolExecutionEnd {
+                name,
+                status,
+                content,
+                ..
+            } => Some((name.clone(), *status, content.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 3, "{ends:#?}");
+    // Blocked: did not run, the model is told who blocked it and why.
+    assert_eq!(ends[0].1, ToolStatus::Blocked);
+    assert!(
+        ends[0].2.contains("test/guard") && ends[0].2.contains("shell commands need review"),
+        "{}",
+        ends[0].2
+    );
+    assert!(!rig._dir.path().join("made.txt").exists());
+    // Replaced: the rewritten arguments ran.
+    assert_eq!(ends[1].1, ToolStatus::Ok);
+    assert!(ends[1].2.contains("the other file"), "{}", ends[1].2);
+    // A replacement that is not JSON is rejected like bad arguments.
+    assert_eq!(ends[2].1, ToolStatus::Invalid);
+    assert!(ends[2].2.contains("test/guard"), "{}", ends[2].2);
+    // The second request carries the three results.
+    let sent = requests(&rig);
+    let results: Vec<&Message> = sent[1]
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::ToolResult { .. }))
+        .collect();
+    assert_eq!(results.len(), 3);
+    // Decisions were asked only for validated calls, before any ran: all
+    // three tool_call decisions precede the first tool execution.
+    let log = rig.seen.lock().unwrap().log.clone();
+    let first_exec = log
+        .iter()
+        .position(|l| l == "event tool_execution_start")
+        .unwrap();
+    let decisions: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("tool_call "))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(decisions.len(), 3, "{log:#?}");
+    assert!(decisions.iter().all(|&i| i < first_exec), "{log:#?}");
+}
+
+#[test]
+fn actions_wait_for_the_safe_point_and_inputs_are_screened() {
+    let rig = rig(r#"[
+        [{"text": "First answer."}, {"stop": {"reason": "end"}}],
+        [{"text": "Second answer."}, {"stop": {"reason": "end"}}],
+        [{"text": "Third answer."}, {"stop": {"reason": "end"}}]
+    ]"#);
+    // A blocked prompt is never sent: no run starts.
+    rig.handle
+        .send(Command::Prompt {
+            text: "say the forbidden word".into(),
+        })
+        .unwrap();
+    let events = until_settled(&rig.handle);
+    let blocked: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::Error(info) if info.kind == "blocked"))
+        .collect();
+    assert_eq!(blocked.len(), 1, "{events:#?}");
+    assert!(!events.iter().any(|e| matches!(e, Event::AgentStart)));
+    assert!(!rig.record.exists() || requests(&rig).is_empty());
+
+    // A replaced prompt is sent as replaced. The model switch and the
+    // follow-up asked for mid-stream are applied only after the turn: the
+    // model switch fails (the provider has no such model) and the
+    // follow-up is delivered before the run stops, as a second turn.
+    rig.handle
+        .send(Command::Prompt {
+            text: "rewrite: please".into(),
+        })
+        .unwrap();
+    let events = until_settled(&rig.handle);
+    let sent = requests(&rig);
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    assert_eq!(
+        sent[0].messages.last(),
+        Some(&Message::User {
+            text: "rewritten  please".into()
+        })
+    );
+    assert_eq!(
+        sent[1].messages.last(),
+        Some(&Message::User {
+            text: "and one more thing".into()
+        })
+    );
+    let names: Vec<String> = events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let first_delta = names.iter().position(|n| n == "message_delta").unwrap();
+    let first_turn_end = names.iter().position(|n| n == "turn_end").unwrap();
+    let model_error = events
+        .iter()
+        .position(|e| matches!(e, Event::Error(info) if info.kind == "model_unavailable"))
+        .unwrap();
+    let queued = events
+        .iter()
+        .position(|e| matches!(e, Event::QueueChanged { items } if !items.is_empty()))
+        .unwrap();
+    assert!(first_delta < first_turn_end);
+    assert!(model_error > first_turn_end, "{names:#?}");
+    assert!(queued > first_turn_end, "{names:#?}");
+    let ends: Vec<StopCause> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::AgentEnd { stop, .. } => Some(*stop),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, vec![StopCause::Done]);
+    assert_eq!(names.iter().filter(|n| *n == "turn_end").count(), 2);
+}
