@@ -380,6 +380,7 @@ impl HumanPrinter {
                     ToolStatus::Skipped => "skipped",
                     ToolStatus::Aborted => "aborted",
                     ToolStatus::NotRecorded => "not recorded",
+                    ToolStatus::Blocked => "blocked",
                 };
                 let unknown = match (mutation, effect_id) {
                     (Some(MutationState::Unknown), Some(id)) => {
