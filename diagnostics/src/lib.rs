@@ -37,10 +37,17 @@
 //! switched on and checks every recorded diagnostic has all three parts and
 //! contains no secret the suite used; each crate's integration tests call it
 //! once.
+//!
+//! # The product log
+//!
+//! [`log`] appends every diagnostic the program reports (and its notes) at or
+//! above a level to a log file, one redacted line each; the file is opened on
+//! the first line written.
 #![deny(missing_docs)]
 
 pub mod audit;
 mod diagnostic;
+pub mod log;
 mod message;
 mod render;
 pub mod secrets;
