@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use bumpalo::Bump;
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 
 use crate::buffer::{Buffer, str_width};
 use crate::editor::Editor;
@@ -206,6 +206,11 @@ pub struct Options {
     pub color: bool,
     /// Lines per scroll step (`tui.scroll-lines`).
     pub scroll_lines: u16,
+    /// Mouse captured (`tui.mouse`): the wheel scrolls the transcript.
+    pub mouse: bool,
+    /// The theme drawn with (`tui.theme`, resolved among the product's
+    /// themes); drawn monochrome when colors are off.
+    pub theme: Theme,
 }
 
 impl Default for Options {
@@ -214,6 +219,8 @@ impl Default for Options {
             confirm_exit: true,
             color: true,
             scroll_lines: 3,
+            mouse: true,
+            theme: Product::builtin().theme,
         }
     }
 }
@@ -298,9 +305,9 @@ impl App {
     /// A new interface with the product's presentation.
     pub fn new(product: Product, options: Options) -> Self {
         let theme = if options.color {
-            product.theme
+            options.theme
         } else {
-            product.theme.monochrome()
+            options.theme.monochrome()
         };
         let bindings = product
             .keys
@@ -334,9 +341,9 @@ impl App {
     /// Replaces the options (after configuration is reloaded).
     pub fn set_options(&mut self, options: Options) {
         self.theme = if options.color {
-            self.product.theme
+            options.theme
         } else {
-            self.product.theme.monochrome()
+            options.theme.monochrome()
         };
         self.options = options;
         self.touch();
@@ -469,6 +476,15 @@ impl App {
             }
             Event::FocusLost => {
                 self.focused = false;
+                None
+            }
+            Event::Mouse(mouse) if self.options.mouse => {
+                let scroll = u32::from(self.options.scroll_lines);
+                match mouse.kind {
+                    MouseEventKind::ScrollUp => self.transcript.scroll_up(scroll),
+                    MouseEventKind::ScrollDown => self.transcript.scroll_down(scroll),
+                    _ => {}
+                }
                 None
             }
             _ => None,

@@ -332,6 +332,17 @@ const COMMANDS: &[CommandSpec] = &[
 ];
 
 impl Product {
+    /// The name of the theme drawn when no other is chosen.
+    pub fn default_theme(&self) -> &'static str {
+        "default"
+    }
+
+    /// The themes this product provides, by name: smith/product provides
+    /// `default`, the theme of [`Product::builtin`].
+    pub fn themes(&self) -> Vec<(&'static str, Theme)> {
+        vec![(self.default_theme(), self.theme)]
+    }
+
     /// The built-in presentation.
     pub fn builtin() -> Product {
         let fg = |n| Style::fg(Color::Indexed(n));

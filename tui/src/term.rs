@@ -74,6 +74,9 @@ pub struct TermConfig {
     pub color: bool,
     /// Run the probe (off: only overrides and environment decide).
     pub probe: bool,
+    /// Capture the mouse (`tui.mouse`): wheel and button reports come to
+    /// the interface instead of the terminal's own selection.
+    pub mouse: bool,
 }
 
 impl Default for TermConfig {
@@ -81,8 +84,24 @@ impl Default for TermConfig {
         Self {
             color: true,
             probe: true,
+            mouse: true,
         }
     }
+}
+
+/// Turns on mouse button and wheel reports in SGR encoding.
+pub const MOUSE_ON: &[u8] = b"\x1b[?1000h\x1b[?1006h";
+
+/// What entering writes: the alternate screen, hidden cursor, bracketed
+/// paste and focus reports, a cleared screen, and mouse capture only when
+/// `config.mouse` is on.
+pub fn enter_sequence(config: &TermConfig) -> Vec<u8> {
+    let mut out = b"\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[?1004h".to_vec();
+    if config.mouse {
+        out.extend_from_slice(MOUSE_ON);
+    }
+    out.extend_from_slice(b"\x1b[2J");
+    out
 }
 
 /// A terminal backend failure: what happened, why, and what to do.
@@ -133,9 +152,10 @@ static HOOKS: std::sync::Once = std::sync::Once::new();
 static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
 /// What leaving writes: end any synchronized update, reset attributes,
-/// disable bracketed paste and focus reports, show the cursor, leave the
-/// alternate screen.
-pub const RESTORE: &[u8] = b"\x1b[?2026l\x1b[0m\x1b[?2004l\x1b[?1004l\x1b[?25h\x1b[?1049l";
+/// disable mouse reports, bracketed paste and focus reports, show the
+/// cursor, leave the alternate screen.
+pub const RESTORE: &[u8] =
+    b"\x1b[?2026l\x1b[0m\x1b[?1006l\x1b[?1000l\x1b[?2004l\x1b[?1004l\x1b[?25h\x1b[?1049l";
 const POP_KEYBOARD: &[u8] = b"\x1b[<u";
 
 fn write_all_fd(fd: RawFd, mut bytes: &[u8]) {
@@ -409,7 +429,7 @@ impl Terminal {
             ));
         }
         ACTIVE.store(true, Ordering::Release);
-        write_all_fd(1, b"\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[?1004h\x1b[2J");
+        write_all_fd(1, &enter_sequence(&config));
 
         let mut caps = Capabilities {
             color: config.color && !no_color(),
@@ -532,6 +552,26 @@ fn base64(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn mouse_capture_is_enabled_only_when_configured() {
+        let on = enter_sequence(&TermConfig::default());
+        assert!(on.windows(MOUSE_ON.len()).any(|w| w == MOUSE_ON));
+        let off = enter_sequence(&TermConfig {
+            mouse: false,
+            ..TermConfig::default()
+        });
+        assert!(!off.windows(MOUSE_ON.len()).any(|w| w == MOUSE_ON));
+        assert!(
+            !off.windows(8)
+                .any(|w| w == b"\x1b[?1000h" || w == b"\x1b[?1006h"),
+            "{off:?}"
+        );
+        assert!(off.starts_with(b"\x1b[?1049h") && on.starts_with(b"\x1b[?1049h"));
+        // Leaving always turns reports off, whatever entering did.
+        assert!(RESTORE.windows(8).any(|w| w == b"\x1b[?1000l"));
+        assert!(RESTORE.windows(8).any(|w| w == b"\x1b[?1006l"));
+    }
+
     use super::*;
 
     #[test]

@@ -323,3 +323,35 @@ fn selection_moves_over_visible_entries_and_copies_the_selected_one() {
         Some(Output::Copy("last answer".into()))
     );
 }
+
+fn wheel(kind: crossterm::event::MouseEventKind) -> Event {
+    Event::Mouse(crossterm::event::MouseEvent {
+        kind,
+        column: 5,
+        row: 3,
+        modifiers: NONE,
+    })
+}
+
+#[test]
+fn the_wheel_scrolls_only_when_the_mouse_is_captured() {
+    use crossterm::event::MouseEventKind::{ScrollDown, ScrollUp};
+    let mut s = screen(numbered(30), 40, 12);
+    s.text();
+    s.app.handle(&wheel(ScrollUp));
+    s.text();
+    assert!(!s.app.transcript.is_following());
+    s.app.handle(&wheel(ScrollDown));
+    s.text();
+    assert!(s.app.transcript.is_following());
+
+    let mut off = screen(numbered(30), 40, 12);
+    off.app.set_options(smith_tui::Options {
+        mouse: false,
+        ..smith_tui::Options::default()
+    });
+    off.text();
+    off.app.handle(&wheel(ScrollUp));
+    off.text();
+    assert!(off.app.transcript.is_following());
+}
