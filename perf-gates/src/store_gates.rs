@@ -160,9 +160,16 @@ pub const STORE: &[Gate] = &[
     },
 ];
 
-/// `bytes`, or `bytes / TINY_DIVISOR` under a plan other than FULL and QUICK.
+/// Whether `plan` is the full or the quick plan (by name: `smith bench`
+/// may change the full plan's sample count) and so uses full-size fixtures.
+fn full_size(plan: &Plan) -> bool {
+    plan.name == Plan::FULL.name || plan.name == Plan::QUICK.name
+}
+
+/// `bytes`, or `bytes / TINY_DIVISOR` under a plan other than FULL and QUICK
+/// (whatever their sample counts).
 pub fn scaled(plan: &Plan, bytes: u64) -> u64 {
-    if *plan == Plan::FULL || *plan == Plan::QUICK {
+    if full_size(plan) {
         bytes
     } else {
         (bytes / TINY_DIVISOR).max(1)
@@ -630,7 +637,7 @@ fn linear_session(n: u64) -> Result<Session, GateError> {
 }
 
 fn fork_session(plan: &Plan) -> Result<(Session, u64), GateError> {
-    let n = if *plan == Plan::FULL || *plan == Plan::QUICK {
+    let n = if full_size(plan) {
         FORK_ENTRIES
     } else {
         FORK_ENTRIES / TINY_DIVISOR
@@ -747,6 +754,11 @@ mod tests {
     fn only_the_full_and_quick_plans_use_full_size_fixtures() {
         assert_eq!(scaled(&Plan::FULL, GIB), GIB);
         assert_eq!(scaled(&Plan::QUICK, GIB), GIB);
+        let fewer = Plan {
+            samples: 5,
+            ..Plan::FULL
+        };
+        assert_eq!(scaled(&fewer, GIB), GIB);
         let tiny = Plan {
             name: "test",
             ..Plan::QUICK
