@@ -269,8 +269,9 @@ impl WasmExtension {
 pub enum Folded {
     /// Proceed; `replacement` is the chained replacement, if any.
     Allow {
-        /// The last replacement (each handler saw the previous one).
-        replacement: Option<String>,
+        /// The last replacement (each handler saw the previous one), with
+        /// the plugin that made it.
+        replacement: Option<(String, String)>,
     },
     /// Blocked by `plugin` with `reason`.
     Block {
@@ -293,13 +294,15 @@ pub fn decide(
     let mut block = None;
     for handler in handlers.iter_mut() {
         let current = match (&replacement, event) {
-            (Some(args), LifecycleEvent::ToolCall(call)) => {
+            (Some((_, args)), LifecycleEvent::ToolCall(call)) => {
                 LifecycleEvent::ToolCall(ToolCallEvent {
                     arguments: String::clone(args),
                     ..call.clone()
                 })
             }
-            (Some(text), LifecycleEvent::Input(_)) => LifecycleEvent::Input(String::clone(text)),
+            (Some((_, text)), LifecycleEvent::Input(_)) => {
+                LifecycleEvent::Input(String::clone(text))
+            }
             _ => event.clone(),
         };
         match handler.handle(&current) {
@@ -308,7 +311,9 @@ pub fn decide(
                     block = Some((handler.name.clone(), reason));
                 }
             }
-            Ok(HandlerResult::Decision(Decision::Replace(value))) => replacement = Some(value),
+            Ok(HandlerResult::Decision(Decision::Replace(value))) => {
+                replacement = Some((handler.name.clone(), value));
+            }
             Ok(_) => {}
             Err(err) => errors.push(err),
         }

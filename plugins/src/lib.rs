@@ -37,6 +37,7 @@ pub mod effects;
 mod error;
 pub mod extension;
 pub mod help;
+pub mod hooks;
 pub mod manifest;
 mod provider;
 pub mod runtime;

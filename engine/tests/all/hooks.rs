@@ -1,5 +1,8 @@
 //! Hooks: decisions at decision points only, actions only at safe points.
 
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -5,6 +5,7 @@
 
 mod effects;
 mod extension;
+mod hooks;
 mod hostile;
 mod manifest;
 mod mock;

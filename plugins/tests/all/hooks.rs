@@ -1,0 +1,165 @@
+//! Extension plugins in a real agent run: the example plugin blocks a tool
+//! call at the decision point, the probe's messages are applied only at a
+//! safe point, and the provider is the smith/mock plugin.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use smith_engine::agent::{self, AgentConfig, Services, default_policies};
+use smith_engine::journal::MemoryJournal;
+use smith_engine::protocol::{Command, Event, ToolStatus};
+use smith_engine::provider::record::RecordingProvider;
+use smith_engine::provider::{HostTransport, Message, Request};
+use smith_engine::tools::{ToolContext, ToolSet};
+use smith_plugins::dispatch::Surface;
+use smith_plugins::extension::{IntentKind, UiIntent};
+use smith_plugins::hooks::{Frontend, PluginHooks};
+use smith_plugins::{ExtensionComponent, Limits, WasmExtension};
+
+use crate::guest;
+
+fn extension(name: &str, file: &str) -> WasmExtension {
+    ExtensionComponent::load(name, &guest(file), None, Limits::default())
+        .unwrap()
+        .instantiate()
+        .unwrap()
+}
+
+/// Keeps what it is given.
+#[derive(Clone, Default)]
+struct Kept(Arc<Mutex<Vec<String>>>);
+
+impl Surface for Kept {
+    fn name(&self) -> &str {
+        "test"
+    }
+    fn can_show(&self, _: &IntentKind) -> bool {
+        true
+    }
+    fn show(&mut self, plugin: &str, intent: &UiIntent) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("show {plugin} {}", intent.id));
+    }
+    fn show_text(&mut self, plugin: &str, text: &str) {
+        self.0.lock().unwrap().push(format!("text {plugin} {text}"));
+    }
+}
+
+impl Frontend for Kept {
+    fn persist(&mut self, plugin: &str, intent: &UiIntent) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("persist {plugin} {}", intent.id));
+    }
+    fn diagnostic(&mut self, message: &str) {
+        self.0.lock().unwrap().push(format!("diagnostic {message}"));
+    }
+}
+
+const SCRIPT: &str = r#"[
+  [{"text": "look"},
+   {"tool_call": {"id": "c1", "name": "bash", "arguments": {"command": "echo rm -rf /tmp/never > blocked.txt"}}},
+   {"tool_call": {"id": "c2", "name": "bash", "arguments": {"command": "echo fine > fine.txt"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"stop": {"reason": "end"}}],
+  [{"stop": {"reason": "end"}}]
+]"#;
+
+#[test]
+fn plugins_block_at_decision_points_and_act_at_safe_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let mock = smith_plugins::builtin::mock_provider(
+        Some((SCRIPT, "hooks.json")),
+        None,
+        Limits::default(),
+    )
+    .unwrap();
+    let provider = RecordingProvider::new(Box::new(mock), &record).unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let services = Services {
+        provider: Box::new(provider),
+        transport: Arc::new(HostTransport),
+        tools: ToolSet::builtin(),
+        tool_context: ToolContext::new(dir.path()).unwrap(),
+        journal: journal.clone(),
+        sink: journal,
+        policies: default_policies(),
+    };
+    let kept = Kept::default();
+    let hooks = PluginHooks::new(
+        vec![
+            extension("example/hello", "smith_plugin_hello.wasm"),
+            extension("test/probe", "smith_plugin_probe.wasm"),
+        ],
+        Box::new(kept.clone()),
+    );
+    assert_eq!(hooks.names(), ["example/hello", "test/probe"]);
+    let handle =
+        agent::spawn_with_hooks(AgentConfig::new("mock-1"), services, Box::new(hooks)).unwrap();
+    handle
+        .send(Command::Prompt {
+            text: "clean up".into(),
+        })
+        .unwrap();
+    let mut events = Vec::new();
+    loop {
+        let event = handle.recv_timeout(Duration::from_secs(30)).unwrap();
+        let settled = event == Event::Settled;
+        events.push(event);
+        if settled {
+            break;
+        }
+    }
+    let ends: Vec<(String, ToolStatus, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolExecutionEnd {
+                call_id,
+                status,
+                content,
+                ..
+            } => Some((call_id.clone(), *status, content.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 2, "{events:#?}");
+    assert_eq!(ends[0].1, ToolStatus::Blocked);
+    assert!(
+        ends[0].2.contains("example/hello refuses to run rm -rf /"),
+        "{}",
+        ends[0].2
+    );
+    // The command is harmless (an echo), so a missed block shows as a file.
+    assert!(!dir.path().join("blocked.txt").exists());
+    assert_eq!(ends[1].1, ToolStatus::Ok);
+    assert!(dir.path().join("fine.txt").exists());
+    // The probe answered the streamed "look" with a message; it was queued
+    // only after the turn and sent as the last request's input.
+    let requests: Vec<Request> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests[2].messages.last(),
+        Some(&Message::User {
+            text: "look".into()
+        })
+    );
+    let turn_end = events
+        .iter()
+        .position(|e| matches!(e, Event::TurnEnd { turn: 1 }))
+        .unwrap();
+    let queued = events
+        .iter()
+        .position(|e| matches!(e, Event::QueueChanged { items } if !items.is_empty()))
+        .unwrap();
+    assert!(queued > turn_end);
+    // Nothing failed along the way.
+    assert_eq!(kept.0.lock().unwrap().as_slice(), &[] as &[String]);
+}
