@@ -69,6 +69,11 @@ pub struct AgentConfig {
     pub history: Vec<Message>,
     /// Effects already in the session; new effect ids continue after it.
     pub first_effect_seq: u64,
+    /// A counter of effect numbers shared with the other sources of effects
+    /// in the session (plugin host effects), so every `fx-N` is unique.
+    /// When given it must hold `first_effect_seq`; without it the runtime
+    /// counts alone from `first_effect_seq`.
+    pub effect_ids: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// Record a model change for `model` at spawn.
     pub record_model: bool,
     /// Capacity of the event channel.
@@ -92,6 +97,7 @@ impl AgentConfig {
             max_continuations: 3,
             history: Vec::new(),
             first_effect_seq: 0,
+            effect_ids: None,
             record_model: true,
             event_capacity: 256,
             command_capacity: 64,

@@ -169,7 +169,7 @@ pub(crate) struct Runner {
     pub(super) shared: Arc<Shared>,
     pub(super) events: Outbox,
     pub(super) work: SyncSender<Work>,
-    pub(super) effect_seq: u64,
+    pub(super) effect_seq: Arc<std::sync::atomic::AtomicU64>,
     /// The newest known provider count of the context: the history length
     /// after the response that reported it, and its tokens.
     pub(super) last_usage: Option<(usize, u64)>,
@@ -242,7 +242,9 @@ impl Runner {
         work: SyncSender<Work>,
         hooks: Option<Box<dyn Hooks>>,
     ) -> Self {
-        let effect_seq = config.first_effect_seq;
+        let effect_seq = config.effect_ids.clone().unwrap_or_else(|| {
+            Arc::new(std::sync::atomic::AtomicU64::new(config.first_effect_seq))
+        });
         let model_window = super::compact::model_window(services.provider.as_ref(), &config.model);
         Self {
             config,
@@ -494,7 +496,8 @@ impl Runner {
     pub(crate) fn reset_conversation(&mut self) {
         self.history.clear();
         lock(&self.shared.messages).clear();
-        self.effect_seq = self.config.first_effect_seq;
+        self.effect_seq
+            .store(self.config.first_effect_seq, Ordering::SeqCst);
         self.last_usage = None;
     }
 
@@ -898,8 +901,8 @@ impl Runner {
     }
 
     fn next_effect_id(&mut self) -> String {
-        self.effect_seq += 1;
-        format!("fx-{}", self.effect_seq)
+        let number = self.effect_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        format!("fx-{number}")
     }
 
     /// Runs a batch. Returns a stop cause when the run must end.

@@ -307,3 +307,46 @@ fn actions_wait_for_the_safe_point_and_inputs_are_screened() {
     assert_eq!(ends, vec![StopCause::Done]);
     assert_eq!(names.iter().filter(|n| *n == "turn_end").count(), 2);
 }
+
+#[test]
+fn effect_ids_come_from_the_shared_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the notes\n").unwrap();
+    let script = r#"[
+        [{"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}}, {"stop": {"reason": "tool_use"}}],
+        [{"text": "ok"}, {"stop": {"reason": "end"}}]
+    ]"#;
+    let journal = Arc::new(MemoryJournal::new());
+    let services = Services {
+        provider: Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
+        transport: Arc::new(HostTransport),
+        tools: ToolSet::builtin(),
+        tool_context: ToolContext::new(dir.path()).unwrap(),
+        journal: journal.clone(),
+        sink: journal,
+        policies: default_policies(),
+    };
+    // Another effect source (a plugin host) already drew fx-8 from the
+    // counter the session started at 7.
+    let ids = Arc::new(std::sync::atomic::AtomicU64::new(7));
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.first_effect_seq = 7;
+    config.effect_ids = Some(Arc::clone(&ids));
+    ids.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let handle = agent::spawn(config, services).unwrap();
+    handle
+        .send(Command::Prompt {
+            text: "read".into(),
+        })
+        .unwrap();
+    let events = until_settled(&handle);
+    let started: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolExecutionStart { effect_id, .. } => Some(effect_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["fx-9"]);
+    assert_eq!(ids.load(std::sync::atomic::Ordering::SeqCst), 9);
+}
