@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod cli_doc;
 mod cmd;
 mod report;
+mod settings;
 
 /// Every allocation in the process is charged to a lifetime scope.
 #[global_allocator]
@@ -75,6 +76,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Nothing is loaded or opened here: the log decides its level and file
+    // when the first line is written.
+    smith_diag::log::install(settings::process_log_settings);
     let cli = report::parse_cli::<Cli>();
     let Some(command) = cli.command else {
         return run_default(cli.prompt, cli.provider);

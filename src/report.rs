@@ -10,6 +10,9 @@
 //! error), converts it with that crate's conversion, and puts the context
 //! the command added in front of its *what*. Command-line parse errors from clap
 //! become diagnostics too ([`parse_cli`]).
+//!
+//! Every diagnostic reported here is also appended to the product log
+//! (`log.level`, `log.file`; see [`smith_diag::log`]).
 
 use std::io::IsTerminal;
 
@@ -176,14 +179,23 @@ pub fn diagnose(err: &anyhow::Error) -> Diagnostic {
     }
 }
 
-/// Reports `err` on standard error, rendered for the terminal.
+/// Reports `err` on standard error, rendered for the terminal, and
+/// appends it to the log.
 pub fn error(err: &anyhow::Error) {
-    eprint!("{}", diagnose(err).render_terminal(Style::for_stderr()));
+    diagnostic(&diagnose(err));
+}
+
+/// Reports `d` (an error or a warning) on standard error, rendered for the
+/// terminal, and appends it to the log ([`smith_diag::log`]) when its
+/// severity is at or above `log.level`.
+pub fn diagnostic(d: &Diagnostic) {
+    eprint!("{}", d.render_terminal(Style::for_stderr()));
+    smith_diag::log::report(d);
 }
 
 /// Reports `err` as one JSON line `{"type": "error", "error": {...}}` on
 /// standard output (the `--json` surfaces), and the terminal rendering on
-/// standard error when that is a terminal.
+/// standard error when that is a terminal; the log gets it either way.
 pub fn error_json(err: &anyhow::Error) {
     let d = diagnose(err);
     println!(
@@ -193,6 +205,7 @@ pub fn error_json(err: &anyhow::Error) {
     if std::io::stderr().is_terminal() {
         eprint!("{}", d.render_terminal(Style::for_stderr()));
     }
+    smith_diag::log::report(&d);
 }
 
 /// The exit status of a `--json` command: an error is reported with
@@ -241,7 +254,7 @@ pub fn parse_cli<P: clap::Parser>() -> P {
             }
             let args: Vec<String> = std::env::args().skip(1).collect();
             let d = cli_diagnostic(&err, P::command(), &args);
-            eprint!("{}", d.render_terminal(Style::for_stderr()));
+            diagnostic(&d);
             // `exit` runs no destructors: drop the diagnostic first so the
             // audit log records it.
             drop(d);

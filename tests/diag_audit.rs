@@ -216,7 +216,7 @@ fn every_diagnostic_of_the_binary_is_complete_and_secret_free() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let sessions = h.join("sessions");
+    let sessions = h.join("data").join("sessions");
     let id = std::fs::read_to_string(sessions.join("names").join("damaged")).unwrap();
     let damaged = sessions.join(format!("{}.smith", id.trim()));
     let mut bytes = std::fs::read(&damaged).unwrap();

@@ -82,7 +82,9 @@ fn info(home: &Path, r: &str) -> serde_json::Value {
 }
 
 fn session_file(home: &Path, id: &str) -> PathBuf {
-    home.join("sessions").join(format!("{id}.smith"))
+    home.join("data")
+        .join("sessions")
+        .join(format!("{id}.smith"))
 }
 
 #[test]

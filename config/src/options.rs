@@ -213,7 +213,7 @@ options! {
         kind: Kind::Enum(&["error", "warn", "info", "debug", "trace"]),
         default: Some(Lit::Str("warn")),
         unset: "",
-        help: "Least severe log level that is written.",
+        help: "Least severe level written to the log (`log.file`): `error` writes only the errors smith reports, `warn` also its warnings, `info` also notes on what it chose (such as the provider); `debug` and `trace` write everything `info` does.",
     };
     /// Log file.
     LOG_FILE = OptionDecl {
@@ -223,7 +223,7 @@ options! {
         kind: Kind::Path,
         default: None,
         unset: "`<state dir>/smith.log`",
-        help: "File the log is appended to.",
+        help: "File the log is appended to: one line per reported diagnostic at or above `log.level` (UTC time, level, code, what, why, next, value and where it came from), secrets redacted. The file (and its directory) is created on the first line written; when it cannot be opened smith warns once, naming the file and the error, and goes on without a log.",
     };
     /// Session store directory.
     SESSION_DIR = OptionDecl {
@@ -233,7 +233,7 @@ options! {
         kind: Kind::Path,
         default: None,
         unset: "`<data dir>/sessions`",
-        help: "Directory that holds session files.",
+        help: "Directory that holds session files. Every command that stores or reads sessions (`eval`, the TUI, `session`, `replay`, `rpc`, `mcp`) uses it.",
     };
     /// Ask before leaving the TUI with work in flight.
     TUI_CONFIRM_EXIT = OptionDecl {
@@ -253,7 +253,7 @@ options! {
         kind: Kind::Str,
         default: Some(Lit::Str("default")),
         unset: "",
-        help: "Name of the theme the TUI draws with; themes are provided by plugins.",
+        help: "Name of the theme the TUI draws with; themes are provided by plugins (smith/product provides `default`). An unknown name gets a warning naming the value, where it was set and the themes there are, and `default` is used.",
     };
     /// Mouse capture.
     TUI_MOUSE = OptionDecl {
@@ -263,7 +263,7 @@ options! {
         kind: Kind::Bool,
         default: Some(Lit::Bool(true)),
         unset: "",
-        help: "Capture the mouse for scrolling and selection. Turn off to keep the terminal's own selection.",
+        help: "Capture the mouse so the wheel scrolls the transcript (by `tui.scroll-lines`). Turn off to keep the terminal's own selection.",
     };
     /// Lines per scroll step.
     TUI_SCROLL_LINES = OptionDecl {
@@ -313,7 +313,7 @@ options! {
         kind: Kind::Int { min: 1, max: 60000 },
         default: Some(Lit::Int(250)),
         unset: "",
-        help: "Milliseconds a plugin handler gets to return after an abort before the host stops it.",
+        help: "Milliseconds a plugin call may keep running after an abort before the host destroys the instance; the diagnostic names this grace.",
     };
     /// Benchmark samples.
     BENCH_SAMPLES = OptionDecl {
@@ -321,19 +321,9 @@ options! {
         flag: "--bench-samples",
         env: "SMITH_BENCH_SAMPLES",
         kind: Kind::Int { min: 1, max: 100000 },
-        default: Some(Lit::Int(100)),
+        default: Some(Lit::Int(101)),
         unset: "",
-        help: "Samples taken per benchmark by `smith bench`.",
-    };
-    /// Allowed regression before a gate fails.
-    BENCH_TOLERANCE_PCT = OptionDecl {
-        key: "bench.tolerance-pct",
-        flag: "--bench-tolerance-pct",
-        env: "SMITH_BENCH_TOLERANCE_PCT",
-        kind: Kind::Int { min: 0, max: 100 },
-        default: Some(Lit::Int(10)),
-        unset: "",
-        help: "Percent a benchmark may exceed its gate's budget before `smith bench` fails.",
+        help: "Samples taken per benchmark by `smith bench`; the median of an odd count is one real sample. `smith bench --quick` ignores this and takes 21 shorter samples with a shorter warm-up.",
     };
 }
 

@@ -14,7 +14,8 @@ use smith_diag::{Diagnostic, Surface};
 /// Run the performance gates and report medians, limits and floor ratios.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Fewer, shorter samples (for CI); still a real measurement.
+    /// Fewer, shorter samples (for CI); still a real measurement. Takes
+    /// the quick plan's own sample count whatever `bench.samples` says.
     #[arg(long)]
     pub quick: bool,
     /// Print the report as JSON (one object) instead of a table.
@@ -38,11 +39,7 @@ pub struct Args {
 /// When `--only` matches no gate, or the report cannot be written to
 /// standard output.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let plan = if args.quick {
-        smith_perf::Plan::QUICK
-    } else {
-        smith_perf::Plan::FULL
-    };
+    let plan = crate::settings::bench_plan(crate::settings::config()?, args.quick);
     let all = smith_perf::all_gates();
     let gates: Vec<smith_perf::Gate> = match &args.only {
         Some(text) => all

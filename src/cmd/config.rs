@@ -138,6 +138,7 @@ pub(crate) fn report(diag: &Diagnostic, json: bool, style: Style) {
     } else {
         eprint!("{}", diag.render_terminal(style));
     }
+    smith_diag::log::report(diag);
 }
 
 fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
@@ -177,6 +178,7 @@ fn show(args: ShowArgs) -> anyhow::Result<u8> {
     }
     for w in config.warnings() {
         eprint!("{}", w.render_terminal(style));
+        smith_diag::log::report(w);
     }
     let width = entries.iter().map(|e| e.decl.key.len()).max().unwrap_or(0);
     for entry in entries {
@@ -273,6 +275,7 @@ fn set(args: SetArgs) -> anyhow::Result<u8> {
                 )
                 .with_surface(Surface::file(&file));
                 eprint!("{}", d.render_terminal(style));
+                smith_diag::log::report(&d);
             }
             Err(e) => return fail(e),
         }
@@ -298,6 +301,7 @@ fn set(args: SetArgs) -> anyhow::Result<u8> {
             .with_surface(source.surface())
             .with_field(decl.key);
             eprint!("{}", d.render_terminal(style));
+            smith_diag::log::report(&d);
         }
     }
     Ok(0)

@@ -148,13 +148,15 @@ pub(crate) fn choose_provider(
     );
     // The `provider` and `model` options (SMITH_PROVIDER / SMITH_MODEL,
     // config.kdl) apply when a source other than their defaults sets them.
-    let config = match smith_config::Loader::from_process().and_then(|l| l.load()) {
+    let config = match crate::settings::config() {
         Ok(config) => Some(config),
         Err(e) => {
+            let d = e.into_diagnostic();
             eprintln!(
                 "smith: warning: configuration not applied to provider selection: {}",
-                smith_provider_host::diagnostic_message(&e.into_diagnostic())
+                smith_provider_host::diagnostic_message(&d)
             );
+            smith_diag::log::report(&d.with_severity(smith_diag::Severity::Warning));
             None
         }
     };
@@ -216,7 +218,12 @@ pub(crate) fn choose_provider(
         thinking: None,
     };
     let live = LiveProvider::new(setup, Some(vendor), model).map_err(failed)?;
-    let transport = NetTransport::from_env(resolver)
+    // The net.* timeouts; their defaults when the configuration did not load
+    // (that was reported above).
+    let timeouts = config
+        .map(crate::settings::net_timeouts)
+        .unwrap_or_default();
+    let transport = NetTransport::from_env(resolver, timeouts)
         .map_err(|e| anyhow::anyhow!("could not set up the HTTP engine: {e}"))?;
     let credential = live
         .credential_origin()
@@ -273,7 +280,7 @@ fn open_destination(args: &Args, config: &mut AgentConfig) -> anyhow::Result<Des
             temp: Some(dir),
         });
     }
-    let root = Store::default_root()?;
+    let root = crate::settings::session_root()?;
     let store = Store::open(&root)?;
     if let Some(reference) = &args.session {
         let session = store.load(reference).with_context(|| {
@@ -455,6 +462,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     )?;
     if let Some(note) = &chosen.note {
         eprintln!("{note}");
+        smith_diag::log::note(smith_diag::log::Level::Info, "provider.chosen", note);
     }
     let provider = chosen.provider;
     let info = provider.describe();
@@ -519,6 +527,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             lines.write(&crate::report::event_record(&event)?)?;
         } else {
             printer.event(&mut out, &event)?;
+        }
+        if let Event::Error(info) = &event {
+            smith_diag::log::report(&info.to_diagnostic());
         }
         match event {
             Event::AgentEnd {

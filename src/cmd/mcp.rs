@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use smith_rpc::{McpOptions, McpServer, Output, SessionChoice};
-use smith_store::Store;
 
 /// Serve the Model Context Protocol on standard input and output.
 #[derive(Debug, Clone, clap::Args)]
@@ -45,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let options = McpOptions {
         cwd,
-        store_root: Store::default_root()?,
+        store_root: crate::settings::session_root()?,
         session,
     };
     let server = McpServer::new(&options, Output::new(std::io::stdout()))?;

@@ -43,7 +43,8 @@ fn cache_dir() -> Option<std::path::PathBuf> {
         .map(|paths| paths.cache_dir)
 }
 
-/// The plugin limits the binary runs built-in plugins with.
+/// The plugin limits the binary runs built-in plugins with (the abort
+/// grace is `plugins.abort-deadline-ms`).
 fn limits() -> Limits {
-    Limits::default()
+    crate::settings::process_plugin_limits()
 }

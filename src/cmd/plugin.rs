@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use smith_config::Paths;
 use smith_config::trust::{Project, TrustStatus, TrustStore};
-use smith_diag::{Diagnostic, Style, Surface};
+use smith_diag::{Diagnostic, Surface};
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::manifest::{self, Manifest};
 use smith_plugins::{ExtensionComponent, Limits, ProviderComponent};
@@ -289,7 +289,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .with_value(format!("{name:?}"))
             .with_surface(Surface::other("the command line"))
             .with_example("smith plugin enable example/greeter");
-            eprint!("{}", d.render_terminal(Style::for_stderr()));
+            crate::report::diagnostic(&d);
             Ok(2)
         }
         Sub::Enable { name } => {
@@ -346,7 +346,11 @@ fn write_disabled(paths: &Paths, list: &[String]) -> anyhow::Result<()> {
 
 fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
     let (world, bytes, limits) = if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
-        (b.world.to_owned(), b.component.to_vec(), Limits::default())
+        (
+            b.world.to_owned(),
+            b.component.to_vec(),
+            crate::settings::process_plugin_limits(),
+        )
     } else {
         let (found, _) = all(paths);
         let Some((f, m)) = found.iter().find_map(|f| {
@@ -377,7 +381,7 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
         })?;
         let limits = Limits {
             memory_bytes: (m.memory_limit_mib as usize) << 20,
-            ..Limits::default()
+            ..crate::settings::process_plugin_limits()
         };
         (m.world.clone(), bytes, limits)
     };

@@ -84,7 +84,7 @@ fn pace(args: &Args) -> anyhow::Result<Pace> {
 /// the workspace cannot be copied for `--compare`.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let pace = pace(&args)?;
-    let root = Store::default_root()?;
+    let root = crate::settings::session_root()?;
     let store = Store::open(&root)?;
     let session = store.load(&args.session).with_context(|| {
         format!(

@@ -14,7 +14,6 @@ use smith_rpc::{
     Live, LiveProviders, Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice,
     SetupError,
 };
-use smith_store::Store;
 
 /// Serve JSON-RPC 2.0 on standard input and output.
 #[derive(Debug, Clone, clap::Args)]
@@ -97,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let first = choose()?;
         if let Some(note) = &first.note {
             eprintln!("{note}");
+            smith_diag::log::note(smith_diag::log::Level::Info, "provider.chosen", note);
         }
         // The first runtime takes the provider chosen above; later ones
         // choose afresh.
@@ -123,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         },
         live,
         cwd,
-        store_root: Store::default_root()?,
+        store_root: crate::settings::session_root()?,
         max_turns: args.max_turns,
     };
     let choice = match args.session {

@@ -1,8 +1,9 @@
 //! `smith session ...`: list, inspect, dump, import, fork, rename, delete,
 //! prune and repair sessions in the session store.
 //!
-//! The store lives in `$SMITH_HOME/sessions`, else
-//! `$XDG_DATA_HOME/smith/sessions`, else `~/.local/share/smith/sessions`. A
+//! The store lives in the `session.dir` option's directory, else in
+//! `<data dir>/sessions` (`$SMITH_HOME/data/sessions`, else
+//! `$XDG_DATA_HOME/smith/sessions`, else `~/.local/share/smith/sessions`). A
 //! `REF` is a session name, an id, or a unique prefix of an id (at least four
 //! hex digits) — never a path.
 
@@ -98,7 +99,7 @@ enum Sub {
 }
 
 fn open_store() -> anyhow::Result<Store> {
-    let root = Store::default_root()?;
+    let root = crate::settings::session_root()?;
     Store::open(&root).with_context(|| format!("opening the session store at {}", root.display()))
 }
 

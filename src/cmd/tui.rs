@@ -23,6 +23,7 @@ use anyhow::Context;
 use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_SCROLL_LINES};
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{ConfigError, Loader, Paths};
+use smith_diag::Diagnostic;
 use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{
@@ -152,7 +153,7 @@ fn start(
     let tool_context = ToolContext::new(cwd)
         .map_err(|err| anyhow::anyhow!("{err}"))
         .with_context(|| format!("cannot work in {}", cwd.display()))?;
-    let root = Store::default_root()?;
+    let root = crate::settings::session_root()?;
     let store = Store::open(&root)?;
     let (session, name) = match target {
         Target::Existing(reference) => {
@@ -585,18 +586,34 @@ fn apply(app: &mut App, event: Event, summaries: &mut Vec<(String, String)>, win
         }
         Event::QueueChanged { items } => status.queue = items.len(),
         Event::ModelChanged { model, .. } => status.model = model,
-        Event::Error(info) => app.error(&format!("{}: {}", info.kind, info.message)),
+        Event::Error(info) => {
+            smith_diag::log::report(&info.to_diagnostic());
+            app.error(&format!("{}: {}", info.kind, info.message));
+        }
         _ => {}
     }
     app.set_status(status);
 }
 
-/// The interface options `loader` resolves, or the defaults and the error.
-fn load_options(loader: Result<Loader, ConfigError>) -> (Options, Option<ConfigError>) {
+/// The session store at `session.dir` (else `<data dir>/sessions`).
+fn open_store() -> anyhow::Result<Store> {
+    Ok(Store::open(crate::settings::session_root()?)?)
+}
+
+/// The interface options `loader` resolves, or the defaults and the error;
+/// a warning when `tui.theme` names no theme (the default theme is used).
+fn load_options(
+    loader: Result<Loader, ConfigError>,
+) -> (Options, Option<ConfigError>, Option<Diagnostic>) {
     let mut options = Options::default();
     let mut failure = None;
+    let mut warning = None;
     match loader.and_then(Loader::load) {
         Ok(config) => {
+            options.mouse = crate::settings::tui_mouse(&config);
+            let (theme, unknown) = crate::settings::tui_theme(&config);
+            options.theme = theme;
+            warning = unknown;
             if let Some(confirm) = config.bool(&TUI_CONFIRM_EXIT) {
                 options.confirm_exit = confirm;
             }
@@ -608,7 +625,7 @@ fn load_options(loader: Result<Loader, ConfigError>) -> (Options, Option<ConfigE
         Err(err) => failure = Some(err),
     }
     options.color &= !smith_tui::term::no_color();
-    (options, failure)
+    (options, failure, warning)
 }
 
 /// The loader for the process, searching for the project from `cwd`.
@@ -662,8 +679,12 @@ fn answer_trust(
     });
     match recorded {
         Ok(project) => {
-            let (options, failure) = load_options(loader());
+            let (options, failure, warning) = load_options(loader());
             app.set_options(options);
+            if let Some(w) = warning {
+                smith_diag::log::report(&w);
+                app.error(&format!("{}: {}; {}", w.what(), w.why(), w.next()));
+            }
             app.notice(&format!(
                 "trusted: {path}; its configuration now applies. Any change under {} asks again.",
                 project.smith_dir().display()
@@ -692,25 +713,35 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
-    let (options, config_failure) = load_options(process_loader(&cwd));
+    let (options, config_failure, theme_warning) = load_options(process_loader(&cwd));
+    let style = super::config::style(None);
     if let Some(err) = &config_failure {
-        let style = super::config::style(None);
         eprint!("{}", err.diagnostic().render_terminal(style));
+        smith_diag::log::report(err.diagnostic());
         eprintln!("smith: the interface starts with its default settings");
+    }
+    if let Some(w) = &theme_warning {
+        eprint!("{}", w.render_terminal(style));
+        smith_diag::log::report(w);
     }
     let mut app = App::new(Product::builtin(), options);
     app.set_cwd(cwd.clone());
+    if let Some(w) = &theme_warning {
+        // Standard error is hidden behind the interface: say it there too.
+        app.error(&format!("{}: {}; {}", w.what(), w.why(), w.next()));
+    }
     // The terminal first: without one nothing else (a new session) is made.
     // Every later error drops it, which restores the terminal.
     let mut term = Terminal::enter(TermConfig {
         color: options.color,
         probe: true,
+        mouse: options.mouse,
     })?;
     let (tx, rx) = sync_channel::<AgentMsg>(CHANNEL_CAPACITY);
     let target = if let Some(reference) = &args.session {
         Target::Existing(reference.clone())
     } else if args.continue_latest {
-        let latest = Store::open(Store::default_root()?)?.latest()?;
+        let latest = open_store()?.latest()?;
         match latest {
             Some(info) => Target::Existing(info.id.to_hex()),
             None => Target::New,
@@ -933,8 +964,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                                 if let Some(old) = runtime.take() {
                                     old.stop();
                                 }
-                                let selected = Store::default_root()
-                                    .map_err(anyhow::Error::from)
+                                let selected = crate::settings::session_root()
                                     .and_then(|root| select_leaf(&root, &id, entry));
                                 match selected {
                                     Ok(()) => Target::Existing(id),
@@ -944,10 +974,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                                     }
                                 }
                             }
-                            "continue" => match Store::default_root()
-                                .and_then(Store::open)
-                                .and_then(|s| s.latest())
-                            {
+                            "continue" => match open_store().and_then(|s| Ok(s.latest()?)) {
                                 Ok(Some(latest)) => Target::Existing(latest.id.to_hex()),
                                 Ok(None) => Target::New,
                                 Err(err) => {
@@ -979,10 +1006,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         Ok(())
                     }
                     "resume" => {
-                        match Store::default_root()
-                            .and_then(Store::open)
-                            .and_then(|s| s.list())
-                        {
+                        match open_store().and_then(|s| Ok(s.list()?)) {
                             Ok(mut list) => {
                                 list.sort_by_key(|s| std::cmp::Reverse(s.modified_ms));
                                 let items = list
@@ -1074,7 +1098,7 @@ mod tests {
     fn trusting_in_the_interface_records_it_and_applies_the_project_configuration() {
         let (_tmp, dir, paths) = project_and_home();
         let root = std::fs::canonicalize(&dir).unwrap();
-        let (before, failure) = load_options(loader(&paths, &dir));
+        let (before, failure, _) = load_options(loader(&paths, &dir));
         assert!(failure.is_none());
         assert_eq!(before.scroll_lines, 3, "an untrusted project is ignored");
         assert!(before.confirm_exit);
@@ -1123,7 +1147,7 @@ mod tests {
             trust_question(&paths, &dir).unwrap(),
             Some(Overlay::Trust { changed: true, .. })
         ));
-        let (changed, _) = load_options(loader(&paths, &dir));
+        let (changed, _, _) = load_options(loader(&paths, &dir));
         assert_eq!(
             changed.scroll_lines, 3,
             "a changed project is ignored again"
@@ -1134,7 +1158,7 @@ mod tests {
     fn not_now_leaves_the_project_untrusted_and_says_how_to_trust_it() {
         let (_tmp, dir, paths) = project_and_home();
         let root = std::fs::canonicalize(&dir).unwrap().display().to_string();
-        let (before, _) = load_options(loader(&paths, &dir));
+        let (before, _, _) = load_options(loader(&paths, &dir));
         let mut app = App::new(Product::builtin(), before);
         app.open(trust_question(&paths, &dir).unwrap().unwrap());
         let Some(Output::Trust { path, trust }) = press(&mut app, 'n') else {

@@ -169,36 +169,6 @@ impl Store {
         })
     }
 
-    /// The default store root: `$SMITH_HOME/sessions`, else
-    /// `$XDG_DATA_HOME/smith/sessions`, else `~/.local/share/smith/sessions`.
-    ///
-    /// # Errors
-    /// `NotFound` when none of those variables (nor `HOME`) is set.
-    pub fn default_root() -> Result<PathBuf> {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        if let Some(h) = var("SMITH_HOME") {
-            return Ok(h.join("sessions"));
-        }
-        if let Some(x) = var("XDG_DATA_HOME") {
-            return Ok(x.join("smith").join("sessions"));
-        }
-        if let Some(h) = var("HOME").or_else(|| var("USERPROFILE")) {
-            return Ok(h
-                .join(".local")
-                .join("share")
-                .join("smith")
-                .join("sessions"));
-        }
-        Err(StoreError::new(
-            ErrorKind::NotFound,
-            "cannot locate the session store: none of SMITH_HOME, XDG_DATA_HOME or HOME is set; set SMITH_HOME to a directory smith may write",
-        ))
-    }
-
     /// The store's root directory.
     pub fn root(&self) -> &Path {
         &self.root

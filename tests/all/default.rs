@@ -30,7 +30,7 @@ fn a_bare_prompt_runs_like_eval_and_records_a_session() {
     // The words are joined into one prompt, which the offline demo echoes.
     assert!(stdout.contains("You said \"hello there\""), "{stdout}");
     assert!(stdout.contains("\"# bare prompt\""), "{stdout}");
-    let store = Store::open(home.path().join("sessions")).unwrap();
+    let store = Store::open(home.path().join("data").join("sessions")).unwrap();
     assert_eq!(store.list().unwrap().len(), 1, "one session recorded");
 }
 

@@ -49,7 +49,7 @@ fn the_offline_demo_runs_and_records_a_session() {
     assert!(stderr.contains("[ls] ok"), "{stderr}");
     assert!(stderr.contains("[read] ok"), "{stderr}");
     assert!(stderr.contains("cost unknown"), "{stderr}");
-    let store = Store::open(home.path().join("sessions")).unwrap();
+    let store = Store::open(home.path().join("data").join("sessions")).unwrap();
     let resumed = resume(&store.load("demo").unwrap()).unwrap();
     assert_eq!(
         resumed.history.first(),
@@ -94,7 +94,7 @@ fn json_output_ends_with_a_result_record_and_no_session_leaves_nothing() {
     assert!(last["text"].as_str().unwrap().contains("alpha"));
     assert!(last["usage"]["input"].as_u64().is_some());
     assert!(
-        !home.path().join("sessions").exists(),
+        !home.path().join("data").join("sessions").exists(),
         "--no-session must not touch the store"
     );
 }
@@ -189,7 +189,7 @@ fn interrupt_keeps_the_session_and_exits_130() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(stderr.contains("smith eval --session intr"), "{stderr}");
-    let store = Store::open(home.path().join("sessions")).unwrap();
+    let store = Store::open(home.path().join("data").join("sessions")).unwrap();
     let resumed = resume(&store.load("intr").unwrap()).unwrap();
     assert_eq!(
         resumed.history.len(),
@@ -235,7 +235,7 @@ fn kill_9_during_bash_leaves_an_unknown_effect_that_is_never_retried() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let store = Store::open(home.path().join("sessions")).unwrap();
+    let store = Store::open(home.path().join("data").join("sessions")).unwrap();
     let session = store.load("crash").unwrap();
     assert_eq!(session.open_intents().len(), 1);
     let resumed = resume(&session).unwrap();
@@ -275,7 +275,7 @@ fn kill_9_during_bash_leaves_an_unknown_effect_that_is_never_retried() {
         "run\n"
     );
     let resumed = resume(
-        &Store::open(home.path().join("sessions"))
+        &Store::open(home.path().join("data").join("sessions"))
             .unwrap()
             .load("crash")
             .unwrap(),

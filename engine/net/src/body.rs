@@ -343,7 +343,7 @@ impl Reader {
                             self.limits.body_gap_timeout
                         ),
                         "the server stalled mid-body".to_string(),
-                        "retry the request, or raise Limits::body_gap_timeout",
+                        "retry the request, or raise the body gap timeout (`net.body-gap-timeout-s`)",
                     );
                 }
                 Err(WaitError::Cancelled) => return Outcome::Cancelled,

@@ -302,7 +302,7 @@ impl Client {
                     limits.head_timeout
                 ),
                 "the server did not answer in time",
-                "retry later, or raise Limits::head_timeout",
+                "retry later, or raise the head timeout (`net.head-timeout-s`)",
             ))
         };
         let lost = |during: &str, e: &std::io::Error| {

@@ -169,7 +169,7 @@ impl Dialer<'_> {
                 self.limits.head_timeout
             ),
             "the head bound counts from the start of the exchange, including connect and TLS",
-            "retry later, check the network, or raise Limits::head_timeout",
+            "retry later, check the network, or raise the head timeout (`net.head-timeout-s`)",
         )
     }
 
@@ -219,11 +219,18 @@ impl Dialer<'_> {
             if remaining.is_zero() {
                 return Err(self.timeout_head(err_host, "while connecting"));
             }
-            match TcpStream::connect_timeout(&addr, remaining.min(self.limits.connect_timeout)) {
+            let bound = remaining.min(self.limits.connect_timeout);
+            match TcpStream::connect_timeout(&addr, bound) {
                 Ok(s) => {
                     // Small request heads should not wait for Nagle.
                     let _ = s.set_nodelay(true);
                     return Ok(s);
+                }
+                Err(e) if is_timeout(&e) && bound == self.limits.connect_timeout => {
+                    last = format!(
+                        "{addr}: no connection within the connect timeout of {:?} (`net.connect-timeout-s`)",
+                        self.limits.connect_timeout
+                    );
                 }
                 Err(e) => last = format!("{addr}: {e}"),
             }

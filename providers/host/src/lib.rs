@@ -24,5 +24,5 @@ pub mod vendor;
 
 pub use live::{LiveProvider, Setup, diagnostic_message, failure_of};
 pub use select::{Selection, select};
-pub use transport::NetTransport;
+pub use transport::{NetTransport, Timeouts};
 pub use vendor::{Vendor, builtin_slots};

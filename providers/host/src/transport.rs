@@ -30,6 +30,43 @@ const ERROR_BODY_LIMIT: usize = 1 << 20;
 /// How often the cancellation bridge looks at the engine's token.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 
+/// The three network timeouts a user configures (`net.connect-timeout-s`,
+/// `net.head-timeout-s`, `net.body-gap-timeout-s`); every other bound of the
+/// HTTP engine keeps its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// One TCP connect attempt.
+    pub connect: Duration,
+    /// From the start of a request to its complete response head.
+    pub head: Duration,
+    /// Between two arrivals of response body bytes.
+    pub body_gap: Duration,
+}
+
+impl Default for Timeouts {
+    /// The HTTP engine's defaults.
+    fn default() -> Timeouts {
+        let limits = smith_net::Limits::default();
+        Timeouts {
+            connect: limits.connect_timeout,
+            head: limits.head_timeout,
+            body_gap: limits.body_gap_timeout,
+        }
+    }
+}
+
+impl Timeouts {
+    /// The engine's default bounds with these timeouts.
+    pub fn limits(self) -> smith_net::Limits {
+        smith_net::Limits {
+            connect_timeout: self.connect,
+            head_timeout: self.head,
+            body_gap_timeout: self.body_gap,
+            ..smith_net::Limits::default()
+        }
+    }
+}
+
 /// The host transport with the HTTP engine.
 pub struct NetTransport {
     client: Client,
@@ -49,16 +86,24 @@ impl NetTransport {
         NetTransport { client, resolver }
     }
 
-    /// A transport over a client with the default bounds and the proxy
-    /// variables of the process environment.
+    /// A transport over a client with the default bounds except `timeouts`,
+    /// and the proxy variables of the process environment.
     ///
     /// # Errors
     ///
     /// When the HTTP engine cannot be set up (an unusable proxy variable);
     /// the message says which and what to do.
-    pub fn from_env(resolver: Arc<Resolver>) -> Result<NetTransport, String> {
-        let client = Client::new().map_err(|e| e.to_string())?;
+    pub fn from_env(resolver: Arc<Resolver>, timeouts: Timeouts) -> Result<NetTransport, String> {
+        let client = Client::builder()
+            .limits(timeouts.limits())
+            .build()
+            .map_err(|e| e.to_string())?;
         Ok(NetTransport::new(client, resolver))
+    }
+
+    /// The bounds the HTTP client runs under.
+    pub fn limits(&self) -> &smith_net::Limits {
+        self.client.limits()
     }
 
     /// Replaces every credential handle in `value`.
@@ -328,7 +373,7 @@ mod tests {
     fn credential_handles_are_replaced_only_on_the_outgoing_request() {
         let resolver = Resolver::new(crate::builtin_slots())
             .env(|name| (name == "OPENAI_API_KEY").then(|| "sk-transport-unit-42".to_owned()));
-        let transport = NetTransport::from_env(Arc::new(resolver)).unwrap();
+        let transport = NetTransport::from_env(Arc::new(resolver), Timeouts::default()).unwrap();
         let http = HttpExchange {
             method: "POST".into(),
             url: "http://127.0.0.1:9/v1/responses".into(),
@@ -389,5 +434,94 @@ mod tests {
         }
         let e = status_error(503, "Service Unavailable", "h:1", b"");
         assert!(e.message.contains("with an empty body"), "{}", e.message);
+    }
+
+    /// A local server that accepts connections and reads, and answers with
+    /// `reply` (then stalls) or with nothing at all.
+    fn stalling_server(reply: &'static [u8]) -> (String, std::thread::JoinHandle<()>) {
+        use std::io::{Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1/responses", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(reply);
+            // Hold the connection open, silent, until the client gives up.
+            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+        });
+        (url, server)
+    }
+
+    fn send_to(url: &str, timeouts: Timeouts) -> BodyOutcome {
+        let transport =
+            NetTransport::from_env(Arc::new(Resolver::new(crate::builtin_slots())), timeouts)
+                .unwrap();
+        let http = HttpExchange {
+            method: "POST".into(),
+            url: url.to_owned(),
+            headers: Vec::new(),
+            body: b"{}".to_vec(),
+        };
+        transport.perform(Exchange::Http(http), &CancelToken::new(), &mut |_| true)
+    }
+
+    #[test]
+    fn the_configured_head_timeout_ends_a_silent_exchange() {
+        let (url, server) = stalling_server(b"");
+        let timeouts = Timeouts {
+            head: Duration::from_secs(1),
+            ..Timeouts::default()
+        };
+        let BodyOutcome::Failed(e) = send_to(&url, timeouts) else {
+            panic!("a server that never answers must fail the exchange");
+        };
+        assert_eq!(e.kind, ProviderErrorKind::Transport);
+        assert!(
+            e.message.contains("no response head within 1s"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("timeout-head"), "{}", e.message);
+        assert!(e.message.contains("`net.head-timeout-s`"), "{}", e.message);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn the_configured_body_gap_timeout_ends_a_stalled_body() {
+        let (url, server) = stalling_server(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n",
+        );
+        let timeouts = Timeouts {
+            body_gap: Duration::from_secs(1),
+            ..Timeouts::default()
+        };
+        let BodyOutcome::Failed(e) = send_to(&url, timeouts) else {
+            panic!("a body that stalls must fail the exchange");
+        };
+        assert!(e.message.contains("no body bytes for 1s"), "{}", e.message);
+        assert!(
+            e.message.contains("`net.body-gap-timeout-s`"),
+            "{}",
+            e.message
+        );
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn every_configured_timeout_reaches_the_client() {
+        let timeouts = Timeouts {
+            connect: Duration::from_secs(7),
+            head: Duration::from_secs(11),
+            body_gap: Duration::from_secs(13),
+        };
+        let transport =
+            NetTransport::from_env(Arc::new(Resolver::new(crate::builtin_slots())), timeouts)
+                .unwrap();
+        let limits = transport.limits();
+        assert_eq!(limits.connect_timeout, Duration::from_secs(7));
+        assert_eq!(limits.head_timeout, Duration::from_secs(11));
+        assert_eq!(limits.body_gap_timeout, Duration::from_secs(13));
+        assert_eq!(Timeouts::default().limits(), smith_net::Limits::default());
     }
 }
