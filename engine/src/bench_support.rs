@@ -206,6 +206,7 @@ pub fn scripted_turn(dir: &Path) -> Result<ScriptedTurn, BenchError> {
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue::new(services.policies.clone())),
         cancel: Mutex::new(CancelToken::new()),
+        interrupters: Vec::new(),
         busy: AtomicBool::new(false),
         provider_id: "mock".to_owned(),
         model: Mutex::new(config.model.clone()),

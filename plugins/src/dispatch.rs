@@ -142,6 +142,22 @@ impl Dispatcher {
         &mut self.plugins
     }
 
+    /// Removes the plugins whose instance was destroyed (deadline, abort
+    /// grace, memory limit, trap) and returns their names; their queued
+    /// actions stay queued.
+    pub fn drop_dead(&mut self) -> Vec<String> {
+        let mut dead = Vec::new();
+        self.plugins.retain(|plugin| {
+            if plugin.is_alive() {
+                true
+            } else {
+                dead.push(plugin.name().to_owned());
+                false
+            }
+        });
+        dead
+    }
+
     /// How many actions wait for the next safe point.
     pub fn pending(&self) -> usize {
         self.pending.len()

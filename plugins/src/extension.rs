@@ -159,6 +159,11 @@ impl WasmExtension {
         &self.name
     }
 
+    /// A handle that aborts this plugin's calls from another thread.
+    pub fn abort_handle(&self) -> crate::AbortHandle {
+        crate::AbortHandle::new(Arc::clone(&self.control))
+    }
+
     /// The contributions read at load (cached by the host: the render path
     /// never calls into a guest).
     pub fn contributions(&self) -> Option<&Contributions> {

@@ -11,7 +11,7 @@
 //! engine (which applies them there), layout and theme changes and UI
 //! intents go to the [`Frontend`].
 
-use smith_engine::agent::{HookAction, Hooks, Verdict};
+use smith_engine::agent::{HookAction, Hooks, Interrupt, Verdict};
 use smith_engine::protocol::Event;
 use smith_engine::provider::ToolCall;
 
@@ -69,6 +69,16 @@ impl PluginHooks {
             .collect()
     }
 
+    /// Leaves out, for the rest of the runtime, every plugin whose instance
+    /// was destroyed, saying so once.
+    fn drop_dead(&mut self) {
+        for name in self.dispatcher.drop_dead() {
+            self.frontend.diagnostic(&format!(
+                "plugin {name} was stopped (its own diagnostic says why) and is left out for the rest of this runtime; a new session loads it afresh, and `smith plugin disable {name}` keeps it out"
+            ));
+        }
+    }
+
     fn decide(&mut self, event: &LifecycleEvent) -> Verdict {
         let (folded, errors) = decide(self.dispatcher.plugins_mut(), event);
         for error in errors {
@@ -85,6 +95,7 @@ impl PluginHooks {
                 self.frontend.diagnostic(&denial.to_string());
             }
         }
+        self.drop_dead();
         match folded {
             Folded::Block { plugin, reason } => Verdict::Block { by: plugin, reason },
             Folded::Allow {
@@ -108,11 +119,26 @@ impl Hooks for PluginHooks {
         }))
     }
 
-    fn observe(&mut self, event: &Event) -> Vec<HookAction> {
-        let Some(released) = self
+    fn interrupter(&self) -> Option<Interrupt> {
+        let handles: Vec<crate::AbortHandle> = self
             .dispatcher
-            .observe(event, &mut SurfaceOf(&mut *self.frontend))
-        else {
+            .plugins()
+            .iter()
+            .map(WasmExtension::abort_handle)
+            .collect();
+        Some(std::sync::Arc::new(move || {
+            for handle in &handles {
+                handle.interrupt();
+            }
+        }))
+    }
+
+    fn observe(&mut self, event: &Event) -> Vec<HookAction> {
+        let released = self
+            .dispatcher
+            .observe(event, &mut SurfaceOf(&mut *self.frontend));
+        self.drop_dead();
+        let Some(released) = released else {
             return Vec::new();
         };
         for message in &released.diagnostics {

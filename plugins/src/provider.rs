@@ -179,10 +179,24 @@ pub struct AbortHandle {
 }
 
 impl AbortHandle {
-    /// Asks the plugin to stop.
+    pub(crate) fn new(control: Arc<CallControl>) -> Self {
+        Self { control }
+    }
+
+    /// Asks the plugin to stop the call in flight, or the next one when
+    /// none is in flight.
     pub fn abort(&self) {
         if let Ok(runtime) = Runtime::global() {
             runtime.abort(&self.control);
+        }
+    }
+
+    /// Asks the plugin to stop the call in flight; with none in flight
+    /// nothing happens (what a run's abort does: the next call, in a later
+    /// run, is not affected).
+    pub fn interrupt(&self) {
+        if let Ok(runtime) = Runtime::global() {
+            runtime.interrupt(&self.control);
         }
     }
 }
@@ -293,6 +307,11 @@ fn plugin_failure(error: &PluginError) -> engine::ProviderError {
 impl engine::Provider for WasmProvider {
     fn describe(&self) -> engine::ProviderInfo {
         self.info.clone()
+    }
+
+    fn interrupter(&self) -> Option<engine::Interrupt> {
+        let handle = self.abort_handle();
+        Some(Arc::new(move || handle.interrupt()))
     }
 
     fn encode(

@@ -320,6 +320,21 @@ impl Runtime {
         control.abort_at.store(0, Ordering::SeqCst);
     }
 
+    /// Aborts the call in flight, if there is one; with none in flight
+    /// nothing changes (the next call is not affected).
+    pub(crate) fn interrupt(&self, control: &CallControl) {
+        if !control.in_call.load(Ordering::SeqCst) {
+            return;
+        }
+        self.abort(control);
+        // The call may have ended between the check and the abort: then
+        // the abort must not carry over to the next call.
+        if !control.in_call.load(Ordering::SeqCst) {
+            control.cancelled.store(false, Ordering::SeqCst);
+            control.abort_at.store(0, Ordering::SeqCst);
+        }
+    }
+
     pub(crate) fn abort(&self, control: &CallControl) {
         control.cancelled.store(true, Ordering::SeqCst);
         let _ = control.abort_at.compare_exchange(

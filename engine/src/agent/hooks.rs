@@ -11,6 +11,7 @@
 //! a block.
 
 use crate::protocol::Event;
+pub use crate::provider::Interrupt;
 use crate::provider::ToolCall;
 
 /// The answer at a decision point.
@@ -68,4 +69,11 @@ pub trait Hooks: Send {
     /// apply now: hooks return actions only for a safe-point event
     /// (`turn_end`, `agent_end`), holding back what they gathered before.
     fn observe(&mut self, event: &Event) -> Vec<HookAction>;
+
+    /// A function that interrupts a hook call in flight from another
+    /// thread, called when the run is aborted. Hooks that run foreign code
+    /// (plugins) return one; the default has none.
+    fn interrupter(&self) -> Option<Interrupt> {
+        None
+    }
 }

@@ -32,7 +32,7 @@ use crate::provider::{Message, Pricing, Provider, Transport};
 use crate::tools::{CancelToken, ToolContext, ToolSet};
 
 pub use compact::{CompactionRecord, CompactionSettings};
-pub use hooks::{HookAction, Hooks, Verdict};
+pub use hooks::{HookAction, Hooks, Interrupt, Verdict};
 pub use queue::{DeliveryPoint, FollowUp, Queue, QueuePolicy, Steer, default_policies};
 pub use run::{aborted_result_text, blocked_result_text, dangling_results, skipped_result_text};
 
@@ -159,10 +159,23 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Shared {
     pub(crate) queue: Mutex<Queue>,
     pub(crate) cancel: Mutex<CancelToken>,
+    /// Stops plugin calls in flight (provider and hooks) on abort.
+    pub(crate) interrupters: Vec<Interrupt>,
     pub(crate) busy: AtomicBool,
     pub(crate) provider_id: String,
     pub(crate) model: Mutex<String>,
     pub(crate) messages: Mutex<Vec<Message>>,
+}
+
+impl Shared {
+    /// Aborts the current run: cancels its token and interrupts any plugin
+    /// call in flight (a plugin that ignores it is stopped after its grace).
+    pub(crate) fn abort(&self) {
+        lock(&self.cancel).cancel();
+        for interrupt in &self.interrupters {
+            interrupt();
+        }
+    }
 }
 
 pub(crate) enum Work {
@@ -243,14 +256,14 @@ impl AgentHandle {
     /// Aborts the current run immediately, without going through the
     /// command channel (for signal handlers).
     pub fn abort(&self) {
-        lock(&self.shared.cancel).cancel();
+        self.shared.abort();
     }
 
     /// A function that aborts the current run from any thread (the same
     /// effect as [`AgentHandle::abort`]), for handlers that outlive a borrow.
     pub fn abort_fn(&self) -> impl Fn() + Send + Sync + 'static {
         let shared = Arc::clone(&self.shared);
-        move || lock(&shared.cancel).cancel()
+        move || shared.abort()
     }
 
     /// Shuts the runtime down and waits for its threads. Events not yet
@@ -258,7 +271,7 @@ impl AgentHandle {
     pub fn shutdown(mut self) {
         // Ignoring the result: a runtime that already stopped needs nothing.
         let _ = self.commands.send(Command::Shutdown);
-        lock(&self.shared.cancel).cancel();
+        self.shared.abort();
         // Drain so the worker never blocks on a full event channel.
         let events = lock(&self.events);
         while events.recv().is_ok() {}
@@ -339,9 +352,16 @@ fn spawn_with(
             .map_err(journal_error)?;
         history.insert(position, result);
     }
+    let interrupters: Vec<Interrupt> = services
+        .provider
+        .interrupter()
+        .into_iter()
+        .chain(hooks.as_ref().and_then(|h| h.interrupter()))
+        .collect();
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue::new(services.policies.clone())),
         cancel: Mutex::new(CancelToken::new()),
+        interrupters,
         busy: AtomicBool::new(false),
         provider_id: info.id,
         model: Mutex::new(config.model.clone()),
@@ -450,7 +470,7 @@ fn control_loop(
                 lock(&shared.queue).clear();
                 emit(queue_changed(&shared));
             }
-            Command::Abort => lock(&shared.cancel).cancel(),
+            Command::Abort => shared.abort(),
             Command::SetModel { model } => {
                 if shared.busy.swap(true, Ordering::SeqCst) {
                     emit(error_event(
@@ -494,7 +514,7 @@ fn control_loop(
             Command::Shutdown => break,
         }
     }
-    lock(&shared.cancel).cancel();
+    shared.abort();
     // The worker may be mid-run; it sees the cancellation, then this.
     let _ = work.send(Work::Shutdown);
 }

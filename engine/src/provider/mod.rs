@@ -513,7 +513,18 @@ pub trait Provider: Send {
         let _ = error;
         None
     }
+
+    /// A function that interrupts a provider call in flight from another
+    /// thread, called when the run is aborted. Providers that run foreign
+    /// code (plugins) return one; the default has none.
+    fn interrupter(&self) -> Option<Interrupt> {
+        None
+    }
 }
+
+/// Interrupts a call in flight from another thread (see
+/// [`Provider::interrupter`]).
+pub type Interrupt = std::sync::Arc<dyn Fn() + Send + Sync>;
 
 #[cfg(test)]
 mod tests {

@@ -101,6 +101,10 @@ impl Provider for RecordingProvider {
     fn recover(&mut self, error: &mut ProviderError) -> Option<std::time::Duration> {
         self.inner.recover(error)
     }
+
+    fn interrupter(&self) -> Option<super::Interrupt> {
+        self.inner.interrupter()
+    }
 }
 
 #[cfg(test)]

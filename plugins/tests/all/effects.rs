@@ -500,3 +500,90 @@ fn conflicting_actions_from_two_plugins_are_rejected_whole() {
     );
     assert!(journal.records().is_empty());
 }
+
+#[test]
+fn an_effect_in_flight_keeps_its_evidence_when_the_plugin_is_stopped() {
+    // The server answers only after the abort's grace has run out, so the
+    // plugin is aborted while the host performs its request; the request
+    // completes and is recorded, then the plugin (which ignores
+    // cancellation) is stopped.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            .unwrap();
+    });
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = Grants {
+        net: vec!["127.0.0.1".to_owned()],
+        ..Grants::default()
+    };
+    let limits = Limits {
+        call_deadline: std::time::Duration::from_secs(30),
+        abort_grace: std::time::Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let mut plugin = ExtensionComponent::load(
+        "test/probe",
+        &guest("smith_plugin_probe.wasm"),
+        None,
+        limits,
+    )
+    .unwrap()
+    .instantiate_with(Some(
+        effects("test/probe", grants, &journal).with_net(client()),
+    ))
+    .unwrap();
+    let handle = plugin.abort_handle();
+    let aborter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        handle.abort();
+    });
+    let start = std::time::Instant::now();
+    let err = plugin
+        .run_command("get-spin", &format!("http://127.0.0.1:{port}/slow"))
+        .unwrap_err();
+    let took = start.elapsed();
+    aborter.join().unwrap();
+    server.join().unwrap();
+    assert_eq!(err.kind, smith_plugins::ErrorKind::AbortGrace, "{err}");
+    assert_eq!(err.plugin, "test/probe");
+    assert_eq!(err.phase, smith_plugins::Phase::Call("run-command"));
+    assert!(!plugin.is_alive());
+    // The host call was not cut short: the response came and was recorded.
+    assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(intent_tools(&journal), ["plugin.http-request"]);
+    assert_eq!(
+        effect_states(&journal.records()),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Ok,
+                mutation: Mutation::NotApplied
+            }
+        )]
+    );
+}
+
+#[test]
+fn an_interrupt_with_no_call_in_flight_leaves_the_next_call_alone() {
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", Grants::none(), &journal)),
+    );
+    plugin.abort_handle().interrupt();
+    let actions = plugin.run_command("model", "m-2").unwrap();
+    assert_eq!(actions, vec![Action::SetModel("m-2".to_owned())]);
+    assert!(plugin.is_alive());
+}

@@ -163,3 +163,105 @@ fn plugins_block_at_decision_points_and_act_at_safe_points() {
     // Nothing failed along the way.
     assert_eq!(kept.0.lock().unwrap().as_slice(), &[] as &[String]);
 }
+
+#[test]
+fn a_run_abort_stops_a_hook_that_ignores_it_and_the_runtime_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"[[{"text": "hello again"}, {"stop": {"reason": "end"}}]]"#;
+    let mock = smith_plugins::builtin::mock_provider(
+        Some((script, "abort.json")),
+        None,
+        Limits::default(),
+    )
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let services = Services {
+        provider: Box::new(mock),
+        transport: Arc::new(HostTransport),
+        tools: ToolSet::builtin(),
+        tool_context: ToolContext::new(dir.path()).unwrap(),
+        journal: journal.clone(),
+        sink: journal,
+        policies: default_policies(),
+    };
+    let limits = Limits {
+        call_deadline: Duration::from_secs(30),
+        abort_grace: Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let probe = ExtensionComponent::load(
+        "test/probe",
+        &guest("smith_plugin_probe.wasm"),
+        None,
+        limits,
+    )
+    .unwrap()
+    .instantiate()
+    .unwrap();
+    let kept = Kept::default();
+    let hooks = PluginHooks::new(vec![probe], Box::new(kept.clone()));
+    let handle =
+        agent::spawn_with_hooks(AgentConfig::new("mock-1"), services, Box::new(hooks)).unwrap();
+    let abort = handle.abort_fn();
+    let aborter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        abort();
+    });
+    let start = std::time::Instant::now();
+    // The probe spins on this input, ignoring cancellation.
+    handle
+        .send(Command::Prompt {
+            text: "spin".into(),
+        })
+        .unwrap();
+    let settle = |handle: &agent::AgentHandle| {
+        let mut events = Vec::new();
+        loop {
+            let event = handle.recv_timeout(Duration::from_secs(30)).unwrap();
+            let settled = event == Event::Settled;
+            events.push(event);
+            if settled {
+                return events;
+            }
+        }
+    };
+    let events = settle(&handle);
+    aborter.join().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let stops: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::AgentEnd { stop, .. } => Some(*stop),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stops, [smith_engine::protocol::StopCause::Aborted]);
+    let said = kept.0.lock().unwrap().clone();
+    assert!(
+        said.iter()
+            .any(|l| l.contains("test/probe") && l.contains("handle") && l.contains("no decision")),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter()
+            .any(|l| l.contains("plugin test/probe was stopped") && l.contains("left out")),
+        "{said:#?}"
+    );
+    // The runtime keeps serving, without the stopped plugin.
+    handle
+        .send(Command::Prompt {
+            text: "and now?".into(),
+        })
+        .unwrap();
+    let events = settle(&handle);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::MessageDelta { text } if text.contains("hello again"))),
+        "{events:#?}"
+    );
+}

@@ -2,10 +2,13 @@
 //! safe-point rules for the host's tests.
 //!
 //! Commands: `read PATH` (read-file), `get URL` (http-request GET),
-//! `intent KIND POLICY` (one UI intent), `model ID` (set-model).
+//! `get-spin URL` (http-request GET, then spin ignoring cancellation: an
+//! effect completed inside a call that is then stopped), `intent KIND
+//! POLICY` (one UI intent), `model ID` (set-model).
 //! Handlers: a `message-update` returns a `send-message` action with the
-//! piece (so a test can see it is held until a safe point); an `error`
-//! event is logged at error level.
+//! piece (so a test can see it is held until a safe point); an `input` of
+//! exactly `spin` spins ignoring cancellation; an `error` event is logged
+//! at error level.
 
 use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
 use smith_plugin_sdk::host;
@@ -88,6 +91,11 @@ impl ext::Guest for Probe {
                 })])
             }
             "model" => Ok(vec![ext::Action::SetModel(argument)]),
+            "get-spin" => {
+                let response = host::http_request("GET", &argument, &[], &[]);
+                let _ = std::hint::black_box(response);
+                spin()
+            }
             other => Err(format!("test/probe has no command {other}")),
         }
     }
@@ -101,8 +109,17 @@ impl ext::Guest for Probe {
                 host::error(&message);
                 ext::HandlerResult::None
             }
+            ext::LifecycleEvent::Input(text) if text == "spin" => spin(),
             _ => ext::HandlerResult::None,
         }
+    }
+}
+
+/// Runs until the host stops it, never looking at cancellation.
+fn spin() -> ! {
+    let mut n: u64 = 0;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
     }
 }
 
