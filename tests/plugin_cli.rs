@@ -239,3 +239,63 @@ fn the_mock_provider_is_the_smith_mock_plugin_compiled_once_into_the_cache() {
     );
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
 }
+
+const HELLO: &str = r#"name "example/hello"
+version "0.1.0"
+description "Refuses to run rm -rf /"
+api 1
+world "extension"
+component "plugin.wasm"
+"#;
+
+#[test]
+fn an_installed_extension_takes_part_in_eval_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let folder = src.path().join("hello");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("plugin.kdl"), HELLO).unwrap();
+    std::fs::copy(
+        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_hello.wasm"),
+        folder.join("plugin.wasm"),
+    )
+    .unwrap();
+    run(
+        home.path(),
+        &["plugin", "install", &folder.display().to_string()],
+        0,
+    );
+    // The call is harmless (an echo) but matches what example/hello
+    // refuses, so whether it ran shows as a file.
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[[{"tool_call": {"name": "bash", "arguments": {"command": "echo rm -rf /nothing > ran.txt"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "finished"}, {"stop": {"reason": "end"}}]]"#,
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    let eval = |extra: &[&str]| {
+        let mut args = vec!["eval", "--no-session", "--mock-script", &script];
+        args.extend_from_slice(extra);
+        args.push("clean up");
+        run(home.path(), &args, 0)
+    };
+    let (_, err) = eval(&[]);
+    assert!(
+        err.contains("[bash] blocked: Blocked: the bash call did not run because the extension example/hello blocked it"),
+        "{err}"
+    );
+    assert!(!home.path().join("ran.txt").exists());
+    // Disabled, it is not loaded: the same call runs.
+    run(home.path(), &["plugin", "disable", "example/hello"], 0);
+    let (_, err) = eval(&[]);
+    assert!(err.contains("[bash] ok"), "{err}");
+    assert!(home.path().join("ran.txt").exists());
+    std::fs::remove_file(home.path().join("ran.txt")).unwrap();
+    // Enabled again, --no-plugins leaves it out for one run.
+    run(home.path(), &["plugin", "enable", "example/hello"], 0);
+    let (_, err) = eval(&["--no-plugins"]);
+    assert!(err.contains("[bash] ok"), "{err}");
+    assert!(home.path().join("ran.txt").exists());
+}

@@ -730,3 +730,54 @@ fn compact_streams_its_lifecycle_wait_settled_waits_for_it_and_the_next_request_
     );
     c.close();
 }
+
+#[test]
+fn an_installed_extension_blocks_a_tool_call_in_an_rpc_run() {
+    let (dir, home, work) = fixture();
+    // Install the SDK example (it refuses `rm -rf /`) as a user plugin.
+    let folder = dir.path().join("hello-plugin");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("plugin.kdl"),
+        "name \"example/hello\"\nversion \"0.1.0\"\ndescription \"Refuses rm -rf /\"\napi 1\nworld \"extension\"\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_hello.wasm"),
+        folder.join("plugin.wasm"),
+    )
+    .unwrap();
+    let installed = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", &home)
+        .args(["plugin", "install"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    // Harmless (an echo), but it matches what the plugin refuses.
+    let s = script(
+        dir.path(),
+        json!([
+            [{"tool_call": {"id": "c1", "name": "bash", "arguments": {"command": "echo rm -rf /nothing > ran.txt"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "ok"}, {"stop": {"reason": "end"}}]
+        ]),
+    );
+    let mut c = Client::spawn(&home, &work, &["--mock-script", &s]);
+    c.call("initialize", json!({}));
+    c.call("prompt", json!({"text": "clean up"}));
+    c.call("wait_settled", json!({}));
+    let end = c
+        .notes
+        .iter()
+        .find(|n| n["method"] == "tool_execution_end")
+        .expect("a tool_execution_end");
+    assert_eq!(end["params"]["status"], "blocked", "{end}");
+    assert!(
+        end["params"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("example/hello refuses to run rm -rf /"),
+        "{end}"
+    );
+    assert!(!work.join("ran.txt").exists());
+}

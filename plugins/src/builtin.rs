@@ -72,3 +72,8 @@ pub fn mock_provider(
     };
     component.instantiate_checked(&settings)
 }
+
+/// Where the build put every guest component it built: the built-ins, the
+/// SDK example (`smith_plugin_hello.wasm`) and the hostile test guests.
+/// Tests of other crates install the example from here.
+pub const GUESTS_DIR: &str = env!("SMITH_PLUGIN_GUESTS");

@@ -14,13 +14,13 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use smith_engine::agent::{self, AgentConfig, Budget, Services, default_policies};
-use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::journal::{EffectJournal, EffectState};
 use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
 use smith_engine::provider::scripted::MOCK_MODEL;
 use smith_engine::provider::{HostTransport, Provider, Transport, Usage};
@@ -66,6 +66,9 @@ pub struct Args {
     /// Work in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Run without extension plugins (built-in, user and project).
+    #[arg(long)]
+    pub no_plugins: bool,
 }
 
 // The composition root calls these for `smith "prompt"` (no subcommand).
@@ -87,6 +90,7 @@ impl Args {
             max_tokens: None,
             max_cost: None,
             cwd: None,
+            no_plugins: false,
         }
     }
 }
@@ -490,6 +494,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .map_err(|err| anyhow::anyhow!("{err}"))
         .with_context(|| format!("cannot work in {}", cwd.display()))?;
     let destination = open_destination(&args, &mut config)?;
+    // Tool effects and plugin host effects draw their numbers from one
+    // counter, so every fx-N in the session is unique.
+    let effect_ids = Arc::new(AtomicU64::new(config.first_effect_seq));
+    config.effect_ids = Some(Arc::clone(&effect_ids));
+    let hooks = if args.no_plugins {
+        None
+    } else {
+        let journal: Arc<dyn EffectJournal> = destination.journal.clone();
+        let (plugins, warnings) = super::extensions::load(&journal, &effect_ids);
+        for warning in &warnings {
+            super::extensions::warn(warning);
+        }
+        super::extensions::hooks(
+            plugins,
+            Box::new(super::extensions::Headless { name: "eval" }),
+        )
+    };
     let services = Services {
         provider,
         transport: chosen.transport,
@@ -499,7 +520,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         sink: destination.journal.clone(),
         policies: default_policies(),
     };
-    let handle = agent::spawn(config, services)?;
+    let handle = match hooks {
+        Some(hooks) => agent::spawn_with_hooks(config, services, Box::new(hooks))?,
+        None => agent::spawn(config, services)?,
+    };
     install_interrupt_handler();
     handle.send(Command::Prompt {
         text: args.prompt.clone(),

@@ -4,6 +4,7 @@ pub mod auth;
 pub mod bench;
 pub mod config;
 pub mod eval;
+pub mod extensions;
 pub mod help;
 pub mod mcp;
 pub mod mock;

@@ -64,14 +64,20 @@ enum Sub {
     },
 }
 
-struct Found {
-    manifest: Option<Manifest>,
-    problem: Option<String>,
-    dir: PathBuf,
-    root: &'static str,
+/// A plugin folder found under a plugin root.
+pub(crate) struct Found {
+    /// Its manifest, when it parsed.
+    pub(crate) manifest: Option<Manifest>,
+    /// Why it cannot be loaded (a bad manifest, a newer API generation).
+    pub(crate) problem: Option<String>,
+    /// The folder.
+    pub(crate) dir: PathBuf,
+    /// Which root: `user` or `project`.
+    pub(crate) root: &'static str,
 }
 
-fn user_root(paths: &Paths) -> PathBuf {
+/// The user plugin root.
+pub(crate) fn user_root(paths: &Paths) -> PathBuf {
     paths.data_dir.join("plugins")
 }
 
@@ -79,7 +85,8 @@ fn disabled_file(paths: &Paths) -> PathBuf {
     user_root(paths).join("disabled.txt")
 }
 
-fn disabled(paths: &Paths) -> Vec<String> {
+/// The names of the plugins the user disabled.
+pub(crate) fn disabled(paths: &Paths) -> Vec<String> {
     std::fs::read_to_string(disabled_file(paths))
         .unwrap_or_default()
         .lines()
@@ -153,7 +160,9 @@ fn project_plugins(paths: &Paths, out: &mut Vec<Found>) -> Option<String> {
     }
 }
 
-fn all(paths: &Paths) -> (Vec<Found>, Option<String>) {
+/// Every user plugin, then (in a trusted project) every project plugin;
+/// the note says why project plugins were not looked at.
+pub(crate) fn discover(paths: &Paths) -> (Vec<Found>, Option<String>) {
     let mut found = Vec::new();
     scan(&user_root(paths), "user", &mut found);
     let note = project_plugins(paths, &mut found);
@@ -186,7 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     b.description
                 );
             }
-            let (found, note) = all(&paths);
+            let (found, note) = discover(&paths);
             for f in &found {
                 match &f.manifest {
                     Some(m) => println!(
@@ -224,7 +233,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 );
                 return Ok(0);
             }
-            let (found, _) = all(&paths);
+            let (found, _) = discover(&paths);
             let Some((f, m)) = found.iter().find_map(|f| {
                 f.manifest
                     .as_ref()
@@ -352,7 +361,7 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
             crate::settings::process_plugin_limits(),
         )
     } else {
-        let (found, _) = all(paths);
+        let (found, _) = discover(paths);
         let Some((f, m)) = found.iter().find_map(|f| {
             f.manifest
                 .as_ref()

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use smith_engine::provider::HostTransport;
 use smith_rpc::{
-    Live, LiveProviders, Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice,
-    SetupError,
+    HooksFactory, Live, LiveProviders, Output, ProviderChoice, RpcServer, RuntimeOptions,
+    SessionChoice, SetupError,
 };
 
 /// Serve JSON-RPC 2.0 on standard input and output.
@@ -39,6 +39,9 @@ pub struct Args {
     /// Work in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Run without extension plugins (built-in, user and project).
+    #[arg(long)]
+    pub no_plugins: bool,
 }
 
 /// Runs the server until standard input ends or `shutdown` is called.
@@ -125,6 +128,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         cwd,
         store_root: crate::settings::session_root()?,
         max_turns: args.max_turns,
+        hooks: (!args.no_plugins).then(|| {
+            HooksFactory(Arc::new(|journal, ids| {
+                let (plugins, warnings) = super::extensions::load(journal, ids);
+                for warning in &warnings {
+                    super::extensions::warn(warning);
+                }
+                super::extensions::hooks(
+                    plugins,
+                    Box::new(super::extensions::Headless { name: "rpc" }),
+                )
+                .map(|hooks| Box::new(hooks) as Box<dyn smith_engine::agent::Hooks>)
+            }))
+        }),
     };
     let choice = match args.session {
         Some(reference) => SessionChoice::Open(reference),

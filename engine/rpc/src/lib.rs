@@ -29,4 +29,6 @@ pub mod runtime;
 pub use jsonrpc::{Output, RpcError};
 pub use mcp::{McpOptions, McpServer};
 pub use rpc::RpcServer;
-pub use runtime::{Live, LiveProviders, ProviderChoice, RuntimeOptions, SessionChoice, SetupError};
+pub use runtime::{
+    HooksFactory, Live, LiveProviders, ProviderChoice, RuntimeOptions, SessionChoice, SetupError,
+};

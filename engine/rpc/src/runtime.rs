@@ -8,10 +8,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
-use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
-use smith_engine::journal::EffectState;
+use smith_engine::agent::{self, AgentConfig, AgentHandle, Hooks, Services, default_policies};
 use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::journal::{EffectJournal, EffectState};
 use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
 use smith_engine::provider::{HostTransport, Provider, ProviderInfo, Transport};
@@ -231,6 +232,26 @@ pub struct RuntimeOptions {
     pub store_root: PathBuf,
     /// Stop a run after this many turns.
     pub max_turns: Option<u32>,
+    /// Builds the extensions that take part in each runtime (plugins wired
+    /// by the binary); without it runs have no hooks.
+    pub hooks: Option<HooksFactory>,
+}
+
+/// Builds a runtime's hooks from its session journal and the effect-number
+/// counter the runtime shares with them (see `AgentConfig::effect_ids`);
+/// `None` when there is nothing to hook in.
+#[derive(Clone)]
+#[allow(clippy::type_complexity)]
+pub struct HooksFactory(
+    pub  Arc<
+        dyn Fn(&Arc<dyn EffectJournal>, &Arc<AtomicU64>) -> Option<Box<dyn Hooks>> + Send + Sync,
+    >,
+);
+
+impl std::fmt::Debug for HooksFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HooksFactory(..)")
+    }
 }
 
 impl RuntimeOptions {
@@ -285,7 +306,16 @@ impl RuntimeOptions {
             sink: destination.journal.clone(),
             policies: default_policies(),
         };
-        let handle = agent::spawn(config, services).map_err(|e| SetupError::new(e.message))?;
+        let handle = match self.hooks.as_ref().and_then(|factory| {
+            let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
+            config.effect_ids = Some(Arc::clone(&ids));
+            let journal: Arc<dyn EffectJournal> = destination.journal.clone();
+            (factory.0)(&journal, &ids)
+        }) {
+            Some(hooks) => agent::spawn_with_hooks(config, services, hooks),
+            None => agent::spawn(config, services),
+        }
+        .map_err(|e| SetupError::new(e.message))?;
         Ok(Runtime {
             handle,
             journal: destination.journal,

@@ -16,6 +16,7 @@ fn options(dir: &std::path::Path) -> RuntimeOptions {
         cwd: dir.to_owned(),
         store_root: dir.join("sessions"),
         max_turns: None,
+        hooks: None,
     }
 }
 

@@ -1,0 +1,179 @@
+//! Extension plugins for a runtime: the enabled built-in extensions
+//! (smith/product), then the enabled user plugins, then — in a trusted
+//! project — the project's plugins, each compiled once into the cache and
+//! instantiated with the grants its manifest lists (built-ins with theirs).
+//! Their host effects are recorded in the runtime's session journal.
+//!
+//! A plugin that cannot be loaded is left out with a warning naming it and
+//! why; it never stops the runtime from starting.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use smith_config::Paths;
+use smith_engine::journal::EffectJournal;
+use smith_plugins::builtin::BUILTINS;
+use smith_plugins::dispatch::Surface;
+use smith_plugins::effects::{Effects, Grants};
+use smith_plugins::extension::{IntentKind, UiIntent};
+use smith_plugins::hooks::{Frontend, PluginHooks};
+use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
+
+/// The enabled extensions, in load order, with their host effects recorded
+/// in `journal` under effect numbers drawn from `ids` (the counter the
+/// runtime shares: `AgentConfig::effect_ids`). Problems loading one are
+/// returned as warnings (the plugin is left out).
+pub fn load(
+    journal: &Arc<dyn EffectJournal>,
+    ids: &Arc<AtomicU64>,
+) -> (Vec<WasmExtension>, Vec<String>) {
+    let mut loaded = Vec::new();
+    let mut warnings = Vec::new();
+    let Ok(paths) = Paths::from_process() else {
+        warnings.push(
+            "extension plugins were not loaded: smith's directories could not be determined (set SMITH_HOME or HOME)".to_owned(),
+        );
+        return (loaded, warnings);
+    };
+    let limits = crate::settings::process_plugin_limits();
+    let disabled = super::plugin::disabled(&paths);
+    let effects = |name: &str, grants: Grants| {
+        Effects::new(
+            name,
+            grants,
+            Arc::clone(journal),
+            Arc::clone(ids),
+            API_GENERATION,
+        )
+    };
+    for builtin in BUILTINS.iter().filter(|b| b.world == "extension") {
+        if disabled.iter().any(|d| d == builtin.name) {
+            continue;
+        }
+        let grants = Grants {
+            ui: builtin.capabilities.iter().any(|(kind, _)| *kind == "ui"),
+            ..Grants::default()
+        };
+        match instantiate(
+            builtin.name,
+            builtin.component,
+            &paths,
+            limits,
+            effects(builtin.name, grants),
+        ) {
+            Ok(plugin) => loaded.push(plugin),
+            Err(message) => warnings.push(message),
+        }
+    }
+    let (found, note) = super::plugin::discover(&paths);
+    if let Some(note) = note {
+        warnings.push(note);
+    }
+    for plugin in found {
+        let Some(manifest) = &plugin.manifest else {
+            continue;
+        };
+        if manifest.world != "extension"
+            || plugin.problem.is_some()
+            || disabled.contains(&manifest.name)
+        {
+            continue;
+        }
+        let path = plugin.dir.join(&manifest.component);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                warnings.push(format!(
+                    "plugin {} was not loaded: cannot read its component {}: {err}; reinstall it with `smith plugin install`",
+                    manifest.name,
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        let limits = Limits {
+            memory_bytes: (manifest.memory_limit_mib as usize) << 20,
+            ..limits
+        };
+        let grants = Grants::from_manifest(manifest, &super::plugin::user_root(&paths));
+        match instantiate(
+            &manifest.name,
+            &bytes,
+            &paths,
+            limits,
+            effects(&manifest.name, grants),
+        ) {
+            Ok(plugin) => loaded.push(plugin),
+            Err(message) => warnings.push(message),
+        }
+    }
+    (loaded, warnings)
+}
+
+fn instantiate(
+    name: &str,
+    bytes: &[u8],
+    paths: &Paths,
+    limits: Limits,
+    effects: Effects,
+) -> Result<WasmExtension, String> {
+    ExtensionComponent::load(name, bytes, Some(&paths.cache_dir), limits)
+        .and_then(|component| component.instantiate_with(Some(effects)))
+        .map_err(|err| {
+            format!(
+                "{err}; the runtime starts without it (`smith plugin disable {name}` stops this warning)"
+            )
+        })
+}
+
+/// Reports a plugin warning on stderr and in the product log.
+pub fn warn(message: &str) {
+    eprintln!("smith: warning: {message}");
+    smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", message);
+}
+
+/// Hooks over `plugins` reporting to `frontend`, or `None` without plugins.
+pub fn hooks(plugins: Vec<WasmExtension>, frontend: Box<dyn Frontend>) -> Option<PluginHooks> {
+    (!plugins.is_empty()).then(|| PluginHooks::new(plugins, frontend))
+}
+
+/// The frontend of a headless runtime (`smith eval`, `smith rpc`): notices
+/// and plain-text intents become lines on stderr, prefixed with the plugin;
+/// it has no screen, so layout and theme changes do not apply and
+/// interactive intents degrade by their policy.
+#[derive(Debug, Default)]
+pub struct Headless {
+    /// The surface name given to plugins (`eval`, `rpc`).
+    pub name: &'static str,
+}
+
+impl Surface for Headless {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn can_show(&self, kind: &IntentKind) -> bool {
+        matches!(kind, IntentKind::Notify(_))
+    }
+    fn show(&mut self, plugin: &str, intent: &UiIntent) {
+        if let IntentKind::Notify(text) = &intent.kind {
+            eprintln!("[{plugin}] {text}");
+        }
+    }
+    fn show_text(&mut self, plugin: &str, text: &str) {
+        eprintln!("[{plugin}] {text}");
+    }
+}
+
+impl Frontend for Headless {
+    fn persist(&mut self, plugin: &str, intent: &UiIntent) {
+        eprintln!(
+            "smith: plugin {plugin} asked to keep its {} intent {:?} for a frontend that can show it; {} cannot, and it is not kept past this run",
+            smith_plugins::dispatch::kind_name(&intent.kind),
+            intent.id,
+            self.name
+        );
+    }
+    fn diagnostic(&mut self, message: &str) {
+        warn(message);
+    }
+}
