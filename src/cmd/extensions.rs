@@ -37,14 +37,24 @@ pub fn load(
     };
     let limits = crate::settings::process_plugin_limits();
     let disabled = super::plugin::disabled(&paths);
-    let effects = |name: &str, grants: Grants| {
-        Effects::new(
+    // One HTTP engine for every plugin granted `net`, made on first need.
+    let mut client: Option<Option<Arc<smith_net::Client>>> = None;
+    let mut effects = |name: &str, grants: Grants| {
+        let needs_net = !grants.net.is_empty();
+        let effects = Effects::new(
             name,
             grants,
             Arc::clone(journal),
             Arc::clone(ids),
             API_GENERATION,
-        )
+        );
+        if !needs_net {
+            return effects;
+        }
+        match client.get_or_insert_with(plugin_client) {
+            Some(client) => effects.with_net(Arc::clone(client)),
+            None => effects,
+        }
     };
     for builtin in BUILTINS.iter().filter(|b| b.world == "extension") {
         if disabled.iter().any(|d| d == builtin.name) {
@@ -108,6 +118,24 @@ pub fn load(
         }
     }
     (loaded, warnings)
+}
+
+/// The HTTP engine plugins' granted requests go through, under the
+/// configured `net.*` timeouts; `None` (with a warning) when it cannot be
+/// set up, and then granted requests fail saying there is no HTTP engine.
+fn plugin_client() -> Option<Arc<smith_net::Client>> {
+    let timeouts = crate::settings::config()
+        .map(crate::settings::net_timeouts)
+        .unwrap_or_default();
+    match smith_net::Client::builder().limits(timeouts.limits()).build() {
+        Ok(client) => Some(Arc::new(client)),
+        Err(err) => {
+            warn(&format!(
+                "plugins granted `net` get no HTTP engine: {err}; their requests fail until this is fixed"
+            ));
+            None
+        }
+    }
 }
 
 fn instantiate(
