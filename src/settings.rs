@@ -153,8 +153,10 @@ pub(crate) fn tui_mouse(config: &Config) -> bool {
 /// The theme named by `tui.theme` among the themes the product provides,
 /// or the product's `default` with a warning naming the value, where it
 /// was set and the themes there are.
-pub(crate) fn tui_theme(config: &Config) -> (smith_tui::product::Theme, Option<Diagnostic>) {
-    let product = smith_tui::product::Product::builtin();
+pub(crate) fn tui_theme(
+    config: &Config,
+    product: &smith_tui::Product,
+) -> (smith_tui::product::Theme, Option<Diagnostic>) {
     let themes = product.themes();
     let name = config.str(&TUI_THEME).unwrap_or(product.default_theme());
     if let Some((_, theme)) = themes.iter().find(|(n, _)| *n == name) {
@@ -376,14 +378,14 @@ mod tests {
 
     #[test]
     fn a_known_theme_is_used_and_an_unknown_one_falls_back_with_a_warning() {
-        let product = smith_tui::product::Product::builtin();
+        let product = smith_tui::fixture::product();
         let (_home, config) = with_env(&[("SMITH_TUI_THEME", "default")]);
-        let (theme, warning) = tui_theme(&config);
+        let (theme, warning) = tui_theme(&config, &product);
         assert_eq!(theme, product.theme);
         assert!(warning.is_none());
 
         let (_home, config) = with_env(&[("SMITH_TUI_THEME", "solarized")]);
-        let (theme, warning) = tui_theme(&config);
+        let (theme, warning) = tui_theme(&config, &product);
         assert_eq!(theme, product.theme);
         let text = warning
             .expect("an unknown theme is warned about")

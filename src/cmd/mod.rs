@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod mock;
 pub mod models;
 pub mod plugin;
+pub mod product;
 pub mod replay;
 pub mod rpc;
 pub mod session;

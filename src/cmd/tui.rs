@@ -232,7 +232,15 @@ fn show_history(app: &mut App, history: &[Message]) {
                         ContentBlock::Text { text } => app.assistant_delta(text),
                         ContentBlock::Thinking { text, .. } => app.thinking_delta(text),
                         ContentBlock::ToolCall(call) => {
-                            app.tool_start(&call.id, &call.name, &summarize(&call.arguments));
+                            let subject = app
+                                .product()
+                                .tool(&call.name)
+                                .and_then(|t| t.subject.clone());
+                            app.tool_start(
+                                &call.id,
+                                &call.name,
+                                &summarize(&call.arguments, subject.as_deref()),
+                            );
                         }
                     }
                 }
@@ -247,11 +255,14 @@ fn show_history(app: &mut App, history: &[Message]) {
     }
 }
 
-/// One line describing a tool call's arguments.
-fn summarize(arguments: &serde_json::Value) -> String {
+/// One line describing a tool call's arguments: the `subject` argument the
+/// tool's presentation names, else the first of command, path, pattern and
+/// url.
+fn summarize(arguments: &serde_json::Value, subject: Option<&str>) -> String {
     let text = match arguments {
-        serde_json::Value::Object(map) => ["command", "path", "pattern", "url"]
+        serde_json::Value::Object(map) => subject
             .iter()
+            .chain(&["command", "path", "pattern", "url"])
             .find_map(|k| map.get(*k).and_then(serde_json::Value::as_str))
             .map_or_else(|| arguments.to_string(), str::to_owned),
         serde_json::Value::String(s) => s.clone(),
@@ -402,9 +413,8 @@ fn plugins_overlay() -> Overlay {
         .collect();
     lines.push(String::new());
     lines.push(
-        "Plugins run only when the plugin host is enabled; this build does not include it, \
-         so the interface uses its own copy of smith/product's layout, keys and commands and \
-         the scripted provider runs natively."
+        "The layout, theme, keys, commands and tool presentation come from smith/product \
+         and the enabled extension plugins, read once when the interface starts."
             .to_owned(),
     );
     Overlay::Info {
@@ -524,7 +534,13 @@ fn apply(app: &mut App, event: Event, summaries: &mut Vec<(String, String)>, win
                 + u.output.unwrap_or(0);
             status.context = window.map(|w| (used, w));
         }
-        Event::ToolCall { call } => summaries.push((call.id.clone(), summarize(&call.arguments))),
+        Event::ToolCall { call } => {
+            let subject = app
+                .product()
+                .tool(&call.name)
+                .and_then(|t| t.subject.as_deref());
+            summaries.push((call.id.clone(), summarize(&call.arguments, subject)));
+        }
         Event::ToolExecutionStart { call_id, name, .. } => {
             let summary = summaries
                 .iter()
@@ -604,6 +620,7 @@ fn open_store() -> anyhow::Result<Store> {
 /// a warning when `tui.theme` names no theme (the default theme is used).
 fn load_options(
     loader: Result<Loader, ConfigError>,
+    product: &Product,
 ) -> (Options, Option<ConfigError>, Option<Diagnostic>) {
     let mut options = Options::default();
     let mut failure = None;
@@ -611,8 +628,8 @@ fn load_options(
     match loader.and_then(Loader::load) {
         Ok(config) => {
             options.mouse = crate::settings::tui_mouse(&config);
-            let (theme, unknown) = crate::settings::tui_theme(&config);
-            options.theme = theme;
+            let (theme, unknown) = crate::settings::tui_theme(&config, product);
+            options.theme = Some(theme);
             warning = unknown;
             if let Some(confirm) = config.bool(&TUI_CONFIRM_EXIT) {
                 options.confirm_exit = confirm;
@@ -679,7 +696,7 @@ fn answer_trust(
     });
     match recorded {
         Ok(project) => {
-            let (options, failure, warning) = load_options(loader());
+            let (options, failure, warning) = load_options(loader(), app.product());
             app.set_options(options);
             if let Some(w) = warning {
                 smith_diag::log::report(&w);
@@ -713,7 +730,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
-    let (options, config_failure, theme_warning) = load_options(process_loader(&cwd));
+    // The product is built once from the plugins' contributions and cached
+    // in the interface: drawing never calls into a plugin.
+    let (product, product_warnings) = super::product::load();
+    for warning in &product_warnings {
+        super::extensions::warn(warning);
+    }
+    let (options, config_failure, theme_warning) = load_options(process_loader(&cwd), &product);
     let style = super::config::style(None);
     if let Some(err) = &config_failure {
         eprint!("{}", err.diagnostic().render_terminal(style));
@@ -724,8 +747,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprint!("{}", w.render_terminal(style));
         smith_diag::log::report(w);
     }
-    let mut app = App::new(Product::builtin(), options);
+    let mut app = App::new(product, options);
     app.set_cwd(cwd.clone());
+    for warning in &product_warnings {
+        // Standard error is hidden behind the interface: say it there too.
+        app.error(warning);
+    }
     if let Some(w) = &theme_warning {
         // Standard error is hidden behind the interface: say it there too.
         app.error(&format!("{}: {}; {}", w.what(), w.why(), w.next()));
@@ -1098,7 +1125,8 @@ mod tests {
     fn trusting_in_the_interface_records_it_and_applies_the_project_configuration() {
         let (_tmp, dir, paths) = project_and_home();
         let root = std::fs::canonicalize(&dir).unwrap();
-        let (before, failure, _) = load_options(loader(&paths, &dir));
+        let (before, failure, _) =
+            load_options(loader(&paths, &dir), &smith_tui::fixture::product());
         assert!(failure.is_none());
         assert_eq!(before.scroll_lines, 3, "an untrusted project is ignored");
         assert!(before.confirm_exit);
@@ -1112,7 +1140,7 @@ mod tests {
                 on_trust: false,
             }
         );
-        let mut app = App::new(Product::builtin(), before);
+        let mut app = App::new(smith_tui::fixture::product(), before);
         app.open(question);
         let Some(Output::Trust { path, trust }) = press(&mut app, 't') else {
             panic!("t did not answer the trust question");
@@ -1147,7 +1175,7 @@ mod tests {
             trust_question(&paths, &dir).unwrap(),
             Some(Overlay::Trust { changed: true, .. })
         ));
-        let (changed, _, _) = load_options(loader(&paths, &dir));
+        let (changed, _, _) = load_options(loader(&paths, &dir), &smith_tui::fixture::product());
         assert_eq!(
             changed.scroll_lines, 3,
             "a changed project is ignored again"
@@ -1158,8 +1186,8 @@ mod tests {
     fn not_now_leaves_the_project_untrusted_and_says_how_to_trust_it() {
         let (_tmp, dir, paths) = project_and_home();
         let root = std::fs::canonicalize(&dir).unwrap().display().to_string();
-        let (before, _, _) = load_options(loader(&paths, &dir));
-        let mut app = App::new(Product::builtin(), before);
+        let (before, _, _) = load_options(loader(&paths, &dir), &smith_tui::fixture::product());
+        let mut app = App::new(smith_tui::fixture::product(), before);
         app.open(trust_question(&paths, &dir).unwrap().unwrap());
         let Some(Output::Trust { path, trust }) = press(&mut app, 'n') else {
             panic!("n did not answer the trust question");
@@ -1200,25 +1228,29 @@ mod tests {
     #[test]
     fn tool_arguments_are_summarized_on_one_line() {
         assert_eq!(
-            summarize(&serde_json::json!({"command": "ls  -la\n  src"})),
+            summarize(&serde_json::json!({"command": "ls  -la\n  src"}), None),
             "ls -la src"
         );
         assert_eq!(
-            summarize(&serde_json::json!({"path": "README.md"})),
+            summarize(&serde_json::json!({"path": "README.md"}), None),
             "README.md"
         );
         let long = "x ".repeat(100);
         assert_eq!(
-            summarize(&serde_json::json!({ "command": long }))
+            summarize(&serde_json::json!({ "command": long }), None)
                 .chars()
                 .count(),
             80
         );
+        // The subject argument of the tool's presentation comes first.
+        let grep = serde_json::json!({"path": "src", "pattern": "fn main"});
+        assert_eq!(summarize(&grep, None), "src");
+        assert_eq!(summarize(&grep, Some("pattern")), "fn main");
     }
 
     #[test]
     fn a_resumed_history_is_shown_as_it_was_recorded() {
-        let mut app = App::new(Product::builtin(), Options::default());
+        let mut app = App::new(smith_tui::fixture::product(), Options::default());
         let history = vec![
             Message::User {
                 text: "read it".into(),
@@ -1267,7 +1299,7 @@ mod tests {
 
     #[test]
     fn agent_events_become_transcript_entries_and_status() {
-        let mut app = App::new(Product::builtin(), Options::default());
+        let mut app = App::new(smith_tui::fixture::product(), Options::default());
         let mut summaries = Vec::new();
         let events = [
             Event::AgentStart,
@@ -1479,7 +1511,7 @@ mod tests {
                 tx,
             )
             .unwrap();
-            let mut app = App::new(Product::builtin(), Options::default());
+            let mut app = App::new(smith_tui::fixture::product(), Options::default());
             let mut summaries = Vec::new();
             let mut ended = false;
             while let Ok(msg) = rx.recv() {
@@ -1542,7 +1574,7 @@ mod tests {
         #[test]
         fn compaction_shows_in_the_status_line_and_the_transcript() {
             use smith_engine::protocol::{CompactionOutcome, CompactionReason};
-            let mut app = App::new(Product::builtin(), Options::default());
+            let mut app = App::new(smith_tui::fixture::product(), Options::default());
             let mut summaries = Vec::new();
             apply(
                 &mut app,
@@ -1653,12 +1685,9 @@ mod tests {
                 panic!("/plugins opens an information overlay");
             };
             assert!(lines[0].starts_with("smith/mock (provider, built in)"));
-            assert!(
-                lines
-                    .last()
-                    .unwrap()
-                    .starts_with("Plugins run only when the plugin host is enabled")
-            );
+            assert!(lines.last().unwrap().starts_with(
+                "The layout, theme, keys, commands and tool presentation come from smith/product"
+            ));
         }
     }
 }

@@ -7,7 +7,7 @@
 use bumpalo::Bump;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use smith_tui::diff::{DiffOptions, diff};
-use smith_tui::{App, Buffer, Options, Product};
+use smith_tui::{App, Buffer, Options};
 
 const W: u16 = 160;
 const H: u16 = 50;
@@ -24,7 +24,7 @@ fn cpu_ns() -> u64 {
 }
 
 fn filled(n: usize) -> App {
-    let mut a = App::new(Product::builtin(), Options::default());
+    let mut a = App::new(smith_tui::fixture::product(), Options::default());
     a.transcript.reserve(n, n * 60);
     for i in 0..n {
         match i % 4 {

@@ -209,8 +209,9 @@ pub struct Options {
     /// Mouse captured (`tui.mouse`): the wheel scrolls the transcript.
     pub mouse: bool,
     /// The theme drawn with (`tui.theme`, resolved among the product's
-    /// themes); drawn monochrome when colors are off.
-    pub theme: Theme,
+    /// themes); `None` draws the product's `default` theme. Drawn
+    /// monochrome when colors are off.
+    pub theme: Option<Theme>,
 }
 
 impl Default for Options {
@@ -220,7 +221,7 @@ impl Default for Options {
             color: true,
             scroll_lines: 3,
             mouse: true,
-            theme: Product::builtin().theme,
+            theme: None,
         }
     }
 }
@@ -244,7 +245,7 @@ pub struct App {
     highlight: String,
     popup_selected: usize,
     completions: Vec<String>,
-    running_tools: Vec<(String, usize)>,
+    running_tools: Vec<(String, usize, u8)>,
     focused: bool,
     size: (u16, u16),
     rects: [Rect; 3],
@@ -253,41 +254,14 @@ pub struct App {
     generation: u64,
 }
 
-/// Parses a chord like `ctrl+c`, `alt+enter` or `pageup`.
-pub fn parse_chord(chord: &str) -> Option<(KeyCode, KeyModifiers)> {
-    let mut mods = KeyModifiers::NONE;
-    let mut parts = chord.split('+').peekable();
-    let mut key = None;
-    while let Some(part) = parts.next() {
-        if parts.peek().is_some() {
-            mods |= match part {
-                "ctrl" => KeyModifiers::CONTROL,
-                "alt" => KeyModifiers::ALT,
-                "shift" => KeyModifiers::SHIFT,
-                _ => return None,
-            };
-        } else {
-            key = Some(match part {
-                "enter" => KeyCode::Enter,
-                "esc" => KeyCode::Esc,
-                "tab" => KeyCode::Tab,
-                "up" => KeyCode::Up,
-                "down" => KeyCode::Down,
-                "left" => KeyCode::Left,
-                "right" => KeyCode::Right,
-                "home" => KeyCode::Home,
-                "end" => KeyCode::End,
-                "pageup" => KeyCode::PageUp,
-                "pagedown" => KeyCode::PageDown,
-                "backspace" => KeyCode::Backspace,
-                "delete" => KeyCode::Delete,
-                f if f.starts_with('f') && f.len() > 1 => KeyCode::F(f[1..].parse().ok()?),
-                c if c.chars().count() == 1 => KeyCode::Char(c.chars().next()?),
-                _ => return None,
-            });
-        }
+/// The theme `options` choose among `product`'s, monochrome without colors.
+fn drawn_theme(product: &Product, options: &Options) -> Theme {
+    let theme = options.theme.unwrap_or(product.theme);
+    if options.color {
+        theme
+    } else {
+        theme.monochrome()
     }
-    key.map(|k| (k, mods))
 }
 
 fn normalize(key: &KeyEvent) -> (KeyCode, KeyModifiers) {
@@ -304,15 +278,11 @@ fn normalize(key: &KeyEvent) -> (KeyCode, KeyModifiers) {
 impl App {
     /// A new interface with the product's presentation.
     pub fn new(product: Product, options: Options) -> Self {
-        let theme = if options.color {
-            options.theme
-        } else {
-            options.theme.monochrome()
-        };
+        let theme = drawn_theme(&product, &options);
         let bindings = product
             .keys
             .iter()
-            .filter_map(|b| parse_chord(b.chord).map(|(k, m)| (k, m, b.action)))
+            .map(|b| (b.code, b.mods, b.action))
             .collect();
         Self {
             product,
@@ -340,13 +310,14 @@ impl App {
 
     /// Replaces the options (after configuration is reloaded).
     pub fn set_options(&mut self, options: Options) {
-        self.theme = if options.color {
-            options.theme
-        } else {
-            options.theme.monochrome()
-        };
+        self.theme = drawn_theme(&self.product, &options);
         self.options = options;
         self.touch();
+    }
+
+    /// The product the interface draws with.
+    pub fn product(&self) -> &Product {
+        &self.product
     }
 
     /// The options in force.
@@ -407,26 +378,42 @@ impl App {
     }
 
     /// Shows a tool call starting.
+    /// The line is the tool's presentation title with `summary` (the
+    /// subject argument's value) in its placeholder, or the tool's name and
+    /// `summary` for a tool without a presentation.
     pub fn tool_start(&mut self, call_id: &str, name: &str, summary: &str) {
-        let mut line = String::with_capacity(name.len() + summary.len() + 1);
-        line.push_str(name);
-        if !summary.is_empty() {
-            line.push(' ');
-            line.push_str(summary);
-        }
+        let (line, preview) = match self.product.tool(name) {
+            Some(p) => (p.title_line(summary), p.preview_lines),
+            None => {
+                let mut line = String::with_capacity(name.len() + summary.len() + 1);
+                line.push_str(name);
+                if !summary.is_empty() {
+                    line.push(' ');
+                    line.push_str(summary);
+                }
+                (line, crate::transcript::COLLAPSED_LINES)
+            }
+        };
         let i = self.transcript.push(EntryKind::Tool, &line);
-        self.running_tools.push((call_id.to_owned(), i));
+        self.running_tools.push((call_id.to_owned(), i, preview));
     }
 
     /// Shows a tool call's result.
     pub fn tool_end(&mut self, call_id: &str, ok: bool, output: &str) {
-        if let Some(at) = self.running_tools.iter().position(|(id, _)| id == call_id) {
-            let (_, i) = self.running_tools.swap_remove(at);
+        let mut preview = crate::transcript::COLLAPSED_LINES;
+        if let Some(at) = self
+            .running_tools
+            .iter()
+            .position(|(id, _, _)| id == call_id)
+        {
+            let (_, i, lines) = self.running_tools.swap_remove(at);
+            preview = lines;
             self.transcript
                 .set_tool_state(i, if ok { ToolState::Ok } else { ToolState::Failed });
         }
         if !output.trim().is_empty() {
-            self.transcript.push(EntryKind::ToolOutput, output);
+            let i = self.transcript.push(EntryKind::ToolOutput, output);
+            self.transcript.set_preview(i, preview);
         }
     }
 
@@ -530,7 +517,7 @@ impl App {
         t.starts_with('/') && !t.contains(char::is_whitespace)
     }
 
-    fn matching_commands(&self) -> impl Iterator<Item = &crate::product::CommandSpec> {
+    fn matching_commands(&self) -> impl Iterator<Item = &crate::product::Command> {
         let typed = self.editor.text().get(1..).unwrap_or("");
         self.product
             .commands
@@ -556,7 +543,7 @@ impl App {
                     let name = self
                         .matching_commands()
                         .nth(self.popup_selected.min(n - 1))
-                        .map(|c| c.name)
+                        .map(|c| c.name.clone())
                         .unwrap_or_default();
                     self.popup_selected = 0;
                     if key.code == KeyCode::Tab {
@@ -564,7 +551,7 @@ impl App {
                         return None;
                     }
                     self.editor.take();
-                    return self.command(name, "");
+                    return self.command(&name, "");
                 }
                 KeyCode::Esc => {
                     self.editor.clear();
@@ -1374,8 +1361,8 @@ impl App {
             };
             buf.fill(row, style);
             let x = buf.put_str(row.x + 1, y, "/", style, row.right());
-            let x = buf.put_str(x, y, c.name, style.attrs(Attrs::BOLD), row.right());
-            buf.put_str(x.max(row.x + 14), y, c.help, style, row.right());
+            let x = buf.put_str(x, y, &c.name, style.attrs(Attrs::BOLD), row.right());
+            buf.put_str(x.max(row.x + 14), y, &c.help, style, row.right());
         }
     }
 
@@ -1412,7 +1399,7 @@ impl App {
         }
         let inner = self.draw_box(buf, area, " help — any key closes ");
         let mut y = inner.y;
-        for k in self.product.keys {
+        for k in &self.product.keys {
             if y >= inner.bottom() {
                 return;
             }
@@ -1422,7 +1409,7 @@ impl App {
             y += 1;
         }
         y += 1;
-        for c in self.product.commands {
+        for c in &self.product.commands {
             if y >= inner.bottom() {
                 return;
             }

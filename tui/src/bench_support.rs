@@ -15,7 +15,6 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use crate::app::{App, Options};
 use crate::buffer::Buffer;
 use crate::diff::{DiffOptions, diff};
-use crate::product::Product;
 
 /// Screen width of the workload, in cells.
 pub const WIDTH: u16 = 160;
@@ -29,7 +28,7 @@ const ASSISTANT: &str =
 
 /// An app with `n` representative entries (not yet drawn).
 pub fn filled(n: usize) -> App {
-    let mut a = App::new(Product::builtin(), Options::default());
+    let mut a = App::new(crate::fixture::product(), Options::default());
     a.transcript.reserve(n, n * 60);
     for i in 0..n {
         match i % 4 {

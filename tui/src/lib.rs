@@ -18,8 +18,12 @@
 //! * [`editor`] — the multi-line input with history and paste.
 //! * [`app`] — keys, overlays (help, search, pickers, project trust, confirm and input
 //!   intents), the command popup, `@` path completion and the status line.
-//! * [`product`] — the default layout, theme, key bindings and commands,
-//!   shaped as the product plugin's contribution.
+//! * [`product`] — the layout, themes, key bindings, commands and tool
+//!   presentation, validated and merged from the plugins' contributions
+//!   ([`product::ProductSpec`]), built once and cached.
+//! * [`fixture`] — smith/product's contribution as a description, for
+//!   tests and benchmarks without the plugin host (proved equal to the
+//!   plugin's by a test in the binary).
 //! * [`headless`] — renders to a buffer for golden snapshots.
 //! * [`term`] — the crossterm terminal: raw mode, alternate screen,
 //!   bracketed paste, focus events, synchronized output, a bounded
@@ -35,6 +39,7 @@ pub mod buffer;
 mod diag;
 pub mod diff;
 pub mod editor;
+pub mod fixture;
 pub mod headless;
 pub mod layout;
 pub mod product;
@@ -50,5 +55,5 @@ pub use buffer::{Buffer, Cell};
 /// The terminal library whose events [`App::handle`] takes, so hosts can
 /// build them without depending on it themselves.
 pub use crossterm;
-pub use product::Product;
+pub use product::{Product, ProductError, ProductSpec};
 pub use transcript::Transcript;

@@ -55,14 +55,18 @@ pub struct EntryRecord {
     pub tool: ToolState,
     /// Whether the details (thinking, long tool output) are expanded.
     pub expanded: bool,
+    /// Lines of tool output shown while collapsed (the tool's
+    /// presentation's preview lines).
+    pub preview: u8,
     /// Start of the text in the arena.
     pub start: u64,
     /// Length of the text in bytes.
     pub len: u32,
 }
 
-/// Lines of tool output shown while collapsed.
-pub const COLLAPSED_LINES: usize = 6;
+/// Lines of tool output shown while collapsed when the tool has no
+/// presentation.
+pub const COLLAPSED_LINES: u8 = 6;
 /// Cells of indentation before entry text (the gutter marker).
 pub const GUTTER: u16 = 2;
 const UNKNOWN: u32 = u32::MAX;
@@ -153,6 +157,7 @@ impl Transcript {
                 ToolState::None
             },
             expanded: false,
+            preview: COLLAPSED_LINES,
             start,
             len: text.len() as u32,
         });
@@ -182,6 +187,17 @@ impl Transcript {
     pub fn set_tool_state(&mut self, i: usize, state: ToolState) {
         if let Some(r) = self.records.get_mut(i) {
             r.tool = state;
+            self.generation += 1;
+        }
+    }
+
+    /// Sets how many lines of a tool-output entry show while collapsed.
+    pub fn set_preview(&mut self, i: usize, lines: u8) {
+        if let Some(r) = self.records.get_mut(i)
+            && r.preview != lines
+        {
+            r.preview = lines;
+            self.heights[i] = UNKNOWN;
             self.generation += 1;
         }
     }
@@ -218,7 +234,7 @@ impl Transcript {
                 let mut n = 0;
                 for (at, _) in text.match_indices('\n') {
                     n += 1;
-                    if n == COLLAPSED_LINES {
+                    if n == usize::from(r.preview) {
                         cut = at;
                         break;
                     }

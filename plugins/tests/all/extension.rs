@@ -40,31 +40,83 @@ fn product_contributes_the_default_product() {
     assert_eq!(
         commands,
         [
-            "help", "model", "new", "resume", "branch", "compact", "replay", "plugins", "quit"
+            "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "plugins",
+            "search", "copy", "thinking", "quit"
         ]
     );
     assert!(c.commands.iter().all(|c| !c.description.is_empty()));
-    let tools: Vec<&str> = c
+    let tools: Vec<(&str, &str)> = c
         .tool_presentations
         .iter()
-        .map(|p| p.tool.as_str())
+        .map(|p| (p.tool.as_str(), p.title.as_str()))
         .collect();
     assert_eq!(
         tools,
-        ["read", "write", "edit", "bash", "find", "grep", "ls"]
+        [
+            ("read", "read {path}"),
+            ("write", "write {path}"),
+            ("edit", "edit {path}"),
+            ("bash", "bash {command}"),
+            ("find", "find {pattern}"),
+            ("grep", "grep {pattern}"),
+            ("ls", "ls {path}")
+        ]
     );
     assert_eq!(c.layout[0].kind, LayoutKind::Column);
-    let regions: Vec<&str> = c.layout[0]
+    let regions: Vec<(&str, Option<u32>)> = c.layout[0]
         .children
         .iter()
-        .map(|&i| c.layout[i as usize].name.as_str())
+        .map(|&i| {
+            (
+                c.layout[i as usize].name.as_str(),
+                c.layout[i as usize].size,
+            )
+        })
         .collect();
-    assert_eq!(regions, ["transcript", "status", "editor", "footer"]);
+    assert_eq!(
+        regions,
+        [
+            ("transcript", None),
+            ("status", Some(1)),
+            ("editor", Some(9))
+        ]
+    );
+    assert_eq!(c.themes.len(), 1);
     assert_eq!(c.themes[0].name, "default");
+    let roles: Vec<&str> = c.themes[0].styles.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "thinking",
+            "tool",
+            "tool-output",
+            "tool-error",
+            "error",
+            "notice",
+            "status",
+            "prompt",
+            "popup",
+            "selected",
+            "match",
+            "current-match",
+            "border"
+        ]
+    );
+    let selected = &c.themes[0].styles[11];
+    assert!(selected.reverse && !selected.underline && selected.fg.is_none());
+    assert!(c.themes[0].styles[12].underline);
+    assert_eq!(c.keybindings.len(), 21);
     assert!(
         c.keybindings
             .iter()
-            .any(|k| k.keys == "esc" && k.action == "abort")
+            .any(|k| k.keys == "esc" && k.action == "interrupt" && k.context == "global")
+    );
+    assert!(
+        c.keybindings
+            .iter()
+            .any(|k| k.keys == "ctrl+p" && k.action == "model-picker")
     );
 }
 
@@ -83,9 +135,14 @@ fn product_commands_return_actions_or_say_who_runs_them() {
         panic!("{intent:?}")
     };
     assert!(
-        text.contains("/quit") && text.contains("/compact"),
+        text.contains("\n  /quit - exit smith")
+            && text.contains("\n  /compact [INSTRUCTIONS] - compact the context"),
         "{text}"
     );
+    for host_run in ["quit", "continue", "search", "copy", "thinking"] {
+        let err = product.run_command(host_run, "").unwrap_err();
+        assert!(err.message.contains("carried out by the host"), "{err}");
+    }
     let err = product.run_command("quit", "").unwrap_err();
     assert!(err.message.contains("carried out by the host"), "{err}");
     let err = product.run_command("nope", "").unwrap_err();

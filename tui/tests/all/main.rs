@@ -13,11 +13,11 @@ mod trust;
 static ALLOCATOR: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocator::new();
 
 use smith_tui::headless::Headless;
-use smith_tui::{App, Options, Product, Status};
+use smith_tui::{App, Options, Status};
 
 /// An app with a deterministic status line.
 pub fn app() -> App {
-    let mut app = App::new(Product::builtin(), Options::default());
+    let mut app = App::new(smith_tui::fixture::product(), Options::default());
     app.set_status(Status {
         model: "mock-model".to_owned(),
         cost: Some(0.0123),

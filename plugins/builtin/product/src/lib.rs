@@ -1,7 +1,9 @@
-//! smith/product: the product's defaults as an extension plugin, using
-//! exactly the contracts a user plugin uses: the default layout tree, the
-//! default theme, the keybindings, the slash commands and the presentation
-//! of the seven built-in tools.
+//! smith/product: the product's presentation as an extension plugin, using
+//! exactly the contracts a user plugin uses: the layout tree, the `default`
+//! theme (a style per interface role), the keybindings, the slash commands
+//! and the presentation of the seven built-in tools. The interface draws
+//! only what plugins contribute; the names used here are its vocabulary
+//! (docs/tui.md, "Presentation source").
 
 use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
 
@@ -24,14 +26,18 @@ fn key(keys: &str, action: &str, context: &str) -> ext::Keybinding {
     }
 }
 
-fn style(name: &str, fg: Option<&str>, bold: bool, dim: bool) -> ext::Style {
+/// A style: `fg` color and the attributes named in `attrs` (`bold`,
+/// `dim`, `italic`, `underline`, `reverse`).
+fn style(name: &str, fg: Option<&str>, attrs: &[&str]) -> ext::Style {
     ext::Style {
         name: name.to_owned(),
         fg: fg.map(str::to_owned),
         bg: None,
-        bold,
-        dim,
-        italic: false,
+        bold: attrs.contains(&"bold"),
+        dim: attrs.contains(&"dim"),
+        italic: attrs.contains(&"italic"),
+        underline: attrs.contains(&"underline"),
+        reverse: attrs.contains(&"reverse"),
     }
 }
 
@@ -50,112 +56,117 @@ fn node(
     }
 }
 
-fn presentation(
-    tool: &str,
-    title: &str,
-    subject: Option<&str>,
-    style: &str,
-    lines: u32,
-) -> ext::ToolPresentation {
+/// A built-in tool's presentation: its name and the subject argument as
+/// the title, the result as text, six lines before folding.
+fn presentation(tool: &str, subject: &str) -> ext::ToolPresentation {
     ext::ToolPresentation {
         tool: tool.to_owned(),
-        title: title.to_owned(),
-        subject_argument: subject.map(str::to_owned),
-        result_style: style.to_owned(),
-        preview_lines: lines,
+        title: format!("{tool} {{{subject}}}"),
+        subject_argument: Some(subject.to_owned()),
+        result_style: "text".to_owned(),
+        preview_lines: 6,
     }
 }
 
 /// The commands, in the order help lists them.
 fn commands() -> Vec<ext::Command> {
     vec![
-        command(
-            "help",
-            "Show the commands and keys",
-            "[COMMAND]",
-            "commands",
-        ),
-        command("model", "Show or switch the model", "[MODEL]", "models"),
-        command("new", "Start a new session", "", "none"),
-        command(
-            "resume",
-            "Resume an earlier session",
-            "[SESSION]",
-            "sessions",
-        ),
+        command("help", "show keys and commands", "", "none"),
+        command("model", "choose the model", "[ID]", "models"),
+        command("new", "start a new session", "", "none"),
+        command("resume", "open a stored session", "[REF]", "sessions"),
+        command("continue", "continue the latest session", "", "none"),
         command(
             "branch",
-            "Continue from an earlier entry on a new branch",
+            "choose a branch of the session",
             "[ENTRY]",
             "entries",
         ),
-        command(
-            "compact",
-            "Summarize the conversation to free context",
-            "[INSTRUCTIONS]",
-            "none",
-        ),
+        command("compact", "compact the context", "[INSTRUCTIONS]", "none"),
         command(
             "replay",
-            "Replay a session's events",
-            "[SESSION]",
-            "sessions",
+            "replay the session's transcript",
+            "[SPEED]",
+            "none",
         ),
-        command("plugins", "List plugins and their state", "", "plugins"),
-        command("quit", "Leave smith", "", "none"),
+        command("plugins", "list plugins", "", "none"),
+        command("search", "search the transcript", "[TEXT]", "none"),
+        command("copy", "copy the last answer", "", "none"),
+        command("thinking", "expand or collapse details", "", "none"),
+        command("quit", "exit smith", "", "none"),
     ]
 }
+
+/// The key bindings: chord, action, context.
+const KEYS: &[(&str, &str, &str)] = &[
+    ("enter", "submit", "editor"),
+    ("alt+enter", "queue-follow-up", "editor"),
+    ("shift+enter", "newline", "editor"),
+    ("ctrl+j", "newline", "editor"),
+    ("esc", "interrupt", "global"),
+    ("ctrl+c", "clear-or-exit", "global"),
+    ("shift+up", "scroll-up", "transcript"),
+    ("shift+down", "scroll-down", "transcript"),
+    ("pageup", "page-up", "transcript"),
+    ("pagedown", "page-down", "transcript"),
+    ("ctrl+home", "top", "transcript"),
+    ("ctrl+end", "latest", "transcript"),
+    ("ctrl+g", "latest", "transcript"),
+    ("ctrl+f", "search", "global"),
+    ("f1", "help", "global"),
+    ("ctrl+t", "toggle-details", "transcript"),
+    ("ctrl+y", "copy", "transcript"),
+    ("alt+up", "select-prev", "transcript"),
+    ("alt+down", "select-next", "transcript"),
+    ("ctrl+p", "model-picker", "global"),
+    ("ctrl+r", "session-picker", "global"),
+];
 
 impl ext::Guest for Product {
     fn contribute() -> ext::Contributions {
         use ext::LayoutKind::{Column, Region};
         ext::Contributions {
             commands: commands(),
-            keybindings: vec![
-                key("enter", "submit", "editor"),
-                key("shift+enter", "newline", "editor"),
-                key("esc", "abort", "global"),
-                key("ctrl+c", "abort-or-clear", "global"),
-                key("ctrl+d", "command:quit", "editor"),
-                key("ctrl+l", "command:model", "global"),
-                key("ctrl+o", "toggle-tool-output", "transcript"),
-                key("ctrl+t", "toggle-thinking", "transcript"),
-                key("pageup", "scroll-up", "transcript"),
-                key("pagedown", "scroll-down", "transcript"),
-            ],
+            keybindings: KEYS
+                .iter()
+                .map(|(keys, action, context)| key(keys, action, context))
+                .collect(),
             themes: vec![ext::Theme {
                 name: "default".to_owned(),
                 styles: vec![
-                    style("accent", Some("cyan"), true, false),
-                    style("text", None, false, false),
-                    style("muted", Some("bright-black"), false, true),
-                    style("thinking", Some("bright-black"), false, true),
-                    style("error", Some("red"), true, false),
-                    style("warning", Some("yellow"), false, false),
-                    style("success", Some("green"), false, false),
-                    style("tool.title", Some("blue"), true, false),
-                    style("diff.added", Some("green"), false, false),
-                    style("diff.removed", Some("red"), false, false),
-                    style("status", Some("bright-black"), false, false),
+                    style("user", Some("cyan"), &["bold"]),
+                    style("assistant", None, &[]),
+                    style("thinking", Some("bright-black"), &["italic"]),
+                    style("tool", Some("yellow"), &[]),
+                    style("tool-output", Some("bright-black"), &[]),
+                    style("tool-error", Some("red"), &[]),
+                    style("error", Some("red"), &["bold"]),
+                    style("notice", Some("bright-black"), &[]),
+                    style("status", None, &["reverse"]),
+                    style("prompt", Some("cyan"), &["bold"]),
+                    style("popup", None, &[]),
+                    style("selected", None, &["reverse"]),
+                    style("match", None, &["underline"]),
+                    style("current-match", None, &["reverse"]),
+                    style("border", Some("bright-black"), &[]),
                 ],
             }],
             layout: vec![
-                node(Column, "root", None, vec![1, 2, 3, 4]),
+                node(Column, "root", None, vec![1, 2, 3]),
                 node(Region, "transcript", None, Vec::new()),
                 node(Region, "status", Some(1), Vec::new()),
-                node(Region, "editor", Some(3), Vec::new()),
-                node(Region, "footer", Some(1), Vec::new()),
+                node(Region, "editor", Some(9), Vec::new()),
             ],
             prompt_fragments: Vec::new(),
             tools: Vec::new(),
             tool_presentations: vec![
-                presentation("read", "Read {path}", Some("path"), "code", 10),
-                presentation("write", "Write {path}", Some("path"), "diff", 20),
-                presentation("edit", "Edit {path}", Some("path"), "diff", 20),
-                presentation("bash", "$ {command}", Some("command"), "text", 10),
-                presentation("find", "Find {pattern}", Some("pattern"), "listing", 10),
-                presentation("grep", "Grep {pattern}", Some("pattern"), "listing", 10),
-                presentation("ls", "List {path}", Some("path"), "listing", 20),
+                presentation("read", "path"),
+                presentation("write", "path"),
+                presentation("edit", "path"),
+                presentation("bash", "command"),
+                presentation("find", "pattern"),
+                presentation("grep", "pattern"),
+                presentation("ls", "path"),
             ],
             config: Vec::new(),
         }
@@ -167,7 +178,12 @@ impl ext::Guest for Product {
             "help" => {
                 let mut text = String::from("Commands:");
                 for c in commands() {
-                    text.push_str(&format!("\n  /{} {} - {}", c.name, c.usage, c.description));
+                    let name = if c.usage.is_empty() {
+                        c.name
+                    } else {
+                        format!("{} {}", c.name, c.usage)
+                    };
+                    text.push_str(&format!("\n  /{name} - {}", c.description));
                 }
                 Ok(vec![ext::Action::Ui(ext::UiIntent {
                     id: String::new(),
@@ -176,11 +192,10 @@ impl ext::Guest for Product {
                 })])
             }
             "model" if !argument.is_empty() => Ok(vec![ext::Action::SetModel(argument.to_owned())]),
-            "new" | "resume" | "branch" | "compact" | "replay" | "plugins" | "quit" | "model" => {
-                Err(format!(
-                    "/{name} is carried out by the host, not by smith/product; the host runs it directly"
-                ))
-            }
+            "new" | "resume" | "continue" | "branch" | "compact" | "replay" | "plugins"
+            | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
+                "/{name} is carried out by the host, not by smith/product; the host runs it directly"
+            )),
             other => Err(format!(
                 "smith/product has no command /{other}; run /help for the list"
             )),

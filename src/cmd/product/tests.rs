@@ -1,0 +1,151 @@
+use smith_plugins::builtin::BUILTINS;
+use smith_plugins::extension::{Keybinding, Style, Theme};
+use smith_plugins::{ExtensionComponent, Limits};
+use smith_tui::product::{Action, LayoutSpec};
+
+use super::*;
+
+/// smith/product instantiated from the binary's embedded component.
+fn smith_product() -> WasmExtension {
+    let builtin = BUILTINS
+        .iter()
+        .find(|b| b.name == "smith/product")
+        .expect("the binary carries smith/product");
+    ExtensionComponent::load(builtin.name, builtin.component, None, Limits::default())
+        .and_then(|c| c.instantiate())
+        .expect("smith/product loads")
+}
+
+fn empty() -> Contributions {
+    Contributions {
+        commands: Vec::new(),
+        keybindings: Vec::new(),
+        themes: Vec::new(),
+        layout: Vec::new(),
+        prompt_fragments: Vec::new(),
+        tools: Vec::new(),
+        tool_presentations: Vec::new(),
+        config: Vec::new(),
+    }
+}
+
+fn style(name: &str, fg: &str) -> Style {
+    Style {
+        name: name.to_owned(),
+        fg: Some(fg.to_owned()),
+        bg: None,
+        bold: false,
+        dim: false,
+        italic: false,
+        underline: false,
+        reverse: false,
+    }
+}
+
+#[test]
+fn smith_product_contributes_exactly_the_fixture() {
+    let product = smith_product();
+    let contributed = spec(
+        product.name(),
+        product.contributions().expect("read at load"),
+    );
+    // The fixture the interface's tests and benchmarks draw with cannot
+    // drift from the plugin.
+    assert_eq!(contributed, smith_tui::fixture::product_spec());
+    let (built, errors) = build(&[product]);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(built, smith_tui::fixture::product());
+    assert_eq!(built.layout, LayoutSpec::RECOVERY);
+}
+
+#[test]
+fn a_user_plugin_s_theme_and_key_change_what_the_interface_uses() {
+    let product = smith_product();
+    let base = spec(
+        product.name(),
+        product.contributions().expect("read at load"),
+    );
+    let mut user = empty();
+    user.themes = vec![Theme {
+        name: "default".to_owned(),
+        styles: vec![style("user", "#ff8000")],
+    }];
+    user.keybindings = vec![Keybinding {
+        keys: "ctrl+t".to_owned(),
+        action: "help".to_owned(),
+        context: "global".to_owned(),
+    }];
+    let (p, errors) = Product::build(&[base, spec("example/colors", &user)]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let fixture = smith_tui::fixture::product();
+    assert_eq!(
+        p.theme.user,
+        smith_tui::style::Style::fg(smith_tui::style::Color::Rgb(255, 128, 0))
+    );
+    assert_eq!(p.theme.error, fixture.theme.error);
+    let ctrl_t = p.keys.iter().find(|k| k.chord == "ctrl+t").expect("bound");
+    assert_eq!(ctrl_t.action, Action::Help);
+    assert_eq!(p.keys.len(), fixture.keys.len());
+    assert_eq!(p.commands, fixture.commands);
+
+    // The interface draws with it: the user message's marker takes the
+    // plugin's color.
+    let mut app = smith_tui::App::new(p, smith_tui::Options::default());
+    app.user_message("hi");
+    let mut screen = smith_tui::headless::Headless::new(app, 20, 6);
+    let cell = *screen.frame().get(0, 0).expect("a cell");
+    assert_eq!(
+        cell.style.fg,
+        smith_tui::style::Color::Rgb(255, 128, 0),
+        "{cell:?}"
+    );
+}
+
+#[test]
+fn a_bad_contribution_is_reported_and_the_rest_is_used() {
+    let product = smith_product();
+    let base = spec(
+        product.name(),
+        product.contributions().expect("read at load"),
+    );
+    let mut user = empty();
+    user.themes = vec![Theme {
+        name: "default".to_owned(),
+        styles: vec![style("user", "chartreuse"), style("error", "green")],
+    }];
+    user.keybindings = vec![Keybinding {
+        keys: "ctrl+t".to_owned(),
+        action: "launch-rockets".to_owned(),
+        context: "global".to_owned(),
+    }];
+    let (p, errors) = Product::build(&[base, spec("example/bad", &user)]);
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].starts_with(
+            "plugin example/bad contributes the key binding \"ctrl+t\": there is no action \"launch-rockets\"; the accepted values are submit, "
+        ),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        messages[1].starts_with("plugin example/bad contributes the style \"user\" of theme \"default\": the foreground color \"chartreuse\" is not a color; the accepted values are #rrggbb or one of black, red"),
+        "{}",
+        messages[1]
+    );
+    assert!(
+        messages
+            .iter()
+            .all(|m| m.contains("smith plugin disable example/bad"))
+    );
+    let fixture = smith_tui::fixture::product();
+    // The bad items are left out, the good one applies, the rest is the
+    // product's.
+    assert_eq!(p.theme.user, fixture.theme.user);
+    assert_eq!(
+        p.theme.error,
+        smith_tui::style::Style::fg(smith_tui::style::Color::Indexed(2))
+    );
+    assert_eq!(p.keys, fixture.keys);
+    assert_eq!(p.layout, fixture.layout);
+}
