@@ -8,22 +8,44 @@
 //! [`EffectIntent`] before it runs (a failed intent record prevents it) and
 //! an [`EffectCompletion`] after, with its three-state mutation evidence.
 
-use std::io::Read as _;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::ffi::OsStr;
+use std::io::{Read as _, Write as _};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
+use sha2::{Digest as _, Sha256};
 use smith_engine::journal::{
     EffectCompletion, EffectIntent, EffectJournal, Outcome, canonical_cbor,
 };
 use smith_engine::tools::Mutation;
 
 use crate::manifest::{self, Manifest};
+use crate::runtime::hex;
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.
 pub const MAX_EFFECT_BYTES: usize = 16 << 20;
+
+/// The most entries `list-dir` returns.
+pub const MAX_DIR_ENTRIES: usize = 4096;
+
+/// The most bytes of standard output, and of standard error, `run-process`
+/// returns.
+pub const MAX_PROCESS_OUTPUT: usize = 1 << 20;
+
+/// The longest timeout `run-process` accepts.
+pub const MAX_PROCESS_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The most entries one `session-entries` page returns.
+pub const MAX_SESSION_PAGE: u32 = 256;
+
+/// How the embedding answers `session-entries`: given an offset and a
+/// limit, the current session's messages from that offset on, as
+/// `(role, text)` pairs, oldest first (the host bounds the page again).
+pub type SessionSource = Arc<dyn Fn(u64, u32) -> Vec<(String, String)> + Send + Sync>;
 
 /// What a plugin may do beyond logging: the capabilities its manifest asks
 /// for and the user granted (installing a plugin grants what its manifest
@@ -32,8 +54,14 @@ pub const MAX_EFFECT_BYTES: usize = 16 << 20;
 pub struct Grants {
     /// The plugin's data folder; `fs-read` folders are relative to it.
     pub data_dir: PathBuf,
-    /// Folders (relative to `data_dir`) the plugin may read.
+    /// Folders (relative to `data_dir`) the plugin may read and list.
     pub fs_read: Vec<String>,
+    /// Folders (relative to `data_dir`) the plugin may write and edit in.
+    pub fs_write: Vec<String>,
+    /// Whether the plugin may run processes.
+    pub process: bool,
+    /// Whether the plugin may read the current session's messages.
+    pub session_read: bool,
     /// Hosts the plugin may send HTTP requests to.
     pub net: Vec<String>,
     /// Whether the plugin may show UI intents.
@@ -56,6 +84,9 @@ impl Grants {
         for (kind, value) in &manifest.capabilities {
             match kind.as_str() {
                 "fs-read" => grants.fs_read.push(value.clone()),
+                "fs-write" => grants.fs_write.push(value.clone()),
+                "process" => grants.process = true,
+                "session-read" => grants.session_read = true,
                 "net" => grants.net.push(value.to_ascii_lowercase()),
                 "ui" => grants.ui = true,
                 _ => {}
@@ -70,7 +101,8 @@ impl Grants {
 pub struct Denial {
     /// The plugin that asked.
     pub plugin: String,
-    /// The capability it needed (`fs-read`, `net`, `ui`).
+    /// The capability it needed (`fs-read`, `fs-write`, `process`, `net`,
+    /// `session-read`, `ui`).
     pub capability: &'static str,
     /// The manifest line that would grant it.
     pub missing_grant: String,
@@ -120,6 +152,84 @@ pub struct HttpResponse {
     pub body: Vec<u8>,
 }
 
+/// What a folder entry is (symlinks are reported, not followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+    /// Anything else.
+    Other,
+}
+
+/// A folder's entries, sorted by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirListing {
+    /// Names and kinds, at most [`MAX_DIR_ENTRIES`].
+    pub entries: Vec<(String, EntryKind)>,
+    /// Whether the folder had more entries.
+    pub truncated: bool,
+}
+
+/// How a process run by `run-process` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessEnd {
+    /// It exited with this status code.
+    Exited(i32),
+    /// A signal not sent by smith ended it.
+    Signalled(i32),
+    /// Smith killed it at its timeout.
+    TimedOut,
+    /// Smith killed it because the call was cancelled or reached its
+    /// deadline.
+    Cancelled,
+}
+
+impl std::fmt::Display for ProcessEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProcessEnd::Exited(code) => write!(f, "exited with status {code}"),
+            ProcessEnd::Signalled(signal) => write!(f, "ended by signal {signal}"),
+            ProcessEnd::TimedOut => f.write_str("killed at its timeout"),
+            ProcessEnd::Cancelled => f.write_str("killed because the call was cancelled"),
+        }
+    }
+}
+
+/// What a process run by `run-process` produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessOutput {
+    /// How it ended.
+    pub end: ProcessEnd,
+    /// Standard output, at most [`MAX_PROCESS_OUTPUT`] bytes.
+    pub stdout: Vec<u8>,
+    /// Whether standard output was cut.
+    pub stdout_truncated: bool,
+    /// Standard error, at most [`MAX_PROCESS_OUTPUT`] bytes.
+    pub stderr: Vec<u8>,
+    /// Whether standard error was cut.
+    pub stderr_truncated: bool,
+}
+
+/// A `run-process` request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessRequest {
+    /// The program (looked up on `PATH` unless it contains a `/`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The working folder, relative to the plugin's data folder (empty for
+    /// the data folder).
+    pub cwd: String,
+    /// Milliseconds before it is killed.
+    pub timeout_ms: u32,
+    /// Bytes written to its standard input.
+    pub stdin: Vec<u8>,
+}
+
 /// Where a plugin's granted effects run and are recorded.
 #[derive(Clone)]
 pub struct Effects {
@@ -128,6 +238,7 @@ pub struct Effects {
     journal: Arc<dyn EffectJournal>,
     ids: Arc<AtomicU64>,
     net: Option<Arc<smith_net::Client>>,
+    session: Option<SessionSource>,
     generation: u32,
 }
 
@@ -157,6 +268,7 @@ impl Effects {
             journal,
             ids,
             net: None,
+            session: None,
             generation,
         }
     }
@@ -166,6 +278,14 @@ impl Effects {
     #[must_use]
     pub fn with_net(mut self, client: Arc<smith_net::Client>) -> Self {
         self.net = Some(client);
+        self
+    }
+
+    /// Answers `session-entries` from `source` (the embedding's view of
+    /// the current session); without one, granted calls fail saying so.
+    #[must_use]
+    pub fn with_session(mut self, source: SessionSource) -> Self {
+        self.session = Some(source);
         self
     }
 
@@ -237,40 +357,14 @@ impl Effects {
     /// Denied without a grant covering the path; invalid when the path
     /// leaves the data folder; failed when reading fails.
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>, EffectError> {
-        if !manifest::stays_inside(path) || path.is_empty() {
-            return Err(EffectError::Invalid(format!(
-                "read-file {path:?}: the path must be relative to the plugin's data folder and stay inside it (no `..`, no absolute path)"
-            )));
-        }
-        let Some(root) = self
-            .grants
-            .fs_read
-            .iter()
-            .find(|root| Path::new(path).starts_with(Path::new(root.as_str())))
-        else {
-            let folder = Path::new(path)
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| ".".to_owned(), |p| p.display().to_string());
-            return Err(self.deny(
-                "fs-read",
-                format!("fs-read {folder:?}"),
-                format!("read-file {path:?}"),
-            ));
-        };
-        let file = self.grants.data_dir.join(path);
-        let root_dir = self.grants.data_dir.join(root);
-        // Symlinks leading out of the granted folder are refused: compare
-        // the resolved paths.
-        let inside = match (file.canonicalize(), root_dir.canonicalize()) {
-            (Ok(file), Ok(root)) => file.starts_with(root),
-            _ => true, // a missing file fails below, recorded
-        };
-        if !inside {
-            return Err(EffectError::Invalid(format!(
-                "read-file {path:?}: the path resolves outside the granted folder {root:?} (a symlink leads out); nothing was read"
-            )));
-        }
+        let file = self.check_path(PathCheck {
+            op: "read-file",
+            path,
+            capability: "fs-read",
+            grant_folder: GrantFolder::Parent,
+            may_be_root: false,
+            nothing: "read",
+        })?;
         let effect_id = self.intent(
             "plugin.read-file",
             &json!({"plugin": self.plugin, "path": path}),
@@ -287,6 +381,418 @@ impl Effects {
         };
         self.complete(effect_id, outcome, Mutation::NotApplied, &output)?;
         result.map_err(|message| EffectError::Failed(format!("read-file {path:?}: {message}")))
+    }
+
+    /// Checks `check.path` lexically (relative, no `..`), against the
+    /// grants of `check.capability`, and against symlinks leading out of
+    /// the granted folder; returns the path to use. Runs nothing.
+    fn check_path(&self, check: PathCheck<'_>) -> Result<PathBuf, EffectError> {
+        let PathCheck {
+            op,
+            path,
+            capability,
+            grant_folder,
+            may_be_root,
+            nothing,
+        } = check;
+        let invalid = || {
+            EffectError::Invalid(format!(
+                "{op} {path:?}: the path must be relative to the plugin's data folder and stay inside it (no `..`, no absolute path); nothing was {nothing}"
+            ))
+        };
+        let parts = match relative_parts(path) {
+            Some(parts) if may_be_root || !parts.is_empty() => parts,
+            _ => return Err(invalid()),
+        };
+        let roots = match capability {
+            "fs-write" => &self.grants.fs_write,
+            _ => &self.grants.fs_read,
+        };
+        let Some(root) = roots.iter().find_map(|root| {
+            relative_parts(root).filter(|root_parts| parts.starts_with(root_parts))
+        }) else {
+            let shown = match grant_folder {
+                GrantFolder::Parent => &parts[..parts.len().saturating_sub(1)],
+                GrantFolder::Itself => &parts[..],
+            };
+            let folder = if shown.is_empty() {
+                ".".to_owned()
+            } else {
+                shown
+                    .iter()
+                    .collect::<PathBuf>()
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            return Err(self.deny(
+                capability,
+                format!("{capability} {folder:?}"),
+                format!("{op} {path:?}"),
+            ));
+        };
+        if let Err(why) = resolves_inside(&self.grants.data_dir, &root, &parts) {
+            let folder = if root.is_empty() {
+                ".".to_owned()
+            } else {
+                root.iter()
+                    .collect::<PathBuf>()
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            return Err(EffectError::Invalid(format!(
+                "{op} {path:?}: the path resolves outside the granted folder {folder:?} ({why}); nothing was {nothing}"
+            )));
+        }
+        Ok(self.grants.data_dir.join(parts.iter().collect::<PathBuf>()))
+    }
+
+    /// `list-dir`: checks the folder against the `fs-read` grants, records
+    /// the intent, lists at most [`MAX_DIR_ENTRIES`] entries sorted by
+    /// name, records the completion.
+    ///
+    /// # Errors
+    ///
+    /// Denied without a grant covering the folder; invalid when the path
+    /// leaves the data folder; failed when listing fails.
+    pub fn list_dir(&self, path: &str) -> Result<DirListing, EffectError> {
+        let dir = self.check_path(PathCheck {
+            op: "list-dir",
+            path,
+            capability: "fs-read",
+            grant_folder: GrantFolder::Itself,
+            may_be_root: true,
+            nothing: "listed",
+        })?;
+        let effect_id = self.intent(
+            "plugin.list-dir",
+            &json!({"plugin": self.plugin, "path": path}),
+        )?;
+        let result = list_bounded(&dir);
+        let (outcome, output) = match &result {
+            Ok(listing) => (
+                Outcome::Ok,
+                json!({"entries": listing.entries.len(), "truncated": listing.truncated}),
+            ),
+            Err(message) => (Outcome::Error, json!({"error": message})),
+        };
+        self.complete(effect_id, outcome, Mutation::NotApplied, &output)?;
+        result.map_err(|message| EffectError::Failed(format!("list-dir {path:?}: {message}")))
+    }
+
+    /// `write-file`: checks the path against the `fs-write` grants, records
+    /// the intent, creates missing parent folders inside the granted
+    /// folder, writes a temporary file next to the target and renames it
+    /// over the target, records the completion.
+    ///
+    /// # Errors
+    ///
+    /// Denied without a grant covering the path; invalid when the path
+    /// leaves the data folder or the bytes are too many; failed when
+    /// writing fails (the completion says whether anything changed).
+    pub fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), EffectError> {
+        let file = self.check_path(PathCheck {
+            op: "write-file",
+            path,
+            capability: "fs-write",
+            grant_folder: GrantFolder::Parent,
+            may_be_root: false,
+            nothing: "written",
+        })?;
+        if bytes.len() > MAX_EFFECT_BYTES {
+            return Err(EffectError::Invalid(format!(
+                "write-file {path:?}: {} bytes is more than the {MAX_EFFECT_BYTES} allowed; nothing was written",
+                bytes.len()
+            )));
+        }
+        let effect_id = self.intent(
+            "plugin.write-file",
+            &json!({
+                "plugin": self.plugin,
+                "path": path,
+                "bytes": bytes.len(),
+                "sha256": hex(&Sha256::digest(bytes)),
+            }),
+        )?;
+        self.finish_write(effect_id, "write-file", path, &file, bytes)
+    }
+
+    /// `edit-file`: checks the path against the `fs-write` grants, records
+    /// the intent, reads the file, replaces the single occurrence of `old`
+    /// with `new` and writes it back atomically, records the completion.
+    ///
+    /// # Errors
+    ///
+    /// Denied without a grant covering the path; invalid when the path
+    /// leaves the data folder or `old` is empty; failed when the file cannot
+    /// be read, is not UTF-8, or `old` does not occur exactly once (nothing
+    /// changed), or when writing fails.
+    pub fn edit_file(&self, path: &str, old: &str, new: &str) -> Result<(), EffectError> {
+        let file = self.check_path(PathCheck {
+            op: "edit-file",
+            path,
+            capability: "fs-write",
+            grant_folder: GrantFolder::Parent,
+            may_be_root: false,
+            nothing: "edited",
+        })?;
+        if old.is_empty() {
+            return Err(EffectError::Invalid(format!(
+                "edit-file {path:?}: old-text is empty; pass the exact text to replace (it must occur exactly once); nothing was edited"
+            )));
+        }
+        let effect_id = self.intent(
+            "plugin.edit-file",
+            &json!({
+                "plugin": self.plugin,
+                "path": path,
+                "old_bytes": old.len(),
+                "old_sha256": hex(&Sha256::digest(old.as_bytes())),
+                "new_bytes": new.len(),
+                "new_sha256": hex(&Sha256::digest(new.as_bytes())),
+            }),
+        )?;
+        let refuse = |effect_id: String, message: String| -> Result<(), EffectError> {
+            self.complete(
+                effect_id,
+                Outcome::Error,
+                Mutation::NotApplied,
+                &json!({"error": message}),
+            )?;
+            Err(EffectError::Failed(format!(
+                "edit-file {path:?}: {message}"
+            )))
+        };
+        let bytes = match read_bounded(&file) {
+            Ok(bytes) => bytes,
+            Err(message) => return refuse(effect_id, message),
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            return refuse(
+                effect_id,
+                "the file is not UTF-8 text; use write-file to replace it whole; it was left unchanged".to_owned(),
+            );
+        };
+        let count = text.matches(old).count();
+        if count != 1 {
+            let message = if count == 0 {
+                "old-text was not found (0 occurrences); it must occur exactly once, including whitespace; the file was left unchanged".to_owned()
+            } else {
+                format!(
+                    "old-text occurs {count} times; it must occur exactly once: include more of the surrounding text; the file was left unchanged"
+                )
+            };
+            return refuse(effect_id, message);
+        }
+        let edited = text.replacen(old, new, 1);
+        if edited.len() > MAX_EFFECT_BYTES {
+            return refuse(
+                effect_id,
+                format!(
+                    "the edited file would have {} bytes, more than the {MAX_EFFECT_BYTES} allowed; it was left unchanged",
+                    edited.len()
+                ),
+            );
+        }
+        self.finish_write(effect_id, "edit-file", path, &file, edited.as_bytes())
+    }
+
+    fn finish_write(
+        &self,
+        effect_id: String,
+        op: &str,
+        path: &str,
+        file: &Path,
+        bytes: &[u8],
+    ) -> Result<(), EffectError> {
+        match replace_file(file, bytes) {
+            Ok(created) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Ok,
+                    Mutation::Applied,
+                    &json!({"bytes": bytes.len(), "created_folders": created}),
+                )?;
+                Ok(())
+            }
+            Err((message, mutation)) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    mutation,
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(format!("{op} {path:?}: {message}")))
+            }
+        }
+    }
+
+    /// `run-process`: checks the `process` grant and the working folder,
+    /// records the intent, runs the program with an environment holding
+    /// only `PATH`, kills its process group at the timeout or when
+    /// `stop()` turns true, and records the completion (mutation unknown
+    /// once it started).
+    ///
+    /// # Errors
+    ///
+    /// Denied without `process`; invalid for an empty program, a timeout of
+    /// 0 or above [`MAX_PROCESS_TIMEOUT`], too much stdin or a working
+    /// folder leaving the data folder; failed when it cannot be started
+    /// (nothing ran).
+    pub fn run_process(
+        &self,
+        request: &ProcessRequest,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ProcessOutput, EffectError> {
+        let program = &request.program;
+        if !self.grants.process {
+            return Err(self.deny(
+                "process",
+                "process".to_owned(),
+                format!("run-process {program:?}"),
+            ));
+        }
+        let invalid = |why: String| -> Result<ProcessOutput, EffectError> {
+            Err(EffectError::Invalid(format!(
+                "run-process {program:?}: {why}; nothing ran"
+            )))
+        };
+        if program.is_empty() || program.contains('\0') {
+            return invalid("the program name is empty or holds a NUL character".to_owned());
+        }
+        if request.args.iter().any(|a| a.contains('\0')) {
+            return invalid("an argument holds a NUL character".to_owned());
+        }
+        let timeout = Duration::from_millis(u64::from(request.timeout_ms));
+        if timeout.is_zero() || timeout > MAX_PROCESS_TIMEOUT {
+            return invalid(format!(
+                "timeout-ms {} is outside 1..={}",
+                request.timeout_ms,
+                MAX_PROCESS_TIMEOUT.as_millis()
+            ));
+        }
+        if request.stdin.len() > MAX_EFFECT_BYTES {
+            return invalid(format!(
+                "stdin has {} bytes, more than the {MAX_EFFECT_BYTES} allowed",
+                request.stdin.len()
+            ));
+        }
+        let cwd = &request.cwd;
+        let Some(parts) = relative_parts(cwd) else {
+            return invalid(format!(
+                "the working folder {cwd:?} must be relative to the plugin's data folder and stay inside it (no `..`, no absolute path)"
+            ));
+        };
+        if let Err(why) = resolves_inside(&self.grants.data_dir, &[], &parts) {
+            return invalid(format!(
+                "the working folder {cwd:?} resolves outside the plugin's data folder ({why})"
+            ));
+        }
+        let dir = self.grants.data_dir.join(parts.iter().collect::<PathBuf>());
+        let effect_id = self.intent(
+            "plugin.run-process",
+            &json!({
+                "plugin": self.plugin,
+                "program": program,
+                "args": request.args,
+                "cwd": cwd,
+                "timeout_ms": request.timeout_ms,
+                "stdin_bytes": request.stdin.len(),
+            }),
+        )?;
+        match spawn_and_wait(request, &dir, timeout, stop) {
+            Err(message) => {
+                let message = format!(
+                    "could not start it in {}: {message}; nothing ran",
+                    dir.display()
+                );
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    Mutation::NotApplied,
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(format!(
+                    "run-process {program:?}: {message}"
+                )))
+            }
+            Ok(output) => {
+                let outcome = match output.end {
+                    ProcessEnd::Exited(0) => Outcome::Ok,
+                    ProcessEnd::Cancelled => Outcome::Cancelled,
+                    _ => Outcome::Error,
+                };
+                self.complete(
+                    effect_id,
+                    outcome,
+                    Mutation::Unknown,
+                    &json!({
+                        "end": output.end.to_string(),
+                        "stdout_bytes": output.stdout.len(),
+                        "stdout_truncated": output.stdout_truncated,
+                        "stderr_bytes": output.stderr.len(),
+                        "stderr_truncated": output.stderr_truncated,
+                    }),
+                )?;
+                Ok(output)
+            }
+        }
+    }
+
+    /// `session-entries`: checks the `session-read` grant, records the
+    /// intent, asks the session source for at most
+    /// [`MAX_SESSION_PAGE`] entries (and at most [`MAX_EFFECT_BYTES`] of
+    /// text) from `offset`, records the completion (a read: not-applied).
+    ///
+    /// # Errors
+    ///
+    /// Denied without `session-read`; failed when the host has no session
+    /// source.
+    pub fn session_entries(
+        &self,
+        offset: u64,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, EffectError> {
+        if !self.grants.session_read {
+            return Err(self.deny(
+                "session-read",
+                "session-read".to_owned(),
+                format!("session-entries from entry {offset}"),
+            ));
+        }
+        let limit = limit.min(MAX_SESSION_PAGE);
+        let effect_id = self.intent(
+            "plugin.session-entries",
+            &json!({"plugin": self.plugin, "offset": offset, "limit": limit}),
+        )?;
+        let Some(source) = &self.session else {
+            let message = "session-entries: this host has no session to offer plugins (none is open here); nothing was read".to_owned();
+            self.complete(
+                effect_id,
+                Outcome::Error,
+                Mutation::NotApplied,
+                &json!({"error": message}),
+            )?;
+            return Err(EffectError::Failed(message));
+        };
+        let mut entries = source(offset, limit);
+        entries.truncate(limit as usize);
+        let mut total = 0usize;
+        let keep = entries
+            .iter()
+            .take_while(|(role, text)| {
+                total = total.saturating_add(role.len() + text.len());
+                total <= MAX_EFFECT_BYTES
+            })
+            .count();
+        let cut = keep < entries.len();
+        entries.truncate(keep);
+        self.complete(
+            effect_id,
+            Outcome::Ok,
+            Mutation::NotApplied,
+            &json!({"entries": entries.len(), "cut_at_byte_limit": cut}),
+        )?;
+        Ok(entries)
     }
 
     /// `http-request`: checks the URL's host against the `net` grants,
@@ -461,4 +967,344 @@ fn send(client: &smith_net::Client, request: smith_net::Request) -> Result<HttpR
         headers,
         body,
     })
+}
+
+/// Which folder a denial's missing grant names.
+#[derive(Clone, Copy)]
+enum GrantFolder {
+    /// The folder holding the path (a file).
+    Parent,
+    /// The path itself (a folder).
+    Itself,
+}
+
+/// One path to check before an effect.
+struct PathCheck<'a> {
+    /// The import (`read-file`), for messages.
+    op: &'a str,
+    /// The path the plugin passed.
+    path: &'a str,
+    /// `fs-read` or `fs-write`.
+    capability: &'static str,
+    grant_folder: GrantFolder,
+    /// Whether the path may name the data folder itself (`.`).
+    may_be_root: bool,
+    /// What did not happen when refused (`read`, `written`).
+    nothing: &'a str,
+}
+
+/// The named parts of a relative path (`.` dropped), or `None` when it is
+/// absolute or has `..`. An empty path is the root itself.
+fn relative_parts(path: &str) -> Option<Vec<&OsStr>> {
+    let mut parts = Vec::new();
+    for part in Path::new(path).components() {
+        match part {
+            Component::Normal(name) => parts.push(name),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(parts)
+}
+
+/// Whether `data_dir/parts` stays inside `data_dir/root` once symlinks are
+/// resolved: the deepest part that exists is resolved; up to the root's
+/// depth it must be exactly the lexical path (no symlink on the way to the
+/// granted folder), below it inside the granted folder. Parts that do not
+/// exist yet cannot be symlinks.
+fn resolves_inside(data_dir: &Path, root: &[&OsStr], parts: &[&OsStr]) -> Result<(), String> {
+    let Ok(base) = data_dir.canonicalize() else {
+        // No data folder yet: nothing below it exists either.
+        return if data_dir.symlink_metadata().is_ok() {
+            Err("the data folder is a symlink that leads nowhere".to_owned())
+        } else {
+            Ok(())
+        };
+    };
+    let mut existing = 0;
+    let mut at = data_dir.to_path_buf();
+    for part in parts {
+        at.push(part);
+        if at.symlink_metadata().is_err() {
+            break;
+        }
+        existing += 1;
+    }
+    let deepest = data_dir.join(parts[..existing].iter().collect::<PathBuf>());
+    let resolved = deepest
+        .canonicalize()
+        .map_err(|_| "a symlink on the way leads nowhere".to_owned())?;
+    let inside = if existing <= root.len() {
+        resolved == base.join(parts[..existing].iter().collect::<PathBuf>())
+    } else {
+        resolved.starts_with(base.join(root.iter().collect::<PathBuf>()))
+    };
+    if inside {
+        Ok(())
+    } else {
+        Err("a symlink leads out".to_owned())
+    }
+}
+
+fn list_bounded(dir: &Path) -> Result<DirListing, String> {
+    let reader = std::fs::read_dir(dir).map_err(|e| format!("cannot list it: {e}"))?;
+    let mut entries = Vec::new();
+    for entry in reader {
+        let entry = entry.map_err(|e| format!("cannot list it: {e}"))?;
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_symlink() => EntryKind::Symlink,
+            Ok(t) if t.is_dir() => EntryKind::Dir,
+            Ok(t) if t.is_file() => EntryKind::File,
+            _ => EntryKind::Other,
+        };
+        entries.push((entry.file_name().to_string_lossy().into_owned(), kind));
+    }
+    entries.sort();
+    let truncated = entries.len() > MAX_DIR_ENTRIES;
+    entries.truncate(MAX_DIR_ENTRIES);
+    Ok(DirListing { entries, truncated })
+}
+
+/// Replaces `file` with `bytes` atomically: creates the missing parent
+/// folders, writes a temporary file beside it and renames it over it.
+/// Returns how many folders it created; on failure the message and what
+/// changed: not-applied when everything was undone, unknown when the
+/// rename's outcome or the undoing is uncertain.
+fn replace_file(file: &Path, bytes: &[u8]) -> Result<usize, (String, Mutation)> {
+    static TEMPS: AtomicU64 = AtomicU64::new(0);
+    let parent = file.parent().unwrap_or(Path::new("."));
+    let mut missing = Vec::new();
+    let mut dir = parent;
+    while dir.symlink_metadata().is_err() {
+        missing.push(dir.to_path_buf());
+        match dir.parent() {
+            Some(up) if !up.as_os_str().is_empty() => dir = up,
+            _ => break,
+        }
+    }
+    let mut created: Vec<PathBuf> = Vec::new();
+    // Undoes the folders created here; tells what is left changed.
+    let undo = |created: &[PathBuf], message: String| {
+        let clean = created
+            .iter()
+            .rev()
+            .all(|dir| std::fs::remove_dir(dir).is_ok());
+        if clean {
+            (message, Mutation::NotApplied)
+        } else {
+            (
+                format!("{message} (folders it created could not all be removed)"),
+                Mutation::Unknown,
+            )
+        }
+    };
+    for dir in missing.iter().rev() {
+        match std::fs::create_dir(dir) {
+            Ok(()) => created.push(dir.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(undo(
+                    &created,
+                    format!("cannot create the folder {}: {e}", dir.display()),
+                ));
+            }
+        }
+    }
+    let name = file
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy());
+    let temp = parent.join(format!(
+        ".{name}.{}-{}.smith-tmp",
+        std::process::id(),
+        TEMPS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| -> std::io::Result<()> {
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        if let Ok(meta) = std::fs::metadata(file) {
+            out.set_permissions(meta.permissions())?;
+        }
+        out.write_all(bytes)?;
+        out.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(undo(
+            &created,
+            format!("cannot write the temporary file {}: {e}", temp.display()),
+        ));
+    }
+    match std::fs::rename(&temp, file) {
+        Ok(()) => Ok(created.len()),
+        Err(e) if temp.symlink_metadata().is_ok() => {
+            let _ = std::fs::remove_file(&temp);
+            Err(undo(
+                &created,
+                format!("cannot rename the temporary file over it: {e}"),
+            ))
+        }
+        Err(e) => Err((
+            format!(
+                "renaming the temporary file over it reported {e} and the temporary file is gone; whether the file was replaced is unknown"
+            ),
+            Mutation::Unknown,
+        )),
+    }
+}
+
+/// Output captured from one pipe: the first [`MAX_PROCESS_OUTPUT`] bytes,
+/// and whether there were more (which are read and discarded so the
+/// process never blocks on a full pipe).
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    truncated: bool,
+}
+
+fn capture(mut pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Captured>> {
+    let captured = Arc::new(Mutex::new(Captured::default()));
+    let sink = Arc::clone(&captured);
+    let _ = std::thread::Builder::new()
+        .name("smith-plugin-process-output".to_owned())
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = match pipe.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let Ok(mut captured) = sink.lock() else { break };
+                let room = MAX_PROCESS_OUTPUT - captured.bytes.len();
+                if n > room {
+                    captured.truncated = true;
+                }
+                captured.bytes.extend_from_slice(&buf[..n.min(room)]);
+            }
+            drop(sink);
+        });
+    captured
+}
+
+/// How often the wait loop looks at the process, the timeout and `stop`.
+const PROCESS_POLL: Duration = Duration::from_millis(5);
+/// How long output is still read after the process ended, for pipes a
+/// process that escaped its group keeps open.
+const PROCESS_DRAIN: Duration = Duration::from_millis(500);
+
+fn spawn_and_wait(
+    request: &ProcessRequest,
+    dir: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<ProcessOutput, String> {
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(&request.program);
+    command
+        .args(&request.args)
+        .current_dir(dir)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.spawn().map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let stdout = child.stdout.take().map(capture);
+    let stderr = child.stderr.take().map(capture);
+    if let Some(mut input) = child.stdin.take() {
+        let bytes = request.stdin.clone();
+        let _ = std::thread::Builder::new()
+            .name("smith-plugin-process-input".to_owned())
+            .spawn(move || {
+                // A process that exits without reading its input closes
+                // the pipe: that is not an error of the run.
+                let _ = input.write_all(&bytes);
+            });
+    }
+    let mut killed = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) => {}
+            Err(_) => {
+                killed = Some(ProcessEnd::Cancelled);
+                kill_group(&mut child);
+                break child.wait().ok();
+            }
+        }
+        let why = if started.elapsed() >= timeout {
+            Some(ProcessEnd::TimedOut)
+        } else if stop() {
+            Some(ProcessEnd::Cancelled)
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            killed = Some(why);
+            kill_group(&mut child);
+            break child.wait().ok();
+        }
+        std::thread::sleep(PROCESS_POLL);
+    };
+    // Whatever the program left running in its group ends with it.
+    kill_group(&mut child);
+    let end = killed.unwrap_or_else(|| exit_of(status));
+    let drained = Instant::now();
+    let take = |captured: Option<Arc<Mutex<Captured>>>| -> (Vec<u8>, bool) {
+        let Some(captured) = captured else {
+            return (Vec::new(), false);
+        };
+        while Arc::strong_count(&captured) > 1 && drained.elapsed() < PROCESS_DRAIN {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let Ok(mut guard) = captured.lock() else {
+            return (Vec::new(), false);
+        };
+        (std::mem::take(&mut guard.bytes), guard.truncated)
+    };
+    let (stdout, stdout_truncated) = take(stdout);
+    let (stderr, stderr_truncated) = take(stderr);
+    Ok(ProcessOutput {
+        end,
+        stdout,
+        stdout_truncated,
+        stderr,
+        stderr_truncated,
+    })
+}
+
+fn exit_of(status: Option<std::process::ExitStatus>) -> ProcessEnd {
+    let Some(status) = status else {
+        return ProcessEnd::Cancelled;
+    };
+    if let Some(code) = status.code() {
+        return ProcessEnd::Exited(code);
+    }
+    #[cfg(unix)]
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return ProcessEnd::Signalled(signal);
+    }
+    ProcessEnd::Signalled(0)
+}
+
+/// Kills the child's whole process group (it leads one of its own), or the
+/// child alone where groups do not exist.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: `kill` has no memory-safety preconditions. The negative
+        // pid names the process group the child leads (`process_group(0)`);
+        // its id cannot be reused while any member lives, and once the group
+        // is empty the call fails harmlessly with ESRCH.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
 }

@@ -14,7 +14,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings;
-use crate::effects::{Denial, EffectError, Effects};
+use crate::effects::{Denial, EffectError, Effects, EntryKind, ProcessEnd, ProcessRequest};
 use crate::error::{ErrorKind, Phase, PluginError};
 
 /// How often the ticker advances the engine's epoch.
@@ -476,6 +476,116 @@ impl bindings::provider::smith::plugin::host::Host for State {
         self.record_for_guest(result)
     }
 
+    fn list_dir(&mut self, path: String) -> Result<host::DirListing, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.list_dir(&path).map(|listing| host::DirListing {
+                entries: listing
+                    .entries
+                    .into_iter()
+                    .map(|(name, kind)| host::DirEntry {
+                        name,
+                        kind: match kind {
+                            EntryKind::File => host::EntryKind::File,
+                            EntryKind::Dir => host::EntryKind::Dir,
+                            EntryKind::Symlink => host::EntryKind::Symlink,
+                            EntryKind::Other => host::EntryKind::Other,
+                        },
+                    })
+                    .collect(),
+                truncated: listing.truncated,
+            }),
+            None => Err(self.no_grants("fs-read", format!("list-dir {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn write_file(&mut self, path: String, bytes: Vec<u8>) -> Result<(), host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.write_file(&path, &bytes),
+            None => Err(self.no_grants("fs-write", format!("write-file {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn edit_file(
+        &mut self,
+        path: String,
+        old_text: String,
+        new_text: String,
+    ) -> Result<(), host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.edit_file(&path, &old_text, &new_text),
+            None => Err(self.no_grants("fs-write", format!("edit-file {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn run_process(
+        &mut self,
+        program: String,
+        args: Vec<String>,
+        cwd: String,
+        timeout_ms: u32,
+        stdin: Vec<u8>,
+    ) -> Result<host::ProcessOutput, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => {
+                // The process is killed when the call is cancelled or
+                // reaches its deadline: the epoch deadline fires only once
+                // control returns to the guest.
+                let control = Arc::clone(&self.control);
+                let stop = move || {
+                    control.cancelled()
+                        || Runtime::global()
+                            .is_ok_and(|runtime| control.verdict(runtime.now_ms()).is_some())
+                };
+                let request = ProcessRequest {
+                    program,
+                    args,
+                    cwd,
+                    timeout_ms,
+                    stdin,
+                };
+                effects
+                    .run_process(&request, &stop)
+                    .map(|out| host::ProcessOutput {
+                        end: match out.end {
+                            ProcessEnd::Exited(code) => host::ProcessEnd::Exited(code),
+                            ProcessEnd::Signalled(signal) => host::ProcessEnd::Signalled(signal),
+                            ProcessEnd::TimedOut => host::ProcessEnd::TimedOut,
+                            ProcessEnd::Cancelled => host::ProcessEnd::Cancelled,
+                        },
+                        stdout: out.stdout,
+                        stdout_truncated: out.stdout_truncated,
+                        stderr: out.stderr,
+                        stderr_truncated: out.stderr_truncated,
+                    })
+            }
+            None => Err(self.no_grants("process", format!("run-process {program:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn session_entries(
+        &mut self,
+        offset: u64,
+        limit: u32,
+    ) -> Result<Vec<host::SessionEntry>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.session_entries(offset, limit).map(|entries| {
+                entries
+                    .into_iter()
+                    .map(|(role, text)| host::SessionEntry { role, text })
+                    .collect()
+            }),
+            None => Err(self.no_grants(
+                "session-read",
+                format!("session-entries from entry {offset}"),
+            )),
+        };
+        self.record_for_guest(result)
+    }
+
     fn http_request(
         &mut self,
         method: String,
@@ -505,7 +615,10 @@ impl State {
         EffectError::Denied(Denial {
             plugin: self.plugin.clone(),
             capability,
-            missing_grant: format!("{capability} ..."),
+            missing_grant: match capability {
+                "process" | "session-read" | "ui" => capability.to_owned(),
+                _ => format!("{capability} ..."),
+            },
             request,
         })
     }

@@ -24,7 +24,8 @@
 //! implements one world.
 //!
 //! The host services (`log`, `cancelled`, and the capability-checked
-//! effects `read_file` and `http_request`) are in [`host`]. See
+//! effects `read_file`, `list_dir`, `write_file`, `edit_file`,
+//! `run_process`, `session_entries` and `http_request`) are in [`host`]. See
 //! docs/plugins.md for the walkthrough: write, build, install, test.
 #![deny(missing_docs)]
 
@@ -70,13 +71,55 @@ pub mod host {
     #[cfg(all(feature = "provider", not(feature = "extension")))]
     use crate::provider::smith::plugin::host as raw;
 
-    pub use raw::{EffectError, HttpResponse, LogLevel};
+    pub use raw::{
+        DirEntry, DirListing, EffectError, EntryKind, HttpResponse, LogLevel, ProcessEnd,
+        ProcessOutput, SessionEntry,
+    };
 
     /// Reads a file inside a folder the manifest grants with `fs-read`
     /// (`path` is relative to the plugin's data folder). Denied without the
     /// grant: the error names the missing manifest line.
     pub fn read_file(path: &str) -> Result<Vec<u8>, EffectError> {
         raw::read_file(path)
+    }
+
+    /// Lists a folder (names and kinds, sorted, at most 4096) that is, or
+    /// lies inside, a folder the manifest grants with `fs-read`.
+    pub fn list_dir(path: &str) -> Result<DirListing, EffectError> {
+        raw::list_dir(path)
+    }
+
+    /// Replaces a whole file atomically inside a folder the manifest grants
+    /// with `fs-write`, creating missing parent folders there.
+    pub fn write_file(path: &str, bytes: &[u8]) -> Result<(), EffectError> {
+        raw::write_file(path, bytes)
+    }
+
+    /// Replaces the single occurrence of `old_text` in a UTF-8 file inside
+    /// an `fs-write` folder with `new_text`; fails, changing nothing, when
+    /// `old_text` does not occur exactly once.
+    pub fn edit_file(path: &str, old_text: &str, new_text: &str) -> Result<(), EffectError> {
+        raw::edit_file(path, old_text, new_text)
+    }
+
+    /// Runs a program (needs `process`) in `cwd` (relative to the data
+    /// folder, `""` for the data folder) with only `PATH` in its
+    /// environment, writing `stdin` to it; it is killed after `timeout_ms`
+    /// or when the call is cancelled. Output is bounded at 1 MiB per stream.
+    pub fn run_process(
+        program: &str,
+        args: &[String],
+        cwd: &str,
+        timeout_ms: u32,
+        stdin: &[u8],
+    ) -> Result<ProcessOutput, EffectError> {
+        raw::run_process(program, args, cwd, timeout_ms, stdin)
+    }
+
+    /// A page of the current session's messages (needs `session-read`):
+    /// at most `limit` (at most 256) from entry `offset`, oldest first.
+    pub fn session_entries(offset: u64, limit: u32) -> Result<Vec<SessionEntry>, EffectError> {
+        raw::session_entries(offset, limit)
     }
 
     /// Sends one HTTP request through smith's HTTP engine; needs `net HOST`

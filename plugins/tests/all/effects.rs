@@ -1,4 +1,5 @@
-//! Host effects (read-file, http-request, UI intents) checked against
+//! Host effects (list-dir, read-file, write-file, edit-file, run-process,
+//! session-entries, http-request, UI intents) checked against
 //! grants before they run and recorded in the effect journal; plugin actions
 //! released only at safe points; UI intent degradation by policy.
 
@@ -586,4 +587,864 @@ fn an_interrupt_with_no_call_in_flight_leaves_the_next_call_alone() {
     let actions = plugin.run_command("model", "m-2").unwrap();
     assert_eq!(actions, vec![Action::SetModel("m-2".to_owned())]);
     assert!(plugin.is_alive());
+}
+
+// ---- files: list-dir, write-file, edit-file ----
+
+/// The unit separator the probe splits its command arguments on.
+const US: &str = "\u{1f}";
+
+fn completed(journal: &MemoryJournal) -> Vec<(String, EffectState)> {
+    effect_states(&journal.records())
+}
+
+fn fs_grants(data: &std::path::Path, read: &[&str], write: &[&str]) -> Grants {
+    Grants {
+        data_dir: data.to_path_buf(),
+        fs_read: read.iter().map(|s| (*s).to_owned()).collect(),
+        fs_write: write.iter().map(|s| (*s).to_owned()).collect(),
+        ..Grants::default()
+    }
+}
+
+#[test]
+fn a_granted_listing_names_entries_with_their_kinds_and_is_journaled() {
+    let (_dir, data) = data_dir();
+    std::fs::create_dir(data.join("notes/sub")).unwrap();
+    std::os::unix::fs::symlink("today.md", data.join("notes/link")).unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = fs_grants(&data, &["notes"], &[]);
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    let actions = plugin.run_command("ls", "notes").unwrap();
+    assert_eq!(
+        notified(&actions),
+        ["link:symlink,sub:dir,today.md:file truncated=false"]
+    );
+    assert_eq!(intent_tools(&journal), ["plugin.list-dir"]);
+    assert_eq!(
+        completed(&journal),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Ok,
+                mutation: Mutation::NotApplied
+            }
+        )]
+    );
+    // A folder without the grant: denied, naming the folder to grant.
+    let err = plugin.run_command("ls", "secret").unwrap_err().to_string();
+    assert!(
+        err.contains("denied: plugin test/probe was denied list-dir \"secret\""),
+        "{err}"
+    );
+    let denials = plugin.take_denials();
+    assert_eq!(denials.len(), 1);
+    assert_eq!(denials[0].capability, "fs-read");
+    assert_eq!(denials[0].missing_grant, "fs-read \"secret\"");
+    // Leaving the data folder: invalid.
+    for path in ["..", "/etc", "notes/../.."] {
+        let err = plugin.run_command("ls", path).unwrap_err().to_string();
+        assert!(err.contains("invalid: "), "{path}: {err}");
+    }
+    assert_eq!(journal.records().len(), 2, "only the granted listing");
+}
+
+#[test]
+fn a_listing_is_bounded_and_says_it_was_cut() {
+    let (_dir, data) = data_dir();
+    let many = data.join("notes/many");
+    std::fs::create_dir(&many).unwrap();
+    let count = smith_plugins::effects::MAX_DIR_ENTRIES + 5;
+    for i in 0..count {
+        std::fs::write(many.join(format!("f{i:05}")), "").unwrap();
+    }
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = fs_grants(&data, &["notes"], &[]);
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    let text = notified(&plugin.run_command("ls", "notes/many").unwrap()).remove(0);
+    let (entries, flag) = text.rsplit_once(' ').unwrap();
+    assert_eq!(flag, "truncated=true");
+    let names: Vec<&str> = entries.split(',').collect();
+    assert_eq!(names.len(), smith_plugins::effects::MAX_DIR_ENTRIES);
+    assert_eq!(names[0], "f00000:file");
+    assert_eq!(
+        names[names.len() - 1],
+        format!("f{:05}:file", smith_plugins::effects::MAX_DIR_ENTRIES - 1)
+    );
+}
+
+#[test]
+fn a_granted_write_replaces_the_file_atomically_and_is_journaled_applied() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = fs_grants(&data, &[], &["out"]);
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    // Missing parent folders (the granted one included) are created.
+    let actions = plugin
+        .run_command("write", &format!("out/a/b/c.txt{US}first"))
+        .unwrap();
+    assert_eq!(notified(&actions), ["wrote out/a/b/c.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(data.join("out/a/b/c.txt")).unwrap(),
+        "first"
+    );
+    plugin
+        .run_command("write", &format!("out/a/b/c.txt{US}second"))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(data.join("out/a/b/c.txt")).unwrap(),
+        "second"
+    );
+    // No temporary file is left beside it.
+    let left: Vec<String> = std::fs::read_dir(data.join("out/a/b"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["c.txt"]);
+    assert_eq!(
+        intent_tools(&journal),
+        ["plugin.write-file", "plugin.write-file"]
+    );
+    let applied = EffectState::Completed {
+        outcome: Outcome::Ok,
+        mutation: Mutation::Applied,
+    };
+    assert_eq!(
+        completed(&journal),
+        vec![
+            ("fx-1".to_owned(), applied.clone()),
+            ("fx-2".to_owned(), applied)
+        ]
+    );
+}
+
+#[test]
+fn a_write_without_the_grant_is_denied_and_nothing_is_written() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    // Reading a folder does not grant writing it.
+    let grants = fs_grants(&data, &["notes"], &["out"]);
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    let err = plugin
+        .run_command("write", &format!("notes/today.md{US}overwritten"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("denied: plugin test/probe was denied write-file \"notes/today.md\"")
+            && err.contains("needs the capability fs-write"),
+        "{err}"
+    );
+    let err = plugin
+        .run_command("edit", &format!("notes/today.md{US}milk{US}eggs"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("denied: ") && err.contains("edit-file"),
+        "{err}"
+    );
+    let denials = plugin.take_denials();
+    assert_eq!(denials.len(), 2);
+    assert!(denials.iter().all(|d| d.plugin == "test/probe"
+        && d.capability == "fs-write"
+        && d.missing_grant == "fs-write \"notes\""));
+    assert_eq!(
+        std::fs::read_to_string(data.join("notes/today.md")).unwrap(),
+        "buy milk"
+    );
+    assert!(journal.records().is_empty());
+}
+
+#[test]
+fn writes_leaving_the_granted_folder_are_invalid_and_change_nothing() {
+    let (dir, data) = data_dir();
+    std::fs::create_dir(data.join("out")).unwrap();
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    // A folder symlink leading out, a file symlink leading out, a dangling
+    // symlink, and a granted folder that is itself a symlink to another
+    // folder of the data folder.
+    std::os::unix::fs::symlink(&outside, data.join("out/dir-link")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside.txt"), data.join("out/file-link")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), data.join("out/dangling")).unwrap();
+    std::os::unix::fs::symlink(data.join("secret"), data.join("alias")).unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = fs_grants(&data, &[], &["out", "alias"]);
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    for path in ["../x", "/tmp/x", "out/../notes/x", "out/../../x"] {
+        let err = plugin
+            .run_command("write", &format!("{path}{US}bad"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid: ") && err.contains("no `..`, no absolute path"),
+            "{path}: {err}"
+        );
+    }
+    for path in [
+        "out/dir-link/x",
+        "out/dir-link/new/x",
+        "out/file-link",
+        "out/dangling",
+        "alias/key",
+        "alias/new",
+    ] {
+        let err = plugin
+            .run_command("write", &format!("{path}{US}bad"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid: ") && err.contains("symlink"),
+            "{path}: {err}"
+        );
+        let err = plugin
+            .run_command("edit", &format!("{path}{US}a{US}b"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid: ") && err.contains("symlink"),
+            "{path}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("outside.txt")).unwrap(),
+        "outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(data.join("secret/key")).unwrap(),
+        "hunter2"
+    );
+    assert!(!data.join("secret/new").exists());
+    assert!(!dir.path().join("x").exists());
+    assert!(journal.records().is_empty(), "refused before any record");
+    assert!(plugin.take_denials().is_empty(), "invalid, not denied");
+}
+
+#[test]
+fn an_edit_replaces_exactly_one_occurrence_or_changes_nothing() {
+    let (_dir, data) = data_dir();
+    std::fs::create_dir(data.join("out")).unwrap();
+    std::fs::write(data.join("out/doc.txt"), "one two two").unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = fs_grants(&data, &[], &["out"]);
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    let actions = plugin
+        .run_command("edit", &format!("out/doc.txt{US}one{US}1"))
+        .unwrap();
+    assert_eq!(notified(&actions), ["edited out/doc.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(data.join("out/doc.txt")).unwrap(),
+        "1 two two"
+    );
+    let err = plugin
+        .run_command("edit", &format!("out/doc.txt{US}two{US}2"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("failed: ") && err.contains("old-text occurs 2 times"),
+        "{err}"
+    );
+    let err = plugin
+        .run_command("edit", &format!("out/doc.txt{US}three{US}3"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("failed: ") && err.contains("not found (0 occurrences)"),
+        "{err}"
+    );
+    let err = plugin
+        .run_command("edit", &format!("out/missing.txt{US}a{US}b"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("failed: ") && err.contains("cannot open"),
+        "{err}"
+    );
+    let err = plugin
+        .run_command("edit", &format!("out/doc.txt{US}{US}x"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("invalid: ") && err.contains("old-text is empty"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(data.join("out/doc.txt")).unwrap(),
+        "1 two two",
+        "refused edits leave the file unchanged"
+    );
+    assert_eq!(intent_tools(&journal), ["plugin.edit-file"; 4]);
+    let refused = EffectState::Completed {
+        outcome: Outcome::Error,
+        mutation: Mutation::NotApplied,
+    };
+    assert_eq!(
+        completed(&journal),
+        vec![
+            (
+                "fx-1".to_owned(),
+                EffectState::Completed {
+                    outcome: Outcome::Ok,
+                    mutation: Mutation::Applied
+                }
+            ),
+            ("fx-2".to_owned(), refused.clone()),
+            ("fx-3".to_owned(), refused.clone()),
+            ("fx-4".to_owned(), refused),
+        ]
+    );
+}
+
+#[test]
+fn a_write_that_cannot_happen_is_recorded_not_applied() {
+    // The target is an existing folder: the temporary file is written and
+    // the rename fails, so it is removed and nothing changed.
+    let (_dir, data) = data_dir();
+    std::fs::create_dir_all(data.join("out/folder")).unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = fs_grants(&data, &[], &["out"]);
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    let err = plugin
+        .run_command("write", &format!("out/folder{US}x"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("failed: ") && err.contains("rename"), "{err}");
+    assert!(data.join("out/folder").is_dir());
+    assert_eq!(std::fs::read_dir(data.join("out")).unwrap().count(), 1);
+    assert_eq!(
+        completed(&journal),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Error,
+                mutation: Mutation::NotApplied
+            }
+        )]
+    );
+}
+
+// ---- processes: run-process ----
+
+fn process_grants(data: &std::path::Path) -> Grants {
+    Grants {
+        data_dir: data.to_path_buf(),
+        process: true,
+        ..Grants::default()
+    }
+}
+
+fn run_arg(timeout_ms: u32, cwd: &str, stdin: &str, argv: &[&str]) -> String {
+    let mut fields = vec![timeout_ms.to_string(), cwd.to_owned(), stdin.to_owned()];
+    fields.extend(argv.iter().map(|a| (*a).to_owned()));
+    fields.join(US)
+}
+
+#[test]
+fn a_granted_process_runs_with_stdin_and_cwd_and_is_journaled_unknown() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal)),
+    );
+    let actions = plugin
+        .run_command("run", &run_arg(10_000, "", "hello", &["cat"]))
+        .unwrap();
+    assert_eq!(
+        notified(&actions),
+        ["exited 0", "stdout[5]=hello", "stderr[0]="]
+    );
+    let actions = plugin
+        .run_command("run", &run_arg(10_000, "notes", "", &["pwd"]))
+        .unwrap();
+    let expected = data.join("notes").canonicalize().unwrap();
+    assert_eq!(
+        notified(&actions)[1],
+        format!(
+            "stdout[{}]={}\n",
+            expected.as_os_str().len() + 1,
+            expected.display()
+        )
+    );
+    let actions = plugin
+        .run_command(
+            "run",
+            &run_arg(10_000, ".", "", &["sh", "-c", "echo oops >&2; exit 3"]),
+        )
+        .unwrap();
+    assert_eq!(
+        notified(&actions),
+        ["exited 3", "stdout[0]=", "stderr[5]=oops\n"]
+    );
+    assert_eq!(intent_tools(&journal), ["plugin.run-process"; 3]);
+    let unknown = |outcome| EffectState::Completed {
+        outcome,
+        mutation: Mutation::Unknown,
+    };
+    assert_eq!(
+        completed(&journal),
+        vec![
+            ("fx-1".to_owned(), unknown(Outcome::Ok)),
+            ("fx-2".to_owned(), unknown(Outcome::Ok)),
+            ("fx-3".to_owned(), unknown(Outcome::Error)),
+        ]
+    );
+    // A program that cannot be started ran nothing.
+    let err = plugin
+        .run_command("run", &run_arg(10_000, "", "", &["smith-no-such-program"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("failed: ")
+            && err.contains("could not start it")
+            && err.contains("nothing ran"),
+        "{err}"
+    );
+    assert_eq!(
+        completed(&journal)[3],
+        (
+            "fx-4".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Error,
+                mutation: Mutation::NotApplied
+            }
+        )
+    );
+}
+
+#[test]
+fn a_process_without_the_grant_is_denied_and_never_started() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let grants = Grants {
+        data_dir: data.clone(),
+        fs_read: vec!["notes".to_owned()],
+        fs_write: vec!["notes".to_owned()],
+        ..Grants::default()
+    };
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    let err = plugin
+        .run_command("run", &run_arg(10_000, "", "", &["touch", "marker"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("denied: plugin test/probe was denied run-process \"touch\"")
+            && err.contains("needs the capability process")
+            && err.contains("lack `process`"),
+        "{err}"
+    );
+    let denials = plugin.take_denials();
+    assert_eq!(denials.len(), 1);
+    assert_eq!(
+        (denials[0].capability, denials[0].missing_grant.as_str()),
+        ("process", "process")
+    );
+    assert!(!data.join("marker").exists());
+    assert!(journal.records().is_empty());
+}
+
+#[test]
+fn a_working_folder_leaving_the_data_folder_is_refused_before_spawning() {
+    let (dir, data) = data_dir();
+    std::os::unix::fs::symlink(dir.path(), data.join("up")).unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal)),
+    );
+    for cwd in ["..", "/tmp", "notes/../..", "up"] {
+        let err = plugin
+            .run_command("run", &run_arg(10_000, cwd, "", &["touch", "marker"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid: ") && err.contains("nothing ran"),
+            "{cwd}: {err}"
+        );
+    }
+    let err = plugin
+        .run_command("run", &run_arg(0, "", "", &["true"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("invalid: ") && err.contains("timeout-ms 0"),
+        "{err}"
+    );
+    assert!(!dir.path().join("marker").exists());
+    assert!(journal.records().is_empty());
+}
+
+#[test]
+fn a_process_past_its_timeout_is_killed_with_its_group() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal)),
+    );
+    // The shell's child (sleep) holds the output pipe too: only killing
+    // the whole group ends the run promptly.
+    let start = std::time::Instant::now();
+    let actions = plugin
+        .run_command(
+            "run",
+            &run_arg(
+                300,
+                "",
+                "",
+                &["sh", "-c", "echo started; sleep 30; echo never"],
+            ),
+        )
+        .unwrap();
+    let took = start.elapsed();
+    assert_eq!(
+        notified(&actions),
+        ["timed-out", "stdout[8]=started\n", "stderr[0]="]
+    );
+    assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(
+        completed(&journal),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Error,
+                mutation: Mutation::Unknown
+            }
+        )]
+    );
+}
+
+#[test]
+fn process_output_is_bounded_and_flagged_truncated() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal)),
+    );
+    let actions = plugin
+        .run_command(
+            "run",
+            &run_arg(
+                30_000,
+                "",
+                "",
+                &["sh", "-c", "head -c 3000000 /dev/zero; echo small >&2"],
+            ),
+        )
+        .unwrap();
+    let max = smith_plugins::effects::MAX_PROCESS_OUTPUT;
+    assert_eq!(
+        notified(&actions),
+        [
+            "exited 0".to_owned(),
+            format!("stdout[{max},truncated]=<{max} bytes>"),
+            "stderr[6]=small\n".to_owned()
+        ]
+    );
+}
+
+/// The process's environment holds only `PATH`: a variable planted in the
+/// host's environment does not reach it. The test runs itself again in a
+/// child test process whose environment has the planted variable.
+#[test]
+fn a_process_sees_no_environment_but_path() {
+    const NAME: &str = "SMITH_TEST_SECRET";
+    let Ok(secret) = std::env::var(NAME) else {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "effects::a_process_sees_no_environment_but_path",
+                "--test-threads=1",
+            ])
+            .env(NAME, "sk-planted-4242")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("1 passed"),
+            "the check ran in the child: {text}"
+        );
+        return;
+    };
+    assert_eq!(secret, "sk-planted-4242");
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal)),
+    );
+    let actions = plugin
+        .run_command("run", &run_arg(10_000, "", "", &["env"]))
+        .unwrap();
+    let shown = notified(&actions);
+    assert_eq!(shown[0], "exited 0");
+    let path = std::env::var("PATH").unwrap();
+    let expected = format!("PATH={path}\n");
+    assert_eq!(
+        shown[1],
+        format!("stdout[{}]={expected}", expected.len()),
+        "only PATH is passed on"
+    );
+    assert!(!shown[1].contains("sk-planted-4242"));
+}
+
+#[test]
+fn a_cancelled_call_kills_its_process_and_keeps_the_evidence() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal)),
+    );
+    let handle = plugin.abort_handle();
+    let aborter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        handle.abort();
+    });
+    let start = std::time::Instant::now();
+    let actions = plugin
+        .run_command("run", &run_arg(60_000, "", "", &["sleep", "60"]))
+        .unwrap();
+    let took = start.elapsed();
+    aborter.join().unwrap();
+    assert_eq!(notified(&actions)[0], "cancelled");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert!(plugin.is_alive(), "the plugin returned within its grace");
+    assert_eq!(
+        completed(&journal),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Cancelled,
+                mutation: Mutation::Unknown
+            }
+        )]
+    );
+}
+
+#[test]
+fn a_process_outliving_the_call_deadline_is_killed_and_recorded() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let limits = Limits {
+        call_deadline: std::time::Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let mut plugin = ExtensionComponent::load(
+        "test/probe",
+        &guest("smith_plugin_probe.wasm"),
+        None,
+        limits,
+    )
+    .unwrap()
+    .instantiate_with(Some(effects("test/probe", process_grants(&data), &journal)))
+    .unwrap();
+    let start = std::time::Instant::now();
+    let err = plugin
+        .run_command("run", &run_arg(60_000, "", "", &["sleep", "60"]))
+        .unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.kind, smith_plugins::ErrorKind::Deadline, "{err}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(
+        completed(&journal),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Cancelled,
+                mutation: Mutation::Unknown
+            }
+        )]
+    );
+}
+
+// ---- the session: session-entries ----
+
+fn session_of(
+    messages: &[(&str, &str)],
+    asked: Arc<std::sync::Mutex<Vec<(u64, u32)>>>,
+) -> smith_plugins::effects::SessionSource {
+    let messages: Vec<(String, String)> = messages
+        .iter()
+        .map(|(r, t)| ((*r).to_owned(), (*t).to_owned()))
+        .collect();
+    Arc::new(move |offset, limit| {
+        asked.lock().unwrap().push((offset, limit));
+        // Answers more than asked for: the host bounds the page itself.
+        messages
+            .iter()
+            .skip(usize::try_from(offset).unwrap())
+            .cloned()
+            .collect()
+    })
+}
+
+#[test]
+fn session_entries_are_paged_bounded_and_journaled_as_reads() {
+    let journal = Arc::new(MemoryJournal::new());
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let grants = Grants {
+        session_read: true,
+        ..Grants::default()
+    };
+    let fx = effects("test/probe", grants, &journal).with_session(session_of(
+        &[
+            ("user", "a"),
+            ("assistant", "b"),
+            ("user", "c"),
+            ("tool", "d"),
+        ],
+        Arc::clone(&asked),
+    ));
+    let mut plugin = probe("test/probe", Some(fx));
+    assert_eq!(
+        notified(&plugin.run_command("session", "1 2").unwrap()),
+        ["assistant: b", "user: c"]
+    );
+    assert_eq!(
+        notified(&plugin.run_command("session", "3 10").unwrap()),
+        ["tool: d"]
+    );
+    assert!(notified(&plugin.run_command("session", "9 10").unwrap()).is_empty());
+    // A page larger than the bound is cut to it before the source is asked.
+    plugin.run_command("session", "0 100000").unwrap();
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            (1, 2),
+            (3, 10),
+            (9, 10),
+            (0, smith_plugins::effects::MAX_SESSION_PAGE)
+        ]
+    );
+    assert_eq!(intent_tools(&journal), ["plugin.session-entries"; 4]);
+    assert!(completed(&journal).iter().all(|(_, state)| *state
+        == EffectState::Completed {
+            outcome: Outcome::Ok,
+            mutation: Mutation::NotApplied
+        }));
+}
+
+#[test]
+fn session_entries_without_the_grant_are_denied_and_never_asked() {
+    let journal = Arc::new(MemoryJournal::new());
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let fx = effects("test/probe", Grants::none(), &journal)
+        .with_session(session_of(&[("user", "private")], Arc::clone(&asked)));
+    let mut plugin = probe("test/probe", Some(fx));
+    let err = plugin
+        .run_command("session", "0 10")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("denied: plugin test/probe was denied session-entries from entry 0")
+            && err.contains("needs the capability session-read"),
+        "{err}"
+    );
+    assert!(!err.contains("private"));
+    let denials = plugin.take_denials();
+    assert_eq!(
+        (denials[0].capability, denials[0].missing_grant.as_str()),
+        ("session-read", "session-read")
+    );
+    assert!(asked.lock().unwrap().is_empty());
+    assert!(journal.records().is_empty());
+
+    // Granted, but the host offers no session: a recorded failure.
+    let grants = Grants {
+        session_read: true,
+        ..Grants::default()
+    };
+    let mut plugin = probe("test/probe", Some(effects("test/probe", grants, &journal)));
+    let err = plugin
+        .run_command("session", "0 10")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("failed: ") && err.contains("no session"),
+        "{err}"
+    );
+    assert_eq!(
+        completed(&journal),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Error,
+                mutation: Mutation::NotApplied
+            }
+        )]
+    );
+}
+
+#[test]
+fn manifest_capabilities_become_grants() {
+    let manifest = smith_plugins::manifest::Manifest::parse(
+        r#"
+name "example/tools"
+version "0.1.0"
+api 1
+world "extension"
+component "plugin.wasm"
+capabilities {
+    fs-read "notes"
+    fs-write "out"
+    process
+    session-read
+}
+"#,
+        "plugin.kdl",
+    )
+    .unwrap();
+    let grants = Grants::from_manifest(&manifest, std::path::Path::new("/plugins"));
+    assert_eq!(grants.fs_read, ["notes"]);
+    assert_eq!(grants.fs_write, ["out"]);
+    assert!(grants.process && grants.session_read);
+    assert!(!grants.ui && grants.net.is_empty());
+}
+
+#[test]
+fn an_instance_without_effects_is_denied_the_new_effects_too() {
+    let mut plugin = probe("test/probe", None);
+    for (command, argument, capability) in [
+        ("ls", "notes".to_owned(), "fs-read"),
+        ("write", format!("out/x{US}y"), "fs-write"),
+        ("edit", format!("out/x{US}y{US}z"), "fs-write"),
+        ("run", run_arg(1000, "", "", &["true"]), "process"),
+        ("session", "0 1".to_owned(), "session-read"),
+    ] {
+        let err = plugin
+            .run_command(command, &argument)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("denied: ") && err.contains(&format!("capability {capability}")),
+            "{command}: {err}"
+        );
+    }
+    assert_eq!(plugin.take_denials().len(), 5);
+}
+
+#[test]
+fn help_describes_every_new_import() {
+    for (item, phrase) in [
+        ("host.list-dir", "Lists a folder"),
+        ("host.write-file", "Writes a whole file"),
+        ("host.edit-file", "exactly once"),
+        ("host.run-process", "Runs a program"),
+        ("host.session-entries", "Pages through the current session"),
+        ("host.process-end.timed-out", "killed it"),
+    ] {
+        let text = smith_plugins::help::render(Some(item)).unwrap();
+        assert!(
+            text.starts_with(&format!("{item} (")) && text.contains(phrase),
+            "{item}: {text}"
+        );
+    }
 }

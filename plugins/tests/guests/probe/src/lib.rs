@@ -1,7 +1,11 @@
 //! test/probe: an extension guest that exercises the host effects and the
 //! safe-point rules for the host's tests.
 //!
-//! Commands: `read PATH` (read-file), `get URL` (http-request GET),
+//! Commands: `read PATH` (read-file), `ls PATH` (list-dir), `write
+//! PATH<US>BYTES` (write-file), `edit PATH<US>OLD<US>NEW` (edit-file),
+//! `run TIMEOUT-MS<US>CWD<US>STDIN<US>PROGRAM<US>ARGS...` (run-process),
+//! `session OFFSET LIMIT` (session-entries), where `<US>` is the unit
+//! separator U+001F; `get URL` (http-request GET),
 //! `get-spin URL` (http-request GET, then spin ignoring cancellation: an
 //! effect completed inside a call that is then stopped), `intent KIND
 //! POLICY` (one UI intent), `model ID` (set-model).
@@ -14,6 +18,9 @@ use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
 use smith_plugin_sdk::host;
 
 struct Probe;
+
+/// Separates the fields of a command's argument.
+const US: char = '\u{1f}';
 
 fn effect_error(err: host::EffectError) -> String {
     match err {
@@ -50,6 +57,98 @@ impl ext::Guest for Probe {
             "read" => {
                 let bytes = host::read_file(&argument).map_err(effect_error)?;
                 Ok(vec![notify(String::from_utf8_lossy(&bytes).into_owned())])
+            }
+            "ls" => {
+                let listing = host::list_dir(&argument).map_err(effect_error)?;
+                let entries: Vec<String> = listing
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        let kind = match e.kind {
+                            host::EntryKind::File => "file",
+                            host::EntryKind::Dir => "dir",
+                            host::EntryKind::Symlink => "symlink",
+                            host::EntryKind::Other => "other",
+                        };
+                        format!("{}:{kind}", e.name)
+                    })
+                    .collect();
+                Ok(vec![notify(format!(
+                    "{} truncated={}",
+                    entries.join(","),
+                    listing.truncated
+                ))])
+            }
+            "write" => {
+                let (path, bytes) = argument.split_once(US).unwrap_or((&argument, ""));
+                host::write_file(path, bytes.as_bytes()).map_err(effect_error)?;
+                Ok(vec![notify(format!("wrote {path}"))])
+            }
+            "edit" => {
+                let mut fields = argument.split(US);
+                let path = fields.next().unwrap_or("");
+                let old = fields.next().unwrap_or("");
+                let new = fields.next().unwrap_or("");
+                host::edit_file(path, old, new).map_err(effect_error)?;
+                Ok(vec![notify(format!("edited {path}"))])
+            }
+            "run" => {
+                let fields: Vec<&str> = argument.split(US).collect();
+                let [timeout, cwd, stdin, program, args @ ..] = fields.as_slice() else {
+                    return Err("run TIMEOUT<US>CWD<US>STDIN<US>PROGRAM<US>ARGS...".to_owned());
+                };
+                let timeout: u32 = timeout
+                    .parse()
+                    .map_err(|_| format!("bad timeout {timeout}"))?;
+                let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+                let out = host::run_process(program, &args, cwd, timeout, stdin.as_bytes())
+                    .map_err(effect_error)?;
+                let end = match out.end {
+                    host::ProcessEnd::Exited(code) => format!("exited {code}"),
+                    host::ProcessEnd::Signalled(signal) => format!("signalled {signal}"),
+                    host::ProcessEnd::TimedOut => "timed-out".to_owned(),
+                    host::ProcessEnd::Cancelled => "cancelled".to_owned(),
+                };
+                let shown = |bytes: &[u8]| {
+                    if bytes.len() <= 4096 {
+                        String::from_utf8_lossy(bytes).into_owned()
+                    } else {
+                        format!("<{} bytes>", bytes.len())
+                    }
+                };
+                Ok(vec![
+                    notify(end),
+                    notify(format!(
+                        "stdout[{}{}]={}",
+                        out.stdout.len(),
+                        if out.stdout_truncated {
+                            ",truncated"
+                        } else {
+                            ""
+                        },
+                        shown(&out.stdout)
+                    )),
+                    notify(format!(
+                        "stderr[{}{}]={}",
+                        out.stderr.len(),
+                        if out.stderr_truncated {
+                            ",truncated"
+                        } else {
+                            ""
+                        },
+                        shown(&out.stderr)
+                    )),
+                ])
+            }
+            "session" => {
+                let (offset, limit) = argument.split_once(' ').unwrap_or((&argument, "10"));
+                let offset: u64 = offset.parse().map_err(|_| format!("bad offset {offset}"))?;
+                let limit: u32 = limit.parse().map_err(|_| format!("bad limit {limit}"))?;
+                let entries = host::session_entries(offset, limit).map_err(effect_error)?;
+                Ok(entries
+                    .into_iter()
+                    .map(|e| notify(format!("{}: {}", e.role, e.text)))
+                    .collect())
             }
             "get" => {
                 let response = host::http_request(
