@@ -1448,3 +1448,24 @@ fn help_describes_every_new_import() {
         );
     }
 }
+
+#[test]
+fn a_session_page_stops_at_the_byte_bound() {
+    let journal = Arc::new(MemoryJournal::new());
+    let big = "x".repeat(9 << 20);
+    let grants = Grants {
+        session_read: true,
+        ..Grants::default()
+    };
+    let fx = effects("test/probe", grants, &journal).with_session(Arc::new(move |_, _| {
+        vec![
+            ("user".to_owned(), big.clone()),
+            ("assistant".to_owned(), big.clone()),
+        ]
+    }));
+    let mut plugin = probe("test/probe", Some(fx));
+    let shown = notified(&plugin.run_command("session", "0 2").unwrap());
+    assert_eq!(shown.len(), 1, "two 9 MiB entries pass the 16 MiB bound");
+    assert_eq!(shown[0].len(), "user: ".len() + (9 << 20));
+    assert_eq!(intent_tools(&journal), ["plugin.session-entries"]);
+}
