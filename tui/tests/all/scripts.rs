@@ -355,3 +355,37 @@ fn the_wheel_scrolls_only_when_the_mouse_is_captured() {
     off.text();
     assert!(off.app.transcript.is_following());
 }
+
+#[test]
+fn a_tool_presentation_sets_the_call_s_title_and_preview_lines() {
+    use smith_tui::product::{ProductSpec, ToolSpec};
+    let overlay = ProductSpec {
+        plugin: "example/tools".to_owned(),
+        tools: vec![ToolSpec {
+            tool: "bash".to_owned(),
+            title: "$ {command}".to_owned(),
+            subject_argument: Some("command".to_owned()),
+            result_style: "code".to_owned(),
+            preview_lines: 2,
+        }],
+        ..ProductSpec::default()
+    };
+    let (product, errors) =
+        smith_tui::Product::build(&[smith_tui::fixture::product_spec(), overlay]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut a = smith_tui::App::new(product, smith_tui::Options::default());
+    conversation(&mut a);
+    let text = screen(a, 60, 30).text();
+    let lines: Vec<&str> = text.lines().collect();
+    let call = lines
+        .iter()
+        .position(|l| *l == "✓ $ ls -la")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        lines[call + 2..call + 5],
+        ["│ total 3", "│ README.md", "│ … 6 more lines (ctrl+t)"],
+        "{text}"
+    );
+    // The read call keeps smith/product's presentation.
+    assert!(lines.contains(&"✗ read README.md"), "{text}");
+}
