@@ -39,6 +39,7 @@ pub fn load(
     let disabled = super::plugin::disabled(&paths);
     // One HTTP engine for every plugin granted `net`, made on first need.
     let mut client: Option<Option<Arc<smith_net::Client>>> = None;
+    let mut net_warnings = Vec::new();
     let mut effects = |name: &str, grants: Grants| {
         let needs_net = !grants.net.is_empty();
         let effects = Effects::new(
@@ -51,7 +52,12 @@ pub fn load(
         if !needs_net {
             return effects;
         }
-        match client.get_or_insert_with(plugin_client) {
+        let made = client.get_or_insert_with(|| {
+            plugin_client()
+                .map_err(|message| net_warnings.push(message))
+                .ok()
+        });
+        match made {
             Some(client) => effects.with_net(Arc::clone(client)),
             None => effects,
         }
@@ -117,25 +123,26 @@ pub fn load(
             Err(message) => warnings.push(message),
         }
     }
+    warnings.extend(net_warnings);
     (loaded, warnings)
 }
 
 /// The HTTP engine plugins' granted requests go through, under the
-/// configured `net.*` timeouts; `None` (with a warning) when it cannot be
-/// set up, and then granted requests fail saying there is no HTTP engine.
-fn plugin_client() -> Option<Arc<smith_net::Client>> {
+/// configured `net.*` timeouts; the warning when it cannot be set up (then
+/// granted requests fail saying there is no HTTP engine).
+fn plugin_client() -> Result<Arc<smith_net::Client>, String> {
     let timeouts = crate::settings::config()
         .map(crate::settings::net_timeouts)
         .unwrap_or_default();
-    match smith_net::Client::builder().limits(timeouts.limits()).build() {
-        Ok(client) => Some(Arc::new(client)),
-        Err(err) => {
-            warn(&format!(
+    smith_net::Client::builder()
+        .limits(timeouts.limits())
+        .build()
+        .map(Arc::new)
+        .map_err(|err| {
+            format!(
                 "plugins granted `net` get no HTTP engine: {err}; their requests fail until this is fixed"
-            ));
-            None
-        }
-    }
+            )
+        })
 }
 
 fn instantiate(

@@ -56,6 +56,10 @@ pub struct Args {
     /// Work in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Run without extension plugins' hooks (the interface's own product
+    /// still comes from smith/product).
+    #[arg(long)]
+    pub no_plugins: bool,
 }
 
 impl Default for Args {
@@ -69,13 +73,79 @@ impl Default for Args {
             session: None,
             continue_latest: false,
             cwd: None,
+            no_plugins: false,
         }
     }
 }
 
 /// An event for the interface, tagged with the runtime generation or the
 /// replay that produced it; a replay ends with `None`.
-type AgentMsg = Msg<(u64, Option<Event>)>;
+type AgentMsg = Msg<(u64, Option<Feed>)>;
+
+/// What a runtime (or a replay) sends the interface.
+// Events are nearly every message: boxing them to shrink the rare plugin
+// lines would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Feed {
+    /// A runtime event.
+    Event(Event),
+    /// A line from an extension plugin (a `notify` intent, or another
+    /// intent degraded to text), already prefixed with the plugin.
+    Notice(String),
+    /// A plugin problem: a failed handler, a conflicting batch, a denied
+    /// effect, a plugin left out.
+    Problem(String),
+}
+
+/// The interface as the extension plugins' frontend: what they show
+/// arrives in the transcript through the interface's own channel, tagged
+/// with the runtime's generation (a stale runtime's lines are dropped).
+struct TuiFrontend {
+    tx: SyncSender<AgentMsg>,
+    generation: u64,
+}
+
+impl TuiFrontend {
+    fn send(&self, feed: Feed) {
+        // The interface may be gone at exit; nothing to show then.
+        let _ = self.tx.send(Msg::Agent((self.generation, Some(feed))));
+    }
+}
+
+impl smith_plugins::dispatch::Surface for TuiFrontend {
+    fn name(&self) -> &str {
+        "tui"
+    }
+    fn can_show(&self, kind: &smith_plugins::extension::IntentKind) -> bool {
+        matches!(
+            kind,
+            smith_plugins::extension::IntentKind::Notify(_)
+                | smith_plugins::extension::IntentKind::SetStatus(_)
+        )
+    }
+    fn show(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
+        let text = smith_plugins::dispatch::text_fallback(&intent.kind);
+        self.send(Feed::Notice(format!("[{plugin}] {text}")));
+    }
+    fn show_text(&mut self, plugin: &str, text: &str) {
+        self.send(Feed::Notice(format!("[{plugin}] {text}")));
+    }
+}
+
+impl smith_plugins::hooks::Frontend for TuiFrontend {
+    fn persist(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
+        self.send(Feed::Problem(format!(
+            "plugin {plugin} asked to keep its {} intent {:?} for a frontend that can show it; this interface cannot yet, and it is not kept",
+            smith_plugins::dispatch::kind_name(&intent.kind),
+            intent.id
+        )));
+    }
+    fn diagnostic(&mut self, message: &str) {
+        smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", message);
+        self.send(Feed::Problem(message.to_owned()));
+    }
+}
 
 /// Tags of replay events have this bit set, so they never equal a runtime
 /// generation.
@@ -182,6 +252,27 @@ fn start(
     };
     let model = config.model.clone();
     let journal = Arc::new(StoreJournal::new(store, session));
+    // Tool effects and plugin host effects share one counter of effect
+    // numbers, so every fx-N in the session is unique.
+    let effect_ids = Arc::new(std::sync::atomic::AtomicU64::new(config.first_effect_seq));
+    config.effect_ids = Some(Arc::clone(&effect_ids));
+    let hooks = if args.no_plugins {
+        None
+    } else {
+        let shared: Arc<dyn smith_engine::journal::EffectJournal> = journal.clone();
+        let (plugins, warnings) = super::extensions::load(&shared, &effect_ids);
+        for warning in &warnings {
+            smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", warning);
+            app.error(warning);
+        }
+        super::extensions::hooks(
+            plugins,
+            Box::new(TuiFrontend {
+                tx: tx.clone(),
+                generation,
+            }),
+        )
+    };
     let services = Services {
         provider,
         transport,
@@ -191,14 +282,20 @@ fn start(
         sink: journal.clone(),
         policies: default_policies(),
     };
-    let handle = Arc::new(agent::spawn(config, services)?);
+    let handle = Arc::new(match hooks {
+        Some(hooks) => agent::spawn_with_hooks(config, services, Box::new(hooks))?,
+        None => agent::spawn(config, services)?,
+    });
     let reader = Arc::clone(&handle);
     let tx = tx.clone();
     let forwarder = std::thread::Builder::new()
         .name("smith-tui-agent".to_owned())
         .spawn(move || {
             while let Some(event) = reader.recv() {
-                if tx.send(Msg::Agent((generation, Some(event)))).is_err() {
+                if tx
+                    .send(Msg::Agent((generation, Some(Feed::Event(event)))))
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -455,7 +552,7 @@ fn spawn_replay(
                 if stop.load(Ordering::Relaxed) {
                     return Err(());
                 }
-                tx.send(Msg::Agent((tag, Some(event.clone()))))
+                tx.send(Msg::Agent((tag, Some(Feed::Event(event.clone())))))
                     .map_err(|_| ())
             });
             // The interface may be gone at exit; nothing to report then.
@@ -814,8 +911,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         &rx,
         |app, (tag, event)| {
             if tag == generation.get() {
-                if let Some(event) = event {
-                    apply(app, event, &mut summaries.borrow_mut(), window.get());
+                match event {
+                    Some(Feed::Event(event)) => {
+                        apply(app, event, &mut summaries.borrow_mut(), window.get());
+                    }
+                    Some(Feed::Notice(text)) => app.notice(&text),
+                    Some(Feed::Problem(text)) => app.error(&text),
+                    None => {}
                 }
                 return;
             }
@@ -824,9 +926,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 return;
             }
             match event {
-                Some(event) => {
+                Some(Feed::Event(event)) => {
                     apply_replayed(app, event, &mut summaries.borrow_mut(), window.get());
                 }
+                // A replay sends events only.
+                Some(Feed::Notice(_) | Feed::Problem(_)) => {}
                 None => {
                     replay.borrow_mut().take();
                     let mut status = app.status.clone();
@@ -1088,6 +1192,54 @@ mod tests {
     use smith_tui::transcript::{EntryKind, ToolState};
 
     use super::*;
+
+    #[test]
+    fn plugin_lines_reach_the_interface_tagged_with_their_runtime() {
+        use smith_plugins::dispatch::Surface as _;
+        use smith_plugins::extension::{IntentKind, IntentPolicy, UiIntent};
+        use smith_plugins::hooks::Frontend as _;
+        let (tx, rx) = sync_channel::<AgentMsg>(8);
+        let mut frontend = TuiFrontend { tx, generation: 3 };
+        let notify = IntentKind::Notify("build passed".to_owned());
+        let confirm = IntentKind::Confirm("Deploy?".to_owned());
+        assert!(frontend.can_show(&notify));
+        assert!(!frontend.can_show(&confirm));
+        frontend.show(
+            "example/ci",
+            &UiIntent {
+                id: "n1".to_owned(),
+                kind: notify,
+                policy: IntentPolicy::Drop,
+            },
+        );
+        frontend.show_text("example/ci", "Deploy? [yes / no]");
+        frontend.diagnostic("plugin example/ci (call handle): it trapped");
+        frontend.persist(
+            "example/ci",
+            &UiIntent {
+                id: "q1".to_owned(),
+                kind: confirm,
+                policy: IntentPolicy::Persist,
+            },
+        );
+        let got: Vec<String> = rx
+            .try_iter()
+            .map(|msg| match msg {
+                Msg::Agent((3, Some(Feed::Notice(text)))) => format!("notice {text}"),
+                Msg::Agent((3, Some(Feed::Problem(text)))) => format!("problem {text}"),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "notice [example/ci] build passed",
+                "notice [example/ci] Deploy? [yes / no]",
+                "problem plugin example/ci (call handle): it trapped",
+                "problem plugin example/ci asked to keep its confirm intent \"q1\" for a frontend that can show it; this interface cannot yet, and it is not kept",
+            ]
+        );
+    }
 
     /// A project with a configuration that changes what the interface
     /// does, and a smith home of its own.
@@ -1520,7 +1672,10 @@ mod tests {
                 };
                 assert_eq!(t, tag);
                 match event {
-                    Some(event) => apply_replayed(&mut app, event, &mut summaries, None),
+                    Some(Feed::Event(event)) => {
+                        apply_replayed(&mut app, event, &mut summaries, None);
+                    }
+                    Some(other) => panic!("a replay sends events only, not {other:?}"),
                     None => ended = true,
                 }
             }
