@@ -86,6 +86,7 @@ impl PluginHooks {
                 "{error}; it counts as no decision, so the {} went ahead as far as it is concerned",
                 match event {
                     LifecycleEvent::ToolCall(_) => "tool call",
+                    LifecycleEvent::SessionCompact => "compaction",
                     _ => "input",
                 }
             ));
@@ -117,6 +118,10 @@ impl Hooks for PluginHooks {
             name: call.name.clone(),
             arguments: call.arguments.to_string(),
         }))
+    }
+
+    fn compaction(&mut self, _reason: smith_engine::protocol::CompactionReason) -> Verdict {
+        self.decide(&LifecycleEvent::SessionCompact)
     }
 
     fn interrupter(&self) -> Option<Interrupt> {

@@ -404,6 +404,25 @@ impl Runner {
             effect_id: None,
             retry_after_ms: None,
         };
+        let replaced = match self.screen_compaction(reason) {
+            Ok(replaced) => replaced,
+            Err((by, why)) => {
+                let error = failure(
+                    "blocked",
+                    format!(
+                        "the extension {by} blocked this compaction, so the conversation was left as it is: {why}; disable the extension (`smith plugin disable {by}`) to compact"
+                    ),
+                );
+                return self.end_compaction(
+                    reason,
+                    tokens_before,
+                    CompactionOutcome::Skipped,
+                    None,
+                    Some(error),
+                );
+            }
+        };
+        let instructions = replaced.as_deref().or(instructions);
         let Some(cut) = find_cut(
             &self.history,
             self.config.compaction.keep_recent_tokens,

@@ -1,7 +1,8 @@
 //! Hooks: how extensions (plugins) take part in a run.
 //!
 //! The runtime consults [`Hooks`] at its **decision points** — a user input
-//! about to be sent, a tool call about to run — and nowhere else; a hook's
+//! about to be sent, a tool call about to run, a compaction about to run —
+//! and nowhere else; a hook's
 //! answer there is a [`Verdict`]. Every event the runtime emits is also
 //! shown to [`Hooks::observe`], in order; the actions hooks ask for
 //! ([`HookAction`]) are held and applied only at the **safe points**: after
@@ -10,7 +11,7 @@
 //! must answer [`Verdict::Allow`]: a failing extension is no decision, never
 //! a block.
 
-use crate::protocol::Event;
+use crate::protocol::{CompactionReason, Event};
 pub use crate::provider::Interrupt;
 use crate::provider::ToolCall;
 
@@ -64,6 +65,14 @@ pub trait Hooks: Send {
     /// A validated tool call is about to run (decision point). A
     /// replacement's arguments are validated again before anything runs.
     fn tool_call(&mut self, call: &ToolCall) -> Verdict;
+
+    /// A compaction is about to run (decision point), for `reason`. A
+    /// replacement's value becomes the summary's custom instructions. The
+    /// default allows it.
+    fn compaction(&mut self, reason: CompactionReason) -> Verdict {
+        let _ = reason;
+        Verdict::Allow
+    }
 
     /// Every event the runtime emits, in order. Returns the actions to
     /// apply now: hooks return actions only for a safe-point event

@@ -313,6 +313,24 @@ impl Runner {
         }
     }
 
+    /// A decision point: a compaction about to run. `Err((by, reason))`
+    /// when an extension blocked it; `Ok(Some(text))` when one replaced
+    /// the custom instructions.
+    pub(super) fn screen_compaction(
+        &self,
+        reason: CompactionReason,
+    ) -> Result<Option<String>, (String, String)> {
+        let Some(cell) = &self.events.hooks else {
+            return Ok(None);
+        };
+        let verdict = lock(&cell.hooks).compaction(reason);
+        match verdict {
+            Verdict::Allow => Ok(None),
+            Verdict::Replace { value, .. } => Ok(Some(value)),
+            Verdict::Block { by, reason } => Err((by, reason)),
+        }
+    }
+
     /// A decision point: user input about to be sent. Returns the text to
     /// send, or `None` when an extension blocked it (an `error` event of
     /// kind `blocked` says who and why).

@@ -350,3 +350,120 @@ fn effect_ids_come_from_the_shared_counter() {
     assert_eq!(started, ["fx-9"]);
     assert_eq!(ids.load(std::sync::atomic::Ordering::SeqCst), 9);
 }
+
+/// Blocks the first compaction, rewrites the instructions of the next.
+struct CompactionGuard {
+    calls: u32,
+}
+
+impl Hooks for CompactionGuard {
+    fn input(&mut self, _: &str) -> Verdict {
+        Verdict::Allow
+    }
+    fn tool_call(&mut self, _: &ToolCall) -> Verdict {
+        Verdict::Allow
+    }
+    fn observe(&mut self, _: &Event) -> Vec<HookAction> {
+        Vec::new()
+    }
+    fn compaction(&mut self, reason: smith_engine::protocol::CompactionReason) -> Verdict {
+        assert_eq!(reason, smith_engine::protocol::CompactionReason::Manual);
+        self.calls += 1;
+        if self.calls == 1 {
+            Verdict::Block {
+                by: "test/keeper".into(),
+                reason: "keep everything".into(),
+            }
+        } else {
+            Verdict::Replace {
+                by: "test/keeper".into(),
+                value: "mention the notes file".into(),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_compaction_is_blocked_or_given_instructions_at_its_decision_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let script = r#"[
+        [{"text": "one"}, {"stop": {"reason": "end"}}],
+        [{"text": "two"}, {"stop": {"reason": "end"}}],
+        [{"text": "three"}, {"stop": {"reason": "end"}}]
+    ]"#;
+    let provider = RecordingProvider::new(
+        Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
+        &record,
+    )
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let services = Services {
+        provider: Box::new(provider),
+        transport: Arc::new(HostTransport),
+        tools: ToolSet::builtin(),
+        tool_context: ToolContext::new(dir.path()).unwrap(),
+        journal: journal.clone(),
+        sink: journal,
+        policies: default_policies(),
+    };
+    let handle = agent::spawn_with_hooks(
+        AgentConfig::new(MOCK_MODEL),
+        services,
+        Box::new(CompactionGuard { calls: 0 }),
+    )
+    .unwrap();
+    for text in ["first", "second", "third"] {
+        handle.send(Command::Prompt { text: text.into() }).unwrap();
+        until_settled(&handle);
+    }
+    let outcome = |events: &[Event]| {
+        events
+            .iter()
+            .find_map(|e| match e {
+                Event::CompactionEnd { outcome, error, .. } => {
+                    Some((*outcome, error.as_ref().map(|e| e.kind.clone())))
+                }
+                _ => None,
+            })
+            .unwrap()
+    };
+    handle.compact(None).unwrap();
+    let blocked = until_settled(&handle);
+    assert_eq!(
+        outcome(&blocked),
+        (
+            smith_engine::protocol::CompactionOutcome::Skipped,
+            Some("blocked".to_owned())
+        )
+    );
+    let before = requests_at(&record).len();
+    handle.compact(None).unwrap();
+    let replaced = until_settled(&handle);
+    assert_eq!(
+        outcome(&replaced),
+        (smith_engine::protocol::CompactionOutcome::Compacted, None)
+    );
+    // The blocked compaction sent nothing; the other sent one summary
+    // request carrying the extension's instructions.
+    let sent = requests_at(&record);
+    assert_eq!(sent.len(), before + 1);
+    let Some(Message::User { text }) = sent.last().unwrap().messages.last() else {
+        panic!("a summary request ends with a user message");
+    };
+    assert!(
+        text.contains(&format!(
+            "{}mention the notes file",
+            smith_engine::agent::compact::INSTRUCTIONS_MARKER
+        )),
+        "{text}"
+    );
+}
+
+fn requests_at(path: &std::path::Path) -> Vec<Request> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
