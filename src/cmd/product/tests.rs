@@ -149,3 +149,23 @@ fn a_bad_contribution_is_reported_and_the_rest_is_used() {
     assert_eq!(p.keys, fixture.keys);
     assert_eq!(p.layout, fixture.layout);
 }
+
+#[test]
+fn a_loaded_user_plugin_s_command_joins_the_product() {
+    let wasm = std::path::Path::new(smith_plugins::GUEST_DIR).join("smith_plugin_hello.wasm");
+    let bytes = std::fs::read(&wasm).expect("the example guest is built");
+    let hello = ExtensionComponent::load("example/hello", &bytes, None, Limits::default())
+        .and_then(|c| c.instantiate())
+        .expect("example/hello loads");
+    let (p, errors) = build(&[smith_product(), hello]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let fixture = smith_tui::fixture::product();
+    assert_eq!(p.commands[..fixture.commands.len()], fixture.commands[..]);
+    let last = p.commands.last().expect("commands");
+    assert_eq!(
+        (last.name.as_str(), last.help.as_str(), last.usage.as_str()),
+        ("hello", "Greet someone", "NAME")
+    );
+    assert_eq!(p.keys, fixture.keys);
+    assert_eq!(p.theme, fixture.theme);
+}
