@@ -1074,6 +1074,16 @@ fn a_working_folder_leaving_the_data_folder_is_refused_before_spawning() {
     assert!(journal.records().is_empty());
 }
 
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
 #[test]
 fn a_process_past_its_timeout_is_killed_with_its_group() {
     let (_dir, data) = data_dir();
@@ -1082,8 +1092,8 @@ fn a_process_past_its_timeout_is_killed_with_its_group() {
         "test/probe",
         Some(effects("test/probe", process_grants(&data), &journal)),
     );
-    // The shell's child (sleep) holds the output pipe too: only killing
-    // the whole group ends the run promptly.
+    // The shell's child (sleep) holds the output pipe too and says its
+    // pid: killing the whole group ends it with the shell.
     let start = std::time::Instant::now();
     let actions = plugin
         .run_command(
@@ -1092,17 +1102,29 @@ fn a_process_past_its_timeout_is_killed_with_its_group() {
                 300,
                 "",
                 "",
-                &["sh", "-c", "echo started; sleep 30; echo never"],
+                &[
+                    "sh",
+                    "-c",
+                    "echo started; sleep 30 & echo $!; wait; echo never",
+                ],
             ),
         )
         .unwrap();
     let took = start.elapsed();
-    assert_eq!(
-        notified(&actions),
-        ["timed-out", "stdout[8]=started\n", "stderr[0]="]
-    );
+    let shown = notified(&actions);
+    assert_eq!(shown[0], "timed-out");
+    assert_eq!(shown[2], "stderr[0]=");
+    let stdout = shown[1].split_once('=').unwrap().1;
+    let (first, pid) = stdout.trim_end().split_once('\n').unwrap();
+    assert_eq!(first, "started");
+    let pid: u32 = pid.parse().unwrap();
     assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let waited = std::time::Instant::now();
+    while !ended(pid) && waited.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(ended(pid), "the shell's child {pid} outlived the kill");
     assert_eq!(
         completed(&journal),
         vec![(
@@ -1113,6 +1135,42 @@ fn a_process_past_its_timeout_is_killed_with_its_group() {
             }
         )]
     );
+}
+
+#[test]
+fn what_a_process_leaves_running_in_its_group_ends_with_it() {
+    let (_dir, data) = data_dir();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal)),
+    );
+    let start = std::time::Instant::now();
+    let actions = plugin
+        .run_command(
+            "run",
+            &run_arg(30_000, "", "", &["sh", "-c", "sleep 30 & echo $!"]),
+        )
+        .unwrap();
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let shown = notified(&actions);
+    assert_eq!(shown[0], "exited 0");
+    let pid: u32 = shown[1]
+        .split_once('=')
+        .unwrap()
+        .1
+        .trim_end()
+        .parse()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while !ended(pid) && waited.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(ended(pid), "the background child {pid} outlived its shell");
 }
 
 #[test]
