@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use smith_engine::agent::{self, AgentConfig, Budget, Services, default_policies};
+use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
-use smith_engine::journal::{EffectJournal, EffectState};
 use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
 use smith_engine::provider::scripted::MOCK_MODEL;
 use smith_engine::provider::{HostTransport, Provider, Transport, Usage};
@@ -501,8 +501,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let hooks = if args.no_plugins {
         None
     } else {
-        let journal: Arc<dyn EffectJournal> = destination.journal.clone();
-        let (plugins, warnings) = super::extensions::load(&journal, &effect_ids);
+        let (plugins, warnings) = super::extensions::load(&destination.journal, &effect_ids);
         for warning in &warnings {
             super::extensions::warn(warning);
         }

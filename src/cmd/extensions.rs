@@ -12,20 +12,34 @@ use std::sync::atomic::AtomicU64;
 
 use smith_config::Paths;
 use smith_engine::journal::EffectJournal;
+use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::provider::Message;
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::dispatch::Surface;
-use smith_plugins::effects::{Effects, Grants};
+use smith_plugins::effects::{Effects, Grants, SessionSource};
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
 
 /// The enabled extensions, in load order, with their host effects recorded
-/// in `journal` under effect numbers drawn from `ids` (the counter the
-/// runtime shares: `AgentConfig::effect_ids`). Problems loading one are
-/// returned as warnings (the plugin is left out).
+/// in the runtime's session `journal` under effect numbers drawn from `ids`
+/// (the counter the runtime shares: `AgentConfig::effect_ids`); plugins
+/// granted `session-read` page through that session. Problems loading one
+/// are returned as warnings (the plugin is left out).
 pub fn load(
+    journal: &Arc<StoreJournal>,
+    ids: &Arc<AtomicU64>,
+) -> (Vec<WasmExtension>, Vec<String>) {
+    let session = session_source(Arc::clone(journal));
+    let journal: Arc<dyn EffectJournal> = journal.clone();
+    load_into(&journal, ids, Some(session))
+}
+
+/// [`load`] with any effect journal; `session` answers `session-entries`.
+pub fn load_into(
     journal: &Arc<dyn EffectJournal>,
     ids: &Arc<AtomicU64>,
+    session: Option<SessionSource>,
 ) -> (Vec<WasmExtension>, Vec<String>) {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
@@ -42,13 +56,17 @@ pub fn load(
     let mut net_warnings = Vec::new();
     let mut effects = |name: &str, grants: Grants| {
         let needs_net = !grants.net.is_empty();
-        let effects = Effects::new(
+        let reads_session = grants.session_read;
+        let mut effects = Effects::new(
             name,
             grants,
             Arc::clone(journal),
             Arc::clone(ids),
             API_GENERATION,
         );
+        if reads_session && let Some(source) = &session {
+            effects = effects.with_session(Arc::clone(source));
+        }
         if !needs_net {
             return effects;
         }
@@ -125,6 +143,30 @@ pub fn load(
     }
     warnings.extend(net_warnings);
     (loaded, warnings)
+}
+
+/// The runtime's session as `session-entries` pages: its conversation as it
+/// would resume (after the latest compaction), each message as its role
+/// (`user`, `assistant`, `tool`) and text.
+fn session_source(journal: Arc<StoreJournal>) -> SessionSource {
+    Arc::new(move |offset, limit| {
+        let history = journal
+            .with_session(|session| resume(session).map(|r| r.history))
+            .unwrap_or_default();
+        history
+            .into_iter()
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(limit as usize)
+            .map(|message| {
+                let role = match &message {
+                    Message::User { .. } => "user",
+                    Message::Assistant { .. } => "assistant",
+                    Message::ToolResult { .. } => "tool",
+                };
+                (role.to_owned(), message.text())
+            })
+            .collect()
+    })
 }
 
 /// The HTTP engine plugins' granted requests go through, under the
@@ -210,5 +252,55 @@ impl Frontend for Headless {
     }
     fn diagnostic(&mut self, message: &str) {
         warn(message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use smith_engine::journal::{MessageMeta, SessionEvent, SessionSink};
+    use smith_engine::provider::{ContentBlock, StopReason};
+    use smith_store::Store;
+
+    use super::*;
+
+    #[test]
+    fn session_pages_are_the_conversation_as_it_would_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("paged")).unwrap();
+        let journal = Arc::new(StoreJournal::new(store, session));
+        let messages = [
+            Message::User {
+                text: "fix the parser".into(),
+            },
+            Message::Assistant {
+                content: vec![ContentBlock::Text {
+                    text: "Looking.".into(),
+                }],
+                stop: StopReason::End,
+            },
+            Message::User {
+                text: "thanks".into(),
+            },
+        ];
+        for message in messages {
+            journal
+                .record(&SessionEvent::Message {
+                    message,
+                    meta: MessageMeta::default(),
+                })
+                .unwrap();
+        }
+        let source = session_source(Arc::clone(&journal));
+        assert_eq!(
+            source(0, 2),
+            [
+                ("user".to_owned(), "fix the parser".to_owned()),
+                ("assistant".to_owned(), "Looking.".to_owned())
+            ]
+        );
+        assert_eq!(source(2, 10), [("user".to_owned(), "thanks".to_owned())]);
+        assert!(source(3, 10).is_empty());
+        assert!(source(u64::MAX, 10).is_empty());
     }
 }

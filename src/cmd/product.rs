@@ -116,7 +116,7 @@ pub fn build(plugins: &[WasmExtension]) -> (Product, Vec<ProductError>) {
 pub fn load() -> (Product, Vec<String>) {
     let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
     let ids = Arc::new(AtomicU64::new(1));
-    let (plugins, mut warnings) = super::extensions::load(&journal, &ids);
+    let (plugins, mut warnings) = super::extensions::load_into(&journal, &ids, None);
     let (product, errors) = build(&plugins);
     warnings.extend(errors.iter().map(ToString::to_string));
     (product, warnings)

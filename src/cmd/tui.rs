@@ -259,8 +259,7 @@ fn start(
     let hooks = if args.no_plugins {
         None
     } else {
-        let shared: Arc<dyn smith_engine::journal::EffectJournal> = journal.clone();
-        let (plugins, warnings) = super::extensions::load(&shared, &effect_ids);
+        let (plugins, warnings) = super::extensions::load(&journal, &effect_ids);
         for warning in &warnings {
             smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", warning);
             app.error(warning);

@@ -30,5 +30,6 @@ pub use jsonrpc::{Output, RpcError};
 pub use mcp::{McpOptions, McpServer};
 pub use rpc::RpcServer;
 pub use runtime::{
-    HooksFactory, Live, LiveProviders, ProviderChoice, RuntimeOptions, SessionChoice, SetupError,
+    HooksFactory, HooksFn, Live, LiveProviders, ProviderChoice, RuntimeOptions, SessionChoice,
+    SetupError,
 };

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use smith_engine::agent::{self, AgentConfig, AgentHandle, Hooks, Services, default_policies};
+use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
-use smith_engine::journal::{EffectJournal, EffectState};
 use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
 use smith_engine::provider::{HostTransport, Provider, ProviderInfo, Transport};
@@ -241,12 +241,11 @@ pub struct RuntimeOptions {
 /// counter the runtime shares with them (see `AgentConfig::effect_ids`);
 /// `None` when there is nothing to hook in.
 #[derive(Clone)]
-#[allow(clippy::type_complexity)]
-pub struct HooksFactory(
-    pub  Arc<
-        dyn Fn(&Arc<dyn EffectJournal>, &Arc<AtomicU64>) -> Option<Box<dyn Hooks>> + Send + Sync,
-    >,
-);
+pub struct HooksFactory(pub Arc<HooksFn>);
+
+/// What a [`HooksFactory`] calls.
+pub type HooksFn =
+    dyn Fn(&Arc<StoreJournal>, &Arc<AtomicU64>) -> Option<Box<dyn Hooks>> + Send + Sync;
 
 impl std::fmt::Debug for HooksFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -309,8 +308,7 @@ impl RuntimeOptions {
         let handle = match self.hooks.as_ref().and_then(|factory| {
             let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
             config.effect_ids = Some(Arc::clone(&ids));
-            let journal: Arc<dyn EffectJournal> = destination.journal.clone();
-            (factory.0)(&journal, &ids)
+            (factory.0)(&destination.journal, &ids)
         }) {
             Some(hooks) => agent::spawn_with_hooks(config, services, hooks),
             None => agent::spawn(config, services),
