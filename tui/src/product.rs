@@ -546,14 +546,30 @@ pub struct ProductError {
     pub problem: String,
     /// The accepted values.
     pub accepted: String,
+    /// What to do about it.
+    pub fix: String,
+}
+
+impl ProductError {
+    fn item(plugin: &str, item: String, problem: String, accepted: String) -> ProductError {
+        ProductError {
+            plugin: plugin.to_owned(),
+            item,
+            problem,
+            accepted,
+            fix: format!(
+                "fix the item in the plugin (see docs/tui.md, \"Presentation source\") or disable the plugin (`smith plugin disable {plugin}`); the interface starts without the item"
+            ),
+        }
+    }
 }
 
 impl fmt::Display for ProductError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "plugin {} contributes {}: {}; the accepted values are {}. The interface starts without that item; fix it in the plugin or disable the plugin (`smith plugin disable {}`)",
-            self.plugin, self.item, self.problem, self.accepted, self.plugin
+            "plugin {} contributes {}: {}; the accepted values are {}. Next: {}",
+            self.plugin, self.item, self.problem, self.accepted, self.fix
         )
     }
 }
@@ -573,10 +589,7 @@ impl ProductError {
                 "the interface understands only its documented vocabulary; the accepted values are {}",
                 self.accepted
             ),
-            format!(
-                "fix the item in the plugin (see docs/tui.md, \"Presentation source\") or disable it with `smith plugin disable {}`; the interface starts without the item",
-                self.plugin
-            ),
+            self.fix.clone(),
         )
         .with_surface(smith_diag::Surface::plugin(&self.plugin))
     }
@@ -703,11 +716,8 @@ impl Product {
         // Per theme: each role's style where one was given.
         let mut themes: Vec<(String, [Option<Style>; 15])> = Vec::new();
         for spec in specs {
-            let err = |item: String, problem: String, accepted: String| ProductError {
-                plugin: spec.plugin.clone(),
-                item,
-                problem,
-                accepted,
+            let err = |item: String, problem: String, accepted: String| {
+                ProductError::item(&spec.plugin, item, problem, accepted)
             };
             if !spec.layout.is_empty() {
                 match parse_layout(&spec.layout) {
@@ -791,12 +801,11 @@ impl Product {
         }
         let layout = layout.unwrap_or_else(|| {
             errors.push(ProductError {
-                plugin: specs
-                    .first()
-                    .map_or_else(|| "smith/product".to_owned(), |s| s.plugin.clone()),
+                plugin: "smith/product".to_owned(),
                 item: "no layout".to_owned(),
-                problem: "no loaded plugin contributes a valid layout, so the interface uses its recovery layout (transcript, status line, editor)".to_owned(),
+                problem: "no loaded plugin contributes a valid layout, so the interface draws its recovery layout (transcript, status line, editor)".to_owned(),
                 accepted: "a column of the regions transcript, status and editor".to_owned(),
+                fix: "enable smith/product (`smith plugin enable smith/product`; `smith plugin list` shows whether it loads) or install a plugin that contributes a layout".to_owned(),
             });
             LayoutSpec::RECOVERY
         });

@@ -410,6 +410,12 @@ fn without_any_contribution_the_interface_can_still_be_entered_and_left() {
     let (p, errors) = Product::build(&[]);
     let e = only_error(&errors);
     assert_eq!(e.item, "no layout");
+    assert!(
+        e.to_string()
+            .contains("Next: enable smith/product (`smith plugin enable smith/product`"),
+        "{e}"
+    );
+    assert!(e.to_diagnostic().is_complete());
     assert_eq!(p.layout, LayoutSpec::RECOVERY);
     assert_eq!(p.theme, Theme::PLAIN);
     let keys: Vec<(&str, Action)> = p
