@@ -169,3 +169,88 @@ fn a_loaded_user_plugin_s_command_joins_the_product() {
     assert_eq!(p.keys, fixture.keys);
     assert_eq!(p.theme, fixture.theme);
 }
+
+const LOADER_CHILD: &str = "SMITH_PRODUCT_LOADER_CHILD";
+const LOADER_TEST: &str =
+    "cmd::product::tests::the_loader_reads_user_plugins_and_disabled_built_ins";
+
+/// The loader's half of the test below, run in a child process whose
+/// `SMITH_HOME` the parent prepared.
+fn loader_child(case: &str) {
+    let (p, warnings) = load();
+    let fixture = smith_tui::fixture::product();
+    let commands: Vec<&str> = p.commands.iter().map(|c| c.name.as_str()).collect();
+    match case {
+        "hello" => {
+            assert!(warnings.is_empty(), "{warnings:?}");
+            assert_eq!(commands.last(), Some(&"hello"));
+            assert_eq!(commands.len(), fixture.commands.len() + 1);
+            assert_eq!(p.keys, fixture.keys);
+            assert_eq!(p.theme, fixture.theme);
+            assert_eq!(p.layout, fixture.layout);
+        }
+        "disabled" => {
+            // Without smith/product: the user plugin's command, the
+            // recovery layout and keys, and a warning saying what to do.
+            assert_eq!(commands, ["hello"]);
+            assert_eq!(p.layout, LayoutSpec::RECOVERY);
+            let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();
+            assert_eq!(keys, ["enter", "esc", "ctrl+c"]);
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(
+                warnings[0].contains("no loaded plugin contributes a valid layout")
+                    && warnings[0].contains("`smith plugin enable smith/product`"),
+                "{}",
+                warnings[0]
+            );
+        }
+        other => panic!("unknown loader case {other}"),
+    }
+}
+
+/// `load` reads the process's smith directories, so each case runs in a
+/// child process of this test binary with its own `SMITH_HOME`: an
+/// installed user plugin joins the product; with smith/product disabled
+/// the interface falls back to its recovery layout and says why.
+#[test]
+fn the_loader_reads_user_plugins_and_disabled_built_ins() {
+    if let Ok(case) = std::env::var(LOADER_CHILD) {
+        loader_child(&case);
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let plugins = home.path().join("data").join("plugins");
+    let hello = plugins.join("example").join("hello");
+    std::fs::create_dir_all(&hello).unwrap();
+    std::fs::write(
+        hello.join("plugin.kdl"),
+        "name \"example/hello\"\nversion \"0.1.0\"\ndescription \"Greets\"\napi 1\nworld \"extension\"\ncomponent \"plugin.wasm\"\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        std::path::Path::new(smith_plugins::GUEST_DIR).join("smith_plugin_hello.wasm"),
+        hello.join("plugin.wasm"),
+    )
+    .unwrap();
+    let run = |case: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", LOADER_TEST, "--nocapture", "--test-threads=1"])
+            .env(LOADER_CHILD, case)
+            .env("SMITH_HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "case {case}:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "case {case} did not run the test"
+        );
+    };
+    run("hello");
+    std::fs::write(plugins.join("disabled.txt"), "smith/product\n").unwrap();
+    run("disabled");
+}
