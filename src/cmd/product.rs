@@ -104,22 +104,63 @@ pub fn build(plugins: &[WasmExtension]) -> (Product, Vec<ProductError>) {
     Product::build(&specs)
 }
 
-/// Loads the enabled extension plugins (`crate::cmd::extensions::load`)
+/// Loads the enabled extension plugins (`crate::cmd::extensions::load_into`)
 /// and builds the product from their contributions, once, at the
-/// interface's start. The instances are dropped afterwards: the
-/// contributions are data, and the interface keeps only the built
-/// product. The instances here belong to no session, so host effects a
-/// plugin makes while contributing are kept in memory only (the runtime's
-/// own load of the same plugins records its effects in the session).
-/// Returns the product and warnings: plugins that could not be loaded and
-/// contribution items that were left out.
-pub fn load() -> (Product, Vec<String>) {
-    let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
-    let ids = Arc::new(AtomicU64::new(1));
-    let (plugins, mut warnings) = super::extensions::load_into(&journal, &ids, None);
+/// interface's start; with `no_plugins` (`--no-plugins`) only the enabled
+/// built-in extensions (smith/product) contribute. The instances are
+/// dropped afterwards: the contributions are data, and the interface keeps
+/// only the built product. The instances here belong to no session, so
+/// host effects a plugin makes while contributing are kept in memory only
+/// (the runtime's own load of the same plugins records its effects in the
+/// session). Returns the product and warnings: plugins that could not be
+/// loaded and contribution items that were left out.
+pub fn load(no_plugins: bool) -> (Product, Vec<String>) {
+    let (plugins, mut warnings) = if no_plugins {
+        builtins()
+    } else {
+        let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
+        let ids = Arc::new(AtomicU64::new(1));
+        super::extensions::load_into(&journal, &ids, None)
+    };
     let (product, errors) = build(&plugins);
     warnings.extend(errors.iter().map(ToString::to_string));
     (product, warnings)
+}
+
+/// The enabled built-in extensions, without host effects.
+fn builtins() -> (Vec<WasmExtension>, Vec<String>) {
+    let Ok(paths) = smith_config::Paths::from_process() else {
+        return (
+            Vec::new(),
+            vec![
+                "the built-in extension plugins were not loaded: smith's directories could not be determined (set SMITH_HOME or HOME)".to_owned(),
+            ],
+        );
+    };
+    let disabled = super::plugin::disabled(&paths);
+    let limits = crate::settings::process_plugin_limits();
+    let mut loaded = Vec::new();
+    let mut warnings = Vec::new();
+    for builtin in smith_plugins::builtin::BUILTINS
+        .iter()
+        .filter(|b| b.world == "extension" && !disabled.iter().any(|d| d == b.name))
+    {
+        match smith_plugins::ExtensionComponent::load(
+            builtin.name,
+            builtin.component,
+            Some(&paths.cache_dir),
+            limits,
+        )
+        .and_then(|c| c.instantiate())
+        {
+            Ok(plugin) => loaded.push(plugin),
+            Err(err) => warnings.push(format!(
+                "{err}; the interface starts without it (`smith plugin disable {}` stops this warning)",
+                builtin.name
+            )),
+        }
+    }
+    (loaded, warnings)
 }
 
 #[cfg(test)]

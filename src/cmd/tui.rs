@@ -828,7 +828,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     // The product is built once from the plugins' contributions and cached
     // in the interface: drawing never calls into a plugin.
-    let (product, product_warnings) = super::product::load();
+    let (product, product_warnings) = super::product::load(args.no_plugins);
     for warning in &product_warnings {
         super::extensions::warn(warning);
     }

@@ -177,7 +177,7 @@ const LOADER_TEST: &str =
 /// The loader's half of the test below, run in a child process whose
 /// `SMITH_HOME` the parent prepared.
 fn loader_child(case: &str) {
-    let (p, warnings) = load();
+    let (p, warnings) = load(case == "no-plugins");
     let fixture = smith_tui::fixture::product();
     let commands: Vec<&str> = p.commands.iter().map(|c| c.name.as_str()).collect();
     match case {
@@ -188,6 +188,11 @@ fn loader_child(case: &str) {
             assert_eq!(p.keys, fixture.keys);
             assert_eq!(p.theme, fixture.theme);
             assert_eq!(p.layout, fixture.layout);
+        }
+        "no-plugins" => {
+            // `--no-plugins`: only smith/product contributes.
+            assert!(warnings.is_empty(), "{warnings:?}");
+            assert_eq!(p, fixture);
         }
         "disabled" => {
             // Without smith/product: the user plugin's command, the
@@ -210,7 +215,8 @@ fn loader_child(case: &str) {
 
 /// `load` reads the process's smith directories, so each case runs in a
 /// child process of this test binary with its own `SMITH_HOME`: an
-/// installed user plugin joins the product; with smith/product disabled
+/// installed user plugin joins the product (not with `--no-plugins`); with
+/// smith/product disabled
 /// the interface falls back to its recovery layout and says why.
 #[test]
 fn the_loader_reads_user_plugins_and_disabled_built_ins() {
@@ -251,6 +257,7 @@ fn the_loader_reads_user_plugins_and_disabled_built_ins() {
         );
     };
     run("hello");
+    run("no-plugins");
     std::fs::write(plugins.join("disabled.txt"), "smith/product\n").unwrap();
     run("disabled");
 }
