@@ -73,9 +73,19 @@ fn start(fault: Option<&str>) -> Session {
 
 /// Starts smith; `ignored` is a signal the child inherits as ignored.
 fn start_with(fault: Option<&str>, ignored: Option<i32>) -> Session {
+    start_prepared(fault, ignored, |_| {})
+}
+
+/// Starts smith after `prepare` has set up its home.
+fn start_prepared(
+    fault: Option<&str>,
+    ignored: Option<i32>,
+    prepare: impl FnOnce(&std::path::Path),
+) -> Session {
     let pty = open_pty();
     let before = termios(pty.slave.as_raw_fd());
     let home = tempfile::tempdir().unwrap();
+    prepare(home.path());
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("README.md"), "# Hello from the fixture\n").unwrap();
     let slave = pty.slave.as_raw_fd();
@@ -424,6 +434,39 @@ fn replay_plugins_and_branch_commands_in_a_real_terminal() {
     s.send(b"\r");
     s.wait_for_screen("· session tui-");
     s.wait_for_screen("# Hello from the fixture");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_user_plugin_command_runs_in_its_plugin() {
+    let mut s = start_prepared(None, None, |home| {
+        // The SDK example, installed with the `ui` grant its notice needs.
+        let folder = home.join("hello-src");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("plugin.kdl"),
+            "name \"example/hello\"\nversion \"0.1.0\"\ndescription \"Greets\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
+        )
+        .unwrap();
+        std::fs::copy(
+            std::path::Path::new(smith_plugins::builtin::GUESTS_DIR)
+                .join("smith_plugin_hello.wasm"),
+            folder.join("plugin.wasm"),
+        )
+        .unwrap();
+        let installed = Command::new(env!("CARGO_BIN_EXE_smith"))
+            .env("SMITH_HOME", home)
+            .args(["plugin", "install"])
+            .arg(&folder)
+            .output()
+            .unwrap();
+        assert!(installed.status.success(), "{installed:?}");
+    });
+    s.ready();
+    s.send(b"/hello world\r");
+    s.wait_for_screen("[example/hello] Hello, world!");
     s.send(b"\x03");
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

@@ -223,6 +223,12 @@ impl Dispatcher {
         }
     }
 
+    /// Releases the queued batch now, as at a safe point: the caller must
+    /// be at one (the runtime idle, or between its turns).
+    pub fn release(&mut self, surface: &mut dyn Surface) -> Released {
+        self.apply(surface)
+    }
+
     fn apply(&mut self, surface: &mut dyn Surface) -> Released {
         let batch = std::mem::take(&mut self.pending);
         let mut released = Released {

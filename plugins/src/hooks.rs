@@ -15,7 +15,9 @@ use smith_engine::agent::{HookAction, Hooks, Interrupt, Verdict};
 use smith_engine::protocol::Event;
 use smith_engine::provider::ToolCall;
 
-use crate::dispatch::{Dispatcher, Surface};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::dispatch::{Dispatcher, Released, Surface};
 use crate::extension::{
     Action, Folded, LifecycleEvent, ToolCallEvent, UiIntent, WasmExtension, decide,
 };
@@ -39,14 +41,25 @@ pub trait Frontend: Surface + Send {
 
 /// Loaded extension plugins as engine [`Hooks`].
 pub struct PluginHooks {
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// The plugins and their frontend, shared by the hooks (the agent's
+/// thread) and the [`Commands`] (the frontend's thread).
+struct Inner {
     dispatcher: Dispatcher,
     frontend: Box<dyn Frontend>,
+}
+
+fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    // A panic while holding the lock leaves plain data behind; go on.
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl std::fmt::Debug for PluginHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginHooks")
-            .field("dispatcher", &self.dispatcher)
+            .field("plugins", &self.names())
             .finish_non_exhaustive()
     }
 }
@@ -55,20 +68,32 @@ impl PluginHooks {
     /// `plugins` in load order, reporting to `frontend`.
     pub fn new(plugins: Vec<WasmExtension>, frontend: Box<dyn Frontend>) -> Self {
         Self {
-            dispatcher: Dispatcher::new(plugins),
-            frontend,
+            inner: Arc::new(Mutex::new(Inner {
+                dispatcher: Dispatcher::new(plugins),
+                frontend,
+            })),
         }
     }
 
     /// The plugins' names, in load order.
     pub fn names(&self) -> Vec<String> {
-        self.dispatcher
+        lock(&self.inner)
+            .dispatcher
             .plugins()
             .iter()
             .map(|p| p.name().to_owned())
             .collect()
     }
 
+    /// Runs the plugins' commands from the frontend's thread.
+    pub fn commands(&self) -> Commands {
+        Commands {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl Inner {
     /// Leaves out, for the rest of the runtime, every plugin whose instance
     /// was destroyed, saying so once.
     fn drop_dead(&mut self) {
@@ -105,47 +130,10 @@ impl PluginHooks {
             Folded::Allow { replacement: None } => Verdict::Allow,
         }
     }
-}
 
-impl Hooks for PluginHooks {
-    fn input(&mut self, text: &str) -> Verdict {
-        self.decide(&LifecycleEvent::Input(text.to_owned()))
-    }
-
-    fn tool_call(&mut self, call: &ToolCall) -> Verdict {
-        self.decide(&LifecycleEvent::ToolCall(ToolCallEvent {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.to_string(),
-        }))
-    }
-
-    fn compaction(&mut self, _reason: smith_engine::protocol::CompactionReason) -> Verdict {
-        self.decide(&LifecycleEvent::SessionCompact)
-    }
-
-    fn interrupter(&self) -> Option<Interrupt> {
-        let handles: Vec<crate::AbortHandle> = self
-            .dispatcher
-            .plugins()
-            .iter()
-            .map(WasmExtension::abort_handle)
-            .collect();
-        Some(std::sync::Arc::new(move || {
-            for handle in &handles {
-                handle.interrupt();
-            }
-        }))
-    }
-
-    fn observe(&mut self, event: &Event) -> Vec<HookAction> {
-        let released = self
-            .dispatcher
-            .observe(event, &mut SurfaceOf(&mut *self.frontend));
-        self.drop_dead();
-        let Some(released) = released else {
-            return Vec::new();
-        };
+    /// Reports what a safe point released and returns the actions for the
+    /// engine (model switches, messages).
+    fn release(&mut self, released: Released) -> Vec<HookAction> {
         for message in &released.diagnostics {
             self.frontend.diagnostic(message);
         }
@@ -157,7 +145,7 @@ impl Hooks for PluginHooks {
             match action {
                 Action::SetModel(model) => actions.push(HookAction::SetModel { by: plugin, model }),
                 Action::SendMessage(text) => {
-                    actions.push(HookAction::FollowUp { by: plugin, text })
+                    actions.push(HookAction::FollowUp { by: plugin, text });
                 }
                 Action::SetLayout(_) | Action::SetTheme(_) => {
                     self.frontend.present(&plugin, &action);
@@ -167,6 +155,115 @@ impl Hooks for PluginHooks {
             }
         }
         actions
+    }
+}
+
+impl Hooks for PluginHooks {
+    fn input(&mut self, text: &str) -> Verdict {
+        lock(&self.inner).decide(&LifecycleEvent::Input(text.to_owned()))
+    }
+
+    fn tool_call(&mut self, call: &ToolCall) -> Verdict {
+        lock(&self.inner).decide(&LifecycleEvent::ToolCall(ToolCallEvent {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.to_string(),
+        }))
+    }
+
+    fn compaction(&mut self, _reason: smith_engine::protocol::CompactionReason) -> Verdict {
+        lock(&self.inner).decide(&LifecycleEvent::SessionCompact)
+    }
+
+    fn interrupter(&self) -> Option<Interrupt> {
+        let handles: Vec<crate::AbortHandle> = lock(&self.inner)
+            .dispatcher
+            .plugins()
+            .iter()
+            .map(WasmExtension::abort_handle)
+            .collect();
+        Some(Arc::new(move || {
+            for handle in &handles {
+                handle.interrupt();
+            }
+        }))
+    }
+
+    fn observe(&mut self, event: &Event) -> Vec<HookAction> {
+        let mut inner = lock(&self.inner);
+        let inner = &mut *inner;
+        let released = inner
+            .dispatcher
+            .observe(event, &mut SurfaceOf(&mut *inner.frontend));
+        inner.drop_dead();
+        match released {
+            Some(released) => inner.release(released),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Runs the commands extension plugins contribute, from the frontend.
+#[derive(Clone)]
+pub struct Commands {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl std::fmt::Debug for Commands {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Commands(..)")
+    }
+}
+
+impl Commands {
+    /// The plugin that provides the command `name`: the last loaded plugin
+    /// contributing it (later plugins override earlier ones).
+    pub fn owner(&self, name: &str) -> Option<String> {
+        lock(&self.inner)
+            .dispatcher
+            .plugins()
+            .iter()
+            .rev()
+            .find(|p| {
+                p.contributions()
+                    .is_some_and(|c| c.commands.iter().any(|command| command.name == name))
+            })
+            .map(|p| p.name().to_owned())
+    }
+
+    /// Runs the command `name` with `argument` in the plugin that provides
+    /// it. Its actions wait for the runtime's next safe point, unless
+    /// `settled` says the runtime is idle — idle is a safe point, so they
+    /// are released now: intents are shown, and the model switches and
+    /// messages are returned for the caller to send to the runtime.
+    ///
+    /// # Errors
+    ///
+    /// When no loaded plugin provides the command, or the plugin fails or
+    /// refuses it (the message names the plugin).
+    pub fn run(
+        &self,
+        name: &str,
+        argument: &str,
+        settled: bool,
+    ) -> Result<Vec<HookAction>, String> {
+        let Some(plugin) = self.owner(name) else {
+            return Err(format!(
+                "no loaded extension plugin provides the command /{name}; `smith plugin list` shows the plugins and their state"
+            ));
+        };
+        let mut inner = lock(&self.inner);
+        let inner = &mut *inner;
+        let ran = inner.dispatcher.run_command(&plugin, name, argument);
+        inner.drop_dead();
+        ran?;
+        if !settled {
+            return Ok(Vec::new());
+        }
+        let released = inner
+            .dispatcher
+            .release(&mut SurfaceOf(&mut *inner.frontend));
+        Ok(inner.release(released))
     }
 }
 

@@ -156,6 +156,8 @@ struct Runtime {
     journal: Arc<StoreJournal>,
     forwarder: Option<JoinHandle<()>>,
     name: String,
+    /// The commands the runtime's extension plugins provide.
+    commands: Option<smith_plugins::hooks::Commands>,
 }
 
 impl Runtime {
@@ -185,6 +187,25 @@ fn provider(args: &Args) -> anyhow::Result<super::eval::Chosen> {
         args.choice.base_url.as_deref(),
         || super::mock::provider(args.mock_script.as_deref(), None),
     )
+}
+
+/// Sends the runtime what a plugin command released: a model switch, a
+/// queued follow-up message.
+fn run_plugin_actions(
+    handle: &AgentHandle,
+    actions: Vec<smith_engine::agent::HookAction>,
+) -> Result<(), smith_engine::agent::AgentError> {
+    for action in actions {
+        match action {
+            smith_engine::agent::HookAction::SetModel { model, .. } => {
+                handle.send(Command::SetModel { model })?;
+            }
+            smith_engine::agent::HookAction::FollowUp { text, .. } => {
+                handle.send(Command::FollowUp { text })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Which session a runtime records into.
@@ -281,6 +302,9 @@ fn start(
         sink: journal.clone(),
         policies: default_policies(),
     };
+    let commands = hooks
+        .as_ref()
+        .map(smith_plugins::hooks::PluginHooks::commands);
     let handle = Arc::new(match hooks {
         Some(hooks) => agent::spawn_with_hooks(config, services, Box::new(hooks))?,
         None => agent::spawn(config, services)?,
@@ -313,6 +337,7 @@ fn start(
             journal,
             forwarder: Some(forwarder),
             name,
+            commands,
         },
         info,
     ))
@@ -1155,12 +1180,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         }
                         Ok(())
                     }
-                    other => {
-                        app.notice(&format!(
-                            "/{other} is not available in the interface yet; use `smith session` or `smith eval` for it"
-                        ));
-                        Ok(())
-                    }
+                    other => match rt.commands.as_ref().filter(|c| c.owner(other).is_some()) {
+                        // A plugin's command: idle is a safe point, so its
+                        // actions apply now; while the agent works they
+                        // wait for the end of the turn.
+                        Some(commands) => match commands.run(other, &arg, !app.status.busy) {
+                            Ok(actions) => run_plugin_actions(&rt.handle, actions),
+                            Err(message) => {
+                                app.error(&message);
+                                Ok(())
+                            }
+                        },
+                        None => {
+                            app.notice(&format!(
+                                "/{other} is not available in the interface yet; use `smith session` or `smith eval` for it"
+                            ));
+                            Ok(())
+                        }
+                    },
                 },
             };
             if let Err(err) = sent {

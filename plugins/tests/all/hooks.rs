@@ -265,3 +265,64 @@ fn a_run_abort_stops_a_hook_that_ignores_it_and_the_runtime_goes_on() {
         "{events:#?}"
     );
 }
+
+#[test]
+fn plugin_commands_run_from_the_frontend_and_release_when_settled() {
+    let journal = Arc::new(MemoryJournal::new());
+    let effects = smith_plugins::effects::Effects::new(
+        "smith/product",
+        smith_plugins::effects::Grants {
+            ui: true,
+            ..smith_plugins::effects::Grants::default()
+        },
+        journal as Arc<dyn smith_engine::journal::EffectJournal>,
+        Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        1,
+    );
+    let product = ExtensionComponent::load(
+        "smith/product",
+        smith_plugins::builtin::PRODUCT,
+        None,
+        Limits::default(),
+    )
+    .unwrap()
+    .instantiate_with(Some(effects))
+    .unwrap();
+    let kept = Kept::default();
+    let mut hooks = PluginHooks::new(vec![product], Box::new(kept.clone()));
+    let commands = hooks.commands();
+    assert_eq!(commands.owner("help").as_deref(), Some("smith/product"));
+    assert_eq!(commands.owner("no-such-command"), None);
+    // Settled: released at once — the help notice is shown, the model
+    // switch comes back for the runtime.
+    assert_eq!(commands.run("help", "", true).unwrap(), []);
+    assert!(
+        kept.0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("show smith/product")),
+        "{:?}",
+        kept.0.lock().unwrap()
+    );
+    assert_eq!(
+        commands.run("model", "big-1", true).unwrap(),
+        [smith_engine::agent::HookAction::SetModel {
+            by: "smith/product".into(),
+            model: "big-1".into()
+        }]
+    );
+    // Busy: held for the runtime's next safe point.
+    assert_eq!(commands.run("model", "big-2", false).unwrap(), []);
+    use smith_engine::agent::Hooks as _;
+    assert_eq!(hooks.observe(&Event::TurnStart { turn: 1 }), []);
+    assert_eq!(
+        hooks.observe(&Event::TurnEnd { turn: 1 }),
+        [smith_engine::agent::HookAction::SetModel {
+            by: "smith/product".into(),
+            model: "big-2".into()
+        }]
+    );
+    let err = commands.run("no-such-command", "", true).unwrap_err();
+    assert!(err.contains("/no-such-command"), "{err}");
+}
