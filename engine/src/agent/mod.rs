@@ -125,6 +125,27 @@ pub struct Services {
     pub policies: Vec<Arc<dyn QueuePolicy>>,
 }
 
+impl Services {
+    /// The usual services: `provider` over the host transport (local
+    /// exchanges; live providers bring their own transport), the built-in
+    /// tools working in `tool_context`, `journal` recording both effects and
+    /// the conversation, and the default queue policies.
+    pub fn local<J>(provider: Box<dyn Provider>, tool_context: ToolContext, journal: Arc<J>) -> Self
+    where
+        J: EffectJournal + SessionSink + 'static,
+    {
+        Self {
+            provider,
+            transport: Arc::new(crate::provider::HostTransport),
+            tools: ToolSet::builtin(),
+            tool_context,
+            journal: journal.clone(),
+            sink: journal,
+            policies: default_policies(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Services {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Services")

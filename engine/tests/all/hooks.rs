@@ -6,15 +6,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use smith_engine::agent::{
-    self, AgentConfig, AgentHandle, HookAction, Hooks, Services, Verdict, default_policies,
-};
+use smith_engine::agent::{self, AgentConfig, AgentHandle, HookAction, Hooks, Services, Verdict};
 use smith_engine::journal::MemoryJournal;
 use smith_engine::protocol::{Command, Event, StopCause, ToolStatus};
 use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
-use smith_engine::provider::{HostTransport, Message, Request, ToolCall};
-use smith_engine::tools::{ToolContext, ToolSet};
+use smith_engine::provider::{Message, Request, ToolCall};
+use smith_engine::tools::ToolContext;
 
 /// What the test hooks saw, in order.
 #[derive(Default)]
@@ -116,15 +114,11 @@ fn rig(script: &str) -> Rig {
     )
     .unwrap();
     let journal = Arc::new(MemoryJournal::new());
-    let services = Services {
-        provider: Box::new(provider),
-        transport: Arc::new(HostTransport),
-        tools: ToolSet::builtin(),
-        tool_context: ToolContext::new(dir.path()).unwrap(),
-        journal: journal.clone(),
-        sink: journal,
-        policies: default_policies(),
-    };
+    let services = Services::local(
+        Box::new(provider),
+        ToolContext::new(dir.path()).unwrap(),
+        journal,
+    );
     let seen = Arc::new(Mutex::new(Seen::default()));
     let hooks = TestHooks {
         seen: Arc::clone(&seen),
@@ -317,15 +311,11 @@ fn effect_ids_come_from_the_shared_counter() {
         [{"text": "ok"}, {"stop": {"reason": "end"}}]
     ]"#;
     let journal = Arc::new(MemoryJournal::new());
-    let services = Services {
-        provider: Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
-        transport: Arc::new(HostTransport),
-        tools: ToolSet::builtin(),
-        tool_context: ToolContext::new(dir.path()).unwrap(),
-        journal: journal.clone(),
-        sink: journal,
-        policies: default_policies(),
-    };
+    let services = Services::local(
+        Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
+        ToolContext::new(dir.path()).unwrap(),
+        journal,
+    );
     // Another effect source (a plugin host) already drew fx-8 from the
     // counter the session started at 7.
     let ids = Arc::new(std::sync::atomic::AtomicU64::new(7));
@@ -398,15 +388,11 @@ fn a_compaction_is_blocked_or_given_instructions_at_its_decision_point() {
     )
     .unwrap();
     let journal = Arc::new(MemoryJournal::new());
-    let services = Services {
-        provider: Box::new(provider),
-        transport: Arc::new(HostTransport),
-        tools: ToolSet::builtin(),
-        tool_context: ToolContext::new(dir.path()).unwrap(),
-        journal: journal.clone(),
-        sink: journal,
-        policies: default_policies(),
-    };
+    let services = Services::local(
+        Box::new(provider),
+        ToolContext::new(dir.path()).unwrap(),
+        journal,
+    );
     let handle = agent::spawn_with_hooks(
         AgentConfig::new(MOCK_MODEL),
         services,

@@ -5,12 +5,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use smith_engine::agent::{self, AgentConfig, Services, default_policies};
+use smith_engine::agent::{self, AgentConfig, Services};
 use smith_engine::journal::MemoryJournal;
 use smith_engine::protocol::{Command, Event, ToolStatus};
 use smith_engine::provider::record::RecordingProvider;
-use smith_engine::provider::{HostTransport, Message, Request};
-use smith_engine::tools::{ToolContext, ToolSet};
+use smith_engine::provider::{Message, Request};
+use smith_engine::tools::ToolContext;
 use smith_plugins::dispatch::Surface;
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
@@ -80,15 +80,11 @@ fn plugins_block_at_decision_points_and_act_at_safe_points() {
     .unwrap();
     let provider = RecordingProvider::new(Box::new(mock), &record).unwrap();
     let journal = Arc::new(MemoryJournal::new());
-    let services = Services {
-        provider: Box::new(provider),
-        transport: Arc::new(HostTransport),
-        tools: ToolSet::builtin(),
-        tool_context: ToolContext::new(dir.path()).unwrap(),
-        journal: journal.clone(),
-        sink: journal,
-        policies: default_policies(),
-    };
+    let services = Services::local(
+        Box::new(provider),
+        ToolContext::new(dir.path()).unwrap(),
+        journal,
+    );
     let kept = Kept::default();
     let hooks = PluginHooks::new(
         vec![
@@ -175,15 +171,11 @@ fn a_run_abort_stops_a_hook_that_ignores_it_and_the_runtime_goes_on() {
     )
     .unwrap();
     let journal = Arc::new(MemoryJournal::new());
-    let services = Services {
-        provider: Box::new(mock),
-        transport: Arc::new(HostTransport),
-        tools: ToolSet::builtin(),
-        tool_context: ToolContext::new(dir.path()).unwrap(),
-        journal: journal.clone(),
-        sink: journal,
-        policies: default_policies(),
-    };
+    let services = Services::local(
+        Box::new(mock),
+        ToolContext::new(dir.path()).unwrap(),
+        journal,
+    );
     let limits = Limits {
         call_deadline: Duration::from_secs(30),
         abort_grace: Duration::from_millis(100),
