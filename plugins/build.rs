@@ -10,7 +10,14 @@ use std::process::Command;
 /// Guests built together share one cargo invocation; the SDK's world
 /// features must not unify across worlds, so each world builds separately.
 const GROUPS: &[&[&str]] = &[
-    &["smith-plugin-mock", "smith-plugin-hostile"],
+    &[
+        "smith-plugin-mock",
+        "smith-plugin-hostile",
+        "smith-plugin-anthropic",
+        "smith-plugin-openai",
+        "smith-plugin-google",
+        "smith-plugin-openai-compatible",
+    ],
     &[
         "smith-plugin-product",
         "smith-plugin-hello",
@@ -30,6 +37,11 @@ fn main() {
         "tests/guests",
         "guest-workspace/Cargo.toml",
         "guest-workspace/Cargo.lock",
+        // The vendor plugins compile the adapters and what they use.
+        "../providers/src",
+        "../providers/Cargo.toml",
+        "../diagnostics/src",
+        "../diagnostics/Cargo.toml",
     ] {
         println!(
             "cargo:rerun-if-changed={}",

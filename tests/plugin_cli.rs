@@ -61,7 +61,14 @@ fn install_list_info_disable_enable_reload_uninstall() {
     let src = tempfile::tempdir().unwrap();
 
     let (out, _) = run(home, &["plugin", "list"], 0);
-    for builtin in ["smith/mock", "smith/product"] {
+    for builtin in [
+        "smith/mock",
+        "smith/anthropic",
+        "smith/openai",
+        "smith/google",
+        "smith/openai-compatible",
+        "smith/product",
+    ] {
         let line = line_of(&out, builtin).unwrap_or_else(|| panic!("{builtin} missing:\n{out}"));
         assert!(
             line.contains("built-in") && line.contains("enabled"),

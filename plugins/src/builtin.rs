@@ -14,6 +14,32 @@ pub const PRODUCT: &[u8] = include_bytes!(concat!(
     "/smith_plugin_product.wasm"
 ));
 
+/// The smith/anthropic provider component (the Anthropic Messages API).
+pub const ANTHROPIC: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_anthropic.wasm"
+));
+
+/// The smith/openai provider component (the Responses API and Chat
+/// Completions).
+pub const OPENAI: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_openai.wasm"
+));
+
+/// The smith/google provider component (Gemini).
+pub const GOOGLE: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_google.wasm"
+));
+
+/// The smith/openai-compatible provider component (Chat Completions at any
+/// base URL).
+pub const OPENAI_COMPATIBLE: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_openai_compatible.wasm"
+));
+
 /// A built-in plugin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Builtin {
@@ -36,6 +62,34 @@ pub const BUILTINS: &[Builtin] = &[
         world: "provider",
         description: "The scripted provider: plays a JSON script or the offline demo",
         component: MOCK,
+        capabilities: &[],
+    },
+    Builtin {
+        name: "smith/anthropic",
+        world: "provider",
+        description: "Anthropic: the Messages API, streaming",
+        component: ANTHROPIC,
+        capabilities: &[],
+    },
+    Builtin {
+        name: "smith/openai",
+        world: "provider",
+        description: "OpenAI: the Responses API and Chat Completions, streaming",
+        component: OPENAI,
+        capabilities: &[],
+    },
+    Builtin {
+        name: "smith/google",
+        world: "provider",
+        description: "Google Gemini: streamGenerateContent over SSE",
+        component: GOOGLE,
+        capabilities: &[],
+    },
+    Builtin {
+        name: "smith/openai-compatible",
+        world: "provider",
+        description: "Chat Completions at any base URL: OpenRouter, Ollama, llama.cpp, vLLM, LM Studio",
+        component: OPENAI_COMPATIBLE,
         capabilities: &[],
     },
     Builtin {
@@ -72,6 +126,71 @@ pub fn mock_provider(
     };
     component.instantiate_checked(&settings)
 }
+
+/// The built-in vendor provider plugin `name` (`smith/anthropic`,
+/// `smith/openai`, `smith/google`, `smith/openai-compatible`), compiled (or
+/// loaded from `cache_dir`) and pre-instantiated with `limits`.
+///
+/// The compiled component is kept for the rest of the process, keyed on the
+/// plugin and the cache directory: later calls with the same pair neither
+/// compile nor read the cache again. Instantiate the result once per
+/// configuration ([`ProviderComponent::instantiate`](crate::ProviderComponent::instantiate)).
+///
+/// # Errors
+///
+/// When `name` is not a built-in vendor plugin, or the component does not
+/// compile or load (the error names the plugin and the phase).
+pub fn vendor_component(
+    name: &str,
+    cache_dir: Option<&std::path::Path>,
+    limits: crate::Limits,
+) -> Result<crate::ProviderComponent, crate::PluginError> {
+    type Compiled = std::collections::HashMap<
+        (&'static str, Option<std::path::PathBuf>),
+        wasmtime::component::Component,
+    >;
+    static COMPILED: std::sync::OnceLock<std::sync::Mutex<Compiled>> = std::sync::OnceLock::new();
+    let Some(builtin) = BUILTINS
+        .iter()
+        .find(|b| b.name == name && b.world == "provider" && b.name != "smith/mock")
+    else {
+        return Err(crate::PluginError::new(
+            name,
+            crate::Phase::Compile,
+            crate::ErrorKind::Invalid,
+            format!(
+                "{name:?} is not a built-in vendor provider plugin; the built-in vendors are {}",
+                VENDORS.join(", ")
+            ),
+        ));
+    };
+    let key = (builtin.name, cache_dir.map(std::path::Path::to_path_buf));
+    let compiled = COMPILED.get_or_init(Default::default);
+    let known = compiled.lock().ok().and_then(|map| map.get(&key).cloned());
+    let component = match known {
+        Some(component) => component,
+        None => {
+            let component = crate::Runtime::global()?.load_component(
+                builtin.name,
+                builtin.component,
+                cache_dir,
+            )?;
+            if let Ok(mut map) = compiled.lock() {
+                map.insert(key, component.clone());
+            }
+            component
+        }
+    };
+    crate::ProviderComponent::from_component(builtin.name, &component, limits)
+}
+
+/// The built-in vendor provider plugins, by name.
+pub const VENDORS: [&str; 4] = [
+    "smith/anthropic",
+    "smith/openai",
+    "smith/google",
+    "smith/openai-compatible",
+];
 
 /// Where the build put every guest component it built: the built-ins, the
 /// SDK example (`smith_plugin_hello.wasm`) and the hostile test guests.

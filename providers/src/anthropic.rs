@@ -29,6 +29,8 @@ use crate::types::{
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "anthropic";
+/// The model used when none is given.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5-20250929";
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The default credential slot (an API key, sent as `x-api-key`).

@@ -27,6 +27,8 @@ use crate::types::{
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "google";
+/// The model used when none is given.
+pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The default credential slot (an API key, sent as `x-goog-api-key`).

@@ -37,10 +37,12 @@ mod diag;
 pub mod google;
 pub mod openai;
 pub mod openai_compatible;
+pub mod settings;
 pub mod sse;
 pub mod types;
 
 pub use common::{Capabilities, Config, ThinkingLevel, credential_handle};
+pub use settings::SETTINGS;
 pub use types::{
     ContentBlock, Decoder, HttpExchange, Message, OpaqueBytes, ProviderError, ProviderErrorKind,
     Request, StopReason, StreamEvent, ToolCall, ToolSpec, Usage,

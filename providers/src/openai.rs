@@ -32,6 +32,8 @@ use crate::types::{
 
 /// The provider id.
 pub const PROVIDER_ID: &str = "openai";
+/// The model used when none is given.
+pub const DEFAULT_MODEL: &str = "gpt-5.1";
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The default credential slot (an API key, sent as a bearer token).

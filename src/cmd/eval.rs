@@ -221,7 +221,15 @@ pub(crate) fn choose_provider(
         policy: smith_catalog::failover::Policy::default(),
         thinking: None,
     };
-    let live = LiveProvider::new(setup, Some(vendor), model).map_err(failed)?;
+    let live = LiveProvider::new(setup, Some(vendor), model)
+        .map_err(failed)?
+        .with_plugins(
+            Some(paths.cache_dir.clone()),
+            config.map_or_else(
+                smith_plugins::Limits::default,
+                crate::settings::plugin_limits,
+            ),
+        );
     // The net.* timeouts; their defaults when the configuration did not load
     // (that was reported above).
     let timeouts = config

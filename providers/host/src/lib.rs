@@ -4,19 +4,20 @@
 //! built-in vendors (Anthropic, OpenAI, Google, OpenAI-compatible): it
 //! resolves the model through the catalog's routes, gates each request on
 //! the model's advertised capabilities, checks credentials before dispatch,
-//! and encodes and decodes with the vendor adapters of `smith-providers`.
+//! and encodes and decodes through the built-in vendor provider plugins
+//! (`smith_plugins::builtin`), which wrap the adapters of `smith-providers`.
 //! [`NetTransport`] carries the exchanges over the HTTP engine
 //! (`smith-net`), substituting credentials at the last moment.
 //! [`select`] picks the provider for a run: an explicit choice, else the
 //! first provider whose credential is available, else the offline
 //! scripted provider.
 //!
-//! The adapters' contract types mirror the engine's; the conversions live
-//! in one place (`convert`).
+//! The host never calls an adapter itself and never hands a plugin a
+//! secret: a plugin's settings carry the credential handle, and the
+//! transport substitutes the value on the outgoing request.
 
 #![deny(missing_docs)]
 
-mod convert;
 pub mod live;
 pub mod select;
 pub mod transport;

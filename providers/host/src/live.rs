@@ -1,18 +1,27 @@
 //! [`LiveProvider`]: the engine's provider contract over the catalog, the
-//! credential resolver and the vendor adapters.
+//! credential resolver and the built-in vendor provider plugins.
 //!
 //! For each request it takes the current target of the resolved route,
 //! gates the request against the target model's advertised capabilities
 //! (failing before dispatch with a diagnostic naming the unsupported
-//! feature), checks the credential resolves, and encodes the request with
-//! the vendor adapter into an HTTP exchange whose credentials are opaque
-//! handles. The body is decoded by the same adapter. When a response fails
-//! before any content arrived, [`Provider::recover`] applies the failover
-//! policy: rate limits fail over at once, transient failures retry with
-//! backoff and then fail over, invalid requests give up.
+//! feature), checks the credential resolves, and has the target's vendor
+//! plugin (smith/anthropic, smith/openai, smith/google,
+//! smith/openai-compatible) encode the request into an HTTP exchange whose
+//! credentials are opaque handles. The body is decoded by the same plugin
+//! instance. Each prepared target has its own plugin instance, configured
+//! with the target's settings ([`smith_providers::Config::settings`]:
+//! base URL, credential handle, capabilities, thinking level), created on
+//! the target's first request and reused after. A plugin failure (trap,
+//! deadline, memory limit) is a transport or malformed-stream error naming
+//! the plugin, which failover treats as transient; the next request starts
+//! a fresh instance. When a response fails before any content arrived,
+//! [`Provider::recover`] applies the failover policy: rate limits fail over
+//! at once, transient failures retry with backoff and then fail over,
+//! invalid requests give up.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use smith_auth::Resolver;
@@ -20,13 +29,13 @@ use smith_catalog::failover::{Decision, Failure, Policy};
 use smith_catalog::{ModelInfo as CatalogModel, RequestNeeds, Routes, Snapshot, Target};
 use smith_diag::Diagnostic;
 use smith_engine::provider::{
-    Exchange, ModelInfo, Pricing, Provider, ProviderError, ProviderErrorKind, ProviderInfo,
-    Request, StreamEvent,
+    Exchange, Interrupt, ModelInfo, Pricing, Provider, ProviderError, ProviderErrorKind,
+    ProviderInfo, Request, StreamEvent,
 };
+use smith_plugins::{AbortHandle, InstantiateError, Limits, WasmProvider};
 use smith_providers::{Capabilities, Config};
 
-use crate::convert::{ToEngine, ToVendor};
-use crate::vendor::{BoxDecoder, Vendor};
+use crate::vendor::Vendor;
 
 /// One line of a diagnostic for an error message: what, why, next.
 pub fn diagnostic_message(d: &Diagnostic) -> String {
@@ -65,7 +74,7 @@ impl std::fmt::Debug for Setup {
 }
 
 /// One target, ready to encode for.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Prepared {
     target: Target,
     vendor: Vendor,
@@ -75,6 +84,9 @@ struct Prepared {
     /// takes none.
     credential: Option<String>,
     base_url: Option<String>,
+    /// The target's vendor plugin instance and the settings it was
+    /// configured with; created on the target's first request.
+    plugin: Option<(Vec<(String, String)>, WasmProvider)>,
 }
 
 /// A live provider over the built-in vendor adapters.
@@ -88,7 +100,14 @@ pub struct LiveProvider {
     recovering: bool,
     gate_failed: bool,
     attempts: Vec<String>,
-    decoder: Option<BoxDecoder>,
+    /// The target whose plugin instance decodes the response in flight.
+    decoding: Option<usize>,
+    plugin_cache: Option<PathBuf>,
+    plugin_limits: Limits,
+    /// Abort handles of the live plugin instances, by target, for
+    /// [`Provider::interrupter`].
+    aborts: Arc<Mutex<BTreeMap<usize, AbortHandle>>>,
+    instances: u64,
 }
 
 impl std::fmt::Debug for LiveProvider {
@@ -158,11 +177,32 @@ impl LiveProvider {
             recovering: false,
             gate_failed: false,
             attempts: Vec::new(),
-            decoder: None,
+            decoding: None,
+            plugin_cache: None,
+            plugin_limits: Limits::default(),
+            aborts: Arc::default(),
+            instances: 0,
         };
         provider.retarget(&name)?;
         provider.check_credentials()?;
         Ok(provider)
+    }
+
+    /// Where the vendor plugins' compiled components are cached (smith's
+    /// cache directory; without one each process compiles them once) and
+    /// the deadlines and memory cap their instances run under.
+    #[must_use]
+    pub fn with_plugins(mut self, cache_dir: Option<PathBuf>, limits: Limits) -> LiveProvider {
+        self.plugin_cache = cache_dir;
+        self.plugin_limits = limits;
+        self
+    }
+
+    /// How many vendor plugin instances this provider has created: one per
+    /// target on its first request, and one more after a plugin failure
+    /// destroyed an instance or the target's settings changed.
+    pub fn plugin_instances(&self) -> u64 {
+        self.instances
     }
 
     /// The name requests should carry as their model (what was resolved).
@@ -220,6 +260,10 @@ impl LiveProvider {
         }
         self.name = name.to_owned();
         self.targets = prepared;
+        self.decoding = None;
+        if let Ok(mut aborts) = self.aborts.lock() {
+            aborts.clear();
+        }
         self.current = 0;
         self.retries = 0;
         self.recovering = false;
@@ -283,6 +327,7 @@ impl LiveProvider {
             family,
             credential,
             base_url,
+            plugin: None,
         })
     }
 
@@ -360,7 +405,10 @@ impl LiveProvider {
             base_url: t.base_url.clone(),
             credential: t.credential.clone(),
             capabilities: Capabilities {
-                tool_use: gated.needs.tools,
+                // What the model advertises, not what this request uses, so
+                // the settings stay the target's own (a request with tools
+                // reaches the plugin only when the gate found tool use).
+                tool_use: effective.tools == Some(true),
                 thinking: gated.needs.thinking.is_some(),
                 prompt_cache: gated.needs.cache_breakpoints > 0,
                 max_output_tokens: effective
@@ -377,14 +425,81 @@ impl LiveProvider {
                 }
             }),
         };
-        let mut vendor_request: smith_providers::Request = request.to_vendor();
-        vendor_request.model.clone_from(&t.target.model);
-        let exchange = t
-            .vendor
-            .encode(&vendor_request, &config)
-            .map_err(ToEngine::to_engine)?;
-        self.decoder = Some(t.vendor.decoder());
-        Ok(Exchange::Http(exchange.to_engine()))
+        let mut target_request = request.clone();
+        target_request.model.clone_from(&t.target.model);
+        let index = self.current;
+        let plugin = self.plugin_for(index, config.settings())?;
+        let exchange = plugin.encode(&target_request)?;
+        self.decoding = Some(index);
+        Ok(exchange)
+    }
+
+    /// The plugin instance of target `index`, configured with `settings`:
+    /// the one made for an earlier request when it is alive and has the
+    /// same settings, else a fresh one.
+    fn plugin_for(
+        &mut self,
+        index: usize,
+        settings: Vec<(String, String)>,
+    ) -> Result<&mut WasmProvider, ProviderError> {
+        let Some(t) = self.targets.get_mut(index) else {
+            return Err(ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                format!(
+                    "target {index} of `{}` does not exist; this is a host defect, report it",
+                    self.name
+                ),
+            ));
+        };
+        let reuse = t
+            .plugin
+            .as_ref()
+            .is_some_and(|(had, plugin)| *had == settings && plugin.is_alive());
+        if !reuse {
+            t.plugin = None;
+            let name = t.vendor.plugin();
+            let component = smith_plugins::builtin::vendor_component(
+                name,
+                self.plugin_cache.as_deref(),
+                self.plugin_limits,
+            )
+            .map_err(|e| ProviderError::new(ProviderErrorKind::Transport, e.to_string()))?;
+            let instance = component
+                .instantiate_checked(&settings)
+                .map_err(|e| match e {
+                    InstantiateError::Rejected(message) => ProviderError::new(
+                        ProviderErrorKind::InvalidRequest,
+                        format!(
+                            "plugin {name} refused the settings of `{}`: {message}",
+                            t.target.reference()
+                        ),
+                    ),
+                    InstantiateError::Failed(error) => {
+                        ProviderError::new(ProviderErrorKind::Transport, error.to_string())
+                    }
+                })?;
+            if let Ok(mut aborts) = self.aborts.lock() {
+                aborts.insert(index, instance.abort_handle());
+            }
+            self.instances += 1;
+            t.plugin = Some((settings, instance));
+        }
+        match &mut t.plugin {
+            Some((_, plugin)) => Ok(plugin),
+            None => Err(ProviderError::new(
+                ProviderErrorKind::Transport,
+                "the vendor plugin instance vanished; this is a host defect, report it",
+            )),
+        }
+    }
+
+    /// The plugin instance decoding the response in flight.
+    fn decoding_plugin(&mut self) -> Option<&mut WasmProvider> {
+        let index = self.decoding?;
+        self.targets
+            .get_mut(index)
+            .and_then(|t| t.plugin.as_mut())
+            .map(|(_, plugin)| plugin)
     }
 }
 
@@ -448,17 +563,13 @@ impl Provider for LiveProvider {
             self.attempts.clear();
         }
         self.recovering = false;
-        self.decoder = None;
+        self.decoding = None;
         self.encode_current(request)
     }
 
     fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
-        match &mut self.decoder {
-            Some(d) => d
-                .decode(chunk)
-                .into_iter()
-                .map(ToEngine::to_engine)
-                .collect(),
+        match self.decoding_plugin() {
+            Some(plugin) => plugin.decode(chunk),
             None => vec![StreamEvent::Error(ProviderError::malformed(
                 "a response body arrived for no encoded request; this is a host defect, report it",
             ))],
@@ -466,10 +577,21 @@ impl Provider for LiveProvider {
     }
 
     fn finish(&mut self) -> Vec<StreamEvent> {
-        match &mut self.decoder {
-            Some(d) => d.finish().into_iter().map(ToEngine::to_engine).collect(),
+        match self.decoding_plugin() {
+            Some(plugin) => plugin.finish(),
             None => Vec::new(),
         }
+    }
+
+    fn interrupter(&self) -> Option<Interrupt> {
+        let aborts = Arc::clone(&self.aborts);
+        Some(Arc::new(move || {
+            if let Ok(aborts) = aborts.lock() {
+                for handle in aborts.values() {
+                    handle.interrupt();
+                }
+            }
+        }))
     }
 
     fn recover(&mut self, error: &mut ProviderError) -> Option<Duration> {

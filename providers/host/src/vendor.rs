@@ -1,9 +1,8 @@
-//! The built-in providers: which adapter encodes and decodes for each
-//! provider id, its credential slot and where its credential and base URL
-//! may come from.
+//! The built-in providers: which built-in provider plugin encodes and
+//! decodes for each provider id, its credential slot and where its
+//! credential and base URL may come from.
 
 use smith_auth::{CredentialKind, Slot};
-use smith_providers::{Config, Decoder, HttpExchange, ProviderError, Request};
 use smith_providers::{anthropic, google, openai, openai_compatible};
 
 /// A built-in provider.
@@ -18,9 +17,6 @@ pub enum Vendor {
     /// Any server speaking the Chat Completions dialect.
     OpenAiCompatible,
 }
-
-/// A streaming decoder the host can move between threads.
-pub type BoxDecoder = Box<dyn Decoder + Send>;
 
 impl Vendor {
     /// Every built-in provider, in the order credentials are detected.
@@ -94,9 +90,9 @@ impl Vendor {
     /// The model used when none is given (`None`: one is required).
     pub fn default_model(self) -> Option<&'static str> {
         match self {
-            Vendor::Anthropic => Some("claude-sonnet-4-5-20250929"),
-            Vendor::OpenAi => Some("gpt-5.1"),
-            Vendor::Google => Some("gemini-2.5-flash"),
+            Vendor::Anthropic => Some(anthropic::DEFAULT_MODEL),
+            Vendor::OpenAi => Some(openai::DEFAULT_MODEL),
+            Vendor::Google => Some(google::DEFAULT_MODEL),
             Vendor::OpenAiCompatible => None,
         }
     }
@@ -110,27 +106,15 @@ impl Vendor {
         }
     }
 
-    /// Encodes `request` with this provider's adapter.
-    ///
-    /// # Errors
-    ///
-    /// The adapter's error when the request cannot be sent.
-    pub fn encode(self, request: &Request, config: &Config) -> Result<HttpExchange, ProviderError> {
+    /// The built-in provider plugin that encodes and decodes for this
+    /// provider (`smith/anthropic`, `smith/openai`, `smith/google`,
+    /// `smith/openai-compatible`).
+    pub fn plugin(self) -> &'static str {
         match self {
-            Vendor::Anthropic => anthropic::encode(request, config),
-            Vendor::OpenAi => openai::encode(request, config),
-            Vendor::Google => google::encode(request, config),
-            Vendor::OpenAiCompatible => openai_compatible::encode(request, config),
-        }
-    }
-
-    /// A fresh decoder for one response body.
-    pub fn decoder(self) -> BoxDecoder {
-        match self {
-            Vendor::Anthropic => Box::new(anthropic::StreamDecoder::new()),
-            Vendor::OpenAi => Box::new(openai::StreamDecoder::new()),
-            Vendor::Google => Box::new(google::StreamDecoder::new()),
-            Vendor::OpenAiCompatible => Box::new(openai_compatible::StreamDecoder::new()),
+            Vendor::Anthropic => "smith/anthropic",
+            Vendor::OpenAi => "smith/openai",
+            Vendor::Google => "smith/google",
+            Vendor::OpenAiCompatible => "smith/openai-compatible",
         }
     }
 }
@@ -162,6 +146,8 @@ mod tests {
             assert!(v.credential_slot().starts_with(&format!("{}.", v.id())));
         }
         assert_eq!(Vendor::from_id("mock"), None);
+        let plugins: Vec<&str> = Vendor::ALL.iter().map(|v| v.plugin()).collect();
+        assert_eq!(plugins, smith_plugins::builtin::VENDORS);
         let slots = builtin_slots();
         assert_eq!(slots.len(), 4);
         assert_eq!(slots[2].env, ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);

@@ -1,0 +1,6 @@
+//! smith/openai-compatible: Chat Completions at any base URL (OpenRouter,
+//! Ollama, llama.cpp server, vLLM, LM Studio) as a `smith:plugin@1`
+//! provider plugin, wrapping the `smith-providers` adapter (settings:
+//! docs/providers.md).
+
+smith_plugin_adapter_glue::vendor_plugin!(smith_plugin_adapter_glue::OpenAiCompatible);

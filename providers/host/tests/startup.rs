@@ -1,0 +1,99 @@
+//! Startup cost of live providers: with smith's cache warm, building a
+//! `LiveProvider` and sending its first request compiles no component (the
+//! vendor plugin loads from the cache); with a cold cache the first request
+//! compiles the one plugin it needs, once, and leaves it in the cache.
+//! A test binary of its own, so no other test has compiled a component in
+//! this process.
+#![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use smith_auth::Resolver;
+use smith_catalog::failover::Policy;
+use smith_catalog::{Catalog, Routes};
+use smith_engine::provider::{Exchange, Message, Provider, Request};
+use smith_plugins::builtin::{BUILTINS, VENDORS};
+use smith_plugins::{Limits, Runtime, compile_count_on_this_thread};
+use smith_provider_host::{LiveProvider, Setup, Vendor};
+
+fn setup() -> Setup {
+    let catalog = Catalog::new(smith_catalog::bundled().unwrap());
+    let resolver = Resolver::new(smith_provider_host::builtin_slots()).env(|name| {
+        (name == "ANTHROPIC_API_KEY" || name == "GEMINI_API_KEY")
+            .then(|| "test-key-not-sent".to_owned())
+    });
+    Setup {
+        snapshot: catalog.snapshot(),
+        routes: Routes::new(),
+        resolver: Arc::new(resolver),
+        base_urls: BTreeMap::new(),
+        policy: Policy::default(),
+        thinking: None,
+    }
+}
+
+fn request(model: &str) -> Request {
+    Request {
+        model: model.into(),
+        system: None,
+        messages: vec![Message::User { text: "hi".into() }],
+        tools: Vec::new(),
+        max_output_tokens: None,
+    }
+}
+
+fn cached_files(cache: &std::path::Path) -> usize {
+    let dir = cache
+        .join("plugins")
+        .join(Runtime::global().unwrap().compatibility_key());
+    std::fs::read_dir(dir).map_or(0, Iterator::count)
+}
+
+#[test]
+fn with_a_warm_cache_a_live_provider_compiles_no_component() {
+    // Warm: what an earlier run left in smith's cache directory.
+    let warm = tempfile::tempdir().unwrap();
+    let before = compile_count_on_this_thread();
+    for name in VENDORS {
+        let builtin = BUILTINS.iter().find(|b| b.name == name).unwrap();
+        Runtime::global()
+            .unwrap()
+            .load_component(name, builtin.component, Some(warm.path()))
+            .unwrap();
+    }
+    assert_eq!(compile_count_on_this_thread() - before, 4);
+    assert_eq!(cached_files(warm.path()), 4);
+
+    let before = compile_count_on_this_thread();
+    let mut live = LiveProvider::new(setup(), Some(Vendor::Anthropic), None)
+        .unwrap()
+        .with_plugins(Some(warm.path().to_path_buf()), Limits::default());
+    let model = live.model_name().to_owned();
+    let exchange = live.encode(&request(&model)).unwrap();
+    assert!(matches!(exchange, Exchange::Http(_)));
+    assert_eq!(live.plugin_instances(), 1);
+    assert_eq!(
+        compile_count_on_this_thread(),
+        before,
+        "the vendor plugin loaded from the warm cache"
+    );
+
+    // Cold: a fresh cache directory; the first request compiles the one
+    // plugin it needs and caches it; a second provider reuses it.
+    let cold = tempfile::tempdir().unwrap();
+    let before = compile_count_on_this_thread();
+    let mut live = LiveProvider::new(setup(), Some(Vendor::Google), None)
+        .unwrap()
+        .with_plugins(Some(cold.path().to_path_buf()), Limits::default());
+    assert_eq!(compile_count_on_this_thread(), before, "nothing before use");
+    let model = live.model_name().to_owned();
+    live.encode(&request(&model)).unwrap();
+    assert_eq!(compile_count_on_this_thread() - before, 1);
+    assert_eq!(cached_files(cold.path()), 1);
+    let mut again = LiveProvider::new(setup(), Some(Vendor::Google), None)
+        .unwrap()
+        .with_plugins(Some(cold.path().to_path_buf()), Limits::default());
+    again.encode(&request(&model)).unwrap();
+    assert_eq!(compile_count_on_this_thread() - before, 1);
+}
