@@ -306,3 +306,54 @@ fn an_installed_extension_takes_part_in_eval_runs() {
     assert!(err.contains("[bash] ok"), "{err}");
     assert!(home.path().join("ran.txt").exists());
 }
+
+#[test]
+fn a_disabled_provider_plugin_is_not_used() {
+    let home = tempfile::tempdir().unwrap();
+    run(
+        home.path(),
+        &["plugin", "disable", "smith/openai-compatible"],
+        0,
+    );
+    let (_, err) = run(
+        home.path(),
+        &[
+            "eval",
+            "--no-session",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "local-model",
+            "hi",
+        ],
+        1,
+    );
+    assert!(
+        err.contains("the provider plugin smith/openai-compatible is disabled")
+            && err.contains("smith plugin enable smith/openai-compatible"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_disabled_mock_plugin_is_not_used() {
+    let home = tempfile::tempdir().unwrap();
+    run(home.path(), &["plugin", "disable", "smith/mock"], 0);
+    let (_, err) = run(
+        home.path(),
+        &["eval", "--no-session", "--provider", "mock", "hi"],
+        1,
+    );
+    assert!(
+        err.contains("the provider plugin smith/mock (the scripted provider) is disabled"),
+        "{err}"
+    );
+    run(home.path(), &["plugin", "enable", "smith/mock"], 0);
+    run(
+        home.path(),
+        &["eval", "--no-session", "--provider", "mock", "hi"],
+        0,
+    );
+}

@@ -230,6 +230,18 @@ pub(crate) fn choose_provider(
                 crate::settings::plugin_limits,
             ),
         );
+    // Each target runs in its vendor's built-in provider plugin: a plugin
+    // the user disabled is not used behind their back.
+    let disabled = super::plugin::disabled(&paths);
+    for target in live.targets() {
+        let vendor_id = target.split('/').next().unwrap_or(&target);
+        let plugin = format!("smith/{vendor_id}");
+        if disabled.contains(&plugin) {
+            bail!(
+                "the provider plugin {plugin} is disabled, and the request would go through it (target {target}); run `smith plugin enable {plugin}` or choose another provider with --provider"
+            );
+        }
+    }
     // The net.* timeouts; their defaults when the configuration did not load
     // (that was reported above).
     let timeouts = config

@@ -19,6 +19,15 @@ use smith_plugins::{InstantiateError, Limits};
 /// An unreadable or invalid script (a script error naming the file), an
 /// uncreatable record, or a plugin failure (naming smith/mock and the phase).
 pub fn provider(script: Option<&Path>, record: Option<&Path>) -> anyhow::Result<Box<dyn Provider>> {
+    if let Ok(paths) = smith_config::Paths::from_process()
+        && super::plugin::disabled(&paths)
+            .iter()
+            .any(|d| d == "smith/mock")
+    {
+        anyhow::bail!(
+            "the provider plugin smith/mock (the scripted provider) is disabled; run `smith plugin enable smith/mock`, or choose a live provider with --provider"
+        );
+    }
     let text = script.map(read_script).transpose()?;
     let origin = script.map(|path| path.display().to_string());
     let cache = cache_dir();
