@@ -47,6 +47,22 @@ pub const MAX_SESSION_PAGE: u32 = 256;
 /// `(role, text)` pairs, oldest first (the host bounds the page again).
 pub type SessionSource = Arc<dyn Fn(u64, u32) -> Vec<(String, String)> + Send + Sync>;
 
+/// How the embedding resolves a secret handle (`provider.slot`, as
+/// `smith auth status` lists them) to its value: `Ok(None)` when no source
+/// holds it, `Err` with a reason when resolving failed. The value goes only
+/// into the HTTP requests the host sends; it never reaches a plugin.
+pub type SecretSource = Arc<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
+
+/// The shortest value `register-secret` accepts: a shorter one would redact
+/// ordinary words from every line smith prints.
+pub const MIN_REGISTERED_SECRET: usize = 8;
+
+/// The longest value `register-secret` accepts.
+pub const MAX_REGISTERED_SECRET: usize = 4096;
+
+/// How a header value names a secret for the host to put in its place.
+const SECRET_OPEN: &str = "{secret:";
+
 /// What a plugin may do beyond logging: the capabilities its manifest asks
 /// for and the user granted (installing a plugin grants what its manifest
 /// lists; built-ins get theirs from [`crate::builtin`]).
@@ -66,6 +82,11 @@ pub struct Grants {
     pub net: Vec<String>,
     /// Whether the plugin may show UI intents.
     pub ui: bool,
+    /// Secret handles (`provider.slot`) the plugin may have the host use.
+    pub secrets: Vec<String>,
+    /// Whether the plugin may snapshot, compare and restore the project's
+    /// working tree.
+    pub vcs: bool,
 }
 
 impl Grants {
@@ -89,6 +110,8 @@ impl Grants {
                 "session-read" => grants.session_read = true,
                 "net" => grants.net.push(value.to_ascii_lowercase()),
                 "ui" => grants.ui = true,
+                "secrets" => grants.secrets.push(value.clone()),
+                "vcs" => grants.vcs = true,
                 _ => {}
             }
         }
@@ -239,6 +262,8 @@ pub struct Effects {
     ids: Arc<AtomicU64>,
     net: Option<Arc<smith_net::Client>>,
     session: Option<SessionSource>,
+    secrets: Option<SecretSource>,
+    project: Option<PathBuf>,
     generation: u32,
 }
 
@@ -269,6 +294,8 @@ impl Effects {
             ids,
             net: None,
             session: None,
+            secrets: None,
+            project: None,
             generation,
         }
     }
@@ -286,6 +313,23 @@ impl Effects {
     #[must_use]
     pub fn with_session(mut self, source: SessionSource) -> Self {
         self.session = Some(source);
+        self
+    }
+
+    /// Resolves the secret handles the plugin is granted through `source`
+    /// (smith's credential resolver); without one, granted handles resolve
+    /// to nothing.
+    #[must_use]
+    pub fn with_secrets(mut self, source: SecretSource) -> Self {
+        self.secrets = Some(source);
+        self
+    }
+
+    /// The project folder the `vcs` effects work on (the runtime's working
+    /// folder); without one, granted calls fail saying so.
+    #[must_use]
+    pub fn with_project(mut self, folder: PathBuf) -> Self {
+        self.project = Some(folder);
         self
     }
 
@@ -839,19 +883,57 @@ impl Effects {
                 body.len()
             )));
         }
+        let mut handles: Vec<String> = Vec::new();
+        for (name, value) in headers {
+            for handle in secret_references(value).map_err(|problem| {
+                EffectError::Invalid(format!("http-request: header {name:?}: {problem}"))
+            })? {
+                if !self.grants.secrets.iter().any(|g| g == handle) {
+                    return Err(self.deny(
+                        "secrets",
+                        format!("secrets {handle:?}"),
+                        format!(
+                            "the secret {handle} in header {name:?} of an http-request to {host}"
+                        ),
+                    ));
+                }
+                if !handles.iter().any(|h| h == handle) {
+                    handles.push(handle.to_owned());
+                }
+            }
+        }
         let mut request = smith_net::Request::new(method, url)
             .map_err(|e| EffectError::Invalid(format!("http-request: {e}")))?
             .with_body(body);
-        for (name, value) in headers {
-            request.headers_mut().append(name, value.clone());
-        }
-        // Header values may carry credentials: the journal holds the names.
+        // Header values may carry credentials: the journal holds the names
+        // and the handles of the secrets the host put in, never values.
         let names: Vec<&str> = headers.iter().map(|(n, _)| n.as_str()).collect();
         let effect_id = self.intent(
             "plugin.http-request",
-            &json!({"plugin": self.plugin, "method": method.as_str(), "url": url, "headers": names}),
+            &json!({"plugin": self.plugin, "method": method.as_str(), "url": url, "headers": names, "secrets": handles}),
         )?;
         let idempotent = method.is_idempotent();
+        let mut values = Vec::with_capacity(handles.len());
+        for handle in &handles {
+            match self.resolve_secret(handle) {
+                Ok(value) => values.push((handle.as_str(), value)),
+                Err(message) => {
+                    let message = format!("http-request: {message}; nothing was sent");
+                    self.complete(
+                        effect_id,
+                        Outcome::Error,
+                        Mutation::NotApplied,
+                        &json!({"error": message}),
+                    )?;
+                    return Err(EffectError::Failed(message));
+                }
+            }
+        }
+        for (name, value) in headers {
+            request
+                .headers_mut()
+                .append(name, expand_secrets(value, &values));
+        }
         let Some(client) = &self.net else {
             let message = "http-request: this host has no HTTP engine configured for plugins; nothing was sent".to_owned();
             self.complete(
@@ -887,6 +969,246 @@ impl Effects {
         result.map_err(|message| EffectError::Failed(format!("http-request: {message}")))
     }
 
+    /// The value of the granted secret `handle`, registered with
+    /// smith-diag so that it is redacted wherever it would be printed.
+    fn resolve_secret(&self, handle: &str) -> Result<String, String> {
+        let Some(source) = &self.secrets else {
+            return Err(format!(
+                "the secret {handle} cannot be resolved: this host offers plugins no secrets"
+            ));
+        };
+        match source(handle) {
+            Ok(Some(value)) => {
+                smith_diag::secrets::register(&value);
+                Ok(value)
+            }
+            Ok(None) => {
+                let (provider, slot) = handle.split_once('.').unwrap_or((handle, ""));
+                Err(format!(
+                    "the secret {handle} is not set; store it with `smith auth set {provider} --slot {slot}`"
+                ))
+            }
+            Err(reason) => Err(format!(
+                "the secret {handle} could not be resolved: {reason}"
+            )),
+        }
+    }
+
+    /// `secret-available`: whether the granted secret `handle` resolves,
+    /// without giving its value to anyone. Recorded as a read.
+    ///
+    /// # Errors
+    ///
+    /// Denied without `secrets "HANDLE"`; failed when resolving fails for
+    /// a reason other than the secret being unset.
+    pub fn secret_available(&self, handle: &str) -> Result<bool, EffectError> {
+        if !self.grants.secrets.iter().any(|g| g == handle) {
+            return Err(self.deny(
+                "secrets",
+                format!("secrets {handle:?}"),
+                format!("secret-available {handle:?}"),
+            ));
+        }
+        let effect_id = self.intent(
+            "plugin.secret-available",
+            &json!({"plugin": self.plugin, "handle": handle}),
+        )?;
+        let answer = match &self.secrets {
+            None => Ok(false),
+            Some(source) => source(handle).map(|v| v.is_some_and(|v| !v.is_empty())),
+        };
+        match answer {
+            Ok(available) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Ok,
+                    Mutation::NotApplied,
+                    &json!({"available": available}),
+                )?;
+                Ok(available)
+            }
+            Err(reason) => {
+                let message = format!(
+                    "secret-available: the secret {handle} could not be resolved: {reason}"
+                );
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    Mutation::NotApplied,
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(message))
+            }
+        }
+    }
+
+    /// `register-secret`: from now on smith redacts `value` (a credential
+    /// the plugin obtained itself) wherever it would print it. Needs at
+    /// least one `secrets` grant; recorded with the value's length only.
+    ///
+    /// # Errors
+    ///
+    /// Denied without any `secrets` grant; invalid when the value is
+    /// shorter than [`MIN_REGISTERED_SECRET`] or longer than
+    /// [`MAX_REGISTERED_SECRET`] bytes.
+    pub fn register_secret(&self, value: &str) -> Result<(), EffectError> {
+        if self.grants.secrets.is_empty() {
+            return Err(self.deny(
+                "secrets",
+                "secrets \"PROVIDER.SLOT\"".to_owned(),
+                format!("register-secret of a {}-byte value", value.len()),
+            ));
+        }
+        if !(MIN_REGISTERED_SECRET..=MAX_REGISTERED_SECRET).contains(&value.len()) {
+            return Err(EffectError::Invalid(format!(
+                "register-secret: the value has {} bytes; a secret must have {MIN_REGISTERED_SECRET} to {MAX_REGISTERED_SECRET} (shorter values would redact ordinary text)",
+                value.len()
+            )));
+        }
+        let effect_id = self.intent(
+            "plugin.register-secret",
+            &json!({"plugin": self.plugin, "bytes": value.len()}),
+        )?;
+        smith_diag::secrets::register(value);
+        self.complete(
+            effect_id,
+            Outcome::Ok,
+            Mutation::Applied,
+            &json!({"registered": true}),
+        )
+    }
+
+    /// The repository of the project folder for a `vcs` effect named
+    /// `what`, after the grant check.
+    fn repo(&self, what: String) -> Result<crate::vcs::Repo, EffectError> {
+        if !self.grants.vcs {
+            return Err(self.deny("vcs", "vcs".to_owned(), what));
+        }
+        let Some(project) = &self.project else {
+            return Err(EffectError::Failed(format!(
+                "{what}: this host offers plugins no project folder; nothing ran"
+            )));
+        };
+        crate::vcs::Repo::open(project).map_err(|e| EffectError::Failed(format!("{what}: {e}")))
+    }
+
+    /// `vcs-snapshot`: records the project's working tree as a snapshot in
+    /// its git repository (see [`crate::vcs`]); returns the snapshot id.
+    ///
+    /// # Errors
+    ///
+    /// Denied without `vcs`; failed outside a git working tree or when git
+    /// fails.
+    pub fn vcs_snapshot(&self, label: &str) -> Result<String, EffectError> {
+        let repo = self.repo(format!("vcs-snapshot {label:?}"))?;
+        let effect_id = self.intent(
+            "plugin.vcs-snapshot",
+            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "label": label}),
+        )?;
+        match repo.snapshot(label) {
+            Ok(id) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Ok,
+                    Mutation::Applied,
+                    &json!({"snapshot": id}),
+                )?;
+                Ok(id)
+            }
+            Err(message) => {
+                let message = format!("vcs-snapshot: {message}");
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    Mutation::Unknown,
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(message))
+            }
+        }
+    }
+
+    /// `vcs-diff`: the diff from snapshot `from` to snapshot `to` (the
+    /// working tree now when `to` is empty), cut at 1 MiB.
+    ///
+    /// # Errors
+    ///
+    /// Denied without `vcs`; invalid when an id is not a snapshot; failed
+    /// when git fails.
+    pub fn vcs_diff(&self, from: &str, to: &str) -> Result<crate::vcs::DiffText, EffectError> {
+        let repo = self.repo(format!("vcs-diff {from:?} {to:?}"))?;
+        repo.check_ids(&[from, to])
+            .map_err(|e| EffectError::Invalid(format!("vcs-diff: {e}")))?;
+        let effect_id = self.intent(
+            "plugin.vcs-diff",
+            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "from": from, "to": to}),
+        )?;
+        match repo.diff(from, to) {
+            Ok(diff) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Ok,
+                    Mutation::NotApplied,
+                    &json!({"bytes": diff.text.len(), "truncated": diff.truncated}),
+                )?;
+                Ok(diff)
+            }
+            Err(message) => {
+                let message = format!("vcs-diff: {message}");
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    Mutation::NotApplied,
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(message))
+            }
+        }
+    }
+
+    /// `vcs-restore`: makes the working tree match snapshot `id`, first
+    /// recording it as it is; returns that snapshot's id (restore it to
+    /// undo).
+    ///
+    /// # Errors
+    ///
+    /// Denied without `vcs`; invalid when `id` is not a snapshot; failed
+    /// when git fails (recorded unknown once files may have been written).
+    pub fn vcs_restore(&self, id: &str) -> Result<String, EffectError> {
+        let repo = self.repo(format!("vcs-restore {id:?}"))?;
+        repo.check_ids(&[id])
+            .map_err(|e| EffectError::Invalid(format!("vcs-restore: {e}")))?;
+        let effect_id = self.intent(
+            "plugin.vcs-restore",
+            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "snapshot": id}),
+        )?;
+        match repo.restore(id) {
+            Ok(before) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Ok,
+                    Mutation::Applied,
+                    &json!({"before": before}),
+                )?;
+                Ok(before)
+            }
+            Err((message, touched)) => {
+                let message = format!("vcs-restore: {message}");
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    if touched {
+                        Mutation::Unknown
+                    } else {
+                        Mutation::NotApplied
+                    },
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(message))
+            }
+        }
+    }
+
     /// Checks that the plugin may show UI intents and records one as an
     /// effect (`plugin.ui`); `deliver` shows it and says whether it was.
     ///
@@ -918,6 +1240,47 @@ impl Effects {
         )?;
         Ok(shown)
     }
+}
+
+/// The secret handles a header value names as `{secret:HANDLE}`, in order;
+/// an error for an opening without a closing brace or an empty handle.
+fn secret_references(value: &str) -> Result<Vec<&str>, String> {
+    let mut found = Vec::new();
+    let mut rest = value;
+    while let Some(at) = rest.find(SECRET_OPEN) {
+        let after = &rest[at + SECRET_OPEN.len()..];
+        let Some(end) = after.find('}') else {
+            return Err(format!(
+                "`{SECRET_OPEN}` has no closing `}}`; write {{secret:PROVIDER.SLOT}}"
+            ));
+        };
+        let handle = &after[..end];
+        if handle.is_empty() {
+            return Err("`{secret:}` names no secret; write {secret:PROVIDER.SLOT}".to_owned());
+        }
+        found.push(handle);
+        rest = &after[end + 1..];
+    }
+    Ok(found)
+}
+
+/// `value` with every `{secret:HANDLE}` replaced by the handle's value.
+fn expand_secrets(value: &str, values: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find(SECRET_OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + SECRET_OPEN.len()..];
+        // `secret_references` accepted this value, so the brace is there.
+        let end = after.find('}').unwrap_or(after.len());
+        let handle = &after[..end];
+        if let Some((_, v)) = values.iter().find(|(h, _)| *h == handle) {
+            out.push_str(v);
+        }
+        rest = after.get(end + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
 }
 
 fn read_bounded(file: &Path) -> Result<Vec<u8>, String> {

@@ -42,6 +42,7 @@ pub mod manifest;
 mod provider;
 pub mod runtime;
 mod scope;
+pub mod vcs;
 
 pub use bindings::provider::smith::plugin::host::LogLevel;
 pub use error::{ErrorKind, Phase, PluginError};

@@ -36,6 +36,19 @@ pub const CAPABILITIES: &[&str] = &[
     "ui",
 ];
 
+/// Whether `value` is a secret handle: `PROVIDER.SLOT`, each side made of
+/// letters, digits, `-` and `_`.
+pub fn secret_handle(value: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    value
+        .split_once('.')
+        .is_some_and(|(provider, slot)| part(provider) && part(slot))
+}
+
 /// A validated manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
@@ -231,6 +244,14 @@ impl Manifest {
                         origin,
                         format!(
                             "{origin}: capability {kind} {value:?} leaves the plugin's roots; name a relative folder inside its data folder"
+                        ),
+                    ));
+                }
+                if kind == "secrets" && !secret_handle(&value) {
+                    return Err(invalid(
+                        origin,
+                        format!(
+                            "{origin}: capability secrets {value:?} is not a secret handle; name one as PROVIDER.SLOT (letters, digits, `-` and `_` on each side of one dot), as `smith auth status` lists them"
                         ),
                     ));
                 }

@@ -605,6 +605,52 @@ impl bindings::provider::smith::plugin::host::Host for State {
         };
         self.record_for_guest(result)
     }
+
+    fn secret_available(&mut self, handle: String) -> Result<bool, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.secret_available(&handle),
+            None => Err(self.no_grants("secrets", format!("secret-available {handle:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn vcs_snapshot(&mut self, label: String) -> Result<String, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.vcs_snapshot(&label),
+            None => Err(self.no_grants("vcs", format!("vcs-snapshot {label:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn vcs_diff(&mut self, from: String, to: String) -> Result<host::DiffText, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.vcs_diff(&from, &to).map(|d| host::DiffText {
+                text: d.text,
+                truncated: d.truncated,
+            }),
+            None => Err(self.no_grants("vcs", format!("vcs-diff {from:?} {to:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn vcs_restore(&mut self, id: String) -> Result<String, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.vcs_restore(&id),
+            None => Err(self.no_grants("vcs", format!("vcs-restore {id:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn register_secret(&mut self, value: String) -> Result<(), host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.register_secret(&value),
+            None => Err(self.no_grants(
+                "secrets",
+                format!("register-secret of a {}-byte value", value.len()),
+            )),
+        };
+        self.record_for_guest(result)
+    }
 }
 
 use bindings::provider::smith::plugin::host;
@@ -616,7 +662,8 @@ impl State {
             plugin: self.plugin.clone(),
             capability,
             missing_grant: match capability {
-                "process" | "session-read" | "ui" => capability.to_owned(),
+                "process" | "session-read" | "ui" | "vcs" => capability.to_owned(),
+                "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },
             request,

@@ -16,7 +16,7 @@ use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::provider::Message;
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::dispatch::Surface;
-use smith_plugins::effects::{Effects, Grants, SessionSource};
+use smith_plugins::effects::{Effects, Grants, SecretSource, SessionSource};
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
@@ -33,6 +33,26 @@ pub fn load(
     let session = session_source(Arc::clone(journal));
     let journal: Arc<dyn EffectJournal> = journal.clone();
     load_into(&journal, ids, Some(session))
+}
+
+/// Resolves the secret handles plugins are granted (`PROVIDER.SLOT`) as
+/// provider credentials are resolved: configuration, the environment
+/// variables a built-in provider names for the slot, then smith's auth
+/// store (`smith auth set PROVIDER --slot SLOT`). Expired renewable
+/// credentials are renewed first.
+fn secret_source(paths: &Paths) -> SecretSource {
+    let resolver = smith_auth::Resolver::new(smith_provider_host::builtin_slots())
+        .store(smith_auth::AuthStore::in_data_dir(&paths.data_dir));
+    Arc::new(move |handle: &str| {
+        let Some((provider, slot)) = handle.split_once('.') else {
+            return Ok(None);
+        };
+        match resolver.resolve(provider, slot) {
+            Ok(resolved) => Ok(Some(resolved.credential.secret().expose().to_owned())),
+            Err(d) if d.code() == "auth.missing" => Ok(None),
+            Err(d) => Err(d.what().to_owned()),
+        }
+    })
 }
 
 /// [`load`] with any effect journal; `session` answers `session-entries`.
@@ -57,6 +77,8 @@ pub fn load_into(
     let mut effects = |name: &str, grants: Grants| {
         let needs_net = !grants.net.is_empty();
         let reads_session = grants.session_read;
+        let uses_secrets = !grants.secrets.is_empty();
+        let uses_vcs = grants.vcs;
         let mut effects = Effects::new(
             name,
             grants,
@@ -66,6 +88,13 @@ pub fn load_into(
         );
         if reads_session && let Some(source) = &session {
             effects = effects.with_session(Arc::clone(source));
+        }
+        if uses_secrets {
+            effects = effects.with_secrets(secret_source(&paths));
+        }
+        // The project is the folder the runtime works in.
+        if uses_vcs && let Ok(folder) = std::env::current_dir() {
+            effects = effects.with_project(folder);
         }
         if !needs_net {
             return effects;

@@ -72,8 +72,8 @@ pub mod host {
     use crate::provider::smith::plugin::host as raw;
 
     pub use raw::{
-        DirEntry, DirListing, EffectError, EntryKind, HttpResponse, LogLevel, ProcessEnd,
-        ProcessOutput, SessionEntry,
+        DiffText, DirEntry, DirListing, EffectError, EntryKind, HttpResponse, LogLevel,
+        ProcessEnd, ProcessOutput, SessionEntry,
     };
 
     /// Reads a file inside a folder the manifest grants with `fs-read`
@@ -131,6 +131,40 @@ pub mod host {
         body: &[u8],
     ) -> Result<HttpResponse, EffectError> {
         raw::http_request(method, url, headers, body)
+    }
+
+    /// Whether the secret `handle` (`PROVIDER.SLOT`) has a value; needs
+    /// `secrets "HANDLE"`. The value itself never reaches the plugin: put
+    /// `{secret:HANDLE}` in an [`http_request`] header value and the host
+    /// substitutes it when it sends the request.
+    pub fn secret_available(handle: &str) -> Result<bool, EffectError> {
+        raw::secret_available(handle)
+    }
+
+    /// Records the project's working tree as a snapshot in its git
+    /// repository (needs `vcs`); returns the snapshot id. Touches neither
+    /// `HEAD`, the index nor any file.
+    pub fn vcs_snapshot(label: &str) -> Result<String, EffectError> {
+        raw::vcs_snapshot(label)
+    }
+
+    /// The diff from snapshot `base` to snapshot `target` (the working tree
+    /// now when `target` is empty), cut at 1 MiB; needs `vcs`.
+    pub fn vcs_diff(base: &str, target: &str) -> Result<DiffText, EffectError> {
+        raw::vcs_diff(base, target)
+    }
+
+    /// Makes the working tree match snapshot `id` (needs `vcs`); returns the
+    /// id of the snapshot taken just before, which undoes it when restored.
+    pub fn vcs_restore(id: &str) -> Result<String, EffectError> {
+        raw::vcs_restore(id)
+    }
+
+    /// Registers a credential the plugin obtained itself so smith redacts
+    /// it wherever it would print it; needs a `secrets` grant, 8 to 4096
+    /// bytes.
+    pub fn register_secret(value: &str) -> Result<(), EffectError> {
+        raw::register_secret(value)
     }
 
     /// Writes a debug line to smith's log.

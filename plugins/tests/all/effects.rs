@@ -1,5 +1,5 @@
 //! Host effects (list-dir, read-file, write-file, edit-file, run-process,
-//! session-entries, http-request, UI intents) checked against
+//! session-entries, http-request, secrets, vcs, UI intents) checked against
 //! grants before they run and recorded in the effect journal; plugin actions
 //! released only at safe points; UI intent degradation by policy.
 
@@ -1455,6 +1455,7 @@ capabilities {
     fs-write "out"
     process
     session-read
+    secrets "github.token"
 }
 "#,
         "plugin.kdl",
@@ -1464,6 +1465,7 @@ capabilities {
     assert_eq!(grants.fs_read, ["notes"]);
     assert_eq!(grants.fs_write, ["out"]);
     assert!(grants.process && grants.session_read);
+    assert_eq!(grants.secrets, ["github.token"]);
     assert!(!grants.ui && grants.net.is_empty());
 }
 
@@ -1498,6 +1500,11 @@ fn help_describes_every_new_import() {
         ("host.run-process", "Runs a program"),
         ("host.session-entries", "Pages through the current session"),
         ("host.process-end.timed-out", "killed it"),
+        ("host.secret-available", "Whether the secret"),
+        ("host.register-secret", "Registers a credential"),
+        ("host.vcs-snapshot", "Records the project"),
+        ("host.vcs-diff", "The diff from snapshot"),
+        ("host.vcs-restore", "Makes the working tree match"),
     ] {
         let text = smith_plugins::help::render(Some(item)).unwrap();
         assert!(
@@ -1526,4 +1533,457 @@ fn a_session_page_stops_at_the_byte_bound() {
     assert_eq!(shown.len(), 1, "two 9 MiB entries pass the 16 MiB bound");
     assert_eq!(shown[0].len(), "user: ".len() + (9 << 20));
     assert_eq!(intent_tools(&journal), ["plugin.session-entries"]);
+}
+
+/// Serves one HTTP exchange and returns the value of the `authorization`
+/// header it received.
+fn auth_echo_server() -> (u16, std::thread::JoinHandle<Option<String>>) {
+    let (port, server) = one_shot_server();
+    let handle = std::thread::spawn(move || {
+        let head = server.join().unwrap();
+        head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("authorization")
+                .then(|| value.trim().to_owned())
+        })
+    });
+    (port, handle)
+}
+
+const TOKEN: &str = "ghp_probe_token_5f1c9a";
+
+fn secret_grants(handles: &[&str]) -> Grants {
+    Grants {
+        net: vec!["127.0.0.1".to_owned()],
+        secrets: handles.iter().map(|h| (*h).to_owned()).collect(),
+        ..Grants::default()
+    }
+}
+
+fn token_source() -> smith_plugins::effects::SecretSource {
+    Arc::new(|handle: &str| Ok((handle == "github.token").then(|| TOKEN.to_owned())))
+}
+
+/// Every intent's input and completion's output bytes (canonical CBOR,
+/// whose text strings are stored as plain UTF-8), as lossy text.
+fn journal_text(journal: &MemoryJournal) -> String {
+    journal
+        .records()
+        .iter()
+        .map(|r| match r {
+            Record::Intent(i) => String::from_utf8_lossy(&i.input).into_owned(),
+            Record::Completion(c) => String::from_utf8_lossy(&c.output).into_owned(),
+            Record::Event(e) => format!("{e:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_granted_secret_in_a_header_is_put_in_by_the_host_and_never_journaled() {
+    let (port, server) = auth_echo_server();
+    let journal = Arc::new(MemoryJournal::new());
+    let fx = effects("test/probe", secret_grants(&["github.token"]), &journal)
+        .with_net(client())
+        .with_secrets(token_source());
+    let mut plugin = probe("test/probe", Some(fx));
+    let actions = plugin
+        .run_command(
+            "get-auth",
+            &format!("http://127.0.0.1:{port}/user{US}Bearer {{secret:github.token}}"),
+        )
+        .unwrap();
+    assert_eq!(notified(&actions), ["200 hello"]);
+    assert_eq!(server.join().unwrap(), Some(format!("Bearer {TOKEN}")));
+    assert_eq!(intent_tools(&journal), ["plugin.http-request"]);
+    let text = journal_text(&journal);
+    assert!(
+        text.contains("github.token"),
+        "the handle is recorded: {text}"
+    );
+    assert!(!text.contains(TOKEN), "the value is not: {text}");
+    // Used once, the value is redacted wherever smith prints it.
+    assert_eq!(
+        smith_diag::secrets::redact(&format!("token {TOKEN}")),
+        format!("token {}", smith_diag::secrets::REDACTED)
+    );
+}
+
+#[test]
+fn a_secret_the_plugin_is_not_granted_is_denied_and_nothing_is_sent() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let journal = Arc::new(MemoryJournal::new());
+    let fx = effects("test/probe", secret_grants(&["gitlab.token"]), &journal)
+        .with_net(client())
+        .with_secrets(token_source());
+    let mut plugin = probe("test/probe", Some(fx));
+    let err = plugin
+        .run_command(
+            "get-auth",
+            &format!("http://127.0.0.1:{port}/{US}token {{secret:github.token}}"),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("needs the capability secrets"), "{err}");
+    assert!(err.contains("secrets \"github.token\""), "{err}");
+    assert_eq!(plugin.take_denials()[0].capability, "secrets");
+    assert!(journal.records().is_empty());
+    assert_eq!(
+        listener.accept().unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "nothing connected"
+    );
+}
+
+#[test]
+fn an_unset_secret_fails_the_request_before_it_is_sent() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let journal = Arc::new(MemoryJournal::new());
+    let fx = effects("test/probe", secret_grants(&["gitlab.token"]), &journal)
+        .with_net(client())
+        .with_secrets(token_source());
+    let mut plugin = probe("test/probe", Some(fx));
+    let err = plugin
+        .run_command(
+            "get-auth",
+            &format!("http://127.0.0.1:{port}/{US}{{secret:gitlab.token}}"),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the secret gitlab.token is not set")
+            && err.contains("smith auth set gitlab --slot token")
+            && err.contains("nothing was sent"),
+        "{err}"
+    );
+    assert_eq!(
+        effect_states(&journal.records()),
+        vec![(
+            "fx-1".to_owned(),
+            EffectState::Completed {
+                outcome: Outcome::Error,
+                mutation: Mutation::NotApplied
+            }
+        )]
+    );
+    assert_eq!(
+        listener.accept().unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "nothing connected"
+    );
+}
+
+#[test]
+fn a_malformed_secret_reference_is_invalid_and_unrecorded() {
+    let journal = Arc::new(MemoryJournal::new());
+    let fx = effects("test/probe", secret_grants(&["github.token"]), &journal)
+        .with_net(client())
+        .with_secrets(token_source());
+    let mut plugin = probe("test/probe", Some(fx));
+    for value in ["Bearer {secret:github.token", "{secret:}"] {
+        let err = plugin
+            .run_command("get-auth", &format!("http://127.0.0.1:9/{US}{value}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid: ") && err.contains("header \"authorization\""),
+            "{value}: {err}"
+        );
+    }
+    assert!(journal.records().is_empty());
+}
+
+#[test]
+fn secret_available_says_whether_a_granted_secret_is_set_and_nothing_more() {
+    let journal = Arc::new(MemoryJournal::new());
+    let fx = effects(
+        "test/probe",
+        secret_grants(&["github.token", "gitlab.token"]),
+        &journal,
+    )
+    .with_secrets(token_source());
+    let mut plugin = probe("test/probe", Some(fx));
+    let mut shown = Vec::new();
+    for handle in ["github.token", "gitlab.token"] {
+        shown.extend(notified(&plugin.run_command("secret", handle).unwrap()));
+    }
+    assert_eq!(
+        shown,
+        [
+            "github.token available=true",
+            "gitlab.token available=false"
+        ]
+    );
+    let err = plugin
+        .run_command("secret", "openai.api_key")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("secrets \"openai.api_key\""), "{err}");
+    assert_eq!(
+        intent_tools(&journal),
+        ["plugin.secret-available", "plugin.secret-available"]
+    );
+    assert!(!journal_text(&journal).contains(TOKEN));
+}
+
+#[test]
+fn a_registered_secret_is_redacted_from_then_on() {
+    let journal = Arc::new(MemoryJournal::new());
+    let value = "sess_registered_7d2e41";
+    let fx = effects("test/probe", secret_grants(&["github.token"]), &journal);
+    let mut plugin = probe("test/probe", Some(fx));
+    assert_eq!(
+        notified(&plugin.run_command("register-secret", value).unwrap()),
+        ["registered"]
+    );
+    assert_eq!(
+        smith_diag::secrets::redact(&format!("got {value}.")),
+        format!("got {}.", smith_diag::secrets::REDACTED)
+    );
+    assert!(!journal_text(&journal).contains(value));
+    let err = plugin
+        .run_command("register-secret", "short")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("invalid: ") && err.contains("5 bytes"),
+        "{err}"
+    );
+    let mut ungranted = probe(
+        "test/probe",
+        Some(effects("test/probe", Grants::default(), &journal)),
+    );
+    let err = ungranted
+        .run_command("register-secret", "another_value_123")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("needs the capability secrets"), "{err}");
+    assert_eq!(intent_tools(&journal), ["plugin.register-secret"]);
+}
+
+/// A git repository with two committed files and a `.gitignore`.
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "one\n").unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/b.rs"), "fn b() {}\n").unwrap();
+    std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "first"]);
+    dir
+}
+
+fn git_out(root: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn vcs_probe(root: &std::path::Path, journal: &Arc<MemoryJournal>) -> WasmExtension {
+    let grants = Grants {
+        vcs: true,
+        ..Grants::default()
+    };
+    let fx = effects("test/probe", grants, journal).with_project(root.join("src"));
+    probe("test/probe", Some(fx))
+}
+
+fn one(actions: &[Action]) -> String {
+    let shown = notified(actions);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    shown[0].clone()
+}
+
+#[test]
+fn snapshots_diff_and_restore_the_working_tree_without_touching_head_or_index() {
+    let dir = repo();
+    let root = dir.path();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = vcs_probe(root, &journal);
+    let head = git_out(root, &["rev-parse", "HEAD"]);
+
+    // An untracked file is part of the snapshot; an ignored one is not.
+    std::fs::write(root.join("notes.md"), "draft\n").unwrap();
+    std::fs::create_dir_all(root.join("target")).unwrap();
+    std::fs::write(root.join("target/out.bin"), "build output").unwrap();
+    let first = one(&plugin.run_command("snapshot", "before edits").unwrap());
+    assert_eq!(first.len(), 40, "{first}");
+    assert_eq!(
+        git_out(root, &["rev-parse", "refs/smith/snapshots"]).trim(),
+        first
+    );
+    let listed = git_out(root, &["ls-tree", "-r", "--name-only", &first]);
+    assert_eq!(listed, ".gitignore\na.txt\nnotes.md\nsrc/b.rs\n");
+    let status = git_out(root, &["status", "--porcelain"]);
+    assert_eq!(status, "?? notes.md\n", "the index is untouched");
+
+    // Edit one file, remove one, add one.
+    std::fs::write(root.join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::remove_file(root.join("notes.md")).unwrap();
+    std::fs::write(root.join("src/c.rs"), "fn c() {}\n").unwrap();
+    let actions = plugin.run_command("diff", &format!("{first}{US}")).unwrap();
+    let shown = notified(&actions);
+    let diff = &shown[0];
+    assert!(
+        diff.contains("diff --git a/a.txt b/a.txt") && diff.contains("+two"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("deleted file mode") && diff.contains("a/notes.md"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("new file mode") && diff.contains("b/src/c.rs"),
+        "{diff}"
+    );
+    assert_eq!(shown[1], "truncated=false");
+
+    // Restore: back to the snapshot; the ignored file stays.
+    let undo = one(&plugin.run_command("restore", &first).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.md")).unwrap(),
+        "draft\n"
+    );
+    assert!(!root.join("src/c.rs").exists());
+    assert!(root.join("target/out.bin").exists());
+    assert_eq!(git_out(root, &["rev-parse", "HEAD"]), head);
+
+    // Restoring the id it returned undoes the restore.
+    let redo = one(&plugin.run_command("restore", &undo).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert!(!root.join("notes.md").exists());
+    assert!(root.join("src/c.rs").exists());
+    // And the two snapshots differ by exactly those edits.
+    let between = notified(
+        &plugin
+            .run_command("diff", &format!("{first}{US}{undo}"))
+            .unwrap(),
+    );
+    assert!(between[0].contains("+two"), "{}", between[0]);
+    assert_ne!(redo, undo);
+    assert_eq!(git_out(root, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        git_out(root, &["status", "--porcelain"]),
+        " M a.txt\n?? src/c.rs\n"
+    );
+
+    assert_eq!(
+        intent_tools(&journal),
+        [
+            "plugin.vcs-snapshot",
+            "plugin.vcs-diff",
+            "plugin.vcs-restore",
+            "plugin.vcs-restore",
+            "plugin.vcs-diff",
+        ]
+    );
+    let states = effect_states(&journal.records());
+    let mutations: Vec<_> = states
+        .iter()
+        .map(|(_, s)| match s {
+            EffectState::Completed { mutation, .. } => *mutation,
+            other => panic!("not completed: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        mutations,
+        [
+            Mutation::Applied,
+            Mutation::NotApplied,
+            Mutation::Applied,
+            Mutation::Applied,
+            Mutation::NotApplied,
+        ]
+    );
+}
+
+#[test]
+fn vcs_ids_that_are_not_snapshots_are_invalid_and_change_nothing() {
+    let dir = repo();
+    let root = dir.path();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = vcs_probe(root, &journal);
+    let head = git_out(root, &["rev-parse", "HEAD"]).trim().to_owned();
+    one(&plugin.run_command("snapshot", "s").unwrap());
+    std::fs::write(root.join("a.txt"), "changed\n").unwrap();
+    // A real commit that is not a snapshot, an option, junk.
+    for id in [head.as_str(), "--output=/tmp/x", "zzzz", "12"] {
+        let err = plugin.run_command("restore", id).unwrap_err().to_string();
+        assert!(
+            err.contains("invalid: ") && err.contains("vcs-restore"),
+            "{id}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(intent_tools(&journal), ["plugin.vcs-snapshot"]);
+}
+
+#[test]
+fn vcs_needs_the_grant_and_a_repository() {
+    let dir = repo();
+    let journal = Arc::new(MemoryJournal::new());
+    let fx = effects("test/probe", Grants::default(), &journal).with_project(dir.path().to_owned());
+    let mut plugin = probe("test/probe", Some(fx));
+    let err = plugin.run_command("snapshot", "x").unwrap_err().to_string();
+    assert!(err.contains("needs the capability vcs"), "{err}");
+    assert_eq!(plugin.take_denials()[0].missing_grant, "vcs");
+    assert!(
+        git_out(
+            dir.path(),
+            &["rev-parse", "--verify", "-q", "refs/smith/snapshots"]
+        )
+        .is_empty()
+    );
+
+    let plain = tempfile::tempdir().unwrap();
+    let grants = Grants {
+        vcs: true,
+        ..Grants::default()
+    };
+    let fx = effects("test/probe", grants, &journal).with_project(plain.path().to_owned());
+    let mut plugin = probe("test/probe", Some(fx));
+    let err = plugin.run_command("snapshot", "x").unwrap_err().to_string();
+    assert!(
+        err.contains("failed: ")
+            && err.contains("not inside a git working tree")
+            && err.contains("git init"),
+        "{err}"
+    );
+    assert!(journal.records().is_empty());
 }

@@ -7,7 +7,11 @@
 //! `session OFFSET LIMIT` (session-entries), where `<US>` is the unit
 //! separator U+001F; `get URL` (http-request GET),
 //! `get-spin URL` (http-request GET, then spin ignoring cancellation: an
-//! effect completed inside a call that is then stopped), `intent KIND
+//! effect completed inside a call that is then stopped), `get-auth
+//! URL<US>VALUE` (http-request GET with VALUE as its authorization header),
+//! `secret HANDLE` (secret-available), `register-secret VALUE`, `snapshot
+//! LABEL` (vcs-snapshot), `diff FROM<US>TO` (vcs-diff), `restore ID`
+//! (vcs-restore), `intent KIND
 //! POLICY` (one UI intent), `model ID` (set-model).
 //! Handlers: a `message-update` returns a `send-message` action with the
 //! piece (so a test can see it is held until a safe point); an `input` of
@@ -163,6 +167,44 @@ impl ext::Guest for Probe {
                     response.status,
                     String::from_utf8_lossy(&response.body)
                 ))])
+            }
+            "get-auth" => {
+                // `get-auth URL<US>HEADER-VALUE`: the server echoes what it
+                // received as the authorization header.
+                let (url, value) = argument.split_once(US).unwrap_or((&argument, ""));
+                let response = host::http_request(
+                    "GET",
+                    url,
+                    &[("authorization".to_owned(), value.to_owned())],
+                    &[],
+                )
+                .map_err(effect_error)?;
+                Ok(vec![notify(format!(
+                    "{} {}",
+                    response.status,
+                    String::from_utf8_lossy(&response.body)
+                ))])
+            }
+            "secret" => {
+                let available = host::secret_available(&argument).map_err(effect_error)?;
+                Ok(vec![notify(format!("{argument} available={available}"))])
+            }
+            "register-secret" => {
+                host::register_secret(&argument).map_err(effect_error)?;
+                Ok(vec![notify("registered".to_owned())])
+            }
+            "snapshot" => {
+                let id = host::vcs_snapshot(&argument).map_err(effect_error)?;
+                Ok(vec![notify(id)])
+            }
+            "diff" => {
+                let (from, to) = argument.split_once(US).unwrap_or((&argument, ""));
+                let diff = host::vcs_diff(from, to).map_err(effect_error)?;
+                Ok(vec![notify(diff.text), notify(format!("truncated={}", diff.truncated))])
+            }
+            "restore" => {
+                let before = host::vcs_restore(&argument).map_err(effect_error)?;
+                Ok(vec![notify(before)])
             }
             "intent" => {
                 let (kind, policy) = argument.split_once(' ').unwrap_or((&argument, "drop"));
