@@ -468,7 +468,9 @@ impl App {
             if let Some((call_id, is_error, blank)) = result {
                 let preview = self.end_call(&call_id, !is_error);
                 if !blank {
-                    let i = self.transcript.push_session(EntryKind::ToolOutput, record, 0);
+                    let i = self
+                        .transcript
+                        .push_session(EntryKind::ToolOutput, record, 0);
                     self.transcript.set_preview(i, preview);
                 }
             }

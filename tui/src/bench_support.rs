@@ -54,7 +54,11 @@ fn assistant_content(out: &mut Vec<u8>, call: Option<&str>) {
         .str("role")
         .str("assistant")
         .str("stop")
-        .str(if call.is_some() { "tool_use" } else { "end_turn" })
+        .str(if call.is_some() {
+            "tool_use"
+        } else {
+            "end_turn"
+        })
         .str("content")
         .array(1 + u64::from(call.is_some()))
         .map(2)

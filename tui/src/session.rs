@@ -315,7 +315,13 @@ impl EntryText for SessionEntries {
 /// one space and the line is cut at 80 characters.
 pub fn summarize(arguments: &[u8], subject: Option<&str>) -> String {
     let mut found: [Option<&str>; 5] = [None; 5];
-    let keys = [subject.unwrap_or("\u{0}"), "command", "path", "pattern", "url"];
+    let keys = [
+        subject.unwrap_or("\u{0}"),
+        "command",
+        "path",
+        "pattern",
+        "url",
+    ];
     let is_map = matches!(decoder(arguments).peek(), Ok(Token::Map(_)));
     let text = if is_map {
         let _ = fields(arguments, |key, value| {
