@@ -92,10 +92,10 @@ fn seek(d: &mut Decoder<'_>, key: &str) -> Result<bool, DecodeError> {
 /// The text value of `key` in the map at `bytes`; empty when absent.
 fn text_field<'a>(bytes: &'a [u8], key: &str) -> Result<&'a str, DecodeError> {
     let mut d = decoder(bytes);
-    if seek(&mut d, key)? {
-        if let Token::Text(_) = d.peek()? {
-            return d.str();
-        }
+    if seek(&mut d, key)?
+        && let Token::Text(_) = d.peek()?
+    {
+        return d.str();
     }
     Ok("")
 }
