@@ -1,11 +1,13 @@
 //! Gates on the fullscreen interface (smith-tui).
 //!
 //! The workload is `smith_tui::bench_support::Screen`: an interface filled
-//! with representative entries (user message, assistant answer, tool call,
-//! notice, repeated), drawn on a 160 × 50 screen exactly as the terminal
-//! loop draws it — prepare the layout, render into the cell buffer with the
-//! frame's bump arena, diff against the previous frame into the output
-//! buffer. The promise behind the gates: a frame costs the same at 10
+//! the way resuming a session fills it — from an in-memory session of
+//! representative messages (user message, assistant answer with a tool
+//! call, the call's output, repeated), so its entries are session-backed
+//! and every drawn entry's text is decoded from the session's arena — drawn
+//! on a 160 × 50 screen exactly as the terminal loop draws it: prepare the
+//! layout, render into the cell buffer with the frame's bump arena, diff
+//! against the previous frame into the output buffer. The promise behind the gates: a frame costs the same at 10
 //! entries and at a million, because only what is on screen is measured,
 //! decoded and drawn.
 //!
@@ -18,8 +20,13 @@
 //! - `tui.steady_frame_allocations`: exactly 0.
 //! - `tui.keystroke_frame_bytes`: the bytes one typed character makes the
 //!   frame write to the terminal; deterministic, must not grow.
+//! - `tui.first_frame`: wall time from spawning `smith tui --provider mock`
+//!   in a pseudo-terminal to its first drawn frame (median of several
+//!   launches; see [`time_to_first_frame`]).
 
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use smith_tui::bench_support::Screen;
 
@@ -56,6 +63,18 @@ pub const SCALING_RATIO: f64 = 1.5;
 /// deliberate change here. Kept equal to `TYPED_CHAR_FRAME_BYTES` in
 /// smith-tui's `tests/all/allocs.rs`.
 pub const KEYSTROKE_FRAME_BYTES: f64 = 23.0;
+
+/// The spec's nearest startup budget ("help output starts within 100 ms"):
+/// the interface's first frame must be drawn within it too.
+pub const FIRST_FRAME_BUDGET_NS: f64 = 100_000_000.0;
+
+/// Launches timed by `tui.first_frame` with the quick plan (more with the
+/// full plan, see [`first_frame_launches`]).
+pub const FIRST_FRAME_LAUNCHES_QUICK: usize = 5;
+
+/// Text of the first drawn frame: the key hint at the end of the status
+/// line, drawn by every frame.
+pub const FIRST_FRAME_MARKER: &[u8] = b"F1 help";
 
 /// Gates on the fullscreen interface.
 pub const TUI: &[Gate] = &[
@@ -101,6 +120,14 @@ pub const TUI: &[Gate] = &[
         limits: &[Limit::AtMost(KEYSTROKE_FRAME_BYTES)],
         floor: None,
         run: keystroke_frame_bytes,
+    },
+    Gate {
+        name: "tui.first_frame",
+        metric: "wall time from spawning `smith tui --provider mock` in a pseudo-terminal to its first drawn frame, warm compiled-component cache (median of launches)",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(FIRST_FRAME_BUDGET_NS)],
+        floor: None,
+        run: first_frame,
     },
 ];
 
@@ -303,9 +330,384 @@ fn keystroke_frame_bytes(_cx: &mut Context) -> Result<Measurement, GateError> {
     })
 }
 
+/// How many launches `tui.first_frame` times with `plan`.
+pub fn first_frame_launches(plan: &crate::measure::Plan) -> usize {
+    if plan.name == "quick" {
+        FIRST_FRAME_LAUNCHES_QUICK
+    } else {
+        plan.samples.clamp(FIRST_FRAME_LAUNCHES_QUICK, 21)
+    }
+}
+
+/// A program to launch in a pseudo-terminal and wait for.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<std::ffi::OsString>,
+    /// Environment variables set (on top of this process's).
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// Environment variables removed.
+    pub env_remove: Vec<String>,
+    /// The bytes that mark the first frame.
+    pub marker: Vec<u8>,
+    /// How long to wait for the marker.
+    pub timeout: Duration,
+}
+
+#[cfg(unix)]
+struct Pty {
+    master: std::fs::File,
+    slave: std::os::fd::OwnedFd,
+}
+
+#[cfg(unix)]
+fn open_pty() -> Result<Pty, GateError> {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: valid out-pointers; a null name and termios are allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    if rc != 0 {
+        return Err(GateError::new(format!(
+            "could not open a pseudo-terminal to start the interface in: {}; the gate needs              openpty (a Unix with /dev/ptmx)",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: openpty returned two fresh descriptors that are now owned here.
+    unsafe {
+        Ok(Pty {
+            master: std::fs::File::from_raw_fd(master),
+            slave: std::os::fd::OwnedFd::from_raw_fd(slave),
+        })
+    }
+}
+
+/// The primary device attributes reply of a VT220-class terminal: the
+/// interface's capability probe ends when it arrives, as it does on every
+/// real terminal.
+const DA1_REPLY: &[u8] = b"\x1b[?62;22c";
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Spawns `launch` on a new pseudo-terminal (80 × 24, its controlling
+/// terminal, in a session of its own) and returns the wall time from the
+/// spawn to the moment its output first contains the marker. It answers
+/// the primary device attributes query (`CSI c`) like a terminal does.
+/// The program is then sent SIGTERM (SIGKILL after two seconds) and
+/// reaped.
+///
+/// # Errors
+///
+/// When the pseudo-terminal or the process cannot be started, or the
+/// marker does not appear within the timeout (the error quotes the end of
+/// the output).
+#[cfg(unix)]
+pub fn time_to_first_frame(launch: &Launch) -> Result<Duration, GateError> {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    let pty = open_pty()?;
+    let slave = pty.slave.as_raw_fd();
+    let mut cmd = Command::new(&launch.program);
+    cmd.args(&launch.args);
+    for (k, v) in &launch.env {
+        cmd.env(k, v);
+    }
+    for k in &launch.env_remove {
+        cmd.env_remove(k);
+    }
+    let mut fds = [-1; 3];
+    for fd in &mut fds {
+        // SAFETY: dup of a valid descriptor.
+        *fd = unsafe { libc::dup(slave) };
+        if *fd < 0 {
+            return Err(GateError::new(format!(
+                "could not duplicate the pseudo-terminal's descriptor: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+    }
+    // SAFETY: fresh descriptors handed to the child (and closed here when
+    // the command is dropped); the pre-exec hook only makes async-signal-
+    // safe calls.
+    unsafe {
+        cmd.stdin(Stdio::from_raw_fd(fds[0]))
+            .stdout(Stdio::from_raw_fd(fds[1]))
+            .stderr(Stdio::from_raw_fd(fds[2]));
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut reader = pty.master.try_clone().map_err(|e| {
+        GateError::new(format!("could not clone the pseudo-terminal's master: {e}"))
+    })?;
+    let mut writer = pty.master;
+    let marker = launch.marker.clone();
+    let (tx, rx) = std::sync::mpsc::channel::<Instant>();
+    let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&output);
+    let spawned = Instant::now();
+    let child = cmd.spawn();
+    drop(cmd);
+    drop(pty.slave);
+    let mut child = child.map_err(|e| {
+        GateError::new(format!("could not start {}: {e}", launch.program.display()))
+    })?;
+    // The reader ends when the last holder of the terminal closes it; it
+    // is not waited for (a process the program left behind may hold it).
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        let (mut answered, mut seen) = (false, false);
+        let mut all = Vec::new();
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let at = Instant::now();
+                    all.extend_from_slice(&buf[..n]);
+                    if !seen && contains(&all, &marker) {
+                        seen = true;
+                        let _ = tx.send(at);
+                    }
+                    if !answered && (contains(&all, b"\x1b[c") || contains(&all, b"\x1b[0c")) {
+                        answered = true;
+                        let _ = writer.write_all(DA1_REPLY);
+                    }
+                    if let Ok(mut out) = sink.lock() {
+                        out.extend_from_slice(&buf[..n]);
+                    }
+                }
+            }
+        }
+    });
+    let seen = rx.recv_timeout(launch.timeout);
+    // Stop the interface the way a terminal closing does: it restores
+    // the terminal and exits.
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: signalling our own child, which has not been reaped yet.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+        }
+    }
+    match seen {
+        Ok(at) => Ok(at.saturating_duration_since(spawned)),
+        Err(_) => {
+            let out = output.lock().map(|o| o.clone()).unwrap_or_default();
+            let tail = &out[out.len().saturating_sub(400)..];
+            Err(GateError::new(format!(
+                "{} {} drew no frame containing {:?} within {:?}; the end of its output was: {:?}",
+                launch.program.display(),
+                launch
+                    .args
+                    .iter()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                String::from_utf8_lossy(&launch.marker),
+                launch.timeout,
+                String::from_utf8_lossy(tail)
+            )))
+        }
+    }
+}
+
+/// Needs a Unix pseudo-terminal: always an error elsewhere.
+///
+/// # Errors
+///
+/// Always.
+#[cfg(not(unix))]
+pub fn time_to_first_frame(_launch: &Launch) -> Result<Duration, GateError> {
+    Err(GateError::new(
+        "the first-frame gate needs a Unix pseudo-terminal",
+    ))
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> Result<Self, GateError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("smith-bench-{what}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| GateError::new(format!("could not create {}: {e}", dir.display())))?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The interface's launch: offline (`--provider mock`) in an empty
+/// directory, with a fresh `SMITH_HOME`, as an xterm-class terminal.
+fn interface_launch(exe: &Path, home: &Path, work: &Path) -> Launch {
+    Launch {
+        program: exe.to_path_buf(),
+        args: vec![
+            "tui".into(),
+            "--provider".into(),
+            "mock".into(),
+            "--cwd".into(),
+            work.as_os_str().to_owned(),
+        ],
+        env: vec![
+            ("SMITH_HOME".to_owned(), home.as_os_str().to_owned()),
+            ("TERM".to_owned(), "xterm-256color".into()),
+        ],
+        env_remove: vec![
+            "SMITH_TUI_CAPS".to_owned(),
+            "NO_COLOR".to_owned(),
+            "SMITH_TUI_TEST_FAULT".to_owned(),
+        ],
+        marker: FIRST_FRAME_MARKER.to_vec(),
+        timeout: Duration::from_secs(20),
+    }
+}
+
+fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
+    let exe = std::env::current_exe().map_err(|e| {
+        GateError::new(format!(
+            "could not find the running executable to launch: {e}"
+        ))
+    })?;
+    if exe.file_stem().and_then(|s| s.to_str()) != Some("smith") {
+        return Err(GateError::new(format!(
+            "the first-frame gate launches the running executable as the interface, but it is              {}, not smith; run the gate from the `smith` binary (`smith bench`)",
+            exe.display()
+        )));
+    }
+    let home = TempDir::new("home")?;
+    let work = TempDir::new("work")?;
+    let launch = interface_launch(&exe, &home.0, &work.0);
+    // The first start compiles the built-in plugins into the cache under
+    // SMITH_HOME; the gate measures warm starts, as users see them.
+    let cold = time_to_first_frame(&launch)?;
+    let mut samples = Vec::new();
+    for _ in 0..first_frame_launches(&cx.plan) {
+        samples.push(time_to_first_frame(&launch)?.as_nanos() as u64);
+    }
+    samples.sort_unstable();
+    Ok(Measurement {
+        median: quantile(&samples, 0.5),
+        floor: None,
+        samples: samples.len(),
+        notes: vec![
+            Note {
+                name: "min",
+                value: quantile(&samples, 0.0),
+                unit: Unit::Nanoseconds,
+            },
+            Note {
+                name: "max",
+                value: quantile(&samples, 1.0),
+                unit: Unit::Nanoseconds,
+            },
+            Note {
+                name: "cold_first_launch",
+                value: cold.as_nanos() as f64,
+                unit: Unit::Nanoseconds,
+            },
+        ],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sh(script: &str, timeout: Duration) -> Launch {
+        Launch {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: Vec::new(),
+            env_remove: Vec::new(),
+            marker: FIRST_FRAME_MARKER.to_vec(),
+            timeout,
+        }
+    }
+
+    #[test]
+    fn the_first_frame_is_timed_from_spawn_to_its_marker() {
+        let took = time_to_first_frame(&sh(
+            "sleep 0.2; printf 'status · F1 help'; sleep 30",
+            Duration::from_secs(10),
+        ))
+        .unwrap();
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        // The program was stopped right after: well before its 30 s sleep.
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+
+    #[test]
+    fn the_probe_is_answered_like_a_terminal_answers_it() {
+        // Like the interface's probe: ask for the device attributes, draw
+        // only once the reply arrives (raw mode so it is not echoed).
+        let took = time_to_first_frame(&sh(
+            "stty raw -echo; printf '\\033[c'; r=$(dd bs=1 count=9 2>/dev/null); \
+             [ \"$r\" = \"$(printf '\\033[?62;22c')\" ] && printf 'F1 help'; sleep 30",
+            Duration::from_secs(10),
+        ))
+        .unwrap();
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+
+    #[test]
+    fn a_program_that_draws_nothing_is_an_error_naming_its_output() {
+        let err = time_to_first_frame(&sh(
+            "printf 'no frame here'; sleep 30",
+            Duration::from_millis(300),
+        ))
+        .unwrap_err();
+        assert!(err.to_string().contains("no frame here"), "{err}");
+        assert!(err.to_string().contains("F1 help"), "{err}");
+    }
+
+    #[test]
+    fn quick_launches_a_few_and_full_more() {
+        assert_eq!(first_frame_launches(&crate::measure::Plan::QUICK), 5);
+        assert!(first_frame_launches(&crate::measure::Plan::FULL) > 5);
+    }
 
     #[test]
     fn the_tui_gates_run_with_the_issue_s_limits() {
@@ -332,6 +734,10 @@ mod tests {
         assert_eq!(
             find("tui.keystroke_frame_bytes"),
             Some(vec![Limit::AtMost(23.0)])
+        );
+        assert_eq!(
+            find("tui.first_frame"),
+            Some(vec![Limit::AtMost(100_000_000.0)])
         );
     }
 

@@ -30,7 +30,7 @@ use smith_engine::protocol::{
     Command, CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
 };
 use smith_engine::provider::scripted::MOCK_MODEL;
-use smith_engine::provider::{ContentBlock, Message, ProviderInfo};
+use smith_engine::provider::{Message, ProviderInfo};
 use smith_engine::replay::{Pace, Recording};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::{EntryKind, Session, Store};
@@ -255,7 +255,7 @@ fn start(
             if let (None, Some((_, model))) = (&args.choice.model, &resumed.model) {
                 config.model.clone_from(model);
             }
-            show_history(app, &resumed.history);
+            show_resumed(app, &session, &resumed);
             config.history = resumed.history;
             config.first_effect_seq = resumed.last_effect_seq;
             let name = store
@@ -343,36 +343,25 @@ fn start(
     ))
 }
 
-fn show_history(app: &mut App, history: &[Message]) {
-    for message in history {
-        match message {
-            Message::User { text } => app.user_message(text),
-            Message::Assistant { content, .. } => {
-                for block in content {
-                    match block {
-                        ContentBlock::Text { text } => app.assistant_delta(text),
-                        ContentBlock::Thinking { text, .. } => app.thinking_delta(text),
-                        ContentBlock::ToolCall(call) => {
-                            let subject = app
-                                .product()
-                                .tool(&call.name)
-                                .and_then(|t| t.subject.clone());
-                            app.tool_start(
-                                &call.id,
-                                &call.name,
-                                &summarize(&call.arguments, subject.as_deref()),
-                            );
-                        }
-                    }
-                }
-            }
-            Message::ToolResult {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => app.tool_end(call_id, !is_error, content),
-        }
+/// Fills the transcript from a resumed session without copying its text:
+/// the selected branch from the compaction boundary on becomes
+/// session-backed entries over a snapshot of the session (its records; the
+/// payload arena is shared, not copied), preceded by the compaction's
+/// summary when there is one.
+fn show_resumed(app: &mut App, session: &Session, resumed: &smith_engine::journal::store::Resumed) {
+    let summary = resumed
+        .compaction
+        .as_ref()
+        .and(resumed.history.first())
+        .and_then(|m| match m {
+            Message::User { text } => Some(text.as_str()),
+            _ => None,
+        });
+    let entries = Arc::new(smith_tui::session::SessionEntries::new(session.clone()));
+    if let Err(err) = app.show_session(entries, session.compaction_boundary(), summary) {
+        app.error(&format!(
+            "the session's history could not be shown past this point: {err}"
+        ));
     }
 }
 
@@ -1209,7 +1198,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use smith_engine::protocol::ErrorInfo;
-    use smith_engine::provider::{StopReason, ToolCall, Usage};
+    use smith_engine::provider::{ContentBlock, StopReason, ToolCall, Usage};
     use smith_tui::transcript::{EntryKind, ToolState};
 
     use super::*;
@@ -1452,22 +1441,49 @@ mod tests {
                 is_error: false,
             },
         ];
-        show_history(&mut app, &history);
+        // Recorded by the journal exactly as a run records it, then loaded
+        // from the file and resumed.
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let session = store.create(Some("resumed")).unwrap();
+        let journal = StoreJournal::new(store, session);
+        for message in history {
+            use smith_engine::journal::SessionSink;
+            journal
+                .record(&smith_engine::journal::SessionEvent::Message {
+                    message,
+                    meta: smith_engine::journal::MessageMeta::default(),
+                })
+                .unwrap();
+        }
+        drop(journal);
+        let session = Store::open(tmp.path()).unwrap().load("resumed").unwrap();
+        let resumed = resume(&session).unwrap();
+        show_resumed(&mut app, &session, &resumed);
         let t = &app.transcript;
-        let entries: Vec<(EntryKind, &str)> = (0..t.len())
-            .map(|i| (t.record(i).unwrap().kind, t.text(i)))
+        let entries: Vec<(EntryKind, String, bool)> = (0..t.len())
+            .map(|i| {
+                (
+                    t.record(i).unwrap().kind,
+                    t.text(i).into_owned(),
+                    t.is_session_backed(i),
+                )
+            })
             .collect();
+        let expected = [
+            (EntryKind::User, "read it", true),
+            (EntryKind::Thinking, "plan", true),
+            (EntryKind::Assistant, "Reading.", true),
+            (EntryKind::Tool, "read a.txt", false),
+            (EntryKind::ToolOutput, "hello", true),
+        ];
         assert_eq!(
             entries,
-            [
-                (EntryKind::User, "read it"),
-                (EntryKind::Thinking, "plan"),
-                (EntryKind::Assistant, "Reading."),
-                (EntryKind::Tool, "read a.txt"),
-                (EntryKind::ToolOutput, "hello"),
-            ]
+            expected.map(|(k, t, b)| (k, t.to_owned(), b)).to_vec()
         );
         assert_eq!(t.record(3).unwrap().tool, ToolState::Ok);
+        // Only the tool call's line was copied into the transcript.
+        assert_eq!(t.local_text_len(), "read a.txt".len());
     }
 
     #[test]
@@ -1548,7 +1564,7 @@ mod tests {
 
     mod session_commands {
         use smith_engine::journal::{MessageMeta, SessionEvent, SessionSink};
-        use smith_engine::provider::StopReason;
+        use smith_engine::provider::{ContentBlock, StopReason};
         use smith_tui::transcript::EntryKind as Shown;
 
         use super::super::*;

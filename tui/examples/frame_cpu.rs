@@ -1,13 +1,16 @@
 //! Frame CPU time percentiles at 10 and 1,000,000 entries, measured on the
 //! thread CPU clock (so time the scheduler gives to other processes does
-//! not count), for steady-state frames and keystroke-to-frame.
+//! not count), for steady-state frames and keystroke-to-frame, over a
+//! transcript filled from a session (session-backed entries, as after a
+//! resume) and over local entries.
 //!
 //! `cargo run --release -p smith-tui --example frame_cpu`
 
 use bumpalo::Bump;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use smith_tui::Buffer;
+use smith_tui::bench_support::{filled, filled_from_session};
 use smith_tui::diff::{DiffOptions, diff};
-use smith_tui::{App, Buffer, Options};
 
 const W: u16 = 160;
 const H: u16 = 50;
@@ -23,24 +26,12 @@ fn cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn filled(n: usize) -> App {
-    let mut a = App::new(smith_tui::fixture::product(), Options::default());
-    a.transcript.reserve(n, n * 60);
-    for i in 0..n {
-        match i % 4 {
-            0 => a.user_message("please look at the failing test in the store crate"),
-            1 => a.assistant_delta(
-                "I will run the tests and read the failure output before changing anything.",
-            ),
-            2 => a.tool_start("c", "bash", "cargo test -p smith-store"),
-            _ => a.notice("done"),
-        }
-    }
-    a
-}
-
-fn measure(n: usize, key: bool) -> (u64, u64, u64, usize) {
-    let mut app = filled(n);
+fn measure(n: usize, key: bool, session: bool) -> (u64, u64, u64, usize) {
+    let mut app = if session {
+        filled_from_session(n)
+    } else {
+        filled(n)
+    };
     let mut prev = Buffer::new(W, H);
     let mut next = Buffer::new(W, H);
     let mut bump = Bump::with_capacity(1 << 16);
@@ -75,20 +66,23 @@ fn measure(n: usize, key: bool) -> (u64, u64, u64, usize) {
 
 fn main() {
     println!("{W}x{H} screen, {FRAMES} frames each, thread CPU time");
-    for key in [false, true] {
-        for n in [10, 1_000_000] {
-            let (p50, p99, max, bytes) = measure(n, key);
-            println!(
-                "{:<20} {n:>9} entries: p50 {:>7.1} µs  p99 {:>7.1} µs  max {:>7.1} µs  largest frame {bytes} bytes",
-                if key {
-                    "keystroke-to-frame"
-                } else {
-                    "steady frame"
-                },
-                p50 as f64 / 1000.0,
-                p99 as f64 / 1000.0,
-                max as f64 / 1000.0,
-            );
+    for session in [true, false] {
+        for key in [false, true] {
+            for n in [10, 1_000_000] {
+                let (p50, p99, max, bytes) = measure(n, key, session);
+                println!(
+                    "{:<8} {:<20} {n:>9} entries: p50 {:>7.1} µs  p99 {:>7.1} µs  max {:>7.1} µs  largest frame {bytes} bytes",
+                    if session { "session" } else { "local" },
+                    if key {
+                        "keystroke-to-frame"
+                    } else {
+                        "steady frame"
+                    },
+                    p50 as f64 / 1000.0,
+                    p99 as f64 / 1000.0,
+                    max as f64 / 1000.0,
+                );
+            }
         }
     }
 }

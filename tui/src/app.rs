@@ -382,7 +382,14 @@ impl App {
     /// subject argument's value) in its placeholder, or the tool's name and
     /// `summary` for a tool without a presentation.
     pub fn tool_start(&mut self, call_id: &str, name: &str, summary: &str) {
-        let (line, preview) = match self.product.tool(name) {
+        let (line, preview) = self.tool_line(name, summary);
+        let i = self.transcript.push(EntryKind::Tool, &line);
+        self.running_tools.push((call_id.to_owned(), i, preview));
+    }
+
+    /// A tool call's line and its output's preview lines.
+    fn tool_line(&self, name: &str, summary: &str) -> (String, u8) {
+        match self.product.tool(name) {
             Some(p) => (p.title_line(summary), p.preview_lines),
             None => {
                 let mut line = String::with_capacity(name.len() + summary.len() + 1);
@@ -393,13 +400,87 @@ impl App {
                 }
                 (line, crate::transcript::COLLAPSED_LINES)
             }
-        };
-        let i = self.transcript.push(EntryKind::Tool, &line);
-        self.running_tools.push((call_id.to_owned(), i, preview));
+        }
     }
 
-    /// Shows a tool call's result.
-    pub fn tool_end(&mut self, call_id: &str, ok: bool, output: &str) {
+    /// Shows a session's selected branch, from `from` (an index into the
+    /// branch: the compaction boundary) on, as session-backed entries:
+    /// user messages, assistant text and thinking, and tool output refer
+    /// to the session's records and are read from its arena when drawn;
+    /// only each tool call's one-line title is formatted here. `summary`,
+    /// when given (a compacted session's summary), is shown first.
+    /// Returns the number of entries added.
+    ///
+    /// # Errors
+    ///
+    /// A message whose content cannot be decoded: the error names the
+    /// entry. Entries before it stay shown.
+    pub fn show_session(
+        &mut self,
+        entries: std::sync::Arc<crate::session::SessionEntries>,
+        from: usize,
+        summary: Option<&str>,
+    ) -> Result<usize, String> {
+        use crate::session::Part;
+        let before = self.transcript.len();
+        self.transcript.set_session(entries.clone());
+        if let Some(summary) = summary {
+            self.user_message(summary);
+        }
+        let indexes = entries.branch_indexes();
+        let mut bump = Bump::new();
+        let mut calls: Vec<(String, String, String)> = Vec::new();
+        let mut shown: Vec<(EntryKind, u32)> = Vec::new();
+        for &record in indexes.iter().skip(from) {
+            bump.reset();
+            calls.clear();
+            shown.clear();
+            let mut result = None;
+            entries.parts(record, &bump, |part| match part {
+                Part::User => shown.push((EntryKind::User, 0)),
+                Part::Text { part } => shown.push((EntryKind::Assistant, part)),
+                Part::Thinking { part } => shown.push((EntryKind::Thinking, part)),
+                Part::Call {
+                    id,
+                    name,
+                    arguments,
+                } => {
+                    let subject = self.product.tool(name).and_then(|t| t.subject.as_deref());
+                    let summary = crate::session::summarize(arguments, subject);
+                    // Placed after the text blocks before it, in order.
+                    shown.push((EntryKind::Tool, calls.len() as u32));
+                    calls.push((id.to_owned(), name.to_owned(), summary));
+                }
+                Part::Result {
+                    call_id,
+                    is_error,
+                    blank,
+                } => result = Some((call_id.to_owned(), is_error, blank)),
+            })?;
+            for &(kind, part) in &shown {
+                if kind == EntryKind::Tool {
+                    let (id, name, summary) = &calls[part as usize];
+                    self.tool_start(id, name, summary);
+                } else {
+                    self.transcript.push_session(kind, record, part);
+                }
+            }
+            if let Some((call_id, is_error, blank)) = result {
+                let preview = self.end_call(&call_id, !is_error);
+                if !blank {
+                    let i = self
+                        .transcript
+                        .push_session(EntryKind::ToolOutput, record, 0);
+                    self.transcript.set_preview(i, preview);
+                }
+            }
+        }
+        Ok(self.transcript.len() - before)
+    }
+
+    /// Marks a running tool call finished; returns its output's preview
+    /// lines.
+    fn end_call(&mut self, call_id: &str, ok: bool) -> u8 {
         let mut preview = crate::transcript::COLLAPSED_LINES;
         if let Some(at) = self
             .running_tools
@@ -411,6 +492,12 @@ impl App {
             self.transcript
                 .set_tool_state(i, if ok { ToolState::Ok } else { ToolState::Failed });
         }
+        preview
+    }
+
+    /// Shows a tool call's result.
+    pub fn tool_end(&mut self, call_id: &str, ok: bool, output: &str) {
+        let preview = self.end_call(call_id, ok);
         if !output.trim().is_empty() {
             let i = self.transcript.push(EntryKind::ToolOutput, output);
             self.transcript.set_preview(i, preview);
@@ -824,7 +911,7 @@ impl App {
                     .is_some_and(|r| r.kind == EntryKind::Assistant)
             }),
         }?;
-        let text = crate::sanitize::sanitize(self.transcript.text(entry));
+        let text = crate::sanitize::sanitize(&self.transcript.text(entry));
         self.notice("copied to the clipboard");
         Some(Output::Copy(text))
     }
@@ -1069,7 +1156,7 @@ impl App {
     pub fn render(&self, buf: &mut Buffer, bump: &Bump) {
         buf.clear();
         let [transcript, status, input] = self.rects;
-        self.draw_transcript(buf, transcript);
+        self.draw_transcript(buf, transcript, bump);
         match &self.overlay {
             Overlay::Search { query } => self.draw_search_bar(buf, status, query, bump),
             _ => self.draw_status(buf, status, bump),
@@ -1123,7 +1210,7 @@ impl App {
         }
     }
 
-    fn draw_transcript(&self, buf: &mut Buffer, area: Rect) {
+    fn draw_transcript(&self, buf: &mut Buffer, area: Rect, bump: &Bump) {
         if area.is_empty() {
             return;
         }
@@ -1137,8 +1224,10 @@ impl App {
             let record = self.transcript.record(i).copied();
             let collapsed_thinking =
                 record.is_some_and(|r| r.kind == EntryKind::Thinking && !r.expanded);
-            let (shown, hidden) = self.transcript.shown(i);
-            let full = self.transcript.text(i);
+            // A session-backed entry's text is decoded into the frame's
+            // arena (or borrowed from the session's), only for what is drawn.
+            let full = self.transcript.text_in(i, bump);
+            let (shown, hidden) = self.transcript.shown(i, full);
             let base = (shown.as_ptr() as usize).saturating_sub(full.as_ptr() as usize);
             let mut line_no = 0u32;
             let selected = self.selected == Some(i);

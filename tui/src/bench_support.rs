@@ -2,15 +2,23 @@
 //! and the performance gates behind `smith bench`.
 //!
 //! A [`Screen`] is an [`App`] filled with `n` representative entries (a
-//! user message, an assistant answer, a tool call and a notice, repeated)
-//! drawn on a [`WIDTH`] × [`HEIGHT`] screen the way the terminal loop draws
-//! it: reset the frame's bump arena, [`App::prepare`], [`App::render`],
+//! user message, an assistant answer, a tool call and its output,
+//! repeated) drawn on a [`WIDTH`] × [`HEIGHT`] screen the way the terminal
+//! loop draws it. [`Screen::new`] fills it the way resuming a session
+//! does: from an in-memory session of those messages, recorded as the
+//! journal records them ([`session`]), so the transcript's entries are
+//! session-backed and every drawn entry's text is decoded from the
+//! session's arena; [`Screen::local`] fills it with local entries (the
+//! text copied into the transcript, as streamed output is). Each frame: reset the frame's bump arena, [`App::prepare`], [`App::render`],
 //! then the changed-cell [`diff`] against the previous frame into a warm
 //! output buffer. The first frames size every buffer and cache, so every
 //! later steady frame does identical work.
 
+use std::sync::Arc;
+
 use bumpalo::Bump;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use smith_store::{EntryKind as StoreKind, ExternalEntry, Session, SessionId};
 
 use crate::app::{App, Options};
 use crate::buffer::Buffer;
@@ -26,7 +34,128 @@ const USER: &str = "please look at the failing test in the store crate";
 const ASSISTANT: &str =
     "I will run the tests and read the failure output before changing anything.";
 
-/// An app with `n` representative entries (not yet drawn).
+/// The command the workload's tool calls run.
+const COMMAND: &str = "cargo test -p smith-store";
+
+/// The canonical CBOR of the workload's messages, as the journal records
+/// them (`role`, `text`; `content` blocks; tool results).
+fn user_content(out: &mut Vec<u8>) {
+    smith_codec::Encoder::new(out)
+        .map(2)
+        .str("role")
+        .str("user")
+        .str("text")
+        .str(USER);
+}
+
+fn assistant_content(out: &mut Vec<u8>, call: Option<&str>) {
+    let mut e = smith_codec::Encoder::new(out);
+    e.map(3)
+        .str("role")
+        .str("assistant")
+        .str("stop")
+        .str(if call.is_some() {
+            "tool_use"
+        } else {
+            "end_turn"
+        })
+        .str("content")
+        .array(1 + u64::from(call.is_some()))
+        .map(2)
+        .str("text")
+        .str(ASSISTANT)
+        .str("type")
+        .str("text");
+    if let Some(id) = call {
+        e.map(4)
+            .str("id")
+            .str(id)
+            .str("name")
+            .str("bash")
+            .str("type")
+            .str("tool_call")
+            .str("arguments")
+            .map(1)
+            .str("command")
+            .str(COMMAND);
+    }
+}
+
+fn result_content(out: &mut Vec<u8>, call: &str) {
+    smith_codec::Encoder::new(out)
+        .map(5)
+        .str("name")
+        .str("bash")
+        .str("role")
+        .str("tool_result")
+        .str("call_id")
+        .str(call)
+        .str("content")
+        .str("done")
+        .str("is_error")
+        .bool(false);
+}
+
+/// An in-memory session whose messages show as `n` entries of the
+/// workload's pattern: per four entries a user message, an assistant
+/// message with the answer and a `bash` call, and the call's result
+/// (`done`), one linear branch.
+pub fn session(n: usize) -> Session {
+    let mut contents: Vec<(StoreKind, Vec<u8>)> = Vec::with_capacity(n);
+    let mut shown = 0;
+    let mut call = 0u64;
+    while shown < n {
+        let left = n - shown;
+        let mut c = Vec::with_capacity(160);
+        user_content(&mut c);
+        contents.push((StoreKind::UserMessage, c));
+        if left == 1 {
+            break;
+        }
+        call += 1;
+        let id = format!("call-{call}");
+        let mut c = Vec::with_capacity(256);
+        assistant_content(&mut c, (left > 2).then_some(id.as_str()));
+        contents.push((StoreKind::AssistantMessage, c));
+        if left > 3 {
+            let mut c = Vec::with_capacity(96);
+            result_content(&mut c, &id);
+            contents.push((StoreKind::ToolResult, c));
+        }
+        shown += 4;
+    }
+    let entries: Vec<ExternalEntry<'_>> = contents
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, content))| ExternalEntry {
+            id: i as u64 + 1,
+            parent: i as u64,
+            timestamp_ms: 1_700_000_000_000 + i as u64,
+            kind: *kind,
+            pairing: 0,
+            content,
+        })
+        .collect();
+    // The entries are well formed by construction (ids from 1, each
+    // parent the entry before), so building cannot fail; an empty session
+    // would show as an empty transcript.
+    Session::from_external(SessionId([0x71; 16]), 1_700_000_000_000, &entries)
+        .unwrap_or_else(|_| Session::in_memory(SessionId([0x71; 16]), 1_700_000_000_000))
+}
+
+/// An app showing [`session`]`(n)` as session-backed entries (not yet
+/// drawn), filled the way resuming a session fills it.
+pub fn filled_from_session(n: usize) -> App {
+    let mut a = App::new(crate::fixture::product(), Options::default());
+    let entries = Arc::new(crate::session::SessionEntries::new(session(n)));
+    a.transcript.reserve(n, n / 4 * 32);
+    // The workload's records are well formed; a failure would show as
+    // fewer entries, which the workload's tests catch.
+    let _ = a.show_session(entries, 0, None);
+    a
+}
+
+/// An app with `n` representative local entries (not yet drawn).
 pub fn filled(n: usize) -> App {
     let mut a = App::new(crate::fixture::product(), Options::default());
     a.transcript.reserve(n, n * 60);
@@ -34,8 +163,8 @@ pub fn filled(n: usize) -> App {
         match i % 4 {
             0 => a.user_message(USER),
             1 => a.assistant_delta(ASSISTANT),
-            2 => a.tool_start("c", "bash", "cargo test -p smith-store"),
-            _ => a.notice("done"),
+            2 => a.tool_start("c", "bash", COMMAND),
+            _ => a.tool_end("c", true, "done"),
         }
     }
     a
@@ -55,10 +184,22 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// A screen over [`filled`]`(n)`, warmed by three frames.
+    /// A screen over [`filled_from_session`]`(n)` (session-backed
+    /// entries), warmed by three frames.
     pub fn new(n: usize) -> Self {
+        Self::over(filled_from_session(n))
+    }
+
+    /// A screen over [`filled`]`(n)` (local entries), warmed by three
+    /// frames.
+    pub fn local(n: usize) -> Self {
+        Self::over(filled(n))
+    }
+
+    /// A screen over `app`, warmed by three frames.
+    pub fn over(app: App) -> Self {
         let mut s = Screen {
-            app: filled(n),
+            app,
             prev: Buffer::new(WIDTH, HEIGHT),
             next: Buffer::new(WIDTH, HEIGHT),
             bump: Bump::with_capacity(1 << 16),

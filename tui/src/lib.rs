@@ -13,8 +13,9 @@
 //! * [`buffer`], [`diff`], [`layout`], [`wrap`], [`style`] — the
 //!   deterministic core: cells, the changed-cell writer, rectangles and the
 //!   vertical split, line wrapping shared by measuring and drawing.
-//! * [`transcript`] — the entry arena with its width-keyed height cache,
-//!   scroll anchoring and search.
+//! * [`transcript`] — the entry table with its width-keyed height cache,
+//!   scroll anchoring and search; entries hold their text (local) or refer
+//!   to a session's records ([`session`]), decoded only when drawn.
 //! * [`editor`] — the multi-line input with history and paste.
 //! * [`app`] — keys, overlays (help, search, pickers, project trust, confirm and input
 //!   intents), the command popup, `@` path completion and the status line.
@@ -45,6 +46,7 @@ pub mod layout;
 pub mod product;
 pub mod run;
 pub mod sanitize;
+pub mod session;
 pub mod style;
 pub mod term;
 pub mod transcript;

@@ -1,17 +1,28 @@
-//! The transcript: an append-only arena of entries, a per-entry height
+//! The transcript: an append-only table of entries, a per-entry height
 //! cache keyed by width, the scroll anchor and search.
 //!
-//! Entries are fixed-size [`EntryRecord`]s over one contiguous text arena
-//! (the same shape as the session store's records over its payload arena),
-//! so a million entries cost a few dozen bytes each and drawing touches
-//! only the entries on screen. Heights are computed lazily, only for
-//! entries that are measured while scrolling or drawn, and cached until
-//! the width changes or the entry grows.
+//! Entries are fixed-size [`EntryRecord`]s. Each one's text is either
+//! *local* — a range of the transcript's own text arena (output streamed
+//! in this process, notices, errors, tool-call lines) — or *session-backed*:
+//! a record of the session the transcript was filled from, read through an
+//! [`EntryText`] (see [`crate::session`]) only when the entry is drawn,
+//! measured, searched or copied, decoded into the caller's bump arena when
+//! it must be. So a million entries cost a few dozen bytes each, resuming a
+//! session copies none of its text, and drawing touches only the entries on
+//! screen. Heights are computed lazily, only for entries that are measured
+//! while scrolling or drawn, and cached until the width changes or the
+//! entry grows.
 //!
 //! The view is either *following* the latest output or *anchored* at a
 //! line of an entry. Appending never moves an anchored view; scrolling
 //! down to the end (or [`Transcript::follow`]) follows again.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use bumpalo::Bump;
+
+use crate::session::EntryText;
 use crate::wrap::wrap;
 
 /// What an entry shows.
@@ -46,7 +57,27 @@ pub enum ToolState {
     Failed,
 }
 
-/// One entry: where its text lies in the arena.
+/// Where an entry's text lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// In the transcript's own text arena.
+    Local {
+        /// Start of the text in the arena.
+        start: u64,
+        /// Length of the text in bytes.
+        len: u32,
+    },
+    /// In the session the transcript was filled from.
+    Session {
+        /// The record's index in the session's records.
+        record: u32,
+        /// The part of the record (an assistant message's content block;
+        /// 0 otherwise).
+        part: u32,
+    },
+}
+
+/// One entry: its kind, state and where its text lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryRecord {
     /// Kind.
@@ -58,10 +89,8 @@ pub struct EntryRecord {
     /// Lines of tool output shown while collapsed (the tool's
     /// presentation's preview lines).
     pub preview: u8,
-    /// Start of the text in the arena.
-    pub start: u64,
-    /// Length of the text in bytes.
-    pub len: u32,
+    /// Where the text lies.
+    pub source: Source,
 }
 
 /// Lines of tool output shown while collapsed when the tool has no
@@ -102,6 +131,10 @@ pub struct Transcript {
     top: Pos,
     view_height: u16,
     generation: u64,
+    /// The text of session-backed entries.
+    session: Option<Arc<dyn EntryText>>,
+    /// Scratch for measuring a session-backed entry, reset after each.
+    scratch: Bump,
 }
 
 impl Transcript {
@@ -137,18 +170,56 @@ impl Transcript {
         self.records.get(i)
     }
 
-    /// The text of entry `i` (empty when out of range).
-    pub fn text(&self, i: usize) -> &str {
-        self.records.get(i).map_or("", |r| {
-            let start = r.start as usize;
-            self.text.get(start..start + r.len as usize).unwrap_or("")
-        })
+    /// Sets where session-backed entries' text is read from. Entries
+    /// pushed with [`Transcript::push_session`] name records of it.
+    pub fn set_session(&mut self, source: Arc<dyn EntryText>) {
+        self.session = Some(source);
+        self.generation += 1;
     }
 
-    /// Appends an entry; returns its index.
-    pub fn push(&mut self, kind: EntryKind, text: &str) -> usize {
-        let start = self.text.len() as u64;
-        self.text.push_str(text);
+    /// Whether entry `i` refers to a session record (rather than holding
+    /// its text).
+    pub fn is_session_backed(&self, i: usize) -> bool {
+        self.records
+            .get(i)
+            .is_some_and(|r| matches!(r.source, Source::Session { .. }))
+    }
+
+    /// Bytes of text the transcript holds itself (local entries' text).
+    pub fn local_text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// The text of entry `i` (empty when out of range): a local entry's
+    /// text from the arena, a session-backed entry's decoded into `bump`
+    /// (or borrowed from the session's arena).
+    pub fn text_in<'a>(&'a self, i: usize, bump: &'a Bump) -> &'a str {
+        match self.records.get(i).map(|r| r.source) {
+            Some(Source::Local { start, len }) => {
+                let start = start as usize;
+                self.text.get(start..start + len as usize).unwrap_or("")
+            }
+            Some(Source::Session { record, part }) => match &self.session {
+                Some(source) => source.text_in(record, part, bump),
+                None => "",
+            },
+            None => "",
+        }
+    }
+
+    /// The text of entry `i` (empty when out of range); a session-backed
+    /// entry's text is decoded and copied out.
+    pub fn text(&self, i: usize) -> Cow<'_, str> {
+        match self.records.get(i).map(|r| r.source) {
+            Some(Source::Session { .. }) => {
+                let bump = Bump::new();
+                Cow::Owned(self.text_in(i, &bump).to_owned())
+            }
+            _ => Cow::Borrowed(self.text_in(i, &self.scratch)),
+        }
+    }
+
+    fn push_record(&mut self, kind: EntryKind, source: Source) -> usize {
         self.records.push(EntryRecord {
             kind,
             tool: if kind == EntryKind::Tool {
@@ -158,12 +229,30 @@ impl Transcript {
             },
             expanded: false,
             preview: COLLAPSED_LINES,
-            start,
-            len: text.len() as u32,
+            source,
         });
         self.heights.push(UNKNOWN);
         self.generation += 1;
         self.records.len() - 1
+    }
+
+    /// Appends an entry holding `text`; returns its index.
+    pub fn push(&mut self, kind: EntryKind, text: &str) -> usize {
+        let start = self.text.len() as u64;
+        self.text.push_str(text);
+        self.push_record(
+            kind,
+            Source::Local {
+                start,
+                len: text.len() as u32,
+            },
+        )
+    }
+
+    /// Appends an entry whose text is part `part` of record `record` of the
+    /// session set with [`Transcript::set_session`]; returns its index.
+    pub fn push_session(&mut self, kind: EntryKind, record: u32, part: u32) -> usize {
+        self.push_record(kind, Source::Session { record, part })
     }
 
     /// Appends `text` to the last entry if it is of `kind`, else starts a
@@ -171,10 +260,11 @@ impl Transcript {
     pub fn append(&mut self, kind: EntryKind, text: &str) -> usize {
         if let Some(last) = self.records.last_mut()
             && last.kind == kind
-            && last.start + u64::from(last.len) == self.text.len() as u64
+            && let Source::Local { start, len } = &mut last.source
+            && *start + u64::from(*len) == self.text.len() as u64
         {
             self.text.push_str(text);
-            last.len += text.len() as u32;
+            *len += text.len() as u32;
             let i = self.records.len() - 1;
             self.heights[i] = UNKNOWN;
             self.generation += 1;
@@ -220,10 +310,9 @@ impl Transcript {
         self.generation += 1;
     }
 
-    /// The part of entry `i`'s text that is shown, and how many source
-    /// lines were hidden.
-    pub fn shown(&self, i: usize) -> (&str, usize) {
-        let text = self.text(i);
+    /// The part of entry `i`'s text `text` (from [`Transcript::text_in`])
+    /// that is shown, and how many source lines were hidden.
+    pub fn shown<'t>(&self, i: usize, text: &'t str) -> (&'t str, usize) {
         let Some(r) = self.records.get(i) else {
             return ("", 0);
         };
@@ -251,14 +340,8 @@ impl Transcript {
         }
     }
 
-    /// Whether entry `i` ends with a summary line ("… N more lines").
-    fn has_summary(&self, i: usize) -> bool {
-        let (_, hidden) = self.shown(i);
-        hidden > 0
-    }
-
-    fn measure(&self, i: usize, width: u16) -> u32 {
-        let (shown, _) = self.shown(i);
+    fn measure(&self, i: usize, width: u16, bump: &Bump) -> u32 {
+        let (shown, hidden) = self.shown(i, self.text_in(i, bump));
         let collapsed_thinking = self
             .records
             .get(i)
@@ -269,14 +352,15 @@ impl Transcript {
             wrap(shown, width.saturating_sub(GUTTER).max(1), |_, _| {})
         };
         // Body, the summary line when something is hidden, one blank line.
-        body + u32::from(!collapsed_thinking && self.has_summary(i)) + 1
+        body + u32::from(!collapsed_thinking && hidden > 0) + 1
     }
 
     /// The height of entry `i` at the cached width, computing it if needed.
     pub fn height(&mut self, i: usize) -> u32 {
         match self.heights.get(i).copied() {
             Some(UNKNOWN) => {
-                let h = self.measure(i, self.cache_width);
+                let h = self.measure(i, self.cache_width, &self.scratch);
+                self.scratch.reset();
                 self.heights[i] = h;
                 h
             }
@@ -422,15 +506,20 @@ impl Transcript {
     /// first line of the view, with up to two lines of context above.
     pub fn reveal(&mut self, entry: usize, offset: usize) {
         let width = self.cache_width.saturating_sub(GUTTER).max(1);
-        let (shown, _) = self.shown(entry);
         let mut line = 0u32;
-        let mut n = 0u32;
-        wrap(shown, width, |a, _| {
-            if a <= offset {
-                line = n;
-            }
-            n += 1;
-        });
+        {
+            let full = self.text_in(entry, &self.scratch);
+            let (shown, _) = self.shown(entry, full);
+            // Offsets are into the whole text; the shown part starts it.
+            let mut n = 0u32;
+            wrap(shown, width, |a, _| {
+                if a <= offset {
+                    line = n;
+                }
+                n += 1;
+            });
+        }
+        self.scratch.reset();
         self.anchor = Some(Pos { entry, line });
         self.scroll_up(2.min(line + if entry > 0 { 2 } else { 0 }));
     }
@@ -448,11 +537,14 @@ impl Transcript {
 
     /// Finds `query` (ASCII case-insensitive) searching backward (toward
     /// older entries) from just before `from`, or forward from just after
-    /// it; wraps around. `from = None` starts at the newest end.
+    /// it; wraps around. `from = None` starts at the newest end. Every
+    /// entry is searched, session-backed ones decoded one at a time into a
+    /// scratch arena that is reset after each.
     pub fn find(&self, query: &str, from: Option<Match>, backward: bool) -> Option<Match> {
         if query.is_empty() || self.records.is_empty() {
             return None;
         }
+        let mut bump = Bump::new();
         let n = self.records.len();
         let start = from.map_or(if backward { n - 1 } else { 0 }, |m| m.entry);
         for step in 0..=n {
@@ -461,7 +553,8 @@ impl Transcript {
             } else {
                 (start + step) % n
             };
-            let text = self.text(i);
+            bump.reset();
+            let text = self.text_in(i, &bump);
             let mut best: Option<usize> = None;
             for at in find_all(text, query) {
                 let ok = match from {

@@ -64,6 +64,29 @@ fn a_steady_state_frame_allocates_nothing_at_a_million_entries() {
 }
 
 #[test]
+fn a_steady_state_frame_over_a_resumed_session_allocates_nothing_at_10_entries() {
+    let mut a = smith_tui::bench_support::filled_from_session(10);
+    assert!(a.transcript.is_session_backed(0));
+    steady_frames(&mut a);
+}
+
+#[test]
+fn a_steady_state_frame_over_a_resumed_session_allocates_nothing_at_a_million_entries() {
+    let mut a = smith_tui::bench_support::filled_from_session(1_000_000);
+    assert_eq!(a.transcript.len(), 1_000_000);
+    assert!(a.transcript.is_session_backed(999_999));
+    steady_frames(&mut a);
+}
+
+#[test]
+fn a_scrolled_frame_over_a_resumed_session_allocates_nothing() {
+    let mut a = smith_tui::bench_support::filled_from_session(1000);
+    a.prepare(100, 40);
+    a.transcript.scroll_up(500);
+    steady_frames(&mut a);
+}
+
+#[test]
 fn a_scrolled_frame_allocates_nothing() {
     let mut a = filled(1000);
     a.prepare(100, 40);

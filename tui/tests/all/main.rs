@@ -7,6 +7,7 @@
 mod allocs;
 mod golden;
 mod scripts;
+mod session;
 mod trust;
 
 #[global_allocator]
