@@ -1280,7 +1280,7 @@ mod tests {
 
     fn notices(app: &App) -> Vec<String> {
         let t = &app.transcript;
-        (0..t.len()).map(|i| t.text(i).to_owned()).collect()
+        (0..t.len()).map(|i| t.text(i).into_owned()).collect()
     }
 
     #[test]
@@ -1718,9 +1718,11 @@ mod tests {
             }
             assert!(ended, "the replay says when it is done");
             let t = &app.transcript;
-            let entries: Vec<(Shown, &str)> = (0..t.len())
-                .map(|i| (t.record(i).unwrap().kind, t.text(i)))
+            let owned: Vec<(Shown, String)> = (0..t.len())
+                .map(|i| (t.record(i).unwrap().kind, t.text(i).into_owned()))
                 .collect();
+            let entries: Vec<(Shown, &str)> =
+                owned.iter().map(|(k, s)| (*k, s.as_str())).collect();
             // The fixture records messages without run records, so replay
             // reports the run as interrupted, as it would for a process
             // that stopped mid-run.
@@ -1813,9 +1815,11 @@ mod tests {
                 None,
             );
             let t = &app.transcript;
-            let texts: Vec<(Shown, &str)> = (0..t.len())
-                .map(|i| (t.record(i).unwrap().kind, t.text(i)))
+            let owned: Vec<(Shown, String)> = (0..t.len())
+                .map(|i| (t.record(i).unwrap().kind, t.text(i).into_owned()))
                 .collect();
+            let texts: Vec<(Shown, &str)> =
+                owned.iter().map(|(k, s)| (*k, s.as_str())).collect();
             assert_eq!(
                 texts,
                 [
