@@ -184,6 +184,7 @@ fn model<'a>(json: &'a Value, reference: &str) -> Option<&'a Value> {
 }
 
 const SONNET: &str = "openai-compatible/anthropic/claude-sonnet-4.5";
+const QWEN: &str = "openai-compatible/qwen2.5-coder:32b";
 
 #[test]
 fn an_openai_compatible_refresh_publishes_caches_and_serves_later_runs_offline() {
@@ -325,10 +326,15 @@ fn configuration_wins_over_a_refresh_and_the_disagreement_is_shown() {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(
         home.path().join("models.kdl"),
-        "provider \"openai-compatible\" {\n    model \"anthropic/claude-sonnet-4.5\" {\n        context 5000\n        tools #false\n    }\n}\n",
+        "provider \"openai-compatible\" {\n    model \"qwen2.5-coder:32b\" {\n        context 5000\n        tools #false\n    }\n}\n",
     )
     .unwrap();
-    let server = Server::start(Box::new(|_| Reply::Json(200, listing("openrouter.json"))));
+    let server = Server::start(Box::new(|_| {
+        Reply::Json(
+            200,
+            br#"{"object": "list", "data": [{"id": "qwen2.5-coder:32b", "context_length": 32768, "top_provider": {"max_completion_tokens": 8192}, "supported_parameters": ["tools"]}]}"#.to_vec(),
+        )
+    }));
     let base = server.base("/v1");
     let vars = [("OPENAI_COMPATIBLE_BASE_URL", base.as_str())];
     let o = smith(
@@ -344,23 +350,18 @@ fn configuration_wins_over_a_refresh_and_the_disagreement_is_shown() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let json: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let sonnet = model(&json, SONNET).unwrap();
-    assert_eq!(sonnet["model"]["context"], 5000);
-    assert_eq!(sonnet["model"]["tools"], false);
-    assert_eq!(sonnet["provenance"]["context"], "user");
-    assert_eq!(sonnet["provenance"]["max-output"], "refresh");
+    let qwen = model(&json, QWEN).unwrap();
+    assert_eq!(qwen["model"]["context"], 5000);
+    assert_eq!(qwen["model"]["tools"], false);
+    assert_eq!(qwen["provenance"]["context"], "user");
+    assert_eq!(qwen["provenance"]["max-output"], "refresh");
     let conflicts = json["conflicts"].as_array().unwrap();
     let context = conflicts
         .iter()
-        .find(|c| {
-            c["model"] == "openai-compatible/anthropic/claude-sonnet-4.5" && c["field"] == "context"
-        })
+        .find(|c| c["model"] == QWEN && c["field"] == "context")
         .unwrap_or_else(|| panic!("{conflicts:?}"));
     assert_eq!(context["kept"], serde_json::json!(["user", "5000"]));
-    assert_eq!(
-        context["ignored"],
-        serde_json::json!(["refresh", "1000000"])
-    );
+    assert_eq!(context["ignored"], serde_json::json!(["refresh", "32768"]));
     // The user's file is not touched.
     assert!(
         std::fs::read_to_string(home.path().join("models.kdl"))
@@ -375,7 +376,9 @@ fn configuration_wins_over_a_refresh_and_the_disagreement_is_shown() {
     );
     let err = text(&o.stderr);
     assert!(
-        err.contains("context of `openai-compatible/anthropic/claude-sonnet-4.5` is 5000 per user but 1000000 per cache"),
+        err.contains(
+            "context of `openai-compatible/qwen2.5-coder:32b` is 5000 per user but 32768 per cache"
+        ),
         "{}",
         show(&o)
     );
