@@ -202,6 +202,7 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("net.connect-timeout-s", "src/settings.rs", "net_timeouts"),
     ("net.head-timeout-s", "src/settings.rs", "net_timeouts"),
     ("net.body-gap-timeout-s", "src/settings.rs", "net_timeouts"),
+    ("catalog.refresh", "src/cmd/models.rs", "background_refresh"),
     (
         "plugins.abort-deadline-ms",
         "src/settings.rs",

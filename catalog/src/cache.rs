@@ -1,7 +1,9 @@
 //! The refresh cache: what providers reported on earlier runs.
 //!
-//! One file per provider, `<dir>/<provider>.json`, holding a JSON array of
-//! models. Files are replaced atomically (temporary file, sync, rename) so a
+//! One file per provider, `<dir>/<provider>.json`, holding
+//! `{"refreshed_at": SECONDS, "models": [...]}`: when the provider was asked
+//! (seconds since the Unix epoch) and the models it reported (a bare JSON
+//! array of models is read too, with no time). Files are replaced atomically (temporary file, sync, rename) so a
 //! crash never leaves half a cache. A damaged file is only a cache: it is
 //! skipped with a warning and the bundled catalog serves instead.
 
@@ -11,9 +13,26 @@ use std::path::Path;
 
 use smith_diag::{Diagnostic, Surface};
 
+use serde::{Deserialize, Serialize};
+
 use crate::catalog::{Catalog, Source};
 use crate::model::ModelInfo;
 
+/// A cache file's content.
+#[derive(Debug, Serialize, Deserialize)]
+struct CacheFile {
+    /// When the provider was asked (seconds since the Unix epoch).
+    refreshed_at: Option<u64>,
+    /// What it reported.
+    models: Vec<ModelInfo>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum AnyCacheFile {
+    Current(CacheFile),
+    Bare(Vec<ModelInfo>),
+}
 /// Loads every `<provider>.json` in `dir` into `catalog` as
 /// [`Source::Cache`] data, in name order. A missing directory is no
 /// cache. Returns a warning for each file that could not be used.
@@ -33,9 +52,12 @@ pub fn load_dir(catalog: &Catalog, dir: &Path) -> Vec<Diagnostic> {
         };
         let parsed = fs::read_to_string(&path)
             .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str::<Vec<ModelInfo>>(&t).map_err(|e| e.to_string()));
+            .and_then(|t| serde_json::from_str::<AnyCacheFile>(&t).map_err(|e| e.to_string()));
         match parsed {
-            Ok(models) => {
+            Ok(AnyCacheFile::Current(file)) => {
+                catalog.load_cached_at(provider, file.models, file.refreshed_at);
+            }
+            Ok(AnyCacheFile::Bare(models)) => {
                 catalog.load_cached(provider, models);
             }
             Err(why) => warnings.push(
@@ -61,7 +83,7 @@ pub fn load_dir(catalog: &Catalog, dir: &Path) -> Vec<Diagnostic> {
 ///
 /// When the directory or file cannot be written.
 pub fn save(catalog: &Catalog, dir: &Path, provider: &str) -> Result<bool, Diagnostic> {
-    let Some((Source::Refresh, models)) = catalog.runtime_models(provider) else {
+    let Some((Source::Refresh, models, refreshed_at)) = catalog.runtime_data(provider) else {
         return Ok(false);
     };
     let path = dir.join(format!("{provider}.json"));
@@ -74,7 +96,11 @@ pub fn save(catalog: &Catalog, dir: &Path, provider: &str) -> Result<bool, Diagn
         )
         .with_surface(Surface::file(&path))
     };
-    let text = serde_json::to_string_pretty(&models).map_err(|e| fail(io::Error::other(e)))?;
+    let file = CacheFile {
+        refreshed_at,
+        models,
+    };
+    let text = serde_json::to_string_pretty(&file).map_err(|e| fail(io::Error::other(e)))?;
     fs::create_dir_all(dir).map_err(fail)?;
     let tmp = dir.join(format!(".{provider}.json.tmp-{}", std::process::id()));
     let result = (|| {
@@ -117,8 +143,29 @@ mod tests {
         let e = snap.get("p", "m").unwrap();
         assert_eq!(e.model, m);
         assert_eq!(e.provenance[&Field::Context], Source::Cache);
+        // The time the provider was asked survives the round trip.
+        let asked = first.snapshot().runtime["p"].refreshed_at;
+        assert!(asked.is_some());
+        assert_eq!(snap.runtime["p"].refreshed_at, asked);
+        assert_eq!(snap.runtime["p"].source, Source::Cache);
+        assert_eq!(snap.runtime["p"].models, 1);
         // Cache data is not written back as if it were fresh.
         assert!(!save(&next, dir.path(), "p").unwrap());
+    }
+
+    #[test]
+    fn a_bare_array_cache_file_is_read_with_no_time() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("p.json"),
+            r#"[{"provider": "p", "id": "m", "context": 7}]"#,
+        )
+        .unwrap();
+        let c = Catalog::new(vec![]);
+        assert!(load_dir(&c, dir.path()).is_empty());
+        let snap = c.snapshot();
+        assert_eq!(snap.get("p", "m").unwrap().model.context, Some(7));
+        assert_eq!(snap.runtime["p"].refreshed_at, None);
     }
 
     #[test]

@@ -101,6 +101,18 @@ pub struct Entry {
     pub provenance: BTreeMap<Field, Source>,
 }
 
+/// Where one provider's runtime data in a snapshot came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeData {
+    /// [`Source::Refresh`] (this run) or [`Source::Cache`] (an earlier run).
+    pub source: Source,
+    /// When the provider was asked, in seconds since the Unix epoch, if
+    /// known (a cache file written before times were kept has none).
+    pub refreshed_at: Option<u64>,
+    /// How many models the provider reported.
+    pub models: usize,
+}
+
 /// A coherent, immutable view of the catalog.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Snapshot {
@@ -110,6 +122,9 @@ pub struct Snapshot {
     pub entries: Vec<Entry>,
     /// Every disagreement between sources.
     pub conflicts: Vec<Conflict>,
+    /// Per provider with runtime data (a refresh or the cache): where it
+    /// came from and when.
+    pub runtime: BTreeMap<String, RuntimeData>,
 }
 
 impl Snapshot {
@@ -163,9 +178,27 @@ impl Snapshot {
 struct Layers {
     user: Vec<ModelInfo>,
     bundled: Vec<ModelInfo>,
-    /// Per provider: its runtime data (refresh or cache), and the generation
-    /// at which it was last published.
-    runtime: BTreeMap<String, (Source, Vec<ModelInfo>, u64)>,
+    /// Per provider: its runtime data (refresh or cache).
+    runtime: BTreeMap<String, Runtime>,
+}
+
+/// One provider's runtime data.
+#[derive(Debug, Clone)]
+struct Runtime {
+    source: Source,
+    models: Vec<ModelInfo>,
+    /// The generation at which it was published (0 for cache data).
+    published: u64,
+    /// When the provider was asked (seconds since the Unix epoch).
+    refreshed_at: Option<u64>,
+}
+
+/// The current time in seconds since the Unix epoch (0 if the clock is
+/// before it).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn merge(layers: &Layers, generation: u64) -> Snapshot {
@@ -176,8 +209,8 @@ fn merge(layers: &Layers, generation: u64) -> Snapshot {
         (Source::User, &layers.user),
         (Source::Bundled, &layers.bundled),
     ];
-    for (source, models, _) in layers.runtime.values() {
-        sources.push((source.clone(), models));
+    for r in layers.runtime.values() {
+        sources.push((r.source.clone(), &r.models));
     }
     for (source, models) in &sources {
         for m in *models {
@@ -216,10 +249,25 @@ fn merge(layers: &Layers, generation: u64) -> Snapshot {
         }
         entries.push(Entry { model, provenance });
     }
+    let runtime = layers
+        .runtime
+        .iter()
+        .map(|(provider, r)| {
+            (
+                provider.clone(),
+                RuntimeData {
+                    source: r.source.clone(),
+                    refreshed_at: r.refreshed_at,
+                    models: r.models.len(),
+                },
+            )
+        })
+        .collect();
     Snapshot {
         generation,
         entries,
         conflicts,
+        runtime,
     }
 }
 
@@ -251,6 +299,8 @@ pub struct RefreshTicket {
     provider: String,
     /// The generation current when the refresh began.
     based_on: u64,
+    /// When the refresh began (seconds since the Unix epoch).
+    began_at: u64,
     cancel: CancelToken,
 }
 
@@ -344,15 +394,32 @@ impl Catalog {
     /// Loads a provider's data saved by an earlier run ([`Source::Cache`]).
     /// Ignored when this run already has fresher data for the provider.
     pub fn load_cached(&self, provider: &str, models: Vec<ModelInfo>) -> u64 {
+        self.load_cached_at(provider, models, None)
+    }
+
+    /// Like [`Catalog::load_cached`], with the time the provider was asked
+    /// (seconds since the Unix epoch), for provenance reports.
+    pub fn load_cached_at(
+        &self,
+        provider: &str,
+        models: Vec<ModelInfo>,
+        refreshed_at: Option<u64>,
+    ) -> u64 {
         self.publish_with(|layers| {
             let fresher = layers
                 .runtime
                 .get(provider)
-                .is_some_and(|(s, _, _)| *s == Source::Refresh);
+                .is_some_and(|r| r.source == Source::Refresh);
             if !fresher {
-                layers
-                    .runtime
-                    .insert(provider.to_owned(), (Source::Cache, models, 0));
+                layers.runtime.insert(
+                    provider.to_owned(),
+                    Runtime {
+                        source: Source::Cache,
+                        models,
+                        published: 0,
+                        refreshed_at,
+                    },
+                );
             }
         })
     }
@@ -360,6 +427,11 @@ impl Catalog {
     /// The runtime data currently held for `provider` (for saving to the
     /// cache after a refresh).
     pub fn runtime_models(&self, provider: &str) -> Option<(Source, Vec<ModelInfo>)> {
+        self.runtime_data(provider).map(|(s, m, _)| (s, m))
+    }
+
+    /// Like [`Catalog::runtime_models`], with when the provider was asked.
+    pub fn runtime_data(&self, provider: &str) -> Option<(Source, Vec<ModelInfo>, Option<u64>)> {
         let layers = self
             .inner
             .layers
@@ -368,7 +440,7 @@ impl Catalog {
         layers
             .runtime
             .get(provider)
-            .map(|(s, m, _)| (s.clone(), m.clone()))
+            .map(|r| (r.source.clone(), r.models.clone(), r.refreshed_at))
     }
 
     fn publish_with(&self, change: impl FnOnce(&mut Layers)) -> u64 {
@@ -394,6 +466,7 @@ impl Catalog {
         RefreshTicket {
             provider: provider.to_owned(),
             based_on: self.snapshot().generation,
+            began_at: unix_now(),
             cancel: CancelToken::new(),
         }
     }
@@ -414,12 +487,13 @@ impl Catalog {
         if ticket.cancel.is_cancelled() {
             return RefreshOutcome::Cancelled;
         }
-        if let Some((Source::Refresh, _, published)) = layers.runtime.get(&ticket.provider)
-            && *published > ticket.based_on
+        if let Some(r) = layers.runtime.get(&ticket.provider)
+            && r.source == Source::Refresh
+            && r.published > ticket.based_on
         {
             return RefreshOutcome::Stale {
                 began_at: ticket.based_on,
-                newer: *published,
+                newer: r.published,
             };
         }
         let mut current = self
@@ -434,7 +508,12 @@ impl Catalog {
             .collect();
         layers.runtime.insert(
             ticket.provider.clone(),
-            (Source::Refresh, models, generation),
+            Runtime {
+                source: Source::Refresh,
+                models,
+                published: generation,
+                refreshed_at: Some(ticket.began_at),
+            },
         );
         *current = Arc::new(merge(&layers, generation));
         *self

@@ -33,8 +33,8 @@ pub mod parse;
 pub mod route;
 
 pub use catalog::{
-    CancelToken, Catalog, Conflict, Entry, RefreshHandle, RefreshOutcome, RefreshTicket, Snapshot,
-    Source,
+    CancelToken, Catalog, Conflict, Entry, RefreshHandle, RefreshOutcome, RefreshTicket,
+    RuntimeData, Snapshot, Source, unix_now,
 };
 pub use gate::{Gated, RequestNeeds, gate};
 pub use model::{CacheBehavior, Field, ModelInfo, Pricing, ThinkingLevel};

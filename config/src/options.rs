@@ -161,6 +161,12 @@ pub static SECTIONS: &[SectionDecl] = &[
         policy_reason: "a mistyped timeout would silently keep a default the user meant to change",
     },
     SectionDecl {
+        path: "catalog",
+        policy: UnknownPolicy::Reject,
+        help: "The model catalog.",
+        policy_reason: "a mistyped refresh setting would silently keep the catalog from refreshing, or refresh it against the user's wish",
+    },
+    SectionDecl {
         path: "plugins",
         policy: UnknownPolicy::Reject,
         help: "The plugin host.",
@@ -304,6 +310,16 @@ options! {
         default: Some(Lit::Int(300)),
         unset: "",
         help: "Seconds allowed between two chunks of a streaming response body before the stream is treated as stalled.",
+    };
+    /// Whether sessions refresh the model catalog from the providers.
+    CATALOG_REFRESH = OptionDecl {
+        key: "catalog.refresh",
+        flag: "--catalog-refresh",
+        env: "SMITH_CATALOG_REFRESH",
+        kind: Kind::Enum(&["off", "background"]),
+        default: Some(Lit::Str("off")),
+        unset: "",
+        help: "Whether `smith eval`, `smith rpc` and `smith tui` ask the providers with credentials (and the OpenAI-compatible server with a base URL) for their model lists at startup. `background` refreshes on its own thread, which startup never waits for, and writes the catalog cache that later runs read offline; `off` asks nothing. `smith models --refresh` refreshes on demand either way.",
     };
     /// Plugin abort deadline.
     PLUGINS_ABORT_DEADLINE_MS = OptionDecl {

@@ -47,7 +47,10 @@ pub mod vcs;
 pub use bindings::provider::smith::plugin::host::LogLevel;
 pub use error::{ErrorKind, Phase, PluginError};
 pub use extension::{ExtensionComponent, WasmExtension};
-pub use provider::{AbortHandle, InstantiateError, ProviderComponent, WasmProvider};
+pub use provider::{
+    AbortHandle, InstantiateError, ListedModel, ListedPricing, ModelPage, ProviderComponent,
+    WasmProvider,
+};
 pub use runtime::{Limits, Runtime, compile_count, compile_count_on_this_thread};
 
 /// The WIT source of `smith:plugin@1`, file name and text, as embedded.

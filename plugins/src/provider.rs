@@ -300,6 +300,128 @@ impl WasmProvider {
     }
 }
 
+/// Prices per million tokens a listing states; each unknown until stated.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ListedPricing {
+    /// Uncached input tokens.
+    pub input: Option<f64>,
+    /// Output tokens.
+    pub output: Option<f64>,
+    /// Input tokens read from the prompt cache.
+    pub cache_read: Option<f64>,
+    /// Input tokens written to the prompt cache.
+    pub cache_write: Option<f64>,
+}
+
+/// One model of a provider plugin's listing (`model-info`): every field
+/// but the id is `None` when the provider did not state it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListedModel {
+    /// The model id.
+    pub id: String,
+    /// A name for people.
+    pub display_name: Option<String>,
+    /// The context window in tokens.
+    pub context_window: Option<u64>,
+    /// The output limit in tokens.
+    pub max_output_tokens: Option<u32>,
+    /// Whether the model reads text input.
+    pub text_input: Option<bool>,
+    /// Whether the model reads image input.
+    pub image_input: Option<bool>,
+    /// Whether the model calls tools.
+    pub tools: Option<bool>,
+    /// Whether the model thinks on request.
+    pub thinking: Option<bool>,
+    /// Prices.
+    pub pricing: ListedPricing,
+}
+
+/// One page of a provider plugin's model listing (`model-page`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelPage {
+    /// The models on the page.
+    pub models: Vec<ListedModel>,
+    /// The cursor of the next page; `None` on the last.
+    pub next: Option<String>,
+}
+
+impl WasmProvider {
+    /// The plugin's `models-request`: the exchange that fetches the listing
+    /// page after `after` (the first for `None`), or `None` when the
+    /// provider has no listing.
+    ///
+    /// # Errors
+    ///
+    /// The plugin's typed error, or a transport error naming the plugin
+    /// when it failed (trap, deadline, memory limit).
+    pub fn models_request(
+        &mut self,
+        after: Option<&str>,
+    ) -> Result<Option<engine::HttpExchange>, engine::ProviderError> {
+        let after = after.map(str::to_owned);
+        let result = self
+            .call("models-request", |store, plugin| {
+                plugin
+                    .smith_plugin_provider()
+                    .call_models_request(store, after.as_deref())
+            })
+            .map_err(|e| plugin_failure(&e))?;
+        result
+            .map(|exchange| {
+                exchange.map(|http| engine::HttpExchange {
+                    method: http.method,
+                    url: http.url,
+                    headers: http.headers,
+                    body: http.body,
+                })
+            })
+            .map_err(error_from_wit)
+    }
+
+    /// The plugin's `decode-models`: one listing body as a page.
+    ///
+    /// # Errors
+    ///
+    /// The plugin's typed error (the vendor's error body, or a body of the
+    /// wrong shape), or a transport error naming the plugin when it failed.
+    pub fn decode_models(&mut self, body: &[u8]) -> Result<ModelPage, engine::ProviderError> {
+        let result = self
+            .call("decode-models", |store, plugin| {
+                plugin
+                    .smith_plugin_provider()
+                    .call_decode_models(store, body)
+            })
+            .map_err(|e| plugin_failure(&e))?;
+        let page = result.map_err(error_from_wit)?;
+        Ok(ModelPage {
+            models: page
+                .models
+                .into_iter()
+                .map(|m| ListedModel {
+                    id: m.id,
+                    display_name: m.display_name,
+                    context_window: m.context_window,
+                    max_output_tokens: m.max_output_tokens,
+                    text_input: m.text_input,
+                    image_input: m.image_input,
+                    tools: m.tools,
+                    thinking: m.thinking,
+                    pricing: m
+                        .pricing
+                        .map_or_else(ListedPricing::default, |p| ListedPricing {
+                            input: p.input,
+                            output: p.output,
+                            cache_read: p.cache_read,
+                            cache_write: p.cache_write,
+                        }),
+                })
+                .collect(),
+            next: page.next,
+        })
+    }
+}
+
 fn plugin_failure(error: &PluginError) -> engine::ProviderError {
     engine::ProviderError::new(engine::ProviderErrorKind::Transport, error.to_string())
 }
@@ -435,11 +557,14 @@ fn info_from_wit(info: wit::ProviderInfo) -> engine::ProviderInfo {
                 id: model.id,
                 context_window: model.context_window,
                 max_output_tokens: model.max_output_tokens,
-                pricing: model.pricing.map(|p| engine::Pricing {
-                    input: p.input,
-                    output: p.output,
-                    cache_read: p.cache_read,
-                    cache_write: p.cache_write,
+                // The engine's prices are all-or-nothing.
+                pricing: model.pricing.and_then(|p| {
+                    Some(engine::Pricing {
+                        input: p.input?,
+                        output: p.output?,
+                        cache_read: p.cache_read?,
+                        cache_write: p.cache_write?,
+                    })
                 }),
             })
             .collect(),

@@ -9,6 +9,7 @@
 //! - [`anthropic`] — the Messages API;
 //! - [`openai`] — the Responses API and Chat Completions;
 //! - [`google`] — Gemini `streamGenerateContent?alt=sse`;
+//! - [`models`] — each vendor's model listing, page by page;
 //! - [`openai_compatible`] — the Chat Completions dialect at any base URL
 //!   (OpenRouter, Ollama, llama.cpp server, vLLM, LM Studio), with their
 //!   quirks.
@@ -35,6 +36,7 @@ mod chat;
 mod common;
 mod diag;
 pub mod google;
+pub mod models;
 pub mod openai;
 pub mod openai_compatible;
 pub mod settings;

@@ -144,6 +144,7 @@ pub(crate) fn choose_provider(
     base_url: Option<&str>,
     mock: impl FnOnce() -> anyhow::Result<Box<dyn Provider>>,
 ) -> anyhow::Result<Chosen> {
+    super::models::start_background_refresh();
     let failed = |d: smith_diag::Diagnostic| anyhow::anyhow!("{}", d.render_plain().trim_end());
     let paths = smith_config::Paths::from_process().map_err(|e| failed(e.into_diagnostic()))?;
     let resolver = Arc::new(

@@ -50,6 +50,7 @@ pub struct Args {
 ///
 /// When the first runtime cannot start, or standard input or output fail.
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    super::models::start_background_refresh();
     let cwd = match args.cwd {
         Some(dir) => dir,
         None => std::env::current_dir()

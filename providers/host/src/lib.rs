@@ -8,7 +8,8 @@
 //! (`smith_plugins::builtin`), which wrap the adapters of `smith-providers`.
 //! [`NetTransport`] carries the exchanges over the HTTP engine
 //! (`smith-net`), substituting credentials at the last moment.
-//! [`select`] picks the provider for a run: an explicit choice, else the
+//! [`refresh`] asks the providers which models they serve, for the
+//! catalog. [`select`] picks the provider for a run: an explicit choice, else the
 //! first provider whose credential is available, else the offline
 //! scripted provider.
 //!
@@ -19,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod live;
+pub mod refresh;
 pub mod select;
 pub mod transport;
 pub mod vendor;

@@ -239,6 +239,7 @@ impl LiveProvider {
             generation: 0,
             entries: Vec::new(),
             conflicts: Vec::new(),
+            runtime: BTreeMap::new(),
         };
         if self.setup.routes.resolve(name, &empty).is_ok() {
             return self.setup.routes.resolve(name, snapshot);

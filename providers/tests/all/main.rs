@@ -7,5 +7,6 @@
 mod cuts;
 mod encode;
 mod golden;
+mod listings;
 mod quirks;
 mod support;

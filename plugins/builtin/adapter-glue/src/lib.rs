@@ -9,12 +9,16 @@
 //!   adapter's `encode` and returns its HTTP exchange; it also starts a
 //!   fresh streaming decoder for the response.
 //! - `decode` / `finish` run that decoder and return its normalized events.
+//! - `models-request` / `decode-models` run the adapter's model listing
+//!   (`smith_providers::models`) with the configured base URL and
+//!   credential handle.
 //!
 //! Each plugin crate is one line: [`vendor_plugin!`] with its [`Adapter`].
 
 use std::cell::RefCell;
 
 use smith_plugin_sdk::provider::exports::smith::plugin::provider as wit;
+use smith_providers::models::{self, ListedModel, Listing};
 use smith_providers::types as vendor;
 use smith_providers::{Config, Decoder, SETTINGS};
 
@@ -29,6 +33,8 @@ pub trait Adapter {
     /// The APIs the `api` setting chooses between, the default first;
     /// empty when the vendor has one API (and no `api` setting).
     const APIS: &'static [&'static str];
+    /// The vendor's model listing.
+    const LISTING: Listing;
 
     /// Encodes `request` for the API at index `api` of [`Adapter::APIS`].
     ///
@@ -125,8 +131,13 @@ pub fn describe<A: Adapter>() -> wit::ProviderInfo {
         models: A::DEFAULT_MODEL
             .map(|id| wit::ModelInfo {
                 id: id.to_owned(),
+                display_name: None,
                 context_window: None,
                 max_output_tokens: None,
+                text_input: None,
+                image_input: None,
+                tools: None,
+                thinking: None,
                 pricing: None,
             })
             .into_iter()
@@ -180,6 +191,63 @@ pub fn finish<A: Adapter>() -> Vec<wit::StreamEvent> {
     })
 }
 
+/// `models-request`: the listing page after `after` (the first for none).
+///
+/// # Errors
+///
+/// The adapter's error (the OpenAI-compatible provider without a base URL).
+pub fn models_request<A: Adapter>(
+    after: Option<String>,
+) -> Result<Option<wit::HttpExchange>, wit::ProviderError> {
+    STATE.with(|state| {
+        let state = state.borrow();
+        let exchange =
+            models::request(A::LISTING, &state.config, after.as_deref()).map_err(error_to_wit)?;
+        Ok(Some(wit::HttpExchange {
+            method: exchange.method,
+            url: exchange.url,
+            headers: exchange.headers,
+            body: exchange.body,
+        }))
+    })
+}
+
+/// `decode-models`: one listing body as models and the next cursor.
+///
+/// # Errors
+///
+/// The vendor's error object, or a body that is not the listing's shape.
+pub fn decode_models<A: Adapter>(body: &[u8]) -> Result<wit::ModelPage, wit::ProviderError> {
+    let page = models::decode(A::LISTING, body).map_err(error_to_wit)?;
+    Ok(wit::ModelPage {
+        models: page.models.into_iter().map(model_to_wit).collect(),
+        next: page.next,
+    })
+}
+
+fn model_to_wit(model: ListedModel) -> wit::ModelInfo {
+    let p = model.pricing;
+    let stated = [p.input, p.output, p.cache_read, p.cache_write]
+        .iter()
+        .any(Option::is_some);
+    wit::ModelInfo {
+        id: model.id,
+        display_name: model.display_name,
+        context_window: model.context_window,
+        max_output_tokens: model.max_output_tokens,
+        text_input: model.text_input,
+        image_input: model.image_input,
+        tools: model.tools,
+        thinking: model.thinking,
+        pricing: stated.then_some(wit::Pricing {
+            input: p.input,
+            output: p.output,
+            cache_read: p.cache_read,
+            cache_write: p.cache_write,
+        }),
+    }
+}
+
 /// Defines the plugin's export type for adapter `$adapter` and exports it.
 #[macro_export]
 macro_rules! vendor_plugin {
@@ -216,6 +284,24 @@ macro_rules! vendor_plugin {
             -> Vec<smith_plugin_sdk::provider::exports::smith::plugin::provider::StreamEvent> {
                 $crate::finish::<$adapter>()
             }
+
+            fn models_request(
+                after: Option<String>,
+            ) -> Result<
+                Option<smith_plugin_sdk::provider::exports::smith::plugin::provider::HttpExchange>,
+                smith_plugin_sdk::provider::exports::smith::plugin::provider::ProviderError,
+            > {
+                $crate::models_request::<$adapter>(after)
+            }
+
+            fn decode_models(
+                body: Vec<u8>,
+            ) -> Result<
+                smith_plugin_sdk::provider::exports::smith::plugin::provider::ModelPage,
+                smith_plugin_sdk::provider::exports::smith::plugin::provider::ProviderError,
+            > {
+                $crate::decode_models::<$adapter>(&body)
+            }
         }
 
         smith_plugin_sdk::provider::export_provider!(Plugin);
@@ -233,6 +319,7 @@ impl Adapter for Anthropic {
     const PROVIDER_ID: &'static str = smith_providers::anthropic::PROVIDER_ID;
     const DEFAULT_MODEL: Option<&'static str> = Some(smith_providers::anthropic::DEFAULT_MODEL);
     const APIS: &'static [&'static str] = &[];
+    const LISTING: Listing = Listing::Anthropic;
 
     fn encode(
         _api: usize,
@@ -256,6 +343,7 @@ impl Adapter for OpenAi {
     const PROVIDER_ID: &'static str = smith_providers::openai::PROVIDER_ID;
     const DEFAULT_MODEL: Option<&'static str> = Some(smith_providers::openai::DEFAULT_MODEL);
     const APIS: &'static [&'static str] = &["responses", "chat"];
+    const LISTING: Listing = Listing::OpenAi;
 
     fn encode(
         api: usize,
@@ -284,6 +372,7 @@ impl Adapter for Google {
     const PROVIDER_ID: &'static str = smith_providers::google::PROVIDER_ID;
     const DEFAULT_MODEL: Option<&'static str> = Some(smith_providers::google::DEFAULT_MODEL);
     const APIS: &'static [&'static str] = &[];
+    const LISTING: Listing = Listing::Google;
 
     fn encode(
         _api: usize,
@@ -306,6 +395,7 @@ impl Adapter for OpenAiCompatible {
     const PROVIDER_ID: &'static str = smith_providers::openai_compatible::PROVIDER_ID;
     const DEFAULT_MODEL: Option<&'static str> = None;
     const APIS: &'static [&'static str] = &[];
+    const LISTING: Listing = Listing::OpenAiCompatible;
 
     fn encode(
         _api: usize,

@@ -3,7 +3,9 @@
 //! Settings (through `configure`): `script` is the script's JSON text and
 //! `origin` names where it came from in errors. Without a script the
 //! built-in demo plays. `encode` answers with a local exchange; `decode`
-//! turns each chunk back into events.
+//! turns each chunk back into events. It has no model listing:
+//! `models-request` answers none, so a catalog refresh skips it and its one
+//! model is what `describe` says.
 
 mod model;
 mod script;
@@ -155,8 +157,13 @@ impl wit::Guest for Mock {
             id: "mock".to_owned(),
             models: vec![wit::ModelInfo {
                 id: script::MOCK_MODEL.to_owned(),
+                display_name: None,
                 context_window: Some(200_000),
                 max_output_tokens: Some(8_192),
+                text_input: None,
+                image_input: None,
+                tools: None,
+                thinking: None,
                 pricing: None,
             }],
         }
@@ -216,6 +223,20 @@ impl wit::Guest for Mock {
             .into_iter()
             .map(event_to_wit)
             .collect()
+    }
+
+    fn models_request(
+        _after: Option<String>,
+    ) -> Result<Option<wit::HttpExchange>, wit::ProviderError> {
+        Ok(None)
+    }
+
+    fn decode_models(_body: Vec<u8>) -> Result<wit::ModelPage, wit::ProviderError> {
+        Err(wit::ProviderError {
+            kind: wit::ErrorKind::InvalidRequest,
+            message: "smith/mock has no model listing (its models-request answers none), so there is no listing body to decode; this is a host defect, report it".to_owned(),
+            retry_after_ms: None,
+        })
     }
 }
 

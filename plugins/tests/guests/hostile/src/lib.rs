@@ -94,6 +94,19 @@ impl wit::Guest for Hostile {
     fn finish() -> Vec<wit::StreamEvent> {
         Vec::new()
     }
+
+    fn models_request(
+        _after: Option<String>,
+    ) -> Result<Option<wit::HttpExchange>, wit::ProviderError> {
+        Ok(None)
+    }
+
+    fn decode_models(_body: Vec<u8>) -> Result<wit::ModelPage, wit::ProviderError> {
+        Ok(wit::ModelPage {
+            models: Vec::new(),
+            next: None,
+        })
+    }
 }
 
 smith_plugin_sdk::provider::export_provider!(Hostile);
