@@ -1721,8 +1721,7 @@ mod tests {
             let owned: Vec<(Shown, String)> = (0..t.len())
                 .map(|i| (t.record(i).unwrap().kind, t.text(i).into_owned()))
                 .collect();
-            let entries: Vec<(Shown, &str)> =
-                owned.iter().map(|(k, s)| (*k, s.as_str())).collect();
+            let entries: Vec<(Shown, &str)> = owned.iter().map(|(k, s)| (*k, s.as_str())).collect();
             // The fixture records messages without run records, so replay
             // reports the run as interrupted, as it would for a process
             // that stopped mid-run.
@@ -1818,8 +1817,7 @@ mod tests {
             let owned: Vec<(Shown, String)> = (0..t.len())
                 .map(|i| (t.record(i).unwrap().kind, t.text(i).into_owned()))
                 .collect();
-            let texts: Vec<(Shown, &str)> =
-                owned.iter().map(|(k, s)| (*k, s.as_str())).collect();
+            let texts: Vec<(Shown, &str)> = owned.iter().map(|(k, s)| (*k, s.as_str())).collect();
             assert_eq!(
                 texts,
                 [
