@@ -613,7 +613,7 @@ fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
     })?;
     if exe.file_stem().and_then(|s| s.to_str()) != Some("smith") {
         return Err(GateError::new(format!(
-            "the first-frame gate launches the running executable as the interface, but it is              {}, not smith; run the gate from the `smith` binary (`smith bench`)",
+            "the first-frame gate launches the running executable as the interface, but it is {}, not smith; run the gate from the `smith` binary (`smith bench`)",
             exe.display()
         )));
     }

@@ -210,6 +210,17 @@ fn the_gate_table_runs_and_reports_every_gate() {
     assert_eq!(rows.len(), gates.len());
     for (row, gate) in rows.iter().zip(&gates) {
         assert_eq!(row["name"], gate.name);
+        if gate.name == "tui.first_frame" {
+            // It launches the running executable as the interface, so it
+            // runs only from the `smith` binary (tests/bench_cli.rs runs
+            // it there); from this test binary it refuses, saying so.
+            let error = row["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("not smith; run the gate from the `smith` binary"),
+                "{error}"
+            );
+            continue;
+        }
         assert!(row["error"].is_null(), "{}: {}", gate.name, row["error"]);
         assert!(row["median"].is_number(), "{}", gate.name);
         assert_eq!(
