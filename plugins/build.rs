@@ -23,6 +23,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-hello",
         "smith-plugin-probe",
         "smith-plugin-stuck",
+        "smith-plugin-lifecycle",
     ],
 ];
 

@@ -78,6 +78,8 @@ pub fn lifecycle(event: &Event) -> Option<LifecycleEvent> {
         Event::ToolExecutionEnd {
             call_id, status, ..
         } => LifecycleEvent::ToolExecutionEnd((call_id.clone(), *status != ToolStatus::Ok)),
+        Event::ModelChanged { model, .. } => LifecycleEvent::ModelChange(model.clone()),
+        Event::Error(info) => LifecycleEvent::Error(info.message.clone()),
         _ => return None,
     })
 }
@@ -201,6 +203,13 @@ impl Dispatcher {
         self.pending
             .extend(actions.into_iter().map(|a| (plugin.to_owned(), a)));
         Ok(count)
+    }
+
+    /// Delivers `event` (one the runtime raises outside its event stream:
+    /// `session-start`, `before-provider-request`, `resize`...) to every
+    /// handler, queuing their actions for the next safe point.
+    pub fn notify(&mut self, event: &LifecycleEvent) {
+        self.deliver(event);
     }
 
     fn deliver(&mut self, event: &LifecycleEvent) {

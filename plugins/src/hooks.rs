@@ -2,16 +2,27 @@
 //! decision folding of [`crate::extension::decide`] behind the engine's
 //! [`Hooks`] contract.
 //!
-//! The engine calls [`Hooks::input`] and [`Hooks::tool_call`] at its
-//! decision points only; every handler sees the event in load order, any
+//! The engine calls [`Hooks::input`], [`Hooks::tool_call`],
+//! [`Hooks::compaction`] and [`Hooks::context`] at its decision points
+//! only, and a frontend asks the [`Hooks::session_gate`] before it switches
+//! or forks sessions; every handler sees the event in load order, any
 //! block wins, replacements chain, and a handler that fails or misses its
-//! deadline is no decision. [`Hooks::observe`] delivers each runtime event's
+//! deadline is no decision. A replacement where it has no meaning (the
+//! context, a session switch or fork) counts as allow and is reported.
+//!
+//! Hooks bound to a session ([`PluginHooks::in_session`]) raise
+//! `plugin-loaded` for each plugin and then `session-start` when the
+//! runtime starts serving, and `session-shutdown` when it stops; the
+//! actions handlers return to `session-shutdown` are released right away
+//! (the runtime is idle), UI intents included.
+//!
+//! [`Hooks::observe`] delivers each runtime event's
 //! lifecycle counterpart; at a safe point the dispatcher's batch is checked
 //! for conflicts and released: model switches and messages go back to the
 //! engine (which applies them there), layout and theme changes and UI
 //! intents go to the [`Frontend`].
 
-use smith_engine::agent::{HookAction, Hooks, Interrupt, Verdict};
+use smith_engine::agent::{HookAction, Hooks, Interrupt, SessionGate, SessionOp, Verdict};
 use smith_engine::protocol::Event;
 use smith_engine::provider::ToolCall;
 
@@ -49,6 +60,9 @@ pub struct PluginHooks {
 struct Inner {
     dispatcher: Dispatcher,
     frontend: Box<dyn Frontend>,
+    /// The session the runtime records into, when the hooks are bound to
+    /// one (session events are raised only then).
+    session: Option<String>,
 }
 
 fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
@@ -71,8 +85,18 @@ impl PluginHooks {
             inner: Arc::new(Mutex::new(Inner {
                 dispatcher: Dispatcher::new(plugins),
                 frontend,
+                session: None,
             })),
         }
+    }
+
+    /// Binds the hooks to the session `id` the runtime records into: its
+    /// start and shutdown are raised to the plugins (`plugin-loaded` for
+    /// each plugin, `session-start(id)`, `session-shutdown`).
+    #[must_use]
+    pub fn in_session(self, id: &str) -> Self {
+        lock(&self.inner).session = Some(id.to_owned());
+        self
     }
 
     /// The plugins' names, in load order.
@@ -109,11 +133,7 @@ impl Inner {
         for error in errors {
             self.frontend.diagnostic(&format!(
                 "{error}; it counts as no decision, so the {} went ahead as far as it is concerned",
-                match event {
-                    LifecycleEvent::ToolCall(_) => "tool call",
-                    LifecycleEvent::SessionCompact => "compaction",
-                    _ => "input",
-                }
+                what(event)
             ));
         }
         for plugin in self.dispatcher.plugins_mut() {
@@ -125,10 +145,27 @@ impl Inner {
         match folded {
             Folded::Block { plugin, reason } => Verdict::Block { by: plugin, reason },
             Folded::Allow {
+                replacement: Some((by, _)),
+            } if !replaceable(event) => {
+                self.frontend.diagnostic(&format!(
+                    "plugin {by} answered the {} with a replacement, which has no meaning there (only block or allow do); it counts as allow, so the {} went ahead unchanged",
+                    what(event),
+                    what(event)
+                ));
+                Verdict::Allow
+            }
+            Folded::Allow {
                 replacement: Some((by, value)),
             } => Verdict::Replace { by, value },
             Folded::Allow { replacement: None } => Verdict::Allow,
         }
+    }
+
+    /// Delivers `event` to every handler outside a decision point: their
+    /// actions wait for the next safe point.
+    fn notify(&mut self, event: &LifecycleEvent) {
+        self.dispatcher.notify(event);
+        self.drop_dead();
     }
 
     /// Reports what a safe point released and returns the actions for the
@@ -158,7 +195,86 @@ impl Inner {
     }
 }
 
+/// What a decision point is called in diagnostics.
+fn what(event: &LifecycleEvent) -> &'static str {
+    match event {
+        LifecycleEvent::ToolCall(_) => "tool call",
+        LifecycleEvent::SessionCompact => "compaction",
+        LifecycleEvent::Context(_) => "provider request",
+        LifecycleEvent::SessionSwitch(_) => "session switch",
+        LifecycleEvent::SessionFork(_) => "session fork",
+        _ => "input",
+    }
+}
+
+/// Whether a replacement means something at this decision point.
+fn replaceable(event: &LifecycleEvent) -> bool {
+    matches!(
+        event,
+        LifecycleEvent::ToolCall(_) | LifecycleEvent::Input(_) | LifecycleEvent::SessionCompact
+    )
+}
+
 impl Hooks for PluginHooks {
+    fn context(&mut self, messages: usize) -> Verdict {
+        let count = u32::try_from(messages).unwrap_or(u32::MAX);
+        lock(&self.inner).decide(&LifecycleEvent::Context(count))
+    }
+
+    fn before_request(&mut self, model: &str) {
+        lock(&self.inner).notify(&LifecycleEvent::BeforeProviderRequest(model.to_owned()));
+    }
+
+    fn session_start(&mut self) {
+        let mut inner = lock(&self.inner);
+        let Some(id) = inner.session.clone() else {
+            return;
+        };
+        let names: Vec<String> = inner
+            .dispatcher
+            .plugins()
+            .iter()
+            .map(|p| p.name().to_owned())
+            .collect();
+        for name in names {
+            inner.notify(&LifecycleEvent::PluginLoaded(name));
+        }
+        inner.notify(&LifecycleEvent::SessionStart(id));
+    }
+
+    fn session_shutdown(&mut self) {
+        let mut inner = lock(&self.inner);
+        let inner = &mut *inner;
+        if inner.session.is_none() {
+            return;
+        }
+        inner.notify(&LifecycleEvent::SessionShutdown);
+        // The runtime is idle and stopping: a safe point, and the last one.
+        let released = inner
+            .dispatcher
+            .release(&mut SurfaceOf(&mut *inner.frontend));
+        for action in inner.release(released) {
+            let (by, what) = match &action {
+                HookAction::SetModel { by, model } => (by, format!("switch to model {model}")),
+                HookAction::FollowUp { by, .. } => (by, "follow-up message".to_owned()),
+            };
+            inner.frontend.diagnostic(&format!(
+                "plugin {by} asked for a {what} as the session shut down; the runtime has stopped, so it was not applied"
+            ));
+        }
+    }
+
+    fn session_gate(&self) -> Option<SessionGate> {
+        let inner = Arc::clone(&self.inner);
+        Some(SessionGate(Arc::new(move |op: &SessionOp| {
+            let event = match op {
+                SessionOp::Switch(to) => LifecycleEvent::SessionSwitch(to.clone()),
+                SessionOp::Fork(from) => LifecycleEvent::SessionFork(from.clone()),
+            };
+            lock(&inner).decide(&event)
+        })))
+    }
+
     fn input(&mut self, text: &str) -> Verdict {
         lock(&self.inner).decide(&LifecycleEvent::Input(text.to_owned()))
     }

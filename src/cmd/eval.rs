@@ -526,9 +526,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for warning in &warnings {
             super::extensions::warn(warning);
         }
-        super::extensions::hooks(
+        super::extensions::session_hooks(
             plugins,
-            Box::new(super::extensions::Headless { name: "eval" }),
+            Box::new(super::extensions::Headless {
+                name: "eval",
+                journal: Some(Arc::clone(&destination.journal)),
+            }),
+            &destination.journal.session_id().to_hex(),
         )
     };
     let services = Services {

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicU64;
 
 use smith_config::Paths;
 use smith_engine::journal::EffectJournal;
-use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::journal::store::{PluginIntent, StoreJournal, plugin_intents, resume};
 use smith_engine::provider::Message;
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::dispatch::Surface;
@@ -243,14 +243,64 @@ pub fn hooks(plugins: Vec<WasmExtension>, frontend: Box<dyn Frontend>) -> Option
     (!plugins.is_empty()).then(|| PluginHooks::new(plugins, frontend))
 }
 
+/// Hooks over `plugins` reporting to `frontend`, bound to the runtime's
+/// session `session` (its id), or `None` without plugins.
+pub fn session_hooks(
+    plugins: Vec<WasmExtension>,
+    frontend: Box<dyn Frontend>,
+    session: &str,
+) -> Option<PluginHooks> {
+    (!plugins.is_empty()).then(|| PluginHooks::new(plugins, frontend).in_session(session))
+}
+
+/// Keeps a UI intent whose policy is `persist` in the runtime's session as
+/// a `plugin_intent` entry, for the next frontend that opens it; a
+/// diagnostic (naming the plugin and the intent) when it cannot be written.
+pub fn keep_intent(
+    journal: &StoreJournal,
+    surface: &str,
+    plugin: &str,
+    intent: &UiIntent,
+) -> Result<(), String> {
+    let kept = PluginIntent {
+        plugin: plugin.to_owned(),
+        id: intent.id.clone(),
+        kind: smith_plugins::dispatch::kind_name(&intent.kind).to_owned(),
+        text: smith_plugins::dispatch::text_fallback(&intent.kind),
+        surface: surface.to_owned(),
+    };
+    journal.record_plugin_intent(&kept).map_err(|err| {
+        format!(
+            "plugin {plugin} asked to keep its {} intent {:?} for a frontend that can show it, but it could not be written to the session: {err}; it is lost",
+            kept.kind, kept.id
+        )
+    })
+}
+
+/// The intents kept in `session` as notice lines, oldest first: what a
+/// frontend that opens the session shows.
+pub fn kept_intents(session: &smith_store::Session) -> Result<Vec<String>, String> {
+    plugin_intents(session)
+        .map(|intents| {
+            intents
+                .iter()
+                .map(|i| format!("[{}] {} (kept from {})", i.plugin, i.text, i.surface))
+                .collect()
+        })
+        .map_err(|err| format!("the plugin intents kept in this session could not be read: {err}"))
+}
+
 /// The frontend of a headless runtime (`smith eval`, `smith rpc`): notices
 /// and plain-text intents become lines on stderr, prefixed with the plugin;
 /// it has no screen, so layout and theme changes do not apply and
-/// interactive intents degrade by their policy.
+/// interactive intents degrade by their policy — those whose policy is
+/// `persist` are kept in the runtime's session (`journal`).
 #[derive(Debug, Default)]
 pub struct Headless {
     /// The surface name given to plugins (`eval`, `rpc`).
     pub name: &'static str,
+    /// The runtime's session, where persisted intents are kept.
+    pub journal: Option<Arc<StoreJournal>>,
 }
 
 impl Surface for Headless {
@@ -272,12 +322,23 @@ impl Surface for Headless {
 
 impl Frontend for Headless {
     fn persist(&mut self, plugin: &str, intent: &UiIntent) {
-        eprintln!(
-            "smith: plugin {plugin} asked to keep its {} intent {:?} for a frontend that can show it; {} cannot, and it is not kept past this run",
-            smith_plugins::dispatch::kind_name(&intent.kind),
-            intent.id,
-            self.name
-        );
+        let kept = match &self.journal {
+            Some(journal) => keep_intent(journal, self.name, plugin, intent),
+            None => Err(format!(
+                "plugin {plugin} asked to keep its {} intent {:?} for a frontend that can show it; {} has no session to keep it in, so it is lost",
+                smith_plugins::dispatch::kind_name(&intent.kind),
+                intent.id,
+                self.name
+            )),
+        };
+        match kept {
+            Ok(()) => eprintln!(
+                "smith: plugin {plugin}'s {} intent {:?} is kept in the session for a frontend that can show it",
+                smith_plugins::dispatch::kind_name(&intent.kind),
+                intent.id
+            ),
+            Err(message) => warn(&message),
+        }
     }
     fn diagnostic(&mut self, message: &str) {
         warn(message);

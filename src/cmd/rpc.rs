@@ -135,9 +135,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 for warning in &warnings {
                     super::extensions::warn(warning);
                 }
-                super::extensions::hooks(
+                super::extensions::session_hooks(
                     plugins,
-                    Box::new(super::extensions::Headless { name: "rpc" }),
+                    Box::new(super::extensions::Headless {
+                        name: "rpc",
+                        journal: Some(Arc::clone(journal)),
+                    }),
+                    &journal.session_id().to_hex(),
                 )
                 .map(|hooks| Box::new(hooks) as Box<dyn smith_engine::agent::Hooks>)
             }))

@@ -31,11 +31,15 @@ pub enum EntryKind {
     PluginCustom,
     /// Replay-relevant metadata (code 13).
     Metadata,
+    /// A plugin's UI intent that a frontend could not show and whose policy
+    /// is `persist`, kept for the next frontend that opens the session
+    /// (code 14).
+    PluginIntent,
     /// A kind this build does not know, kept by code.
     Other(u32),
 }
 
-const NAMES: [(EntryKind, u32, &str); 13] = [
+const NAMES: [(EntryKind, u32, &str); 14] = [
     (EntryKind::UserMessage, 1, "user_message"),
     (EntryKind::AssistantMessage, 2, "assistant_message"),
     (EntryKind::ToolCall, 3, "tool_call"),
@@ -49,6 +53,7 @@ const NAMES: [(EntryKind, u32, &str); 13] = [
     (EntryKind::LeafSwitch, 11, "leaf_switch"),
     (EntryKind::PluginCustom, 12, "plugin_custom"),
     (EntryKind::Metadata, 13, "metadata"),
+    (EntryKind::PluginIntent, 14, "plugin_intent"),
 ];
 
 impl EntryKind {

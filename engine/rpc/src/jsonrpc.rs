@@ -38,6 +38,8 @@ pub const NOT_AVAILABLE: i64 = -32002;
 pub const STORE_ERROR: i64 = -32003;
 /// The runtime has stopped or could not start.
 pub const RUNTIME_ERROR: i64 = -32004;
+/// An extension plugin blocked the operation at a decision point.
+pub const BLOCKED: i64 = -32005;
 
 /// A JSON-RPC error object with a diagnostic.
 ///

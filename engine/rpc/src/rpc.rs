@@ -28,14 +28,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use smith_engine::agent::AgentHandle;
+use smith_engine::agent::{AgentHandle, SessionGate, SessionOp, Verdict};
 use smith_engine::protocol::{
     Command, CompactionReason, Event, Header, QueuedItem, SCHEMA_VERSION,
 };
 use smith_store::{Store, dump};
 
 use crate::jsonrpc::{
-    self, BUSY, INVALID_PARAMS, Incoming, Output, RUNTIME_ERROR, Reader, Record, RpcError,
+    self, BLOCKED, BUSY, INVALID_PARAMS, Incoming, Output, RUNTIME_ERROR, Reader, Record, RpcError,
     STORE_ERROR, opt_str, opt_u64, req_str,
 };
 use crate::runtime::{Runtime, RuntimeOptions, SessionChoice, SetupError};
@@ -123,6 +123,7 @@ struct Current {
     journal: Arc<smith_engine::journal::store::StoreJournal>,
     name: String,
     provider: smith_engine::provider::ProviderInfo,
+    gate: Option<SessionGate>,
     stop: Arc<AtomicBool>,
     pump: Option<JoinHandle<()>>,
 }
@@ -300,6 +301,7 @@ impl RpcServer {
             journal,
             name,
             provider,
+            gate,
         } = self.options.start(choice)?;
         let handle = Arc::new(handle);
         let stop = Arc::new(AtomicBool::new(false));
@@ -324,6 +326,7 @@ impl RpcServer {
             journal,
             name,
             provider,
+            gate,
             stop,
             pump: Some(pump),
         });
@@ -758,6 +761,7 @@ impl RpcServer {
                 let store = self.store()?;
                 let reference = self.reference(method, params)?;
                 let name = opt_str(method, params, "name")?;
+                self.ask(method, &SessionOp::Fork(reference.clone()))?;
                 let session = store.load(&reference).map_err(|e| {
                     store_error(&format!("session {reference:?} could not be read"), &e)
                 })?;
@@ -775,6 +779,11 @@ impl RpcServer {
                 } else {
                     SessionChoice::Open(req_str(method, params, "session")?.to_owned())
                 };
+                let to = match &choice {
+                    SessionChoice::New(name) => name.clone().unwrap_or_default(),
+                    SessionChoice::Open(reference) => reference.clone(),
+                };
+                self.ask(method, &SessionOp::Switch(to))?;
                 self.switch(&choice)
             }
             "session/select_leaf" => {
@@ -787,6 +796,7 @@ impl RpcServer {
                     )
                 })?;
                 let reference = self.reference(method, params)?;
+                self.ask(method, &SessionOp::Fork(format!("{reference}#{entry}")))?;
                 let store = self.store()?;
                 let id = store.resolve(&reference).map_err(|e| {
                     store_error(&format!("session {reference:?} could not be found"), &e)
@@ -815,6 +825,26 @@ impl RpcServer {
                 Ok(json!({"session": id.to_hex(), "leaf": entry, "switch_entry": switch_entry}))
             }
             _ => Err(RpcError::method_not_found(method, METHODS)),
+        }
+    }
+
+    /// Asks the current runtime's extensions about `op` before `method`
+    /// does it; an error when one blocks it.
+    fn ask(&self, method: &str, op: &SessionOp) -> Result<(), RpcError> {
+        let Some(gate) = self.current.as_ref().and_then(|c| c.gate.as_ref()) else {
+            return Ok(());
+        };
+        match gate.ask(op) {
+            Verdict::Block { by, reason } => Err(RpcError::new(
+                BLOCKED,
+                "blocked",
+                format!("{method} did not run"),
+                format!("the extension {by} blocked it: {reason}"),
+                format!("disable the extension (`smith plugin disable {by}`) to do it"),
+            )
+            .with("plugin", by)
+            .with("reason", reason)),
+            Verdict::Allow | Verdict::Replace { .. } => Ok(()),
         }
     }
 

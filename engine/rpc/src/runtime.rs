@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use smith_engine::agent::{self, AgentConfig, AgentHandle, Hooks, Services, default_policies};
+use smith_engine::agent::{
+    self, AgentConfig, AgentHandle, Hooks, Services, SessionGate, default_policies,
+};
 use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::provider::record::RecordingProvider;
@@ -216,6 +218,9 @@ pub struct Runtime {
     pub name: String,
     /// The provider's self-description (models).
     pub provider: ProviderInfo,
+    /// What the runtime's extensions say before a session switch or fork
+    /// (none without extensions).
+    pub gate: Option<SessionGate>,
 }
 
 /// Everything needed to start runtimes.
@@ -305,11 +310,13 @@ impl RuntimeOptions {
             sink: destination.journal.clone(),
             policies: default_policies(),
         };
-        let handle = match self.hooks.as_ref().and_then(|factory| {
+        let hooks = self.hooks.as_ref().and_then(|factory| {
             let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
             config.effect_ids = Some(Arc::clone(&ids));
             (factory.0)(&destination.journal, &ids)
-        }) {
+        });
+        let gate = hooks.as_ref().and_then(|h| h.session_gate());
+        let handle = match hooks {
             Some(hooks) => agent::spawn_with_hooks(config, services, hooks),
             None => agent::spawn(config, services),
         }
@@ -319,6 +326,7 @@ impl RuntimeOptions {
             journal: destination.journal,
             name: destination.name,
             provider: info,
+            gate,
         })
     }
 }

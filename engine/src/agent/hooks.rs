@@ -1,9 +1,11 @@
 //! Hooks: how extensions (plugins) take part in a run.
 //!
 //! The runtime consults [`Hooks`] at its **decision points** — a user input
-//! about to be sent, a tool call about to run, a compaction about to run —
-//! and nowhere else; a hook's
-//! answer there is a [`Verdict`]. Every event the runtime emits is also
+//! about to be sent, a tool call about to run, a compaction about to run,
+//! the context about to be sent in a provider request — and nowhere else;
+//! a hook's answer there is a [`Verdict`]. A frontend asks the same hooks,
+//! through their [`SessionGate`], before it switches to another session or
+//! forks one. Every event the runtime emits is also
 //! shown to [`Hooks::observe`], in order; the actions hooks ask for
 //! ([`HookAction`]) are held and applied only at the **safe points**: after
 //! a turn (its stream and its complete tool-result batch are done, the next
@@ -11,9 +13,42 @@
 //! must answer [`Verdict::Allow`]: a failing extension is no decision, never
 //! a block.
 
+use std::sync::Arc;
+
 use crate::protocol::{CompactionReason, Event};
 pub use crate::provider::Interrupt;
 use crate::provider::ToolCall;
+
+/// A session operation a frontend asks the hooks about before doing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionOp {
+    /// Switching the runtime to another session: the reference of the
+    /// session to open (a name, an id or a prefix), or the new session's
+    /// name (empty when unnamed).
+    Switch(String),
+    /// Forking a session or branching it at an entry: what is forked (a
+    /// session reference, or `SESSION#ENTRY` for a branch at an entry).
+    Fork(String),
+}
+
+/// Asks the hooks about a [`SessionOp`] from a frontend's thread; a
+/// [`Verdict::Block`] stops the operation. A replacement has no meaning
+/// for a session operation and counts as [`Verdict::Allow`].
+#[derive(Clone)]
+pub struct SessionGate(pub Arc<dyn Fn(&SessionOp) -> Verdict + Send + Sync>);
+
+impl SessionGate {
+    /// The hooks' verdict on `op`.
+    pub fn ask(&self, op: &SessionOp) -> Verdict {
+        (self.0)(op)
+    }
+}
+
+impl std::fmt::Debug for SessionGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionGate(..)")
+    }
+}
 
 /// The answer at a decision point.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +107,37 @@ pub trait Hooks: Send {
     fn compaction(&mut self, reason: CompactionReason) -> Verdict {
         let _ = reason;
         Verdict::Allow
+    }
+
+    /// A provider request is about to be sent with `messages` messages of
+    /// context (decision point). A block stops the request: the turn ends
+    /// with an `error` event of kind `blocked` and the run stops. A
+    /// replacement has no meaning here (the context is the session's
+    /// history) and counts as allow; hooks report it as a diagnostic. The
+    /// default allows it.
+    fn context(&mut self, messages: usize) -> Verdict {
+        let _ = messages;
+        Verdict::Allow
+    }
+
+    /// The provider request the context decision allowed is about to be
+    /// made for `model` (an event, not a decision point).
+    fn before_request(&mut self, model: &str) {
+        let _ = model;
+    }
+
+    /// The runtime opened its session and is about to serve (before any
+    /// run). The default does nothing.
+    fn session_start(&mut self) {}
+
+    /// The runtime is shutting down (after its last run). The default does
+    /// nothing.
+    fn session_shutdown(&mut self) {}
+
+    /// A gate a frontend asks before switching or forking sessions; the
+    /// default has none (every operation proceeds).
+    fn session_gate(&self) -> Option<SessionGate> {
+        None
     }
 
     /// Every event the runtime emits, in order. Returns the actions to

@@ -358,6 +358,16 @@ impl Runner {
     }
 
     pub(crate) fn serve(mut self, work: Receiver<Work>) {
+        if let Some(cell) = &self.events.hooks {
+            lock(&cell.hooks).session_start();
+        }
+        self.serve_work(&work);
+        if let Some(cell) = &self.events.hooks {
+            lock(&cell.hooks).session_shutdown();
+        }
+    }
+
+    fn serve_work(&mut self, work: &Receiver<Work>) {
         while let Ok(item) = work.recv() {
             match item {
                 Work::Shutdown => break,
@@ -720,8 +730,37 @@ impl Runner {
         Ok(())
     }
 
+    /// A decision point: the context about to be sent in a provider
+    /// request. `Err` when an extension blocked it (an `error` event of
+    /// kind `blocked` says who and why); otherwise the hooks hear that the
+    /// request is about to be made.
+    fn screen_context(&self, messages: usize) -> Result<(), StopCause> {
+        let Some(cell) = &self.events.hooks else {
+            return Ok(());
+        };
+        let verdict = lock(&cell.hooks).context(messages);
+        if let Verdict::Block { by, reason } = verdict {
+            self.emit(Event::Error(ErrorInfo {
+                kind: "blocked".to_owned(),
+                message: format!(
+                    "the extension {by} blocked the provider request (a context of {messages} message{}), so nothing was sent and the run stops: {reason}; disable the extension (`smith plugin disable {by}`) to send it",
+                    if messages == 1 { "" } else { "s" }
+                ),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: None,
+            }));
+            return Err(StopCause::Error);
+        }
+        lock(&cell.hooks).before_request(&self.config.model);
+        Ok(())
+    }
+
     fn turn(&mut self, cancel: &CancelToken, state: &mut RunState) -> TurnOutcome {
         let request = self.request();
+        if let Err(cause) = self.screen_context(request.messages.len()) {
+            return TurnOutcome::Stop(cause);
+        }
         self.emit(Event::MessageStart {
             role: Role::Assistant,
         });

@@ -16,6 +16,7 @@
 //! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`) |
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
+//! | a plugin's UI intent kept for a later frontend | `plugin_intent` | 0 | the [`PluginIntent`]'s JSON projection (`{plugin, id, kind, text, surface}`) |
 //!
 //! [`resume`] reads a session back: the conversation of the selected
 //! branch from its compaction boundary (the newest compaction's summary
@@ -98,6 +99,62 @@ impl StoreJournal {
             .map(|_| ())
             .map_err(|err| store_error(what, err))
     }
+}
+
+/// A UI intent a plugin asked to keep (its policy is `persist`) because the
+/// frontend it was sent to could not show it: recorded as a
+/// `plugin_intent` entry and shown by the next frontend that opens the
+/// session. Replay and resume ignore it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PluginIntent {
+    /// The plugin that asked.
+    pub plugin: String,
+    /// The intent's correlation id (empty when it has none).
+    pub id: String,
+    /// The intent's kind (`confirm`, `select`, `progress`...).
+    pub kind: String,
+    /// The intent as one line of plain text (its `text` fallback).
+    pub text: String,
+    /// The frontend that could not show it (`eval`, `rpc`, `tui`).
+    pub surface: String,
+}
+
+impl StoreJournal {
+    /// Records `intent` durably in the session, under the selected leaf.
+    ///
+    /// # Errors
+    ///
+    /// When the entry cannot be written.
+    pub fn record_plugin_intent(&self, intent: &PluginIntent) -> Result<(), JournalError> {
+        let content = json_content(intent, "plugin intent")?;
+        self.append(
+            "plugin intent",
+            &[NewEntry::new(EntryKind::PluginIntent, &content)],
+        )
+    }
+}
+
+/// The plugin intents kept on the selected branch of `session`, oldest
+/// first.
+///
+/// # Errors
+///
+/// When an entry's content cannot be decoded; the error names the entry.
+pub fn plugin_intents(session: &Session) -> Result<Vec<PluginIntent>, JournalError> {
+    session
+        .branch()
+        .iter()
+        .filter(|r| r.entry_kind() == EntryKind::PluginIntent)
+        .map(|record| {
+            let value = decode_json(session, record)?;
+            serde_json::from_value(value).map_err(|err| {
+                JournalError::new(format!(
+                    "session entry {} is not a plugin intent this build understands: {err}",
+                    record.id
+                ))
+            })
+        })
+        .collect()
 }
 
 fn json_content(value: &impl serde::Serialize, what: &str) -> Result<Vec<u8>, JournalError> {

@@ -318,3 +318,145 @@ fn plugin_commands_run_from_the_frontend_and_release_when_settled() {
     let err = commands.run("no-such-command", "", true).unwrap_err();
     assert!(err.contains("/no-such-command"), "{err}");
 }
+
+/// Keeps the text of what it is given, and the intents it keeps.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Surface for Lines {
+    fn name(&self) -> &str {
+        "lines"
+    }
+    fn can_show(&self, kind: &IntentKind) -> bool {
+        matches!(kind, IntentKind::Notify(_))
+    }
+    fn show(&mut self, plugin: &str, intent: &UiIntent) {
+        let text = smith_plugins::dispatch::text_fallback(&intent.kind);
+        self.0.lock().unwrap().push(format!("[{plugin}] {text}"));
+    }
+    fn show_text(&mut self, plugin: &str, text: &str) {
+        self.0.lock().unwrap().push(format!("[{plugin}] {text}"));
+    }
+}
+
+impl Frontend for Lines {
+    fn persist(&mut self, plugin: &str, intent: &UiIntent) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("persist {plugin} {}", intent.id));
+    }
+    fn diagnostic(&mut self, message: &str) {
+        self.0.lock().unwrap().push(format!("diagnostic {message}"));
+    }
+}
+
+fn lifecycle() -> WasmExtension {
+    let effects = smith_plugins::effects::Effects::new(
+        "test/lifecycle",
+        smith_plugins::effects::Grants {
+            ui: true,
+            ..smith_plugins::effects::Grants::default()
+        },
+        Arc::new(MemoryJournal::new()) as Arc<dyn smith_engine::journal::EffectJournal>,
+        Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        1,
+    );
+    ExtensionComponent::load(
+        "test/lifecycle",
+        &guest("smith_plugin_lifecycle.wasm"),
+        None,
+        Limits::default(),
+    )
+    .unwrap()
+    .instantiate_with(Some(effects))
+    .unwrap()
+}
+
+#[test]
+fn session_hooks_raise_start_and_shutdown_and_gate_switches_and_forks() {
+    use smith_engine::agent::{Hooks as _, SessionOp, Verdict};
+    let lines = Lines::default();
+    let mut hooks = PluginHooks::new(vec![lifecycle()], Box::new(lines.clone())).in_session("5e55");
+    let gate = hooks.session_gate().unwrap();
+    hooks.session_start();
+    // Raised, but shown only at a safe point.
+    assert!(lines.0.lock().unwrap().is_empty());
+    assert_eq!(hooks.observe(&Event::TurnEnd { turn: 1 }), []);
+    assert_eq!(
+        std::mem::take(&mut *lines.0.lock().unwrap()),
+        [
+            "[test/lifecycle] plugin-loaded test/lifecycle",
+            "[test/lifecycle] session-start 5e55"
+        ]
+    );
+    assert_eq!(
+        gate.ask(&SessionOp::Fork("nofork-a#3".into())),
+        Verdict::Block {
+            by: "test/lifecycle".into(),
+            reason: "nofork-a#3 stays in one piece".into()
+        }
+    );
+    assert_eq!(
+        gate.ask(&SessionOp::Switch("noswitch".into())),
+        Verdict::Block {
+            by: "test/lifecycle".into(),
+            reason: "noswitch is off limits".into()
+        }
+    );
+    assert_eq!(gate.ask(&SessionOp::Fork("other".into())), Verdict::Allow);
+    assert_eq!(gate.ask(&SessionOp::Switch(String::new())), Verdict::Allow);
+    // A context decision: allowed until an input arms the block; a
+    // replacement there counts as allow and is reported.
+    assert_eq!(hooks.context(2), Verdict::Allow);
+    assert_eq!(hooks.input("now replace context"), Verdict::Allow);
+    assert_eq!(hooks.context(3), Verdict::Allow);
+    assert_eq!(
+        std::mem::take(&mut *lines.0.lock().unwrap()),
+        [
+            "diagnostic plugin test/lifecycle answered the provider request with a replacement, which has no meaning there (only block or allow do); it counts as allow, so the provider request went ahead unchanged"
+        ]
+    );
+    assert_eq!(hooks.input("now block context"), Verdict::Allow);
+    assert_eq!(
+        hooks.context(4),
+        Verdict::Block {
+            by: "test/lifecycle".into(),
+            reason: "test/lifecycle holds back the 4 messages".into()
+        }
+    );
+    // Shutdown releases what is queued right away.
+    hooks.before_request("m-1");
+    hooks.session_shutdown();
+    assert_eq!(
+        std::mem::take(&mut *lines.0.lock().unwrap()),
+        [
+            "[test/lifecycle] before-provider-request m-1",
+            "[test/lifecycle] session-shutdown"
+        ]
+    );
+}
+
+#[test]
+fn hooks_without_a_session_raise_no_session_events() {
+    use smith_engine::agent::Hooks as _;
+    let lines = Lines::default();
+    let mut hooks = PluginHooks::new(vec![lifecycle()], Box::new(lines.clone()));
+    hooks.session_start();
+    hooks.session_shutdown();
+    assert_eq!(hooks.observe(&Event::TurnEnd { turn: 1 }), []);
+    assert!(lines.0.lock().unwrap().is_empty());
+    // The runtime's model changes and errors reach handlers as events.
+    assert_eq!(
+        hooks.observe(&Event::ModelChanged {
+            provider: "mock".into(),
+            model: "mock-2".into()
+        }),
+        []
+    );
+    assert_eq!(hooks.observe(&Event::Settled), []);
+    assert_eq!(
+        *lines.0.lock().unwrap(),
+        ["[test/lifecycle] model-change mock-2"]
+    );
+}

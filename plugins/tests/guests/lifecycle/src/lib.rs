@@ -1,0 +1,98 @@
+//! test/lifecycle: an extension guest that reports the lifecycle events it
+//! receives as notices and decides at the session and context decision
+//! points, for the binary's tests. Quiet unless asked:
+//!
+//! - `plugin-loaded`, `session-start`, `session-shutdown`,
+//!   `before-provider-request` and `model-change` each become a notice
+//!   (`session-start <id>`, `before-provider-request <model>`...);
+//! - an input containing `block context` makes every later `context`
+//!   decision a block, one containing `replace context` a replacement (which
+//!   the host must refuse);
+//! - an input containing `persist` makes the end of that run ask a
+//!   `confirm` intent whose policy is `persist`;
+//! - a `session-fork` whose reference contains `nofork`, and a
+//!   `session-switch` whose target contains `noswitch`, are blocked.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
+
+struct Lifecycle;
+
+static BLOCK_CONTEXT: AtomicBool = AtomicBool::new(false);
+static REPLACE_CONTEXT: AtomicBool = AtomicBool::new(false);
+static PERSIST: AtomicBool = AtomicBool::new(false);
+
+fn notice(text: String) -> ext::HandlerResult {
+    ext::HandlerResult::Actions(vec![ext::Action::Ui(ext::UiIntent {
+        id: String::new(),
+        kind: ext::IntentKind::Notify(text),
+        policy: ext::IntentPolicy::Drop,
+    })])
+}
+
+fn block(reason: String) -> ext::HandlerResult {
+    ext::HandlerResult::Decision(ext::Decision::Block(reason))
+}
+
+impl ext::Guest for Lifecycle {
+    fn contribute() -> ext::Contributions {
+        ext::Contributions {
+            commands: Vec::new(),
+            keybindings: Vec::new(),
+            themes: Vec::new(),
+            layout: Vec::new(),
+            prompt_fragments: Vec::new(),
+            tools: Vec::new(),
+            tool_presentations: Vec::new(),
+            config: Vec::new(),
+        }
+    }
+
+    fn run_command(name: String, _argument: String) -> Result<Vec<ext::Action>, String> {
+        Err(format!("test/lifecycle has no command {name}"))
+    }
+
+    fn handle(event: ext::LifecycleEvent) -> ext::HandlerResult {
+        use ext::LifecycleEvent as E;
+        match event {
+            E::PluginLoaded(name) => notice(format!("plugin-loaded {name}")),
+            E::SessionStart(id) => notice(format!("session-start {id}")),
+            E::SessionShutdown => notice("session-shutdown".to_owned()),
+            E::BeforeProviderRequest(model) => notice(format!("before-provider-request {model}")),
+            E::ModelChange(model) => notice(format!("model-change {model}")),
+            E::Input(text) => {
+                if text.contains("block context") {
+                    BLOCK_CONTEXT.store(true, Ordering::SeqCst);
+                }
+                if text.contains("replace context") {
+                    REPLACE_CONTEXT.store(true, Ordering::SeqCst);
+                }
+                if text.contains("persist") {
+                    PERSIST.store(true, Ordering::SeqCst);
+                }
+                ext::HandlerResult::None
+            }
+            E::Context(messages) if BLOCK_CONTEXT.load(Ordering::SeqCst) => {
+                block(format!("test/lifecycle holds back the {messages} messages"))
+            }
+            E::Context(_) if REPLACE_CONTEXT.load(Ordering::SeqCst) => {
+                ext::HandlerResult::Decision(ext::Decision::Replace("[]".to_owned()))
+            }
+            E::AgentEnd if PERSIST.swap(false, Ordering::SeqCst) => {
+                ext::HandlerResult::Actions(vec![ext::Action::Ui(ext::UiIntent {
+                    id: "keep-notes".to_owned(),
+                    kind: ext::IntentKind::Confirm("Keep the release notes?".to_owned()),
+                    policy: ext::IntentPolicy::Persist,
+                })])
+            }
+            E::SessionFork(from) if from.contains("nofork") => {
+                block(format!("{from} stays in one piece"))
+            }
+            E::SessionSwitch(to) if to.contains("noswitch") => block(format!("{to} is off limits")),
+            _ => ext::HandlerResult::None,
+        }
+    }
+}
+
+smith_plugin_sdk::extension::export_extension!(Lifecycle);
