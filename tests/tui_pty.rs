@@ -82,6 +82,16 @@ fn start_prepared(
     ignored: Option<i32>,
     prepare: impl FnOnce(&std::path::Path),
 ) -> Session {
+    start_prepared_with(fault, ignored, prepare, &[])
+}
+
+/// [`start_prepared`] with more arguments for `smith tui`.
+fn start_prepared_with(
+    fault: Option<&str>,
+    ignored: Option<i32>,
+    prepare: impl FnOnce(&std::path::Path),
+    args: &[&str],
+) -> Session {
     let pty = open_pty();
     let before = termios(pty.slave.as_raw_fd());
     let home = tempfile::tempdir().unwrap();
@@ -95,6 +105,7 @@ fn start_prepared(
         .arg("mock")
         .arg("--cwd")
         .arg(work.path())
+        .args(args)
         .env("SMITH_HOME", home.path())
         .env("TERM", "xterm-256color")
         .env_remove("SMITH_TUI_CAPS")
@@ -467,6 +478,79 @@ fn a_user_plugin_command_runs_in_its_plugin() {
     s.ready();
     s.send(b"/hello world\r");
     s.wait_for_screen("[example/hello] Hello, world!");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_resumed_session_shows_kept_plugin_intents_and_a_plugin_can_block_a_branch() {
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            // test/lifecycle, granted `ui`: it keeps a question for a later
+            // frontend when an input says "persist", and blocks forks of
+            // sessions whose name contains "nofork".
+            let folder = home.join("lifecycle-src");
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(
+                folder.join("plugin.kdl"),
+                "name \"test/lifecycle\"\nversion \"0.1.0\"\ndescription \"Reports lifecycle events\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
+            )
+            .unwrap();
+            std::fs::copy(
+                std::path::Path::new(smith_plugins::builtin::GUESTS_DIR)
+                    .join("smith_plugin_lifecycle.wasm"),
+                folder.join("plugin.wasm"),
+            )
+            .unwrap();
+            let script = home.join("script.json");
+            std::fs::write(
+                &script,
+                r#"[[{"text": "done"}, {"stop": {"reason": "end"}}]]"#,
+            )
+            .unwrap();
+            for args in [
+                vec![
+                    "plugin".to_owned(),
+                    "install".to_owned(),
+                    folder.display().to_string(),
+                ],
+                vec![
+                    "eval".to_owned(),
+                    "--name".to_owned(),
+                    "nofork-tui".to_owned(),
+                    "--mock-script".to_owned(),
+                    script.display().to_string(),
+                    "notes, persist them".to_owned(),
+                ],
+            ] {
+                let done = Command::new(env!("CARGO_BIN_EXE_smith"))
+                    .env("SMITH_HOME", home)
+                    .current_dir(home)
+                    .args(&args)
+                    .output()
+                    .unwrap();
+                assert!(done.status.success(), "{done:?}");
+            }
+        },
+        &["--session", "nofork-tui"],
+    );
+    s.ready();
+    // Rows joined, so a line the transcript wrapped reads whole.
+    let joined = |rows: Vec<String>| rows.iter().map(|r| r.trim()).collect::<Vec<_>>().join(" ");
+    let screen = joined(s.wait_for_screen("Keep the release notes?"));
+    assert!(
+        screen.contains("[test/lifecycle] Keep the release notes? [yes / no] (kept from eval)"),
+        "{screen}"
+    );
+    s.send(b"/branch 1\r");
+    let screen = joined(s.wait_for_screen("stays in one piece"));
+    assert!(
+        screen.contains("the extension test/lifecycle blocked /branch 1: nofork-tui#1 stays in one piece; the session stays nofork-tui"),
+        "{screen}"
+    );
     s.send(b"\x03");
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

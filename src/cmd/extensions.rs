@@ -238,11 +238,6 @@ pub fn warn(message: &str) {
     smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", message);
 }
 
-/// Hooks over `plugins` reporting to `frontend`, or `None` without plugins.
-pub fn hooks(plugins: Vec<WasmExtension>, frontend: Box<dyn Frontend>) -> Option<PluginHooks> {
-    (!plugins.is_empty()).then(|| PluginHooks::new(plugins, frontend))
-}
-
 /// Hooks over `plugins` reporting to `frontend`, bound to the runtime's
 /// session `session` (its id), or `None` without plugins.
 pub fn session_hooks(

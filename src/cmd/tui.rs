@@ -104,6 +104,9 @@ enum Feed {
 struct TuiFrontend {
     tx: SyncSender<AgentMsg>,
     generation: u64,
+    /// The runtime's session, where intents this interface cannot show
+    /// and whose policy is `persist` are kept.
+    journal: Option<Arc<StoreJournal>>,
 }
 
 impl TuiFrontend {
@@ -135,11 +138,21 @@ impl smith_plugins::dispatch::Surface for TuiFrontend {
 
 impl smith_plugins::hooks::Frontend for TuiFrontend {
     fn persist(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
-        self.send(Feed::Problem(format!(
-            "plugin {plugin} asked to keep its {} intent {:?} for a frontend that can show it; this interface cannot yet, and it is not kept",
-            smith_plugins::dispatch::kind_name(&intent.kind),
-            intent.id
-        )));
+        let kind = smith_plugins::dispatch::kind_name(&intent.kind);
+        let kept = match &self.journal {
+            Some(journal) => super::extensions::keep_intent(journal, "tui", plugin, intent),
+            None => Err(format!(
+                "plugin {plugin} asked to keep its {kind} intent {:?} for a frontend that can show it; this interface has no session to keep it in, so it is lost",
+                intent.id
+            )),
+        };
+        match kept {
+            Ok(()) => self.send(Feed::Notice(format!(
+                "[{plugin}] {} (this interface cannot ask it; kept in the session)",
+                smith_plugins::dispatch::text_fallback(&intent.kind)
+            ))),
+            Err(message) => self.send(Feed::Problem(message)),
+        }
     }
     fn diagnostic(&mut self, message: &str) {
         smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", message);
@@ -158,6 +171,36 @@ struct Runtime {
     name: String,
     /// The commands the runtime's extension plugins provide.
     commands: Option<smith_plugins::hooks::Commands>,
+    /// What the runtime's extension plugins say before a session switch or
+    /// fork.
+    gate: Option<smith_engine::agent::SessionGate>,
+}
+
+impl Runtime {
+    /// Asks the runtime's extension plugins about `op`; the error line to
+    /// show when one blocks it.
+    fn ask(&self, op: &smith_engine::agent::SessionOp, what: &str) -> Result<(), String> {
+        match self.gate.as_ref().map(|gate| gate.ask(op)) {
+            Some(smith_engine::agent::Verdict::Block { by, reason }) => Err(format!(
+                "the extension {by} blocked {what}: {reason}; the session stays {} (`smith plugin disable {by}` lets it through)",
+                self.name
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Shows the plugin intents kept in `session` (policy `persist`, from a
+/// frontend that could not show them) as notice lines, oldest first.
+fn show_kept_intents(app: &mut App, session: &Session) {
+    match super::extensions::kept_intents(session) {
+        Ok(lines) => {
+            for line in lines {
+                app.notice(&line);
+            }
+        }
+        Err(message) => app.error(&message),
+    }
 }
 
 impl Runtime {
@@ -255,7 +298,8 @@ fn start(
             if let (None, Some((_, model))) = (&args.choice.model, &resumed.model) {
                 config.model.clone_from(model);
             }
-            show_resumed(app, &session, &resumed);
+show_resumed(app, &session, &resumed);
+            show_kept_intents(app, &session);
             config.history = resumed.history;
             config.first_effect_seq = resumed.last_effect_seq;
             let name = store
@@ -285,12 +329,14 @@ fn start(
             smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", warning);
             app.error(warning);
         }
-        super::extensions::hooks(
+        super::extensions::session_hooks(
             plugins,
             Box::new(TuiFrontend {
                 tx: tx.clone(),
                 generation,
+                journal: Some(Arc::clone(&journal)),
             }),
+            &journal.session_id().to_hex(),
         )
     };
     let services = Services {
@@ -305,6 +351,9 @@ fn start(
     let commands = hooks
         .as_ref()
         .map(smith_plugins::hooks::PluginHooks::commands);
+    let gate = hooks
+        .as_ref()
+        .and_then(smith_engine::agent::Hooks::session_gate);
     let handle = Arc::new(match hooks {
         Some(hooks) => agent::spawn_with_hooks(config, services, Box::new(hooks))?,
         None => agent::spawn(config, services)?,
@@ -338,6 +387,7 @@ fn start(
             forwarder: Some(forwarder),
             name,
             commands,
+            gate,
         },
         info,
     ))
@@ -1090,6 +1140,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                                     return Flow::Continue;
                                 }
                                 let id = rt.journal.session_id().to_hex();
+                                let op = smith_engine::agent::SessionOp::Fork(format!(
+                                    "{}#{entry}",
+                                    rt.name
+                                ));
+                                if let Err(message) = rt.ask(&op, &format!("/branch {entry}")) {
+                                    app.error(&message);
+                                    return Flow::Continue;
+                                }
                                 if let Some(old) = runtime.take() {
                                     old.stop();
                                 }
@@ -1113,6 +1171,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                             },
                             _ => Target::Existing(arg),
                         };
+                        if name != "branch" {
+                            let to = match &target {
+                                Target::New => String::new(),
+                                Target::Existing(reference) => reference.clone(),
+                            };
+                            let op = smith_engine::agent::SessionOp::Switch(to);
+                            if let Err(message) = rt.ask(&op, &format!("/{name}")) {
+                                app.error(&message);
+                                return Flow::Continue;
+                            }
+                        }
                         if let Some(old) = runtime.take() {
                             old.stop();
                         }
@@ -1209,7 +1278,15 @@ mod tests {
         use smith_plugins::extension::{IntentKind, IntentPolicy, UiIntent};
         use smith_plugins::hooks::Frontend as _;
         let (tx, rx) = sync_channel::<AgentMsg>(8);
-        let mut frontend = TuiFrontend { tx, generation: 3 };
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("kept")).unwrap();
+        let journal = Arc::new(StoreJournal::new(store, session));
+        let mut frontend = TuiFrontend {
+            tx,
+            generation: 3,
+            journal: Some(Arc::clone(&journal)),
+        };
         let notify = IntentKind::Notify("build passed".to_owned());
         let confirm = IntentKind::Confirm("Deploy?".to_owned());
         assert!(frontend.can_show(&notify));
@@ -1246,8 +1323,15 @@ mod tests {
                 "notice [example/ci] build passed",
                 "notice [example/ci] Deploy? [yes / no]",
                 "problem plugin example/ci (call handle): it trapped",
-                "problem plugin example/ci asked to keep its confirm intent \"q1\" for a frontend that can show it; this interface cannot yet, and it is not kept",
+                "notice [example/ci] Deploy? [yes / no] (this interface cannot ask it; kept in the session)",
             ]
+        );
+        // Kept in the session: an interface that opens it shows it.
+        let mut app = App::new(smith_tui::fixture::product(), Options::default());
+        journal.with_session(|session| show_kept_intents(&mut app, session));
+        assert_eq!(
+            notices(&app),
+            ["[example/ci] Deploy? [yes / no] (kept from tui)"]
         );
     }
 
