@@ -298,7 +298,7 @@ fn start(
             if let (None, Some((_, model))) = (&args.choice.model, &resumed.model) {
                 config.model.clone_from(model);
             }
-show_resumed(app, &session, &resumed);
+            show_resumed(app, &session, &resumed);
             show_kept_intents(app, &session);
             config.history = resumed.history;
             config.first_effect_seq = resumed.last_effect_seq;
@@ -1177,7 +1177,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                                 Target::Existing(reference) => reference.clone(),
                             };
                             let op = smith_engine::agent::SessionOp::Switch(to);
-                            if let Err(message) = rt.ask(&op, &format!("/{name}")) {
+                            // A fresh borrow: /branch has stopped the
+                            // runtime by now, so `rt` is not used past it.
+                            let asked = match runtime.as_ref() {
+                                Some(current) => current.ask(&op, &format!("/{name}")),
+                                None => Ok(()),
+                            };
+                            if let Err(message) = asked {
                                 app.error(&message);
                                 return Flow::Continue;
                             }
