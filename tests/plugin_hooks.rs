@@ -130,17 +130,25 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .filter(|e| e["type"] == "entry")
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        kinds,
-        [
-            "model_change",
-            "metadata",
-            "user_message",
-            "assistant_message",
-            "metadata",
-            "plugin_intent"
-        ]
-    );
+    // Every intent shown or kept is a `ui` effect with its intent and
+    // completion records: the four notices released at the end of the turn
+    // (two plugin-loaded, session-start, before-provider-request), the kept
+    // question after the run's record, then the session-shutdown notice.
+    let ui = ["effect_intent", "effect_completion"];
+    let mut expected = vec![
+        "model_change",
+        "metadata",
+        "user_message",
+        "assistant_message",
+    ];
+    for _ in 0..4 {
+        expected.extend(ui);
+    }
+    expected.push("metadata");
+    expected.extend(ui);
+    expected.push("plugin_intent");
+    expected.extend(ui);
+    assert_eq!(kinds, expected);
     let kept = entries
         .iter()
         .find(|e| e["kind"] == "plugin_intent")

@@ -484,7 +484,7 @@ fn a_user_plugin_command_runs_in_its_plugin() {
 }
 
 #[test]
-fn a_resumed_session_shows_kept_plugin_intents_and_a_plugin_can_block_a_branch() {
+fn a_resumed_session_shows_kept_plugin_intents_blocks_a_branch_and_asks_a_plugin_question() {
     let mut s = start_prepared_with(
         None,
         None,
@@ -546,11 +546,17 @@ fn a_resumed_session_shows_kept_plugin_intents_and_a_plugin_can_block_a_branch()
         "{screen}"
     );
     s.send(b"/branch 1\r");
-    let screen = joined(s.wait_for_screen("stays in one piece"));
+    let screen = joined(s.wait_for_screen("lets it through"));
     assert!(
         screen.contains("the extension test/lifecycle blocked /branch 1: nofork-tui#1 stays in one piece; the session stays nofork-tui"),
         "{screen}"
     );
+    // A question the plugin asks at the end of a run is asked here; the
+    // answer (the second option) goes back to the plugin, which says so.
+    s.send(b"ask me\r");
+    s.wait_for_screen("[test/lifecycle] Which target?");
+    s.send(b"\x1b[B\r");
+    s.wait_for_screen("[test/lifecycle] answer pick-1 \"production\"");
     s.send(b"\x03");
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

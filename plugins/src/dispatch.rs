@@ -146,18 +146,32 @@ impl Dispatcher {
 
     /// Removes the plugins whose instance was destroyed (deadline, abort
     /// grace, memory limit, trap) and returns their names; their queued
-    /// actions stay queued.
+    /// actions stay queued. Each plugin still loaded receives
+    /// `plugin-unloaded(NAME)` for each removed one (and a plugin destroyed
+    /// while handling that is removed and announced in turn).
     pub fn drop_dead(&mut self) -> Vec<String> {
-        let mut dead = Vec::new();
-        self.plugins.retain(|plugin| {
-            if plugin.is_alive() {
-                true
-            } else {
-                dead.push(plugin.name().to_owned());
-                false
+        let mut all = Vec::new();
+        loop {
+            let mut dead = Vec::new();
+            self.plugins.retain(|plugin| {
+                if plugin.is_alive() {
+                    true
+                } else {
+                    dead.push(plugin.name().to_owned());
+                    false
+                }
+            });
+            if dead.is_empty() {
+                return all;
             }
-        });
-        dead
+            for name in &dead {
+                let event = LifecycleEvent::PluginUnloaded(name.clone());
+                for index in 0..self.plugins.len() {
+                    self.call(index, &event);
+                }
+            }
+            all.extend(dead);
+        }
     }
 
     /// How many actions wait for the next safe point.
@@ -198,11 +212,61 @@ impl Dispatcher {
         let denials = handler.take_denials();
         self.diagnostics
             .extend(denials.iter().map(ToString::to_string));
-        let actions = result.map_err(|e| e.to_string())?;
-        let count = actions.len();
-        self.pending
-            .extend(actions.into_iter().map(|a| (plugin.to_owned(), a)));
-        Ok(count)
+        let ran = result.map_err(|e| e.to_string()).map(|actions| {
+            let count = actions.len();
+            self.pending
+                .extend(actions.into_iter().map(|a| (plugin.to_owned(), a)));
+            count
+        });
+        self.announce_vcs();
+        ran
+    }
+
+    /// Delivers the user's answer to the question intent `id` of `plugin`
+    /// (an `answer(ID, ANSWER)` event, to that plugin only); its actions
+    /// are queued for the next safe point.
+    ///
+    /// # Errors
+    ///
+    /// When no such plugin is loaded any more (it was stopped or left out
+    /// since it asked).
+    pub fn answer(&mut self, plugin: &str, id: &str, answer: &str) -> Result<(), String> {
+        let Some(index) = self.plugins.iter().position(|p| p.name() == plugin) else {
+            return Err(format!(
+                "the answer to question {id:?} of plugin {plugin} was not delivered: the plugin is no longer loaded in this runtime"
+            ));
+        };
+        self.call(
+            index,
+            &LifecycleEvent::Answer((id.to_owned(), answer.to_owned())),
+        );
+        self.announce_vcs();
+        Ok(())
+    }
+
+    /// Announces the working-tree operations plugins made through `vcs`
+    /// since the last announcement: every other plugin receives
+    /// `vcs-operation(OP)` (`snapshot ID`, `restore ID`). Operations made
+    /// while handling an announcement are not announced again, so two
+    /// plugins answering each other's snapshots cannot loop.
+    pub fn announce_vcs(&mut self) {
+        let mut made = Vec::new();
+        for plugin in &mut self.plugins {
+            for operation in plugin.take_vcs_operations() {
+                made.push((plugin.name().to_owned(), operation));
+            }
+        }
+        for (by, operation) in made {
+            let event = LifecycleEvent::VcsOperation(operation);
+            for index in 0..self.plugins.len() {
+                if self.plugins[index].name() != by {
+                    self.call(index, &event);
+                }
+            }
+        }
+        for plugin in &mut self.plugins {
+            plugin.take_vcs_operations();
+        }
     }
 
     /// Delivers `event` (one the runtime raises outside its event stream:
@@ -213,22 +277,30 @@ impl Dispatcher {
     }
 
     fn deliver(&mut self, event: &LifecycleEvent) {
-        for handler in &mut self.plugins {
-            let result = handler.handle(event);
-            let denials = handler.take_denials();
-            self.diagnostics
-                .extend(denials.iter().map(ToString::to_string));
-            match result {
-                Ok(HandlerResult::Actions(actions)) => {
-                    let name = handler.name().to_owned();
-                    self.pending
-                        .extend(actions.into_iter().map(|a| (name.clone(), a)));
-                }
-                // Decisions count only at decision points (extension::decide).
-                Ok(HandlerResult::None | HandlerResult::Decision(_)) => {}
-                // A failing handler is no decision and no action.
-                Err(err) => self.diagnostics.push(err.to_string()),
+        for index in 0..self.plugins.len() {
+            self.call(index, event);
+        }
+        self.announce_vcs();
+    }
+
+    /// Delivers `event` to the plugin at `index`, queuing its actions and
+    /// keeping its denials and failure as diagnostics.
+    fn call(&mut self, index: usize, event: &LifecycleEvent) {
+        let handler = &mut self.plugins[index];
+        let result = handler.handle(event);
+        let denials = handler.take_denials();
+        self.diagnostics
+            .extend(denials.iter().map(ToString::to_string));
+        match result {
+            Ok(HandlerResult::Actions(actions)) => {
+                let name = handler.name().to_owned();
+                self.pending
+                    .extend(actions.into_iter().map(|a| (name.clone(), a)));
             }
+            // Decisions count only at decision points (extension::decide).
+            Ok(HandlerResult::None | HandlerResult::Decision(_)) => {}
+            // A failing handler is no decision and no action.
+            Err(err) => self.diagnostics.push(err.to_string()),
         }
     }
 

@@ -191,6 +191,15 @@ impl WasmExtension {
             .unwrap_or_default()
     }
 
+    /// Takes the working-tree operations (`snapshot ID`, `restore ID`) the
+    /// plugin made through `vcs` since the last call.
+    pub fn take_vcs_operations(&mut self) -> Vec<String> {
+        self.live
+            .as_mut()
+            .map(|(store, _)| std::mem::take(&mut store.data_mut().vcs_operations))
+            .unwrap_or_default()
+    }
+
     /// Takes the log lines written since the last call and how many were
     /// dropped.
     pub fn take_log(&mut self) -> (Vec<(crate::LogLevel, String)>, u64) {

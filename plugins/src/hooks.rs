@@ -130,6 +130,7 @@ impl Inner {
 
     fn decide(&mut self, event: &LifecycleEvent) -> Verdict {
         let (folded, errors) = decide(self.dispatcher.plugins_mut(), event);
+        self.dispatcher.announce_vcs();
         for error in errors {
             self.frontend.diagnostic(&format!(
                 "{error}; it counts as no decision, so the {} went ahead as far as it is concerned",
@@ -166,6 +167,17 @@ impl Inner {
     fn notify(&mut self, event: &LifecycleEvent) {
         self.dispatcher.notify(event);
         self.drop_dead();
+    }
+
+    /// When `settled` (the runtime is idle, a safe point), releases the
+    /// queued batch now and returns the actions for the engine; otherwise
+    /// they wait for the runtime's next safe point.
+    fn release_if(&mut self, settled: bool) -> Vec<HookAction> {
+        if !settled {
+            return Vec::new();
+        }
+        let released = self.dispatcher.release(&mut SurfaceOf(&mut *self.frontend));
+        self.release(released)
     }
 
     /// Reports what a safe point released and returns the actions for the
@@ -373,13 +385,44 @@ impl Commands {
         let ran = inner.dispatcher.run_command(&plugin, name, argument);
         inner.drop_dead();
         ran?;
-        if !settled {
-            return Ok(Vec::new());
-        }
-        let released = inner
-            .dispatcher
-            .release(&mut SurfaceOf(&mut *inner.frontend));
-        Ok(inner.release(released))
+        Ok(inner.release_if(settled))
+    }
+}
+
+impl Commands {
+    /// Raises `event` (one a frontend observes: `resize`, `config-changed`)
+    /// to every plugin. Like a command's, the actions handlers return wait
+    /// for the runtime's next safe point unless `settled` says it is idle;
+    /// then they are released now and the model switches and messages are
+    /// returned for the caller to send to the runtime.
+    pub fn raise(&self, event: &LifecycleEvent, settled: bool) -> Vec<HookAction> {
+        let mut inner = lock(&self.inner);
+        let inner = &mut *inner;
+        inner.notify(event);
+        inner.release_if(settled)
+    }
+
+    /// Delivers the user's `answer` to the question intent `id` that
+    /// `plugin` asked (an `answer` event to that plugin only); its actions
+    /// are handled as [`Commands::raise`] handles them.
+    ///
+    /// # Errors
+    ///
+    /// When the plugin is no longer loaded (the message says the answer was
+    /// not delivered).
+    pub fn answer(
+        &self,
+        plugin: &str,
+        id: &str,
+        answer: &str,
+        settled: bool,
+    ) -> Result<Vec<HookAction>, String> {
+        let mut inner = lock(&self.inner);
+        let inner = &mut *inner;
+        let delivered = inner.dispatcher.answer(plugin, id, answer);
+        inner.drop_dead();
+        delivered?;
+        Ok(inner.release_if(settled))
     }
 }
 

@@ -277,6 +277,7 @@ impl Runtime {
             stop: None,
             effects,
             denials: Vec::new(),
+            vcs_operations: Vec::new(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -436,6 +437,10 @@ pub struct State {
     pub(crate) stop: Option<Stop>,
     pub(crate) effects: Option<Effects>,
     pub(crate) denials: Vec<Denial>,
+    /// The working-tree operations this plugin made through `vcs` since
+    /// they were last taken (`snapshot ID`, `restore ID`), announced to the
+    /// other plugins as `vcs-operation` events.
+    pub(crate) vcs_operations: Vec<String>,
 }
 
 impl WasiView for State {
@@ -619,6 +624,9 @@ impl bindings::provider::smith::plugin::host::Host for State {
             Some(effects) => effects.vcs_snapshot(&label),
             None => Err(self.no_grants("vcs", format!("vcs-snapshot {label:?}"))),
         };
+        if let Ok(id) = &result {
+            self.note_vcs(format!("snapshot {id}"));
+        }
         self.record_for_guest(result)
     }
 
@@ -638,6 +646,9 @@ impl bindings::provider::smith::plugin::host::Host for State {
             Some(effects) => effects.vcs_restore(&id),
             None => Err(self.no_grants("vcs", format!("vcs-restore {id:?}"))),
         };
+        if result.is_ok() {
+            self.note_vcs(format!("restore {id}"));
+        }
         self.record_for_guest(result)
     }
 
@@ -668,6 +679,14 @@ impl State {
             },
             request,
         })
+    }
+
+    /// Keeps a working-tree operation for the `vcs-operation` announcement
+    /// (bounded like the log: a plugin looping on snapshots cannot grow it).
+    fn note_vcs(&mut self, operation: String) {
+        if self.vcs_operations.len() < LOG_LINES {
+            self.vcs_operations.push(operation);
+        }
     }
 
     /// Keeps the denial's diagnostic and converts the error for the guest.

@@ -96,6 +96,62 @@ enum Feed {
     /// A plugin problem: a failed handler, a conflicting batch, a denied
     /// effect, a plugin left out.
     Problem(String),
+    /// A plugin's question (a `select`, `confirm` or `input` intent) to ask
+    /// the user: the plugin and the intent.
+    Question(String, smith_plugins::extension::UiIntent),
+}
+
+/// The command a plugin question's overlay emits, followed by
+/// `\0GENERATION\0PLUGIN\0ID`; it starts with a NUL, so no typed command
+/// can be taken for an answer.
+const ANSWER: &str = "\0answer";
+
+/// The overlay that asks `plugin`'s question `intent` for the runtime of
+/// `generation`: its answer (the chosen option, `yes`/`no`, or the text;
+/// empty when dismissed with Esc) comes back as an [`ANSWER`] command.
+fn question_overlay(
+    generation: u64,
+    plugin: &str,
+    intent: &smith_plugins::extension::UiIntent,
+) -> Option<Overlay> {
+    use smith_plugins::extension::IntentKind;
+    let command = format!("{ANSWER}\0{generation}\0{plugin}\0{}", intent.id);
+    let answer = |text: &str| Output::Command {
+        name: command.clone(),
+        arg: text.to_owned(),
+    };
+    Some(match &intent.kind {
+        IntentKind::Select((prompt, options)) => Overlay::Picker(Picker {
+            title: format!("[{plugin}] {prompt}"),
+            command: command.clone(),
+            items: options.clone(),
+            filter: String::new(),
+            selected: 0,
+            cancel: Some(answer("")),
+        }),
+        IntentKind::Confirm(prompt) => Overlay::Confirm {
+            message: format!("[{plugin}] {prompt}"),
+            on_yes: answer("yes"),
+            on_no: Some(answer("no")),
+        },
+        IntentKind::Input(prompt) => Overlay::Prompt {
+            message: format!("[{plugin}] {prompt}"),
+            command: command.clone(),
+            text: String::new(),
+            cancel: Some(answer("")),
+        },
+        _ => return None,
+    })
+}
+
+/// The generation, plugin and question id an [`ANSWER`] command names.
+fn answered(name: &str) -> Option<(u64, &str, &str)> {
+    let mut parts = name
+        .strip_prefix(ANSWER)?
+        .strip_prefix('\0')?
+        .splitn(3, '\0');
+    let generation = parts.next()?.parse().ok()?;
+    Some((generation, parts.next()?, parts.next()?))
 }
 
 /// The interface as the extension plugins' frontend: what they show
@@ -121,13 +177,22 @@ impl smith_plugins::dispatch::Surface for TuiFrontend {
         "tui"
     }
     fn can_show(&self, kind: &smith_plugins::extension::IntentKind) -> bool {
+        use smith_plugins::extension::IntentKind;
         matches!(
             kind,
-            smith_plugins::extension::IntentKind::Notify(_)
-                | smith_plugins::extension::IntentKind::SetStatus(_)
+            IntentKind::Notify(_)
+                | IntentKind::SetStatus(_)
+                | IntentKind::Select(_)
+                | IntentKind::Confirm(_)
+                | IntentKind::Input(_)
         )
     }
     fn show(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
+        use smith_plugins::extension::IntentKind;
+        if let IntentKind::Select(_) | IntentKind::Confirm(_) | IntentKind::Input(_) = intent.kind {
+            self.send(Feed::Question(plugin.to_owned(), intent.clone()));
+            return;
+        }
         let text = smith_plugins::dispatch::text_fallback(&intent.kind);
         self.send(Feed::Notice(format!("[{plugin}] {text}")));
     }
@@ -790,6 +855,24 @@ fn load_options(
     (options, failure, warning)
 }
 
+/// The options whose value in effect differs between `before` and `after`
+/// (set, unset or changed), in key order.
+fn changed_keys(before: &smith_config::Config, after: &smith_config::Config) -> Vec<&'static str> {
+    let value = |config: &smith_config::Config, key: &str| {
+        config.entry(key).and_then(|e| e.value()).cloned()
+    };
+    let mut keys: Vec<&'static str> = before
+        .entries()
+        .iter()
+        .chain(after.entries())
+        .map(|e| e.decl.key)
+        .filter(|key| value(before, key) != value(after, key))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
 /// The loader for the process, searching for the project from `cwd`.
 fn process_loader(cwd: &Path) -> Result<Loader, ConfigError> {
     Loader::from_process().map(|l| l.start_dir(cwd))
@@ -965,6 +1048,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     }
                     Some(Feed::Notice(text)) => app.notice(&text),
                     Some(Feed::Problem(text)) => app.error(&text),
+                    Some(Feed::Question(plugin, intent)) => {
+                        if let Some(overlay) = question_overlay(tag, &plugin, &intent) {
+                            app.ask(overlay);
+                        }
+                    }
                     None => {}
                 }
                 return;
@@ -978,7 +1066,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     apply_replayed(app, event, &mut summaries.borrow_mut(), window.get());
                 }
                 // A replay sends events only.
-                Some(Feed::Notice(_) | Feed::Problem(_)) => {}
+                Some(Feed::Notice(_) | Feed::Problem(_) | Feed::Question(..)) => {}
                 None => {
                     replay.borrow_mut().take();
                     let mut status = app.status.clone();
@@ -1011,13 +1099,31 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let sent = match output {
                 Output::Quit => return Flow::Exit,
                 Output::Trust { path, trust } => {
+                    let before = process_loader(&cwd).and_then(Loader::load).ok();
                     match &paths {
                         Ok(paths) => {
                             answer_trust(app, paths, &path, trust, || process_loader(&cwd));
                         }
                         Err(err) => unchecked(app, err),
                     }
-                    Ok(())
+                    // The project's configuration may apply now: plugins
+                    // hear of each option whose value changed.
+                    let after = process_loader(&cwd).and_then(Loader::load).ok();
+                    match (&rt.commands, before, after) {
+                        (Some(commands), Some(before), Some(after)) => {
+                            let mut actions = Vec::new();
+                            for key in changed_keys(&before, &after) {
+                                actions.extend(commands.raise(
+                                    &smith_plugins::extension::LifecycleEvent::ConfigChanged(
+                                        key.to_owned(),
+                                    ),
+                                    !app.status.busy,
+                                ));
+                            }
+                            run_plugin_actions(&rt.handle, actions)
+                        }
+                        _ => Ok(()),
+                    }
                 }
                 Output::Prompt(_) | Output::Steer(_) | Output::FollowUp(_)
                     if replay.borrow().is_some() =>
@@ -1047,6 +1153,42 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         Err(err) => app.error(&format!("could not write to the terminal: {err}")),
                     }
                     Ok(())
+                }
+                Output::Resized { columns, rows } => match &rt.commands {
+                    // Idle is a safe point: what handlers return applies now.
+                    Some(commands) => run_plugin_actions(
+                        &rt.handle,
+                        commands.raise(
+                            &smith_plugins::extension::LifecycleEvent::Resize((
+                                u32::from(columns),
+                                u32::from(rows),
+                            )),
+                            !app.status.busy,
+                        ),
+                    ),
+                    None => Ok(()),
+                },
+                Output::Command { name, arg } if name.starts_with(ANSWER) => {
+                    match (answered(&name), &rt.commands) {
+                        (Some((asked, plugin, id)), Some(commands))
+                            if asked == generation.get() =>
+                        {
+                            match commands.answer(plugin, id, &arg, !app.status.busy) {
+                                Ok(actions) => run_plugin_actions(&rt.handle, actions),
+                                Err(message) => {
+                                    app.error(&message);
+                                    Ok(())
+                                }
+                            }
+                        }
+                        (Some((_, plugin, id)), _) => {
+                            app.notice(&format!(
+                                "the answer to question {id:?} of plugin {plugin} was not delivered: it was asked in a session this interface has since left"
+                            ));
+                            Ok(())
+                        }
+                        (None, _) => Ok(()),
+                    }
                 }
                 Output::Command { name, arg } => match name.as_str() {
                     "model" if !arg.is_empty() => {
@@ -1223,6 +1365,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                                     items,
                                     filter: String::new(),
                                     selected: 0,
+                                    cancel: None,
                                 }));
                             }
                             Err(err) => app.error(&format!("could not list sessions: {err}")),
@@ -1295,13 +1438,23 @@ mod tests {
         };
         let notify = IntentKind::Notify("build passed".to_owned());
         let confirm = IntentKind::Confirm("Deploy?".to_owned());
+        let progress = IntentKind::Progress(("indexing".to_owned(), 425));
         assert!(frontend.can_show(&notify));
-        assert!(!frontend.can_show(&confirm));
+        assert!(frontend.can_show(&confirm));
+        assert!(!frontend.can_show(&progress));
         frontend.show(
             "example/ci",
             &UiIntent {
                 id: "n1".to_owned(),
                 kind: notify,
+                policy: IntentPolicy::Drop,
+            },
+        );
+        frontend.show(
+            "example/ci",
+            &UiIntent {
+                id: "q0".to_owned(),
+                kind: confirm,
                 policy: IntentPolicy::Drop,
             },
         );
@@ -1311,7 +1464,7 @@ mod tests {
             "example/ci",
             &UiIntent {
                 id: "q1".to_owned(),
-                kind: confirm,
+                kind: progress,
                 policy: IntentPolicy::Persist,
             },
         );
@@ -1320,6 +1473,9 @@ mod tests {
             .map(|msg| match msg {
                 Msg::Agent((3, Some(Feed::Notice(text)))) => format!("notice {text}"),
                 Msg::Agent((3, Some(Feed::Problem(text)))) => format!("problem {text}"),
+                Msg::Agent((3, Some(Feed::Question(plugin, intent)))) => {
+                    format!("question {plugin} {}", intent.id)
+                }
                 other => panic!("unexpected {other:?}"),
             })
             .collect();
@@ -1327,9 +1483,10 @@ mod tests {
             got,
             [
                 "notice [example/ci] build passed",
+                "question example/ci q0",
                 "notice [example/ci] Deploy? [yes / no]",
                 "problem plugin example/ci (call handle): it trapped",
-                "notice [example/ci] Deploy? [yes / no] (this interface cannot ask it; kept in the session)",
+                "notice [example/ci] indexing: 42.5% (this interface cannot ask it; kept in the session)",
             ]
         );
         // Kept in the session: an interface that opens it shows it.
@@ -1337,8 +1494,52 @@ mod tests {
         journal.with_session(|session| show_kept_intents(&mut app, session));
         assert_eq!(
             notices(&app),
-            ["[example/ci] Deploy? [yes / no] (kept from tui)"]
+            ["[example/ci] indexing: 42.5% (kept from tui)"]
         );
+    }
+
+    #[test]
+    fn changed_keys_are_the_options_whose_value_in_effect_differs() {
+        let home = tempfile::tempdir().unwrap();
+        let load = |vars: &[(&str, &str)]| {
+            Loader::new(smith_config::Paths::under(home.path()))
+                .env(vars.iter().copied())
+                .load()
+                .unwrap()
+        };
+        let before = load(&[("SMITH_MODEL", "a"), ("SMITH_COLOR", "never")]);
+        let after = load(&[
+            ("SMITH_MODEL", "b"),
+            ("SMITH_COLOR", "never"),
+            ("SMITH_LOG_LEVEL", "debug"),
+        ]);
+        assert_eq!(changed_keys(&before, &after), ["log.level", "model"]);
+        assert!(changed_keys(&after, &after).is_empty());
+    }
+
+    #[test]
+    fn a_question_overlay_answers_its_runtime_plugin_and_id() {
+        use smith_plugins::extension::{IntentKind, IntentPolicy, UiIntent};
+        let intent = UiIntent {
+            id: "deploy-1".to_owned(),
+            kind: IntentKind::Select(("Target?".to_owned(), vec!["a".to_owned(), "b".to_owned()])),
+            policy: IntentPolicy::Refuse,
+        };
+        let Some(Overlay::Picker(picker)) = question_overlay(7, "example/ci", &intent) else {
+            panic!("a select intent is asked as a list");
+        };
+        assert_eq!(picker.title, "[example/ci] Target?");
+        assert_eq!(
+            answered(&picker.command),
+            Some((7, "example/ci", "deploy-1"))
+        );
+        // A typed command is never taken for an answer.
+        assert_eq!(answered("answer"), None);
+        let notify = UiIntent {
+            kind: IntentKind::Notify("hi".to_owned()),
+            ..intent
+        };
+        assert!(question_overlay(7, "example/ci", &notify).is_none());
     }
 
     /// A project with a configuration that changes what the interface

@@ -38,6 +38,14 @@ pub enum Output {
     },
     /// Copy this text to the clipboard.
     Copy(String),
+    /// The terminal was resized to `columns` x `rows` (already applied to
+    /// the layout; the host may tell others, such as extension plugins).
+    Resized {
+        /// Columns.
+        columns: u16,
+        /// Rows.
+        rows: u16,
+    },
     /// The answer to a [`Overlay::Trust`] question.
     Trust {
         /// The project root that was asked about.
@@ -80,6 +88,9 @@ pub struct Picker {
     pub filter: String,
     /// Selected row among the filtered items.
     pub selected: usize,
+    /// What Esc emits (a plugin's question is answered with nothing);
+    /// `None` just closes the list.
+    pub cancel: Option<Output>,
 }
 
 impl Picker {
@@ -173,6 +184,8 @@ pub enum Overlay {
         message: String,
         /// What yes does.
         on_yes: Output,
+        /// What no (or Esc) does; `None` just closes the question.
+        on_no: Option<Output>,
     },
     /// A free-text question (a plugin's input intent); Enter runs `command`
     /// with the text.
@@ -183,6 +196,8 @@ pub enum Overlay {
         command: String,
         /// The answer so far.
         text: String,
+        /// What Esc emits; `None` just closes the question.
+        cancel: Option<Output>,
     },
     /// Whether to trust the project at `path` (its `.smith` directory).
     /// Owns focus until answered; `t` trusts, `n` or Esc is "not now",
@@ -252,6 +267,9 @@ pub struct App {
     cwd: std::path::PathBuf,
     models: Vec<String>,
     generation: u64,
+    /// Overlays waiting for the current one to close (plugin questions
+    /// asked while another overlay has focus), oldest first.
+    queued: std::collections::VecDeque<Overlay>,
 }
 
 /// The theme `options` choose among `product`'s, monochrome without colors.
@@ -305,6 +323,7 @@ impl App {
             cwd: std::path::PathBuf::from("."),
             models: Vec::new(),
             generation: 1,
+            queued: std::collections::VecDeque::new(),
         }
     }
 
@@ -344,6 +363,17 @@ impl App {
     pub fn open(&mut self, overlay: Overlay) {
         self.overlay = overlay;
         self.touch();
+    }
+
+    /// Opens `overlay` now when nothing else has focus, else once the
+    /// overlays open and queued before it have closed (a plugin's question
+    /// never takes focus from one the user is answering).
+    pub fn ask(&mut self, overlay: Overlay) {
+        if matches!(self.overlay, Overlay::None) {
+            self.open(overlay);
+        } else {
+            self.queued.push_back(overlay);
+        }
     }
 
     /// Whether the terminal has focus.
@@ -542,7 +572,10 @@ impl App {
             }
             Event::Resize(w, h) => {
                 self.size = (*w, *h);
-                None
+                Some(Output::Resized {
+                    columns: *w,
+                    rows: *h,
+                })
             }
             Event::FocusGained => {
                 self.focused = true;
@@ -563,6 +596,11 @@ impl App {
             }
             _ => None,
         };
+        if matches!(self.overlay, Overlay::None)
+            && let Some(next) = self.queued.pop_front()
+        {
+            self.overlay = next;
+        }
         self.touch();
         out
     }
@@ -876,6 +914,7 @@ impl App {
             self.overlay = Overlay::Confirm {
                 message: "Work is still running. Exit anyway?".to_owned(),
                 on_yes: Output::Quit,
+                on_no: None,
             };
             None
         } else {
@@ -943,6 +982,7 @@ impl App {
                     items: self.models.clone(),
                     filter: String::new(),
                     selected: 0,
+                    cancel: None,
                 });
                 None
             }
@@ -1001,7 +1041,11 @@ impl App {
         };
         let n = p.filtered().count();
         match key.code {
-            KeyCode::Esc => self.overlay = Overlay::None,
+            KeyCode::Esc => {
+                let cancel = p.cancel.take();
+                self.overlay = Overlay::None;
+                return cancel;
+            }
             KeyCode::Up if n > 0 => p.selected = (p.selected + n - 1) % n,
             KeyCode::Down if n > 0 => p.selected = (p.selected + 1) % n,
             KeyCode::Backspace => {
@@ -1046,7 +1090,7 @@ impl App {
     }
 
     fn key_confirm(&mut self, key: &KeyEvent) -> Option<Output> {
-        let Overlay::Confirm { on_yes, .. } = &self.overlay else {
+        let Overlay::Confirm { on_yes, on_no, .. } = &self.overlay else {
             return None;
         };
         match key.code {
@@ -1062,8 +1106,9 @@ impl App {
                 (out == Output::Quit).then_some(out)
             }
             KeyCode::Char('n' | 'N') | KeyCode::Esc => {
+                let out = on_no.clone();
                 self.overlay = Overlay::None;
-                None
+                out
             }
             _ => None,
         }
@@ -1097,11 +1142,21 @@ impl App {
     }
 
     fn key_prompt(&mut self, key: &KeyEvent) -> Option<Output> {
-        let Overlay::Prompt { command, text, .. } = &mut self.overlay else {
+        let Overlay::Prompt {
+            command,
+            text,
+            cancel,
+            ..
+        } = &mut self.overlay
+        else {
             return None;
         };
         match key.code {
-            KeyCode::Esc => self.overlay = Overlay::None,
+            KeyCode::Esc => {
+                let cancel = cancel.take();
+                self.overlay = Overlay::None;
+                return cancel;
+            }
             KeyCode::Backspace => {
                 text.pop();
             }

@@ -1987,3 +1987,75 @@ fn vcs_needs_the_grant_and_a_repository() {
     );
     assert!(journal.records().is_empty());
 }
+
+fn lifecycle_with_ui(journal: &Arc<MemoryJournal>) -> WasmExtension {
+    crate::lifecycle_guest(Arc::clone(journal) as Arc<dyn smith_engine::journal::EffectJournal>)
+}
+
+/// The notices a release showed, as `[plugin] text`.
+fn shown_notices(surface: &NotifyOnly) -> Vec<String> {
+    surface
+        .shown
+        .iter()
+        .filter_map(|(plugin, intent)| match &intent.kind {
+            IntentKind::Notify(text) => Some(format!("[{plugin}] {text}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn other_plugins_hear_of_vcs_operations_and_the_asker_alone_hears_its_answer() {
+    let dir = repo();
+    let root = dir.path();
+    let journal = Arc::new(MemoryJournal::new());
+    let mut dispatcher =
+        Dispatcher::new(vec![vcs_probe(root, &journal), lifecycle_with_ui(&journal)]);
+    dispatcher
+        .run_command("test/probe", "snapshot", "before edits")
+        .unwrap();
+    let id = git_out(root, &["rev-parse", "refs/smith/snapshots"])
+        .trim()
+        .to_owned();
+    std::fs::write(root.join("a.txt"), "two\n").unwrap();
+    dispatcher
+        .run_command("test/probe", "restore", &id)
+        .unwrap();
+    let mut surface = NotifyOnly::default();
+    dispatcher.release(&mut surface);
+    let notices = shown_notices(&surface);
+    // The probe's own notices (its snapshot id, its undo id) come first; the
+    // lifecycle plugin hears of each operation, the probe does not.
+    let heard: Vec<&String> = notices
+        .iter()
+        .filter(|n| n.starts_with("[test/lifecycle]"))
+        .collect();
+    assert_eq!(
+        heard,
+        [
+            &format!("[test/lifecycle] vcs-operation snapshot {id}"),
+            &format!("[test/lifecycle] vcs-operation restore {id}"),
+        ]
+    );
+    assert!(
+        !notices
+            .iter()
+            .any(|n| n.contains("[test/probe] vcs-operation"))
+    );
+
+    // An answer goes to the plugin that asked, and only to it.
+    dispatcher
+        .answer("test/lifecycle", "deploy-1", "production")
+        .unwrap();
+    let mut surface = NotifyOnly::default();
+    dispatcher.release(&mut surface);
+    assert_eq!(
+        shown_notices(&surface),
+        ["[test/lifecycle] answer deploy-1 \"production\""]
+    );
+    let err = dispatcher.answer("test/gone", "q", "yes").unwrap_err();
+    assert_eq!(
+        err,
+        "the answer to question \"q\" of plugin test/gone was not delivered: the plugin is no longer loaded in this runtime"
+    );
+}

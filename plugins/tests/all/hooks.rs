@@ -352,25 +352,7 @@ impl Frontend for Lines {
 }
 
 fn lifecycle() -> WasmExtension {
-    let effects = smith_plugins::effects::Effects::new(
-        "test/lifecycle",
-        smith_plugins::effects::Grants {
-            ui: true,
-            ..smith_plugins::effects::Grants::default()
-        },
-        Arc::new(MemoryJournal::new()) as Arc<dyn smith_engine::journal::EffectJournal>,
-        Arc::new(std::sync::atomic::AtomicU64::new(0)),
-        1,
-    );
-    ExtensionComponent::load(
-        "test/lifecycle",
-        &guest("smith_plugin_lifecycle.wasm"),
-        None,
-        Limits::default(),
-    )
-    .unwrap()
-    .instantiate_with(Some(effects))
-    .unwrap()
+    crate::lifecycle_guest(Arc::new(MemoryJournal::new()))
 }
 
 #[test]
@@ -458,5 +440,75 @@ fn hooks_without_a_session_raise_no_session_events() {
     assert_eq!(
         *lines.0.lock().unwrap(),
         ["[test/lifecycle] model-change mock-2"]
+    );
+}
+
+#[test]
+fn a_plugin_stopped_at_its_deadline_is_announced_as_unloaded_to_the_others() {
+    use smith_engine::agent::{Hooks as _, Verdict};
+    let limits = Limits {
+        call_deadline: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let probe = ExtensionComponent::load(
+        "test/probe",
+        &guest("smith_plugin_probe.wasm"),
+        None,
+        limits,
+    )
+    .unwrap()
+    .instantiate()
+    .unwrap();
+    let lines = Lines::default();
+    let mut hooks = PluginHooks::new(vec![probe, lifecycle()], Box::new(lines.clone()));
+    // The probe spins on this input past its deadline: no decision, so the
+    // input goes ahead; the probe is left out and the others hear of it.
+    assert_eq!(hooks.input("spin"), Verdict::Allow);
+    assert_eq!(hooks.names(), ["test/lifecycle"]);
+    assert_eq!(hooks.observe(&Event::Settled), []);
+    let got = std::mem::take(&mut *lines.0.lock().unwrap());
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got[0].starts_with("diagnostic plugin test/probe (call handle): the plugin ran past its 200 ms deadline and was destroyed"),
+        "{got:?}"
+    );
+    assert_eq!(
+        got[1],
+        "diagnostic plugin test/probe was stopped (its own diagnostic says why) and is left out for the rest of this runtime; a new session loads it afresh, and `smith plugin disable test/probe` keeps it out"
+    );
+    assert_eq!(got[2], "[test/lifecycle] plugin-unloaded test/probe");
+}
+
+#[test]
+fn frontend_events_reach_handlers_and_release_at_once_only_when_idle() {
+    use smith_engine::agent::Hooks as _;
+    use smith_plugins::extension::LifecycleEvent;
+    let lines = Lines::default();
+    let mut hooks = PluginHooks::new(vec![lifecycle()], Box::new(lines.clone()));
+    let commands = hooks.commands();
+    // Idle: a safe point, so the notice is shown at once.
+    assert_eq!(commands.raise(&LifecycleEvent::Resize((100, 30)), true), []);
+    assert_eq!(
+        std::mem::take(&mut *lines.0.lock().unwrap()),
+        ["[test/lifecycle] resize 100x30"]
+    );
+    // While the runtime works, it waits for the next safe point.
+    assert_eq!(
+        commands.raise(&LifecycleEvent::ConfigChanged("model".into()), false),
+        []
+    );
+    assert!(lines.0.lock().unwrap().is_empty());
+    assert_eq!(
+        commands.answer("test/lifecycle", "pick-1", "staging", false),
+        Ok(Vec::new())
+    );
+    assert!(lines.0.lock().unwrap().is_empty());
+    assert_eq!(hooks.observe(&Event::TurnEnd { turn: 1 }), []);
+    assert_eq!(
+        *lines.0.lock().unwrap(),
+        [
+            "[test/lifecycle] config-changed model",
+            "[test/lifecycle] answer pick-1 \"staging\""
+        ]
     );
 }

@@ -22,3 +22,29 @@ pub fn guest(file: &str) -> Vec<u8> {
     std::fs::read(&path)
         .unwrap_or_else(|e| panic!("cannot read the test guest {}: {e}", path.display()))
 }
+
+/// The test/lifecycle guest, granted `ui`, recording its effects into
+/// `journal`.
+pub fn lifecycle_guest(
+    journal: std::sync::Arc<dyn smith_engine::journal::EffectJournal>,
+) -> smith_plugins::WasmExtension {
+    let effects = smith_plugins::effects::Effects::new(
+        "test/lifecycle",
+        smith_plugins::effects::Grants {
+            ui: true,
+            ..smith_plugins::effects::Grants::default()
+        },
+        journal,
+        std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        1,
+    );
+    smith_plugins::ExtensionComponent::load(
+        "test/lifecycle",
+        &guest("smith_plugin_lifecycle.wasm"),
+        None,
+        smith_plugins::Limits::default(),
+    )
+    .unwrap()
+    .instantiate_with(Some(effects))
+    .unwrap()
+}

@@ -155,6 +155,7 @@ fn overlays_own_focus() {
         message: "Branch name?".into(),
         command: "branch".into(),
         text: String::new(),
+        cancel: None,
     });
     s.type_text("fix");
     assert!(s.text().contains("Branch name?"));
@@ -388,4 +389,62 @@ fn a_tool_presentation_sets_the_call_s_title_and_preview_lines() {
     );
     // The read call keeps smith/product's presentation.
     assert!(lines.contains(&"✗ read README.md"), "{text}");
+}
+
+#[test]
+fn plugin_questions_wait_their_turn_and_answer_even_when_dismissed() {
+    use smith_tui::app::Picker;
+    let answer = |arg: &str| Output::Command {
+        name: "answer".into(),
+        arg: arg.into(),
+    };
+    let mut s = screen(app(), 60, 20);
+    // The user is reading help when two questions arrive: they wait.
+    s.key(KeyCode::F(1), NONE);
+    s.app.ask(Overlay::Confirm {
+        message: "Deploy now?".into(),
+        on_yes: answer("yes"),
+        on_no: Some(answer("no")),
+    });
+    s.app.ask(Overlay::Picker(Picker {
+        title: "Which target?".into(),
+        command: "answer".into(),
+        items: vec!["staging".into(), "production".into()],
+        filter: String::new(),
+        selected: 0,
+        cancel: Some(answer("")),
+    }));
+    assert_eq!(*s.app.overlay(), Overlay::Help);
+    // Closing help opens the first question; "n" answers it with no.
+    assert_eq!(s.key(KeyCode::Char('x'), NONE), None);
+    assert!(s.text().contains("Deploy now?"));
+    assert_eq!(s.key(KeyCode::Char('n'), NONE), Some(answer("no")));
+    // The second question follows at once; Esc answers it with nothing.
+    assert!(s.text().contains("Which target?"));
+    assert!(s.text().contains("production"));
+    assert_eq!(s.key(KeyCode::Esc, NONE), Some(answer("")));
+    assert_eq!(*s.app.overlay(), Overlay::None);
+    // With nothing open, a question opens at once; Esc on a text question
+    // gives its cancel output.
+    s.app.ask(Overlay::Prompt {
+        message: "Release name?".into(),
+        command: "answer".into(),
+        text: String::new(),
+        cancel: Some(answer("")),
+    });
+    assert!(matches!(s.app.overlay(), Overlay::Prompt { .. }));
+    s.type_text("v2");
+    assert_eq!(s.key(KeyCode::Esc, NONE), Some(answer("")));
+}
+
+#[test]
+fn a_resize_is_reported_to_the_host() {
+    let mut s = screen(app(), 60, 20);
+    assert_eq!(
+        s.event(&Event::Resize(100, 30)),
+        Some(Output::Resized {
+            columns: 100,
+            rows: 30
+        })
+    );
 }

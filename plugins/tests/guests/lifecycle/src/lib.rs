@@ -2,14 +2,18 @@
 //! receives as notices and decides at the session and context decision
 //! points, for the binary's tests. Quiet unless asked:
 //!
-//! - `plugin-loaded`, `session-start`, `session-shutdown`,
-//!   `before-provider-request` and `model-change` each become a notice
-//!   (`session-start <id>`, `before-provider-request <model>`...);
+//! - `plugin-loaded`, `plugin-unloaded`, `session-start`,
+//!   `session-shutdown`, `before-provider-request`, `model-change`,
+//!   `config-changed`, `vcs-operation`, `resize` and `answer` each become a
+//!   notice (`session-start <id>`, `resize 100x30`, `answer <id> <text>`...);
 //! - an input containing `block context` makes every later `context`
 //!   decision a block, one containing `replace context` a replacement (which
 //!   the host must refuse);
 //! - an input containing `persist` makes the end of that run ask a
 //!   `confirm` intent whose policy is `persist`;
+//! - an input containing `ask me` makes the end of that run ask a `select`
+//!   intent `pick-1` ("Which target?": staging or production, policy
+//!   `refuse`);
 //! - a `session-fork` whose reference contains `nofork`, and a
 //!   `session-switch` whose target contains `noswitch`, are blocked.
 
@@ -22,6 +26,7 @@ struct Lifecycle;
 static BLOCK_CONTEXT: AtomicBool = AtomicBool::new(false);
 static REPLACE_CONTEXT: AtomicBool = AtomicBool::new(false);
 static PERSIST: AtomicBool = AtomicBool::new(false);
+static ASK: AtomicBool = AtomicBool::new(false);
 
 fn notice(text: String) -> ext::HandlerResult {
     ext::HandlerResult::Actions(vec![ext::Action::Ui(ext::UiIntent {
@@ -61,6 +66,11 @@ impl ext::Guest for Lifecycle {
             E::SessionShutdown => notice("session-shutdown".to_owned()),
             E::BeforeProviderRequest(model) => notice(format!("before-provider-request {model}")),
             E::ModelChange(model) => notice(format!("model-change {model}")),
+            E::PluginUnloaded(name) => notice(format!("plugin-unloaded {name}")),
+            E::ConfigChanged(key) => notice(format!("config-changed {key}")),
+            E::VcsOperation(operation) => notice(format!("vcs-operation {operation}")),
+            E::Resize((columns, rows)) => notice(format!("resize {columns}x{rows}")),
+            E::Answer((id, answer)) => notice(format!("answer {id} {answer:?}")),
             E::Input(text) => {
                 if text.contains("block context") {
                     BLOCK_CONTEXT.store(true, Ordering::SeqCst);
@@ -70,6 +80,9 @@ impl ext::Guest for Lifecycle {
                 }
                 if text.contains("persist") {
                     PERSIST.store(true, Ordering::SeqCst);
+                }
+                if text.contains("ask me") {
+                    ASK.store(true, Ordering::SeqCst);
                 }
                 ext::HandlerResult::None
             }
@@ -84,6 +97,16 @@ impl ext::Guest for Lifecycle {
                     id: "keep-notes".to_owned(),
                     kind: ext::IntentKind::Confirm("Keep the release notes?".to_owned()),
                     policy: ext::IntentPolicy::Persist,
+                })])
+            }
+            E::AgentEnd if ASK.swap(false, Ordering::SeqCst) => {
+                ext::HandlerResult::Actions(vec![ext::Action::Ui(ext::UiIntent {
+                    id: "pick-1".to_owned(),
+                    kind: ext::IntentKind::Select((
+                        "Which target?".to_owned(),
+                        vec!["staging".to_owned(), "production".to_owned()],
+                    )),
+                    policy: ext::IntentPolicy::Refuse,
                 })])
             }
             E::SessionFork(from) if from.contains("nofork") => {
