@@ -371,3 +371,97 @@ fn rpc_asks_plugins_before_a_fork_or_switch_and_a_block_stops_it() {
         "{err}"
     );
 }
+
+/// A `smith rpc` child driven one request at a time.
+struct Client {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Client {
+    fn start(home: &Path, args: &[&str]) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+            .env("SMITH_HOME", home)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .current_dir(home)
+            .arg("rpc")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        Client {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, id: u64, method: &str, params: Value) {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{request}").unwrap();
+    }
+
+    /// Reads records until one satisfies `wanted`, and returns it.
+    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        for line in self.lines.by_ref() {
+            let record: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if wanted(&record) {
+                return record;
+            }
+        }
+        panic!("smith rpc ended before the record the test waits for");
+    }
+
+    /// Closes the input and returns standard error once smith has exited.
+    fn finish(self) -> String {
+        drop(self.stdin);
+        let output = self.child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+}
+
+#[test]
+fn rpc_sends_a_plugin_question_to_its_client_and_the_answer_back_to_the_plugin() {
+    let (home, script) = home_with_lifecycle();
+    let mut client = Client::start(home.path(), &["--mock-script", &script, "--name", "asks"]);
+    client.send(1, "prompt", json!({"text": "ask me which target"}));
+    let question = client.until(|r| r["method"] == "ui_question");
+    assert_eq!(
+        question["params"],
+        json!({
+            "plugin": "test/lifecycle",
+            "id": "pick-1",
+            "kind": "select",
+            "prompt": "Which target?",
+            "options": ["staging", "production"],
+        })
+    );
+    client.send(2, "wait_settled", json!({}));
+    client.until(|r| r["id"] == 2);
+    // Answered once: the plugin hears it; a second answer is refused.
+    let answer = json!({"plugin": "test/lifecycle", "id": "pick-1", "answer": "production"});
+    client.send(3, "ui/answer", answer.clone());
+    assert_eq!(
+        client.until(|r| r["id"] == 3)["result"],
+        json!({"delivered": true})
+    );
+    client.send(4, "ui/answer", answer);
+    let refused = client.until(|r| r["id"] == 4);
+    assert_eq!(refused["error"]["code"], -32602);
+    assert_eq!(
+        refused["error"]["data"]["why"],
+        "the answer to question \"pick-1\" of plugin test/lifecycle was not delivered: the plugin has no such open question (it was never asked here, or it was answered already)"
+    );
+    let err = client.finish();
+    assert!(
+        err.contains("[test/lifecycle] answer pick-1 \"production\""),
+        "{err}"
+    );
+}

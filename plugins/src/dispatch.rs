@@ -115,6 +115,10 @@ pub struct Released {
     pub diagnostics: Vec<String>,
 }
 
+/// How many unanswered questions a dispatcher remembers; an answer to one
+/// forgotten beyond this is refused like an answer to no question.
+pub const OPEN_QUESTIONS: usize = 256;
+
 /// Delivers lifecycle events to extension plugins and applies their
 /// actions at safe points.
 #[derive(Debug, Default)]
@@ -122,6 +126,9 @@ pub struct Dispatcher {
     plugins: Vec<WasmExtension>,
     pending: Vec<(String, Action)>,
     diagnostics: Vec<String>,
+    /// Questions (`select`, `confirm`, `input` intents) a surface asked
+    /// and nobody has answered yet: (plugin, id).
+    asked: Vec<(String, String)>,
 }
 
 impl Dispatcher {
@@ -131,6 +138,7 @@ impl Dispatcher {
             plugins,
             pending: Vec::new(),
             diagnostics: Vec::new(),
+            asked: Vec::new(),
         }
     }
 
@@ -224,13 +232,20 @@ impl Dispatcher {
 
     /// Delivers the user's answer to the question intent `id` of `plugin`
     /// (an `answer(ID, ANSWER)` event, to that plugin only); its actions
-    /// are queued for the next safe point.
+    /// are queued for the next safe point. A question is answered once.
     ///
     /// # Errors
     ///
-    /// When no such plugin is loaded any more (it was stopped or left out
-    /// since it asked).
+    /// When `plugin` has no open question `id` (none was shown, or it was
+    /// answered already), or the plugin is no longer loaded (it was stopped
+    /// or left out since it asked).
     pub fn answer(&mut self, plugin: &str, id: &str, answer: &str) -> Result<(), String> {
+        let Some(open) = self.asked.iter().position(|(p, q)| p == plugin && q == id) else {
+            return Err(format!(
+                "the answer to question {id:?} of plugin {plugin} was not delivered: the plugin has no such open question (it was never asked here, or it was answered already)"
+            ));
+        };
+        self.asked.remove(open);
         let Some(index) = self.plugins.iter().position(|p| p.name() == plugin) else {
             return Err(format!(
                 "the answer to question {id:?} of plugin {plugin} was not delivered: the plugin is no longer loaded in this runtime"
@@ -344,8 +359,19 @@ impl Dispatcher {
                 "surface": surface.name(),
             });
             let mut outcome = Degraded::Shown;
+            let asked = &mut self.asked;
             let result = effects.ui(&summary, || {
                 if native {
+                    if let IntentKind::Select(_) | IntentKind::Confirm(_) | IntentKind::Input(_) =
+                        intent.kind
+                    {
+                        // Bounded: a plugin flooding questions nobody
+                        // answers cannot grow it; the oldest is forgotten.
+                        if asked.len() == OPEN_QUESTIONS {
+                            asked.remove(0);
+                        }
+                        asked.push((plugin.clone(), intent.id.clone()));
+                    }
                     surface.show(&plugin, &intent);
                     return true;
                 }

@@ -287,6 +287,15 @@ impl Hooks for PluginHooks {
         })))
     }
 
+    fn answerer(&self) -> Option<smith_engine::agent::Answerer> {
+        let commands = self.commands();
+        Some(smith_engine::agent::Answerer(Arc::new(
+            move |plugin: &str, id: &str, answer: &str, idle: bool| {
+                commands.answer(plugin, id, answer, idle)
+            },
+        )))
+    }
+
     fn input(&mut self, text: &str) -> Verdict {
         lock(&self.inner).decide(&LifecycleEvent::Input(text.to_owned()))
     }

@@ -531,6 +531,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Box::new(super::extensions::Headless {
                 name: "eval",
                 journal: Some(Arc::clone(&destination.journal)),
+                asker: None,
             }),
             &destination.journal.session_id().to_hex(),
         )

@@ -287,15 +287,42 @@ pub fn kept_intents(session: &smith_store::Session) -> Result<Vec<String>, Strin
 
 /// The frontend of a headless runtime (`smith eval`, `smith rpc`): notices
 /// and plain-text intents become lines on stderr, prefixed with the plugin;
-/// it has no screen, so layout and theme changes do not apply and
-/// interactive intents degrade by their policy — those whose policy is
-/// `persist` are kept in the runtime's session (`journal`).
+/// it has no screen, so layout and theme changes do not apply. Questions
+/// (`select`, `confirm`, `input`) go to its [`Asker`] when it has one (rpc
+/// sends them to its client); otherwise they, like the other interactive
+/// intents, degrade by their policy — those whose policy is `persist` are
+/// kept in the runtime's session (`journal`).
 #[derive(Debug, Default)]
 pub struct Headless {
     /// The surface name given to plugins (`eval`, `rpc`).
     pub name: &'static str,
     /// The runtime's session, where persisted intents are kept.
     pub journal: Option<Arc<StoreJournal>>,
+    /// Who asks the user a plugin's question, if anyone.
+    pub asker: Option<Asker>,
+}
+
+/// Asks the user a plugin's question (the plugin and the intent, its text
+/// already plain); the answer comes back through the runtime's
+/// [`smith_engine::agent::Answerer`].
+#[derive(Clone)]
+pub struct Asker(pub Arc<Ask>);
+
+/// What an [`Asker`] calls: the plugin and its question.
+pub type Ask = dyn Fn(&str, &UiIntent) + Send + Sync;
+
+impl std::fmt::Debug for Asker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Asker(..)")
+    }
+}
+
+/// Whether `kind` is a question (it has an answer).
+fn is_question(kind: &IntentKind) -> bool {
+    matches!(
+        kind,
+        IntentKind::Select(_) | IntentKind::Confirm(_) | IntentKind::Input(_)
+    )
 }
 
 impl Surface for Headless {
@@ -303,11 +330,13 @@ impl Surface for Headless {
         self.name
     }
     fn can_show(&self, kind: &IntentKind) -> bool {
-        matches!(kind, IntentKind::Notify(_))
+        matches!(kind, IntentKind::Notify(_)) || (self.asker.is_some() && is_question(kind))
     }
     fn show(&mut self, plugin: &str, intent: &UiIntent) {
-        if let IntentKind::Notify(text) = &intent.kind {
-            eprintln!("[{plugin}] {text}");
+        match (&intent.kind, &self.asker) {
+            (IntentKind::Notify(text), _) => eprintln!("[{plugin}] {text}"),
+            (kind, Some(asker)) if is_question(kind) => (asker.0)(plugin, intent),
+            _ => {}
         }
     }
     fn show_text(&mut self, plugin: &str, text: &str) {

@@ -118,6 +118,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             })
         })))
     };
+    // Standard output carries the responses, the notifications and the
+    // extensions' questions (`ui_question`), one record per line.
+    let out = Output::new(std::io::stdout());
+    let questions = out.clone();
+    let asker = super::extensions::Asker(Arc::new(move |plugin, intent| {
+        // A client that went away cannot answer; the server notices the
+        // closed output itself.
+        let _ = questions.notify("ui_question", ui_question(plugin, intent));
+    }));
     let options = RuntimeOptions {
         provider: ProviderChoice {
             provider: "mock".to_owned(),
@@ -130,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         store_root: crate::settings::session_root()?,
         max_turns: args.max_turns,
         hooks: (!args.no_plugins).then(|| {
-            HooksFactory(Arc::new(|journal, ids| {
+            HooksFactory(Arc::new(move |journal, ids| {
                 let (plugins, warnings) = super::extensions::load(journal, ids);
                 for warning in &warnings {
                     super::extensions::warn(warning);
@@ -140,6 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     Box::new(super::extensions::Headless {
                         name: "rpc",
                         journal: Some(Arc::clone(journal)),
+                        asker: Some(asker.clone()),
                     }),
                     &journal.session_id().to_hex(),
                 )
@@ -154,9 +164,30 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .unwrap_or_else(|| format!("rpc-{}", smith_store::now_ms())),
         )),
     };
-    let server = RpcServer::new(options, &choice, Output::new(std::io::stdout()))?;
+    let server = RpcServer::new(options, &choice, out)?;
     server
         .serve(std::io::stdin().lock())
         .context("standard input or output failed; the client may have gone away")?;
     Ok(0)
+}
+
+/// The params of a `ui_question` notification: the plugin, the question's
+/// id and kind, its prompt, and for `select` its options (text plain).
+fn ui_question(plugin: &str, intent: &smith_plugins::extension::UiIntent) -> serde_json::Value {
+    use smith_plugins::extension::IntentKind;
+    let (prompt, options) = match &intent.kind {
+        IntentKind::Select((prompt, options)) => (prompt.as_str(), Some(options)),
+        IntentKind::Confirm(prompt) | IntentKind::Input(prompt) => (prompt.as_str(), None),
+        _ => ("", None),
+    };
+    let mut params = serde_json::json!({
+        "plugin": plugin,
+        "id": intent.id,
+        "kind": smith_plugins::dispatch::kind_name(&intent.kind),
+        "prompt": prompt,
+    });
+    if let Some(options) = options {
+        params["options"] = serde_json::json!(options);
+    }
+    params
 }

@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use smith_engine::agent::{AgentHandle, SessionGate, SessionOp, Verdict};
+use smith_engine::agent::{AgentHandle, Answerer, HookAction, SessionGate, SessionOp, Verdict};
 use smith_engine::protocol::{
     Command, CompactionReason, Event, Header, QueuedItem, SCHEMA_VERSION,
 };
@@ -65,6 +65,7 @@ pub const METHODS: &[&str] = &[
     "model/set",
     "compact",
     "config/get",
+    "ui/answer",
 ];
 
 /// Every notification method `smith rpc` sends (the runtime's event types).
@@ -87,6 +88,7 @@ pub const NOTIFICATIONS: &[&str] = &[
     "compaction_end",
     "model_changed",
     "error",
+    "ui_question",
 ];
 
 /// The most messages one `messages` page returns.
@@ -124,6 +126,7 @@ struct Current {
     name: String,
     provider: smith_engine::provider::ProviderInfo,
     gate: Option<SessionGate>,
+    answerer: Option<Answerer>,
     stop: Arc<AtomicBool>,
     pump: Option<JoinHandle<()>>,
 }
@@ -302,6 +305,7 @@ impl RpcServer {
             name,
             provider,
             gate,
+            answerer,
         } = self.options.start(choice)?;
         let handle = Arc::new(handle);
         let stop = Arc::new(AtomicBool::new(false));
@@ -327,6 +331,7 @@ impl RpcServer {
             name,
             provider,
             gate,
+            answerer,
             stop,
             pump: Some(pump),
         });
@@ -706,6 +711,7 @@ impl RpcServer {
                 Ok(json!({"model": model}))
             }
             "config/get" => self.config_get(params),
+            "ui/answer" => self.answer(method, params),
             "session/list" => {
                 let store = self.store()?;
                 let current = self.current.as_ref().map(|c| c.journal.session_id());
@@ -826,6 +832,48 @@ impl RpcServer {
             }
             _ => Err(RpcError::method_not_found(method, METHODS)),
         }
+    }
+
+    /// `ui/answer`: the user's answer to an extension's `ui_question`. When
+    /// the runtime is idle (a safe point) the actions the extension returns
+    /// are applied now: a model switch, a follow-up message.
+    fn answer(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let plugin = req_str(method, params, "plugin")?;
+        let id = req_str(method, params, "id")?;
+        let answer = req_str(method, params, "answer")?;
+        let current = self.current()?;
+        let Some(answerer) = current.answerer.as_ref() else {
+            return Err(RpcError::invalid_params(
+                method,
+                format!(
+                    "no extension plugin runs in session {}, so none asked question {id:?}",
+                    current.name
+                ),
+                "the plugin and id of a ui_question notification",
+            ));
+        };
+        let idle = !lock(&self.shared.st).running;
+        let actions = answerer
+            .answer(plugin, id, answer, idle)
+            .map_err(|message| {
+                RpcError::invalid_params(
+                    method,
+                    message,
+                    "the plugin and id of a ui_question notification not answered yet",
+                )
+            })?;
+        for action in actions {
+            match action {
+                HookAction::SetModel { model, .. } => {
+                    lock(&self.shared.st).running = true;
+                    self.send(Command::SetModel { model })?;
+                }
+                HookAction::FollowUp { text, .. } => {
+                    self.queue_input(Command::FollowUp { text })?;
+                }
+            }
+        }
+        Ok(json!({"delivered": true}))
     }
 
     /// Asks the current runtime's extensions about `op` before `method`

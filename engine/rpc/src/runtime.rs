@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use smith_engine::agent::{
-    self, AgentConfig, AgentHandle, Hooks, Services, SessionGate, default_policies,
+    self, AgentConfig, AgentHandle, Answerer, Hooks, Services, SessionGate, default_policies,
 };
 use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
@@ -221,6 +221,9 @@ pub struct Runtime {
     /// What the runtime's extensions say before a session switch or fork
     /// (none without extensions).
     pub gate: Option<SessionGate>,
+    /// Where the answers to the extensions' questions go (none without
+    /// extensions).
+    pub answerer: Option<Answerer>,
 }
 
 /// Everything needed to start runtimes.
@@ -316,6 +319,7 @@ impl RuntimeOptions {
             (factory.0)(&destination.journal, &ids)
         });
         let gate = hooks.as_ref().and_then(|h| h.session_gate());
+        let answerer = hooks.as_ref().and_then(|h| h.answerer());
         let handle = match hooks {
             Some(hooks) => agent::spawn_with_hooks(config, services, hooks),
             None => agent::spawn(config, services),
@@ -327,6 +331,7 @@ impl RuntimeOptions {
             name: destination.name,
             provider: info,
             gate,
+            answerer,
         })
     }
 }

@@ -50,6 +50,42 @@ impl std::fmt::Debug for SessionGate {
     }
 }
 
+/// Delivers a user's answer to a question an extension asked (through a
+/// frontend that can ask it), from the frontend's thread: the extension,
+/// the question's id, the answer, and whether the runtime is idle. Idle is
+/// a safe point, so the actions the extension returns come back to be
+/// applied at once; while the runtime works they wait for its next safe
+/// point and none come back. An error says why the answer was not
+/// delivered (no such open question).
+#[derive(Clone)]
+pub struct Answerer(pub Arc<Answer>);
+
+/// What an [`Answerer`] calls: plugin, question id, answer, idle.
+pub type Answer = dyn Fn(&str, &str, &str, bool) -> Result<Vec<HookAction>, String> + Send + Sync;
+
+impl Answerer {
+    /// Delivers `answer` to question `id` of `plugin`.
+    ///
+    /// # Errors
+    ///
+    /// When the plugin has no such open question (the message says so).
+    pub fn answer(
+        &self,
+        plugin: &str,
+        id: &str,
+        answer: &str,
+        idle: bool,
+    ) -> Result<Vec<HookAction>, String> {
+        (self.0)(plugin, id, answer, idle)
+    }
+}
+
+impl std::fmt::Debug for Answerer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Answerer(..)")
+    }
+}
+
 /// The answer at a decision point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -137,6 +173,12 @@ pub trait Hooks: Send {
     /// A gate a frontend asks before switching or forking sessions; the
     /// default has none (every operation proceeds).
     fn session_gate(&self) -> Option<SessionGate> {
+        None
+    }
+
+    /// Where a frontend that asked an extension's question sends the
+    /// user's answer; the default has none (no extension asks).
+    fn answerer(&self) -> Option<Answerer> {
         None
     }
 

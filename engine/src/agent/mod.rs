@@ -32,7 +32,7 @@ use crate::provider::{Message, Pricing, Provider, Transport};
 use crate::tools::{CancelToken, ToolContext, ToolSet};
 
 pub use compact::{CompactionRecord, CompactionSettings};
-pub use hooks::{HookAction, Hooks, Interrupt, SessionGate, SessionOp, Verdict};
+pub use hooks::{Answerer, HookAction, Hooks, Interrupt, SessionGate, SessionOp, Verdict};
 pub use queue::{DeliveryPoint, FollowUp, Queue, QueuePolicy, Steer, default_policies};
 pub use run::{aborted_result_text, blocked_result_text, dangling_results, skipped_result_text};
 

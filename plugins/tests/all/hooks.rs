@@ -479,36 +479,86 @@ fn a_plugin_stopped_at_its_deadline_is_announced_as_unloaded_to_the_others() {
     assert_eq!(got[2], "[test/lifecycle] plugin-unloaded test/probe");
 }
 
+/// Shows every intent: questions as `ask ID`, notices as their text.
+#[derive(Clone, Default)]
+struct Asks(Arc<Mutex<Vec<String>>>);
+
+impl Surface for Asks {
+    fn name(&self) -> &str {
+        "asks"
+    }
+    fn can_show(&self, _: &IntentKind) -> bool {
+        true
+    }
+    fn show(&mut self, plugin: &str, intent: &UiIntent) {
+        let line = match &intent.kind {
+            IntentKind::Notify(text) => format!("[{plugin}] {text}"),
+            _ => format!("ask {plugin} {}", intent.id),
+        };
+        self.0.lock().unwrap().push(line);
+    }
+    fn show_text(&mut self, plugin: &str, text: &str) {
+        self.0.lock().unwrap().push(format!("text {plugin} {text}"));
+    }
+}
+
+impl Frontend for Asks {
+    fn persist(&mut self, plugin: &str, intent: &UiIntent) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("persist {plugin} {}", intent.id));
+    }
+    fn diagnostic(&mut self, message: &str) {
+        self.0.lock().unwrap().push(format!("diagnostic {message}"));
+    }
+}
+
 #[test]
 fn frontend_events_reach_handlers_and_release_at_once_only_when_idle() {
-    use smith_engine::agent::Hooks as _;
+    use smith_engine::agent::{Hooks as _, Verdict};
     use smith_plugins::extension::LifecycleEvent;
-    let lines = Lines::default();
-    let mut hooks = PluginHooks::new(vec![lifecycle()], Box::new(lines.clone()));
+    let asks = Asks::default();
+    let mut hooks = PluginHooks::new(vec![lifecycle()], Box::new(asks.clone()));
     let commands = hooks.commands();
+    let answerer = hooks.answerer().unwrap();
+    let take = || std::mem::take(&mut *asks.0.lock().unwrap());
     // Idle: a safe point, so the notice is shown at once.
     assert_eq!(commands.raise(&LifecycleEvent::Resize((100, 30)), true), []);
-    assert_eq!(
-        std::mem::take(&mut *lines.0.lock().unwrap()),
-        ["[test/lifecycle] resize 100x30"]
-    );
+    assert_eq!(take(), ["[test/lifecycle] resize 100x30"]);
     // While the runtime works, it waits for the next safe point.
     assert_eq!(
         commands.raise(&LifecycleEvent::ConfigChanged("model".into()), false),
         []
     );
-    assert!(lines.0.lock().unwrap().is_empty());
+    assert!(take().is_empty());
+    // The plugin asks at the end of the run; the answer reaches it, once.
+    assert_eq!(hooks.input("ask me"), Verdict::Allow);
     assert_eq!(
-        commands.answer("test/lifecycle", "pick-1", "staging", false),
-        Ok(Vec::new())
+        hooks.observe(&Event::AgentEnd {
+            stop: smith_engine::protocol::StopCause::Done,
+            usage: smith_engine::provider::Usage::default(),
+            cost: None,
+            text: String::new(),
+        }),
+        []
     );
-    assert!(lines.0.lock().unwrap().is_empty());
-    assert_eq!(hooks.observe(&Event::TurnEnd { turn: 1 }), []);
     assert_eq!(
-        *lines.0.lock().unwrap(),
+        take(),
         [
             "[test/lifecycle] config-changed model",
-            "[test/lifecycle] answer pick-1 \"staging\""
+            "ask test/lifecycle pick-1"
         ]
+    );
+    assert_eq!(
+        answerer.answer("test/lifecycle", "pick-1", "staging", false),
+        Ok(Vec::new())
+    );
+    assert!(take().is_empty());
+    assert_eq!(hooks.observe(&Event::TurnEnd { turn: 2 }), []);
+    assert_eq!(take(), ["[test/lifecycle] answer pick-1 \"staging\""]);
+    assert_eq!(
+        answerer.answer("test/lifecycle", "pick-1", "production", true),
+        Err("the answer to question \"pick-1\" of plugin test/lifecycle was not delivered: the plugin has no such open question (it was never asked here, or it was answered already)".to_owned())
     );
 }
