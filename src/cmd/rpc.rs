@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use smith_engine::provider::HostTransport;
 use smith_rpc::{
-    HooksFactory, Live, LiveProviders, Output, ProviderChoice, RpcServer, RuntimeOptions,
-    SessionChoice, SetupError,
+    HooksFactory, Live, LiveProviders, Output, RpcServer, RuntimeOptions, SessionChoice, SetupError,
 };
 
 /// Serve JSON-RPC 2.0 on standard input and output.
@@ -76,13 +75,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         };
         // A bad script fails before serving, like a bad provider choice.
         let first = Mutex::new(Some(build()?));
-        Some(LiveProviders(Arc::new(move || {
+        LiveProviders(Arc::new(move || {
             let ready = first.lock().ok().and_then(|mut f| f.take());
             match ready {
                 Some(live) => Ok(live),
                 None => build().map_err(|e| SetupError::new(format!("{e:#}"))),
             }
-        })))
+        }))
     } else {
         let super::eval::ProviderChoice {
             provider,
@@ -105,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // The first runtime takes the provider chosen above; later ones
         // choose afresh.
         let first = Mutex::new(Some(first));
-        Some(LiveProviders(Arc::new(move || {
+        LiveProviders(Arc::new(move || {
             let ready = first.lock().ok().and_then(|mut f| f.take());
             let chosen = match ready {
                 Some(chosen) => chosen,
@@ -116,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 transport: chosen.transport,
                 model: chosen.model,
             })
-        })))
+        }))
     };
     // Standard output carries the responses, the notifications and the
     // extensions' questions (`ui_question`), one record per line.
@@ -128,13 +127,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let _ = questions.notify("ui_question", ui_question(plugin, intent));
     }));
     let options = RuntimeOptions {
-        provider: ProviderChoice {
-            provider: "mock".to_owned(),
-            model: args.choice.model,
-            mock_script: None,
-            mock_record: None,
-        },
         live,
+        model: args.choice.model,
         cwd,
         store_root: crate::settings::session_root()?,
         max_turns: args.max_turns,

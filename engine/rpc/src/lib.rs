@@ -30,6 +30,5 @@ pub use jsonrpc::{Output, RpcError};
 pub use mcp::{McpOptions, McpServer};
 pub use rpc::RpcServer;
 pub use runtime::{
-    HooksFactory, HooksFn, Live, LiveProviders, ProviderChoice, RuntimeOptions, SessionChoice,
-    SetupError,
+    HooksFactory, HooksFn, Live, LiveProviders, RuntimeOptions, SessionChoice, SetupError,
 };

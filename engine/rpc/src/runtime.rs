@@ -15,9 +15,8 @@ use smith_engine::agent::{
 };
 use smith_engine::journal::EffectState;
 use smith_engine::journal::store::{StoreJournal, resume};
-use smith_engine::provider::record::RecordingProvider;
-use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, load_script};
-use smith_engine::provider::{HostTransport, Provider, ProviderInfo, Transport};
+use smith_engine::provider::scripted::MOCK_MODEL;
+use smith_engine::provider::{Provider, ProviderInfo, Transport};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::Store;
 
@@ -46,53 +45,6 @@ impl std::fmt::Display for SetupError {
 
 impl std::error::Error for SetupError {}
 
-/// Which provider to use when no [`LiveProviders`] factory is given.
-///
-/// This crate alone knows only the engine's native scripted provider, so a
-/// library user can serve without the plugin host. The `smith` binary always
-/// passes a factory: its `mock` is the built-in smith/mock plugin.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProviderChoice {
-    /// The provider id: `mock`, the native scripted provider (other
-    /// providers come through [`RuntimeOptions::live`]).
-    pub provider: String,
-    /// The model (default: the session's, else the provider's first).
-    pub model: Option<String>,
-    /// The mock provider's script (default: the built-in demo).
-    pub mock_script: Option<PathBuf>,
-    /// Where the mock provider writes the requests it receives.
-    pub mock_record: Option<PathBuf>,
-}
-
-impl ProviderChoice {
-    /// A fresh provider (a scripted one replays its script from the start).
-    ///
-    /// # Errors
-    ///
-    /// An unknown provider, an unreadable or invalid script.
-    pub fn build(&self) -> Result<Box<dyn Provider>, SetupError> {
-        if self.provider != "mock" {
-            return Err(SetupError::new(format!(
-                "provider {:?} is not available here: a provider choice builds only the scripted provider (mock), and live providers come through the runtime options' live factory; use --provider mock (optionally --mock-script FILE), or pass the live provider's name to `smith rpc --provider`",
-                self.provider
-            )));
-        }
-        let mut provider: Box<dyn Provider> = Box::new(match &self.mock_script {
-            Some(path) => ScriptedProvider::new(
-                load_script(path).map_err(|e| SetupError::new(e.to_string()))?,
-            ),
-            None => ScriptedProvider::demo(),
-        });
-        if let Some(path) = &self.mock_record {
-            provider = Box::new(
-                RecordingProvider::new(provider, path)
-                    .map_err(|e| SetupError::new(e.to_string()))?,
-            );
-        }
-        Ok(provider)
-    }
-}
-
 /// A provider built for one runtime by [`LiveProviders`], with the
 /// transport that carries its requests.
 pub struct Live {
@@ -105,9 +57,10 @@ pub struct Live {
     pub model: Option<String>,
 }
 
-/// Builds a fresh live provider for each runtime. The live providers (HTTP
-/// engine, catalog, credentials) are wired by the binary, so the binary
-/// hands the server this factory; without one, [`ProviderChoice`] decides.
+/// Builds a fresh provider for each runtime. Providers (the smith/mock
+/// plugin, the vendor plugins with the HTTP engine, catalog and
+/// credentials) are wired by the binary, so the binary hands the server
+/// this factory; a library user passes its own.
 #[derive(Clone)]
 pub struct LiveProviders(pub Arc<dyn Fn() -> Result<Live, SetupError> + Send + Sync>);
 
@@ -229,11 +182,12 @@ pub struct Runtime {
 /// Everything needed to start runtimes.
 #[derive(Clone, Debug)]
 pub struct RuntimeOptions {
-    /// The provider, when `live` is not given.
-    pub provider: ProviderChoice,
-    /// Builds a live provider for each runtime; it takes the place of
-    /// `provider` (whose `model`, when set, still names the model).
-    pub live: Option<LiveProviders>,
+    /// Builds the provider of each runtime (a fresh one each time, so a
+    /// scripted provider plays its script from the start).
+    pub live: LiveProviders,
+    /// The model (default: the one the factory resolves, else the
+    /// session's, else the provider's first).
+    pub model: Option<String>,
     /// The working directory of the tools.
     pub cwd: PathBuf,
     /// The session store root.
@@ -268,13 +222,11 @@ impl RuntimeOptions {
     ///
     /// Provider, working directory, session or thread setup failures.
     pub fn start(&self, choice: &SessionChoice) -> Result<Runtime, SetupError> {
-        let (provider, transport, live_model): (_, Arc<dyn Transport>, _) = match &self.live {
-            Some(live) => {
-                let built = (live.0)()?;
-                (built.provider, built.transport, built.model)
-            }
-            None => (self.provider.build()?, Arc::new(HostTransport), None),
-        };
+        let Live {
+            provider,
+            transport,
+            model: live_model,
+        } = (self.live.0)()?;
         let info = provider.describe();
         let tool_context = ToolContext::new(&self.cwd)
             .map_err(|e| SetupError::new(format!("cannot work in {}: {e}", self.cwd.display())))?;
@@ -286,7 +238,6 @@ impl RuntimeOptions {
             );
         }
         let model = self
-            .provider
             .model
             .clone()
             .or(live_model)

@@ -110,8 +110,38 @@ impl Provider for RecordingProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::scripted::{ScriptEvent, ScriptedProvider};
-    use crate::provider::{Message, StopReason};
+    use crate::provider::Message;
+
+    /// Answers its first request with an empty local exchange and refuses
+    /// every later one.
+    #[derive(Default)]
+    struct Once {
+        used: bool,
+    }
+
+    impl Provider for Once {
+        fn describe(&self) -> ProviderInfo {
+            ProviderInfo {
+                id: "once".into(),
+                models: Vec::new(),
+            }
+        }
+        fn encode(&mut self, _: &Request) -> Result<Exchange, ProviderError> {
+            if std::mem::replace(&mut self.used, true) {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    "this provider answers one request",
+                ));
+            }
+            Ok(Exchange::Local { chunks: Vec::new() })
+        }
+        fn decode(&mut self, _: &[u8]) -> Vec<StreamEvent> {
+            Vec::new()
+        }
+        fn finish(&mut self) -> Vec<StreamEvent> {
+            Vec::new()
+        }
+    }
 
     fn request(text: &str) -> Request {
         Request {
@@ -127,13 +157,10 @@ mod tests {
     fn requests_are_recorded_as_json_lines_before_the_provider_sees_them() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rec.jsonl");
-        let inner = ScriptedProvider::new(vec![vec![ScriptEvent::Stop {
-            reason: StopReason::End,
-        }]]);
-        let mut provider = RecordingProvider::new(Box::new(inner), &path).unwrap();
+        let mut provider = RecordingProvider::new(Box::new(Once::default()), &path).unwrap();
         let first = request("hello");
         assert!(provider.encode(&first).is_ok());
-        // The script has one response: the second request fails in the
+        // The provider answers one request: the second fails in the
         // provider, but it was still recorded.
         let second = request("again");
         assert!(provider.encode(&second).is_err());
@@ -150,7 +177,7 @@ mod tests {
     fn an_uncreatable_record_names_its_path() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("missing").join("rec.jsonl");
-        let err = RecordingProvider::new(Box::new(ScriptedProvider::demo()), &path).unwrap_err();
+        let err = RecordingProvider::new(Box::new(Once::default()), &path).unwrap_err();
         assert!(err.message.contains(&path.display().to_string()), "{err}");
         assert!(err.message.contains("--mock-record"), "{err}");
     }

@@ -16,13 +16,14 @@ use smith_engine::journal::{
 };
 use smith_engine::protocol::{Command, Event, MutationState, Role, StopCause, ToolStatus};
 use smith_engine::provider::record::RecordingProvider;
-use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
+use smith_engine::provider::scripted::{MOCK_MODEL, parse_script};
 use smith_engine::provider::{
     ContentBlock, HostTransport, Message, Provider, Request, StopReason, ToolCall,
 };
 use smith_engine::tools::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet,
 };
+use smith_testkit::ScriptedProvider;
 
 struct Harness {
     handle: AgentHandle,

@@ -16,11 +16,12 @@ use smith_engine::agent::{self, AgentConfig, AgentHandle, CompactionRecord, Serv
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{Command, CompactionOutcome, CompactionReason, Event, StopCause};
 use smith_engine::provider::record::RecordingProvider;
-use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
+use smith_engine::provider::scripted::{MOCK_MODEL, parse_script};
 use smith_engine::provider::{ContentBlock, HostTransport, Message, Request, StopReason};
 use smith_engine::replay::{Pace, Recording};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::{EntryKind, Store};
+use smith_testkit::ScriptedProvider;
 
 struct Rig {
     handle: AgentHandle,

@@ -10,9 +10,10 @@ use smith_engine::agent::{self, AgentConfig, AgentHandle, HookAction, Hooks, Ser
 use smith_engine::journal::MemoryJournal;
 use smith_engine::protocol::{Command, Event, StopCause, ToolStatus};
 use smith_engine::provider::record::RecordingProvider;
-use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
+use smith_engine::provider::scripted::{MOCK_MODEL, parse_script};
 use smith_engine::provider::{Message, Request, ToolCall};
 use smith_engine::tools::ToolContext;
+use smith_testkit::ScriptedProvider;
 
 /// What the test hooks saw, in order.
 #[derive(Default)]

@@ -273,7 +273,7 @@ fn http_exchanges_without_an_http_engine_fail_typed() {
 
 #[test]
 fn thinking_signatures_round_trip_into_the_message() {
-    let mut provider = smith_engine::provider::scripted::ScriptedProvider::new(
+    let mut provider = smith_testkit::ScriptedProvider::new(
         smith_engine::provider::scripted::parse_script(
             r#"[[{"thinking": {"text": "hm", "signature": "00ff"}}, {"text": "a"}, {"stop": {"reason": "end"}}]]"#,
             "t",

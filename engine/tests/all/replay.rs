@@ -18,11 +18,12 @@ use smith_engine::journal::{
     canonical_cbor,
 };
 use smith_engine::protocol::{Command, Event, JsonLines, MutationState, StopCause, ToolStatus};
-use smith_engine::provider::scripted::{MOCK_MODEL, ScriptedProvider, parse_script};
+use smith_engine::provider::scripted::{MOCK_MODEL, parse_script};
 use smith_engine::provider::{ContentBlock, HostTransport, Message, StopReason, ToolCall};
 use smith_engine::replay::{Pace, Recording, TurnRange, Verdict, compare, copy_tree};
 use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::Store;
+use smith_testkit::ScriptedProvider;
 
 const SCRIPT: &str = r#"[
     [{"text": "Reading."}, {"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}}, {"usage": {"input": 10, "output": 5}}, {"stop": {"reason": "tool_use"}}],

@@ -1,7 +1,7 @@
 //! smith/mock as a plugin behaves exactly like the native scripted provider.
 
 use smith_engine::agent::compact::summary_request;
-use smith_engine::provider::scripted::{ScriptedProvider, parse_script};
+use smith_engine::provider::scripted::parse_script;
 use smith_engine::provider::{
     ContentBlock, Exchange, Message, Provider, Request, StopReason, StreamEvent, ToolCall,
 };
@@ -9,6 +9,7 @@ use smith_plugins::builtin::{MOCK, mock_provider};
 use smith_plugins::{
     InstantiateError, Limits, ProviderComponent, Runtime, compile_count_on_this_thread,
 };
+use smith_testkit::ScriptedProvider;
 
 fn request(messages: Vec<Message>) -> Request {
     Request {

@@ -2,17 +2,21 @@
 //! and correlated errors, and nothing but records on the output.
 
 use serde_json::{Value, json};
-use smith_rpc::{Output, ProviderChoice, RpcServer, RuntimeOptions, SessionChoice};
+use smith_rpc::{Live, LiveProviders, Output, RpcServer, RuntimeOptions, SessionChoice};
 
 use crate::support::Captured;
 
 fn options(dir: &std::path::Path) -> RuntimeOptions {
     RuntimeOptions {
-        provider: ProviderChoice {
-            provider: "mock".into(),
-            ..ProviderChoice::default()
-        },
-        live: None,
+        // The native scripted demo, fresh for each runtime.
+        live: LiveProviders(std::sync::Arc::new(|| {
+            Ok(Live {
+                provider: Box::new(smith_testkit::ScriptedProvider::demo()),
+                transport: std::sync::Arc::new(smith_engine::provider::HostTransport),
+                model: None,
+            })
+        })),
+        model: None,
         cwd: dir.to_owned(),
         store_root: dir.join("sessions"),
         max_turns: None,
