@@ -277,35 +277,16 @@ fn a_replacement_at_context_counts_as_allow_and_is_reported() {
 /// Sends `requests` to `smith rpc` (then closes its input) and returns the
 /// response to each, by id.
 fn rpc(home: &Path, args: &[&str], requests: &[Value]) -> (Vec<Value>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
-        .env("SMITH_HOME", home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .current_dir(home)
-        .arg("rpc")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let mut client = Client::start(home, args);
     for request in requests {
-        writeln!(stdin, "{request}").unwrap();
+        writeln!(client.stdin, "{request}").unwrap();
     }
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let responses = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let (records, err) = client.finish();
+    let responses = records
+        .into_iter()
         .filter(|v| v.get("id").is_some())
         .collect();
-    (
-        responses,
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    (responses, err)
 }
 
 #[test]
@@ -418,12 +399,24 @@ impl Client {
         panic!("smith rpc ended before the record the test waits for");
     }
 
-    /// Closes the input and returns standard error once smith has exited.
-    fn finish(self) -> String {
-        drop(self.stdin);
-        let output = self.child.wait_with_output().unwrap();
+    /// Closes the input and returns the records not read yet and standard
+    /// error, once smith has exited.
+    fn finish(self) -> (Vec<Value>, String) {
+        let Client {
+            child,
+            stdin,
+            lines,
+        } = self;
+        drop(stdin);
+        let records = lines
+            .map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap())
+            .collect();
+        let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{output:?}");
-        String::from_utf8_lossy(&output.stderr).into_owned()
+        (
+            records,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
     }
 }
 
@@ -459,7 +452,7 @@ fn rpc_sends_a_plugin_question_to_its_client_and_the_answer_back_to_the_plugin()
         refused["error"]["data"]["why"],
         "the answer to question \"pick-1\" of plugin test/lifecycle was not delivered: the plugin has no such open question (it was never asked here, or it was answered already)"
     );
-    let err = client.finish();
+    let (_, err) = client.finish();
     assert!(
         err.contains("[test/lifecycle] answer pick-1 \"production\""),
         "{err}"
