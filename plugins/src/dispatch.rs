@@ -271,6 +271,9 @@ impl Dispatcher {
                 made.push((plugin.name().to_owned(), operation));
             }
         }
+        if made.is_empty() {
+            return;
+        }
         for (by, operation) in made {
             let event = LifecycleEvent::VcsOperation(operation);
             for index in 0..self.plugins.len() {
@@ -362,9 +365,7 @@ impl Dispatcher {
             let asked = &mut self.asked;
             let result = effects.ui(&summary, || {
                 if native {
-                    if let IntentKind::Select(_) | IntentKind::Confirm(_) | IntentKind::Input(_) =
-                        intent.kind
-                    {
+                    if is_question(&intent.kind) {
                         // Bounded: a plugin flooding questions nobody
                         // answers cannot grow it; the oldest is forgotten.
                         if asked.len() == OPEN_QUESTIONS {
@@ -429,6 +430,15 @@ enum Degraded {
     Dropped,
     Refused,
     Persisted,
+}
+
+/// Whether `kind` is a question: an intent the user answers (`select`,
+/// `confirm`, `input`), whose answer comes back as an `answer` event.
+pub fn is_question(kind: &IntentKind) -> bool {
+    matches!(
+        kind,
+        IntentKind::Select(_) | IntentKind::Confirm(_) | IntentKind::Input(_)
+    )
 }
 
 /// The stable name of an intent kind.

@@ -393,6 +393,32 @@ impl Effects {
             })
     }
 
+    /// Completes `effect_id` from what the effect did: `Ok((value,
+    /// mutation, output))` is recorded as ok and returns `value`;
+    /// `Err((message, mutation))` is recorded as an error with `message`
+    /// (the caller prefixes the effect's name) and fails with it.
+    fn settle<T>(
+        &self,
+        effect_id: String,
+        result: Result<(T, Mutation, serde_json::Value), (String, Mutation)>,
+    ) -> Result<T, EffectError> {
+        match result {
+            Ok((value, mutation, output)) => {
+                self.complete(effect_id, Outcome::Ok, mutation, &output)?;
+                Ok(value)
+            }
+            Err((message, mutation)) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    mutation,
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(message))
+            }
+        }
+    }
+
     /// `read-file`: checks the path against the `fs-read` grants, records
     /// the intent, reads, records the completion.
     ///
@@ -1017,29 +1043,18 @@ impl Effects {
             None => Ok(false),
             Some(source) => source(handle).map(|v| v.is_some_and(|v| !v.is_empty())),
         };
-        match answer {
-            Ok(available) => {
-                self.complete(
-                    effect_id,
-                    Outcome::Ok,
-                    Mutation::NotApplied,
-                    &json!({"available": available}),
-                )?;
-                Ok(available)
-            }
-            Err(reason) => {
-                let message = format!(
-                    "secret-available: the secret {handle} could not be resolved: {reason}"
-                );
-                self.complete(
-                    effect_id,
-                    Outcome::Error,
-                    Mutation::NotApplied,
-                    &json!({"error": message}),
-                )?;
-                Err(EffectError::Failed(message))
-            }
-        }
+        let result = match answer {
+            Ok(available) => Ok((
+                available,
+                Mutation::NotApplied,
+                json!({"available": available}),
+            )),
+            Err(reason) => Err((
+                format!("secret-available: the secret {handle} could not be resolved: {reason}"),
+                Mutation::NotApplied,
+            )),
+        };
+        self.settle(effect_id, result)
     }
 
     /// `register-secret`: from now on smith redacts `value` (a credential
@@ -1105,27 +1120,14 @@ impl Effects {
             "plugin.vcs-snapshot",
             &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "label": label}),
         )?;
-        match repo.snapshot(label) {
+        let result = match repo.snapshot(label) {
             Ok(id) => {
-                self.complete(
-                    effect_id,
-                    Outcome::Ok,
-                    Mutation::Applied,
-                    &json!({"snapshot": id}),
-                )?;
-                Ok(id)
+                let output = json!({"snapshot": id});
+                Ok((id, Mutation::Applied, output))
             }
-            Err(message) => {
-                let message = format!("vcs-snapshot: {message}");
-                self.complete(
-                    effect_id,
-                    Outcome::Error,
-                    Mutation::Unknown,
-                    &json!({"error": message}),
-                )?;
-                Err(EffectError::Failed(message))
-            }
-        }
+            Err(message) => Err((format!("vcs-snapshot: {message}"), Mutation::Unknown)),
+        };
+        self.settle(effect_id, result)
     }
 
     /// `vcs-diff`: the diff from snapshot `from` to snapshot `to` (the
@@ -1143,27 +1145,14 @@ impl Effects {
             "plugin.vcs-diff",
             &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "from": from, "to": to}),
         )?;
-        match repo.diff(from, to) {
+        let result = match repo.diff(from, to) {
             Ok(diff) => {
-                self.complete(
-                    effect_id,
-                    Outcome::Ok,
-                    Mutation::NotApplied,
-                    &json!({"bytes": diff.text.len(), "truncated": diff.truncated}),
-                )?;
-                Ok(diff)
+                let output = json!({"bytes": diff.text.len(), "truncated": diff.truncated});
+                Ok((diff, Mutation::NotApplied, output))
             }
-            Err(message) => {
-                let message = format!("vcs-diff: {message}");
-                self.complete(
-                    effect_id,
-                    Outcome::Error,
-                    Mutation::NotApplied,
-                    &json!({"error": message}),
-                )?;
-                Err(EffectError::Failed(message))
-            }
-        }
+            Err(message) => Err((format!("vcs-diff: {message}"), Mutation::NotApplied)),
+        };
+        self.settle(effect_id, result)
     }
 
     /// `vcs-restore`: makes the working tree match snapshot `id`, first
@@ -1182,31 +1171,22 @@ impl Effects {
             "plugin.vcs-restore",
             &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "snapshot": id}),
         )?;
-        match repo.restore(id) {
+        let result = match repo.restore(id) {
             Ok(before) => {
-                self.complete(
-                    effect_id,
-                    Outcome::Ok,
-                    Mutation::Applied,
-                    &json!({"before": before}),
-                )?;
-                Ok(before)
+                let output = json!({"before": before});
+                Ok((before, Mutation::Applied, output))
             }
-            Err((message, touched)) => {
-                let message = format!("vcs-restore: {message}");
-                self.complete(
-                    effect_id,
-                    Outcome::Error,
-                    if touched {
-                        Mutation::Unknown
-                    } else {
-                        Mutation::NotApplied
-                    },
-                    &json!({"error": message}),
-                )?;
-                Err(EffectError::Failed(message))
-            }
-        }
+            Err((message, touched)) => Err((
+                format!("vcs-restore: {message}"),
+                // Files may have been written once git started on them.
+                if touched {
+                    Mutation::Unknown
+                } else {
+                    Mutation::NotApplied
+                },
+            )),
+        };
+        self.settle(effect_id, result)
     }
 
     /// Checks that the plugin may show UI intents and records one as an

@@ -15,7 +15,7 @@ use smith_engine::journal::EffectJournal;
 use smith_engine::journal::store::{PluginIntent, StoreJournal, plugin_intents, resume};
 use smith_engine::provider::Message;
 use smith_plugins::builtin::BUILTINS;
-use smith_plugins::dispatch::Surface;
+use smith_plugins::dispatch::{Surface, is_question};
 use smith_plugins::effects::{Effects, Grants, SecretSource, SessionSource};
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
@@ -315,14 +315,6 @@ impl std::fmt::Debug for Asker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Asker(..)")
     }
-}
-
-/// Whether `kind` is a question (it has an answer).
-fn is_question(kind: &IntentKind) -> bool {
-    matches!(
-        kind,
-        IntentKind::Select(_) | IntentKind::Confirm(_) | IntentKind::Input(_)
-    )
 }
 
 impl Surface for Headless {

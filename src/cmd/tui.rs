@@ -178,18 +178,11 @@ impl smith_plugins::dispatch::Surface for TuiFrontend {
     }
     fn can_show(&self, kind: &smith_plugins::extension::IntentKind) -> bool {
         use smith_plugins::extension::IntentKind;
-        matches!(
-            kind,
-            IntentKind::Notify(_)
-                | IntentKind::SetStatus(_)
-                | IntentKind::Select(_)
-                | IntentKind::Confirm(_)
-                | IntentKind::Input(_)
-        )
+        matches!(kind, IntentKind::Notify(_) | IntentKind::SetStatus(_))
+            || smith_plugins::dispatch::is_question(kind)
     }
     fn show(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
-        use smith_plugins::extension::IntentKind;
-        if let IntentKind::Select(_) | IntentKind::Confirm(_) | IntentKind::Input(_) = intent.kind {
+        if smith_plugins::dispatch::is_question(&intent.kind) {
             self.send(Feed::Question(plugin.to_owned(), intent.clone()));
             return;
         }
