@@ -23,6 +23,8 @@ pub struct SessionFile {
     map: std::sync::Arc<Mmap>,
     header: Header,
     path: PathBuf,
+    /// The mapped file's identity (see `session::file_id`).
+    id: Option<crate::session::FileId>,
 }
 
 /// One entry read straight from a file, content borrowed from the mapping or
@@ -53,10 +55,15 @@ impl SessionFile {
         let map =
             unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("map session file", path, e))?;
         let header = format::decode_header(&map, &path.display().to_string())?;
+        let id = file
+            .metadata()
+            .ok()
+            .and_then(|m| crate::session::file_id(&m));
         Ok(Self {
             map: std::sync::Arc::new(map),
             header,
             path: path.to_path_buf(),
+            id,
         })
     }
 
@@ -104,6 +111,12 @@ impl SessionFile {
         let mut s = Session::load_from(&self.map, Some(&self.map), limits, &what)?;
         #[cfg(not(unix))]
         let mut s = Session::load_from(&self.map, None, limits, &what)?;
+        // Read in place, the session's arena maps this very file, which a
+        // later append can then map again at its new length.
+        #[cfg(unix)]
+        {
+            s.payload.file = self.id;
+        }
         s.path = Some(self.path.clone());
         Ok(s)
     }

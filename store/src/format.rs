@@ -400,6 +400,10 @@ pub(crate) fn cbor_head(out: &mut Vec<u8>, major: u8, v: u64) {
     }
 }
 
+/// The longest head [`encode_entry_head`] can write: the map's head, five
+/// keys with 9-byte values, the content key and a 9-byte length.
+pub const ENTRY_HEAD_MAX: usize = 1 + 5 * (1 + 9) + 1 + 9;
+
 /// Encodes the entry payload map: `{0: id, 1: parent, 2: timestamp_ms,
 /// 3: kind, 4: pairing, 5: content}` with `content` a byte string.
 pub fn encode_entry(out: &mut Vec<u8>, head: &EntryHead, content: &[u8]) {

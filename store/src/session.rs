@@ -68,6 +68,29 @@ pub struct LoadReport {
 pub(crate) struct Arena {
     map: Option<std::sync::Arc<memmap2::Mmap>>,
     owned: std::sync::Arc<Vec<u8>>,
+    /// The identity of the file `map` maps, when it is the session's own
+    /// file: an append to that same file can then map the longer file
+    /// instead of copying what it wrote.
+    pub(crate) file: Option<FileId>,
+}
+
+/// A file's identity (device and inode), so a mapping is only ever
+/// extended over the very file it maps, never over one that replaced it.
+pub(crate) type FileId = (u64, u64);
+
+/// The identity of the file `m` describes; `None` where the platform has
+/// no such notion (an append there always copies into the owned buffer).
+pub(crate) fn file_id(m: &std::fs::Metadata) -> Option<FileId> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        Some((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        None
+    }
 }
 
 impl Arena {
@@ -76,7 +99,24 @@ impl Arena {
         Self {
             map: None,
             owned: std::sync::Arc::new(owned),
+            file: None,
         }
+    }
+
+    /// True when bytes appended to the file `id` can be addressed by
+    /// mapping that file again: nothing is owned (owned bytes sit after
+    /// the mapping, so a longer mapping would move them) and the current
+    /// mapping, if any, is of that same file.
+    pub(crate) fn can_extend_over(&self, id: FileId) -> bool {
+        self.owned.is_empty() && (self.map.is_none() || self.file == Some(id))
+    }
+
+    /// Replaces the mapping with `map`, a mapping of the whole file `id`
+    /// (see [`Arena::can_extend_over`]); the old mapping stays alive while
+    /// a clone or a fork still holds it.
+    pub(crate) fn extend_over(&mut self, map: memmap2::Mmap, id: FileId) {
+        self.map = Some(std::sync::Arc::new(map));
+        self.file = Some(id);
     }
 
     /// The length of the mapped region (0 without a mapping).
@@ -92,12 +132,6 @@ impl Arena {
     /// The owned buffer, copied first if a fork or clone shares it.
     pub(crate) fn owned_mut(&mut self) -> &mut Vec<u8> {
         std::sync::Arc::make_mut(&mut self.owned)
-    }
-
-    /// Drops owned bytes from logical offset `at` on.
-    pub(crate) fn truncate(&mut self, at: usize) {
-        let base = self.base_len();
-        self.owned_mut().truncate(at.saturating_sub(base));
     }
 
     /// `len` bytes at logical offset `start`; empty when the range is not
@@ -131,6 +165,40 @@ pub(crate) struct Sink<'a> {
     pub(crate) in_place: bool,
 }
 
+/// What appending to a session's file reuses from one append to the next:
+/// the buffer the frames are assembled in, the scratch one entry map is
+/// encoded in, and the zstd context. A batch is
+/// then written from memory the process already holds instead of pages
+/// first touched (and cleared by the kernel) on every append. A clone or a
+/// fork starts empty; a buffer grown past [`Writer::KEEP`] by one large
+/// append is not kept.
+#[derive(Default)]
+pub(crate) struct Writer {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) map: Vec<u8>,
+    pub(crate) comp: Option<compress::Compressor>,
+}
+
+impl Writer {
+    /// The largest frame buffer kept between appends.
+    pub(crate) const KEEP: usize = 4 << 20;
+}
+
+impl Clone for Writer {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("buf_capacity", &self.buf.capacity())
+            .field("comp", &self.comp.is_some())
+            .finish()
+    }
+}
+
 /// An in-memory session.
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -147,6 +215,8 @@ pub struct Session {
     pub(crate) path: Option<std::path::PathBuf>,
     /// The largest entry id in the session (0 when empty).
     pub(crate) max_id: u64,
+    /// Reused between appends to the session's file.
+    pub(crate) writer: Writer,
 }
 
 struct Counts {
@@ -606,6 +676,7 @@ impl Session {
             known_len: 0,
             path: None,
             max_id: 0,
+            writer: Writer::default(),
         }
     }
 
@@ -776,12 +847,14 @@ impl Session {
             payload: Arena {
                 map: map.cloned(),
                 owned: std::sync::Arc::new(payload),
+                file: None,
             },
             branch: Vec::new(),
             report,
             known_len: report.scan.valid_end,
             path: None,
             max_id: 0,
+            writer: Writer::default(),
         };
         // One streaming pass finds the largest id and whether the history
         // is one line (each record's parent the record before it), whose
@@ -839,6 +912,41 @@ impl Session {
         content: &[u8],
         frame_offset: u64,
     ) -> Result<&Record> {
+        let parent_index = self.new_entry_parent(head)?;
+        let at = self.payload.len();
+        let payload = self.payload.owned_mut();
+        let before = payload.len();
+        format::encode_entry(payload, head, content);
+        let head_len = payload.len() - before - content.len();
+        Ok(self.push_record(Record {
+            id: head.id,
+            parent: head.parent,
+            timestamp_ms: head.timestamp_ms,
+            pairing: head.pairing,
+            frame_offset,
+            payload_offset: (at + head_len) as u64,
+            payload_len: content.len() as u32,
+            kind: head.kind,
+            parent_index,
+            head_len: head_len as u16,
+            flags: 0,
+        }))
+    }
+
+    /// Adds a record whose stored payload the caller has placed (or is
+    /// about to place) in the arena, and counts it.
+    pub(crate) fn push_record(&mut self, r: Record) -> &Record {
+        self.records.push(r);
+        self.report.entries += 1;
+        self.max_id = self.max_id.max(r.id);
+        let idx = self.records.len() - 1;
+        &self.records[idx]
+    }
+
+    /// Checks that a new entry's id is unused and non-zero and that its
+    /// parent is an earlier entry; returns the parent's record index
+    /// ([`NONE`] for a root).
+    pub(crate) fn new_entry_parent(&self, head: &EntryHead) -> Result<u32> {
         if head.id == 0 || (head.id <= self.max_id && self.find(head.id).is_some()) {
             return Err(StoreError::new(
                 ErrorKind::Invalid,
@@ -864,42 +972,7 @@ impl Session {
                 }
             }
         };
-        let at = self.payload.len();
-        let payload = self.payload.owned_mut();
-        let before = payload.len();
-        format::encode_entry(payload, head, content);
-        let head_len = payload.len() - before - content.len();
-        self.records.push(Record {
-            id: head.id,
-            parent: head.parent,
-            timestamp_ms: head.timestamp_ms,
-            pairing: head.pairing,
-            frame_offset,
-            payload_offset: (at + head_len) as u64,
-            payload_len: content.len() as u32,
-            kind: head.kind,
-            parent_index,
-            head_len: head_len as u16,
-            flags: 0,
-        });
-        self.report.entries += 1;
-        self.max_id = self.max_id.max(head.id);
-        let idx = self.records.len() - 1;
-        Ok(&self.records[idx])
-    }
-
-    /// Replaces the newest entry's plain payload in the arena with its
-    /// stored form `stored` (clear head + zstd frame of the content), as
-    /// written to the file, and marks its record compressed.
-    pub(crate) fn store_last_compressed(&mut self, stored: &[u8]) {
-        let Some(r) = self.records.last_mut() else {
-            return;
-        };
-        let start = r.payload_offset as usize - r.head_len as usize;
-        self.payload.truncate(start);
-        self.payload.owned_mut().extend_from_slice(stored);
-        r.payload_len = (stored.len() - r.head_len as usize) as u32;
-        r.flags = RECORD_COMPRESSED;
+        Ok(parent_index)
     }
 
     /// The record index of entry `id`, searching from the newest entry (parents
@@ -1201,6 +1274,7 @@ impl Session {
             known_len: 0,
             path: None,
             max_id: self.max_id,
+            writer: Writer::default(),
         }
     }
 

@@ -19,13 +19,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::compress::Compressor;
-use crate::entry::{EntryKind, NO_FRAME, NONE, NewEntry};
+use crate::entry::{EntryKind, NO_FRAME, NONE, NewEntry, RECORD_COMPRESSED, Record};
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::file::SessionFile;
 use crate::format::{self, EntryHead, KIND_ENTRY, KIND_ORIGIN, SessionId};
 use crate::publish::{self, Step, TEMP_PREFIX};
 use crate::scan::{self, Limits, ScanReport};
-use crate::session::{self, Origin, Session};
+use crate::session::{self, Origin, Session, Writer};
 
 /// The file extension of session files.
 pub const EXTENSION: &str = "smith";
@@ -472,6 +472,14 @@ impl Store {
     /// after taking in anything other writers appended since, as one write
     /// followed by a data flush. Returns the new entries' ids.
     ///
+    /// The new entries are then read from the file itself, as a load would
+    /// read them: when the session's arena maps that very file (or nothing
+    /// yet), the file is mapped again at its new length, so the appended
+    /// bytes live once, in the page cache the write filled, and nothing is
+    /// copied or first touched in private memory. Otherwise (a fork's arena
+    /// maps its origin, or bytes are owned) the stored payloads are copied
+    /// into the session's owned buffer.
+    ///
     /// # Errors
     /// `Invalid` for an unknown parent or non-canonical content, `Io`.
     pub fn append(&self, s: &mut Session, entries: &[NewEntry<'_>]) -> Result<Vec<u64>> {
@@ -482,54 +490,75 @@ impl Store {
             .append(true)
             .open(&path)
             .map_err(|e| StoreError::io("open session file for appending", &path, e))?;
-        let len = file
+        let meta = file
             .metadata()
-            .map_err(|e| StoreError::io("inspect session file", &path, e))?
-            .len();
-        if len != s.known_len {
-            self.catch_up(s, &path, &file, len)?;
+            .map_err(|e| StoreError::io("inspect session file", &path, e))?;
+        if meta.len() != s.known_len {
+            self.catch_up(s, &path, &file, meta.len())?;
         }
+        let base = s.known_len;
         let rec_mark = s.records.len();
-        let pay_mark = s.payload.len();
         let (entries_mark, max_mark) = (s.report.entries, s.max_id);
-        let mut buf = Vec::new();
-        let mut comp = Compressor::new()?;
+        // The frame buffer, entry-map scratch and compressor of the last
+        // append: the batch is assembled in memory already held.
+        let mut writer = std::mem::take(&mut s.writer);
+        let content: usize = entries.iter().map(|e| e.content.len()).sum();
+        writer.buf.clear();
+        writer
+            .buf
+            .reserve(content + entries.len() * (format::ENTRY_HEAD_MAX + format::MIN_FRAME));
+        s.records.reserve(entries.len());
         let mut ids = Vec::with_capacity(entries.len());
         let mut leaf = s.leaf().map_or(0, |l| l.id);
         let result = (|| -> Result<()> {
+            let comp = match &mut writer.comp {
+                Some(c) => c,
+                None => writer.comp.insert(Compressor::new()?),
+            };
+            let (buf, map) = (&mut writer.buf, &mut writer.map);
             for e in entries {
                 check_content(e.content)?;
-                let parent = e.parent.unwrap_or(leaf);
-                let id = s.max_id + 1;
                 let head = EntryHead {
-                    id,
-                    parent,
+                    id: s.max_id + 1,
+                    parent: e.parent.unwrap_or(leaf),
                     timestamp_ms: e.timestamp_ms.unwrap_or_else(now_ms),
                     kind: e.kind.code(),
                     pairing: e.pairing,
                 };
-                let offset = s.known_len + buf.len() as u64;
-                let rec = *s.push_entry(&head, e.content, offset)?;
-                let link = if rec.parent_index == NONE {
+                let parent_index = s.new_entry_parent(&head)?;
+                let at = buf.len();
+                let offset = base + at as u64;
+                let link = if parent_index == NONE {
                     0
                 } else {
-                    let p = s.records[rec.parent_index as usize].frame_offset;
+                    let p = s.records[parent_index as usize].frame_offset;
                     if p == NO_FRAME { 0 } else { offset - p }
                 };
-                let map = s.entry_map(&rec);
-                let at = buf.len();
-                comp.frame(&mut buf, KIND_ENTRY, link, map);
-                if buf[at + 5] == format::FLAG_ZSTD_CONTENT {
-                    // Keep the stored (compressed) form in memory too, as a
-                    // load of the file would.
-                    s.store_last_compressed(
-                        &buf[at + format::FRAME_PREFIX..buf.len() - format::FRAME_SUFFIX],
-                    );
-                }
-                ids.push(id);
-                leaf = id;
+                map.clear();
+                format::encode_entry(map, &head, e.content);
+                let head_len = map.len() - e.content.len();
+                comp.frame(buf, KIND_ENTRY, link, map);
+                let compressed = buf[at + 5] == format::FLAG_ZSTD_CONTENT;
+                let stored = buf.len() - at - format::MIN_FRAME;
+                // The payload's place in the file; `place_appended` moves it
+                // to the owned buffer when the file is not mapped.
+                s.push_record(Record {
+                    id: head.id,
+                    parent: head.parent,
+                    timestamp_ms: head.timestamp_ms,
+                    pairing: head.pairing,
+                    frame_offset: offset,
+                    payload_offset: offset + (format::FRAME_PREFIX + head_len) as u64,
+                    payload_len: (stored - head_len) as u32,
+                    kind: head.kind,
+                    parent_index,
+                    head_len: head_len as u16,
+                    flags: if compressed { RECORD_COMPRESSED } else { 0 },
+                });
+                ids.push(head.id);
+                leaf = head.id;
             }
-            file.write_all(&buf)
+            file.write_all(buf)
                 .map_err(|e| StoreError::io("append to session file", &path, e))?;
             file.sync_data()
                 .map_err(|e| StoreError::io("flush session file", &path, e))?;
@@ -537,14 +566,19 @@ impl Store {
         })();
         if let Err(e) = result {
             s.records.truncate(rec_mark);
-            s.payload.truncate(pay_mark);
             s.report.entries = entries_mark;
             s.max_id = max_mark;
+            s.writer = writer;
             return Err(e);
         }
-        s.known_len += buf.len() as u64;
+        place_appended(s, &file, &meta, rec_mark, base, &writer.buf);
+        s.known_len = base + writer.buf.len() as u64;
         s.report.file_len = s.known_len;
         s.extend_branch(rec_mark);
+        if writer.buf.capacity() > Writer::KEEP {
+            writer.buf = Vec::new();
+        }
+        s.writer = writer;
         Ok(ids)
     }
 
@@ -816,6 +850,47 @@ fn add_scan(acc: &mut ScanReport, r: &ScanReport) {
     acc.torn_tail_at = r.torn_tail_at;
     acc.torn_tail_bytes = r.torn_tail_bytes;
     acc.valid_end = r.valid_end;
+}
+
+/// Makes the payloads of the records from `from` on, just written as the
+/// frames `buf` at file offset `base`, readable from the session's arena:
+/// by mapping the whole file again when the arena may extend over it (see
+/// `Arena::can_extend_over`), the records already addressing the file;
+/// otherwise, or when mapping fails, by copying each stored payload (head
+/// and stored content, exactly as in the frame) into the owned buffer.
+fn place_appended(
+    s: &mut Session,
+    file: &std::fs::File,
+    meta: &std::fs::Metadata,
+    from: usize,
+    base: u64,
+    buf: &[u8],
+) {
+    if let Some(id) = session::file_id(meta)
+        && s.payload.can_extend_over(id)
+    {
+        // SAFETY: see `SessionFile::open`; we hold the session lock, and
+        // the file is only ever appended to or replaced by rename.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(file) }
+            && map.len() as u64 >= base + buf.len() as u64
+        {
+            s.payload.extend_over(map, id);
+            return;
+        }
+    }
+    let stored: usize = s.records[from..]
+        .iter()
+        .map(|r| r.head_len as usize + r.payload_len as usize)
+        .sum();
+    s.payload.owned_mut().reserve(stored);
+    for i in from..s.records.len() {
+        let r = s.records[i];
+        let at = (r.frame_offset - base) as usize + format::FRAME_PREFIX;
+        let len = r.head_len as usize + r.payload_len as usize;
+        let start = s.payload.len();
+        s.payload.owned_mut().extend_from_slice(&buf[at..at + len]);
+        s.records[i].payload_offset = (start + r.head_len as usize) as u64;
+    }
 }
 
 /// Checks that entry content is exactly one canonical CBOR item.

@@ -387,10 +387,56 @@ fn append_rejects_non_canonical_content_and_unknown_parents() {
     assert_eq!(len, smith_store::format::HEADER_LEN as u64, "nor on disk");
 }
 
-/// A loaded session addresses its payloads in the file's mapping (no copy)
-/// and puts what it appends in its own buffer; both read back exactly,
-/// also after the file was replaced by a repair, and a fork of it appends
-/// without disturbing the original.
+/// A session reads what it appended from its own file, as a load of that
+/// file would: on unix every record (offsets included) equals the loaded
+/// one and nothing is held in private memory; a fork, whose arena maps its
+/// origin's file, copies what it appends into its own buffer instead.
+#[test]
+fn appended_entries_are_read_from_the_file_they_were_written_to() {
+    let (_d, store) = temp_store();
+    let s = sample_session(&store);
+    let loaded = store.load("sample").expect("load");
+    let file_len = std::fs::metadata(store.path_of(s.id()))
+        .expect("meta")
+        .len();
+    let (mapped, owned) = s.payload_regions();
+    #[cfg(unix)]
+    {
+        assert_eq!((mapped.len() as u64, owned.len()), (file_len, 0));
+        assert_eq!(s.records(), loaded.records());
+    }
+    #[cfg(not(unix))]
+    assert_eq!((mapped.len(), owned.is_empty()), (0, false));
+    assert!(s.records().iter().any(|r| r.is_compressed()));
+    assert_eq!(s.records().len(), loaded.records().len());
+    for (a, b) in s.records().iter().zip(loaded.records()) {
+        assert_eq!(
+            s.content(a).expect("written"),
+            loaded.content(b).expect("loaded"),
+            "entry {}",
+            a.id
+        );
+    }
+    let mut f = store.fork(&s, Some("forked")).expect("fork");
+    let more = text("only in the fork");
+    store
+        .append(&mut f, &[entry(EntryKind::UserMessage, &more, 12)])
+        .expect("append to fork");
+    let leaf = *f.leaf().expect("leaf");
+    assert!(leaf.payload_offset as usize >= f.payload_regions().0.len());
+    assert_eq!(f.content(&leaf).expect("content").as_ref(), &more[..]);
+    assert_eq!(
+        same_history(&store.load("forked").expect("load fork")),
+        same_history(&f)
+    );
+}
+
+/// A loaded session addresses its payloads in the file's mapping (no copy),
+/// and what it appends to that file too: the file is mapped again at its
+/// new length. Once the file was replaced (a repair publishes a new one),
+/// the old mapping is never extended over the new file: appends go to the
+/// session's own buffer. Everything reads back exactly, and a fork of it
+/// appends without disturbing the original.
 #[test]
 fn loaded_session_reads_payloads_in_place_and_appends_beside_them() {
     let (_d, store) = temp_store();
@@ -417,13 +463,40 @@ fn loaded_session_reads_payloads_in_place_and_appends_beside_them() {
         .append(&mut s, &[entry(EntryKind::UserMessage, &extra, 9)])
         .expect("append");
     let leaf = *s.leaf().expect("leaf");
-    assert!(leaf.payload_offset as usize >= s.payload_regions().0.len());
+    let grown = std::fs::metadata(store.path_of(s.id()))
+        .expect("meta")
+        .len();
+    assert!(grown > file_len);
+    let (mapped, owned) = s.payload_regions();
+    #[cfg(unix)]
+    {
+        assert_eq!((mapped.len() as u64, owned.len()), (grown, 0));
+        let start = leaf.frame_offset as usize + format::FRAME_PREFIX + leaf.head_len as usize;
+        assert_eq!(leaf.payload_offset as usize, start);
+    }
+    #[cfg(not(unix))]
+    assert!(leaf.payload_offset as usize >= mapped.len() && !owned.is_empty());
     assert_eq!(s.content(&leaf).expect("content").as_ref(), &extra[..]);
     assert_eq!(same_history(&s)[..expected.len()], expected[..]);
     // A repair publishes a new file over the old one; the loaded session
-    // keeps reading the bytes it loaded.
+    // keeps reading the bytes it loaded, and appends beside its mapping.
     store.repair("sample", false).expect("repair");
     assert_eq!(same_history(&s)[..expected.len()], expected[..]);
+    let after = text("appended after the file was replaced");
+    store
+        .append(&mut s, &[entry(EntryKind::UserMessage, &after, 11)])
+        .expect("append after repair");
+    let last = *s.leaf().expect("leaf");
+    let (mapped, owned) = s.payload_regions();
+    #[cfg(unix)]
+    assert_eq!(mapped.len() as u64, grown, "the old file's mapping is kept");
+    assert!(last.payload_offset as usize >= mapped.len());
+    assert_eq!(
+        owned.len(),
+        last.head_len as usize + last.payload_len as usize
+    );
+    assert_eq!(s.content(&last).expect("content").as_ref(), &after[..]);
+    assert_eq!(s.content(&leaf).expect("content").as_ref(), &extra[..]);
     // A fork shares the arena; appending to the fork leaves the original.
     let mut f = store.fork(&s, Some("forked")).expect("fork");
     let more = text("only in the fork");
@@ -436,7 +509,8 @@ fn loaded_session_reads_payloads_in_place_and_appends_beside_them() {
             .as_ref(),
         &more[..]
     );
-    assert_eq!(s.leaf().map(|r| r.id), Some(leaf.id));
+    assert_eq!(s.leaf().map(|r| r.id), Some(last.id));
+    assert_eq!(s.content(&last).expect("content").as_ref(), &after[..]);
     assert_eq!(s.content(&leaf).expect("content").as_ref(), &extra[..]);
     let reloaded = store.load("sample").expect("reload");
     assert_eq!(same_history(&reloaded), same_history(&s));
