@@ -29,8 +29,8 @@ pub const APPEND_BUDGET_NS: f64 = 5_000_000.0;
 /// and flushing the same frame bytes. The append also validates every
 /// content item with the strict decoder, encodes each entry map, compresses
 /// content of 6 KiB and more (zstd level -1, see `smith_store::compress`)
-/// and keeps the entries in memory; its measured ratio is about 5-7x
-/// (loaded 2-core machine, docs/benchmarks.md). 16x leaves room for noise in the floor
+/// and maps the written file so the entries are readable; its measured ratio
+/// is about 3.5-6x (2-core machine, docs/benchmarks.md). 16x leaves room for noise in the floor
 /// (which is short and flush-bound) and fails a doubling of the append's
 /// own work.
 pub const APPEND_RATIO_LIMIT: f64 = 16.0;
