@@ -86,6 +86,14 @@ impl Compressor {
         Self::with_params(LEVEL, threshold)
     }
 
+    /// Lets go of the compression scratch when a large payload grew it past
+    /// `keep` bytes.
+    pub(crate) fn trim(&mut self, keep: usize) {
+        if self.scratch.capacity() > keep {
+            self.scratch = Vec::new();
+        }
+    }
+
     /// Appends one frame of `kind` carrying `payload` to `out`. An entry
     /// map whose content is at least the threshold long is stored with its
     /// head in clear and its content compressed ([`FLAG_ZSTD_CONTENT`]) when

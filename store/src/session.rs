@@ -165,23 +165,36 @@ pub(crate) struct Sink<'a> {
     pub(crate) in_place: bool,
 }
 
-/// What appending to a session's file reuses from one append to the next:
-/// the buffer the frames are assembled in, the scratch one entry map is
-/// encoded in, and the zstd context. A batch is
-/// then written from memory the process already holds instead of pages
-/// first touched (and cleared by the kernel) on every append. A clone or a
-/// fork starts empty; a buffer grown past [`Writer::KEEP`] by one large
-/// append is not kept.
+/// What appending to a session's file reuses from one append to the next,
+/// so a batch is assembled in memory the process already holds instead of
+/// pages first touched (and cleared by the kernel) on every append. A clone
+/// or a fork starts empty, and a buffer one large append grew past
+/// [`Writer::KEEP`] is let go ([`Writer::trim`]).
 #[derive(Default)]
 pub(crate) struct Writer {
+    /// The frames of the batch, written with one call.
     pub(crate) buf: Vec<u8>,
+    /// One entry map at a time, before it is framed.
     pub(crate) map: Vec<u8>,
+    /// The zstd context, made at the first append.
     pub(crate) comp: Option<compress::Compressor>,
 }
 
 impl Writer {
-    /// The largest frame buffer kept between appends.
+    /// The largest buffer kept between appends.
     pub(crate) const KEEP: usize = 4 << 20;
+
+    /// Lets go of every buffer larger than [`Writer::KEEP`].
+    pub(crate) fn trim(&mut self) {
+        for b in [&mut self.buf, &mut self.map] {
+            if b.capacity() > Self::KEEP {
+                *b = Vec::new();
+            }
+        }
+        if let Some(c) = &mut self.comp {
+            c.trim(Self::KEEP);
+        }
+    }
 }
 
 impl Clone for Writer {

@@ -25,7 +25,7 @@ use crate::file::SessionFile;
 use crate::format::{self, EntryHead, KIND_ENTRY, KIND_ORIGIN, SessionId};
 use crate::publish::{self, Step, TEMP_PREFIX};
 use crate::scan::{self, Limits, ScanReport};
-use crate::session::{self, Origin, Session, Writer};
+use crate::session::{self, Origin, Session};
 
 /// The file extension of session files.
 pub const EXTENSION: &str = "smith";
@@ -568,6 +568,7 @@ impl Store {
             s.records.truncate(rec_mark);
             s.report.entries = entries_mark;
             s.max_id = max_mark;
+            writer.trim();
             s.writer = writer;
             return Err(e);
         }
@@ -575,9 +576,7 @@ impl Store {
         s.known_len = base + writer.buf.len() as u64;
         s.report.file_len = s.known_len;
         s.extend_branch(rec_mark);
-        if writer.buf.capacity() > Writer::KEEP {
-            writer.buf = Vec::new();
-        }
+        writer.trim();
         s.writer = writer;
         Ok(ids)
     }
@@ -952,4 +951,51 @@ pub fn rewrite(
         Ok(())
     })?;
     Ok((out, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes_item(len: usize) -> Vec<u8> {
+        let mut v = Vec::new();
+        smith_codec::Encoder::new(&mut v).bytes(&vec![7u8; len]);
+        v
+    }
+
+    fn one(content: &[u8]) -> [NewEntry<'_>; 1] {
+        [NewEntry {
+            kind: EntryKind::ToolResult,
+            parent: None,
+            timestamp_ms: Some(1),
+            pairing: 0,
+            content,
+        }]
+    }
+
+    /// The frame buffer and the zstd context stay with the session between
+    /// appends; a buffer one large append grew past `Writer::KEEP` is let
+    /// go, and what that append wrote still reads back.
+    #[test]
+    fn an_append_keeps_its_buffers_but_not_oversized_ones() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path().join("sessions")).expect("store");
+        let mut s = store.create(None).expect("create");
+        let small = bytes_item(100);
+        store.append(&mut s, &one(&small)).expect("small append");
+        assert!(s.writer.buf.capacity() >= small.len());
+        assert!(s.writer.comp.is_some());
+        let large = bytes_item(session::Writer::KEEP + 1);
+        store.append(&mut s, &one(&large)).expect("large append");
+        assert_eq!(
+            (s.writer.buf.capacity(), s.writer.map.capacity()),
+            (0, 0),
+            "buffers over the limit are let go"
+        );
+        assert!(s.writer.comp.is_some());
+        let leaf = *s.leaf().expect("leaf");
+        assert_eq!(s.content(&leaf).expect("content").as_ref(), &large[..]);
+        store.append(&mut s, &one(&small)).expect("append after");
+        assert!(s.writer.buf.capacity() >= small.len());
+    }
 }
