@@ -210,12 +210,21 @@ impl FixtureDir {
                 path.display()
             ))
         })?;
-        let len = std::fs::metadata(&path).map(|m| m.len()).map_err(|e| {
-            GateError::new(format!(
-                "the session fixture {} was written but cannot be inspected: {e}",
-                path.display()
-            ))
-        })?;
+        // Flushed before anything is timed: the kernel's writeback of a
+        // freshly written fixture (up to 1 GiB) would otherwise run beside
+        // the measurement and take a core from it.
+        let len = std::fs::File::open(&path)
+            .and_then(|f| {
+                f.sync_all()?;
+                f.metadata()
+            })
+            .map(|m| m.len())
+            .map_err(|e| {
+                GateError::new(format!(
+                    "the session fixture {} was written but cannot be flushed or inspected: {e}",
+                    path.display()
+                ))
+            })?;
         Ok((path, len, entries))
     }
 }
