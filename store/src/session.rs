@@ -59,10 +59,11 @@ pub struct LoadReport {
 
 /// The payload arena: one address space over two regions. Offsets below
 /// the mapping's length address the session file's read-only mapping (the
-/// stored payloads of the frames it was loaded from, in place); offsets from
-/// there on address the owned buffer (payloads appended since, payloads
-/// decompressed at load from whole-compressed frames, and every payload of
-/// a session built in memory or loaded from a byte slice). Both parts are
+/// stored payloads of the frames it was loaded from or has since appended
+/// to it, in place); offsets from there on address the owned buffer
+/// (payloads taken in from other writers, appended where the file could not
+/// be mapped again, decompressed at load from whole-compressed frames, and
+/// every payload of a session built in memory or loaded from a byte slice). Both parts are
 /// shared by clones and forks; the owned part is copied on write.
 #[derive(Debug, Clone)]
 pub(crate) struct Arena {
@@ -1078,9 +1079,9 @@ impl Session {
         &self.report
     }
 
-    /// The payload arena's two regions: the file mapping the session was
-    /// loaded from, read in place (empty when it was not loaded from a
-    /// mapped file), and the owned buffer. A record's `payload_offset`
+    /// The payload arena's two regions: the mapping of the session's file
+    /// it was loaded from or has appended to, read in place (empty when
+    /// there is none), and the owned buffer. A record's `payload_offset`
     /// addresses the mapping below its length and the owned buffer (at
     /// `payload_offset - mapping length`) from there on.
     pub fn payload_regions(&self) -> (&[u8], &[u8]) {
