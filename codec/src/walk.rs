@@ -44,13 +44,20 @@
 //! * **Key order by word.** A key's first seven encoded bytes (big-endian,
 //!   zero-padded) with its length in the low byte compare as one integer in
 //!   exactly bytewise order; only keys of eight bytes or more that agree on
-//!   the first seven are compared byte by byte.
+//!   the first seven are compared byte by byte. The word is one load, one
+//!   mask taken from a table by length, and one `or`.
 //! * **ASCII short text without a call.** Text of at most 32 bytes is checked
-//!   for a set high bit with four masked word loads; anything else, or a
-//!   short string near the end of the input, goes to the full UTF-8
-//!   validator: [`crate::utf8::valid`] (32-byte SSE2 blocks, multi-byte
-//!   sequences checked at the block's high bits) for text up to 512 bytes,
-//!   `simdutf8` for longer text.
+//!   for a set high bit in one 32-byte block (two SSE2 movemasks on x86_64,
+//!   four masked word loads elsewhere); anything else, or a short string
+//!   near the end of the input, goes to the full UTF-8 validator:
+//!   [`crate::utf8::valid`] (32-byte SSE2 blocks, multi-byte sequences
+//!   checked at the block's high bits) for text up to 512 bytes, `simdutf8`
+//!   for longer text.
+//!
+//! The loop's speed also depends on where its code falls in the processor's
+//! 64-byte fetch windows; the workspace builds every function 64-byte aligned
+//! on x86_64 (`.cargo/config.toml`), so that offset no longer changes with
+//! unrelated code (docs/benchmarks.md, "Function alignment").
 
 use crate::decode::{Limits, MAX_DEPTH, key_order};
 use crate::float::{CANONICAL_NAN_F16, Shortest, f16_to_f64, shortest};
@@ -77,6 +84,7 @@ static LEAST: [u64; 256] = {
 };
 
 /// `MASK[k]` keeps the low `k` bytes of a little-endian word.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 const MASK: [u64; 9] = {
     let mut t = [0u64; 9];
     let mut k = 0;
@@ -89,6 +97,7 @@ const MASK: [u64; 9] = {
 };
 
 /// The high bit of every byte of a word.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// Set in a container's count for a map (whose count is keys plus values).
@@ -112,6 +121,7 @@ const EMPTY: Saved = Saved {
 };
 
 /// The little-endian word at `at` of a 32-byte block.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
 fn le(block: &[u8; 32], at: usize) -> u64 {
     let mut w = [0u8; 8];
@@ -120,8 +130,39 @@ fn le(block: &[u8; 32], at: usize) -> u64 {
 }
 
 /// True when the `n` bytes at `at` are at most 32 bytes of ASCII that are
+/// followed by enough input to read them as one 32-byte block; false means
+/// "use the full validator", not "invalid".
+///
+/// On x86_64 the block's high bits are gathered with two SSE2 movemasks
+/// (SSE2 is part of the x86_64 baseline) and the low `n` bits tested: a
+/// handful of instructions, where masking four words by length took some
+/// thirty.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn short_ascii(input: &[u8], at: usize, n: usize) -> bool {
+    use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8};
+    if n > 32 {
+        return false;
+    }
+    let Some(block) = input.get(at..at + 32).and_then(|b| b.first_chunk::<32>()) else {
+        return false;
+    };
+    let p = block.as_ptr();
+    // SAFETY: `block` is 32 readable bytes, so the 16 at `p` and the 16 at
+    // `p + 16` are in bounds; `_mm_loadu_si128` takes unaligned pointers,
+    // and SSE2 (both intrinsics) is enabled on every x86_64 target.
+    let high = unsafe {
+        let lo = _mm_movemask_epi8(_mm_loadu_si128(p.cast::<__m128i>())) as u32;
+        let hi = _mm_movemask_epi8(_mm_loadu_si128(p.add(16).cast::<__m128i>())) as u32;
+        lo | hi << 16
+    };
+    (u64::from(high) << (32 - n)) as u32 == 0
+}
+
+/// True when the `n` bytes at `at` are at most 32 bytes of ASCII that are
 /// followed by enough input to read them as four whole words; false means
 /// "use the full validator", not "invalid".
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
 fn short_ascii(input: &[u8], at: usize, n: usize) -> bool {
     if n > 32 {
@@ -177,9 +218,23 @@ fn key_word(input: &[u8], start: usize, end: usize) -> u64 {
         Some(b) => u64::from_be_bytes(*b),
         None => tail_word(input, start),
     };
-    let keep = len.clamp(1, 7) as u32;
-    (w & (u64::MAX << (64 - 8 * keep))) | len.min(8) as u64
+    let k = len.min(8);
+    (w & KEY_MASK[k]) | k as u64
 }
+
+/// `KEY_MASK[k]` keeps the first `k` bytes (at most seven) of a big-endian
+/// word: the part of a `k`-byte key (`k` saturated at 8) [`key_word`] keeps.
+/// `KEY_MASK[0]` is never used: every key has at least one byte.
+const KEY_MASK: [u64; 9] = {
+    let mut t = [0u64; 9];
+    let mut k = 1;
+    while k <= 8 {
+        let keep = if k > 7 { 7 } else { k };
+        t[k] = u64::MAX << (64 - 8 * keep);
+        k += 1;
+    }
+    t
+};
 
 /// Up to eight bytes of `input` from `from`, zero-padded, as a big-endian
 /// word (the end of the input is near).
