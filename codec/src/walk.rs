@@ -132,6 +132,18 @@ fn le(block: &[u8; 32], at: usize) -> u64 {
 /// True when the `n` bytes at `at` are at most 32 bytes of ASCII that are
 /// followed by enough input to read them as one 32-byte block; false means
 /// "use the full validator", not "invalid".
+#[inline(always)]
+fn short_ascii(input: &[u8], at: usize, n: usize) -> bool {
+    if n > 32 {
+        return false;
+    }
+    let Some(block) = input.get(at..at + 32).and_then(|b| b.first_chunk::<32>()) else {
+        return false;
+    };
+    block_ascii(block, n)
+}
+
+/// True when the first `n` (at most 32) bytes of `block` are ASCII.
 ///
 /// On x86_64 the block's high bits are gathered with two SSE2 movemasks
 /// (SSE2 is part of the x86_64 baseline) and the low `n` bits tested: a
@@ -139,14 +151,8 @@ fn le(block: &[u8; 32], at: usize) -> u64 {
 /// thirty.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn short_ascii(input: &[u8], at: usize, n: usize) -> bool {
+fn block_ascii(block: &[u8; 32], n: usize) -> bool {
     use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8};
-    if n > 32 {
-        return false;
-    }
-    let Some(block) = input.get(at..at + 32).and_then(|b| b.first_chunk::<32>()) else {
-        return false;
-    };
     let p = block.as_ptr();
     // SAFETY: `block` is 32 readable bytes, so the 16 at `p` and the 16 at
     // `p + 16` are in bounds; `_mm_loadu_si128` takes unaligned pointers,
@@ -159,18 +165,11 @@ fn short_ascii(input: &[u8], at: usize, n: usize) -> bool {
     (u64::from(high) << (32 - n)) as u32 == 0
 }
 
-/// True when the `n` bytes at `at` are at most 32 bytes of ASCII that are
-/// followed by enough input to read them as four whole words; false means
-/// "use the full validator", not "invalid".
+/// True when the first `n` (at most 32) bytes of `block` are ASCII: four
+/// words, each masked to the bytes of the text it holds.
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-fn short_ascii(input: &[u8], at: usize, n: usize) -> bool {
-    if n > 32 {
-        return false;
-    }
-    let Some(block) = input.get(at..at + 32).and_then(|b| b.first_chunk::<32>()) else {
-        return false;
-    };
+fn block_ascii(block: &[u8; 32], n: usize) -> bool {
     let w = (le(block, 0) & MASK[n.min(8)])
         | (le(block, 8) & MASK[n.saturating_sub(8).min(8)])
         | (le(block, 16) & MASK[n.saturating_sub(16).min(8)])
