@@ -57,7 +57,9 @@
 //! The loop's speed also depends on where its code falls in the processor's
 //! 64-byte fetch windows; the workspace builds every function 64-byte aligned
 //! on x86_64 (`.cargo/config.toml`), so that offset no longer changes with
-//! unrelated code (docs/benchmarks.md, "Function alignment").
+//! unrelated code, and the walker moves its loop 32 bytes further with a
+//! run-once pad of no-ops, the fastest of the pads measured
+//! (docs/benchmarks.md, "Function alignment" and "Code placement").
 
 use crate::decode::{Limits, MAX_DEPTH, key_order};
 use crate::float::{CANONICAL_NAN_F16, Shortest, f16_to_f64, shortest};
