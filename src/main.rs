@@ -78,7 +78,7 @@ enum Command {
 fn main() -> ExitCode {
     // Nothing is loaded or opened here: the log decides its level and file
     // when the first line is written.
-    smith_diag::log::install(settings::process_log_settings);
+    smith_diag::log::install(smith_host::settings::process_log_settings);
     let cli = report::parse_cli::<Cli>();
     let Some(command) = cli.command else {
         return run_default(cli.prompt, cli.provider);

@@ -1,132 +1,16 @@
-//! The configuration options as the commands use them.
-//!
-//! The process's configuration (defaults < user file < trusted project file
-//! < `SMITH_*` variables) is loaded once, on first use ([`config`]). Each
-//! option that shapes a command is turned into what that command needs by
-//! one function here — the session directory, the HTTP timeouts, the log,
-//! the plugin limits, the bench plan, the TUI's mouse and theme — so every
-//! command that opens the session store, sends a request or runs a plugin
-//! gets the same answer.
+//! The options only the binary's own frontends read (the bench plan, the
+//! TUI's mouse and theme); every option a runtime needs is resolved by
+//! [`smith_host::settings`], re-exported here.
 //!
 //! [`CONSUMERS`] names, for every declared option, the function that reads
 //! it; a test holds the table to `smith_config::options::ALL` and to the
-//! source, so an option nothing reads cannot be declared silently.
+//! sources of the binary and the host, so an option nothing reads cannot be
+//! declared silently.
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
-use std::time::Duration;
-
-use smith_config::options::{
-    BENCH_SAMPLES, LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S, NET_CONNECT_TIMEOUT_S,
-    NET_HEAD_TIMEOUT_S, OptionDecl, PLUGINS_ABORT_DEADLINE_MS, SESSION_DIR, TUI_MOUSE, TUI_THEME,
-};
-use smith_config::{Config, ConfigError, Loader, Paths};
-use smith_diag::{Diagnostic, log};
-
-static CONFIG: OnceLock<Result<Config, ConfigError>> = OnceLock::new();
-
-/// The process's configuration, loaded on the first call (from the current
-/// directory's project, the user file and the `SMITH_*` variables).
-///
-/// # Errors
-///
-/// The first invalid value or unreadable file; the diagnostic names it.
-pub(crate) fn config() -> Result<&'static Config, ConfigError> {
-    CONFIG
-        .get_or_init(|| Loader::from_process().and_then(Loader::load))
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
-/// Where sessions are stored: `session.dir` when set, else
-/// `<data dir>/sessions`.
-pub(crate) fn sessions_dir(config: &Config) -> PathBuf {
-    config
-        .path(&SESSION_DIR)
-        .unwrap_or_else(|| config.paths().sessions_dir())
-}
-
-/// The session store's root for this process ([`sessions_dir`] of
-/// [`config`]).
-///
-/// # Errors
-///
-/// When the configuration cannot be loaded: sessions are not written to a
-/// directory the configuration may not mean.
-pub(crate) fn session_root() -> anyhow::Result<PathBuf> {
-    Ok(sessions_dir(config()?))
-}
-
-/// A whole number of seconds as a duration (options are range-checked when
-/// loaded, so a negative value never arrives; it would read as zero).
-fn seconds(config: &Config, decl: &OptionDecl, default: Duration) -> Duration {
-    config
-        .int(decl)
-        .and_then(|s| u64::try_from(s).ok())
-        .map_or(default, Duration::from_secs)
-}
-
-/// The HTTP timeouts: `net.connect-timeout-s`, `net.head-timeout-s`,
-/// `net.body-gap-timeout-s`.
-pub(crate) fn net_timeouts(config: &Config) -> smith_provider_host::Timeouts {
-    let defaults = smith_provider_host::Timeouts::default();
-    smith_provider_host::Timeouts {
-        connect: seconds(config, &NET_CONNECT_TIMEOUT_S, defaults.connect),
-        head: seconds(config, &NET_HEAD_TIMEOUT_S, defaults.head),
-        body_gap: seconds(config, &NET_BODY_GAP_TIMEOUT_S, defaults.body_gap),
-    }
-}
-
-/// The log's level and file: `log.level` and `log.file` (default
-/// `<state dir>/smith.log`).
-pub(crate) fn log_settings(config: &Config) -> log::Settings {
-    let level = config
-        .str(&LOG_LEVEL)
-        .and_then(log::Level::parse)
-        .unwrap_or(log::Level::Warn);
-    let file = config
-        .path(&LOG_FILE)
-        .unwrap_or_else(|| default_log_file(config.paths()));
-    log::Settings { level, file }
-}
-
-/// `<state dir>/smith.log`.
-fn default_log_file(paths: &Paths) -> PathBuf {
-    paths.state_dir.join("smith.log")
-}
-
-/// The log settings for this process, decided when the first line is
-/// written ([`smith_diag::log::install`]). A configuration that does not
-/// load still leaves its error logged, at the default level and file.
-pub(crate) fn process_log_settings() -> Option<log::Settings> {
-    match config() {
-        Ok(config) => Some(log_settings(config)),
-        Err(_) => Paths::from_process().ok().map(|paths| log::Settings {
-            level: log::Level::Warn,
-            file: default_log_file(&paths),
-        }),
-    }
-}
-
-/// The plugin host's limits: `plugins.abort-deadline-ms` is the grace a
-/// plugin gets after an abort before it is destroyed.
-pub(crate) fn plugin_limits(config: &Config) -> smith_plugins::Limits {
-    let defaults = smith_plugins::Limits::default();
-    smith_plugins::Limits {
-        abort_grace: config
-            .int(&PLUGINS_ABORT_DEADLINE_MS)
-            .and_then(|ms| u64::try_from(ms).ok())
-            .map_or(defaults.abort_grace, Duration::from_millis),
-        ..defaults
-    }
-}
-
-/// The plugin limits for this process ([`plugin_limits`] of [`config`]);
-/// the defaults when the configuration does not load (the command that
-/// needs the configuration reports why).
-pub(crate) fn process_plugin_limits() -> smith_plugins::Limits {
-    config().map_or_else(|_| smith_plugins::Limits::default(), plugin_limits)
-}
+use smith_config::Config;
+use smith_config::options::{BENCH_SAMPLES, TUI_MOUSE, TUI_THEME};
+use smith_diag::Diagnostic;
+pub(crate) use smith_host::settings::{config, session_root};
 
 /// The measuring plan of `smith bench`: `--quick` takes the quick plan
 /// whatever is configured; otherwise the full plan with `bench.samples`
@@ -189,23 +73,23 @@ pub(crate) fn tui_theme(
 /// listed once.
 #[cfg(test)]
 pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
-    ("provider", "src/cmd/eval.rs", "choose_provider"),
-    ("model", "src/cmd/eval.rs", "choose_provider"),
+    ("provider", "host/src/provider.rs", "choose_provider"),
+    ("model", "host/src/provider.rs", "choose_provider"),
     ("color", "src/cmd/tui.rs", "load_options"),
-    ("log.level", "src/settings.rs", "log_settings"),
-    ("log.file", "src/settings.rs", "log_settings"),
-    ("session.dir", "src/settings.rs", "sessions_dir"),
+    ("log.level", "host/src/settings.rs", "log_settings"),
+    ("log.file", "host/src/settings.rs", "log_settings"),
+    ("session.dir", "host/src/settings.rs", "sessions_dir"),
     ("tui.confirm-exit", "src/cmd/tui.rs", "load_options"),
     ("tui.theme", "src/settings.rs", "tui_theme"),
     ("tui.mouse", "src/settings.rs", "tui_mouse"),
     ("tui.scroll-lines", "src/cmd/tui.rs", "load_options"),
-    ("net.connect-timeout-s", "src/settings.rs", "net_timeouts"),
-    ("net.head-timeout-s", "src/settings.rs", "net_timeouts"),
-    ("net.body-gap-timeout-s", "src/settings.rs", "net_timeouts"),
-    ("catalog.refresh", "src/cmd/models.rs", "background_refresh"),
+    ("net.connect-timeout-s", "host/src/settings.rs", "net_timeouts"),
+    ("net.head-timeout-s", "host/src/settings.rs", "net_timeouts"),
+    ("net.body-gap-timeout-s", "host/src/settings.rs", "net_timeouts"),
+    ("catalog.refresh", "host/src/catalog.rs", "background_refresh"),
     (
         "plugins.abort-deadline-ms",
-        "src/settings.rs",
+        "host/src/settings.rs",
         "plugin_limits",
     ),
     ("bench.samples", "src/settings.rs", "bench_plan"),
@@ -214,6 +98,8 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    use smith_config::{Loader, Paths};
 
     use super::*;
 
@@ -225,127 +111,6 @@ mod tests {
             .load()
             .unwrap();
         (home, config)
-    }
-
-    #[test]
-    fn the_session_dir_is_configured_or_under_the_data_dir() {
-        let (home, config) = with_env(&[]);
-        assert_eq!(
-            sessions_dir(&config),
-            home.path().join("data").join("sessions")
-        );
-        let (_home, config) = with_env(&[("SMITH_SESSION_DIR", "/srv/smith-sessions")]);
-        assert_eq!(sessions_dir(&config), Path::new("/srv/smith-sessions"));
-    }
-
-    #[test]
-    fn net_timeouts_come_from_their_options() {
-        let (_home, config) = with_env(&[
-            ("SMITH_NET_CONNECT_TIMEOUT_S", "4"),
-            ("SMITH_NET_HEAD_TIMEOUT_S", "9"),
-            ("SMITH_NET_BODY_GAP_TIMEOUT_S", "16"),
-        ]);
-        let t = net_timeouts(&config);
-        assert_eq!(t.connect, Duration::from_secs(4));
-        assert_eq!(t.head, Duration::from_secs(9));
-        assert_eq!(t.body_gap, Duration::from_secs(16));
-        let (_home, config) = with_env(&[]);
-        assert_eq!(
-            net_timeouts(&config),
-            smith_provider_host::Timeouts::default()
-        );
-    }
-
-    #[test]
-    fn log_settings_come_from_their_options() {
-        let (home, config) = with_env(&[]);
-        assert_eq!(
-            log_settings(&config),
-            log::Settings {
-                level: log::Level::Warn,
-                file: home.path().join("state").join("smith.log"),
-            }
-        );
-        let (_home, config) = with_env(&[
-            ("SMITH_LOG_LEVEL", "error"),
-            ("SMITH_LOG_FILE", "/var/log/smith-test.log"),
-        ]);
-        assert_eq!(
-            log_settings(&config),
-            log::Settings {
-                level: log::Level::Error,
-                file: PathBuf::from("/var/log/smith-test.log"),
-            }
-        );
-    }
-
-    #[test]
-    fn every_log_level_choice_is_a_log_level() {
-        let smith_config::options::Kind::Enum(choices) = LOG_LEVEL.kind else {
-            panic!("log.level is a choice of words");
-        };
-        for choice in choices {
-            assert!(log::Level::parse(choice).is_some(), "{choice}");
-        }
-    }
-
-    #[test]
-    fn the_abort_deadline_is_the_plugin_abort_grace() {
-        let (_home, config) = with_env(&[("SMITH_PLUGINS_ABORT_DEADLINE_MS", "50")]);
-        let limits = plugin_limits(&config);
-        assert_eq!(limits.abort_grace, Duration::from_millis(50));
-        assert_eq!(
-            limits.call_deadline,
-            smith_plugins::Limits::default().call_deadline
-        );
-        let (_home, config) = with_env(&[]);
-        assert_eq!(plugin_limits(&config), smith_plugins::Limits::default());
-    }
-
-    /// A provider plugin that ignores cancellation, under the limits the
-    /// configuration gives, is destroyed once the configured grace after an
-    /// abort has passed, and the diagnostic names that grace.
-    #[test]
-    fn a_plugin_ignoring_an_abort_is_destroyed_after_the_configured_grace() {
-        use smith_engine::provider::Provider as _;
-        let (_home, config) = with_env(&[("SMITH_PLUGINS_ABORT_DEADLINE_MS", "50")]);
-        let limits = smith_plugins::Limits {
-            call_deadline: Duration::from_secs(30),
-            ..plugin_limits(&config)
-        };
-        let wasm = Path::new(smith_plugins::GUEST_DIR).join("smith_plugin_hostile.wasm");
-        let component = smith_plugins::ProviderComponent::load(
-            "test/hostile",
-            &std::fs::read(&wasm).unwrap(),
-            None,
-            limits,
-        )
-        .unwrap();
-        let mut provider = component
-            .instantiate(&[("mode".to_owned(), "ignore-cancel".to_owned())])
-            .unwrap();
-        let handle = provider.abort_handle();
-        let aborter = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            handle.abort();
-        });
-        let request = smith_engine::provider::Request {
-            model: "m".into(),
-            system: None,
-            messages: Vec::new(),
-            tools: Vec::new(),
-            max_output_tokens: None,
-        };
-        assert!(provider.encode(&request).is_err());
-        aborter.join().unwrap();
-        let error = provider.last_error().expect("the failure is recorded");
-        assert_eq!(error.kind, smith_plugins::ErrorKind::AbortGrace, "{error}");
-        let d = error.to_diagnostic();
-        assert!(
-            d.render_plain()
-                .contains("kept running 50 ms after it was asked to stop"),
-            "{d}"
-        );
     }
 
     #[test]
@@ -470,6 +235,7 @@ mod tests {
         );
         let mut sources = Vec::new();
         rust_sources(&root.join("src"), &mut sources);
+        rust_sources(&root.join("host/src"), &mut sources);
         for (key, file, function) in CONSUMERS {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let body = function_body(&text, function)

@@ -12,7 +12,8 @@ use clap::{Arg, ArgMatches, Command, FromArgMatches};
 use smith_config::options::{self, OptionDecl};
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{Config, ConfigError, Loader, Source};
-use smith_diag::{Diagnostic, Style, Surface};
+use smith_diag::{Diagnostic, Surface};
+pub(crate) use smith_host::output::{report, style};
 
 /// `smith config`.
 #[derive(Debug, clap::Args)]
@@ -120,25 +121,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         ConfigCommand::Show(a) => show(a),
         ConfigCommand::Set(a) => set(a),
     }
-}
-
-/// The style for diagnostics on stderr given the resolved `color` option.
-pub(crate) fn style(config: Option<&Config>) -> Style {
-    match config.and_then(|c| c.str(&options::COLOR)) {
-        Some("always") => Style::COLOR,
-        Some("never") => Style::PLAIN,
-        _ => Style::for_stderr(),
-    }
-}
-
-/// Prints a diagnostic: JSON on stdout for `--json`, else text on stderr.
-pub(crate) fn report(diag: &Diagnostic, json: bool, style: Style) {
-    if json {
-        println!("{}", serde_json::json!({ "error": diag.to_json() }));
-    } else {
-        eprint!("{}", diag.render_terminal(style));
-    }
-    smith_diag::log::report(diag);
 }
 
 fn load(overrides: &Overrides) -> Result<Config, ConfigError> {

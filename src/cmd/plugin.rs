@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use smith_host::plugins::{Found, disabled, discover, user_root, write_disabled};
+
 use anyhow::Context as _;
 use smith_config::Paths;
 use smith_config::trust::{Project, TrustStatus, TrustStore};
@@ -62,111 +64,6 @@ enum Sub {
         /// The plugin (`org/name`).
         name: String,
     },
-}
-
-/// A plugin folder found under a plugin root.
-pub(crate) struct Found {
-    /// Its manifest, when it parsed.
-    pub(crate) manifest: Option<Manifest>,
-    /// Why it cannot be loaded (a bad manifest, a newer API generation).
-    pub(crate) problem: Option<String>,
-    /// The folder.
-    pub(crate) dir: PathBuf,
-    /// Which root: `user` or `project`.
-    pub(crate) root: &'static str,
-}
-
-/// The user plugin root.
-pub(crate) fn user_root(paths: &Paths) -> PathBuf {
-    paths.data_dir.join("plugins")
-}
-
-fn disabled_file(paths: &Paths) -> PathBuf {
-    user_root(paths).join("disabled.txt")
-}
-
-/// The names of the plugins the user disabled.
-pub(crate) fn disabled(paths: &Paths) -> Vec<String> {
-    std::fs::read_to_string(disabled_file(paths))
-        .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-fn scan(root: &Path, label: &'static str, out: &mut Vec<Found>) {
-    let Ok(orgs) = std::fs::read_dir(root) else {
-        return;
-    };
-    let mut dirs: Vec<PathBuf> = orgs
-        .flatten()
-        .filter(|o| {
-            o.file_type().is_ok_and(|t| t.is_dir())
-                && !o.file_name().to_string_lossy().starts_with('.')
-        })
-        .flat_map(|org| {
-            std::fs::read_dir(org.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|p| p.path())
-        })
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        let file = dir.join("plugin.kdl");
-        let origin = file.display().to_string();
-        let (manifest, problem) = match std::fs::read_to_string(&file) {
-            Ok(text) => match Manifest::parse(&text, &origin) {
-                Ok(m) => {
-                    let why = m.unsupported();
-                    (Some(m), why)
-                }
-                Err(e) => (None, Some(e.message)),
-            },
-            Err(e) => (None, Some(format!("cannot read {origin}: {e}"))),
-        };
-        out.push(Found {
-            manifest,
-            problem,
-            dir,
-            root: label,
-        });
-    }
-}
-
-fn project_plugins(paths: &Paths, out: &mut Vec<Found>) -> Option<String> {
-    let cwd = std::env::current_dir().ok()?;
-    let project = Project::discover(&cwd, paths.home.as_deref())?;
-    let dir = project.plugins_dir();
-    if !dir.is_dir() {
-        return None;
-    }
-    let trusted = TrustStore::open(&paths.trust_file())
-        .ok()
-        .and_then(|store| store.status(&project).ok())
-        .is_some_and(|s| matches!(s, TrustStatus::Trusted));
-    if trusted {
-        scan(&dir, "project", out);
-        None
-    } else {
-        Some(format!(
-            "project plugins in {} are not loaded: the project is not trusted (run `smith trust` after reviewing its .smith directory)",
-            dir.display()
-        ))
-    }
-}
-
-/// Every user plugin, then (in a trusted project) every project plugin;
-/// the note says why project plugins were not looked at.
-pub(crate) fn discover(paths: &Paths) -> (Vec<Found>, Option<String>) {
-    let mut found = Vec::new();
-    scan(&user_root(paths), "user", &mut found);
-    let note = project_plugins(paths, &mut found);
-    (found, note)
 }
 
 /// Runs `smith plugin`.
@@ -338,27 +235,12 @@ fn capability_list<'a>(capabilities: impl Iterator<Item = (&'a str, &'a str)>) -
     }
 }
 
-fn write_disabled(paths: &Paths, list: &[String]) -> anyhow::Result<()> {
-    let file = disabled_file(paths);
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut text = list.join("\n");
-    text.push('\n');
-    std::fs::write(&file, text).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot write {}: {e}; check that the data directory is writable",
-            file.display()
-        )
-    })
-}
-
 fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
     let (world, bytes, limits) = if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
         (
             b.world.to_owned(),
             b.component.to_vec(),
-            crate::settings::process_plugin_limits(),
+            smith_host::settings::process_plugin_limits(),
         )
     } else {
         let (found, _) = discover(paths);
@@ -390,7 +272,7 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
         })?;
         let limits = Limits {
             memory_bytes: (m.memory_limit_mib as usize) << 20,
-            ..crate::settings::process_plugin_limits()
+            ..smith_host::settings::process_plugin_limits()
         };
         (m.world.clone(), bytes, limits)
     };

@@ -104,7 +104,7 @@ pub fn build(plugins: &[WasmExtension]) -> (Product, Vec<ProductError>) {
     Product::build(&specs)
 }
 
-/// Loads the enabled extension plugins (`crate::cmd::extensions::load_into`)
+/// Loads the enabled extension plugins (`smith_host::extensions::load_into`)
 /// and builds the product from their contributions, once, at the
 /// interface's start; with `no_plugins` (`--no-plugins`) only the enabled
 /// built-in extensions (smith/product) contribute. The instances are
@@ -120,7 +120,7 @@ pub fn load(no_plugins: bool) -> (Product, Vec<String>) {
     } else {
         let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
         let ids = Arc::new(AtomicU64::new(1));
-        super::extensions::load_into(&journal, &ids, None)
+        smith_host::extensions::load_into(&journal, &ids, None)
     };
     let (product, errors) = build(&plugins);
     warnings.extend(errors.iter().map(ToString::to_string));
@@ -137,8 +137,8 @@ fn builtins() -> (Vec<WasmExtension>, Vec<String>) {
             ],
         );
     };
-    let disabled = super::plugin::disabled(&paths);
-    let limits = crate::settings::process_plugin_limits();
+    let disabled = smith_host::plugins::disabled(&paths);
+    let limits = smith_host::settings::process_plugin_limits();
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
     for builtin in smith_plugins::builtin::BUILTINS

@@ -23,7 +23,7 @@ use smith_engine::replay::{Comparison, Pace, Recording, TurnRange, Verdict, comp
 use smith_engine::tools::ToolSet;
 use smith_store::Store;
 
-use super::eval::{HumanPrinter, format_usage, result_record};
+use smith_host::output::{HumanPrinter, format_usage, result_record};
 
 /// Play a recorded session back without a provider.
 #[derive(Debug, Clone, clap::Args)]

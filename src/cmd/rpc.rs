@@ -9,10 +9,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
+use smith_engine::journal::store::StoreJournal;
 use smith_engine::provider::HostTransport;
-use smith_rpc::{
-    HooksFactory, Live, LiveProviders, Output, RpcServer, RuntimeOptions, SessionChoice, SetupError,
+use smith_host::extensions::{Asker, Headless};
+use smith_host::{
+    Extensions, Live, LiveProviders, RuntimeOptions, SessionChoice, choose_provider, mock,
 };
+use smith_plugins::hooks::Frontend;
+use smith_rpc::{Output, RpcServer};
 
 /// Serve JSON-RPC 2.0 on standard input and output.
 #[derive(Debug, Clone, clap::Args)]
@@ -49,7 +53,7 @@ pub struct Args {
 ///
 /// When the first runtime cannot start, or standard input or output fail.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    super::models::start_background_refresh();
+    smith_host::catalog::start_background_refresh();
     let cwd = match args.cwd {
         Some(dir) => dir,
         None => std::env::current_dir()
@@ -68,20 +72,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let record = args.mock_record.clone();
         let build = move || -> anyhow::Result<Live> {
             Ok(Live {
-                provider: super::mock::provider(script.as_deref(), record.as_deref())?,
+                provider: mock::provider(script.as_deref(), record.as_deref())?,
                 transport: Arc::new(HostTransport),
                 model: None,
             })
         };
         // A bad script fails before serving, like a bad provider choice.
-        let first = Mutex::new(Some(build()?));
-        LiveProviders(Arc::new(move || {
-            let ready = first.lock().ok().and_then(|mut f| f.take());
-            match ready {
-                Some(live) => Ok(live),
-                None => build().map_err(|e| SetupError::new(format!("{e:#}"))),
-            }
-        }))
+        first_then(build()?, build)
     } else {
         let super::eval::ProviderChoice {
             provider,
@@ -89,11 +86,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             base_url,
         } = args.choice.clone();
         let choose = move || {
-            super::eval::choose_provider(
+            choose_provider(
                 provider.as_deref(),
                 model.as_deref(),
                 base_url.as_deref(),
-                || super::mock::provider(None, None),
+                || mock::provider(None, None),
             )
         };
         let first = choose()?;
@@ -103,53 +100,30 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         // The first runtime takes the provider chosen above; later ones
         // choose afresh.
-        let first = Mutex::new(Some(first));
-        LiveProviders(Arc::new(move || {
-            let ready = first.lock().ok().and_then(|mut f| f.take());
-            let chosen = match ready {
-                Some(chosen) => chosen,
-                None => choose().map_err(|e| SetupError::new(format!("{e:#}")))?,
-            };
-            Ok(Live {
-                provider: chosen.provider,
-                transport: chosen.transport,
-                model: chosen.model,
-            })
-        }))
+        first_then(first.live, move || choose().map(|chosen| chosen.live))
     };
     // Standard output carries the responses, the notifications and the
     // extensions' questions (`ui_question`), one record per line.
     let out = Output::new(std::io::stdout());
     let questions = out.clone();
-    let asker = super::extensions::Asker(Arc::new(move |plugin, intent| {
+    let asker = Asker(Arc::new(move |plugin, intent| {
         // A client that went away cannot answer; the server notices the
         // closed output itself.
         let _ = questions.notify("ui_question", ui_question(plugin, intent));
     }));
     let options = RuntimeOptions {
-        live,
         model: args.choice.model,
-        cwd,
-        store_root: crate::settings::session_root()?,
         max_turns: args.max_turns,
-        hooks: (!args.no_plugins).then(|| {
-            HooksFactory(Arc::new(move |journal, ids| {
-                let (plugins, warnings) = super::extensions::load(journal, ids);
-                for warning in &warnings {
-                    super::extensions::warn(warning);
-                }
-                super::extensions::session_hooks(
-                    plugins,
-                    Box::new(super::extensions::Headless {
-                        name: "rpc",
-                        journal: Some(Arc::clone(journal)),
-                        asker: Some(asker.clone()),
-                    }),
-                    &journal.session_id().to_hex(),
-                )
-                .map(|hooks| Box::new(hooks) as Box<dyn smith_engine::agent::Hooks>)
+        extensions: (!args.no_plugins).then(|| {
+            Extensions(Arc::new(move |journal: &Arc<StoreJournal>| {
+                Box::new(Headless {
+                    name: "rpc",
+                    journal: Some(Arc::clone(journal)),
+                    asker: Some(asker.clone()),
+                }) as Box<dyn Frontend>
             }))
         }),
+        ..RuntimeOptions::new(live, cwd, smith_host::settings::session_root()?)
     };
     let choice = match args.session {
         Some(reference) => SessionChoice::Open(reference),
@@ -163,6 +137,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .serve(std::io::stdin().lock())
         .context("standard input or output failed; the client may have gone away")?;
     Ok(0)
+}
+
+/// Providers for the server's runtimes: `first` for the first, then one
+/// from `build` for each later runtime.
+fn first_then(
+    first: Live,
+    build: impl Fn() -> anyhow::Result<Live> + Send + Sync + 'static,
+) -> LiveProviders {
+    let first = Mutex::new(Some(first));
+    LiveProviders(Arc::new(move || {
+        let ready = first.lock().ok().and_then(|mut f| f.take());
+        match ready {
+            Some(live) => Ok(live),
+            None => build(),
+        }
+    }))
 }
 
 /// The params of a `ui_question` notification: the plugin, the question's

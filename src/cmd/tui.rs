@@ -198,7 +198,7 @@ impl smith_plugins::hooks::Frontend for TuiFrontend {
     fn persist(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
         let kind = smith_plugins::dispatch::kind_name(&intent.kind);
         let kept = match &self.journal {
-            Some(journal) => super::extensions::keep_intent(journal, "tui", plugin, intent),
+            Some(journal) => smith_host::extensions::keep_intent(journal, "tui", plugin, intent),
             None => Err(format!(
                 "plugin {plugin} asked to keep its {kind} intent {:?} for a frontend that can show it; this interface has no session to keep it in, so it is lost",
                 intent.id
@@ -251,7 +251,7 @@ impl Runtime {
 /// Shows the plugin intents kept in `session` (policy `persist`, from a
 /// frontend that could not show them) as notice lines, oldest first.
 fn show_kept_intents(app: &mut App, session: &Session) {
-    match super::extensions::kept_intents(session) {
+    match smith_host::extensions::kept_intents(session) {
         Ok(lines) => {
             for line in lines {
                 app.notice(&line);
@@ -276,17 +276,17 @@ impl Runtime {
     }
 }
 
-fn provider(args: &Args) -> anyhow::Result<super::eval::Chosen> {
+fn provider(args: &Args) -> anyhow::Result<smith_host::Chosen> {
     // A script only makes sense for the scripted provider, so it chooses it.
     let explicit = match &args.choice.provider {
         None if args.mock_script.is_some() => Some("mock"),
         other => other.as_deref(),
     };
-    super::eval::choose_provider(
+    smith_host::choose_provider(
         explicit,
         args.choice.model.as_deref(),
         args.choice.base_url.as_deref(),
-        || super::mock::provider(args.mock_script.as_deref(), None),
+        || smith_host::mock::provider(args.mock_script.as_deref(), None),
     )
 }
 
@@ -324,98 +324,49 @@ fn start(
     app: &mut App,
 ) -> anyhow::Result<(Runtime, ProviderInfo)> {
     let chosen = provider(args)?;
-    let provider = chosen.provider;
-    let transport = chosen.transport;
-    let info = provider.describe();
-    let mut config = AgentConfig::new(match (&chosen.model, &args.choice.model) {
-        (Some(name), _) => name.clone(),
-        (None, Some(model)) => model.clone(),
-        (None, None) => info
-            .models
-            .first()
-            .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone()),
-    });
-    if chosen.model.is_some() {
-        config.pricing = info.models.first().and_then(|m| m.pricing);
-    }
-    config.system = Some(format!(
-        "You are smith, a coding agent. Work in {} using the tools you are given.",
-        cwd.display()
-    ));
-    let tool_context = ToolContext::new(cwd)
-        .map_err(|err| anyhow::anyhow!("{err}"))
-        .with_context(|| format!("cannot work in {}", cwd.display()))?;
-    let root = crate::settings::session_root()?;
-    let store = Store::open(&root)?;
-    let (session, name) = match target {
-        Target::Existing(reference) => {
-            let session = store.load(&reference).with_context(|| {
-                format!("could not open session {reference:?}; run `smith session list` to see the sessions")
-            })?;
-            let resumed = resume(&session)?;
-            if let (None, Some((_, model))) = (&args.choice.model, &resumed.model) {
-                config.model.clone_from(model);
-            }
-            show_resumed(app, &session, &resumed);
-            show_kept_intents(app, &session);
-            config.history = resumed.history;
-            config.first_effect_seq = resumed.last_effect_seq;
-            let name = store
-                .name_of(session.id())
-                .unwrap_or_else(|| session.id().to_hex());
-            (session, name)
-        }
-        Target::New => {
-            let name = format!("tui-{}", smith_store::now_ms());
-            let session = store.create(Some(&name)).with_context(|| {
-                format!("could not create session {name:?} in {}", root.display())
-            })?;
-            (session, name)
-        }
-    };
-    let model = config.model.clone();
-    let journal = Arc::new(StoreJournal::new(store, session));
-    // Tool effects and plugin host effects share one counter of effect
-    // numbers, so every fx-N in the session is unique.
-    let effect_ids = Arc::new(std::sync::atomic::AtomicU64::new(config.first_effect_seq));
-    config.effect_ids = Some(Arc::clone(&effect_ids));
-    let hooks = if args.no_plugins {
-        None
-    } else {
-        let (plugins, warnings) = super::extensions::load(&journal, &effect_ids);
-        for warning in &warnings {
-            smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", warning);
-            app.error(warning);
-        }
-        super::extensions::session_hooks(
-            plugins,
-            Box::new(TuiFrontend {
-                tx: tx.clone(),
-                generation,
-                journal: Some(Arc::clone(&journal)),
-            }),
-            &journal.session_id().to_hex(),
+    let frontend_tx = tx.clone();
+    let options = smith_host::RuntimeOptions {
+        model: args.choice.model.clone(),
+        extensions: (!args.no_plugins).then(|| {
+            smith_host::Extensions(Arc::new(move |journal: &Arc<StoreJournal>| {
+                Box::new(TuiFrontend {
+                    tx: frontend_tx.clone(),
+                    generation,
+                    journal: Some(Arc::clone(journal)),
+                }) as Box<dyn smith_plugins::hooks::Frontend>
+            }))
+        }),
+        notices_on_stderr: false,
+        ..smith_host::RuntimeOptions::new(
+            smith_host::LiveProviders::once(chosen.live),
+            cwd.to_owned(),
+            crate::settings::session_root()?,
         )
     };
-    let services = Services {
-        provider,
-        transport,
-        tools: ToolSet::builtin(),
-        tool_context,
-        journal: journal.clone(),
-        sink: journal.clone(),
-        policies: default_policies(),
+    let choice = match target {
+        Target::Existing(reference) => smith_host::SessionChoice::Open(reference),
+        Target::New => {
+            smith_host::SessionChoice::New(Some(format!("tui-{}", smith_store::now_ms())))
+        }
     };
-    let commands = hooks
-        .as_ref()
-        .map(smith_plugins::hooks::PluginHooks::commands);
-    let gate = hooks
-        .as_ref()
-        .and_then(smith_engine::agent::Hooks::session_gate);
-    let handle = Arc::new(match hooks {
-        Some(hooks) => agent::spawn_with_hooks(config, services, Box::new(hooks))?,
-        None => agent::spawn(config, services)?,
-    });
+    let smith_host::Runtime {
+        handle,
+        journal,
+        name,
+        model,
+        provider: info,
+        gate,
+        commands,
+        resumed,
+        compaction_summary,
+        ..
+    } = options.start(&choice).map_err(|e| e.into_cli(""))?;
+    if resumed {
+        let session = journal.with_session(Session::clone);
+        show_history(app, &session, compaction_summary.as_deref());
+        show_kept_intents(app, &session);
+    }
+    let handle = Arc::new(handle);
     let reader = Arc::clone(&handle);
     let tx = tx.clone();
     let forwarder = std::thread::Builder::new()
@@ -465,6 +416,11 @@ fn show_resumed(app: &mut App, session: &Session, resumed: &smith_engine::journa
             Message::User { text } => Some(text.as_str()),
             _ => None,
         });
+    show_history(app, session, summary);
+}
+
+/// [`show_resumed`] given the compaction's summary.
+fn show_history(app: &mut App, session: &Session, summary: Option<&str>) {
     let entries = Arc::new(smith_tui::session::SessionEntries::new(session.clone()));
     if let Err(err) = app.show_session(entries, session.compaction_boundary(), summary) {
         app.error(&format!(
@@ -955,7 +911,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // in the interface: drawing never calls into a plugin.
     let (product, product_warnings) = super::product::load(args.no_plugins);
     for warning in &product_warnings {
-        super::extensions::warn(warning);
+        smith_host::extensions::warn(warning);
     }
     let (options, config_failure, theme_warning) = load_options(process_loader(&cwd), &product);
     let style = super::config::style(None);

@@ -17,7 +17,7 @@ use smith_diag::secrets::redact;
 use smith_diag::{Diagnostic, Surface};
 
 use crate::jsonrpc::RpcError;
-use crate::runtime::SetupError;
+use crate::setup::SetupError;
 
 /// The error's own fields that name the offending value, in order of
 /// preference.

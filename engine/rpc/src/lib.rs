@@ -3,8 +3,8 @@
 //! Both speak JSON-RPC 2.0 over standard input and output with strictly
 //! LF-delimited records ([`jsonrpc`]: framing, parsing, correlated errors
 //! with what/why/next diagnostics, a shared writer), and both record every
-//! effect in a session before it runs ([`runtime`]: provider selection, the
-//! recording session, starting the agent).
+//! effect in a session before it runs (the runtime is started through
+//! [`smith_host::runtime`]: provider, recording session, extensions).
 //!
 //! - [`rpc`] — `smith rpc`: drives the agent runtime. Requests become
 //!   runtime commands; runtime events stream out as notifications in the
@@ -24,11 +24,10 @@ mod diag;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod rpc;
-pub mod runtime;
+mod setup;
 
 pub use jsonrpc::{Output, RpcError};
 pub use mcp::{McpOptions, McpServer};
 pub use rpc::RpcServer;
-pub use runtime::{
-    HooksFactory, HooksFn, Live, LiveProviders, RuntimeOptions, SessionChoice, SetupError,
-};
+pub use setup::SetupError;
+pub use smith_host::{Extensions, Live, LiveProviders, RuntimeOptions, SessionChoice};

@@ -70,7 +70,9 @@ use smith_store::{Store, dump};
 use crate::jsonrpc::{
     self, INVALID_PARAMS, Incoming, Output, Reader, Record, RpcError, opt_str, req_str,
 };
-use crate::runtime::{SessionChoice, SetupError, open_destination};
+use crate::setup::SetupError;
+use smith_host::SessionChoice;
+use smith_host::session::{open as open_destination, warn_unknown_effects};
 
 /// The newest revision this server speaks (the stateless one).
 pub const LATEST_PROTOCOL_VERSION: &str = "2026-07-28";
@@ -309,12 +311,7 @@ impl McpServer {
             message: format!("cannot work in {}: {e}", options.cwd.display()),
         })?;
         let destination = open_destination(&options.store_root, &options.session)?;
-        for effect in &destination.unknown_effects {
-            eprintln!(
-                "smith: effect {effect} in session {} has a recorded intent but no completion: its outcome is unknown and it will not be retried",
-                destination.name
-            );
-        }
+        warn_unknown_effects(&destination);
         Ok(McpServer {
             calls: Arc::new(Calls {
                 out,

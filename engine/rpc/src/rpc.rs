@@ -38,7 +38,8 @@ use crate::jsonrpc::{
     self, BLOCKED, BUSY, INVALID_PARAMS, Incoming, Output, RUNTIME_ERROR, Reader, Record, RpcError,
     STORE_ERROR, opt_str, opt_u64, req_str,
 };
-use crate::runtime::{Runtime, RuntimeOptions, SessionChoice, SetupError};
+use crate::setup::SetupError;
+use smith_host::{Runtime, RuntimeOptions, SessionChoice};
 
 /// Every method `smith rpc` answers.
 pub const METHODS: &[&str] = &[
@@ -306,6 +307,7 @@ impl RpcServer {
             provider,
             gate,
             answerer,
+            ..
         } = self.options.start(choice)?;
         let handle = Arc::new(handle);
         let stop = Arc::new(AtomicBool::new(false));
@@ -788,6 +790,7 @@ impl RpcServer {
                 let to = match &choice {
                     SessionChoice::New(name) => name.clone().unwrap_or_default(),
                     SessionChoice::Open(reference) => reference.clone(),
+                    SessionChoice::Temporary => String::new(),
                 };
                 self.ask(method, &SessionOp::Switch(to))?;
                 self.switch(&choice)

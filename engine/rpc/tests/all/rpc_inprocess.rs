@@ -7,21 +7,18 @@ use smith_rpc::{Live, LiveProviders, Output, RpcServer, RuntimeOptions, SessionC
 use crate::support::Captured;
 
 fn options(dir: &std::path::Path) -> RuntimeOptions {
-    RuntimeOptions {
+    RuntimeOptions::new(
         // The native scripted demo, fresh for each runtime.
-        live: LiveProviders(std::sync::Arc::new(|| {
+        LiveProviders(std::sync::Arc::new(|| {
             Ok(Live {
                 provider: Box::new(smith_testkit::ScriptedProvider::demo()),
                 transport: std::sync::Arc::new(smith_engine::provider::HostTransport),
                 model: None,
             })
         })),
-        model: None,
-        cwd: dir.to_owned(),
-        store_root: dir.join("sessions"),
-        max_turns: None,
-        hooks: None,
-    }
+        dir.to_owned(),
+        dir.join("sessions"),
+    )
 }
 
 #[test]

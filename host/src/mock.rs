@@ -20,7 +20,7 @@ use smith_plugins::{InstantiateError, Limits};
 /// uncreatable record, or a plugin failure (naming smith/mock and the phase).
 pub fn provider(script: Option<&Path>, record: Option<&Path>) -> anyhow::Result<Box<dyn Provider>> {
     if let Ok(paths) = smith_config::Paths::from_process()
-        && super::plugin::disabled(&paths)
+        && crate::plugins::disabled(&paths)
             .iter()
             .any(|d| d == "smith/mock")
     {

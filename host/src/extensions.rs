@@ -70,7 +70,7 @@ pub fn load_into(
         return (loaded, warnings);
     };
     let limits = crate::settings::process_plugin_limits();
-    let disabled = super::plugin::disabled(&paths);
+    let disabled = crate::plugins::disabled(&paths);
     // One HTTP engine for every plugin granted `net`, made on first need.
     let mut client: Option<Option<Arc<smith_net::Client>>> = None;
     let mut net_warnings = Vec::new();
@@ -128,7 +128,7 @@ pub fn load_into(
             Err(message) => warnings.push(message),
         }
     }
-    let (found, note) = super::plugin::discover(&paths);
+    let (found, note) = crate::plugins::discover(&paths);
     if let Some(note) = note {
         warnings.push(note);
     }
@@ -158,7 +158,7 @@ pub fn load_into(
             memory_bytes: (manifest.memory_limit_mib as usize) << 20,
             ..limits
         };
-        let grants = Grants::from_manifest(manifest, &super::plugin::user_root(&paths));
+        let grants = Grants::from_manifest(manifest, &crate::plugins::user_root(&paths));
         match instantiate(
             &manifest.name,
             &bytes,

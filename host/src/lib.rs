@@ -1,0 +1,48 @@
+//! The host: what every smith frontend shares.
+//!
+//! smith has several frontends over one agent runtime — `smith eval` (and
+//! `smith "prompt"`), the fullscreen TUI, the JSON-RPC and MCP servers and
+//! `smith replay`. Each of them needs the same things before its first
+//! event, and this crate is where each of those things is decided once:
+//!
+//! - [`settings`] — the process's configuration, loaded once, and each
+//!   option a runtime needs turned into a ready value (the session
+//!   directory, the HTTP timeouts, the log, the plugin limits).
+//! - [`provider`] — provider selection: `--provider`, `SMITH_PROVIDER` or
+//!   `provider` in `config.kdl`, the first provider with a credential, else
+//!   the offline scripted provider ([`mock`]); the model, its catalog
+//!   ([`catalog`]) and the HTTP engine.
+//! - [`session`] — the session destination that records every effect
+//!   before it runs: new, resumed or temporary.
+//! - [`context`] — the request context: the system prompt, assembled in
+//!   one place from smith's framing and the fragments fed into it.
+//! - [`plugins`] and [`extensions`] — plugin discovery and the extension
+//!   plugins a runtime loads, wired to the frontend's surface.
+//! - [`runtime`] — starting the agent: [`RuntimeOptions::start`] takes a
+//!   provider and a session choice to a running [`Runtime`]; every
+//!   frontend starts its runtimes this way.
+//! - [`output`] — how the headless frontends print events, usage, results
+//!   and exit codes.
+//!
+//! The binary parses the command line and calls in here; the protocol
+//! servers (`smith-rpc`) start their runtimes through [`runtime`].
+
+#![deny(missing_docs)]
+
+pub mod catalog;
+pub mod context;
+pub mod extensions;
+pub mod mock;
+pub mod output;
+pub mod plugins;
+pub mod provider;
+pub mod runtime;
+pub mod session;
+pub mod settings;
+
+pub use context::Context;
+pub use provider::{Chosen, choose_provider};
+pub use runtime::{
+    Extensions, Live, LiveProviders, Runtime, RuntimeOptions, StartError, SurfaceFn,
+};
+pub use session::{Destination, SessionChoice, SessionError};

@@ -1,0 +1,148 @@
+//! How the headless frontends print: the human rendering of runtime events
+//! (streamed text on standard output, one line per tool and every error on
+//! standard error), the usage line, the final `result` record of a JSON
+//! stream, exit codes, and diagnostics of the commands that report with a
+//! configured style.
+
+use std::io::Write;
+
+use smith_config::Config;
+use smith_config::options;
+use smith_diag::{Diagnostic, Style};
+use smith_engine::protocol::{Event, MutationState, StopCause, ToolStatus};
+use smith_engine::provider::Usage;
+
+/// The style for diagnostics on stderr given the resolved `color` option.
+pub fn style(config: Option<&Config>) -> Style {
+    match config.and_then(|c| c.str(&options::COLOR)) {
+        Some("always") => Style::COLOR,
+        Some("never") => Style::PLAIN,
+        _ => Style::for_stderr(),
+    }
+}
+
+/// Prints a diagnostic: JSON on stdout for `--json`, else text on stderr.
+pub fn report(diag: &Diagnostic, json: bool, style: Style) {
+    if json {
+        println!("{}", serde_json::json!({ "error": diag.to_json() }));
+    } else {
+        eprint!("{}", diag.render_terminal(style));
+    }
+    smith_diag::log::report(diag);
+}
+
+/// The usage line printed after a run: tokens by kind and the cost
+/// (`unknown` where the provider did not say).
+pub fn format_usage(usage: &Usage, cost: Option<f64>) -> String {
+    let n = |v: Option<u64>| v.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
+    let cost = cost.map_or_else(|| "unknown".to_owned(), |c| format!("${c:.4}"));
+    format!(
+        "usage: {} input, {} output, {} cache read, {} cache write tokens; cost {cost}",
+        n(usage.input),
+        n(usage.output),
+        n(usage.cache_read),
+        n(usage.cache_write)
+    )
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max).collect();
+    cut.push('…');
+    cut
+}
+
+/// The process exit status for how a run stopped: 0 done, 1 error, 2
+/// budget or turn limit, 130 aborted.
+pub fn exit_code(stop: StopCause) -> u8 {
+    match stop {
+        StopCause::Done => 0,
+        StopCause::Error => 1,
+        StopCause::Budget | StopCause::TurnLimit => 2,
+        StopCause::Aborted => 130,
+    }
+}
+
+/// The human frontend shared by eval and replay: streamed assistant text on
+/// `out`, one line per tool and every error on stderr.
+#[derive(Debug, Default)]
+pub struct HumanPrinter {
+    mid_line: bool,
+}
+
+impl HumanPrinter {
+    /// Prints one event.
+    pub fn event(&mut self, out: &mut impl Write, event: &Event) -> std::io::Result<()> {
+        match event {
+            Event::MessageDelta { text } => {
+                out.write_all(text.as_bytes())?;
+                out.flush()?;
+                self.mid_line = !text.ends_with('\n');
+            }
+            Event::ToolExecutionEnd {
+                name,
+                status,
+                content,
+                mutation,
+                effect_id,
+                ..
+            } => {
+                self.end_line(out)?;
+                let status = match status {
+                    ToolStatus::Ok => "ok",
+                    ToolStatus::Error => "error",
+                    ToolStatus::Invalid => "invalid",
+                    ToolStatus::Skipped => "skipped",
+                    ToolStatus::Aborted => "aborted",
+                    ToolStatus::NotRecorded => "not recorded",
+                    ToolStatus::Blocked => "blocked",
+                };
+                let unknown = match (mutation, effect_id) {
+                    (Some(MutationState::Unknown), Some(id)) => {
+                        format!(" (effect {id}: whether it changed anything is unknown)")
+                    }
+                    _ => String::new(),
+                };
+                eprintln!("  [{name}] {status}: {}{unknown}", one_line(content, 100));
+            }
+            Event::Error(info) => {
+                self.end_line(out)?;
+                let style = smith_diag::Style::for_stderr();
+                eprint!("{}", info.to_diagnostic().render_terminal(style));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ends a line of streamed text, if one is open.
+    pub fn end_line(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if self.mid_line {
+            writeln!(out)?;
+            self.mid_line = false;
+        }
+        Ok(())
+    }
+}
+
+/// The final `result` record of a JSON stream.
+pub fn result_record(
+    stop: StopCause,
+    text: &str,
+    usage: &Usage,
+    cost: Option<f64>,
+    session: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "type": "result",
+        "stop": stop,
+        "exit_code": exit_code(stop),
+        "text": text,
+        "usage": usage,
+        "cost": cost,
+        "session": session,
+    })
+}

@@ -1,0 +1,324 @@
+//! Starting a runtime: one path every frontend takes from a chosen provider
+//! and a session choice to a running agent.
+//!
+//! [`RuntimeOptions::start`] (or [`RuntimeOptions::start_with`] when the
+//! frontend chose the provider itself) opens the session destination
+//! ([`crate::session`]), resolves the model, assembles the request context
+//! ([`crate::context`]), loads the extension plugins with the frontend's
+//! surface ([`crate::extensions`]) and spawns the agent over the session
+//! journal.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use smith_engine::agent::{
+    self, AgentConfig, AgentError, AgentHandle, Answerer, Budget, Services, SessionGate,
+    default_policies,
+};
+use smith_engine::journal::store::StoreJournal;
+use smith_engine::provider::scripted::MOCK_MODEL;
+use smith_engine::provider::{Provider, ProviderInfo, Transport};
+use smith_engine::tools::{ToolContext, ToolError, ToolSet};
+use smith_plugins::hooks::{Commands, Frontend};
+
+use crate::session::{self, Destination, SessionChoice, SessionError};
+
+/// A provider built for one runtime, with the transport that carries its
+/// requests.
+pub struct Live {
+    /// The provider.
+    pub provider: Box<dyn Provider>,
+    /// The transport its requests go through.
+    pub transport: Arc<dyn Transport>,
+    /// The model name requests carry, for live providers (resolved from the
+    /// model option or the provider's default); `None` for the scripted
+    /// provider.
+    pub model: Option<String>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a fresh provider for each runtime (so a scripted provider plays
+/// its script from the start each time).
+#[derive(Clone)]
+pub struct LiveProviders(pub Arc<dyn Fn() -> anyhow::Result<Live> + Send + Sync>);
+
+impl LiveProviders {
+    /// A factory that hands out `live` to the first runtime; a frontend
+    /// that chose its provider itself (and reported the choice) starts its
+    /// one runtime with it.
+    pub fn once(live: Live) -> Self {
+        let ready = std::sync::Mutex::new(Some(live));
+        LiveProviders(Arc::new(move || {
+            ready.lock().ok().and_then(|mut r| r.take()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the provider chosen for this command was already used by its runtime; start the command again"
+                )
+            })
+        }))
+    }
+}
+
+impl std::fmt::Debug for LiveProviders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveProviders(..)")
+    }
+}
+
+/// Builds the surface through which a runtime's extension plugins reach
+/// the frontend (notices, questions, kept intents, warnings), given the
+/// runtime's session journal.
+#[derive(Clone)]
+pub struct Extensions(pub Arc<SurfaceFn>);
+
+/// What [`Extensions`] calls.
+pub type SurfaceFn = dyn Fn(&Arc<StoreJournal>) -> Box<dyn Frontend> + Send + Sync;
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Extensions(..)")
+    }
+}
+
+/// Everything needed to start runtimes.
+#[derive(Clone, Debug)]
+pub struct RuntimeOptions {
+    /// Builds the provider of each runtime started with
+    /// [`RuntimeOptions::start`].
+    pub live: LiveProviders,
+    /// The model the user asked for (default: the one the provider
+    /// resolves, else the session's, else the provider's first).
+    pub model: Option<String>,
+    /// The working directory of the tools.
+    pub cwd: PathBuf,
+    /// The session store root.
+    pub store_root: PathBuf,
+    /// Stop a run after this many turns.
+    pub max_turns: Option<u32>,
+    /// Stop a run past these tokens or this cost.
+    pub budget: Budget,
+    /// The frontend's surface for extension plugins; without it runs have
+    /// no plugins.
+    pub extensions: Option<Extensions>,
+    /// Whether standard error carries the runtime's notices (effects of a
+    /// resumed session whose outcome is unknown); a fullscreen frontend
+    /// shows what it needs itself.
+    pub notices_on_stderr: bool,
+}
+
+impl RuntimeOptions {
+    /// Options for runtimes of `live`'s providers working in `cwd` and
+    /// recording under `store_root`: no model asked for, no limits, no
+    /// plugins, notices on standard error.
+    pub fn new(live: LiveProviders, cwd: PathBuf, store_root: PathBuf) -> Self {
+        RuntimeOptions {
+            live,
+            model: None,
+            cwd,
+            store_root,
+            max_turns: None,
+            budget: Budget::default(),
+            extensions: None,
+            notices_on_stderr: true,
+        }
+    }
+}
+
+/// A running agent over a session.
+#[derive(Debug)]
+pub struct Runtime {
+    /// The agent.
+    pub handle: AgentHandle,
+    /// The session journal.
+    pub journal: Arc<StoreJournal>,
+    /// The session name (or id).
+    pub name: String,
+    /// The model the runtime started with.
+    pub model: String,
+    /// The provider's self-description (models).
+    pub provider: ProviderInfo,
+    /// What the runtime's extensions say before a session switch or fork
+    /// (none without extensions).
+    pub gate: Option<SessionGate>,
+    /// Where the answers to the extensions' questions go (none without
+    /// extensions).
+    pub answerer: Option<Answerer>,
+    /// The commands the runtime's extensions provide (none without
+    /// extensions).
+    pub commands: Option<Commands>,
+    /// Whether an existing session was resumed.
+    pub resumed: bool,
+    /// When the resumed conversation starts at a compaction: its summary.
+    pub compaction_summary: Option<String>,
+    /// The temporary store of [`SessionChoice::Temporary`] (removed when
+    /// dropped).
+    pub temp: Option<tempfile::TempDir>,
+}
+
+/// A runtime could not start; nothing has run.
+#[derive(Debug)]
+pub enum StartError {
+    /// The provider could not be built.
+    Provider(anyhow::Error),
+    /// The working directory cannot be used.
+    Cwd {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: ToolError,
+    },
+    /// The session destination could not be opened.
+    Session(SessionError),
+    /// The agent's threads could not start.
+    Spawn(AgentError),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Provider(e) => write!(f, "{e:#}"),
+            StartError::Cwd { dir, source } => {
+                write!(f, "cannot work in {}: {source}", dir.display())
+            }
+            StartError::Session(e) => e.fmt(f),
+            StartError::Spawn(e) => f.write_str(&e.message),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl StartError {
+    /// This error as the command line reports it (see
+    /// [`SessionError::into_cli`] for `given`).
+    pub fn into_cli(self, given: &str) -> anyhow::Error {
+        match self {
+            StartError::Provider(e) => e,
+            StartError::Cwd { dir, source } => anyhow::anyhow!("{source}")
+                .context(format!("cannot work in {}", dir.display())),
+            StartError::Session(e) => e.into_cli(given),
+            StartError::Spawn(e) => e.into(),
+        }
+    }
+}
+
+impl RuntimeOptions {
+    /// Starts an agent recording into `choice`, with a provider from
+    /// [`RuntimeOptions::live`].
+    ///
+    /// # Errors
+    ///
+    /// Provider, working directory, session or thread setup failures.
+    pub fn start(&self, choice: &SessionChoice) -> Result<Runtime, StartError> {
+        let live = (self.live.0)().map_err(StartError::Provider)?;
+        self.start_with(live, choice)
+    }
+
+    /// Starts an agent over `live` recording into `choice`.
+    ///
+    /// # Errors
+    ///
+    /// Working directory, session or thread setup failures.
+    pub fn start_with(&self, live: Live, choice: &SessionChoice) -> Result<Runtime, StartError> {
+        let Live {
+            provider,
+            transport,
+            model: live_model,
+        } = live;
+        let info = provider.describe();
+        let tool_context = ToolContext::new(&self.cwd).map_err(|source| StartError::Cwd {
+            dir: self.cwd.clone(),
+            source,
+        })?;
+        let destination =
+            session::open(&self.store_root, choice).map_err(StartError::Session)?;
+        if self.notices_on_stderr {
+            session::warn_unknown_effects(&destination);
+        }
+        let Destination {
+            journal,
+            name,
+            history,
+            last_effect_seq,
+            model: session_model,
+            resumed,
+            compaction_summary,
+            temp,
+            ..
+        } = destination;
+        // The resolved model of a live provider, else the one asked for,
+        // else the provider's first; a resumed session's model when none
+        // was asked for.
+        let mut model = match (&live_model, &self.model) {
+            (Some(name), _) => name.clone(),
+            (None, Some(model)) => model.clone(),
+            (None, None) => info
+                .models
+                .first()
+                .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone()),
+        };
+        if self.model.is_none()
+            && let Some(recorded) = session_model
+        {
+            model = recorded;
+        }
+        let mut config = AgentConfig::new(model.clone());
+        if live_model.is_some() {
+            config.pricing = info.models.first().and_then(|m| m.pricing);
+        }
+        config.max_turns = self.max_turns;
+        config.budget = self.budget;
+        config.history = history;
+        config.first_effect_seq = last_effect_seq;
+        config.system = Some(crate::context::system_prompt(&self.cwd));
+        // Tool effects and plugin host effects draw their numbers from one
+        // counter, so every fx-N in the session is unique.
+        let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
+        config.effect_ids = Some(Arc::clone(&ids));
+        let hooks = self.extensions.as_ref().and_then(|surface| {
+            let (plugins, warnings) = crate::extensions::load(&journal, &ids);
+            let mut frontend = (surface.0)(&journal);
+            for warning in &warnings {
+                frontend.diagnostic(warning);
+            }
+            crate::extensions::session_hooks(plugins, frontend, &journal.session_id().to_hex())
+        });
+        let commands = hooks.as_ref().map(smith_plugins::hooks::PluginHooks::commands);
+        let gate = hooks.as_ref().and_then(agent::Hooks::session_gate);
+        let answerer = hooks.as_ref().and_then(agent::Hooks::answerer);
+        let services = Services {
+            provider,
+            transport,
+            tools: ToolSet::builtin(),
+            tool_context,
+            journal: journal.clone(),
+            sink: journal.clone(),
+            policies: default_policies(),
+        };
+        let handle = match hooks {
+            Some(hooks) => agent::spawn_with_hooks(config, services, Box::new(hooks)),
+            None => agent::spawn(config, services),
+        }
+        .map_err(StartError::Spawn)?;
+        Ok(Runtime {
+            handle,
+            journal,
+            name,
+            model,
+            provider: info,
+            gate,
+            answerer,
+            commands,
+            resumed,
+            compaction_summary,
+            temp,
+        })
+    }
+}

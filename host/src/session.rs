@@ -1,0 +1,258 @@
+//! The session destination: the session that records a runtime's effects
+//! and conversation before anything runs.
+//!
+//! Effects never run without a durable destination: every runtime records
+//! into a session of a [`Store`] through a [`StoreJournal`] — a new named
+//! session, an existing one resumed with its history, model and effect
+//! numbering, or a session in a temporary store (`smith eval
+//! --no-session`) that is removed when the [`Destination`] is dropped.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::journal::{EffectState, JournalError};
+use smith_engine::provider::Message;
+use smith_store::{Store, StoreError};
+
+/// Which session records the runtime's effects and conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// A new session with this name (or unnamed).
+    New(Option<String>),
+    /// An existing session by name, id or unique id prefix.
+    Open(String),
+    /// A new unnamed session in a temporary store of its own, removed when
+    /// the destination is dropped unless it is kept.
+    Temporary,
+}
+
+/// A session opened for recording.
+#[derive(Debug)]
+pub struct Destination {
+    /// The journal over the session.
+    pub journal: Arc<StoreJournal>,
+    /// The session's name, or its id when unnamed.
+    pub name: String,
+    /// The resumed conversation (empty for a new session).
+    pub history: Vec<Message>,
+    /// The last effect number used (new effects continue after it).
+    pub last_effect_seq: u64,
+    /// The recorded model, when resuming.
+    pub model: Option<String>,
+    /// Effects with an intent but no completion (never retried).
+    pub unknown_effects: Vec<String>,
+    /// Whether an existing session was resumed.
+    pub resumed: bool,
+    /// When the resumed conversation starts at a compaction: its summary.
+    pub compaction_summary: Option<String>,
+    /// The temporary store of [`SessionChoice::Temporary`].
+    pub temp: Option<tempfile::TempDir>,
+}
+
+/// A session destination could not be opened.
+#[derive(Debug)]
+pub enum SessionError {
+    /// The store at `root` could not be opened.
+    Store {
+        /// The store's root.
+        root: PathBuf,
+        /// Why.
+        source: StoreError,
+    },
+    /// A new session could not be created.
+    Create {
+        /// Its name, if it has one.
+        name: Option<String>,
+        /// The store's root.
+        root: PathBuf,
+        /// Why.
+        source: StoreError,
+    },
+    /// The session named by `reference` could not be opened.
+    Load {
+        /// The name, id or id prefix given.
+        reference: String,
+        /// Why.
+        source: StoreError,
+    },
+    /// The session could not be resumed.
+    Resume {
+        /// The name, id or id prefix given.
+        reference: String,
+        /// Why.
+        source: JournalError,
+    },
+    /// No temporary store could be created.
+    Temporary(std::io::Error),
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionError::Store { root, source } => write!(
+                f,
+                "could not open the session store at {}: {source}",
+                root.display()
+            ),
+            SessionError::Create { name, root, source } => write!(
+                f,
+                "could not create session {} in {}: {source}",
+                name.as_deref().unwrap_or("(unnamed)"),
+                root.display()
+            ),
+            SessionError::Load { reference, source } => write!(
+                f,
+                "could not open session {reference:?}: {source}; list the sessions with `smith session list`"
+            ),
+            SessionError::Resume { reference, source } => {
+                write!(f, "could not resume session {reference:?}: {source}")
+            }
+            SessionError::Temporary(source) => write!(
+                f,
+                "could not create a temporary session store: {source}; check that the temporary directory is writable"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SessionError::Store { source, .. }
+            | SessionError::Create { source, .. }
+            | SessionError::Load { source, .. } => Some(source),
+            SessionError::Resume { source, .. } => Some(source),
+            SessionError::Temporary(source) => Some(source),
+        }
+    }
+}
+
+impl SessionError {
+    /// This error as the command line reports it: the typed cause with
+    /// what the command was doing in front; `given` follows the reference
+    /// of a session that could not be opened (e.g. ` given with
+    /// --session`).
+    pub fn into_cli(self, given: &str) -> anyhow::Error {
+        match self {
+            SessionError::Store { source, .. } | SessionError::Create { name: None, source, .. } => {
+                source.into()
+            }
+            SessionError::Create {
+                name: Some(name),
+                root,
+                source,
+            } => {
+                anyhow::Error::new(source).context(format!(
+                    "could not create session {name:?} in {}",
+                    root.display()
+                ))
+            }
+            SessionError::Load { reference, source } => anyhow::Error::new(source).context(
+                format!(
+                    "could not open session {reference:?}{given}; run `smith session list` to see the sessions"
+                ),
+            ),
+            SessionError::Resume { source, .. } => source.into(),
+            SessionError::Temporary(source) => anyhow::Error::new(source).context(
+                "could not create a temporary session store for --no-session; check that the temporary directory is writable",
+            ),
+        }
+    }
+}
+
+/// Opens (or creates) the session that will record effects, in the store
+/// at `root` (unused for [`SessionChoice::Temporary`]).
+///
+/// # Errors
+///
+/// When the store cannot be opened, or the session created, found or
+/// resumed.
+pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionError> {
+    let open_store = |root: &Path| {
+        Store::open(root).map_err(|source| SessionError::Store {
+            root: root.to_owned(),
+            source,
+        })
+    };
+    let fresh = |store: Store, root: &Path, name: Option<&str>, temp| {
+        let session = store.create(name).map_err(|source| SessionError::Create {
+            name: name.map(str::to_owned),
+            root: root.to_owned(),
+            source,
+        })?;
+        Ok(Destination {
+            name: name.map_or_else(|| session.id().to_hex(), str::to_owned),
+            journal: Arc::new(StoreJournal::new(store, session)),
+            history: Vec::new(),
+            last_effect_seq: 0,
+            model: None,
+            unknown_effects: Vec::new(),
+            resumed: false,
+            compaction_summary: None,
+            temp,
+        })
+    };
+    match choice {
+        SessionChoice::Temporary => {
+            let dir = tempfile::Builder::new()
+                .prefix("smith-eval-")
+                .tempdir()
+                .map_err(SessionError::Temporary)?;
+            let store = open_store(dir.path())?;
+            let path = dir.path().to_owned();
+            fresh(store, &path, None, Some(dir))
+        }
+        SessionChoice::New(name) => fresh(open_store(root)?, root, name.as_deref(), None),
+        SessionChoice::Open(reference) => {
+            let store = open_store(root)?;
+            let session = store.load(reference).map_err(|source| SessionError::Load {
+                reference: reference.clone(),
+                source,
+            })?;
+            let resumed = resume(&session).map_err(|source| SessionError::Resume {
+                reference: reference.clone(),
+                source,
+            })?;
+            let unknown_effects = resumed
+                .effects
+                .iter()
+                .filter(|(_, s)| *s == EffectState::Unknown)
+                .map(|(id, _)| id.clone())
+                .collect();
+            let compaction_summary = resumed
+                .compaction
+                .as_ref()
+                .and(resumed.history.first())
+                .and_then(|m| match m {
+                    Message::User { text } => Some(text.clone()),
+                    _ => None,
+                });
+            let name = store
+                .name_of(session.id())
+                .unwrap_or_else(|| session.id().to_hex());
+            Ok(Destination {
+                journal: Arc::new(StoreJournal::new(store, session)),
+                name,
+                history: resumed.history,
+                last_effect_seq: resumed.last_effect_seq,
+                model: resumed.model.map(|(_, m)| m),
+                unknown_effects,
+                resumed: true,
+                compaction_summary,
+                temp: None,
+            })
+        }
+    }
+}
+
+/// Says on standard error, for each effect of `destination` whose outcome
+/// is unknown, that it will not be retried.
+pub fn warn_unknown_effects(destination: &Destination) {
+    for effect in &destination.unknown_effects {
+        eprintln!(
+            "smith: effect {effect} in session {} has a recorded intent but no completion: its outcome is unknown and it will not be retried",
+            destination.name
+        );
+    }
+}

@@ -1,0 +1,266 @@
+//! Settings resolution: the configuration options as every frontend uses
+//! them.
+//!
+//! The process's configuration (defaults < user file < trusted project file
+//! < `SMITH_*` variables) is loaded once, on first use ([`config`]). Each
+//! option that shapes a runtime is turned into what it needs by one
+//! function here — the session directory, the HTTP timeouts, the log, the
+//! plugin limits — so every command that opens the session store, sends a
+//! request or runs a plugin gets the same answer. Options only one frontend
+//! reads (the TUI's mouse and theme, the bench plan) are resolved by that
+//! frontend.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use smith_config::options::{
+    LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S, NET_CONNECT_TIMEOUT_S, NET_HEAD_TIMEOUT_S,
+    OptionDecl, PLUGINS_ABORT_DEADLINE_MS, SESSION_DIR,
+};
+use smith_config::{Config, ConfigError, Loader, Paths};
+use smith_diag::log;
+
+static CONFIG: OnceLock<Result<Config, ConfigError>> = OnceLock::new();
+
+/// The process's configuration, loaded on the first call (from the current
+/// directory's project, the user file and the `SMITH_*` variables).
+///
+/// # Errors
+///
+/// The first invalid value or unreadable file; the diagnostic names it.
+pub fn config() -> Result<&'static Config, ConfigError> {
+    CONFIG
+        .get_or_init(|| Loader::from_process().and_then(Loader::load))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Where sessions are stored: `session.dir` when set, else
+/// `<data dir>/sessions`.
+pub fn sessions_dir(config: &Config) -> PathBuf {
+    config
+        .path(&SESSION_DIR)
+        .unwrap_or_else(|| config.paths().sessions_dir())
+}
+
+/// The session store's root for this process ([`sessions_dir`] of
+/// [`config`]).
+///
+/// # Errors
+///
+/// When the configuration cannot be loaded: sessions are not written to a
+/// directory the configuration may not mean.
+pub fn session_root() -> anyhow::Result<PathBuf> {
+    Ok(sessions_dir(config()?))
+}
+
+/// A whole number of seconds as a duration (options are range-checked when
+/// loaded, so a negative value never arrives; it would read as zero).
+fn seconds(config: &Config, decl: &OptionDecl, default: Duration) -> Duration {
+    config
+        .int(decl)
+        .and_then(|s| u64::try_from(s).ok())
+        .map_or(default, Duration::from_secs)
+}
+
+/// The HTTP timeouts: `net.connect-timeout-s`, `net.head-timeout-s`,
+/// `net.body-gap-timeout-s`.
+pub fn net_timeouts(config: &Config) -> smith_provider_host::Timeouts {
+    let defaults = smith_provider_host::Timeouts::default();
+    smith_provider_host::Timeouts {
+        connect: seconds(config, &NET_CONNECT_TIMEOUT_S, defaults.connect),
+        head: seconds(config, &NET_HEAD_TIMEOUT_S, defaults.head),
+        body_gap: seconds(config, &NET_BODY_GAP_TIMEOUT_S, defaults.body_gap),
+    }
+}
+
+/// The log's level and file: `log.level` and `log.file` (default
+/// `<state dir>/smith.log`).
+pub fn log_settings(config: &Config) -> log::Settings {
+    let level = config
+        .str(&LOG_LEVEL)
+        .and_then(log::Level::parse)
+        .unwrap_or(log::Level::Warn);
+    let file = config
+        .path(&LOG_FILE)
+        .unwrap_or_else(|| default_log_file(config.paths()));
+    log::Settings { level, file }
+}
+
+/// `<state dir>/smith.log`.
+fn default_log_file(paths: &Paths) -> PathBuf {
+    paths.state_dir.join("smith.log")
+}
+
+/// The log settings for this process, decided when the first line is
+/// written ([`smith_diag::log::install`]). A configuration that does not
+/// load still leaves its error logged, at the default level and file.
+pub fn process_log_settings() -> Option<log::Settings> {
+    match config() {
+        Ok(config) => Some(log_settings(config)),
+        Err(_) => Paths::from_process().ok().map(|paths| log::Settings {
+            level: log::Level::Warn,
+            file: default_log_file(&paths),
+        }),
+    }
+}
+
+/// The plugin host's limits: `plugins.abort-deadline-ms` is the grace a
+/// plugin gets after an abort before it is destroyed.
+pub fn plugin_limits(config: &Config) -> smith_plugins::Limits {
+    let defaults = smith_plugins::Limits::default();
+    smith_plugins::Limits {
+        abort_grace: config
+            .int(&PLUGINS_ABORT_DEADLINE_MS)
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map_or(defaults.abort_grace, Duration::from_millis),
+        ..defaults
+    }
+}
+
+/// The plugin limits for this process ([`plugin_limits`] of [`config`]);
+/// the defaults when the configuration does not load (the command that
+/// needs the configuration reports why).
+pub fn process_plugin_limits() -> smith_plugins::Limits {
+    config().map_or_else(|_| smith_plugins::Limits::default(), plugin_limits)
+}
+
+#[cfg(test)]
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// A configuration over an empty home with these `SMITH_*` variables.
+    fn with_env(vars: &[(&str, &str)]) -> (tempfile::TempDir, Config) {
+        let home = tempfile::tempdir().unwrap();
+        let config = Loader::new(Paths::under(home.path()))
+            .env(vars.iter().copied())
+            .load()
+            .unwrap();
+        (home, config)
+    }
+
+    #[test]
+    fn the_session_dir_is_configured_or_under_the_data_dir() {
+        let (home, config) = with_env(&[]);
+        assert_eq!(
+            sessions_dir(&config),
+            home.path().join("data").join("sessions")
+        );
+        let (_home, config) = with_env(&[("SMITH_SESSION_DIR", "/srv/smith-sessions")]);
+        assert_eq!(sessions_dir(&config), Path::new("/srv/smith-sessions"));
+    }
+
+    #[test]
+    fn net_timeouts_come_from_their_options() {
+        let (_home, config) = with_env(&[
+            ("SMITH_NET_CONNECT_TIMEOUT_S", "4"),
+            ("SMITH_NET_HEAD_TIMEOUT_S", "9"),
+            ("SMITH_NET_BODY_GAP_TIMEOUT_S", "16"),
+        ]);
+        let t = net_timeouts(&config);
+        assert_eq!(t.connect, Duration::from_secs(4));
+        assert_eq!(t.head, Duration::from_secs(9));
+        assert_eq!(t.body_gap, Duration::from_secs(16));
+        let (_home, config) = with_env(&[]);
+        assert_eq!(
+            net_timeouts(&config),
+            smith_provider_host::Timeouts::default()
+        );
+    }
+
+    #[test]
+    fn log_settings_come_from_their_options() {
+        let (home, config) = with_env(&[]);
+        assert_eq!(
+            log_settings(&config),
+            log::Settings {
+                level: log::Level::Warn,
+                file: home.path().join("state").join("smith.log"),
+            }
+        );
+        let (_home, config) = with_env(&[
+            ("SMITH_LOG_LEVEL", "error"),
+            ("SMITH_LOG_FILE", "/var/log/smith-test.log"),
+        ]);
+        assert_eq!(
+            log_settings(&config),
+            log::Settings {
+                level: log::Level::Error,
+                file: PathBuf::from("/var/log/smith-test.log"),
+            }
+        );
+    }
+
+    #[test]
+    fn every_log_level_choice_is_a_log_level() {
+        let smith_config::options::Kind::Enum(choices) = LOG_LEVEL.kind else {
+            panic!("log.level is a choice of words");
+        };
+        for choice in choices {
+            assert!(log::Level::parse(choice).is_some(), "{choice}");
+        }
+    }
+
+    #[test]
+    fn the_abort_deadline_is_the_plugin_abort_grace() {
+        let (_home, config) = with_env(&[("SMITH_PLUGINS_ABORT_DEADLINE_MS", "50")]);
+        let limits = plugin_limits(&config);
+        assert_eq!(limits.abort_grace, Duration::from_millis(50));
+        assert_eq!(
+            limits.call_deadline,
+            smith_plugins::Limits::default().call_deadline
+        );
+        let (_home, config) = with_env(&[]);
+        assert_eq!(plugin_limits(&config), smith_plugins::Limits::default());
+    }
+
+    /// A provider plugin that ignores cancellation, under the limits the
+    /// configuration gives, is destroyed once the configured grace after an
+    /// abort has passed, and the diagnostic names that grace.
+    #[test]
+    fn a_plugin_ignoring_an_abort_is_destroyed_after_the_configured_grace() {
+        use smith_engine::provider::Provider as _;
+        let (_home, config) = with_env(&[("SMITH_PLUGINS_ABORT_DEADLINE_MS", "50")]);
+        let limits = smith_plugins::Limits {
+            call_deadline: Duration::from_secs(30),
+            ..plugin_limits(&config)
+        };
+        let wasm = Path::new(smith_plugins::GUEST_DIR).join("smith_plugin_hostile.wasm");
+        let component = smith_plugins::ProviderComponent::load(
+            "test/hostile",
+            &std::fs::read(&wasm).unwrap(),
+            None,
+            limits,
+        )
+        .unwrap();
+        let mut provider = component
+            .instantiate(&[("mode".to_owned(), "ignore-cancel".to_owned())])
+            .unwrap();
+        let handle = provider.abort_handle();
+        let aborter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            handle.abort();
+        });
+        let request = smith_engine::provider::Request {
+            model: "m".into(),
+            system: None,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            max_output_tokens: None,
+        };
+        assert!(provider.encode(&request).is_err());
+        aborter.join().unwrap();
+        let error = provider.last_error().expect("the failure is recorded");
+        assert_eq!(error.kind, smith_plugins::ErrorKind::AbortGrace, "{error}");
+        let d = error.to_diagnostic();
+        assert!(
+            d.render_plain()
+                .contains("kept running 50 ms after it was asked to stop"),
+            "{d}"
+        );
+    }
+}
