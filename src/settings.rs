@@ -83,10 +83,22 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("tui.theme", "src/settings.rs", "tui_theme"),
     ("tui.mouse", "src/settings.rs", "tui_mouse"),
     ("tui.scroll-lines", "src/cmd/tui.rs", "load_options"),
-    ("net.connect-timeout-s", "host/src/settings.rs", "net_timeouts"),
+    (
+        "net.connect-timeout-s",
+        "host/src/settings.rs",
+        "net_timeouts",
+    ),
     ("net.head-timeout-s", "host/src/settings.rs", "net_timeouts"),
-    ("net.body-gap-timeout-s", "host/src/settings.rs", "net_timeouts"),
-    ("catalog.refresh", "host/src/catalog.rs", "background_refresh"),
+    (
+        "net.body-gap-timeout-s",
+        "host/src/settings.rs",
+        "net_timeouts",
+    ),
+    (
+        "catalog.refresh",
+        "host/src/catalog.rs",
+        "background_refresh",
+    ),
     (
         "plugins.abort-deadline-ms",
         "host/src/settings.rs",

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Once};
 
-use smith_catalog::{Catalog, RefreshOutcome, Routes, bundled, parse_user_file};
+use smith_catalog::{Catalog, RefreshOutcome, Routes, Snapshot, Source, bundled, parse_user_file};
 use smith_config::Paths;
 use smith_diag::Diagnostic;
 use smith_provider_host::refresh::{Plan, PluginSetup};
@@ -198,7 +198,10 @@ fn one_line(d: &Diagnostic) -> String {
 /// # Errors
 ///
 /// An unknown provider, or a refresh that cannot be set up.
-pub fn refresh_now(catalog: &Catalog, provider: Option<&str>) -> Result<Vec<Refreshed>, Diagnostic> {
+pub fn refresh_now(
+    catalog: &Catalog,
+    provider: Option<&str>,
+) -> Result<Vec<Refreshed>, Diagnostic> {
     let vendors: Vec<Vendor> = match provider {
         None => Vendor::ALL.to_vec(),
         Some("mock") => {
@@ -330,5 +333,47 @@ fn read_optional(path: &Path) -> Result<Option<String>, Diagnostic> {
             "fix the file's permissions or move it aside",
         )
         .with_surface(smith_diag::Surface::file(path))),
+    }
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn utc(secs: u64) -> String {
+    let (y, m, d, hh, mm, ss) = civil(secs);
+    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02} UTC")
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_compact(secs: u64) -> String {
+    let (y, m, d, hh, mm, ss) = civil(secs);
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+}
+
+/// The proleptic Gregorian date and time of a Unix time (days-from-civil
+/// inverted, after H. Hinnant).
+fn civil(secs: u64) -> (u64, u64, u64, u64, u64, u64) {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// `user`, `bundled`, or `refresh@TIME` / `cache@TIME` for runtime data.
+pub fn source_label(snap: &Snapshot, provider: &str, source: &Source) -> String {
+    match source {
+        Source::Refresh | Source::Cache => {
+            match snap.runtime.get(provider).and_then(|r| r.refreshed_at) {
+                Some(t) => format!("{}@{}", source.as_str(), utc_compact(t)),
+                None => source.as_str().to_owned(),
+            }
+        }
+        _ => source.as_str().to_owned(),
     }
 }

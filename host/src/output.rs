@@ -5,12 +5,15 @@
 //! configured style.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use smith_config::Config;
 use smith_config::options;
 use smith_diag::{Diagnostic, Style};
+use smith_engine::journal::store::StoreJournal;
 use smith_engine::protocol::{Event, MutationState, StopCause, ToolStatus};
 use smith_engine::provider::Usage;
+use smith_engine::replay::{Comparison, Verdict};
 
 /// The style for diagnostics on stderr given the resolved `color` option.
 pub fn style(config: Option<&Config>) -> Style {
@@ -145,4 +148,81 @@ pub fn result_record(
         "cost": cost,
         "session": session,
     })
+}
+
+/// The human report of `smith replay --compare`: one line per effect
+/// compared (with each divergence's expected and actual value), then the
+/// counts of `summary`.
+///
+/// # Errors
+///
+/// When `out` cannot be written.
+pub fn print_comparisons(
+    out: &mut impl Write,
+    comparisons: &[Comparison],
+    summary: &serde_json::Value,
+) -> std::io::Result<()> {
+    for c in comparisons {
+        match &c.verdict {
+            Verdict::Match => writeln!(out, "compare {} {}: match", c.effect_id, c.tool)?,
+            Verdict::SkippedUnknown => writeln!(
+                out,
+                "compare {} {}: skipped-unknown (no completion was recorded; never re-run)",
+                c.effect_id, c.tool
+            )?,
+            Verdict::SkippedUnavailable => writeln!(
+                out,
+                "compare {} {}: skipped-unavailable (not a built-in tool)",
+                c.effect_id, c.tool
+            )?,
+            Verdict::Diverged { divergences } => {
+                writeln!(out, "compare {} {}: DIVERGED", c.effect_id, c.tool)?;
+                for d in divergences {
+                    writeln!(out, "  {}: expected {}", d.field, d.expected)?;
+                    writeln!(out, "  {}: got      {}", d.field, d.got)?;
+                }
+            }
+        }
+    }
+    writeln!(
+        out,
+        "compare: {} matched, {} diverged, {} skipped-unknown, {} skipped-unavailable",
+        summary["matched"],
+        summary["diverged"],
+        summary["skipped_unknown"],
+        summary["skipped_unavailable"]
+    )
+}
+
+/// The end of a `smith eval` run: says where the session `name` is (how to
+/// continue it after an interrupt), and removes the temporary store, or
+/// keeps it after an interrupt and says where.
+pub fn finish_session(
+    name: &str,
+    journal: Arc<StoreJournal>,
+    temp: Option<tempfile::TempDir>,
+    stop: StopCause,
+    json: bool,
+) {
+    let interrupted = stop == StopCause::Aborted;
+    if temp.is_none() {
+        if interrupted {
+            eprintln!(
+                "smith: interrupted; session {name} is saved — continue it with: smith eval --session {name} \"<prompt>\""
+            );
+        } else if !json {
+            eprintln!("session: {name}");
+        }
+    }
+    drop(journal);
+    // Without an interrupt, dropping the temporary directory removes it.
+    if let Some(dir) = temp
+        && interrupted
+    {
+        let kept = dir.keep();
+        eprintln!(
+            "smith: interrupted; the temporary session store is kept at {} for inspection",
+            kept.display()
+        );
+    }
 }

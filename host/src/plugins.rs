@@ -4,8 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use smith_config::Paths;
 use smith_config::trust::{Project, TrustStatus, TrustStore};
+use smith_diag::{Diagnostic, Surface};
+use smith_plugins::Limits;
+use smith_plugins::builtin::BUILTINS;
 use smith_plugins::manifest::Manifest;
 
 /// A plugin folder found under a plugin root.
@@ -133,4 +137,67 @@ pub fn write_disabled(paths: &Paths, list: &[String]) -> anyhow::Result<()> {
             file.display()
         )
     })
+}
+
+/// The plugin `name` (a built-in, or a user or trusted project plugin) as
+/// its world, its component's bytes and the limits it runs under.
+///
+/// # Errors
+///
+/// No such plugin, a plugin that cannot be loaded, or an unreadable
+/// component.
+pub fn component(paths: &Paths, name: &str) -> anyhow::Result<(String, Vec<u8>, Limits)> {
+    let found = if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
+        (
+            b.world.to_owned(),
+            b.component.to_vec(),
+            crate::settings::process_plugin_limits(),
+        )
+    } else {
+        let (found, _) = discover(paths);
+        let Some((f, m)) = found.iter().find_map(|f| {
+            f.manifest
+                .as_ref()
+                .filter(|m| m.name == name)
+                .map(|m| (f, m))
+        }) else {
+            return Err(not_found(name).into());
+        };
+        if let Some(why) = &f.problem {
+            return Err(Diagnostic::error(
+                "plugin.disabled",
+                format!("plugin {name:?} is disabled: {why}"),
+                "a disabled plugin is not loaded, so it cannot be reloaded",
+                "fix what makes it disabled (see `smith plugin info NAME`), then reload it",
+            )
+            .with_value(format!("{name:?}"))
+            .with_surface(Surface::plugin(name))
+            .into());
+        }
+        let file = f.dir.join(&m.component);
+        let bytes = std::fs::read(&file).with_context(|| {
+            format!(
+                "cannot read the component {}; reinstall the plugin with `smith plugin install PATH`",
+                file.display()
+            )
+        })?;
+        let limits = Limits {
+            memory_bytes: (m.memory_limit_mib as usize) << 20,
+            ..crate::settings::process_plugin_limits()
+        };
+        (m.world.clone(), bytes, limits)
+    };
+    Ok(found)
+}
+
+/// No plugin is named `name`.
+pub fn not_found(name: &str) -> Diagnostic {
+    Diagnostic::error(
+        "plugin.not-found",
+        format!("no plugin named {name:?}"),
+        "the name matches no built-in, user or trusted project plugin",
+        "run `smith plugin list` to see the plugins and pass one of their names",
+    )
+    .with_value(format!("{name:?}"))
+    .with_surface(Surface::other("the command line"))
 }

@@ -201,8 +201,9 @@ impl StartError {
     pub fn into_cli(self, given: &str) -> anyhow::Error {
         match self {
             StartError::Provider(e) => e,
-            StartError::Cwd { dir, source } => anyhow::anyhow!("{source}")
-                .context(format!("cannot work in {}", dir.display())),
+            StartError::Cwd { dir, source } => {
+                anyhow::anyhow!("{source}").context(format!("cannot work in {}", dir.display()))
+            }
             StartError::Session(e) => e.into_cli(given),
             StartError::Spawn(e) => e.into(),
         }
@@ -237,8 +238,7 @@ impl RuntimeOptions {
             dir: self.cwd.clone(),
             source,
         })?;
-        let destination =
-            session::open(&self.store_root, choice).map_err(StartError::Session)?;
+        let destination = session::open(&self.store_root, choice).map_err(StartError::Session)?;
         if self.notices_on_stderr {
             session::warn_unknown_effects(&destination);
         }
@@ -290,7 +290,9 @@ impl RuntimeOptions {
             }
             crate::extensions::session_hooks(plugins, frontend, &journal.session_id().to_hex())
         });
-        let commands = hooks.as_ref().map(smith_plugins::hooks::PluginHooks::commands);
+        let commands = hooks
+            .as_ref()
+            .map(smith_plugins::hooks::PluginHooks::commands);
         let gate = hooks.as_ref().and_then(agent::Hooks::session_gate);
         let answerer = hooks.as_ref().and_then(agent::Hooks::answerer);
         let services = Services {

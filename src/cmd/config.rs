@@ -6,12 +6,10 @@
 //! precedence can be seen taking effect.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use clap::{Arg, ArgMatches, Command, FromArgMatches};
 use smith_config::options::{self, OptionDecl};
-use smith_config::trust::{Project, TrustStatus, TrustStore};
-use smith_config::{Config, ConfigError, Loader, Source};
+use smith_config::{Config, ConfigError, Loader};
 use smith_diag::{Diagnostic, Surface};
 pub(crate) use smith_host::output::{report, style};
 
@@ -186,112 +184,13 @@ fn show(args: ShowArgs) -> anyhow::Result<u8> {
 }
 
 fn set(args: SetArgs) -> anyhow::Result<u8> {
-    let style = style(None);
-    let fail = |e: ConfigError| {
-        report(e.diagnostic(), false, style);
-        Ok(1)
-    };
-    let (decl, value) = match smith_config::edit::parse_assignment(&args.key, &args.value) {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
-    let loader = match Loader::from_process() {
-        Ok(l) => l,
-        Err(e) => return fail(e),
-    };
-    let paths = loader.paths().clone();
-    let (file, project) = if args.project {
-        let project = loader.project();
-        let root = match &project {
-            Some(p) => p.root.clone(),
-            None => Project::new_root(&std::env::current_dir()?),
-        };
-        (root.join(".smith").join("config.kdl"), project)
-    } else {
-        (paths.user_config_file(), None)
-    };
-    // A project that was trusted and unchanged stays trusted after smith's
-    // own edit; anything else keeps needing the user's review.
-    let store_path = paths.trust_file();
-    let was_trusted = match &project {
-        Some(p) => match TrustStore::open(&store_path).and_then(|s| s.status(p)) {
-            Ok(status) => status == TrustStatus::Trusted,
-            Err(e) => return fail(e),
-        },
-        None => false,
-    };
-    if let Err(e) = smith_config::edit::set_in_file(&file, decl, &value) {
-        return fail(e);
-    }
-    println!("{} = {value}  (saved in {})", decl.key, file.display());
-    if args.project {
-        let project = match project {
-            Some(p) => Ok(p),
-            None => Project::at(
-                &file
-                    .parent()
-                    .and_then(|p| p.parent())
-                    .map(PathBuf::from)
-                    .unwrap_or_default(),
-            ),
-        };
-        match project {
-            Ok(p) if was_trusted => {
-                if let Err(e) = TrustStore::open(&store_path).and_then(|mut s| s.trust(&p)) {
-                    return fail(e);
-                }
-            }
-            Ok(p) => {
-                let d = Diagnostic::warning(
-                    "trust.untrusted-project",
-                    format!(
-                        "the value is saved, but {} is not trusted, so it does not apply yet",
-                        p.root.display()
-                    ),
-                    "project configuration applies only after you trust the project",
-                    format!(
-                        "review {} and run `smith trust {}`",
-                        p.smith_dir().display(),
-                        p.root.display()
-                    ),
-                )
-                .with_surface(Surface::file(&file));
-                eprint!("{}", d.render_terminal(style));
-                smith_diag::log::report(&d);
-            }
-            Err(e) => return fail(e),
-        }
-    }
-    // Say so when a higher layer still decides the value.
-    if let Ok(config) = Loader::from_process().and_then(Loader::load) {
-        let here = |s: &Source| match s {
-            Source::User { path, .. } | Source::Project { path, .. } => {
-                std::fs::canonicalize(path).ok() == std::fs::canonicalize(&file).ok()
-            }
-            _ => false,
-        };
-        if let Some(source) = config.source(decl)
-            && !here(source)
-            && source.level() > smith_config::Level::Default
-        {
-            let d = Diagnostic::warning(
-                "config.shadowed",
-                format!("`{}` is saved but still comes from {source}", decl.key),
-                "that layer has higher precedence than the file just written",
-                format!("remove the setting from {source} to let the saved value apply"),
-            )
-            .with_surface(source.surface())
-            .with_field(decl.key);
-            eprint!("{}", d.render_terminal(style));
-            smith_diag::log::report(&d);
-        }
-    }
-    Ok(0)
+    smith_host::settings::set(&args.key, &args.value, args.project)
 }
 
 #[cfg(test)]
 mod tests {
     use clap::{Args as _, FromArgMatches as _};
+    use smith_config::Source;
 
     use super::*;
 

@@ -23,7 +23,7 @@ use smith_engine::journal::store::StoreJournal;
 use smith_engine::protocol::{Command, Event, JsonLines, StopCause};
 use smith_engine::provider::Usage;
 use smith_host::extensions::Headless;
-use smith_host::output::{HumanPrinter, exit_code, format_usage, result_record};
+use smith_host::output::{HumanPrinter, exit_code, finish_session, format_usage, result_record};
 use smith_host::{
     Extensions, LiveProviders, Runtime, RuntimeOptions, SessionChoice, choose_provider, mock,
 };
@@ -277,37 +277,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     drop(out);
-    finish(&name, journal, temp, stop, &args);
+    finish_session(&name, journal, temp, stop, args.json);
     Ok(code)
-}
-
-/// Prints where the session is, and removes or keeps a temporary store.
-fn finish(
-    name: &str,
-    journal: Arc<StoreJournal>,
-    temp: Option<tempfile::TempDir>,
-    stop: StopCause,
-    args: &Args,
-) {
-    let interrupted = stop == StopCause::Aborted;
-    if temp.is_none() {
-        if interrupted {
-            eprintln!(
-                "smith: interrupted; session {name} is saved — continue it with: smith eval --session {name} \"<prompt>\""
-            );
-        } else if !args.json {
-            eprintln!("session: {name}");
-        }
-    }
-    drop(journal);
-    // Without an interrupt, dropping the temporary directory removes it.
-    if let Some(dir) = temp
-        && interrupted
-    {
-        let kept = dir.keep();
-        eprintln!(
-            "smith: interrupted; the temporary session store is kept at {} for inspection",
-            kept.display()
-        );
-    }
 }

@@ -6,18 +6,16 @@
 //! loaded only when the project is trusted). Install validates in staging
 //! and runs no plugin code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-use smith_host::plugins::{Found, disabled, discover, user_root, write_disabled};
+use smith_host::plugins::{component, disabled, discover, not_found, user_root, write_disabled};
 
-use anyhow::Context as _;
 use smith_config::Paths;
-use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_diag::{Diagnostic, Surface};
 use smith_plugins::builtin::BUILTINS;
-use smith_plugins::manifest::{self, Manifest};
-use smith_plugins::{ExtensionComponent, Limits, ProviderComponent};
+use smith_plugins::manifest;
+use smith_plugins::{ExtensionComponent, ProviderComponent};
 
 /// `smith plugin`.
 #[derive(Debug, clap::Args)]
@@ -236,46 +234,7 @@ fn capability_list<'a>(capabilities: impl Iterator<Item = (&'a str, &'a str)>) -
 }
 
 fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
-    let (world, bytes, limits) = if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
-        (
-            b.world.to_owned(),
-            b.component.to_vec(),
-            smith_host::settings::process_plugin_limits(),
-        )
-    } else {
-        let (found, _) = discover(paths);
-        let Some((f, m)) = found.iter().find_map(|f| {
-            f.manifest
-                .as_ref()
-                .filter(|m| m.name == name)
-                .map(|m| (f, m))
-        }) else {
-            return Err(not_found(name).into());
-        };
-        if let Some(why) = &f.problem {
-            return Err(Diagnostic::error(
-                "plugin.disabled",
-                format!("plugin {name:?} is disabled: {why}"),
-                "a disabled plugin is not loaded, so it cannot be reloaded",
-                "fix what makes it disabled (see `smith plugin info NAME`), then reload it",
-            )
-            .with_value(format!("{name:?}"))
-            .with_surface(Surface::plugin(name))
-            .into());
-        }
-        let file = f.dir.join(&m.component);
-        let bytes = std::fs::read(&file).with_context(|| {
-            format!(
-                "cannot read the component {}; reinstall the plugin with `smith plugin install PATH`",
-                file.display()
-            )
-        })?;
-        let limits = Limits {
-            memory_bytes: (m.memory_limit_mib as usize) << 20,
-            ..smith_host::settings::process_plugin_limits()
-        };
-        (m.world.clone(), bytes, limits)
-    };
+    let (world, bytes, limits) = component(paths, name)?;
     let start = Instant::now();
     let before = smith_plugins::compile_count();
     let result = if world == "provider" {
@@ -301,16 +260,4 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
         }
         Err(e) => Err(anyhow::Error::from(e).context("smith plugin reload")),
     }
-}
-
-/// No plugin is named `name`.
-fn not_found(name: &str) -> Diagnostic {
-    Diagnostic::error(
-        "plugin.not-found",
-        format!("no plugin named {name:?}"),
-        "the name matches no built-in, user or trusted project plugin",
-        "run `smith plugin list` to see the plugins and pass one of their names",
-    )
-    .with_value(format!("{name:?}"))
-    .with_surface(Surface::other("the command line"))
 }

@@ -23,7 +23,7 @@ use smith_engine::replay::{Comparison, Pace, Recording, TurnRange, Verdict, comp
 use smith_engine::tools::ToolSet;
 use smith_store::Store;
 
-use smith_host::output::{HumanPrinter, format_usage, result_record};
+use smith_host::output::{HumanPrinter, format_usage, print_comparisons, result_record};
 
 /// Play a recorded session back without a provider.
 #[derive(Debug, Clone, clap::Args)]
@@ -266,41 +266,4 @@ fn run_compare(
         scratch.path(),
         outputs.path(),
     )?)
-}
-
-fn print_comparisons(
-    out: &mut impl Write,
-    comparisons: &[Comparison],
-    summary: &serde_json::Value,
-) -> std::io::Result<()> {
-    for c in comparisons {
-        match &c.verdict {
-            Verdict::Match => writeln!(out, "compare {} {}: match", c.effect_id, c.tool)?,
-            Verdict::SkippedUnknown => writeln!(
-                out,
-                "compare {} {}: skipped-unknown (no completion was recorded; never re-run)",
-                c.effect_id, c.tool
-            )?,
-            Verdict::SkippedUnavailable => writeln!(
-                out,
-                "compare {} {}: skipped-unavailable (not a built-in tool)",
-                c.effect_id, c.tool
-            )?,
-            Verdict::Diverged { divergences } => {
-                writeln!(out, "compare {} {}: DIVERGED", c.effect_id, c.tool)?;
-                for d in divergences {
-                    writeln!(out, "  {}: expected {}", d.field, d.expected)?;
-                    writeln!(out, "  {}: got      {}", d.field, d.got)?;
-                }
-            }
-        }
-    }
-    writeln!(
-        out,
-        "compare: {} matched, {} diverged, {} skipped-unknown, {} skipped-unavailable",
-        summary["matched"],
-        summary["diverged"],
-        summary["skipped_unknown"],
-        summary["skipped_unavailable"]
-    )
 }

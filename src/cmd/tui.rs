@@ -24,15 +24,13 @@ use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_SCROLL_LINES};
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{ConfigError, Loader, Paths};
 use smith_diag::Diagnostic;
-use smith_engine::agent::{self, AgentConfig, AgentHandle, Services, default_policies};
+use smith_engine::agent::AgentHandle;
 use smith_engine::journal::store::{StoreJournal, resume};
 use smith_engine::protocol::{
     Command, CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
 };
-use smith_engine::provider::scripted::MOCK_MODEL;
 use smith_engine::provider::{Message, ProviderInfo};
 use smith_engine::replay::{Pace, Recording};
-use smith_engine::tools::{ToolContext, ToolSet};
 use smith_store::{EntryKind, Session, Store};
 use smith_tui::run::{CHANNEL_CAPACITY, Flow, Msg, run_loop, spawn_input};
 use smith_tui::term::{TermConfig, Terminal};
