@@ -25,7 +25,7 @@ use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{ConfigError, Loader, Paths};
 use smith_diag::Diagnostic;
 use smith_engine::agent::AgentHandle;
-use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::journal::store::StoreJournal;
 use smith_engine::protocol::{
     Command, CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
 };
@@ -405,19 +405,6 @@ fn start(
 /// session-backed entries over a snapshot of the session (its records; the
 /// payload arena is shared, not copied), preceded by the compaction's
 /// summary when there is one.
-fn show_resumed(app: &mut App, session: &Session, resumed: &smith_engine::journal::store::Resumed) {
-    let summary = resumed
-        .compaction
-        .as_ref()
-        .and(resumed.history.first())
-        .and_then(|m| match m {
-            Message::User { text } => Some(text.as_str()),
-            _ => None,
-        });
-    show_history(app, session, summary);
-}
-
-/// [`show_resumed`] given the compaction's summary.
 fn show_history(app: &mut App, session: &Session, summary: Option<&str>) {
     let entries = Arc::new(smith_tui::session::SessionEntries::new(session.clone()));
     if let Err(err) = app.show_session(entries, session.compaction_boundary(), summary) {
@@ -1695,9 +1682,13 @@ mod tests {
                 .unwrap();
         }
         drop(journal);
-        let session = Store::open(tmp.path()).unwrap().load("resumed").unwrap();
-        let resumed = resume(&session).unwrap();
-        show_resumed(&mut app, &session, &resumed);
+        let resumed = smith_host::session::open(
+            tmp.path(),
+            &smith_host::SessionChoice::Open("resumed".into()),
+        )
+        .unwrap();
+        let session = resumed.journal.with_session(Session::clone);
+        show_history(&mut app, &session, resumed.compaction_summary.as_deref());
         let t = &app.transcript;
         let entries: Vec<(EntryKind, String, bool)> = (0..t.len())
             .map(|i| {
@@ -1858,7 +1849,7 @@ mod tests {
             let (tmp, id, ids) = forked_session();
             assert_eq!(ids.len(), 5, "three messages, a leaf switch, one message");
             let session = Store::open(tmp.path()).unwrap().load(&id).unwrap();
-            let resumed = resume(&session).unwrap();
+            let resumed = smith_engine::journal::store::resume(&session).unwrap();
             let texts: Vec<String> = resumed
                 .history
                 .iter()
