@@ -256,3 +256,52 @@ pub fn warn_unknown_effects(destination: &Destination) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_session_is_named_and_reopened_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = open(dir.path(), &SessionChoice::New(Some("first".into()))).unwrap();
+        assert_eq!(new.name, "first");
+        assert!(!new.resumed && new.temp.is_none());
+        let id = new.journal.session_id().to_hex();
+        drop(new);
+        let again = open(dir.path(), &SessionChoice::Open("first".into())).unwrap();
+        assert!(again.resumed);
+        assert_eq!(again.name, "first");
+        assert_eq!(again.journal.session_id().to_hex(), id);
+        assert!(again.history.is_empty() && again.unknown_effects.is_empty());
+    }
+
+    #[test]
+    fn a_temporary_store_is_removed_with_its_destination() {
+        let temp = open(Path::new(""), &SessionChoice::Temporary).unwrap();
+        let path = temp.temp.as_ref().unwrap().path().to_owned();
+        assert!(path.is_dir());
+        assert_eq!(temp.name, temp.journal.session_id().to_hex());
+        drop(temp);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn an_unknown_session_says_how_to_list_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = open(dir.path(), &SessionChoice::Open("nope".into())).unwrap_err();
+        let protocol = err.to_string();
+        assert!(
+            protocol.starts_with("could not open session \"nope\": "),
+            "{protocol}"
+        );
+        assert!(protocol.ends_with("; list the sessions with `smith session list`"));
+        let cli = format!("{:#}", err.into_cli(" given with --session"));
+        assert!(
+            cli.starts_with(
+                "could not open session \"nope\" given with --session; run `smith session list` to see the sessions: "
+            ),
+            "{cli}"
+        );
+    }
+}
