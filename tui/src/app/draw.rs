@@ -11,7 +11,7 @@ use crate::buffer::{Buffer, str_width};
 use crate::layout::{Rect, split_vertical};
 use crate::product::Region;
 use crate::style::{Attrs, Style};
-use crate::transcript::{EntryKind, GUTTER, Match, ToolState, Transcript, find_all};
+use crate::transcript::{EntryKind, GUTTER, Match, ToolState, find_all};
 use crate::wrap::wrap;
 
 impl App {

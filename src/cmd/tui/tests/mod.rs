@@ -2,17 +2,17 @@
 
 pub(super) use std::path::{Path, PathBuf};
 pub(super) use std::sync::Arc;
+pub(super) use std::sync::atomic::AtomicBool;
 pub(super) use std::sync::mpsc::sync_channel;
 
+pub(super) use smith_config::trust::{Project, TrustStatus, TrustStore};
 pub(super) use smith_config::{ConfigError, Loader, Paths};
 pub(super) use smith_engine::journal::store::{StoreJournal, resume};
-pub(super) use smith_engine::protocol::{
-    CompactionOutcome, CompactionReason, ErrorInfo, Event, Role, StopCause, ToolStatus,
-};
+pub(super) use smith_engine::protocol::{ErrorInfo, Event, StopCause, ToolStatus};
 pub(super) use smith_engine::provider::{ContentBlock, Message, StopReason, ToolCall, Usage};
 pub(super) use smith_engine::replay::{Pace, Recording};
 pub(super) use smith_store::Store;
-pub(super) use smith_tui::run::Msg;
+pub(super) use smith_tui::run::{CHANNEL_CAPACITY, Msg};
 pub(super) use smith_tui::transcript::{EntryKind, ToolState};
 pub(super) use smith_tui::{App, Options, Output, Overlay};
 
@@ -20,7 +20,7 @@ pub(super) use super::commands::plugins_overlay;
 pub(super) use super::config::{answer_trust, changed_keys, load_options, trust_question};
 pub(super) use super::events::{apply, apply_replayed, summarize};
 pub(super) use super::frontend::{AgentMsg, Feed, TuiFrontend, answered, question_overlay};
-pub(super) use super::replay::replay_pace;
+pub(super) use super::replay::{REPLAY_TAG, replay_pace, spawn_replay};
 pub(super) use super::session::{
     branch_overlay, branch_rows, select_leaf, show_kept_intents, show_resumed,
 };
