@@ -46,7 +46,7 @@ pub(super) struct Builtin {
 }
 
 /// The built-in commands, in the order help lists them.
-pub(super) const BUILTINS: [Builtin; 13] = [
+pub(super) static BUILTINS: [Builtin; 13] = [
     row("help", "", "show keys and commands", None),
     row("model", "[ID]", "choose the model", Some(model)),
     row("new", "", "start a new session", Some(switch::new)),

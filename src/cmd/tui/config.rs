@@ -140,12 +140,6 @@ pub(super) fn answer_trust(
     }
 }
 
-/// Runs the interface until the user quits.
-///
-/// # Errors
-///
-/// When there is no terminal, or the provider, working directory or session
-
 /// Says that the project's trust could not be checked (so it is ignored).
 pub(super) fn unchecked(app: &mut App, err: &ConfigError) {
     app.error(&format!(
