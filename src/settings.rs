@@ -75,14 +75,14 @@ pub(crate) fn tui_theme(
 pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("provider", "host/src/provider.rs", "choose_provider"),
     ("model", "host/src/provider.rs", "choose_provider"),
-    ("color", "src/cmd/tui.rs", "load_options"),
+    ("color", "src/cmd/tui/config.rs", "load_options"),
     ("log.level", "host/src/settings.rs", "log_settings"),
     ("log.file", "host/src/settings.rs", "log_settings"),
     ("session.dir", "host/src/settings.rs", "sessions_dir"),
-    ("tui.confirm-exit", "src/cmd/tui.rs", "load_options"),
+    ("tui.confirm-exit", "src/cmd/tui/config.rs", "load_options"),
     ("tui.theme", "src/settings.rs", "tui_theme"),
     ("tui.mouse", "src/settings.rs", "tui_mouse"),
-    ("tui.scroll-lines", "src/cmd/tui.rs", "load_options"),
+    ("tui.scroll-lines", "src/cmd/tui/config.rs", "load_options"),
     (
         "net.connect-timeout-s",
         "host/src/settings.rs",

@@ -1,0 +1,255 @@
+//! The built-in slash commands, as one table: each row is a command's
+//! name, aliases, usage, help line and the function that carries it out.
+//! The interface's help and completion list the same rows
+//! ([`merged`] with the plugins' commands) and [`dispatch`] runs them.
+//!
+//! The table is what the runtime needs to be entered, switched and
+//! recovered without any plugin. Plugins' commands merge with it as
+//! plugins merge with each other: a plugin's command of the same name
+//! replaces the row's help in place (smith/product contributes every row
+//! with the same text), and new ones follow. A command the table carries
+//! out always runs here; any other runs in the plugin that contributes
+//! it.
+
+use smith_tui::product::Command as Listed;
+use smith_tui::run::Flow;
+use smith_tui::{App, Overlay, Picker};
+
+use super::config::open_store;
+use super::controller::{Controller, report};
+use super::runtime::run_plugin_actions;
+use super::session::branch_overlay;
+use super::{replay, switch};
+
+/// What a command's function came to: the loop goes on or ends, or
+/// sending to the runtime failed (shown as an error line).
+pub(super) type Step = Result<Flow, smith_engine::agent::AgentError>;
+
+/// A command's function: the controller, the interface and the argument
+/// (the rest of the line, trimmed).
+pub(super) type Run = fn(&mut Controller<'_>, &mut App, String) -> Step;
+
+/// One built-in slash command.
+pub(super) struct Builtin {
+    /// The name typed after the slash.
+    pub(super) name: &'static str,
+    /// Other names that run it.
+    pub(super) aliases: &'static [&'static str],
+    /// The argument's shape, empty for none.
+    pub(super) usage: &'static str,
+    /// The line `/help` and the command popup show.
+    pub(super) help: &'static str,
+    /// What carries it out here; `None` when the interface
+    /// ([`smith_tui::App`]) carries it out itself before it reaches the
+    /// controller.
+    pub(super) run: Option<Run>,
+}
+
+/// The built-in commands, in the order help lists them.
+pub(super) static BUILTINS: [Builtin; 13] = [
+    row("help", "", "show keys and commands", None),
+    row("model", "[ID]", "choose the model", Some(model)),
+    row("new", "", "start a new session", Some(switch::new)),
+    row("resume", "[REF]", "open a stored session", Some(resume)),
+    row(
+        "continue",
+        "",
+        "continue the latest session",
+        Some(switch::latest),
+    ),
+    row(
+        "branch",
+        "[ENTRY]",
+        "choose a branch of the session",
+        Some(branch),
+    ),
+    row(
+        "compact",
+        "[INSTRUCTIONS]",
+        "compact the context",
+        Some(compact),
+    ),
+    row(
+        "replay",
+        "[SPEED]",
+        "replay the session's transcript",
+        Some(replay::command),
+    ),
+    row("plugins", "", "list plugins", Some(plugins)),
+    row("search", "[TEXT]", "search the transcript", None),
+    row("copy", "", "copy the last answer", None),
+    row("thinking", "", "expand or collapse details", None),
+    row("quit", "", "exit smith", None),
+];
+
+const fn row(
+    name: &'static str,
+    usage: &'static str,
+    help: &'static str,
+    run: Option<Run>,
+) -> Builtin {
+    Builtin {
+        name,
+        aliases: &[],
+        usage,
+        help,
+        run,
+    }
+}
+
+/// The built-in command `name` (or one of its aliases) names.
+pub(super) fn find(name: &str) -> Option<&'static Builtin> {
+    BUILTINS
+        .iter()
+        .find(|b| b.name == name || b.aliases.contains(&name))
+}
+
+/// The command list the interface shows and completes: the table, with
+/// the plugins' `commands` merged in (a plugin's command replaces the row
+/// of its name in place; new ones follow, in contribution order).
+pub(super) fn merged(commands: Vec<Listed>) -> Vec<Listed> {
+    let mut list: Vec<Listed> = BUILTINS
+        .iter()
+        .map(|b| Listed {
+            name: b.name.to_owned(),
+            help: b.help.to_owned(),
+            usage: b.usage.to_owned(),
+        })
+        .collect();
+    for command in commands {
+        match list.iter_mut().find(|c| c.name == command.name) {
+            Some(old) => *old = command,
+            None => list.push(command),
+        }
+    }
+    list
+}
+
+/// Runs `/name arg`: the table's function for it, else the plugin that
+/// contributes it.
+pub(super) fn dispatch(ctl: &mut Controller<'_>, app: &mut App, name: &str, arg: String) -> Flow {
+    let step = match find(name).and_then(|b| b.run) {
+        Some(run) => run(ctl, app, arg),
+        None => plugin(ctl, app, name, &arg),
+    };
+    match step {
+        Ok(flow) => flow,
+        Err(err) => report(app, Err(err)),
+    }
+}
+
+/// A plugin's command: idle is a safe point, so its actions apply now;
+/// while the agent works they wait for the end of the turn.
+fn plugin(ctl: &mut Controller<'_>, app: &mut App, name: &str, arg: &str) -> Step {
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    match rt.commands.as_ref().filter(|c| c.owner(name).is_some()) {
+        Some(commands) => match commands.run(name, arg, !app.status.busy) {
+            Ok(actions) => run_plugin_actions(&rt.handle, actions)?,
+            Err(message) => app.error(&message),
+        },
+        None => app.notice(&format!(
+            "/{name} is not available in the interface yet; use `smith session` or `smith eval` for it"
+        )),
+    }
+    Ok(Flow::Continue)
+}
+
+/// `/model ID` switches the model (the interface opens the picker for
+/// `/model` alone).
+fn model(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    if arg.is_empty() {
+        return plugin(ctl, app, "model", &arg);
+    }
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    ctl.window = ctl
+        .info
+        .models
+        .iter()
+        .find(|m| m.id == arg)
+        .and_then(|m| m.context_window);
+    rt.handle
+        .send(smith_engine::protocol::Command::SetModel { model: arg })?;
+    Ok(Flow::Continue)
+}
+
+/// `/branch` opens the session's tree; `/branch ENTRY` selects the entry.
+fn branch(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    if !arg.is_empty() {
+        return switch::branch(ctl, app, arg);
+    }
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    app.open(rt.journal.with_session(branch_overlay));
+    Ok(Flow::Continue)
+}
+
+/// `/resume` lists the stored sessions, newest first; `/resume REF` opens
+/// one.
+fn resume(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    if !arg.is_empty() {
+        return switch::resume(ctl, app, arg);
+    }
+    match open_store().and_then(|s| Ok(s.list()?)) {
+        Ok(mut list) => {
+            list.sort_by_key(|s| std::cmp::Reverse(s.modified_ms));
+            let items = list
+                .iter()
+                .map(|s| s.name.clone().unwrap_or_else(|| s.id.to_hex()))
+                .collect();
+            app.open(Overlay::Picker(Picker {
+                title: "Sessions".to_owned(),
+                command: "resume".to_owned(),
+                items,
+                filter: String::new(),
+                selected: 0,
+                cancel: None,
+            }));
+        }
+        Err(err) => app.error(&format!("could not list sessions: {err}")),
+    }
+    Ok(Flow::Continue)
+}
+
+/// `/compact [INSTRUCTIONS]` compacts the context once the runtime is idle.
+fn compact(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    if app.status.busy {
+        app.notice("the agent is working; /compact runs once the turn ends (Esc interrupts it)");
+    } else {
+        rt.handle.send(smith_engine::protocol::Command::Compact {
+            instructions: (!arg.is_empty()).then_some(arg),
+        })?;
+    }
+    Ok(Flow::Continue)
+}
+
+/// `/plugins` lists the plugins the binary carries.
+fn plugins(_: &mut Controller<'_>, app: &mut App, _: String) -> Step {
+    app.open(plugins_overlay());
+    Ok(Flow::Continue)
+}
+
+/// The overlay `/plugins` opens.
+pub(super) fn plugins_overlay() -> Overlay {
+    let mut lines: Vec<String> = smith_plugins::builtin::BUILTINS
+        .iter()
+        .map(|b| format!("{} ({}, built in): {}", b.name, b.world, b.description))
+        .collect();
+    lines.push(String::new());
+    lines.push(
+        "The layout, theme, keys, commands and tool presentation come from smith/product \
+         and the enabled extension plugins, read once when the interface starts."
+            .to_owned(),
+    );
+    Overlay::Info {
+        title: " plugins · any key closes ".to_owned(),
+        lines,
+    }
+}

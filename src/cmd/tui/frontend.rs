@@ -1,0 +1,151 @@
+//! What reaches the interface from a runtime besides its own input: the
+//! [`Feed`] of events, plugin lines and plugin questions, tagged with the
+//! runtime's generation; the interface as the extension plugins' frontend
+//! ([`TuiFrontend`]); and the overlays that ask plugins' questions.
+
+use std::sync::Arc;
+use std::sync::mpsc::SyncSender;
+
+use smith_engine::journal::store::StoreJournal;
+use smith_engine::protocol::Event;
+use smith_tui::run::Msg;
+use smith_tui::{Output, Overlay, Picker};
+
+use super::host;
+
+/// An event for the interface, tagged with the runtime generation or the
+/// replay that produced it; a replay ends with `None`.
+pub(super) type AgentMsg = Msg<(u64, Option<Feed>)>;
+
+/// What a runtime (or a replay) sends the interface.
+// Events are nearly every message: boxing them to shrink the rare plugin
+// lines would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(super) enum Feed {
+    /// A runtime event.
+    Event(Event),
+    /// A line from an extension plugin (a `notify` intent, or another
+    /// intent degraded to text), already prefixed with the plugin.
+    Notice(String),
+    /// A plugin problem: a failed handler, a conflicting batch, a denied
+    /// effect, a plugin left out.
+    Problem(String),
+    /// A plugin's question (a `select`, `confirm` or `input` intent) to ask
+    /// the user: the plugin and the intent.
+    Question(String, smith_plugins::extension::UiIntent),
+}
+
+pub(super) const ANSWER: &str = "\0answer";
+
+/// The overlay that asks `plugin`'s question `intent` for the runtime of
+/// `generation`: its answer (the chosen option, `yes`/`no`, or the text;
+/// empty when dismissed with Esc) comes back as an [`ANSWER`] command.
+pub(super) fn question_overlay(
+    generation: u64,
+    plugin: &str,
+    intent: &smith_plugins::extension::UiIntent,
+) -> Option<Overlay> {
+    use smith_plugins::extension::IntentKind;
+    let command = format!("{ANSWER}\0{generation}\0{plugin}\0{}", intent.id);
+    let answer = |text: &str| Output::Command {
+        name: command.clone(),
+        arg: text.to_owned(),
+    };
+    Some(match &intent.kind {
+        IntentKind::Select((prompt, options)) => Overlay::Picker(Picker {
+            title: format!("[{plugin}] {prompt}"),
+            command: command.clone(),
+            items: options.clone(),
+            filter: String::new(),
+            selected: 0,
+            cancel: Some(answer("")),
+        }),
+        IntentKind::Confirm(prompt) => Overlay::Confirm {
+            message: format!("[{plugin}] {prompt}"),
+            on_yes: answer("yes"),
+            on_no: Some(answer("no")),
+        },
+        IntentKind::Input(prompt) => Overlay::Prompt {
+            message: format!("[{plugin}] {prompt}"),
+            command: command.clone(),
+            text: String::new(),
+            cancel: Some(answer("")),
+        },
+        _ => return None,
+    })
+}
+
+/// The generation, plugin and question id an [`ANSWER`] command names.
+pub(super) fn answered(name: &str) -> Option<(u64, &str, &str)> {
+    let mut parts = name
+        .strip_prefix(ANSWER)?
+        .strip_prefix('\0')?
+        .splitn(3, '\0');
+    let generation = parts.next()?.parse().ok()?;
+    Some((generation, parts.next()?, parts.next()?))
+}
+
+/// The interface as the extension plugins' frontend: what they show
+/// arrives in the transcript through the interface's own channel, tagged
+/// with the runtime's generation (a stale runtime's lines are dropped).
+pub(super) struct TuiFrontend {
+    pub(super) tx: SyncSender<AgentMsg>,
+    pub(super) generation: u64,
+    /// The runtime's session, where intents this interface cannot show
+    /// and whose policy is `persist` are kept.
+    pub(super) journal: Option<Arc<StoreJournal>>,
+}
+
+impl TuiFrontend {
+    fn send(&self, feed: Feed) {
+        // The interface may be gone at exit; nothing to show then.
+        let _ = self.tx.send(Msg::Agent((self.generation, Some(feed))));
+    }
+}
+
+impl smith_plugins::dispatch::Surface for TuiFrontend {
+    fn name(&self) -> &str {
+        "tui"
+    }
+    fn can_show(&self, kind: &smith_plugins::extension::IntentKind) -> bool {
+        use smith_plugins::extension::IntentKind;
+        matches!(kind, IntentKind::Notify(_) | IntentKind::SetStatus(_))
+            || smith_plugins::dispatch::is_question(kind)
+    }
+    fn show(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
+        if smith_plugins::dispatch::is_question(&intent.kind) {
+            self.send(Feed::Question(plugin.to_owned(), intent.clone()));
+            return;
+        }
+        let text = smith_plugins::dispatch::text_fallback(&intent.kind);
+        self.send(Feed::Notice(format!("[{plugin}] {text}")));
+    }
+    fn show_text(&mut self, plugin: &str, text: &str) {
+        self.send(Feed::Notice(format!("[{plugin}] {text}")));
+    }
+}
+
+impl smith_plugins::hooks::Frontend for TuiFrontend {
+    fn persist(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
+        let kind = smith_plugins::dispatch::kind_name(&intent.kind);
+        let kept = match &self.journal {
+            Some(journal) => host::extensions::keep_intent(journal, "tui", plugin, intent),
+            None => Err(format!(
+                "plugin {plugin} asked to keep its {kind} intent {:?} for a frontend that can show it; this interface has no session to keep it in, so it is lost",
+                intent.id
+            )),
+        };
+        match kept {
+            Ok(()) => self.send(Feed::Notice(format!(
+                "[{plugin}] {} (this interface cannot ask it; kept in the session)",
+                smith_plugins::dispatch::text_fallback(&intent.kind)
+            ))),
+            Err(message) => self.send(Feed::Problem(message)),
+        }
+    }
+    fn diagnostic(&mut self, message: &str) {
+        smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", message);
+        self.send(Feed::Problem(message.to_owned()));
+    }
+}

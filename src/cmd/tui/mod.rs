@@ -1,0 +1,212 @@
+//! `smith tui` (and `smith` with no subcommand on a terminal): the
+//! fullscreen interface over the agent runtime.
+//!
+//! The runtime is wired as `smith eval` wires it (scripted provider,
+//! session store, built-in tools); its events are forwarded into the
+//! interface's bounded channel by one thread per runtime, tagged with the
+//! runtime's generation so that events of a replaced runtime (after `/new`
+//! or `/resume`) are dropped.
+//!
+//! A project whose `.smith` directory is not trusted as it is now (never
+//! trusted, or changed since) is asked about first, in an overlay that owns
+//! focus: trusting records it in the trust store exactly as `smith trust`
+//! does and reloads configuration; "not now" keeps the project ignored.
+//!
+//! * [`controller`] — the state the event loop shares, and what it does
+//!   with the interface's outputs;
+//! * [`commands`] — the slash command table: help, completion and
+//!   dispatch read it;
+//! * [`events`] — engine events mapped onto the interface;
+//! * [`runtime`] — starting and stopping a runtime;
+//! * [`switch`] — session switching (`/new`, `/resume`, `/continue`,
+//!   `/branch ENTRY`);
+//! * [`session`] — a resumed history and the branch tree;
+//! * [`replay`] — `/replay`;
+//! * [`frontend`] — the interface as the plugins' frontend, and their
+//!   questions;
+//! * [`config`] — the interface's options and the project trust question;
+//! * [`host`] — everything used from the rest of the binary.
+
+mod commands;
+mod config;
+mod controller;
+mod events;
+mod frontend;
+mod host;
+mod replay;
+mod runtime;
+mod session;
+mod switch;
+#[cfg(test)]
+mod tests;
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::mpsc::sync_channel;
+
+use anyhow::Context;
+use smith_config::Paths;
+use smith_tui::App;
+use smith_tui::run::{CHANNEL_CAPACITY, run_loop, spawn_input};
+use smith_tui::term::{TermConfig, Terminal};
+
+use config::{load_options, open_store, process_loader, trust_question, unchecked};
+use controller::Controller;
+use frontend::AgentMsg;
+use runtime::{Target, start};
+
+/// Start the fullscreen interface.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The provider, model and base URL.
+    #[command(flatten)]
+    pub choice: host::eval::ProviderChoice,
+    /// Play this script with the mock provider (see docs/mock-provider.md).
+    #[arg(long, value_name = "FILE")]
+    pub mock_script: Option<PathBuf>,
+    /// Resume this session (a name, an id or a unique id prefix).
+    #[arg(long, value_name = "REF", conflicts_with = "continue_latest")]
+    pub session: Option<String>,
+    /// Continue the most recently changed session.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_latest: bool,
+    /// Work in this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Run without extension plugins' hooks (the interface's own product
+    /// still comes from smith/product).
+    #[arg(long)]
+    pub no_plugins: bool,
+}
+
+impl Default for Args {
+    /// What `smith` with no subcommand on a terminal uses: the selected
+    /// provider (a live one when a credential is found, else the offline
+    /// demo), a new session, the current directory.
+    fn default() -> Self {
+        Self {
+            choice: host::eval::ProviderChoice::default(),
+            mock_script: None,
+            session: None,
+            continue_latest: false,
+            cwd: None,
+            no_plugins: false,
+        }
+    }
+}
+
+/// Runs the interface until the user quits.
+///
+/// # Errors
+///
+/// When there is no terminal, or the provider, working directory or session
+/// store cannot be set up.
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .context("could not read the current directory; pass --cwd DIR")?,
+    };
+    // The product is built once from the plugins' contributions and cached
+    // in the interface: drawing never calls into a plugin.
+    let (mut product, product_warnings) = host::product::load(args.no_plugins);
+    for warning in &product_warnings {
+        host::extensions::warn(warning);
+    }
+    // The built-in commands are listed whatever the plugins contribute.
+    product.commands = commands::merged(std::mem::take(&mut product.commands));
+    let (options, config_failure, theme_warning) = load_options(process_loader(&cwd), &product);
+    let style = host::config::style(None);
+    if let Some(err) = &config_failure {
+        eprint!("{}", err.diagnostic().render_terminal(style));
+        smith_diag::log::report(err.diagnostic());
+        eprintln!("smith: the interface starts with its default settings");
+    }
+    if let Some(w) = &theme_warning {
+        eprint!("{}", w.render_terminal(style));
+        smith_diag::log::report(w);
+    }
+    let mut app = App::new(product, options);
+    app.set_cwd(cwd.clone());
+    for warning in &product_warnings {
+        // Standard error is hidden behind the interface: say it there too.
+        app.error(warning);
+    }
+    if let Some(w) = &theme_warning {
+        // Standard error is hidden behind the interface: say it there too.
+        app.error(&format!("{}: {}; {}", w.what(), w.why(), w.next()));
+    }
+    // The terminal first: without one nothing else (a new session) is made.
+    // Every later error drops it, which restores the terminal.
+    let mut term = Terminal::enter(TermConfig {
+        color: options.color,
+        probe: true,
+        mouse: options.mouse,
+    })?;
+    let (tx, rx) = sync_channel::<AgentMsg>(CHANNEL_CAPACITY);
+    let target = if let Some(reference) = &args.session {
+        Target::Existing(reference.clone())
+    } else if args.continue_latest {
+        let latest = open_store()?.latest()?;
+        match latest {
+            Some(info) => Target::Existing(info.id.to_hex()),
+            None => Target::New,
+        }
+    } else {
+        Target::New
+    };
+    let (runtime, info) = start(&args, &cwd, target, 1, &tx, &mut app)?;
+    app.set_models(info.models.iter().map(|m| m.id.clone()).collect());
+    let window = info
+        .models
+        .iter()
+        .find(|m| m.id == app.status.model)
+        .and_then(|m| m.context_window);
+    app.notice(&format!("session {} · F1 help · / commands", runtime.name));
+    let paths = Paths::from_process();
+    match paths.as_ref().map(|p| trust_question(p, &cwd)) {
+        Ok(Ok(Some(question))) => app.open(question),
+        Ok(Ok(None)) => {}
+        Ok(Err(err)) => unchecked(&mut app, &err),
+        Err(err) => unchecked(&mut app, err),
+    }
+
+    spawn_input(tx.clone())?;
+    // Shared by the two callbacks of the loop.
+    let ctl = RefCell::new(Controller {
+        args: &args,
+        cwd: &cwd,
+        tx,
+        paths,
+        info,
+        runtime: Some(runtime),
+        summaries: Vec::new(),
+        generation: 1,
+        replay: None,
+        replays: 0,
+        window,
+        failure: None,
+        fault: std::env::var("SMITH_TUI_TEST_FAULT").unwrap_or_default(),
+    });
+    let result = run_loop(
+        &mut term,
+        &mut app,
+        &rx,
+        |app, (tag, event)| ctl.borrow_mut().feed(app, tag, event),
+        |app, term, output| ctl.borrow_mut().output(app, term, output),
+    );
+    let mut ctl = ctl.into_inner();
+    if let Some(err) = ctl.failure.take() {
+        // Returning drops the terminal, which restores it.
+        return Err(err);
+    }
+    drop(term);
+    // Closing the channel first means a forwarder blocked on a full channel
+    // wakes up and ends.
+    drop(rx);
+    if let Some(rt) = ctl.runtime.take() {
+        rt.stop();
+    }
+    result.context("the terminal could not be written")?;
+    Ok(0)
+}

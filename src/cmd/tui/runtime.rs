@@ -1,0 +1,207 @@
+//! A runtime the interface drives: starting one on a new or stored session
+//! ([`start`]), asking its extension plugins before a session switch,
+//! carrying out what a plugin command released, and stopping it.
+//!
+//! The runtime is wired as `smith eval` wires it (the chosen provider,
+//! session store, built-in tools); its events are forwarded into the
+//! interface's bounded channel by one thread per runtime, tagged with the
+//! runtime's generation so that events of a replaced runtime (after `/new`
+//! or `/resume`) are dropped.
+
+use std::sync::Arc;
+use std::sync::mpsc::SyncSender;
+use std::thread::JoinHandle;
+
+use anyhow::Context;
+use smith_engine::agent::AgentHandle;
+use smith_engine::journal::store::StoreJournal;
+use smith_engine::protocol::Command;
+use smith_engine::provider::ProviderInfo;
+use smith_store::Session;
+use smith_tui::App;
+use smith_tui::run::Msg;
+
+use super::Args;
+use super::frontend::{AgentMsg, Feed, TuiFrontend};
+use super::host;
+use super::session::{show_history, show_kept_intents};
+
+/// A started runtime: its handle, its session and what its extension
+/// plugins provide.
+pub(super) struct Runtime {
+    /// The runtime's handle.
+    pub(super) handle: Arc<AgentHandle>,
+    /// The session it records into.
+    pub(super) journal: Arc<StoreJournal>,
+    forwarder: Option<JoinHandle<()>>,
+    /// The session's name (its id when it has none).
+    pub(super) name: String,
+    /// The commands the runtime's extension plugins provide.
+    pub(super) commands: Option<smith_plugins::hooks::Commands>,
+    /// What the runtime's extension plugins say before a session switch or
+    /// fork.
+    pub(super) gate: Option<smith_engine::agent::SessionGate>,
+}
+
+impl Runtime {
+    /// Asks the runtime's extension plugins about `op`; the error line to
+    /// show when one blocks it.
+    pub(super) fn ask(
+        &self,
+        op: &smith_engine::agent::SessionOp,
+        what: &str,
+    ) -> Result<(), String> {
+        match self.gate.as_ref().map(|gate| gate.ask(op)) {
+            Some(smith_engine::agent::Verdict::Block { by, reason }) => Err(format!(
+                "the extension {by} blocked {what}: {reason}; the session stays {} (`smith plugin disable {by}` lets it through)",
+                self.name
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Stops the runtime: shuts it down and waits for its forwarder.
+    pub(super) fn stop(mut self) {
+        // Ignoring the result: a runtime that already stopped needs nothing.
+        let _ = self.handle.send(Command::Shutdown);
+        self.handle.abort();
+        if let Some(thread) = self.forwarder.take() {
+            // A panicked forwarder has nothing left to clean up.
+            let _ = thread.join();
+        }
+        if let Ok(handle) = Arc::try_unwrap(self.handle) {
+            handle.shutdown();
+        }
+    }
+}
+
+/// The provider `args` choose.
+fn provider(args: &Args) -> anyhow::Result<host::eval::Chosen> {
+    // A script only makes sense for the scripted provider, so it chooses it.
+    let explicit = match &args.choice.provider {
+        None if args.mock_script.is_some() => Some("mock"),
+        other => other.as_deref(),
+    };
+    host::eval::choose_provider(
+        explicit,
+        args.choice.model.as_deref(),
+        args.choice.base_url.as_deref(),
+        || host::mock::provider(args.mock_script.as_deref(), None),
+    )
+}
+
+/// Sends the runtime what a plugin command released: a model switch, a
+/// queued follow-up message.
+pub(super) fn run_plugin_actions(
+    handle: &AgentHandle,
+    actions: Vec<smith_engine::agent::HookAction>,
+) -> Result<(), smith_engine::agent::AgentError> {
+    for action in actions {
+        match action {
+            smith_engine::agent::HookAction::SetModel { model, .. } => {
+                handle.send(Command::SetModel { model })?;
+            }
+            smith_engine::agent::HookAction::FollowUp { text, .. } => {
+                handle.send(Command::FollowUp { text })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Which session a runtime records into.
+pub(super) enum Target {
+    /// A new session.
+    New,
+    /// The stored session with this reference.
+    Existing(String),
+}
+
+/// Starts the runtime of `generation` on `target`, showing a resumed
+/// session's history in `app`.
+pub(super) fn start(
+    args: &Args,
+    cwd: &std::path::Path,
+    target: Target,
+    generation: u64,
+    tx: &SyncSender<AgentMsg>,
+    app: &mut App,
+) -> anyhow::Result<(Runtime, ProviderInfo)> {
+    let chosen = provider(args)?;
+    let frontend_tx = tx.clone();
+    let options = smith_host::RuntimeOptions {
+        model: args.choice.model.clone(),
+        extensions: (!args.no_plugins).then(|| {
+            smith_host::Extensions(Arc::new(move |journal: &Arc<StoreJournal>| {
+                Box::new(TuiFrontend {
+                    tx: frontend_tx.clone(),
+                    generation,
+                    journal: Some(Arc::clone(journal)),
+                }) as Box<dyn smith_plugins::hooks::Frontend>
+            }))
+        }),
+        notices_on_stderr: false,
+        ..smith_host::RuntimeOptions::new(
+            smith_host::LiveProviders::once(chosen.live),
+            cwd.to_owned(),
+            host::settings::session_root()?,
+        )
+    };
+    let choice = match target {
+        Target::Existing(reference) => smith_host::SessionChoice::Open(reference),
+        Target::New => {
+            smith_host::SessionChoice::New(Some(format!("tui-{}", smith_store::now_ms())))
+        }
+    };
+    let smith_host::Runtime {
+        handle,
+        journal,
+        name,
+        model,
+        provider: info,
+        gate,
+        commands,
+        resumed,
+        compaction_summary,
+        ..
+    } = options.start(&choice).map_err(|e| e.into_cli(""))?;
+    if resumed {
+        let session = journal.with_session(Session::clone);
+        show_history(app, &session, compaction_summary.as_deref());
+        show_kept_intents(app, &session);
+    }
+    let handle = Arc::new(handle);
+    let reader = Arc::clone(&handle);
+    let tx = tx.clone();
+    let forwarder = std::thread::Builder::new()
+        .name("smith-tui-agent".to_owned())
+        .spawn(move || {
+            while let Some(event) = reader.recv() {
+                if tx
+                    .send(Msg::Agent((generation, Some(Feed::Event(event)))))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            // The receiver may be gone at exit; nothing to report then.
+            let _ = tx.send(Msg::AgentGone);
+        })
+        .context("could not start the thread that forwards agent events")?;
+    let mut status = app.status.clone();
+    status.model = model;
+    status.busy = false;
+    status.queue = 0;
+    app.set_status(status);
+    Ok((
+        Runtime {
+            handle,
+            journal,
+            forwarder: Some(forwarder),
+            name,
+            commands,
+            gate,
+        },
+        info,
+    ))
+}

@@ -1,0 +1,552 @@
+//! The interface model: transcript, input, status and overlays, updated by
+//! events and drawn by [`App::render`], which never changes it.
+//!
+//! A frame is two steps: [`App::prepare`] lays out the screen for its size
+//! (measuring only what will be visible), then [`App::render`] draws into a
+//! [`Buffer`](crate::Buffer) using a per-frame bump arena for scratch text.
+//!
+//! This module holds the model and what hosts call to change it; terminal
+//! events (keys, overlays' keys, mouse, paste) are handled in `keys.rs`
+//! and drawing is in `draw.rs`.
+
+use bumpalo::Bump;
+use crossterm::event::{KeyCode, KeyModifiers};
+
+use crate::editor::Editor;
+use crate::layout::Rect;
+use crate::product::{Action, Product, Theme};
+use crate::transcript::{EntryKind, Match, ToolState, Transcript, find_all};
+
+mod draw;
+mod keys;
+
+/// What the interface asks its host to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Start a turn with this prompt (the agent was idle).
+    Prompt(String),
+    /// Steer the running turn with this text.
+    Steer(String),
+    /// Queue this text as a follow-up.
+    FollowUp(String),
+    /// Interrupt the running turn.
+    Interrupt,
+    /// Run a slash command the interface does not handle itself.
+    Command {
+        /// Name without the slash.
+        name: String,
+        /// The rest of the line.
+        arg: String,
+    },
+    /// Copy this text to the clipboard.
+    Copy(String),
+    /// The terminal was resized to `columns` x `rows` (already applied to
+    /// the layout; the host may tell others, such as extension plugins).
+    Resized {
+        /// Columns.
+        columns: u16,
+        /// Rows.
+        rows: u16,
+    },
+    /// The answer to a [`Overlay::Trust`] question.
+    Trust {
+        /// The project root that was asked about.
+        path: String,
+        /// True to trust it now; false for "not now".
+        trust: bool,
+    },
+    /// Exit.
+    Quit,
+}
+
+/// The status line's content.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Status {
+    /// The model id.
+    pub model: String,
+    /// Cost so far in US dollars, when the price is known.
+    pub cost: Option<f64>,
+    /// Context tokens used and the window size, when known.
+    pub context: Option<(u64, u64)>,
+    /// Whether the agent is working.
+    pub busy: bool,
+    /// Queued follow-ups.
+    pub queue: usize,
+    /// What the host is doing besides a turn (`compacting`, `replaying`),
+    /// shown in place of "working" / "ready"; empty for nothing.
+    pub activity: String,
+}
+
+/// A list to choose from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picker {
+    /// Title.
+    pub title: String,
+    /// The command run with the chosen item as its argument.
+    pub command: String,
+    /// Items.
+    pub items: Vec<String>,
+    /// Typed filter.
+    pub filter: String,
+    /// Selected row among the filtered items.
+    pub selected: usize,
+    /// What Esc emits (a plugin's question is answered with nothing);
+    /// `None` just closes the list.
+    pub cancel: Option<Output>,
+}
+
+impl Picker {
+    fn filtered(&self) -> impl Iterator<Item = &String> {
+        self.items
+            .iter()
+            .filter(move |i| find_all(i, &self.filter).next().is_some() || self.filter.is_empty())
+    }
+}
+
+/// One row of a [`Tree`] overlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeRow {
+    /// Nesting depth (0 for a root).
+    pub depth: u16,
+    /// What the row shows (sanitized when drawn).
+    pub label: String,
+    /// The argument the tree's command runs with when this row is chosen.
+    pub arg: String,
+    /// Whether the row is the current one (drawn with a `●`).
+    pub current: bool,
+}
+
+/// A tree to choose a node from (the session's branches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    /// Title.
+    pub title: String,
+    /// The command run with the chosen row's `arg`.
+    pub command: String,
+    /// Rows in depth-first order; a row's children follow it with a larger
+    /// depth.
+    pub rows: Vec<TreeRow>,
+    /// The highlighted row.
+    pub selected: usize,
+}
+
+impl Tree {
+    /// Whether row `i` is the last of its siblings (no later row at the
+    /// same depth before one at a smaller depth).
+    fn last_sibling(&self, i: usize) -> bool {
+        let depth = self.rows[i].depth;
+        for r in &self.rows[i + 1..] {
+            if r.depth < depth {
+                return true;
+            }
+            if r.depth == depth {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether the ancestor of row `i` at `depth` has a later sibling, so a
+    /// vertical line continues through row `i` at that depth.
+    fn continues(&self, i: usize, depth: u16) -> bool {
+        let Some(a) = self.rows[..i].iter().rposition(|r| r.depth == depth) else {
+            return false;
+        };
+        !self.last_sibling(a)
+    }
+}
+
+/// The overlay that owns focus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    /// None: the input editor has focus.
+    None,
+    /// Key and command help.
+    Help,
+    /// Transcript search.
+    Search {
+        /// The query.
+        query: String,
+    },
+    /// A choice (model, session, or a plugin's select intent).
+    Picker(Picker),
+    /// A tree to choose from (the session's branches); Enter runs the
+    /// tree's command with the highlighted row's argument.
+    Tree(Tree),
+    /// Lines of information (the plugin list); any key closes it.
+    Info {
+        /// Title.
+        title: String,
+        /// The lines, drawn wrapped.
+        lines: Vec<String>,
+    },
+    /// A yes/no question; yes emits `on_yes`.
+    Confirm {
+        /// The question.
+        message: String,
+        /// What yes does.
+        on_yes: Output,
+        /// What no (or Esc) does; `None` just closes the question.
+        on_no: Option<Output>,
+    },
+    /// A free-text question (a plugin's input intent); Enter runs `command`
+    /// with the text.
+    Prompt {
+        /// The question.
+        message: String,
+        /// The command run with the answer.
+        command: String,
+        /// The answer so far.
+        text: String,
+        /// What Esc emits; `None` just closes the question.
+        cancel: Option<Output>,
+    },
+    /// Whether to trust the project at `path` (its `.smith` directory).
+    /// Owns focus until answered; `t` trusts, `n` or Esc is "not now",
+    /// and Enter takes the highlighted choice, which starts on "not now".
+    Trust {
+        /// The project root.
+        path: String,
+        /// The project was trusted once but has changed since.
+        changed: bool,
+        /// Whether "trust" (rather than "not now") is highlighted.
+        on_trust: bool,
+    },
+}
+
+/// Options from configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Ask before exiting while work runs (`tui.confirm-exit`).
+    pub confirm_exit: bool,
+    /// Colors allowed (off for `NO_COLOR` or `color = never`).
+    pub color: bool,
+    /// Lines per scroll step (`tui.scroll-lines`).
+    pub scroll_lines: u16,
+    /// Mouse captured (`tui.mouse`): the wheel scrolls the transcript.
+    pub mouse: bool,
+    /// The theme drawn with (`tui.theme`, resolved among the product's
+    /// themes); `None` draws the product's `default` theme. Drawn
+    /// monochrome when colors are off.
+    pub theme: Option<Theme>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            confirm_exit: true,
+            color: true,
+            scroll_lines: 3,
+            mouse: true,
+            theme: None,
+        }
+    }
+}
+
+/// The interface model.
+#[derive(Debug)]
+pub struct App {
+    product: Product,
+    theme: Theme,
+    bindings: Vec<(KeyCode, KeyModifiers, Action)>,
+    options: Options,
+    /// The transcript.
+    pub transcript: Transcript,
+    /// The input editor.
+    pub editor: Editor,
+    /// The status line.
+    pub status: Status,
+    overlay: Overlay,
+    current_match: Option<Match>,
+    selected: Option<usize>,
+    highlight: String,
+    popup_selected: usize,
+    completions: Vec<String>,
+    running_tools: Vec<(String, usize, u8)>,
+    focused: bool,
+    size: (u16, u16),
+    rects: [Rect; 3],
+    cwd: std::path::PathBuf,
+    models: Vec<String>,
+    generation: u64,
+    /// Overlays waiting for the current one to close (plugin questions
+    /// asked while another overlay has focus), oldest first.
+    queued: std::collections::VecDeque<Overlay>,
+}
+
+/// The theme `options` choose among `product`'s, monochrome without colors.
+fn drawn_theme(product: &Product, options: &Options) -> Theme {
+    let theme = options.theme.unwrap_or(product.theme);
+    if options.color {
+        theme
+    } else {
+        theme.monochrome()
+    }
+}
+
+impl App {
+    /// A new interface with the product's presentation.
+    pub fn new(product: Product, options: Options) -> Self {
+        let theme = drawn_theme(&product, &options);
+        let bindings = product
+            .keys
+            .iter()
+            .map(|b| (b.code, b.mods, b.action))
+            .collect();
+        Self {
+            product,
+            theme,
+            bindings,
+            options,
+            transcript: Transcript::new(),
+            editor: Editor::new(),
+            status: Status::default(),
+            overlay: Overlay::None,
+            current_match: None,
+            selected: None,
+            highlight: String::new(),
+            popup_selected: 0,
+            completions: Vec::new(),
+            running_tools: Vec::new(),
+            focused: true,
+            size: (80, 24),
+            rects: [Rect::default(); 3],
+            cwd: std::path::PathBuf::from("."),
+            models: Vec::new(),
+            generation: 1,
+            queued: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Replaces the options (after configuration is reloaded).
+    pub fn set_options(&mut self, options: Options) {
+        self.theme = drawn_theme(&self.product, &options);
+        self.options = options;
+        self.touch();
+    }
+
+    /// The product the interface draws with.
+    pub fn product(&self) -> &Product {
+        &self.product
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    /// Sets the directory `@` completes paths in.
+    pub fn set_cwd(&mut self, cwd: std::path::PathBuf) {
+        self.cwd = cwd;
+    }
+
+    /// Sets the models the picker offers.
+    pub fn set_models(&mut self, models: Vec<String>) {
+        self.models = models;
+    }
+
+    /// The overlay that has focus.
+    pub fn overlay(&self) -> &Overlay {
+        &self.overlay
+    }
+
+    /// Opens an overlay (for host commands and plugin intents).
+    pub fn open(&mut self, overlay: Overlay) {
+        self.overlay = overlay;
+        self.touch();
+    }
+
+    /// Opens `overlay` now when nothing else has focus, else once the
+    /// overlays open and queued before it have closed (a plugin's question
+    /// never takes focus from one the user is answering).
+    pub fn ask(&mut self, overlay: Overlay) {
+        if matches!(self.overlay, Overlay::None) {
+            self.open(overlay);
+        } else {
+            self.queued.push_back(overlay);
+        }
+    }
+
+    /// Whether the terminal has focus.
+    pub fn focused(&self) -> bool {
+        self.focused
+    }
+
+    /// Changes whenever the screen may need redrawing.
+    pub fn generation(&self) -> u64 {
+        self.generation + self.transcript.generation()
+    }
+
+    fn touch(&mut self) {
+        self.generation += 1;
+    }
+
+    // ---- events from the agent -------------------------------------------
+
+    /// Shows a user message.
+    pub fn user_message(&mut self, text: &str) {
+        self.transcript.push(EntryKind::User, text);
+    }
+
+    /// Appends streamed assistant text.
+    pub fn assistant_delta(&mut self, text: &str) {
+        self.transcript.append(EntryKind::Assistant, text);
+    }
+
+    /// Appends streamed thinking.
+    pub fn thinking_delta(&mut self, text: &str) {
+        self.transcript.append(EntryKind::Thinking, text);
+    }
+
+    /// Shows a tool call starting.
+    /// The line is the tool's presentation title with `summary` (the
+    /// subject argument's value) in its placeholder, or the tool's name and
+    /// `summary` for a tool without a presentation.
+    pub fn tool_start(&mut self, call_id: &str, name: &str, summary: &str) {
+        let (line, preview) = self.tool_line(name, summary);
+        let i = self.transcript.push(EntryKind::Tool, &line);
+        self.running_tools.push((call_id.to_owned(), i, preview));
+    }
+
+    /// A tool call's line and its output's preview lines.
+    fn tool_line(&self, name: &str, summary: &str) -> (String, u8) {
+        match self.product.tool(name) {
+            Some(p) => (p.title_line(summary), p.preview_lines),
+            None => {
+                let mut line = String::with_capacity(name.len() + summary.len() + 1);
+                line.push_str(name);
+                if !summary.is_empty() {
+                    line.push(' ');
+                    line.push_str(summary);
+                }
+                (line, crate::transcript::COLLAPSED_LINES)
+            }
+        }
+    }
+
+    /// Shows a session's selected branch, from `from` (an index into the
+    /// branch: the compaction boundary) on, as session-backed entries:
+    /// user messages, assistant text and thinking, and tool output refer
+    /// to the session's records and are read from its arena when drawn;
+    /// only each tool call's one-line title is formatted here. `summary`,
+    /// when given (a compacted session's summary), is shown first.
+    /// Returns the number of entries added.
+    ///
+    /// # Errors
+    ///
+    /// A message whose content cannot be decoded: the error names the
+    /// entry. Entries before it stay shown.
+    pub fn show_session(
+        &mut self,
+        entries: std::sync::Arc<crate::session::SessionEntries>,
+        from: usize,
+        summary: Option<&str>,
+    ) -> Result<usize, String> {
+        use crate::session::Part;
+        let before = self.transcript.len();
+        self.transcript.set_session(entries.clone());
+        if let Some(summary) = summary {
+            self.user_message(summary);
+        }
+        let indexes = entries.branch_indexes();
+        let mut bump = Bump::new();
+        let mut calls: Vec<(String, String, String)> = Vec::new();
+        let mut shown: Vec<(EntryKind, u32)> = Vec::new();
+        for &record in indexes.iter().skip(from) {
+            bump.reset();
+            calls.clear();
+            shown.clear();
+            let mut result = None;
+            entries.parts(record, &bump, |part| match part {
+                Part::User => shown.push((EntryKind::User, 0)),
+                Part::Text { part } => shown.push((EntryKind::Assistant, part)),
+                Part::Thinking { part } => shown.push((EntryKind::Thinking, part)),
+                Part::Call {
+                    id,
+                    name,
+                    arguments,
+                } => {
+                    let subject = self.product.tool(name).and_then(|t| t.subject.as_deref());
+                    let summary = crate::session::summarize(arguments, subject);
+                    // Placed after the text blocks before it, in order.
+                    shown.push((EntryKind::Tool, calls.len() as u32));
+                    calls.push((id.to_owned(), name.to_owned(), summary));
+                }
+                Part::Result {
+                    call_id,
+                    is_error,
+                    blank,
+                } => result = Some((call_id.to_owned(), is_error, blank)),
+            })?;
+            for &(kind, part) in &shown {
+                if kind == EntryKind::Tool {
+                    let (id, name, summary) = &calls[part as usize];
+                    self.tool_start(id, name, summary);
+                } else {
+                    self.transcript.push_session(kind, record, part);
+                }
+            }
+            if let Some((call_id, is_error, blank)) = result {
+                let preview = self.end_call(&call_id, !is_error);
+                if !blank {
+                    let i = self
+                        .transcript
+                        .push_session(EntryKind::ToolOutput, record, 0);
+                    self.transcript.set_preview(i, preview);
+                }
+            }
+        }
+        Ok(self.transcript.len() - before)
+    }
+
+    /// Marks a running tool call finished; returns its output's preview
+    /// lines.
+    fn end_call(&mut self, call_id: &str, ok: bool) -> u8 {
+        let mut preview = crate::transcript::COLLAPSED_LINES;
+        if let Some(at) = self
+            .running_tools
+            .iter()
+            .position(|(id, _, _)| id == call_id)
+        {
+            let (_, i, lines) = self.running_tools.swap_remove(at);
+            preview = lines;
+            self.transcript
+                .set_tool_state(i, if ok { ToolState::Ok } else { ToolState::Failed });
+        }
+        preview
+    }
+
+    /// Shows a tool call's result.
+    pub fn tool_end(&mut self, call_id: &str, ok: bool, output: &str) {
+        let preview = self.end_call(call_id, ok);
+        if !output.trim().is_empty() {
+            let i = self.transcript.push(EntryKind::ToolOutput, output);
+            self.transcript.set_preview(i, preview);
+        }
+    }
+
+    /// Shows an error.
+    pub fn error(&mut self, text: &str) {
+        self.transcript.push(EntryKind::Error, text);
+    }
+
+    /// Shows a notice from the interface.
+    pub fn notice(&mut self, text: &str) {
+        self.transcript.push(EntryKind::Notice, text);
+    }
+
+    /// Updates the status line.
+    pub fn set_status(&mut self, status: Status) {
+        if status != self.status {
+            self.status = status;
+            self.touch();
+        }
+    }
+}
+
+/// What trusting a project enables, as the trust question says it.
+pub const TRUST_ENABLES: &str = "Trusting it enables its project configuration, its project plugins and any other project-local executable behavior.";
+
+/// What happens until it is trusted.
+pub const TRUST_UNTIL: &str =
+    "Nothing from it is used until you trust it. Not now: continue with it ignored.";
