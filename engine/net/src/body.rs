@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
-use crate::cancel::CancelToken;
+use smith_contract::CancelToken;
 use crate::conn::{Pool, PoolKey, Stream, WaitError, describe_io, read_some};
 use crate::error::{NetError, NetErrorKind};
 use crate::http1::{ChunkedDecoder, Framing};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 
-use crate::cancel::CancelToken;
+use smith_contract::CancelToken;
 use crate::error::{NetError, NetErrorKind};
 use crate::http1::{HeadParse, parse_head};
 use crate::limits::Limits;

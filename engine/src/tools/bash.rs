@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::fsutil::io_error;
+use super::CancelCheck;
 use super::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, args,
 };
