@@ -44,6 +44,7 @@ pub mod sse;
 pub mod types;
 
 pub use common::{Capabilities, Config, ThinkingLevel, credential_handle};
+pub use diag::ToDiagnostic;
 pub use settings::SETTINGS;
 pub use types::{
     ContentBlock, Decoder, HttpExchange, Message, OpaqueBytes, ProviderError, ProviderErrorKind,
