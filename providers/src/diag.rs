@@ -13,40 +13,40 @@ use crate::types::{ProviderError, ProviderErrorKind};
 
 /// Why a failure of `kind` stops the request, and the default next action.
 fn why_next(kind: ProviderErrorKind) -> (&'static str, &'static str) {
-        match kind {
-            ProviderErrorKind::RateLimit => (
-                "the provider is limiting how many requests this account may send",
-                "wait for the retry hint, then retry, or configure a failover model",
-            ),
-            ProviderErrorKind::Overloaded => (
-                "the provider has no capacity for the request right now",
-                "retry later, or choose another model",
-            ),
-            ProviderErrorKind::Auth => (
-                "the provider refused the credentials: they are missing, wrong or expired",
-                "run `smith auth status` and set a valid key with `smith auth set PROVIDER`",
-            ),
-            ProviderErrorKind::InvalidRequest => (
-                "the provider rejected the request as invalid",
-                "check the model and its options; report the request if they are valid",
-            ),
-            ProviderErrorKind::ModelUnavailable => (
-                "the model does not exist or this account cannot use it",
-                "run `smith models` and choose an available model",
-            ),
-            ProviderErrorKind::ContextOverflow => (
-                "the conversation does not fit the model's context window",
-                "compact the conversation or choose a model with a larger context",
-            ),
-            ProviderErrorKind::MalformedStream => (
-                "the response stream broke the stream rules or ended early",
-                "retry; if it persists, report the provider's response",
-            ),
-            ProviderErrorKind::Transport => (
-                "the exchange with the provider could not be carried out",
-                "check the network and the provider's address, then retry",
-            ),
-        }
+    match kind {
+        ProviderErrorKind::RateLimit => (
+            "the provider is limiting how many requests this account may send",
+            "wait for the retry hint, then retry, or configure a failover model",
+        ),
+        ProviderErrorKind::Overloaded => (
+            "the provider has no capacity for the request right now",
+            "retry later, or choose another model",
+        ),
+        ProviderErrorKind::Auth => (
+            "the provider refused the credentials: they are missing, wrong or expired",
+            "run `smith auth status` and set a valid key with `smith auth set PROVIDER`",
+        ),
+        ProviderErrorKind::InvalidRequest => (
+            "the provider rejected the request as invalid",
+            "check the model and its options; report the request if they are valid",
+        ),
+        ProviderErrorKind::ModelUnavailable => (
+            "the model does not exist or this account cannot use it",
+            "run `smith models` and choose an available model",
+        ),
+        ProviderErrorKind::ContextOverflow => (
+            "the conversation does not fit the model's context window",
+            "compact the conversation or choose a model with a larger context",
+        ),
+        ProviderErrorKind::MalformedStream => (
+            "the response stream broke the stream rules or ended early",
+            "retry; if it persists, report the provider's response",
+        ),
+        ProviderErrorKind::Transport => (
+            "the exchange with the provider could not be carried out",
+            "check the network and the provider's address, then retry",
+        ),
+    }
 }
 
 /// An adapter error as a diagnostic (the error type is the contract's,

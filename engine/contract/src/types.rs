@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-
 /// Opaque bytes (thinking signatures). Projected to JSON as lowercase hex so
 /// they round-trip exactly.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -519,7 +518,6 @@ pub trait Provider: Send {
 /// Interrupts a call in flight from another thread (see
 /// [`Provider::interrupter`]).
 pub type Interrupt = std::sync::Arc<dyn Fn() + Send + Sync>;
-
 
 #[cfg(test)]
 mod tests {

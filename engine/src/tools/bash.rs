@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::fsutil::io_error;
 use super::CancelCheck;
+use super::fsutil::io_error;
 use super::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, args,
 };

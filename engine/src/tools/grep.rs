@@ -17,9 +17,9 @@ use grep_searcher::{
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::find::bad_glob;
 use super::walk::{BoundedLines, builder, walk_error_note};
-use super::CancelCheck;
 use super::{
     Access, CancelToken, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
     ToolResult, args,

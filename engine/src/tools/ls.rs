@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::walk::{BoundedLines, builder, walk_error_note};
 use super::CancelCheck;
+use super::walk::{BoundedLines, builder, walk_error_note};
 use super::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, args,
 };

@@ -11,8 +11,8 @@ use std::io::{BufRead, BufReader};
 
 use serde_json::{Value, json};
 
-use super::fsutil::{binary_reason, cap_line, io_error, require_regular};
 use super::CancelCheck;
+use super::fsutil::{binary_reason, cap_line, io_error, require_regular};
 use super::{
     Access, FingerprintHasher, Mutation, Tool, ToolContext, ToolDefinition, ToolError,
     ToolErrorKind, ToolResult, args,

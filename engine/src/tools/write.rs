@@ -9,10 +9,10 @@
 
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::fsutil::{
     atomic_replace, check_fresh, create_parents, io_error, remove_created, require_regular,
 };
-use super::CancelCheck;
 use super::{
     Access, Fingerprint, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, args,
 };

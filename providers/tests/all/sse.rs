@@ -33,6 +33,15 @@ fn parse_pieces<'a>(
     (out, parser.finish())
 }
 
+/// `bytes` cut at `cuts` (taken modulo its length plus one) into pieces.
+fn split(bytes: &[u8], cuts: Vec<usize>) -> Vec<&[u8]> {
+    let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+    points.push(0);
+    points.push(bytes.len());
+    points.sort_unstable();
+    points.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
+}
+
 #[test]
 fn recorded_streams_parse_into_their_events() {
     // This recording ends right after its last `data:` line, with no line
@@ -92,7 +101,8 @@ fn recorded_streams_parse_into_their_events() {
             .all(|e| e.data.contains("chat.completion.chunk"))
     );
 
-    let (events, rest) = parse_pieces([&recording("openai-responses/function_call_stream.sse")[..]]);
+    let (events, rest) =
+        parse_pieces([&recording("openai-responses/function_call_stream.sse")[..]]);
     assert_eq!(rest, None);
     assert!(
         events
@@ -101,7 +111,9 @@ fn recorded_streams_parse_into_their_events() {
     );
     for event in &events {
         assert!(
-            event.data.contains(&format!("\"type\":\"{}\"", event.event)),
+            event
+                .data
+                .contains(&format!("\"type\":\"{}\"", event.event)),
             "{event:?}"
         );
     }
@@ -171,12 +183,7 @@ proptest! {
     ) {
         let bytes = recording(RECORDINGS[file]);
         let whole = parse_pieces([&bytes[..]]);
-        let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
-        points.push(0);
-        points.push(bytes.len());
-        points.sort_unstable();
-        let pieces: Vec<&[u8]> = points.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
-        prop_assert_eq!(parse_pieces(pieces), whole);
+        prop_assert_eq!(parse_pieces(split(&bytes, cuts)), whole);
     }
 }
 
@@ -218,12 +225,7 @@ proptest! {
     ) {
         let bytes: Vec<u8> = tokens.concat();
         let whole = parse_pieces([&bytes[..]]);
-        let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
-        points.push(0);
-        points.push(bytes.len());
-        points.sort_unstable();
-        let pieces: Vec<&[u8]> = points.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
-        prop_assert_eq!(parse_pieces(pieces), whole.clone());
+        prop_assert_eq!(parse_pieces(split(&bytes, cuts)), whole.clone());
         for event in whole.0.iter().chain(&whole.1) {
             prop_assert!(!event.id.contains('\0'));
             prop_assert!(!event.event.contains(['\r', '\n']) && !event.data.contains('\r'));
