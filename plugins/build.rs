@@ -38,7 +38,10 @@ fn main() {
         "tests/guests",
         "guest-workspace/Cargo.toml",
         "guest-workspace/Cargo.lock",
-        // The vendor plugins compile the adapters and what they use.
+        // The built-in plugins compile the provider contract, the adapters
+        // and what they use.
+        "../engine/contract/src",
+        "../engine/contract/Cargo.toml",
         "../providers/src",
         "../providers/Cargo.toml",
         "../diagnostics/src",

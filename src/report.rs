@@ -18,6 +18,7 @@ use std::io::IsTerminal;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use smith_diag::{Diagnostic, Style, Surface, Value};
+use smith_engine::ContractDiagnostic as _;
 
 /// `cause` as a diagnostic, when it is a typed error of a smith crate.
 fn convert(cause: &(dyn std::error::Error + 'static)) -> Option<Diagnostic> {
@@ -49,7 +50,6 @@ fn convert(cause: &(dyn std::error::Error + 'static)) -> Option<Diagnostic> {
         smith_engine::tools::ToolError,
         smith_engine::tools::ValidationError,
         smith_plugins::PluginError,
-        smith_providers::ProviderError,
         smith_tui::term::TermError,
     );
     None

@@ -19,7 +19,6 @@
 //! place.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -271,26 +270,10 @@ fn merge(layers: &Layers, generation: u64) -> Snapshot {
     }
 }
 
-/// A cancellation flag shared between a refresh and whoever may cancel it.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
-
-impl CancelToken {
-    /// A token that is not cancelled.
-    pub fn new() -> CancelToken {
-        CancelToken::default()
-    }
-
-    /// Asks the work to stop; it publishes nothing afterwards.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether [`CancelToken::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
+/// The cancellation flag shared between a refresh and whoever may cancel
+/// it: the one token of `smith-contract`. A cancelled refresh publishes
+/// nothing.
+pub use smith_contract::CancelToken;
 
 /// Permission to publish one provider's refresh, taken when the refresh
 /// starts.

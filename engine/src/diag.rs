@@ -1,7 +1,8 @@
 //! Engine errors as [`smith_diag::Diagnostic`]s.
 //!
 //! Each error type of the engine converts with `to_diagnostic()` (and
-//! `From`): provider failures (`provider.<kind>`), runtime error reports
+//! `From`; the contract's errors, defined in `smith-contract`, through
+//! [`ContractDiagnostic`]): provider failures (`provider.<kind>`), runtime error reports
 //! (`engine.<kind>`, from [`ErrorInfo`]), tool failures (`tool.<kind>`),
 //! argument validation (`tool.invalid-arguments`), and the journal, replay,
 //! agent, mock-script and benchmark errors. Errors that carry one message
@@ -104,9 +105,16 @@ fn runtime_kind_text(kind: &str) -> (&'static str, &'static str) {
     }
 }
 
-impl ProviderError {
+/// The diagnostics of the errors `smith-contract` defines (it knows no
+/// diagnostics): provider failures and mock script problems.
+pub trait ContractDiagnostic {
+    /// This error as a diagnostic.
+    fn to_diagnostic(&self) -> Diagnostic;
+}
+
+impl ContractDiagnostic for ProviderError {
     /// This error as a diagnostic (`provider.<kind>`).
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let kind = self.kind.as_str();
         let (why, next) = provider_kind_text(kind).unwrap_or((
             "the provider reported a failure",
@@ -258,10 +266,10 @@ impl AgentError {
     }
 }
 
-impl ScriptError {
+impl ContractDiagnostic for ScriptError {
     /// This error as a diagnostic (`engine.mock-script`), with the mock
     /// script flag as the surface.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::from_message(
             "engine.mock-script",
             &self.to_string(),
@@ -301,14 +309,12 @@ macro_rules! into_diagnostic {
 }
 
 into_diagnostic!(
-    ProviderError,
     ErrorInfo,
     ToolError,
     ValidationError,
     JournalError,
     ReplayError,
     AgentError,
-    ScriptError,
     BenchError,
 );
 
@@ -345,7 +351,7 @@ mod tests {
     fn every_provider_kind_converts_with_why_next_and_value() {
         for kind in PROVIDER_KINDS {
             let err = ProviderError::new(kind, "model \"m-1\" refused the request");
-            let d = Diagnostic::from(&err);
+            let d = err.to_diagnostic();
             complete(&d);
             assert_eq!(d.code(), format!("provider.{}", kind.as_str()));
             assert_eq!(value(&d), "\"m-1\"");

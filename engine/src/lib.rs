@@ -21,3 +21,5 @@ pub mod protocol;
 pub mod provider;
 pub mod replay;
 pub mod tools;
+
+pub use diag::ContractDiagnostic;

@@ -11,66 +11,57 @@ use smith_diag::{Diagnostic, Surface};
 
 use crate::types::{ProviderError, ProviderErrorKind};
 
-impl ProviderErrorKind {
-    /// The kind's stable snake_case name, as in the JSON projection.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProviderErrorKind::RateLimit => "rate_limit",
-            ProviderErrorKind::Overloaded => "overloaded",
-            ProviderErrorKind::Auth => "auth",
-            ProviderErrorKind::InvalidRequest => "invalid_request",
-            ProviderErrorKind::ModelUnavailable => "model_unavailable",
-            ProviderErrorKind::ContextOverflow => "context_overflow",
-            ProviderErrorKind::MalformedStream => "malformed_stream",
-            ProviderErrorKind::Transport => "transport",
-        }
-    }
-
-    fn why_next(self) -> (&'static str, &'static str) {
-        match self {
-            ProviderErrorKind::RateLimit => (
-                "the provider is limiting how many requests this account may send",
-                "wait for the retry hint, then retry, or configure a failover model",
-            ),
-            ProviderErrorKind::Overloaded => (
-                "the provider has no capacity for the request right now",
-                "retry later, or choose another model",
-            ),
-            ProviderErrorKind::Auth => (
-                "the provider refused the credentials: they are missing, wrong or expired",
-                "run `smith auth status` and set a valid key with `smith auth set PROVIDER`",
-            ),
-            ProviderErrorKind::InvalidRequest => (
-                "the provider rejected the request as invalid",
-                "check the model and its options; report the request if they are valid",
-            ),
-            ProviderErrorKind::ModelUnavailable => (
-                "the model does not exist or this account cannot use it",
-                "run `smith models` and choose an available model",
-            ),
-            ProviderErrorKind::ContextOverflow => (
-                "the conversation does not fit the model's context window",
-                "compact the conversation or choose a model with a larger context",
-            ),
-            ProviderErrorKind::MalformedStream => (
-                "the response stream broke the stream rules or ended early",
-                "retry; if it persists, report the provider's response",
-            ),
-            ProviderErrorKind::Transport => (
-                "the exchange with the provider could not be carried out",
-                "check the network and the provider's address, then retry",
-            ),
-        }
+/// Why a failure of `kind` stops the request, and the default next action.
+fn why_next(kind: ProviderErrorKind) -> (&'static str, &'static str) {
+    match kind {
+        ProviderErrorKind::RateLimit => (
+            "the provider is limiting how many requests this account may send",
+            "wait for the retry hint, then retry, or configure a failover model",
+        ),
+        ProviderErrorKind::Overloaded => (
+            "the provider has no capacity for the request right now",
+            "retry later, or choose another model",
+        ),
+        ProviderErrorKind::Auth => (
+            "the provider refused the credentials: they are missing, wrong or expired",
+            "run `smith auth status` and set a valid key with `smith auth set PROVIDER`",
+        ),
+        ProviderErrorKind::InvalidRequest => (
+            "the provider rejected the request as invalid",
+            "check the model and its options; report the request if they are valid",
+        ),
+        ProviderErrorKind::ModelUnavailable => (
+            "the model does not exist or this account cannot use it",
+            "run `smith models` and choose an available model",
+        ),
+        ProviderErrorKind::ContextOverflow => (
+            "the conversation does not fit the model's context window",
+            "compact the conversation or choose a model with a larger context",
+        ),
+        ProviderErrorKind::MalformedStream => (
+            "the response stream broke the stream rules or ended early",
+            "retry; if it persists, report the provider's response",
+        ),
+        ProviderErrorKind::Transport => (
+            "the exchange with the provider could not be carried out",
+            "check the network and the provider's address, then retry",
+        ),
     }
 }
 
-impl ProviderError {
+/// An adapter error as a diagnostic (the error type is the contract's,
+/// defined in `smith-contract`, which knows no diagnostics).
+pub trait ToDiagnostic {
     /// This error as a diagnostic: code `provider.<kind>`, the provider's
     /// response as the surface.
-    pub fn to_diagnostic(&self) -> Diagnostic {
-        let (why, next) = self.kind.why_next();
+    fn to_diagnostic(&self) -> Diagnostic;
+}
+
+impl ToDiagnostic for ProviderError {
+    fn to_diagnostic(&self) -> Diagnostic {
+        let (why, next) = why_next(self.kind);
         let d = Diagnostic::from_message(
-            format!("provider.{}", self.kind.name()),
+            format!("provider.{}", self.kind.as_str()),
             &self.message,
             why,
             next,
@@ -82,18 +73,6 @@ impl ProviderError {
                 .with_value(format!("{ms} ms")),
             None => d,
         }
-    }
-}
-
-impl From<&ProviderError> for Diagnostic {
-    fn from(err: &ProviderError) -> Diagnostic {
-        err.to_diagnostic()
-    }
-}
-
-impl From<ProviderError> for Diagnostic {
-    fn from(err: ProviderError) -> Diagnostic {
-        err.to_diagnostic()
     }
 }
 
@@ -116,13 +95,13 @@ mod tests {
         ];
         for kind in kinds {
             // The name matches the serde projection.
-            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
             let err = ProviderError::new(kind, "event \"ping\" arrived out of order");
-            let d = Diagnostic::from(&err);
+            let d = err.to_diagnostic();
             assert!(d.is_complete(), "{d}");
-            assert_eq!(d.code(), format!("provider.{}", kind.name()));
+            assert_eq!(d.code(), format!("provider.{}", kind.as_str()));
             assert_eq!(d.value(), Some(&Value::Shown("\"ping\"".into())));
-            assert_eq!((d.why(), d.next()), kind.why_next());
+            assert_eq!((d.why(), d.next()), why_next(kind));
         }
         let mut limited = ProviderError::new(ProviderErrorKind::RateLimit, "slow down; wait a bit");
         limited.retry_after_ms = Some(2000);

@@ -14,10 +14,10 @@
 //!   (OpenRouter, Ollama, llama.cpp server, vLLM, LM Studio), with their
 //!   quirks.
 //!
-//! The crate depends only on `std`, `serde` and `serde_json`, so it builds
-//! for `wasm32-wasip2` and runs inside the provider plugins; it does not
-//! know the host. Its [`types`] mirror the host's provider contract field
-//! for field and serialize to the same JSON.
+//! The crate depends only on `std`, `serde`, `serde_json` and
+//! `smith-contract` (whose normalized types [`types`] re-exports), so it
+//! builds for `wasm32-wasip2` and runs inside the provider plugins; it does
+//! not know the host.
 //!
 //! Shared rules: a request uses only what the model advertises
 //! ([`Capabilities`]); tools offered to a model without tool use fail
@@ -44,6 +44,7 @@ pub mod sse;
 pub mod types;
 
 pub use common::{Capabilities, Config, ThinkingLevel, credential_handle};
+pub use diag::ToDiagnostic;
 pub use settings::SETTINGS;
 pub use types::{
     ContentBlock, Decoder, HttpExchange, Message, OpaqueBytes, ProviderError, ProviderErrorKind,

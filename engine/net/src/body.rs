@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
-use crate::cancel::CancelToken;
 use crate::conn::{Pool, PoolKey, Stream, WaitError, describe_io, read_some};
 use crate::error::{NetError, NetErrorKind};
 use crate::http1::{ChunkedDecoder, Framing};
 use crate::limits::Limits;
+use smith_contract::CancelToken;
 
 /// How a body ended. Exactly one outcome ends every body.
 #[derive(Clone, Debug, PartialEq, Eq)]

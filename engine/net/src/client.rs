@@ -7,7 +7,6 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use crate::body::{Body, Outcome, Reader};
-use crate::cancel::CancelToken;
 use crate::conn::{Dialer, Pool, PoolKey, Stream, WaitError, describe_io, read_some, write_all};
 use crate::error::{NetError, NetErrorKind};
 use crate::http1::{self, Framing, Head, HeadParse};
@@ -15,6 +14,7 @@ use crate::limits::Limits;
 use crate::proxy::ProxySettings;
 use crate::request::{Request, Response};
 use crate::url::Scheme;
+use smith_contract::CancelToken;
 
 /// Builds a [`Client`].
 ///

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 
-use crate::cancel::CancelToken;
 use crate::error::{NetError, NetErrorKind};
 use crate::http1::{HeadParse, parse_head};
 use crate::limits::Limits;
 use crate::proxy::ProxyServer;
 use crate::url::{Scheme, Url};
+use smith_contract::CancelToken;
 
 /// A plain or TLS connection.
 pub(crate) enum Stream {

@@ -1,5 +1,5 @@
 //! The host-owned HTTP engine: synchronous, pure Rust, rustls with bundled
-//! Mozilla roots, bounded and observable exchanges, and a streaming SSE reader.
+//! Mozilla roots, bounded and observable exchanges.
 //!
 //! # Overview
 //!
@@ -27,8 +27,10 @@
 //! `NO_PROXY` are read once when the client is built ([`ProxySettings`]).
 //! Redirects are not followed; HTTP/2 and content codings are not supported.
 //!
-//! The [`sse`] module is an incremental `text/event-stream` parser following
-//! the WHATWG HTML specification.
+//! The [`CancelToken`] is the one token of `smith-contract`, re-exported:
+//! the engine's run, its tools and the exchange share the same flag.
+//! Response bodies are bytes; the Server-Sent Events parser that reads
+//! provider streams is `smith_providers::sse`.
 //!
 //! ```no_run
 //! use smith_net::{BodyEvent, CancelToken, Client, Outcome, Request};
@@ -52,7 +54,6 @@
 #![deny(missing_docs)]
 
 mod body;
-mod cancel;
 mod client;
 mod conn;
 mod diag;
@@ -61,14 +62,13 @@ mod http1;
 mod limits;
 mod proxy;
 mod request;
-pub mod sse;
 mod url;
 
 pub use body::{Body, BodyEvent, Outcome};
-pub use cancel::CancelToken;
 pub use client::{Client, ClientBuilder};
 pub use error::{NetError, NetErrorKind};
 pub use limits::Limits;
 pub use proxy::{ProxyServer, ProxySettings};
 pub use request::{Headers, Method, Request, Response};
+pub use smith_contract::CancelToken;
 pub use url::{Scheme, Url};

@@ -103,18 +103,11 @@ pub struct CompactionRecord {
     pub usage: Usage,
 }
 
-/// The system prompt of a summary request. The scripted provider recognizes
-/// summary requests by it (see [`is_summary_request`]).
-pub const SUMMARY_SYSTEM: &str = "You summarize a coding session so that it can continue without the full transcript. Write a concise, complete summary: the user's goals and constraints, decisions made, files read and changed (with paths), commands run and their results, errors met and how they were handled, and the work still to do. Keep exact names, paths and values. Do not call tools; answer with the summary text only.";
+pub use smith_contract::summary::{INSTRUCTIONS_MARKER, SUMMARY_SYSTEM, is_summary_request};
 
 /// The text before the summary in the context's first message.
 pub const SUMMARY_PREFIX: &str =
     "[smith] The conversation before this point was compacted. Summary:\n\n";
-
-/// Whether `request` is a summary request (tool-free, [`SUMMARY_SYSTEM`]).
-pub fn is_summary_request(request: &Request) -> bool {
-    request.tools.is_empty() && request.system.as_deref() == Some(SUMMARY_SYSTEM)
-}
 
 /// The message that stands for the summarized part of the conversation.
 pub fn summary_message(summary: &str) -> Message {
@@ -249,9 +242,6 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
     }
     out
 }
-
-/// The marker before custom instructions in a summary request.
-pub const INSTRUCTIONS_MARKER: &str = "\nAdditional instructions for this summary: ";
 
 /// The tool-free request that asks `model` for a summary of `messages`.
 pub fn summary_request(

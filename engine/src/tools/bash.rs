@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::fsutil::io_error;
 use super::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, args,

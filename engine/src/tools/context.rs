@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::hash::Hasher;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,37 +17,28 @@ use serde_json::Value;
 
 use super::result::{ToolError, ToolErrorKind};
 
-/// A cheap, clonable cancellation flag. Cancelling one clone cancels all.
+/// The cancellation token every tool invocation carries: one clone of the
+/// run's token (`smith_contract::CancelToken`). Cancelling one clone cancels
+/// all.
 ///
 /// Tools poll it at every effect edge: before touching the filesystem,
 /// before a rename, between directory entries, and every few milliseconds
-/// while a process runs.
-#[derive(Clone, Debug, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
+/// while a process runs ([`CancelCheck::check`]).
+pub use smith_contract::CancelToken;
 
-impl CancelToken {
-    /// A token that is not cancelled.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Requests cancellation. Idempotent.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// True once [`cancel`](Self::cancel) was called on any clone.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-
+/// The tools' check of a [`CancelToken`] before an effect.
+pub trait CancelCheck {
     /// An error (changing nothing) when cancelled, naming the tool and the
     /// step it stopped before.
     ///
     /// # Errors
     ///
     /// [`ToolErrorKind::Cancelled`] with [`Mutation::NotApplied`](super::Mutation::NotApplied).
-    pub fn check(&self, tool: &str, before: &str) -> Result<(), ToolError> {
+    fn check(&self, tool: &str, before: &str) -> Result<(), ToolError>;
+}
+
+impl CancelCheck for CancelToken {
+    fn check(&self, tool: &str, before: &str) -> Result<(), ToolError> {
         if self.is_cancelled() {
             return Err(ToolError::new(
                 ToolErrorKind::Cancelled,

@@ -9,6 +9,7 @@
 
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::diff::{line_number, line_starts, unified};
 use super::fsutil::{atomic_replace, binary_reason, check_fresh, io_error, require_regular};
 use super::{

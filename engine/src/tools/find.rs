@@ -11,6 +11,7 @@
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::walk::{BoundedLines, builder, walk_error_note};
 use super::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, args,

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::context::{CancelToken, Fingerprint, FingerprintHasher, ToolContext};
+use super::context::{CancelCheck, CancelToken, Fingerprint, FingerprintHasher, ToolContext};
 use super::result::{Mutation, ToolError, ToolErrorKind};
 
 /// Bytes inspected by [`binary_reason`].

@@ -17,6 +17,7 @@ use grep_searcher::{
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::find::bad_glob;
 use super::walk::{BoundedLines, builder, walk_error_note};
 use super::{

@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::walk::{BoundedLines, builder, walk_error_note};
 use super::{
     Access, Mutation, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, args,

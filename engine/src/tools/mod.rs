@@ -51,7 +51,8 @@ mod walk;
 pub mod write;
 
 pub use context::{
-    CancelToken, Fingerprint, FingerprintHasher, Limits, OutputSink, ReadTracker, ToolContext,
+    CancelCheck, CancelToken, Fingerprint, FingerprintHasher, Limits, OutputSink, ReadTracker,
+    ToolContext,
 };
 pub use result::{Mutation, ToolError, ToolErrorKind, ToolResult};
 pub use schema::{ValidationError, validate};

@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::fsutil::{binary_reason, cap_line, io_error, require_regular};
 use super::{
     Access, FingerprintHasher, Mutation, Tool, ToolContext, ToolDefinition, ToolError,

@@ -9,6 +9,7 @@
 
 use serde_json::{Value, json};
 
+use super::CancelCheck;
 use super::fsutil::{
     atomic_replace, check_fresh, create_parents, io_error, remove_created, require_regular,
 };

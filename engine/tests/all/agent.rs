@@ -21,7 +21,7 @@ use smith_engine::provider::{
     ContentBlock, HostTransport, Message, Provider, Request, StopReason, ToolCall,
 };
 use smith_engine::tools::{
-    Access, Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet,
+    Access, CancelCheck, Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet,
 };
 use smith_testkit::ScriptedProvider;
 

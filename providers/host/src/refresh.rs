@@ -17,8 +17,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use smith_auth::Resolver;
 use smith_catalog::{CancelToken, Catalog, ModelInfo, RefreshHandle, ThinkingLevel};
@@ -37,9 +35,6 @@ pub const MAX_PAGES: usize = 20;
 
 /// The most bytes one listing page may hold.
 pub const MAX_PAGE_BYTES: usize = 16 << 20;
-
-/// How often the cancellation bridge looks at the refresh's token.
-const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 /// A provider that can be asked for its models.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -246,11 +241,9 @@ fn fetch_page(
     exchange: Exchange,
     cancel: &CancelToken,
 ) -> Result<Vec<u8>, PageError> {
-    let engine_cancel = smith_engine::tools::CancelToken::new();
-    let bridge = Bridge::start(cancel.clone(), engine_cancel.clone());
     let mut body = Vec::new();
     let mut too_large = false;
-    let outcome = transport.perform(exchange, &engine_cancel, &mut |chunk| {
+    let outcome = transport.perform(exchange, cancel, &mut |chunk| {
         if cancel.is_cancelled() {
             return false;
         }
@@ -261,7 +254,6 @@ fn fetch_page(
         body.extend_from_slice(chunk);
         true
     });
-    drop(bridge);
     if cancel.is_cancelled() {
         return Err(PageError::Cancelled);
     }
@@ -271,42 +263,6 @@ fn fetch_page(
         BodyOutcome::Cancelled => Err(PageError::Cancelled),
         BodyOutcome::Stopped if too_large => Err(PageError::TooLarge),
         BodyOutcome::Stopped => Err(PageError::Cancelled),
-    }
-}
-
-/// Carries the refresh's cancellation to the engine token the transport
-/// watches, while one page is fetched.
-struct Bridge {
-    done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Bridge {
-    fn start(from: CancelToken, to: smith_engine::tools::CancelToken) -> Bridge {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
-        let thread = std::thread::Builder::new()
-            .name("smith-refresh-cancel".into())
-            .spawn(move || {
-                while !flag.load(Ordering::SeqCst) {
-                    if from.is_cancelled() {
-                        to.cancel();
-                        return;
-                    }
-                    std::thread::sleep(CANCEL_POLL);
-                }
-            })
-            .ok();
-        Bridge { done, thread }
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

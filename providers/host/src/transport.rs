@@ -13,7 +13,6 @@
 //! model, other 4xx invalid request).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use smith_auth::Resolver;
@@ -26,9 +25,6 @@ use smith_net::{BodyEvent, Client, Method, NetErrorKind, Outcome, Request};
 
 /// The most bytes of an error response that are read.
 const ERROR_BODY_LIMIT: usize = 1 << 20;
-
-/// How often the cancellation bridge looks at the engine's token.
-const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 /// The three network timeouts a user configures (`net.connect-timeout-s`,
 /// `net.head-timeout-s`, `net.body-gap-timeout-s`); every other bound of the
@@ -175,10 +171,7 @@ impl NetTransport {
             Err(e) => return BodyOutcome::Failed(e),
         };
         let host = request.url().authority();
-        let net_cancel = smith_net::CancelToken::new();
-        let bridge = CancelBridge::start(cancel.clone(), net_cancel.clone());
-        let outcome = self.exchange(request, &host, net_cancel, on_chunk);
-        drop(bridge);
+        let outcome = self.exchange(request, &host, cancel.clone(), on_chunk);
         if cancel.is_cancelled() && !matches!(outcome, BodyOutcome::Complete) {
             return BodyOutcome::Cancelled;
         }
@@ -189,10 +182,10 @@ impl NetTransport {
         &self,
         request: Request,
         host: &str,
-        net_cancel: smith_net::CancelToken,
+        cancel: CancelToken,
         on_chunk: &mut dyn FnMut(&[u8]) -> bool,
     ) -> BodyOutcome {
-        let mut response = match self.client.send(request, net_cancel) {
+        let mut response = match self.client.send(request, cancel) {
             Ok(r) => r,
             Err(e) => {
                 let kind = match e.kind() {
@@ -313,42 +306,6 @@ pub(crate) fn status_error(status: u16, reason: &str, host: &str, body: &[u8]) -
         kind,
         format!("{host} answered HTTP {status} {reason} {said}; {next}"),
     )
-}
-
-/// Carries the engine's cancellation to the HTTP engine's token while an
-/// exchange runs.
-struct CancelBridge {
-    done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl CancelBridge {
-    fn start(from: CancelToken, to: smith_net::CancelToken) -> CancelBridge {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
-        let thread = std::thread::Builder::new()
-            .name("smith-cancel-bridge".into())
-            .spawn(move || {
-                while !flag.load(Ordering::SeqCst) {
-                    if from.is_cancelled() {
-                        to.cancel();
-                        return;
-                    }
-                    std::thread::sleep(CANCEL_POLL);
-                }
-            })
-            .ok();
-        CancelBridge { done, thread }
-    }
-}
-
-impl Drop for CancelBridge {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 impl Transport for NetTransport {

@@ -1,6 +1,7 @@
 //! Integration tests for smith-providers: golden decodes of recorded real
 //! streams, cuts at every byte offset, arbitrary chunk splits, request
-//! encoding, quirks of OpenAI-compatible servers, and signature round trips.
+//! encoding, quirks of OpenAI-compatible servers, signature round trips, and
+//! the SSE parser on its own.
 
 #![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
 
@@ -9,4 +10,5 @@ mod encode;
 mod golden;
 mod listings;
 mod quirks;
+mod sse;
 mod support;

@@ -1,23 +1,24 @@
 //! smith/mock: the scripted provider as a `smith:plugin@1` provider plugin.
 //!
-//! Settings (through `configure`): `script` is the script's JSON text and
-//! `origin` names where it came from in errors. Without a script the
-//! built-in demo plays. `encode` answers with a local exchange; `decode`
-//! turns each chunk back into events. It has no model listing:
-//! `models-request` answers none, so a catalog refresh skips it and its one
-//! model is what `describe` says.
-
-mod model;
-mod script;
+//! The provider is `smith_contract::scripted::ScriptedProvider`, the same
+//! implementation the host's test kit plays natively; this crate only
+//! converts between it and the WIT types. Settings (through `configure`):
+//! `script` is the script's JSON text and `origin` names where it came from
+//! in errors. Without a script the built-in demo plays. `encode` answers
+//! with a local exchange; `decode` turns each chunk back into events. It has
+//! no model listing: `models-request` answers none, so a catalog refresh
+//! skips it and its one model is what `describe` says. Recording requests to
+//! a file is not available here: a plugin has no file system.
 
 use std::cell::RefCell;
 
 use smith_plugin_sdk::provider::exports::smith::plugin::provider as wit;
 
-use model::{
-    ContentBlock, Message, OpaqueBytes, Request, StopReason, StreamEvent, ToolCall, ToolSpec,
+use smith_contract::scripted::{ScriptedProvider, parse_script};
+use smith_contract::{
+    ContentBlock, Exchange, Message, ModelInfo, OpaqueBytes, Provider, ProviderError,
+    ProviderErrorKind, Request, StopReason, StreamEvent, ToolCall, ToolSpec, Usage,
 };
-use script::ScriptedProvider;
 
 thread_local! {
     static STATE: RefCell<ScriptedProvider> = RefCell::new(ScriptedProvider::demo());
@@ -45,8 +46,8 @@ fn stop_from_wit(reason: wit::StopReason) -> StopReason {
     }
 }
 
-fn error_to_wit(error: model::ProviderError) -> wit::ProviderError {
-    use model::ProviderErrorKind as K;
+fn error_to_wit(error: ProviderError) -> wit::ProviderError {
+    use ProviderErrorKind as K;
     let kind = match error.kind {
         K::RateLimit => wit::ErrorKind::RateLimit,
         K::Overloaded => wit::ErrorKind::Overloaded,
@@ -64,12 +65,31 @@ fn error_to_wit(error: model::ProviderError) -> wit::ProviderError {
     }
 }
 
-fn usage_to_wit(usage: model::Usage) -> wit::Usage {
+fn usage_to_wit(usage: Usage) -> wit::Usage {
     wit::Usage {
         input: usage.input,
         output: usage.output,
         cache_read: usage.cache_read,
         cache_write: usage.cache_write,
+    }
+}
+
+fn model_to_wit(model: ModelInfo) -> wit::ModelInfo {
+    wit::ModelInfo {
+        id: model.id,
+        display_name: None,
+        context_window: model.context_window,
+        max_output_tokens: model.max_output_tokens,
+        text_input: None,
+        image_input: None,
+        tools: None,
+        thinking: None,
+        pricing: model.pricing.map(|price| wit::Pricing {
+            input: Some(price.input),
+            output: Some(price.output),
+            cache_read: Some(price.cache_read),
+            cache_write: Some(price.cache_write),
+        }),
     }
 }
 
@@ -153,19 +173,10 @@ fn request_from_wit(request: wit::Request) -> Request {
 
 impl wit::Guest for Mock {
     fn describe() -> wit::ProviderInfo {
+        let info = STATE.with(|state| state.borrow().describe());
         wit::ProviderInfo {
-            id: "mock".to_owned(),
-            models: vec![wit::ModelInfo {
-                id: script::MOCK_MODEL.to_owned(),
-                display_name: None,
-                context_window: Some(200_000),
-                max_output_tokens: Some(8_192),
-                text_input: None,
-                image_input: None,
-                tools: None,
-                thinking: None,
-                pricing: None,
-            }],
+            id: info.id,
+            models: info.models.into_iter().map(model_to_wit).collect(),
         }
     }
 
@@ -184,9 +195,9 @@ impl wit::Guest for Mock {
             }
         }
         let provider = match script_text {
-            Some(text) => ScriptedProvider::new(
-                script::parse_script(&text, &origin).map_err(|e| e.to_string())?,
-            ),
+            Some(text) => {
+                ScriptedProvider::new(parse_script(&text, &origin).map_err(|e| e.to_string())?)
+            }
             None => ScriptedProvider::demo(),
         };
         STATE.with(|state| *state.borrow_mut() = provider);
@@ -195,18 +206,26 @@ impl wit::Guest for Mock {
 
     fn encode(request: wit::Request) -> Result<wit::Exchange, wit::ProviderError> {
         let request = request_from_wit(request);
-        let chunks = STATE
+        let exchange = STATE
             .with(|state| state.borrow_mut().encode(&request))
             .map_err(error_to_wit)?;
-        Ok(wit::Exchange::Local(
-            chunks
-                .into_iter()
-                .map(|chunk| wit::LocalChunk {
-                    delay_ms: chunk.delay_ms,
-                    bytes: chunk.bytes,
-                })
-                .collect(),
-        ))
+        Ok(match exchange {
+            Exchange::Local { chunks } => wit::Exchange::Local(
+                chunks
+                    .into_iter()
+                    .map(|chunk| wit::LocalChunk {
+                        delay_ms: chunk.delay_ms,
+                        bytes: chunk.bytes,
+                    })
+                    .collect(),
+            ),
+            Exchange::Http(http) => wit::Exchange::Http(wit::HttpExchange {
+                method: http.method,
+                url: http.url,
+                headers: http.headers,
+                body: http.body,
+            }),
+        })
     }
 
     fn decode(chunk: Vec<u8>) -> Vec<wit::StreamEvent> {

@@ -1,7 +1,6 @@
-//! Mirrors of the engine's normalized types with the same JSON shapes, so
-//! scripts, chunks and the demo's usage numbers are byte-identical to the
-//! native scripted provider's.
-#![allow(dead_code)]
+//! The normalized provider types: requests and messages, stream events,
+//! usage and pricing, typed errors, exchanges, model and provider info, and
+//! the [`Provider`] trait.
 
 use serde::{Deserialize, Serialize};
 
@@ -180,7 +179,8 @@ pub struct Request {
 }
 
 /// Token accounting. A field the provider did not report stays `None`;
-/// unknown never becomes zero.
+/// unknown never becomes zero. `input` counts input tokens that were neither
+/// read from nor written to a cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Input tokens.
@@ -395,11 +395,188 @@ impl StreamEvent {
     }
 }
 
-/// One body chunk of a local exchange.
-#[derive(Clone, Debug, PartialEq)]
+/// A model a provider offers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The model id.
+    pub id: String,
+    /// The context window in tokens, if known.
+    pub context_window: Option<u64>,
+    /// The output limit in tokens, if known.
+    pub max_output_tokens: Option<u32>,
+    /// Prices, if known; `None` makes costs unknown.
+    pub pricing: Option<Pricing>,
+}
+
+/// What a provider says about itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    /// The provider id (`mock`, ...).
+    pub id: String,
+    /// The models it offers; the first is its default.
+    pub models: Vec<ModelInfo>,
+}
+
+/// One body chunk of a local exchange, delivered after a delay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LocalChunk {
-    /// Milliseconds to wait before delivering the chunk.
+    /// Milliseconds to wait before delivering the chunk (the wait observes
+    /// cancellation).
     pub delay_ms: u64,
-    /// The chunk's bytes.
+    /// The chunk's bytes, handed to [`Provider::decode`].
     pub bytes: Vec<u8>,
+}
+
+/// An HTTP exchange description for the host's HTTP engine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HttpExchange {
+    /// The method.
+    pub method: String,
+    /// The URL.
+    pub url: String,
+    /// Header names and values; credentials appear only as opaque handles
+    /// (`{{credential:SLOT}}`) the host substitutes at the effect boundary.
+    pub headers: Vec<(String, String)>,
+    /// The request body.
+    pub body: Vec<u8>,
+}
+
+impl HttpExchange {
+    /// The body parsed as JSON, if it is JSON (the vendor adapters' bodies
+    /// always are).
+    pub fn body_json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    /// The value of header `name` (case-insensitive), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// What the host must do to get a response body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Exchange {
+    /// No network: the body is the given chunks (scripted providers).
+    Local {
+        /// The body chunks in order.
+        chunks: Vec<LocalChunk>,
+    },
+    /// An HTTP request through the host's HTTP engine.
+    Http(HttpExchange),
+}
+
+/// The provider contract: what a built-in or plugin provider implements.
+///
+/// One value serves one conversation; the host calls `encode` once per
+/// request, then `decode` for each body chunk in order, then `finish` once
+/// when the body ends (completely or not). Errors inside a stream are
+/// reported as [`StreamEvent::Error`] events, never by panicking.
+pub trait Provider: Send {
+    /// Identity and models.
+    fn describe(&self) -> ProviderInfo;
+
+    /// Turns a request into the exchange the host performs.
+    ///
+    /// # Errors
+    ///
+    /// A typed error when the request cannot be sent (for example a model
+    /// the provider does not offer); nothing is sent then.
+    fn encode(&mut self, request: &Request) -> Result<Exchange, ProviderError>;
+
+    /// Turns one body chunk into zero or more events.
+    fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent>;
+
+    /// Called once after the last chunk; flushes buffered events. A provider
+    /// must not invent a terminal event for a body that was cut off.
+    fn finish(&mut self) -> Vec<StreamEvent>;
+
+    /// Called when a response failed before any of its content (text,
+    /// thinking or tool calls) reached the caller: the request could not be
+    /// encoded, the exchange failed, or the stream ended in an error first.
+    /// Returns how long to wait before [`Provider::encode`] is called again
+    /// for the same request (a retry, or failover to another target), or
+    /// `None` to give up with `error`, which the provider may amend (for
+    /// example with the attempts it made). The default gives up at once.
+    fn recover(&mut self, error: &mut ProviderError) -> Option<std::time::Duration> {
+        let _ = error;
+        None
+    }
+
+    /// A function that interrupts a provider call in flight from another
+    /// thread, called when the run is aborted. Providers that run foreign
+    /// code (plugins) return one; the default has none.
+    fn interrupter(&self) -> Option<Interrupt> {
+        None
+    }
+}
+
+/// Interrupts a call in flight from another thread (see
+/// [`Provider::interrupter`]).
+pub type Interrupt = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opaque_bytes_round_trip_through_json() {
+        let bytes = OpaqueBytes(vec![0, 1, 0xab, 0xff]);
+        let json = serde_json::to_string(&bytes).unwrap();
+        assert_eq!(json, "\"0001abff\"");
+        assert_eq!(serde_json::from_str::<OpaqueBytes>(&json).unwrap(), bytes);
+        assert!(serde_json::from_str::<OpaqueBytes>("\"abc\"").is_err());
+        assert!(serde_json::from_str::<OpaqueBytes>("\"zz\"").is_err());
+    }
+
+    #[test]
+    fn unknown_usage_stays_unknown() {
+        let known = Usage {
+            input: Some(10),
+            output: Some(5),
+            ..Usage::default()
+        };
+        let unknown = Usage::default();
+        assert_eq!(known.add(&unknown).input, None);
+        assert_eq!(known.add(&known).output, Some(10));
+        let price = Pricing {
+            input: 1.0,
+            output: 2.0,
+            cache_read: 0.0,
+            cache_write: 0.0,
+        };
+        assert_eq!(price.cost(&unknown), None);
+        assert_eq!(price.cost(&known), Some(20.0 / 1_000_000.0));
+        let mut overlay = known;
+        overlay.overlay(&Usage {
+            output: Some(7),
+            ..Usage::default()
+        });
+        assert_eq!(overlay.input, Some(10));
+        assert_eq!(overlay.output, Some(7));
+    }
+
+    #[test]
+    fn stream_events_have_a_tagged_json_shape() {
+        let event = StreamEvent::Stop {
+            reason: StopReason::ToolUse,
+        };
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            r#"{"type":"stop","reason":"tool_use"}"#
+        );
+        let err = StreamEvent::Error(ProviderError {
+            kind: ProviderErrorKind::RateLimit,
+            message: "slow down".into(),
+            retry_after_ms: Some(1000),
+        });
+        assert_eq!(
+            serde_json::to_string(&err).unwrap(),
+            r#"{"type":"error","kind":"rate_limit","message":"slow down","retry_after_ms":1000}"#
+        );
+    }
 }

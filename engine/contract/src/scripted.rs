@@ -1,18 +1,31 @@
-//! The scripted provider, ported from the engine's native one: the same
-//! script forms (a list of responses, or an object with `responses` and
-//! `summaries`; docs/mock-provider.md), the same errors, the same chunks,
-//! the same answers to summary requests and the same built-in demo.
-//! Recording requests to a file is not available here: a plugin has no file
-//! system.
+//! The mock provider: its script format (`--mock-script`, documented in
+//! `docs/mock-provider.md`) and the scripted provider that plays it.
+//!
+//! A script is a list of responses, each a list of events, or an object with
+//! `responses` and `summaries`. [`ScriptedProvider`] plays one response per
+//! request through exactly the [`Provider`] contract: `encode` answers with a
+//! local exchange whose chunks carry the response's events (with their
+//! delays), `decode` turns each chunk back into normalized events. Summary
+//! requests ([`is_summary_request`]) take the script's `summaries` in order,
+//! or get a generated deterministic summary. With no script it runs a
+//! built-in demo that lists the working directory, reads a file from it and
+//! answers.
+//!
+//! This one implementation serves the host (which reads a script before a
+//! run to name its errors), the smith/mock plugin (the product's scripted
+//! provider, built for `wasm32-wasip2`) and the native test kit.
+
+use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::model::{
-    LocalChunk, Message, OpaqueBytes, ProviderError, ProviderErrorKind, Request, StopReason,
-    StreamEvent, Usage,
+use crate::summary::{INSTRUCTIONS_MARKER, is_summary_request};
+use crate::types::{
+    Exchange, LocalChunk, Message, ModelInfo, OpaqueBytes, Provider, ProviderError,
+    ProviderErrorKind, ProviderInfo, Request, StopReason, StreamEvent, Usage,
 };
 
-/// The model the scripted provider offers.
+/// The model the scripted provider (smith/mock) offers.
 pub const MOCK_MODEL: &str = "mock-1";
 
 /// One scripted event.
@@ -82,7 +95,8 @@ pub struct ScriptToolCall {
 pub type Script = Vec<Vec<ScriptEvent>>;
 
 /// A whole script file: the responses to ordinary requests and, when the
-/// file is in its object form, separate responses to summary requests.
+/// file is in its object form, separate responses to summary requests
+/// (compaction; see [`is_summary_request`]).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptFile {
@@ -103,26 +117,11 @@ impl From<Script> for ScriptFile {
     }
 }
 
-/// The system prompt of the engine's summary requests (compaction); a
-/// tool-free request with exactly this system prompt is a summary request.
-/// It is the engine's `agent::compact::SUMMARY_SYSTEM`, character for
-/// character: the host's tests compare both providers on summary requests.
-pub const SUMMARY_SYSTEM: &str = "You summarize a coding session so that it can continue without the full transcript. Write a concise, complete summary: the user's goals and constraints, decisions made, files read and changed (with paths), commands run and their results, errors met and how they were handled, and the work still to do. Keep exact names, paths and values. Do not call tools; answer with the summary text only.";
-
-/// The text that separates the summarized conversation from the custom
-/// instructions in a summary request (the engine's
-/// `agent::compact::INSTRUCTIONS_MARKER`).
-pub const INSTRUCTIONS_MARKER: &str = "\nAdditional instructions for this summary: ";
-
-/// Whether `request` is a summary request (tool-free, [`SUMMARY_SYSTEM`]).
-fn is_summary_request(request: &Request) -> bool {
-    request.tools.is_empty() && request.system.as_deref() == Some(SUMMARY_SYSTEM)
-}
-
 /// A script or record problem.
 #[derive(Debug)]
 pub struct ScriptError {
-    message: String,
+    /// What went wrong, naming the script or record file.
+    pub message: String,
 }
 
 impl std::fmt::Display for ScriptError {
@@ -153,6 +152,30 @@ pub fn parse_script(text: &str, origin: &str) -> Result<ScriptFile, ScriptError>
     })
 }
 
+/// Reads a script file's text.
+///
+/// # Errors
+///
+/// When the file cannot be read; the error names the path.
+pub fn read_script(path: &Path) -> Result<String, ScriptError> {
+    std::fs::read_to_string(path).map_err(|err| ScriptError {
+        message: format!(
+            "cannot read mock script {}: {err}; check the path given to --mock-script",
+            path.display()
+        ),
+    })
+}
+
+/// Reads and parses a script file.
+///
+/// # Errors
+///
+/// When the file cannot be read or parsed; the error names the path.
+pub fn load_script(path: &Path) -> Result<ScriptFile, ScriptError> {
+    let text = read_script(path)?;
+    parse_script(&text, &path.display().to_string())
+}
+
 enum Mode {
     Script(ScriptFile),
     Demo,
@@ -163,6 +186,15 @@ pub struct ScriptedProvider {
     mode: Mode,
     next: usize,
     next_summary: usize,
+}
+
+impl std::fmt::Debug for ScriptedProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedProvider")
+            .field("next", &self.next)
+            .field("demo", &matches!(self.mode, Mode::Demo))
+            .finish()
+    }
 }
 
 impl ScriptedProvider {
@@ -183,6 +215,16 @@ impl ScriptedProvider {
             next: 0,
             next_summary: 0,
         }
+    }
+
+    /// How many ordinary requests have been answered.
+    pub fn requests_seen(&self) -> usize {
+        self.next
+    }
+
+    /// How many summary requests have been answered.
+    pub fn summaries_seen(&self) -> usize {
+        self.next_summary
     }
 
     fn scripted_response(&self, index: usize) -> Result<Vec<ScriptEvent>, ProviderError> {
@@ -285,9 +327,20 @@ fn to_chunks(response: usize, events: &[ScriptEvent]) -> Result<Vec<LocalChunk>,
     Ok(chunks)
 }
 
-impl ScriptedProvider {
-    /// Turns a request into the local chunks of its scripted response.
-    pub fn encode(&mut self, request: &Request) -> Result<Vec<LocalChunk>, ProviderError> {
+impl Provider for ScriptedProvider {
+    fn describe(&self) -> ProviderInfo {
+        ProviderInfo {
+            id: "mock".to_owned(),
+            models: vec![ModelInfo {
+                id: MOCK_MODEL.to_owned(),
+                context_window: Some(200_000),
+                max_output_tokens: Some(8_192),
+                pricing: None,
+            }],
+        }
+    }
+
+    fn encode(&mut self, request: &Request) -> Result<Exchange, ProviderError> {
         if is_summary_request(request) {
             let index = self.next_summary;
             let scripted = match &self.mode {
@@ -308,7 +361,9 @@ impl ScriptedProvider {
             };
             let events = scripted.unwrap_or_else(|| generated_summary(request));
             self.next_summary += 1;
-            return to_chunks(index, &events);
+            return Ok(Exchange::Local {
+                chunks: to_chunks(index, &events)?,
+            });
         }
         let index = self.next;
         let events = match self.mode {
@@ -316,11 +371,12 @@ impl ScriptedProvider {
             Mode::Script(_) => self.scripted_response(index)?,
         };
         self.next += 1;
-        to_chunks(index, &events)
+        Ok(Exchange::Local {
+            chunks: to_chunks(index, &events)?,
+        })
     }
 
-    /// Turns one chunk back into its events.
-    pub fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+    fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
         match serde_json::from_slice::<Vec<StreamEvent>>(chunk) {
             Ok(events) => events,
             Err(err) => vec![StreamEvent::Error(ProviderError::malformed(format!(
@@ -329,8 +385,7 @@ impl ScriptedProvider {
         }
     }
 
-    /// Nothing is buffered.
-    pub fn finish(&mut self) -> Vec<StreamEvent> {
+    fn finish(&mut self) -> Vec<StreamEvent> {
         Vec::new()
     }
 }
@@ -528,4 +583,19 @@ fn demo_response(request: &Request) -> Vec<ScriptEvent> {
     events.push(demo_usage(request, &reply));
     events.push(ScriptEvent::Stop { reason: stop });
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_scripts_are_rejected_with_the_origin() {
+        let err = parse_script(r#"[[{"txt":"hi"}]]"#, "s.json").unwrap_err();
+        assert!(err.to_string().contains("mock script s.json is not valid"));
+        assert!(err.to_string().contains("txt"));
+        let err = parse_script(r#"{"responses": [], "summary": []}"#, "o.json").unwrap_err();
+        assert!(err.to_string().contains("mock script o.json is not valid"));
+        assert!(err.to_string().contains("summary"), "{err}");
+    }
 }

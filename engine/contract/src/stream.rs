@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 
-use super::{
+use crate::types::{
     ContentBlock, OpaqueBytes, ProviderError, ProviderErrorKind, StopReason, StreamEvent, ToolCall,
     Usage,
 };
