@@ -163,6 +163,7 @@ mod tests {
             limits: &[Limit::AtMost(0.0)],
             floor: None,
             run: never_run,
+            cores: 1,
         }
     }
 
