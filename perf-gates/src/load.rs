@@ -69,9 +69,7 @@ struct Snapshot {
 impl Probe {
     /// Starts measuring the machine's load.
     pub fn start() -> Probe {
-        Probe {
-            start: snapshot(),
-        }
+        Probe { start: snapshot() }
     }
 
     /// The load since [`Probe::start`], or `None` where it cannot be read
@@ -224,10 +222,7 @@ mod tests {
         let l = load_between((1000, 50), (1300, 150), 2.0, 100.0, 2, 1.5);
         assert!((l.others_busy_cores - 1.0).abs() < 1e-9, "{l:?}");
         assert!((l.free_cores() - 1.0).abs() < 1e-9);
-        assert_eq!(
-            l.human(),
-            "others busy 1.00 of 2 cores, load average 1.50"
-        );
+        assert_eq!(l.human(), "others busy 1.00 of 2 cores, load average 1.50");
         // Counters never run backwards into a negative load.
         let idle = load_between((1000, 50), (1000, 80), 1.0, 100.0, 2, 0.0);
         assert_eq!(idle.others_busy_cores, 0.0);

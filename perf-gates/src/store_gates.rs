@@ -545,6 +545,8 @@ fn load_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
     let mut failure = None;
     // Wall clock for both sides: a load of this size checks the end of the
     // file on a second thread, whose time a thread CPU clock would not see.
+    // So the report carries the load on the machine while it was timed.
+    let probe = crate::load::Probe::start();
     let (subject, floor) = paired_wall(
         &plan,
         || match load() {
@@ -557,6 +559,7 @@ fn load_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
             black_box(bench_support::sequential_read(black_box(&path)).ok());
         },
     );
+    cx.record_load(probe.finish());
     if let Some(e) = failure {
         return Err(store_error("loading the fixture failed while timed", e));
     }

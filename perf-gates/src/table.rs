@@ -73,12 +73,24 @@ pub struct Context {
     /// How much to measure.
     pub plan: Plan,
     corpus: Option<Corpus>,
+    timed_load: Option<crate::load::Load>,
 }
 
 impl Context {
     /// A context for `plan`; the corpus is built on first use.
     pub fn new(plan: Plan) -> Context {
-        Context { plan, corpus: None }
+        Context {
+            plan,
+            corpus: None,
+            timed_load: None,
+        }
+    }
+
+    /// Records the machine's load over the timed part of the current
+    /// measurement (without its set-up, such as writing a fixture); the
+    /// report shows it instead of the load over the whole round.
+    pub fn record_load(&mut self, load: Option<crate::load::Load>) {
+        self.timed_load = load;
     }
 
     /// The standard corpus, built on first call.
@@ -205,9 +217,11 @@ pub(crate) fn limits_of(name: &str) -> Option<Vec<Limit>> {
 pub fn run(gates: &[Gate], plan: Plan) -> Report {
     let mut cx = Context::new(plan);
     Report::measured(plan, gates, crate::gate::ROUNDS, |gate, _round| {
+        cx.timed_load = None;
         let probe = crate::load::Probe::start();
         let outcome = (gate.run)(&mut cx);
-        (outcome, probe.finish())
+        let whole_round = probe.finish();
+        (outcome, cx.timed_load.take().or(whole_round))
     })
 }
 

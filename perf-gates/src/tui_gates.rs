@@ -631,10 +631,14 @@ fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
     // The first start compiles the built-in plugins into the cache under
     // SMITH_HOME; the gate measures warm starts, as users see them.
     let cold = time_to_first_frame(&launch)?;
+    // Timed on the wall clock: the report carries the machine's load over
+    // the warm launches.
+    let probe = crate::load::Probe::start();
     let mut samples = Vec::new();
     for _ in 0..first_frame_launches(&cx.plan) {
         samples.push(time_to_first_frame(&launch)?.as_nanos() as u64);
     }
+    cx.record_load(probe.finish());
     samples.sort_unstable();
     Ok(Measurement {
         median: quantile(&samples, 0.5),

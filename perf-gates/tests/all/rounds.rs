@@ -2,9 +2,7 @@
 //! timed): a failing gate is measured again, up to `ROUNDS` rounds in all;
 //! it passes if any round passes, and every round's figure is reported.
 
-use smith_perf::{
-    Context, Gate, GateError, Limit, Load, Measurement, Plan, ROUNDS, Report, Unit,
-};
+use smith_perf::{Context, Gate, GateError, Limit, Load, Measurement, Plan, ROUNDS, Report, Unit};
 
 fn never_run(_: &mut Context) -> Result<Measurement, GateError> {
     Err(GateError::new("injected rounds are judged, not run"))
@@ -58,7 +56,9 @@ fn scripted(
     let mut calls = Vec::new();
     let report = Report::measured(Plan::QUICK, gates, ROUNDS, |gate, round| {
         calls.push((gate.name, round));
-        script.next().expect("the script has a figure for every round")
+        script
+            .next()
+            .expect("the script has a figure for every round")
     });
     assert!(script.next().is_none(), "every scripted round was measured");
     (report, calls)
@@ -88,12 +88,25 @@ fn a_gate_whose_first_rounds_fail_and_last_passes_passes() {
             (ratio(1.38), busy(1.7)),
             (ratio(1.25), busy(1.2)),
             (ratio(0.91), busy(0.05)),
-            (Ok(Measurement { median: 0.0, floor: None, samples: 1, notes: vec![] }), None),
+            (
+                Ok(Measurement {
+                    median: 0.0,
+                    floor: None,
+                    samples: 1,
+                    notes: vec![],
+                }),
+                None,
+            ),
         ],
     );
     assert_eq!(
         calls,
-        [("test.load", 1), ("test.load", 2), ("test.load", 3), ("test.count", 1)]
+        [
+            ("test.load", 1),
+            ("test.load", 2),
+            ("test.load", 3),
+            ("test.count", 1)
+        ]
     );
     assert!(report.passed());
     assert_eq!(report.exit_code(), 0);
@@ -101,21 +114,36 @@ fn a_gate_whose_first_rounds_fail_and_last_passes_passes() {
     assert!(row.verdict.passed && row.verdict.failures.is_empty());
     assert_eq!(row.rounds.len(), 3);
     assert_eq!(
-        row.rounds.iter().map(|r| r.verdict.passed).collect::<Vec<_>>(),
+        row.rounds
+            .iter()
+            .map(|r| r.verdict.passed)
+            .collect::<Vec<_>>(),
         [false, false, true]
     );
     // The deciding round is the one that passed.
-    assert_eq!(row.outcome.as_ref().ok().and_then(Measurement::ratio), Some(0.91));
+    assert_eq!(
+        row.outcome.as_ref().ok().and_then(Measurement::ratio),
+        Some(0.91)
+    );
 
     let text = report.to_text();
-    assert!(text.contains("up to 3 rounds in all, and passes if any round passes"), "{text}");
+    assert!(
+        text.contains("up to 3 rounds in all, and passes if any round passes"),
+        "{text}"
+    );
     assert!(text.contains("pass in round 3"), "{text}");
     assert!(
         text.contains("round 1: 13.800 ms (1.38x the floor), FAIL (others busy 1.70 of 2 cores"),
         "{text}"
     );
-    assert!(text.contains("round 2: 12.500 ms (1.25x the floor), FAIL"), "{text}");
-    assert!(text.contains("round 3: 9.100 ms (0.91x the floor), pass"), "{text}");
+    assert!(
+        text.contains("round 2: 12.500 ms (1.25x the floor), FAIL"),
+        "{text}"
+    );
+    assert!(
+        text.contains("round 3: 9.100 ms (0.91x the floor), pass"),
+        "{text}"
+    );
     assert!(
         text.contains("needs 2 free cores; load: others busy 0.05 of 2 cores, load average 0.10"),
         "{text}"
@@ -132,7 +160,10 @@ fn a_gate_whose_first_rounds_fail_and_last_passes_passes() {
     let free = g["load"]["free_cores"].as_f64().unwrap();
     assert!((free - 1.95).abs() < 1e-9, "{free}");
     let rounds = g["rounds"].as_array().unwrap();
-    let ratios: Vec<f64> = rounds.iter().map(|r| r["ratio"].as_f64().unwrap()).collect();
+    let ratios: Vec<f64> = rounds
+        .iter()
+        .map(|r| r["ratio"].as_f64().unwrap())
+        .collect();
     assert_eq!(ratios, [1.38, 1.25, 0.91]);
     assert_eq!(rounds[0]["passed"], false);
     assert_eq!(rounds[0]["load"]["others_busy_cores"], 1.7);
@@ -160,7 +191,10 @@ fn a_gate_that_fails_all_three_rounds_fails_and_reports_three_figures() {
     let f = &row.verdict.failures;
     assert_eq!(f.len(), 3, "{f:?}");
     for (i, r) in ["1.38x", "1.39x", "1.52x"].iter().enumerate() {
-        assert!(f[i].starts_with(&format!("round {} of 3: test.load: {r} the floor", i + 1)), "{f:?}");
+        assert!(
+            f[i].starts_with(&format!("round {} of 3: test.load: {r} the floor", i + 1)),
+            "{f:?}"
+        );
     }
     let text = report.to_text();
     assert!(text.contains("FAIL (3 rounds)"), "{text}");
@@ -168,7 +202,10 @@ fn a_gate_that_fails_all_three_rounds_fails_and_reports_three_figures() {
         assert!(text.contains(figure), "{figure}: {text}");
     }
     assert!(text.contains("1 of 1 gates failed"), "{text}");
-    assert!(text.contains("round 3 of 3: test.load: 1.52x the floor"), "{text}");
+    assert!(
+        text.contains("round 3 of 3: test.load: 1.52x the floor"),
+        "{text}"
+    );
     let json = report.to_json();
     let g = &json["gates"][0];
     assert_eq!(g["passed"], false);
@@ -187,8 +224,19 @@ fn an_error_is_a_failing_round_and_is_measured_again() {
     let (report, calls) = scripted(
         &[COUNT],
         vec![
-            (Err(GateError::new("the fixture could not be written")), None),
-            (Ok(Measurement { median: 0.0, floor: None, samples: 1, notes: vec![] }), None),
+            (
+                Err(GateError::new("the fixture could not be written")),
+                None,
+            ),
+            (
+                Ok(Measurement {
+                    median: 0.0,
+                    floor: None,
+                    samples: 1,
+                    notes: vec![],
+                }),
+                None,
+            ),
         ],
     );
     assert_eq!(calls, [("test.count", 1), ("test.count", 2)]);
