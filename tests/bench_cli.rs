@@ -1,6 +1,9 @@
 //! `smith bench` end to end: the JSON report names every gate of the table,
-//! carries a median for each and a floor ratio for every timing gate, and
-//! the exit status agrees with the verdict.
+//! carries a median for each and a floor ratio for every timing gate, every
+//! round a gate was measured in (a failing gate up to three) and the
+//! machine's load beside the gates that need a second core, and the exit
+//! status agrees with the verdict. The round logic itself is tested with
+//! injected figures in perf-gates/tests/all/rounds.rs.
 //!
 //! Test builds are unoptimized, so the timing limits may fail here; this
 //! checks the report and the exit status, not speed (`smith bench` in a
@@ -32,8 +35,33 @@ fn bench_quick_json_reports_every_gate() {
     let expected: Vec<&str> = smith_perf::all_gates().iter().map(|g| g.name).collect();
     assert_eq!(names, expected);
     assert_eq!(report["plan"]["name"], "quick");
+    assert_eq!(report["plan"]["max_rounds"], 3);
     for g in gates {
         let name = &g["name"];
+        let rounds = g["rounds"].as_array().expect("rounds is an array");
+        assert!(
+            (1..=3).contains(&rounds.len()),
+            "{name}: {} rounds",
+            rounds.len()
+        );
+        // Measured again only after a failure; passed if any round passed.
+        for r in &rounds[..rounds.len() - 1] {
+            assert_eq!(r["passed"], false, "{name}: a round before the last passed");
+        }
+        let last = &rounds[rounds.len() - 1];
+        assert_eq!(g["passed"], last["passed"], "{name}");
+        if g["passed"] == false {
+            assert_eq!(rounds.len(), 3, "{name} failed after fewer than 3 rounds");
+        }
+        assert_eq!(g["median"], last["median"], "{name}");
+        let cores = g["cores"].as_u64().expect("cores is a number");
+        let two = ["store.load_throughput", "tui.first_frame"];
+        assert_eq!(cores == 2, two.contains(&name.as_str().unwrap()), "{name}");
+        if cfg!(target_os = "linux") {
+            let load = &g["load"];
+            assert!(load["others_busy_cores"].is_number(), "{name}: {load}");
+            assert!(load["cpus"].as_u64().unwrap() >= 1, "{name}: {load}");
+        }
         assert!(g["error"].is_null(), "{name}: {}", g["error"]);
         assert!(g["median"].is_number(), "{name}");
         assert!(!g["limits"].as_array().unwrap().is_empty(), "{name}");
@@ -94,6 +122,12 @@ fn bench_text_report_prints_metric_median_limit_and_ratio() {
     assert!(stdout.contains("codec.encode_1000 "), "{stdout}");
     assert!(stdout.contains("<= 5.000 ms, <= 3.00x floor"), "{stdout}");
     assert!(stdout.contains("memcpy of the same bytes"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "A gate that fails is measured again, up to 3 rounds in all, and passes if any round passes"
+        ),
+        "{stdout}"
+    );
     assert!(code == 0 || code == 1);
     assert_eq!(code == 0, stdout.contains("gates passed"), "{stdout}");
 }

@@ -8,7 +8,7 @@
 //! tools/call of read and bash with progress notifications, resources/list
 //! and resources/read, and a cancelled call. It needs python3 with the PyPI
 //! `mcp` package; when either is missing this test fails and says how to
-//! install it (the same line .ci/run runs).
+//! install it (scripts/setup installs it).
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 

@@ -15,7 +15,11 @@
 //! - [`gate`] defines a gate (name, metric, unit, limits, floor, runner),
 //!   judges measurements against limits, and renders the report as text or
 //!   JSON.
-//! - [`table`] is the gate table itself and the runners behind it.
+//! - [`table`] is the gate table itself and the runners behind it; a gate
+//!   that fails is measured again, up to [`gate::ROUNDS`] rounds in all,
+//!   and passes if any round does.
+//! - [`load`] reads what else the machine ran during a measurement, which
+//!   the report prints beside the gates that need more than one core.
 //!
 //! Every timing gate is compared with a *floor* measured in the same run
 //! (for byte work, a memcpy of the same bytes), so a ratio says how far the
@@ -26,6 +30,7 @@
 
 pub mod entries;
 pub mod gate;
+pub mod load;
 pub mod measure;
 pub mod plugin_gates;
 pub mod rng;
@@ -33,6 +38,10 @@ pub mod store_gates;
 pub mod table;
 pub mod tui_gates;
 
-pub use gate::{Gate, GateError, Limit, Measurement, Note, Report, Unit, Verdict, evaluate};
+pub use gate::{
+    Gate, GateError, Limit, Measurement, Note, ROUNDS, Report, Round, Row, Unit, Verdict, evaluate,
+    measure_rounds,
+};
+pub use load::Load;
 pub use measure::Plan;
 pub use table::{Context, Corpus, all_gates, run};

@@ -46,6 +46,7 @@ pub const PLUGINS: &[Gate] = &[
         limits: &[Limit::AtMost(LOAD_BUDGET_NS)],
         floor: None,
         run: load_builtin_warm,
+        cores: 1,
     },
     Gate {
         name: "plugins.event_dispatch",
@@ -54,6 +55,7 @@ pub const PLUGINS: &[Gate] = &[
         limits: &[Limit::AtMost(DISPATCH_BUDGET_NS)],
         floor: None,
         run: event_dispatch,
+        cores: 1,
     },
     Gate {
         name: "plugins.reload",
@@ -62,6 +64,7 @@ pub const PLUGINS: &[Gate] = &[
         limits: &[Limit::AtMost(RELOAD_BUDGET_NS)],
         floor: None,
         run: reload,
+        cores: 1,
     },
     Gate {
         name: "plugins.warm_start_compiles",
@@ -70,6 +73,7 @@ pub const PLUGINS: &[Gate] = &[
         limits: &[Limit::AtMost(0.0)],
         floor: None,
         run: warm_start_compiles,
+        cores: 1,
     },
 ];
 

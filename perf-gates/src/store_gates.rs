@@ -95,6 +95,7 @@ pub const STORE: &[Gate] = &[
         ],
         floor: Some("sequential write of the same frame bytes to a file, with fdatasync"),
         run: append_1000,
+        cores: 1,
     },
     Gate {
         name: "store.open_ready_10MB",
@@ -103,6 +104,7 @@ pub const STORE: &[Gate] = &[
         limits: &[Limit::AtMost(OPEN_BUDGET_NS)],
         floor: None,
         run: open_ready_10mb,
+        cores: 1,
     },
     Gate {
         name: "store.open_ready_100MB",
@@ -114,6 +116,7 @@ pub const STORE: &[Gate] = &[
         ],
         floor: Some("the same open of the 10 MB session, measured alongside"),
         run: open_ready_100mb,
+        cores: 1,
     },
     Gate {
         name: "store.open_ready_1GiB",
@@ -125,6 +128,7 @@ pub const STORE: &[Gate] = &[
         ],
         floor: Some("the same open of the 10 MB session, measured alongside"),
         run: open_ready_1gib,
+        cores: 1,
     },
     Gate {
         name: "store.open_peak_private",
@@ -133,6 +137,7 @@ pub const STORE: &[Gate] = &[
         limits: &[Limit::AtMost(OPEN_PRIVATE_BYTES)],
         floor: None,
         run: open_peak_private,
+        cores: 1,
     },
     Gate {
         name: "store.load_throughput",
@@ -141,6 +146,8 @@ pub const STORE: &[Gate] = &[
         limits: &[Limit::RatioAtMost(LOAD_RATIO_LIMIT)],
         floor: Some("plain sequential read of the same file into a reused 1 MiB buffer"),
         run: load_throughput,
+        // The load checks the file on two threads, timed on the wall clock.
+        cores: 2,
     },
     Gate {
         name: "store.fork_1m",
@@ -149,6 +156,7 @@ pub const STORE: &[Gate] = &[
         limits: &[Limit::RatioAtMost(FORK_RATIO_LIMIT)],
         floor: Some("memcpy of the branch's records into a fresh Vec"),
         run: fork_1m,
+        cores: 1,
     },
     Gate {
         name: "store.fork_1m_allocations",
@@ -157,6 +165,7 @@ pub const STORE: &[Gate] = &[
         limits: &[Limit::AtMost(FORK_ALLOCATIONS)],
         floor: None,
         run: fork_1m_allocations,
+        cores: 1,
     },
 ];
 
@@ -536,6 +545,8 @@ fn load_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
     let mut failure = None;
     // Wall clock for both sides: a load of this size checks the end of the
     // file on a second thread, whose time a thread CPU clock would not see.
+    // So the report carries the load on the machine while it was timed.
+    let probe = crate::load::Probe::start();
     let (subject, floor) = paired_wall(
         &plan,
         || match load() {
@@ -548,6 +559,7 @@ fn load_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
             black_box(bench_support::sequential_read(black_box(&path)).ok());
         },
     );
+    cx.record_load(probe.finish());
     if let Some(e) = failure {
         return Err(store_error("loading the fixture failed while timed", e));
     }

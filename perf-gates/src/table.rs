@@ -13,6 +13,7 @@
 //!     limits: &[Limit::AtMost(5_000_000.0)],
 //!     floor: Some("sequential write of the same bytes"),
 //!     run: append_1000,
+//!     cores: 1,
 //! }];
 //!
 //! fn append_1000(cx: &mut Context) -> Result<Measurement, GateError> {
@@ -72,12 +73,24 @@ pub struct Context {
     /// How much to measure.
     pub plan: Plan,
     corpus: Option<Corpus>,
+    timed_load: Option<crate::load::Load>,
 }
 
 impl Context {
     /// A context for `plan`; the corpus is built on first use.
     pub fn new(plan: Plan) -> Context {
-        Context { plan, corpus: None }
+        Context {
+            plan,
+            corpus: None,
+            timed_load: None,
+        }
+    }
+
+    /// Records the machine's load over the timed part of the current
+    /// measurement (without its set-up, such as writing a fixture); the
+    /// report shows it instead of the load over the whole round.
+    pub fn record_load(&mut self, load: Option<crate::load::Load>) {
+        self.timed_load = load;
     }
 
     /// The standard corpus, built on first call.
@@ -95,6 +108,7 @@ pub const CODEC: &[Gate] = &[
         limits: &[Limit::AtMost(ENCODE_BUDGET_NS), Limit::RatioAtMost(3.0)],
         floor: Some("memcpy of the same bytes into a warm buffer"),
         run: encode_1000,
+        cores: 1,
     },
     Gate {
         name: "codec.encode_1000_allocations",
@@ -103,6 +117,7 @@ pub const CODEC: &[Gate] = &[
         limits: &[Limit::AtMost(0.0)],
         floor: None,
         run: encode_1000_allocations,
+        cores: 1,
     },
     Gate {
         name: "codec.walk_1000",
@@ -111,6 +126,7 @@ pub const CODEC: &[Gate] = &[
         limits: &[Limit::RatioAtMost(4.0)],
         floor: Some("memcpy of the same bytes into a warm buffer"),
         run: walk_1000,
+        cores: 1,
     },
 ];
 
@@ -122,6 +138,7 @@ pub const ALLOC: &[Gate] = &[Gate {
     limits: &[Limit::RatioAtMost(2.0)],
     floor: Some("the same alloc+free pair through the system allocator"),
     run: alloc_pair,
+    cores: 1,
 }];
 
 /// The most CPU time the agent runtime may spend on one scripted
@@ -154,6 +171,7 @@ pub const ENGINE: &[Gate] = &[
         limits: &[Limit::AtMost(TURN_CPU_BUDGET_NS)],
         floor: None,
         run: turn_cpu,
+        cores: 1,
     },
     Gate {
         name: "engine.turn_allocations",
@@ -162,6 +180,7 @@ pub const ENGINE: &[Gate] = &[
         limits: &[Limit::AtMost(TURN_ALLOCATIONS)],
         floor: None,
         run: turn_allocations,
+        cores: 1,
     },
 ];
 
@@ -191,14 +210,19 @@ pub(crate) fn limits_of(name: &str) -> Option<Vec<Limit>> {
         .map(|g| g.limits.to_vec())
 }
 
-/// Runs `gates` in order with `plan` and judges them.
+/// Runs `gates` in order with `plan` and judges them. A gate that fails is
+/// measured again at once, up to [`crate::gate::ROUNDS`] rounds in all,
+/// and passes if any round passes; each round records the machine's load
+/// ([`crate::load::Probe`]).
 pub fn run(gates: &[Gate], plan: Plan) -> Report {
     let mut cx = Context::new(plan);
-    let outcomes: Vec<_> = gates
-        .iter()
-        .map(|gate| (*gate, (gate.run)(&mut cx)))
-        .collect();
-    Report::from_outcomes(plan, outcomes)
+    Report::measured(plan, gates, crate::gate::ROUNDS, |gate, _round| {
+        cx.timed_load = None;
+        let probe = crate::load::Probe::start();
+        let outcome = (gate.run)(&mut cx);
+        let whole_round = probe.finish();
+        (outcome, cx.timed_load.take().or(whole_round))
+    })
 }
 
 /// Copies `src` into the warm `dst`: the floor for work over those bytes.

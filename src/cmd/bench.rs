@@ -1,9 +1,10 @@
 //! `smith bench`: runs the performance gate table in-process and judges it.
 //!
 //! The gates, their limits and the measuring discipline live in
-//! `smith-perf`; this command picks the plan, prints the report and turns
-//! the verdict into the exit status (0 when every gate passed, 1 when any
-//! failed). It must run inside this binary: the allocation gate counts
+//! `smith-perf` (including the rounds: a gate that fails is measured again,
+//! up to three rounds, and passes if any round passes); this command picks
+//! the plan, prints the report and turns the verdict into the exit status
+//! (0 when every gate passed, 1 when any failed). It must run inside this binary: the allocation gate counts
 //! through the accounting allocator installed as the global allocator here.
 
 use std::io::Write as _;
@@ -163,6 +164,7 @@ mod tests {
             limits: &[Limit::AtMost(0.0)],
             floor: None,
             run: never_run,
+            cores: 1,
         }
     }
 

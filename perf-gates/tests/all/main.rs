@@ -13,6 +13,7 @@ use smith_alloc::AccountingAllocator;
 use smith_perf::entries::{self, Content, Kind, MESSAGE_TEXT_BYTES, TOOL_OUTPUT_BYTES};
 use smith_perf::{Plan, all_gates};
 
+mod rounds;
 mod store_gates;
 
 #[global_allocator]
