@@ -65,6 +65,7 @@ fn secrets_inside_json_escapes() {
     // As Python's json.dumps (ASCII only), PHP (`\/`) and Go (`\u003c`) write them.
     let python = r#"{"k": "clé-secrète-🔑-ünïcødé"}"#
         .replace("é", "\\u00e9")
+        .replace("è", "\\u00e8")
         .replace("🔑", "\\ud83d\\udd11")
         .replace("ü", "\\u00fc")
         .replace("ï", "\\u00ef")
