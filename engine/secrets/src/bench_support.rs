@@ -40,7 +40,7 @@ const SHAPES: &[(&str, &str)] = &[
 
 /// `count` distinct realistic tokens of 20 to 60 bytes.
 pub fn tokens(count: usize) -> Vec<String> {
-    let mut rng = Rng(0x5eed_0f_5ec2e7);
+    let mut rng = Rng(0x5eed_0f5e_c2e7);
     let mut out: Vec<String> = Vec::with_capacity(count);
     while out.len() < count {
         let (prefix, alphabet) = SHAPES[out.len() % SHAPES.len()];

@@ -36,7 +36,10 @@ pub(crate) fn name_problem(name: &str) -> Option<String> {
             name.len()
         ));
     }
-    if let Some(c) = name.chars().find(|c| !c.is_ascii() || !is_name_byte(*c as u8)) {
+    if let Some(c) = name
+        .chars()
+        .find(|c| !c.is_ascii() || !is_name_byte(*c as u8))
+    {
         return Some(format!(
             "the name contains {c:?}; a name uses only ASCII letters, digits, `.`, `_` and `-`"
         ));
@@ -93,8 +96,7 @@ impl<'t> Iterator for References<'t> {
             let name_start = start + OPEN.len();
             let bytes = self.text.as_bytes();
             let mut end = name_start;
-            while end < bytes.len() && end - name_start < MAX_NAME_LEN && is_name_byte(bytes[end])
-            {
+            while end < bytes.len() && end - name_start < MAX_NAME_LEN && is_name_byte(bytes[end]) {
                 end += 1;
             }
             if end > name_start && bytes.get(end) == Some(&b'}') {

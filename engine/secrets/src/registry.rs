@@ -322,7 +322,12 @@ impl Registry {
     /// [`ErrorKind::InvalidName`] for a name the placeholder syntax cannot
     /// carry; [`ErrorKind::Ambiguous`] when the value overlaps a
     /// placeholder (see the crate docs).
-    pub fn register(&mut self, name: &str, value: &str, source: Source) -> Result<Registered, Error> {
+    pub fn register(
+        &mut self,
+        name: &str,
+        value: &str,
+        source: Source,
+    ) -> Result<Registered, Error> {
         if let Some(problem) = name_problem(name) {
             return Err(Error::new(
                 ErrorKind::InvalidName,

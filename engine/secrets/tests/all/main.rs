@@ -29,7 +29,14 @@ pub const ALL_SECRETS: [&str; 6] = [API_KEY, GITHUB, SHORT, LONG, QUOTED, UNICOD
 /// A registry holding every test secret, under a fixed key.
 pub fn registry() -> Registry {
     let mut r = Registry::new(FingerprintKey::from_bytes([9; 32]));
-    let names = ["anthropic.api_key", "github.token", "short", "long", "quoted", "unicode"];
+    let names = [
+        "anthropic.api_key",
+        "github.token",
+        "short",
+        "long",
+        "quoted",
+        "unicode",
+    ];
     for (name, value) in names.iter().zip(ALL_SECRETS) {
         r.register(name, value, Source::User).expect("registered");
     }

@@ -9,7 +9,8 @@ use crate::{API_KEY, GITHUB, LONG, QUOTED, SHORT, UNICODE, registry};
 #[test]
 fn planted_secrets_in_plain_text() {
     let r = registry().redactor();
-    let text = format!("export KEY={API_KEY}\ncurl -H 'Authorization: token {GITHUB}' x\n{API_KEY}");
+    let text =
+        format!("export KEY={API_KEY}\ncurl -H 'Authorization: token {GITHUB}' x\n{API_KEY}");
     assert_eq!(
         r.redact_str(&text),
         "export KEY={secret:anthropic.api_key}\ncurl -H 'Authorization: token {secret:github.token}' x\n{secret:anthropic.api_key}"

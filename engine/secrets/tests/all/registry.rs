@@ -58,9 +58,7 @@ fn registering_the_same_value_twice_is_idempotent() {
     let mut r = Registry::new(FingerprintKey::from_bytes([2; 32]));
     let first = r.register("a.key", API_KEY, Source::User).expect("first");
     assert!(first.new);
-    let second = r
-        .register("a.key", API_KEY, Source::User)
-        .expect("second");
+    let second = r.register("a.key", API_KEY, Source::User).expect("second");
     assert!(!second.new);
     assert_eq!(second.registration, first.registration);
     // Under another name: still the first registration.
@@ -78,7 +76,9 @@ fn registering_the_same_value_twice_is_idempotent() {
 fn short_values_are_refused_with_a_diagnostic() {
     let mut r = Registry::new(FingerprintKey::from_bytes([3; 32]));
     let short = "a".repeat(MIN_SECRET_LEN - 1);
-    let err = r.register("x.y", &short, Source::User).expect_err("too short");
+    let err = r
+        .register("x.y", &short, Source::User)
+        .expect_err("too short");
     assert_eq!(err.kind(), ErrorKind::TooShort);
     let d = err.diagnostic();
     assert_eq!(d.code(), "secrets.too-short");
@@ -122,10 +122,18 @@ fn values_overlapping_placeholders_are_refused() {
 #[test]
 fn rotation_keeps_the_old_value_redacted_and_substitutes_the_new() {
     let mut r = Registry::new(FingerprintKey::from_bytes([5; 32]));
-    r.register("oauth.access", "access-token-old-1111", Source::AuthSlot("x.oauth".into()))
-        .expect("old");
+    r.register(
+        "oauth.access",
+        "access-token-old-1111",
+        Source::AuthSlot("x.oauth".into()),
+    )
+    .expect("old");
     let new = r
-        .register("oauth.access", "access-token-new-2222", Source::AuthSlot("x.oauth".into()))
+        .register(
+            "oauth.access",
+            "access-token-new-2222",
+            Source::AuthSlot("x.oauth".into()),
+        )
         .expect("new");
     assert!(new.new);
     assert_eq!(r.len(), 2);
@@ -144,7 +152,11 @@ fn rotation_keeps_the_old_value_redacted_and_substitutes_the_new() {
 fn handoff_registers_at_once_and_redeems_once() {
     let mut r = Registry::new(FingerprintKey::from_bytes([6; 32]));
     let handoff = r
-        .hand_off("github-login", "github.oauth", "gho_handoff_value_0123456789")
+        .hand_off(
+            "github-login",
+            "github.oauth",
+            "gho_handoff_value_0123456789",
+        )
         .expect("handed off");
     assert!(handoff.registered.new);
     assert_eq!(
@@ -153,7 +165,8 @@ fn handoff_registers_at_once_and_redeems_once() {
     );
     // Redacted from the moment it is handed off.
     assert_eq!(
-        r.redactor().redact_str("token gho_handoff_value_0123456789"),
+        r.redactor()
+            .redact_str("token gho_handoff_value_0123456789"),
         "token {secret:github.oauth}"
     );
     let ticket = handoff.ticket.as_str().to_owned();
@@ -166,7 +179,10 @@ fn handoff_registers_at_once_and_redeems_once() {
     assert_eq!(err.kind(), ErrorKind::Handoff);
     assert!(r.redeem("handoff-unknown").is_err());
     // Still registered after redemption.
-    assert!(r.redactor().contains_secret(b"gho_handoff_value_0123456789"));
+    assert!(
+        r.redactor()
+            .contains_secret(b"gho_handoff_value_0123456789")
+    );
 }
 
 #[test]

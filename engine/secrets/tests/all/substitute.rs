@@ -41,7 +41,11 @@ fn only_authorized_placeholders_are_substituted() {
         })
     );
     assert_eq!(s.used(), ["github.token", "quoted"]);
-    let refused: Vec<_> = s.refused().iter().map(|r| (r.name.as_str(), &r.reason)).collect();
+    let refused: Vec<_> = s
+        .refused()
+        .iter()
+        .map(|r| (r.name.as_str(), &r.reason))
+        .collect();
     assert_eq!(refused.len(), 2);
     assert_eq!(refused[0].0, "anthropic.api_key");
     assert_eq!(refused[1], ("nobody", &Refused::Unknown));
@@ -73,7 +77,13 @@ struct Counting(std::sync::atomic::AtomicUsize);
 impl Policy for Counting {
     fn authorize(&self, request: &Request<'_>) -> Decision {
         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert!(request.secret.fingerprint.to_string().starts_with("hmac-sha256:"));
+        assert!(
+            request
+                .secret
+                .fingerprint
+                .to_string()
+                .starts_with("hmac-sha256:")
+        );
         Decision::Allow
     }
 }
@@ -82,7 +92,10 @@ impl Policy for Counting {
 fn the_policy_is_asked_once_per_secret() {
     let r = registry();
     let policy = Counting(Default::default());
-    let input = serde_json::json!(["{secret:github.token}", "{secret:github.token}{secret:short}"]);
+    let input = serde_json::json!([
+        "{secret:github.token}",
+        "{secret:github.token}{secret:short}"
+    ]);
     let s = r.substitute_json(&input, "t", &policy);
     assert_eq!(policy.0.load(std::sync::atomic::Ordering::Relaxed), 2);
     assert_eq!(s.used(), ["github.token", "short"]);
