@@ -11,7 +11,8 @@ use crate::placeholder;
 /// Patterns per vectorized group: the most Teddy (the SIMD searcher)
 /// takes. Past its own heuristic limit of 64 its buckets verify more
 /// candidates, but for tokens of 20 bytes and more one 100-pattern pass
-/// measured twice as fast as two 50-pattern passes (see docs/secrets.md).
+/// measured almost twice as fast as two passes of at most 64 (see
+/// docs/secrets.md).
 const GROUP: usize = 128;
 
 /// The most vectorized groups before one automaton pass is cheaper than
