@@ -202,3 +202,21 @@ fn registered_values_are_redacted_in_diagnostics() {
     let d = smith_diag::Diagnostic::error("test.leak", format!("key {API_KEY}"), "why", "next");
     assert!(!d.render_plain().contains(API_KEY));
 }
+
+#[test]
+fn registry_and_redactor_can_be_shared_across_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Registry>();
+    shared::<smith_secrets::Redactor>();
+    shared::<smith_secrets::StreamRedactor>();
+    let redactor = registry().redactor();
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let redactor = std::sync::Arc::clone(&redactor);
+            std::thread::spawn(move || redactor.redact_str(API_KEY).into_owned())
+        })
+        .collect();
+    for handle in handles {
+        assert_eq!(handle.join().expect("joined"), "{secret:anthropic.api_key}");
+    }
+}
