@@ -481,7 +481,8 @@ impl Registry {
     /// in already-redacted text.
     fn check_unambiguous(&self, name: &str, value: &str) -> Result<(), Error> {
         let new_placeholder = placeholder::placeholder(name);
-        let new_forms = variants(value);
+        // The forms are copies of secrets: zeroed when this returns.
+        let new_forms = Zeroizing::new(variants(value));
         let mut clash = new_forms.iter().any(|form| {
             overlaps(&new_placeholder, form)
                 || self
@@ -491,7 +492,7 @@ impl Registry {
         });
         if !clash {
             clash = self.entries.iter().any(|e| {
-                variants(&e.value)
+                Zeroizing::new(variants(&e.value))
                     .iter()
                     .any(|form| overlaps(&new_placeholder, form))
             });
