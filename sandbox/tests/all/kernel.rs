@@ -1,0 +1,194 @@
+//! Confined `sh -c` and `bash -c` on the running kernel. Where the kernel
+//! lacks a layer, each test asserts the report says so instead.
+
+use std::io::Read as _;
+use std::net::{TcpListener, UdpSocket};
+use std::process::Command;
+use std::time::Duration;
+
+use smith_sandbox::{Confinement, Coverage, Network, Support};
+
+use crate::fixture::{Tree, sh, text};
+
+/// `Some(conf)` when the layer named `layer` is enforced here; otherwise
+/// asserts the report gives the reason and returns `None`.
+fn enforced(conf: &Confinement, layer: &str) -> bool {
+    let l = conf
+        .enforcement()
+        .layer(layer)
+        .unwrap_or_else(|| panic!("no {layer} layer in\n{}", conf.enforcement()));
+    match &l.coverage {
+        Coverage::Enforced | Coverage::Partial(_) => true,
+        Coverage::Unavailable(why) => {
+            assert!(!why.is_empty());
+            assert!(
+                conf.enforcement().to_string().contains("NOT enforced"),
+                "{}",
+                conf.enforcement()
+            );
+            eprintln!("{layer} is not enforced on this kernel: {why}");
+            false
+        }
+        Coverage::NotRequested => panic!("{layer} not requested"),
+    }
+}
+
+#[test]
+fn allowed_work_succeeds() {
+    let t = Tree::new();
+    let conf = t.confinement(Network::Off);
+    let out = sh(
+        &conf,
+        &t.project,
+        "echo made > made.txt && mkdir sub && echo deep > sub/deep.txt && rm code.txt \
+         && cat ../home/notes.txt && ls / > /dev/null && /bin/true && uname -r > /dev/null \
+         && echo to-null > /dev/null",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ordinary notes\n");
+    assert_eq!(
+        std::fs::read_to_string(t.project.join("made.txt")).expect("read"),
+        "made\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.project.join("sub/deep.txt")).expect("read"),
+        "deep\n"
+    );
+    assert!(!t.project.join("code.txt").exists());
+}
+
+#[test]
+fn writes_outside_the_write_roots_are_refused() {
+    let t = Tree::new();
+    let conf = t.confinement(Network::Off);
+    if !enforced(&conf, "filesystem") {
+        return;
+    }
+    for script in [
+        "echo x > ../outside/new.txt",
+        "echo x > out/new.txt",
+        "echo x >> ../outside/existing.txt",
+        "rm ../outside/existing.txt",
+        "mkdir ../outside/dir",
+        "echo x > ../new-beside.txt",
+        "echo x > ../home/.ssh/planted",
+    ] {
+        let out = sh(&conf, &t.project, script);
+        assert!(!out.status.success(), "{script} succeeded: {}", text(&out));
+    }
+    assert!(!t.outside.join("new.txt").exists());
+    assert!(!t.outside.join("dir").exists());
+    assert!(!t.base.join("new-beside.txt").exists());
+    assert!(!t.home.join(".ssh/planted").exists());
+    assert_eq!(
+        std::fs::read_to_string(t.outside.join("existing.txt")).expect("read"),
+        "outside\n"
+    );
+}
+
+#[test]
+fn denied_paths_cannot_be_read_by_any_route() {
+    let t = Tree::new();
+    let conf = t.confinement(Network::Off);
+    if !enforced(&conf, "filesystem") {
+        return;
+    }
+    for script in [
+        "cat ../home/.ssh/id_key",
+        "cat keys/id_key",
+        "cat ./sub/../../home/.ssh/id_key",
+        "cat ../home/.config/smith-auth.json",
+        "cp ../home/.ssh/id_key stolen",
+        "ln -s ../home/.ssh/id_key link && cat link",
+    ] {
+        let out = sh(&conf, &t.project, script);
+        assert!(!out.status.success(), "{script} succeeded: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("SECRET"), "{script} leaked: {stdout}");
+        assert!(!stdout.contains("token"), "{script} leaked: {stdout}");
+    }
+    // The same cat works unconfined: the refusal is the sandbox's.
+    let out = Command::new("/bin/sh")
+        .args(["-c", "cat ../home/.ssh/id_key"])
+        .current_dir(&t.project)
+        .output()
+        .expect("spawn");
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn descendants_inherit_the_confinement() {
+    let t = Tree::new();
+    let conf = t.confinement(Network::Off);
+    if !enforced(&conf, "filesystem") {
+        return;
+    }
+    let out = sh(
+        &conf,
+        &t.project,
+        "sh -c 'sh -c \"cat ../home/.ssh/id_key\"' ; sh -c 'echo x > ../outside/grandchild.txt'; exit 0",
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("SECRET"));
+    assert!(!t.outside.join("grandchild.txt").exists());
+}
+
+fn bash_tcp(conf: &Confinement, cwd: &std::path::Path, port: u16) -> std::process::Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!("echo hello > /dev/tcp/127.0.0.1/{port}"))
+        .current_dir(cwd);
+    conf.apply(&mut cmd);
+    cmd.output().expect("spawn bash")
+}
+
+#[test]
+fn network_off_cuts_tcp_to_a_local_listener() {
+    let t = Tree::new();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+
+    let off = t.confinement(Network::Off);
+    let net = enforced(&off, "network");
+    let tcp = enforced(&off, "tcp");
+    if net || tcp {
+        let out = bash_tcp(&off, &t.project, port);
+        assert!(!out.status.success(), "connect succeeded: {}", text(&out));
+        assert!(listener.accept().is_err(), "the listener got a connection");
+    }
+
+    // Control: with the network on, the same command reaches the listener.
+    let on = t.confinement(Network::On);
+    let out = bash_tcp(&on, &t.project, port);
+    assert!(out.status.success(), "{}", text(&out));
+    listener.set_nonblocking(false).expect("blocking");
+    let (mut stream, _) = listener.accept().expect("accept");
+    let mut got = String::new();
+    stream.read_to_string(&mut got).expect("read");
+    assert_eq!(got, "hello\n");
+}
+
+#[test]
+fn network_off_cuts_udp_too() {
+    let t = Tree::new();
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let port = socket.local_addr().expect("addr").port();
+    let off = t.confinement(Network::Off);
+    let script = format!("echo datagram > /dev/udp/127.0.0.1/{port}");
+    if enforced(&off, "network") {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(&script).current_dir(&t.project);
+        off.apply(&mut cmd);
+        let out = cmd.output().expect("spawn");
+        assert!(!out.status.success(), "send succeeded: {}", text(&out));
+        let mut buf = [0u8; 64];
+        assert!(socket.recv(&mut buf).is_err(), "a datagram arrived");
+    } else {
+        // Without the namespace the report says UDP is not cut.
+        let support = Support::probe();
+        assert!(support.network_namespace.is_err());
+    }
+}
