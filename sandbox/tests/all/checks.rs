@@ -120,6 +120,7 @@ fn in_process_checks_agree_with_the_kernel() {
 #[test]
 fn a_write_root_holding_a_denied_path_is_split_the_same_way() {
     let t = Tree::new();
+    std::fs::create_dir(t.home.join("docs")).expect("mkdir");
     // The home folder itself is the project: ~/.ssh inside it stays denied.
     let policy = Policy::builder()
         .project_root(&t.home)
@@ -133,7 +134,12 @@ fn a_write_root_holding_a_denied_path_is_split_the_same_way() {
         .expect_err("a new entry beside .ssh");
     assert_eq!(d.code(), "sandbox.write-beside-denied", "{}", d.render_plain());
     assert!(policy.check_write(t.home.join("notes.txt")).is_ok());
-    assert!(policy.check_write(t.home.join(".config/new.txt")).is_ok());
+    assert!(policy.check_write(t.home.join("docs/new.txt")).is_ok());
+    // ~/.config holds the denied ~/.config/gcloud: no new entries there.
+    let d = policy
+        .check_write(t.home.join(".config/new.txt"))
+        .expect_err("a new entry beside .config/gcloud");
+    assert_eq!(d.code(), "sandbox.write-beside-denied", "{}", d.render_plain());
     assert!(policy.check_read(t.home.join(".ssh/id_key")).is_err());
     if !conf.confines_filesystem() {
         return;
@@ -144,7 +150,8 @@ fn a_write_root_holding_a_denied_path_is_split_the_same_way() {
     };
     assert!(!run("echo x > fresh.txt"));
     assert!(run("echo x >> notes.txt"));
-    assert!(run("echo x > .config/new.txt"));
+    assert!(run("echo x > docs/new.txt"));
+    assert!(!run("echo x > .config/new.txt"));
     assert!(!run("cat .ssh/id_key"));
     assert!(!run("echo x > .ssh/planted"));
 }

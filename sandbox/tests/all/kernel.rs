@@ -6,7 +6,7 @@ use std::net::{TcpListener, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
 
-use smith_sandbox::{Confinement, Coverage, Network, Support};
+use smith_sandbox::{Confinement, Coverage, Mode, NamespaceKind, Network, Support};
 
 use crate::fixture::{Tree, sh, text};
 
@@ -191,4 +191,95 @@ fn network_off_cuts_udp_too() {
         let support = Support::probe();
         assert!(support.network_namespace.is_err());
     }
+}
+
+/// The kernel's own support with the network namespace taken away or
+/// swapped for the user-namespace route, to exercise each layer alone.
+fn support_with(ns: Result<NamespaceKind, String>) -> Support {
+    Support {
+        landlock_abi: Support::probe().landlock_abi.clone(),
+        network_namespace: ns,
+    }
+}
+
+#[test]
+fn landlock_tcp_rules_alone_refuse_tcp_and_the_report_says_udp_passes() {
+    let t = Tree::new();
+    let policy = t.policy(Network::Off);
+    let support = support_with(Err("taken away for this test".into()));
+    let conf = Confinement::prepare_with(&policy, Mode::BestEffort, &support)
+        .unwrap_or_else(|d| panic!("{}", d.render_plain()));
+    assert!(!conf.isolates_network());
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    if enforced(&conf, "tcp") {
+        let out = bash_tcp(&conf, &t.project, port);
+        assert!(!out.status.success(), "connect succeeded: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+            "{}",
+            text(&out)
+        );
+        assert!(listener.accept().is_err(), "the listener got a connection");
+    }
+    // Without the namespace, UDP is cut only from Landlock ABI 10 on; the
+    // report must say which, and the datagram must agree with it.
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    socket
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("timeout");
+    let port = socket.local_addr().expect("addr").port();
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!("echo datagram > /dev/udp/127.0.0.1/{port}"))
+        .current_dir(&t.project);
+    conf.apply(&mut cmd);
+    cmd.output().expect("spawn");
+    let mut buf = [0u8; 64];
+    let arrived = socket.recv(&mut buf).is_ok();
+    let udp_cut = matches!(
+        conf.enforcement().layer("udp").map(|l| &l.coverage),
+        Some(Coverage::Enforced)
+    );
+    assert_eq!(arrived, !udp_cut, "{}", conf.enforcement());
+    assert!(
+        conf.enforcement()
+            .to_string()
+            .contains("network: NOT enforced (no network namespace can be made: taken away"),
+        "{}",
+        conf.enforcement()
+    );
+}
+
+#[test]
+fn the_user_namespace_route_confines_too() {
+    let t = Tree::new();
+    let support = support_with(Ok(NamespaceKind::UserNamespace));
+    if let Err(why) = &Support::probe().network_namespace {
+        // No namespaces here at all: the report says so.
+        assert!(!why.is_empty());
+        return;
+    }
+    let conf = Confinement::prepare_with(&t.policy(Network::Off), Mode::Strict, &support)
+        .unwrap_or_else(|d| panic!("{}", d.render_plain()));
+    assert!(conf.isolates_network());
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let out = sh(
+        &conf,
+        &t.project,
+        "id -u > uid.txt && cat /proc/self/uid_map && echo ok > made.txt",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let uid = std::fs::read_to_string(t.project.join("uid.txt")).expect("read");
+    // SAFETY: a plain getter.
+    let me = unsafe { libc::geteuid() };
+    assert_eq!(uid.trim(), me.to_string(), "the user maps to itself");
+    let out = bash_tcp(&conf, &t.project, port);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(listener.accept().is_err());
+    let out = sh(&conf, &t.project, "cat ../home/.ssh/id_key");
+    assert!(!out.status.success(), "{}", text(&out));
 }
