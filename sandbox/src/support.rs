@@ -184,7 +184,11 @@ impl fmt::Display for Support {
                 writeln!(f, "  tcp rules (ABI 4): {}", yes_no(*abi >= ABI_TCP))?;
                 writeln!(f, "  device ioctl (ABI 5): {}", yes_no(*abi >= ABI_IOCTL))?;
                 writeln!(f, "  scopes (ABI 6): {}", yes_no(*abi >= ABI_SCOPE))?;
-                writeln!(f, "  unix socket rules (ABI 9): {}", yes_no(*abi >= ABI_UNIX))?;
+                writeln!(
+                    f,
+                    "  unix socket rules (ABI 9): {}",
+                    yes_no(*abi >= ABI_UNIX)
+                )?;
                 writeln!(f, "  udp rules (ABI 10): {}", yes_no(*abi >= ABI_UDP))?;
             }
             Err(why) => writeln!(f, "landlock: unavailable ({why})")?,

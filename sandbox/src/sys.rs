@@ -77,8 +77,14 @@ fn unshare_plan(kind: NamespaceKind) -> Unshare {
                 flags: libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
                 writes: vec![
                     (c("/proc/self/setgroups"), b"deny".to_vec()),
-                    (c("/proc/self/uid_map"), format!("{uid} {uid} 1").into_bytes()),
-                    (c("/proc/self/gid_map"), format!("{gid} {gid} 1").into_bytes()),
+                    (
+                        c("/proc/self/uid_map"),
+                        format!("{uid} {uid} 1").into_bytes(),
+                    ),
+                    (
+                        c("/proc/self/gid_map"),
+                        format!("{gid} {gid} 1").into_bytes(),
+                    ),
                 ],
             }
         }
@@ -194,7 +200,11 @@ pub(crate) fn plan_rules(policy: &Policy) -> Vec<(PathBuf, BitFlags<AccessFs>)> 
         read |= AccessFs::ResolveUnix;
     }
     let all = AccessFs::from_all(TARGET);
-    let denied: Vec<&Path> = policy.read_denied().iter().map(|d| d.path.as_path()).collect();
+    let denied: Vec<&Path> = policy
+        .read_denied()
+        .iter()
+        .map(|d| d.path.as_path())
+        .collect();
     let mut rules = Vec::new();
     // Read and execute everywhere except the denied paths, and /dev, whose
     // devices are granted one by one below.
@@ -206,10 +216,7 @@ pub(crate) fn plan_rules(policy: &Policy) -> Vec<(PathBuf, BitFlags<AccessFs>)> 
     for dev in DEVICES {
         rules.push((PathBuf::from(dev), device));
     }
-    rules.push((
-        PathBuf::from("/dev/pts"),
-        device | AccessFs::ReadDir,
-    ));
+    rules.push((PathBuf::from("/dev/pts"), device | AccessFs::ReadDir));
     for root in policy.write_roots() {
         if denied.iter().any(|d| root.path.starts_with(d)) {
             continue;
@@ -256,7 +263,9 @@ fn grant(
     for entry in entries.flatten() {
         // Links are not granted: what they point at is governed by the
         // rules for the target, so a link into a denied folder stays denied.
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_symlink() {
             continue;
         }

@@ -30,10 +30,16 @@ fn link_and_dot_dot_escapes_are_refused() {
         .expect_err("denied");
     let shown = d.render_plain();
     assert!(
-        shown.contains(&format!("resolves to {}", t.home.join(".ssh/id_key").display())),
+        shown.contains(&format!(
+            "resolves to {}",
+            t.home.join(".ssh/id_key").display()
+        )),
         "{shown}"
     );
-    assert!(shown.contains("a secret folder in the home directory"), "{shown}");
+    assert!(
+        shown.contains("a secret folder in the home directory"),
+        "{shown}"
+    );
     for path in [
         t.project.join("out/new.txt"),
         t.project.join("../outside/new.txt"),
@@ -42,15 +48,26 @@ fn link_and_dot_dot_escapes_are_refused() {
         t.project.clone().join(".."),
     ] {
         let d = p.check_write(&path).expect_err("a write outside the roots");
-        assert_eq!(d.code(), "sandbox.write-outside-roots", "{}", d.render_plain());
-        assert!(d.render_plain().contains("the project root"), "{}", d.render_plain());
+        assert_eq!(
+            d.code(),
+            "sandbox.write-outside-roots",
+            "{}",
+            d.render_plain()
+        );
+        assert!(
+            d.render_plain().contains("the project root"),
+            "{}",
+            d.render_plain()
+        );
     }
     assert_eq!(
-        p.check_write(t.project.join("sub/../new.txt")).expect("allowed"),
+        p.check_write(t.project.join("sub/../new.txt"))
+            .expect("allowed"),
         t.project.join("new.txt")
     );
     assert_eq!(
-        p.check_read(t.project.join("out/existing.txt")).expect("allowed"),
+        p.check_read(t.project.join("out/existing.txt"))
+            .expect("allowed"),
         t.outside.join("existing.txt")
     );
 }
@@ -77,7 +94,9 @@ fn in_process_checks_agree_with_the_kernel() {
         .unwrap_or_else(|d| panic!("{}", d.render_plain()));
     if !conf.confines_filesystem() {
         assert!(
-            conf.enforcement().to_string().contains("filesystem: NOT enforced"),
+            conf.enforcement()
+                .to_string()
+                .contains("filesystem: NOT enforced"),
             "{}",
             conf.enforcement()
         );
@@ -132,14 +151,24 @@ fn a_write_root_holding_a_denied_path_is_split_the_same_way() {
     let d = policy
         .check_write(t.home.join("fresh.txt"))
         .expect_err("a new entry beside .ssh");
-    assert_eq!(d.code(), "sandbox.write-beside-denied", "{}", d.render_plain());
+    assert_eq!(
+        d.code(),
+        "sandbox.write-beside-denied",
+        "{}",
+        d.render_plain()
+    );
     assert!(policy.check_write(t.home.join("notes.txt")).is_ok());
     assert!(policy.check_write(t.home.join("docs/new.txt")).is_ok());
     // ~/.config holds the denied ~/.config/gcloud: no new entries there.
     let d = policy
         .check_write(t.home.join(".config/new.txt"))
         .expect_err("a new entry beside .config/gcloud");
-    assert_eq!(d.code(), "sandbox.write-beside-denied", "{}", d.render_plain());
+    assert_eq!(
+        d.code(),
+        "sandbox.write-beside-denied",
+        "{}",
+        d.render_plain()
+    );
     assert!(policy.check_read(t.home.join(".ssh/id_key")).is_err());
     if !conf.confines_filesystem() {
         return;

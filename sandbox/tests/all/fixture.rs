@@ -22,7 +22,12 @@ impl Tree {
         let project = base.join("project");
         let home = base.join("home");
         let outside = base.join("outside");
-        for d in [&project, &home.join(".ssh"), &home.join(".config"), &outside] {
+        for d in [
+            &project,
+            &home.join(".ssh"),
+            &home.join(".config"),
+            &outside,
+        ] {
             std::fs::create_dir_all(d).expect("mkdir");
         }
         std::fs::write(home.join(".ssh/id_key"), "SECRET KEY\n").expect("write");

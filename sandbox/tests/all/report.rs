@@ -18,7 +18,14 @@ fn the_report_names_this_kernel() {
     let names: Vec<&str> = e.layers.iter().map(|l| l.name).collect();
     assert_eq!(
         names,
-        ["filesystem", "network", "tcp", "udp", "abstract-unix", "unix-path"]
+        [
+            "filesystem",
+            "network",
+            "tcp",
+            "udp",
+            "abstract-unix",
+            "unix-path"
+        ]
     );
     let e_on = support.enforcement(&t.policy(Network::On));
     assert_eq!(
@@ -55,7 +62,10 @@ fn strict_mode_refuses_without_a_layer_and_best_effort_says_why() {
     assert!(!c.confines_filesystem());
     assert!(!c.isolates_network());
     let shown = c.enforcement().to_string();
-    assert!(shown.contains("filesystem: NOT enforced (Landlock is unavailable"), "{shown}");
+    assert!(
+        shown.contains("filesystem: NOT enforced (Landlock is unavailable"),
+        "{shown}"
+    );
     assert!(shown.contains("network: NOT enforced"), "{shown}");
 
     // Landlock without the namespace: strict still refuses a network-off
@@ -69,7 +79,10 @@ fn strict_mode_refuses_without_a_layer_and_best_effort_says_why() {
     Confinement::prepare_with(&t.policy(Network::On), Mode::Strict, &half)
         .unwrap_or_else(|d| panic!("{}", d.render_plain()));
     let e = half.enforcement(&policy);
-    assert!(matches!(e.layer("tcp").map(|l| &l.coverage), Some(Coverage::Enforced)));
+    assert!(matches!(
+        e.layer("tcp").map(|l| &l.coverage),
+        Some(Coverage::Enforced)
+    ));
     assert!(matches!(
         e.layer("filesystem").map(|l| &l.coverage),
         Some(Coverage::Partial(_))
