@@ -1,6 +1,7 @@
 //! What the sandbox adds to a spawned command: `true` spawned and waited
-//! for without it, with a prepared confinement (filesystem only, and with
-//! the network namespace), and the cost of preparing one.
+//! for without it (with and without a `pre_exec` hook), with a prepared
+//! confinement (filesystem only, and with the network namespace), and the
+//! cost of preparing one.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -44,6 +45,22 @@ fn run(cmd: &mut Command) {
 #[divan::bench]
 fn spawn_plain(bencher: divan::Bencher<'_, '_>) {
     bencher.bench(|| run(&mut Command::new("/bin/true")));
+}
+
+/// The baseline the `bash` tool pays today: a `pre_exec` hook (it calls
+/// `setsid`) makes the standard library fork instead of using
+/// `posix_spawn`.
+#[divan::bench]
+fn spawn_plain_with_pre_exec(bencher: divan::Bencher<'_, '_>) {
+    use std::os::unix::process::CommandExt as _;
+    bencher.bench(|| {
+        let mut cmd = Command::new("/bin/true");
+        // SAFETY: the hook does nothing.
+        unsafe {
+            cmd.pre_exec(|| Ok(()));
+        }
+        run(&mut cmd);
+    });
 }
 
 #[divan::bench]

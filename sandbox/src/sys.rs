@@ -4,8 +4,9 @@
 use std::ffi::CString;
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
@@ -128,50 +129,127 @@ fn has_cap_sys_admin() -> bool {
         .is_some_and(|caps| caps & (1 << 21) != 0)
 }
 
-/// Tries the namespace in a short-lived child, the only reliable test
-/// (sysctls, security modules and container runtimes all have a say).
-fn probe_namespace() -> Result<NamespaceKind, String> {
-    let kind = if has_cap_sys_admin() {
+/// Which namespace to make: directly with `CAP_SYS_ADMIN`, else inside a
+/// user namespace.
+fn namespace_kind() -> NamespaceKind {
+    if has_cap_sys_admin() {
         NamespaceKind::Privileged
     } else {
         NamespaceKind::UserNamespace
+    }
+}
+
+/// Whether a network namespace can be made here, found by making the one
+/// [`held`] keeps (the only reliable test: sysctls, security modules and
+/// container runtimes all have a say).
+fn probe_namespace() -> Result<NamespaceKind, String> {
+    let kind = namespace_kind();
+    held(kind).map(|_| kind)
+}
+
+/// An empty network namespace (and, for an unprivileged smith, the user
+/// namespace that owns it), made once per process and held open by file
+/// descriptors. Confined children join it with `setns`, which costs far
+/// less than making a namespace for every command. Its loopback interface
+/// is down, so commands sharing it cannot reach one another over it either.
+#[derive(Debug)]
+pub(crate) struct HeldNamespace {
+    user: Option<OwnedFd>,
+    net: OwnedFd,
+}
+
+/// The held namespace of `kind`, made on first use.
+fn held(kind: NamespaceKind) -> Result<&'static HeldNamespace, String> {
+    static PRIVILEGED: OnceLock<Result<HeldNamespace, String>> = OnceLock::new();
+    static USER: OnceLock<Result<HeldNamespace, String>> = OnceLock::new();
+    let cell = match kind {
+        NamespaceKind::Privileged => &PRIVILEGED,
+        NamespaceKind::UserNamespace => &USER,
     };
+    cell.get_or_init(|| make_held(kind))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(format!(
+            "cannot make a pipe: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Makes the namespaces in a child that waits while this process opens
+/// them through `/proc`, then lets it go.
+fn make_held(kind: NamespaceKind) -> Result<HeldNamespace, String> {
     let plan = unshare_plan(kind);
+    let (ready_r, ready_w) = pipe()?;
+    let (release_r, release_w) = pipe()?;
     // SAFETY: the child runs only async-signal-safe calls (unshare, open,
-    // write, close, _exit) on memory prepared before the fork.
+    // write, read, close, _exit) on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid == -1 {
         return Err(format!(
-            "cannot start a probe process: {}",
+            "cannot start a process to make the namespace: {}",
             io::Error::last_os_error()
         ));
     }
     if pid == 0 {
-        let code = match unshare_now(&plan) {
+        let code: u8 = match unshare_now(&plan) {
             Ok(()) => 0,
-            Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
+            Err(e) => u8::try_from(e.raw_os_error().unwrap_or(255).clamp(1, 255)).unwrap_or(255),
         };
-        // SAFETY: leaving the forked child without running destructors.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-    if r != pid || !libc::WIFEXITED(status) {
-        return Err("the probe process did not exit normally".into());
-    }
-    match libc::WEXITSTATUS(status) {
-        0 => Ok(kind),
-        errno => {
-            let e = io::Error::from_raw_os_error(errno);
-            Err(match kind {
-                NamespaceKind::Privileged => format!("unshare(CLONE_NEWNET) failed: {e}"),
-                NamespaceKind::UserNamespace => format!(
-                    "smith is not privileged and a user namespace cannot be made ({e}); check kernel.unprivileged_userns_clone, user.max_user_namespaces and any AppArmor user-namespace restriction"
-                ),
-            })
+        // SAFETY: writes one byte, then blocks until the parent closes its
+        // end of the release pipe, then leaves without running destructors.
+        unsafe {
+            libc::write(ready_w.as_raw_fd(), (&raw const code).cast(), 1);
+            libc::close(release_w.as_raw_fd());
+            let mut byte = 0u8;
+            libc::read(release_r.as_raw_fd(), (&raw mut byte).cast(), 1);
+            libc::_exit(0);
         }
     }
+    drop(ready_w);
+    drop(release_r);
+    let mut code = 255u8;
+    // SAFETY: reads one byte into `code`.
+    let n = unsafe { libc::read(ready_r.as_raw_fd(), (&raw mut code).cast(), 1) };
+    let result = if n != 1 {
+        Err("the process making the namespace ended early".to_owned())
+    } else if code != 0 {
+        let e = io::Error::from_raw_os_error(i32::from(code));
+        Err(match kind {
+            NamespaceKind::Privileged => format!("unshare(CLONE_NEWNET) failed: {e}"),
+            NamespaceKind::UserNamespace => format!(
+                "smith is not privileged and a user namespace cannot be made ({e}); check kernel.unprivileged_userns_clone, user.max_user_namespaces and any AppArmor user-namespace restriction"
+            ),
+        })
+    } else {
+        let open = |name: &str| {
+            fs::File::open(format!("/proc/{pid}/ns/{name}"))
+                .map(OwnedFd::from)
+                .map_err(|e| format!("cannot open the {name} namespace of process {pid}: {e}"))
+        };
+        match kind {
+            NamespaceKind::Privileged => open("net").map(|net| HeldNamespace { user: None, net }),
+            NamespaceKind::UserNamespace => open("user").and_then(|user| {
+                open("net").map(|net| HeldNamespace {
+                    user: Some(user),
+                    net,
+                })
+            }),
+        }
+    };
+    drop(release_w);
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    result
 }
 
 /// A confinement prepared in the parent: the Landlock ruleset (a file
@@ -179,7 +257,7 @@ fn probe_namespace() -> Result<NamespaceKind, String> {
 #[derive(Debug)]
 pub(crate) struct Prepared {
     ruleset: Option<OwnedFd>,
-    unshare: Option<Unshare>,
+    netns: Option<&'static HeldNamespace>,
 }
 
 fn landlock_error(e: impl std::fmt::Display) -> Diagnostic {
@@ -279,11 +357,18 @@ pub(crate) fn prepare(policy: &Policy, support: &Support) -> Result<Prepared, Di
         Err(_) => None,
     }
     .flatten();
-    let unshare = match (&support.network_namespace, policy.network()) {
-        (Ok(kind), Network::Off) => Some(unshare_plan(*kind)),
+    let netns = match (&support.network_namespace, policy.network()) {
+        (Ok(kind), Network::Off) => Some(held(*kind).map_err(|why| {
+            Diagnostic::error(
+                "sandbox.network-namespace",
+                "the sandbox could not make its network namespace",
+                why,
+                "allow user namespaces for smith's user, or allow the network in the sandbox policy",
+            )
+        })?),
         _ => None,
     };
-    Ok(Prepared { ruleset, unshare })
+    Ok(Prepared { ruleset, netns })
 }
 
 fn build_ruleset(policy: &Policy) -> Result<Option<OwnedFd>, Diagnostic> {
@@ -327,16 +412,25 @@ impl Prepared {
     }
 
     pub(crate) fn has_namespace(&self) -> bool {
-        self.unshare.is_some()
+        self.netns.is_some()
     }
 
-    /// The child side: namespaces first (the user-namespace maps are files
-    /// under /proc the Landlock rules would refuse), then no-new-privileges
-    /// and the Landlock domain. Only system calls on memory prepared before
+    /// The child side: join the held namespaces first, then
+    /// no-new-privileges and the Landlock domain. Only system calls on memory prepared before
     /// fork.
     pub(crate) fn enter(&self) -> io::Result<()> {
-        if let Some(plan) = &self.unshare {
-            unshare_now(plan)?;
+        if let Some(ns) = self.netns {
+            // SAFETY: setns is async-signal-safe and takes only integers.
+            unsafe {
+                if let Some(user) = &ns.user
+                    && libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) == -1
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::setns(ns.net.as_raw_fd(), libc::CLONE_NEWNET) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
         }
         if let Some(fd) = &self.ruleset {
             // SAFETY: prctl and the Landlock syscall are async-signal-safe

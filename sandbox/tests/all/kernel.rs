@@ -270,9 +270,17 @@ fn the_user_namespace_route_confines_too() {
     let out = sh(
         &conf,
         &t.project,
-        "id -u > uid.txt && cat /proc/self/uid_map && echo ok > made.txt",
+        "id -u > uid.txt && readlink /proc/self/ns/user /proc/self/ns/net",
     );
     assert!(out.status.success(), "{}", text(&out));
+    let inside = String::from_utf8_lossy(&out.stdout).into_owned();
+    for ns in ["user", "net"] {
+        let outside = std::fs::read_link(format!("/proc/self/ns/{ns}")).expect("readlink");
+        assert!(
+            !inside.contains(&outside.display().to_string()),
+            "the child shares our {ns} namespace: {inside}"
+        );
+    }
     let uid = std::fs::read_to_string(t.project.join("uid.txt")).expect("read");
     // SAFETY: a plain getter.
     let me = unsafe { libc::geteuid() };
