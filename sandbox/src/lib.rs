@@ -17,9 +17,10 @@
 //!   effects, MCP servers, hook commands): [`Confinement::prepare`] builds a
 //!   Landlock ruleset from the policy in the parent, and
 //!   [`Confinement::apply`] installs a `pre_exec` hook that, between fork and
-//!   exec, moves the child into a new network namespace (inside a new user
-//!   namespace when smith is not privileged) when the network is off, sets
-//!   no-new-privileges and enters the Landlock domain. The hook makes only
+//!   exec, joins an empty network namespace when the network is off (made
+//!   once per process and held open; inside a user namespace mapping smith's
+//!   own user when smith is not privileged), sets no-new-privileges and
+//!   enters the Landlock domain. The hook makes only
 //!   system calls on memory prepared before the fork. Every descendant of the
 //!   child inherits the confinement.
 //!
@@ -128,7 +129,7 @@ impl Confinement {
         self.prepared.has_ruleset()
     }
 
-    /// Whether child processes get a new network namespace.
+    /// Whether child processes join the empty network namespace.
     pub fn isolates_network(&self) -> bool {
         self.prepared.has_namespace()
     }

@@ -11,8 +11,8 @@ use smith_diag::Diagnostic;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Network {
     /// No network: TCP connect and bind are denied (Landlock) and the process
-    /// runs in a new, empty network namespace, which cuts UDP, raw sockets
-    /// and abstract UNIX sockets too.
+    /// runs in an empty network namespace, which cuts UDP, raw sockets and
+    /// abstract UNIX sockets too.
     #[default]
     Off,
     /// The network is left as it is.

@@ -45,8 +45,8 @@ pub const ABI_IOCTL: u32 = 5;
 
 impl Support {
     /// The running kernel's support, probed on the first call (a Landlock
-    /// version query and one short-lived child that tries to make a network
-    /// namespace) and cached for the life of the process.
+    /// version query, and making the empty network namespace confined
+    /// children later join) and cached for the life of the process.
     pub fn probe() -> &'static Support {
         static SUPPORT: std::sync::OnceLock<Support> = std::sync::OnceLock::new();
         SUPPORT.get_or_init(crate::sys::probe)
@@ -103,7 +103,7 @@ impl Support {
         let ns = match &self.network_namespace {
             Ok(kind) => Layer {
                 name: "network",
-                mechanism: "new network namespace",
+                mechanism: "empty network namespace",
                 coverage: Coverage::Enforced,
                 detail: match kind {
                     NamespaceKind::Privileged => "an empty network namespace: no interface is up, so TCP, UDP, raw sockets and abstract UNIX sockets reach nothing outside".into(),
@@ -112,7 +112,7 @@ impl Support {
             },
             Err(why) => Layer {
                 name: "network",
-                mechanism: "new network namespace",
+                mechanism: "empty network namespace",
                 coverage: Coverage::Unavailable(format!(
                     "no network namespace can be made: {why}"
                 )),

@@ -291,3 +291,53 @@ fn the_user_namespace_route_confines_too() {
     let out = sh(&conf, &t.project, "cat ../home/.ssh/id_key");
     assert!(!out.status.success(), "{}", text(&out));
 }
+
+/// Landlock keeps a confined process out of the memory and environment
+/// of processes outside its domain (where an API key may live). The kernel
+/// lets a tracer with `CAP_SYS_PTRACE` through, so when the suite runs as
+/// root both sides run as `nobody`, as an unprivileged smith would.
+#[test]
+fn other_processes_memory_and_environment_are_out_of_reach() {
+    use std::os::unix::process::CommandExt as _;
+    let t = Tree::new();
+    let conf = t.confinement(Network::On);
+    if !enforced(&conf, "filesystem") {
+        return;
+    }
+    // SAFETY: a plain getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    let as_user = |cmd: &mut Command| {
+        if root {
+            cmd.uid(65534).gid(65534);
+        }
+    };
+    let mut sleeper = Command::new("sleep");
+    sleeper.arg("30").env("SMITH_TEST_SECRET", "s3cr3t");
+    as_user(&mut sleeper);
+    let mut sleeper = sleeper.spawn().expect("spawn sleep");
+    let pid = sleeper.id();
+    let read = |confined: bool, file: &str| {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", &format!("cat /proc/{pid}/{file}")])
+            .current_dir("/");
+        as_user(&mut cmd);
+        if confined {
+            conf.apply(&mut cmd);
+        }
+        cmd.output().expect("spawn")
+    };
+    let unconfined = read(false, "environ");
+    let confined_env = read(true, "environ");
+    let confined_mem = read(true, "mem");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(
+        String::from_utf8_lossy(&unconfined.stdout).contains("s3cr3t"),
+        "{}",
+        text(&unconfined)
+    );
+    for out in [confined_env, confined_mem] {
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(out.stdout.is_empty(), "{}", text(&out));
+    }
+}
