@@ -55,8 +55,8 @@ fn landlock_abi() -> Result<u32, String> {
     })
 }
 
-/// Everything the child needs to make its namespaces, prepared before fork
-/// so the child only makes system calls.
+/// Everything the namespace-making child needs, prepared before fork so
+/// the child only makes system calls.
 #[derive(Debug)]
 struct Unshare {
     flags: libc::c_int,
@@ -253,7 +253,7 @@ fn make_held(kind: NamespaceKind) -> Result<HeldNamespace, String> {
 }
 
 /// A confinement prepared in the parent: the Landlock ruleset (a file
-/// descriptor) and the namespace plan.
+/// descriptor) and the held network namespace to join.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     ruleset: Option<OwnedFd>,
