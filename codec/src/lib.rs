@@ -55,6 +55,7 @@ mod utf8;
 mod value;
 mod walk;
 
+pub use diag::DIAGNOSABLE;
 pub use decode::{
     Decoder, Limits, MAX_DEPTH, Mode, Token, validate, validate_sequence,
     validate_sequence_tokenwise, validate_tokenwise,

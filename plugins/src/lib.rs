@@ -44,6 +44,7 @@ pub mod runtime;
 mod scope;
 pub mod vcs;
 
+pub use diag::DIAGNOSABLE;
 pub use bindings::provider::smith::plugin::host::LogLevel;
 pub use error::{ErrorKind, Phase, PluginError};
 pub use extension::{ExtensionComponent, WasmExtension};

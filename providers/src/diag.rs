@@ -7,7 +7,7 @@
 //! from the error's kind. The offending value is the retry hint for rate
 //! limits, otherwise the message's first quoted value.
 
-use smith_diag::{Diagnostic, Surface};
+use smith_diag::{Diagnose, Diagnostic, Surface};
 
 use crate::types::{ProviderError, ProviderErrorKind};
 
@@ -64,10 +64,10 @@ impl ProviderErrorKind {
     }
 }
 
-impl ProviderError {
+impl Diagnose for ProviderError {
     /// This error as a diagnostic: code `provider.<kind>`, the provider's
     /// response as the surface.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let (why, next) = self.kind.why_next();
         let d = Diagnostic::from_message(
             format!("provider.{}", self.kind.name()),
@@ -96,6 +96,13 @@ impl From<ProviderError> for Diagnostic {
         err.to_diagnostic()
     }
 }
+
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
+    smith_diag::finder::<ProviderError>,
+];
 
 #[cfg(test)]
 mod tests {

@@ -43,6 +43,7 @@ pub mod settings;
 pub mod sse;
 pub mod types;
 
+pub use diag::DIAGNOSABLE;
 pub use common::{Capabilities, Config, ThinkingLevel, credential_handle};
 pub use settings::SETTINGS;
 pub use types::{

@@ -64,6 +64,7 @@ mod request;
 pub mod sse;
 mod url;
 
+pub use diag::DIAGNOSABLE;
 pub use body::{Body, BodyEvent, Outcome};
 pub use cancel::CancelToken;
 pub use client::{Client, ClientBuilder};
