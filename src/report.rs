@@ -422,7 +422,10 @@ mod tests {
         let config = smith_config::Paths::resolve(&env).unwrap_err();
         let d = diagnose(&anyhow::Error::from(config.clone()).context("starting"));
         assert_eq!(d.code(), config.diagnostic().code());
-        assert_eq!(d.what(), format!("starting: {}", config.diagnostic().what()));
+        assert_eq!(
+            d.what(),
+            format!("starting: {}", config.diagnostic().what())
+        );
         assert_eq!(d.next(), config.diagnostic().next());
     }
 

@@ -196,7 +196,6 @@ impl From<JsonError> for Diagnostic {
     }
 }
 
-
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
 pub const DIAGNOSABLE: &[smith_diag::Finder] = &[

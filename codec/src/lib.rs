@@ -55,11 +55,11 @@ mod utf8;
 mod value;
 mod walk;
 
-pub use diag::DIAGNOSABLE;
 pub use decode::{
     Decoder, Limits, MAX_DEPTH, Mode, Token, validate, validate_sequence,
     validate_sequence_tokenwise, validate_tokenwise,
 };
+pub use diag::DIAGNOSABLE;
 pub use encode::Encoder;
 pub use error::{DecodeError, ErrorKind};
 pub use value::{EncodeError, Value};

@@ -143,6 +143,9 @@ mod tests {
         }
         assert!(Registry::new().find(&Oops).is_none());
         let registry = Registry::new().with(&[finder::<Oops>]);
-        assert_eq!(registry.find(&Oops).unwrap().to_diagnostic().code(), "t.oops");
+        assert_eq!(
+            registry.find(&Oops).unwrap().to_diagnostic().code(),
+            "t.oops"
+        );
     }
 }

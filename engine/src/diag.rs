@@ -324,7 +324,6 @@ into_diagnostic!(
 #[cfg(feature = "bench")]
 into_diagnostic!(BenchError);
 
-
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
 pub const DIAGNOSABLE: &[smith_diag::Finder] = &[

@@ -172,12 +172,9 @@ impl From<PluginError> for Diagnostic {
     }
 }
 
-
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
-pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
-    smith_diag::finder::<PluginError>,
-];
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<PluginError>];
 
 #[cfg(test)]
 mod tests {

@@ -44,8 +44,8 @@ pub mod runtime;
 mod scope;
 pub mod vcs;
 
-pub use diag::DIAGNOSABLE;
 pub use bindings::provider::smith::plugin::host::LogLevel;
+pub use diag::DIAGNOSABLE;
 pub use error::{ErrorKind, Phase, PluginError};
 pub use extension::{ExtensionComponent, WasmExtension};
 pub use provider::{

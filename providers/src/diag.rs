@@ -97,12 +97,9 @@ impl From<ProviderError> for Diagnostic {
     }
 }
 
-
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
-pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
-    smith_diag::finder::<ProviderError>,
-];
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<ProviderError>];
 
 #[cfg(test)]
 mod tests {

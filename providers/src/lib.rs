@@ -43,8 +43,8 @@ pub mod settings;
 pub mod sse;
 pub mod types;
 
-pub use diag::DIAGNOSABLE;
 pub use common::{Capabilities, Config, ThinkingLevel, credential_handle};
+pub use diag::DIAGNOSABLE;
 pub use settings::SETTINGS;
 pub use types::{
     ContentBlock, Decoder, HttpExchange, Message, OpaqueBytes, ProviderError, ProviderErrorKind,

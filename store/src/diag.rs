@@ -123,12 +123,9 @@ impl From<StoreError> for Diagnostic {
     }
 }
 
-
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
-pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
-    smith_diag::finder::<StoreError>,
-];
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<StoreError>];
 
 #[cfg(test)]
 mod tests {

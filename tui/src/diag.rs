@@ -36,7 +36,6 @@ impl From<TermError> for Diagnostic {
     }
 }
 
-
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
 pub const DIAGNOSABLE: &[smith_diag::Finder] = &[

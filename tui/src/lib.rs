@@ -53,11 +53,11 @@ pub mod term;
 pub mod transcript;
 pub mod wrap;
 
-pub use diag::DIAGNOSABLE;
 pub use app::{App, Options, Output, Overlay, Picker, Status, Tree, TreeRow};
 pub use buffer::{Buffer, Cell};
 /// The terminal library whose events [`App::handle`] takes, so hosts can
 /// build them without depending on it themselves.
 pub use crossterm;
+pub use diag::DIAGNOSABLE;
 pub use product::{Product, ProductError, ProductSpec};
 pub use transcript::Transcript;

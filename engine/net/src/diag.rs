@@ -38,12 +38,9 @@ impl From<NetError> for Diagnostic {
     }
 }
 
-
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
-pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
-    smith_diag::finder::<NetError>,
-];
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<NetError>];
 
 #[cfg(test)]
 mod tests {

@@ -64,10 +64,10 @@ mod request;
 pub mod sse;
 mod url;
 
-pub use diag::DIAGNOSABLE;
 pub use body::{Body, BodyEvent, Outcome};
 pub use cancel::CancelToken;
 pub use client::{Client, ClientBuilder};
+pub use diag::DIAGNOSABLE;
 pub use error::{NetError, NetErrorKind};
 pub use limits::Limits;
 pub use proxy::{ProxyServer, ProxySettings};

@@ -3,17 +3,12 @@
 //! path checked against the grants (symlinks included) before it is used.
 
 use std::ffi::OsStr;
-use std::io::Read as _;
-use std::io::Write as _;
-use std::path::Component;
-use std::path::Path;
-use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering;
+use std::io::{Read as _, Write as _};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::json;
-use sha2::Digest as _;
-use sha2::Sha256;
+use sha2::{Digest as _, Sha256};
 use smith_engine::journal::Outcome;
 use smith_engine::tools::Mutation;
 
@@ -383,7 +378,11 @@ pub(super) fn relative_parts(path: &str) -> Option<Vec<&OsStr>> {
 /// depth it must be exactly the lexical path (no symlink on the way to the
 /// granted folder), below it inside the granted folder. Parts that do not
 /// exist yet cannot be symlinks.
-pub(super) fn resolves_inside(data_dir: &Path, root: &[&OsStr], parts: &[&OsStr]) -> Result<(), String> {
+pub(super) fn resolves_inside(
+    data_dir: &Path,
+    root: &[&OsStr],
+    parts: &[&OsStr],
+) -> Result<(), String> {
     let Ok(base) = data_dir.canonicalize() else {
         // No data folder yet: nothing below it exists either.
         return if data_dir.symlink_metadata().is_ok() {

@@ -5,7 +5,10 @@ use serde_json::json;
 use smith_engine::journal::Outcome;
 use smith_engine::tools::Mutation;
 
-use super::{EffectError, Effects, MAX_EFFECT_BYTES, secrets::expand_secrets, secrets::secret_references};
+use super::{
+    EffectError, Effects, MAX_EFFECT_BYTES,
+    secrets::{expand_secrets, secret_references},
+};
 
 /// An HTTP response returned to the guest.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,7 +153,10 @@ impl Effects {
     }
 }
 
-pub(super) fn send(client: &smith_net::Client, request: smith_net::Request) -> Result<HttpResponse, String> {
+pub(super) fn send(
+    client: &smith_net::Client,
+    request: smith_net::Request,
+) -> Result<HttpResponse, String> {
     let mut response = client
         .send(request, smith_net::CancelToken::new())
         .map_err(|e| e.to_string())?;

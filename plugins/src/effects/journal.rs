@@ -4,16 +4,18 @@
 use std::sync::atomic::Ordering;
 
 use serde_json::json;
-use smith_engine::journal::EffectCompletion;
-use smith_engine::journal::EffectIntent;
-use smith_engine::journal::Outcome;
-use smith_engine::journal::canonical_cbor;
+use smith_engine::journal::{EffectCompletion, EffectIntent, Outcome, canonical_cbor};
 use smith_engine::tools::Mutation;
 
 use super::{Denial, EffectError, Effects};
 
 impl Effects {
-    pub(super) fn deny(&self, capability: &'static str, grant: String, request: String) -> EffectError {
+    pub(super) fn deny(
+        &self,
+        capability: &'static str,
+        grant: String,
+        request: String,
+    ) -> EffectError {
         EffectError::Denied(Denial {
             plugin: self.plugin.clone(),
             capability,
@@ -23,7 +25,11 @@ impl Effects {
     }
 
     /// Records the intent of `tool` with `input`; returns its effect id.
-    pub(super) fn intent(&self, tool: &str, input: &serde_json::Value) -> Result<String, EffectError> {
+    pub(super) fn intent(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+    ) -> Result<String, EffectError> {
         let effect_id = format!("fx-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1);
         let input = canonical_cbor(input).map_err(|e| {
             EffectError::Failed(format!("the effect's input could not be encoded: {e}"))

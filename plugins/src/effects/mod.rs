@@ -35,7 +35,9 @@ mod vcs;
 
 pub use fs::{DirListing, EntryKind, MAX_DIR_ENTRIES};
 pub use http::HttpResponse;
-pub use process::{MAX_PROCESS_OUTPUT, MAX_PROCESS_TIMEOUT, ProcessEnd, ProcessOutput, ProcessRequest};
+pub use process::{
+    MAX_PROCESS_OUTPUT, MAX_PROCESS_TIMEOUT, ProcessEnd, ProcessOutput, ProcessRequest,
+};
 pub use secrets::{MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretSource};
 pub use session::{MAX_SESSION_PAGE, SessionSource};
 

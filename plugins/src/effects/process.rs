@@ -1,20 +1,19 @@
 //! The `process` capability: `run-process`, a granted program run in its
 //! own process group with a timeout, bounded output and a stop signal.
 
-use std::io::Read as _;
 use std::io::Write as _;
-use std::path::Path;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::time::Duration;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use smith_engine::journal::Outcome;
 use smith_engine::tools::Mutation;
 
-use super::{EffectError, Effects, MAX_EFFECT_BYTES, fs::relative_parts, fs::resolves_inside};
+use super::{
+    EffectError, Effects, MAX_EFFECT_BYTES,
+    fs::{relative_parts, resolves_inside},
+};
 
 /// The most bytes of standard output, and of standard error, `run-process`
 /// returns.
