@@ -15,44 +15,32 @@
 //! (`log.level`, `log.file`; see [`smith_diag::log`]).
 
 use std::io::IsTerminal;
+use std::sync::LazyLock;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use smith_diag::{Diagnostic, Style, Surface, Value};
-use smith_engine::ContractDiagnostic as _;
+
+use smith_diag::{Diagnostic, Registry, Style, Surface, Value};
+
+/// Every error type of the smith crates the binary links that has a
+/// diagnostic, and [`Diagnostic`] itself.
+fn registry() -> &'static Registry {
+    static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
+        Registry::new()
+            .with(smith_config::DIAGNOSABLE)
+            .with(smith_store::DIAGNOSABLE)
+            .with(smith_codec::DIAGNOSABLE)
+            .with(smith_rpc::DIAGNOSABLE)
+            .with(smith_engine::DIAGNOSABLE)
+            .with(smith_net::DIAGNOSABLE)
+            .with(smith_plugins::DIAGNOSABLE)
+            .with(smith_tui::DIAGNOSABLE)
+    });
+    &REGISTRY
+}
 
 /// `cause` as a diagnostic, when it is a typed error of a smith crate.
 fn convert(cause: &(dyn std::error::Error + 'static)) -> Option<Diagnostic> {
-    macro_rules! typed {
-        ($($ty:ty),* $(,)?) => {$(
-            if let Some(e) = cause.downcast_ref::<$ty>() {
-                return Some(e.to_diagnostic());
-            }
-        )*};
-    }
-    if let Some(d) = cause.downcast_ref::<Diagnostic>() {
-        return Some(d.clone());
-    }
-    if let Some(e) = cause.downcast_ref::<smith_config::ConfigError>() {
-        return Some(e.diagnostic().clone());
-    }
-    typed!(
-        smith_store::StoreError,
-        smith_codec::DecodeError,
-        smith_codec::EncodeError,
-        smith_codec::json::JsonError,
-        smith_rpc::SetupError,
-        smith_rpc::RpcError,
-        smith_engine::provider::ProviderError,
-        smith_engine::provider::scripted::ScriptError,
-        smith_engine::replay::ReplayError,
-        smith_engine::agent::AgentError,
-        smith_engine::journal::JournalError,
-        smith_engine::tools::ToolError,
-        smith_engine::tools::ValidationError,
-        smith_plugins::PluginError,
-        smith_tui::term::TermError,
-    );
-    None
+    registry().find(cause)
 }
 
 /// The typed error in `err`'s chain nearest to its root, as a diagnostic,
@@ -95,42 +83,6 @@ fn context_what(message: &str) -> &str {
     message.rsplit_once("; ").map_or(message, |(what, _)| what)
 }
 
-/// A diagnostic that was rendered into a message with
-/// [`Diagnostic::render_plain`], read back; `None` for any other text.
-fn parse_rendered(message: &str) -> Option<Diagnostic> {
-    let mut lines = message.lines();
-    let head = lines.next()?;
-    let (severity, rest) = if let Some(rest) = head.strip_prefix("error[") {
-        (smith_diag::Severity::Error, rest)
-    } else {
-        (
-            smith_diag::Severity::Warning,
-            head.strip_prefix("warning[")?,
-        )
-    };
-    let (code, what) = rest.split_once("]: ")?;
-    let mut parts: Vec<(&str, &str)> = Vec::new();
-    for line in lines {
-        let (label, text) = line.strip_prefix("  ")?.split_once(": ")?;
-        parts.push((label, text));
-    }
-    let part = |label: &str| parts.iter().find(|(l, _)| *l == label).map(|(_, t)| *t);
-    let mut d = Diagnostic::new(severity, code, what, part("why")?, part("next")?);
-    if let Some(v) = part("value") {
-        d = d.with_value(v);
-    }
-    if let Some(at) = part("at") {
-        d = d.with_surface(Surface::other(at));
-    }
-    if let Some(f) = part("field") {
-        d = d.with_field(f);
-    }
-    if let Some(e) = part("example") {
-        d = d.with_example(e);
-    }
-    Some(d)
-}
-
 /// `err` as one diagnostic.
 pub fn diagnose(err: &anyhow::Error) -> Diagnostic {
     let messages: Vec<String> = err.chain().map(ToString::to_string).collect();
@@ -151,18 +103,6 @@ pub fn diagnose(err: &anyhow::Error) -> Diagnostic {
             }
         }
         None => {
-            let rendered = messages
-                .iter()
-                .enumerate()
-                .find_map(|(i, m)| parse_rendered(m).map(|d| (i, d)));
-            if let Some((i, d)) = rendered {
-                let prefix: Vec<&str> = messages[..i].iter().map(|m| context_what(m)).collect();
-                return if prefix.is_empty() {
-                    d
-                } else {
-                    with_context(&prefix.join(": "), &d)
-                };
-            }
             let why = if messages.len() > 1 {
                 messages[1..].join(": ")
             } else {
@@ -458,19 +398,34 @@ mod tests {
     }
 
     #[test]
-    fn a_diagnostic_rendered_into_a_message_is_read_back() {
+    fn a_diagnostic_under_context_keeps_its_parts() {
         let original = Diagnostic::error("p.unknown", "provider `x` is not known", "y", "n")
             .with_value("x")
+            .with_surface(Surface::env("SMITH_PROVIDER"))
             .with_field("provider")
             .with_example("--provider mock");
-        let err = anyhow::anyhow!("{}", original.render_plain().trim_end()).context("setting up");
+        let err = anyhow::Error::from(original).context("setting up");
         let d = diagnose(&err);
         assert_eq!(d.code(), "p.unknown");
         assert_eq!(d.what(), "setting up: provider `x` is not known");
         assert_eq!((d.why(), d.next()), ("y", "n"));
         assert_eq!(d.value(), Some(&Value::Shown("x".into())));
+        assert_eq!(d.surface(), Some(&Surface::env("SMITH_PROVIDER")));
+        assert_eq!(d.field(), Some("provider"));
         assert_eq!(d.example(), Some("--provider mock"));
-        assert!(parse_rendered("error[x]: no parts").is_none());
+    }
+
+    #[test]
+    fn every_linked_crates_errors_are_found_without_naming_their_types() {
+        let env = smith_config::paths::PathEnv::from_vars(|_| None);
+        let config = smith_config::Paths::resolve(&env).unwrap_err();
+        let d = diagnose(&anyhow::Error::from(config.clone()).context("starting"));
+        assert_eq!(d.code(), config.diagnostic().code());
+        assert_eq!(
+            d.what(),
+            format!("starting: {}", config.diagnostic().what())
+        );
+        assert_eq!(d.next(), config.diagnostic().next());
     }
 
     #[test]

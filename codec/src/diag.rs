@@ -5,7 +5,7 @@
 //! request) attaches one with [`Diagnostic::with_surface`]. Each diagnostic
 //! names the offending value: the byte offset and the item found there.
 
-use smith_diag::Diagnostic;
+use smith_diag::{Diagnose, Diagnostic};
 
 use crate::error::{DecodeError, ErrorKind};
 use crate::json::{JsonError, JsonErrorKind};
@@ -42,11 +42,11 @@ impl ErrorKind {
     }
 }
 
-impl DecodeError {
+impl Diagnose for DecodeError {
     /// This error as a diagnostic: what was found at which byte, the rule it
     /// breaks, and the next action. The offending value is the byte offset
     /// with the item found there; the field is `byte N`.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let kind = self.kind();
         let offset = self.offset();
         Diagnostic::error(
@@ -72,9 +72,9 @@ impl From<DecodeError> for Diagnostic {
     }
 }
 
-impl EncodeError {
+impl Diagnose for EncodeError {
     /// This error as a diagnostic naming the value that cannot be encoded.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         match self {
             EncodeError::DuplicateKey { key } => {
                 let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
@@ -116,10 +116,10 @@ impl From<EncodeError> for Diagnostic {
     }
 }
 
-impl JsonError {
+impl Diagnose for JsonError {
     /// This error as a diagnostic: what was found at which byte of the JSON
     /// text, the RFC 8259 rule, and the fix.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let offset = self.offset();
         let (name, found, why): (&str, String, &str) = match self.kind() {
             JsonErrorKind::UnexpectedEnd => (
@@ -195,6 +195,14 @@ impl From<JsonError> for Diagnostic {
         err.to_diagnostic()
     }
 }
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
+    smith_diag::finder::<DecodeError>,
+    smith_diag::finder::<EncodeError>,
+    smith_diag::finder::<JsonError>,
+];
 
 #[cfg(test)]
 mod tests {

@@ -59,6 +59,7 @@ pub use decode::{
     Decoder, Limits, MAX_DEPTH, Mode, Token, validate, validate_sequence,
     validate_sequence_tokenwise, validate_tokenwise,
 };
+pub use diag::DIAGNOSABLE;
 pub use encode::Encoder;
 pub use error::{DecodeError, ErrorKind};
 pub use value::{EncodeError, Value};

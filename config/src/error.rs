@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use smith_diag::Diagnostic;
+use smith_diag::{Diagnose, Diagnostic};
 
 /// What kind of failure a [`ConfigError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +62,17 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+impl Diagnose for ConfigError {
+    /// A copy of the diagnostic the error carries.
+    fn to_diagnostic(&self) -> Diagnostic {
+        self.diagnostic.clone()
+    }
+}
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<ConfigError>];
 
 pub(crate) fn io_error(
     action: &str,

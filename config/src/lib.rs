@@ -33,7 +33,7 @@ mod suggest;
 pub mod trust;
 mod value;
 
-pub use error::{ConfigError, ErrorKind};
+pub use error::{ConfigError, DIAGNOSABLE, ErrorKind};
 pub use paths::Paths;
 pub use resolve::{Config, Entry, Loader};
 pub use source::{Level, Source};

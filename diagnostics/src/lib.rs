@@ -28,6 +28,14 @@
 //!   one to one onto the plugin ABI, and [`Diagnostic::from_plugin`] to accept
 //!   one back, refusing records that lack any of the three parts.
 //!
+//! # Errors that have a diagnostic
+//!
+//! Every error type of the smith crates implements [`Diagnose`]
+//! (`to_diagnostic()`). A program finds such an error behind a
+//! `dyn std::error::Error` (a cause in an `anyhow` chain) with a
+//! [`Registry`], built from the [`Finder`] lists the crates export, so the
+//! diagnostic reaches the reporter as a value.
+//!
 //! # Auditing
 //!
 //! When the environment variable named by [`audit::LOG_ENV`]
@@ -46,6 +54,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+mod diagnose;
 mod diagnostic;
 pub mod log;
 mod message;
@@ -53,6 +62,7 @@ mod render;
 pub mod secrets;
 mod surface;
 
+pub use diagnose::{Diagnose, Finder, Registry, finder};
 pub use diagnostic::{Diagnostic, Severity, Value};
 pub use render::{PluginDiagnostic, Style};
 pub use surface::{LineCol, Surface};

@@ -9,9 +9,10 @@
 //! written as "what happened; next action" are split with
 //! [`Diagnostic::from_message`]; *why* comes from the error's kind.
 
-use smith_diag::{Diagnostic, Surface};
+use smith_diag::{Diagnose, Diagnostic, Surface};
 
 use crate::agent::AgentError;
+#[cfg(feature = "bench")]
 use crate::bench_support::BenchError;
 use crate::journal::JournalError;
 use crate::protocol::ErrorInfo;
@@ -131,10 +132,10 @@ impl ContractDiagnostic for ProviderError {
     }
 }
 
-impl ErrorInfo {
+impl Diagnose for ErrorInfo {
     /// This runtime error report as a diagnostic (`engine.<kind>`). The
     /// effect id, when there is one, is the offending value.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let (why, next) = runtime_kind_text(&self.kind);
         let mut d =
             Diagnostic::from_message(format!("engine.{}", self.kind), &self.message, why, next)
@@ -147,6 +148,14 @@ impl ErrorInfo {
                 .with_value(format!("{ms} ms"));
         }
         d
+    }
+}
+
+impl ErrorInfo {
+    /// This error as a diagnostic: [`Diagnose::to_diagnostic`], callable
+    /// without the trait in scope.
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        <Self as Diagnose>::to_diagnostic(self)
     }
 }
 
@@ -163,11 +172,11 @@ impl ToolErrorKind {
     }
 }
 
-impl ToolError {
+impl Diagnose for ToolError {
     /// This error as a diagnostic (`tool.<kind>`). *What* names the
     /// offending path or value; the mutation state it left behind is the
     /// field `mutation` when anything may have changed.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let why = if self.why.trim().is_empty() {
             self.kind.default_why().to_owned()
         } else {
@@ -203,10 +212,10 @@ fn smith_diag_value(text: &str) -> Option<String> {
     None
 }
 
-impl ValidationError {
+impl Diagnose for ValidationError {
     /// This error as a diagnostic (`tool.invalid-arguments`) naming the
     /// tool, the field, what it must be and what was received.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let field = if self.field.is_empty() {
             "the arguments".to_owned()
         } else {
@@ -231,18 +240,18 @@ impl ValidationError {
     }
 }
 
-impl JournalError {
+impl Diagnose for JournalError {
     /// This error as a diagnostic (`engine.journal`).
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let (why, next) = runtime_kind_text("journal");
         Diagnostic::from_message("engine.journal", &self.message, why, next)
             .with_surface(Surface::other("the session journal"))
     }
 }
 
-impl ReplayError {
+impl Diagnose for ReplayError {
     /// This error as a diagnostic (`engine.replay`).
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::from_message(
             "engine.replay",
             &self.message,
@@ -253,9 +262,9 @@ impl ReplayError {
     }
 }
 
-impl AgentError {
+impl Diagnose for AgentError {
     /// This error as a diagnostic (`engine.agent`).
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::from_message(
             "engine.agent",
             &self.message,
@@ -280,9 +289,10 @@ impl ContractDiagnostic for ScriptError {
     }
 }
 
-impl BenchError {
+#[cfg(feature = "bench")]
+impl Diagnose for BenchError {
     /// This error as a diagnostic (`engine.bench`).
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::from_message(
             "engine.bench",
             &self.message,
@@ -315,8 +325,34 @@ into_diagnostic!(
     JournalError,
     ReplayError,
     AgentError,
-    BenchError,
 );
+
+#[cfg(feature = "bench")]
+into_diagnostic!(BenchError);
+
+/// The [`smith_diag::Finder`] for a contract error type `T`, whose
+/// diagnostic comes from [`ContractDiagnostic`].
+fn contract_finder<T: ContractDiagnostic + std::error::Error + 'static>(
+    error: &(dyn std::error::Error + 'static),
+) -> Option<Diagnostic> {
+    error
+        .downcast_ref::<T>()
+        .map(ContractDiagnostic::to_diagnostic)
+}
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
+    contract_finder::<ProviderError>,
+    smith_diag::finder::<ToolError>,
+    smith_diag::finder::<ValidationError>,
+    smith_diag::finder::<JournalError>,
+    smith_diag::finder::<ReplayError>,
+    smith_diag::finder::<AgentError>,
+    contract_finder::<ScriptError>,
+    #[cfg(feature = "bench")]
+    smith_diag::finder::<BenchError>,
+];
 
 #[cfg(test)]
 mod tests {

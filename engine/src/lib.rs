@@ -9,11 +9,12 @@
 //! and completion, and every conversation message, through the [`journal`]
 //! contracts — durably, before and after the effect. [`replay`] plays a
 //! recorded session back as the same protocol events, with no provider;
-//! [`bench_support`] holds the deterministic workloads the benchmarks and
-//! performance gates measure.
+//! `bench_support` (with the `bench` feature) holds the deterministic
+//! workloads the benchmarks and performance gates measure.
 #![deny(missing_docs)]
 
 pub mod agent;
+#[cfg(feature = "bench")]
 pub mod bench_support;
 mod diag;
 pub mod journal;
@@ -23,3 +24,4 @@ pub mod replay;
 pub mod tools;
 
 pub use diag::ContractDiagnostic;
+pub use diag::DIAGNOSABLE;

@@ -37,7 +37,7 @@ pub fn choose_provider(
     mock: impl FnOnce() -> anyhow::Result<Box<dyn Provider>>,
 ) -> anyhow::Result<Chosen> {
     crate::catalog::start_background_refresh();
-    let failed = |d: smith_diag::Diagnostic| anyhow::anyhow!("{}", d.render_plain().trim_end());
+    let failed = <anyhow::Error as From<smith_diag::Diagnostic>>::from;
     let paths = smith_config::Paths::from_process().map_err(|e| failed(e.into_diagnostic()))?;
     let resolver = Arc::new(
         smith_auth::Resolver::new(smith_provider_host::builtin_slots())

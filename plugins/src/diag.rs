@@ -15,7 +15,7 @@
 //! plugin wrote them; every rendering of a diagnostic redacts registered
 //! secrets.
 
-use smith_diag::{Diagnostic, Surface};
+use smith_diag::{Diagnose, Diagnostic, Surface};
 
 use crate::error::{ErrorKind, Phase, PluginError};
 
@@ -108,11 +108,11 @@ impl ErrorKind {
     }
 }
 
-impl PluginError {
+impl Diagnose for PluginError {
     /// This error as a diagnostic (`plugin.<kind>`): the plugin, the phase
     /// and the message's account of what happened, why from the kind, the
     /// next action, the offending value and where it came from.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         // Manifest messages start with the manifest's path, which is also
         // the plugin's name here: say it once.
         let message = self
@@ -135,6 +135,14 @@ impl PluginError {
             d.with_value(format!("{:?}", self.plugin))
         };
         d.with_surface(self.surface())
+    }
+}
+
+impl PluginError {
+    /// This error as a diagnostic: [`Diagnose::to_diagnostic`], callable
+    /// without the trait in scope.
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        <Self as Diagnose>::to_diagnostic(self)
     }
 
     /// Where the offending value came from.
@@ -163,6 +171,10 @@ impl From<PluginError> for Diagnostic {
         err.to_diagnostic()
     }
 }
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<PluginError>];
 
 #[cfg(test)]
 mod tests {

@@ -45,6 +45,7 @@ mod scope;
 pub mod vcs;
 
 pub use bindings::provider::smith::plugin::host::LogLevel;
+pub use diag::DIAGNOSABLE;
 pub use error::{ErrorKind, Phase, PluginError};
 pub use extension::{ExtensionComponent, WasmExtension};
 pub use provider::{

@@ -70,7 +70,7 @@ enum Sub {
 ///
 /// When the smith directories cannot be resolved.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let paths = Paths::from_process().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let paths = Paths::from_process()?;
     let disabled_list = disabled(&paths);
     let state = |name: &str, problem: &Option<String>| match problem {
         Some(why) => format!("disabled: {why}"),

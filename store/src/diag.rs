@@ -8,7 +8,7 @@
 //! surface is the session store; a caller that knows the file attaches it
 //! with [`Diagnostic::with_surface`].
 
-use smith_diag::{Diagnostic, Surface};
+use smith_diag::{Diagnose, Diagnostic, Surface};
 
 use crate::error::{ErrorKind, StoreError};
 
@@ -89,11 +89,11 @@ impl ErrorKind {
     }
 }
 
-impl StoreError {
+impl Diagnose for StoreError {
     /// This error as a diagnostic (`store.<kind>`): the message's account of
     /// what happened and its next action, why from the kind, the offending
     /// value, and the session store as the surface.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let kind = self.kind();
         let d = Diagnostic::from_message(
             format!("store.{}", kind.name()),
@@ -122,6 +122,10 @@ impl From<StoreError> for Diagnostic {
         err.to_diagnostic()
     }
 }
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<StoreError>];
 
 #[cfg(test)]
 mod tests {

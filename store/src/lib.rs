@@ -21,9 +21,11 @@
 //!   lock), fork, clone, names, list, delete, prune, repair, all new files
 //!   published atomically ([`publish`]).
 //! * [`dump`] — the JSONL dump and its exact inverse, import.
-//! * [`bench_support`] — fixtures for benchmarks and `smith bench`.
+//! * `bench_support` (with the `bench` feature) — fixtures for benchmarks
+//!   and `smith bench`.
 #![deny(missing_docs)]
 
+#[cfg(feature = "bench")]
 pub mod bench_support;
 pub mod compress;
 mod crc;
@@ -57,6 +59,7 @@ pub fn parallel_load_joins() -> u64 {
     tail::JOINS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+pub use diag::DIAGNOSABLE;
 pub use entry::{EntryKind, ExternalEntry, NO_FRAME, NONE, NewEntry, RECORD_COMPRESSED, Record};
 pub use error::{ErrorKind, Result, StoreError};
 pub use file::{EntryView, SessionFile};

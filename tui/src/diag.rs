@@ -5,13 +5,13 @@
 //! terminal, or use `smith eval` without one) and names the terminal device
 //! as the surface and the OS error as the offending value.
 
-use smith_diag::{Diagnostic, Surface};
+use smith_diag::{Diagnose, Diagnostic, Surface};
 
 use crate::term::TermError;
 
-impl TermError {
+impl Diagnose for TermError {
     /// This error as a diagnostic.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::error(
             "tui.terminal",
             format!("{}: {}", self.what, self.source),
@@ -35,6 +35,13 @@ impl From<TermError> for Diagnostic {
         err.to_diagnostic()
     }
 }
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
+    smith_diag::finder::<TermError>,
+    smith_diag::finder::<crate::ProductError>,
+];
 
 #[cfg(test)]
 mod tests {

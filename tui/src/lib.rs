@@ -30,11 +30,12 @@
 //!   bracketed paste, focus events, synchronized output, a bounded
 //!   capability probe, and restoring the terminal on every exit path.
 //! * [`run`] — the event loop with input on its own thread.
-//! * [`bench_support`] — the frame workloads behind the benchmarks and
-//!   `smith bench`'s TUI gates.
+//! * `bench_support` (with the `bench` feature) — the frame workloads
+//!   behind the benchmarks and `smith bench`'s TUI gates.
 #![deny(missing_docs)]
 
 pub mod app;
+#[cfg(feature = "bench")]
 pub mod bench_support;
 pub mod buffer;
 mod diag;
@@ -57,5 +58,6 @@ pub use buffer::{Buffer, Cell};
 /// The terminal library whose events [`App::handle`] takes, so hosts can
 /// build them without depending on it themselves.
 pub use crossterm;
+pub use diag::DIAGNOSABLE;
 pub use product::{Product, ProductError, ProductSpec};
 pub use transcript::Transcript;

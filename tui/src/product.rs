@@ -33,6 +33,7 @@
 use std::fmt;
 
 use crossterm::event::{KeyCode, KeyModifiers};
+use smith_diag::Diagnose;
 
 use crate::layout::Size;
 use crate::style::{Attrs, Color, Style};
@@ -576,9 +577,9 @@ impl fmt::Display for ProductError {
 
 impl std::error::Error for ProductError {}
 
-impl ProductError {
+impl Diagnose for ProductError {
     /// This error as a warning diagnostic (`tui.product`).
-    pub fn to_diagnostic(&self) -> smith_diag::Diagnostic {
+    fn to_diagnostic(&self) -> smith_diag::Diagnostic {
         smith_diag::Diagnostic::warning(
             "tui.product",
             format!(

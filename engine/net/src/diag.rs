@@ -6,14 +6,14 @@
 //! Like the error itself, the diagnostic never holds header values, bodies
 //! or URL user-info.
 
-use smith_diag::{Diagnostic, Surface};
+use smith_diag::{Diagnose, Diagnostic, Surface};
 
 use crate::error::NetError;
 
-impl NetError {
+impl Diagnose for NetError {
     /// This error as a diagnostic: code `net.<kind>`, the error's own what,
     /// why and next, the host as the offending value.
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::error(
             format!("net.{}", self.kind().name()),
             self.what(),
@@ -37,6 +37,10 @@ impl From<NetError> for Diagnostic {
         err.to_diagnostic()
     }
 }
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[smith_diag::finder::<NetError>];
 
 #[cfg(test)]
 mod tests {

@@ -66,6 +66,7 @@ mod url;
 
 pub use body::{Body, BodyEvent, Outcome};
 pub use client::{Client, ClientBuilder};
+pub use diag::DIAGNOSABLE;
 pub use error::{NetError, NetErrorKind};
 pub use limits::Limits;
 pub use proxy::{ProxyServer, ProxySettings};

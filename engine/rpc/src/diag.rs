@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value, json};
 use smith_diag::secrets::redact;
-use smith_diag::{Diagnostic, Surface};
+use smith_diag::{Diagnose, Diagnostic, Surface};
 
 use crate::jsonrpc::RpcError;
 use crate::setup::SetupError;
@@ -37,9 +37,9 @@ fn display(value: &Value) -> String {
     }
 }
 
-impl RpcError {
+impl Diagnose for RpcError {
     /// This error as a diagnostic (`rpc.<kind>`).
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         let data = &self.data;
         let kind = self.kind();
         let kind = if kind.is_empty() { "error" } else { kind };
@@ -79,7 +79,9 @@ impl RpcError {
         };
         d.with_surface(surface)
     }
+}
 
+impl RpcError {
     /// The error object as JSON: `code`, `message`, and `data` holding the
     /// diagnostic's JSON rendering beside the error's own fields; every
     /// string redacted.
@@ -114,9 +116,9 @@ fn redact_json(value: &Value) -> Value {
     }
 }
 
-impl SetupError {
+impl Diagnose for SetupError {
     /// This error as a diagnostic (`rpc.runtime-setup`).
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::from_message(
             "rpc.runtime-setup",
             &self.message,
@@ -150,6 +152,13 @@ impl From<SetupError> for Diagnostic {
         err.to_diagnostic()
     }
 }
+
+/// This crate's error types that have a diagnostic, to find one behind a
+/// `dyn std::error::Error` with a [`smith_diag::Registry`].
+pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
+    smith_diag::finder::<RpcError>,
+    smith_diag::finder::<SetupError>,
+];
 
 #[cfg(test)]
 mod tests {

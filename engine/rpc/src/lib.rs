@@ -26,6 +26,7 @@ pub mod mcp;
 pub mod rpc;
 mod setup;
 
+pub use diag::DIAGNOSABLE;
 pub use jsonrpc::{Output, RpcError};
 pub use mcp::{McpOptions, McpServer};
 pub use rpc::RpcServer;

@@ -521,6 +521,7 @@ impl Runner {
 
     /// Forgets the conversation and restarts effect numbering, keeping
     /// allocated capacity (benchmarks repeat one turn without growth).
+    #[cfg(feature = "bench")]
     pub(crate) fn reset_conversation(&mut self) {
         self.history.clear();
         lock(&self.shared.messages).clear();

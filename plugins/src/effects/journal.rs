@@ -1,0 +1,102 @@
+//! Shared by every capability: refusing an effect without its grant, and
+//! recording an effect's intent before it runs and its completion after.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+use smith_engine::journal::{EffectCompletion, EffectIntent, Outcome, canonical_cbor};
+use smith_engine::tools::Mutation;
+
+use super::{Denial, EffectError, Effects};
+
+impl Effects {
+    pub(super) fn deny(
+        &self,
+        capability: &'static str,
+        grant: String,
+        request: String,
+    ) -> EffectError {
+        EffectError::Denied(Denial {
+            plugin: self.plugin.clone(),
+            capability,
+            missing_grant: grant,
+            request,
+        })
+    }
+
+    /// Records the intent of `tool` with `input`; returns its effect id.
+    pub(super) fn intent(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+    ) -> Result<String, EffectError> {
+        let effect_id = format!("fx-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1);
+        let input = canonical_cbor(input).map_err(|e| {
+            EffectError::Failed(format!("the effect's input could not be encoded: {e}"))
+        })?;
+        self.journal
+            .record_intent(&EffectIntent {
+                effect_id: effect_id.clone(),
+                parent: format!("plugin:{}", self.plugin),
+                tool: tool.to_owned(),
+                plugin_generation: self.generation,
+                input,
+            })
+            .map_err(|e| {
+                EffectError::Failed(format!(
+                    "the effect was not run because its intent could not be recorded: {e}"
+                ))
+            })?;
+        Ok(effect_id)
+    }
+
+    pub(super) fn complete(
+        &self,
+        effect_id: String,
+        outcome: Outcome,
+        mutation: Mutation,
+        output: &serde_json::Value,
+    ) -> Result<(), EffectError> {
+        let output = canonical_cbor(output).map_err(|e| {
+            EffectError::Failed(format!("the effect's output could not be encoded: {e}"))
+        })?;
+        self.journal
+            .record_completion(&EffectCompletion {
+                effect_id,
+                outcome,
+                mutation,
+                output,
+            })
+            .map_err(|e| {
+                EffectError::Failed(format!(
+                    "the effect ran but its completion could not be recorded: {e}"
+                ))
+            })
+    }
+
+    /// Completes `effect_id` from what the effect did: `Ok((value,
+    /// mutation, output))` is recorded as ok and returns `value`;
+    /// `Err((message, mutation))` is recorded as an error with `message`
+    /// (the caller prefixes the effect's name) and fails with it.
+    pub(super) fn settle<T>(
+        &self,
+        effect_id: String,
+        result: Result<(T, Mutation, serde_json::Value), (String, Mutation)>,
+    ) -> Result<T, EffectError> {
+        match result {
+            Ok((value, mutation, output)) => {
+                self.complete(effect_id, Outcome::Ok, mutation, &output)?;
+                Ok(value)
+            }
+            Err((message, mutation)) => {
+                self.complete(
+                    effect_id,
+                    Outcome::Error,
+                    mutation,
+                    &json!({"error": message}),
+                )?;
+                Err(EffectError::Failed(message))
+            }
+        }
+    }
+}

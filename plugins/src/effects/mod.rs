@@ -1,0 +1,233 @@
+//! Host effects a plugin asks for: capability checks, execution and the
+//! effect journal.
+//!
+//! Every effect is checked against the plugin's [`Grants`] **before**
+//! anything runs. A denied effect returns `effect-error.denied` to the guest
+//! and leaves a [`Denial`] naming the plugin, the capability and the missing
+//! grant. A granted effect is recorded like a built-in tool's: an
+//! [`EffectIntent`](smith_engine::journal::EffectIntent) before it runs (a
+//! failed intent record prevents it) and an
+//! [`EffectCompletion`](smith_engine::journal::EffectCompletion) after, with
+//! its three-state mutation evidence.
+//!
+//! [`Effects`] is one type; its methods live in one module per capability:
+//! `fs` (`read-file`, `list-dir`, `write-file`, `edit-file`), `process`
+//! (`run-process`), `http` (`http-request`), `secrets`, `session`
+//! (`session-entries`), `vcs` and `ui`. The grant check and the journal
+//! records every capability shares are in `journal`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use smith_engine::journal::EffectJournal;
+
+use crate::manifest::{self, Manifest};
+
+mod fs;
+mod http;
+mod journal;
+mod process;
+mod secrets;
+mod session;
+mod ui;
+mod vcs;
+
+pub use fs::{DirListing, EntryKind, MAX_DIR_ENTRIES};
+pub use http::HttpResponse;
+pub use process::{
+    MAX_PROCESS_OUTPUT, MAX_PROCESS_TIMEOUT, ProcessEnd, ProcessOutput, ProcessRequest,
+};
+pub use secrets::{MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretSource};
+pub use session::{MAX_SESSION_PAGE, SessionSource};
+
+/// The largest file `read-file` returns and the largest HTTP body
+/// `http-request` sends or returns.
+pub const MAX_EFFECT_BYTES: usize = 16 << 20;
+
+/// What a plugin may do beyond logging: the capabilities its manifest asks
+/// for and the user granted (installing a plugin grants what its manifest
+/// lists; built-ins get theirs from [`crate::builtin`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// The plugin's data folder; `fs-read` folders are relative to it.
+    pub data_dir: PathBuf,
+    /// Folders (relative to `data_dir`) the plugin may read and list.
+    pub fs_read: Vec<String>,
+    /// Folders (relative to `data_dir`) the plugin may write and edit in.
+    pub fs_write: Vec<String>,
+    /// Whether the plugin may run processes.
+    pub process: bool,
+    /// Whether the plugin may read the current session's messages.
+    pub session_read: bool,
+    /// Hosts the plugin may send HTTP requests to.
+    pub net: Vec<String>,
+    /// Whether the plugin may show UI intents.
+    pub ui: bool,
+    /// Secret handles (`provider.slot`) the plugin may have the host use.
+    pub secrets: Vec<String>,
+    /// Whether the plugin may snapshot, compare and restore the project's
+    /// working tree.
+    pub vcs: bool,
+}
+
+impl Grants {
+    /// No grants at all: every effect is denied.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The grants a manifest lists, with the plugin's data folder under the
+    /// user plugin root `root`.
+    pub fn from_manifest(manifest: &Manifest, root: &Path) -> Self {
+        let mut grants = Grants {
+            data_dir: manifest::data_dir(root, &manifest.name),
+            ..Grants::default()
+        };
+        for (kind, value) in &manifest.capabilities {
+            match kind.as_str() {
+                "fs-read" => grants.fs_read.push(value.clone()),
+                "fs-write" => grants.fs_write.push(value.clone()),
+                "process" => grants.process = true,
+                "session-read" => grants.session_read = true,
+                "net" => grants.net.push(value.to_ascii_lowercase()),
+                "ui" => grants.ui = true,
+                "secrets" => grants.secrets.push(value.clone()),
+                "vcs" => grants.vcs = true,
+                _ => {}
+            }
+        }
+        grants
+    }
+}
+
+/// An effect the host refused because a grant was missing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// The plugin that asked.
+    pub plugin: String,
+    /// The capability it needed (`fs-read`, `fs-write`, `process`, `net`,
+    /// `session-read`, `ui`).
+    pub capability: &'static str,
+    /// The manifest line that would grant it.
+    pub missing_grant: String,
+    /// What it asked for.
+    pub request: String,
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "plugin {} was denied {}: it needs the capability {} and its grants lack `{}`; nothing ran. Add `{}` to the capabilities block of its plugin.kdl and reinstall it if the plugin should be allowed this",
+            self.plugin, self.request, self.capability, self.missing_grant, self.missing_grant
+        )
+    }
+}
+
+/// Why an effect did not happen or failed (the guest receives the same as
+/// `effect-error`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EffectError {
+    /// No grant; nothing ran.
+    Denied(Denial),
+    /// A malformed request; nothing ran.
+    Invalid(String),
+    /// The effect ran and failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for EffectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EffectError::Denied(denial) => denial.fmt(f),
+            EffectError::Invalid(message) | EffectError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Where a plugin's granted effects run and are recorded.
+#[derive(Clone)]
+pub struct Effects {
+    plugin: String,
+    grants: Grants,
+    journal: Arc<dyn EffectJournal>,
+    ids: Arc<AtomicU64>,
+    net: Option<Arc<smith_net::Client>>,
+    session: Option<SessionSource>,
+    secrets: Option<SecretSource>,
+    project: Option<PathBuf>,
+    generation: u32,
+}
+
+impl std::fmt::Debug for Effects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Effects")
+            .field("plugin", &self.plugin)
+            .field("grants", &self.grants)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Effects {
+    /// Effects of `plugin` under `grants`, recorded in `journal` with effect
+    /// ids `fx-N` drawn from `ids` (share the session's sequence so ids stay
+    /// unique), carrying `generation` as the plugin generation.
+    pub fn new(
+        plugin: &str,
+        grants: Grants,
+        journal: Arc<dyn EffectJournal>,
+        ids: Arc<AtomicU64>,
+        generation: u32,
+    ) -> Self {
+        Self {
+            plugin: plugin.to_owned(),
+            grants,
+            journal,
+            ids,
+            net: None,
+            session: None,
+            secrets: None,
+            project: None,
+            generation,
+        }
+    }
+
+    /// Uses `client` (smith's HTTP engine) for `http-request`; without one,
+    /// granted requests fail saying so.
+    #[must_use]
+    pub fn with_net(mut self, client: Arc<smith_net::Client>) -> Self {
+        self.net = Some(client);
+        self
+    }
+
+    /// Answers `session-entries` from `source` (the embedding's view of
+    /// the current session); without one, granted calls fail saying so.
+    #[must_use]
+    pub fn with_session(mut self, source: SessionSource) -> Self {
+        self.session = Some(source);
+        self
+    }
+
+    /// Resolves the secret handles the plugin is granted through `source`
+    /// (smith's credential resolver); without one, granted handles resolve
+    /// to nothing.
+    #[must_use]
+    pub fn with_secrets(mut self, source: SecretSource) -> Self {
+        self.secrets = Some(source);
+        self
+    }
+
+    /// The project folder the `vcs` effects work on (the runtime's working
+    /// folder); without one, granted calls fail saying so.
+    #[must_use]
+    pub fn with_project(mut self, folder: PathBuf) -> Self {
+        self.project = Some(folder);
+        self
+    }
+
+    /// The plugin's grants.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+}

@@ -1,0 +1,105 @@
+//! The `vcs` capability: snapshots, diffs and restores of the project
+//! folder (see [`crate::vcs`]).
+
+use serde_json::json;
+use smith_engine::tools::Mutation;
+
+use super::{EffectError, Effects};
+
+impl Effects {
+    /// The repository of the project folder for a `vcs` effect named
+    /// `what`, after the grant check.
+    fn repo(&self, what: String) -> Result<crate::vcs::Repo, EffectError> {
+        if !self.grants.vcs {
+            return Err(self.deny("vcs", "vcs".to_owned(), what));
+        }
+        let Some(project) = &self.project else {
+            return Err(EffectError::Failed(format!(
+                "{what}: this host offers plugins no project folder; nothing ran"
+            )));
+        };
+        crate::vcs::Repo::open(project).map_err(|e| EffectError::Failed(format!("{what}: {e}")))
+    }
+
+    /// `vcs-snapshot`: records the project's working tree as a snapshot in
+    /// its git repository (see [`crate::vcs`]); returns the snapshot id.
+    ///
+    /// # Errors
+    ///
+    /// Denied without `vcs`; failed outside a git working tree or when git
+    /// fails.
+    pub fn vcs_snapshot(&self, label: &str) -> Result<String, EffectError> {
+        let repo = self.repo(format!("vcs-snapshot {label:?}"))?;
+        let effect_id = self.intent(
+            "plugin.vcs-snapshot",
+            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "label": label}),
+        )?;
+        let result = match repo.snapshot(label) {
+            Ok(id) => {
+                let output = json!({"snapshot": id});
+                Ok((id, Mutation::Applied, output))
+            }
+            Err(message) => Err((format!("vcs-snapshot: {message}"), Mutation::Unknown)),
+        };
+        self.settle(effect_id, result)
+    }
+
+    /// `vcs-diff`: the diff from snapshot `from` to snapshot `to` (the
+    /// working tree now when `to` is empty), cut at 1 MiB.
+    ///
+    /// # Errors
+    ///
+    /// Denied without `vcs`; invalid when an id is not a snapshot; failed
+    /// when git fails.
+    pub fn vcs_diff(&self, from: &str, to: &str) -> Result<crate::vcs::DiffText, EffectError> {
+        let repo = self.repo(format!("vcs-diff {from:?} {to:?}"))?;
+        repo.check_ids(&[from, to])
+            .map_err(|e| EffectError::Invalid(format!("vcs-diff: {e}")))?;
+        let effect_id = self.intent(
+            "plugin.vcs-diff",
+            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "from": from, "to": to}),
+        )?;
+        let result = match repo.diff(from, to) {
+            Ok(diff) => {
+                let output = json!({"bytes": diff.text.len(), "truncated": diff.truncated});
+                Ok((diff, Mutation::NotApplied, output))
+            }
+            Err(message) => Err((format!("vcs-diff: {message}"), Mutation::NotApplied)),
+        };
+        self.settle(effect_id, result)
+    }
+
+    /// `vcs-restore`: makes the working tree match snapshot `id`, first
+    /// recording it as it is; returns that snapshot's id (restore it to
+    /// undo).
+    ///
+    /// # Errors
+    ///
+    /// Denied without `vcs`; invalid when `id` is not a snapshot; failed
+    /// when git fails (recorded unknown once files may have been written).
+    pub fn vcs_restore(&self, id: &str) -> Result<String, EffectError> {
+        let repo = self.repo(format!("vcs-restore {id:?}"))?;
+        repo.check_ids(&[id])
+            .map_err(|e| EffectError::Invalid(format!("vcs-restore: {e}")))?;
+        let effect_id = self.intent(
+            "plugin.vcs-restore",
+            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "snapshot": id}),
+        )?;
+        let result = match repo.restore(id) {
+            Ok(before) => {
+                let output = json!({"before": before});
+                Ok((before, Mutation::Applied, output))
+            }
+            Err((message, touched)) => Err((
+                format!("vcs-restore: {message}"),
+                // Files may have been written once git started on them.
+                if touched {
+                    Mutation::Unknown
+                } else {
+                    Mutation::NotApplied
+                },
+            )),
+        };
+        self.settle(effect_id, result)
+    }
+}
