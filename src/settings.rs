@@ -1,15 +1,14 @@
-//! The options only the binary's own frontends read (the bench plan, the
-//! TUI's mouse and theme); every option a runtime needs is resolved by
-//! [`smith_host::settings`], re-exported here.
+//! The options only the binary itself reads (the bench plan); every option
+//! a runtime needs is resolved by [`smith_host::settings`], re-exported
+//! here, and the interface's own by `smith_interface`.
 //!
 //! [`CONSUMERS`] names, for every declared option, the function that reads
 //! it; a test holds the table to `smith_config::options::ALL` and to the
-//! sources of the binary and the host, so an option nothing reads cannot be
+//! sources of the binary, the host and the interface, so an option nothing reads cannot be
 //! declared silently.
 
 use smith_config::Config;
-use smith_config::options::{BENCH_SAMPLES, TUI_MOUSE, TUI_THEME};
-use smith_diag::Diagnostic;
+use smith_config::options::BENCH_SAMPLES;
 pub(crate) use smith_host::settings::{config, session_root};
 
 /// The measuring plan of `smith bench`: `--quick` takes the quick plan
@@ -29,44 +28,6 @@ pub(crate) fn bench_plan(config: &Config, quick: bool) -> smith_perf::Plan {
     }
 }
 
-/// Whether the TUI captures the mouse: `tui.mouse`.
-pub(crate) fn tui_mouse(config: &Config) -> bool {
-    config.bool(&TUI_MOUSE).unwrap_or(true)
-}
-
-/// The theme named by `tui.theme` among the themes the product provides,
-/// or the product's `default` with a warning naming the value, where it
-/// was set and the themes there are.
-pub(crate) fn tui_theme(
-    config: &Config,
-    product: &smith_tui::Product,
-) -> (smith_tui::product::Theme, Option<Diagnostic>) {
-    let themes = product.themes();
-    let name = config.str(&TUI_THEME).unwrap_or(product.default_theme());
-    if let Some((_, theme)) = themes.iter().find(|(n, _)| *n == name) {
-        return (*theme, None);
-    }
-    let names: Vec<&str> = themes.iter().map(|(n, _)| *n).collect();
-    let mut warning = Diagnostic::warning(
-        "config.unknown-theme",
-        format!("there is no theme `{name}`; the interface draws with `default`"),
-        format!(
-            "`tui.theme` names a theme no loaded plugin provides; the themes there are: {}",
-            names.join(", ")
-        ),
-        format!(
-            "set `tui.theme` to one of {}, e.g. `smith config set tui.theme default`",
-            names.join(", ")
-        ),
-    )
-    .with_value(name)
-    .with_field(TUI_THEME.key);
-    if let Some(source) = config.source(&TUI_THEME) {
-        warning = warning.with_surface(source.surface());
-    }
-    (product.theme, Some(warning))
-}
-
 /// For every declared option: the file and the function that reads it.
 /// A test checks each function exists, mentions the option's declaration
 /// and is called, and that every option of `smith_config::options::ALL` is
@@ -75,14 +36,14 @@ pub(crate) fn tui_theme(
 pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("provider", "host/src/provider.rs", "choose_provider"),
     ("model", "host/src/provider.rs", "choose_provider"),
-    ("color", "src/cmd/tui/config.rs", "load_options"),
+    ("color", "frontends/interface/src/config.rs", "load_options"),
     ("log.level", "host/src/settings.rs", "log_settings"),
     ("log.file", "host/src/settings.rs", "log_settings"),
     ("session.dir", "host/src/settings.rs", "sessions_dir"),
-    ("tui.confirm-exit", "src/cmd/tui/config.rs", "load_options"),
-    ("tui.theme", "src/settings.rs", "tui_theme"),
-    ("tui.mouse", "src/settings.rs", "tui_mouse"),
-    ("tui.scroll-lines", "src/cmd/tui/config.rs", "load_options"),
+    ("tui.confirm-exit", "frontends/interface/src/config.rs", "load_options"),
+    ("tui.theme", "frontends/interface/src/config.rs", "tui_theme"),
+    ("tui.mouse", "frontends/interface/src/config.rs", "tui_mouse"),
+    ("tui.scroll-lines", "frontends/interface/src/config.rs", "load_options"),
     (
         "net.connect-timeout-s",
         "host/src/settings.rs",
@@ -144,37 +105,6 @@ mod tests {
                 i64::try_from(smith_perf::Plan::FULL.samples).unwrap()
             ))
         );
-    }
-
-    #[test]
-    fn tui_mouse_follows_its_option() {
-        let (_home, config) = with_env(&[]);
-        assert!(tui_mouse(&config));
-        let (_home, config) = with_env(&[("SMITH_TUI_MOUSE", "false")]);
-        assert!(!tui_mouse(&config));
-    }
-
-    #[test]
-    fn a_known_theme_is_used_and_an_unknown_one_falls_back_with_a_warning() {
-        let product = smith_tui::fixture::product();
-        let (_home, config) = with_env(&[("SMITH_TUI_THEME", "default")]);
-        let (theme, warning) = tui_theme(&config, &product);
-        assert_eq!(theme, product.theme);
-        assert!(warning.is_none());
-
-        let (_home, config) = with_env(&[("SMITH_TUI_THEME", "solarized")]);
-        let (theme, warning) = tui_theme(&config, &product);
-        assert_eq!(theme, product.theme);
-        let text = warning
-            .expect("an unknown theme is warned about")
-            .render_plain();
-        assert!(text.starts_with("warning[config.unknown-theme]"), "{text}");
-        assert!(text.contains("`solarized`"), "{text}");
-        assert!(
-            text.contains("environment variable SMITH_TUI_THEME"),
-            "{text}"
-        );
-        assert!(text.contains("the themes there are: default"), "{text}");
     }
 
     /// The text of `fn name` in `source`: from its signature to the brace
@@ -248,6 +178,7 @@ mod tests {
         let mut sources = Vec::new();
         rust_sources(&root.join("src"), &mut sources);
         rust_sources(&root.join("host/src"), &mut sources);
+        rust_sources(&root.join("frontends/interface/src"), &mut sources);
         for (key, file, function) in CONSUMERS {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let body = function_body(&text, function)

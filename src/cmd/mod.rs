@@ -8,7 +8,6 @@ pub mod help;
 pub mod mcp;
 pub mod models;
 pub mod plugin;
-pub mod product;
 pub mod replay;
 pub mod rpc;
 pub mod session;

@@ -28,6 +28,7 @@ pub(super) use super::session::{
 mod commands;
 mod events;
 mod frontend;
+mod options;
 mod session;
 mod trust;
 

@@ -1,13 +1,9 @@
-//! Everything the interface controller uses from the rest of the binary,
-//! in one place: choosing the provider, the mock provider, loading the
-//! extension plugins and the product, the settings the interface reads
-//! and the diagnostics style. The other modules of the controller reach
-//! the binary only through these re-exports, so the controller can move
-//! into a library of its own by changing this module alone.
+//! Everything the interface controller uses from the host, in one place:
+//! choosing the provider, the mock provider, the extension plugins, the
+//! product, the settings the interface reads and the diagnostics style.
 
 /// Choosing the provider, as `smith eval` does.
 pub(super) mod eval {
-    pub(crate) use crate::cmd::eval::ProviderChoice;
     pub(crate) use smith_host::{Chosen, choose_provider};
 }
 
@@ -24,12 +20,12 @@ pub(super) mod extensions {
 
 /// The interface's product, built from the plugins' contributions.
 pub(super) mod product {
-    pub(crate) use crate::cmd::product::load;
+    pub(crate) use crate::product::load;
 }
 
 /// The settings the interface reads.
 pub(super) mod settings {
-    pub(crate) use crate::settings::{tui_mouse, tui_theme};
+    pub(crate) use crate::config::{tui_mouse, tui_theme};
     pub(crate) use smith_host::settings::session_root;
 }
 

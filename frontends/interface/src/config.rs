@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_SCROLL_LINES};
+use smith_config::Config;
+use smith_config::options::{COLOR, TUI_CONFIRM_EXIT, TUI_MOUSE, TUI_SCROLL_LINES, TUI_THEME};
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{ConfigError, Loader, Paths};
 use smith_diag::Diagnostic;
@@ -145,4 +146,42 @@ pub(super) fn unchecked(app: &mut App, err: &ConfigError) {
     app.error(&format!(
         "the project's trust could not be checked, so it is ignored: {err}"
     ));
+}
+
+/// Whether the TUI captures the mouse: `tui.mouse`.
+pub(super) fn tui_mouse(config: &Config) -> bool {
+    config.bool(&TUI_MOUSE).unwrap_or(true)
+}
+
+/// The theme named by `tui.theme` among the themes the product provides,
+/// or the product's `default` with a warning naming the value, where it
+/// was set and the themes there are.
+pub(super) fn tui_theme(
+    config: &Config,
+    product: &smith_tui::Product,
+) -> (smith_tui::product::Theme, Option<Diagnostic>) {
+    let themes = product.themes();
+    let name = config.str(&TUI_THEME).unwrap_or(product.default_theme());
+    if let Some((_, theme)) = themes.iter().find(|(n, _)| *n == name) {
+        return (*theme, None);
+    }
+    let names: Vec<&str> = themes.iter().map(|(n, _)| *n).collect();
+    let mut warning = Diagnostic::warning(
+        "config.unknown-theme",
+        format!("there is no theme `{name}`; the interface draws with `default`"),
+        format!(
+            "`tui.theme` names a theme no loaded plugin provides; the themes there are: {}",
+            names.join(", ")
+        ),
+        format!(
+            "set `tui.theme` to one of {}, e.g. `smith config set tui.theme default`",
+            names.join(", ")
+        ),
+    )
+    .with_value(name)
+    .with_field(TUI_THEME.key);
+    if let Some(source) = config.source(&TUI_THEME) {
+        warning = warning.with_surface(source.surface());
+    }
+    (product.theme, Some(warning))
 }

@@ -1,5 +1,12 @@
-//! `smith tui` (and `smith` with no subcommand on a terminal): the
-//! fullscreen interface over the agent runtime.
+//! The fullscreen interface's controller: what `smith tui` (and `smith`
+//! with no subcommand on a terminal) runs over the agent runtime.
+//!
+//! [`smith_tui`] draws and reads keys; this crate starts runtimes through
+//! [`smith_host`] (the same way `smith eval` and `smith rpc` start theirs),
+//! maps their engine events onto the interface, runs the slash commands
+//! from one table, asks the plugins' questions and switches sessions. The
+//! binary only turns its command-line arguments into [`Args`] and calls
+//! [`run`].
 //!
 //! The runtime is wired as `smith eval` wires it (scripted provider,
 //! session store, built-in tools); its events are forwarded into the
@@ -25,7 +32,11 @@
 //! * [`frontend`] — the interface as the plugins' frontend, and their
 //!   questions;
 //! * [`config`] — the interface's options and the project trust question;
-//! * [`host`] — everything used from the rest of the binary.
+//! * [`product`] — the interface's product, built from the plugins'
+//!   contributions;
+//! * [`host`] — everything used from the host and the settings.
+
+#![deny(missing_docs)]
 
 mod commands;
 mod config;
@@ -33,6 +44,7 @@ mod controller;
 mod events;
 mod frontend;
 mod host;
+pub mod product;
 mod replay;
 mod runtime;
 mod session;
@@ -55,27 +67,34 @@ use controller::Controller;
 use frontend::AgentMsg;
 use runtime::{Target, start};
 
-/// Start the fullscreen interface.
-#[derive(Debug, Clone, clap::Args)]
+/// The provider, model and base URL the user chose (`--provider`,
+/// `--model`, `--base-url`); unset parts are chosen as `smith eval`
+/// chooses them.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderChoice {
+    /// The provider by name.
+    pub provider: Option<String>,
+    /// The model by name or alias.
+    pub model: Option<String>,
+    /// The provider's base URL.
+    pub base_url: Option<String>,
+}
+
+/// How the fullscreen interface starts.
+#[derive(Debug, Clone)]
 pub struct Args {
     /// The provider, model and base URL.
-    #[command(flatten)]
-    pub choice: host::eval::ProviderChoice,
+    pub choice: ProviderChoice,
     /// Play this script with the mock provider (see docs/mock-provider.md).
-    #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
     /// Resume this session (a name, an id or a unique id prefix).
-    #[arg(long, value_name = "REF", conflicts_with = "continue_latest")]
     pub session: Option<String>,
     /// Continue the most recently changed session.
-    #[arg(long = "continue", short = 'c')]
     pub continue_latest: bool,
     /// Work in this directory instead of the current one.
-    #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Run without extension plugins' hooks (the interface's own product
     /// still comes from smith/product).
-    #[arg(long)]
     pub no_plugins: bool,
 }
 
@@ -85,7 +104,7 @@ impl Default for Args {
     /// demo), a new session, the current directory.
     fn default() -> Self {
         Self {
-            choice: host::eval::ProviderChoice::default(),
+            choice: ProviderChoice::default(),
             mock_script: None,
             session: None,
             continue_latest: false,
