@@ -19,7 +19,6 @@
 use std::io::IsTerminal;
 use std::sync::LazyLock;
 
-
 use smith_diag::{Diagnostic, Registry, Style, Surface, Value};
 
 mod cli;

@@ -40,10 +40,26 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("log.level", "host/src/settings.rs", "log_settings"),
     ("log.file", "host/src/settings.rs", "log_settings"),
     ("session.dir", "host/src/settings.rs", "sessions_dir"),
-    ("tui.confirm-exit", "frontends/interface/src/config.rs", "load_options"),
-    ("tui.theme", "frontends/interface/src/config.rs", "tui_theme"),
-    ("tui.mouse", "frontends/interface/src/config.rs", "tui_mouse"),
-    ("tui.scroll-lines", "frontends/interface/src/config.rs", "load_options"),
+    (
+        "tui.confirm-exit",
+        "frontends/interface/src/config.rs",
+        "load_options",
+    ),
+    (
+        "tui.theme",
+        "frontends/interface/src/config.rs",
+        "tui_theme",
+    ),
+    (
+        "tui.mouse",
+        "frontends/interface/src/config.rs",
+        "tui_mouse",
+    ),
+    (
+        "tui.scroll-lines",
+        "frontends/interface/src/config.rs",
+        "load_options",
+    ),
     (
         "net.connect-timeout-s",
         "host/src/settings.rs",

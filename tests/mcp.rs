@@ -1,6 +1,6 @@
 //! `smith mcp` end to end with the official MCP Python SDK client.
 //!
-//! The client script (engine/rpc/tests/mcp_client.py) spawns the built
+//! The client script (frontends/rpc/tests/mcp_client.py) spawns the built
 //! binary and checks, once in the SDK's default mode (a `server/discover`
 //! probe, then the stateless 2026-07-28 revision) and once in its legacy
 //! mode (the `initialize` handshake, negotiating 2025-11-25): the revision,
@@ -47,7 +47,7 @@ fn drive(mode: &str, version: &str) {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(work.join("hello.txt"), "hello from the fixture\n").unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("engine/rpc/tests/mcp_client.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("frontends/rpc/tests/mcp_client.py");
     let out = Command::new("python3")
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_smith"))

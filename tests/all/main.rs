@@ -1,5 +1,6 @@
 //! The `smith` binary's single integration-test binary; one module per command.
 
+mod architecture;
 mod default;
 mod diag_audit;
 mod eval;

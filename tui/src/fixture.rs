@@ -3,7 +3,7 @@
 //!
 //! The running interface never uses it: the binary builds its
 //! [`Product`](crate::Product) from the loaded plugins' contributions. A
-//! test in the binary (`src/cmd/product.rs`) converts what the compiled
+//! test in the interface (`frontends/interface/src/product.rs`) converts what the compiled
 //! smith/product plugin contributes and requires it to equal
 //! [`product_spec`], so this copy cannot drift from the plugin.
 
