@@ -269,7 +269,8 @@ impl Vcs {
         let id = ObjectId::of(ObjectKind::Snapshot, &self.record_buf);
         self.objects
             .put_with_id(ObjectKind::Snapshot, id, &self.record_buf)?;
-        let persist = out.changed || out.stats_changed || self.index.snapshot != Some(id);
+        // `spare` now holds the previous scan.
+        let persist = out.changed || out.stats_changed || self.spare.snapshot != Some(id);
         self.index.snapshot = Some(id);
         if persist {
             self.save_index()?;

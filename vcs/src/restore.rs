@@ -13,7 +13,7 @@
 
 use std::ffi::OsStr;
 use std::io::Write as _;
-use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
@@ -198,6 +198,26 @@ impl Vcs {
             }
             !skipped
         });
+        let in_the_way = self.untracked_in_the_way(&raw)?;
+        if !in_the_way.is_empty() && !options.force {
+            let shown: Vec<String> = in_the_way
+                .iter()
+                .take(5)
+                .map(|p| p.display().to_string())
+                .collect();
+            return Err(VcsError::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{} path(s) the snapshot would write hold files no snapshot records (ignored ones): {}",
+                    in_the_way.len(),
+                    shown.join(", ")
+                ),
+                "restoring would overwrite them, and nothing records their content",
+                "move those files away (or restore with force to overwrite them), then restore again",
+            )
+            .with_value(shown.join(", "))
+            .with_conflicts(in_the_way));
+        }
         let changes =
             diff::build(&mut self.objects, before.id, target, raw.clone(), false)?.changes;
         if options.dry_run || raw.is_empty() {
@@ -218,6 +238,43 @@ impl Vcs {
             kept,
             dry_run: false,
         })
+    }
+
+    /// Paths where the plan writes something but the project already has
+    /// an unrecorded (ignored) entry that differs from what would be
+    /// written.
+    fn untracked_in_the_way(&mut self, plan: &[RawChange]) -> Result<Vec<PathBuf>, VcsError> {
+        let mut out = Vec::new();
+        for c in plan {
+            let (None, Some(new)) = (c.old, c.new) else {
+                continue;
+            };
+            let path = self.scanner.root.join(OsStr::from_bytes(&c.path));
+            let Ok(m) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let same = match new.kind {
+                EntryKind::Dir => m.is_dir(),
+                EntryKind::Symlink => {
+                    m.file_type().is_symlink()
+                        && std::fs::read_link(&path)
+                            .ok()
+                            .map(|t| t.into_os_string().into_vec())
+                            == Some(self.objects.get(ObjectKind::Blob, &new.id)?)
+                }
+                EntryKind::File | EntryKind::Executable => {
+                    m.is_file()
+                        && m.len() == new.size
+                        && std::fs::read(&path).ok()
+                            == Some(self.objects.get(ObjectKind::Blob, &new.id)?)
+                }
+                _ => true,
+            };
+            if !same {
+                out.push(PathBuf::from(OsStr::from_bytes(&c.path)));
+            }
+        }
+        Ok(out)
     }
 
     /// Undoes an effect: restores, at the paths the effect changed, their
@@ -360,9 +417,14 @@ impl Vcs {
             }
             staged[i] = Some(tmp);
         }
-        // 2. Move aside everything replaced or removed that is not a folder.
+        // 2. Move aside everything replaced or removed that is not a folder,
+        //    and unrecorded entries in the way of what comes.
         for (i, c) in plan.iter().enumerate() {
-            if c.old.is_some_and(|o| o.kind != EntryKind::Dir) {
+            let in_the_way = c.old.is_none()
+                && std::fs::symlink_metadata(path_of(c)).is_ok_and(|m| {
+                    !(m.is_dir() && c.new.is_some_and(|n| n.kind == EntryKind::Dir))
+                });
+            if in_the_way || c.old.is_some_and(|o| o.kind != EntryKind::Dir) {
                 let path = path_of(c);
                 check_parents(root, &c.path)?;
                 let backup = stage.join(format!("o{i}"));
@@ -405,6 +467,10 @@ impl Vcs {
                         continue;
                     }
                     check_parents(root, &c.path)?;
+                    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                        // An unrecorded folder is already there.
+                        continue;
+                    }
                     std::fs::create_dir(&path)
                         .map_err(|e| VcsError::io("creating the folder", &path, &e))?;
                     journal.push(Step::MadeDir { path });
