@@ -43,17 +43,43 @@ pub fn file_text(seed: u64, len: usize) -> Vec<u8> {
 pub fn generate(root: &Path, files: usize, file_bytes: usize) -> std::io::Result<Vec<PathBuf>> {
     let mut paths = Vec::with_capacity(files);
     for i in 0..files {
-        let dir = root
-            .join(format!("group{:03}", i / 2000))
-            .join(format!("dir{:03}", (i / 100) % 20));
-        if i % 100 == 0 {
-            std::fs::create_dir_all(&dir)?;
+        let path = file_path(root, i);
+        if i % 100 == 0
+            && let Some(dir) = path.parent()
+        {
+            std::fs::create_dir_all(dir)?;
         }
-        let path = dir.join(format!("file{:03}.rs", i % 100));
         std::fs::write(&path, file_text(i as u64, file_bytes))?;
         paths.push(path);
     }
     Ok(paths)
+}
+
+/// [`generate`] unless `dir` holds a marker saying it was done (so a large
+/// fixture is generated once and reused); the file paths either way.
+///
+/// # Errors
+///
+/// When a file cannot be written.
+pub fn generate_once(
+    dir: &Path,
+    project: &Path,
+    files: usize,
+    file_bytes: usize,
+) -> Result<Vec<PathBuf>, VcsError> {
+    let marker = dir.join(format!("generated-{files}-{file_bytes}"));
+    if marker.exists() {
+        return Ok((0..files).map(|i| file_path(project, i)).collect());
+    }
+    let list = generate(project, files, file_bytes).map_err(|e| vcs_error(e, project))?;
+    std::fs::write(&marker, b"").map_err(|e| vcs_error(e, &marker))?;
+    Ok(list)
+}
+
+fn file_path(root: &Path, i: usize) -> PathBuf {
+    root.join(format!("group{:03}", i / 2000))
+        .join(format!("dir{:03}", (i / 100) % 20))
+        .join(format!("file{:03}.rs", i % 100))
 }
 
 /// Appends one line to `path` (an edit of one line).
@@ -91,7 +117,7 @@ impl SnapshotAfterChange {
     /// When the project or the store cannot be written.
     pub fn prepare(dir: &Path, files: usize) -> Result<SnapshotAfterChange, VcsError> {
         let project = dir.join("project");
-        let list = generate(&project, files, 200).map_err(|e| vcs_error(e, &project))?;
+        let list = generate_once(dir, &project, files, 200)?;
         let mut vcs = Vcs::open(&project, &dir.join("store"), Options::default())?;
         vcs.snapshot()?;
         Ok(SnapshotAfterChange {

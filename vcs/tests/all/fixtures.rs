@@ -57,7 +57,8 @@ pub fn manifest(root: &Path) -> BTreeMap<String, Item> {
 
 /// A project folder with its store inside it (`.store`, excluded).
 pub struct Project {
-    pub dir: tempfile::TempDir,
+    /// Kept for its lifetime: the folder is removed when it drops.
+    pub _dir: tempfile::TempDir,
     pub vcs: Vcs,
 }
 
@@ -69,7 +70,7 @@ impl Project {
     pub fn with(options: Options) -> Project {
         let dir = tempfile::tempdir().expect("temp dir");
         let vcs = Vcs::open(dir.path(), &dir.path().join(".store"), options).expect("open");
-        Project { dir, vcs }
+        Project { _dir: dir, vcs }
     }
 
     pub fn root(&self) -> PathBuf {

@@ -498,3 +498,48 @@ fn gc_removes_unreferenced_snapshots_and_objects() {
     assert_eq!(e.kind(), ErrorKind::UnknownSnapshot);
     assert!(p.vcs.check(a.id).is_ok());
 }
+
+/// An ignored file in the way of a file a restore writes is overwritten
+/// only when its content is the same, or when forced.
+#[test]
+fn restore_refuses_to_overwrite_a_differing_ignored_file() {
+    let mut p = Project::new();
+    p.write("notes.txt", "recorded\n");
+    let s = p.vcs.snapshot().expect("snapshot").id;
+    p.write(".gitignore", "notes.txt\n");
+    p.write("notes.txt", "private, never recorded\n");
+    p.vcs.snapshot().expect("snapshot");
+    let before = p.manifest();
+    let e = p
+        .vcs
+        .restore(s, &RestoreOptions::default())
+        .expect_err("in the way");
+    assert_eq!(e.kind(), ErrorKind::Conflict);
+    assert_eq!(e.conflicts(), &[PathBuf::from("notes.txt")]);
+    assert_eq!(p.manifest(), before);
+    p.vcs
+        .restore(
+            s,
+            &RestoreOptions {
+                force: true,
+                ..RestoreOptions::default()
+            },
+        )
+        .expect("forced");
+    assert_eq!(
+        std::fs::read_to_string(p.path("notes.txt")).expect("notes"),
+        "recorded\n"
+    );
+    assert!(!p.path(".gitignore").exists());
+}
+
+/// Every diagnostic the suite produced has its three parts.
+#[test]
+fn every_diagnostic_is_complete_and_leaks_nothing() {
+    if std::env::var_os("SMITH_DIAG_AUDIT_CHILD").is_some() {
+        return;
+    }
+    let report = smith_diag::audit::audit_test_suite("every_diagnostic_is_complete", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.passed(), "{report:?}");
+}
