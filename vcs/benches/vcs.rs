@@ -91,6 +91,20 @@ fn snapshot_after_one_file_change(b: Bencher<'_, '_>) {
         });
 }
 
+/// smith: snapshot of the unchanged tree (measured): the floor of the
+/// one-file-change case.
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn snapshot_unchanged(b: Bencher<'_, '_>) {
+    let mut w = SnapshotAfterChange::prepare(fixture(), files()).expect("prepare");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    w.snapshot().expect("snapshot");
+    b.bench_local(|| {
+        let s = w.snapshot().expect("snapshot");
+        assert_eq!(s.files_read, 0);
+        s
+    });
+}
+
 /// git: change one file, `git status --porcelain` (measured).
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn git_status_after_one_file_change(b: Bencher<'_, '_>) {

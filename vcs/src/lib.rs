@@ -122,6 +122,21 @@ pub struct Vcs {
     index: Index,
     spare: Index,
     record_buf: Vec<u8>,
+    /// Files read and folders listed since the cache was last saved.
+    unsaved: u64,
+    saved_once: bool,
+}
+
+/// The cache is saved once `unsaved * SAVE_RATIO` reaches its entry count:
+/// writing one entry costs far less than reading one file again.
+const SAVE_RATIO: u64 = 64;
+
+impl Drop for Vcs {
+    fn drop(&mut self) {
+        if self.unsaved > 0 {
+            let _ = self.save_index();
+        }
+    }
 }
 
 impl std::fmt::Debug for Vcs {
@@ -222,14 +237,17 @@ impl Vcs {
         )?;
         let index = std::fs::read(store.join("index"))
             .ok()
-            .and_then(|b| Index::decode(&b))
-            .unwrap_or_default();
+            .and_then(|b| Index::decode(&b));
+        let saved_once = index.is_some();
+        let index = index.unwrap_or_default();
         Ok(Vcs {
             objects,
             scanner,
             index,
             spare: Index::default(),
             record_buf: Vec::with_capacity(128),
+            unsaved: 0,
+            saved_once,
         })
     }
 
@@ -270,10 +288,17 @@ impl Vcs {
         self.objects
             .put_with_id(ObjectKind::Snapshot, id, &self.record_buf)?;
         // `spare` now holds the previous scan.
-        let persist = out.changed || out.stats_changed || self.spare.snapshot != Some(id);
+        if out.changed || out.stats_changed || self.spare.snapshot != Some(id) {
+            self.unsaved += 1 + out.read + out.listed;
+        }
         self.index.snapshot = Some(id);
-        if persist {
-            self.save_index()?;
+        // The saved cache is only a hint (a stale one costs rereading what
+        // changed since), so it is saved when that would cost more than
+        // writing it, and on `flush` and drop.
+        if self.unsaved > 0
+            && (self.unsaved * SAVE_RATIO >= self.index.entries.len() as u64 || !self.saved_once)
+        {
+            self.flush()?;
         }
         Ok(Snapshot {
             id: SnapshotId(id),
@@ -283,6 +308,22 @@ impl Vcs {
             files_read: out.read,
             skipped: out.skipped,
         })
+    }
+
+    /// Saves the stat cache now if it changed since it was last saved
+    /// (a `Vcs` also saves it when dropped).
+    ///
+    /// # Errors
+    ///
+    /// When the cache file cannot be written.
+    pub fn flush(&mut self) -> Result<(), VcsError> {
+        if self.unsaved == 0 && self.saved_once {
+            return Ok(());
+        }
+        self.save_index()?;
+        self.unsaved = 0;
+        self.saved_once = true;
+        Ok(())
     }
 
     fn save_index(&mut self) -> Result<(), VcsError> {

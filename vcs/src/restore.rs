@@ -417,6 +417,7 @@ impl Vcs {
             }
             staged[i] = Some(tmp);
         }
+        let mut seen = std::collections::HashSet::new();
         // 2. Move aside everything replaced or removed that is not a folder,
         //    and unrecorded entries in the way of what comes.
         for (i, c) in plan.iter().enumerate() {
@@ -426,7 +427,7 @@ impl Vcs {
                 });
             if in_the_way || c.old.is_some_and(|o| o.kind != EntryKind::Dir) {
                 let path = path_of(c);
-                check_parents(root, &c.path)?;
+                check_parents(root, &c.path, &mut seen)?;
                 let backup = stage.join(format!("o{i}"));
                 std::fs::rename(&path, &backup)
                     .map_err(|e| VcsError::io("moving aside", &path, &e))?;
@@ -457,6 +458,7 @@ impl Vcs {
                 journal.push(Step::RemovedDir { path, mode });
             }
         }
+        seen.clear();
         // 4. Create the folders that come and place the staged files,
         //    parents first.
         for (i, c) in plan.iter().enumerate() {
@@ -466,7 +468,7 @@ impl Vcs {
                     if c.old.is_some_and(|o| o.kind == EntryKind::Dir) {
                         continue;
                     }
-                    check_parents(root, &c.path)?;
+                    check_parents(root, &c.path, &mut seen)?;
                     if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                         // An unrecorded folder is already there.
                         continue;
@@ -479,7 +481,7 @@ impl Vcs {
                     let Some(tmp) = staged[i].take() else {
                         continue;
                     };
-                    check_parents(root, &c.path)?;
+                    check_parents(root, &c.path, &mut seen)?;
                     if std::fs::symlink_metadata(&path).is_ok() {
                         return Err(VcsError::new(
                             ErrorKind::Conflict,
@@ -499,8 +501,19 @@ impl Vcs {
 }
 
 /// Checks that every folder above `rel` is a real folder (no symlink was
-/// put on the way since the plan was made).
-fn check_parents(root: &Path, rel: &[u8]) -> Result<(), VcsError> {
+/// put on the way since the plan was made). `seen` holds the folders
+/// already checked by this restore.
+fn check_parents(
+    root: &Path,
+    rel: &[u8],
+    seen: &mut std::collections::HashSet<Vec<u8>>,
+) -> Result<(), VcsError> {
+    let Some(parent) = rel.iter().rposition(|b| *b == b'/').map(|i| &rel[..i]) else {
+        return Ok(());
+    };
+    if seen.contains(parent) {
+        return Ok(());
+    }
     let mut at = root.to_path_buf();
     let parts: Vec<&[u8]> = rel.split(|b| *b == b'/').collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
@@ -518,6 +531,7 @@ fn check_parents(root: &Path, rel: &[u8]) -> Result<(), VcsError> {
             Err(e) => return Err(VcsError::io("checking the folder", &at, &e)),
         }
     }
+    seen.insert(parent.to_vec());
     Ok(())
 }
 

@@ -52,7 +52,19 @@ pub(crate) struct Stat {
     pub mode: u32,
 }
 
+// The `stat` field and `S_IF*` widths differ between platforms; these are
+// the widths the cache uses.
+#[allow(clippy::unnecessary_cast)]
+const S_IFMT: u32 = libc::S_IFMT as u32;
+#[allow(clippy::unnecessary_cast)]
+const S_IFDIR: u32 = libc::S_IFDIR as u32;
+#[allow(clippy::unnecessary_cast)]
+const S_IFREG: u32 = libc::S_IFREG as u32;
+#[allow(clippy::unnecessary_cast)]
+const S_IFLNK: u32 = libc::S_IFLNK as u32;
+
 impl Stat {
+    #[allow(clippy::unnecessary_cast)] // the field widths differ between platforms
     fn from_raw(st: &libc::stat) -> Stat {
         Stat {
             size: st.st_size as u64,
@@ -68,7 +80,7 @@ impl Stat {
     }
 
     fn format(&self) -> u32 {
-        self.mode & libc::S_IFMT as u32
+        self.mode & S_IFMT
     }
 
     fn present(&self) -> bool {
@@ -284,6 +296,8 @@ pub(crate) struct Outcome {
     pub files: u64,
     pub bytes: u64,
     pub read: u64,
+    /// Folders listed (`readdir`).
+    pub listed: u64,
     pub skipped: Vec<Skipped>,
 }
 
@@ -313,6 +327,7 @@ pub(crate) struct Scanner {
     total: u64,
     files: u64,
     read: u64,
+    listed: u64,
     stats_changed: bool,
     skipped: Vec<Skipped>,
 }
@@ -353,6 +368,7 @@ impl Scanner {
             total: 0,
             files: 0,
             read: 0,
+            listed: 0,
             stats_changed: false,
             skipped: Vec::new(),
         })
@@ -384,6 +400,7 @@ impl Scanner {
         self.total = 0;
         self.files = 0;
         self.read = 0;
+        self.listed = 0;
         self.stats_changed = force;
         self.skipped = Vec::new();
         self.rel.clear();
@@ -429,6 +446,7 @@ impl Scanner {
             files: self.files,
             bytes: self.total,
             read: self.read,
+            listed: self.listed,
             skipped: std::mem::take(&mut self.skipped),
         })
     }
@@ -465,7 +483,7 @@ impl Scanner {
         new.entries[ni].gi = gi;
         self.frames.push(Frame {
             rel_len: self.rel.len(),
-            has_gitignore: gi.format() == libc::S_IFREG as u32,
+            has_gitignore: gi.format() == S_IFREG,
             loaded: false,
             gitignore: None,
         });
@@ -486,6 +504,7 @@ impl Scanner {
         } else {
             changed = true;
             self.stats_changed = true;
+            self.listed += 1;
             let dir = self.abs(&self.rel);
             let mut names: Vec<Vec<u8>> = Vec::new();
             let listing = std::fs::read_dir(&dir)
@@ -521,7 +540,7 @@ impl Scanner {
                     self.rel.push(b'/');
                 }
                 self.rel.extend_from_slice(name);
-                let excluded = self.exclude.iter().any(|x| *x == self.rel);
+                let excluded = self.exclude.contains(&self.rel);
                 let cname = CString::new(name.as_slice()).unwrap_or_default();
                 let st = match stat_at(fd, &cname) {
                     Ok(st) => Some(st),
@@ -532,7 +551,7 @@ impl Scanner {
                     }
                 };
                 let ignored = match st {
-                    Some(st) if !excluded => self.ignored(st.format() == libc::S_IFDIR as u32),
+                    Some(st) if !excluded => self.ignored(st.format() == S_IFDIR),
                     _ => true,
                 };
                 self.rel.truncate(rel_len);
@@ -699,7 +718,7 @@ impl Scanner {
             id: ObjectId::default(),
         };
         let format = st.format();
-        if format == libc::S_IFDIR as u32 {
+        if format == S_IFDIR {
             entry.kind = EntryKind::Dir;
             new.entries.push(entry);
             // SAFETY: `cname` is NUL-terminated; the flags do not follow a
@@ -727,7 +746,7 @@ impl Scanner {
             new.entries[idx].end = end;
             return Ok(Some(changed || old_dir.is_none()));
         }
-        if format == libc::S_IFLNK as u32 {
+        if format == S_IFLNK {
             entry.kind = EntryKind::Symlink;
             match old_entry {
                 Some(o) if same && o.kind == EntryKind::Symlink => entry.id = o.id,
@@ -756,7 +775,7 @@ impl Scanner {
                     self.read += 1;
                 }
             }
-        } else if format == libc::S_IFREG as u32 {
+        } else if format == S_IFREG {
             if st.size > self.max_file {
                 entry.kind = EntryKind::SkippedFileCap;
                 self.skip(st.size, crate::SkipReason::FileCap(self.max_file));

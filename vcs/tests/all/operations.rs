@@ -1,7 +1,7 @@
 //! Snapshots, diffs, restores, undo, redo and gc over real trees.
 
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use smith_vcs::{
     ChangeKind, EntryKind, ErrorKind, Options, RestoreOptions, SkipReason, UndoOptions,
@@ -293,7 +293,7 @@ fn diff_reports_each_kind_of_change() {
     let text = d
         .changes
         .iter()
-        .find(|c| c.path == PathBuf::from("text.txt"))
+        .find(|c| c.path == Path::new("text.txt"))
         .expect("text");
     assert_eq!(
         text.patch.as_deref(),
@@ -302,7 +302,7 @@ fn diff_reports_each_kind_of_change() {
     let link = d
         .changes
         .iter()
-        .find(|c| c.path == PathBuf::from("l"))
+        .find(|c| c.path == Path::new("l"))
         .expect("link");
     assert_eq!(link.old.map(|s| s.kind), Some(EntryKind::Symlink));
     assert!(
@@ -457,7 +457,9 @@ fn unchanged_files_are_not_read_again() {
         2 * smith_vcs::RACY_MARGIN_NS as u64,
     ));
     p.vcs.snapshot().expect("snapshot");
-    // A new process (a new Vcs) reads the cache from the store.
+    // A new process (a new Vcs) reads the cache from the store (saved on
+    // drop or flush).
+    p.vcs.flush().expect("flush");
     let mut reopened =
         smith_vcs::Vcs::open(&p.root(), p.vcs.store(), Options::default()).expect("open");
     let s = reopened.snapshot().expect("snapshot");
