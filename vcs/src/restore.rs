@@ -125,11 +125,6 @@ impl Vcs {
         target: SnapshotId,
         options: &RestoreOptions,
     ) -> Result<RestoreReport, VcsError> {
-        let target_tree = self.record(target)?.tree;
-        let expected_tree = match options.expected {
-            Some(e) => Some(self.record(e)?.tree),
-            None => None,
-        };
         let filter = match &options.paths {
             None => Filter(None),
             Some(paths) => {
@@ -139,6 +134,21 @@ impl Vcs {
                 }
                 Filter(Some(set))
             }
+        };
+        self.restore_filtered(target, options, &filter)
+    }
+
+    /// [`Vcs::restore`] with the paths already checked.
+    fn restore_filtered(
+        &mut self,
+        target: SnapshotId,
+        options: &RestoreOptions,
+        filter: &Filter,
+    ) -> Result<RestoreReport, VcsError> {
+        let target_tree = self.record(target)?.tree;
+        let expected_tree = match options.expected {
+            Some(e) => Some(self.record(e)?.tree),
+            None => None,
         };
         let before = self.snapshot()?;
         if let (Some(expected), Some(expected_tree)) = (options.expected, expected_tree) {
@@ -325,18 +335,18 @@ impl Vcs {
             &mut Vec::new(),
             &mut raw,
         )?;
-        let paths = raw
-            .into_iter()
-            .map(|c| PathBuf::from(OsStr::from_bytes(&c.path)))
-            .collect();
-        self.restore(
+        // Paths from stored trees are valid names under the root; folders
+        // on the way are checked again when the restore writes.
+        let paths = raw.into_iter().map(|c| c.path).collect();
+        self.restore_filtered(
             to,
             &RestoreOptions {
                 expected: Some(from),
                 force: options.force,
                 dry_run: options.dry_run,
-                paths: Some(paths),
+                paths: None,
             },
+            &Filter(Some(paths)),
         )
     }
 
