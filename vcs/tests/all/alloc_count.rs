@@ -30,7 +30,9 @@ fn unchanged_snapshot_allocates_constant_times() {
         assert_eq!((s.id, s.files_read), (first.id, 0));
         seen.push(stats.allocations);
     }
-    eprintln!("allocations of a snapshot of an unchanged tree at 10, 1,000, 10,000 files: {seen:?}");
+    eprintln!(
+        "allocations of a snapshot of an unchanged tree at 10, 1,000, 10,000 files: {seen:?}"
+    );
     assert!(
         seen.windows(2).all(|w| w[0] == w[1]),
         "allocations at 10, 1,000, 10,000 files: {seen:?}"
