@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use wasmtime::Store;
-use wasmtime::component::Component;
+use wasmtime::component::{InstancePre, Linker};
 
 use crate::bindings::extension::exports::smith::plugin::extension as wit;
 use crate::bindings::extension::{ExtensionPlugin, ExtensionPluginPre};
+use crate::component::{Instance, PluginComponent, World};
 use crate::effects::{Denial, Effects};
 use crate::error::{ErrorKind, Phase, PluginError};
 use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
@@ -20,74 +21,28 @@ pub use wit::{
     ToolDefinition, ToolPresentation, UiIntent,
 };
 
+/// The extension world of the contract.
+#[derive(Debug, Clone, Copy)]
+pub struct ExtensionWorld;
+
+impl World for ExtensionWorld {
+    const NAME: &'static str = "extension";
+    const TYPE_NAME: &'static str = "ExtensionComponent";
+    type Pre = ExtensionPluginPre<State>;
+
+    fn linker(runtime: &Runtime) -> &Linker<State> {
+        &runtime.extension_linker
+    }
+
+    fn typed(pre: InstancePre<State>) -> wasmtime::Result<Self::Pre> {
+        ExtensionPluginPre::new(pre)
+    }
+}
+
 /// A compiled, pre-instantiated extension component.
-#[derive(Clone)]
-pub struct ExtensionComponent {
-    name: String,
-    pre: ExtensionPluginPre<State>,
-    limits: Limits,
-}
+pub type ExtensionComponent = PluginComponent<ExtensionWorld>;
 
-impl std::fmt::Debug for ExtensionComponent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExtensionComponent")
-            .field("name", &self.name)
-            .finish()
-    }
-}
-
-impl ExtensionComponent {
-    /// Compiles (or loads from `cache_dir`) and pre-instantiates `bytes` as
-    /// the extension plugin `name`.
-    ///
-    /// # Errors
-    ///
-    /// When the component is refused, does not compile or does not
-    /// implement the extension world.
-    pub fn load(
-        name: &str,
-        bytes: &[u8],
-        cache_dir: Option<&std::path::Path>,
-        limits: Limits,
-    ) -> Result<Self, PluginError> {
-        let runtime = Runtime::global()?;
-        let component = runtime.load_component(name, bytes, cache_dir)?;
-        Self::from_component(name, &component, limits)
-    }
-
-    /// Pre-instantiates an already compiled component.
-    ///
-    /// # Errors
-    ///
-    /// When the component does not implement the extension world.
-    pub fn from_component(
-        name: &str,
-        component: &Component,
-        limits: Limits,
-    ) -> Result<Self, PluginError> {
-        let runtime = Runtime::global()?;
-        let link_error = |e: wasmtime::Error| {
-            PluginError::new(
-                name,
-                Phase::Instantiate,
-                ErrorKind::Component,
-                format!(
-                    "the component does not fit the smith:plugin@1 extension-plugin world: {e:#}; rebuild it with the SDK's `extension` feature"
-                ),
-            )
-        };
-        let pre = runtime
-            .extension_linker
-            .instantiate_pre(component)
-            .map_err(link_error)?;
-        let pre = ExtensionPluginPre::new(pre).map_err(link_error)?;
-        Ok(Self {
-            name: name.to_owned(),
-            pre,
-            limits,
-        })
-    }
-
+impl PluginComponent<ExtensionWorld> {
     /// A fresh instance without host effects (every effect it asks for is
     /// denied); reads its contributions.
     ///
@@ -253,28 +208,14 @@ impl WasmExtension {
         export: &'static str,
         f: impl FnOnce(&mut Store<State>, &ExtensionPlugin) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
-        let runtime = Runtime::global()?;
-        let Some((store, plugin)) = &mut self.live else {
-            return Err(PluginError::new(
-                &self.name,
-                Phase::Call(export),
-                ErrorKind::Destroyed,
-                "the plugin's instance was destroyed after an earlier failure; reload the plugin to start a fresh instance",
-            ));
-        };
-        let _guard = self.scope.enter();
-        runtime.arm(&self.control, self.limits);
-        store.data_mut().stop = None;
-        let result = f(store, plugin);
-        runtime.disarm(&self.control);
-        match result {
-            Ok(value) => Ok(value),
-            Err(err) => {
-                let error = call_error(store.data(), Phase::Call(export), self.limits, &err);
-                self.live = None;
-                Err(error)
-            }
+        Instance {
+            name: &self.name,
+            limits: self.limits,
+            control: &self.control,
+            scope: &self.scope,
+            live: &mut self.live,
         }
+        .call(export, f)
     }
 }
 

@@ -31,6 +31,7 @@
 
 mod bindings;
 pub mod builtin;
+pub mod component;
 mod diag;
 pub mod dispatch;
 pub mod effects;
@@ -45,12 +46,13 @@ mod scope;
 pub mod vcs;
 
 pub use bindings::provider::smith::plugin::host::LogLevel;
+pub use component::{PluginComponent, World};
 pub use diag::DIAGNOSABLE;
 pub use error::{ErrorKind, Phase, PluginError};
-pub use extension::{ExtensionComponent, WasmExtension};
+pub use extension::{ExtensionComponent, ExtensionWorld, WasmExtension};
 pub use provider::{
     AbortHandle, InstantiateError, ListedModel, ListedPricing, ModelPage, ProviderComponent,
-    WasmProvider,
+    ProviderWorld, WasmProvider,
 };
 pub use runtime::{Limits, Runtime, compile_count, compile_count_on_this_thread};
 

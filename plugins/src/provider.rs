@@ -6,83 +6,38 @@ use std::sync::Arc;
 
 use smith_engine::provider as engine;
 use wasmtime::Store;
-use wasmtime::component::Component;
+use wasmtime::component::{InstancePre, Linker};
 
 use crate::bindings::provider::exports::smith::plugin::provider as wit;
 use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
+use crate::component::{Instance, PluginComponent, World};
 use crate::error::{ErrorKind, Phase, PluginError};
 use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
 use crate::scope::plugin_scope;
 
+/// The provider world of the contract.
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderWorld;
+
+impl World for ProviderWorld {
+    const NAME: &'static str = "provider";
+    const TYPE_NAME: &'static str = "ProviderComponent";
+    type Pre = ProviderPluginPre<State>;
+
+    fn linker(runtime: &Runtime) -> &Linker<State> {
+        &runtime.provider_linker
+    }
+
+    fn typed(pre: InstancePre<State>) -> wasmtime::Result<Self::Pre> {
+        ProviderPluginPre::new(pre)
+    }
+}
+
 /// A compiled, pre-instantiated provider component; instantiate it as many
 /// times as needed.
-#[derive(Clone)]
-pub struct ProviderComponent {
-    name: String,
-    pre: ProviderPluginPre<State>,
-    limits: Limits,
-}
+pub type ProviderComponent = PluginComponent<ProviderWorld>;
 
-impl std::fmt::Debug for ProviderComponent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderComponent")
-            .field("name", &self.name)
-            .finish()
-    }
-}
-
-impl ProviderComponent {
-    /// Compiles (or loads from `cache_dir`) and pre-instantiates `bytes` as
-    /// the provider plugin `name`.
-    ///
-    /// # Errors
-    ///
-    /// When the component is refused, does not compile or does not
-    /// implement the provider world.
-    pub fn load(
-        name: &str,
-        bytes: &[u8],
-        cache_dir: Option<&std::path::Path>,
-        limits: Limits,
-    ) -> Result<Self, PluginError> {
-        let runtime = Runtime::global()?;
-        let component = runtime.load_component(name, bytes, cache_dir)?;
-        Self::from_component(name, &component, limits)
-    }
-
-    /// Pre-instantiates an already compiled component.
-    ///
-    /// # Errors
-    ///
-    /// When the component does not implement the provider world.
-    pub fn from_component(
-        name: &str,
-        component: &Component,
-        limits: Limits,
-    ) -> Result<Self, PluginError> {
-        let runtime = Runtime::global()?;
-        let link_error = |e: wasmtime::Error| {
-            PluginError::new(
-                name,
-                Phase::Instantiate,
-                ErrorKind::Component,
-                format!(
-                    "the component does not fit the smith:plugin@1 provider-plugin world: {e:#}; rebuild it with the SDK's `provider` feature"
-                ),
-            )
-        };
-        let pre = runtime
-            .provider_linker
-            .instantiate_pre(component)
-            .map_err(link_error)?;
-        let pre = ProviderPluginPre::new(pre).map_err(link_error)?;
-        Ok(Self {
-            name: name.to_owned(),
-            pre,
-            limits,
-        })
-    }
-
+impl PluginComponent<ProviderWorld> {
     /// A fresh instance configured with `settings`; calls `configure` and
     /// `describe`.
     ///
@@ -274,29 +229,18 @@ impl WasmProvider {
         export: &'static str,
         f: impl FnOnce(&mut Store<State>, &ProviderPlugin) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
-        let runtime = Runtime::global()?;
-        let Some((store, plugin)) = &mut self.live else {
-            return Err(PluginError::new(
-                &self.name,
-                Phase::Call(export),
-                ErrorKind::Destroyed,
-                "the plugin's instance was destroyed after an earlier failure; reload the plugin to start a fresh instance",
-            ));
-        };
-        let _guard = self.scope.enter();
-        runtime.arm(&self.control, self.limits);
-        store.data_mut().stop = None;
-        let result = f(store, plugin);
-        runtime.disarm(&self.control);
-        match result {
-            Ok(value) => Ok(value),
-            Err(err) => {
-                let error = call_error(store.data(), Phase::Call(export), self.limits, &err);
-                self.live = None;
-                self.last_error = Some(error.clone());
-                Err(error)
-            }
+        let result = Instance {
+            name: &self.name,
+            limits: self.limits,
+            control: &self.control,
+            scope: &self.scope,
+            live: &mut self.live,
         }
+        .call(export, f);
+        if let Err(error) = &result {
+            self.last_error = Some(error.clone());
+        }
+        result
     }
 }
 
