@@ -171,8 +171,7 @@ fn a_loaded_user_plugin_s_command_joins_the_product() {
 }
 
 const LOADER_CHILD: &str = "SMITH_PRODUCT_LOADER_CHILD";
-const LOADER_TEST: &str =
-    "cmd::product::tests::the_loader_reads_user_plugins_and_disabled_built_ins";
+const LOADER_TEST: &str = "product::tests::the_loader_reads_user_plugins_and_disabled_built_ins";
 
 /// The loader's half of the test below, run in a child process whose
 /// `SMITH_HOME` the parent prepared.
