@@ -229,6 +229,7 @@ impl WasmProvider {
         export: &'static str,
         f: impl FnOnce(&mut Store<State>, &ProviderPlugin) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
+        let was_live = self.live.is_some();
         let result = Instance {
             name: &self.name,
             limits: self.limits,
@@ -237,7 +238,9 @@ impl WasmProvider {
             live: &mut self.live,
         }
         .call(export, f);
-        if let Err(error) = &result {
+        // The failure that destroyed the instance is kept; later calls
+        // refused because it is gone do not replace it.
+        if let (Err(error), true, None) = (&result, was_live, &self.live) {
             self.last_error = Some(error.clone());
         }
         result
