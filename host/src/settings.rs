@@ -242,7 +242,6 @@ pub fn set(key: &str, value: &str, project_file: bool) -> anyhow::Result<u8> {
 }
 
 #[cfg(test)]
-#[cfg(test)]
 mod tests {
     use std::path::Path;
 
