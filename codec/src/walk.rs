@@ -280,6 +280,104 @@ fn head_arg(input: &[u8], pos: usize, info: u8) -> Option<(u64, usize)> {
     }
 }
 
+/// What the walker does with an item, by initial byte: the high four bits of
+/// [`HEAD`]. The leaves (items complete after their head and payload) come
+/// first, so one comparison tells a leaf from the rest.
+mod act {
+    /// An integer, or a simple value of major type 7 without argument bytes.
+    pub const PLAIN: u8 = 0;
+    /// A byte string: its payload is skipped.
+    pub const BYTES: u8 = 1;
+    /// A text string: its payload is checked as UTF-8 and skipped.
+    pub const TEXT: u8 = 2;
+    /// Anything above is not a leaf: arrays, maps, tags, major type 7 with
+    /// argument bytes (floats and two-byte simple values), and the initial
+    /// bytes never valid in strict mode (argument widths 28 to 31).
+    pub const LAST_LEAF: u8 = TEXT;
+    /// Not a leaf.
+    pub const OTHER: u8 = 3;
+}
+
+/// Per initial byte: the [`act`] in the high four bits and the number of
+/// argument bytes (0, 1, 2, 4 or 8) in the low four. One load answers both
+/// "is it a leaf" and "how wide is its head".
+static HEAD: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let info = b & 0x1f;
+        let width: u8 = match info {
+            24 => 1,
+            25 => 2,
+            26 => 4,
+            27 => 8,
+            _ => 0,
+        };
+        let kind = match b >> 5 {
+            _ if info >= 28 => act::OTHER,
+            0 | 1 => act::PLAIN,
+            2 => act::BYTES,
+            3 => act::TEXT,
+            7 if info < 24 => act::PLAIN,
+            _ => act::OTHER,
+        };
+        t[b] = kind << 4 | width;
+        b += 1;
+    }
+    t
+};
+
+/// The end of the leaf item (an integer, a simple value without argument
+/// bytes, or a byte or text string) whose head is at `pos`, checked as the
+/// general loop checks it; `None` when the item there is anything else, or
+/// is not valid, and the general loop must read it.
+#[inline(always)]
+fn leaf(input: &[u8], pos: usize) -> Option<usize> {
+    let b = *input.get(pos)?;
+    let head = HEAD[usize::from(b)];
+    let kind = head >> 4;
+    if kind > act::LAST_LEAF {
+        return None;
+    }
+    let (arg, after) = if b & 0x1f < 24 {
+        (u64::from(b & 0x1f), pos + 1)
+    } else {
+        // The argument bytes shifted down from the word after the initial
+        // byte: a load and a shift by the table's width, not a decision
+        // per width.
+        let width = usize::from(head & 0x0f);
+        let after = pos + 1 + width;
+        let a = after_head(input, pos) >> (64 - 8 * width);
+        if after > input.len() || a < LEAST[usize::from(b)] {
+            return None;
+        }
+        (a, after)
+    };
+    if kind == act::PLAIN {
+        return Some(after);
+    }
+    if arg > (input.len() - after) as u64
+        || (kind == act::TEXT && !text_ok(input, after, arg as usize))
+    {
+        return None;
+    }
+    Some(after + arg as usize)
+}
+
+/// The eight bytes after the initial byte at `pos`, big-endian, zero-padded
+/// past the end of the input (the caller checks that the argument bytes it
+/// uses are within the input).
+#[inline(always)]
+fn after_head(input: &[u8], pos: usize) -> u64 {
+    match input
+        .get(pos + 1..pos + 9)
+        .and_then(|b| b.first_chunk::<8>())
+    {
+        Some(b) => u64::from_be_bytes(*b),
+        None => tail_word(input, pos + 1),
+    }
+}
+
 /// Walks `input` in strict mode. With `sequence` false it accepts exactly
 /// one item filling the input; with `sequence` true, zero or more items one
 /// after another, with the limits applying to the whole input (as a single
@@ -315,114 +413,154 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
     // Heads still allowed by `max_items` (only kept when `COUNT`).
     let mut budget = limits.max_items;
     let mut pos = 0usize;
-    // Code placement: 32 bytes of no-ops, run once per call, move the loop
-    // below 32 bytes further into the processor's 64-byte fetch windows
-    // (functions start 64-byte aligned, `.cargo/config.toml`). On the
-    // `codec.walk_1000` corpus the loop measured 78 µs with this pad, 83 µs
-    // without it, 84 µs with 16 bytes and 92 µs with 48. The best pad
-    // depends on this function's machine code: after changing the walker,
-    // measure it again (docs/benchmarks.md, "Code placement").
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the block only emits `nop` instructions: it reads and writes
-    // no memory, no register and no flag.
-    unsafe {
-        core::arch::asm!(
-            ".fill 32, 1, 0x90",
-            options(nomem, nostack, preserves_flags)
-        );
-    }
-
-    loop {
-        // ---- one head -------------------------------------------------
-        let Some(&b) = input.get(pos) else {
-            // Only a sequence reaches the end of the input between items.
-            return if depth == 0 && sequence {
-                Some(first - remaining)
-            } else {
-                None
-            };
-        };
-        let info = b & 0x1f;
-        let arg: u64;
-        if info < 24 {
-            arg = u64::from(info);
-            pos += 1;
-        } else {
-            let (a, width) = head_arg(input, pos, info)?;
-            if a < LEAST[usize::from(b)] {
-                return None;
-            }
-            arg = a;
-            pos += width;
-        }
-        if COUNT {
-            budget = budget.checked_sub(1)?;
-        }
-        let available = (len - pos) as u64;
-        match b >> 5 {
-            0 | 1 => {}
-            2 => {
-                if arg > available {
-                    return None;
-                }
-                pos += arg as usize;
-            }
-            3 => {
-                if arg > available || !text_ok(input, pos, arg as usize) {
-                    return None;
-                }
-                pos += arg as usize;
-            }
-            major @ (4 | 5) => {
-                let count = if major == 5 {
-                    if arg > available / 2 {
-                        return None;
+    'next: loop {
+        'item: {
+            // ---- a map's key and value together, when both are leaves ----
+            // With a key due in a map, a leaf key and a leaf value are read
+            // one after the other, with no bookkeeping between them and no
+            // decision on which of the two just ended. Anything else (a
+            // container or tag as key or value, a float, an item that is
+            // not valid) is left to the general head below, from the item
+            // the pair could not take.
+            'pair: {
+                if !COUNT && remaining & (MAP | 1) == MAP {
+                    let end = match input.get(pos) {
+                        // The usual key: an unsigned integer below 24, one
+                        // byte, whose order word is the byte itself above a
+                        // length of 1 (no load, no mask). A one-byte key
+                        // never leaves the order undecided, so its range is
+                        // not kept.
+                        Some(&k) if k < 24 => {
+                            let w = u64::from(k) << 56 | 1;
+                            if w <= prev_word {
+                                return None;
+                            }
+                            prev_word = w;
+                            pos + 1
+                        }
+                        _ => {
+                            let Some(end) = leaf(input, pos) else {
+                                break 'pair;
+                            };
+                            let w = key_word(input, pos, end);
+                            if w <= prev_word
+                                && (w != prev_word
+                                    || w & 0xff != 8
+                                    || !keys_ordered(input, prev_keys[depth], (pos, end)))
+                            {
+                                return None;
+                            }
+                            prev_word = w;
+                            prev_keys[depth] = (pos, end);
+                            end
+                        }
+                    };
+                    remaining -= 1;
+                    pos = end;
+                    if let Some(end) = leaf(input, pos) {
+                        pos = end;
+                        if remaining != MAP | 1 {
+                            remaining -= 1;
+                            mark = pos;
+                            continue 'next;
+                        }
+                        // The value completes the map: the closing loop counts
+                        // it and ends the map.
+                        break 'item;
                     }
-                    arg * 2
+                }
+            }
+            // ---- one head -------------------------------------------------
+            let Some(&b) = input.get(pos) else {
+                // Only a sequence reaches the end of the input between items.
+                return if depth == 0 && sequence {
+                    Some(first - remaining)
                 } else {
+                    None
+                };
+            };
+            let info = b & 0x1f;
+            let arg: u64;
+            if info < 24 {
+                arg = u64::from(info);
+                pos += 1;
+            } else {
+                let (a, width) = head_arg(input, pos, info)?;
+                if a < LEAST[usize::from(b)] {
+                    return None;
+                }
+                arg = a;
+                pos += width;
+            }
+            if COUNT {
+                budget = budget.checked_sub(1)?;
+            }
+            let available = (len - pos) as u64;
+            match b >> 5 {
+                0 | 1 => {}
+                2 => {
                     if arg > available {
                         return None;
                     }
-                    arg
-                };
-                if depth >= max_depth || (COUNT && count > budget) {
-                    return None;
+                    pos += arg as usize;
                 }
-                if count != 0 {
-                    saved[depth] = Saved {
-                        remaining,
-                        mark,
-                        prev_word,
+                3 => {
+                    if arg > available || !text_ok(input, pos, arg as usize) {
+                        return None;
+                    }
+                    pos += arg as usize;
+                }
+                major @ (4 | 5) => {
+                    let count = if major == 5 {
+                        if arg > available / 2 {
+                            return None;
+                        }
+                        arg * 2
+                    } else {
+                        if arg > available {
+                            return None;
+                        }
+                        arg
                     };
-                    depth += 1;
-                    remaining = if major == 5 { count | MAP } else { count };
-                    mark = pos;
-                    prev_word = 0;
-                    continue;
+                    if depth >= max_depth || (COUNT && count > budget) {
+                        return None;
+                    }
+                    if count != 0 {
+                        saved[depth] = Saved {
+                            remaining,
+                            mark,
+                            prev_word,
+                        };
+                        depth += 1;
+                        remaining = if major == 5 { count | MAP } else { count };
+                        mark = pos;
+                        prev_word = 0;
+                        continue 'next;
+                    }
                 }
-            }
-            6 => {
-                if depth >= max_depth || (COUNT && budget == 0) {
-                    return None;
+                6 => {
+                    if depth >= max_depth || (COUNT && budget == 0) {
+                        return None;
+                    }
+                    if arg == 2 || arg == 3 {
+                        // A preferred bignum, read here as the tag's only child.
+                        pos = bignum(input, pos, COUNT.then_some(&mut budget))?;
+                    } else {
+                        saved[depth] = Saved {
+                            remaining,
+                            mark,
+                            prev_word,
+                        };
+                        depth += 1;
+                        remaining = 1;
+                        continue 'next;
+                    }
                 }
-                if arg == 2 || arg == 3 {
-                    // A preferred bignum, read here as the tag's only child.
-                    pos = bignum(input, pos, COUNT.then_some(&mut budget))?;
-                } else {
-                    saved[depth] = Saved {
-                        remaining,
-                        mark,
-                        prev_word,
-                    };
-                    depth += 1;
-                    remaining = 1;
-                    continue;
-                }
-            }
-            _ => {
-                // Major 7: simple values and floats.
-                if info >= 24 && !simple_or_float_ok(info, arg) {
-                    return None;
+                _ => {
+                    // Major 7: simple values and floats.
+                    if info >= 24 && !simple_or_float_ok(info, arg) {
+                        return None;
+                    }
                 }
             }
         }
