@@ -11,6 +11,24 @@
 //! block keeps its scope when it moves. Freeing reads the index back, which
 //! is what charges a free to the block's own scope whatever the freeing
 //! thread's current scope is.
+//!
+//! # Never inlined
+//!
+//! The methods of [`GlobalAlloc`] are `#[inline(never)]`, and must stay so.
+//! The compiler treats `__rust_alloc` as an allocation function: the block
+//! it returns is a new object of exactly `layout.size()` bytes whose
+//! contents are uninitialized. The header lies outside that object. The
+//! allocator shims (`__rust_alloc`, `__rust_dealloc`, ...) are generated in
+//! the crate that declares the `#[global_allocator]`, so with inlinable
+//! methods an optimized build inlined `dealloc` into the very functions
+//! that called `__rust_alloc`; the header read then became a read of
+//! uninitialized memory of the new object, and the optimizer deleted every
+//! path that freed a block allocated in the same function. In the `smith`
+//! binary's release tests that turned `assert_eq!` of equal strings into an
+//! unconditional failure (the path where the expected value is dropped
+//! after an equal comparison was gone); elsewhere it compiled to a trap.
+//! Behind a call the optimizer cannot look through, the header is read and
+//! written only by code that sees the block the system allocator returned.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ptr;
@@ -127,19 +145,19 @@ impl AccountingAllocator {
 // `dealloc`/`realloc` undo the offset with the same `h` (a function of the
 // alignment alone) and pass `System` the same layout it allocated with.
 unsafe impl GlobalAlloc for AccountingAllocator {
-    #[inline]
+    #[inline(never)] // see the module documentation, "Never inlined"
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: same contract as ours.
         unsafe { self.allocate(layout, false) }
     }
 
-    #[inline]
+    #[inline(never)] // see the module documentation, "Never inlined"
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: same contract as ours.
         unsafe { self.allocate(layout, true) }
     }
 
-    #[inline]
+    #[inline(never)] // see the module documentation, "Never inlined"
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let h = header_size(layout.align());
         // SAFETY: `ptr` came from this allocator with `layout`, so a header
@@ -156,7 +174,7 @@ unsafe impl GlobalAlloc for AccountingAllocator {
         }
     }
 
-    #[inline]
+    #[inline(never)] // see the module documentation, "Never inlined"
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let old_size = layout.size();
         let align = layout.align();

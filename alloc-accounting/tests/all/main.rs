@@ -79,6 +79,27 @@ fn the_accounting_allocator_is_this_binary_s_global_allocator() {
     assert!(is_global_allocator());
 }
 
+/// Whether `got` holds `"x"`, compared with a string built here: the
+/// expected string's block is allocated and freed inside this function, so
+/// an optimized build sees the `__rust_alloc` call that made it next to the
+/// `__rust_dealloc` that frees it.
+#[inline(never)]
+fn holds_a_fresh_x(got: &Option<String>) -> bool {
+    got.as_ref() == Some(&"x".to_owned())
+}
+
+#[test]
+fn a_block_allocated_and_freed_in_one_function_is_freed_on_every_path() {
+    let _s = serial();
+    // Inlining `dealloc` into this crate once made the optimizer read the
+    // block's header as uninitialized memory of the block `__rust_alloc`
+    // returned, and delete the path that frees it: the comparison came out
+    // false (or the binary died on a trap) for equal strings.
+    assert!(holds_a_fresh_x(&black_box(Some(String::from("x")))));
+    assert!(!holds_a_fresh_x(&black_box(Some(String::from("y")))));
+    assert!(!holds_a_fresh_x(&black_box(None)));
+}
+
 #[test]
 fn a_thread_without_a_guard_is_in_the_process_scope() {
     let _s = serial();
