@@ -18,6 +18,7 @@
 pub mod compact;
 pub mod hooks;
 pub mod queue;
+pub(crate) mod redact;
 pub(crate) mod run;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,6 +83,11 @@ pub struct AgentConfig {
     pub command_capacity: usize,
     /// When and how the conversation is compacted.
     pub compaction: CompactionSettings,
+    /// Replaces registered secrets with their placeholders in everything
+    /// the runtime sends to the provider, records or emits (see
+    /// `redact`); empty by default. The embedding builds it from every
+    /// credential it can see.
+    pub redactor: Arc<smith_secrets::Redactor>,
 }
 
 impl AgentConfig {
@@ -102,6 +108,7 @@ impl AgentConfig {
             event_capacity: 256,
             command_capacity: 64,
             compaction: CompactionSettings::default(),
+            redactor: Arc::new(smith_secrets::Redactor::empty()),
         }
     }
 }
@@ -359,7 +366,15 @@ fn spawn_with(
             })
             .map_err(journal_error)?;
     }
+    // Text that entered before the secrets were known (a resumed history,
+    // the system prompt) is redacted before anything is sent or recorded.
+    if let Some(system) = &mut config.system {
+        redact::text(&config.redactor, system);
+    }
     let mut history = std::mem::take(&mut config.history);
+    for message in &mut history {
+        redact::message(&config.redactor, message);
+    }
     for (position, result) in dangling_results(&history) {
         services
             .sink

@@ -29,7 +29,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use smith_secrets::{Redactor, StreamRedactor};
+
 use super::hooks::{HookAction, Hooks, Verdict};
+use super::redact;
 use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
 use crate::journal::{
     BUILTIN_GENERATION, EffectCompletion, EffectIntent, EffectJournal, JournalError,
@@ -185,15 +188,23 @@ pub(super) struct HookCell {
 }
 
 /// Where every event the runtime emits goes: to the frontend, then (when
-/// extensions take part) to the hooks.
+/// extensions take part) to the hooks. Every event is redacted on its way
+/// out (see [`super::redact`]).
 #[derive(Clone)]
 pub(super) struct Outbox {
     events: SyncSender<Event>,
     hooks: Option<Arc<HookCell>>,
+    redactor: Arc<Redactor>,
 }
 
 impl Outbox {
-    fn send(&self, event: Event) {
+    fn send(&self, mut event: Event) {
+        redact::event(&self.redactor, &mut event);
+        self.deliver(event);
+    }
+
+    /// Sends an event that is already redacted.
+    fn deliver(&self, event: Event) {
         let Some(cell) = &self.hooks else {
             // A frontend that stopped listening needs no more events.
             let _ = self.events.send(event);
@@ -246,6 +257,7 @@ impl Runner {
             Arc::new(std::sync::atomic::AtomicU64::new(config.first_effect_seq))
         });
         let model_window = super::compact::model_window(services.provider.as_ref(), &config.model);
+        let redactor = Arc::clone(&config.redactor);
         Self {
             config,
             provider: services.provider,
@@ -258,6 +270,7 @@ impl Runner {
             shared,
             events: Outbox {
                 events,
+                redactor,
                 hooks: hooks.map(|hooks| {
                     Arc::new(HookCell {
                         hooks: Mutex::new(hooks),
@@ -272,13 +285,14 @@ impl Runner {
         }
     }
 
-    pub(super) fn emit(&self, event: Event) {
+    pub(super) fn emit(&self, mut event: Event) {
+        redact::event(&self.config.redactor, &mut event);
         if let Event::Error(info) = &event {
             // Recorded for replay. Ignoring a failure: the error being
             // reported is usually that recording failed.
             let _ = self.sink.record_run(&RunRecord::Error(info.clone()));
         }
-        self.events.send(event);
+        self.events.deliver(event);
     }
 
     /// A safe point: applies the actions the hooks asked for since the last
@@ -451,8 +465,13 @@ impl Runner {
         });
     }
 
-    /// Records `message` durably, then adds it to the conversation.
-    fn append(&mut self, message: Message, meta: MessageMeta) -> Result<(), JournalError> {
+    /// Records `message` durably, then adds it to the conversation; both
+    /// redacted.
+    fn append(&mut self, mut message: Message, mut meta: MessageMeta) -> Result<(), JournalError> {
+        redact::message(&self.config.redactor, &mut message);
+        if let Some(details) = &mut meta.details {
+            redact::json(&self.config.redactor, details);
+        }
         self.sink.record(&SessionEvent::Message {
             message: message.clone(),
             meta,
@@ -462,8 +481,9 @@ impl Runner {
         Ok(())
     }
 
-    fn deliver_user(&mut self, text: String, notice: bool) -> Result<(), ErrorInfo> {
+    fn deliver_user(&mut self, mut text: String, notice: bool) -> Result<(), ErrorInfo> {
         self.emit(Event::MessageStart { role: Role::User });
+        redact::text(&self.config.redactor, &mut text);
         let message = Message::User { text };
         let meta = MessageMeta {
             notice,
@@ -818,10 +838,13 @@ impl Runner {
             // A failed response's calls are never executed or kept.
             content.retain(|block| !matches!(block, ContentBlock::ToolCall(_)));
         }
-        let message = Message::Assistant {
+        let mut message = Message::Assistant {
             content,
             stop: turn.stop,
         };
+        // Before its calls are planned: an effect's recorded input and the
+        // call that runs carry placeholders, never a registered value.
+        redact::message(&self.config.redactor, &mut message);
         let text = message.text();
         if !text.is_empty() {
             state.last_text = text;
@@ -1140,6 +1163,7 @@ impl Runner {
             journal: self.journal.as_ref(),
             events: &self.events,
             tool_context: &self.tool_context,
+            redactor: &self.config.redactor,
         };
         exec.group(calls, plans, ids, cancel)
     }
@@ -1196,6 +1220,7 @@ struct Executor<'a> {
     journal: &'a dyn EffectJournal,
     events: &'a Outbox,
     tool_context: &'a ToolContext,
+    redactor: &'a Arc<Redactor>,
 }
 
 impl Executor<'_> {
@@ -1302,17 +1327,33 @@ impl Executor<'_> {
         });
         let updates = self.events.clone();
         let call_id = call.id.clone();
+        // A registered value split across output chunks is replaced whole.
+        let stream = Arc::new(Mutex::new(StreamRedactor::new(Arc::clone(self.redactor))));
+        let streamed = Arc::clone(&stream);
         let cx = self
             .tool_context
             .clone()
             .with_cancel(cancel.clone())
             .with_output_sink(Arc::new(move |bytes: &[u8]| {
-                updates.send(Event::ToolExecutionUpdate {
-                    call_id: call_id.clone(),
-                    output: String::from_utf8_lossy(bytes).into_owned(),
-                });
+                let mut out = Vec::with_capacity(bytes.len());
+                lock(&streamed).push(bytes, &mut out);
+                if !out.is_empty() {
+                    updates.send(Event::ToolExecutionUpdate {
+                        call_id: call_id.clone(),
+                        output: String::from_utf8_lossy(&out).into_owned(),
+                    });
+                }
             }));
-        let result = tool.execute(&call.arguments, &cx);
+        let mut result = tool.execute(&call.arguments, &cx);
+        let mut rest = Vec::new();
+        lock(&stream).finish(&mut rest);
+        if !rest.is_empty() {
+            self.events.send(Event::ToolExecutionUpdate {
+                call_id: call.id.clone(),
+                output: String::from_utf8_lossy(&rest).into_owned(),
+            });
+        }
+        redact::tool_result(self.redactor, &mut result);
         let cancelled = result.is_error && result.error_kind() == Some("cancelled");
         let outcome = if cancelled {
             Outcome::Cancelled
