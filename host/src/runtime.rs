@@ -4,7 +4,8 @@
 //! [`RuntimeOptions::start`] (or [`RuntimeOptions::start_with`] when the
 //! frontend chose the provider itself) opens the session destination
 //! ([`crate::session`]), resolves the model, assembles the request context
-//! ([`crate::context`]), loads the extension plugins with the frontend's
+//! ([`crate::context`]), registers the secrets the runtime redacts
+//! ([`crate::secrets`]), loads the extension plugins with the frontend's
 //! surface ([`crate::extensions`]) and spawns the agent over the session
 //! journal.
 
@@ -278,6 +279,9 @@ impl RuntimeOptions {
         config.history = history;
         config.first_effect_seq = last_effect_seq;
         config.system = Some(crate::context::system_prompt(&self.cwd));
+        // Every credential smith can see is redacted before anything is
+        // sent to the provider, recorded or shown.
+        config.redactor = crate::secrets::process_redactor();
         // Tool effects and plugin host effects draw their numbers from one
         // counter, so every fx-N in the session is unique.
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
