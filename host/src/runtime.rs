@@ -281,7 +281,17 @@ impl RuntimeOptions {
         config.system = Some(crate::context::system_prompt(&self.cwd));
         // Every credential smith can see is redacted before anything is
         // sent to the provider, recorded or shown.
-        config.redactor = crate::secrets::process_redactor();
+        let (secrets, recordable) = crate::secrets::process_registry();
+        config.redactor = secrets.redactor();
+        if recordable && let Err(err) = journal.record_secret_registrations(secrets.registrations())
+        {
+            smith_diag::log::report(&smith_diag::Diagnostic::warning(
+                "secrets.not-recorded",
+                "the secrets this runtime redacts were not recorded in the session",
+                format!("the session store refused the entries: {err}"),
+                "nothing else changes: they are redacted all the same; check the session store (`smith session repair`)",
+            ));
+        }
         // Tool effects and plugin host effects draw their numbers from one
         // counter, so every fx-N in the session is unique.
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));

@@ -18,33 +18,113 @@
 //! cannot be read are reported to the log, never with the value, and the
 //! runtime starts without them.
 //!
-//! The runtime gets the registry's [`Redactor`] (see
+//! Fingerprints are made under the key kept next to the auth store
+//! ([`KEY_FILE`], drawn on first use), so every process makes the same
+//! fingerprint of a value. The runtime gets the registry's redactor (see
 //! `smith_engine::agent::AgentConfig::redactor`), which replaces every
 //! registered value with `{secret:NAME}` before anything is sent to the
-//! provider, recorded in the session or shown.
+//! provider, recorded in the session or shown, and each registration not
+//! yet in the session is recorded there as a *secret registration* entry
+//! (name, source, fingerprint, key id; never the value).
 
-use std::sync::Arc;
+use std::io::Write as _;
+use std::path::Path;
 
 use smith_auth::{AuthStore, Credential};
-use smith_diag::{Diagnostic, Severity};
-use smith_secrets::{FingerprintKey, Redactor, Registry, Source};
+use smith_diag::{Diagnostic, Severity, Surface};
+use smith_secrets::{FingerprintKey, Registry, Source};
+
+/// The file, next to the auth store in the data directory, that holds the
+/// fingerprint key: 64 hex digits, private to the user (mode 0600).
+pub const KEY_FILE: &str = "secrets.key";
+
+/// The fingerprint key kept in `data_dir` ([`KEY_FILE`]), drawn and
+/// written (private to the user) when there is none yet. One key for
+/// every process, so a registration recorded in a session by one process
+/// is recognised by the next.
+///
+/// # Errors
+///
+/// When the file cannot be read or written, or does not hold a key; the
+/// diagnostic names the file and what to do.
+pub fn fingerprint_key(data_dir: &Path) -> Result<FingerprintKey, Diagnostic> {
+    let path = data_dir.join(KEY_FILE);
+    let surface = || Surface::other(path.display().to_string());
+    let unreadable = |why: String| {
+        Diagnostic::error(
+            "secrets.key-unreadable",
+            format!(
+                "the secret fingerprint key {} could not be used",
+                path.display()
+            ),
+            why,
+            format!(
+                "delete {} so a new key is drawn on the next start (registrations recorded under the old key are then no longer matched), or fix its permissions",
+                path.display()
+            ),
+        )
+        .with_surface(surface())
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse_key(text.trim()).ok_or_else(|| {
+            unreadable("it does not hold 64 hex digits, which is what smith writes".to_owned())
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes)
+                .map_err(|e| unreadable(format!("no random bytes for a new key: {e}")))?;
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::create_dir_all(data_dir)
+                .map_err(|e| unreadable(format!("its directory could not be created: {e}")))?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt as _;
+                options.mode(0o600);
+            }
+            match options.open(&path) {
+                Ok(mut file) => {
+                    file.write_all(format!("{hex}\n").as_bytes())
+                        .and_then(|()| file.sync_all())
+                        .map_err(|e| unreadable(format!("it could not be written: {e}")))?;
+                    Ok(FingerprintKey::from_bytes(bytes))
+                }
+                // Another process wrote it first: use its key.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| unreadable(format!("it could not be read: {e}")))?;
+                    parse_key(text.trim()).ok_or_else(|| {
+                        unreadable("another process is writing it right now".to_owned())
+                    })
+                }
+                Err(e) => Err(unreadable(format!("it could not be created: {e}"))),
+            }
+        }
+        Err(e) => Err(unreadable(format!("it could not be read: {e}"))),
+    }
+}
+
+fn parse_key(hex: &str) -> Option<FingerprintKey> {
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(FingerprintKey::from_bytes(bytes))
+}
 
 /// Every credential smith can see, from the process environment `env` and
-/// the auth store in `data_dir` (when given), registered under a fresh
-/// per-process fingerprint key. Problems come back as warnings; the values
-/// that could be registered are.
+/// the auth store `store` (when given), registered under `key`. Problems
+/// come back as warnings; the values that could be registered are.
 pub fn registry(
+    key: FingerprintKey,
     env: &dyn Fn(&str) -> Option<String>,
     store: Option<&AuthStore>,
 ) -> (Registry, Vec<Diagnostic>) {
     let mut warnings = Vec::new();
-    let key = FingerprintKey::random().unwrap_or_else(|e| {
-        warnings.push(e.into_diagnostic().with_severity(Severity::Warning));
-        // A key drawn from the process's own state: fingerprints stay
-        // keyed, only less unpredictable. No fingerprint leaves the
-        // process yet.
-        FingerprintKey::from_bytes(fallback_key())
-    });
     let mut registry = Registry::new(key);
     let mut store_warnings = Vec::new();
     let mut add = |name: &str, value: &str, source: Source| {
@@ -99,29 +179,40 @@ pub fn registry(
     (registry, warnings)
 }
 
-/// The redactor for this process's credentials ([`registry`] over the
-/// process environment and the auth store in the data directory); the
-/// warnings go to the log.
-pub fn process_redactor() -> Arc<Redactor> {
-    let store = smith_config::Paths::from_process()
+/// This process's registry: [`registry`] over the process environment and
+/// the auth store in the data directory, under the key kept there
+/// ([`fingerprint_key`]; a fresh per-process key when it cannot be used),
+/// and whether its registrations may be recorded (not when no key could
+/// be drawn at all). Warnings go to the log.
+pub fn process_registry() -> (Registry, bool) {
+    let mut warnings = Vec::new();
+    let data_dir = smith_config::Paths::from_process()
         .ok()
-        .map(|paths| AuthStore::in_data_dir(&paths.data_dir));
-    let (registry, warnings) = registry(&|name| std::env::var(name).ok(), store.as_ref());
+        .map(|paths| paths.data_dir);
+    let key = data_dir
+        .as_deref()
+        .map(fingerprint_key)
+        .and_then(|r| {
+            r.map_err(|d| warnings.push(d.with_severity(Severity::Warning)))
+                .ok()
+        })
+        .or_else(|| {
+            FingerprintKey::random()
+                .map_err(|e| warnings.push(e.into_diagnostic().with_severity(Severity::Warning)))
+                .ok()
+        });
+    // No randomness at all: redaction works the same under a fixed key,
+    // but fingerprints made under it could be tested against guesses, so
+    // they are not recorded.
+    let recordable = key.is_some();
+    let key = key.unwrap_or_else(|| FingerprintKey::from_bytes([0; 32]));
+    let store = data_dir.as_deref().map(AuthStore::in_data_dir);
+    let (registry, more) = registry(key, &|name| std::env::var(name).ok(), store.as_ref());
+    warnings.extend(more);
     for warning in &warnings {
         smith_diag::log::report(warning);
     }
-    registry.redactor()
-}
-
-fn fallback_key() -> [u8; 32] {
-    use std::hash::{BuildHasher, Hasher};
-    let mut key = [0u8; 32];
-    for chunk in key.chunks_mut(8) {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u32(std::process::id());
-        chunk.copy_from_slice(&hasher.finish().to_le_bytes());
-    }
-    key
+    (registry, recordable)
 }
 
 #[cfg(test)]
@@ -133,6 +224,29 @@ mod tests {
     const STORED: &str = "sk-ant-stored-0123456789abcdef";
     const ACCESS: &str = "oauth-access-0123456789abcdef";
     const REFRESH: &str = "oauth-refresh-0123456789abcdef";
+
+    #[test]
+    fn the_fingerprint_key_is_kept_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let data = dir.path().join("data");
+        let first = fingerprint_key(&data).unwrap_or_else(|d| panic!("{d:?}"));
+        let second = fingerprint_key(&data).unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(first.id(), second.id());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(data.join(KEY_FILE))
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or_default();
+            assert_eq!(mode, 0o600);
+        }
+        std::fs::write(data.join(KEY_FILE), "not a key\n").unwrap_or_else(|e| panic!("{e}"));
+        let refused = fingerprint_key(&data)
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert_eq!(refused.code(), "secrets.key-unreadable");
+        assert!(refused.next().contains("delete"), "{refused:?}");
+    }
 
     #[test]
     fn every_provider_environment_variable_and_stored_credential_is_registered() {
@@ -162,7 +276,8 @@ mod tests {
             "ANTHROPIC_API_KEY" => Some("short".to_owned()),
             _ => None,
         };
-        let (registry, warnings) = registry(&env, Some(&store));
+        let key = FingerprintKey::from_bytes([1; 32]);
+        let (registry, warnings) = registry(key, &env, Some(&store));
         let names: Vec<String> = registry
             .registrations()
             .map(|r| format!("{} {}", r.name, r.source))

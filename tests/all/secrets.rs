@@ -129,6 +129,17 @@ fn run_and_check(script: &str, expect_exit: i32, placeholder_in: &[&str]) {
         ("eval's standard error", &out.stderr),
         ("the session dump", &dump.stdout),
     ];
+    // What was registered is recorded (name and fingerprint), once.
+    let dump_text = String::from_utf8_lossy(&dump.stdout);
+    let registrations: Vec<&str> = dump_text
+        .lines()
+        .filter(|l| l.contains(r#""kind":"secret_registration""#))
+        .collect();
+    assert_eq!(registrations.len(), 2, "{dump_text}");
+    assert!(registrations[0].contains(r#""name":"openai.api_key""#));
+    assert!(registrations[0].contains(r#""source":"env:OPENAI_API_KEY""#));
+    assert!(registrations[0].contains(r#""fingerprint":"hmac-sha256:"#));
+    assert!(registrations[1].contains(r#""name":"anthropic.api_key""#));
     for (what, bytes) in places {
         assert_clean(what, bytes);
         if placeholder_in.contains(&what) {

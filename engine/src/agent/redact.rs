@@ -177,7 +177,9 @@ mod tests {
         let r = redactor();
         let mut e = Event::Error(ErrorInfo {
             kind: "auth".into(),
-            message: format!(r#"HTTP 401: {{"error":{{"message":"Incorrect API key provided: \"{KEY}\""}}}}"#),
+            message: format!(
+                r#"HTTP 401: {{"error":{{"message":"Incorrect API key provided: \"{KEY}\""}}}}"#
+            ),
             mutation: None,
             effect_id: None,
             retry_after_ms: None,
