@@ -407,6 +407,7 @@ fn spawn_with(
     let (event_tx, event_rx) = sync_channel::<Event>(config.event_capacity.max(1));
     let (work_tx, work_rx) = sync_channel::<Work>(1);
 
+    let control_redactor = Arc::clone(&config.redactor);
     let runner = run::Runner::new(
         config,
         services,
@@ -428,7 +429,15 @@ fn spawn_with(
     let control_shared = Arc::clone(&shared);
     let control = std::thread::Builder::new()
         .name("smith-agent-control".into())
-        .spawn(move || control_loop(command_rx, control_shared, event_tx, work_tx))
+        .spawn(move || {
+            control_loop(
+                command_rx,
+                control_shared,
+                event_tx,
+                work_tx,
+                &control_redactor,
+            );
+        })
         .map_err(spawn_error)?;
     Ok(AgentHandle {
         commands: command_tx,
@@ -469,8 +478,12 @@ fn control_loop(
     shared: Arc<Shared>,
     events: SyncSender<Event>,
     work: SyncSender<Work>,
+    redactor: &smith_secrets::Redactor,
 ) {
-    let emit = |event: Event| {
+    let emit = |mut event: Event| {
+        // Queued input and state echo text the user gave: redacted like
+        // every event.
+        redact::event(redactor, &mut event);
         // A frontend that stopped listening needs no more events.
         let _ = events.send(event);
     };

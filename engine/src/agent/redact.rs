@@ -15,8 +15,10 @@
 //!   recorded, and to its streamed output through a [`StreamRedactor`]
 //!   (a value split across chunks is replaced whole);
 //! - to compaction instructions and summaries;
-//! - to every event on its way to the frontend and the extension hooks
-//!   (provider error messages included) and to error records.
+//! - to user input before an extension screens it;
+//! - to every event on its way to the frontend and the extension hooks,
+//!   from the loop and from the control thread (provider error messages,
+//!   queued input and state included), and to error records.
 //!
 //! Text without a registered value is left as it is, without a copy.
 //!

@@ -348,7 +348,9 @@ impl Runner {
     /// A decision point: user input about to be sent. Returns the text to
     /// send, or `None` when an extension blocked it (an `error` event of
     /// kind `blocked` says who and why).
-    fn screen_input(&self, text: String) -> Option<String> {
+    fn screen_input(&self, mut text: String) -> Option<String> {
+        // Extensions see the input as the provider will: redacted.
+        redact::text(&self.config.redactor, &mut text);
         let Some(cell) = &self.events.hooks else {
             return Some(text);
         };
