@@ -1329,31 +1329,42 @@ impl Executor<'_> {
         });
         let updates = self.events.clone();
         let call_id = call.id.clone();
-        // A registered value split across output chunks is replaced whole.
-        let stream = Arc::new(Mutex::new(StreamRedactor::new(Arc::clone(self.redactor))));
-        let streamed = Arc::clone(&stream);
+        // A registered value split across output chunks is replaced whole
+        // (with nothing registered, chunks pass as they are).
+        let stream = (!self.redactor.is_empty())
+            .then(|| Arc::new(Mutex::new(StreamRedactor::new(Arc::clone(self.redactor)))));
+        let streamed = stream.clone();
         let cx = self
             .tool_context
             .clone()
             .with_cancel(cancel.clone())
             .with_output_sink(Arc::new(move |bytes: &[u8]| {
-                let mut out = Vec::with_capacity(bytes.len());
-                lock(&streamed).push(bytes, &mut out);
-                if !out.is_empty() {
-                    updates.send(Event::ToolExecutionUpdate {
-                        call_id: call_id.clone(),
-                        output: String::from_utf8_lossy(&out).into_owned(),
-                    });
-                }
+                let output = match &streamed {
+                    None => String::from_utf8_lossy(bytes).into_owned(),
+                    Some(stream) => {
+                        let mut out = Vec::with_capacity(bytes.len());
+                        lock(stream).push(bytes, &mut out);
+                        if out.is_empty() {
+                            return;
+                        }
+                        String::from_utf8_lossy(&out).into_owned()
+                    }
+                };
+                updates.send(Event::ToolExecutionUpdate {
+                    call_id: call_id.clone(),
+                    output,
+                });
             }));
         let mut result = tool.execute(&call.arguments, &cx);
-        let mut rest = Vec::new();
-        lock(&stream).finish(&mut rest);
-        if !rest.is_empty() {
-            self.events.send(Event::ToolExecutionUpdate {
-                call_id: call.id.clone(),
-                output: String::from_utf8_lossy(&rest).into_owned(),
-            });
+        if let Some(stream) = stream {
+            let mut rest = Vec::new();
+            lock(&stream).finish(&mut rest);
+            if !rest.is_empty() {
+                self.events.send(Event::ToolExecutionUpdate {
+                    call_id: call.id.clone(),
+                    output: String::from_utf8_lossy(&rest).into_owned(),
+                });
+            }
         }
         redact::tool_result(self.redactor, &mut result);
         let cancelled = result.is_error && result.error_kind() == Some("cancelled");
