@@ -116,24 +116,29 @@ fn parse_key(hex: &str) -> Option<FingerprintKey> {
     Some(FingerprintKey::from_bytes(bytes))
 }
 
+/// One credential found: its secret name, value and source.
+struct Found {
+    name: String,
+    value: String,
+    source: Source,
+}
+
 /// Every credential smith can see, from the process environment `env` and
-/// the auth store `store` (when given), registered under `key`. Problems
-/// come back as warnings; the values that could be registered are.
-pub fn registry(
-    key: FingerprintKey,
+/// the auth store `store` (when given), with the problems met on the way.
+fn credentials(
     env: &dyn Fn(&str) -> Option<String>,
     store: Option<&AuthStore>,
-) -> (Registry, Vec<Diagnostic>) {
+) -> (Vec<Found>, Vec<Diagnostic>) {
+    let mut found = Vec::new();
     let mut warnings = Vec::new();
-    let mut registry = Registry::new(key);
-    let mut store_warnings = Vec::new();
     let mut add = |name: &str, value: &str, source: Source| {
         let value = value.trim();
-        if value.is_empty() {
-            return;
-        }
-        if let Err(e) = registry.register(name, value, source) {
-            warnings.push(e.into_diagnostic().with_severity(Severity::Warning));
+        if !value.is_empty() {
+            found.push(Found {
+                name: name.to_owned(),
+                value: value.to_owned(),
+                source,
+            });
         }
     };
     for slot in smith_provider_host::builtin_slots() {
@@ -168,14 +173,47 @@ pub fn registry(
                             }
                         }
                         Ok(None) => {}
-                        Err(d) => store_warnings.push(d.with_severity(Severity::Warning)),
+                        Err(d) => warnings.push(d.with_severity(Severity::Warning)),
                     }
                 }
             }
-            Err(d) => store_warnings.push(d.with_severity(Severity::Warning)),
+            Err(d) => warnings.push(d.with_severity(Severity::Warning)),
         }
     }
-    warnings.extend(store_warnings);
+    (found, warnings)
+}
+
+/// Registers `found` under `key`; a value the registry refuses becomes a
+/// warning (which never shows it).
+fn register_all(
+    key: FingerprintKey,
+    found: Vec<Found>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Registry {
+    let mut registry = Registry::new(key);
+    for Found {
+        name,
+        value,
+        source,
+    } in found
+    {
+        if let Err(e) = registry.register(&name, &value, source) {
+            warnings.push(e.into_diagnostic().with_severity(Severity::Warning));
+        }
+    }
+    registry
+}
+
+/// Every credential smith can see, from the process environment `env` and
+/// the auth store `store` (when given), registered under `key`. Problems
+/// come back as warnings; the values that could be registered are.
+pub fn registry(
+    key: FingerprintKey,
+    env: &dyn Fn(&str) -> Option<String>,
+    store: Option<&AuthStore>,
+) -> (Registry, Vec<Diagnostic>) {
+    let (found, mut warnings) = credentials(env, store);
+    let registry = register_all(key, found, &mut warnings);
     (registry, warnings)
 }
 
@@ -183,32 +221,33 @@ pub fn registry(
 /// the auth store in the data directory, under the key kept there
 /// ([`fingerprint_key`]; a fresh per-process key when it cannot be used),
 /// and whether its registrations may be recorded (not when no key could
-/// be drawn at all). Warnings go to the log.
+/// be drawn at all). The key file is read or created only when there is a
+/// credential to register. Warnings go to the log.
 pub fn process_registry() -> (Registry, bool) {
-    let mut warnings = Vec::new();
     let data_dir = smith_config::Paths::from_process()
         .ok()
         .map(|paths| paths.data_dir);
-    let key = data_dir
-        .as_deref()
-        .map(fingerprint_key)
-        .and_then(|r| {
+    let store = data_dir.as_deref().map(AuthStore::in_data_dir);
+    let (found, mut warnings) = credentials(&|name| std::env::var(name).ok(), store.as_ref());
+    let kept = if found.is_empty() {
+        None
+    } else {
+        data_dir.as_deref().map(fingerprint_key).and_then(|r| {
             r.map_err(|d| warnings.push(d.with_severity(Severity::Warning)))
                 .ok()
         })
-        .or_else(|| {
-            FingerprintKey::random()
-                .map_err(|e| warnings.push(e.into_diagnostic().with_severity(Severity::Warning)))
-                .ok()
-        });
+    };
+    let key = kept.or_else(|| {
+        FingerprintKey::random()
+            .map_err(|e| warnings.push(e.into_diagnostic().with_severity(Severity::Warning)))
+            .ok()
+    });
     // No randomness at all: redaction works the same under a fixed key,
     // but fingerprints made under it could be tested against guesses, so
     // they are not recorded.
     let recordable = key.is_some();
     let key = key.unwrap_or_else(|| FingerprintKey::from_bytes([0; 32]));
-    let store = data_dir.as_deref().map(AuthStore::in_data_dir);
-    let (registry, more) = registry(key, &|name| std::env::var(name).ok(), store.as_ref());
-    warnings.extend(more);
+    let registry = register_all(key, found, &mut warnings);
     for warning in &warnings {
         smith_diag::log::report(warning);
     }
