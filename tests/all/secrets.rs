@@ -202,3 +202,73 @@ fn a_provider_error_body_that_echoes_a_key_is_redacted_before_it_is_shown_or_sto
         ],
     );
 }
+
+#[test]
+fn the_rpc_server_streams_placeholders_not_secrets() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let (home, work) = setup();
+    let script_path = work.path().join("script.json");
+    std::fs::write(
+        &script_path,
+        r#"[
+            [{"tool_call": {"id": "c1", "name": "bash", "arguments": {"command": "cat .env"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "done"}, {"stop": {"reason": "end"}}]
+        ]"#,
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env("OPENAI_API_KEY", ENV_KEY)
+        .current_dir(work.path())
+        .args(["rpc", "--mock-script"])
+        .arg(&script_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(
+            concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":2,"method":"prompt","params":{"text":"show me"}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":3,"method":"wait_settled","params":{}}"#,
+                "\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    // Everything up to the answer to wait_settled, then end the session.
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut stdout_bytes = Vec::new();
+    loop {
+        let mut line = Vec::new();
+        let read = std::io::BufRead::read_until(&mut reader, b'\n', &mut line).unwrap();
+        stdout_bytes.extend_from_slice(&line);
+        if read == 0 || contains(&line, r#""id":3"#) {
+            break;
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let out = Output {
+        stdout: stdout_bytes,
+        ..out
+    };
+    assert_clean("the rpc output", &out.stdout);
+    assert_clean("rpc's standard error", &out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("tool_execution_end"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for placeholder in ["{secret:openai.api_key}", "{secret:anthropic.api_key}"] {
+        assert!(stdout.contains(placeholder), "{stdout}");
+    }
+}
