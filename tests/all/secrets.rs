@@ -272,3 +272,43 @@ fn the_rpc_server_streams_placeholders_not_secrets() {
         assert!(stdout.contains(placeholder), "{stdout}");
     }
 }
+
+#[test]
+fn registrations_are_recorded_once_across_resumes_under_a_private_key() {
+    let (home, work) = setup();
+    let script_path = work.path().join("script.json");
+    std::fs::write(
+        &script_path,
+        r#"[[{"text": "ok"}, {"stop": {"reason": "end"}}]]"#,
+    )
+    .unwrap();
+    let script = script_path.to_str().unwrap();
+    let first = smith(
+        home.path(),
+        work.path(),
+        &["eval", "--name", "twice", "--mock-script", script, "one"],
+    );
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let second = smith(
+        home.path(),
+        work.path(),
+        &["eval", "--session", "twice", "--mock-script", script, "two"],
+    );
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    let dump = smith(home.path(), work.path(), &["session", "dump", "twice"]);
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    let registrations = dump
+        .lines()
+        .filter(|l| l.contains(r#""kind":"secret_registration""#))
+        .count();
+    assert_eq!(registrations, 2, "{dump}");
+    let key = home.path().join("data").join("secrets.key");
+    let text = std::fs::read_to_string(&key).unwrap();
+    assert_eq!(text.trim().len(), 64, "{text}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}
