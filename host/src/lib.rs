@@ -16,6 +16,9 @@
 //!   before it runs: new, resumed or temporary.
 //! - [`context`] — the request context: the system prompt, assembled in
 //!   one place from smith's framing and the fragments fed into it.
+//! - [`secrets`] — every credential smith can see, registered so the
+//!   runtime replaces it with a placeholder before anything is sent to a
+//!   provider, recorded or shown.
 //! - [`plugins`] and [`extensions`] — plugin discovery and the extension
 //!   plugins a runtime loads, wired to the frontend's surface.
 //! - [`runtime`] — starting the agent: [`RuntimeOptions::start`] takes a
@@ -37,6 +40,7 @@ pub mod output;
 pub mod plugins;
 pub mod provider;
 pub mod runtime;
+pub mod secrets;
 pub mod session;
 pub mod settings;
 

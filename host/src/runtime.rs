@@ -4,7 +4,8 @@
 //! [`RuntimeOptions::start`] (or [`RuntimeOptions::start_with`] when the
 //! frontend chose the provider itself) opens the session destination
 //! ([`crate::session`]), resolves the model, assembles the request context
-//! ([`crate::context`]), loads the extension plugins with the frontend's
+//! ([`crate::context`]), registers the secrets the runtime redacts
+//! ([`crate::secrets`]), loads the extension plugins with the frontend's
 //! surface ([`crate::extensions`]) and spawns the agent over the session
 //! journal.
 
@@ -278,6 +279,19 @@ impl RuntimeOptions {
         config.history = history;
         config.first_effect_seq = last_effect_seq;
         config.system = Some(crate::context::system_prompt(&self.cwd));
+        // Every credential smith can see is redacted before anything is
+        // sent to the provider, recorded or shown.
+        let (secrets, recordable) = crate::secrets::process_registry();
+        config.redactor = secrets.redactor();
+        if recordable && let Err(err) = journal.record_secret_registrations(secrets.registrations())
+        {
+            smith_diag::log::report(&smith_diag::Diagnostic::warning(
+                "secrets.not-recorded",
+                "the secrets this runtime redacts were not recorded in the session",
+                format!("the session store refused the entries: {err}"),
+                "nothing else changes: they are redacted all the same; check the session store (`smith session repair`)",
+            ));
+        }
         // Tool effects and plugin host effects draw their numbers from one
         // counter, so every fx-N in the session is unique.
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));

@@ -6,3 +6,4 @@ mod diag_audit;
 mod eval;
 mod models_auth;
 mod replay;
+mod secrets;

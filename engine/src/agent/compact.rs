@@ -412,7 +412,11 @@ impl Runner {
                 );
             }
         };
-        let instructions = replaced.as_deref().or(instructions);
+        let mut instructions = replaced.as_deref().or(instructions).map(str::to_owned);
+        if let Some(text) = &mut instructions {
+            super::redact::text(&self.config.redactor, text);
+        }
+        let instructions = instructions.as_deref();
         let Some(cut) = find_cut(
             &self.history,
             self.config.compaction.keep_recent_tokens,
@@ -482,7 +486,7 @@ impl Runner {
             StreamEnd::Turn(turn) => turn,
         };
         let usage = Some(turn.usage);
-        let summary = turn
+        let mut summary = turn
             .content
             .iter()
             .filter_map(|block| match block {
@@ -492,6 +496,7 @@ impl Runner {
             .collect::<String>()
             .trim()
             .to_owned();
+        super::redact::text(&self.config.redactor, &mut summary);
         let problem = match turn.stop {
             StopReason::End if summary.is_empty() => Some(failure(
                 "summary_empty",

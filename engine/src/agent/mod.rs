@@ -18,6 +18,7 @@
 pub mod compact;
 pub mod hooks;
 pub mod queue;
+pub(crate) mod redact;
 pub(crate) mod run;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,6 +83,11 @@ pub struct AgentConfig {
     pub command_capacity: usize,
     /// When and how the conversation is compacted.
     pub compaction: CompactionSettings,
+    /// Replaces registered secrets with their placeholders in everything
+    /// the runtime sends to the provider, records or emits (see
+    /// `redact`); empty by default. The embedding builds it from every
+    /// credential it can see.
+    pub redactor: Arc<smith_secrets::Redactor>,
 }
 
 impl AgentConfig {
@@ -102,6 +108,7 @@ impl AgentConfig {
             event_capacity: 256,
             command_capacity: 64,
             compaction: CompactionSettings::default(),
+            redactor: Arc::new(smith_secrets::Redactor::empty()),
         }
     }
 }
@@ -359,7 +366,15 @@ fn spawn_with(
             })
             .map_err(journal_error)?;
     }
+    // Text that entered before the secrets were known (a resumed history,
+    // the system prompt) is redacted before anything is sent or recorded.
+    if let Some(system) = &mut config.system {
+        redact::text(&config.redactor, system);
+    }
     let mut history = std::mem::take(&mut config.history);
+    for message in &mut history {
+        redact::message(&config.redactor, message);
+    }
     for (position, result) in dangling_results(&history) {
         services
             .sink
@@ -392,6 +407,7 @@ fn spawn_with(
     let (event_tx, event_rx) = sync_channel::<Event>(config.event_capacity.max(1));
     let (work_tx, work_rx) = sync_channel::<Work>(1);
 
+    let control_redactor = Arc::clone(&config.redactor);
     let runner = run::Runner::new(
         config,
         services,
@@ -413,7 +429,15 @@ fn spawn_with(
     let control_shared = Arc::clone(&shared);
     let control = std::thread::Builder::new()
         .name("smith-agent-control".into())
-        .spawn(move || control_loop(command_rx, control_shared, event_tx, work_tx))
+        .spawn(move || {
+            control_loop(
+                command_rx,
+                control_shared,
+                event_tx,
+                work_tx,
+                &control_redactor,
+            );
+        })
         .map_err(spawn_error)?;
     Ok(AgentHandle {
         commands: command_tx,
@@ -454,8 +478,12 @@ fn control_loop(
     shared: Arc<Shared>,
     events: SyncSender<Event>,
     work: SyncSender<Work>,
+    redactor: &smith_secrets::Redactor,
 ) {
-    let emit = |event: Event| {
+    let emit = |mut event: Event| {
+        // Queued input and state echo text the user gave: redacted like
+        // every event.
+        redact::event(redactor, &mut event);
         // A frontend that stopped listening needs no more events.
         let _ = events.send(event);
     };

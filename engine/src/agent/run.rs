@@ -29,7 +29,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use smith_secrets::{Redactor, StreamRedactor};
+
 use super::hooks::{HookAction, Hooks, Verdict};
+use super::redact;
 use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
 use crate::journal::{
     BUILTIN_GENERATION, EffectCompletion, EffectIntent, EffectJournal, JournalError,
@@ -185,15 +188,23 @@ pub(super) struct HookCell {
 }
 
 /// Where every event the runtime emits goes: to the frontend, then (when
-/// extensions take part) to the hooks.
+/// extensions take part) to the hooks. Every event is redacted on its way
+/// out (see [`super::redact`]).
 #[derive(Clone)]
 pub(super) struct Outbox {
     events: SyncSender<Event>,
     hooks: Option<Arc<HookCell>>,
+    redactor: Arc<Redactor>,
 }
 
 impl Outbox {
-    fn send(&self, event: Event) {
+    fn send(&self, mut event: Event) {
+        redact::event(&self.redactor, &mut event);
+        self.deliver(event);
+    }
+
+    /// Sends an event that is already redacted.
+    fn deliver(&self, event: Event) {
         let Some(cell) = &self.hooks else {
             // A frontend that stopped listening needs no more events.
             let _ = self.events.send(event);
@@ -246,6 +257,7 @@ impl Runner {
             Arc::new(std::sync::atomic::AtomicU64::new(config.first_effect_seq))
         });
         let model_window = super::compact::model_window(services.provider.as_ref(), &config.model);
+        let redactor = Arc::clone(&config.redactor);
         Self {
             config,
             provider: services.provider,
@@ -258,6 +270,7 @@ impl Runner {
             shared,
             events: Outbox {
                 events,
+                redactor,
                 hooks: hooks.map(|hooks| {
                     Arc::new(HookCell {
                         hooks: Mutex::new(hooks),
@@ -272,13 +285,14 @@ impl Runner {
         }
     }
 
-    pub(super) fn emit(&self, event: Event) {
+    pub(super) fn emit(&self, mut event: Event) {
+        redact::event(&self.config.redactor, &mut event);
         if let Event::Error(info) = &event {
             // Recorded for replay. Ignoring a failure: the error being
             // reported is usually that recording failed.
             let _ = self.sink.record_run(&RunRecord::Error(info.clone()));
         }
-        self.events.send(event);
+        self.events.deliver(event);
     }
 
     /// A safe point: applies the actions the hooks asked for since the last
@@ -334,7 +348,9 @@ impl Runner {
     /// A decision point: user input about to be sent. Returns the text to
     /// send, or `None` when an extension blocked it (an `error` event of
     /// kind `blocked` says who and why).
-    fn screen_input(&self, text: String) -> Option<String> {
+    fn screen_input(&self, mut text: String) -> Option<String> {
+        // Extensions see the input as the provider will: redacted.
+        redact::text(&self.config.redactor, &mut text);
         let Some(cell) = &self.events.hooks else {
             return Some(text);
         };
@@ -451,8 +467,13 @@ impl Runner {
         });
     }
 
-    /// Records `message` durably, then adds it to the conversation.
-    fn append(&mut self, message: Message, meta: MessageMeta) -> Result<(), JournalError> {
+    /// Records `message` durably, then adds it to the conversation; both
+    /// redacted.
+    fn append(&mut self, mut message: Message, mut meta: MessageMeta) -> Result<(), JournalError> {
+        redact::message(&self.config.redactor, &mut message);
+        if let Some(details) = &mut meta.details {
+            redact::json(&self.config.redactor, details);
+        }
         self.sink.record(&SessionEvent::Message {
             message: message.clone(),
             meta,
@@ -462,8 +483,9 @@ impl Runner {
         Ok(())
     }
 
-    fn deliver_user(&mut self, text: String, notice: bool) -> Result<(), ErrorInfo> {
+    fn deliver_user(&mut self, mut text: String, notice: bool) -> Result<(), ErrorInfo> {
         self.emit(Event::MessageStart { role: Role::User });
+        redact::text(&self.config.redactor, &mut text);
         let message = Message::User { text };
         let meta = MessageMeta {
             notice,
@@ -818,10 +840,13 @@ impl Runner {
             // A failed response's calls are never executed or kept.
             content.retain(|block| !matches!(block, ContentBlock::ToolCall(_)));
         }
-        let message = Message::Assistant {
+        let mut message = Message::Assistant {
             content,
             stop: turn.stop,
         };
+        // Before its calls are planned: an effect's recorded input and the
+        // call that runs carry placeholders, never a registered value.
+        redact::message(&self.config.redactor, &mut message);
         let text = message.text();
         if !text.is_empty() {
             state.last_text = text;
@@ -1140,6 +1165,7 @@ impl Runner {
             journal: self.journal.as_ref(),
             events: &self.events,
             tool_context: &self.tool_context,
+            redactor: &self.config.redactor,
         };
         exec.group(calls, plans, ids, cancel)
     }
@@ -1196,6 +1222,7 @@ struct Executor<'a> {
     journal: &'a dyn EffectJournal,
     events: &'a Outbox,
     tool_context: &'a ToolContext,
+    redactor: &'a Arc<Redactor>,
 }
 
 impl Executor<'_> {
@@ -1302,17 +1329,44 @@ impl Executor<'_> {
         });
         let updates = self.events.clone();
         let call_id = call.id.clone();
+        // A registered value split across output chunks is replaced whole
+        // (with nothing registered, chunks pass as they are).
+        let stream = (!self.redactor.is_empty())
+            .then(|| Arc::new(Mutex::new(StreamRedactor::new(Arc::clone(self.redactor)))));
+        let streamed = stream.clone();
         let cx = self
             .tool_context
             .clone()
             .with_cancel(cancel.clone())
             .with_output_sink(Arc::new(move |bytes: &[u8]| {
+                let output = match &streamed {
+                    None => String::from_utf8_lossy(bytes).into_owned(),
+                    Some(stream) => {
+                        let mut out = Vec::with_capacity(bytes.len());
+                        lock(stream).push(bytes, &mut out);
+                        if out.is_empty() {
+                            return;
+                        }
+                        String::from_utf8_lossy(&out).into_owned()
+                    }
+                };
                 updates.send(Event::ToolExecutionUpdate {
                     call_id: call_id.clone(),
-                    output: String::from_utf8_lossy(bytes).into_owned(),
+                    output,
                 });
             }));
-        let result = tool.execute(&call.arguments, &cx);
+        let mut result = tool.execute(&call.arguments, &cx);
+        if let Some(stream) = stream {
+            let mut rest = Vec::new();
+            lock(&stream).finish(&mut rest);
+            if !rest.is_empty() {
+                self.events.send(Event::ToolExecutionUpdate {
+                    call_id: call.id.clone(),
+                    output: String::from_utf8_lossy(&rest).into_owned(),
+                });
+            }
+        }
+        redact::tool_result(self.redactor, &mut result);
         let cancelled = result.is_error && result.error_kind() == Some("cancelled");
         let outcome = if cancelled {
             Outcome::Cancelled

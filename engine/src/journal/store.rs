@@ -17,6 +17,7 @@
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
 //! | a plugin's UI intent kept for a later frontend | `plugin_intent` | 0 | the [`PluginIntent`]'s JSON projection (`{plugin, id, kind, text, surface}`) |
+//! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
 //!
 //! [`resume`] reads a session back: the conversation of the selected
 //! branch from its compaction boundary (the newest compaction's summary
@@ -26,6 +27,7 @@
 use std::sync::Mutex;
 
 use smith_codec::Encoder;
+use smith_secrets::Registration;
 use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
 
 use super::{
@@ -132,6 +134,53 @@ impl StoreJournal {
             &[NewEntry::new(EntryKind::PluginIntent, &content)],
         )
     }
+}
+
+impl StoreJournal {
+    /// Records each of `registrations` the session's selected branch does
+    /// not hold yet (the same fingerprint under the same key) as a *secret
+    /// registration* entry, under the selected leaf: its content is
+    /// [`Registration::to_cbor`] — name, source, fingerprint, key id, never
+    /// the value. Returns how many were written.
+    ///
+    /// # Errors
+    ///
+    /// When the entries cannot be written.
+    pub fn record_secret_registrations<'a>(
+        &self,
+        registrations: impl IntoIterator<Item = &'a Registration>,
+    ) -> Result<usize, JournalError> {
+        let known = self.with_session(secret_registrations);
+        let contents: Vec<Vec<u8>> = registrations
+            .into_iter()
+            .filter(|r| {
+                !known
+                    .iter()
+                    .any(|k| k.fingerprint == r.fingerprint && k.key == r.key)
+            })
+            .map(Registration::to_cbor)
+            .collect();
+        if contents.is_empty() {
+            return Ok(0);
+        }
+        let entries: Vec<NewEntry<'_>> = contents
+            .iter()
+            .map(|content| NewEntry::new(EntryKind::SecretRegistration, content))
+            .collect();
+        self.append("secret registration", &entries)?;
+        Ok(contents.len())
+    }
+}
+
+/// The secret registrations on the selected branch of `session`, oldest
+/// first; an entry this build cannot read as one is skipped.
+pub fn secret_registrations(session: &Session) -> Vec<Registration> {
+    session
+        .branch()
+        .iter()
+        .filter(|r| r.entry_kind() == EntryKind::SecretRegistration)
+        .filter_map(|record| Registration::from_cbor(&session.content(record).ok()?).ok())
+        .collect()
 }
 
 /// The plugin intents kept on the selected branch of `session`, oldest
@@ -485,6 +534,46 @@ mod tests {
     use super::*;
     use crate::journal::BUILTIN_GENERATION;
     use crate::provider::{ContentBlock, StopReason, ToolCall};
+
+    #[test]
+    fn secret_registrations_are_recorded_once_and_never_hold_the_value() {
+        use smith_secrets::{FingerprintKey, Registry, Source};
+        const VALUE: &str = "sk-test-registered-0123456789";
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("s")).unwrap();
+        let journal = StoreJournal::new(store.clone(), session);
+        let mut registry = Registry::new(FingerprintKey::from_bytes([9; 32]));
+        registry
+            .register(
+                "openai.api_key",
+                VALUE,
+                Source::Env("OPENAI_API_KEY".into()),
+            )
+            .unwrap();
+        assert_eq!(
+            journal
+                .record_secret_registrations(registry.registrations())
+                .unwrap(),
+            1
+        );
+        // The same registration again (a resumed session): nothing new.
+        assert_eq!(
+            journal
+                .record_secret_registrations(registry.registrations())
+                .unwrap(),
+            0
+        );
+        let loaded = store.load("s").unwrap();
+        let records = secret_registrations(&loaded);
+        assert_eq!(records.len(), 1);
+        assert_eq!(Some(&records[0]), registry.get("openai.api_key"));
+        let bytes = std::fs::read(store.path_of(loaded.id())).unwrap();
+        assert!(
+            !bytes.windows(VALUE.len()).any(|w| w == VALUE.as_bytes()),
+            "the session file holds the value"
+        );
+    }
 
     #[test]
     fn records_round_trip_through_a_session_file() {

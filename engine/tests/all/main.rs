@@ -5,6 +5,7 @@ mod compact;
 mod hooks;
 mod provider;
 mod replay;
+mod secrets;
 mod tools;
 mod turn_alloc;
 

@@ -1,0 +1,344 @@
+//! The secrets a runtime redacts: every credential smith can see, gathered
+//! once per runtime start into a [`Registry`].
+//!
+//! [`registry`] registers, for every provider the built-in provider
+//! plugins describe (not only the one chosen):
+//!
+//! - each API-key environment variable the provider declares
+//!   (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`,
+//!   `GOOGLE_API_KEY`), as the slot's handle (`anthropic.api_key`) with
+//!   source `env:VAR`;
+//! - each credential in the auth store (`auth.json` in the data
+//!   directory), as `provider.slot` with source `auth:provider.slot`; an
+//!   OAuth token's refresh token as `provider.slot.refresh`.
+//!
+//! smith's configuration holds no credentials today, so nothing is
+//! registered from it. A value that cannot be registered (shorter than
+//! [`smith_secrets::MIN_SECRET_LEN`] bytes, say) and an auth store that
+//! cannot be read are reported to the log, never with the value, and the
+//! runtime starts without them.
+//!
+//! Fingerprints are made under the key kept next to the auth store
+//! ([`KEY_FILE`], drawn on first use), so every process makes the same
+//! fingerprint of a value. The runtime gets the registry's redactor (see
+//! `smith_engine::agent::AgentConfig::redactor`), which replaces every
+//! registered value with `{secret:NAME}` before anything is sent to the
+//! provider, recorded in the session or shown, and each registration not
+//! yet in the session is recorded there as a *secret registration* entry
+//! (name, source, fingerprint, key id; never the value).
+
+use std::io::Write as _;
+use std::path::Path;
+
+use smith_auth::{AuthStore, Credential};
+use smith_diag::{Diagnostic, Severity, Surface};
+use smith_secrets::{FingerprintKey, Registry, Source};
+
+/// The file, next to the auth store in the data directory, that holds the
+/// fingerprint key: 64 hex digits, private to the user (mode 0600).
+pub const KEY_FILE: &str = "secrets.key";
+
+/// The fingerprint key kept in `data_dir` ([`KEY_FILE`]), drawn and
+/// written (private to the user) when there is none yet. One key for
+/// every process, so a registration recorded in a session by one process
+/// is recognised by the next.
+///
+/// # Errors
+///
+/// When the file cannot be read or written, or does not hold a key; the
+/// diagnostic names the file and what to do.
+pub fn fingerprint_key(data_dir: &Path) -> Result<FingerprintKey, Diagnostic> {
+    let path = data_dir.join(KEY_FILE);
+    let surface = || Surface::other(path.display().to_string());
+    let unreadable = |why: String| {
+        Diagnostic::error(
+            "secrets.key-unreadable",
+            format!(
+                "the secret fingerprint key {} could not be used",
+                path.display()
+            ),
+            why,
+            format!(
+                "delete {} so a new key is drawn on the next start (registrations recorded under the old key are then no longer matched), or fix its permissions",
+                path.display()
+            ),
+        )
+        .with_surface(surface())
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse_key(text.trim()).ok_or_else(|| {
+            unreadable("it does not hold 64 hex digits, which is what smith writes".to_owned())
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes)
+                .map_err(|e| unreadable(format!("no random bytes for a new key: {e}")))?;
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::create_dir_all(data_dir)
+                .map_err(|e| unreadable(format!("its directory could not be created: {e}")))?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt as _;
+                options.mode(0o600);
+            }
+            match options.open(&path) {
+                Ok(mut file) => {
+                    file.write_all(format!("{hex}\n").as_bytes())
+                        .and_then(|()| file.sync_all())
+                        .map_err(|e| unreadable(format!("it could not be written: {e}")))?;
+                    Ok(FingerprintKey::from_bytes(bytes))
+                }
+                // Another process wrote it first: use its key.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| unreadable(format!("it could not be read: {e}")))?;
+                    parse_key(text.trim()).ok_or_else(|| {
+                        unreadable("another process is writing it right now".to_owned())
+                    })
+                }
+                Err(e) => Err(unreadable(format!("it could not be created: {e}"))),
+            }
+        }
+        Err(e) => Err(unreadable(format!("it could not be read: {e}"))),
+    }
+}
+
+fn parse_key(hex: &str) -> Option<FingerprintKey> {
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(FingerprintKey::from_bytes(bytes))
+}
+
+/// One credential found: its secret name, value and source.
+struct Found {
+    name: String,
+    value: String,
+    source: Source,
+}
+
+/// Every credential smith can see, from the process environment `env` and
+/// the auth store `store` (when given), with the problems met on the way.
+fn credentials(
+    env: &dyn Fn(&str) -> Option<String>,
+    store: Option<&AuthStore>,
+) -> (Vec<Found>, Vec<Diagnostic>) {
+    let mut found = Vec::new();
+    let mut warnings = Vec::new();
+    let mut add = |name: &str, value: &str, source: Source| {
+        let value = value.trim();
+        if !value.is_empty() {
+            found.push(Found {
+                name: name.to_owned(),
+                value: value.to_owned(),
+                source,
+            });
+        }
+    };
+    for slot in smith_provider_host::builtin_slots() {
+        let handle = slot.handle();
+        for var in &slot.env {
+            if let Some(value) = env(var) {
+                add(&handle, &value, Source::Env(var.clone()));
+            }
+        }
+    }
+    if let Some(store) = store {
+        match store.list() {
+            Ok(stored) => {
+                for (provider, slot) in stored {
+                    let handle = format!("{provider}.{slot}");
+                    match store.get(&provider, &slot) {
+                        Ok(Some(Credential::ApiKey(key))) => {
+                            add(&handle, key.expose(), Source::AuthSlot(handle.clone()));
+                        }
+                        Ok(Some(Credential::OAuth(token))) => {
+                            add(
+                                &handle,
+                                token.access.expose(),
+                                Source::AuthSlot(handle.clone()),
+                            );
+                            if let Some(refresh) = &token.refresh {
+                                add(
+                                    &format!("{handle}.refresh"),
+                                    refresh.expose(),
+                                    Source::AuthSlot(handle.clone()),
+                                );
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(d) => warnings.push(d.with_severity(Severity::Warning)),
+                    }
+                }
+            }
+            Err(d) => warnings.push(d.with_severity(Severity::Warning)),
+        }
+    }
+    (found, warnings)
+}
+
+/// Registers `found` under `key`; a value the registry refuses becomes a
+/// warning (which never shows it).
+fn register_all(
+    key: FingerprintKey,
+    found: Vec<Found>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Registry {
+    let mut registry = Registry::new(key);
+    for Found {
+        name,
+        value,
+        source,
+    } in found
+    {
+        if let Err(e) = registry.register(&name, &value, source) {
+            warnings.push(e.into_diagnostic().with_severity(Severity::Warning));
+        }
+    }
+    registry
+}
+
+/// Every credential smith can see, from the process environment `env` and
+/// the auth store `store` (when given), registered under `key`. Problems
+/// come back as warnings; the values that could be registered are.
+pub fn registry(
+    key: FingerprintKey,
+    env: &dyn Fn(&str) -> Option<String>,
+    store: Option<&AuthStore>,
+) -> (Registry, Vec<Diagnostic>) {
+    let (found, mut warnings) = credentials(env, store);
+    let registry = register_all(key, found, &mut warnings);
+    (registry, warnings)
+}
+
+/// This process's registry: [`registry`] over the process environment and
+/// the auth store in the data directory, under the key kept there
+/// ([`fingerprint_key`]; a fresh per-process key when it cannot be used),
+/// and whether its registrations may be recorded (not when no key could
+/// be drawn at all). The key file is read or created only when there is a
+/// credential to register. Warnings go to the log.
+pub fn process_registry() -> (Registry, bool) {
+    let data_dir = smith_config::Paths::from_process()
+        .ok()
+        .map(|paths| paths.data_dir);
+    let store = data_dir.as_deref().map(AuthStore::in_data_dir);
+    let (found, mut warnings) = credentials(&|name| std::env::var(name).ok(), store.as_ref());
+    let kept = if found.is_empty() {
+        None
+    } else {
+        data_dir.as_deref().map(fingerprint_key).and_then(|r| {
+            r.map_err(|d| warnings.push(d.with_severity(Severity::Warning)))
+                .ok()
+        })
+    };
+    let key = kept.or_else(|| {
+        FingerprintKey::random()
+            .map_err(|e| warnings.push(e.into_diagnostic().with_severity(Severity::Warning)))
+            .ok()
+    });
+    // No randomness at all: redaction works the same under a fixed key,
+    // but fingerprints made under it could be tested against guesses, so
+    // they are not recorded.
+    let recordable = key.is_some();
+    let key = key.unwrap_or_else(|| FingerprintKey::from_bytes([0; 32]));
+    let registry = register_all(key, found, &mut warnings);
+    for warning in &warnings {
+        smith_diag::log::report(warning);
+    }
+    (registry, recordable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPENAI: &str = "sk-proj-test-0123456789abcdef";
+    const GOOGLE: &str = "AIzaSyTest0123456789abcdefghij";
+    const STORED: &str = "sk-ant-stored-0123456789abcdef";
+    const ACCESS: &str = "oauth-access-0123456789abcdef";
+    const REFRESH: &str = "oauth-refresh-0123456789abcdef";
+
+    #[test]
+    fn the_fingerprint_key_is_kept_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let data = dir.path().join("data");
+        let first = fingerprint_key(&data).unwrap_or_else(|d| panic!("{d:?}"));
+        let second = fingerprint_key(&data).unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(first.id(), second.id());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(data.join(KEY_FILE))
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or_default();
+            assert_eq!(mode, 0o600);
+        }
+        std::fs::write(data.join(KEY_FILE), "not a key\n").unwrap_or_else(|e| panic!("{e}"));
+        let refused = fingerprint_key(&data)
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert_eq!(refused.code(), "secrets.key-unreadable");
+        assert!(refused.next().contains("delete"), "{refused:?}");
+    }
+
+    #[test]
+    fn every_provider_environment_variable_and_stored_credential_is_registered() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = AuthStore::in_data_dir(dir.path());
+        store
+            .set(
+                "anthropic",
+                "api_key",
+                &Credential::ApiKey(smith_auth::Secret::new(STORED)),
+            )
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        store
+            .set(
+                "acme",
+                "oauth",
+                &Credential::OAuth(smith_auth::OAuthToken {
+                    access: smith_auth::Secret::new(ACCESS),
+                    refresh: Some(smith_auth::Secret::new(REFRESH)),
+                    expires_at: None,
+                }),
+            )
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let env = |name: &str| match name {
+            "OPENAI_API_KEY" => Some(format!("{OPENAI}\n")),
+            "GOOGLE_API_KEY" => Some(GOOGLE.to_owned()),
+            "ANTHROPIC_API_KEY" => Some("short".to_owned()),
+            _ => None,
+        };
+        let key = FingerprintKey::from_bytes([1; 32]);
+        let (registry, warnings) = registry(key, &env, Some(&store));
+        let names: Vec<String> = registry
+            .registrations()
+            .map(|r| format!("{} {}", r.name, r.source))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "openai.api_key env:OPENAI_API_KEY",
+                "google.api_key env:GOOGLE_API_KEY",
+                "acme.oauth auth:acme.oauth",
+                "acme.oauth.refresh auth:acme.oauth",
+                "anthropic.api_key auth:anthropic.api_key",
+            ]
+        );
+        // The 5-byte value was refused, and the warning does not show it.
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].code(), "secrets.too-short");
+        let redactor = registry.redactor();
+        let text = format!("{OPENAI} {GOOGLE} {STORED} {ACCESS} {REFRESH}");
+        assert_eq!(
+            redactor.redact_str(&text),
+            "{secret:openai.api_key} {secret:google.api_key} {secret:anthropic.api_key} {secret:acme.oauth} {secret:acme.oauth.refresh}"
+        );
+    }
+}
