@@ -364,6 +364,9 @@ pub fn measure_rounds(
 pub struct Report {
     /// The plan the gates ran with.
     pub plan: Plan,
+    /// The machine the gates ran on, when they were measured here (not for
+    /// figures injected by tests).
+    pub machine: Option<crate::machine::Machine>,
     /// One row per gate, in table order.
     pub rows: Vec<Row>,
 }
@@ -388,7 +391,11 @@ impl Report {
                 )
             })
             .collect();
-        Report { plan, rows }
+        Report {
+            plan,
+            machine: None,
+            rows,
+        }
     }
 
     /// Measures every gate in `gates` with up to `max_rounds` rounds each
@@ -405,7 +412,11 @@ impl Report {
             .iter()
             .map(|gate| measure_rounds(gate, max_rounds, |round| measure(gate, round)))
             .collect();
-        Report { plan, rows }
+        Report {
+            plan,
+            machine: None,
+            rows,
+        }
     }
 
     /// True when every gate passed.
@@ -467,6 +478,13 @@ impl Report {
                 "clock": crate::measure::CLOCK,
                 "max_rounds": ROUNDS,
             },
+            "machine": self.machine.as_ref().map(|m| json!({
+                "model_name": m.model_name,
+                "family": m.family,
+                "model": m.model,
+                "flags": m.flags,
+                "cpus": m.cpus,
+            })),
             "passed": self.passed(),
             "gates": gates,
         })
@@ -484,6 +502,9 @@ impl Report {
             self.plan.sample_target.as_millis(),
             crate::measure::CLOCK
         );
+        if let Some(machine) = &self.machine {
+            let _ = writeln!(out, "machine: {machine}\n");
+        }
         let header = ["gate", "median", "limit", "floor median", "ratio", "result"];
         let mut table: Vec<[String; 6]> = vec![header.map(str::to_owned)];
         for row in &self.rows {

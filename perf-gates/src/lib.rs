@@ -31,6 +31,7 @@
 pub mod entries;
 pub mod gate;
 pub mod load;
+pub mod machine;
 pub mod measure;
 pub mod plugin_gates;
 pub mod rng;
@@ -43,5 +44,6 @@ pub use gate::{
     measure_rounds,
 };
 pub use load::Load;
+pub use machine::Machine;
 pub use measure::Plan;
 pub use table::{Context, Corpus, all_gates, run};

@@ -216,13 +216,15 @@ pub(crate) fn limits_of(name: &str) -> Option<Vec<Limit>> {
 /// ([`crate::load::Probe`]).
 pub fn run(gates: &[Gate], plan: Plan) -> Report {
     let mut cx = Context::new(plan);
-    Report::measured(plan, gates, crate::gate::ROUNDS, |gate, _round| {
+    let mut report = Report::measured(plan, gates, crate::gate::ROUNDS, |gate, _round| {
         cx.timed_load = None;
         let probe = crate::load::Probe::start();
         let outcome = (gate.run)(&mut cx);
         let whole_round = probe.finish();
         (outcome, cx.timed_load.take().or(whole_round))
-    })
+    });
+    report.machine = Some(crate::machine::Machine::current());
+    report
 }
 
 /// Copies `src` into the warm `dst`: the floor for work over those bytes.
