@@ -8,10 +8,12 @@
 //! injected measurements instead of by timing anything.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::load::Load;
+
 use crate::measure::{Plan, Timing};
 use crate::table::Context;
 
@@ -21,6 +23,11 @@ use crate::table::Context;
 /// one measurement; it rarely slows three in a row, while a regression
 /// fails all three.
 pub const ROUNDS: usize = 3;
+
+/// How long `smith bench` waits before measuring the gates that failed
+/// again (see [`Report::measured`]): long enough for a burst of work
+/// elsewhere on the machine to end, short next to a whole run.
+pub const ROUND_PAUSE: Duration = Duration::from_secs(2);
 
 /// The unit of a gate's metric (and of its floor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,31 +341,6 @@ impl Row {
     }
 }
 
-/// Measures `gate` with `measure` until a round passes or `max_rounds`
-/// rounds have been taken (at least one). `measure` gets the round's
-/// number (1-based) and returns the outcome and the load it ran under.
-pub fn measure_rounds(
-    gate: &Gate,
-    max_rounds: usize,
-    mut measure: impl FnMut(usize) -> (Result<Measurement, GateError>, Option<Load>),
-) -> Row {
-    let mut rounds = Vec::new();
-    for round in 1..=max_rounds.max(1) {
-        let (outcome, load) = measure(round);
-        let verdict = evaluate(gate, &outcome);
-        let passed = verdict.passed;
-        rounds.push(Round {
-            outcome,
-            verdict,
-            load,
-        });
-        if passed {
-            break;
-        }
-    }
-    Row::from_rounds(*gate, rounds)
-}
-
 /// The result of running a gate table.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -399,18 +381,61 @@ impl Report {
     }
 
     /// Measures every gate in `gates` with up to `max_rounds` rounds each
-    /// ([`measure_rounds`]) through `measure`, which gets the gate and the
-    /// round's number. `smith bench` measures with the gates' runners and
-    /// a [`crate::load::Probe`] ([`crate::run`]); tests inject figures.
+    /// through `measure`, which gets the gate and the round's number.
+    /// `smith bench` measures with the gates' runners and a
+    /// [`crate::load::Probe`] ([`crate::run`]); tests inject figures.
+    ///
+    /// The rounds are passes over the table: every gate is measured once in
+    /// table order, then every gate that has not passed yet is measured
+    /// again, in table order, and so on. A gate's rounds are therefore as
+    /// far apart as the rest of the table allows (the whole quick table
+    /// takes some twenty seconds), so that one slow moment of the machine
+    /// cannot fall on all three; before each pass after the first,
+    /// `pause` is waited.
     pub fn measured(
         plan: Plan,
         gates: &[Gate],
         max_rounds: usize,
+        measure: impl FnMut(&Gate, usize) -> (Result<Measurement, GateError>, Option<Load>),
+    ) -> Report {
+        Report::measured_with_pause(plan, gates, max_rounds, Duration::ZERO, measure)
+    }
+
+    /// [`Report::measured`] with `pause` before each pass after the first.
+    pub fn measured_with_pause(
+        plan: Plan,
+        gates: &[Gate],
+        max_rounds: usize,
+        pause: Duration,
         mut measure: impl FnMut(&Gate, usize) -> (Result<Measurement, GateError>, Option<Load>),
     ) -> Report {
+        let mut rounds: Vec<Vec<Round>> = gates.iter().map(|_| Vec::new()).collect();
+        for round in 1..=max_rounds.max(1) {
+            let due: Vec<usize> = (0..gates.len())
+                .filter(|&i| !rounds[i].last().is_some_and(|r| r.verdict.passed))
+                .filter(|&i| rounds[i].len() + 1 == round)
+                .collect();
+            if due.is_empty() {
+                break;
+            }
+            if round > 1 && !pause.is_zero() {
+                std::thread::sleep(pause);
+            }
+            for i in due {
+                let gate = &gates[i];
+                let (outcome, load) = measure(gate, round);
+                let verdict = evaluate(gate, &outcome);
+                rounds[i].push(Round {
+                    outcome,
+                    verdict,
+                    load,
+                });
+            }
+        }
         let rows = gates
             .iter()
-            .map(|gate| measure_rounds(gate, max_rounds, |round| measure(gate, round)))
+            .zip(rounds)
+            .map(|(gate, rounds)| Row::from_rounds(*gate, rounds))
             .collect();
         Report {
             plan,

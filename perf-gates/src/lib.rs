@@ -41,7 +41,6 @@ pub mod tui_gates;
 
 pub use gate::{
     Gate, GateError, Limit, Measurement, Note, ROUNDS, Report, Round, Row, Unit, Verdict, evaluate,
-    measure_rounds,
 };
 pub use load::Load;
 pub use machine::Machine;

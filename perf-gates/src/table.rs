@@ -216,13 +216,19 @@ pub(crate) fn limits_of(name: &str) -> Option<Vec<Limit>> {
 /// ([`crate::load::Probe`]).
 pub fn run(gates: &[Gate], plan: Plan) -> Report {
     let mut cx = Context::new(plan);
-    let mut report = Report::measured(plan, gates, crate::gate::ROUNDS, |gate, _round| {
-        cx.timed_load = None;
-        let probe = crate::load::Probe::start();
-        let outcome = (gate.run)(&mut cx);
-        let whole_round = probe.finish();
-        (outcome, cx.timed_load.take().or(whole_round))
-    });
+    let mut report = Report::measured_with_pause(
+        plan,
+        gates,
+        crate::gate::ROUNDS,
+        crate::gate::ROUND_PAUSE,
+        |gate, _round| {
+            cx.timed_load = None;
+            let probe = crate::load::Probe::start();
+            let outcome = (gate.run)(&mut cx);
+            let whole_round = probe.finish();
+            (outcome, cx.timed_load.take().or(whole_round))
+        },
+    );
     report.machine = Some(crate::machine::Machine::current());
     report
 }

@@ -249,3 +249,46 @@ fn an_error_is_a_failing_round_and_is_measured_again() {
     );
     assert!(text.contains("round 2: 0, pass"), "{text}");
 }
+
+#[test]
+fn rounds_are_passes_over_the_table_so_a_gates_rounds_are_apart() {
+    // Round 1: the first load gate fails, the count passes, the second
+    // load gate fails. Round 2 measures only the two that failed, in table
+    // order: the first passes, the second fails again. Round 3 measures
+    // the second alone, which fails its last round.
+    let passing_count = Ok(Measurement {
+        median: 0.0,
+        floor: None,
+        samples: 1,
+        notes: Vec::new(),
+    });
+    let (report, calls) = scripted(
+        &[LOAD, COUNT, LOAD],
+        vec![
+            (ratio(1.5), busy(0.0)),
+            (passing_count, None),
+            (ratio(1.4), busy(0.0)),
+            (ratio(0.9), busy(0.0)),
+            (ratio(1.3), busy(0.0)),
+            (ratio(1.2), busy(0.0)),
+        ],
+    );
+    assert_eq!(
+        calls,
+        [
+            ("test.load", 1),
+            ("test.count", 1),
+            ("test.load", 1),
+            ("test.load", 2),
+            ("test.load", 2),
+            ("test.load", 3),
+        ]
+    );
+    let rounds: Vec<(usize, bool)> = report
+        .rows
+        .iter()
+        .map(|r| (r.rounds.len(), r.verdict.passed))
+        .collect();
+    assert_eq!(rounds, [(2, true), (1, true), (3, false)]);
+    assert!(!report.passed());
+}
