@@ -428,6 +428,59 @@ pub(crate) fn decode_json(
     })
 }
 
+/// The `outcome` and `mutation` fields of an effect completion entry, read
+/// from its canonical CBOR map without decoding the rest. A field that is
+/// missing or not one of the known words reads as an error outcome and an
+/// unknown mutation (never "applied" by default).
+fn completion_outcome(
+    session: &Session,
+    record: &smith_store::Record,
+) -> Result<(Outcome, Mutation), JournalError> {
+    let content = session.content(record).map_err(|err| {
+        JournalError::new(format!(
+            "session entry {} ({:?}) could not be read: {err}",
+            record.id,
+            record.entry_kind()
+        ))
+    })?;
+    let invalid = |err: smith_codec::DecodeError| {
+        JournalError::new(format!(
+            "session entry {} (effect completion) does not hold a valid canonical CBOR map: {err}; run `smith session repair` or inspect it with a dump",
+            record.id
+        ))
+    };
+    let mut d = smith_codec::Decoder::strict(&content);
+    let (mut outcome, mut mutation) = (Outcome::Error, Mutation::Unknown);
+    for _ in 0..d.map().map_err(invalid)? {
+        let key = d.str().map_err(invalid)?;
+        match key {
+            "outcome" | "mutation" => {
+                let value = match d.next().map_err(invalid)? {
+                    smith_codec::Token::Text(t) => t,
+                    _ => "",
+                };
+                if key == "outcome" {
+                    outcome = match value {
+                        "ok" => Outcome::Ok,
+                        "cancelled" => Outcome::Cancelled,
+                        _ => Outcome::Error,
+                    };
+                } else {
+                    mutation = match value {
+                        "applied" => Mutation::Applied,
+                        "not-applied" => Mutation::NotApplied,
+                        _ => Mutation::Unknown,
+                    };
+                }
+            }
+            _ => {
+                d.skip().map_err(invalid)?;
+            }
+        }
+    }
+    Ok((outcome, mutation))
+}
+
 fn field<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
     value
         .get(key)
@@ -442,6 +495,9 @@ fn field<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
 /// When an entry's content cannot be decoded; the error names the entry.
 pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
     let mut out = Resumed::default();
+    // Effect number to its index in `out.effects`: a completion finds its
+    // intent in constant time, whatever the number of effects.
+    let mut effect_index: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     let boundary = session.compaction_boundary();
     let newest_compaction = session
         .branch()
@@ -485,24 +541,17 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
             }
             EntryKind::EffectIntent => {
                 out.last_effect_seq = out.last_effect_seq.max(record.pairing);
+                effect_index.insert(record.pairing, out.effects.len());
                 out.effects
                     .push((format!("fx-{}", record.pairing), EffectState::Unknown));
             }
             EntryKind::EffectCompletion => {
-                let value = decode_json(session, record)?;
-                let outcome = match field(&value, "outcome") {
-                    "ok" => Outcome::Ok,
-                    "cancelled" => Outcome::Cancelled,
-                    _ => Outcome::Error,
-                };
-                let mutation = match field(&value, "mutation") {
-                    "applied" => Mutation::Applied,
-                    "not-applied" => Mutation::NotApplied,
-                    _ => Mutation::Unknown,
-                };
-                let id = format!("fx-{}", record.pairing);
-                if let Some((_, state)) = out.effects.iter_mut().find(|(e, _)| *e == id) {
-                    *state = EffectState::Completed { outcome, mutation };
+                // Only the two outcome fields are read, straight from the
+                // canonical CBOR: the output beside them (a whole tool
+                // output) is skipped, not converted.
+                let (outcome, mutation) = completion_outcome(session, record)?;
+                if let Some(&i) = effect_index.get(&record.pairing) {
+                    out.effects[i].1 = EffectState::Completed { outcome, mutation };
                 }
             }
             _ => {}
