@@ -1260,7 +1260,12 @@ impl Executor<'_> {
         effect_id: String,
         cancel: &CancelToken,
     ) -> Answer {
-        let Plan::Ready { tool, input, .. } = plan else {
+        let Plan::Ready {
+            tool,
+            input,
+            access,
+        } = plan
+        else {
             return Answer::unrun(
                 ToolStatus::Invalid,
                 "invalid call".to_owned(),
@@ -1295,6 +1300,12 @@ impl Executor<'_> {
             ));
             return answer;
         }
+        // A mutating effect runs between two snapshots of the project.
+        let checkpoints = match access {
+            Access::Mutating => self.tool_context.checkpoints(),
+            Access::ReadOnly => None,
+        };
+        let before = checkpoints.map(|c| c.before());
         self.events.send(Event::ToolExecutionStart {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -1313,6 +1324,13 @@ impl Executor<'_> {
                 });
             }));
         let result = tool.execute(&call.arguments, &cx);
+        if let (Some(c), Some(before)) = (checkpoints, before) {
+            // The checkpoint is history, not the effect: a failure to record
+            // it leaves the effect's own records intact.
+            let _ = self
+                .journal
+                .record_vcs(&c.after(&effect_id, &call.name, before));
+        }
         let cancelled = result.is_error && result.error_kind() == Some("cancelled");
         let outcome = if cancelled {
             Outcome::Cancelled
