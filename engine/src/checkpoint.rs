@@ -31,17 +31,15 @@ use smith_vcs::{
 
 use crate::journal::{EffectJournal, JournalError, lock};
 
+pub use smith_vcs::UndoOptions as Options;
+
 /// The folder, under `checkpoints_root` (smith uses `<data dir>/checkpoints`),
 /// that holds the store of the project rooted at `project`: named by the
 /// first 32 hexadecimal digits of the SHA-256 of the project's canonical
 /// path.
 pub fn store_dir(checkpoints_root: &Path, project: &Path) -> PathBuf {
     let canonical = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
-    let id = ObjectId::of(
-        ObjectKind::Blob,
-        canonical.as_os_str().as_encoded_bytes(),
-    )
-    .to_string();
+    let id = ObjectId::of(ObjectKind::Blob, canonical.as_os_str().as_encoded_bytes()).to_string();
     checkpoints_root.join(&id[..32])
 }
 
@@ -190,7 +188,10 @@ impl Checkpoints {
 }
 
 fn paths(changes: &[FileChange]) -> Vec<String> {
-    changes.iter().map(|c| c.path.display().to_string()).collect()
+    changes
+        .iter()
+        .map(|c| c.path.display().to_string())
+        .collect()
 }
 
 /// A checkpoint and whether its effect is undone now.
@@ -213,10 +214,7 @@ pub fn checkpoints<'a>(records: &'a [VcsRecord], root: &str) -> Vec<CheckpointSt
                 undone: false,
             }),
             VcsOp::Undo | VcsOp::Redo => {
-                if let Some(c) = out
-                    .iter_mut()
-                    .find(|c| c.record.effect_id == r.effect_id)
-                {
+                if let Some(c) = out.iter_mut().find(|c| c.record.effect_id == r.effect_id) {
                     c.undone = r.op == VcsOp::Undo;
                 }
             }
@@ -501,5 +499,167 @@ pub fn change_code(kind: ChangeKind) -> char {
         ChangeKind::Removed => 'D',
         ChangeKind::Modified | ChangeKind::ModeChanged => 'M',
         ChangeKind::TypeChanged => 'T',
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::journal::MemoryJournal;
+
+    fn project() -> (tempfile::TempDir, tempfile::TempDir, Checkpoints) {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
+        }
+        let data = tempfile::tempdir().unwrap();
+        let c = Checkpoints::open(dir.path(), data.path()).unwrap();
+        (dir, data, c)
+    }
+
+    #[test]
+    fn a_checkpoint_names_its_effect_and_what_changed_and_keeps_the_stat_cache() {
+        let (dir, data, c) = project();
+        assert!(store_dir(data.path(), dir.path()).join("objects").is_dir());
+        let before = c.before();
+        std::fs::write(dir.path().join("f7.txt"), "seven\n").unwrap();
+        std::fs::write(dir.path().join("new.txt"), "new\n").unwrap();
+        let record = c.after("fx-3", "bash", before);
+        assert_eq!(record.op, VcsOp::Checkpoint);
+        assert_eq!(record.effect_id.as_deref(), Some("fx-3"));
+        assert_eq!(record.tool.as_deref(), Some("bash"));
+        assert_eq!(record.changed, ["f7.txt", "new.txt"]);
+        assert_eq!(record.error, None);
+        assert_ne!(record.before, record.after);
+        // The next checkpoint of an unchanged tree reads at most the files
+        // too new for the stat cache to trust, not the project.
+        let again = c.vcs().snapshot().unwrap();
+        assert!(again.files_read <= 2, "{}", again.files_read);
+        assert_eq!(again.id.to_string(), record.after);
+        let idle = c.after("fx-4", "bash", c.before());
+        assert!(idle.changed.is_empty());
+        assert_eq!(idle.before, idle.after);
+    }
+
+    #[test]
+    fn undo_and_redo_follow_the_records_and_record_themselves() {
+        let (dir, _data, c) = project();
+        let journal = MemoryJournal::new();
+        let before = c.before();
+        std::fs::write(dir.path().join("f1.txt"), "one\n").unwrap();
+        journal
+            .record_vcs(&c.after("fx-1", "edit", before))
+            .unwrap();
+        let idle = c.before();
+        journal.record_vcs(&c.after("fx-2", "bash", idle)).unwrap();
+
+        let mut vcs = c.vcs();
+        let dry = undo(
+            &mut vcs,
+            &journal,
+            &journal.vcs_records(),
+            None,
+            Options {
+                force: false,
+                dry_run: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            dry.record.effect_id.as_deref(),
+            Some("fx-1"),
+            "fx-2 changed nothing"
+        );
+        assert_eq!(journal.vcs_records().len(), 2, "a dry run records nothing");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f1.txt")).unwrap(),
+            "one\n"
+        );
+
+        let done = undo(
+            &mut vcs,
+            &journal,
+            &journal.vcs_records(),
+            None,
+            Options::default(),
+        )
+        .unwrap();
+        assert_eq!(done.record.op, VcsOp::Undo);
+        assert_eq!(done.record.changed, ["f1.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f1.txt")).unwrap(),
+            "1\n"
+        );
+        let nothing = undo(
+            &mut vcs,
+            &journal,
+            &journal.vcs_records(),
+            None,
+            Options::default(),
+        )
+        .unwrap_err();
+        assert!(nothing.to_string().contains("nothing to undo"), "{nothing}");
+
+        let root = vcs.root().display().to_string();
+        let records = journal.vcs_records();
+        let states = checkpoints(&records, &root);
+        assert!(states[0].undone && !states[1].undone);
+
+        let done = redo(
+            &mut vcs,
+            &journal,
+            &journal.vcs_records(),
+            None,
+            Options::default(),
+        )
+        .unwrap();
+        assert_eq!(done.record.op, VcsOp::Redo);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f1.txt")).unwrap(),
+            "one\n"
+        );
+        let nothing = redo(
+            &mut vcs,
+            &journal,
+            &journal.vcs_records(),
+            None,
+            Options::default(),
+        )
+        .unwrap_err();
+        assert!(nothing.to_string().contains("nothing to redo"), "{nothing}");
+        let unknown = undo(
+            &mut vcs,
+            &journal,
+            &journal.vcs_records(),
+            Some("fx-9"),
+            Options::default(),
+        )
+        .unwrap_err();
+        assert!(
+            unknown.to_string().contains("fx-9 has no checkpoint"),
+            "{unknown}"
+        );
+
+        // An outside change: undo is refused and changes nothing.
+        std::fs::write(dir.path().join("f1.txt"), "outside\n").unwrap();
+        let refused = undo(
+            &mut vcs,
+            &journal,
+            &journal.vcs_records(),
+            None,
+            Options::default(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(refused, CheckpointError::Vcs(ref e) if e.kind() == smith_vcs::ErrorKind::Conflict),
+            "{refused}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f1.txt")).unwrap(),
+            "outside\n"
+        );
+        assert_eq!(journal.vcs_records().len(), 4);
     }
 }

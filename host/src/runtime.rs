@@ -138,9 +138,7 @@ fn open_checkpoints(root: &Path, cwd: &Path, warn: bool) -> Option<Arc<Checkpoin
         Ok(c) => Some(Arc::new(c)),
         Err(e) => {
             if warn {
-                eprintln!(
-                    "smith: warning: effects will not be checkpointed (no undo): {e}"
-                );
+                eprintln!("smith: warning: effects will not be checkpointed (no undo): {e}");
             }
             None
         }

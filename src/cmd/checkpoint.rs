@@ -316,7 +316,11 @@ fn report(done: &Applied, out: &mut impl std::io::Write) -> anyhow::Result<()> {
         out,
         "{verb} {what}: {} path{}",
         done.report.changes.len(),
-        if done.report.changes.len() == 1 { "" } else { "s" }
+        if done.report.changes.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
     )?;
     for c in &done.report.changes {
         writeln!(out, "  {} {}", change_code(c.kind), c.path.display())?;

@@ -253,5 +253,9 @@ fn effects_are_checkpointed_undone_and_redone_byte_for_byte() {
     let diff = env.ok(&["checkpoint", "diff", "fx-2"]);
     assert!(diff.contains("-alpha\n+ALPHA\n"), "{diff}");
 
-    assert!(!mark.exists(), "git ran: {:?}", std::fs::read_to_string(&mark));
+    assert!(
+        !mark.exists(),
+        "git ran: {:?}",
+        std::fs::read_to_string(&mark)
+    );
 }

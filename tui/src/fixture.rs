@@ -81,6 +81,13 @@ pub fn product_spec() -> ProductSpec {
             ),
             command("compact", "compact the context", "[INSTRUCTIONS]", "none"),
             command(
+                "undo",
+                "undo the last change to the files",
+                "[fx-N]",
+                "none",
+            ),
+            command("redo", "redo the last undone change", "[fx-N]", "none"),
+            command(
                 "replay",
                 "replay the session's transcript",
                 "[SPEED]",

@@ -440,7 +440,11 @@ impl Vcs {
     /// # Errors
     ///
     /// When an id is unknown or a tree is damaged.
-    pub fn changes(&mut self, from: SnapshotId, to: SnapshotId) -> Result<Vec<FileChange>, VcsError> {
+    pub fn changes(
+        &mut self,
+        from: SnapshotId,
+        to: SnapshotId,
+    ) -> Result<Vec<FileChange>, VcsError> {
         let a = self.record(from)?.tree;
         let b = self.record(to)?.tree;
         let mut raw = Vec::new();
