@@ -26,12 +26,13 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use smith_vcs::{
     ChangeKind, FileChange, ObjectId, ObjectKind, Options, RestoreOptions, RestoreReport,
-    SnapshotId, UndoOptions, Vcs, VcsError,
+    SnapshotId, Vcs, VcsError,
 };
 
 use crate::journal::{EffectJournal, JournalError, lock};
 
-pub use smith_vcs::UndoOptions as Options;
+/// How to undo or redo (re-exported from `smith-vcs`).
+pub use smith_vcs::UndoOptions;
 
 /// The folder, under `checkpoints_root` (smith uses `<data dir>/checkpoints`),
 /// that holds the store of the project rooted at `project`: named by the
@@ -104,48 +105,68 @@ pub struct VcsRecord {
 
 /// The project's snapshot store, shared by the effects of a runtime.
 pub struct Checkpoints {
-    vcs: Mutex<Vcs>,
+    project: PathBuf,
+    store: PathBuf,
+    /// Opened on first use.
+    vcs: Mutex<Option<Vcs>>,
 }
 
 impl std::fmt::Debug for Checkpoints {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Checkpoints")
-            .field("vcs", &*lock(&self.vcs))
-            .finish()
+            .field("project", &self.project)
+            .field("store", &self.store)
+            .finish_non_exhaustive()
     }
 }
 
 impl Checkpoints {
+    /// The store of `project` under `checkpoints_root` ([`store_dir`]),
+    /// opened (and created when missing) on first use, so a runtime whose
+    /// effects change nothing leaves nothing behind.
+    pub fn lazy(project: &Path, checkpoints_root: &Path) -> Checkpoints {
+        let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
+        Checkpoints {
+            store: store_dir(checkpoints_root, &project),
+            project,
+            vcs: Mutex::new(None),
+        }
+    }
+
     /// Opens (creating when missing) the store of `project` under
-    /// `checkpoints_root` ([`store_dir`]).
+    /// `checkpoints_root` now.
     ///
     /// # Errors
     ///
     /// When the project is not a folder or the store cannot be created.
     pub fn open(project: &Path, checkpoints_root: &Path) -> Result<Checkpoints, VcsError> {
-        let vcs = Vcs::open(
-            project,
-            &store_dir(checkpoints_root, project),
-            Options::default(),
-        )?;
-        Ok(Checkpoints {
-            vcs: Mutex::new(vcs),
-        })
+        let c = Checkpoints::lazy(project, checkpoints_root);
+        c.with_vcs(|_| ())?;
+        Ok(c)
     }
 
-    /// The store, locked for the caller.
-    pub fn vcs(&self) -> std::sync::MutexGuard<'_, Vcs> {
-        lock(&self.vcs)
+    /// Runs `f` on the store, opening it first if needed.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be opened.
+    pub fn with_vcs<R>(&self, f: impl FnOnce(&mut Vcs) -> R) -> Result<R, VcsError> {
+        let mut slot = lock(&self.vcs);
+        let vcs = match &mut *slot {
+            Some(vcs) => vcs,
+            empty => empty.insert(Vcs::open(&self.project, &self.store, Options::default())?),
+        };
+        Ok(f(vcs))
     }
 
     /// The project root (canonical), as records name it.
     pub fn root(&self) -> String {
-        lock(&self.vcs).root().display().to_string()
+        self.project.display().to_string()
     }
 
     /// Snapshots the project before an effect.
     pub(crate) fn before(&self) -> Result<SnapshotId, VcsError> {
-        lock(&self.vcs).snapshot().map(|s| s.id)
+        self.with_vcs(|vcs| vcs.snapshot().map(|s| s.id))?
     }
 
     /// Snapshots the project after the effect whose `before` snapshot was
@@ -156,10 +177,9 @@ impl Checkpoints {
         tool: &str,
         before: Result<SnapshotId, VcsError>,
     ) -> VcsRecord {
-        let mut vcs = lock(&self.vcs);
         let mut record = VcsRecord {
             op: VcsOp::Checkpoint,
-            root: vcs.root().display().to_string(),
+            root: self.root(),
             effect_id: Some(effect_id.to_owned()),
             tool: Some(tool.to_owned()),
             before: String::new(),
@@ -169,19 +189,24 @@ impl Checkpoints {
             forced: false,
             error: None,
         };
-        let after = vcs.snapshot().map(|s| s.id);
-        if let Ok(id) = &before {
-            record.before = id.to_string();
-        }
-        if let Ok(id) = &after {
-            record.after = id.to_string();
-        }
-        match (before, after) {
-            (Ok(b), Ok(a)) => match vcs.changes(b, a) {
-                Ok(changes) => record.changed = paths(&changes),
-                Err(e) => record.error = Some(e.to_string()),
-            },
-            (Err(e), _) | (_, Err(e)) => record.error = Some(e.to_string()),
+        let done = self.with_vcs(|vcs| {
+            let after = vcs.snapshot().map(|s| s.id);
+            if let Ok(id) = &before {
+                record.before = id.to_string();
+            }
+            if let Ok(id) = &after {
+                record.after = id.to_string();
+            }
+            match (before, after) {
+                (Ok(b), Ok(a)) => match vcs.changes(b, a) {
+                    Ok(changes) => record.changed = paths(&changes),
+                    Err(e) => record.error = Some(e.to_string()),
+                },
+                (Err(e), _) | (_, Err(e)) => record.error = Some(e.to_string()),
+            }
+        });
+        if let Err(e) = done {
+            record.error = Some(e.to_string());
         }
         record
     }
@@ -523,9 +548,17 @@ mod tests {
     fn a_checkpoint_names_its_effect_and_what_changed_and_keeps_the_stat_cache() {
         let (dir, data, c) = project();
         assert!(store_dir(data.path(), dir.path()).join("objects").is_dir());
+        std::thread::sleep(std::time::Duration::from_nanos(
+            3 * smith_vcs::RACY_MARGIN_NS as u64,
+        ));
         let before = c.before();
         std::fs::write(dir.path().join("f7.txt"), "seven\n").unwrap();
         std::fs::write(dir.path().join("new.txt"), "new\n").unwrap();
+        // Past the window in which the file-system clock is too coarse for
+        // the stat cache to trust a timestamp.
+        std::thread::sleep(std::time::Duration::from_nanos(
+            3 * smith_vcs::RACY_MARGIN_NS as u64,
+        ));
         let record = c.after("fx-3", "bash", before);
         assert_eq!(record.op, VcsOp::Checkpoint);
         assert_eq!(record.effect_id.as_deref(), Some("fx-3"));
@@ -533,10 +566,9 @@ mod tests {
         assert_eq!(record.changed, ["f7.txt", "new.txt"]);
         assert_eq!(record.error, None);
         assert_ne!(record.before, record.after);
-        // The next checkpoint of an unchanged tree reads at most the files
-        // too new for the stat cache to trust, not the project.
-        let again = c.vcs().snapshot().unwrap();
-        assert!(again.files_read <= 2, "{}", again.files_read);
+        // The next checkpoint of the unchanged tree reads no file again.
+        let again = c.with_vcs(Vcs::snapshot).unwrap().unwrap();
+        assert_eq!(again.files_read, 0);
         assert_eq!(again.id.to_string(), record.after);
         let idle = c.after("fx-4", "bash", c.before());
         assert!(idle.changed.is_empty());
@@ -555,13 +587,14 @@ mod tests {
         let idle = c.before();
         journal.record_vcs(&c.after("fx-2", "bash", idle)).unwrap();
 
-        let mut vcs = c.vcs();
+        let mut guard = lock(&c.vcs);
+        let vcs = guard.as_mut().unwrap();
         let dry = undo(
-            &mut vcs,
+            vcs,
             &journal,
             &journal.vcs_records(),
             None,
-            Options {
+            UndoOptions {
                 force: false,
                 dry_run: true,
             },
@@ -579,11 +612,11 @@ mod tests {
         );
 
         let done = undo(
-            &mut vcs,
+            vcs,
             &journal,
             &journal.vcs_records(),
             None,
-            Options::default(),
+            UndoOptions::default(),
         )
         .unwrap();
         assert_eq!(done.record.op, VcsOp::Undo);
@@ -593,11 +626,11 @@ mod tests {
             "1\n"
         );
         let nothing = undo(
-            &mut vcs,
+            vcs,
             &journal,
             &journal.vcs_records(),
             None,
-            Options::default(),
+            UndoOptions::default(),
         )
         .unwrap_err();
         assert!(nothing.to_string().contains("nothing to undo"), "{nothing}");
@@ -608,11 +641,11 @@ mod tests {
         assert!(states[0].undone && !states[1].undone);
 
         let done = redo(
-            &mut vcs,
+            vcs,
             &journal,
             &journal.vcs_records(),
             None,
-            Options::default(),
+            UndoOptions::default(),
         )
         .unwrap();
         assert_eq!(done.record.op, VcsOp::Redo);
@@ -621,20 +654,20 @@ mod tests {
             "one\n"
         );
         let nothing = redo(
-            &mut vcs,
+            vcs,
             &journal,
             &journal.vcs_records(),
             None,
-            Options::default(),
+            UndoOptions::default(),
         )
         .unwrap_err();
         assert!(nothing.to_string().contains("nothing to redo"), "{nothing}");
         let unknown = undo(
-            &mut vcs,
+            vcs,
             &journal,
             &journal.vcs_records(),
             Some("fx-9"),
-            Options::default(),
+            UndoOptions::default(),
         )
         .unwrap_err();
         assert!(
@@ -645,11 +678,11 @@ mod tests {
         // An outside change: undo is refused and changes nothing.
         std::fs::write(dir.path().join("f1.txt"), "outside\n").unwrap();
         let refused = undo(
-            &mut vcs,
+            vcs,
             &journal,
             &journal.vcs_records(),
             None,
-            Options::default(),
+            UndoOptions::default(),
         )
         .unwrap_err();
         assert!(

@@ -125,24 +125,16 @@ pub fn checkpoints_root() -> Option<PathBuf> {
         .map(|p| p.data_dir.join("checkpoints"))
 }
 
-/// The checkpoint store of the project in `cwd`: none for the file-system
-/// root or the home directory (too large to snapshot around every effect),
-/// none (with a warning when `warn`) when the store cannot be opened.
-fn open_checkpoints(root: &Path, cwd: &Path, warn: bool) -> Option<Arc<Checkpoints>> {
+/// The checkpoint store of the project in `cwd` (opened on the first
+/// mutating effect): none for the file-system root or the home directory,
+/// too large to snapshot around every effect.
+fn checkpoints_for(root: &Path, cwd: &Path) -> Option<Arc<Checkpoints>> {
     let canonical = std::fs::canonicalize(cwd).ok()?;
     let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
     if canonical.parent().is_none() || home.as_deref() == Some(canonical.as_path()) {
         return None;
     }
-    match Checkpoints::open(&canonical, root) {
-        Ok(c) => Some(Arc::new(c)),
-        Err(e) => {
-            if warn {
-                eprintln!("smith: warning: effects will not be checkpointed (no undo): {e}");
-            }
-            None
-        }
-    }
+    Some(Arc::new(Checkpoints::lazy(&canonical, root)))
 }
 
 impl RuntimeOptions {
@@ -272,7 +264,7 @@ impl RuntimeOptions {
             source,
         })?;
         if let Some(root) = &self.checkpoints
-            && let Some(c) = open_checkpoints(root, &self.cwd, self.notices_on_stderr)
+            && let Some(c) = checkpoints_for(root, &self.cwd)
         {
             tool_context = tool_context.with_checkpoints(c);
         }

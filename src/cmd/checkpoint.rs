@@ -13,11 +13,11 @@ use std::io::Write as _;
 
 use anyhow::Context as _;
 use smith_engine::checkpoint::{
-    self, Applied, CheckpointError, Checkpoints, VcsOp, VcsRecord, change_code,
+    self, Applied, CheckpointError, VcsOp, VcsRecord, change_code, store_dir,
 };
 use smith_engine::journal::store::{StoreJournal, vcs_records};
 use smith_store::{Session, Store};
-use smith_vcs::UndoOptions;
+use smith_vcs::{Options, UndoOptions, Vcs};
 
 /// Checkpoints of the project in the current folder.
 #[derive(Debug, clap::Args)]
@@ -87,7 +87,7 @@ enum Sub {
 
 /// The project, its store, and the session that records its checkpoints.
 struct Project {
-    checkpoints: Checkpoints,
+    vcs: Vcs,
     root: String,
     journal: StoreJournal,
     records: Vec<VcsRecord>,
@@ -100,8 +100,16 @@ fn open_project(session: Option<&str>) -> anyhow::Result<Project> {
             "smith cannot tell where its data directory is, so it has no checkpoints; set SMITH_HOME (or HOME) to the directory smith used"
         )
     })?;
-    let checkpoints = Checkpoints::open(&cwd, &data)?;
-    let root = checkpoints.root();
+    let store = store_dir(&data, &cwd);
+    if !store.is_dir() {
+        anyhow::bail!(
+            "smith has no checkpoints of the project {}: its store {} does not exist; checkpoints are taken around the write, edit and bash calls of sessions run in this folder (`smith eval`, `smith tui`), so run smith here first",
+            cwd.display(),
+            store.display()
+        );
+    }
+    let vcs = Vcs::open(&cwd, &store, Options::default())?;
+    let root = vcs.root().display().to_string();
     let sessions = crate::settings::session_root()?;
     let store = Store::open(&sessions)
         .with_context(|| format!("opening the session store at {}", sessions.display()))?;
@@ -119,7 +127,7 @@ fn open_project(session: Option<&str>) -> anyhow::Result<Project> {
         })?,
     };
     Ok(Project {
-        checkpoints,
+        vcs,
         root,
         journal: StoreJournal::new(store, session),
         records,
@@ -168,9 +176,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             force,
             dry_run,
         } => {
-            let mut vcs = p.checkpoints.vcs();
             let done = checkpoint::undo(
-                &mut vcs,
+                &mut p.vcs,
                 &p.journal,
                 &p.records,
                 effect.as_deref(),
@@ -183,9 +190,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             force,
             dry_run,
         } => {
-            let mut vcs = p.checkpoints.vcs();
             let done = checkpoint::redo(
-                &mut vcs,
+                &mut p.vcs,
                 &p.journal,
                 &p.records,
                 effect.as_deref(),
@@ -199,9 +205,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             force,
             dry_run,
         } => {
-            let mut vcs = p.checkpoints.vcs();
             let done = checkpoint::restore(
-                &mut vcs, &p.journal, &p.records, &target, before, force, dry_run,
+                &mut p.vcs, &p.journal, &p.records, &target, before, force, dry_run,
             )?;
             report(&done, &mut out)?;
         }
@@ -262,11 +267,11 @@ fn list(p: &Project, json: bool, out: &mut impl std::io::Write) -> anyhow::Resul
 }
 
 fn diff(p: &mut Project, from: Option<&str>, to: Option<&str>) -> anyhow::Result<String> {
-    let mut vcs = p.checkpoints.vcs();
+    let vcs = &mut p.vcs;
     let (a, b) = match (from, to) {
         (Some(f), Some(t)) => (
-            checkpoint::resolve_target(&mut vcs, &p.records, f, false)?,
-            checkpoint::resolve_target(&mut vcs, &p.records, t, false)?,
+            checkpoint::resolve_target(vcs, &p.records, f, false)?,
+            checkpoint::resolve_target(vcs, &p.records, t, false)?,
         ),
         // clap gives TO only after FROM.
         (from, _) => {
@@ -285,8 +290,8 @@ fn diff(p: &mut Project, from: Option<&str>, to: Option<&str>) -> anyhow::Result
             };
             if effect.starts_with("fx-") {
                 (
-                    checkpoint::resolve_target(&mut vcs, &p.records, &effect, true)?,
-                    checkpoint::resolve_target(&mut vcs, &p.records, &effect, false)?,
+                    checkpoint::resolve_target(vcs, &p.records, &effect, true)?,
+                    checkpoint::resolve_target(vcs, &p.records, &effect, false)?,
                 )
             } else {
                 let a = vcs.resolve(&effect)?;

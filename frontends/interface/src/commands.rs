@@ -252,7 +252,7 @@ fn redo(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
 /// `smith_engine::checkpoint`); refused, changing nothing, when the paths
 /// changed outside smith since (`smith checkpoint undo --force` overrides).
 fn checkpoint(ctl: &mut Controller<'_>, app: &mut App, arg: &str, undo: bool) -> Step {
-    use smith_engine::checkpoint::{self, Checkpoints, Options};
+    use smith_engine::checkpoint::{self, Checkpoints, UndoOptions};
     let Some(rt) = ctl.runtime.as_ref() else {
         return Ok(Flow::Exit);
     };
@@ -282,14 +282,15 @@ fn checkpoint(ctl: &mut Controller<'_>, app: &mut App, arg: &str, undo: bool) ->
     let done = Checkpoints::open(ctl.cwd, &root)
         .map_err(checkpoint::CheckpointError::from)
         .and_then(|c| {
-            let mut vcs = c.vcs();
             let effect = (!arg.is_empty()).then_some(arg);
-            let options = Options::default();
-            if undo {
-                checkpoint::undo(&mut vcs, rt.journal.as_ref(), &records, effect, options)
-            } else {
-                checkpoint::redo(&mut vcs, rt.journal.as_ref(), &records, effect, options)
-            }
+            let options = UndoOptions::default();
+            c.with_vcs(|vcs| {
+                if undo {
+                    checkpoint::undo(vcs, rt.journal.as_ref(), &records, effect, options)
+                } else {
+                    checkpoint::redo(vcs, rt.journal.as_ref(), &records, effect, options)
+                }
+            })?
         });
     match done {
         Ok(done) => {
