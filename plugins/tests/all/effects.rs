@@ -1504,7 +1504,7 @@ fn help_describes_every_new_import() {
         ("host.register-secret", "Registers a credential"),
         ("host.vcs-snapshot", "Records the project"),
         ("host.vcs-diff", "The diff from snapshot"),
-        ("host.vcs-restore", "Makes the working tree match"),
+        ("host.vcs-restore", "Makes the project match"),
     ] {
         let text = smith_plugins::help::render(Some(item)).unwrap();
         assert!(
