@@ -84,18 +84,18 @@ fn commands() -> Vec<ext::Command> {
         ),
         command("compact", "compact the context", "[INSTRUCTIONS]", "none"),
         command(
+            "replay",
+            "replay the session's transcript",
+            "[SPEED]",
+            "none",
+        ),
+        command(
             "undo",
             "undo the last change to the files",
             "[fx-N]",
             "none",
         ),
         command("redo", "redo the last undone change", "[fx-N]", "none"),
-        command(
-            "replay",
-            "replay the session's transcript",
-            "[SPEED]",
-            "none",
-        ),
         command("plugins", "list plugins", "", "none"),
         command("search", "search the transcript", "[TEXT]", "none"),
         command("copy", "copy the last answer", "", "none"),
@@ -199,7 +199,7 @@ impl ext::Guest for Product {
                 })])
             }
             "model" if !argument.is_empty() => Ok(vec![ext::Action::SetModel(argument.to_owned())]),
-            "new" | "resume" | "continue" | "branch" | "compact" | "undo" | "redo" | "replay"
+            "new" | "resume" | "continue" | "branch" | "compact" | "replay" | "undo" | "redo"
             | "plugins" | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
                 "/{name} is carried out by the host, not by smith/product; the host runs it directly"
             )),
