@@ -67,6 +67,8 @@ enum Command {
     Rpc(cmd::rpc::Args),
     /// Serve the Model Context Protocol on stdio: built-in tools, sessions as resources.
     Mcp(cmd::mcp::Args),
+    /// Checkpoints of the project around each write, edit and bash call: `checkpoint list | diff [FROM [TO]] | undo [fx-N] | redo [fx-N] | restore ID|fx-N [--force] [--dry-run]`.
+    Checkpoint(cmd::checkpoint::Args),
     /// Play a recorded session back without a provider: `replay REF [--speed N | --realtime | --instant] [--turns A..B] [--compare] [--json]`.
     Replay(cmd::replay::Args),
     /// Manage plugins: `plugin list | info NAME | install PATH | uninstall NAME | enable NAME | disable NAME | reload NAME`.
@@ -95,6 +97,7 @@ fn main() -> ExitCode {
         Command::Auth(args) => cmd::auth::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
+        Command::Checkpoint(args) => cmd::checkpoint::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Plugin(args) => cmd::plugin::run(args),
         Command::Help(args) => cmd::help::run(args, <Cli as clap::CommandFactory>::command()),

@@ -14,6 +14,7 @@ use smith_diag::{Diagnose, Diagnostic, Surface};
 use crate::agent::AgentError;
 #[cfg(feature = "bench")]
 use crate::bench_support::BenchError;
+use crate::checkpoint::CheckpointError;
 use crate::journal::JournalError;
 use crate::protocol::ErrorInfo;
 use crate::provider::ProviderError;
@@ -340,9 +341,31 @@ fn contract_finder<T: ContractDiagnostic + std::error::Error + 'static>(
         .map(ContractDiagnostic::to_diagnostic)
 }
 
+impl Diagnose for CheckpointError {
+    fn to_diagnostic(&self) -> Diagnostic {
+        match self {
+            CheckpointError::Nothing(message) => Diagnostic::from_message(
+                "checkpoint.nothing",
+                message,
+                "undo, redo and restore work from the checkpoints a session recorded for this project",
+                "run `smith checkpoint list` to see the checkpoints",
+            ),
+            CheckpointError::Vcs(e) => e.diagnostic().clone(),
+            CheckpointError::Journal(e) => Diagnostic::error(
+                "checkpoint.unrecorded",
+                format!("the files were changed but the session could not record it: {e}"),
+                "every undo, redo and restore is recorded in the session it works from",
+                "check that the session store is writable; `smith checkpoint list` shows what was recorded",
+            ),
+        }
+    }
+}
+
 /// This crate's error types that have a diagnostic, to find one behind a
 /// `dyn std::error::Error` with a [`smith_diag::Registry`].
 pub const DIAGNOSABLE: &[smith_diag::Finder] = &[
+    smith_diag::finder::<CheckpointError>,
+    smith_diag::finder::<smith_vcs::VcsError>,
     contract_finder::<ProviderError>,
     smith_diag::finder::<ToolError>,
     smith_diag::finder::<ValidationError>,

@@ -7,7 +7,8 @@
 //! validates tool calls before any effect, runs [`tools`] (read-only calls in
 //! parallel, mutating calls one at a time) and records every effect's intent
 //! and completion, and every conversation message, through the [`journal`]
-//! contracts — durably, before and after the effect. [`replay`] plays a
+//! contracts — durably, before and after the effect; with [`checkpoint`]s
+//! it snapshots the project around every mutating effect. [`replay`] plays a
 //! recorded session back as the same protocol events, with no provider;
 //! `bench_support` (with the `bench` feature) holds the deterministic
 //! workloads the benchmarks and performance gates measure.
@@ -16,6 +17,7 @@
 pub mod agent;
 #[cfg(feature = "bench")]
 pub mod bench_support;
+pub mod checkpoint;
 mod diag;
 pub mod journal;
 pub mod protocol;

@@ -9,7 +9,7 @@
 //! surface ([`crate::extensions`]) and spawns the agent over the session
 //! journal.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -17,6 +17,7 @@ use smith_engine::agent::{
     self, AgentConfig, AgentError, AgentHandle, Answerer, Budget, Services, SessionGate,
     default_policies,
 };
+use smith_engine::checkpoint::Checkpoints;
 use smith_engine::journal::store::StoreJournal;
 use smith_engine::provider::scripted::MOCK_MODEL;
 use smith_engine::provider::{Provider, ProviderInfo, Transport};
@@ -112,6 +113,29 @@ pub struct RuntimeOptions {
     /// resumed session whose outcome is unknown); a fullscreen frontend
     /// shows what it needs itself.
     pub notices_on_stderr: bool,
+    /// Where the projects' checkpoint stores live (`<data dir>/checkpoints`);
+    /// with it, the project is snapshotted before and after every mutating
+    /// effect (see `smith_engine::checkpoint`). `None` turns checkpoints off.
+    pub checkpoints: Option<PathBuf>,
+}
+
+/// `<data dir>/checkpoints`, when the data directory is known.
+pub fn checkpoints_root() -> Option<PathBuf> {
+    smith_config::paths::Paths::from_process()
+        .ok()
+        .map(|p| p.data_dir.join("checkpoints"))
+}
+
+/// The checkpoint store of the project in `cwd` (opened on the first
+/// mutating effect): none for the file-system root or the home directory,
+/// too large to snapshot around every effect.
+fn checkpoints_for(root: &Path, cwd: &Path) -> Option<Arc<Checkpoints>> {
+    let canonical = std::fs::canonicalize(cwd).ok()?;
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    if canonical.parent().is_none() || home.as_deref() == Some(canonical.as_path()) {
+        return None;
+    }
+    Some(Arc::new(Checkpoints::lazy(&canonical, root)))
 }
 
 impl RuntimeOptions {
@@ -128,6 +152,7 @@ impl RuntimeOptions {
             budget: Budget::default(),
             extensions: None,
             notices_on_stderr: true,
+            checkpoints: checkpoints_root(),
         }
     }
 }
@@ -235,10 +260,15 @@ impl RuntimeOptions {
             model: live_model,
         } = live;
         let info = provider.describe();
-        let tool_context = ToolContext::new(&self.cwd).map_err(|source| StartError::Cwd {
+        let mut tool_context = ToolContext::new(&self.cwd).map_err(|source| StartError::Cwd {
             dir: self.cwd.clone(),
             source,
         })?;
+        if let Some(root) = &self.checkpoints
+            && let Some(c) = checkpoints_for(root, &self.cwd)
+        {
+            tool_context = tool_context.with_checkpoints(c);
+        }
         let destination = session::open(&self.store_root, choice).map_err(StartError::Session)?;
         if self.notices_on_stderr {
             session::warn_unknown_effects(&destination);

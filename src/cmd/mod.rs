@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod bench;
+pub mod checkpoint;
 pub mod config;
 pub mod eval;
 pub mod help;

@@ -1,6 +1,7 @@
 //! The `smith` binary's single integration-test binary; one module per command.
 
 mod architecture;
+mod checkpoint;
 mod default;
 mod diag_audit;
 mod eval;

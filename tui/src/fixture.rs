@@ -86,6 +86,13 @@ pub fn product_spec() -> ProductSpec {
                 "[SPEED]",
                 "none",
             ),
+            command(
+                "undo",
+                "undo the last change to the files",
+                "[fx-N]",
+                "none",
+            ),
+            command("redo", "redo the last undone change", "[fx-N]", "none"),
             command("plugins", "list plugins", "", "none"),
             command("search", "search the transcript", "[TEXT]", "none"),
             command("copy", "copy the last answer", "", "none"),

@@ -1287,7 +1287,12 @@ impl Executor<'_> {
         effect_id: String,
         cancel: &CancelToken,
     ) -> Answer {
-        let Plan::Ready { tool, input, .. } = plan else {
+        let Plan::Ready {
+            tool,
+            input,
+            access,
+        } = plan
+        else {
             return Answer::unrun(
                 ToolStatus::Invalid,
                 "invalid call".to_owned(),
@@ -1322,6 +1327,12 @@ impl Executor<'_> {
             ));
             return answer;
         }
+        // A mutating effect runs between two snapshots of the project.
+        let checkpoints = match access {
+            Access::Mutating => self.tool_context.checkpoints(),
+            Access::ReadOnly => None,
+        };
+        let before = checkpoints.map(|c| c.before());
         self.events.send(Event::ToolExecutionStart {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -1365,6 +1376,13 @@ impl Executor<'_> {
                     output: String::from_utf8_lossy(&rest).into_owned(),
                 });
             }
+        }
+        if let (Some(c), Some(before)) = (checkpoints, before) {
+            // The checkpoint is history, not the effect: a failure to record
+            // it leaves the effect's own records intact.
+            let _ = self
+                .journal
+                .record_vcs(&c.after(&effect_id, &call.name, before));
         }
         redact::tool_result(self.redactor, &mut result);
         let cancelled = result.is_error && result.error_kind() == Some("cancelled");

@@ -238,6 +238,18 @@ pub trait EffectJournal: Send + Sync {
     ///
     /// When the record is not durable; the run must end.
     fn record_completion(&self, completion: &EffectCompletion) -> Result<(), JournalError>;
+
+    /// Makes a VCS operation (a checkpoint around an effect, an undo, redo
+    /// or restore) durable. Journals that keep no VCS history accept and
+    /// drop it.
+    ///
+    /// # Errors
+    ///
+    /// When the record is not durable.
+    fn record_vcs(&self, record: &crate::checkpoint::VcsRecord) -> Result<(), JournalError> {
+        let _ = record;
+        Ok(())
+    }
 }
 
 /// Durable conversation records.
@@ -324,6 +336,7 @@ pub struct FailureSwitch {
 pub struct MemoryJournal {
     records: Mutex<Vec<Record>>,
     runs: Mutex<Vec<RunRecord>>,
+    vcs: Mutex<Vec<crate::checkpoint::VcsRecord>>,
     fail: Mutex<FailureSwitch>,
 }
 
@@ -347,6 +360,11 @@ impl MemoryJournal {
     /// [`records`](Self::records)).
     pub fn run_records(&self) -> Vec<RunRecord> {
         lock(&self.runs).clone()
+    }
+
+    /// A copy of every VCS record so far, in order.
+    pub fn vcs_records(&self) -> Vec<crate::checkpoint::VcsRecord> {
+        lock(&self.vcs).clone()
     }
 
     /// Forgets every record, keeping the allocated capacity (for
@@ -395,6 +413,11 @@ impl EffectJournal for MemoryJournal {
     fn record_completion(&self, completion: &EffectCompletion) -> Result<(), JournalError> {
         let refuse = lock(&self.fail).completions;
         self.push(refuse, "completion", Record::Completion(completion.clone()))
+    }
+
+    fn record_vcs(&self, record: &crate::checkpoint::VcsRecord) -> Result<(), JournalError> {
+        lock(&self.vcs).push(record.clone());
+        Ok(())
     }
 }
 

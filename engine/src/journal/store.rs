@@ -16,6 +16,7 @@
 //! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`) |
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
+//! | a checkpoint around a mutating effect, an undo, redo or restore | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, before, after, target?, changed, forced?, error?}`) |
 //! | a plugin's UI intent kept for a later frontend | `plugin_intent` | 0 | the [`PluginIntent`]'s JSON projection (`{plugin, id, kind, text, surface}`) |
 //! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
 //!
@@ -35,6 +36,7 @@ use super::{
     RunRecord, SessionEvent, SessionSink, canonical_cbor, lock,
 };
 use crate::agent::compact::{CompactionRecord, summary_message};
+use crate::checkpoint::VcsRecord;
 use crate::provider::Message;
 use crate::tools::Mutation;
 
@@ -284,6 +286,39 @@ impl EffectJournal for StoreJournal {
         entry.pairing = pairing_of(&completion.effect_id)?;
         self.append("effect completion", &[entry])
     }
+
+    fn record_vcs(&self, record: &VcsRecord) -> Result<(), JournalError> {
+        let content = json_content(record, "VCS operation")?;
+        let mut entry = NewEntry::new(EntryKind::VcsOperation, &content);
+        entry.pairing = record
+            .effect_id
+            .as_deref()
+            .and_then(effect_number)
+            .unwrap_or(0);
+        self.append("VCS operation", &[entry])
+    }
+}
+
+/// The VCS operations on the selected branch of `session`, oldest first.
+///
+/// # Errors
+///
+/// When an entry's content cannot be decoded; the error names the entry.
+pub fn vcs_records(session: &Session) -> Result<Vec<VcsRecord>, JournalError> {
+    session
+        .branch()
+        .iter()
+        .filter(|r| r.entry_kind() == EntryKind::VcsOperation)
+        .map(|record| {
+            let value = decode_json(session, record)?;
+            serde_json::from_value(value).map_err(|err| {
+                JournalError::new(format!(
+                    "session entry {} is not a VCS operation this build understands: {err}",
+                    record.id
+                ))
+            })
+        })
+        .collect()
 }
 
 impl SessionSink for StoreJournal {

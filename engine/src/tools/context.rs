@@ -212,6 +212,7 @@ pub struct ToolContext {
     output_dir: PathBuf,
     output_sink: Option<OutputSink>,
     require_read: bool,
+    checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -246,6 +247,7 @@ impl ToolContext {
             output_dir: std::env::temp_dir().join("smith-tool-output"),
             output_sink: None,
             require_read: true,
+            checkpoints: None,
         })
     }
 
@@ -303,6 +305,18 @@ impl ToolContext {
     pub fn with_require_read(mut self, require: bool) -> Self {
         self.require_read = require;
         self
+    }
+
+    /// Snapshots the project into `checkpoints` before and after every
+    /// mutating effect run in this context (see [`crate::checkpoint`]).
+    pub fn with_checkpoints(mut self, checkpoints: Arc<crate::checkpoint::Checkpoints>) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
+    }
+
+    /// The project's checkpoint store, when effects are checkpointed.
+    pub fn checkpoints(&self) -> Option<&Arc<crate::checkpoint::Checkpoints>> {
+        self.checkpoints.as_ref()
     }
 
     /// The canonical working directory.

@@ -134,3 +134,9 @@ impl From<&VcsError> for Diagnostic {
         e.diagnostic.clone()
     }
 }
+
+impl smith_diag::Diagnose for VcsError {
+    fn to_diagnostic(&self) -> Diagnostic {
+        self.diagnostic().clone()
+    }
+}

@@ -433,6 +433,31 @@ impl Vcs {
         diff::build(&mut self.objects, from, to, raw, true)
     }
 
+    /// The changed paths from snapshot `from` to snapshot `to`, as
+    /// [`Vcs::diff`] lists them but without text diffs (cheaper: no file
+    /// content is read).
+    ///
+    /// # Errors
+    ///
+    /// When an id is unknown or a tree is damaged.
+    pub fn changes(
+        &mut self,
+        from: SnapshotId,
+        to: SnapshotId,
+    ) -> Result<Vec<FileChange>, VcsError> {
+        let a = self.record(from)?.tree;
+        let b = self.record(to)?.tree;
+        let mut raw = Vec::new();
+        diff::tree_changes(
+            &mut self.objects,
+            Some(a),
+            Some(b),
+            &mut Vec::new(),
+            &mut raw,
+        )?;
+        Ok(diff::build(&mut self.objects, from, to, raw, false)?.changes)
+    }
+
     /// The content of the file or symlink target at `path` in snapshot
     /// `id`; `None` when the snapshot has no file there.
     ///

@@ -46,7 +46,7 @@ pub(super) struct Builtin {
 }
 
 /// The built-in commands, in the order help lists them.
-pub(super) static BUILTINS: [Builtin; 13] = [
+pub(super) static BUILTINS: [Builtin; 15] = [
     row("help", "", "show keys and commands", None),
     row("model", "[ID]", "choose the model", Some(model)),
     row("new", "", "start a new session", Some(switch::new)),
@@ -75,6 +75,13 @@ pub(super) static BUILTINS: [Builtin; 13] = [
         "replay the session's transcript",
         Some(replay::command),
     ),
+    row(
+        "undo",
+        "[fx-N]",
+        "undo the last change to the files",
+        Some(undo),
+    ),
+    row("redo", "[fx-N]", "redo the last undone change", Some(redo)),
     row("plugins", "", "list plugins", Some(plugins)),
     row("search", "[TEXT]", "search the transcript", None),
     row("copy", "", "copy the last answer", None),
@@ -226,6 +233,75 @@ fn compact(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
         rt.handle.send(smith_engine::protocol::Command::Compact {
             instructions: (!arg.is_empty()).then_some(arg),
         })?;
+    }
+    Ok(Flow::Continue)
+}
+
+/// `/undo [fx-N]` undoes the newest effect that changed the project (or
+/// effect fx-N) at the paths it changed, once the runtime is idle.
+fn undo(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    checkpoint(ctl, app, &arg, true)
+}
+
+/// `/redo [fx-N]` redoes the most recently undone effect (or fx-N).
+fn redo(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    checkpoint(ctl, app, &arg, false)
+}
+
+/// Undo or redo over the checkpoints of the current session (see
+/// `smith_engine::checkpoint`); refused, changing nothing, when the paths
+/// changed outside smith since (`smith checkpoint undo --force` overrides).
+fn checkpoint(ctl: &mut Controller<'_>, app: &mut App, arg: &str, undo: bool) -> Step {
+    use smith_engine::checkpoint::{self, Checkpoints, UndoOptions};
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    let name = if undo { "undo" } else { "redo" };
+    if app.status.busy {
+        app.notice(&format!(
+            "the agent is working; run /{name} once the turn ends (Esc interrupts it)"
+        ));
+        return Ok(Flow::Continue);
+    }
+    let Some(root) = smith_host::runtime::checkpoints_root() else {
+        app.error(&format!(
+            "/{name}: smith cannot tell where its data directory is, so it has no checkpoints; set SMITH_HOME"
+        ));
+        return Ok(Flow::Continue);
+    };
+    let records = match rt
+        .journal
+        .with_session(smith_engine::journal::store::vcs_records)
+    {
+        Ok(records) => records,
+        Err(err) => {
+            app.error(&format!("/{name}: {err}"));
+            return Ok(Flow::Continue);
+        }
+    };
+    let done = Checkpoints::open(ctl.cwd, &root)
+        .map_err(checkpoint::CheckpointError::from)
+        .and_then(|c| {
+            let effect = (!arg.is_empty()).then_some(arg);
+            let options = UndoOptions::default();
+            c.with_vcs(|vcs| {
+                if undo {
+                    checkpoint::undo(vcs, rt.journal.as_ref(), &records, effect, options)
+                } else {
+                    checkpoint::redo(vcs, rt.journal.as_ref(), &records, effect, options)
+                }
+            })?
+        });
+    match done {
+        Ok(done) => {
+            let verb = if undo { "undid" } else { "redid" };
+            let effect = done.record.effect_id.as_deref().unwrap_or("-");
+            app.notice(&format!(
+                "{verb} {effect}: {}",
+                done.record.changed.join(", ")
+            ));
+        }
+        Err(err) => app.error(&format!("/{name}: {err}")),
     }
     Ok(Flow::Continue)
 }

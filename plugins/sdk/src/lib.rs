@@ -141,21 +141,21 @@ pub mod host {
         raw::secret_available(handle)
     }
 
-    /// Records the project's working tree as a snapshot in its git
-    /// repository (needs `vcs`); returns the snapshot id. Touches neither
-    /// `HEAD`, the index nor any file.
+    /// Records the project folder as a snapshot in smith's own snapshot
+    /// store (needs `vcs`); returns the snapshot id. Touches no file.
     pub fn vcs_snapshot(label: &str) -> Result<String, EffectError> {
         raw::vcs_snapshot(label)
     }
 
-    /// The diff from snapshot `base` to snapshot `target` (the working tree
-    /// now when `target` is empty), cut at 1 MiB; needs `vcs`.
+    /// The diff from snapshot `base` to snapshot `target` (the project now
+    /// when `target` is empty), cut at 1 MiB; needs `vcs`.
     pub fn vcs_diff(base: &str, target: &str) -> Result<DiffText, EffectError> {
         raw::vcs_diff(base, target)
     }
 
-    /// Makes the working tree match snapshot `id` (needs `vcs`); returns the
-    /// id of the snapshot taken just before, which undoes it when restored.
+    /// Makes the project match snapshot `id`, all or nothing (needs `vcs`);
+    /// returns the id of the snapshot taken just before, which undoes it
+    /// when restored.
     pub fn vcs_restore(id: &str) -> Result<String, EffectError> {
         raw::vcs_restore(id)
     }

@@ -157,6 +157,7 @@ pub struct Effects {
     session: Option<SessionSource>,
     secrets: Option<SecretSource>,
     project: Option<PathBuf>,
+    checkpoints_root: Option<PathBuf>,
     generation: u32,
 }
 
@@ -189,6 +190,7 @@ impl Effects {
             session: None,
             secrets: None,
             project: None,
+            checkpoints_root: None,
             generation,
         }
     }
@@ -223,6 +225,14 @@ impl Effects {
     #[must_use]
     pub fn with_project(mut self, folder: PathBuf) -> Self {
         self.project = Some(folder);
+        self
+    }
+
+    /// Where the projects' snapshot stores live (default:
+    /// `<data dir>/checkpoints`, shared with smith's checkpoints).
+    #[must_use]
+    pub fn with_checkpoints_root(mut self, root: PathBuf) -> Self {
+        self.checkpoints_root = Some(root);
         self
     }
 

@@ -1,5 +1,5 @@
 //! The `vcs` capability: snapshots, diffs and restores of the project
-//! folder (see [`crate::vcs`]).
+//! folder in smith's own snapshot store (see [`crate::vcs`]).
 
 use serde_json::json;
 use smith_engine::tools::Mutation;
@@ -7,7 +7,7 @@ use smith_engine::tools::Mutation;
 use super::{EffectError, Effects};
 
 impl Effects {
-    /// The repository of the project folder for a `vcs` effect named
+    /// The snapshot store of the project folder for a `vcs` effect named
     /// `what`, after the grant check.
     fn repo(&self, what: String) -> Result<crate::vcs::Repo, EffectError> {
         if !self.grants.vcs {
@@ -18,23 +18,34 @@ impl Effects {
                 "{what}: this host offers plugins no project folder; nothing ran"
             )));
         };
-        crate::vcs::Repo::open(project).map_err(|e| EffectError::Failed(format!("{what}: {e}")))
+        let root = match &self.checkpoints_root {
+            Some(root) => root.clone(),
+            None => smith_config::paths::Paths::from_process()
+                .map(|p| p.data_dir.join("checkpoints"))
+                .map_err(|e| {
+                    EffectError::Failed(format!(
+                        "{what}: smith cannot tell where its data directory is, which holds the snapshot store ({e}); nothing ran"
+                    ))
+                })?,
+        };
+        crate::vcs::Repo::open(project, &root)
+            .map_err(|e| EffectError::Failed(format!("{what}: {e}")))
     }
 
-    /// `vcs-snapshot`: records the project's working tree as a snapshot in
-    /// its git repository (see [`crate::vcs`]); returns the snapshot id.
+    /// `vcs-snapshot`: records the project folder as a snapshot (see
+    /// [`crate::vcs`]); returns the snapshot id.
     ///
     /// # Errors
     ///
-    /// Denied without `vcs`; failed outside a git working tree or when git
-    /// fails.
+    /// Denied without `vcs`; failed when a file cannot be read or the store
+    /// cannot be written.
     pub fn vcs_snapshot(&self, label: &str) -> Result<String, EffectError> {
-        let repo = self.repo(format!("vcs-snapshot {label:?}"))?;
+        let mut repo = self.repo(format!("vcs-snapshot {label:?}"))?;
         let effect_id = self.intent(
             "plugin.vcs-snapshot",
-            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "label": label}),
+            &json!({"plugin": self.plugin, "project": repo.root().display().to_string(), "label": label}),
         )?;
-        let result = match repo.snapshot(label) {
+        let result = match repo.snapshot() {
             Ok(id) => {
                 let output = json!({"snapshot": id});
                 Ok((id, Mutation::Applied, output))
@@ -45,19 +56,19 @@ impl Effects {
     }
 
     /// `vcs-diff`: the diff from snapshot `from` to snapshot `to` (the
-    /// working tree now when `to` is empty), cut at 1 MiB.
+    /// project now when `to` is empty), cut at 1 MiB.
     ///
     /// # Errors
     ///
     /// Denied without `vcs`; invalid when an id is not a snapshot; failed
-    /// when git fails.
+    /// when the store fails.
     pub fn vcs_diff(&self, from: &str, to: &str) -> Result<crate::vcs::DiffText, EffectError> {
-        let repo = self.repo(format!("vcs-diff {from:?} {to:?}"))?;
+        let mut repo = self.repo(format!("vcs-diff {from:?} {to:?}"))?;
         repo.check_ids(&[from, to])
             .map_err(|e| EffectError::Invalid(format!("vcs-diff: {e}")))?;
         let effect_id = self.intent(
             "plugin.vcs-diff",
-            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "from": from, "to": to}),
+            &json!({"plugin": self.plugin, "project": repo.root().display().to_string(), "from": from, "to": to}),
         )?;
         let result = match repo.diff(from, to) {
             Ok(diff) => {
@@ -69,36 +80,29 @@ impl Effects {
         self.settle(effect_id, result)
     }
 
-    /// `vcs-restore`: makes the working tree match snapshot `id`, first
+    /// `vcs-restore`: makes the project match snapshot `id`, first
     /// recording it as it is; returns that snapshot's id (restore it to
     /// undo).
     ///
     /// # Errors
     ///
     /// Denied without `vcs`; invalid when `id` is not a snapshot; failed
-    /// when git fails (recorded unknown once files may have been written).
+    /// when a step fails (every step is rolled back, so nothing changed).
     pub fn vcs_restore(&self, id: &str) -> Result<String, EffectError> {
-        let repo = self.repo(format!("vcs-restore {id:?}"))?;
+        let mut repo = self.repo(format!("vcs-restore {id:?}"))?;
         repo.check_ids(&[id])
             .map_err(|e| EffectError::Invalid(format!("vcs-restore: {e}")))?;
         let effect_id = self.intent(
             "plugin.vcs-restore",
-            &json!({"plugin": self.plugin, "repository": repo.root().display().to_string(), "snapshot": id}),
+            &json!({"plugin": self.plugin, "project": repo.root().display().to_string(), "snapshot": id}),
         )?;
         let result = match repo.restore(id) {
             Ok(before) => {
                 let output = json!({"before": before});
                 Ok((before, Mutation::Applied, output))
             }
-            Err((message, touched)) => Err((
-                format!("vcs-restore: {message}"),
-                // Files may have been written once git started on them.
-                if touched {
-                    Mutation::Unknown
-                } else {
-                    Mutation::NotApplied
-                },
-            )),
+            // The restore is all or nothing: a failure changed nothing.
+            Err(message) => Err((format!("vcs-restore: {message}"), Mutation::NotApplied)),
         };
         self.settle(effect_id, result)
     }

@@ -1504,7 +1504,7 @@ fn help_describes_every_new_import() {
         ("host.register-secret", "Registers a credential"),
         ("host.vcs-snapshot", "Records the project"),
         ("host.vcs-diff", "The diff from snapshot"),
-        ("host.vcs-restore", "Makes the working tree match"),
+        ("host.vcs-restore", "Makes the project match"),
     ] {
         let text = smith_plugins::help::render(Some(item)).unwrap();
         assert!(
@@ -1765,52 +1765,46 @@ fn a_registered_secret_is_redacted_from_then_on() {
     assert_eq!(intent_tools(&journal), ["plugin.register-secret"]);
 }
 
-/// A git repository with two committed files and a `.gitignore`.
-fn repo() -> tempfile::TempDir {
+/// A project folder with two files and a `.gitignore`, and a folder for
+/// its snapshot store.
+struct Project {
+    dir: tempfile::TempDir,
+    store: tempfile::TempDir,
+}
+
+impl Project {
+    fn root(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// The project's store, opened as the plugin's effects open it.
+    fn vcs(&self) -> smith_vcs::Vcs {
+        let store = smith_engine::checkpoint::store_dir(self.store.path(), self.root());
+        smith_vcs::Vcs::open(self.root(), &store, smith_vcs::Options::default()).unwrap()
+    }
+}
+
+fn project() -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
-    git(&["init", "-q", "-b", "main"]);
     std::fs::write(root.join("a.txt"), "one\n").unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join("src/b.rs"), "fn b() {}\n").unwrap();
     std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "first"]);
-    dir
+    Project {
+        dir,
+        store: tempfile::tempdir().unwrap(),
+    }
 }
 
-fn git_out(root: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn vcs_probe(root: &std::path::Path, journal: &Arc<MemoryJournal>) -> WasmExtension {
+fn vcs_probe(p: &Project, journal: &Arc<MemoryJournal>) -> WasmExtension {
     let grants = Grants {
         vcs: true,
         ..Grants::default()
     };
-    let fx = effects("test/probe", grants, journal).with_project(root.join("src"));
+    let fx = effects("test/probe", grants, journal)
+        .with_project(p.root().to_owned())
+        .with_checkpoints_root(p.store.path().to_owned());
     probe("test/probe", Some(fx))
 }
 
@@ -1821,27 +1815,30 @@ fn one(actions: &[Action]) -> String {
 }
 
 #[test]
-fn snapshots_diff_and_restore_the_working_tree_without_touching_head_or_index() {
-    let dir = repo();
-    let root = dir.path();
+fn snapshots_diff_and_restore_the_project_in_smiths_own_store() {
+    let p = project();
+    let root = p.root();
     let journal = Arc::new(MemoryJournal::new());
-    let mut plugin = vcs_probe(root, &journal);
-    let head = git_out(root, &["rev-parse", "HEAD"]);
+    let mut plugin = vcs_probe(&p, &journal);
 
     // An untracked file is part of the snapshot; an ignored one is not.
     std::fs::write(root.join("notes.md"), "draft\n").unwrap();
     std::fs::create_dir_all(root.join("target")).unwrap();
     std::fs::write(root.join("target/out.bin"), "build output").unwrap();
     let first = one(&plugin.run_command("snapshot", "before edits").unwrap());
-    assert_eq!(first.len(), 40, "{first}");
+    assert_eq!(first.len(), 64, "{first}");
+    let mut vcs = p.vcs();
+    let id = vcs.resolve(&first).unwrap();
     assert_eq!(
-        git_out(root, &["rev-parse", "refs/smith/snapshots"]).trim(),
-        first
+        vcs.read(id, std::path::Path::new("notes.md")).unwrap(),
+        Some(b"draft\n".to_vec())
     );
-    let listed = git_out(root, &["ls-tree", "-r", "--name-only", &first]);
-    assert_eq!(listed, ".gitignore\na.txt\nnotes.md\nsrc/b.rs\n");
-    let status = git_out(root, &["status", "--porcelain"]);
-    assert_eq!(status, "?? notes.md\n", "the index is untouched");
+    assert_eq!(
+        vcs.read(id, std::path::Path::new("target/out.bin"))
+            .unwrap(),
+        None
+    );
+    drop(vcs);
 
     // Edit one file, remove one, add one.
     std::fs::write(root.join("a.txt"), "one\ntwo\n").unwrap();
@@ -1851,7 +1848,7 @@ fn snapshots_diff_and_restore_the_working_tree_without_touching_head_or_index() 
     let shown = notified(&actions);
     let diff = &shown[0];
     assert!(
-        diff.contains("diff --git a/a.txt b/a.txt") && diff.contains("+two"),
+        diff.contains("diff --smith a/a.txt b/a.txt") && diff.contains("+two"),
         "{diff}"
     );
     assert!(
@@ -1876,7 +1873,6 @@ fn snapshots_diff_and_restore_the_working_tree_without_touching_head_or_index() 
     );
     assert!(!root.join("src/c.rs").exists());
     assert!(root.join("target/out.bin").exists());
-    assert_eq!(git_out(root, &["rev-parse", "HEAD"]), head);
 
     // Restoring the id it returned undoes the restore.
     let redo = one(&plugin.run_command("restore", &undo).unwrap());
@@ -1893,12 +1889,8 @@ fn snapshots_diff_and_restore_the_working_tree_without_touching_head_or_index() 
             .unwrap(),
     );
     assert!(between[0].contains("+two"), "{}", between[0]);
-    assert_ne!(redo, undo);
-    assert_eq!(git_out(root, &["rev-parse", "HEAD"]), head);
-    assert_eq!(
-        git_out(root, &["status", "--porcelain"]),
-        " M a.txt\n?? src/c.rs\n"
-    );
+    // The snapshot before the second restore is the first one again.
+    assert_eq!(redo, first);
 
     assert_eq!(
         intent_tools(&journal),
@@ -1931,16 +1923,31 @@ fn snapshots_diff_and_restore_the_working_tree_without_touching_head_or_index() 
 }
 
 #[test]
+fn the_vcs_effects_start_no_process() {
+    for source in [
+        include_str!("../../src/vcs.rs"),
+        include_str!("../../src/effects/vcs.rs"),
+    ] {
+        assert!(!source.contains("std::process"));
+        assert!(!source.contains("Command::new"));
+    }
+}
+
+#[test]
 fn vcs_ids_that_are_not_snapshots_are_invalid_and_change_nothing() {
-    let dir = repo();
-    let root = dir.path();
+    let p = project();
+    let root = p.root();
     let journal = Arc::new(MemoryJournal::new());
-    let mut plugin = vcs_probe(root, &journal);
-    let head = git_out(root, &["rev-parse", "HEAD"]).trim().to_owned();
+    let mut plugin = vcs_probe(&p, &journal);
     one(&plugin.run_command("snapshot", "s").unwrap());
     std::fs::write(root.join("a.txt"), "changed\n").unwrap();
-    // A real commit that is not a snapshot, an option, junk.
-    for id in [head.as_str(), "--output=/tmp/x", "zzzz", "12"] {
+    // A well-formed id of no snapshot, an option, junk, too short.
+    for id in [
+        "0123456789abcdef0123456789abcdef01234567",
+        "--output=/tmp/x",
+        "zzzz",
+        "12",
+    ] {
         let err = plugin.run_command("restore", id).unwrap_err().to_string();
         assert!(
             err.contains("invalid: ") && err.contains("vcs-restore"),
@@ -1955,34 +1962,33 @@ fn vcs_ids_that_are_not_snapshots_are_invalid_and_change_nothing() {
 }
 
 #[test]
-fn vcs_needs_the_grant_and_a_repository() {
-    let dir = repo();
+fn vcs_needs_the_grant_and_a_project_folder() {
+    let p = project();
     let journal = Arc::new(MemoryJournal::new());
-    let fx = effects("test/probe", Grants::default(), &journal).with_project(dir.path().to_owned());
+    let fx = effects("test/probe", Grants::default(), &journal)
+        .with_project(p.root().to_owned())
+        .with_checkpoints_root(p.store.path().to_owned());
     let mut plugin = probe("test/probe", Some(fx));
     let err = plugin.run_command("snapshot", "x").unwrap_err().to_string();
     assert!(err.contains("needs the capability vcs"), "{err}");
     assert_eq!(plugin.take_denials()[0].missing_grant, "vcs");
-    assert!(
-        git_out(
-            dir.path(),
-            &["rev-parse", "--verify", "-q", "refs/smith/snapshots"]
-        )
-        .is_empty()
+    assert_eq!(
+        std::fs::read_dir(p.store.path()).unwrap().count(),
+        0,
+        "no store was made"
     );
 
-    let plain = tempfile::tempdir().unwrap();
     let grants = Grants {
         vcs: true,
         ..Grants::default()
     };
-    let fx = effects("test/probe", grants, &journal).with_project(plain.path().to_owned());
+    let fx = effects("test/probe", grants, &journal)
+        .with_project(p.root().join("missing"))
+        .with_checkpoints_root(p.store.path().to_owned());
     let mut plugin = probe("test/probe", Some(fx));
     let err = plugin.run_command("snapshot", "x").unwrap_err().to_string();
     assert!(
-        err.contains("failed: ")
-            && err.contains("not inside a git working tree")
-            && err.contains("git init"),
+        err.contains("failed: ") && err.contains("opening the project root"),
         "{err}"
     );
     assert!(journal.records().is_empty());
@@ -2006,17 +2012,16 @@ fn shown_notices(surface: &NotifyOnly) -> Vec<String> {
 
 #[test]
 fn other_plugins_hear_of_vcs_operations_and_the_asker_alone_hears_its_answer() {
-    let dir = repo();
-    let root = dir.path();
+    let p = project();
+    let root = p.root();
     let journal = Arc::new(MemoryJournal::new());
     let mut dispatcher =
-        Dispatcher::new(vec![vcs_probe(root, &journal), lifecycle_with_ui(&journal)]);
+        Dispatcher::new(vec![vcs_probe(&p, &journal), lifecycle_with_ui(&journal)]);
     dispatcher
         .run_command("test/probe", "snapshot", "before edits")
         .unwrap();
-    let id = git_out(root, &["rev-parse", "refs/smith/snapshots"])
-        .trim()
-        .to_owned();
+    // A snapshot of the same files is the same snapshot.
+    let id = p.vcs().snapshot().unwrap().id.to_string();
     std::fs::write(root.join("a.txt"), "two\n").unwrap();
     dispatcher
         .run_command("test/probe", "restore", &id)

@@ -40,8 +40,8 @@ fn product_contributes_the_default_product() {
     assert_eq!(
         commands,
         [
-            "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "plugins",
-            "search", "copy", "thinking", "quit"
+            "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "undo",
+            "redo", "plugins", "search", "copy", "thinking", "quit"
         ]
     );
     assert!(c.commands.iter().all(|c| !c.description.is_empty()));

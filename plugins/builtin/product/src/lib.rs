@@ -89,6 +89,13 @@ fn commands() -> Vec<ext::Command> {
             "[SPEED]",
             "none",
         ),
+        command(
+            "undo",
+            "undo the last change to the files",
+            "[fx-N]",
+            "none",
+        ),
+        command("redo", "redo the last undone change", "[fx-N]", "none"),
         command("plugins", "list plugins", "", "none"),
         command("search", "search the transcript", "[TEXT]", "none"),
         command("copy", "copy the last answer", "", "none"),
@@ -192,8 +199,8 @@ impl ext::Guest for Product {
                 })])
             }
             "model" if !argument.is_empty() => Ok(vec![ext::Action::SetModel(argument.to_owned())]),
-            "new" | "resume" | "continue" | "branch" | "compact" | "replay" | "plugins"
-            | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
+            "new" | "resume" | "continue" | "branch" | "compact" | "replay" | "undo" | "redo"
+            | "plugins" | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
                 "/{name} is carried out by the host, not by smith/product; the host runs it directly"
             )),
             other => Err(format!(
