@@ -192,15 +192,26 @@ pub fn secret_registrations(session: &Session) -> Vec<Registration> {
 ///
 /// When an entry's content cannot be decoded; the error names the entry.
 pub fn plugin_intents(session: &Session) -> Result<Vec<PluginIntent>, JournalError> {
+    entries_of(session, EntryKind::PluginIntent, "a plugin intent")
+}
+
+/// Every entry of `kind` on the selected branch of `session`, oldest
+/// first, decoded as `T`; `what` names the kind in errors ("a plugin
+/// intent").
+fn entries_of<T: serde::de::DeserializeOwned>(
+    session: &Session,
+    kind: EntryKind,
+    what: &str,
+) -> Result<Vec<T>, JournalError> {
     session
         .branch()
         .iter()
-        .filter(|r| r.entry_kind() == EntryKind::PluginIntent)
+        .filter(|r| r.entry_kind() == kind)
         .map(|record| {
             let value = decode_json(session, record)?;
             serde_json::from_value(value).map_err(|err| {
                 JournalError::new(format!(
-                    "session entry {} is not a plugin intent this build understands: {err}",
+                    "session entry {} is not {what} this build understands: {err}",
                     record.id
                 ))
             })
@@ -305,20 +316,7 @@ impl EffectJournal for StoreJournal {
 ///
 /// When an entry's content cannot be decoded; the error names the entry.
 pub fn vcs_records(session: &Session) -> Result<Vec<VcsRecord>, JournalError> {
-    session
-        .branch()
-        .iter()
-        .filter(|r| r.entry_kind() == EntryKind::VcsOperation)
-        .map(|record| {
-            let value = decode_json(session, record)?;
-            serde_json::from_value(value).map_err(|err| {
-                JournalError::new(format!(
-                    "session entry {} is not a VCS operation this build understands: {err}",
-                    record.id
-                ))
-            })
-        })
-        .collect()
+    entries_of(session, EntryKind::VcsOperation, "a VCS operation")
 }
 
 impl SessionSink for StoreJournal {

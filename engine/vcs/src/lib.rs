@@ -420,6 +420,23 @@ impl Vcs {
     ///
     /// When an id is unknown or an object is damaged.
     pub fn diff(&mut self, from: SnapshotId, to: SnapshotId) -> Result<Diff, VcsError> {
+        self.compare(from, to, true)
+    }
+
+    /// [`Vcs::diff`] and [`Vcs::changes`]: the differences between two
+    /// snapshots, with unified text diffs when `text`.
+    fn compare(&mut self, from: SnapshotId, to: SnapshotId, text: bool) -> Result<Diff, VcsError> {
+        let raw = self.raw_changes(from, to)?;
+        diff::build(&mut self.objects, from, to, raw, text)
+    }
+
+    /// The paths that differ between two snapshots' trees, with their
+    /// entries on each side, in path order.
+    pub(crate) fn raw_changes(
+        &mut self,
+        from: SnapshotId,
+        to: SnapshotId,
+    ) -> Result<Vec<diff::RawChange>, VcsError> {
         let a = self.record(from)?.tree;
         let b = self.record(to)?.tree;
         let mut raw = Vec::new();
@@ -430,7 +447,7 @@ impl Vcs {
             &mut Vec::new(),
             &mut raw,
         )?;
-        diff::build(&mut self.objects, from, to, raw, true)
+        Ok(raw)
     }
 
     /// The changed paths from snapshot `from` to snapshot `to`, as
@@ -445,17 +462,7 @@ impl Vcs {
         from: SnapshotId,
         to: SnapshotId,
     ) -> Result<Vec<FileChange>, VcsError> {
-        let a = self.record(from)?.tree;
-        let b = self.record(to)?.tree;
-        let mut raw = Vec::new();
-        diff::tree_changes(
-            &mut self.objects,
-            Some(a),
-            Some(b),
-            &mut Vec::new(),
-            &mut raw,
-        )?;
-        Ok(diff::build(&mut self.objects, from, to, raw, false)?.changes)
+        Ok(self.compare(from, to, false)?.changes)
     }
 
     /// The content of the file or symlink target at `path` in snapshot

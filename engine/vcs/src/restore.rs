@@ -325,16 +325,7 @@ impl Vcs {
         to: SnapshotId,
         options: UndoOptions,
     ) -> Result<RestoreReport, VcsError> {
-        let a = self.record(from)?.tree;
-        let b = self.record(to)?.tree;
-        let mut raw = Vec::new();
-        diff::tree_changes(
-            &mut self.objects,
-            Some(a),
-            Some(b),
-            &mut Vec::new(),
-            &mut raw,
-        )?;
+        let raw = self.raw_changes(from, to)?;
         // Paths from stored trees are valid names under the root; folders
         // on the way are checked again when the restore writes.
         let paths = raw.into_iter().map(|c| c.path).collect();
