@@ -27,7 +27,7 @@ pub const ROUNDS: usize = 3;
 /// How long `smith bench` waits before measuring the gates that failed
 /// again (see [`Report::measured`]): long enough for a burst of work
 /// elsewhere on the machine to end, short next to a whole run.
-pub const ROUND_PAUSE: Duration = Duration::from_secs(5);
+pub const ROUND_PAUSE: Duration = Duration::from_secs(20);
 
 /// The unit of a gate's metric (and of its floor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
