@@ -304,9 +304,13 @@ impl Runtime {
 
     /// Arms `control` for one call under `limits`.
     pub(crate) fn arm(&self, control: &CallControl, limits: Limits) {
+        // The clock counts whole milliseconds, so the current one may be
+        // nearly over: one more keeps the deadline from firing before the
+        // plugin had its full time.
         let now = self.now_ms();
-        let deadline =
-            now.saturating_add(u64::try_from(limits.call_deadline.as_millis()).unwrap_or(u64::MAX));
+        let deadline = now
+            .saturating_add(u64::try_from(limits.call_deadline.as_millis()).unwrap_or(u64::MAX))
+            .saturating_add(1);
         control.deadline_at.store(deadline, Ordering::SeqCst);
         control.grace_ms.store(
             u64::try_from(limits.abort_grace.as_millis()).unwrap_or(u64::MAX),
@@ -367,7 +371,8 @@ pub(crate) struct CallControl {
 impl CallControl {
     fn verdict(&self, now: u64) -> Option<Stop> {
         let abort_at = self.abort_at.load(Ordering::SeqCst);
-        if abort_at != 0 && now >= abort_at.saturating_add(self.grace_ms.load(Ordering::SeqCst)) {
+        // Strictly after: the clock counts whole milliseconds (see `arm`).
+        if abort_at != 0 && now > abort_at.saturating_add(self.grace_ms.load(Ordering::SeqCst)) {
             return Some(Stop::AbortGrace);
         }
         if now >= self.deadline_at.load(Ordering::SeqCst) {
