@@ -433,19 +433,27 @@ pub struct Resumed {
     pub compaction: Option<CompactionRecord>,
 }
 
+/// An entry's content (decompressed when stored compressed).
+fn entry_content<'s>(
+    session: &'s Session,
+    record: &smith_store::Record,
+) -> Result<std::borrow::Cow<'s, [u8]>, JournalError> {
+    session.content(record).map_err(|err| {
+        JournalError::new(format!(
+            "session entry {} ({:?}) could not be read: {err}",
+            record.id,
+            record.entry_kind()
+        ))
+    })
+}
+
 /// Decodes an entry's canonical CBOR content as JSON.
 pub(crate) fn decode_json(
     session: &Session,
     record: &smith_store::Record,
 ) -> Result<serde_json::Value, JournalError> {
     let mut text = String::new();
-    let content = session.content(record).map_err(|err| {
-        JournalError::new(format!(
-            "session entry {} ({:?}) could not be read: {err}",
-            record.id,
-            record.entry_kind()
-        ))
-    })?;
+    let content = entry_content(session, record)?;
     smith_codec::json::from_cbor(&content, &mut text).map_err(|err| {
         JournalError::new(format!(
             "session entry {} ({:?}) does not hold valid canonical CBOR: {err}; run `smith session repair` or inspect it with a dump",
@@ -469,13 +477,7 @@ fn completion_outcome(
     session: &Session,
     record: &smith_store::Record,
 ) -> Result<(Outcome, Mutation), JournalError> {
-    let content = session.content(record).map_err(|err| {
-        JournalError::new(format!(
-            "session entry {} ({:?}) could not be read: {err}",
-            record.id,
-            record.entry_kind()
-        ))
-    })?;
+    let content = entry_content(session, record)?;
     let invalid = |err: smith_codec::DecodeError| {
         JournalError::new(format!(
             "session entry {} (effect completion) does not hold a valid canonical CBOR map: {err}; run `smith session repair` or inspect it with a dump",
