@@ -21,3 +21,13 @@ pub mod extension {
         },
     });
 }
+
+/// The optional `provide` exports of a `full-extension-plugin` component,
+/// looked up on an instantiated extension component.
+pub mod provide {
+    wasmtime::component::bindgen!({
+        world: "provide-exports",
+        path: "wit",
+        additional_derives: [PartialEq],
+    });
+}

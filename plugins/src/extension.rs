@@ -9,12 +9,15 @@ use wasmtime::component::{InstancePre, Linker};
 
 use crate::bindings::extension::exports::smith::plugin::extension as wit;
 use crate::bindings::extension::{ExtensionPlugin, ExtensionPluginPre};
+use crate::bindings::provide::ProvideExports;
+use crate::bindings::provide::exports::smith::plugin::provide as provide_wit;
 use crate::component::{Instance, PluginComponent, World};
 use crate::effects::{Denial, Effects};
 use crate::error::{ErrorKind, Phase, PluginError};
 use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
 use crate::scope::plugin_scope;
 
+pub use provide_wit::{Delivery, Fragment, QueuePolicy as QueuePolicySpec, ToolOutput, ToolSpec};
 pub use wit::{
     Action, Command, Contributions, Decision, HandlerResult, IntentKind, IntentPolicy, Keybinding,
     LayoutKind, LayoutNode, LifecycleEvent, PromptFragment, Style, Theme, ToolCallEvent,
@@ -68,26 +71,77 @@ impl PluginComponent<ExtensionWorld> {
             let mut store =
                 runtime.new_store(&self.name, self.limits, Arc::clone(&control), effects);
             runtime.arm(&control, self.limits);
-            let instance = self.pre.instantiate(&mut store);
+            let instance = self
+                .pre
+                .instance_pre()
+                .instantiate(&mut store)
+                .and_then(|instance| {
+                    let base = ExtensionPlugin::new(&mut store, &instance)?;
+                    // A component of the `extension-plugin` world alone has
+                    // no `provide` exports: it loads as it always did.
+                    let provide = ProvideExports::new(&mut store, &instance).ok();
+                    Ok(Exports { base, provide })
+                });
             runtime.disarm(&control);
             let instance = instance
                 .map_err(|e| call_error(store.data(), Phase::Instantiate, self.limits, &e))?;
             (store, instance)
         };
+        let provides = instance.provide.is_some();
         let mut extension = WasmExtension {
             name: self.name.clone(),
             limits: self.limits,
             control,
             live: Some((store, instance)),
             contributions: None,
+            provided: None,
             scope,
         };
         let contributions = extension.call("contribute", |store, plugin| {
-            plugin.smith_plugin_extension().call_contribute(store)
+            plugin.base.smith_plugin_extension().call_contribute(store)
         })?;
         extension.contributions = Some(contributions);
+        if provides {
+            let tools = extension.call("tools", |store, plugin| {
+                provide_of(plugin).call_tools(store)
+            })?;
+            let queue_policies = extension.call("queue-policies", |store, plugin| {
+                provide_of(plugin).call_queue_policies(store)
+            })?;
+            extension.provided = Some(Provided {
+                tools,
+                queue_policies,
+            });
+        }
         Ok(extension)
     }
+}
+
+/// The exports of a live extension instance: the `extension` interface,
+/// and `provide` when the component was built for `full-extension-plugin`.
+pub(crate) struct Exports {
+    base: ExtensionPlugin,
+    provide: Option<ProvideExports>,
+}
+
+/// The `provide` exports of an instance whose `provided` is set (checked
+/// at instantiation, so never missing where it is called).
+fn provide_of(exports: &Exports) -> &provide_wit::Guest {
+    exports
+        .provide
+        .as_ref()
+        .map(ProvideExports::smith_plugin_provide)
+        .unwrap_or_else(|| unreachable!("provide exports are checked at instantiation"))
+}
+
+/// What a `full-extension-plugin` component declared at load through
+/// `provide`: its tools and queue policies.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Provided {
+    /// The tools it runs for the model.
+    pub tools: Vec<ToolSpec>,
+    /// The queue policies it contributes.
+    pub queue_policies: Vec<QueuePolicySpec>,
 }
 
 /// A live extension plugin instance.
@@ -95,8 +149,9 @@ pub struct WasmExtension {
     name: String,
     limits: Limits,
     control: Arc<CallControl>,
-    live: Option<(Store<State>, ExtensionPlugin)>,
+    live: Option<(Store<State>, Exports)>,
     contributions: Option<Contributions>,
+    provided: Option<Provided>,
     scope: smith_alloc::Scope,
 }
 
@@ -123,6 +178,54 @@ impl WasmExtension {
     /// never calls into a guest).
     pub fn contributions(&self) -> Option<&Contributions> {
         self.contributions.as_ref()
+    }
+
+    /// What the plugin declared through `provide` (tools, queue policies);
+    /// none for a component of the `extension-plugin` world alone.
+    pub fn provided(&self) -> Option<&Provided> {
+        self.provided.as_ref()
+    }
+
+    /// Runs one call of the plugin's tool `name` with `arguments` (a JSON
+    /// object as text, already validated against the tool's schema).
+    ///
+    /// # Errors
+    ///
+    /// When the plugin has no `provide` exports, or fails (deadline, trap,
+    /// memory).
+    pub fn call_tool(&mut self, name: &str, arguments: &str) -> Result<ToolOutput, PluginError> {
+        self.require_provide("call-tool")?;
+        self.call("call-tool", |store, plugin| {
+            provide_of(plugin).call_call_tool(store, name, arguments)
+        })
+    }
+
+    /// The fragments the plugin adds to a turn's context of `messages`
+    /// messages; `Ok(None)` when they are unchanged since its last answer
+    /// or the plugin has no `provide` exports.
+    ///
+    /// # Errors
+    ///
+    /// When the plugin fails (deadline, trap, memory).
+    pub fn context(&mut self, messages: u32) -> Result<Option<Vec<Fragment>>, PluginError> {
+        if self.provided.is_none() {
+            return Ok(None);
+        }
+        self.call("context", |store, plugin| {
+            provide_of(plugin).call_context(store, messages)
+        })
+    }
+
+    fn require_provide(&self, export: &'static str) -> Result<(), PluginError> {
+        if self.provided.is_some() {
+            return Ok(());
+        }
+        Err(PluginError::new(
+            &self.name,
+            Phase::Call(export),
+            ErrorKind::Guest,
+            "the plugin was built for the `extension-plugin` world, which has no `provide` exports; rebuild it for `full-extension-plugin` to give it tools",
+        ))
     }
 
     /// Whether the instance is still alive.
@@ -179,6 +282,7 @@ impl WasmExtension {
     pub fn run_command(&mut self, name: &str, argument: &str) -> Result<Vec<Action>, PluginError> {
         let result = self.call("run-command", |store, plugin| {
             plugin
+                .base
                 .smith_plugin_extension()
                 .call_run_command(store, name, argument)
         })?;
@@ -199,14 +303,17 @@ impl WasmExtension {
     /// When the plugin fails; callers treat that as "no decision".
     pub fn handle(&mut self, event: &LifecycleEvent) -> Result<HandlerResult, PluginError> {
         self.call("handle", |store, plugin| {
-            plugin.smith_plugin_extension().call_handle(store, event)
+            plugin
+                .base
+                .smith_plugin_extension()
+                .call_handle(store, event)
         })
     }
 
     fn call<R>(
         &mut self,
         export: &'static str,
-        f: impl FnOnce(&mut Store<State>, &ExtensionPlugin) -> wasmtime::Result<R>,
+        f: impl FnOnce(&mut Store<State>, &Exports) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         Instance {
             name: &self.name,

@@ -61,6 +61,7 @@ pub const WIT: &[(&str, &str)] = &[
     ("host.wit", include_str!("../wit/host.wit")),
     ("provider.wit", include_str!("../wit/provider.wit")),
     ("extension.wit", include_str!("../wit/extension.wit")),
+    ("provide.wit", include_str!("../wit/provide.wit")),
     ("worlds.wit", include_str!("../wit/worlds.wit")),
 ];
 

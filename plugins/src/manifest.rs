@@ -34,6 +34,8 @@ pub const CAPABILITIES: &[&str] = &[
     "vcs",
     "session-read",
     "ui",
+    "project-read",
+    "project-write",
 ];
 
 /// Whether `value` is a secret handle: `PROVIDER.SLOT`, each side made of

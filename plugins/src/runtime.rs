@@ -319,6 +319,22 @@ impl Runtime {
         control.in_call.store(true, Ordering::SeqCst);
     }
 
+    /// Stops the deadline of the call in flight from running (while the
+    /// host waits for the user) and returns the milliseconds it had left.
+    pub(crate) fn pause_deadline(&self, control: &CallControl) -> u64 {
+        control
+            .deadline_at
+            .swap(u64::MAX, Ordering::SeqCst)
+            .saturating_sub(self.now_ms())
+    }
+
+    /// Lets a paused deadline run again with the `left` milliseconds it had.
+    pub(crate) fn resume_deadline(&self, control: &CallControl, left: u64) {
+        control
+            .deadline_at
+            .store(self.now_ms().saturating_add(left), Ordering::SeqCst);
+    }
+
     pub(crate) fn disarm(&self, control: &CallControl) {
         control.in_call.store(false, Ordering::SeqCst);
         control.cancelled.store(false, Ordering::SeqCst);
@@ -488,22 +504,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
 
     fn list_dir(&mut self, path: String) -> Result<host::DirListing, host::EffectError> {
         let result = match &self.effects {
-            Some(effects) => effects.list_dir(&path).map(|listing| host::DirListing {
-                entries: listing
-                    .entries
-                    .into_iter()
-                    .map(|(name, kind)| host::DirEntry {
-                        name,
-                        kind: match kind {
-                            EntryKind::File => host::EntryKind::File,
-                            EntryKind::Dir => host::EntryKind::Dir,
-                            EntryKind::Symlink => host::EntryKind::Symlink,
-                            EntryKind::Other => host::EntryKind::Other,
-                        },
-                    })
-                    .collect(),
-                truncated: listing.truncated,
-            }),
+            Some(effects) => effects.list_dir(&path).map(listing_to_wit),
             None => Err(self.no_grants("fs-read", format!("list-dir {path:?}"))),
         };
         self.record_for_guest(result)
@@ -543,12 +544,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
                 // The process is killed when the call is cancelled or
                 // reaches its deadline: the epoch deadline fires only once
                 // control returns to the guest.
-                let control = Arc::clone(&self.control);
-                let stop = move || {
-                    control.cancelled()
-                        || Runtime::global()
-                            .is_ok_and(|runtime| control.verdict(runtime.now_ms()).is_some())
-                };
+                let stop = self.stop_check();
                 let request = ProcessRequest {
                     program,
                     args,
@@ -556,20 +552,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
                     timeout_ms,
                     stdin,
                 };
-                effects
-                    .run_process(&request, &stop)
-                    .map(|out| host::ProcessOutput {
-                        end: match out.end {
-                            ProcessEnd::Exited(code) => host::ProcessEnd::Exited(code),
-                            ProcessEnd::Signalled(signal) => host::ProcessEnd::Signalled(signal),
-                            ProcessEnd::TimedOut => host::ProcessEnd::TimedOut,
-                            ProcessEnd::Cancelled => host::ProcessEnd::Cancelled,
-                        },
-                        stdout: out.stdout,
-                        stdout_truncated: out.stdout_truncated,
-                        stderr: out.stderr,
-                        stderr_truncated: out.stderr_truncated,
-                    })
+                effects.run_process(&request, &stop).map(process_to_wit)
             }
             None => Err(self.no_grants("process", format!("run-process {program:?}"))),
         };
@@ -667,18 +650,180 @@ impl bindings::provider::smith::plugin::host::Host for State {
         };
         self.record_for_guest(result)
     }
+
+    fn ask(&mut self, question: host::Question) -> Result<host::Answer, host::EffectError> {
+        let question = crate::effects::Question {
+            prompt: question.prompt,
+            kind: match question.kind {
+                host::QuestionKind::Confirm => crate::effects::QuestionKind::Confirm,
+                host::QuestionKind::Select(options) => {
+                    crate::effects::QuestionKind::Select(options)
+                }
+                host::QuestionKind::Input => crate::effects::QuestionKind::Input,
+            },
+            timeout_ms: question.timeout_ms,
+            default: question.default_answer,
+        };
+        let result = match &self.effects {
+            Some(effects) => {
+                // The wait is the user's time, not the plugin's: the
+                // deadline is paused while it lasts; only a cancellation
+                // ends it early.
+                let control = Arc::clone(&self.control);
+                let stop = move || control.cancelled();
+                let paused = Runtime::global().map(|runtime| runtime.pause_deadline(&self.control));
+                let answer = effects.ask(&question, &stop);
+                if let (Ok(runtime), Ok(remaining)) = (Runtime::global(), paused) {
+                    runtime.resume_deadline(&self.control, remaining);
+                }
+                answer.map(|answer| host::Answer {
+                    text: answer.text,
+                    source: match answer.source {
+                        crate::effects::AnswerSource::User => host::AnswerSource::User,
+                        crate::effects::AnswerSource::Timeout => host::AnswerSource::Timeout,
+                        crate::effects::AnswerSource::Policy => host::AnswerSource::Policy,
+                    },
+                })
+            }
+            None => Err(self.no_grants("ui", format!("ask {:?}", question.prompt))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn config_get(&mut self, key: String) -> Option<String> {
+        self.effects
+            .as_ref()
+            .and_then(|effects| effects.config_get(&key))
+    }
+
+    fn config_set(&mut self, key: String, value: String) -> Result<(), host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.config_set(&key, &value),
+            None => Err(EffectError::Invalid(format!(
+                "config-set {key:?}: this plugin runs without a runtime, so it has no options to change; nothing changed"
+            ))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn project_list_dir(&mut self, path: String) -> Result<host::DirListing, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.project_list_dir(&path).map(listing_to_wit),
+            None => Err(self.no_grants("project-read", format!("project-list-dir {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn project_read_file(&mut self, path: String) -> Result<Vec<u8>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.project_read_file(&path),
+            None => Err(self.no_grants("project-read", format!("project-read-file {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn project_write_file(
+        &mut self,
+        path: String,
+        bytes: Vec<u8>,
+    ) -> Result<(), host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.project_write_file(&path, &bytes),
+            None => Err(self.no_grants("project-write", format!("project-write-file {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn project_run_process(
+        &mut self,
+        program: String,
+        args: Vec<String>,
+        cwd: String,
+        timeout_ms: u32,
+        stdin: Vec<u8>,
+    ) -> Result<host::ProcessOutput, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => {
+                let stop = self.stop_check();
+                let request = ProcessRequest {
+                    program,
+                    args,
+                    cwd,
+                    timeout_ms,
+                    stdin,
+                };
+                effects
+                    .project_run_process(&request, &stop)
+                    .map(process_to_wit)
+            }
+            None => {
+                Err(self.no_grants("project-write", format!("project-run-process {program:?}")))
+            }
+        };
+        self.record_for_guest(result)
+    }
+}
+
+/// A listing as the guest receives it.
+fn listing_to_wit(listing: crate::effects::DirListing) -> host::DirListing {
+    host::DirListing {
+        entries: listing
+            .entries
+            .into_iter()
+            .map(|(name, kind)| host::DirEntry {
+                name,
+                kind: match kind {
+                    EntryKind::File => host::EntryKind::File,
+                    EntryKind::Dir => host::EntryKind::Dir,
+                    EntryKind::Symlink => host::EntryKind::Symlink,
+                    EntryKind::Other => host::EntryKind::Other,
+                },
+            })
+            .collect(),
+        truncated: listing.truncated,
+    }
+}
+
+/// A process's output as the guest receives it.
+fn process_to_wit(out: crate::effects::ProcessOutput) -> host::ProcessOutput {
+    host::ProcessOutput {
+        end: match out.end {
+            ProcessEnd::Exited(code) => host::ProcessEnd::Exited(code),
+            ProcessEnd::Signalled(signal) => host::ProcessEnd::Signalled(signal),
+            ProcessEnd::TimedOut => host::ProcessEnd::TimedOut,
+            ProcessEnd::Cancelled => host::ProcessEnd::Cancelled,
+        },
+        stdout: out.stdout,
+        stdout_truncated: out.stdout_truncated,
+        stderr: out.stderr,
+        stderr_truncated: out.stderr_truncated,
+    }
 }
 
 use bindings::provider::smith::plugin::host;
 
 impl State {
     /// A denial for an instance created without effects (no grants).
+    /// Whether a host effect of the current call should stop: the call
+    /// was cancelled or reached its deadline (the epoch deadline fires
+    /// only once control returns to the guest).
+    fn stop_check(&self) -> impl Fn() -> bool + use<> {
+        let control = Arc::clone(&self.control);
+        move || {
+            control.cancelled()
+                || Runtime::global()
+                    .is_ok_and(|runtime| control.verdict(runtime.now_ms()).is_some())
+        }
+    }
+
     fn no_grants(&self, capability: &'static str, request: String) -> EffectError {
         EffectError::Denied(Denial {
             plugin: self.plugin.clone(),
             capability,
             missing_grant: match capability {
-                "process" | "session-read" | "ui" | "vcs" => capability.to_owned(),
+                "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write" => {
+                    capability.to_owned()
+                }
                 "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },

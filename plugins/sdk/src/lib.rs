@@ -19,9 +19,10 @@
 //! smith_plugin_sdk::extension::export_extension!(Hello);
 //! ```
 //!
-//! Enable exactly one of the cargo features `provider` or `extension`: each
-//! embeds its world's type information into the component, and a component
-//! implements one world.
+//! Enable exactly one of the cargo features `provider`, `extension` or
+//! `full-extension` (an extension that also provides tools, per-turn
+//! context and queue policies): each embeds its world's type information
+//! into the component, and a component implements one world.
 //!
 //! The host services (`log`, `cancelled`, and the capability-checked
 //! effects `read_file`, `list_dir`, `write_file`, `edit_file`,
@@ -29,9 +30,13 @@
 //! docs/plugins.md for the walkthrough: write, build, install, test.
 #![deny(missing_docs)]
 
-#[cfg(all(feature = "provider", feature = "extension"))]
+#[cfg(any(
+    all(feature = "provider", feature = "extension"),
+    all(feature = "provider", feature = "full-extension"),
+    all(feature = "extension", feature = "full-extension"),
+))]
 compile_error!(
-    "enable exactly one of the features `provider` and `extension`: a plugin implements one world"
+    "enable exactly one of the features `provider`, `extension` and `full-extension`: a plugin implements one world"
 );
 
 /// Bindings of the `provider-plugin` world (cargo feature `provider`): implement
@@ -64,17 +69,98 @@ pub mod extension {
     });
 }
 
+/// Bindings of the `full-extension-plugin` world (cargo feature
+/// `full-extension`): implement both
+/// `extension::exports::smith::plugin::extension::Guest` and
+/// `extension::exports::smith::plugin::provide::Guest` (tools, per-turn
+/// context, queue policies) on one type and call
+/// `extension::export_extension!`.
+#[cfg(feature = "full-extension")]
+#[allow(missing_docs)]
+pub mod extension {
+    wit_bindgen::generate!({
+        world: "full-extension-plugin",
+        path: "../wit",
+        default_bindings_module: "smith_plugin_sdk::extension",
+        pub_export_macro: true,
+        export_macro_name: "export_extension",
+    });
+}
+
 /// Host services every plugin may call.
 pub mod host {
-    #[cfg(feature = "extension")]
+    #[cfg(any(feature = "extension", feature = "full-extension"))]
     use crate::extension::smith::plugin::host as raw;
-    #[cfg(all(feature = "provider", not(feature = "extension")))]
+    #[cfg(all(
+        feature = "provider",
+        not(any(feature = "extension", feature = "full-extension"))
+    ))]
     use crate::provider::smith::plugin::host as raw;
 
     pub use raw::{
-        DiffText, DirEntry, DirListing, EffectError, EntryKind, HttpResponse, LogLevel,
-        ProcessEnd, ProcessOutput, SessionEntry,
+        Answer, AnswerSource, DiffText, DirEntry, DirListing, EffectError, EntryKind,
+        HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, SessionEntry,
     };
+
+    /// Asks the user and waits for the answer (needs `ui`): a confirmation
+    /// (`yes`/`no`), a selection or text. The wait does not count against
+    /// the call's deadline; after `timeout_ms` the `default` answers (with
+    /// source `timeout`). Where no one can answer, the frontend's policy
+    /// answers or the call fails saying how to allow it.
+    pub fn ask(
+        prompt: &str,
+        kind: QuestionKind,
+        timeout_ms: u32,
+        default: &str,
+    ) -> Result<Answer, EffectError> {
+        raw::ask(&Question {
+            prompt: prompt.to_owned(),
+            kind,
+            timeout_ms,
+            default_answer: default.to_owned(),
+        })
+    }
+
+    /// The current value of configuration key `key` as JSON text (the
+    /// plugin's own declared options included); none when unset.
+    pub fn config_get(key: &str) -> Option<String> {
+        raw::config_get(key)
+    }
+
+    /// Changes one of the plugin's own declared options for this runtime
+    /// only (`value` is JSON text valid against the option's schema).
+    pub fn config_set(key: &str, value: &str) -> Result<(), EffectError> {
+        raw::config_set(key, value)
+    }
+
+    /// Lists a folder of the project (`path` relative to the project root,
+    /// `""` for the root); needs `project-read`.
+    pub fn project_list_dir(path: &str) -> Result<DirListing, EffectError> {
+        raw::project_list_dir(path)
+    }
+
+    /// Reads a project file (`path` relative to the project root); needs
+    /// `project-read`.
+    pub fn project_read_file(path: &str) -> Result<Vec<u8>, EffectError> {
+        raw::project_read_file(path)
+    }
+
+    /// Replaces a project file atomically; needs `project-write`.
+    pub fn project_write_file(path: &str, bytes: &[u8]) -> Result<(), EffectError> {
+        raw::project_write_file(path, bytes)
+    }
+
+    /// Runs a program in a folder of the project (`cwd` relative to the
+    /// project root); needs `process` and `project-write`.
+    pub fn project_run_process(
+        program: &str,
+        args: &[String],
+        cwd: &str,
+        timeout_ms: u32,
+        stdin: &[u8],
+    ) -> Result<ProcessOutput, EffectError> {
+        raw::project_run_process(program, args, cwd, timeout_ms, stdin)
+    }
 
     /// Reads a file inside a folder the manifest grants with `fs-read`
     /// (`path` is relative to the plugin's data folder). Denied without the

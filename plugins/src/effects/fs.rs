@@ -320,7 +320,7 @@ impl Effects {
     }
 }
 
-fn read_bounded(file: &Path) -> Result<Vec<u8>, String> {
+pub(super) fn read_bounded(file: &Path) -> Result<Vec<u8>, String> {
     let handle = std::fs::File::open(file).map_err(|e| format!("cannot open it: {e}"))?;
     let mut bytes = Vec::new();
     handle
@@ -416,7 +416,7 @@ pub(super) fn resolves_inside(
     }
 }
 
-fn list_bounded(dir: &Path) -> Result<DirListing, String> {
+pub(super) fn list_bounded(dir: &Path) -> Result<DirListing, String> {
     let reader = std::fs::read_dir(dir).map_err(|e| format!("cannot list it: {e}"))?;
     let mut entries = Vec::new();
     for entry in reader {
@@ -440,7 +440,7 @@ fn list_bounded(dir: &Path) -> Result<DirListing, String> {
 /// Returns how many folders it created; on failure the message and what
 /// changed: not-applied when everything was undone, unknown when the
 /// rename's outcome or the undoing is uncertain.
-fn replace_file(file: &Path, bytes: &[u8]) -> Result<usize, (String, Mutation)> {
+pub(super) fn replace_file(file: &Path, bytes: &[u8]) -> Result<usize, (String, Mutation)> {
     static TEMPS: AtomicU64 = AtomicU64::new(0);
     let parent = file.parent().unwrap_or(Path::new("."));
     let mut missing = Vec::new();

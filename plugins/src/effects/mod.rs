@@ -24,14 +24,20 @@ use smith_engine::journal::EffectJournal;
 
 use crate::manifest::{self, Manifest};
 
+mod ask;
+mod config;
 mod fs;
 mod http;
 mod journal;
 mod process;
+mod project;
 mod secrets;
 mod session;
 mod ui;
 mod vcs;
+
+pub use ask::{Answer, AnswerSource, Asker, MAX_QUESTION_TIMEOUT_MS, Question, QuestionKind};
+pub use config::{ConfigAccess, SharedConfig};
 
 pub use fs::{DirListing, EntryKind, MAX_DIR_ENTRIES};
 pub use http::HttpResponse;
@@ -69,6 +75,11 @@ pub struct Grants {
     /// Whether the plugin may snapshot, compare and restore the project's
     /// working tree.
     pub vcs: bool,
+    /// Whether the plugin may list and read the project's files.
+    pub project_read: bool,
+    /// Whether the plugin may write the project's files (and, with
+    /// `process`, run programs in the project).
+    pub project_write: bool,
 }
 
 impl Grants {
@@ -94,6 +105,8 @@ impl Grants {
                 "ui" => grants.ui = true,
                 "secrets" => grants.secrets.push(value.clone()),
                 "vcs" => grants.vcs = true,
+                "project-read" => grants.project_read = true,
+                "project-write" => grants.project_write = true,
                 _ => {}
             }
         }
@@ -158,6 +171,8 @@ pub struct Effects {
     secrets: Option<SecretSource>,
     project: Option<PathBuf>,
     checkpoints_root: Option<PathBuf>,
+    asker: Option<Asker>,
+    config: Option<SharedConfig>,
     generation: u32,
 }
 
@@ -191,8 +206,26 @@ impl Effects {
             secrets: None,
             project: None,
             checkpoints_root: None,
+            asker: None,
+            config: None,
             generation,
         }
+    }
+
+    /// Sends the plugin's questions (`ask`) to `asker` (the frontend);
+    /// without one, questions fail saying no frontend can answer.
+    #[must_use]
+    pub fn with_asker(mut self, asker: Asker) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// Answers `config-get` and `config-set` from `config` (the runtime's
+    /// configuration); without one, reads find nothing and changes fail.
+    #[must_use]
+    pub fn with_config(mut self, config: SharedConfig) -> Self {
+        self.config = Some(config);
+        self
     }
 
     /// Uses `client` (smith's HTTP engine) for `http-request`; without one,
@@ -220,8 +253,9 @@ impl Effects {
         self
     }
 
-    /// The project folder the `vcs` effects work on (the runtime's working
-    /// folder); without one, granted calls fail saying so.
+    /// The project folder the `vcs` and `project-*` effects work on (the
+    /// runtime's working folder); without one, granted calls fail saying
+    /// so.
     #[must_use]
     pub fn with_project(mut self, folder: PathBuf) -> Self {
         self.project = Some(folder);

@@ -96,17 +96,31 @@ impl Effects {
         request: &ProcessRequest,
         stop: &dyn Fn() -> bool,
     ) -> Result<ProcessOutput, EffectError> {
-        let program = &request.program;
         if !self.grants.process {
             return Err(self.deny(
                 "process",
                 "process".to_owned(),
-                format!("run-process {program:?}"),
+                format!("run-process {:?}", request.program),
             ));
         }
+        let base = self.grants.data_dir.clone();
+        self.run_process_in(request, stop, &base, Where::DataFolder)
+    }
+
+    /// Runs `request` with its working folder under `base` (the data
+    /// folder or the project root), once the grants are checked.
+    pub(super) fn run_process_in(
+        &self,
+        request: &ProcessRequest,
+        stop: &dyn Fn() -> bool,
+        base: &Path,
+        place: Where,
+    ) -> Result<ProcessOutput, EffectError> {
+        let program = &request.program;
+        let op = place.op();
         let invalid = |why: String| -> Result<ProcessOutput, EffectError> {
             Err(EffectError::Invalid(format!(
-                "run-process {program:?}: {why}; nothing ran"
+                "{op} {program:?}: {why}; nothing ran"
             )))
         };
         if program.is_empty() || program.contains('\0') {
@@ -130,19 +144,20 @@ impl Effects {
             ));
         }
         let cwd = &request.cwd;
+        let folder = place.folder();
         let Some(parts) = relative_parts(cwd) else {
             return invalid(format!(
-                "the working folder {cwd:?} must be relative to the plugin's data folder and stay inside it (no `..`, no absolute path)"
+                "the working folder {cwd:?} must be relative to {folder} and stay inside it (no `..`, no absolute path)"
             ));
         };
-        if let Err(why) = resolves_inside(&self.grants.data_dir, &[], &parts) {
+        if let Err(why) = resolves_inside(base, &[], &parts) {
             return invalid(format!(
-                "the working folder {cwd:?} resolves outside the plugin's data folder ({why})"
+                "the working folder {cwd:?} resolves outside {folder} ({why})"
             ));
         }
-        let dir = self.grants.data_dir.join(parts.iter().collect::<PathBuf>());
+        let dir = base.join(parts.iter().collect::<PathBuf>());
         let effect_id = self.intent(
-            "plugin.run-process",
+            &format!("plugin.{op}"),
             &json!({
                 "plugin": self.plugin,
                 "program": program,
@@ -164,9 +179,7 @@ impl Effects {
                     Mutation::NotApplied,
                     &json!({"error": message}),
                 )?;
-                Err(EffectError::Failed(format!(
-                    "run-process {program:?}: {message}"
-                )))
+                Err(EffectError::Failed(format!("{op} {program:?}: {message}")))
             }
             Ok(output) => {
                 let outcome = match output.end {
@@ -188,6 +201,32 @@ impl Effects {
                 )?;
                 Ok(output)
             }
+        }
+    }
+}
+
+/// Where a process runs: the plugin's data folder (`run-process`) or the
+/// project (`project-run-process`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Where {
+    /// The plugin's data folder.
+    DataFolder,
+    /// The project root.
+    Project,
+}
+
+impl Where {
+    fn op(self) -> &'static str {
+        match self {
+            Where::DataFolder => "run-process",
+            Where::Project => "project-run-process",
+        }
+    }
+
+    fn folder(self) -> &'static str {
+        match self {
+            Where::DataFolder => "the plugin's data folder",
+            Where::Project => "the project",
         }
     }
 }

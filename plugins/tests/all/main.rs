@@ -9,6 +9,7 @@ mod hooks;
 mod hostile;
 mod manifest;
 mod mock;
+mod provide;
 mod reload;
 
 use std::path::PathBuf;

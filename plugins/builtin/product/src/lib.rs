@@ -6,6 +6,7 @@
 //! (docs/tui.md, "Presentation source").
 
 use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
+use smith_plugin_sdk::extension::exports::smith::plugin::provide as pro;
 
 struct Product;
 
@@ -164,7 +165,11 @@ impl ext::Guest for Product {
                 node(Region, "status", Some(1), Vec::new()),
                 node(Region, "editor", Some(9), Vec::new()),
             ],
-            prompt_fragments: Vec::new(),
+            prompt_fragments: vec![ext::PromptFragment {
+                id: "base".to_owned(),
+                text: BASE_PROMPT.to_owned(),
+                order: 0,
+            }],
             tools: Vec::new(),
             tool_presentations: vec![
                 presentation("read", "path"),
@@ -211,6 +216,50 @@ impl ext::Guest for Product {
 
     fn handle(_event: ext::LifecycleEvent) -> ext::HandlerResult {
         ext::HandlerResult::None
+    }
+}
+
+/// The product's framing of the work, first in every request's context.
+/// The host puts the project folder in place of `{cwd}`.
+const BASE_PROMPT: &str =
+    "You are smith, a coding agent. Work in {cwd} using the tools you are given.";
+
+impl pro::Guest for Product {
+    fn tools() -> Vec<pro::ToolSpec> {
+        Vec::new()
+    }
+
+    fn call_tool(name: String, _arguments: String) -> pro::ToolOutput {
+        pro::ToolOutput {
+            text: format!("smith/product has no tool {name}"),
+            structured: None,
+            is_error: true,
+        }
+    }
+
+    fn context(_messages: u32) -> Option<Vec<pro::Fragment>> {
+        None
+    }
+
+    /// The two ways input queued while the agent works reaches it.
+    fn queue_policies() -> Vec<pro::QueuePolicy> {
+        vec![
+            pro::QueuePolicy {
+                mode: "steer".to_owned(),
+                description: "Interrupts tool work; delivered at the next chance".to_owned(),
+                interrupts_tools: true,
+                after_tool_batch: pro::Delivery::All,
+                before_stop: pro::Delivery::All,
+            },
+            pro::QueuePolicy {
+                mode: "follow_up".to_owned(),
+                description: "Waits until the agent would stop, then starts the next round"
+                    .to_owned(),
+                interrupts_tools: false,
+                after_tool_batch: pro::Delivery::None,
+                before_stop: pro::Delivery::One,
+            },
+        ]
     }
 }
 
