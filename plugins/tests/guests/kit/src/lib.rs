@@ -17,7 +17,9 @@
 //!   items after a tool batch and before stopping;
 //! - questions that wait: a call of `kit_guarded` (mutating; `target`) is
 //!   confirmed first at the `tool-call` decision point ("Run kit_guarded
-//!   on TARGET?", default `no`, 30 s): `no` blocks it; the command
+//!   on TARGET?", default `no`, 30 s): `no` blocks it; so is a call of any
+//!   tool (built-in ones included) whose arguments contain `confirm-me`
+//!   ("Run TOOL on confirm-me?"); the command
 //!   `kit-ask` asks a selection and returns the answer as a notice
 //!   (`answer TEXT from SOURCE`).
 
@@ -157,12 +159,15 @@ impl ext::Guest for Kit {
         let ext::LifecycleEvent::ToolCall(call) = event else {
             return ext::HandlerResult::None;
         };
-        if call.name != "kit_guarded" {
+        let prompt = if call.name == "kit_guarded" {
+            format!("Run kit_guarded on {}?", field(&call.arguments, "target"))
+        } else if call.arguments.contains("confirm-me") {
+            format!("Run {} on confirm-me?", call.name)
+        } else {
             return ext::HandlerResult::None;
-        }
-        let target = field(&call.arguments, "target");
+        };
         let asked = host::ask(
-            &format!("Run kit_guarded on {target}?"),
+            &prompt,
             host::QuestionKind::Confirm,
             30_000,
             "no",
