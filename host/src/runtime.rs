@@ -339,10 +339,22 @@ impl RuntimeOptions {
             .map(smith_plugins::hooks::PluginHooks::commands);
         let gate = hooks.as_ref().and_then(agent::Hooks::session_gate);
         let answerer = hooks.as_ref().and_then(agent::Hooks::answerer);
+        // The plugins' tools join the built-ins; a clashing name is
+        // refused (the frontend hears which plugin and why).
+        let mut tools = ToolSet::builtin();
+        if let Some(hooks) = &hooks {
+            let mut taken: Vec<(String, String)> = tools
+                .names()
+                .map(|name| (name.to_owned(), "smith".to_owned()))
+                .collect();
+            for tool in hooks.tools(&mut taken) {
+                tools.insert(tool);
+            }
+        }
         let services = Services {
             provider,
             transport,
-            tools: ToolSet::builtin(),
+            tools,
             tool_context,
             journal: journal.clone(),
             sink: journal.clone(),

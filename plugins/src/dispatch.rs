@@ -18,6 +18,8 @@
 //! `refuse` (the plugin receives an `error` lifecycle event saying so) or
 //! `persist` (kept for the session, returned in [`Released::persisted`]).
 
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
 use smith_engine::protocol::{Event, Role, ToolStatus};
 
 use crate::extension::{
@@ -123,7 +125,10 @@ pub const OPEN_QUESTIONS: usize = 256;
 /// actions at safe points.
 #[derive(Debug, Default)]
 pub struct Dispatcher {
-    plugins: Vec<WasmExtension>,
+    plugins: Vec<Shared>,
+    /// The plugins' names, in the same order (kept so a lookup never waits
+    /// for a plugin busy running a tool).
+    names: Vec<String>,
     pending: Vec<(String, Action)>,
     diagnostics: Vec<String>,
     /// Questions (`select`, `confirm`, `input` intents) a surface asked
@@ -135,21 +140,23 @@ impl Dispatcher {
     /// Handlers in load order.
     pub fn new(plugins: Vec<WasmExtension>) -> Self {
         Self {
-            plugins,
+            names: plugins.iter().map(|p| p.name().to_owned()).collect(),
+            plugins: plugins.into_iter().map(share).collect(),
             pending: Vec::new(),
             diagnostics: Vec::new(),
             asked: Vec::new(),
         }
     }
 
-    /// The plugins, in load order.
-    pub fn plugins(&self) -> &[WasmExtension] {
+    /// The plugins, in load order, each shared with the tools it runs
+    /// (lock one at a time, never while holding another).
+    pub fn plugins(&self) -> &[Shared] {
         &self.plugins
     }
 
-    /// The plugins, in load order, to drain their logs and denials.
-    pub fn plugins_mut(&mut self) -> &mut [WasmExtension] {
-        &mut self.plugins
+    /// The plugins' names, in load order.
+    pub fn names(&self) -> &[String] {
+        &self.names
     }
 
     /// Removes the plugins whose instance was destroyed (deadline, abort
@@ -161,14 +168,15 @@ impl Dispatcher {
         let mut all = Vec::new();
         loop {
             let mut dead = Vec::new();
-            self.plugins.retain(|plugin| {
-                if plugin.is_alive() {
-                    true
+            let mut index = 0;
+            while index < self.plugins.len() {
+                if lock_plugin(&self.plugins[index]).is_alive() {
+                    index += 1;
                 } else {
-                    dead.push(plugin.name().to_owned());
-                    false
+                    self.plugins.remove(index);
+                    dead.push(self.names.remove(index));
                 }
-            });
+            }
             if dead.is_empty() {
                 return all;
             }
@@ -211,13 +219,15 @@ impl Dispatcher {
         command: &str,
         argument: &str,
     ) -> Result<usize, String> {
-        let Some(handler) = self.plugins.iter_mut().find(|p| p.name() == plugin) else {
+        let Some(index) = self.index_of(plugin) else {
             return Err(format!(
                 "no extension plugin named {plugin:?} is loaded; `smith plugin list` shows them"
             ));
         };
+        let mut handler = lock_plugin(&self.plugins[index]);
         let result = handler.run_command(command, argument);
         let denials = handler.take_denials();
+        drop(handler);
         self.diagnostics
             .extend(denials.iter().map(ToString::to_string));
         let ran = result.map_err(|e| e.to_string()).map(|actions| {
@@ -246,7 +256,7 @@ impl Dispatcher {
             ));
         };
         self.asked.remove(open);
-        let Some(index) = self.plugins.iter().position(|p| p.name() == plugin) else {
+        let Some(index) = self.index_of(plugin) else {
             return Err(format!(
                 "the answer to question {id:?} of plugin {plugin} was not delivered: the plugin is no longer loaded in this runtime"
             ));
@@ -266,7 +276,8 @@ impl Dispatcher {
     /// plugins answering each other's snapshots cannot loop.
     pub fn announce_vcs(&mut self) {
         let mut made = Vec::new();
-        for plugin in &mut self.plugins {
+        for plugin in &self.plugins {
+            let mut plugin = lock_plugin(plugin);
             for operation in plugin.take_vcs_operations() {
                 made.push((plugin.name().to_owned(), operation));
             }
@@ -277,13 +288,13 @@ impl Dispatcher {
         for (by, operation) in made {
             let event = LifecycleEvent::VcsOperation(operation);
             for index in 0..self.plugins.len() {
-                if self.plugins[index].name() != by {
+                if self.names[index] != by {
                     self.call(index, &event);
                 }
             }
         }
-        for plugin in &mut self.plugins {
-            plugin.take_vcs_operations();
+        for plugin in &self.plugins {
+            lock_plugin(plugin).take_vcs_operations();
         }
     }
 
@@ -304,7 +315,7 @@ impl Dispatcher {
     /// Delivers `event` to the plugin at `index`, queuing its actions and
     /// keeping its denials and failure as diagnostics.
     fn call(&mut self, index: usize, event: &LifecycleEvent) {
-        let handler = &mut self.plugins[index];
+        let mut handler = lock_plugin(&self.plugins[index]);
         let result = handler.handle(event);
         let denials = handler.take_denials();
         self.diagnostics
@@ -345,10 +356,10 @@ impl Dispatcher {
                 continue;
             };
             let intent = plain_intent(intent);
-            let Some(index) = self.plugins.iter().position(|p| p.name() == plugin) else {
+            let Some(index) = self.index_of(&plugin) else {
                 continue;
             };
-            let Some(effects) = self.plugins[index].effects() else {
+            let Some(effects) = lock_plugin(&self.plugins[index]).effects().cloned() else {
                 released.diagnostics.push(format!(
                     "plugin {plugin} was denied a UI intent: it needs the capability ui and runs without grants; nothing was shown"
                 ));
@@ -414,7 +425,7 @@ impl Dispatcher {
             }
         }
         for (index, message) in refusals {
-            let handler = &mut self.plugins[index];
+            let mut handler = lock_plugin(&self.plugins[index]);
             if let Err(err) = handler.handle(&LifecycleEvent::Error(message)) {
                 released.diagnostics.push(err.to_string());
             }
@@ -423,6 +434,28 @@ impl Dispatcher {
         }
         released
     }
+}
+
+impl Dispatcher {
+    fn index_of(&self, plugin: &str) -> Option<usize> {
+        self.names.iter().position(|name| name == plugin)
+    }
+}
+
+/// An extension plugin instance shared by the dispatcher (its handlers)
+/// and the tools it runs for the model: each call locks it, so calls into
+/// one plugin never overlap, while different plugins run side by side.
+pub type Shared = Arc<Mutex<WasmExtension>>;
+
+/// `plugin` shared.
+pub fn share(plugin: WasmExtension) -> Shared {
+    Arc::new(Mutex::new(plugin))
+}
+
+/// Locks a shared plugin (a panic while it was held leaves plain data
+/// behind; go on).
+pub fn lock_plugin(plugin: &Shared) -> MutexGuard<'_, WasmExtension> {
+    plugin.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 enum Degraded {

@@ -351,10 +351,34 @@ pub fn decide(
     handlers: &mut [WasmExtension],
     event: &LifecycleEvent,
 ) -> (Folded, Vec<PluginError>) {
-    let mut replacement = None;
+    fold(handlers.len(), event, |index, current| {
+        let handler = &mut handlers[index];
+        (handler.name.clone(), handler.handle(current))
+    })
+}
+
+/// [`decide`] over shared plugins, each locked only for its own handler.
+pub fn decide_shared(
+    handlers: &[crate::dispatch::Shared],
+    event: &LifecycleEvent,
+) -> (Folded, Vec<PluginError>) {
+    fold(handlers.len(), event, |index, current| {
+        let mut handler = crate::dispatch::lock_plugin(&handlers[index]);
+        (handler.name.clone(), handler.handle(current))
+    })
+}
+
+/// Folds the decisions of `count` handlers, `handle(index, event)` asking
+/// one (each sees the previous replacement).
+fn fold(
+    count: usize,
+    event: &LifecycleEvent,
+    mut handle: impl FnMut(usize, &LifecycleEvent) -> (String, Result<HandlerResult, PluginError>),
+) -> (Folded, Vec<PluginError>) {
+    let mut replacement: Option<(String, String)> = None;
     let mut errors = Vec::new();
     let mut block = None;
-    for handler in handlers.iter_mut() {
+    for index in 0..count {
         let current = match (&replacement, event) {
             (Some((_, args)), LifecycleEvent::ToolCall(call)) => {
                 LifecycleEvent::ToolCall(ToolCallEvent {
@@ -367,17 +391,17 @@ pub fn decide(
             }
             _ => event.clone(),
         };
-        match handler.handle(&current) {
-            Ok(HandlerResult::Decision(Decision::Block(reason))) => {
+        match handle(index, &current) {
+            (name, Ok(HandlerResult::Decision(Decision::Block(reason)))) => {
                 if block.is_none() {
-                    block = Some((handler.name.clone(), reason));
+                    block = Some((name, reason));
                 }
             }
-            Ok(HandlerResult::Decision(Decision::Replace(value))) => {
-                replacement = Some((handler.name.clone(), value));
+            (name, Ok(HandlerResult::Decision(Decision::Replace(value)))) => {
+                replacement = Some((name, value));
             }
-            Ok(_) => {}
-            Err(err) => errors.push(err),
+            (_, Ok(_)) => {}
+            (_, Err(err)) => errors.push(err),
         }
     }
     let folded = match block {

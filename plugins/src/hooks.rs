@@ -28,9 +28,9 @@ use smith_engine::provider::ToolCall;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::dispatch::{Dispatcher, Released, Surface};
+use crate::dispatch::{Dispatcher, Released, Surface, lock_plugin};
 use crate::extension::{
-    Action, Folded, LifecycleEvent, ToolCallEvent, UiIntent, WasmExtension, decide,
+    Action, Folded, LifecycleEvent, ToolCallEvent, UiIntent, WasmExtension, decide_shared,
 };
 
 /// The frontend extension actions reach: a [`Surface`] for UI intents, plus
@@ -101,12 +101,20 @@ impl PluginHooks {
 
     /// The plugins' names, in load order.
     pub fn names(&self) -> Vec<String> {
-        lock(&self.inner)
-            .dispatcher
-            .plugins()
-            .iter()
-            .map(|p| p.name().to_owned())
-            .collect()
+        lock(&self.inner).dispatcher.names().to_vec()
+    }
+
+    /// The tools the plugins run for the model (see [`crate::tools`]),
+    /// joining the names in `taken` (each with its owner, `smith` for the
+    /// built-ins). Each refused tool (a name clash, a malformed name or
+    /// schema) is reported to the frontend as a diagnostic.
+    pub fn tools(&self, taken: &mut Vec<(String, String)>) -> Vec<Arc<crate::tools::PluginTool>> {
+        let mut inner = lock(&self.inner);
+        let (tools, refused) = crate::tools::plugin_tools(inner.dispatcher.plugins(), taken);
+        for message in refused {
+            inner.frontend.diagnostic(&message);
+        }
+        tools
     }
 
     /// Runs the plugins' commands from the frontend's thread.
@@ -129,7 +137,7 @@ impl Inner {
     }
 
     fn decide(&mut self, event: &LifecycleEvent) -> Verdict {
-        let (folded, errors) = decide(self.dispatcher.plugins_mut(), event);
+        let (folded, errors) = decide_shared(self.dispatcher.plugins(), event);
         self.dispatcher.announce_vcs();
         for error in errors {
             self.frontend.diagnostic(&format!(
@@ -137,8 +145,9 @@ impl Inner {
                 what(event)
             ));
         }
-        for plugin in self.dispatcher.plugins_mut() {
-            for denial in plugin.take_denials() {
+        for plugin in self.dispatcher.plugins() {
+            let denials = lock_plugin(plugin).take_denials();
+            for denial in denials {
                 self.frontend.diagnostic(&denial.to_string());
             }
         }
@@ -242,12 +251,7 @@ impl Hooks for PluginHooks {
         let Some(id) = inner.session.clone() else {
             return;
         };
-        let names: Vec<String> = inner
-            .dispatcher
-            .plugins()
-            .iter()
-            .map(|p| p.name().to_owned())
-            .collect();
+        let names = inner.dispatcher.names().to_vec();
         for name in names {
             inner.notify(&LifecycleEvent::PluginLoaded(name));
         }
@@ -317,7 +321,7 @@ impl Hooks for PluginHooks {
             .dispatcher
             .plugins()
             .iter()
-            .map(WasmExtension::abort_handle)
+            .map(|p| lock_plugin(p).abort_handle())
             .collect();
         Some(Arc::new(move || {
             for handle in &handles {
@@ -356,16 +360,19 @@ impl Commands {
     /// The plugin that provides the command `name`: the last loaded plugin
     /// contributing it (later plugins override earlier ones).
     pub fn owner(&self, name: &str) -> Option<String> {
-        lock(&self.inner)
-            .dispatcher
+        let inner = lock(&self.inner);
+        let dispatcher = &inner.dispatcher;
+        dispatcher
             .plugins()
             .iter()
+            .zip(dispatcher.names())
             .rev()
-            .find(|p| {
-                p.contributions()
+            .find(|(p, _)| {
+                lock_plugin(p)
+                    .contributions()
                     .is_some_and(|c| c.commands.iter().any(|command| command.name == name))
             })
-            .map(|p| p.name().to_owned())
+            .map(|(_, name)| name.clone())
     }
 
     /// Runs the command `name` with `argument` in the plugin that provides

@@ -43,6 +43,7 @@ pub mod manifest;
 mod provider;
 pub mod runtime;
 mod scope;
+pub mod tools;
 pub mod vcs;
 
 pub use bindings::provider::smith::plugin::host::LogLevel;

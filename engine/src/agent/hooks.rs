@@ -156,6 +156,16 @@ pub trait Hooks: Send {
         Verdict::Allow
     }
 
+    /// The system prompt for the requests from now on, when the hooks
+    /// assemble it (extension plugins' prompt fragments): asked when a run
+    /// starts and after each allowed `context` decision. `None` keeps the
+    /// current one. Hooks that assemble return the same `Arc` while nothing
+    /// changed, so an unchanged turn costs a pointer comparison. The
+    /// default assembles nothing.
+    fn system_prompt(&mut self) -> Option<Arc<str>> {
+        None
+    }
+
     /// The provider request the context decision allowed is about to be
     /// made for `model` (an event, not a decision point).
     fn before_request(&mut self, model: &str) {

@@ -35,9 +35,8 @@ use super::hooks::{HookAction, Hooks, Verdict};
 use super::redact;
 use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
 use crate::journal::{
-    BUILTIN_GENERATION, EffectCompletion, EffectIntent, EffectJournal, JournalError,
-    MAX_INPUT_BYTES, MessageMeta, Outcome, RunInfo, RunRecord, RunSummary, SessionEvent,
-    SessionSink, canonical_cbor,
+    EffectCompletion, EffectIntent, EffectJournal, JournalError, MAX_INPUT_BYTES, MessageMeta,
+    Outcome, RunInfo, RunRecord, RunSummary, SessionEvent, SessionSink, canonical_cbor,
 };
 use crate::protocol::{
     CompactionOutcome, CompactionReason, ErrorInfo, Event, MutationState, Role, StopCause,
@@ -178,6 +177,8 @@ pub(crate) struct Runner {
     pub(super) last_usage: Option<(usize, u64)>,
     /// The current model's context window as the provider describes it.
     pub(super) model_window: Option<u64>,
+    /// The system prompt the hooks assembled last (compared by pointer).
+    pub(super) assembled: Option<Arc<str>>,
 }
 
 /// Extensions consulted at decision points and shown every event, with
@@ -282,6 +283,7 @@ impl Runner {
             effect_seq,
             last_usage: None,
             model_window,
+            assembled: None,
         }
     }
 
@@ -568,6 +570,7 @@ impl Runner {
                 return None;
             }
         }
+        self.refresh_system();
         let started = self.sink.record_run(&RunRecord::RunStart(self.run_info()));
         self.emit(Event::AgentStart);
         let mut state = RunState {
@@ -779,10 +782,37 @@ impl Runner {
         Ok(())
     }
 
+    /// Takes the hooks' system prompt when they assemble one and it
+    /// changed (a pointer comparison while it did not); it is redacted
+    /// like every text that reaches the provider. True when it changed.
+    fn refresh_system(&mut self) -> bool {
+        let Some(cell) = &self.events.hooks else {
+            return false;
+        };
+        let Some(prompt) = lock(&cell.hooks).system_prompt() else {
+            return false;
+        };
+        if self
+            .assembled
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, &prompt))
+        {
+            return false;
+        }
+        let mut text = prompt.to_string();
+        redact::text(&self.config.redactor, &mut text);
+        self.config.system = (!text.is_empty()).then_some(text);
+        self.assembled = Some(prompt);
+        true
+    }
+
     fn turn(&mut self, cancel: &CancelToken, state: &mut RunState) -> TurnOutcome {
-        let request = self.request();
+        let mut request = self.request();
         if let Err(cause) = self.screen_context(request.messages.len()) {
             return TurnOutcome::Stop(cause);
+        }
+        if self.refresh_system() {
+            request.system.clone_from(&self.config.system);
         }
         self.emit(Event::MessageStart {
             role: Role::Assistant,
@@ -1310,7 +1340,7 @@ impl Executor<'_> {
             effect_id: effect_id.clone(),
             parent: call.id.clone(),
             tool: call.name.clone(),
-            plugin_generation: BUILTIN_GENERATION,
+            plugin_generation: tool.plugin_generation(),
             input: input.clone(),
         };
         if let Err(err) = self.journal.record_intent(&intent) {
@@ -1349,6 +1379,7 @@ impl Executor<'_> {
             .tool_context
             .clone()
             .with_cancel(cancel.clone())
+            .with_effect_id(&effect_id)
             .with_output_sink(Arc::new(move |bytes: &[u8]| {
                 let output = match &streamed {
                     None => String::from_utf8_lossy(bytes).into_owned(),

@@ -213,6 +213,9 @@ pub struct ToolContext {
     output_sink: Option<OutputSink>,
     require_read: bool,
     checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
+    /// The number N of the running call's effect `fx-N` (a number, so
+    /// setting it per call allocates nothing).
+    effect: Option<u64>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -248,7 +251,25 @@ impl ToolContext {
             output_sink: None,
             require_read: true,
             checkpoints: None,
+            effect: None,
         })
+    }
+
+    /// The effect id (`fx-N`) of the call this context runs, so a tool
+    /// that makes effects of its own (a plugin's host effects) records
+    /// them as children of it. An id of another shape is not kept.
+    #[must_use]
+    pub fn with_effect_id(mut self, effect_id: &str) -> Self {
+        self.effect = effect_id
+            .strip_prefix("fx-")
+            .and_then(|n| n.parse().ok());
+        self
+    }
+
+    /// The effect id (`fx-N`) of the call this context runs, when the loop
+    /// runs it as a journaled effect.
+    pub fn effect_id(&self) -> Option<String> {
+        self.effect.map(|n| format!("fx-{n}"))
     }
 
     /// Replaces the allowed roots. Each must be an existing directory; it is

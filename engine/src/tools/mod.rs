@@ -119,6 +119,13 @@ pub trait Tool: Send + Sync {
     /// The provider-neutral definition.
     fn definition(&self) -> &ToolDefinition;
 
+    /// The plugin generation its effects are recorded with
+    /// ([`crate::journal::BUILTIN_GENERATION`] for smith's own tools; a
+    /// plugin's tool answers its plugin's).
+    fn plugin_generation(&self) -> u32 {
+        crate::journal::BUILTIN_GENERATION
+    }
+
     /// Runs the effect. `args` should already have passed
     /// [`ToolDefinition::validate`]; if not, a missing or mistyped field is
     /// reported as [`ToolErrorKind::InvalidArguments`], never a panic.

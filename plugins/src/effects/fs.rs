@@ -183,6 +183,7 @@ impl Effects {
     /// leaves the data folder or the bytes are too many; failed when
     /// writing fails (the completion says whether anything changed).
     pub fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), EffectError> {
+        self.writable(&format!("write-file {path:?}"))?;
         let file = self.check_path(PathCheck {
             op: "write-file",
             path,
@@ -220,6 +221,7 @@ impl Effects {
     /// be read, is not UTF-8, or `old` does not occur exactly once (nothing
     /// changed), or when writing fails.
     pub fn edit_file(&self, path: &str, old: &str, new: &str) -> Result<(), EffectError> {
+        self.writable(&format!("edit-file {path:?}"))?;
         let file = self.check_path(PathCheck {
             op: "edit-file",
             path,

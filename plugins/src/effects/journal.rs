@@ -31,13 +31,20 @@ impl Effects {
         input: &serde_json::Value,
     ) -> Result<String, EffectError> {
         let effect_id = format!("fx-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1);
+        let parent = self
+            .call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .parent
+            .clone()
+            .unwrap_or_else(|| format!("plugin:{}", self.plugin));
         let input = canonical_cbor(input).map_err(|e| {
             EffectError::Failed(format!("the effect's input could not be encoded: {e}"))
         })?;
         self.journal
             .record_intent(&EffectIntent {
                 effect_id: effect_id.clone(),
-                parent: format!("plugin:{}", self.plugin),
+                parent,
                 tool: tool.to_owned(),
                 plugin_generation: self.generation,
                 input,
@@ -57,6 +64,15 @@ impl Effects {
         mutation: Mutation,
         output: &serde_json::Value,
     ) -> Result<(), EffectError> {
+        {
+            let mut call = self
+                .call
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !call.tool.is_empty() {
+                call.mutations.push(mutation);
+            }
+        }
         let output = canonical_cbor(output).map_err(|e| {
             EffectError::Failed(format!("the effect's output could not be encoded: {e}"))
         })?;

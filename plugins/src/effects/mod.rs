@@ -174,6 +174,23 @@ pub struct Effects {
     asker: Option<Asker>,
     config: Option<SharedConfig>,
     generation: u32,
+    call: Arc<std::sync::Mutex<ToolCallScope>>,
+}
+
+/// The tool call a plugin is running for the model, while it runs: its
+/// host effects are recorded as children of the call's effect, a
+/// read-only tool may not change anything, and what the children did
+/// decides the call's own mutation evidence.
+#[derive(Debug, Default)]
+struct ToolCallScope {
+    /// The call's effect id (`fx-N`).
+    parent: Option<String>,
+    /// The tool's name, for messages.
+    tool: String,
+    /// Whether the tool is declared read-only.
+    read_only: bool,
+    /// The mutation state of each child effect completed so far.
+    mutations: Vec<smith_engine::tools::Mutation>,
 }
 
 impl std::fmt::Debug for Effects {
@@ -209,7 +226,51 @@ impl Effects {
             asker: None,
             config: None,
             generation,
+            call: Arc::default(),
         }
+    }
+
+    /// The plugin is about to run its tool `tool` as the effect
+    /// `effect_id`: until [`Effects::end_tool_call`], its host effects are
+    /// children of that effect, and when the tool is `read_only` every
+    /// effect that could change something is refused.
+    pub fn begin_tool_call(&self, effect_id: Option<&str>, tool: &str, read_only: bool) {
+        let mut call = self
+            .call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *call = ToolCallScope {
+            parent: effect_id.map(str::to_owned),
+            tool: tool.to_owned(),
+            read_only,
+            mutations: Vec::new(),
+        };
+    }
+
+    /// The tool call ended; returns the mutation state of each host effect
+    /// it made, in order.
+    pub fn end_tool_call(&self) -> Vec<smith_engine::tools::Mutation> {
+        let mut call = self
+            .call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *call).mutations
+    }
+
+    /// Refuses `request` when the plugin is running a read-only tool (the
+    /// effect could change something).
+    pub(crate) fn writable(&self, request: &str) -> Result<(), EffectError> {
+        let call = self
+            .call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if call.read_only {
+            return Err(EffectError::Invalid(format!(
+                "{request}: the plugin's tool {} is declared read-only, so it may not change anything; nothing ran. Declare the tool with read-only false to let it make changes",
+                call.tool
+            )));
+        }
+        Ok(())
     }
 
     /// Sends the plugin's questions (`ask`) to `asker` (the frontend);
@@ -268,6 +329,11 @@ impl Effects {
     pub fn with_checkpoints_root(mut self, root: PathBuf) -> Self {
         self.checkpoints_root = Some(root);
         self
+    }
+
+    /// The plugin generation its effects are recorded with.
+    pub fn generation(&self) -> u32 {
+        self.generation
     }
 
     /// The plugin's grants.

@@ -118,6 +118,7 @@ impl Effects {
     ) -> Result<ProcessOutput, EffectError> {
         let program = &request.program;
         let op = place.op();
+        self.writable(&format!("{op} {program:?}"))?;
         let invalid = |why: String| -> Result<ProcessOutput, EffectError> {
             Err(EffectError::Invalid(format!(
                 "{op} {program:?}: {why}; nothing ran"

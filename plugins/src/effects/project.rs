@@ -115,6 +115,7 @@ impl Effects {
     /// completion says whether anything changed).
     pub fn project_write_file(&self, path: &str, bytes: &[u8]) -> Result<(), EffectError> {
         let op = "project-write-file";
+        self.writable(&format!("{op} {path:?}"))?;
         let file = self.project_path(op, path, "project-write", false, "written")?;
         if bytes.len() > MAX_EFFECT_BYTES {
             return Err(EffectError::Invalid(format!(

@@ -89,6 +89,7 @@ impl Effects {
     /// Denied without `vcs`; invalid when `id` is not a snapshot; failed
     /// when a step fails (every step is rolled back, so nothing changed).
     pub fn vcs_restore(&self, id: &str) -> Result<String, EffectError> {
+        self.writable(&format!("vcs-restore {id:?}"))?;
         let mut repo = self.repo(format!("vcs-restore {id:?}"))?;
         repo.check_ids(&[id])
             .map_err(|e| EffectError::Invalid(format!("vcs-restore: {e}")))?;

@@ -423,7 +423,7 @@ fn an_intent_the_surface_cannot_show_degrades_by_its_policy() {
     assert_eq!(released.refused.len(), 1);
     assert_eq!(released.refused[0].1.id, "q-confirm-refuse");
     assert!(surface.shown.is_empty() && surface.text.is_empty());
-    let (log, _) = dispatcher.plugins_mut()[0].take_log();
+    let (log, _) = smith_plugins::dispatch::lock_plugin(&dispatcher.plugins()[0]).take_log();
     assert_eq!(log.len(), 1, "{log:?}");
     assert_eq!(log[0].0, smith_plugins::LogLevel::Error);
     assert!(

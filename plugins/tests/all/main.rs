@@ -11,6 +11,7 @@ mod manifest;
 mod mock;
 mod provide;
 mod reload;
+mod tools;
 
 use std::path::PathBuf;
 
