@@ -18,9 +18,12 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-google",
         "smith-plugin-openai-compatible",
     ],
-    &["smith-plugin-product", "smith-plugin-kit"],
     &[
+        "smith-plugin-product",
+        "smith-plugin-kit",
         "smith-plugin-hello",
+    ],
+    &[
         "smith-plugin-probe",
         "smith-plugin-stuck",
         "smith-plugin-lifecycle",

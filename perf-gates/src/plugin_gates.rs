@@ -16,12 +16,30 @@
 //! - `plugins.warm_start_compiles`: components compiled while both built-ins
 //!   load from the warm cache; exactly 0 (startup never compiles a component
 //!   that is in the cache).
+//! - `plugins.tool_call_overhead`: what a plugin tool call costs the host
+//!   beyond the plugin's own work, with the SDK example's read-only `hello`
+//!   tool (embedded for this gate): the call as the engine makes it
+//!   (argument validation against the declared schema, the intent's CBOR
+//!   and record, the dispatch into the plugin — its lock, the call scope
+//!   that parents its host effects, the arguments' JSON — and the result's
+//!   mapping, CBOR and completion record), minus the bare `call-tool`
+//!   round trip into the component (the wasm call and the guest's work).
+//!   At most 50 µs, and at most 3x the floor: the same bookkeeping around
+//!   a built-in tool (`read`'s schema and arguments) whose work is nothing.
+//!   Records go to a journal that keeps nothing, the same for both sides.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
-use smith_plugins::builtin::{MOCK, PRODUCT};
+use smith_engine::journal::{
+    EffectCompletion, EffectIntent, EffectJournal, JournalError, Outcome, canonical_cbor,
+};
+use smith_engine::tools::{Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet};
+use smith_plugins::builtin::{EXAMPLE_HELLO, MOCK, PRODUCT};
+use smith_plugins::dispatch::{lock_plugin, share};
+use smith_plugins::effects::{Effects, Grants};
 use smith_plugins::extension::LifecycleEvent;
+use smith_plugins::tools::plugin_tools;
 use smith_plugins::{
     ExtensionComponent, Limits, PluginError, ProviderComponent, compile_count_on_this_thread,
 };
@@ -36,6 +54,12 @@ pub const LOAD_BUDGET_NS: f64 = 1_000_000.0;
 pub const DISPATCH_BUDGET_NS: f64 = 5_000.0;
 /// The goal for a reload: 4 ms.
 pub const RELOAD_BUDGET_NS: f64 = 4_000_000.0;
+
+/// The goal for a plugin tool call's host overhead: 50 µs.
+pub const TOOL_OVERHEAD_BUDGET_NS: f64 = 50_000.0;
+/// The goal for that overhead against a built-in tool's
+/// bookkeeping: 3x.
+pub const TOOL_OVERHEAD_RATIO: f64 = 3.0;
 
 /// Gates on the plugin host.
 pub const PLUGINS: &[Gate] = &[
@@ -75,7 +99,197 @@ pub const PLUGINS: &[Gate] = &[
         run: warm_start_compiles,
         cores: 1,
     },
+    Gate {
+        name: "plugins.tool_call_overhead",
+        metric: "a plugin tool call's host bookkeeping and dispatch beyond the plugin's own work (median)",
+        unit: Unit::Nanoseconds,
+        limits: &[
+            Limit::AtMost(TOOL_OVERHEAD_BUDGET_NS),
+            Limit::RatioAtMost(TOOL_OVERHEAD_RATIO),
+        ],
+        floor: Some("the same bookkeeping around a built-in tool that does nothing"),
+        run: tool_call_overhead,
+        cores: 1,
+    },
 ];
+
+/// A journal that keeps nothing: both sides of the tool gate pay the same
+/// (nothing) for the store, so the gate compares the host's own work.
+struct Discard;
+
+impl EffectJournal for Discard {
+    fn record_intent(&self, intent: &EffectIntent) -> Result<(), JournalError> {
+        black_box(intent);
+        Ok(())
+    }
+    fn record_completion(&self, completion: &EffectCompletion) -> Result<(), JournalError> {
+        black_box(completion);
+        Ok(())
+    }
+}
+
+/// The engine's bookkeeping around one call of `definition` with `args`
+/// (validation, the intent's CBOR and record, `run`, the completion's CBOR
+/// and record), as `execute_one` does it; false when something failed.
+fn bookkeeping(
+    journal: &Discard,
+    number: &mut u64,
+    definition: &ToolDefinition,
+    args: &serde_json::Value,
+    generation: u32,
+    run: impl FnOnce(&str) -> ToolResult,
+) -> bool {
+    if definition.validate(args).is_err() {
+        return false;
+    }
+    *number += 1;
+    let effect_id = format!("fx-{number}");
+    let Ok(input) = canonical_cbor(args) else {
+        return false;
+    };
+    let intent = EffectIntent {
+        effect_id: effect_id.clone(),
+        parent: "call-1".to_owned(),
+        tool: definition.name.clone(),
+        plugin_generation: generation,
+        input,
+    };
+    if journal.record_intent(&intent).is_err() {
+        return false;
+    }
+    let result = run(&effect_id);
+    let output_value = serde_json::json!({
+        "content": result.content,
+        "details": result.details,
+        "is_error": result.is_error,
+    });
+    let Ok(output) = canonical_cbor(&output_value) else {
+        return false;
+    };
+    let completion = EffectCompletion {
+        effect_id,
+        outcome: if result.is_error {
+            Outcome::Error
+        } else {
+            Outcome::Ok
+        },
+        mutation: result.mutation,
+        output,
+    };
+    journal.record_completion(&completion).is_ok() && !result.is_error
+}
+
+fn tool_call_overhead(cx: &mut Context) -> Result<Measurement, GateError> {
+    let cache = Cache::warm()?;
+    let effects = Effects::new(
+        "example/hello",
+        Grants::none(),
+        std::sync::Arc::new(Discard),
+        std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        1,
+    );
+    let hello = ExtensionComponent::load(
+        "example/hello",
+        EXAMPLE_HELLO,
+        Some(&cache.dir),
+        Limits::default(),
+    )
+    .and_then(|c| c.instantiate_with(Some(effects)))
+    .map_err(|e| failed(&e))?;
+    let shared = share(hello);
+    let mut taken = Vec::new();
+    let (tools, refused) = plugin_tools(std::slice::from_ref(&shared), &mut taken);
+    let Some(tool) = tools.into_iter().find(|t| t.definition().name == "hello") else {
+        return Err(GateError::new(format!(
+            "example/hello offered no `hello` tool ({refused:?}); run `cargo test -p smith-plugins`"
+        )));
+    };
+    let dir = std::env::temp_dir();
+    let cx_tool = ToolContext::new(&dir).map_err(|e| {
+        GateError::new(format!(
+            "the temporary directory {} cannot be a tool context: {e}",
+            dir.display()
+        ))
+    })?;
+    let builtin = ToolSet::builtin();
+    let Some(read) = builtin.get("read") else {
+        return Err(GateError::new("the built-in tool set has no read tool"));
+    };
+    let read_definition = read.definition().clone();
+    let plugin_args = serde_json::json!({"name": "world"});
+    let read_args = serde_json::json!({"path": "notes.md", "offset": 1, "limit": 40});
+    let journal = Discard;
+    let mut number = 0u64;
+    let mut floor_number = 0u64;
+    let mut failures = 0usize;
+    let mut floor_failures = 0usize;
+    let (plugin, floor) = measure::paired(
+        &cx.plan,
+        || {
+            let cx_call = cx_tool.clone();
+            let ok = bookkeeping(
+                &journal,
+                &mut number,
+                tool.definition(),
+                &plugin_args,
+                tool.plugin_generation(),
+                |effect_id| tool.execute(&plugin_args, &cx_call.with_effect_id(effect_id)),
+            );
+            failures += usize::from(!ok);
+        },
+        || {
+            let cx_call = cx_tool.clone();
+            let ok = bookkeeping(
+                &journal,
+                &mut floor_number,
+                &read_definition,
+                &read_args,
+                0,
+                |effect_id| {
+                    black_box((&cx_call, effect_id));
+                    ToolResult::ok(
+                        "Hello, world!".to_owned(),
+                        serde_json::Value::Null,
+                        Mutation::NotApplied,
+                    )
+                },
+            );
+            floor_failures += usize::from(!ok);
+        },
+    );
+    failures += floor_failures;
+    let text = plugin_args.to_string();
+    let raw = measure::single(&cx.plan, || {
+        let mut plugin = lock_plugin(&shared);
+        match plugin.call_tool("hello", &text) {
+            Ok(output) if !output.is_error => drop(black_box(output)),
+            _ => failures += 1,
+        }
+    });
+    if failures > 0 {
+        return Err(GateError::new(format!(
+            "{failures} call(s) of example/hello's tool or of the bookkeeping failed while measuring; run `cargo test -p smith-plugins`"
+        )));
+    }
+    let overhead = (plugin.median_ns - raw.median_ns).max(0.0);
+    Ok(Measurement {
+        median: overhead,
+        floor: Some(floor.median_ns),
+        samples: plugin.samples,
+        notes: vec![
+            Note {
+                name: "whole_call",
+                value: plugin.median_ns,
+                unit: Unit::Nanoseconds,
+            },
+            Note {
+                name: "bare_call_tool",
+                value: raw.median_ns,
+                unit: Unit::Nanoseconds,
+            },
+        ],
+    })
+}
 
 /// A compiled-component cache directory of this run, removed on drop.
 struct Cache {
@@ -234,6 +448,28 @@ mod tests {
             find("plugins.warm_start_compiles"),
             Some(vec![Limit::AtMost(0.0)])
         );
+        assert_eq!(
+            find("plugins.tool_call_overhead"),
+            Some(vec![Limit::AtMost(50_000.0), Limit::RatioAtMost(3.0)])
+        );
+    }
+
+    #[test]
+    fn the_tool_gate_measures_a_working_plugin_tool_against_a_floor() {
+        let plan = measure::Plan {
+            name: "test",
+            warmup: std::time::Duration::from_millis(1),
+            samples: 3,
+            sample_target: std::time::Duration::from_millis(1),
+        };
+        let mut cx = Context::new(plan);
+        let m = tool_call_overhead(&mut cx).unwrap();
+        let floor = m.floor.unwrap();
+        assert!(floor > 0.0, "{m:?}");
+        let whole = m.notes.iter().find(|n| n.name == "whole_call").unwrap();
+        let bare = m.notes.iter().find(|n| n.name == "bare_call_tool").unwrap();
+        assert!(bare.value > 0.0 && whole.value > 0.0, "{m:?}");
+        assert_eq!(m.median, (whole.value - bare.value).max(0.0));
     }
 
     #[test]

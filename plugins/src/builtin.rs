@@ -14,6 +14,14 @@ pub const PRODUCT: &[u8] = include_bytes!(concat!(
     "/smith_plugin_product.wasm"
 ));
 
+/// The SDK walkthrough's example extension (example/hello: a command, a
+/// handler, a tool, a prompt fragment, an option and a queue policy). Not
+/// a built-in: `smith bench` measures a plugin tool call with it.
+pub const EXAMPLE_HELLO: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_hello.wasm"
+));
+
 /// The smith/anthropic provider component (the Anthropic Messages API).
 pub const ANTHROPIC: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),

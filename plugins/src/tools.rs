@@ -184,15 +184,15 @@ impl Tool for PluginTool {
         let arguments = args.to_string();
         let read_only = self.definition.access == Access::ReadOnly;
         let mut plugin = lock_plugin(&self.plugin);
-        let effects = plugin.effects().cloned();
-        if let Some(effects) = &effects {
-            effects.begin_tool_call(cx.effect_id().as_deref(), name, read_only);
+        let scope = plugin.effects().map(crate::effects::Effects::call_scope);
+        if let Some(scope) = &scope {
+            scope.begin(cx.effect_id().as_deref(), name, read_only);
         }
         let result = plugin.call_tool(name, &arguments);
         drop(plugin);
-        let children = effects
+        let children = scope
             .as_ref()
-            .map(crate::effects::Effects::end_tool_call)
+            .map(crate::effects::CallScope::end)
             .unwrap_or_default();
         let changed = if children.contains(&Mutation::Unknown) {
             Mutation::Unknown

@@ -260,9 +260,7 @@ impl ToolContext {
     /// them as children of it. An id of another shape is not kept.
     #[must_use]
     pub fn with_effect_id(mut self, effect_id: &str) -> Self {
-        self.effect = effect_id
-            .strip_prefix("fx-")
-            .and_then(|n| n.parse().ok());
+        self.effect = effect_id.strip_prefix("fx-").and_then(|n| n.parse().ok());
         self
     }
 

@@ -177,6 +177,43 @@ pub struct Effects {
     call: Arc<std::sync::Mutex<ToolCallScope>>,
 }
 
+/// A handle on the scope of a plugin's tool calls, which outlives the
+/// instance (a call that destroys its instance still reports what its
+/// host effects did).
+#[derive(Clone, Debug)]
+pub struct CallScope(Arc<std::sync::Mutex<ToolCallScope>>);
+
+impl CallScope {
+    /// The plugin is about to run its tool `tool` as the effect
+    /// `effect_id`: until [`CallScope::end`], its host effects are
+    /// children of that effect, and when the tool is `read_only` every
+    /// effect that could change something is refused.
+    pub fn begin(&self, effect_id: Option<&str>, tool: &str, read_only: bool) {
+        let mut call = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        call.parent = effect_id.map(str::to_owned);
+        call.tool.clear();
+        call.tool.push_str(tool);
+        call.read_only = read_only;
+        call.mutations.clear();
+    }
+
+    /// The tool call ended; returns the mutation state of each host effect
+    /// it made, in order.
+    pub fn end(&self) -> Vec<smith_engine::tools::Mutation> {
+        let mut call = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        call.parent = None;
+        call.tool.clear();
+        call.read_only = false;
+        std::mem::take(&mut call.mutations)
+    }
+}
+
 /// The tool call a plugin is running for the model, while it runs: its
 /// host effects are recorded as children of the call's effect, a
 /// read-only tool may not change anything, and what the children did
@@ -230,31 +267,19 @@ impl Effects {
         }
     }
 
-    /// The plugin is about to run its tool `tool` as the effect
-    /// `effect_id`: until [`Effects::end_tool_call`], its host effects are
-    /// children of that effect, and when the tool is `read_only` every
-    /// effect that could change something is refused.
-    pub fn begin_tool_call(&self, effect_id: Option<&str>, tool: &str, read_only: bool) {
-        let mut call = self
-            .call
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *call = ToolCallScope {
-            parent: effect_id.map(str::to_owned),
-            tool: tool.to_owned(),
-            read_only,
-            mutations: Vec::new(),
-        };
+    /// The scope of the plugin's tool calls (see [`CallScope`]).
+    pub fn call_scope(&self) -> CallScope {
+        CallScope(Arc::clone(&self.call))
     }
 
-    /// The tool call ended; returns the mutation state of each host effect
-    /// it made, in order.
+    /// [`CallScope::begin`] on this plugin's scope.
+    pub fn begin_tool_call(&self, effect_id: Option<&str>, tool: &str, read_only: bool) {
+        self.call_scope().begin(effect_id, tool, read_only);
+    }
+
+    /// [`CallScope::end`] on this plugin's scope.
     pub fn end_tool_call(&self) -> Vec<smith_engine::tools::Mutation> {
-        let mut call = self
-            .call
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        std::mem::take(&mut *call).mutations
+        self.call_scope().end()
     }
 
     /// Refuses `request` when the plugin is running a read-only tool (the

@@ -1,11 +1,45 @@
-//! example/hello: the walkthrough plugin of docs/plugins.md. It contributes
-//! one command, `/hello NAME`, and blocks any `bash` tool call whose
-//! command contains `rm -rf /`.
+//! example/hello: the walkthrough plugin of docs/plugins.md, with one
+//! example of each thing an extension contributes:
+//!
+//! - a command, `/hello [NAME]`, which greets NAME and, without one, asks
+//!   whom to greet (a question that waits; `ui` grant);
+//! - a handler that blocks any `bash` tool call whose command contains
+//!   `rm -rf /`;
+//! - a read-only tool for the model, `hello` (`{"name": "..."}`), through
+//!   `provide`;
+//! - a prompt fragment telling the model about the tool;
+//! - an option of its own, `hello.greeting` (default `"Hello"`), which the
+//!   command and the tool use;
+//! - a queue policy, `batch`: input queued under it never interrupts tool
+//!   work and is delivered whole after each tool batch.
 
 use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
+use smith_plugin_sdk::extension::exports::smith::plugin::provide as pro;
 use smith_plugin_sdk::host;
 
 struct Hello;
+
+/// The configured greeting (`hello.greeting`), or `Hello`.
+fn greeting() -> String {
+    host::config_get("hello.greeting")
+        .and_then(|json| {
+            json.strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "Hello".to_owned())
+}
+
+/// The string field `name` of the tool's arguments (already validated
+/// against the schema by the host).
+fn name_argument(arguments: &str) -> String {
+    arguments
+        .split_once("\"name\":")
+        .and_then(|(_, rest)| rest.trim_start().strip_prefix('"'))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("world")
+        .to_owned()
+}
 
 impl ext::Guest for Hello {
     fn contribute() -> ext::Contributions {
@@ -13,16 +47,31 @@ impl ext::Guest for Hello {
             commands: vec![ext::Command {
                 name: "hello".to_owned(),
                 description: "Greet someone".to_owned(),
-                usage: "NAME".to_owned(),
+                usage: "[NAME]".to_owned(),
                 complete: "none".to_owned(),
             }],
             keybindings: Vec::new(),
             themes: Vec::new(),
             layout: Vec::new(),
-            prompt_fragments: Vec::new(),
+            prompt_fragments: vec![ext::PromptFragment {
+                id: "tool".to_owned(),
+                text: "To greet someone, call the hello tool with their name.".to_owned(),
+                order: 100,
+            }],
             tools: Vec::new(),
-            tool_presentations: Vec::new(),
-            config: Vec::new(),
+            tool_presentations: vec![ext::ToolPresentation {
+                tool: "hello".to_owned(),
+                title: "hello {name}".to_owned(),
+                subject_argument: Some("name".to_owned()),
+                result_style: "text".to_owned(),
+                preview_lines: 1,
+            }],
+            config: vec![ext::ConfigValue {
+                key: "hello.greeting".to_owned(),
+                description: "The word example/hello greets with.".to_owned(),
+                schema: r#"{"type":"string","minLength":1}"#.to_owned(),
+                default_value: r#""Hello""#.to_owned(),
+            }],
         }
     }
 
@@ -30,10 +79,22 @@ impl ext::Guest for Hello {
         if name != "hello" {
             return Err(format!("example/hello has no command /{name}"));
         }
-        host::info(&format!("greeting {argument}"));
+        let mut whom = argument.trim().to_owned();
+        if whom.is_empty() {
+            whom = match host::ask(
+                "Whom should I greet?",
+                host::QuestionKind::Input,
+                60_000,
+                "world",
+            ) {
+                Ok(answer) => answer.text,
+                Err(_) => "world".to_owned(),
+            };
+        }
+        host::info(&format!("greeting {whom}"));
         Ok(vec![ext::Action::Ui(ext::UiIntent {
             id: String::new(),
-            kind: ext::IntentKind::Notify(format!("Hello, {}!", argument.trim())),
+            kind: ext::IntentKind::Notify(format!("{}, {whom}!", greeting())),
             policy: ext::IntentPolicy::Drop,
         })])
     }
@@ -49,6 +110,46 @@ impl ext::Guest for Hello {
             }
             _ => ext::HandlerResult::None,
         }
+    }
+}
+
+impl pro::Guest for Hello {
+    fn tools() -> Vec<pro::ToolSpec> {
+        vec![pro::ToolSpec {
+            name: "hello".to_owned(),
+            description: "Greet someone by name.".to_owned(),
+            parameters: r#"{"type":"object","properties":{"name":{"type":"string","description":"Whom to greet."}},"required":["name"],"additionalProperties":false}"#.to_owned(),
+            read_only: true,
+        }]
+    }
+
+    fn call_tool(name: String, arguments: String) -> pro::ToolOutput {
+        if name != "hello" {
+            return pro::ToolOutput {
+                text: format!("example/hello has no tool {name}"),
+                structured: None,
+                is_error: true,
+            };
+        }
+        pro::ToolOutput {
+            text: format!("{}, {}!", greeting(), name_argument(&arguments)),
+            structured: None,
+            is_error: false,
+        }
+    }
+
+    fn context(_messages: u32) -> Option<Vec<pro::Fragment>> {
+        None
+    }
+
+    fn queue_policies() -> Vec<pro::QueuePolicy> {
+        vec![pro::QueuePolicy {
+            mode: "batch".to_owned(),
+            description: "Never interrupts; delivered whole after each tool batch".to_owned(),
+            interrupts_tools: false,
+            after_tool_batch: pro::Delivery::All,
+            before_stop: pro::Delivery::All,
+        }]
     }
 }
 
