@@ -76,10 +76,7 @@ impl PluginEntry {
                 .map_or(serde_json::Value::Null, Source::to_json),
         );
         obj.insert("plugin".into(), self.option.plugin.clone().into());
-        obj.insert(
-            "description".into(),
-            self.option.description.clone().into(),
-        );
+        obj.insert("description".into(), self.option.description.clone().into());
         if sources {
             obj.insert(
                 "sources".into(),

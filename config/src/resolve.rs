@@ -506,13 +506,20 @@ impl Config {
         };
         let Some(entry) = self.plugin_entries.iter_mut().find(|e| e.option.key == key) else {
             return Err(refuse(
-                format!("plugin {plugin} did not declare an option `{key}`; a plugin sets only the options it declares in its contributions"),
-                format!("declare `{key}` in the plugin's `config` contributions, or set a smith option with `smith config set`"),
+                format!(
+                    "plugin {plugin} did not declare an option `{key}`; a plugin sets only the options it declares in its contributions"
+                ),
+                format!(
+                    "declare `{key}` in the plugin's `config` contributions, or set a smith option with `smith config set`"
+                ),
             ));
         };
         if entry.option.plugin != plugin {
             return Err(refuse(
-                format!("`{key}` is declared by plugin {}, not by {plugin}", entry.option.plugin),
+                format!(
+                    "`{key}` is declared by plugin {}, not by {plugin}",
+                    entry.option.plugin
+                ),
                 format!("set only options plugin {plugin} declares itself"),
             ));
         }

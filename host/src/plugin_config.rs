@@ -104,7 +104,9 @@ fn table_value(json: &serde_json::Value) -> Option<Value> {
 /// # Errors
 ///
 /// When the configuration itself cannot be loaded.
-pub fn resolve(plugins: &[WasmExtension]) -> Result<(Config, Vec<String>), smith_config::ConfigError> {
+pub fn resolve(
+    plugins: &[WasmExtension],
+) -> Result<(Config, Vec<String>), smith_config::ConfigError> {
     resolve_with(Loader::from_process()?, plugins)
 }
 
@@ -184,9 +186,7 @@ impl ConfigAccess for PluginConfig {
         };
         let Some(entry) = config.plugin_entry(key) else {
             let why = if options::find(key).is_some() {
-                format!(
-                    "`{key}` is one of smith's own options, which only the user changes"
-                )
+                format!("`{key}` is one of smith's own options, which only the user changes")
             } else {
                 format!("plugin {plugin} did not declare an option `{key}`")
             };
@@ -297,10 +297,20 @@ mod tests {
             err.contains("`kit.other`") && err.contains("test/kit") && err.contains("declare"),
             "{err}"
         );
-        let err = config.set("acme/other", "kit.greeting", "\"x\"").unwrap_err();
-        assert!(err.contains("acme/other") && err.contains("test/kit"), "{err}");
-        let err = config.set("test/kit", "tui.theme", "\"light\"").unwrap_err();
-        assert!(err.contains("`tui.theme`") && err.contains("smith config set"), "{err}");
+        let err = config
+            .set("acme/other", "kit.greeting", "\"x\"")
+            .unwrap_err();
+        assert!(
+            err.contains("acme/other") && err.contains("test/kit"),
+            "{err}"
+        );
+        let err = config
+            .set("test/kit", "tui.theme", "\"light\"")
+            .unwrap_err();
+        assert!(
+            err.contains("`tui.theme`") && err.contains("smith config set"),
+            "{err}"
+        );
         assert_eq!(config.get("kit.greeting").as_deref(), Some("\"hello\""));
         assert!(config.take_changed().is_empty());
     }
@@ -310,6 +320,91 @@ mod tests {
         let config = PluginConfig::new();
         assert_eq!(config.get("tui.theme"), None);
         let err = config.set("test/kit", "kit.greeting", "\"x\"").unwrap_err();
-        assert!(err.contains("test/kit") && err.contains("`kit.greeting`"), "{err}");
+        assert!(
+            err.contains("test/kit") && err.contains("`kit.greeting`"),
+            "{err}"
+        );
+    }
+
+    /// test/kit (plugins/tests/guests/kit) with its effects going through
+    /// `config`.
+    fn kit(config: &Arc<PluginConfig>) -> WasmExtension {
+        use smith_engine::journal::{EffectJournal, MemoryJournal};
+        use smith_plugins::effects::{Effects, Grants};
+        use std::sync::atomic::AtomicU64;
+        let bytes = std::fs::read(
+            std::path::Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_kit.wasm"),
+        )
+        .unwrap();
+        let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
+        let effects = Effects::new(
+            "test/kit",
+            Grants::default(),
+            journal,
+            Arc::new(AtomicU64::new(1)),
+            smith_plugins::API_GENERATION,
+        )
+        .with_config(config.clone());
+        smith_plugins::ExtensionComponent::load(
+            "test/kit",
+            &bytes,
+            None,
+            smith_plugins::Limits::default(),
+        )
+        .unwrap()
+        .instantiate_with(Some(effects))
+        .unwrap()
+    }
+
+    fn notices(actions: &[smith_plugins::extension::Action]) -> Vec<String> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                smith_plugins::extension::Action::Ui(intent) => match &intent.kind {
+                    smith_plugins::extension::IntentKind::Notify(text) => Some(text.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kit_greet_changes_the_option_for_the_runtime_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = smith_config::Paths::under(dir.path());
+        let file = paths.user_config_file();
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let text = "// mine\ntui {\n    theme default\n}\n";
+        std::fs::write(&file, text).unwrap();
+        let config = PluginConfig::new();
+        let mut kit = kit(&config);
+        let (resolved, warnings) =
+            resolve_with(Loader::new(paths), std::slice::from_ref(&kit)).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let entry = resolved.plugin_entry("kit.greeting").unwrap();
+        assert_eq!(entry.option.plugin, "test/kit");
+        assert_eq!(
+            entry.option.description,
+            "The greeting the kit-greet command shows."
+        );
+        config.install(resolved);
+
+        let shown = kit.run_command("kit-greet", "").unwrap();
+        assert_eq!(notices(&shown), ["greeting \"hello\""]);
+        let set = kit.run_command("kit-greet", "hi").unwrap();
+        assert_eq!(notices(&set), ["greeting set to hi"]);
+        let shown = kit.run_command("kit-greet", "").unwrap();
+        assert_eq!(notices(&shown), ["greeting \"hi\""]);
+        assert_eq!(config.take_changed(), ["kit.greeting"]);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+
+        // The schema asks for at least one character: refused, named.
+        let err = config.set("test/kit", "kit.greeting", "\"\"").unwrap_err();
+        assert!(
+            err.contains("test/kit") && err.contains("`kit.greeting`"),
+            "{err}"
+        );
+        assert_eq!(config.get("kit.greeting").as_deref(), Some("\"hi\""));
     }
 }

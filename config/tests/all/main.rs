@@ -761,7 +761,10 @@ fn plugins_declare_options_of_their_own() {
     assert!(warnings[1].contains("acme/theme") && warnings[1].contains("`tui.theme`"));
     let json = config.to_json(true);
     assert_eq!(json["plugin_options"][0]["plugin"], "test/kit");
-    assert_eq!(json["plugin_options"][0]["sources"][0]["source"]["plugin"], "test/kit");
+    assert_eq!(
+        json["plugin_options"][0]["sources"][0]["source"]["plugin"],
+        "test/kit"
+    );
 }
 
 #[test]
