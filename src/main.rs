@@ -50,6 +50,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Show or change configuration: `config show [KEY] [--sources] [--json]`, `config set KEY VALUE [--project]`.
     Config(cmd::config::Args),
+    /// Show what every request carries before the conversation: prompt fragments and tool definitions with their sizes: `context [--json]`.
+    Context(cmd::context::Args),
     /// Trust a project's .smith directory (configuration, plugins) as it is now.
     Trust(cmd::trust::Args),
     /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
     let result: anyhow::Result<u8> = match command {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Config(args) => cmd::config::run(args),
+        Command::Context(args) => cmd::context::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),

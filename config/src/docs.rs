@@ -128,6 +128,19 @@ changes the one value in place and keeps every comment and the file's
 formatting; a missing option is added in its section, indented like its
 neighbours.
 
+## Plugin contributions and plugin options
+
+An extension plugin's `config-value` contributions join the precedence
+above: a value whose key is an option on this page is a default at level 2
+(smith's built-in plugins) or 3 (other plugins). Any other key declares an
+option of the plugin's own, typed by its JSON Schema, described by its
+description, with its default at the plugin's level. `smith config show`
+lists plugin options after these, with the declaring plugin as their
+source (`plugin_options` in `--json`). Only the plugin that declared an
+option changes it (`config-set`, to a value its schema accepts), for the
+running runtime only: nothing is written to a file. Configuration files,
+variables and flags set only the options on this page.
+
 ## Errors and unknown keys
 
 An invalid value stops loading with a diagnostic naming where it came from

@@ -13,7 +13,8 @@
 //!
 //! Project configuration and anything else under a project's `.smith` apply
 //! only after the user trusts it ([`trust`]). Plugin handlers change values at
-//! runtime only ([`Config::set_runtime`]); only [`edit::set_in_file`] (used by
+//! runtime only ([`Config::set_runtime`]); options plugins declare for
+//! themselves are resolved beside the table's ([`plugin`]); only [`edit::set_in_file`] (used by
 //! `smith config set`) writes, keeping comments and formatting.
 //!
 //! [`paths`] says where user files live (`SMITH_HOME` overrides all of it);
@@ -26,6 +27,7 @@ mod error;
 mod file;
 pub mod options;
 pub mod paths;
+pub mod plugin;
 mod resolve;
 mod sha256;
 mod source;

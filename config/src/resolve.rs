@@ -9,6 +9,7 @@ use crate::error::{ConfigError, ErrorKind, io_error};
 use crate::file;
 use crate::options::{self, OptionDecl};
 use crate::paths::Paths;
+use crate::plugin::{PluginEntry, PluginOption};
 use crate::source::{Level, Source};
 use crate::suggest;
 use crate::trust::{Project, TrustStatus, TrustStore, untrusted_warning};
@@ -34,6 +35,7 @@ pub struct Loader {
     start_dir: Option<PathBuf>,
     builtin: Vec<(String, String, Value)>,
     plugin: Vec<(String, String, Value)>,
+    plugin_options: Vec<PluginOption>,
     flags: Vec<(String, String)>,
 }
 
@@ -47,6 +49,7 @@ impl Loader {
             start_dir: None,
             builtin: Vec::new(),
             plugin: Vec::new(),
+            plugin_options: Vec::new(),
             flags: Vec::new(),
         }
     }
@@ -89,6 +92,14 @@ impl Loader {
     pub fn builtin_plugin_default(mut self, plugin: &str, key: &str, value: Value) -> Loader {
         self.builtin
             .push((plugin.to_owned(), key.to_owned(), value));
+        self
+    }
+
+    /// An option a plugin declares for itself (a key not in the option
+    /// table), with its default.
+    #[must_use]
+    pub fn plugin_option(mut self, option: PluginOption) -> Loader {
+        self.plugin_options.push(option);
         self
     }
 
@@ -231,7 +242,20 @@ impl Loader {
             })?;
             settings.push((decl, value, Source::Flag { flag: flag.clone() }));
         }
+        let mut plugin_entries: Vec<PluginEntry> = Vec::new();
+        for option in self.plugin_options {
+            if let Some(reason) = refused(&option, &plugin_entries) {
+                warnings.push(reason);
+                continue;
+            }
+            let source = option.default_source();
+            plugin_entries.push(PluginEntry {
+                layers: vec![(option.default.clone(), source)],
+                option,
+            });
+        }
         let mut config = Config {
+            plugin_entries,
             paths: self.paths,
             entries: options::ALL
                 .iter()
@@ -248,6 +272,39 @@ impl Loader {
         }
         Ok(config)
     }
+}
+
+/// Why a plugin option cannot be declared: its key is a table option or
+/// one another plugin declared first.
+fn refused(option: &PluginOption, declared: &[PluginEntry]) -> Option<Diagnostic> {
+    let plugin = &option.plugin;
+    let key = &option.key;
+    let (why, fix) = if options::find(key).is_some() {
+        (
+            format!("`{key}` is one of smith's own options, which plugins can only give defaults"),
+            format!("ask the author of {plugin} to rename its option"),
+        )
+    } else if let Some(first) = declared.iter().find(|e| &e.option.key == key) {
+        let first = &first.option.plugin;
+        (
+            format!("plugin {first} already declares `{key}`, and keeps it"),
+            format!(
+                "disable one of the two plugins (`smith plugin disable {plugin}`) or ask their authors to rename the option"
+            ),
+        )
+    } else {
+        return None;
+    };
+    Some(
+        Diagnostic::warning(
+            "config.plugin-option",
+            format!("plugin {plugin} declares the option `{key}`, which is ignored"),
+            why,
+            fix,
+        )
+        .with_surface(Surface::plugin(plugin.clone()))
+        .with_field(key.clone()),
+    )
 }
 
 fn plugin_decl(key: &str, source: &Source) -> Result<&'static OptionDecl, ConfigError> {
@@ -365,6 +422,7 @@ impl Entry {
 pub struct Config {
     paths: Paths,
     entries: Vec<Entry>,
+    plugin_entries: Vec<PluginEntry>,
     warnings: Vec<Diagnostic>,
     project: Option<(Project, TrustStatus)>,
 }
@@ -398,6 +456,79 @@ impl Config {
     /// The resolution of the option with dotted key `key`.
     pub fn entry(&self, key: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.decl.key == key)
+    }
+
+    /// The options plugins declared, in load order.
+    pub fn plugin_entries(&self) -> &[PluginEntry] {
+        &self.plugin_entries
+    }
+
+    /// The resolution of the plugin-declared option `key`.
+    pub fn plugin_entry(&self, key: &str) -> Option<&PluginEntry> {
+        self.plugin_entries.iter().find(|e| e.option.key == key)
+    }
+
+    /// The value in effect for `key` as JSON, a table option's or a plugin
+    /// option's; none when it is unset or no option has that key.
+    pub fn json_value(&self, key: &str) -> Option<serde_json::Value> {
+        match self.entry(key) {
+            Some(entry) => entry.value().map(Value::to_json),
+            None => self.plugin_entry(key).and_then(|e| e.value().cloned()),
+        }
+    }
+
+    /// Changes the option `key` that `plugin` declared to `value` for this
+    /// runtime only (nothing is written). The caller has checked `value`
+    /// against the option's schema.
+    ///
+    /// # Errors
+    ///
+    /// When no plugin declared `key`, or another plugin did; the diagnostic
+    /// names the key, the plugin and what to do.
+    pub fn set_plugin_runtime(
+        &mut self,
+        plugin: &str,
+        key: &str,
+        value: serde_json::Value,
+    ) -> Result<(), ConfigError> {
+        let refuse = |why: String, fix: String| {
+            ConfigError::new(
+                ErrorKind::UnknownKey,
+                Diagnostic::error(
+                    "config.plugin-set",
+                    format!("plugin {plugin} cannot set `{key}`"),
+                    why,
+                    fix,
+                )
+                .with_surface(Surface::plugin(plugin.to_owned()))
+                .with_field(key.to_owned()),
+            )
+        };
+        let Some(entry) = self.plugin_entries.iter_mut().find(|e| e.option.key == key) else {
+            return Err(refuse(
+                format!(
+                    "plugin {plugin} did not declare an option `{key}`; a plugin sets only the options it declares in its contributions"
+                ),
+                format!(
+                    "declare `{key}` in the plugin's `config` contributions, or set a smith option with `smith config set`"
+                ),
+            ));
+        };
+        if entry.option.plugin != plugin {
+            return Err(refuse(
+                format!(
+                    "`{key}` is declared by plugin {}, not by {plugin}",
+                    entry.option.plugin
+                ),
+                format!("set only options plugin {plugin} declares itself"),
+            ));
+        }
+        let source = Source::Runtime {
+            plugin: plugin.to_owned(),
+        };
+        entry.layers.retain(|(_, s)| s != &source);
+        entry.layers.insert(0, (value, source));
+        Ok(())
     }
 
     /// The value of `decl`, if set.
@@ -474,12 +605,21 @@ impl Config {
         Ok(())
     }
 
-    /// The JSON form of `config show --json`.
+    /// The JSON form of `config show --json` (`plugin_options` only when a
+    /// plugin declared options).
     pub fn to_json(&self, sources: bool) -> serde_json::Value {
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "options": self.entries.iter().map(|e| e.to_json(sources)).collect::<Vec<_>>(),
             "warnings": self.warnings.iter().map(Diagnostic::to_json).collect::<Vec<_>>(),
-        })
+        });
+        if !self.plugin_entries.is_empty() {
+            json["plugin_options"] = self
+                .plugin_entries
+                .iter()
+                .map(|e| e.to_json(sources))
+                .collect();
+        }
+        json
     }
 
     /// Levels, lowest first, with a value for `key` — for tests and

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use smith_config::Paths;
+use smith_engine::agent::{DeclaredPolicy, Delivery, QueuePolicy};
 use smith_engine::journal::EffectJournal;
 use smith_engine::journal::store::{PluginIntent, StoreJournal, plugin_intents, resume};
 use smith_engine::provider::Message;
@@ -20,6 +21,8 @@ use smith_plugins::effects::{Effects, Grants, SecretSource, SessionSource};
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
+
+use crate::plugin_config::PluginConfig;
 
 /// The enabled extensions, in load order, with their host effects recorded
 /// in the runtime's session `journal` under effect numbers drawn from `ids`
@@ -61,13 +64,38 @@ pub fn load_into(
     ids: &Arc<AtomicU64>,
     session: Option<SessionSource>,
 ) -> (Vec<WasmExtension>, Vec<String>) {
+    let (loaded, _, warnings) = load_configured(journal, ids, session);
+    (loaded, warnings)
+}
+
+/// [`load`] with the runtime's session `journal`, returning as well the
+/// configuration the plugins read and change (`config-get`,
+/// `config-set`), resolved with their contributions.
+pub fn load_for_session(
+    journal: &Arc<StoreJournal>,
+    ids: &Arc<AtomicU64>,
+) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
+    let session = session_source(Arc::clone(journal));
+    let journal: Arc<dyn EffectJournal> = journal.clone();
+    load_configured(&journal, ids, Some(session))
+}
+
+/// [`load_into`], returning as well the configuration the plugins read and
+/// change, resolved with their contributions
+/// ([`crate::plugin_config`]).
+pub fn load_configured(
+    journal: &Arc<dyn EffectJournal>,
+    ids: &Arc<AtomicU64>,
+    session: Option<SessionSource>,
+) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
+    let config = PluginConfig::new();
     let Ok(paths) = Paths::from_process() else {
         warnings.push(
             "extension plugins were not loaded: smith's directories could not be determined (set SMITH_HOME or HOME)".to_owned(),
         );
-        return (loaded, warnings);
+        return (loaded, config, warnings);
     };
     let limits = crate::settings::process_plugin_limits();
     let disabled = crate::plugins::disabled(&paths);
@@ -85,7 +113,8 @@ pub fn load_into(
             Arc::clone(journal),
             Arc::clone(ids),
             API_GENERATION,
-        );
+        )
+        .with_config(config.clone());
         if reads_session && let Some(source) = &session {
             effects = effects.with_session(Arc::clone(source));
         }
@@ -171,7 +200,61 @@ pub fn load_into(
         }
     }
     warnings.extend(net_warnings);
-    (loaded, warnings)
+    match crate::plugin_config::resolve(&loaded) {
+        Ok((resolved, notes)) => {
+            config.install(resolved);
+            warnings.extend(notes);
+        }
+        Err(err) => warnings.push(format!(
+            "plugins get no configuration (config-get answers nothing, config-set fails): {}",
+            err.diagnostic().what()
+        )),
+    }
+    (loaded, config, warnings)
+}
+
+/// The queue policies the loaded `plugins` contribute, in load order (in
+/// each plugin, in the order it declares them), for the runtime's
+/// `Services::policies`. A mode a later plugin declares again is refused:
+/// the first plugin keeps it, and the returned warning names the mode and
+/// both plugins.
+pub fn queue_policies(plugins: &[WasmExtension]) -> (Vec<Arc<dyn QueuePolicy>>, Vec<String>) {
+    let mut policies: Vec<Arc<dyn QueuePolicy>> = Vec::new();
+    let mut owners: Vec<(&str, &str)> = Vec::new();
+    let mut warnings = Vec::new();
+    for plugin in plugins {
+        let Some(provided) = plugin.provided() else {
+            continue;
+        };
+        for spec in &provided.queue_policies {
+            if let Some((_, owner)) = owners.iter().find(|(mode, _)| *mode == spec.mode) {
+                warnings.push(format!(
+                    "plugin {} declares the queue mode {:?}, which plugin {owner} already declares; {owner}'s policy is kept (disable one of the two plugins with `smith plugin disable NAME` to choose)",
+                    plugin.name(),
+                    spec.mode,
+                ));
+                continue;
+            }
+            owners.push((&spec.mode, plugin.name()));
+            policies.push(Arc::new(DeclaredPolicy {
+                mode: spec.mode.clone(),
+                description: spec.description.clone(),
+                interrupts_tools: spec.interrupts_tools,
+                after_tool_batch: delivery(spec.after_tool_batch),
+                before_stop: delivery(spec.before_stop),
+            }));
+        }
+    }
+    (policies, warnings)
+}
+
+/// The engine's form of a declared delivery.
+fn delivery(delivery: smith_plugins::extension::Delivery) -> Delivery {
+    match delivery {
+        smith_plugins::extension::Delivery::None => Delivery::None,
+        smith_plugins::extension::Delivery::One => Delivery::One,
+        smith_plugins::extension::Delivery::All => Delivery::All,
+    }
 }
 
 /// The runtime's session as `session-entries` pages: its conversation as it

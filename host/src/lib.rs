@@ -14,13 +14,15 @@
 //!   ([`catalog`]) and the HTTP engine.
 //! - [`session`] — the session destination that records every effect
 //!   before it runs: new, resumed or temporary.
-//! - [`context`] — the request context: the system prompt, assembled in
-//!   one place from smith's framing and the fragments fed into it.
+//! - [`context`] — the request context: the system prompt, assembled from
+//!   the loaded plugins' fragments, and the tool definitions' share.
 //! - [`secrets`] — every credential smith can see, registered so the
 //!   runtime replaces it with a placeholder before anything is sent to a
 //!   provider, recorded or shown.
 //! - [`plugins`] and [`extensions`] — plugin discovery and the extension
 //!   plugins a runtime loads, wired to the frontend's surface.
+//! - [`plugin_config`] — the plugins' configuration contributions and the
+//!   `config-get` / `config-set` view a runtime gives them.
 //! - [`runtime`] — starting the agent: [`RuntimeOptions::start`] takes a
 //!   provider and a session choice to a running [`Runtime`]; every
 //!   frontend starts its runtimes this way.
@@ -37,6 +39,7 @@ pub mod context;
 pub mod extensions;
 pub mod mock;
 pub mod output;
+pub mod plugin_config;
 pub mod plugins;
 pub mod provider;
 pub mod runtime;
@@ -44,7 +47,6 @@ pub mod secrets;
 pub mod session;
 pub mod settings;
 
-pub use context::Context;
 pub use provider::{Chosen, choose_provider};
 pub use runtime::{
     Extensions, Live, LiveProviders, Runtime, RuntimeOptions, StartError, SurfaceFn,

@@ -27,6 +27,12 @@
 //!   At most 50 µs, and at most 3x the floor: the same bookkeeping around
 //!   a built-in tool (`read`'s schema and arguments) whose work is nothing.
 //!   Records go to a journal that keeps nothing, the same for both sides.
+//! - `plugins.context_assemble`: the system prompt assembled again after a
+//!   plugin's per-turn fragments changed, 20 fragments of 200 bytes from 20
+//!   plugins (the update and the assembly); at most 20 µs.
+//! - `plugins.context_unchanged_allocations`: allocations of
+//!   `Assembler::prompt` when nothing changed; exactly 0 (the cached text is
+//!   handed back). Its time is reported beside it.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -36,9 +42,10 @@ use smith_engine::journal::{
 };
 use smith_engine::tools::{Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet};
 use smith_plugins::builtin::{EXAMPLE_HELLO, MOCK, PRODUCT};
+use smith_plugins::context::Assembler;
 use smith_plugins::dispatch::{lock_plugin, share};
 use smith_plugins::effects::{Effects, Grants};
-use smith_plugins::extension::LifecycleEvent;
+use smith_plugins::extension::{Fragment, LifecycleEvent};
 use smith_plugins::tools::plugin_tools;
 use smith_plugins::{
     ExtensionComponent, Limits, PluginError, ProviderComponent, compile_count_on_this_thread,
@@ -54,6 +61,10 @@ pub const LOAD_BUDGET_NS: f64 = 1_000_000.0;
 pub const DISPATCH_BUDGET_NS: f64 = 5_000.0;
 /// The issue's goal for a reload: 4 ms.
 pub const RELOAD_BUDGET_NS: f64 = 4_000_000.0;
+/// The goal for assembling a changed context of 20 fragments: 20 µs.
+pub const CONTEXT_BUDGET_NS: f64 = 20_000.0;
+/// Fragments in the context gates' workload.
+pub const CONTEXT_FRAGMENTS: usize = 20;
 
 /// The issue's goal for a plugin tool call's host overhead: 50 µs.
 pub const TOOL_OVERHEAD_BUDGET_NS: f64 = 50_000.0;
@@ -109,6 +120,24 @@ pub const PLUGINS: &[Gate] = &[
         ],
         floor: Some("the same bookkeeping around a built-in tool that does nothing"),
         run: tool_call_overhead,
+        cores: 1,
+    },
+    Gate {
+        name: "plugins.context_assemble",
+        metric: "assemble the system prompt of 20 fragments after one plugin's changed (median)",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(CONTEXT_BUDGET_NS)],
+        floor: None,
+        run: context_assemble,
+        cores: 1,
+    },
+    Gate {
+        name: "plugins.context_unchanged_allocations",
+        metric: "allocations of the system prompt when no fragment changed (exact count)",
+        unit: Unit::Count,
+        limits: &[Limit::AtMost(0.0)],
+        floor: None,
+        run: context_unchanged_allocations,
         cores: 1,
     },
 ];
@@ -425,6 +454,86 @@ fn warm_start_compiles(_cx: &mut Context) -> Result<Measurement, GateError> {
     })
 }
 
+/// An assembler holding [`CONTEXT_FRAGMENTS`] per-turn fragments of 200
+/// bytes, one from each of as many plugins, with its prompt built once.
+fn context_workload() -> Assembler {
+    let mut assembler = Assembler::new(Path::new("/work/project"));
+    for i in 0..CONTEXT_FRAGMENTS {
+        assembler.update(&format!("bench/p{i}"), Some(vec![fragment(i, 'a')]));
+    }
+    drop(assembler.prompt());
+    assembler
+}
+
+fn fragment(i: usize, fill: char) -> Fragment {
+    Fragment {
+        id: format!("f{i}"),
+        text: std::iter::repeat_n(fill, 200).collect(),
+        order: i32::try_from(i).unwrap_or(i32::MAX),
+    }
+}
+
+fn context_assemble(cx: &mut Context) -> Result<Measurement, GateError> {
+    let mut assembler = context_workload();
+    let sets = [vec![fragment(0, 'b')], vec![fragment(0, 'c')]];
+    let mut turn = 0usize;
+    let mut unchanged = 0usize;
+    let timing = measure::single(&cx.plan, || {
+        turn += 1;
+        let before = assembler.generation();
+        assembler.update("bench/p0", Some(sets[turn % 2].clone()));
+        if assembler.generation() == before {
+            unchanged += 1;
+        }
+        black_box(assembler.prompt());
+    });
+    if unchanged > 0 {
+        return Err(GateError::new(format!(
+            "{unchanged} changed update(s) left the generation as it was, so nothing was assembled; run `cargo test -p smith-plugins context`"
+        )));
+    }
+    Ok(Measurement {
+        median: timing.median_ns,
+        floor: None,
+        samples: timing.samples,
+        notes: vec![Note {
+            name: "bytes",
+            value: assembler.prompt().len() as f64,
+            unit: Unit::Bytes,
+        }],
+    })
+}
+
+fn context_unchanged_allocations(cx: &mut Context) -> Result<Measurement, GateError> {
+    if !smith_alloc::is_global_allocator() {
+        return Err(GateError::new(
+            "smith_alloc::AccountingAllocator is not this process's global allocator, so an \
+             allocation count of 0 would be meaningless; run the gate from the `smith` binary \
+             (`smith bench`), or install the accounting allocator as #[global_allocator] in the \
+             test or bench binary that runs it",
+        ));
+    }
+    let mut assembler = context_workload();
+    let mut worst = 0u64;
+    let runs = 5;
+    for _ in 0..runs {
+        let (prompt, stats) = smith_alloc::count(|| assembler.prompt());
+        drop(black_box(prompt));
+        worst = worst.max(stats.allocations);
+    }
+    let timing = measure::single(&cx.plan, || drop(black_box(assembler.prompt())));
+    Ok(Measurement {
+        median: worst as f64,
+        floor: None,
+        samples: runs,
+        notes: vec![Note {
+            name: "unchanged_ns",
+            value: timing.median_ns,
+            unit: Unit::Nanoseconds,
+        }],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +561,14 @@ mod tests {
             find("plugins.tool_call_overhead"),
             Some(vec![Limit::AtMost(50_000.0), Limit::RatioAtMost(3.0)])
         );
+        assert_eq!(
+            find("plugins.context_assemble"),
+            Some(vec![Limit::AtMost(20_000.0)])
+        );
+        assert_eq!(
+            find("plugins.context_unchanged_allocations"),
+            Some(vec![Limit::AtMost(0.0)])
+        );
     }
 
     #[test]
@@ -470,6 +587,27 @@ mod tests {
         let bare = m.notes.iter().find(|n| n.name == "bare_call_tool").unwrap();
         assert!(bare.value > 0.0 && whole.value > 0.0, "{m:?}");
         assert_eq!(m.median, (whole.value - bare.value).max(0.0));
+    }
+
+    #[test]
+    fn the_context_gates_measure_a_changed_and_an_unchanged_prompt() {
+        let plan = measure::Plan {
+            name: "test",
+            warmup: std::time::Duration::from_millis(1),
+            samples: 3,
+            sample_target: std::time::Duration::from_millis(1),
+        };
+        let mut cx = Context::new(plan);
+        let m = context_assemble(&mut cx).unwrap();
+        assert!(m.median > 0.0);
+        assert_eq!(
+            m.notes[0].value,
+            (CONTEXT_FRAGMENTS * 200 + (CONTEXT_FRAGMENTS - 1) * 2) as f64
+        );
+        if smith_alloc::is_global_allocator() {
+            let m = context_unchanged_allocations(&mut cx).unwrap();
+            assert_eq!(m.median, 0.0);
+        }
     }
 
     #[test]

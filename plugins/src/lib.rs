@@ -19,6 +19,9 @@
 //!   contributions, commands and lifecycle handlers, with decision folding
 //!   ([`extension::decide`]) and batch conflict checks
 //!   ([`extension::check_batch`]).
+//! - [`context`]: the [`context::Assembler`] lays plugins' static and
+//!   per-turn prompt fragments out into the system prompt, rebuilding it
+//!   only when a fragment changed.
 //! - [`manifest`]: `plugin.kdl` validation and installation into owned
 //!   roots; [`help`]: `smith help plugins` generated from the WIT doc
 //!   comments; [`builtin`]: the embedded built-in plugins.
@@ -32,6 +35,7 @@
 mod bindings;
 pub mod builtin;
 pub mod component;
+pub mod context;
 mod diag;
 pub mod dispatch;
 pub mod effects;

@@ -6,11 +6,15 @@
 //! precedence can be seen taking effect.
 
 use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use clap::{Arg, ArgMatches, Command, FromArgMatches};
 use smith_config::options::{self, OptionDecl};
+use smith_config::plugin::PluginEntry;
 use smith_config::{Config, ConfigError, Loader};
 use smith_diag::{Diagnostic, Surface};
+use smith_engine::journal::{EffectJournal, MemoryJournal};
 pub(crate) use smith_host::output::{report, style};
 
 /// `smith config`.
@@ -134,7 +138,14 @@ fn show(args: ShowArgs) -> anyhow::Result<u8> {
         }
     };
     let style = style(Some(&config));
+    // The options plugins declare, with the defaults they contribute.
+    let (config, plugin_warnings) = with_plugins(&args.overrides, config);
+    let plugin_entries: Vec<&PluginEntry> = match &args.key {
+        Some(key) => config.plugin_entry(key).into_iter().collect(),
+        None => config.plugin_entries().iter().collect(),
+    };
     let entries: Vec<&smith_config::Entry> = match &args.key {
+        Some(_) if !plugin_entries.is_empty() => Vec::new(),
         Some(key) => match options::lookup(
             key,
             Surface::other("the KEY argument of `smith config show`"),
@@ -149,10 +160,16 @@ fn show(args: ShowArgs) -> anyhow::Result<u8> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "options": entries.iter().map(|e| e.to_json(args.sources)).collect::<Vec<_>>(),
             "warnings": config.warnings().iter().map(Diagnostic::to_json).collect::<Vec<_>>(),
         });
+        if !plugin_entries.is_empty() {
+            json["plugin_options"] = plugin_entries
+                .iter()
+                .map(|e| e.to_json(args.sources))
+                .collect();
+        }
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(0);
     }
@@ -160,7 +177,15 @@ fn show(args: ShowArgs) -> anyhow::Result<u8> {
         eprint!("{}", w.render_terminal(style));
         smith_diag::log::report(w);
     }
-    let width = entries.iter().map(|e| e.decl.key.len()).max().unwrap_or(0);
+    for w in &plugin_warnings {
+        smith_host::extensions::warn(w);
+    }
+    let width = entries
+        .iter()
+        .map(|e| e.decl.key.len())
+        .chain(plugin_entries.iter().map(|e| e.option.key.len()))
+        .max()
+        .unwrap_or(0);
     for entry in entries {
         let key = entry.decl.key;
         match (entry.value(), entry.source()) {
@@ -180,7 +205,45 @@ fn show(args: ShowArgs) -> anyhow::Result<u8> {
             }
         }
     }
+    for entry in plugin_entries {
+        let key = &entry.option.key;
+        if let (Some(value), Some(source)) = (entry.value(), entry.source()) {
+            writeln!(out, "{key:<width$} = {value}  ({source})")?;
+        }
+        if args.sources {
+            for (i, (value, source)) in entry.layers.iter().enumerate() {
+                let mark = if i == 0 { "*" } else { " " };
+                writeln!(
+                    out,
+                    "  {mark} {:<10} {value}  ({source})",
+                    source.level().as_str()
+                )?;
+            }
+        }
+    }
     Ok(0)
+}
+
+/// `config` resolved again with the enabled extension plugins'
+/// contributions (their defaults and their own options), with the warnings
+/// about plugins and contributions left out. Plugins that cannot be loaded
+/// leave `config` as it is.
+fn with_plugins(overrides: &Overrides, config: Config) -> (Config, Vec<String>) {
+    // The instances belong to no session: their host effects are kept in
+    // memory only.
+    let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
+    let ids = Arc::new(AtomicU64::new(1));
+    let (plugins, mut warnings) = smith_host::extensions::load_into(&journal, &ids, None);
+    let Ok(loader) = Loader::from_process() else {
+        return (config, warnings);
+    };
+    match smith_host::plugin_config::resolve_with(overrides.apply(loader), &plugins) {
+        Ok((resolved, notes)) => {
+            warnings.extend(notes);
+            (resolved, warnings)
+        }
+        Err(_) => (config, warnings),
+    }
 }
 
 fn set(args: SetArgs) -> anyhow::Result<u8> {

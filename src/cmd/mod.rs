@@ -4,6 +4,7 @@ pub mod auth;
 pub mod bench;
 pub mod checkpoint;
 pub mod config;
+pub mod context;
 pub mod eval;
 pub mod help;
 pub mod mcp;

@@ -703,3 +703,95 @@ fn suite_audit_every_config_diagnostic_is_complete_and_secret_free() {
     }
     assert!(report.redacted >= 1);
 }
+
+// ---------------------------------------------------------------- plugin options
+
+fn plugin_option(plugin: &str, builtin: bool, key: &str) -> smith_config::plugin::PluginOption {
+    smith_config::plugin::PluginOption {
+        plugin: plugin.into(),
+        builtin,
+        key: key.into(),
+        description: "A plugin's own option.".into(),
+        schema: serde_json::json!({"type": "string"}),
+        default: serde_json::json!("hello"),
+    }
+}
+
+#[test]
+fn plugins_declare_options_of_their_own() {
+    let sb = Sandbox::new();
+    let config = sb
+        .loader()
+        .plugin_option(plugin_option("test/kit", false, "kit.greeting"))
+        .plugin_option(plugin_option("smith/extra", true, "extra.mode"))
+        .plugin_option(plugin_option("acme/copy", false, "kit.greeting"))
+        .plugin_option(plugin_option("acme/theme", false, "tui.theme"))
+        .load()
+        .unwrap();
+    let keys: Vec<&str> = config
+        .plugin_entries()
+        .iter()
+        .map(|e| e.option.key.as_str())
+        .collect();
+    assert_eq!(keys, ["kit.greeting", "extra.mode"]);
+    let kit = config.plugin_entry("kit.greeting").unwrap();
+    assert_eq!(
+        kit.source(),
+        Some(&Source::Plugin {
+            plugin: "test/kit".into()
+        })
+    );
+    assert_eq!(
+        config.plugin_entry("extra.mode").unwrap().source(),
+        Some(&Source::BuiltinPlugin {
+            plugin: "smith/extra".into()
+        })
+    );
+    assert_eq!(
+        config.json_value("kit.greeting"),
+        Some(serde_json::json!("hello"))
+    );
+    let warnings: Vec<String> = config
+        .warnings()
+        .iter()
+        .map(|w| format!("{} {}", w.what(), w.why()))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("acme/copy") && warnings[0].contains("test/kit"));
+    assert!(warnings[1].contains("acme/theme") && warnings[1].contains("`tui.theme`"));
+    let json = config.to_json(true);
+    assert_eq!(json["plugin_options"][0]["plugin"], "test/kit");
+    assert_eq!(
+        json["plugin_options"][0]["sources"][0]["source"]["plugin"],
+        "test/kit"
+    );
+}
+
+#[test]
+fn a_plugin_changes_only_its_own_options_and_only_in_memory() {
+    let sb = Sandbox::new();
+    let mut config = sb
+        .loader()
+        .plugin_option(plugin_option("test/kit", false, "kit.greeting"))
+        .load()
+        .unwrap();
+    config
+        .set_plugin_runtime("test/kit", "kit.greeting", serde_json::json!("hi"))
+        .unwrap();
+    let entry = config.plugin_entry("kit.greeting").unwrap();
+    assert_eq!(entry.value(), Some(&serde_json::json!("hi")));
+    assert_eq!(entry.layers.len(), 2);
+    let err = config
+        .set_plugin_runtime("acme/other", "kit.greeting", serde_json::json!("x"))
+        .unwrap_err();
+    let d = err.diagnostic();
+    assert!(d.what().contains("acme/other") && d.why().contains("test/kit"));
+    let err = config
+        .set_plugin_runtime("test/kit", "kit.nope", serde_json::json!("x"))
+        .unwrap_err();
+    assert!(err.diagnostic().why().contains("`kit.nope`"));
+    assert!(err.diagnostic().next().contains("declare"));
+    // Without plugin options the JSON form is as before.
+    let plain = sb.loader().load().unwrap();
+    assert!(plain.to_json(false).get("plugin_options").is_none());
+}

@@ -34,7 +34,9 @@ use crate::tools::{CancelToken, ToolContext, ToolSet};
 
 pub use compact::{CompactionRecord, CompactionSettings};
 pub use hooks::{Answerer, HookAction, Hooks, Interrupt, SessionGate, SessionOp, Verdict};
-pub use queue::{DeliveryPoint, FollowUp, Queue, QueuePolicy, Steer, default_policies};
+pub use queue::{
+    DeclaredPolicy, Delivery, DeliveryPoint, FollowUp, Queue, QueuePolicy, Steer, default_policies,
+};
 pub use run::{aborted_result_text, blocked_result_text, dangling_results, skipped_result_text};
 
 /// Stops a run when usage passes a bound. Unknown usage never exceeds a

@@ -3,9 +3,10 @@
 //! Input that arrives while the agent works waits in the [`Queue`] under a
 //! mode name. Each mode has a [`QueuePolicy`]: whether an item of that mode
 //! stops new tool calls from starting, and how many items it delivers at
-//! each [`DeliveryPoint`]. The two defaults are [`Steer`] and [`FollowUp`];
-//! plugins contribute more by implementing the trait. Queued input becomes a
-//! conversation message only when it is delivered.
+//! each [`DeliveryPoint`]. The two defaults are [`Steer`] and [`FollowUp`]
+//! (used by runtimes without plugins); plugins contribute policies as data,
+//! which the host turns into [`DeclaredPolicy`] values. Queued input becomes
+//! a conversation message only when it is delivered.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -69,6 +70,61 @@ impl QueuePolicy for FollowUp {
         match point {
             DeliveryPoint::AfterToolBatch => 0,
             DeliveryPoint::BeforeStop => queued.min(1),
+        }
+    }
+}
+
+/// How many queued items a [`DeclaredPolicy`] delivers at one delivery
+/// point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// None: the items keep waiting.
+    None,
+    /// The oldest one.
+    One,
+    /// All of them at once.
+    All,
+}
+
+impl Delivery {
+    /// How many of `queued` items this delivers.
+    pub fn count(self, queued: usize) -> usize {
+        match self {
+            Delivery::None => 0,
+            Delivery::One => queued.min(1),
+            Delivery::All => queued,
+        }
+    }
+}
+
+/// A queue policy declared as data (what a plugin contributes): its mode,
+/// whether it interrupts tool work, and what it delivers at each point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredPolicy {
+    /// The mode name items are queued under.
+    pub mode: String,
+    /// One line for help and completion.
+    pub description: String,
+    /// Whether a queued item of this mode stops new tool calls from
+    /// starting.
+    pub interrupts_tools: bool,
+    /// What is delivered at [`DeliveryPoint::AfterToolBatch`].
+    pub after_tool_batch: Delivery,
+    /// What is delivered at [`DeliveryPoint::BeforeStop`].
+    pub before_stop: Delivery,
+}
+
+impl QueuePolicy for DeclaredPolicy {
+    fn mode(&self) -> &str {
+        &self.mode
+    }
+    fn interrupts_tools(&self) -> bool {
+        self.interrupts_tools
+    }
+    fn deliver(&self, point: DeliveryPoint, queued: usize) -> usize {
+        match point {
+            DeliveryPoint::AfterToolBatch => self.after_tool_batch.count(queued),
+            DeliveryPoint::BeforeStop => self.before_stop.count(queued),
         }
     }
 }
@@ -264,5 +320,80 @@ mod tests {
         q.push("batch", "a".into()).unwrap();
         q.push("batch", "b".into()).unwrap();
         assert_eq!(q.take(DeliveryPoint::BeforeStop).len(), 2);
+    }
+
+    /// The declarations smith/product contributes for its two modes.
+    fn declared_steer() -> DeclaredPolicy {
+        DeclaredPolicy {
+            mode: "steer".into(),
+            description: "interrupts tool work".into(),
+            interrupts_tools: true,
+            after_tool_batch: Delivery::All,
+            before_stop: Delivery::All,
+        }
+    }
+
+    fn declared_follow_up() -> DeclaredPolicy {
+        DeclaredPolicy {
+            mode: "follow_up".into(),
+            description: "waits until the agent would stop".into(),
+            interrupts_tools: false,
+            after_tool_batch: Delivery::None,
+            before_stop: Delivery::One,
+        }
+    }
+
+    #[test]
+    fn declared_policies_behave_exactly_like_steer_and_follow_up() {
+        let pairs: [(&dyn QueuePolicy, DeclaredPolicy); 2] = [
+            (&Steer, declared_steer()),
+            (&FollowUp, declared_follow_up()),
+        ];
+        for (builtin, declared) in &pairs {
+            assert_eq!(builtin.mode(), declared.mode());
+            assert_eq!(builtin.interrupts_tools(), declared.interrupts_tools());
+            for point in [DeliveryPoint::AfterToolBatch, DeliveryPoint::BeforeStop] {
+                for queued in 0..5 {
+                    assert_eq!(
+                        builtin.deliver(point, queued),
+                        declared.deliver(point, queued),
+                        "{} at {point:?} with {queued} queued",
+                        declared.mode
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_queue_of_declared_policies_runs_like_the_default_queue() {
+        let script: &[(&str, &str)] = &[
+            ("follow_up", "f1"),
+            ("steer", "s1"),
+            ("follow_up", "f2"),
+            ("steer", "s2"),
+        ];
+        let mut builtin = Queue::default();
+        let mut declared = Queue::new(vec![
+            Arc::new(declared_steer()),
+            Arc::new(declared_follow_up()),
+        ]);
+        for (mode, text) in script {
+            builtin.push(mode, (*text).into()).unwrap();
+            declared.push(mode, (*text).into()).unwrap();
+        }
+        let points = [
+            DeliveryPoint::AfterToolBatch,
+            DeliveryPoint::BeforeStop,
+            DeliveryPoint::AfterToolBatch,
+            DeliveryPoint::BeforeStop,
+            DeliveryPoint::BeforeStop,
+        ];
+        for point in points {
+            assert_eq!(builtin.interrupts_tools(), declared.interrupts_tools());
+            assert_eq!(builtin.take(point), declared.take(point), "{point:?}");
+            assert_eq!(builtin.snapshot(), declared.snapshot());
+        }
+        assert!(declared.is_empty());
     }
 }
