@@ -21,6 +21,8 @@ use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
 
+use crate::questions::Asking;
+
 /// The enabled extensions, in load order, with their host effects recorded
 /// in the runtime's session `journal` under effect numbers drawn from `ids`
 /// (the counter the runtime shares: `AgentConfig::effect_ids`); plugins
@@ -32,7 +34,20 @@ pub fn load(
 ) -> (Vec<WasmExtension>, Vec<String>) {
     let session = session_source(Arc::clone(journal));
     let journal: Arc<dyn EffectJournal> = journal.clone();
-    load_into(&journal, ids, Some(session))
+    load_plugins(&journal, ids, Some(session), None)
+}
+
+/// [`load`], with the plugins' questions (`ask`) going to `asking` (the
+/// frontend's [`crate::questions::Broker`] or [`crate::questions::Policy`]);
+/// without it every question fails saying no frontend answers questions.
+pub fn load_with(
+    journal: &Arc<StoreJournal>,
+    ids: &Arc<AtomicU64>,
+    asking: Option<&Asking>,
+) -> (Vec<WasmExtension>, Vec<String>) {
+    let session = session_source(Arc::clone(journal));
+    let journal: Arc<dyn EffectJournal> = journal.clone();
+    load_plugins(&journal, ids, Some(session), asking)
 }
 
 /// Resolves the secret handles plugins are granted (`PROVIDER.SLOT`) as
@@ -61,6 +76,15 @@ pub fn load_into(
     ids: &Arc<AtomicU64>,
     session: Option<SessionSource>,
 ) -> (Vec<WasmExtension>, Vec<String>) {
+    load_plugins(journal, ids, session, None)
+}
+
+fn load_plugins(
+    journal: &Arc<dyn EffectJournal>,
+    ids: &Arc<AtomicU64>,
+    session: Option<SessionSource>,
+    asking: Option<&Asking>,
+) -> (Vec<WasmExtension>, Vec<String>) {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
     let Ok(paths) = Paths::from_process() else {
@@ -88,6 +112,9 @@ pub fn load_into(
         );
         if reads_session && let Some(source) = &session {
             effects = effects.with_session(Arc::clone(source));
+        }
+        if let Some(Asking(asker)) = asking {
+            effects = effects.with_asker(Arc::clone(asker));
         }
         if uses_secrets {
             effects = effects.with_secrets(secret_source(&paths));

@@ -117,6 +117,10 @@ pub struct RuntimeOptions {
     /// with it, the project is snapshotted before and after every mutating
     /// effect (see `smith_engine::checkpoint`). `None` turns checkpoints off.
     pub checkpoints: Option<PathBuf>,
+    /// Where the extension plugins' questions that wait (`ask`) go: the
+    /// frontend's question broker or its policy. `None`: every question
+    /// fails saying no frontend answers questions.
+    pub questions: Option<crate::questions::Asking>,
 }
 
 /// `<data dir>/checkpoints`, when the data directory is known.
@@ -153,6 +157,7 @@ impl RuntimeOptions {
             extensions: None,
             notices_on_stderr: true,
             checkpoints: checkpoints_root(),
+            questions: None,
         }
     }
 }
@@ -327,7 +332,7 @@ impl RuntimeOptions {
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
         config.effect_ids = Some(Arc::clone(&ids));
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, warnings) = crate::extensions::load(&journal, &ids);
+            let (plugins, warnings) = crate::extensions::load_with(&journal, &ids, self.questions.as_ref());
             let mut frontend = (surface.0)(&journal);
             for warning in &warnings {
                 frontend.diagnostic(warning);
