@@ -1,0 +1,314 @@
+//! Questions that wait, end to end through the built binary with test/kit
+//! installed: its `tool-call` decision asks "Run read on confirm-me?"
+//! (confirm, default `no`) before a `read` of `confirm-me.txt`, and blocks
+//! the call unless the answer is `yes` (see plugins/tests/guests/kit).
+//! `smith eval` answers by its policy (`--yes`, `--answer`), `smith rpc`
+//! sends the question to its client and takes the answer with `ui/answer`.
+
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+const PROMPT: &str = "Run read on confirm-me?";
+
+fn smith(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("NO_COLOR", "1")
+        .current_dir(home)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
+    let o = smith(home, args);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "smith {args:?}:\nstdout: {out}\nstderr: {err}"
+    );
+    (out, err)
+}
+
+/// A smith home with test/kit installed (granted `ui`), a file
+/// `confirm-me.txt`, and a mock script whose first response reads it and
+/// whose second says `done`; returns the home and the script.
+fn home_with_kit() -> (tempfile::TempDir, String) {
+    let home = tempfile::tempdir().unwrap();
+    let folder = home.path().join("kit-src");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("plugin.kdl"),
+        "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Asks before confirm-me calls\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_kit.wasm"),
+        folder.join("plugin.wasm"),
+    )
+    .unwrap();
+    run(
+        home.path(),
+        &["plugin", "install", &folder.display().to_string()],
+        0,
+    );
+    std::fs::write(home.path().join("confirm-me.txt"), "the secret plan\n").unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[
+  [{"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "confirm-me.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    (home, script)
+}
+
+/// The `tool_execution_end` record of `--json` output.
+fn tool_end(out: &str) -> Value {
+    out.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {out}"))
+}
+
+#[test]
+fn eval_refuses_a_question_nobody_answers_and_says_how_to_allow_it() {
+    let (home, script) = home_with_kit();
+    let (out, err) = run(
+        home.path(),
+        &["eval", "--json", "--mock-script", &script, "read it"],
+        0,
+    );
+    let end = tool_end(&out);
+    assert_eq!(end["status"], "error", "{end}");
+    let content = end["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("Blocked: the read call did not run because the extension test/kit blocked it: could not ask: failed: plugin test/kit asked \"Run read on confirm-me?\" (confirm, default no) and smith eval has no one to answer it"),
+        "{content}"
+    );
+    assert!(
+        content.contains("pass --yes to take every question's default, or configure its answer with --answer 'Run read on confirm-me?=ANSWER'"),
+        "{content}"
+    );
+    assert!(!content.contains("the secret plan"), "{content}");
+    assert!(
+        err.contains("smith: question refused: plugin test/kit asked \"Run read on confirm-me?\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn eval_yes_takes_the_default_and_a_configured_answer_allows_the_call() {
+    let (home, script) = home_with_kit();
+    // The default is `no`: --yes takes it, so the call stays blocked, by
+    // the policy's answer.
+    let (out, err) = run(
+        home.path(),
+        &["eval", "--json", "--yes", "--mock-script", &script, "read it"],
+        0,
+    );
+    let end = tool_end(&out);
+    assert_eq!(end["status"], "error", "{end}");
+    assert!(
+        end["content"]
+            .as_str()
+            .unwrap()
+            .contains("blocked it: the user answered no (policy)"),
+        "{end}"
+    );
+    assert!(!err.contains("question refused"), "{err}");
+
+    // A configured `yes` for the prompt lets the read run.
+    let answer = format!("{PROMPT}=yes");
+    let (out, err) = run(
+        home.path(),
+        &[
+            "eval",
+            "--json",
+            "--yes",
+            "--answer",
+            &answer,
+            "--mock-script",
+            &script,
+            "read it",
+        ],
+        0,
+    );
+    let end = tool_end(&out);
+    assert_eq!(end["status"], "ok", "{end}");
+    assert!(
+        end["content"].as_str().unwrap().contains("the secret plan"),
+        "{end}"
+    );
+    assert!(!err.contains("question refused"), "{err}");
+}
+
+#[test]
+fn eval_rejects_an_answer_without_a_prompt() {
+    let (home, script) = home_with_kit();
+    let (_, err) = run(
+        home.path(),
+        &["eval", "--answer", "yes", "--mock-script", &script, "read it"],
+        1,
+    );
+    assert!(err.contains("--answer: the answer \"yes\" is not PROMPT=ANSWER"), "{err}");
+}
+
+/// A `smith rpc` child driven one request at a time.
+struct Client {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Client {
+    fn start(home: &Path, args: &[&str]) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+            .env("SMITH_HOME", home)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .current_dir(home)
+            .arg("rpc")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        Client {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, id: u64, method: &str, params: Value) {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{request}").unwrap();
+    }
+
+    /// Reads records until one satisfies `wanted`, and returns it.
+    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        for line in self.lines.by_ref() {
+            let record: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if wanted(&record) {
+                return record;
+            }
+        }
+        panic!("smith rpc ended before the record the test waits for");
+    }
+
+    /// Closes the input and returns standard error once smith has exited.
+    fn finish(self) -> String {
+        let Client {
+            child,
+            stdin,
+            lines,
+        } = self;
+        drop(stdin);
+        drop(lines);
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+}
+
+#[test]
+fn rpc_sends_a_question_that_waits_and_its_answer_lets_the_call_run() {
+    let (home, script) = home_with_kit();
+    let mut client = Client::start(home.path(), &["--mock-script", &script, "--name", "asks"]);
+    client.send(1, "prompt", json!({"text": "read it"}));
+    let question = client.until(|r| r["method"] == "ui_question");
+    assert_eq!(
+        question["params"],
+        json!({
+            "plugin": "test/kit",
+            "id": "q-1",
+            "kind": "confirm",
+            "prompt": PROMPT,
+            "default": "no",
+            "timeout_ms": 30_000,
+            "wait": true,
+        })
+    );
+    // The server keeps serving while the question waits: an answer it
+    // does not accept is refused and the question still waits.
+    client.send(
+        2,
+        "ui/answer",
+        json!({"plugin": "test/kit", "id": "q-1", "answer": "maybe"}),
+    );
+    let refused = client.until(|r| r["id"] == 2);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["why"],
+        "question q-1 (\"Run read on confirm-me?\") does not accept the answer \"maybe\": it wants `yes` or `no`; it still waits, answer it again"
+    );
+    let answer = json!({"plugin": "test/kit", "id": "q-1", "answer": "yes"});
+    client.send(3, "ui/answer", answer.clone());
+    assert_eq!(
+        client.until(|r| r["id"] == 3)["result"],
+        json!({"delivered": true})
+    );
+    let end = client.until(|r| r["method"] == "tool_execution_end");
+    assert_eq!(end["params"]["status"], "ok", "{end}");
+    assert!(
+        end["params"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("the secret plan"),
+        "{end}"
+    );
+    // Answered once: a second answer to the same id is refused.
+    client.send(4, "ui/answer", answer);
+    let again = client.until(|r| r["id"] == 4);
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    assert_eq!(
+        again["error"]["data"]["why"],
+        "question q-1 was answered already and takes no other answer; answer only questions that still wait"
+    );
+    client.send(5, "wait_settled", json!({}));
+    client.until(|r| r["id"] == 5);
+    client.finish();
+}
+
+#[test]
+fn rpc_answer_no_blocks_the_call() {
+    let (home, script) = home_with_kit();
+    let mut client = Client::start(home.path(), &["--mock-script", &script, "--name", "no"]);
+    client.send(1, "prompt", json!({"text": "read it"}));
+    let question = client.until(|r| r["method"] == "ui_question");
+    assert_eq!(question["params"]["id"], "q-1");
+    client.send(
+        2,
+        "ui/answer",
+        json!({"plugin": "test/kit", "id": "q-1", "answer": "no"}),
+    );
+    let end = client.until(|r| r["method"] == "tool_execution_end");
+    assert_eq!(end["params"]["status"], "error", "{end}");
+    assert!(
+        end["params"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("blocked it: the user answered no (user)"),
+        "{end}"
+    );
+    client.send(3, "wait_settled", json!({}));
+    client.until(|r| r["id"] == 3);
+    client.finish();
+}
