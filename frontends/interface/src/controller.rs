@@ -20,7 +20,11 @@ use super::Args;
 use super::commands;
 use super::config::{answer_trust, changed_keys, process_loader, unchecked};
 use super::events::{apply, apply_replayed};
-use super::frontend::{ANSWER, AgentMsg, Feed, answered, question_overlay};
+use super::frontend::{
+    ANSWER, AgentMsg, Feed, WAIT, answered, question_overlay, wait_command, waited,
+    waiting_overlay,
+};
+use super::host::questions::Withdrawn;
 use super::runtime::{Runtime, run_plugin_actions};
 
 /// The interface's state besides the [`App`]: the runtime it drives, the
@@ -71,6 +75,19 @@ impl Controller<'_> {
                         app.ask(overlay);
                     }
                 }
+                Some(Feed::Waiting(waiting)) => app.ask(waiting_overlay(tag, &waiting)),
+                Some(Feed::Withdrawn(id, why)) => {
+                    if app.withdraw(&wait_command(tag, &id)) {
+                        app.notice(&match why {
+                            Withdrawn::Timeout => format!(
+                                "question {id} was not answered in time: the plugin took its default"
+                            ),
+                            Withdrawn::Cancelled => format!(
+                                "question {id} no longer waits: the plugin's call was cancelled"
+                            ),
+                        });
+                    }
+                }
                 None => {}
             }
             return;
@@ -84,7 +101,13 @@ impl Controller<'_> {
                 apply_replayed(app, event, &mut self.summaries, self.window);
             }
             // A replay sends events only.
-            Some(Feed::Notice(_) | Feed::Problem(_) | Feed::Question(..)) => {}
+            Some(
+                Feed::Notice(_)
+                | Feed::Problem(_)
+                | Feed::Question(..)
+                | Feed::Waiting(_)
+                | Feed::Withdrawn(..),
+            ) => {}
             None => {
                 self.replay.take();
                 let mut status = app.status.clone();
@@ -160,6 +183,20 @@ impl Controller<'_> {
             },
             Output::Command { name, arg } if name.starts_with(ANSWER) => {
                 self.answer(rt, app, &name, &arg)
+            }
+            Output::Command { name, arg } if name.starts_with(WAIT) => {
+                match waited(&name) {
+                    Some((asked, id)) if asked == self.generation => {
+                        if let Err(refused) = rt.questions.answer(id, &arg) {
+                            app.error(&refused.to_string());
+                        }
+                    }
+                    Some((_, id)) => app.notice(&format!(
+                        "the answer to question {id} was not delivered: it was asked in a session this interface has since left"
+                    )),
+                    None => {}
+                }
+                Ok(())
             }
             Output::Command { name, arg } => return commands::dispatch(self, app, &name, arg),
         };
