@@ -3,7 +3,9 @@
 //! (confirm, default `no`) before a `read` of `confirm-me.txt`, and blocks
 //! the call unless the answer is `yes` (see plugins/tests/guests/kit).
 //! `smith eval` answers by its policy (`--yes`, `--answer`), `smith rpc`
-//! sends the question to its client and takes the answer with `ui/answer`.
+//! sends the question to its client and takes the answer with `ui/answer`,
+//! `smith mcp` asks a client that declared elicitation and otherwise
+//! answers by its policy.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -93,7 +95,7 @@ fn eval_refuses_a_question_nobody_answers_and_says_how_to_allow_it() {
         0,
     );
     let end = tool_end(&out);
-    assert_eq!(end["status"], "error", "{end}");
+    assert_eq!(end["status"], "blocked", "{end}");
     let content = end["content"].as_str().unwrap();
     assert!(
         content.starts_with("Blocked: the read call did not run because the extension test/kit blocked it: could not ask: failed: plugin test/kit asked \"Run read on confirm-me?\" (confirm, default no) and smith eval has no one to answer it"),
@@ -121,7 +123,7 @@ fn eval_yes_takes_the_default_and_a_configured_answer_allows_the_call() {
         0,
     );
     let end = tool_end(&out);
-    assert_eq!(end["status"], "error", "{end}");
+    assert_eq!(end["status"], "blocked", "{end}");
     assert!(
         end["content"]
             .as_str()
@@ -300,7 +302,7 @@ fn rpc_answer_no_blocks_the_call() {
         json!({"plugin": "test/kit", "id": "q-1", "answer": "no"}),
     );
     let end = client.until(|r| r["method"] == "tool_execution_end");
-    assert_eq!(end["params"]["status"], "error", "{end}");
+    assert_eq!(end["params"]["status"], "blocked", "{end}");
     assert!(
         end["params"]["content"]
             .as_str()
@@ -310,5 +312,156 @@ fn rpc_answer_no_blocks_the_call() {
     );
     client.send(3, "wait_settled", json!({}));
     client.until(|r| r["id"] == 3);
+    client.finish();
+}
+
+/// A `smith mcp` child driven by raw JSON-RPC records.
+struct McpClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl McpClient {
+    fn start(home: &Path, args: &[&str]) -> McpClient {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+            .env("SMITH_HOME", home)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .current_dir(home)
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        McpClient {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn write(&mut self, record: &Value) {
+        writeln!(self.stdin, "{record}").unwrap();
+    }
+
+    fn initialize(&mut self, capabilities: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "scripted", "version": "0"},
+        }}));
+        self.next();
+        self.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn call_read(&mut self, id: u64) {
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "read", "arguments": {"path": "confirm-me.txt"},
+        }}));
+    }
+
+    fn next(&mut self) -> Value {
+        let line = self.lines.next().unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn finish(self) -> String {
+        let McpClient {
+            child,
+            stdin,
+            lines,
+        } = self;
+        drop(stdin);
+        drop(lines);
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+}
+
+#[test]
+fn mcp_asks_a_client_with_elicitation_and_its_answer_decides_the_call() {
+    let (home, _) = home_with_kit();
+    let mut client = McpClient::start(home.path(), &[]);
+    client.initialize(json!({"elicitation": {}}));
+    client.call_read(2);
+    let request = client.next();
+    assert_eq!(
+        request,
+        json!({"jsonrpc": "2.0", "id": "smith-elicit-1", "method": "elicitation/create", "params": {
+            "message": "[test/kit] Run read on confirm-me?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "enum": ["yes", "no"], "title": PROMPT, "default": "no"}},
+                "required": ["answer"],
+            },
+        }})
+    );
+    client.write(&json!({"jsonrpc": "2.0", "id": "smith-elicit-1", "result": {
+        "action": "accept", "content": {"answer": "yes"},
+    }}));
+    let result = client.next();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the secret plan"),
+        "{result}"
+    );
+    // Declining takes the default (`no`): the call is blocked.
+    client.call_read(3);
+    let request = client.next();
+    assert_eq!(request["id"], "smith-elicit-2", "{request}");
+    client.write(&json!({"jsonrpc": "2.0", "id": "smith-elicit-2", "result": {"action": "decline"}}));
+    let result = client.next();
+    assert_eq!(result["id"], 3, "{result}");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert_eq!(result["result"]["_meta"]["dev.smith/status"], "blocked");
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "Blocked: the read call did not run because the extension test/kit blocked it: the user answered no (user). Nothing happened. Do not repeat the call unchanged."
+    );
+    client.finish();
+}
+
+#[test]
+fn mcp_without_elicitation_refuses_unless_its_policy_answers() {
+    let (home, _) = home_with_kit();
+    let mut client = McpClient::start(home.path(), &[]);
+    client.initialize(json!({}));
+    client.call_read(2);
+    let result = client.next();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("plugin test/kit asked \"Run read on confirm-me?\" (confirm, default no) and smith mcp (its client did not declare elicitation) has no one to answer it"),
+        "{text}"
+    );
+    assert!(text.contains("--answer 'Run read on confirm-me?=ANSWER'"), "{text}");
+    let err = client.finish();
+    assert!(err.contains("smith: question refused: plugin test/kit"), "{err}");
+
+    let answer = format!("{PROMPT}=yes");
+    let mut client = McpClient::start(home.path(), &["--answer", &answer]);
+    client.initialize(json!({}));
+    client.call_read(2);
+    let result = client.next();
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    client.finish();
+
+    // Without plugins nothing is asked and the call runs.
+    let mut client = McpClient::start(home.path(), &["--no-plugins"]);
+    client.initialize(json!({}));
+    client.call_read(2);
+    let result = client.next();
+    assert_eq!(result["result"]["isError"], false, "{result}");
     client.finish();
 }

@@ -24,7 +24,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use smith_plugins::effects::{Answer, AnswerSource, Asker, EffectError, Question, QuestionKind};
+pub use smith_plugins::effects::{
+    Answer, AnswerSource, Asker, EffectError, Question, QuestionKind,
+};
 
 /// How often a waiting question checks whether its call was cancelled.
 const POLL: Duration = Duration::from_millis(10);
