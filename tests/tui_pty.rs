@@ -561,3 +561,63 @@ fn a_resumed_session_shows_kept_plugin_intents_blocks_a_branch_and_asks_a_plugin
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_question_a_plugin_waits_for_owns_focus_and_its_answer_decides_the_call() {
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("script.json");
+    let read = r#"[{"tool_call": {"name": "read", "arguments": {"path": "confirm-me.txt"}}}, {"stop": {"reason": "tool_use"}}]"#;
+    std::fs::write(
+        &script,
+        format!(
+            r#"[{read}, [{{"text": "first done"}}, {{"stop": {{"reason": "end"}}}}], {read}, [{{"text": "second done"}}, {{"stop": {{"reason": "end"}}}}]]"#
+        ),
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            // test/kit, granted `ui`: it asks before any tool call whose
+            // arguments contain "confirm-me" and blocks it unless the
+            // answer is yes.
+            let folder = home.join("kit-src");
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(
+                folder.join("plugin.kdl"),
+                "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Asks before confirm-me calls\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
+            )
+            .unwrap();
+            std::fs::copy(
+                std::path::Path::new(smith_plugins::builtin::GUESTS_DIR)
+                    .join("smith_plugin_kit.wasm"),
+                folder.join("plugin.wasm"),
+            )
+            .unwrap();
+            let installed = Command::new(env!("CARGO_BIN_EXE_smith"))
+                .env("SMITH_HOME", home)
+                .args(["plugin", "install"])
+                .arg(&folder)
+                .output()
+                .unwrap();
+            assert!(installed.status.success(), "{installed:?}");
+        },
+        &["--mock-script", &script],
+    );
+    std::fs::write(s._work.path().join("confirm-me.txt"), "the secret plan\n").unwrap();
+    s.ready();
+    s.send(b"read it\r");
+    s.wait_for_screen("[test/kit] Run read on confirm-me?");
+    s.send(b"y");
+    s.wait_for_screen("first done");
+    s.wait_for_screen("✓ read confirm-me.txt");
+    s.send(b"read it again\r");
+    s.wait_for_screen("[test/kit] Run read on confirm-me?");
+    s.send(b"n");
+    let screen = s.wait_for_screen("second done").join("\n");
+    assert!(screen.contains("the user answered no (user)"), "{screen}");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

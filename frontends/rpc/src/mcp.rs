@@ -38,6 +38,12 @@
 //!   cancels its effect (bash gets its process group terminated); the
 //!   completion is recorded as `cancelled` and, as the protocol asks, no
 //!   response is sent for the cancelled request.
+//! - **extension plugins** ([`McpServer::with_plugins`]): their
+//!   `tool-call` decision runs before each call (a blocked call is a tool
+//!   error and nothing runs); their questions that wait are asked through
+//!   `elicitation/create` when the client declared `elicitation` at
+//!   `initialize`, else answered by the server's policy (see the `elicit`
+//!   module).
 //! - **resources**: every stored session is a resource
 //!   `smith://session/<id>`; reading one returns its dump (JSON Lines, one
 //!   entry per line).
