@@ -119,7 +119,14 @@ fn eval_yes_takes_the_default_and_a_configured_answer_allows_the_call() {
     // the policy's answer.
     let (out, err) = run(
         home.path(),
-        &["eval", "--json", "--yes", "--mock-script", &script, "read it"],
+        &[
+            "eval",
+            "--json",
+            "--yes",
+            "--mock-script",
+            &script,
+            "read it",
+        ],
         0,
     );
     let end = tool_end(&out);
@@ -163,10 +170,20 @@ fn eval_rejects_an_answer_without_a_prompt() {
     let (home, script) = home_with_kit();
     let (_, err) = run(
         home.path(),
-        &["eval", "--answer", "yes", "--mock-script", &script, "read it"],
+        &[
+            "eval",
+            "--answer",
+            "yes",
+            "--mock-script",
+            &script,
+            "read it",
+        ],
         1,
     );
-    assert!(err.contains("--answer: the answer \"yes\" is not PROMPT=ANSWER"), "{err}");
+    assert!(
+        err.contains("--answer: the answer \"yes\" is not PROMPT=ANSWER"),
+        "{err}"
+    );
 }
 
 /// A `smith rpc` child driven one request at a time.
@@ -350,19 +367,23 @@ impl McpClient {
     }
 
     fn initialize(&mut self, capabilities: Value) {
-        self.write(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": capabilities,
-            "clientInfo": {"name": "scripted", "version": "0"},
-        }}));
+        self.write(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": capabilities,
+                "clientInfo": {"name": "scripted", "version": "0"},
+            }}),
+        );
         self.next();
         self.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
     fn call_read(&mut self, id: u64) {
-        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "read", "arguments": {"path": "confirm-me.txt"},
-        }}));
+        self.write(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "read", "arguments": {"path": "confirm-me.txt"},
+            }}),
+        );
     }
 
     fn next(&mut self) -> Value {
@@ -402,9 +423,11 @@ fn mcp_asks_a_client_with_elicitation_and_its_answer_decides_the_call() {
             },
         }})
     );
-    client.write(&json!({"jsonrpc": "2.0", "id": "smith-elicit-1", "result": {
-        "action": "accept", "content": {"answer": "yes"},
-    }}));
+    client.write(
+        &json!({"jsonrpc": "2.0", "id": "smith-elicit-1", "result": {
+            "action": "accept", "content": {"answer": "yes"},
+        }}),
+    );
     let result = client.next();
     assert_eq!(result["id"], 2, "{result}");
     assert_eq!(result["result"]["isError"], false, "{result}");
@@ -419,7 +442,8 @@ fn mcp_asks_a_client_with_elicitation_and_its_answer_decides_the_call() {
     client.call_read(3);
     let request = client.next();
     assert_eq!(request["id"], "smith-elicit-2", "{request}");
-    client.write(&json!({"jsonrpc": "2.0", "id": "smith-elicit-2", "result": {"action": "decline"}}));
+    client
+        .write(&json!({"jsonrpc": "2.0", "id": "smith-elicit-2", "result": {"action": "decline"}}));
     let result = client.next();
     assert_eq!(result["id"], 3, "{result}");
     assert_eq!(result["result"]["isError"], true, "{result}");
@@ -445,9 +469,15 @@ fn mcp_without_elicitation_refuses_unless_its_policy_answers() {
         text.contains("plugin test/kit asked \"Run read on confirm-me?\" (confirm, default no) and smith mcp (its client did not declare elicitation) has no one to answer it"),
         "{text}"
     );
-    assert!(text.contains("--answer 'Run read on confirm-me?=ANSWER'"), "{text}");
+    assert!(
+        text.contains("--answer 'Run read on confirm-me?=ANSWER'"),
+        "{text}"
+    );
     let err = client.finish();
-    assert!(err.contains("smith: question refused: plugin test/kit"), "{err}");
+    assert!(
+        err.contains("smith: question refused: plugin test/kit"),
+        "{err}"
+    );
 
     let answer = format!("{PROMPT}=yes");
     let mut client = McpClient::start(home.path(), &["--answer", &answer]);

@@ -422,7 +422,10 @@ fn describe(question: &Question) -> String {
     if question.default.is_empty() {
         format!("{:?} ({kind}, no default)", question.prompt)
     } else {
-        format!("{:?} ({kind}, default {})", question.prompt, question.default)
+        format!(
+            "{:?} ({kind}, default {})",
+            question.prompt, question.default
+        )
     }
 }
 
@@ -622,10 +625,21 @@ mod tests {
         let err = refuse.answer("test/kit", &confirm(0)).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, EffectError::Failed(_)));
-        assert!(text.contains("plugin test/kit asked \"Run read on confirm-me?\" (confirm, default no)"), "{text}");
-        assert!(text.contains("smith eval has no one to answer it"), "{text}");
+        assert!(
+            text.contains(
+                "plugin test/kit asked \"Run read on confirm-me?\" (confirm, default no)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("smith eval has no one to answer it"),
+            "{text}"
+        );
         assert!(text.contains("--yes"), "{text}");
-        assert!(text.contains("--answer 'Run read on confirm-me?=ANSWER'"), "{text}");
+        assert!(
+            text.contains("--answer 'Run read on confirm-me?=ANSWER'"),
+            "{text}"
+        );
 
         let yes = Policy {
             yes: true,
@@ -660,7 +674,10 @@ mod tests {
             answers: vec![("Run read on confirm-me?".into(), "sure".into())],
             ..refuse
         };
-        let err = wrong.answer("test/kit", &confirm(0)).unwrap_err().to_string();
+        let err = wrong
+            .answer("test/kit", &confirm(0))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"sure\" is not one it accepts"), "{err}");
     }
 

@@ -332,7 +332,8 @@ impl RuntimeOptions {
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
         config.effect_ids = Some(Arc::clone(&ids));
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, warnings) = crate::extensions::load_with(&journal, &ids, self.questions.as_ref());
+            let (plugins, warnings) =
+                crate::extensions::load_with(&journal, &ids, self.questions.as_ref());
             let mut frontend = (surface.0)(&journal);
             for warning in &warnings {
                 frontend.diagnostic(warning);

@@ -29,8 +29,8 @@ use smith_engine::journal::store::StoreJournal;
 use smith_engine::protocol::{Command, Event, JsonLines, StopCause};
 use smith_engine::provider::Usage;
 use smith_host::extensions::Headless;
-use smith_host::questions::Policy;
 use smith_host::output::{HumanPrinter, exit_code, finish_session, format_usage, result_record};
+use smith_host::questions::Policy;
 use smith_host::{
     Extensions, LiveProviders, Runtime, RuntimeOptions, SessionChoice, choose_provider, mock,
 };

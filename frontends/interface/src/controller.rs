@@ -21,8 +21,7 @@ use super::commands;
 use super::config::{answer_trust, changed_keys, process_loader, unchecked};
 use super::events::{apply, apply_replayed};
 use super::frontend::{
-    ANSWER, AgentMsg, Feed, WAIT, answered, question_overlay, wait_command, waited,
-    waiting_overlay,
+    ANSWER, AgentMsg, Feed, WAIT, answered, question_overlay, wait_command, waited, waiting_overlay,
 };
 use super::host::questions::Withdrawn;
 use super::runtime::{Runtime, run_plugin_actions};

@@ -57,7 +57,10 @@ pub(super) fn wait_command(generation: u64, id: &str) -> String {
 
 /// The generation and question id a [`WAIT`] command names.
 pub(super) fn waited(name: &str) -> Option<(u64, &str)> {
-    let (generation, id) = name.strip_prefix(WAIT)?.strip_prefix('\0')?.split_once('\0')?;
+    let (generation, id) = name
+        .strip_prefix(WAIT)?
+        .strip_prefix('\0')?
+        .split_once('\0')?;
     Some((generation.parse().ok()?, id))
 }
 

@@ -203,7 +203,10 @@ pub(crate) fn answer(
         return Err(EffectError::Failed(format!(
             "the MCP client refused to ask the question {:?} of plugin {plugin}: {}; nothing was answered",
             question.prompt,
-            error.get("message").and_then(Value::as_str).unwrap_or("no message")
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message")
         )));
     }
     let result = response.get("result").unwrap_or(&Value::Null);
@@ -301,7 +304,10 @@ mod tests {
         assert!(err.contains("\"maybe\", which it does not accept"), "{err}");
         let error = json!({"error": {"code": -1, "message": "no UI"}});
         let err = answer("p", &confirm(), &error).unwrap_err().to_string();
-        assert!(err.contains("refused to ask") && err.contains("no UI"), "{err}");
+        assert!(
+            err.contains("refused to ask") && err.contains("no UI"),
+            "{err}"
+        );
     }
 
     #[test]

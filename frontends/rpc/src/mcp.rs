@@ -73,10 +73,10 @@ use smith_engine::journal::{
 use smith_engine::tools::{Access, CancelToken, Tool, ToolContext, ToolSet};
 use smith_store::{Store, dump};
 
+use crate::elicit::Elicit;
 use crate::jsonrpc::{
     self, INVALID_PARAMS, Incoming, Output, Reader, Record, RpcError, opt_str, req_str,
 };
-use crate::elicit::Elicit;
 use crate::setup::SetupError;
 use smith_engine::agent::{Hooks, Verdict, blocked_result_text};
 use smith_engine::provider::ToolCall;
@@ -355,8 +355,7 @@ impl McpServer {
         let Some(calls) = Arc::get_mut(&mut self.calls) else {
             return self;
         };
-        let (plugins, warnings) =
-            load_with(&calls.journal, &calls.next_effect, Some(&asking));
+        let (plugins, warnings) = load_with(&calls.journal, &calls.next_effect, Some(&asking));
         let frontend = Headless {
             name: "mcp",
             journal: Some(Arc::clone(&calls.journal)),
