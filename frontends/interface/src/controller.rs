@@ -75,18 +75,18 @@ impl Controller<'_> {
                     }
                 }
                 Some(Feed::Waiting(waiting)) => app.ask(waiting_overlay(tag, &waiting)),
-                Some(Feed::Withdrawn(id, why)) => {
-                    if app.withdraw(&wait_command(tag, &id)) {
-                        app.notice(&match why {
-                            Withdrawn::Timeout => format!(
-                                "question {id} was not answered in time: the plugin took its default"
-                            ),
-                            Withdrawn::Cancelled => format!(
-                                "question {id} no longer waits: the plugin's call was cancelled"
-                            ),
-                        });
-                    }
+                Some(Feed::Withdrawn(id, why)) if app.withdraw(&wait_command(tag, &id)) => {
+                    app.notice(&match why {
+                        Withdrawn::Timeout => format!(
+                            "question {id} was not answered in time: the plugin took its default"
+                        ),
+                        Withdrawn::Cancelled => format!(
+                            "question {id} no longer waits: the plugin's call was cancelled"
+                        ),
+                    });
                 }
+                // Answered already: nothing was open for it.
+                Some(Feed::Withdrawn(..)) => {}
                 None => {}
             }
             return;
