@@ -30,7 +30,9 @@
 //! * [`session`] — a resumed history and the branch tree;
 //! * [`replay`] — `/replay`;
 //! * [`frontend`] — the interface as the plugins' frontend, and their
-//!   questions;
+//!   questions: intents answered later, and questions a plugin waits for
+//!   (`host.ask`), asked in an overlay that owns focus and answered
+//!   through the runtime's question broker;
 //! * [`config`] — the interface's options and the project trust question;
 //! * [`product`] — the interface's product, built from the plugins'
 //!   contributions;

@@ -16,6 +16,11 @@
 //! that resolves them). Standard
 //! output carries only these records; diagnostics go to standard error.
 //!
+//! An extension plugin's question that waits (`host.ask`) goes out as a
+//! `ui_question` notification with `wait: true` from the plugin's thread;
+//! `ui/answer` hands the answer to the server's question broker, so the
+//! request loop keeps reading while the question waits.
+//!
 //! The methods, their parameters and a complete example session are in
 //! `docs/rpc.md`; [`METHODS`] lists them.
 
