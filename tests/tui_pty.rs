@@ -264,6 +264,26 @@ impl Session {
         self.pty.master.write_all(bytes).unwrap();
     }
 
+    /// Resizes the terminal (the interface gets SIGWINCH) and gives it a
+    /// moment to redraw.
+    fn resize(&mut self, rows: u16, cols: u16) {
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: a valid descriptor and winsize.
+        let rc = unsafe { libc::ioctl(self.pty.master.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        assert_eq!(
+            rc,
+            0,
+            "TIOCSWINSZ failed: {}",
+            std::io::Error::last_os_error()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
     /// Waits for the first frame and checks that the interface really did
     /// change the terminal (so the restore checks are not vacuous).
     fn ready(&self) {
@@ -609,8 +629,19 @@ fn a_question_a_plugin_waits_for_owns_focus_and_its_answer_decides_the_call() {
     s.ready();
     s.send(b"read it\r");
     s.wait_for_screen("[test/kit] Run read on confirm-me?");
+    // The terminal is resized while the question waits: the interface
+    // keeps handling input (the plugins hear of the size once it is
+    // answered), so the answer arrives long before the question's 30 s.
+    s.resize(30, 100);
+    s.resize(24, 80);
+    let asked = Instant::now();
     s.send(b"y");
     s.wait_for_screen("first done");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        asked.elapsed()
+    );
     s.wait_for_screen("✓ read confirm-me.txt");
     s.send(b"read it again\r");
     s.wait_for_screen("[test/kit] Run read on confirm-me?");

@@ -10,7 +10,7 @@ use std::sync::mpsc::SyncSender;
 
 use smith_config::{ConfigError, Loader, Paths};
 use smith_engine::agent::AgentError;
-use smith_engine::protocol::Command;
+use smith_engine::protocol::{Command, Event};
 use smith_engine::provider::ProviderInfo;
 use smith_tui::run::Flow;
 use smith_tui::term::Terminal;
@@ -56,6 +56,11 @@ pub(super) struct Controller<'a> {
     /// The failure the terminal-restore tests ask for
     /// (`SMITH_TUI_TEST_FAULT`).
     pub(super) fault: String,
+    /// A terminal size the plugins have not heard of: the terminal was
+    /// resized while one of them waited for a question's answer (their
+    /// instances are busy until then), so they hear of it when the run
+    /// settles.
+    pub(super) deferred_resize: Option<(u16, u16)>,
 }
 
 impl Controller<'_> {
@@ -65,7 +70,14 @@ impl Controller<'_> {
         if tag == self.generation {
             match event {
                 Some(Feed::Event(event)) => {
+                    let settled = matches!(event, Event::Settled);
                     apply(app, event, &mut self.summaries, self.window);
+                    if settled
+                        && let Some((columns, rows)) = self.deferred_resize.take()
+                        && let Some(rt) = self.runtime.as_ref()
+                    {
+                        report(app, resized(rt, app, columns, rows));
+                    }
                 }
                 Some(Feed::Notice(text)) => app.notice(&text),
                 Some(Feed::Problem(text)) => app.error(&text),
@@ -166,20 +178,17 @@ impl Controller<'_> {
                 }
                 Ok(())
             }
-            Output::Resized { columns, rows } => match &rt.commands {
-                // Idle is a safe point: what handlers return applies now.
-                Some(commands) => run_plugin_actions(
-                    &rt.handle,
-                    commands.raise(
-                        &smith_plugins::extension::LifecycleEvent::Resize((
-                            u32::from(columns),
-                            u32::from(rows),
-                        )),
-                        !app.status.busy,
-                    ),
-                ),
-                None => Ok(()),
-            },
+            // A plugin waits for the user's answer, holding the plugins
+            // until then: raising the resize now would block the interface
+            // that is to take the answer.
+            Output::Resized { columns, rows } if rt.questions.waiting() > 0 => {
+                self.deferred_resize = Some((columns, rows));
+                Ok(())
+            }
+            Output::Resized { columns, rows } => {
+                self.deferred_resize = None;
+                resized(rt, app, columns, rows)
+            }
             Output::Command { name, arg } if name.starts_with(ANSWER) => {
                 self.answer(rt, app, &name, &arg)
             }
@@ -249,6 +258,24 @@ impl Controller<'_> {
             }
             (None, _) => Ok(()),
         }
+    }
+}
+
+/// Tells the runtime's plugins the terminal's size.
+fn resized(rt: &Runtime, app: &App, columns: u16, rows: u16) -> Sent {
+    match &rt.commands {
+        // Idle is a safe point: what handlers return applies now.
+        Some(commands) => run_plugin_actions(
+            &rt.handle,
+            commands.raise(
+                &smith_plugins::extension::LifecycleEvent::Resize((
+                    u32::from(columns),
+                    u32::from(rows),
+                )),
+                !app.status.busy,
+            ),
+        ),
+        None => Ok(()),
     }
 }
 

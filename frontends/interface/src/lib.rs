@@ -208,6 +208,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         window,
         failure: None,
         fault: std::env::var("SMITH_TUI_TEST_FAULT").unwrap_or_default(),
+        deferred_resize: None,
     });
     let result = run_loop(
         &mut term,
