@@ -278,6 +278,15 @@ fn rpc_sends_a_question_that_waits_and_its_answer_lets_the_call_run() {
         refused["error"]["data"]["why"],
         "question q-1 (\"Run read on confirm-me?\") does not accept the answer \"maybe\": it wants `yes` or `no`; it still waits, answer it again"
     );
+    // A request that would reach the plugins (held by the question) is
+    // refused as busy instead of keeping the answer from being read.
+    client.send(10, "session/fork", json!({}));
+    let busy = client.until(|r| r["id"] == 10);
+    assert_eq!(busy["error"]["data"]["kind"], "busy", "{busy}");
+    assert_eq!(
+        busy["error"]["data"]["next"],
+        "answer the question with ui/answer (or let it time out), then send the request again"
+    );
     let answer = json!({"plugin": "test/kit", "id": "q-1", "answer": "yes"});
     client.send(3, "ui/answer", answer.clone());
     assert_eq!(

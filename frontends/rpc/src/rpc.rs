@@ -903,6 +903,7 @@ impl RpcServer {
             })?;
             return Ok(json!({"delivered": true}));
         }
+        self.not_while_waiting(method)?;
         let current = self.current()?;
         let Some(answerer) = current.answerer.as_ref() else {
             return Err(RpcError::invalid_params(
@@ -938,12 +939,29 @@ impl RpcServer {
         Ok(json!({"delivered": true}))
     }
 
+    /// A busy error while a plugin waits for the answer to a question: the
+    /// plugins are held until it is answered, so a request that reaches
+    /// them would keep this loop from reading that answer.
+    fn not_while_waiting(&self, method: &str) -> Result<(), RpcError> {
+        if self.questions.waiting() == 0 {
+            return Ok(());
+        }
+        Err(RpcError::new(
+            BUSY,
+            "busy",
+            format!("{method} cannot run now"),
+            "an extension plugin waits for the answer to a question (a ui_question with wait: true), and its plugins are held until then",
+            "answer the question with ui/answer (or let it time out), then send the request again",
+        ))
+    }
+
     /// Asks the current runtime's extensions about `op` before `method`
     /// does it; an error when one blocks it.
     fn ask(&self, method: &str, op: &SessionOp) -> Result<(), RpcError> {
         let Some(gate) = self.current.as_ref().and_then(|c| c.gate.as_ref()) else {
             return Ok(());
         };
+        self.not_while_waiting(method)?;
         match gate.ask(op) {
             Verdict::Block { by, reason } => Err(RpcError::new(
                 BLOCKED,
