@@ -504,3 +504,43 @@ fn mcp_without_elicitation_refuses_unless_its_policy_answers() {
     assert_eq!(result["result"]["isError"], false, "{result}");
     client.finish();
 }
+
+#[test]
+fn the_official_python_client_answers_a_plugin_question_through_elicitation() {
+    // The SDK is installed by scripts/setup; tests/mcp.rs says how when it
+    // is missing.
+    let (home, _) = home_with_kit();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("frontends/rpc/tests/mcp_elicit.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_smith"))
+        .arg(home.path())
+        .env("SMITH_HOME", home.path())
+        .output()
+        .expect("python3 runs the client script (install the SDK: python3 -m pip install --quiet 'mcp==2.3.0')");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the MCP client failed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+    assert!(
+        summary["accepted"]
+            .as_str()
+            .unwrap()
+            .contains("the secret plan"),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["declined"],
+        "Blocked: the read call did not run because the extension test/kit blocked it: the user answered no (user). Nothing happened. Do not repeat the call unchanged."
+    );
+    let asked = &summary["asked"][0];
+    assert_eq!(asked["message"], "[test/kit] Run read on confirm-me?");
+    assert_eq!(
+        asked["schema"]["properties"]["answer"]["enum"],
+        json!(["yes", "no"])
+    );
+    assert_eq!(summary["asked"].as_array().unwrap().len(), 2);
+}
