@@ -264,6 +264,26 @@ impl Session {
         self.pty.master.write_all(bytes).unwrap();
     }
 
+    /// Resizes the terminal (the interface gets SIGWINCH) and gives it a
+    /// moment to redraw.
+    fn resize(&mut self, rows: u16, cols: u16) {
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: a valid descriptor and winsize.
+        let rc = unsafe { libc::ioctl(self.pty.master.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        assert_eq!(
+            rc,
+            0,
+            "TIOCSWINSZ failed: {}",
+            std::io::Error::last_os_error()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
     /// Waits for the first frame and checks that the interface really did
     /// change the terminal (so the restore checks are not vacuous).
     fn ready(&self) {
@@ -557,6 +577,77 @@ fn a_resumed_session_shows_kept_plugin_intents_blocks_a_branch_and_asks_a_plugin
     s.wait_for_screen("[test/lifecycle] Which target?");
     s.send(b"\x1b[B\r");
     s.wait_for_screen("[test/lifecycle] answer pick-1 \"production\"");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_question_a_plugin_waits_for_owns_focus_and_its_answer_decides_the_call() {
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("script.json");
+    let read = r#"[{"tool_call": {"name": "read", "arguments": {"path": "confirm-me.txt"}}}, {"stop": {"reason": "tool_use"}}]"#;
+    std::fs::write(
+        &script,
+        format!(
+            r#"[{read}, [{{"text": "first done"}}, {{"stop": {{"reason": "end"}}}}], {read}, [{{"text": "second done"}}, {{"stop": {{"reason": "end"}}}}]]"#
+        ),
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            // test/kit, granted `ui`: it asks before any tool call whose
+            // arguments contain "confirm-me" and blocks it unless the
+            // answer is yes.
+            let folder = home.join("kit-src");
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(
+                folder.join("plugin.kdl"),
+                "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Asks before confirm-me calls\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
+            )
+            .unwrap();
+            std::fs::copy(
+                std::path::Path::new(smith_plugins::builtin::GUESTS_DIR)
+                    .join("smith_plugin_kit.wasm"),
+                folder.join("plugin.wasm"),
+            )
+            .unwrap();
+            let installed = Command::new(env!("CARGO_BIN_EXE_smith"))
+                .env("SMITH_HOME", home)
+                .args(["plugin", "install"])
+                .arg(&folder)
+                .output()
+                .unwrap();
+            assert!(installed.status.success(), "{installed:?}");
+        },
+        &["--mock-script", &script],
+    );
+    std::fs::write(s._work.path().join("confirm-me.txt"), "the secret plan\n").unwrap();
+    s.ready();
+    s.send(b"read it\r");
+    s.wait_for_screen("[test/kit] Run read on confirm-me?");
+    // The terminal is resized while the question waits: the interface
+    // keeps handling input (the plugins hear of the size once it is
+    // answered), so the answer arrives long before the question's 30 s.
+    s.resize(30, 100);
+    s.resize(24, 80);
+    let asked = Instant::now();
+    s.send(b"y");
+    s.wait_for_screen("first done");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        asked.elapsed()
+    );
+    s.wait_for_screen("✓ read confirm-me.txt");
+    s.send(b"read it again\r");
+    s.wait_for_screen("[test/kit] Run read on confirm-me?");
+    s.send(b"n");
+    let screen = s.wait_for_screen("second done").join("\n");
+    assert!(screen.contains("the user answered no (user)"), "{screen}");
     s.send(b"\x03");
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

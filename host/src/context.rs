@@ -248,47 +248,9 @@ fn kind(piece: &PieceReport) -> &'static str {
     if piece.dynamic { "dynamic" } else { "static" }
 }
 
-/// The system prompt of a runtime working in `cwd` from the built-in
-/// smith/product plugin's static fragments alone (an empty prompt when it
-/// cannot be loaded). For runtimes that assemble their context before
-/// their plugins are loaded; a runtime with plugins uses [`assembler`].
-pub fn system_prompt(cwd: &Path) -> String {
-    let cache = smith_config::Paths::from_process()
-        .ok()
-        .map(|paths| paths.cache_dir);
-    product_prompt(cwd, cache.as_deref())
-}
-
-/// [`system_prompt`] with the compiled-component cache in `cache`.
-fn product_prompt(cwd: &Path, cache: Option<&Path>) -> String {
-    let mut assembler = Assembler::new(cwd);
-    let product = smith_plugins::ExtensionComponent::load(
-        "smith/product",
-        smith_plugins::builtin::PRODUCT,
-        cache,
-        crate::settings::process_plugin_limits(),
-    )
-    .and_then(|component| component.instantiate());
-    if let Ok(product) = product {
-        let fragments = product
-            .contributions()
-            .map_or(&[][..], |c| &c.prompt_fragments[..]);
-        assembler.add_static(product.name(), fragments);
-    }
-    assembler.prompt().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_product_prompt_names_the_working_directory() {
-        assert_eq!(
-            product_prompt(Path::new("/work/p"), None),
-            "You are smith, a coding agent. Work in /work/p using the tools you are given."
-        );
-    }
 
     #[test]
     fn built_in_tools_are_measured_by_name_description_and_schema() {

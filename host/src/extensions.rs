@@ -23,6 +23,7 @@ use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
 
 use crate::plugin_config::PluginConfig;
+use crate::questions::Asking;
 
 /// The enabled extensions, in load order, with their host effects recorded
 /// in the runtime's session `journal` under effect numbers drawn from `ids`
@@ -33,9 +34,8 @@ pub fn load(
     journal: &Arc<StoreJournal>,
     ids: &Arc<AtomicU64>,
 ) -> (Vec<WasmExtension>, Vec<String>) {
-    let session = session_source(Arc::clone(journal));
-    let journal: Arc<dyn EffectJournal> = journal.clone();
-    load_into(&journal, ids, Some(session))
+    let (loaded, _, warnings) = load_for_session(journal, ids, None);
+    (loaded, warnings)
 }
 
 /// Resolves the secret handles plugins are granted (`PROVIDER.SLOT`) as
@@ -64,29 +64,34 @@ pub fn load_into(
     ids: &Arc<AtomicU64>,
     session: Option<SessionSource>,
 ) -> (Vec<WasmExtension>, Vec<String>) {
-    let (loaded, _, warnings) = load_configured(journal, ids, session);
+    let (loaded, _, warnings) = load_configured(journal, ids, session, None);
     (loaded, warnings)
 }
 
 /// [`load`] with the runtime's session `journal`, returning as well the
 /// configuration the plugins read and change (`config-get`,
-/// `config-set`), resolved with their contributions.
+/// `config-set`), resolved with their contributions; the plugins'
+/// questions (`ask`) go to `asking` (the frontend's
+/// [`crate::questions::Broker`] or [`crate::questions::Policy`]), and
+/// without it every question fails saying no frontend answers questions.
 pub fn load_for_session(
     journal: &Arc<StoreJournal>,
     ids: &Arc<AtomicU64>,
+    asking: Option<&Asking>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let session = session_source(Arc::clone(journal));
     let journal: Arc<dyn EffectJournal> = journal.clone();
-    load_configured(&journal, ids, Some(session))
+    load_configured(&journal, ids, Some(session), asking)
 }
 
 /// [`load_into`], returning as well the configuration the plugins read and
 /// change, resolved with their contributions
-/// ([`crate::plugin_config`]).
+/// ([`crate::plugin_config`]), with questions going to `asking`.
 pub fn load_configured(
     journal: &Arc<dyn EffectJournal>,
     ids: &Arc<AtomicU64>,
     session: Option<SessionSource>,
+    asking: Option<&Asking>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
@@ -106,7 +111,7 @@ pub fn load_configured(
         let needs_net = !grants.net.is_empty();
         let reads_session = grants.session_read;
         let uses_secrets = !grants.secrets.is_empty();
-        let uses_vcs = grants.vcs;
+        let uses_project = grants.vcs || grants.project_read || grants.project_write;
         let mut effects = Effects::new(
             name,
             grants,
@@ -118,11 +123,14 @@ pub fn load_configured(
         if reads_session && let Some(source) = &session {
             effects = effects.with_session(Arc::clone(source));
         }
+        if let Some(Asking(asker)) = asking {
+            effects = effects.with_asker(Arc::clone(asker));
+        }
         if uses_secrets {
             effects = effects.with_secrets(secret_source(&paths));
         }
         // The project is the folder the runtime works in.
-        if uses_vcs && let Ok(folder) = std::env::current_dir() {
+        if uses_project && let Ok(folder) = std::env::current_dir() {
             effects = effects.with_project(folder);
         }
         if !needs_net {

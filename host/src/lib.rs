@@ -26,6 +26,9 @@
 //! - [`runtime`] — starting the agent: [`RuntimeOptions::start`] takes a
 //!   provider and a session choice to a running [`Runtime`]; every
 //!   frontend starts its runtimes this way.
+//! - [`questions`] — where plugins' questions that wait go: a broker of
+//!   pending questions for frontends with a user, a policy for those
+//!   without.
 //! - [`output`] — how the headless frontends print events, usage, results
 //!   and exit codes.
 //!
@@ -42,6 +45,7 @@ pub mod output;
 pub mod plugin_config;
 pub mod plugins;
 pub mod provider;
+pub mod questions;
 pub mod runtime;
 pub mod secrets;
 pub mod session;

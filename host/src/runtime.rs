@@ -117,6 +117,10 @@ pub struct RuntimeOptions {
     /// with it, the project is snapshotted before and after every mutating
     /// effect (see `smith_engine::checkpoint`). `None` turns checkpoints off.
     pub checkpoints: Option<PathBuf>,
+    /// Where the extension plugins' questions that wait (`ask`) go: the
+    /// frontend's question broker or its policy. `None`: every question
+    /// fails saying no frontend answers questions.
+    pub questions: Option<crate::questions::Asking>,
 }
 
 /// `<data dir>/checkpoints`, when the data directory is known.
@@ -153,6 +157,7 @@ impl RuntimeOptions {
             extensions: None,
             notices_on_stderr: true,
             checkpoints: checkpoints_root(),
+            questions: None,
         }
     }
 }
@@ -308,7 +313,6 @@ impl RuntimeOptions {
         config.budget = self.budget;
         config.history = history;
         config.first_effect_seq = last_effect_seq;
-        config.system = Some(crate::context::system_prompt(&self.cwd));
         // Every credential smith can see is redacted before anything is
         // sent to the provider, recorded or shown.
         let (secrets, recordable) = crate::secrets::process_registry();
@@ -326,13 +330,32 @@ impl RuntimeOptions {
         // counter, so every fx-N in the session is unique.
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
         config.effect_ids = Some(Arc::clone(&ids));
+        // The plugins' queue policies (smith/product's steer and
+        // follow_up among them); the engine's own two only when no plugin
+        // declares any.
+        let mut policies = default_policies();
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, warnings) = crate::extensions::load(&journal, &ids);
+            let (plugins, plugin_config, mut warnings) =
+                crate::extensions::load_for_session(&journal, &ids, self.questions.as_ref());
+            let (declared, refused) = crate::extensions::queue_policies(&plugins);
+            warnings.extend(refused);
+            if !declared.is_empty() {
+                policies = declared;
+            }
+            // Every paragraph of the system prompt comes from the plugins'
+            // prompt fragments (smith/product's base first).
+            let assembler = crate::context::assembler(&self.cwd, &plugins);
             let mut frontend = (surface.0)(&journal);
             for warning in &warnings {
                 frontend.diagnostic(warning);
             }
-            crate::extensions::session_hooks(plugins, frontend, &journal.session_id().to_hex())
+            crate::extensions::session_hooks(plugins, frontend, &journal.session_id().to_hex()).map(
+                |hooks| {
+                    hooks
+                        .with_context(assembler)
+                        .with_config_changes(Box::new(move || plugin_config.take_changed()))
+                },
+            )
         });
         let commands = hooks
             .as_ref()
@@ -358,7 +381,7 @@ impl RuntimeOptions {
             tool_context,
             journal: journal.clone(),
             sink: journal.clone(),
-            policies: default_policies(),
+            policies,
         };
         let handle = match hooks {
             Some(hooks) => agent::spawn_with_hooks(config, services, Box::new(hooks)),

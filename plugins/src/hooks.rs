@@ -50,6 +50,10 @@ pub trait Frontend: Surface + Send {
     fn diagnostic(&mut self, message: &str);
 }
 
+/// Reports (and forgets) the configuration keys plugins changed since it
+/// was last called.
+pub type ConfigChanges = Box<dyn Fn() -> Vec<String> + Send>;
+
 /// Loaded extension plugins as engine [`Hooks`].
 pub struct PluginHooks {
     inner: Arc<Mutex<Inner>>,
@@ -60,6 +64,12 @@ pub struct PluginHooks {
 struct Inner {
     dispatcher: Dispatcher,
     frontend: Box<dyn Frontend>,
+    /// The request context assembled from the plugins' prompt fragments,
+    /// when the hooks assemble the system prompt.
+    context: Option<crate::context::Assembler>,
+    /// Reports the configuration keys plugins changed (`config-set`) since
+    /// it was last asked; each is announced as `config-changed(KEY)`.
+    config_changes: Option<ConfigChanges>,
     /// The session the runtime records into, when the hooks are bound to
     /// one (session events are raised only then).
     session: Option<String>,
@@ -85,6 +95,8 @@ impl PluginHooks {
             inner: Arc::new(Mutex::new(Inner {
                 dispatcher: Dispatcher::new(plugins),
                 frontend,
+                context: None,
+                config_changes: None,
                 session: None,
             })),
         }
@@ -96,6 +108,26 @@ impl PluginHooks {
     #[must_use]
     pub fn in_session(self, id: &str) -> Self {
         lock(&self.inner).session = Some(id.to_owned());
+        self
+    }
+
+    /// Assembles the system prompt of every request with `assembler`
+    /// (seeded with the plugins' static fragments): after each allowed
+    /// `context` decision, each plugin providing context is asked for its
+    /// fragments of the turn, and the engine gets the assembled prompt
+    /// (the same `Arc` while nothing changed).
+    #[must_use]
+    pub fn with_context(self, assembler: crate::context::Assembler) -> Self {
+        lock(&self.inner).context = Some(assembler);
+        self
+    }
+
+    /// Announces the configuration keys `changes` reports (the options
+    /// plugins changed with `config-set`) to every plugin as
+    /// `config-changed(KEY)`, after each event, decision and command.
+    #[must_use]
+    pub fn with_config_changes(self, changes: ConfigChanges) -> Self {
+        lock(&self.inner).config_changes = Some(changes);
         self
     }
 
@@ -126,6 +158,49 @@ impl PluginHooks {
 }
 
 impl Inner {
+    /// Announces the configuration keys plugins changed since the last
+    /// call (none: nothing is delivered).
+    fn announce_config(&mut self) {
+        let Some(changes) = &self.config_changes else {
+            return;
+        };
+        let keys = changes();
+        for key in keys {
+            self.dispatcher.notify(&LifecycleEvent::ConfigChanged(key));
+        }
+    }
+
+    /// Asks each plugin that provides context for its fragments of a turn
+    /// of `messages` messages; a plugin that fails keeps its previous
+    /// fragments and is reported.
+    fn refresh_context(&mut self, messages: u32) {
+        let Some(assembler) = &mut self.context else {
+            return;
+        };
+        let mut failures = Vec::new();
+        for (plugin, name) in self
+            .dispatcher
+            .plugins()
+            .iter()
+            .zip(self.dispatcher.names())
+        {
+            let mut plugin = lock_plugin(plugin);
+            if plugin.provided().is_none() {
+                continue;
+            }
+            match plugin.context(messages) {
+                Ok(fragments) => assembler.update(name, fragments),
+                Err(err) => failures.push(format!(
+                    "{err}; the request context keeps the fragments plugin {name} gave before"
+                )),
+            }
+        }
+        for failure in failures {
+            self.frontend.diagnostic(&failure);
+        }
+        self.drop_dead();
+    }
+
     /// Leaves out, for the rest of the runtime, every plugin whose instance
     /// was destroyed, saying so once.
     fn drop_dead(&mut self) {
@@ -139,6 +214,7 @@ impl Inner {
     fn decide(&mut self, event: &LifecycleEvent) -> Verdict {
         let (folded, errors) = decide_shared(self.dispatcher.plugins(), event);
         self.dispatcher.announce_vcs();
+        self.announce_config();
         for error in errors {
             self.frontend.diagnostic(&format!(
                 "{error}; it counts as no decision, so the {} went ahead as far as it is concerned",
@@ -239,7 +315,19 @@ fn replaceable(event: &LifecycleEvent) -> bool {
 impl Hooks for PluginHooks {
     fn context(&mut self, messages: usize) -> Verdict {
         let count = u32::try_from(messages).unwrap_or(u32::MAX);
-        lock(&self.inner).decide(&LifecycleEvent::Context(count))
+        let mut inner = lock(&self.inner);
+        let verdict = inner.decide(&LifecycleEvent::Context(count));
+        if !matches!(verdict, Verdict::Block { .. }) {
+            inner.refresh_context(count);
+        }
+        verdict
+    }
+
+    fn system_prompt(&mut self) -> Option<Arc<str>> {
+        lock(&self.inner)
+            .context
+            .as_mut()
+            .map(crate::context::Assembler::prompt)
     }
 
     fn before_request(&mut self, model: &str) {
@@ -336,6 +424,7 @@ impl Hooks for PluginHooks {
         let released = inner
             .dispatcher
             .observe(event, &mut SurfaceOf(&mut *inner.frontend));
+        inner.announce_config();
         inner.drop_dead();
         match released {
             Some(released) => inner.release(released),
@@ -399,6 +488,7 @@ impl Commands {
         let mut inner = lock(&self.inner);
         let inner = &mut *inner;
         let ran = inner.dispatcher.run_command(&plugin, name, argument);
+        inner.announce_config();
         inner.drop_dead();
         ran?;
         Ok(inner.release_if(settled))

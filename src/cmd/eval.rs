@@ -8,6 +8,12 @@
 //! (streamed text on stdout; one line per tool and a usage line on stderr) or
 //! `--json` (the protocol's JSON Lines, then a `result` record).
 //!
+//! Nobody answers a plugin's question that waits (`ask`) here: `--answer
+//! 'PROMPT=ANSWER'` answers the question with that prompt, `--yes` takes
+//! every other question's default, and without either the question is
+//! refused (the plugin gets an error saying how to allow it, and a line on
+//! standard error names it).
+//!
 //! Exit codes: 0 success, 1 failed turn, 2 budget exceeded (tokens, cost or
 //! turns), 130 interrupted.
 
@@ -24,6 +30,7 @@ use smith_engine::protocol::{Command, Event, JsonLines, StopCause};
 use smith_engine::provider::Usage;
 use smith_host::extensions::Headless;
 use smith_host::output::{HumanPrinter, exit_code, finish_session, format_usage, result_record};
+use smith_host::questions::Policy;
 use smith_host::{
     Extensions, LiveProviders, Runtime, RuntimeOptions, SessionChoice, choose_provider, mock,
 };
@@ -70,6 +77,12 @@ pub struct Args {
     /// Run without extension plugins (built-in, user and project).
     #[arg(long)]
     pub no_plugins: bool,
+    /// Answer every question a plugin asks and waits for with its default (without it, unanswered questions are refused).
+    #[arg(long)]
+    pub yes: bool,
+    /// Answer the plugin question whose prompt is PROMPT with ANSWER (repeatable; split at the last `=`; wins over --yes).
+    #[arg(long, value_name = "PROMPT=ANSWER")]
+    pub answer: Vec<String>,
 }
 
 // The composition root calls these for `smith "prompt"` (no subcommand).
@@ -92,6 +105,8 @@ impl Args {
             max_cost: None,
             cwd: None,
             no_plugins: false,
+            yes: false,
+            answer: Vec::new(),
         }
     }
 }
@@ -176,8 +191,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             None => format!("eval-{}", smith_store::now_ms()),
         }))
     };
+    // Nobody can answer a plugin's question here: the policy given on the
+    // command line does.
+    let policy = Policy {
+        surface: "smith eval".to_owned(),
+        yes: args.yes,
+        answers: args
+            .answer
+            .iter()
+            .map(|given| Policy::parse_answer(given))
+            .collect::<Result<_, _>>()
+            .map_err(|message| anyhow::anyhow!("--answer: {message}"))?,
+    };
     let options = RuntimeOptions {
         model: args.choice.model.clone(),
+        questions: (!args.no_plugins).then(|| policy.asking()),
         max_turns: args.max_turns,
         budget: Budget {
             max_tokens: args.max_tokens,

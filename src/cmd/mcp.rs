@@ -2,11 +2,16 @@
 //! `docs/mcp.md` and the `smith_rpc::mcp` module).
 //!
 //! Tool calls record their effects into a new session (named with
-//! `--name`, else `mcp-<time>`) or into `--session REF`.
+//! `--name`, else `mcp-<time>`) or into `--session REF`. The extension
+//! plugins are loaded (unless `--no-plugins`) for their `tool-call`
+//! decisions; their questions that wait are asked through MCP elicitation
+//! when the client declares it, else answered by `--answer` and `--yes`, or
+//! refused.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
+use smith_host::questions::Policy;
 use smith_rpc::{McpOptions, McpServer, Output, SessionChoice};
 
 /// Serve the Model Context Protocol on standard input and output.
@@ -21,6 +26,15 @@ pub struct Args {
     /// Work in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Run tool calls without extension plugins (built-in, user and project) and their decisions.
+    #[arg(long)]
+    pub no_plugins: bool,
+    /// For clients without elicitation: answer every question a plugin asks and waits for with its default (without it, such questions are refused).
+    #[arg(long)]
+    pub yes: bool,
+    /// For clients without elicitation: answer the plugin question whose prompt is PROMPT with ANSWER (repeatable; split at the last `=`; wins over --yes).
+    #[arg(long, value_name = "PROMPT=ANSWER")]
+    pub answer: Vec<String>,
 }
 
 /// Runs the server until standard input ends.
@@ -47,7 +61,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         store_root: crate::settings::session_root()?,
         session,
     };
-    let server = McpServer::new(&options, Output::new(std::io::stdout()))?;
+    let policy = Policy {
+        surface: "smith mcp (its client did not declare elicitation)".to_owned(),
+        yes: args.yes,
+        answers: args
+            .answer
+            .iter()
+            .map(|given| Policy::parse_answer(given))
+            .collect::<Result<_, _>>()
+            .map_err(|message| anyhow::anyhow!("--answer: {message}"))?,
+    };
+    let mut server = McpServer::new(&options, Output::new(std::io::stdout()))?;
+    if !args.no_plugins {
+        server = server.with_plugins(policy);
+    }
     eprintln!(
         "smith mcp: recording tool effects in session {}",
         server.session_id()

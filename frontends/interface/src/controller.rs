@@ -10,7 +10,7 @@ use std::sync::mpsc::SyncSender;
 
 use smith_config::{ConfigError, Loader, Paths};
 use smith_engine::agent::AgentError;
-use smith_engine::protocol::Command;
+use smith_engine::protocol::{Command, Event};
 use smith_engine::provider::ProviderInfo;
 use smith_tui::run::Flow;
 use smith_tui::term::Terminal;
@@ -20,7 +20,10 @@ use super::Args;
 use super::commands;
 use super::config::{answer_trust, changed_keys, process_loader, unchecked};
 use super::events::{apply, apply_replayed};
-use super::frontend::{ANSWER, AgentMsg, Feed, answered, question_overlay};
+use super::frontend::{
+    ANSWER, AgentMsg, Feed, WAIT, answered, question_overlay, wait_command, waited, waiting_overlay,
+};
+use super::host::questions::Withdrawn;
 use super::runtime::{Runtime, run_plugin_actions};
 
 /// The interface's state besides the [`App`]: the runtime it drives, the
@@ -53,6 +56,11 @@ pub(super) struct Controller<'a> {
     /// The failure the terminal-restore tests ask for
     /// (`SMITH_TUI_TEST_FAULT`).
     pub(super) fault: String,
+    /// A terminal size the plugins have not heard of: the terminal was
+    /// resized while one of them waited for a question's answer (their
+    /// instances are busy until then), so they hear of it when the run
+    /// settles.
+    pub(super) deferred_resize: Option<(u16, u16)>,
 }
 
 impl Controller<'_> {
@@ -62,7 +70,14 @@ impl Controller<'_> {
         if tag == self.generation {
             match event {
                 Some(Feed::Event(event)) => {
+                    let settled = matches!(event, Event::Settled);
                     apply(app, event, &mut self.summaries, self.window);
+                    if settled
+                        && let Some((columns, rows)) = self.deferred_resize.take()
+                        && let Some(rt) = self.runtime.as_ref()
+                    {
+                        report(app, resized(rt, app, columns, rows));
+                    }
                 }
                 Some(Feed::Notice(text)) => app.notice(&text),
                 Some(Feed::Problem(text)) => app.error(&text),
@@ -71,6 +86,19 @@ impl Controller<'_> {
                         app.ask(overlay);
                     }
                 }
+                Some(Feed::Waiting(waiting)) => app.ask(waiting_overlay(tag, &waiting)),
+                Some(Feed::Withdrawn(id, why)) if app.withdraw(&wait_command(tag, &id)) => {
+                    app.notice(&match why {
+                        Withdrawn::Timeout => format!(
+                            "question {id} was not answered in time: the plugin took its default"
+                        ),
+                        Withdrawn::Cancelled => format!(
+                            "question {id} no longer waits: the plugin's call was cancelled"
+                        ),
+                    });
+                }
+                // Answered already: nothing was open for it.
+                Some(Feed::Withdrawn(..)) => {}
                 None => {}
             }
             return;
@@ -84,7 +112,13 @@ impl Controller<'_> {
                 apply_replayed(app, event, &mut self.summaries, self.window);
             }
             // A replay sends events only.
-            Some(Feed::Notice(_) | Feed::Problem(_) | Feed::Question(..)) => {}
+            Some(
+                Feed::Notice(_)
+                | Feed::Problem(_)
+                | Feed::Question(..)
+                | Feed::Waiting(_)
+                | Feed::Withdrawn(..),
+            ) => {}
             None => {
                 self.replay.take();
                 let mut status = app.status.clone();
@@ -144,22 +178,33 @@ impl Controller<'_> {
                 }
                 Ok(())
             }
-            Output::Resized { columns, rows } => match &rt.commands {
-                // Idle is a safe point: what handlers return applies now.
-                Some(commands) => run_plugin_actions(
-                    &rt.handle,
-                    commands.raise(
-                        &smith_plugins::extension::LifecycleEvent::Resize((
-                            u32::from(columns),
-                            u32::from(rows),
-                        )),
-                        !app.status.busy,
-                    ),
-                ),
-                None => Ok(()),
-            },
+            // A plugin waits for the user's answer, holding the plugins
+            // until then: raising the resize now would block the interface
+            // that is to take the answer.
+            Output::Resized { columns, rows } if rt.questions.waiting() > 0 => {
+                self.deferred_resize = Some((columns, rows));
+                Ok(())
+            }
+            Output::Resized { columns, rows } => {
+                self.deferred_resize = None;
+                resized(rt, app, columns, rows)
+            }
             Output::Command { name, arg } if name.starts_with(ANSWER) => {
                 self.answer(rt, app, &name, &arg)
+            }
+            Output::Command { name, arg } if name.starts_with(WAIT) => {
+                match waited(&name) {
+                    Some((asked, id)) if asked == self.generation => {
+                        if let Err(refused) = rt.questions.answer(id, &arg) {
+                            app.error(&refused.to_string());
+                        }
+                    }
+                    Some((_, id)) => app.notice(&format!(
+                        "the answer to question {id} was not delivered: it was asked in a session this interface has since left"
+                    )),
+                    None => {}
+                }
+                Ok(())
             }
             Output::Command { name, arg } => return commands::dispatch(self, app, &name, arg),
         };
@@ -213,6 +258,24 @@ impl Controller<'_> {
             }
             (None, _) => Ok(()),
         }
+    }
+}
+
+/// Tells the runtime's plugins the terminal's size.
+fn resized(rt: &Runtime, app: &App, columns: u16, rows: u16) -> Sent {
+    match &rt.commands {
+        // Idle is a safe point: what handlers return applies now.
+        Some(commands) => run_plugin_actions(
+            &rt.handle,
+            commands.raise(
+                &smith_plugins::extension::LifecycleEvent::Resize((
+                    u32::from(columns),
+                    u32::from(rows),
+                )),
+                !app.status.busy,
+            ),
+        ),
+        None => Ok(()),
     }
 }
 

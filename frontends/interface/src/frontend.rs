@@ -1,7 +1,9 @@
 //! What reaches the interface from a runtime besides its own input: the
 //! [`Feed`] of events, plugin lines and plugin questions, tagged with the
 //! runtime's generation; the interface as the extension plugins' frontend
-//! ([`TuiFrontend`]); and the overlays that ask plugins' questions.
+//! ([`TuiFrontend`]); and the overlays that ask plugins' questions, both
+//! the intents answered later and the questions a plugin waits for
+//! ([`Overlays`]).
 
 use std::sync::Arc;
 use std::sync::mpsc::SyncSender;
@@ -34,9 +36,102 @@ pub(super) enum Feed {
     /// A plugin's question (a `select`, `confirm` or `input` intent) to ask
     /// the user: the plugin and the intent.
     Question(String, smith_plugins::extension::UiIntent),
+    /// A question a plugin waits for, to ask the user; the answer goes to
+    /// the runtime's question broker.
+    Waiting(host::questions::Waiting),
+    /// The question with this id no longer waits (it timed out or the
+    /// plugin's call was cancelled), and why.
+    Withdrawn(String, host::questions::Withdrawn),
 }
 
 pub(super) const ANSWER: &str = "\0answer";
+
+/// The command prefix of the answers to questions that wait.
+pub(super) const WAIT: &str = "\0wait";
+
+/// The command the overlay of question `id` of the runtime of
+/// `generation` answers with.
+pub(super) fn wait_command(generation: u64, id: &str) -> String {
+    format!("{WAIT}\0{generation}\0{id}")
+}
+
+/// The generation and question id a [`WAIT`] command names.
+pub(super) fn waited(name: &str) -> Option<(u64, &str)> {
+    let (generation, id) = name
+        .strip_prefix(WAIT)?
+        .strip_prefix('\0')?
+        .split_once('\0')?;
+    Some((generation.parse().ok()?, id))
+}
+
+/// The overlay that asks a question a plugin waits for, owning focus
+/// until it is answered: a confirmation takes `y`/Enter (yes) or `n`/Esc
+/// (no), a selection arrows and Enter, input a line of text and Enter.
+/// Esc on a selection or input answers the question's default.
+pub(super) fn waiting_overlay(generation: u64, waiting: &host::questions::Waiting) -> Overlay {
+    use smith_plugins::effects::QuestionKind;
+    let command = wait_command(generation, &waiting.id);
+    let answer = |text: &str| Output::Command {
+        name: command.clone(),
+        arg: text.to_owned(),
+    };
+    let question = &waiting.question;
+    let title = if question.default.is_empty() {
+        format!("[{}] {}", waiting.plugin, question.prompt)
+    } else {
+        format!(
+            "[{}] {} (Esc: {})",
+            waiting.plugin, question.prompt, question.default
+        )
+    };
+    match &question.kind {
+        QuestionKind::Confirm => Overlay::Confirm {
+            message: format!("[{}] {}", waiting.plugin, question.prompt),
+            on_yes: answer("yes"),
+            on_no: Some(answer("no")),
+        },
+        QuestionKind::Select(options) => Overlay::Picker(Picker {
+            title,
+            command: command.clone(),
+            items: options.clone(),
+            filter: String::new(),
+            selected: options
+                .iter()
+                .position(|o| *o == question.default)
+                .unwrap_or(0),
+            cancel: Some(answer(&question.default)),
+        }),
+        QuestionKind::Input => Overlay::Prompt {
+            message: title,
+            command: command.clone(),
+            text: String::new(),
+            cancel: Some(answer(&question.default)),
+        },
+    }
+}
+
+/// Shows the questions a runtime's plugins wait for as overlays, through
+/// the interface's channel tagged with the runtime's generation.
+pub(super) struct Overlays {
+    pub(super) tx: SyncSender<AgentMsg>,
+    pub(super) generation: u64,
+}
+
+impl host::questions::Presenter for Overlays {
+    fn present(&self, waiting: &host::questions::Waiting) {
+        // The interface may be gone at exit; the question then times out.
+        let _ = self.tx.send(Msg::Agent((
+            self.generation,
+            Some(Feed::Waiting(waiting.clone())),
+        )));
+    }
+    fn withdraw(&self, id: &str, why: host::questions::Withdrawn) {
+        let _ = self.tx.send(Msg::Agent((
+            self.generation,
+            Some(Feed::Withdrawn(id.to_owned(), why)),
+        )));
+    }
+}
 
 /// The overlay that asks `plugin`'s question `intent` for the runtime of
 /// `generation`: its answer (the chosen option, `yes`/`no`, or the text;

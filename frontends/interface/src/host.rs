@@ -18,6 +18,11 @@ pub(super) mod extensions {
     pub(crate) use smith_host::extensions::{keep_intent, kept_intents, warn};
 }
 
+/// The broker of the plugins' questions that wait.
+pub(super) mod questions {
+    pub(crate) use smith_host::questions::{Broker, Presenter, Waiting, Withdrawn};
+}
+
 /// The interface's product, built from the plugins' contributions.
 pub(super) mod product {
     pub(crate) use crate::product::load;

@@ -30,7 +30,9 @@
 //! * [`session`] — a resumed history and the branch tree;
 //! * [`replay`] — `/replay`;
 //! * [`frontend`] — the interface as the plugins' frontend, and their
-//!   questions;
+//!   questions: intents answered later, and questions a plugin waits for
+//!   (`host.ask`), asked in an overlay that owns focus and answered
+//!   through the runtime's question broker;
 //! * [`config`] — the interface's options and the project trust question;
 //! * [`product`] — the interface's product, built from the plugins'
 //!   contributions;
@@ -206,6 +208,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         window,
         failure: None,
         fault: std::env::var("SMITH_TUI_TEST_FAULT").unwrap_or_default(),
+        deferred_resize: None,
     });
     let result = run_loop(
         &mut term,

@@ -22,7 +22,7 @@ use smith_tui::App;
 use smith_tui::run::Msg;
 
 use super::Args;
-use super::frontend::{AgentMsg, Feed, TuiFrontend};
+use super::frontend::{AgentMsg, Feed, Overlays, TuiFrontend};
 use super::host;
 use super::session::{show_history, show_kept_intents};
 
@@ -41,6 +41,8 @@ pub(super) struct Runtime {
     /// What the runtime's extension plugins say before a session switch or
     /// fork.
     pub(super) gate: Option<smith_engine::agent::SessionGate>,
+    /// The questions its extension plugins wait for.
+    pub(super) questions: host::questions::Broker,
 }
 
 impl Runtime {
@@ -129,8 +131,14 @@ pub(super) fn start(
 ) -> anyhow::Result<(Runtime, ProviderInfo)> {
     let chosen = provider(args)?;
     let frontend_tx = tx.clone();
+    let questions = host::questions::Broker::new();
+    questions.set_presenter(Arc::new(Overlays {
+        tx: tx.clone(),
+        generation,
+    }));
     let options = smith_host::RuntimeOptions {
         model: args.choice.model.clone(),
+        questions: (!args.no_plugins).then(|| questions.asking()),
         extensions: (!args.no_plugins).then(|| {
             smith_host::Extensions(Arc::new(move |journal: &Arc<StoreJournal>| {
                 Box::new(TuiFrontend {
@@ -201,6 +209,7 @@ pub(super) fn start(
             name,
             commands,
             gate,
+            questions,
         },
         info,
     ))

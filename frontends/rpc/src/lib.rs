@@ -13,7 +13,9 @@
 //! - [`mcp`] — `smith mcp`: a Model Context Protocol server. The built-in
 //!   tools are MCP tools (through the same tool contract and effect
 //!   journal), sessions are resources, long calls report progress and can be
-//!   cancelled. See `docs/mcp.md`.
+//!   cancelled; with extension plugins loaded, their `tool-call`
+//!   decisions run before each call and their questions are asked through
+//!   MCP elicitation. See `docs/mcp.md`.
 //!
 //! Standard output carries protocol records only; everything else goes to
 //! standard error.
@@ -21,6 +23,7 @@
 #![deny(missing_docs)]
 
 mod diag;
+mod elicit;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod rpc;

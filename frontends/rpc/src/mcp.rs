@@ -38,6 +38,12 @@
 //!   cancels its effect (bash gets its process group terminated); the
 //!   completion is recorded as `cancelled` and, as the protocol asks, no
 //!   response is sent for the cancelled request.
+//! - **extension plugins** ([`McpServer::with_plugins`]): their
+//!   `tool-call` decision runs before each call (a blocked call is a tool
+//!   error and nothing runs); their questions that wait are asked through
+//!   `elicitation/create` when the client declared `elicitation` at
+//!   `initialize`, else answered by the server's policy (see the `elicit`
+//!   module).
 //! - **resources**: every stored session is a resource
 //!   `smith://session/<id>`; reading one returns its dump (JSON Lines, one
 //!   entry per line).
@@ -67,11 +73,16 @@ use smith_engine::journal::{
 use smith_engine::tools::{Access, CancelToken, Tool, ToolContext, ToolSet};
 use smith_store::{Store, dump};
 
+use crate::elicit::Elicit;
 use crate::jsonrpc::{
     self, INVALID_PARAMS, Incoming, Output, Reader, Record, RpcError, opt_str, req_str,
 };
 use crate::setup::SetupError;
+use smith_engine::agent::{Hooks, Verdict, blocked_result_text};
+use smith_engine::provider::ToolCall;
 use smith_host::SessionChoice;
+use smith_host::extensions::{Headless, load_for_session, session_hooks, warn};
+use smith_host::questions::Policy;
 use smith_host::session::{open as open_destination, warn_unknown_effects};
 
 /// The newest revision this server speaks (the stateless one).
@@ -279,8 +290,10 @@ struct Calls {
     tools: ToolSet,
     context: ToolContext,
     journal: Arc<StoreJournal>,
-    next_effect: AtomicU64,
+    next_effect: Arc<AtomicU64>,
     inflight: Mutex<HashMap<String, Inflight>>,
+    /// The extension plugins' decisions (`tool-call`), when loaded.
+    hooks: Option<Mutex<Box<dyn Hooks>>>,
 }
 
 /// The MCP server.
@@ -289,6 +302,7 @@ pub struct McpServer {
     store_root: PathBuf,
     session_name: String,
     workers: Vec<JoinHandle<()>>,
+    elicit: Arc<Elicit>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -313,18 +327,51 @@ impl McpServer {
         let destination = open_destination(&options.store_root, &options.session)?;
         warn_unknown_effects(&destination);
         Ok(McpServer {
+            elicit: Arc::new(Elicit::new(out.clone())),
             calls: Arc::new(Calls {
                 out,
                 tools: ToolSet::builtin(),
                 context,
                 journal: destination.journal,
-                next_effect: AtomicU64::new(destination.last_effect_seq),
+                next_effect: Arc::new(AtomicU64::new(destination.last_effect_seq)),
                 inflight: Mutex::new(HashMap::new()),
+                hooks: None,
             }),
             store_root: options.store_root.clone(),
             session_name: destination.name,
             workers: Vec::new(),
         })
+    }
+
+    /// Loads the enabled extension plugins (as every frontend does,
+    /// `smith_host::extensions`): their `tool-call` decisions run before
+    /// each `tools/call`, and their questions that wait are asked through
+    /// MCP elicitation when the client declared it at `initialize`, else
+    /// answered by `policy`. Plugins that cannot load are left out with a
+    /// warning on standard error. Call before [`McpServer::serve`].
+    #[must_use]
+    pub fn with_plugins(mut self, policy: Policy) -> Self {
+        let asking = self.elicit.asking(policy);
+        let Some(calls) = Arc::get_mut(&mut self.calls) else {
+            return self;
+        };
+        let (plugins, _config, warnings) =
+            load_for_session(&calls.journal, &calls.next_effect, Some(&asking));
+        let frontend = Headless {
+            name: "mcp",
+            journal: Some(Arc::clone(&calls.journal)),
+            asker: None,
+        };
+        for warning in &warnings {
+            warn(warning);
+        }
+        calls.hooks = session_hooks(
+            plugins,
+            Box::new(frontend),
+            &calls.journal.session_id().to_hex(),
+        )
+        .map(|hooks| Mutex::new(Box::new(hooks) as Box<dyn Hooks>));
+        self
     }
 
     /// The id of the session recording this server's effects.
@@ -349,6 +396,8 @@ impl McpServer {
                     out.error(&r.id, &r.error)?;
                     continue;
                 }
+                // The client's answer to a plugin's question.
+                Some(Record::Line(line)) if self.elicit.take_response(line) => continue,
                 Some(Record::Line(line)) => jsonrpc::parse(line),
             };
             match incoming {
@@ -447,6 +496,7 @@ impl McpServer {
             )),
             "initialize" => {
                 let requested = opt_str(method, params, "protocolVersion")?;
+                self.elicit.initialized(params);
                 Ok(json!({
                     "protocolVersion": negotiate(requested),
                     "capabilities": {
@@ -641,6 +691,44 @@ fn tool_result(text: String, is_error: bool, meta: Value) -> Value {
 }
 
 impl Calls {
+    /// The extension plugins' `tool-call` decision on a call (validated
+    /// first, so nothing is asked about a call that would not run):
+    /// `Ok(None)` to run it as it is, `Ok(Some(arguments))` to run it with
+    /// a plugin's replacement, or the blocked call's result.
+    fn decide(&self, key: &str, name: &str, arguments: &Value) -> Result<Option<Value>, Value> {
+        let Some(hooks) = &self.hooks else {
+            return Ok(None);
+        };
+        if self.tools.prepare(name, arguments).is_err() {
+            return Ok(None);
+        }
+        let call = ToolCall {
+            id: key.to_owned(),
+            name: name.to_owned(),
+            arguments: arguments.clone(),
+        };
+        // One decision at a time: the plugins are one set of instances.
+        let verdict = lock(hooks).tool_call(&call);
+        match verdict {
+            Verdict::Allow => Ok(None),
+            Verdict::Block { by, reason } => Err(tool_result(
+                blocked_result_text(name, &by, &reason),
+                true,
+                json!({"dev.smith/status": "blocked", "dev.smith/plugin": by}),
+            )),
+            Verdict::Replace { by, value } => match serde_json::from_str(&value) {
+                Ok(replacement @ Value::Object(_)) => Ok(Some(replacement)),
+                _ => Err(tool_result(
+                    format!(
+                        "The {name} call did not run: the extension {by} replaced its arguments with {value:?}, which is not a JSON object; nothing happened."
+                    ),
+                    true,
+                    json!({"dev.smith/status": "invalid", "dev.smith/plugin": by}),
+                )),
+            },
+        }
+    }
+
     /// One call: validate, record the intent, run, record the completion.
     fn run(
         &self,
@@ -650,6 +738,15 @@ impl Calls {
         progress: Option<Value>,
         cancel: CancelToken,
     ) -> Value {
+        let replaced;
+        let arguments = match self.decide(key, name, arguments) {
+            Ok(None) => arguments,
+            Ok(Some(replacement)) => {
+                replaced = replacement;
+                &replaced
+            }
+            Err(blocked) => return blocked,
+        };
         let tool = match self.tools.prepare(name, arguments) {
             Ok(tool) => Arc::clone(tool),
             Err(e) => {

@@ -16,6 +16,11 @@
 //! that resolves them). Standard
 //! output carries only these records; diagnostics go to standard error.
 //!
+//! An extension plugin's question that waits (`host.ask`) goes out as a
+//! `ui_question` notification with `wait: true` from the plugin's thread;
+//! `ui/answer` hands the answer to the server's question broker, so the
+//! request loop keeps reading while the question waits.
+//!
 //! The methods, their parameters and a complete example session are in
 //! `docs/rpc.md`; [`METHODS`] lists them.
 
@@ -39,6 +44,7 @@ use crate::jsonrpc::{
     STORE_ERROR, opt_str, opt_u64, req_str,
 };
 use crate::setup::SetupError;
+use smith_host::questions::{Broker, Presenter, Waiting};
 use smith_host::{Runtime, RuntimeOptions, SessionChoice};
 
 /// Every method `smith rpc` answers.
@@ -155,6 +161,40 @@ pub struct RpcServer {
     options: RuntimeOptions,
     shared: Arc<Shared>,
     current: Option<Current>,
+    /// The extensions' questions that wait, answered with `ui/answer`.
+    questions: Broker,
+}
+
+/// Sends each question that waits to the client as a `ui_question`
+/// notification with `wait: true`.
+struct Notifier(Output);
+
+impl Presenter for Notifier {
+    fn present(&self, waiting: &Waiting) {
+        // A client that went away cannot answer; the question takes its
+        // default when its timeout passes, and the server notices the
+        // closed output itself.
+        let _ = self.0.notify("ui_question", waiting_question(waiting));
+    }
+}
+
+/// The params of the `ui_question` notification of a question that waits:
+/// `plugin`, `id`, `kind`, `prompt`, `options` (for `select`), `default`,
+/// `timeout_ms` and `wait: true`.
+pub fn waiting_question(waiting: &Waiting) -> Value {
+    let mut params = json!({
+        "plugin": waiting.plugin,
+        "id": waiting.id,
+        "kind": waiting.question.kind.name(),
+        "prompt": waiting.question.prompt,
+        "default": waiting.question.default,
+        "timeout_ms": waiting.timeout_ms,
+        "wait": true,
+    });
+    if waiting.question.kind.name() == "select" {
+        params["options"] = json!(waiting.options());
+    }
+    params
 }
 
 impl std::fmt::Debug for RpcServer {
@@ -283,10 +323,15 @@ impl RpcServer {
     ///
     /// When the first runtime cannot start.
     pub fn new(
-        options: RuntimeOptions,
+        mut options: RuntimeOptions,
         session: &SessionChoice,
         out: Output,
     ) -> Result<Self, SetupError> {
+        let questions = Broker::new();
+        questions.set_presenter(Arc::new(Notifier(out.clone())));
+        if options.extensions.is_some() {
+            options.questions = Some(questions.asking());
+        }
         let mut server = RpcServer {
             options,
             shared: Arc::new(Shared {
@@ -294,6 +339,7 @@ impl RpcServer {
                 st: Mutex::new(St::default()),
             }),
             current: None,
+            questions,
         };
         server.start(session)?;
         Ok(server)
@@ -840,10 +886,24 @@ impl RpcServer {
     /// `ui/answer`: the user's answer to an extension's `ui_question`. When
     /// the runtime is idle (a safe point) the actions the extension returns
     /// are applied now: a model switch, a follow-up message.
+    /// A question that waits (`wait: true`) is answered through the
+    /// server's broker, which the runtime does not need for it: the plugin
+    /// that asked is blocked on the agent's thread until then.
     fn answer(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
         let plugin = req_str(method, params, "plugin")?;
         let id = req_str(method, params, "id")?;
         let answer = req_str(method, params, "answer")?;
+        if self.questions.knows(id) {
+            self.questions.answer(id, answer).map_err(|refused| {
+                RpcError::invalid_params(
+                    method,
+                    refused.to_string(),
+                    "the id of a ui_question that still waits and an answer it accepts",
+                )
+            })?;
+            return Ok(json!({"delivered": true}));
+        }
+        self.not_while_waiting(method)?;
         let current = self.current()?;
         let Some(answerer) = current.answerer.as_ref() else {
             return Err(RpcError::invalid_params(
@@ -879,12 +939,29 @@ impl RpcServer {
         Ok(json!({"delivered": true}))
     }
 
+    /// A busy error while a plugin waits for the answer to a question: the
+    /// plugins are held until it is answered, so a request that reaches
+    /// them would keep this loop from reading that answer.
+    fn not_while_waiting(&self, method: &str) -> Result<(), RpcError> {
+        if self.questions.waiting() == 0 {
+            return Ok(());
+        }
+        Err(RpcError::new(
+            BUSY,
+            "busy",
+            format!("{method} cannot run now"),
+            "an extension plugin waits for the answer to a question (a ui_question with wait: true), and its plugins are held until then",
+            "answer the question with ui/answer (or let it time out), then send the request again",
+        ))
+    }
+
     /// Asks the current runtime's extensions about `op` before `method`
     /// does it; an error when one blocks it.
     fn ask(&self, method: &str, op: &SessionOp) -> Result<(), RpcError> {
         let Some(gate) = self.current.as_ref().and_then(|c| c.gate.as_ref()) else {
             return Ok(());
         };
+        self.not_while_waiting(method)?;
         match gate.ask(op) {
             Verdict::Block { by, reason } => Err(RpcError::new(
                 BLOCKED,

@@ -367,6 +367,35 @@ impl App {
         }
     }
 
+    /// Closes the question overlay (open or queued) whose answer runs
+    /// `command` — a question that no longer waits (it timed out or its
+    /// asker gave up); the next queued overlay takes focus. Returns whether
+    /// one was closed.
+    pub fn withdraw(&mut self, command: &str) -> bool {
+        fn runs(overlay: &Overlay, command: &str) -> bool {
+            match overlay {
+                Overlay::Picker(picker) => picker.command == command,
+                Overlay::Prompt { command: c, .. } => c == command,
+                Overlay::Confirm {
+                    on_yes: Output::Command { name, .. },
+                    ..
+                } => name == command,
+                _ => false,
+            }
+        }
+        let queued = self.queued.len();
+        self.queued.retain(|overlay| !runs(overlay, command));
+        let mut closed = queued != self.queued.len();
+        if runs(&self.overlay, command) {
+            self.overlay = self.queued.pop_front().unwrap_or(Overlay::None);
+            closed = true;
+        }
+        if closed {
+            self.touch();
+        }
+        closed
+    }
+
     /// Whether the terminal has focus.
     pub fn focused(&self) -> bool {
         self.focused

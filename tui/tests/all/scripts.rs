@@ -438,6 +438,49 @@ fn plugin_questions_wait_their_turn_and_answer_even_when_dismissed() {
 }
 
 #[test]
+fn a_withdrawn_question_closes_open_or_queued_and_the_next_takes_focus() {
+    use smith_tui::app::Picker;
+    let answer = |name: &str, arg: &str| Output::Command {
+        name: name.into(),
+        arg: arg.into(),
+    };
+    let mut s = screen(app(), 60, 20);
+    s.app.ask(Overlay::Confirm {
+        message: "Deploy now?".into(),
+        on_yes: answer("q-1", "yes"),
+        on_no: Some(answer("q-1", "no")),
+    });
+    s.app.ask(Overlay::Picker(Picker {
+        title: "Which target?".into(),
+        command: "q-2".into(),
+        items: vec!["staging".into(), "production".into()],
+        filter: String::new(),
+        selected: 0,
+        cancel: Some(answer("q-2", "staging")),
+    }));
+    s.app.ask(Overlay::Prompt {
+        message: "Release name?".into(),
+        command: "q-3".into(),
+        text: String::new(),
+        cancel: Some(answer("q-3", "")),
+    });
+    // A queued question that no longer waits never opens.
+    assert!(s.app.withdraw("q-2"));
+    assert!(!s.app.withdraw("q-2"));
+    assert!(s.text().contains("Deploy now?"));
+    // The open one closes and the next queued one takes focus.
+    assert!(s.app.withdraw("q-1"));
+    assert!(s.text().contains("Release name?"), "{}", s.text());
+    assert!(!s.text().contains("Deploy now?"));
+    assert!(s.app.withdraw("q-3"));
+    assert_eq!(*s.app.overlay(), Overlay::None);
+    // Other overlays are never withdrawn.
+    s.key(KeyCode::F(1), NONE);
+    assert!(!s.app.withdraw("q-1"));
+    assert_eq!(*s.app.overlay(), Overlay::Help);
+}
+
+#[test]
 fn a_resize_is_reported_to_the_host() {
     let mut s = screen(app(), 60, 20);
     assert_eq!(
