@@ -157,6 +157,17 @@ impl PluginHooks {
     }
 }
 
+/// Asks the plugins about the decision point `event`. The shared state is
+/// not held while the handlers run (a handler may wait for the user's
+/// answer to a question): the frontend can still run commands, raise
+/// events and answer old-style questions meanwhile. Each plugin is locked
+/// only for its own handler.
+fn decide(inner: &Mutex<Inner>, event: &LifecycleEvent) -> Verdict {
+    let plugins = lock(inner).dispatcher.plugins().to_vec();
+    let (folded, errors) = decide_shared(&plugins, event);
+    lock(inner).settle(event, folded, errors)
+}
+
 impl Inner {
     /// Announces the configuration keys plugins changed since the last
     /// call (none: nothing is delivered).
@@ -211,8 +222,14 @@ impl Inner {
         }
     }
 
-    fn decide(&mut self, event: &LifecycleEvent) -> Verdict {
-        let (folded, errors) = decide_shared(self.dispatcher.plugins(), event);
+    /// Reports what the handlers of a decision point said (`folded`, and
+    /// the handlers that failed) and turns it into the engine's verdict.
+    fn settle(
+        &mut self,
+        event: &LifecycleEvent,
+        folded: Folded,
+        errors: Vec<crate::PluginError>,
+    ) -> Verdict {
         self.dispatcher.announce_vcs();
         self.announce_config();
         for error in errors {
@@ -315,10 +332,9 @@ fn replaceable(event: &LifecycleEvent) -> bool {
 impl Hooks for PluginHooks {
     fn context(&mut self, messages: usize) -> Verdict {
         let count = u32::try_from(messages).unwrap_or(u32::MAX);
-        let mut inner = lock(&self.inner);
-        let verdict = inner.decide(&LifecycleEvent::Context(count));
+        let verdict = decide(&self.inner, &LifecycleEvent::Context(count));
         if !matches!(verdict, Verdict::Block { .. }) {
-            inner.refresh_context(count);
+            lock(&self.inner).refresh_context(count);
         }
         verdict
     }
@@ -375,7 +391,7 @@ impl Hooks for PluginHooks {
                 SessionOp::Switch(to) => LifecycleEvent::SessionSwitch(to.clone()),
                 SessionOp::Fork(from) => LifecycleEvent::SessionFork(from.clone()),
             };
-            lock(&inner).decide(&event)
+            decide(&inner, &event)
         })))
     }
 
@@ -389,19 +405,22 @@ impl Hooks for PluginHooks {
     }
 
     fn input(&mut self, text: &str) -> Verdict {
-        lock(&self.inner).decide(&LifecycleEvent::Input(text.to_owned()))
+        decide(&self.inner, &LifecycleEvent::Input(text.to_owned()))
     }
 
     fn tool_call(&mut self, call: &ToolCall) -> Verdict {
-        lock(&self.inner).decide(&LifecycleEvent::ToolCall(ToolCallEvent {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.to_string(),
-        }))
+        decide(
+            &self.inner,
+            &LifecycleEvent::ToolCall(ToolCallEvent {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.to_string(),
+            }),
+        )
     }
 
     fn compaction(&mut self, _reason: smith_engine::protocol::CompactionReason) -> Verdict {
-        lock(&self.inner).decide(&LifecycleEvent::SessionCompact)
+        decide(&self.inner, &LifecycleEvent::SessionCompact)
     }
 
     fn interrupter(&self) -> Option<Interrupt> {

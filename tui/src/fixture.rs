@@ -94,6 +94,7 @@ pub fn product_spec() -> ProductSpec {
             ),
             command("redo", "redo the last undone change", "[fx-N]", "none"),
             command("plugins", "list plugins", "", "none"),
+            command("context", "show what every request carries", "", "none"),
             command("search", "search the transcript", "[TEXT]", "none"),
             command("copy", "copy the last answer", "", "none"),
             command("thinking", "expand or collapse details", "", "none"),

@@ -46,7 +46,7 @@ pub(super) struct Builtin {
 }
 
 /// The built-in commands, in the order help lists them.
-pub(super) static BUILTINS: [Builtin; 15] = [
+pub(super) static BUILTINS: [Builtin; 16] = [
     row("help", "", "show keys and commands", None),
     row("model", "[ID]", "choose the model", Some(model)),
     row("new", "", "start a new session", Some(switch::new)),
@@ -83,6 +83,12 @@ pub(super) static BUILTINS: [Builtin; 15] = [
     ),
     row("redo", "[fx-N]", "redo the last undone change", Some(redo)),
     row("plugins", "", "list plugins", Some(plugins)),
+    row(
+        "context",
+        "",
+        "show what every request carries",
+        Some(context),
+    ),
     row("search", "[TEXT]", "search the transcript", None),
     row("copy", "", "copy the last answer", None),
     row("thinking", "", "expand or collapse details", None),
@@ -310,6 +316,29 @@ fn checkpoint(ctl: &mut Controller<'_>, app: &mut App, arg: &str, undo: bool) ->
 fn plugins(_: &mut Controller<'_>, app: &mut App, _: String) -> Step {
     app.open(plugins_overlay());
     Ok(Flow::Continue)
+}
+
+fn context(ctl: &mut Controller<'_>, app: &mut App, _: String) -> Step {
+    app.open(context_overlay(ctl.cwd));
+    Ok(Flow::Continue)
+}
+
+/// The overlay `/context` opens: what `smith context` prints for `cwd`
+/// (the enabled extensions loaded afresh, their prompt fragments and the
+/// tool definitions measured).
+pub(super) fn context_overlay(cwd: &std::path::Path) -> Overlay {
+    let journal: std::sync::Arc<dyn smith_engine::journal::EffectJournal> =
+        std::sync::Arc::new(smith_engine::journal::MemoryJournal::new());
+    let ids = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1));
+    let (mut plugins, warnings) = smith_host::extensions::load_into(&journal, &ids, None);
+    let mut report = smith_host::context::Report::new(cwd, &mut plugins);
+    report.warnings.splice(0..0, warnings);
+    let mut lines: Vec<String> = report.text().lines().map(str::to_owned).collect();
+    lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
+    Overlay::Info {
+        title: " context · any key closes ".to_owned(),
+        lines,
+    }
 }
 
 /// The overlay `/plugins` opens.

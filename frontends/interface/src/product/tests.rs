@@ -164,7 +164,7 @@ fn a_loaded_user_plugin_s_command_joins_the_product() {
     let last = p.commands.last().expect("commands");
     assert_eq!(
         (last.name.as_str(), last.help.as_str(), last.usage.as_str()),
-        ("hello", "Greet someone", "NAME")
+        ("hello", "Greet someone", "[NAME]")
     );
     assert_eq!(p.keys, fixture.keys);
     assert_eq!(p.theme, fixture.theme);

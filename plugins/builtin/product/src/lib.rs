@@ -98,6 +98,7 @@ fn commands() -> Vec<ext::Command> {
         ),
         command("redo", "redo the last undone change", "[fx-N]", "none"),
         command("plugins", "list plugins", "", "none"),
+        command("context", "show what every request carries", "", "none"),
         command("search", "search the transcript", "[TEXT]", "none"),
         command("copy", "copy the last answer", "", "none"),
         command("thinking", "expand or collapse details", "", "none"),
@@ -205,7 +206,7 @@ impl ext::Guest for Product {
             }
             "model" if !argument.is_empty() => Ok(vec![ext::Action::SetModel(argument.to_owned())]),
             "new" | "resume" | "continue" | "branch" | "compact" | "replay" | "undo" | "redo"
-            | "plugins" | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
+            | "plugins" | "context" | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
                 "/{name} is carried out by the host, not by smith/product; the host runs it directly"
             )),
             other => Err(format!(

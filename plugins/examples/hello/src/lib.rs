@@ -1,10 +1,10 @@
 //! example/hello: the walkthrough plugin of docs/plugins.md, with one
 //! example of each thing an extension contributes:
 //!
-//! - a command, `/hello [NAME]`, which greets NAME and, without one, asks
-//!   whom to greet (a question that waits; `ui` grant);
+//! - a command, `/hello [NAME]`, which greets NAME (or the world);
 //! - a handler that blocks any `bash` tool call whose command contains
-//!   `rm -rf /`;
+//!   `rm -rf /`, and asks before one that runs `git push` (a question that
+//!   waits; `ui` grant): the call runs only if the user answers yes;
 //! - a read-only tool for the model, `hello` (`{"name": "..."}`), through
 //!   `provide`;
 //! - a prompt fragment telling the model about the tool;
@@ -79,18 +79,10 @@ impl ext::Guest for Hello {
         if name != "hello" {
             return Err(format!("example/hello has no command /{name}"));
         }
-        let mut whom = argument.trim().to_owned();
-        if whom.is_empty() {
-            whom = match host::ask(
-                "Whom should I greet?",
-                host::QuestionKind::Input,
-                60_000,
-                "world",
-            ) {
-                Ok(answer) => answer.text,
-                Err(_) => "world".to_owned(),
-            };
-        }
+        let whom = match argument.trim() {
+            "" => "world",
+            name => name,
+        };
         host::info(&format!("greeting {whom}"));
         Ok(vec![ext::Action::Ui(ext::UiIntent {
             id: String::new(),
@@ -107,6 +99,28 @@ impl ext::Guest for Hello {
                 ext::HandlerResult::Decision(ext::Decision::Block(
                     "example/hello refuses to run rm -rf /".to_owned(),
                 ))
+            }
+            ext::LifecycleEvent::ToolCall(call)
+                if call.name == "bash" && call.arguments.contains("git push") =>
+            {
+                // Waits for the user; the default (after a minute, or where
+                // no one can answer and defaults are taken) is no.
+                match host::ask(
+                    "Let the agent run git push?",
+                    host::QuestionKind::Confirm,
+                    60_000,
+                    "no",
+                ) {
+                    Ok(answer) if answer.text == "yes" => {
+                        ext::HandlerResult::Decision(ext::Decision::Allow)
+                    }
+                    Ok(_) => ext::HandlerResult::Decision(ext::Decision::Block(
+                        "the user did not allow git push".to_owned(),
+                    )),
+                    Err(err) => ext::HandlerResult::Decision(ext::Decision::Block(format!(
+                        "example/hello could not ask before git push: {err:?}"
+                    ))),
+                }
             }
             _ => ext::HandlerResult::None,
         }

@@ -1,0 +1,196 @@
+//! Plugin tools, context and queue policies end to end through the built
+//! binary with test/kit installed: the model calls kit_read (a read-only
+//! tool that reads a project file through `project-read`) and kit_note (a
+//! mutating tool writing in the plugin's data folder); the session records
+//! each tool effect with the plugin's host effects as its children; without
+//! the `project-read` grant the read is denied; the request carries the
+//! plugin's prompt fragments after smith/product's base prompt.
+
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn smith(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("NO_COLOR", "1")
+        .current_dir(home)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
+    let o = smith(home, args);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "smith {args:?}:\nstdout: {out}\nstderr: {err}"
+    );
+    (out, err)
+}
+
+/// A smith home (also the project) with test/kit installed with
+/// `capabilities`, an AGENTS.md, and a mock script calling kit_read and
+/// kit_note, then answering `done`.
+fn home_with_kit(capabilities: &str) -> (tempfile::TempDir, String) {
+    let home = tempfile::tempdir().unwrap();
+    let folder = home.path().join("kit-src");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("plugin.kdl"),
+        format!(
+            "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Tools for tests\"\napi 1\nworld \"extension\"\ncapabilities {{\n{capabilities}}}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_kit.wasm"),
+        folder.join("plugin.wasm"),
+    )
+    .unwrap();
+    run(
+        home.path(),
+        &["plugin", "install", &folder.display().to_string()],
+        0,
+    );
+    std::fs::write(home.path().join("AGENTS.md"), "be brief").unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[
+  [{"tool_call": {"id": "c1", "name": "kit_read", "arguments": {"path": "AGENTS.md"}}},
+   {"tool_call": {"id": "c2", "name": "kit_note", "arguments": {"text": "hi"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    (home, script)
+}
+
+fn tool_ends(out: &str) -> Vec<Value> {
+    out.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "tool_execution_end")
+        .collect()
+}
+
+fn dump(home: &Path, name: &str) -> Vec<Value> {
+    let (out, _) = run(home, &["session", "dump", name], 0);
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_plugin_tool_runs_and_its_host_effects_are_its_children() {
+    let (home, script) =
+        home_with_kit("    project-read\n    fs-read \"notes\"\n    fs-write \"notes\"\n");
+    let record = home.path().join("requests.jsonl");
+    let (out, err) = run(
+        home.path(),
+        &[
+            "eval",
+            "--json",
+            "--name",
+            "kit",
+            "--mock-script",
+            &script,
+            "--mock-record",
+            &record.display().to_string(),
+            "use the kit",
+        ],
+        0,
+    );
+    let ends = tool_ends(&out);
+    assert_eq!(ends.len(), 2, "{out}\n{err}");
+    assert_eq!(ends[0]["status"], "ok", "{}", ends[0]);
+    assert_eq!(ends[0]["content"], "be brief");
+    assert_eq!(ends[1]["status"], "ok", "{}", ends[1]);
+    assert_eq!(ends[1]["content"], "noted 2 bytes");
+
+    let entries = dump(home.path(), "kit");
+    let intents: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "effect_intent")
+        .map(|e| &e["content"])
+        .collect();
+    let effect_of = |call: &str| {
+        intents
+            .iter()
+            .find(|i| i["parent"] == call)
+            .unwrap_or_else(|| panic!("no effect of {call}: {intents:?}"))
+    };
+    let read = effect_of("c1");
+    let note = effect_of("c2");
+    assert_eq!(read["tool"], "kit_read");
+    assert_eq!(note["tool"], "kit_note");
+    let children = |fx: &Value| -> Vec<String> {
+        intents
+            .iter()
+            .filter(|i| i["parent"] == *fx)
+            .map(|i| i["tool"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(children(&read["effect_id"]), ["plugin.project-read-file"]);
+    assert_eq!(
+        children(&note["effect_id"]),
+        ["plugin.write-file", "plugin.read-file"]
+    );
+
+    // The request carried the tools and the context: smith/product's base
+    // prompt first, then the kit's static and per-turn fragments.
+    let requests = std::fs::read_to_string(&record).unwrap();
+    let first: Value = serde_json::from_str(requests.lines().next().unwrap()).unwrap();
+    let request = if first.get("request").is_some() {
+        &first["request"]
+    } else {
+        &first
+    };
+    let system = request["system"].as_str().unwrap_or_default();
+    assert!(
+        system.starts_with("You are smith, a coding agent. Work in "),
+        "{system}"
+    );
+    let rules = system.find("Kit rules: answer in one line.").unwrap();
+    let turns = system
+        .find("Kit context: at least 0 messages so far.")
+        .unwrap();
+    assert!(rules < turns, "{system}");
+    let tools: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"kit_read") && tools.contains(&"read"),
+        "{tools:?}"
+    );
+}
+
+#[test]
+fn without_the_grant_a_project_file_is_not_read() {
+    let (home, script) = home_with_kit("    fs-read \"notes\"\n    fs-write \"notes\"\n");
+    let (out, _) = run(
+        home.path(),
+        &["eval", "--json", "--mock-script", &script, "use the kit"],
+        0,
+    );
+    let ends = tool_ends(&out);
+    assert_eq!(ends[0]["status"], "error", "{}", ends[0]);
+    let content = ends[0]["content"].as_str().unwrap();
+    assert!(content.starts_with("denied:"), "{content}");
+    assert!(content.contains("project-read"), "{content}");
+    assert!(!content.contains("be brief"), "{content}");
+}
