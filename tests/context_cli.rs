@@ -7,55 +7,21 @@
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+
+use common::{install_guest, run};
 use serde_json::Value;
 
-fn smith(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_smith"))
-        .env("SMITH_HOME", home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env("NO_COLOR", "1")
-        .current_dir(home)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn run(home: &Path, args: &[&str]) -> (String, String) {
-    let o = smith(home, args);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "smith {args:?}:\nstdout: {out}\nstderr: {err}"
-    );
-    (out, err)
-}
-
 fn json(home: &Path, args: &[&str]) -> Value {
-    let (out, _) = run(home, args);
+    let (out, _) = run(home, args, 0);
     serde_json::from_str(&out).unwrap()
 }
 
-/// Installs test/kit (world `extension`) into `home`.
+/// Installs test/kit (world `extension`, granted `ui`) into `home`.
 fn install_kit(home: &Path) {
-    let folder = home.join("kit-src");
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("plugin.kdl"),
-        "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Every contribution\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
-    )
-    .unwrap();
-    std::fs::copy(
-        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_kit.wasm"),
-        folder.join("plugin.wasm"),
-    )
-    .unwrap();
-    run(home, &["plugin", "install", &folder.display().to_string()]);
+    install_guest(home, "test/kit", "smith_plugin_kit.wasm", "    ui\n");
 }
 
 fn fragment<'a>(context: &'a Value, stable_id: &str) -> Option<&'a Value> {
@@ -92,7 +58,7 @@ fn the_product_base_fragment_and_the_built_in_tools() {
     assert_eq!(context["tools_total"]["bytes"], tool_bytes);
     assert_eq!(context["total"]["bytes"], tool_bytes + text.len() as u64);
 
-    let (out, _) = run(home.path(), &["context"]);
+    let (out, _) = run(home.path(), &["context"], 0);
     let line = out
         .lines()
         .find(|l| l.contains("smith/product/base"))
@@ -134,7 +100,7 @@ fn an_installed_plugin_adds_its_fragments_and_tools() {
     assert_eq!(kit_read["source"], "test/kit");
     assert!(kit_read["bytes"].as_u64().unwrap() > "kit_read".len() as u64);
 
-    let (out, _) = run(home.path(), &["context"]);
+    let (out, _) = run(home.path(), &["context"], 0);
     assert!(out.contains("test/kit/kit.rules"), "{out}");
     assert!(out.contains("kit_read (test/kit)"), "{out}");
 }
@@ -142,10 +108,10 @@ fn an_installed_plugin_adds_its_fragments_and_tools() {
 #[test]
 fn a_plugin_option_shows_with_the_plugin_named() {
     let home = tempfile::tempdir().unwrap();
-    let (before, _) = run(home.path(), &["config", "show", "--sources"]);
+    let (before, _) = run(home.path(), &["config", "show", "--sources"], 0);
     assert!(!before.contains("kit.greeting"));
     install_kit(home.path());
-    let (out, _) = run(home.path(), &["config", "show", "--sources"]);
+    let (out, _) = run(home.path(), &["config", "show", "--sources"], 0);
     let line = out.lines().find(|l| l.starts_with("kit.greeting")).unwrap();
     assert!(
         line.contains("\"hello\"") && line.contains("(plugin test/kit)"),
@@ -155,7 +121,7 @@ fn a_plugin_option_shows_with_the_plugin_named() {
         out.contains("* plugin     \"hello\"  (plugin test/kit)"),
         "{out}"
     );
-    let (one, _) = run(home.path(), &["config", "show", "kit.greeting"]);
+    let (one, _) = run(home.path(), &["config", "show", "kit.greeting"], 0);
     assert_eq!(one.lines().count(), 1, "{one}");
     let shown = json(home.path(), &["config", "show", "--json", "--sources"]);
     let option = &shown["plugin_options"][0];

@@ -6,56 +6,22 @@
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
+use common::{Client, dump, run};
 use serde_json::{Value, json};
-
-fn smith(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_smith"))
-        .env("SMITH_HOME", home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env("NO_COLOR", "1")
-        .current_dir(home)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
-    let o = smith(home, args);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "smith {args:?}:\nstdout: {out}\nstderr: {err}"
-    );
-    (out, err)
-}
 
 /// A smith home with test/lifecycle installed (granted `ui`) and a mock
 /// script answering one turn with `done`; returns the home and the script.
 fn home_with_lifecycle() -> (tempfile::TempDir, String) {
     let home = tempfile::tempdir().unwrap();
-    let folder = home.path().join("lifecycle-src");
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("plugin.kdl"),
-        "name \"test/lifecycle\"\nversion \"0.1.0\"\ndescription \"Reports lifecycle events\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
-    )
-    .unwrap();
-    std::fs::copy(
-        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_lifecycle.wasm"),
-        folder.join("plugin.wasm"),
-    )
-    .unwrap();
-    run(
+    common::install_guest(
         home.path(),
-        &["plugin", "install", &folder.display().to_string()],
-        0,
+        "test/lifecycle",
+        "smith_plugin_lifecycle.wasm",
+        "    ui\n",
     );
     let script = home.path().join("script.json");
     std::fs::write(
@@ -84,13 +50,6 @@ fn session_id(home: &Path, name: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-fn dump(home: &Path, name: &str) -> Vec<Value> {
-    let (out, _) = run(home, &["session", "dump", name], 0);
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
@@ -279,7 +238,7 @@ fn a_replacement_at_context_counts_as_allow_and_is_reported() {
 fn rpc(home: &Path, args: &[&str], requests: &[Value]) -> (Vec<Value>, String) {
     let mut client = Client::start(home, args);
     for request in requests {
-        writeln!(client.stdin, "{request}").unwrap();
+        client.write(request);
     }
     let (records, err) = client.finish();
     let responses = records
@@ -351,73 +310,6 @@ fn rpc_asks_plugins_before_a_fork_or_switch_and_a_block_stops_it() {
         ],
         "{err}"
     );
-}
-
-/// A `smith rpc` child driven one request at a time.
-struct Client {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-}
-
-impl Client {
-    fn start(home: &Path, args: &[&str]) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
-            .env("SMITH_HOME", home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_CACHE_HOME")
-            .current_dir(home)
-            .arg("rpc")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-        Client {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, id: u64, method: &str, params: Value) {
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{request}").unwrap();
-    }
-
-    /// Reads records until one satisfies `wanted`, and returns it.
-    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
-        for line in self.lines.by_ref() {
-            let record: Value = serde_json::from_str(&line.unwrap()).unwrap();
-            if wanted(&record) {
-                return record;
-            }
-        }
-        panic!("smith rpc ended before the record the test waits for");
-    }
-
-    /// Closes the input and returns the records not read yet and standard
-    /// error, once smith has exited.
-    fn finish(self) -> (Vec<Value>, String) {
-        let Client {
-            child,
-            stdin,
-            lines,
-        } = self;
-        drop(stdin);
-        let records = lines
-            .map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap())
-            .collect();
-        let output = child.wait_with_output().unwrap();
-        assert_eq!(output.status.code(), Some(0), "{output:?}");
-        (
-            records,
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    }
 }
 
 #[test]

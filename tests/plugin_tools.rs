@@ -9,58 +9,21 @@
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use common::{dump, install_guest, run};
 use serde_json::Value;
-
-fn smith(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_smith"))
-        .env("SMITH_HOME", home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env("NO_COLOR", "1")
-        .current_dir(home)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
-    let o = smith(home, args);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "smith {args:?}:\nstdout: {out}\nstderr: {err}"
-    );
-    (out, err)
-}
 
 /// A smith home (also the project) with test/kit installed with
 /// `capabilities`, an AGENTS.md, and a mock script calling kit_read and
 /// kit_note, then answering `done`.
 fn home_with_kit(capabilities: &str) -> (tempfile::TempDir, String) {
     let home = tempfile::tempdir().unwrap();
-    let folder = home.path().join("kit-src");
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("plugin.kdl"),
-        format!(
-            "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Tools for tests\"\napi 1\nworld \"extension\"\ncapabilities {{\n{capabilities}}}\n"
-        ),
-    )
-    .unwrap();
-    std::fs::copy(
-        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_kit.wasm"),
-        folder.join("plugin.wasm"),
-    )
-    .unwrap();
-    run(
+    install_guest(
         home.path(),
-        &["plugin", "install", &folder.display().to_string()],
-        0,
+        "test/kit",
+        "smith_plugin_kit.wasm",
+        capabilities,
     );
     std::fs::write(home.path().join("AGENTS.md"), "be brief").unwrap();
     let script = home.path().join("script.json");
@@ -82,13 +45,6 @@ fn tool_ends(out: &str) -> Vec<Value> {
     out.lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v["type"] == "tool_execution_end")
-        .collect()
-}
-
-fn dump(home: &Path, name: &str) -> Vec<Value> {
-    let (out, _) = run(home, &["session", "dump", name], 0);
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 

@@ -10,60 +10,23 @@
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
+use common::{Client, run};
 use serde_json::{Value, json};
 
 const PROMPT: &str = "Run read on confirm-me?";
-
-fn smith(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_smith"))
-        .env("SMITH_HOME", home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env("NO_COLOR", "1")
-        .current_dir(home)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
-    let o = smith(home, args);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "smith {args:?}:\nstdout: {out}\nstderr: {err}"
-    );
-    (out, err)
-}
 
 /// A smith home with test/kit installed (granted `ui`), a file
 /// `confirm-me.txt`, and a mock script whose first response reads it and
 /// whose second says `done`; returns the home and the script.
 fn home_with_kit() -> (tempfile::TempDir, String) {
     let home = tempfile::tempdir().unwrap();
-    let folder = home.path().join("kit-src");
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("plugin.kdl"),
-        "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Asks before confirm-me calls\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
-    )
-    .unwrap();
-    std::fs::copy(
-        Path::new(smith_plugins::builtin::GUESTS_DIR).join("smith_plugin_kit.wasm"),
-        folder.join("plugin.wasm"),
-    )
-    .unwrap();
-    run(
-        home.path(),
-        &["plugin", "install", &folder.display().to_string()],
-        0,
-    );
+    common::install_guest(home.path(), "test/kit", "smith_plugin_kit.wasm", "    ui\n");
     std::fs::write(home.path().join("confirm-me.txt"), "the secret plan\n").unwrap();
     let script = home.path().join("script.json");
     std::fs::write(
@@ -184,67 +147,6 @@ fn eval_rejects_an_answer_without_a_prompt() {
         err.contains("--answer: the answer \"yes\" is not PROMPT=ANSWER"),
         "{err}"
     );
-}
-
-/// A `smith rpc` child driven one request at a time.
-struct Client {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-}
-
-impl Client {
-    fn start(home: &Path, args: &[&str]) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
-            .env("SMITH_HOME", home)
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_CACHE_HOME")
-            .current_dir(home)
-            .arg("rpc")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-        Client {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, id: u64, method: &str, params: Value) {
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{request}").unwrap();
-    }
-
-    /// Reads records until one satisfies `wanted`, and returns it.
-    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
-        for line in self.lines.by_ref() {
-            let record: Value = serde_json::from_str(&line.unwrap()).unwrap();
-            if wanted(&record) {
-                return record;
-            }
-        }
-        panic!("smith rpc ended before the record the test waits for");
-    }
-
-    /// Closes the input and returns standard error once smith has exited.
-    fn finish(self) -> String {
-        let Client {
-            child,
-            stdin,
-            lines,
-        } = self;
-        drop(stdin);
-        drop(lines);
-        let output = child.wait_with_output().unwrap();
-        assert_eq!(output.status.code(), Some(0), "{output:?}");
-        String::from_utf8_lossy(&output.stderr).into_owned()
-    }
 }
 
 #[test]

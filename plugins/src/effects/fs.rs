@@ -291,7 +291,9 @@ impl Effects {
         self.finish_write(effect_id, "edit-file", path, &file, edited.as_bytes())
     }
 
-    fn finish_write(
+    /// Replaces `file` with `bytes` for the effect `effect_id` (`op` on
+    /// `path`, for messages) and records the completion.
+    pub(super) fn finish_write(
         &self,
         effect_id: String,
         op: &str,

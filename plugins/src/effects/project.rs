@@ -13,7 +13,7 @@ use smith_engine::tools::Mutation;
 
 use crate::runtime::hex;
 
-use super::fs::{list_bounded, read_bounded, relative_parts, replace_file, resolves_inside};
+use super::fs::{list_bounded, read_bounded, relative_parts, resolves_inside};
 use super::process::Where;
 use super::{DirListing, EffectError, Effects, MAX_EFFECT_BYTES, ProcessOutput, ProcessRequest};
 
@@ -132,26 +132,7 @@ impl Effects {
                 "sha256": hex(&Sha256::digest(bytes)),
             }),
         )?;
-        match replace_file(&file, bytes) {
-            Ok(created) => {
-                self.complete(
-                    effect_id,
-                    Outcome::Ok,
-                    Mutation::Applied,
-                    &json!({"bytes": bytes.len(), "created_folders": created}),
-                )?;
-                Ok(())
-            }
-            Err((message, mutation)) => {
-                self.complete(
-                    effect_id,
-                    Outcome::Error,
-                    mutation,
-                    &json!({"error": message}),
-                )?;
-                Err(EffectError::Failed(format!("{op} {path:?}: {message}")))
-            }
-        }
+        self.finish_write(effect_id, op, path, &file, bytes)
     }
 
     /// `project-run-process`: `run-process` in a folder of the project;
