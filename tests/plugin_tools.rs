@@ -150,3 +150,40 @@ fn without_the_grant_a_project_file_is_not_read() {
     assert!(content.contains("project-read"), "{content}");
     assert!(!content.contains("be brief"), "{content}");
 }
+
+#[test]
+fn rpc_queues_input_under_a_plugins_queue_policy() {
+    let (home, script) = home_with_kit("    fs-read \"notes\"\n    fs-write \"notes\"\n");
+    let mut client = common::Client::start(home.path(), &["--mock-script", &script]);
+    client.send(1, "initialize", serde_json::json!({}));
+    let init = client.until(|r| r["id"] == 1);
+    let modes: Vec<&str> = init["result"]["capabilities"]["queue_modes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["steer", "follow_up", "kit-batch"], "{init}");
+    client.send(
+        2,
+        "enqueue",
+        serde_json::json!({"mode": "nope", "text": "later"}),
+    );
+    let refused = client.until(|r| r["id"] == 2);
+    let message = refused["error"].to_string();
+    assert!(
+        message.contains("no queue policy has the mode \\\"nope\\\"; this runtime's modes are steer, follow_up, kit-batch"),
+        "{refused}"
+    );
+    // Queued while idle, kit-batch input starts a run at once.
+    client.send(
+        3,
+        "enqueue",
+        serde_json::json!({"mode": "kit-batch", "text": "use the kit"}),
+    );
+    assert_eq!(client.until(|r| r["id"] == 3)["result"]["queued"], true);
+    // The run it started calls kit_read, which reports the missing grant.
+    client.until(|r| r["method"] == "tool_execution_end" && r.to_string().contains("project-read"));
+    client.until(|r| r["method"] == "agent_end");
+    client.finish();
+}

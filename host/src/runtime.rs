@@ -184,6 +184,9 @@ pub struct Runtime {
     /// The commands the runtime's extensions provide (none without
     /// extensions).
     pub commands: Option<Commands>,
+    /// The mode names input can be queued under (the runtime's queue
+    /// policies, in order: `steer`, `follow_up` and the plugins' own).
+    pub queue_modes: Vec<String>,
     /// Whether an existing session was resumed.
     pub resumed: bool,
     /// When the resumed conversation starts at a compaction: its summary.
@@ -374,6 +377,7 @@ impl RuntimeOptions {
                 tools.insert(tool);
             }
         }
+        let queue_modes = policies.iter().map(|p| p.mode().to_owned()).collect();
         let services = Services {
             provider,
             transport,
@@ -397,6 +401,7 @@ impl RuntimeOptions {
             gate,
             answerer,
             commands,
+            queue_modes,
             resumed,
             compaction_summary,
             temp,

@@ -61,6 +61,7 @@ pub const METHODS: &[&str] = &[
     "prompt",
     "steer",
     "follow_up",
+    "enqueue",
     "queue/list",
     "queue/remove",
     "queue/edit",
@@ -134,6 +135,8 @@ struct Current {
     provider: smith_engine::provider::ProviderInfo,
     gate: Option<SessionGate>,
     answerer: Option<Answerer>,
+    /// The modes input can be queued under (the runtime's queue policies).
+    queue_modes: Vec<String>,
     stop: Arc<AtomicBool>,
     pump: Option<JoinHandle<()>>,
 }
@@ -353,6 +356,7 @@ impl RpcServer {
             provider,
             gate,
             answerer,
+            queue_modes,
             ..
         } = self.options.start(choice)?;
         let handle = Arc::new(handle);
@@ -380,6 +384,7 @@ impl RpcServer {
             provider,
             gate,
             answerer,
+            queue_modes,
             stop,
             pump: Some(pump),
         });
@@ -572,7 +577,10 @@ impl RpcServer {
                     "capabilities": {
                         "methods": METHODS,
                         "notifications": NOTIFICATIONS,
-                        "queue_modes": ["steer", "follow_up"],
+                        "queue_modes": self.current.as_ref().map_or_else(
+                            || vec!["steer".to_owned(), "follow_up".to_owned()],
+                            |c| c.queue_modes.clone(),
+                        ),
                         "compaction": true,
                         "max_page": MAX_PAGE,
                     },
@@ -609,6 +617,22 @@ impl RpcServer {
             "follow_up" => {
                 let text = req_str(method, params, "text")?.to_owned();
                 self.queue_input(Command::FollowUp { text })
+            }
+            "enqueue" => {
+                let mode = req_str(method, params, "mode")?.to_owned();
+                let text = req_str(method, params, "text")?.to_owned();
+                let modes = &self.current()?.queue_modes;
+                if !modes.contains(&mode) {
+                    return Err(RpcError::invalid_params(
+                        method,
+                        format!(
+                            "no queue policy has the mode {mode:?}; this runtime's modes are {}",
+                            modes.join(", ")
+                        ),
+                        "one of the queue_modes initialize lists (the plugins' queue policies)",
+                    ));
+                }
+                self.queue_input(Command::Enqueue { mode, text })
             }
             "queue/list" => Ok(json!({"items": self.queue()?})),
             "queue/remove" | "queue/edit" => {
