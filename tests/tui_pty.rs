@@ -648,6 +648,19 @@ fn a_question_a_plugin_waits_for_owns_focus_and_its_answer_decides_the_call() {
     s.send(b"n");
     let screen = s.wait_for_screen("second done").join("\n");
     assert!(screen.contains("the user answered no (user)"), "{screen}");
+    // A plugin command that asks: it runs off the interface's thread, so
+    // the question's overlay shows while the command waits for it, and
+    // Enter answers the preselected default (blue) as the user.
+    let asked = Instant::now();
+    s.send(b"/kit-ask\r");
+    s.wait_for_screen("Which color?");
+    s.send(b"\r");
+    s.wait_for_screen("answer blue from user");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        asked.elapsed()
+    );
     s.send(b"\x03");
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

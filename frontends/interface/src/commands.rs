@@ -12,12 +12,12 @@
 //! it.
 
 use smith_tui::product::Command as Listed;
-use smith_tui::run::Flow;
+use smith_tui::run::{Flow, Msg};
 use smith_tui::{App, Overlay, Picker};
 
 use super::config::open_store;
 use super::controller::{Controller, report};
-use super::runtime::run_plugin_actions;
+use super::frontend::Feed;
 use super::session::branch_overlay;
 use super::{replay, switch};
 
@@ -158,10 +158,29 @@ fn plugin(ctl: &mut Controller<'_>, app: &mut App, name: &str, arg: &str) -> Ste
         return Ok(Flow::Exit);
     };
     match rt.commands.as_ref().filter(|c| c.owner(name).is_some()) {
-        Some(commands) => match commands.run(name, arg, !app.status.busy) {
-            Ok(actions) => run_plugin_actions(&rt.handle, actions)?,
-            Err(message) => app.error(&message),
-        },
+        // The plugin runs on a thread of its own: a command that asks the
+        // user and waits (or is slow) never stops drawing or input. Its
+        // result comes back through the interface's channel.
+        Some(commands) => {
+            let commands = commands.clone();
+            let shown = name.to_owned();
+            let (name, arg) = (name.to_owned(), arg.to_owned());
+            let settled = !app.status.busy;
+            let (tx, tag) = (ctl.tx.clone(), ctl.generation);
+            let spawned = std::thread::Builder::new()
+                .name("smith-plugin-command".into())
+                .spawn(move || {
+                    let done = commands.run(&name, &arg, settled);
+                    // The interface may be gone at exit.
+                    let _ = tx.send(Msg::Agent((tag, Some(Feed::CommandDone(done)))));
+                });
+            if let Err(err) = spawned {
+                app.error(&format!(
+                    "/{} did not run: no thread could be started for it ({err}); the system may be out of threads",
+                    shown
+                ));
+            }
+        }
         None => app.notice(&format!(
             "/{name} is not available in the interface yet; use `smith session` or `smith eval` for it"
         )),

@@ -99,6 +99,12 @@ impl Controller<'_> {
                 }
                 // Answered already: nothing was open for it.
                 Some(Feed::Withdrawn(..)) => {}
+                Some(Feed::CommandDone(Ok(actions))) => {
+                    if let Some(rt) = self.runtime.as_ref() {
+                        report(app, crate::runtime::run_plugin_actions(&rt.handle, actions));
+                    }
+                }
+                Some(Feed::CommandDone(Err(message))) => app.error(&message),
                 None => {}
             }
             return;
@@ -117,7 +123,8 @@ impl Controller<'_> {
                 | Feed::Problem(_)
                 | Feed::Question(..)
                 | Feed::Waiting(_)
-                | Feed::Withdrawn(..),
+                | Feed::Withdrawn(..)
+                | Feed::CommandDone(_),
             ) => {}
             None => {
                 self.replay.take();

@@ -42,6 +42,10 @@ pub(super) enum Feed {
     /// The question with this id no longer waits (it timed out or the
     /// plugin's call was cancelled), and why.
     Withdrawn(String, host::questions::Withdrawn),
+    /// A plugin's command finished (it runs off the interface's thread, so
+    /// a command that asks a question never stops drawing or input): the
+    /// actions it returned for the runtime, or its error.
+    CommandDone(Result<Vec<smith_engine::agent::HookAction>, String>),
 }
 
 pub(super) const ANSWER: &str = "\0answer";
