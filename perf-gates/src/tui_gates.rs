@@ -18,6 +18,9 @@
 //!   (interleaved samples, medians), so the ratio is the cost of history
 //!   size and nothing else.
 //! - `tui.steady_frame_allocations`: exactly 0.
+//! - `tui.waiting_question_frame_allocations`: exactly 0 while a plugin's
+//!   question waits (its overlay open and drawn, a second queued behind
+//!   it): a waiting question adds nothing to a frame.
 //! - `tui.keystroke_frame_bytes`: the bytes one typed character makes the
 //!   frame write to the terminal; deterministic, must not grow.
 //! - `tui.first_frame`: wall time from spawning `smith tui --provider mock`
@@ -115,6 +118,15 @@ pub const TUI: &[Gate] = &[
         limits: &[Limit::AtMost(0.0)],
         floor: None,
         run: steady_frame_allocations,
+        cores: 1,
+    },
+    Gate {
+        name: "tui.waiting_question_frame_allocations",
+        metric: "allocations per steady frame while a plugin's question waits (its overlay open, a second queued) over 1,000,000 entries (exact count)",
+        unit: Unit::Count,
+        limits: &[Limit::AtMost(0.0)],
+        floor: None,
+        run: waiting_question_frame_allocations,
         cores: 1,
     },
     Gate {
@@ -300,6 +312,60 @@ fn steady_frame_allocations(_cx: &mut Context) -> Result<Measurement, GateError>
             "{frames} steady frames wrote {written} bytes to the terminal, so they were not \
              steady (something on screen changes every frame); the allocation count of such \
              frames says nothing about a steady frame: fix smith-tui's App::prepare/render"
+        )));
+    }
+    Ok(Measurement {
+        median: stats.allocations as f64,
+        floor: None,
+        samples: frames,
+        notes: vec![Note {
+            name: "bytes_allocated",
+            value: stats.allocated_bytes as f64,
+            unit: Unit::Bytes,
+        }],
+    })
+}
+
+/// A question a plugin waits for, as the interface shows it: a confirmation
+/// whose answer is a command.
+fn waiting_question(id: &str) -> smith_tui::Overlay {
+    let answer = |text: &str| smith_tui::Output::Command {
+        name: format!("\0wait\01\0{id}"),
+        arg: text.to_owned(),
+    };
+    smith_tui::Overlay::Confirm {
+        message: "[test/kit] Run kit_guarded on prod?".to_owned(),
+        on_yes: answer("yes"),
+        on_no: Some(answer("no")),
+    }
+}
+
+fn waiting_question_frame_allocations(_cx: &mut Context) -> Result<Measurement, GateError> {
+    if !smith_alloc::is_global_allocator() {
+        return Err(GateError::new(
+            "smith_alloc::AccountingAllocator is not this process's global allocator, so an \
+             allocation count of 0 would be meaningless; run the gate from the `smith` binary \
+             (`smith bench`)",
+        ));
+    }
+    let mut screen = Screen::new(LARGE);
+    // The question's overlay opens and is drawn; a second waits behind it.
+    screen.app.ask(waiting_question("q-1"));
+    screen.app.ask(waiting_question("q-2"));
+    screen.frame();
+    screen.frame();
+    let frames = 100;
+    let (written, stats) = smith_alloc::count(|| {
+        let mut written = 0;
+        for _ in 0..frames {
+            written += screen.frame();
+        }
+        written
+    });
+    if written != 0 {
+        return Err(GateError::new(format!(
+            "{frames} frames while a question waited wrote {written} bytes to the terminal, so \
+             the waiting question changes the screen every frame: fix smith-tui's overlay drawing"
         )));
     }
     Ok(Measurement {
@@ -741,6 +807,10 @@ mod tests {
         );
         assert_eq!(
             find("tui.steady_frame_allocations"),
+            Some(vec![Limit::AtMost(0.0)])
+        );
+        assert_eq!(
+            find("tui.waiting_question_frame_allocations"),
             Some(vec![Limit::AtMost(0.0)])
         );
         assert_eq!(
