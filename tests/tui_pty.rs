@@ -470,30 +470,37 @@ fn replay_plugins_and_branch_commands_in_a_real_terminal() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// Installs the test guest `wasm` (a file of the guest build) into `home`
+/// as the user plugin `name` of world `extension`, granted `ui`.
+fn install_guest(home: &std::path::Path, name: &str, wasm: &str) {
+    let folder = home.join(format!("{}-src", name.replace('/', "-")));
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("plugin.kdl"),
+        format!(
+            "name \"{name}\"\nversion \"0.1.0\"\ndescription \"A test guest\"\napi 1\nworld \"extension\"\ncapabilities {{\n    ui\n}}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        std::path::Path::new(smith_plugins::builtin::GUESTS_DIR).join(wasm),
+        folder.join("plugin.wasm"),
+    )
+    .unwrap();
+    let installed = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .args(["plugin", "install"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+}
+
 #[test]
 fn a_user_plugin_command_runs_in_its_plugin() {
     let mut s = start_prepared(None, None, |home| {
         // The SDK example, installed with the `ui` grant its notice needs.
-        let folder = home.join("hello-src");
-        std::fs::create_dir_all(&folder).unwrap();
-        std::fs::write(
-            folder.join("plugin.kdl"),
-            "name \"example/hello\"\nversion \"0.1.0\"\ndescription \"Greets\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
-        )
-        .unwrap();
-        std::fs::copy(
-            std::path::Path::new(smith_plugins::builtin::GUESTS_DIR)
-                .join("smith_plugin_hello.wasm"),
-            folder.join("plugin.wasm"),
-        )
-        .unwrap();
-        let installed = Command::new(env!("CARGO_BIN_EXE_smith"))
-            .env("SMITH_HOME", home)
-            .args(["plugin", "install"])
-            .arg(&folder)
-            .output()
-            .unwrap();
-        assert!(installed.status.success(), "{installed:?}");
+        install_guest(home, "example/hello", "smith_plugin_hello.wasm");
     });
     s.ready();
     s.send(b"/hello world\r");
@@ -512,48 +519,22 @@ fn a_resumed_session_shows_kept_plugin_intents_blocks_a_branch_and_asks_a_plugin
             // test/lifecycle, granted `ui`: it keeps a question for a later
             // frontend when an input says "persist", and blocks forks of
             // sessions whose name contains "nofork".
-            let folder = home.join("lifecycle-src");
-            std::fs::create_dir_all(&folder).unwrap();
-            std::fs::write(
-                folder.join("plugin.kdl"),
-                "name \"test/lifecycle\"\nversion \"0.1.0\"\ndescription \"Reports lifecycle events\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
-            )
-            .unwrap();
-            std::fs::copy(
-                std::path::Path::new(smith_plugins::builtin::GUESTS_DIR)
-                    .join("smith_plugin_lifecycle.wasm"),
-                folder.join("plugin.wasm"),
-            )
-            .unwrap();
+            install_guest(home, "test/lifecycle", "smith_plugin_lifecycle.wasm");
             let script = home.join("script.json");
             std::fs::write(
                 &script,
                 r#"[[{"text": "done"}, {"stop": {"reason": "end"}}]]"#,
             )
             .unwrap();
-            for args in [
-                vec![
-                    "plugin".to_owned(),
-                    "install".to_owned(),
-                    folder.display().to_string(),
-                ],
-                vec![
-                    "eval".to_owned(),
-                    "--name".to_owned(),
-                    "nofork-tui".to_owned(),
-                    "--mock-script".to_owned(),
-                    script.display().to_string(),
-                    "notes, persist them".to_owned(),
-                ],
-            ] {
-                let done = Command::new(env!("CARGO_BIN_EXE_smith"))
-                    .env("SMITH_HOME", home)
-                    .current_dir(home)
-                    .args(&args)
-                    .output()
-                    .unwrap();
-                assert!(done.status.success(), "{done:?}");
-            }
+            let done = Command::new(env!("CARGO_BIN_EXE_smith"))
+                .env("SMITH_HOME", home)
+                .current_dir(home)
+                .args(["eval", "--name", "nofork-tui", "--mock-script"])
+                .arg(&script)
+                .arg("notes, persist them")
+                .output()
+                .unwrap();
+            assert!(done.status.success(), "{done:?}");
         },
         &["--session", "nofork-tui"],
     );
@@ -602,26 +583,7 @@ fn a_question_a_plugin_waits_for_owns_focus_and_its_answer_decides_the_call() {
             // test/kit, granted `ui`: it asks before any tool call whose
             // arguments contain "confirm-me" and blocks it unless the
             // answer is yes.
-            let folder = home.join("kit-src");
-            std::fs::create_dir_all(&folder).unwrap();
-            std::fs::write(
-                folder.join("plugin.kdl"),
-                "name \"test/kit\"\nversion \"0.1.0\"\ndescription \"Asks before confirm-me calls\"\napi 1\nworld \"extension\"\ncapabilities {\n    ui\n}\n",
-            )
-            .unwrap();
-            std::fs::copy(
-                std::path::Path::new(smith_plugins::builtin::GUESTS_DIR)
-                    .join("smith_plugin_kit.wasm"),
-                folder.join("plugin.wasm"),
-            )
-            .unwrap();
-            let installed = Command::new(env!("CARGO_BIN_EXE_smith"))
-                .env("SMITH_HOME", home)
-                .args(["plugin", "install"])
-                .arg(&folder)
-                .output()
-                .unwrap();
-            assert!(installed.status.success(), "{installed:?}");
+            install_guest(home, "test/kit", "smith_plugin_kit.wasm");
         },
         &["--mock-script", &script],
     );
