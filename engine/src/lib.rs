@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod approval;
 #[cfg(feature = "bench")]
 pub mod bench_support;
 pub mod checkpoint;

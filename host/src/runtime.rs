@@ -121,6 +121,9 @@ pub struct RuntimeOptions {
     /// frontend's question broker or its policy. `None`: every question
     /// fails saying no frontend answers questions.
     pub questions: Option<crate::questions::Asking>,
+    /// The approval mode the runtime's tools and permission policy share
+    /// (`--approval`, configuration, `/approval`).
+    pub approval: smith_engine::approval::ApprovalCell,
 }
 
 /// `<data dir>/checkpoints`, when the data directory is known.
@@ -158,6 +161,9 @@ impl RuntimeOptions {
             notices_on_stderr: true,
             checkpoints: checkpoints_root(),
             questions: None,
+            approval: smith_engine::approval::ApprovalCell::new(
+                smith_engine::approval::Approval::Workspace,
+            ),
         }
     }
 }
@@ -187,6 +193,9 @@ pub struct Runtime {
     /// The mode names input can be queued under (the runtime's queue
     /// policies, in order: `steer`, `follow_up` and the plugins' own).
     pub queue_modes: Vec<String>,
+    /// The approval mode shared by the runtime's tools and permission
+    /// policy; setting it changes both at once.
+    pub approval: smith_engine::approval::ApprovalCell,
     /// Whether an existing session was resumed.
     pub resumed: bool,
     /// When the resumed conversation starts at a compaction: its summary.
@@ -277,6 +286,7 @@ impl RuntimeOptions {
         {
             tool_context = tool_context.with_checkpoints(c);
         }
+        tool_context = tool_context.with_approval(self.approval.clone());
         let destination = session::open(&self.store_root, choice).map_err(StartError::Session)?;
         if self.notices_on_stderr {
             session::warn_unknown_effects(&destination);
@@ -402,6 +412,7 @@ impl RuntimeOptions {
             answerer,
             commands,
             queue_modes,
+            approval: self.approval.clone(),
             resumed,
             compaction_summary,
             temp,

@@ -216,6 +216,8 @@ pub struct ToolContext {
     /// The number N of the running call's effect `fx-N` (a number, so
     /// setting it per call allocates nothing).
     effect: Option<u64>,
+    /// The runtime's approval mode (none: tools run as in `full`).
+    approval: Option<crate::approval::ApprovalCell>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -252,7 +254,25 @@ impl ToolContext {
             require_read: true,
             checkpoints: None,
             effect: None,
+            approval: None,
         })
+    }
+
+    /// Shares the runtime's approval mode with the tools (the sandbox
+    /// follows it).
+    #[must_use]
+    pub fn with_approval(mut self, approval: crate::approval::ApprovalCell) -> Self {
+        self.approval = Some(approval);
+        self
+    }
+
+    /// The current approval mode: [`Approval::Full`](crate::approval::Approval::Full)
+    /// when the context was given none.
+    pub fn approval(&self) -> crate::approval::Approval {
+        self.approval.as_ref().map_or(
+            crate::approval::Approval::Full,
+            crate::approval::ApprovalCell::get,
+        )
     }
 
     /// The effect id (`fx-N`) of the call this context runs, so a tool
