@@ -127,7 +127,9 @@ pub fn load_configured(
             effects = effects.with_asker(Arc::clone(asker));
         }
         if uses_secrets {
-            effects = effects.with_secrets(secret_source(&paths));
+            effects = effects
+                .with_secrets(secret_source(&paths))
+                .with_secret_sink(crate::secrets::plugin_sink());
         }
         // The project is the folder the runtime works in.
         if uses_project && let Ok(folder) = std::env::current_dir() {

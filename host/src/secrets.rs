@@ -28,11 +28,12 @@
 //! (name, source, fingerprint, key id; never the value).
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use smith_auth::{AuthStore, Credential};
 use smith_diag::{Diagnostic, Severity, Surface};
-use smith_secrets::{FingerprintKey, Registry, Source};
+use smith_secrets::{AllowList, FingerprintKey, Redactor, Registration, Registry, Source};
 
 /// The file, next to the auth store in the data directory, that holds the
 /// fingerprint key: 64 hex digits, private to the user (mode 0600).
@@ -128,6 +129,7 @@ struct Found {
 fn credentials(
     env: &dyn Fn(&str) -> Option<String>,
     store: Option<&AuthStore>,
+    user: Option<&UserSecrets>,
 ) -> (Vec<Found>, Vec<Diagnostic>) {
     let mut found = Vec::new();
     let mut warnings = Vec::new();
@@ -180,6 +182,16 @@ fn credentials(
             Err(d) => warnings.push(d.with_severity(Severity::Warning)),
         }
     }
+    if let Some(user) = user {
+        match user.list() {
+            Ok(secrets) => {
+                for secret in secrets {
+                    add(&secret.name, &secret.value, Source::User);
+                }
+            }
+            Err(d) => warnings.push(d.with_severity(Severity::Warning)),
+        }
+    }
     (found, warnings)
 }
 
@@ -211,24 +223,155 @@ pub fn registry(
     key: FingerprintKey,
     env: &dyn Fn(&str) -> Option<String>,
     store: Option<&AuthStore>,
+    user: Option<&UserSecrets>,
 ) -> (Registry, Vec<Diagnostic>) {
-    let (found, mut warnings) = credentials(env, store);
+    let (found, mut warnings) = credentials(env, store, user);
     let registry = register_all(key, found, &mut warnings);
     (registry, warnings)
 }
 
-/// This process's registry: [`registry`] over the process environment and
-/// the auth store in the data directory, under the key kept there
+/// The secrets of a running runtime: the registry every credential was
+/// registered in at its start, kept so values that appear later (a
+/// plugin's handoff, a resolved `{secret:…}` header) join it, and its live
+/// redactor (which sees them at once).
+#[derive(Clone)]
+pub struct RuntimeSecrets {
+    registry: Arc<Mutex<Registry>>,
+    redactor: Arc<Redactor>,
+}
+
+impl RuntimeSecrets {
+    /// The live redactor, for `AgentConfig::redactor`: it redacts every
+    /// value registered so far and every value registered later.
+    pub fn redactor(&self) -> Arc<Redactor> {
+        Arc::clone(&self.redactor)
+    }
+
+    /// Every registration so far, oldest first (never a value).
+    pub fn registrations(&self) -> Vec<Registration> {
+        self.lock().registrations().cloned().collect()
+    }
+
+    /// Registers `value`, created by `plugin` (its `register-secret`), as
+    /// `plugin.NAME.N` with source `plugin:NAME`: the one-time handoff.
+    /// From now on every text the runtime sends, records or shows has it
+    /// replaced by the placeholder. Returns the registration (the earlier
+    /// one when the value was registered before).
+    ///
+    /// # Errors
+    ///
+    /// The registry's diagnostics (`secrets.too-short`, …), which never
+    /// show the value.
+    pub fn register_plugin_secret(
+        &self,
+        plugin: &str,
+        value: &str,
+    ) -> Result<Registration, Diagnostic> {
+        let mut registry = self.lock();
+        let source = Source::Plugin(plugin.to_owned());
+        let ordinal = registry
+            .registrations()
+            .filter(|r| r.source == source)
+            .count()
+            + 1;
+        let name = format!("plugin.{}.{ordinal}", name_part(plugin));
+        registry
+            .register(&name, value, source)
+            .map(|r| r.registration)
+            .map_err(smith_secrets::Error::into_diagnostic)
+    }
+
+    /// Registers a credential `handle` (`provider.slot`) resolved for a
+    /// plugin's `{secret:…}` header, as `handle` with source
+    /// `auth:handle`; a value registered before changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`RuntimeSecrets::register_plugin_secret`].
+    pub fn register_resolved(&self, handle: &str, value: &str) -> Result<(), Diagnostic> {
+        self.lock()
+            .register(handle, value, Source::AuthSlot(handle.to_owned()))
+            .map(|_| ())
+            .map_err(smith_secrets::Error::into_diagnostic)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `text` as a part of a secret name: letters, digits, `.`, `_` and `-`
+/// kept, anything else (the `/` of `smith/product`) as `-`.
+fn name_part(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// The secrets of the runtime started last in this process, for the
+/// plugin host ([`plugin_sink`]).
+static CURRENT: Mutex<Option<RuntimeSecrets>> = Mutex::new(None);
+
+/// The secrets of the runtime started last in this process, if any.
+pub fn current() -> Option<RuntimeSecrets> {
+    CURRENT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+/// How the plugin host hands values to the runtime's registry: a value a
+/// plugin registers (`register-secret`, `plugin` given) or a credential
+/// resolved for its `{secret:HANDLE}` header (`plugin` absent, `name` the
+/// handle). Without a running runtime the value is registered with
+/// diagnostics only (as the plugin host does anyway).
+pub fn plugin_sink() -> smith_plugins::effects::SecretSink {
+    Arc::new(|registration| {
+        let Some(secrets) = current() else {
+            return Ok(());
+        };
+        match registration {
+            smith_plugins::effects::SecretRegistration::Created { plugin, value } => secrets
+                .register_plugin_secret(plugin, value)
+                .map(|_| ())
+                .map_err(|d| d.what().to_owned()),
+            smith_plugins::effects::SecretRegistration::Resolved { handle, value } => secrets
+                .register_resolved(handle, value)
+                .map_err(|d| d.what().to_owned()),
+        }
+    })
+}
+
+/// This process's registry for a runtime starting now: [`registry`] over
+/// the process environment, the auth store and the user's secrets
+/// ([`UserSecrets`]) in the data directory, under the key kept there
 /// ([`fingerprint_key`]; a fresh per-process key when it cannot be used),
 /// and whether its registrations may be recorded (not when no key could
 /// be drawn at all). The key file is read or created only when there is a
 /// credential to register. Warnings go to the log.
-pub fn process_registry() -> (Registry, bool) {
+///
+/// The redactor's substitution policy is the user's: each secret added
+/// with `smith secret add NAME --allow TOOL` may be put into the
+/// arguments of the tools listed; nothing else is authorized. The result
+/// becomes [`current`], so plugins loaded for the runtime register into
+/// it.
+pub fn process_registry() -> (RuntimeSecrets, bool) {
     let data_dir = smith_config::Paths::from_process()
         .ok()
         .map(|paths| paths.data_dir);
     let store = data_dir.as_deref().map(AuthStore::in_data_dir);
-    let (found, mut warnings) = credentials(&|name| std::env::var(name).ok(), store.as_ref());
+    let user = data_dir.as_deref().map(UserSecrets::in_data_dir);
+    let (found, mut warnings) = credentials(
+        &|name| std::env::var(name).ok(),
+        store.as_ref(),
+        user.as_ref(),
+    );
     let kept = if found.is_empty() {
         None
     } else {
@@ -248,10 +391,228 @@ pub fn process_registry() -> (Registry, bool) {
     let recordable = key.is_some();
     let key = key.unwrap_or_else(|| FingerprintKey::from_bytes([0; 32]));
     let registry = register_all(key, found, &mut warnings);
+    if let Some(user) = &user
+        && let Ok(secrets) = user.list()
+    {
+        registry.set_policy(Arc::new(user_policy(&secrets)));
+    }
     for warning in &warnings {
         smith_diag::log::report(warning);
     }
-    (registry, recordable)
+    let secrets = RuntimeSecrets {
+        redactor: registry.redactor(),
+        registry: Arc::new(Mutex::new(registry)),
+    };
+    *CURRENT.lock().unwrap_or_else(PoisonError::into_inner) = Some(secrets.clone());
+    (secrets, recordable)
+}
+
+/// The substitution policy the user's secrets declare: each `allow` tool
+/// may receive that secret.
+fn user_policy(secrets: &[UserSecret]) -> AllowList {
+    let mut policy = AllowList::new();
+    for secret in secrets {
+        for tool in &secret.allow {
+            policy = policy.allow(tool, &secret.name);
+        }
+    }
+    policy
+}
+
+/// The file, next to the auth store in the data directory, that holds the
+/// secrets the user registered with `smith secret add`: JSON, private to
+/// the user (mode 0600), replaced atomically on every change.
+pub const USER_FILE: &str = "secrets.json";
+
+/// One secret the user registered.
+pub struct UserSecret {
+    /// Its name; its placeholder is `{secret:NAME}`.
+    pub name: String,
+    /// The value.
+    pub value: String,
+    /// The tools that may receive the value in place of its placeholder.
+    pub allow: Vec<String>,
+}
+
+impl std::fmt::Debug for UserSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserSecret")
+            .field("name", &self.name)
+            .field("value", &smith_diag::secrets::REDACTED)
+            .field("allow", &self.allow)
+            .finish()
+    }
+}
+
+/// The secrets the user registered ([`USER_FILE`]), registered at every
+/// runtime start with source `user`.
+#[derive(Debug, Clone)]
+pub struct UserSecrets {
+    path: PathBuf,
+}
+
+impl UserSecrets {
+    /// The user's secrets kept in `data_dir`.
+    pub fn in_data_dir(data_dir: &Path) -> UserSecrets {
+        UserSecrets {
+            path: data_dir.join(USER_FILE),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every secret, in name order.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read or is not what smith writes.
+    pub fn list(&self) -> Result<Vec<UserSecret>, Diagnostic> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.io_error("read", &e)),
+        };
+        let damaged = |why: &str| {
+            Diagnostic::error(
+                "secrets.store-damaged",
+                format!("the secret store {} cannot be read", self.path.display()),
+                why.to_owned(),
+                "move the file aside and add the secrets again with `smith secret add NAME`",
+            )
+            .with_surface(Surface::file(&self.path))
+        };
+        let doc: serde_json::Value =
+            serde_json::from_str(&text).map_err(|_| damaged("it is not valid JSON"))?;
+        let Some(entries) = doc.get("secrets").and_then(serde_json::Value::as_object) else {
+            return Err(damaged("it has no `secrets` object"));
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        for (name, entry) in entries {
+            let Some(value) = entry.get("value").and_then(serde_json::Value::as_str) else {
+                return Err(damaged(&format!("the entry `{name}` has no `value` string")));
+            };
+            let allow = entry
+                .get("allow")
+                .and_then(serde_json::Value::as_array)
+                .map(|tools| {
+                    tools
+                        .iter()
+                        .filter_map(|t| t.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(UserSecret {
+                name: name.clone(),
+                value: value.to_owned(),
+                allow,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Adds (or replaces) the secret `name`, whose value `tools` may
+    /// receive in place of its placeholder. The value is checked as the
+    /// registry checks it first.
+    ///
+    /// # Errors
+    ///
+    /// The registry's refusal (`secrets.invalid-name`, `secrets.too-short`,
+    /// `secrets.too-long`, `secrets.ambiguous`; never showing the value),
+    /// or when the file cannot be read or written.
+    pub fn add(&self, name: &str, value: &str, tools: &[String]) -> Result<(), Diagnostic> {
+        let mut check = Registry::new(FingerprintKey::from_bytes([0; 32]));
+        check
+            .register(name, value, Source::User)
+            .map_err(smith_secrets::Error::into_diagnostic)?;
+        let mut secrets = self.list()?;
+        secrets.retain(|s| s.name != name);
+        secrets.push(UserSecret {
+            name: name.to_owned(),
+            value: value.to_owned(),
+            allow: tools.to_vec(),
+        });
+        self.write(&secrets)
+    }
+
+    /// Removes the secret `name`; whether there was one.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read or written.
+    pub fn remove(&self, name: &str) -> Result<bool, Diagnostic> {
+        let mut secrets = self.list()?;
+        let before = secrets.len();
+        secrets.retain(|s| s.name != name);
+        if secrets.len() == before {
+            return Ok(false);
+        }
+        self.write(&secrets)?;
+        Ok(true)
+    }
+
+    fn write(&self, secrets: &[UserSecret]) -> Result<(), Diagnostic> {
+        let mut entries = serde_json::Map::new();
+        for s in secrets {
+            entries.insert(
+                s.name.clone(),
+                serde_json::json!({"value": s.value, "allow": s.allow}),
+            );
+        }
+        let doc = serde_json::json!({"version": 1, "secrets": entries});
+        let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        text.push('\n');
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| self.io_error("create the directory of", &e))?;
+        // A temporary file in the same directory (created private to the
+        // user), synced, then renamed over the store: a reader sees the
+        // old file or the new one, never a part.
+        let mut tmp =
+            tempfile::NamedTempFile::new_in(dir).map_err(|e| self.io_error("write", &e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| self.io_error("write", &e))?;
+        }
+        tmp.write_all(text.as_bytes())
+            .and_then(|()| tmp.as_file().sync_all())
+            .map_err(|e| self.io_error("write", &e))?;
+        tmp.persist(&self.path)
+            .map_err(|e| self.io_error("write", &e.error))?;
+        Ok(())
+    }
+
+    fn io_error(&self, action: &str, e: &std::io::Error) -> Diagnostic {
+        Diagnostic::error(
+            "secrets.store-io",
+            format!("could not {action} the secret store {}", self.path.display()),
+            format!("the system reported: {e}"),
+            "check that the data directory exists and belongs to you (or set SMITH_HOME)",
+        )
+        .with_surface(Surface::file(&self.path))
+    }
+}
+
+/// Every secret a runtime started now would register, registered under
+/// the key kept in `data_dir` (for `smith secret list`): names, sources,
+/// fingerprints. Problems come back as warnings.
+pub fn visible(data_dir: &Path) -> (Vec<Registration>, Vec<Diagnostic>) {
+    let store = AuthStore::in_data_dir(data_dir);
+    let user = UserSecrets::in_data_dir(data_dir);
+    let (found, mut warnings) =
+        credentials(&|name| std::env::var(name).ok(), Some(&store), Some(&user));
+    if found.is_empty() {
+        return (Vec::new(), warnings);
+    }
+    let key = match fingerprint_key(data_dir) {
+        Ok(key) => key,
+        Err(d) => return (Vec::new(), vec![d]),
+    };
+    let registry = register_all(key, found, &mut warnings);
+    (registry.registrations().cloned().collect(), warnings)
 }
 
 #[cfg(test)]
@@ -316,7 +677,7 @@ mod tests {
             _ => None,
         };
         let key = FingerprintKey::from_bytes([1; 32]);
-        let (registry, warnings) = registry(key, &env, Some(&store));
+        let (registry, warnings) = registry(key, &env, Some(&store), None);
         let names: Vec<String> = registry
             .registrations()
             .map(|r| format!("{} {}", r.name, r.source))
