@@ -212,6 +212,15 @@ pub fn load_configured(
     warnings.extend(net_warnings);
     match crate::plugin_config::resolve(&loaded) {
         Ok((resolved, notes)) => {
+            // Credentials in the configuration are redacted; secret routes
+            // join the substitution policy.
+            crate::secrets::apply_config(&resolved, &|plugin| {
+                loaded
+                    .iter()
+                    .find(|p| p.name() == plugin)
+                    .and_then(|p| p.effects().map(|e| e.grants().secrets.clone()))
+                    .unwrap_or_default()
+            });
             config.install(resolved);
             warnings.extend(notes);
         }

@@ -330,7 +330,8 @@ impl RuntimeOptions {
         // sent to the provider, recorded or shown.
         let (secrets, recordable) = crate::secrets::process_registry();
         config.redactor = secrets.redactor();
-        if recordable && let Err(err) = journal.record_secret_registrations(&secrets.registrations())
+        if recordable
+            && let Err(err) = journal.record_secret_registrations(&secrets.registrations())
         {
             smith_diag::log::report(&smith_diag::Diagnostic::warning(
                 "secrets.not-recorded",

@@ -238,6 +238,9 @@ pub fn registry(
 pub struct RuntimeSecrets {
     registry: Arc<Mutex<Registry>>,
     redactor: Arc<Redactor>,
+    /// The (tool, secret) pairs the user's secrets allow
+    /// (`smith secret add NAME --allow TOOL`).
+    user_routes: Arc<Vec<(String, String)>>,
 }
 
 impl RuntimeSecrets {
@@ -295,9 +298,154 @@ impl RuntimeSecrets {
             .map_err(smith_secrets::Error::into_diagnostic)
     }
 
+    /// Applies what the configuration holds for the secret proxy: each
+    /// credential option's value is registered (source `config:KEY`), and
+    /// the substitution policy becomes the user's routes plus the routes
+    /// the configuration holds ([`config_secrets`]). Problems come back
+    /// as warnings, which never show a value.
+    pub fn apply_config(
+        &self,
+        config: &smith_config::Config,
+        grants: &dyn Fn(&str) -> Vec<String>,
+    ) -> Vec<Diagnostic> {
+        let (credentials, routes, mut warnings) = config_secrets(config, grants);
+        {
+            let mut registry = self.lock();
+            for Found {
+                name,
+                value,
+                source,
+            } in credentials
+            {
+                if let Err(e) = registry.register(&name, &value, source) {
+                    warnings.push(e.into_diagnostic().with_severity(Severity::Warning));
+                }
+            }
+        }
+        let mut policy = AllowList::new();
+        for (tool, secret) in self.user_routes.iter().chain(&routes) {
+            policy = policy.allow(tool, secret);
+        }
+        self.redactor.set_policy(Arc::new(policy));
+        warnings
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
         self.registry.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The last segment of a plugin option's key that holds secret routes:
+/// a list of `{"secret": NAME, "tool": TOOL}` objects, each authorizing
+/// `TOOL` to receive the secret `NAME` in place of its placeholder.
+pub const ROUTES_OPTION: &str = "secret-routes";
+
+/// Whether a plugin option is a credential: its schema marks it
+/// (`"writeOnly": true`, or `"format": "password"`), or its key's last
+/// segment names one (`api-key`, `api_key`, `token`, `password`, `secret`
+/// or ending in `-token`, `_token`, `-key`, `_key`).
+fn is_credential(option: &smith_config::plugin::PluginOption) -> bool {
+    let schema = &option.schema;
+    if schema.get("writeOnly") == Some(&serde_json::Value::Bool(true))
+        || schema.get("format").and_then(serde_json::Value::as_str) == Some("password")
+    {
+        return true;
+    }
+    let last = option.key.rsplit('.').next().unwrap_or(&option.key);
+    matches!(
+        last,
+        "api-key" | "api_key" | "token" | "password" | "secret"
+    ) || ["-token", "_token", "-key", "_key", "-password", "_password"]
+        .iter()
+        .any(|end| last.ends_with(end))
+}
+
+/// What `config` holds for the secret proxy: the credential options'
+/// values, and the secret routes (tool, secret) of every `secret-routes`
+/// option ([`ROUTES_OPTION`]).
+///
+/// A route a plugin contributes (its option's default, a value it
+/// contributes or sets) is honored only for a secret that plugin may hold
+/// anyway: one its `secrets` capability grants (`grants(plugin)`) or one
+/// it created (`plugin.NAME.N`); any other is left out with a warning.
+/// (Configuration files, variables and flags do not set plugin options
+/// today; a route set there would be the user's and taken as it is.)
+fn config_secrets(
+    config: &smith_config::Config,
+    grants: &dyn Fn(&str) -> Vec<String>,
+) -> (Vec<Found>, Vec<(String, String)>, Vec<Diagnostic>) {
+    use smith_config::Source as From;
+    let mut credentials = Vec::new();
+    let mut routes = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in config.plugin_entries() {
+        let option = &entry.option;
+        let (Some(value), Some(from)) = (entry.value(), entry.source()) else {
+            continue;
+        };
+        if is_credential(option) {
+            if let Some(text) = value.as_str().map(str::trim).filter(|t| !t.is_empty()) {
+                credentials.push(Found {
+                    name: option.key.clone(),
+                    value: text.to_owned(),
+                    source: Source::Config(option.key.clone()),
+                });
+            }
+            continue;
+        }
+        if option.key.rsplit('.').next() != Some(ROUTES_OPTION) {
+            continue;
+        }
+        let by_plugin = match from {
+            From::Default
+            | From::BuiltinPlugin { .. }
+            | From::Plugin { .. }
+            | From::Runtime { .. } => Some(option.plugin.as_str()),
+            From::User { .. } | From::Project { .. } | From::Env { .. } | From::Flag { .. } => None,
+        };
+        let granted = by_plugin.map(|p| grants(p)).unwrap_or_default();
+        for route in value.as_array().map(Vec::as_slice).unwrap_or_default() {
+            let (Some(secret), Some(tool)) = (
+                route.get("secret").and_then(serde_json::Value::as_str),
+                route.get("tool").and_then(serde_json::Value::as_str),
+            ) else {
+                warnings.push(
+                    Diagnostic::warning(
+                        "secrets.bad-route",
+                        format!("a secret route in `{}` is left out", option.key),
+                        format!("{route} is not an object with `secret` and `tool` strings"),
+                        "write each route as {\"secret\": \"NAME\", \"tool\": \"TOOL\"}",
+                    )
+                    .with_field(option.key.clone()),
+                );
+                continue;
+            };
+            if let Some(plugin) = by_plugin {
+                let own = format!("plugin.{}.", name_part(plugin));
+                if !granted.iter().any(|g| g == secret) && !secret.starts_with(&own) {
+                    warnings.push(
+                        Diagnostic::warning(
+                            "secrets.route-not-granted",
+                            format!(
+                                "plugin {plugin}'s route of secret {secret} to {tool} is left out"
+                            ),
+                            format!(
+                                "a plugin routes only secrets it is granted (`secrets \"{secret}\"` in its capabilities) or created itself"
+                            ),
+                            format!(
+                                "grant the plugin the secret, or set the route yourself: `smith config set {} ...`",
+                                option.key
+                            ),
+                        )
+                        .with_field(option.key.clone()),
+                    );
+                    continue;
+                }
+            }
+            routes.push((tool.to_owned(), secret.to_owned()));
+        }
+    }
+    (credentials, routes, warnings)
 }
 
 /// `text` as a part of a secret name: letters, digits, `.`, `_` and `-`
@@ -391,32 +539,50 @@ pub fn process_registry() -> (RuntimeSecrets, bool) {
     let recordable = key.is_some();
     let key = key.unwrap_or_else(|| FingerprintKey::from_bytes([0; 32]));
     let registry = register_all(key, found, &mut warnings);
-    if let Some(user) = &user
-        && let Ok(secrets) = user.list()
-    {
-        registry.set_policy(Arc::new(user_policy(&secrets)));
+    let user_routes = user
+        .as_ref()
+        .and_then(|user| user.list().ok())
+        .map(|secrets| user_routes(&secrets))
+        .unwrap_or_default();
+    let mut policy = AllowList::new();
+    for (tool, secret) in &user_routes {
+        policy = policy.allow(tool, secret);
     }
+    registry.set_policy(Arc::new(policy));
     for warning in &warnings {
         smith_diag::log::report(warning);
     }
     let secrets = RuntimeSecrets {
         redactor: registry.redactor(),
         registry: Arc::new(Mutex::new(registry)),
+        user_routes: Arc::new(user_routes),
     };
     *CURRENT.lock().unwrap_or_else(PoisonError::into_inner) = Some(secrets.clone());
     (secrets, recordable)
 }
 
-/// The substitution policy the user's secrets declare: each `allow` tool
+/// The (tool, secret) pairs the user's secrets allow: each `allow` tool
 /// may receive that secret.
-fn user_policy(secrets: &[UserSecret]) -> AllowList {
-    let mut policy = AllowList::new();
-    for secret in secrets {
-        for tool in &secret.allow {
-            policy = policy.allow(tool, &secret.name);
-        }
+fn user_routes(secrets: &[UserSecret]) -> Vec<(String, String)> {
+    secrets
+        .iter()
+        .flat_map(|s| s.allow.iter().map(|tool| (tool.clone(), s.name.clone())))
+        .collect()
+}
+
+/// Applies the resolved configuration (with the plugins' contributions)
+/// to the secrets of the runtime started last in this process
+/// ([`RuntimeSecrets::apply_config`]): credential options registered,
+/// secret routes in the policy. `grants(plugin)` lists the secret handles
+/// a plugin is granted. Warnings go to the log. Nothing happens without a
+/// running runtime.
+pub fn apply_config(config: &smith_config::Config, grants: &dyn Fn(&str) -> Vec<String>) {
+    let Some(secrets) = current() else {
+        return;
+    };
+    for warning in secrets.apply_config(config, grants) {
+        smith_diag::log::report(&warning);
     }
-    policy
 }
 
 /// The file, next to the auth store in the data directory, that holds the
@@ -492,7 +658,9 @@ impl UserSecrets {
         let mut out = Vec::with_capacity(entries.len());
         for (name, entry) in entries {
             let Some(value) = entry.get("value").and_then(serde_json::Value::as_str) else {
-                return Err(damaged(&format!("the entry `{name}` has no `value` string")));
+                return Err(damaged(&format!(
+                    "the entry `{name}` has no `value` string"
+                )));
             };
             let allow = entry
                 .get("allow")
@@ -588,7 +756,10 @@ impl UserSecrets {
     fn io_error(&self, action: &str, e: &std::io::Error) -> Diagnostic {
         Diagnostic::error(
             "secrets.store-io",
-            format!("could not {action} the secret store {}", self.path.display()),
+            format!(
+                "could not {action} the secret store {}",
+                self.path.display()
+            ),
             format!("the system reported: {e}"),
             "check that the data directory exists and belongs to you (or set SMITH_HOME)",
         )
@@ -700,6 +871,206 @@ mod tests {
         assert_eq!(
             redactor.redact_str(&text),
             "{secret:openai.api_key} {secret:google.api_key} {secret:anthropic.api_key} {secret:acme.oauth} {secret:acme.oauth.refresh}"
+        );
+    }
+    #[test]
+    fn the_user_store_is_private_refuses_short_values_and_forgets_on_remove() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = UserSecrets::in_data_dir(dir.path());
+        assert!(store.list().unwrap_or_else(|d| panic!("{d:?}")).is_empty());
+        let refused = store
+            .add("x.y", "Zq9!x", &[])
+            .err()
+            .unwrap_or_else(|| panic!("accepted a 5-byte value"));
+        assert_eq!(refused.code(), "secrets.too-short");
+        assert!(!format!("{refused:?}").contains("Zq9!x"), "{refused:?}");
+        store
+            .add("github.token", STORED, &["bash".to_owned()])
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        store
+            .add("other.token", ACCESS, &[])
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(store.path())
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or_default();
+            assert_eq!(mode, 0o600);
+        }
+        let listed = store.list().unwrap_or_else(|d| panic!("{d:?}"));
+        let names: Vec<(&str, &[String])> = listed
+            .iter()
+            .map(|s| (s.name.as_str(), s.allow.as_slice()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("github.token", &["bash".to_owned()][..]),
+                ("other.token", &[][..])
+            ]
+        );
+        assert!(!format!("{listed:?}").contains(STORED));
+        let (registry, warnings) = registry(
+            FingerprintKey::from_bytes([2; 32]),
+            &|_| None,
+            None,
+            Some(&store),
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let sources: Vec<String> = registry
+            .registrations()
+            .map(|r| format!("{} {}", r.name, r.source))
+            .collect();
+        assert_eq!(sources, ["github.token user", "other.token user"]);
+        assert!(
+            store
+                .remove("github.token")
+                .unwrap_or_else(|d| panic!("{d:?}"))
+        );
+        assert!(
+            !store
+                .remove("github.token")
+                .unwrap_or_else(|d| panic!("{d:?}"))
+        );
+        assert_eq!(store.list().map(|l| l.len()).unwrap_or_default(), 1);
+    }
+
+    fn runtime(registry: Registry) -> RuntimeSecrets {
+        RuntimeSecrets {
+            redactor: registry.redactor(),
+            registry: Arc::new(Mutex::new(registry)),
+            user_routes: Arc::new(vec![("bash".to_owned(), "user.token".to_owned())]),
+        }
+    }
+
+    #[test]
+    fn a_plugin_secret_is_redacted_by_the_redactor_already_handed_out() {
+        let secrets = runtime(Registry::new(FingerprintKey::from_bytes([4; 32])));
+        let redactor = secrets.redactor();
+        assert!(redactor.is_empty());
+        let registration = secrets
+            .register_plugin_secret("acme/login", ACCESS)
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(registration.name, "plugin.acme-login.1");
+        assert_eq!(registration.source.to_string(), "plugin:acme/login");
+        assert_eq!(
+            redactor.redact_str(&format!("token {ACCESS}")),
+            "token {secret:plugin.acme-login.1}"
+        );
+        let second = secrets
+            .register_plugin_secret("acme/login", REFRESH)
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(second.name, "plugin.acme-login.2");
+        let refused = secrets
+            .register_plugin_secret("acme/login", "tiny")
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert_eq!(refused.code(), "secrets.too-short");
+        assert_eq!(secrets.registrations().len(), 2);
+    }
+
+    fn option(
+        key: &str,
+        schema: serde_json::Value,
+        default: serde_json::Value,
+    ) -> smith_config::plugin::PluginOption {
+        smith_config::plugin::PluginOption {
+            plugin: "acme/deploy".into(),
+            builtin: false,
+            key: key.into(),
+            description: "An option.".into(),
+            schema,
+            default,
+        }
+    }
+
+    #[test]
+    fn credential_options_are_registered_and_routes_need_a_grant() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let config = smith_config::Loader::new(smith_config::Paths::under(dir.path()))
+            .plugin_option(option(
+                "deploy.api-key",
+                serde_json::json!({"type": "string"}),
+                serde_json::json!(STORED),
+            ))
+            .plugin_option(option(
+                "deploy.login",
+                serde_json::json!({"type": "string", "writeOnly": true}),
+                serde_json::json!(ACCESS),
+            ))
+            .plugin_option(option(
+                "deploy.greeting",
+                serde_json::json!({"type": "string"}),
+                serde_json::json!("hello there, not a secret"),
+            ))
+            .plugin_option(option(
+                "deploy.secret-routes",
+                serde_json::json!({"type": "array"}),
+                serde_json::json!([
+                    {"secret": "github.token", "tool": "bash"},
+                    {"secret": "anthropic.api_key", "tool": "bash"},
+                    {"secret": "plugin.acme-deploy.1", "tool": "deploy_run"},
+                    "bash"
+                ]),
+            ))
+            .load()
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let mut registry = Registry::new(FingerprintKey::from_bytes([5; 32]));
+        for (name, value) in [
+            ("github.token", OPENAI),
+            ("anthropic.api_key", GOOGLE),
+            ("user.token", REFRESH),
+        ] {
+            registry
+                .register(name, value, Source::User)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let secrets = runtime(registry);
+        let grants = |plugin: &str| {
+            if plugin == "acme/deploy" {
+                vec!["github.token".to_owned()]
+            } else {
+                Vec::new()
+            }
+        };
+        let warnings = secrets.apply_config(&config, &grants);
+        let codes: Vec<&str> = warnings.iter().map(Diagnostic::code).collect();
+        assert_eq!(
+            codes,
+            ["secrets.route-not-granted", "secrets.bad-route"],
+            "{warnings:?}"
+        );
+        assert!(!format!("{warnings:?}").contains(GOOGLE));
+        let sources: Vec<String> = secrets
+            .registrations()
+            .iter()
+            .map(|r| format!("{} {}", r.name, r.source))
+            .collect();
+        assert_eq!(
+            &sources[3..],
+            [
+                "deploy.api-key config:deploy.api-key",
+                "deploy.login config:deploy.login"
+            ]
+        );
+        let redactor = secrets.redactor();
+        assert_eq!(
+            redactor.redact_str(&format!("{STORED} {ACCESS}")),
+            "{secret:deploy.api-key} {secret:deploy.login}"
+        );
+        let input = serde_json::json!({"command": "run {secret:github.token} {secret:anthropic.api_key} {secret:user.token}"});
+        let run = redactor
+            .substitute_json(&input, "bash")
+            .unwrap_or_else(|| panic!("placeholders"));
+        assert_eq!(
+            run.input()["command"],
+            format!("run {OPENAI} {{secret:anthropic.api_key}} {REFRESH}")
+        );
+        assert!(
+            redactor
+                .substitute_json(&input, "read")
+                .is_some_and(|r| r.used().is_empty())
         );
     }
 }

@@ -254,7 +254,10 @@ impl Redactor {
 
     /// Publishes a new set of secrets: every search that starts after
     /// this returns uses it.
-    pub(crate) fn publish<'a>(&self, secrets: impl Iterator<Item = (&'a Registration, &'a str, bool)>) {
+    pub(crate) fn publish<'a>(
+        &self,
+        secrets: impl Iterator<Item = (&'a Registration, &'a str, bool)>,
+    ) {
         let next = Box::new(Snapshot::build(secrets));
         let ptr = std::ptr::from_ref::<Snapshot>(&next).cast_mut();
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
@@ -296,7 +299,12 @@ impl Redactor {
             return None;
         }
         let policy = Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner));
-        Some(substitute_json_with(self.snapshot(), input, tool, policy.as_ref()))
+        Some(substitute_json_with(
+            self.snapshot(),
+            input,
+            tool,
+            policy.as_ref(),
+        ))
     }
 
     /// A redactor that redacts nothing.

@@ -152,11 +152,15 @@ fn the_redactor_handed_out_learns_later_registrations() {
 #[test]
 fn the_redactor_substitutes_only_what_its_policy_authorizes() {
     let mut reg = Registry::new(FingerprintKey::from_bytes([8; 32]));
-    reg.register("github.token", GITHUB, Source::User).expect("registered");
+    reg.register("github.token", GITHUB, Source::User)
+        .expect("registered");
     let r = reg.redactor();
     let input = serde_json::json!({"command": "gh auth login --with-token {secret:github.token}"});
     // No placeholder: nothing to do, the policy is not asked.
-    assert!(r.substitute_json(&serde_json::json!({"command": "ls"}), "bash").is_none());
+    assert!(
+        r.substitute_json(&serde_json::json!({"command": "ls"}), "bash")
+            .is_none()
+    );
     // The default policy authorizes nothing: the placeholder stays.
     let run = r.substitute_json(&input, "bash").expect("a placeholder");
     assert_eq!(run.input(), &input);
@@ -174,5 +178,9 @@ fn the_redactor_substitutes_only_what_its_policy_authorizes() {
     let other = r.substitute_json(&input, "read").expect("a placeholder");
     assert_eq!(other.input(), &input);
     // The input the journal records is unchanged.
-    assert!(input["command"].as_str().is_some_and(|c| c.ends_with("{secret:github.token}")));
+    assert!(
+        input["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with("{secret:github.token}"))
+    );
 }
