@@ -403,7 +403,7 @@ fn config_secrets(
             | From::Runtime { .. } => Some(option.plugin.as_str()),
             From::User { .. } | From::Project { .. } | From::Env { .. } | From::Flag { .. } => None,
         };
-        let granted = by_plugin.map(|p| grants(p)).unwrap_or_default();
+        let granted = by_plugin.map(grants).unwrap_or_default();
         for route in value.as_array().map(Vec::as_slice).unwrap_or_default() {
             let (Some(secret), Some(tool)) = (
                 route.get("secret").and_then(serde_json::Value::as_str),

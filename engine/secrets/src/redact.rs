@@ -181,6 +181,9 @@ pub struct Redactor {
     current: AtomicPtr<Snapshot>,
     /// Every snapshot installed, oldest first: the boxes never move and
     /// are freed only when the redactor drops.
+    // The boxes are the point: `current` points into them, and a box's
+    // contents stay put when the vector grows.
+    #[allow(clippy::vec_box)]
     kept: Mutex<Vec<Box<Snapshot>>>,
     /// Who may receive which secret at the effect boundary; asked only
     /// when an input holds a placeholder.
