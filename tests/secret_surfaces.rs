@@ -504,3 +504,70 @@ fn a_provider_error_body_that_echoes_the_secrets_is_redacted_everywhere() {
         }
     }
 }
+
+#[test]
+fn smith_mcp_answers_and_records_placeholders_not_secrets() {
+    let home = home();
+    let mut child = smith(home.path(), &["mcp", "--name", "mcp-planted"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "notes.txt"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "cat notes.txt; printf '%s\\n' '{secret:deploy.token}' | sha256sum"}}}),
+    ];
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut out = Vec::new();
+    let mut answered = 0;
+    while answered < 2 {
+        let mut line = Vec::new();
+        if reader.read_until(b'\n', &mut line).unwrap() == 0 {
+            break;
+        }
+        if contains(&line, r#""id":2"#) || contains(&line, r#""id":3"#) {
+            answered += 1;
+        }
+        out.extend_from_slice(&line);
+    }
+    drop(stdin);
+    let err = child.wait_with_output().unwrap().stderr;
+    assert_eq!(
+        answered,
+        2,
+        "{}\n{}",
+        String::from_utf8_lossy(&out),
+        String::from_utf8_lossy(&err)
+    );
+    assert_clean("the MCP answers", &out);
+    assert_clean("mcp's standard error", &err);
+    assert_placeholders("the MCP answers", &out);
+    // The allowed secret reached bash: the digest of the real value.
+    let digest = {
+        let mut child = Command::new("sha256sum")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(child.stdin.take().unwrap(), "{ALLOWED_SECRET}").unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    let digest = digest.split_whitespace().next().unwrap();
+    assert!(contains(&out, digest), "{}", String::from_utf8_lossy(&out));
+    let dump = run(home.path(), &["session", "dump", "mcp-planted"]);
+    assert!(dump.status.success(), "{}", describe(&dump));
+    assert_clean("the MCP session dump", &dump.stdout);
+    assert!(
+        contains(&dump.stdout, "'{secret:deploy.token}'"),
+        "the recorded arguments keep the placeholder:\n{}",
+        String::from_utf8_lossy(&dump.stdout)
+    );
+    assert_clean("the session files", &session_files(home.path()));
+}
