@@ -1,8 +1,9 @@
-//! The secrets a runtime redacts: every credential smith can see, gathered
-//! once per runtime start into a [`Registry`].
+//! The secrets a runtime redacts: every credential smith can see,
+//! gathered once per runtime start into a [`Registry`], and the values
+//! that join it while the runtime runs.
 //!
-//! [`registry`] registers, for every provider the built-in provider
-//! plugins describe (not only the one chosen):
+//! [`process_registry`] registers, for every provider the built-in
+//! provider plugins describe (not only the one chosen):
 //!
 //! - each API-key environment variable the provider declares
 //!   (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`,
@@ -10,22 +11,34 @@
 //!   source `env:VAR`;
 //! - each credential in the auth store (`auth.json` in the data
 //!   directory), as `provider.slot` with source `auth:provider.slot`; an
-//!   OAuth token's refresh token as `provider.slot.refresh`.
+//!   OAuth token's refresh token as `provider.slot.refresh`;
+//! - each secret the user registered with `smith secret add NAME`
+//!   ([`UserSecrets`], `secrets.json` next to the auth store), as `NAME`
+//!   with source `user`.
 //!
-//! smith's configuration holds no credentials today, so nothing is
-//! registered from it. A value that cannot be registered (shorter than
-//! [`smith_secrets::MIN_SECRET_LEN`] bytes, say) and an auth store that
-//! cannot be read are reported to the log, never with the value, and the
-//! runtime starts without them.
+//! The [`RuntimeSecrets`] it returns keeps the registry for the runtime's
+//! life: the plugin host hands it the values plugins create
+//! (`register-secret`, source `plugin:NAME`) and the secrets it resolves
+//! for their headers ([`plugin_sink`]), and the plugins' configuration
+//! adds credential options (source `config:KEY`) and secret routes
+//! ([`apply_config`]). smith's own options hold no credentials.
+//!
+//! A value that cannot be registered (shorter than
+//! [`smith_secrets::MIN_SECRET_LEN`] bytes, say) and a store that cannot
+//! be read are reported to the log, never with the value, and the runtime
+//! starts without them.
 //!
 //! Fingerprints are made under the key kept next to the auth store
 //! ([`KEY_FILE`], drawn on first use), so every process makes the same
-//! fingerprint of a value. The runtime gets the registry's redactor (see
-//! `smith_engine::agent::AgentConfig::redactor`), which replaces every
+//! fingerprint of a value. The runtime gets the registry's live redactor
+//! (see `smith_engine::agent::AgentConfig::redactor`), which replaces every
 //! registered value with `{secret:NAME}` before anything is sent to the
-//! provider, recorded in the session or shown, and each registration not
-//! yet in the session is recorded there as a *secret registration* entry
-//! (name, source, fingerprint, key id; never the value).
+//! provider, recorded in the session or shown — a value registered later
+//! included — and substitutes placeholders in tool arguments where the
+//! policy allows: the user's `--allow` tools and the routes plugins
+//! contribute. Each registration made at start and not yet in the session
+//! is recorded there as a *secret registration* entry (name, source,
+//! fingerprint, key id; never the value).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
