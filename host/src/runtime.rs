@@ -340,6 +340,9 @@ impl RuntimeOptions {
                 "nothing else changes: they are redacted all the same; check the session store (`smith session repair`)",
             ));
         }
+        if recordable {
+            secrets.record_later(Arc::clone(&journal));
+        }
         // Tool effects and plugin host effects draw their numbers from one
         // counter, so every fx-N in the session is unique.
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));

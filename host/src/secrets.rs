@@ -46,6 +46,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use smith_auth::{AuthStore, Credential};
 use smith_diag::{Diagnostic, Severity, Surface};
+use smith_engine::journal::store::StoreJournal;
 use smith_secrets::{AllowList, FingerprintKey, Redactor, Registration, Registry, Source};
 
 /// The file, next to the auth store in the data directory, that holds the
@@ -254,6 +255,9 @@ pub struct RuntimeSecrets {
     /// The (tool, secret) pairs the user's secrets allow
     /// (`smith secret add NAME --allow TOOL`).
     user_routes: Arc<Vec<(String, String)>>,
+    /// Where registrations made after the start are recorded
+    /// ([`RuntimeSecrets::record_later`]).
+    journal: Arc<Mutex<Option<Arc<StoreJournal>>>>,
 }
 
 impl RuntimeSecrets {
@@ -291,10 +295,12 @@ impl RuntimeSecrets {
             .count()
             + 1;
         let name = format!("plugin.{}.{ordinal}", name_part(plugin));
-        registry
+        let registered = registry
             .register(&name, value, source)
-            .map(|r| r.registration)
-            .map_err(smith_secrets::Error::into_diagnostic)
+            .map_err(smith_secrets::Error::into_diagnostic)?;
+        drop(registry);
+        self.record(&registered);
+        Ok(registered.registration)
     }
 
     /// Registers a credential `handle` (`provider.slot`) resolved for a
@@ -305,10 +311,46 @@ impl RuntimeSecrets {
     ///
     /// As [`RuntimeSecrets::register_plugin_secret`].
     pub fn register_resolved(&self, handle: &str, value: &str) -> Result<(), Diagnostic> {
-        self.lock()
+        let registered = self
+            .lock()
             .register(handle, value, Source::AuthSlot(handle.to_owned()))
-            .map(|_| ())
-            .map_err(smith_secrets::Error::into_diagnostic)
+            .map_err(smith_secrets::Error::into_diagnostic)?;
+        self.record(&registered);
+        Ok(())
+    }
+
+    /// Records every registration made from now on (a plugin's handoff, a
+    /// header secret, a credential option) in `journal` as a *secret
+    /// registration* entry, as the runtime records those made at its
+    /// start. A journal that refuses one is reported to the log.
+    pub fn record_later(&self, journal: Arc<StoreJournal>) {
+        *self.journal.lock().unwrap_or_else(PoisonError::into_inner) = Some(journal);
+    }
+
+    /// Records `registered` when it is new and a journal was given.
+    fn record(&self, registered: &smith_secrets::Registered) {
+        if !registered.new {
+            return;
+        }
+        let journal = self
+            .journal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(journal) = journal
+            && let Err(err) =
+                journal.record_secret_registrations(std::iter::once(&registered.registration))
+        {
+            smith_diag::log::report(&Diagnostic::warning(
+                "secrets.not-recorded",
+                format!(
+                    "the registration of secret {} was not recorded in the session",
+                    registered.registration.name
+                ),
+                format!("the session store refused the entry: {err}"),
+                "nothing else changes: it is redacted all the same; check the session store (`smith session repair`)",
+            ));
+        }
     }
 
     /// Applies what the configuration holds for the secret proxy: each
@@ -322,17 +364,16 @@ impl RuntimeSecrets {
         grants: &dyn Fn(&str) -> Vec<String>,
     ) -> Vec<Diagnostic> {
         let (credentials, routes, mut warnings) = config_secrets(config, grants);
+        for Found {
+            name,
+            value,
+            source,
+        } in credentials
         {
-            let mut registry = self.lock();
-            for Found {
-                name,
-                value,
-                source,
-            } in credentials
-            {
-                if let Err(e) = registry.register(&name, &value, source) {
-                    warnings.push(e.into_diagnostic().with_severity(Severity::Warning));
-                }
+            let registered = self.lock().register(&name, &value, source);
+            match registered {
+                Ok(registered) => self.record(&registered),
+                Err(e) => warnings.push(e.into_diagnostic().with_severity(Severity::Warning)),
             }
         }
         let mut policy = AllowList::new();
@@ -569,6 +610,7 @@ pub fn process_registry() -> (RuntimeSecrets, bool) {
         redactor: registry.redactor(),
         registry: Arc::new(Mutex::new(registry)),
         user_routes: Arc::new(user_routes),
+        journal: Arc::new(Mutex::new(None)),
     };
     *CURRENT.lock().unwrap_or_else(PoisonError::into_inner) = Some(secrets.clone());
     (secrets, recordable)
@@ -954,6 +996,7 @@ mod tests {
             redactor: registry.redactor(),
             registry: Arc::new(Mutex::new(registry)),
             user_routes: Arc::new(vec![("bash".to_owned(), "user.token".to_owned())]),
+            journal: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -981,6 +1024,34 @@ mod tests {
             .unwrap_or_else(|| panic!("accepted"));
         assert_eq!(refused.code(), "secrets.too-short");
         assert_eq!(secrets.registrations().len(), 2);
+    }
+
+    #[test]
+    fn registrations_made_while_the_runtime_runs_are_recorded_in_its_session() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = smith_store::Store::open(dir.path()).unwrap_or_else(|e| panic!("{e:?}"));
+        let session = store.create(Some("s")).unwrap_or_else(|e| panic!("{e:?}"));
+        let journal = Arc::new(StoreJournal::new(store.clone(), session));
+        let secrets = runtime(Registry::new(FingerprintKey::from_bytes([6; 32])));
+        secrets.record_later(Arc::clone(&journal));
+        secrets
+            .register_plugin_secret("acme/login", ACCESS)
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        secrets
+            .register_resolved("acme.token", REFRESH)
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        // Both are in the session already: recording them again adds
+        // nothing.
+        let again = journal
+            .record_secret_registrations(&secrets.registrations())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(again, 0);
+        let loaded = store.load("s").unwrap_or_else(|e| panic!("{e:?}"));
+        let bytes = std::fs::read(store.path_of(loaded.id())).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!bytes.is_empty());
+        for value in [ACCESS, REFRESH] {
+            assert!(!bytes.windows(value.len()).any(|w| w == value.as_bytes()));
+        }
     }
 
     fn option(

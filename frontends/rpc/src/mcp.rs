@@ -342,6 +342,9 @@ impl McpServer {
                 "nothing else changes: they are redacted all the same; check the session store (`smith session repair`)",
             ));
         }
+        if recordable {
+            secrets.record_later(Arc::clone(&destination.journal));
+        }
         Ok(McpServer {
             elicit: Arc::new(Elicit::new(out.clone())),
             calls: Arc::new(Calls {
