@@ -74,7 +74,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let limit = args::opt_usize(NAME, args, "limit")?
         .unwrap_or(limits.find_limit)
         .max(1);
-    let root = cx.resolve(NAME, "path", raw)?;
+    let root = cx.resolve_read(NAME, "path", raw)?;
     let shown_root = cx.display(&root);
     if !root.is_dir() {
         let (kind, what) = if root.exists() {

@@ -65,7 +65,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let limit = args::opt_usize(NAME, args, "limit")?
         .unwrap_or(limits.ls_limit)
         .max(1);
-    let dir = cx.resolve(NAME, "path", raw)?;
+    let dir = cx.resolve_read(NAME, "path", raw)?;
     let shown_dir = cx.display(&dir);
     cx.cancel().check(NAME, &format!("listing {shown_dir}"))?;
     match std::fs::metadata(&dir) {

@@ -46,6 +46,7 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 mod result;
+pub mod sandbox;
 mod schema;
 mod walk;
 pub mod write;
@@ -55,6 +56,7 @@ pub use context::{
     ToolContext,
 };
 pub use result::{Mutation, ToolError, ToolErrorKind, ToolResult};
+pub use sandbox::{NetworkSetting, Sandbox};
 pub use schema::{ValidationError, validate};
 
 /// Whether a tool can change the world.

@@ -1,0 +1,412 @@
+//! The sandbox the tools run in while the approval mode is sandboxed
+//! (every mode but `full`).
+//!
+//! A [`Sandbox`] holds one [`Policy`] (write roots, read-denied paths) and
+//! the kernel confinements prepared from it, lazily and once each: one with
+//! the network off and one with it on. A runtime gives its
+//! [`ToolContext`](super::ToolContext) one sandbox
+//! ([`ToolContext::with_sandbox`](super::ToolContext::with_sandbox)); on
+//! every call, while [`Approval::sandboxed`] holds:
+//!
+//! - `bash` spawns its shell confined ([`Sandbox::for_command`]), with
+//!   `TMPDIR` set to the sandbox's temporary directory (a write root);
+//! - `read`, `ls`, `find` and `grep` check their path with
+//!   [`Sandbox::check_read`], `write` and `edit` with
+//!   [`Sandbox::check_write`]; a refusal is a tool error carrying the
+//!   policy's diagnostic.
+//!
+//! Where the kernel cannot confine a command (no Landlock, or the network
+//! off with neither a network namespace nor Landlock TCP rules), a command
+//! nobody approved (`read-only`, `workspace`) is refused with the missing
+//! layer and what to do; in `ask`, where the user approved the command, it
+//! runs with the layers the kernel has. Nothing runs unconfined while the
+//! mode is sandboxed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use serde_json::Value;
+use smith_diag::Diagnostic;
+pub use smith_sandbox::{
+    Confinement, Coverage, Enforcement, Layer, Mode, Network, Policy, PolicyBuilder, Support,
+};
+
+use super::result::{ToolError, ToolErrorKind};
+use crate::approval::Approval;
+
+/// The `sandbox.network` setting: whether confined commands may use the
+/// network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NetworkSetting {
+    /// Off in `read-only` and `workspace`; on in `ask` for a command the
+    /// user approved word for word ([`Sandbox::approve_network`]).
+    #[default]
+    Auto,
+    /// Always off.
+    Off,
+    /// Always on.
+    On,
+}
+
+impl NetworkSetting {
+    /// The setting named `name` (`auto`, `off`, `on`).
+    pub fn parse(name: &str) -> Option<NetworkSetting> {
+        match name {
+            "auto" => Some(NetworkSetting::Auto),
+            "off" => Some(NetworkSetting::Off),
+            "on" => Some(NetworkSetting::On),
+            _ => None,
+        }
+    }
+
+    /// The setting's name as the configuration spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkSetting::Auto => "auto",
+            NetworkSetting::Off => "off",
+            NetworkSetting::On => "on",
+        }
+    }
+
+    /// The network a command gets in `approval` mode; `approved` says
+    /// whether the user approved this exact command.
+    pub fn network_for(self, approval: Approval, approved: bool) -> Network {
+        match self {
+            NetworkSetting::On => Network::On,
+            NetworkSetting::Off => Network::Off,
+            NetworkSetting::Auto if approval == Approval::Ask && approved => Network::On,
+            NetworkSetting::Auto => Network::Off,
+        }
+    }
+}
+
+/// Why a command may not run under `enforcement` in `approval` mode, or
+/// `None` when it may: in `read-only` and `workspace` (nobody approved the
+/// command) the filesystem layer must hold and, with the network off, the
+/// network namespace or the Landlock TCP rules; in `ask` and `full`
+/// nothing is refused.
+pub fn refusal(enforcement: &Enforcement, approval: Approval) -> Option<String> {
+    if matches!(approval, Approval::Ask | Approval::Full) {
+        return None;
+    }
+    let unavailable = |name: &str| match enforcement.layer(name) {
+        Some(Layer {
+            coverage: Coverage::Unavailable(why),
+            ..
+        }) => Some(why.clone()),
+        _ => None,
+    };
+    let mut reasons = Vec::new();
+    if let Some(why) = unavailable("filesystem") {
+        reasons.push(format!("filesystem: {why}"));
+    }
+    if let (Some(ns), Some(tcp)) = (unavailable("network"), unavailable("tcp")) {
+        reasons.push(format!("network: {ns}; tcp: {tcp}"));
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
+/// The sandbox of one runtime: its policy and the confinements prepared
+/// from it. Shared (`Arc`) by the runtime's tool context and its plugins'
+/// process effects.
+pub struct Sandbox {
+    /// The policy with the network off and on, or why it could not be
+    /// built (then every sandboxed call is refused with it).
+    policies: Result<(Policy, Policy), Diagnostic>,
+    network: NetworkSetting,
+    support: Support,
+    temp_dir: Option<PathBuf>,
+    /// Removes the temporary directory with the sandbox.
+    _temp: Option<tempfile::TempDir>,
+    off: OnceLock<Result<Confinement, Diagnostic>>,
+    on: OnceLock<Result<Confinement, Diagnostic>>,
+    /// Confinements with an extra write root (a plugin's data folder),
+    /// keyed by that folder and the network.
+    extra: Mutex<HashMap<(PathBuf, bool), Confinement>>,
+    approved: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("policy", &self.policy())
+            .field("network", &self.network)
+            .field("temp_dir", &self.temp_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// A sandbox for `builder`'s paths with a fresh temporary directory
+    /// (made under the system's, added as the session temporary write
+    /// root, removed when the sandbox is dropped), the network as
+    /// `network` says, on this kernel ([`Support::probe`]).
+    ///
+    /// A policy that cannot be built (a write root that does not exist, a
+    /// temporary directory that cannot be made) does not fail here: every
+    /// sandboxed call is refused with its diagnostic instead.
+    pub fn new(builder: PolicyBuilder, network: NetworkSetting) -> Sandbox {
+        let temp = tempfile::Builder::new().prefix("smith-sandbox-").tempdir();
+        let (builder, temp_dir, guard, made) = match temp {
+            Ok(dir) => {
+                let path = dir.path().to_path_buf();
+                (
+                    builder.session_temp(&path),
+                    Some(path),
+                    Some(dir),
+                    Ok(()),
+                )
+            }
+            Err(e) => (
+                builder,
+                None,
+                None,
+                Err(Diagnostic::error(
+                    "sandbox.temp-dir",
+                    "the sandbox could not make the session's temporary directory",
+                    format!(
+                        "creating a folder under {} failed: {e}",
+                        std::env::temp_dir().display()
+                    ),
+                    "make the system temporary directory writable (or point TMPDIR at one that is), or run with `--approval full`",
+                )),
+            ),
+        };
+        let policies = made.and_then(|()| Self::build(builder));
+        let temp_dir = temp_dir.and_then(|p| smith_sandbox::resolve(&p).ok());
+        Sandbox {
+            policies,
+            network,
+            support: Support::probe().clone(),
+            temp_dir,
+            _temp: guard,
+            off: OnceLock::new(),
+            on: OnceLock::new(),
+            extra: Mutex::new(HashMap::new()),
+            approved: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn build(builder: PolicyBuilder) -> Result<(Policy, Policy), Diagnostic> {
+        let off = builder.clone().network(Network::Off).build()?;
+        let on = builder.network(Network::On).build()?;
+        Ok((off, on))
+    }
+
+    /// The same sandbox judged against `support` instead of this kernel's
+    /// (to see what it does where layers are missing).
+    #[must_use]
+    pub fn with_support(mut self, support: Support) -> Sandbox {
+        self.support = support;
+        self.off = OnceLock::new();
+        self.on = OnceLock::new();
+        self
+    }
+
+    /// The policy (with the network off), or why it could not be built.
+    pub fn policy(&self) -> Result<&Policy, &Diagnostic> {
+        self.policies.as_ref().map(|(off, _)| off)
+    }
+
+    /// The `sandbox.network` setting.
+    pub fn network(&self) -> NetworkSetting {
+        self.network
+    }
+
+    /// What the kernel offers, as this sandbox judges it.
+    pub fn support(&self) -> &Support {
+        &self.support
+    }
+
+    /// The session's temporary directory (`TMPDIR` of confined commands).
+    pub fn temp_dir(&self) -> Option<&Path> {
+        self.temp_dir.as_deref()
+    }
+
+    /// What a command gets with `network`, on this kernel.
+    ///
+    /// # Errors
+    ///
+    /// The diagnostic of a policy that could not be built.
+    pub fn enforcement(&self, network: Network) -> Result<Enforcement, &Diagnostic> {
+        self.policies.as_ref().map(|(off, on)| {
+            self.support.enforcement(match network {
+                Network::Off => off,
+                Network::On => on,
+            })
+        })
+    }
+
+    /// Records that the user approved `command` word for word, so with
+    /// `sandbox.network auto` in `ask` it runs with the network on (once).
+    pub fn approve_network(&self, command: &str) {
+        self.approved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(command.to_owned());
+    }
+
+    fn take_approval(&self, command: &str) -> bool {
+        self.approved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(command)
+    }
+
+    fn policies(&self, tool: &str) -> Result<&(Policy, Policy), ToolError> {
+        self.policies
+            .as_ref()
+            .map_err(|d| diagnostic_error(tool, d, ToolErrorKind::Sandbox))
+    }
+
+    /// The confinement `command` runs in under `approval` (the network as
+    /// the setting says; a user-approved command in `ask` takes its
+    /// approval).
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolErrorKind::Sandbox`] error when the policy could not be
+    /// built, the confinement could not be prepared, or the kernel lacks a
+    /// layer a command nobody approved needs ([`refusal`]).
+    pub fn for_command(
+        &self,
+        tool: &str,
+        command: &str,
+        approval: Approval,
+    ) -> Result<Confinement, ToolError> {
+        let approved = self.network == NetworkSetting::Auto
+            && approval == Approval::Ask
+            && self.take_approval(command);
+        let network = self.network.network_for(approval, approved);
+        self.confinement(tool, network, approval)
+    }
+
+    /// The confinement for `network` under `approval`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Sandbox::for_command`].
+    pub fn confinement(
+        &self,
+        tool: &str,
+        network: Network,
+        approval: Approval,
+    ) -> Result<Confinement, ToolError> {
+        let (off, on) = self.policies(tool)?;
+        let (cell, policy) = match network {
+            Network::Off => (&self.off, off),
+            Network::On => (&self.on, on),
+        };
+        let prepared = cell
+            .get_or_init(|| Confinement::prepare_with(policy, Mode::BestEffort, &self.support))
+            .as_ref()
+            .map_err(|d| diagnostic_error(tool, d, ToolErrorKind::Sandbox))?;
+        refuse_unconfined(tool, prepared.enforcement(), approval)?;
+        Ok(prepared.clone())
+    }
+
+    /// The confinement of a plugin's process: the policy plus `extra` (the
+    /// plugin's data folder) as a write root, the network off unless
+    /// `sandbox.network` is `on`; prepared once per folder.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Sandbox::for_command`].
+    pub fn with_write_root(
+        &self,
+        tool: &str,
+        extra: &Path,
+        approval: Approval,
+    ) -> Result<Confinement, ToolError> {
+        let network = self.network.network_for(approval, false);
+        let (off, on) = self.policies(tool)?;
+        let base = match network {
+            Network::Off => off,
+            Network::On => on,
+        };
+        let key = (extra.to_path_buf(), network == Network::On);
+        let mut cache = self.extra.lock().unwrap_or_else(PoisonError::into_inner);
+        let prepared = match cache.get(&key) {
+            Some(c) => c.clone(),
+            None => {
+                let mut builder = Policy::builder().network(network).write_root(extra);
+                for root in base.write_roots() {
+                    builder = builder.write_root(&root.path);
+                }
+                for denied in base.read_denied() {
+                    builder = builder.read_denied(&denied.path);
+                }
+                let c = builder
+                    .build()
+                    .and_then(|p| Confinement::prepare_with(&p, Mode::BestEffort, &self.support))
+                    .map_err(|d| diagnostic_error(tool, &d, ToolErrorKind::Sandbox))?;
+                cache.insert(key, c.clone());
+                c
+            }
+        };
+        drop(cache);
+        refuse_unconfined(tool, prepared.enforcement(), approval)?;
+        Ok(prepared)
+    }
+
+    /// Checks that `tool` may read `path` (absolute, or relative to the
+    /// process's directory).
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolErrorKind::Sandbox`] error carrying the policy's diagnostic.
+    pub fn check_read(&self, tool: &str, path: &Path) -> Result<(), ToolError> {
+        let (policy, _) = self.policies(tool)?;
+        policy
+            .check_read(path)
+            .map(drop)
+            .map_err(|d| diagnostic_error(tool, &d, ToolErrorKind::Sandbox))
+    }
+
+    /// Checks that `tool` may write `path`.
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolErrorKind::Sandbox`] error carrying the policy's diagnostic.
+    pub fn check_write(&self, tool: &str, path: &Path) -> Result<(), ToolError> {
+        let (policy, _) = self.policies(tool)?;
+        policy
+            .check_write(path)
+            .map(drop)
+            .map_err(|d| diagnostic_error(tool, &d, ToolErrorKind::Sandbox))
+    }
+}
+
+fn refuse_unconfined(
+    tool: &str,
+    enforcement: &Enforcement,
+    approval: Approval,
+) -> Result<(), ToolError> {
+    match refusal(enforcement, approval) {
+        None => Ok(()),
+        Some(why) => Err(ToolError::new(
+            ToolErrorKind::Sandbox,
+            format!("{tool}: the command was not run: the sandbox cannot confine it on this kernel"),
+            format!("in {approval} mode commands run only confined, and a layer is missing: {why}"),
+            "run `smith sandbox` to see what this kernel supports; to run commands without these layers, switch to `--approval ask` (you approve each command) or `--approval full` (no sandbox)",
+        )
+        .with_extra("code", Value::from("sandbox.unconfined"))),
+    }
+}
+
+/// A sandbox diagnostic as the tool error the model reads: its what, why
+/// and next, and its code in the details.
+fn diagnostic_error(tool: &str, d: &Diagnostic, kind: ToolErrorKind) -> ToolError {
+    let mut e = ToolError::new(
+        kind,
+        format!("{tool}: {}", d.what()),
+        d.why(),
+        d.next(),
+    )
+    .with_extra("code", Value::from(d.code()));
+    if let Some(smith_diag::Value::Shown(path)) = d.value() {
+        e = e.with_extra("path", Value::from(path.as_str()));
+    }
+    e
+}
