@@ -410,3 +410,205 @@ fn diagnostic_error(tool: &str, d: &Diagnostic, kind: ToolErrorKind) -> ToolErro
     }
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::approval::ApprovalCell;
+    use crate::tools::{ToolContext, ToolSet};
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        project: PathBuf,
+        outside: PathBuf,
+        cell: ApprovalCell,
+        sandbox: Arc<Sandbox>,
+    }
+
+    /// A project, and a folder outside it holding a read-denied `secret/`;
+    /// the context's roots allow both (so only the sandbox refuses).
+    fn fixture(network: NetworkSetting, support: Option<Support>) -> Fixture {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let base = smith_sandbox::resolve(dir.path()).expect("resolve");
+        let project = base.join("project");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&project).expect("mkdir");
+        std::fs::create_dir_all(outside.join("secret")).expect("mkdir");
+        std::fs::write(outside.join("secret/key"), "hunter2").expect("write");
+        std::fs::write(project.join("notes.txt"), "hello").expect("write");
+        let builder = Policy::builder()
+            .project_root(&project)
+            .read_denied(outside.join("secret"));
+        let mut sandbox = Sandbox::new(builder, network);
+        if let Some(support) = support {
+            sandbox = sandbox.with_support(support);
+        }
+        Fixture {
+            _dir: dir,
+            project,
+            outside,
+            cell: ApprovalCell::new(Approval::Workspace),
+            sandbox: Arc::new(sandbox),
+        }
+    }
+
+    impl Fixture {
+        fn context(&self) -> ToolContext {
+            ToolContext::new(&self.project)
+                .expect("context")
+                .with_roots([&self.project, &self.outside])
+                .expect("roots")
+                .with_approval(self.cell.clone())
+                .with_sandbox(Arc::clone(&self.sandbox))
+        }
+
+        fn call(&self, tool: &str, args: serde_json::Value) -> crate::tools::ToolResult {
+            let tools = ToolSet::builtin();
+            let tool = tools.get(tool).expect("tool");
+            tool.call(&args, &self.context())
+        }
+    }
+
+    fn code(result: &crate::tools::ToolResult) -> Option<&str> {
+        result.details.get("code").and_then(serde_json::Value::as_str)
+    }
+
+    #[test]
+    fn file_tools_check_the_policy_only_while_sandboxed() {
+        let f = fixture(NetworkSetting::Auto, None);
+        let secret = f.outside.join("secret");
+        let key = secret.join("key").display().to_string();
+        let secret = secret.display().to_string();
+        let read = f.call("read", json!({"path": key}));
+        assert!(read.is_error);
+        assert_eq!(read.error_kind(), Some("sandbox"));
+        assert_eq!(code(&read), Some("sandbox.read-denied"));
+        assert!(!read.content.contains("hunter2"));
+        assert!(read.content.contains("Why:") && read.content.contains("Next:"));
+        for (tool, args) in [
+            ("ls", json!({"path": secret})),
+            ("find", json!({"pattern": "*", "path": secret})),
+            ("grep", json!({"pattern": "hunter", "path": secret})),
+        ] {
+            let result = f.call(tool, args);
+            assert_eq!(code(&result), Some("sandbox.read-denied"), "{tool}");
+        }
+        let outside = f.outside.join("new.txt");
+        let write = f.call(
+            "write",
+            json!({"path": outside.display().to_string(), "content": "x"}),
+        );
+        assert_eq!(code(&write), Some("sandbox.write-outside-roots"));
+        assert!(!outside.exists());
+        let edit = f.call(
+            "edit",
+            json!({"path": key, "old_text": "hunter2", "new_text": "x"}),
+        );
+        assert_eq!(code(&edit), Some("sandbox.write-denied"));
+        // Allowed work still runs.
+        let ok = f.call("read", json!({"path": "notes.txt"}));
+        assert!(!ok.is_error, "{}", ok.content);
+        let ok = f.call("write", json!({"path": "new.txt", "content": "x"}));
+        assert!(!ok.is_error, "{}", ok.content);
+        // `full`: the tools behave as without a sandbox.
+        f.cell.set(Approval::Full);
+        let read = f.call("read", json!({"path": key}));
+        assert!(!read.is_error, "{}", read.content);
+        assert!(read.content.contains("hunter2"));
+        let write = f.call(
+            "write",
+            json!({"path": outside.display().to_string(), "content": "x"}),
+        );
+        assert!(!write.is_error, "{}", write.content);
+    }
+
+    #[test]
+    fn bash_runs_confined_with_tmpdir_in_the_sandbox() {
+        let f = fixture(NetworkSetting::Auto, None);
+        let escaped = f.outside.join("escaped");
+        let command = format!(
+            "echo in > inside.txt; echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"; echo out > {}; cat {}; cat notes.txt",
+            escaped.display(),
+            f.outside.join("secret/key").display()
+        );
+        let result = f.call("bash", json!({ "command": command }));
+        assert!(f.project.join("inside.txt").exists(), "{}", result.content);
+        assert!(!escaped.exists(), "{}", result.content);
+        assert!(!result.content.contains("hunter2"), "{}", result.content);
+        assert!(result.content.contains("tmp\n"), "{}", result.content);
+        assert!(result.content.contains("hello"), "{}", result.content);
+        let tmp = f.sandbox.temp_dir().expect("temp dir");
+        assert!(tmp.join("t").exists());
+        // `full`: the same command writes outside.
+        f.cell.set(Approval::Full);
+        let result = f.call("bash", json!({ "command": command }));
+        assert!(escaped.exists(), "{}", result.content);
+        assert!(result.content.contains("hunter2"));
+    }
+
+    #[test]
+    fn bash_is_refused_where_the_kernel_cannot_confine_it() {
+        let missing = Support {
+            landlock_abi: Err("the kernel was built without Landlock (ENOSYS)".into()),
+            network_namespace: Support::probe().network_namespace.clone(),
+        };
+        let f = fixture(NetworkSetting::Auto, Some(missing));
+        let marker = f.project.join("ran");
+        let command = format!("touch {}", marker.display());
+        let result = f.call("bash", json!({ "command": command }));
+        assert!(result.is_error);
+        assert_eq!(result.error_kind(), Some("sandbox"));
+        assert_eq!(code(&result), Some("sandbox.unconfined"));
+        assert!(result.content.contains("without Landlock"), "{}", result.content);
+        assert!(result.content.contains("--approval ask"), "{}", result.content);
+        assert!(result.content.contains("smith sandbox"), "{}", result.content);
+        assert!(!marker.exists());
+        // In `ask` the user approved the command: it runs with what there is.
+        f.cell.set(Approval::Ask);
+        let result = f.call("bash", json!({ "command": command }));
+        assert!(!result.is_error, "{}", result.content);
+        assert!(marker.exists());
+    }
+
+    #[test]
+    fn network_follows_the_setting_and_the_mode() {
+        use Approval::{Ask, ReadOnly, Workspace};
+        for mode in [ReadOnly, Workspace] {
+            assert_eq!(NetworkSetting::Auto.network_for(mode, true), Network::Off);
+        }
+        assert_eq!(NetworkSetting::Auto.network_for(Ask, false), Network::Off);
+        assert_eq!(NetworkSetting::Auto.network_for(Ask, true), Network::On);
+        assert_eq!(NetworkSetting::Off.network_for(Ask, true), Network::Off);
+        assert_eq!(NetworkSetting::On.network_for(Workspace, false), Network::On);
+        let f = fixture(NetworkSetting::Auto, None);
+        let off = f.sandbox.for_command("bash", "curl x", Ask).expect("off");
+        assert_eq!(off.isolates_network(), Support::probe().network_namespace.is_ok());
+        f.sandbox.approve_network("curl x");
+        let on = f.sandbox.for_command("bash", "curl x", Ask).expect("on");
+        assert!(!on.isolates_network());
+        // The approval is used once.
+        let again = f.sandbox.for_command("bash", "curl x", Ask).expect("off");
+        assert_eq!(again.isolates_network(), off.isolates_network());
+    }
+
+    #[test]
+    fn a_policy_that_cannot_be_built_refuses_every_sandboxed_call() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let builder = Policy::builder()
+            .project_root(dir.path())
+            .write_root(dir.path().join("missing"));
+        let sandbox = Arc::new(Sandbox::new(builder, NetworkSetting::Auto));
+        let cx = ToolContext::new(dir.path())
+            .expect("context")
+            .with_approval(ApprovalCell::new(Approval::Workspace))
+            .with_sandbox(sandbox);
+        let tools = ToolSet::builtin();
+        let bash = tools.get("bash").expect("bash");
+        let result = bash.call(&json!({"command": "true"}), &cx);
+        assert_eq!(code(&result), Some("sandbox.write-root-missing"));
+    }
+}
