@@ -115,7 +115,9 @@ pub struct Sandbox {
     /// built (then every sandboxed call is refused with it).
     policies: Result<(Policy, Policy), Diagnostic>,
     network: NetworkSetting,
-    support: Support,
+    /// The support report this sandbox is judged against, when not this
+    /// kernel's ([`Support::probe`], probed on first use).
+    support: Option<Support>,
     temp_dir: Option<PathBuf>,
     /// Removes the temporary directory with the sandbox.
     _temp: Option<tempfile::TempDir>,
@@ -178,7 +180,7 @@ impl Sandbox {
         Sandbox {
             policies,
             network,
-            support: Support::probe().clone(),
+            support: None,
             temp_dir,
             _temp: guard,
             off: OnceLock::new(),
@@ -198,7 +200,7 @@ impl Sandbox {
     /// (to see what it does where layers are missing).
     #[must_use]
     pub fn with_support(mut self, support: Support) -> Sandbox {
-        self.support = support;
+        self.support = Some(support);
         self.off = OnceLock::new();
         self.on = OnceLock::new();
         self
@@ -216,7 +218,7 @@ impl Sandbox {
 
     /// What the kernel offers, as this sandbox judges it.
     pub fn support(&self) -> &Support {
-        &self.support
+        self.support.as_ref().unwrap_or_else(|| Support::probe())
     }
 
     /// The session's temporary directory (`TMPDIR` of confined commands).
@@ -231,7 +233,7 @@ impl Sandbox {
     /// The diagnostic of a policy that could not be built.
     pub fn enforcement(&self, network: Network) -> Result<Enforcement, &Diagnostic> {
         self.policies.as_ref().map(|(off, on)| {
-            self.support.enforcement(match network {
+            self.support().enforcement(match network {
                 Network::Off => off,
                 Network::On => on,
             })
@@ -299,7 +301,7 @@ impl Sandbox {
             Network::On => (&self.on, on),
         };
         let prepared = cell
-            .get_or_init(|| Confinement::prepare_with(policy, Mode::BestEffort, &self.support))
+            .get_or_init(|| Confinement::prepare_with(policy, Mode::BestEffort, self.support()))
             .as_ref()
             .map_err(|d| diagnostic_error(tool, d, ToolErrorKind::Sandbox))?;
         refuse_unconfined(tool, prepared.enforcement(), approval)?;
@@ -339,7 +341,7 @@ impl Sandbox {
                 }
                 let c = builder
                     .build()
-                    .and_then(|p| Confinement::prepare_with(&p, Mode::BestEffort, &self.support))
+                    .and_then(|p| Confinement::prepare_with(&p, Mode::BestEffort, self.support()))
                     .map_err(|d| diagnostic_error(tool, &d, ToolErrorKind::Sandbox))?;
                 cache.insert(key, c.clone());
                 c
