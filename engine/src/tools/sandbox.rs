@@ -29,7 +29,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use serde_json::Value;
 use smith_diag::Diagnostic;
 pub use smith_sandbox::{
-    Confinement, Coverage, Enforcement, Layer, Mode, Network, Policy, PolicyBuilder, Support,
+    Confinement, Coverage, Denied, DeniedKind, Enforcement, Layer, Mode, NamespaceKind, Network,
+    Policy, PolicyBuilder, Support, WriteRoot, WriteRootKind,
 };
 
 use super::result::{ToolError, ToolErrorKind};
