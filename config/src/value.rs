@@ -96,9 +96,7 @@ pub(crate) fn expected(decl: &OptionDecl) -> String {
                 .join(", ")
         ),
         Kind::Path => "an absolute path, or one starting with `~/`".to_owned(),
-        Kind::PathList => {
-            "paths separated by `:`, each absolute or starting with `~/`".to_owned()
-        }
+        Kind::PathList => "paths separated by `:`, each absolute or starting with `~/`".to_owned(),
     }
 }
 

@@ -355,13 +355,12 @@ impl RuntimeOptions {
         // declares any.
         let mut policies = default_policies();
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, plugin_config, mut warnings) =
-                crate::extensions::load_for_runtime(
-                    &journal,
-                    &ids,
-                    self.questions.as_ref(),
-                    &sandbox,
-                );
+            let (plugins, plugin_config, mut warnings) = crate::extensions::load_for_runtime(
+                &journal,
+                &ids,
+                self.questions.as_ref(),
+                &sandbox,
+            );
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);
             if !declared.is_empty() {

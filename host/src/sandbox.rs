@@ -86,7 +86,12 @@ mod tests {
             .iter()
             .map(|d| d.path.display().to_string())
             .collect();
-        for end in ["auth.json", "secrets.key", "home/.ssh", "home/.config/gcloud"] {
+        for end in [
+            "auth.json",
+            "secrets.key",
+            "home/.ssh",
+            "home/.config/gcloud",
+        ] {
             assert!(denied.iter().any(|d| d.ends_with(end)), "{end}: {denied:?}");
         }
         assert_eq!(policy.write_roots().len(), 1);

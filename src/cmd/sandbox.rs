@@ -216,7 +216,12 @@ mod tests {
             .as_array()
             .expect("modes")
             .iter()
-            .map(|m| (m["mode"].as_str().unwrap_or(""), m["bash"].as_str().unwrap_or("")))
+            .map(|m| {
+                (
+                    m["mode"].as_str().unwrap_or(""),
+                    m["bash"].as_str().unwrap_or(""),
+                )
+            })
             .collect();
         assert_eq!(
             modes,
@@ -228,7 +233,10 @@ mod tests {
             ]
         );
         let text = text(&sandbox, policy, &enforcement);
-        assert!(text.contains("NOT enforced (Landlock is unavailable"), "{text}");
+        assert!(
+            text.contains("NOT enforced (Landlock is unavailable"),
+            "{text}"
+        );
         assert!(text.contains("workspace  refused: filesystem:"), "{text}");
     }
 }

@@ -659,7 +659,10 @@ fn path_lists_split_at_colons_expand_home_and_refuse_relative_paths() {
         "empty entries are skipped, `~/` expands as for a path"
     );
     assert!(config.path_list(&options::SANDBOX_DENY_READ).is_empty());
-    let err = load_err(sb.loader().env([("SMITH_SANDBOX_DENY_READ", "/etc/x:relative")]));
+    let err = load_err(
+        sb.loader()
+            .env([("SMITH_SANDBOX_DENY_READ", "/etc/x:relative")]),
+    );
     let text = err.diagnostic().render_plain();
     assert!(text.contains("`relative` is neither"), "{text}");
 }

@@ -154,12 +154,7 @@ impl Sandbox {
         let (builder, temp_dir, guard, made) = match temp {
             Ok(dir) => {
                 let path = dir.path().to_path_buf();
-                (
-                    builder.session_temp(&path),
-                    Some(path),
-                    Some(dir),
-                    Ok(()),
-                )
+                (builder.session_temp(&path), Some(path), Some(dir), Ok(()))
             }
             Err(e) => (
                 builder,
@@ -401,13 +396,8 @@ fn refuse_unconfined(
 /// A sandbox diagnostic as the tool error the model reads: its what, why
 /// and next, and its code in the details.
 fn diagnostic_error(tool: &str, d: &Diagnostic, kind: ToolErrorKind) -> ToolError {
-    let mut e = ToolError::new(
-        kind,
-        format!("{tool}: {}", d.what()),
-        d.why(),
-        d.next(),
-    )
-    .with_extra("code", Value::from(d.code()));
+    let mut e = ToolError::new(kind, format!("{tool}: {}", d.what()), d.why(), d.next())
+        .with_extra("code", Value::from(d.code()));
     if let Some(smith_diag::Value::Shown(path)) = d.value() {
         e = e.with_extra("path", Value::from(path.as_str()));
     }
@@ -477,7 +467,10 @@ mod tests {
     }
 
     fn code(result: &crate::tools::ToolResult) -> Option<&str> {
-        result.details.get("code").and_then(serde_json::Value::as_str)
+        result
+            .details
+            .get("code")
+            .and_then(serde_json::Value::as_str)
     }
 
     #[test]
@@ -566,9 +559,21 @@ mod tests {
         assert!(result.is_error);
         assert_eq!(result.error_kind(), Some("sandbox"));
         assert_eq!(code(&result), Some("sandbox.unconfined"));
-        assert!(result.content.contains("without Landlock"), "{}", result.content);
-        assert!(result.content.contains("--approval ask"), "{}", result.content);
-        assert!(result.content.contains("smith sandbox"), "{}", result.content);
+        assert!(
+            result.content.contains("without Landlock"),
+            "{}",
+            result.content
+        );
+        assert!(
+            result.content.contains("--approval ask"),
+            "{}",
+            result.content
+        );
+        assert!(
+            result.content.contains("smith sandbox"),
+            "{}",
+            result.content
+        );
         assert!(!marker.exists());
         // In `ask` the user approved the command: it runs with what there is.
         f.cell.set(Approval::Ask);
@@ -586,10 +591,16 @@ mod tests {
         assert_eq!(NetworkSetting::Auto.network_for(Ask, false), Network::Off);
         assert_eq!(NetworkSetting::Auto.network_for(Ask, true), Network::On);
         assert_eq!(NetworkSetting::Off.network_for(Ask, true), Network::Off);
-        assert_eq!(NetworkSetting::On.network_for(Workspace, false), Network::On);
+        assert_eq!(
+            NetworkSetting::On.network_for(Workspace, false),
+            Network::On
+        );
         let f = fixture(NetworkSetting::Auto, None);
         let off = f.sandbox.for_command("bash", "curl x", Ask).expect("off");
-        assert_eq!(off.isolates_network(), Support::probe().network_namespace.is_ok());
+        assert_eq!(
+            off.isolates_network(),
+            Support::probe().network_namespace.is_ok()
+        );
         f.sandbox.approve_network("curl x");
         let on = f.sandbox.for_command("bash", "curl x", Ask).expect("on");
         assert!(!on.isolates_network());

@@ -233,11 +233,9 @@ impl Effects {
         }
         let confinement = match place {
             Where::DataFolder => sandbox.with_write_root(op, base, approval),
-            Where::Project => sandbox.confinement(
-                op,
-                sandbox.network().network_for(approval, false),
-                approval,
-            ),
+            Where::Project => {
+                sandbox.confinement(op, sandbox.network().network_for(approval, false), approval)
+            }
         }
         .map_err(|e| EffectError::Failed(format!("{}; {}; {}", e.what, e.why, e.next)))?;
         Ok(Some(Confined {
