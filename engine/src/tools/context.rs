@@ -294,6 +294,19 @@ impl ToolContext {
             .filter(|_| self.approval().sandboxed())
     }
 
+    /// The paths a directory walk leaves out: the sandbox's read-denied
+    /// paths while the call is sandboxed, else none.
+    pub(crate) fn hidden_paths(&self) -> Vec<PathBuf> {
+        match self.sandbox().map(super::Sandbox::policy) {
+            Some(Ok(policy)) => policy
+                .read_denied()
+                .iter()
+                .map(|d| d.path.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// [`ToolContext::resolve`] for a path `tool` reads, checked first
     /// against the sandbox's read-denied paths when the call is sandboxed.
     ///

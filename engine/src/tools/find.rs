@@ -107,7 +107,10 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let mut lines = BoundedLines::new(limit, limits.list_max_bytes, limits.list_line_chars);
     let mut errors = 0usize;
     let mut first_error = None;
-    for (i, entry) in builder(&root, None, true).build().enumerate() {
+    for (i, entry) in builder(&root, None, true, cx.hidden_paths())
+        .build()
+        .enumerate()
+    {
         if i % 256 == 255 {
             cx.cancel()
                 .check(NAME, &format!("finishing the search of {shown_root}"))?;

@@ -229,7 +229,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     };
 
     if meta.is_dir() {
-        let mut walk = builder(&root, None, true);
+        let mut walk = builder(&root, None, true, cx.hidden_paths());
         if let Some(g) = glob {
             let mut ob = OverrideBuilder::new(&root);
             let overrides = ob

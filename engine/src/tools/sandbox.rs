@@ -523,6 +523,29 @@ mod tests {
     }
 
     #[test]
+    fn walks_leave_out_the_read_denied_paths_inside_their_root() {
+        let f = fixture(NetworkSetting::Auto, None);
+        let cx = f.context();
+        let tools = ToolSet::builtin();
+        let call =
+            |tool: &str, args: serde_json::Value| tools.get(tool).expect("tool").call(&args, &cx);
+        let root = f.outside.display().to_string();
+        std::fs::write(f.outside.join("open.txt"), "hunter2 in the open").expect("write");
+        let grep = call("grep", json!({"pattern": "hunter2", "path": root}));
+        assert!(grep.content.contains("open.txt"), "{}", grep.content);
+        assert!(!grep.content.contains("secret"), "{}", grep.content);
+        let find = call("find", json!({"pattern": "**", "path": root}));
+        assert!(find.content.contains("open.txt"), "{}", find.content);
+        assert!(!find.content.contains("secret"), "{}", find.content);
+        let ls = call("ls", json!({"path": root}));
+        assert!(ls.content.contains("open.txt"), "{}", ls.content);
+        assert!(!ls.content.contains("secret"), "{}", ls.content);
+        f.cell.set(Approval::Full);
+        let grep = call("grep", json!({"pattern": "hunter2", "path": root}));
+        assert!(grep.content.contains("secret"), "{}", grep.content);
+    }
+
+    #[test]
     fn bash_runs_confined_with_tmpdir_in_the_sandbox() {
         let f = fixture(NetworkSetting::Auto, None);
         let escaped = f.outside.join("escaped");
