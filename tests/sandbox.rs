@@ -6,7 +6,8 @@
 //! work (writing in the project and in `TMPDIR`, reading a project file)
 //! succeeds; `write` outside the project and `read` of `$HOME/.ssh/...`
 //! are refused with the sandbox's diagnostic; `sandbox.network on` lets
-//! the connection through; `smith sandbox` reports what is enforced.
+//! the connection through; `--approval full` runs the tools without the
+//! sandbox; `smith sandbox` reports what is enforced.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -75,6 +76,17 @@ impl World {
         calls: &[(&str, Value)],
         env: &[(&str, &str)],
     ) -> (Vec<Value>, String) {
+        self.eval_with(name, calls, env, &[])
+    }
+
+    /// [`World::eval`] with extra `eval` flags.
+    fn eval_with(
+        &self,
+        name: &str,
+        calls: &[(&str, Value)],
+        env: &[(&str, &str)],
+        flags: &[&str],
+    ) -> (Vec<Value>, String) {
         let mut first: Vec<Value> = calls
             .iter()
             .enumerate()
@@ -86,18 +98,11 @@ impl World {
         let script = json!([first, [{"text": "done"}, {"stop": {"reason": "end"}}]]);
         let path = self.outside.join(format!("{name}.json"));
         std::fs::write(&path, script.to_string()).unwrap();
-        let o = self.smith(
-            &[
-                "eval",
-                "--json",
-                "--name",
-                name,
-                "--mock-script",
-                &path.display().to_string(),
-                "go",
-            ],
-            env,
-        );
+        let path = path.display().to_string();
+        let mut args = vec!["eval", "--json", "--name", name, "--mock-script", &path];
+        args.extend_from_slice(flags);
+        args.push("go");
+        let o = self.smith(&args, env);
         let out = String::from_utf8_lossy(&o.stdout).into_owned();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         let ends: Vec<Value> = out
@@ -229,6 +234,37 @@ fn the_file_tools_are_refused_outside_the_policy_with_the_diagnostic() {
         "kept"
     );
     assert!(!w.session_text("files").contains(SECRET));
+}
+
+#[test]
+fn approval_full_runs_the_tools_without_the_sandbox() {
+    let w = world();
+    let escaped = w.outside.join("escaped");
+    let target = w.outside.join("written.txt");
+    let calls = [
+        (
+            "bash",
+            json!({"command": format!("echo out > {}", escaped.display())}),
+        ),
+        (
+            "write",
+            json!({"path": target.display().to_string(), "content": "x"}),
+        ),
+    ];
+    let (ends, all) = w.eval_with("full", &calls, &[], &["--approval", "full"]);
+    assert!(escaped.exists(), "{all}");
+    // The tools' own roots still hold: `write` stays in the project.
+    assert_eq!(ends[1]["status"], "error", "{}", ends[1]);
+    assert!(
+        !content(&ends[1]).contains("refused by the sandbox"),
+        "{}",
+        ends[1]
+    );
+    assert!(
+        content(&ends[1]).contains("outside the allowed roots"),
+        "{}",
+        ends[1]
+    );
 }
 
 #[test]
