@@ -54,6 +54,8 @@ enum Command {
     Context(cmd::context::Args),
     /// Trust a project's .smith directory (configuration, plugins) as it is now.
     Trust(cmd::trust::Args),
+    /// Show what the sandbox enforces here: kernel support, each layer, write roots, denied paths, bash per approval mode: `sandbox [--json]`.
+    Sandbox(cmd::sandbox::Args),
     /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
     Session(cmd::session::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
         Command::Config(args) => cmd::config::run(args),
         Command::Context(args) => cmd::context::run(args),
         Command::Trust(args) => cmd::trust::run(args),
+        Command::Sandbox(args) => cmd::sandbox::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),

@@ -82,6 +82,13 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
         "host/src/settings.rs",
         "plugin_limits",
     ),
+    ("sandbox.network", "host/src/sandbox.rs", "network_setting"),
+    (
+        "sandbox.write-paths",
+        "host/src/sandbox.rs",
+        "policy_builder",
+    ),
+    ("sandbox.deny-read", "host/src/sandbox.rs", "policy_builder"),
     ("bench.samples", "src/settings.rs", "bench_plan"),
 ];
 

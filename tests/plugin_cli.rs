@@ -273,11 +273,16 @@ fn an_installed_extension_takes_part_in_eval_runs() {
         0,
     );
     // The call is harmless (an echo) but matches what example/hello
-    // refuses, so whether it ran shows as a file.
+    // refuses, so whether it ran shows as a file. The project here is also
+    // smith's home, whose credential store the sandbox denies, so the file
+    // goes in a subfolder (the sandbox grants no new entries in the folders
+    // on the way to a denied path).
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let ran = home.path().join("work/ran.txt");
     let script = home.path().join("script.json");
     std::fs::write(
         &script,
-        r#"[[{"tool_call": {"name": "bash", "arguments": {"command": "echo rm -rf /nothing > ran.txt"}}}, {"stop": {"reason": "tool_use"}}],
+        r#"[[{"tool_call": {"name": "bash", "arguments": {"command": "echo rm -rf /nothing > work/ran.txt"}}}, {"stop": {"reason": "tool_use"}}],
             [{"text": "finished"}, {"stop": {"reason": "end"}}]]"#,
     )
     .unwrap();
@@ -293,18 +298,18 @@ fn an_installed_extension_takes_part_in_eval_runs() {
         err.contains("[bash] blocked: Blocked: the bash call did not run because the extension example/hello blocked it"),
         "{err}"
     );
-    assert!(!home.path().join("ran.txt").exists());
+    assert!(!ran.exists());
     // Disabled, it is not loaded: the same call runs.
     run(home.path(), &["plugin", "disable", "example/hello"], 0);
     let (_, err) = eval(&[]);
     assert!(err.contains("[bash] ok"), "{err}");
-    assert!(home.path().join("ran.txt").exists());
-    std::fs::remove_file(home.path().join("ran.txt")).unwrap();
+    assert!(ran.exists());
+    std::fs::remove_file(&ran).unwrap();
     // Enabled again, --no-plugins leaves it out for one run.
     run(home.path(), &["plugin", "enable", "example/hello"], 0);
     let (_, err) = eval(&["--no-plugins"]);
     assert!(err.contains("[bash] ok"), "{err}");
-    assert!(home.path().join("ran.txt").exists());
+    assert!(ran.exists());
 }
 
 #[test]

@@ -32,6 +32,9 @@ pub enum Kind {
     /// A filesystem path: absolute, or starting with `~/` for the home
     /// directory.
     Path,
+    /// Filesystem paths separated by `:` (as in `PATH`), each absolute or
+    /// starting with `~/`; empty for none.
+    PathList,
 }
 
 impl Kind {
@@ -43,6 +46,7 @@ impl Kind {
             Kind::Str => "string".to_owned(),
             Kind::Enum(choices) => format!("one of {}", choices.join(", ")),
             Kind::Path => "path".to_owned(),
+            Kind::PathList => "paths separated by `:`".to_owned(),
         }
     }
 }
@@ -171,6 +175,12 @@ pub static SECTIONS: &[SectionDecl] = &[
         policy: UnknownPolicy::Reject,
         help: "The plugin host.",
         policy_reason: "plugin limits are part of the sandbox; a mistyped one must not pass unnoticed",
+    },
+    SectionDecl {
+        path: "sandbox",
+        policy: UnknownPolicy::Reject,
+        help: "The sandbox that confines the tools in every approval mode but `full` (see docs/security.md).",
+        policy_reason: "a mistyped sandbox setting would silently leave a path writable or readable the user meant to change",
     },
     SectionDecl {
         path: "bench",
@@ -340,6 +350,36 @@ options! {
         default: Some(Lit::Int(250)),
         unset: "",
         help: "Milliseconds a plugin call may keep running after an abort before the host destroys the instance; the diagnostic names this grace.",
+    };
+    /// Whether sandboxed commands may use the network.
+    SANDBOX_NETWORK = OptionDecl {
+        key: "sandbox.network",
+        flag: "--sandbox-network",
+        env: "SMITH_SANDBOX_NETWORK",
+        kind: Kind::Enum(&["auto", "off", "on"]),
+        default: Some(Lit::Str("auto")),
+        unset: "",
+        help: "Whether commands the sandbox confines (`bash`, plugin processes) may use the network. `auto`: off in the `read-only` and `workspace` approval modes, on in `ask` for a command the user approved word for word; `off`: never; `on`: always (the file rules still hold).",
+    };
+    /// Extra folders sandboxed commands may write.
+    SANDBOX_WRITE_PATHS = OptionDecl {
+        key: "sandbox.write-paths",
+        flag: "--sandbox-write-paths",
+        env: "SMITH_SANDBOX_WRITE_PATHS",
+        kind: Kind::PathList,
+        default: None,
+        unset: "only the project root and the session temporary directory",
+        help: "Folders, besides the project root and the session temporary directory, that sandboxed tools may write beneath, separated by `:`. Each must exist when a runtime starts.",
+    };
+    /// Extra paths sandboxed tools may not read.
+    SANDBOX_DENY_READ = OptionDecl {
+        key: "sandbox.deny-read",
+        flag: "--sandbox-deny-read",
+        env: "SMITH_SANDBOX_DENY_READ",
+        kind: Kind::PathList,
+        default: None,
+        unset: "only smith's credential store, `~/.ssh`, `~/.aws`, `~/.gnupg` and `~/.config/gcloud`",
+        help: "Paths, besides smith's credential store and the secret folders in the home directory, that sandboxed tools may neither read nor write, separated by `:`. A path that does not exist yet is denied when it appears.",
     };
     /// Benchmark samples.
     BENCH_SAMPLES = OptionDecl {

@@ -561,6 +561,19 @@ impl Config {
         self.str(decl).map(|p| self.paths.expand(p))
     }
 
+    /// The paths of a `:`-separated path-list value of `decl`, each with
+    /// `~/` expanded (empty when unset).
+    pub fn path_list(&self, decl: &OptionDecl) -> Vec<PathBuf> {
+        self.str(decl)
+            .map(|list| {
+                list.split(':')
+                    .filter(|p| !p.is_empty())
+                    .map(|p| self.paths.expand(p))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Warnings produced while loading (unknown keys in `warn` sections, an
     /// ignored untrusted project, near-miss environment variables).
     pub fn warnings(&self) -> &[Diagnostic] {

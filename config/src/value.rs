@@ -96,6 +96,7 @@ pub(crate) fn expected(decl: &OptionDecl) -> String {
                 .join(", ")
         ),
         Kind::Path => "an absolute path, or one starting with `~/`".to_owned(),
+        Kind::PathList => "paths separated by `:`, each absolute or starting with `~/`".to_owned(),
     }
 }
 
@@ -132,6 +133,19 @@ pub(crate) fn check(decl: &OptionDecl, value: Value) -> Result<Value, String> {
                 ))
             }
         }
+        (Kind::PathList, Value::Str(s)) => {
+            match s
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .find(|p| !p.starts_with("~/") && !std::path::Path::new(p).is_absolute())
+            {
+                None => Ok(value),
+                Some(relative) => Err(format!(
+                    "`{}` takes paths separated by `:`, each absolute or starting with `~/`, and `{relative}` is neither; a relative path would depend on the directory smith was started in",
+                    decl.key
+                )),
+            }
+        }
         _ => Err(format!("`{}` takes {}", decl.key, expected(decl))),
     }
 }
@@ -156,7 +170,7 @@ pub(crate) fn parse_text(decl: &OptionDecl, text: &str) -> Result<Value, String>
                 return Err(format!("`{}` takes {}", decl.key, expected(decl)));
             }
         },
-        Kind::Str | Kind::Enum(_) | Kind::Path => Value::Str(text.to_owned()),
+        Kind::Str | Kind::Enum(_) | Kind::Path | Kind::PathList => Value::Str(text.to_owned()),
     };
     check(decl, value)
 }
@@ -191,6 +205,7 @@ pub(crate) fn example_text(decl: &OptionDecl) -> String {
     match (decl.default, decl.kind) {
         (Some(lit), _) => Value::from_lit(lit).to_string(),
         (None, Kind::Path) => "~/smith/example".to_owned(),
+        (None, Kind::PathList) => "~/smith/a:/srv/b".to_owned(),
         (None, Kind::Bool) => "true".to_owned(),
         (None, Kind::Int { min, .. }) => min.to_string(),
         (None, Kind::Enum(c)) => c.first().copied().unwrap_or("").to_owned(),
@@ -203,6 +218,7 @@ pub(crate) fn example(decl: &OptionDecl) -> String {
     let value = match (decl.default, decl.kind) {
         (Some(lit), _) => Value::from_lit(lit),
         (None, Kind::Path) => Value::Str("~/smith/example".to_owned()),
+        (None, Kind::PathList) => Value::Str("~/smith/a:/srv/b".to_owned()),
         (None, Kind::Bool) => Value::Bool(true),
         (None, Kind::Int { min, .. }) => Value::Int(min),
         (None, Kind::Enum(c)) => Value::Str(c.first().copied().unwrap_or("").to_owned()),

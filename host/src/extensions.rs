@@ -93,6 +93,36 @@ pub fn load_configured(
     session: Option<SessionSource>,
     asking: Option<&Asking>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
+    load_with(journal, ids, session, asking, None)
+}
+
+/// The runtime's sandbox and approval mode, which the plugins' processes
+/// run under.
+pub type RuntimeSandbox = (
+    Arc<smith_engine::tools::Sandbox>,
+    smith_engine::approval::ApprovalCell,
+);
+
+/// [`load_for_session`] for a runtime whose plugins' processes run
+/// confined by `sandbox` while its approval mode is sandboxed.
+pub fn load_for_runtime(
+    journal: &Arc<StoreJournal>,
+    ids: &Arc<AtomicU64>,
+    asking: Option<&Asking>,
+    sandbox: &RuntimeSandbox,
+) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
+    let session = session_source(Arc::clone(journal));
+    let journal: Arc<dyn EffectJournal> = journal.clone();
+    load_with(&journal, ids, Some(session), asking, Some(sandbox))
+}
+
+fn load_with(
+    journal: &Arc<dyn EffectJournal>,
+    ids: &Arc<AtomicU64>,
+    session: Option<SessionSource>,
+    asking: Option<&Asking>,
+    sandbox: Option<&RuntimeSandbox>,
+) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
     let config = PluginConfig::new();
@@ -125,6 +155,9 @@ pub fn load_configured(
         }
         if let Some(Asking(asker)) = asking {
             effects = effects.with_asker(Arc::clone(asker));
+        }
+        if let Some((sandbox, approval)) = sandbox {
+            effects = effects.with_sandbox(Arc::clone(sandbox), approval.clone());
         }
         if uses_secrets {
             effects = effects

@@ -26,6 +26,9 @@
 //! - [`runtime`] — starting the agent: [`RuntimeOptions::start`] takes a
 //!   provider and a session choice to a running [`Runtime`]; every
 //!   frontend starts its runtimes this way.
+//! - [`sandbox`] — the sandbox a runtime's tools and plugin processes run
+//!   in while the approval mode is sandboxed: write roots, read-denied
+//!   paths and the network from the configuration.
 //! - [`questions`] — where plugins' questions that wait go: a broker of
 //!   pending questions for frontends with a user, a policy for those
 //!   without.
@@ -47,6 +50,7 @@ pub mod plugins;
 pub mod provider;
 pub mod questions;
 pub mod runtime;
+pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod settings;

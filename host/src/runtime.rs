@@ -287,6 +287,13 @@ impl RuntimeOptions {
             tool_context = tool_context.with_checkpoints(c);
         }
         tool_context = tool_context.with_approval(self.approval.clone());
+        // The sandbox the tools and the plugins' processes run in while the
+        // approval mode is sandboxed (every mode but `full`).
+        let sandbox = (
+            crate::sandbox::for_runtime(&self.cwd),
+            self.approval.clone(),
+        );
+        tool_context = tool_context.with_sandbox(Arc::clone(&sandbox.0));
         let destination = session::open(&self.store_root, choice).map_err(StartError::Session)?;
         if self.notices_on_stderr {
             session::warn_unknown_effects(&destination);
@@ -352,8 +359,12 @@ impl RuntimeOptions {
         // declares any.
         let mut policies = default_policies();
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, plugin_config, mut warnings) =
-                crate::extensions::load_for_session(&journal, &ids, self.questions.as_ref());
+            let (plugins, plugin_config, mut warnings) = crate::extensions::load_for_runtime(
+                &journal,
+                &ids,
+                self.questions.as_ref(),
+                &sandbox,
+            );
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);
             if !declared.is_empty() {

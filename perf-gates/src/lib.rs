@@ -35,6 +35,7 @@ pub mod machine;
 pub mod measure;
 pub mod plugin_gates;
 pub mod rng;
+pub mod sandbox_gates;
 pub mod secret_gates;
 pub mod store_gates;
 pub mod table;

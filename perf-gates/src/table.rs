@@ -193,6 +193,7 @@ pub const GROUPS: &[&[Gate]] = &[
     STORE,
     crate::plugin_gates::PLUGINS,
     crate::secret_gates::SECRETS,
+    crate::sandbox_gates::SANDBOX,
 ];
 
 /// Every gate, in run order.

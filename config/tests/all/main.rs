@@ -640,7 +640,31 @@ fn sample_value(decl: &smith_config::options::OptionDecl, seed: u32) -> Value {
         Kind::Str => Value::Str(format!("v{seed} \"q\"")),
         Kind::Enum(choices) => Value::Str(choices[seed as usize % choices.len()].to_owned()),
         Kind::Path => Value::Str(format!("~/dir {seed}")),
+        Kind::PathList => Value::Str(format!("~/dir {seed}:/srv/x{seed}")),
     }
+}
+
+#[test]
+fn path_lists_split_at_colons_expand_home_and_refuse_relative_paths() {
+    let sb = Sandbox::new();
+    let config = sb
+        .loader()
+        .env([("SMITH_SANDBOX_WRITE_PATHS", "~/cache::/srv/data")])
+        .load()
+        .unwrap();
+    let paths = config.path_list(&options::SANDBOX_WRITE_PATHS);
+    assert_eq!(
+        paths,
+        [config.paths().expand("~/cache"), "/srv/data".into()],
+        "empty entries are skipped, `~/` expands as for a path"
+    );
+    assert!(config.path_list(&options::SANDBOX_DENY_READ).is_empty());
+    let err = load_err(
+        sb.loader()
+            .env([("SMITH_SANDBOX_DENY_READ", "/etc/x:relative")]),
+    );
+    let text = err.diagnostic().render_plain();
+    assert!(text.contains("`relative` is neither"), "{text}");
 }
 
 // -------------------------------------------------------------------- docs

@@ -14,9 +14,15 @@
 //! when a background process keeps the pipe open. On timeout or
 //! cancellation the group gets SIGTERM, then SIGKILL after a grace period.
 //!
-//! The command itself is not confined to the allowed roots: only its
-//! working directory is checked. Background processes that outlive a shell
-//! which exited normally are left running.
+//! While the approval mode is sandboxed and the context has a sandbox
+//! ([`ToolContext::sandbox`]), the shell enters the sandbox's confinement
+//! after `setsid` (Landlock, and with the network off the held empty
+//! network namespace) with `TMPDIR` set to the sandbox's temporary
+//! directory; a command the kernel cannot confine is refused there (see
+//! [`super::sandbox`]). Otherwise (`full`) the command is not confined:
+//! only its working directory is checked against the allowed roots.
+//! Background processes that outlive a shell which exited normally are left
+//! running.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -228,8 +234,21 @@ fn run(shell: &Path, args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolE
             dir
         }
     };
+    let confined = match cx.sandbox() {
+        Some(sandbox) => Some(Confined {
+            confinement: sandbox.for_command(NAME, command, cx.approval())?,
+            temp_dir: sandbox.temp_dir().map(Path::to_path_buf),
+        }),
+        None => None,
+    };
     cx.cancel().check(NAME, "starting the command")?;
-    spawn_and_wait(shell, command, &cwd, timeout, cx)
+    spawn_and_wait(shell, command, &cwd, timeout, confined.as_ref(), cx)
+}
+
+/// The confinement a sandboxed command runs in, and its `TMPDIR`.
+struct Confined {
+    confinement: super::sandbox::Confinement,
+    temp_dir: Option<PathBuf>,
 }
 
 #[cfg(unix)]
@@ -238,6 +257,7 @@ fn spawn_and_wait(
     command: &str,
     cwd: &Path,
     timeout: Duration,
+    confined: Option<&Confined>,
     cx: &ToolContext,
 ) -> Result<ToolResult, ToolError> {
     use std::io::Read as _;
@@ -294,6 +314,14 @@ fn spawn_and_wait(
             }
             Ok(())
         });
+    }
+    // Installed after `setsid`, so the confinement is entered last, just
+    // before exec.
+    if let Some(confined) = confined {
+        confined.confinement.apply(&mut cmd);
+        if let Some(dir) = &confined.temp_dir {
+            cmd.env("TMPDIR", dir);
+        }
     }
     let started = Instant::now();
     let spawned = cmd.spawn();
@@ -617,6 +645,7 @@ fn spawn_and_wait(
     _command: &str,
     _cwd: &Path,
     _timeout: Duration,
+    _confined: Option<&Confined>,
     _cx: &ToolContext,
 ) -> Result<ToolResult, ToolError> {
     Err(ToolError::new(

@@ -218,6 +218,8 @@ pub struct ToolContext {
     effect: Option<u64>,
     /// The runtime's approval mode (none: tools run as in `full`).
     approval: Option<crate::approval::ApprovalCell>,
+    /// The sandbox the tools run in while the mode is sandboxed.
+    sandbox: Option<Arc<super::Sandbox>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -255,6 +257,7 @@ impl ToolContext {
             checkpoints: None,
             effect: None,
             approval: None,
+            sandbox: None,
         })
     }
 
@@ -273,6 +276,68 @@ impl ToolContext {
             crate::approval::Approval::Full,
             crate::approval::ApprovalCell::get,
         )
+    }
+
+    /// Confines the tools with `sandbox` while the approval mode is
+    /// sandboxed (every mode but `full`; see [`super::sandbox`]).
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Arc<super::Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// The sandbox the call runs in: the context's sandbox while the
+    /// approval mode is sandboxed, else none (tools run unconfined).
+    pub fn sandbox(&self) -> Option<&super::Sandbox> {
+        self.sandbox
+            .as_deref()
+            .filter(|_| self.approval().sandboxed())
+    }
+
+    /// The paths a directory walk leaves out: the sandbox's read-denied
+    /// paths while the call is sandboxed, else none.
+    pub(crate) fn hidden_paths(&self) -> Vec<PathBuf> {
+        match self.sandbox().map(super::Sandbox::policy) {
+            Some(Ok(policy)) => policy
+                .read_denied()
+                .iter()
+                .map(|d| d.path.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// [`ToolContext::resolve`] for a path `tool` reads, checked first
+    /// against the sandbox's read-denied paths when the call is sandboxed.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolErrorKind::Sandbox`] when the sandbox refuses the read, then
+    /// as for [`ToolContext::resolve`].
+    pub fn resolve_read(&self, tool: &str, field: &str, raw: &str) -> Result<PathBuf, ToolError> {
+        if let Some(sandbox) = self.sandbox()
+            && !raw.is_empty()
+        {
+            sandbox.check_read(tool, &self.cwd.join(raw))?;
+        }
+        self.resolve(tool, field, raw)
+    }
+
+    /// [`ToolContext::resolve`] for a path `tool` writes, checked first
+    /// against the sandbox's write roots and read-denied paths when the
+    /// call is sandboxed.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolErrorKind::Sandbox`] when the sandbox refuses the write, then
+    /// as for [`ToolContext::resolve`].
+    pub fn resolve_write(&self, tool: &str, field: &str, raw: &str) -> Result<PathBuf, ToolError> {
+        if let Some(sandbox) = self.sandbox()
+            && !raw.is_empty()
+        {
+            sandbox.check_write(tool, &self.cwd.join(raw))?;
+        }
+        self.resolve(tool, field, raw)
     }
 
     /// The effect id (`fx-N`) of the call this context runs, so a tool

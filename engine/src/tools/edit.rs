@@ -114,7 +114,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
             "pass the exact text to replace; use write to create a file",
         ));
     }
-    let path = cx.resolve(NAME, "path", raw)?;
+    let path = cx.resolve_write(NAME, "path", raw)?;
     let shown = cx.display(&path);
     cx.cancel().check(NAME, &format!("reading {shown}"))?;
 

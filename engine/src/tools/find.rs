@@ -74,7 +74,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let limit = args::opt_usize(NAME, args, "limit")?
         .unwrap_or(limits.find_limit)
         .max(1);
-    let root = cx.resolve(NAME, "path", raw)?;
+    let root = cx.resolve_read(NAME, "path", raw)?;
     let shown_root = cx.display(&root);
     if !root.is_dir() {
         let (kind, what) = if root.exists() {
@@ -107,7 +107,10 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let mut lines = BoundedLines::new(limit, limits.list_max_bytes, limits.list_line_chars);
     let mut errors = 0usize;
     let mut first_error = None;
-    for (i, entry) in builder(&root, None, true).build().enumerate() {
+    for (i, entry) in builder(&root, None, true, cx.hidden_paths())
+        .build()
+        .enumerate()
+    {
         if i % 256 == 255 {
             cx.cancel()
                 .check(NAME, &format!("finishing the search of {shown_root}"))?;

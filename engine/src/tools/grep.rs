@@ -166,7 +166,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let limit = args::opt_usize(NAME, args, "limit")?
         .unwrap_or(limits.grep_limit)
         .max(1);
-    let root = cx.resolve(NAME, "path", raw)?;
+    let root = cx.resolve_read(NAME, "path", raw)?;
     let shown_root = cx.display(&root);
 
     let matcher = RegexMatcherBuilder::new()
@@ -229,7 +229,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     };
 
     if meta.is_dir() {
-        let mut walk = builder(&root, None, true);
+        let mut walk = builder(&root, None, true, cx.hidden_paths());
         if let Some(g) = glob {
             let mut ob = OverrideBuilder::new(&root);
             let overrides = ob

@@ -65,7 +65,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let limit = args::opt_usize(NAME, args, "limit")?
         .unwrap_or(limits.ls_limit)
         .max(1);
-    let dir = cx.resolve(NAME, "path", raw)?;
+    let dir = cx.resolve_read(NAME, "path", raw)?;
     let shown_dir = cx.display(&dir);
     cx.cancel().check(NAME, &format!("listing {shown_dir}"))?;
     match std::fs::metadata(&dir) {
@@ -87,7 +87,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let mut lines = BoundedLines::new(limit, limits.list_max_bytes, limits.list_line_chars);
     let mut errors = 0usize;
     let mut first_error = None;
-    for entry in builder(&dir, Some(1), false).build() {
+    for entry in builder(&dir, Some(1), false, cx.hidden_paths()).build() {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {

@@ -19,6 +19,9 @@
 //!    bounded by its [`Limits`]; its [`CancelToken`] is polled at every
 //!    effect edge; its [`ReadTracker`] remembers what the agent has read so
 //!    `edit` and `write` can refuse stale input.
+//!    While the runtime's approval mode is sandboxed, its [`Sandbox`]
+//!    checks the file tools' paths in process and confines `bash`
+//!    ([`sandbox`]).
 //!
 //! Every outcome is a [`ToolResult`]: bounded text for the model, structured
 //! `details` for frontends, `is_error`, and the three-state [`Mutation`]
@@ -46,6 +49,7 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 mod result;
+pub mod sandbox;
 mod schema;
 mod walk;
 pub mod write;
@@ -55,6 +59,7 @@ pub use context::{
     ToolContext,
 };
 pub use result::{Mutation, ToolError, ToolErrorKind, ToolResult};
+pub use sandbox::{NetworkSetting, Sandbox};
 pub use schema::{ValidationError, validate};
 
 /// Whether a tool can change the world.

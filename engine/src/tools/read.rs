@@ -75,7 +75,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let max_lines = args::opt_usize(NAME, args, "limit")?
         .unwrap_or(limits.read_max_lines)
         .clamp(1, limits.read_max_lines);
-    let path = cx.resolve(NAME, "path", raw)?;
+    let path = cx.resolve_read(NAME, "path", raw)?;
     let shown = cx.display(&path);
     cx.cancel().check(NAME, &format!("opening {shown}"))?;
 

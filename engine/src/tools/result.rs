@@ -122,6 +122,9 @@ pub enum ToolErrorKind {
     CommandFailed,
     /// An operating-system I/O error.
     Io,
+    /// The sandbox refused the call (a read-denied path, a write outside
+    /// the write roots, a command the kernel cannot confine).
+    Sandbox,
 }
 
 impl ToolErrorKind {
@@ -147,6 +150,7 @@ impl ToolErrorKind {
             ToolErrorKind::Spawn => "spawn",
             ToolErrorKind::CommandFailed => "command-failed",
             ToolErrorKind::Io => "io",
+            ToolErrorKind::Sandbox => "sandbox",
         }
     }
 }

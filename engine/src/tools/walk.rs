@@ -9,13 +9,22 @@
 //! matter to coding work; `.git` directories are never descended into.
 //! Symlinks are not followed, so a walk never leaves its root. Entries of
 //! each directory are visited in byte order of their names, depth first.
+//! While the call is sandboxed, the sandbox's read-denied paths inside the
+//! root are not visited.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 
 /// A configured walk under `root`; `max_depth` 1 lists one directory.
-pub(crate) fn builder(root: &Path, max_depth: Option<usize>, skip_git_dir: bool) -> WalkBuilder {
+/// Entries at or beneath a path of `hidden` (the sandbox's read-denied
+/// paths, while the call is sandboxed) are left out, subtree and all.
+pub(crate) fn builder(
+    root: &Path,
+    max_depth: Option<usize>,
+    skip_git_dir: bool,
+    hidden: Vec<PathBuf>,
+) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
     b.hidden(false)
         .ignore(true)
@@ -27,8 +36,13 @@ pub(crate) fn builder(root: &Path, max_depth: Option<usize>, skip_git_dir: bool)
         .follow_links(false)
         .max_depth(max_depth)
         .sort_by_file_name(|a, b| a.cmp(b));
-    if skip_git_dir {
-        b.filter_entry(|e| e.depth() == 0 || e.file_name() != ".git");
+    if skip_git_dir || !hidden.is_empty() {
+        b.filter_entry(move |e| {
+            if skip_git_dir && e.depth() > 0 && e.file_name() == ".git" {
+                return false;
+            }
+            !hidden.iter().any(|h| e.path().starts_with(h))
+        });
     }
     b
 }

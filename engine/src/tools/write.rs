@@ -69,7 +69,7 @@ impl Tool for WriteTool {
 fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let raw = args::string(NAME, args, "path")?;
     let content = args::string(NAME, args, "content")?;
-    let path = cx.resolve(NAME, "path", raw)?;
+    let path = cx.resolve_write(NAME, "path", raw)?;
     let shown = cx.display(&path);
     cx.cancel().check(NAME, &format!("writing {shown}"))?;
 

@@ -330,7 +330,10 @@ impl McpServer {
             .map_err(|e| SetupError {
                 message: format!("cannot work in {}: {e}", options.cwd.display()),
             })?
-            .with_approval(options.approval.clone());
+            .with_approval(options.approval.clone())
+            // The same sandbox a runtime's tools get: confined while the
+            // approval mode is not `full`.
+            .with_sandbox(smith_host::sandbox::for_runtime(&options.cwd));
         let destination = open_destination(&options.store_root, &options.session)?;
         warn_unknown_effects(&destination);
         let (secrets, recordable) = smith_host::secrets::process_registry();

@@ -178,6 +178,12 @@ pub struct Effects {
     config: Option<SharedConfig>,
     generation: u32,
     call: Arc<std::sync::Mutex<ToolCallScope>>,
+    /// The runtime's sandbox and approval mode: processes run confined
+    /// while the mode is sandboxed.
+    sandbox: Option<(
+        Arc<smith_engine::tools::Sandbox>,
+        smith_engine::approval::ApprovalCell,
+    )>,
 }
 
 /// A handle on the scope of a plugin's tool calls, which outlives the
@@ -268,7 +274,21 @@ impl Effects {
             config: None,
             generation,
             call: Arc::default(),
+            sandbox: None,
         }
+    }
+
+    /// Runs the plugin's processes (`run-process`, `project-run-process`)
+    /// confined by `sandbox` while `approval` is sandboxed (every mode but
+    /// `full`), as the runtime's `bash` is.
+    #[must_use]
+    pub fn with_sandbox(
+        mut self,
+        sandbox: Arc<smith_engine::tools::Sandbox>,
+        approval: smith_engine::approval::ApprovalCell,
+    ) -> Self {
+        self.sandbox = Some((sandbox, approval));
+        self
     }
 
     /// The scope of the plugin's tool calls (see [`CallScope`]).

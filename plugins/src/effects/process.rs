@@ -1,5 +1,12 @@
 //! The `process` capability: `run-process`, a granted program run in its
 //! own process group with a timeout, bounded output and a stop signal.
+//!
+//! With the runtime's sandbox ([`Effects::with_sandbox`]) and a sandboxed
+//! approval mode, the program runs confined as `bash` does: Landlock (the
+//! plugin's data folder is an extra write root for `run-process`), the
+//! network as `sandbox.network` says, `TMPDIR` in the session temporary
+//! directory; where the kernel cannot confine it in `read-only` or
+//! `workspace`, it is refused and nothing runs.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -157,6 +164,7 @@ impl Effects {
             ));
         }
         let dir = base.join(parts.iter().collect::<PathBuf>());
+        let confined = self.confinement(op, base, place)?;
         let effect_id = self.intent(
             &format!("plugin.{op}"),
             &json!({
@@ -168,7 +176,7 @@ impl Effects {
                 "stdin_bytes": request.stdin.len(),
             }),
         )?;
-        match spawn_and_wait(request, &dir, timeout, stop) {
+        match spawn_and_wait(request, &dir, timeout, confined.as_ref(), stop) {
             Err(message) => {
                 let message = format!(
                     "could not start it in {}: {message}; nothing ran",
@@ -204,6 +212,43 @@ impl Effects {
             }
         }
     }
+}
+
+impl Effects {
+    /// The confinement a process of this plugin runs in: none without a
+    /// sandbox or in `full`; else the runtime's (with the plugin's data
+    /// folder as an extra write root for `run-process`).
+    fn confinement(
+        &self,
+        op: &str,
+        base: &Path,
+        place: Where,
+    ) -> Result<Option<Confined>, EffectError> {
+        let Some((sandbox, approval)) = &self.sandbox else {
+            return Ok(None);
+        };
+        let approval = approval.get();
+        if !approval.sandboxed() {
+            return Ok(None);
+        }
+        let confinement = match place {
+            Where::DataFolder => sandbox.with_write_root(op, base, approval),
+            Where::Project => {
+                sandbox.confinement(op, sandbox.network().network_for(approval, false), approval)
+            }
+        }
+        .map_err(|e| EffectError::Failed(format!("{}; {}; {}", e.what, e.why, e.next)))?;
+        Ok(Some(Confined {
+            confinement,
+            temp_dir: sandbox.temp_dir().map(Path::to_path_buf),
+        }))
+    }
+}
+
+/// The confinement a process runs in, and its `TMPDIR`.
+struct Confined {
+    confinement: smith_engine::tools::sandbox::Confinement,
+    temp_dir: Option<PathBuf>,
 }
 
 /// Where a process runs: the plugin's data folder (`run-process`) or the
@@ -276,6 +321,7 @@ fn spawn_and_wait(
     request: &ProcessRequest,
     dir: &Path,
     timeout: Duration,
+    confined: Option<&Confined>,
     stop: &dyn Fn() -> bool,
 ) -> Result<ProcessOutput, String> {
     use std::process::{Command, Stdio};
@@ -292,6 +338,12 @@ fn spawn_and_wait(
     }
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    if let Some(confined) = confined {
+        confined.confinement.apply(&mut command);
+        if let Some(dir) = &confined.temp_dir {
+            command.env("TMPDIR", dir);
+        }
+    }
     let mut child = command.spawn().map_err(|e| e.to_string())?;
     let started = Instant::now();
     let stdout = child.stdout.take().map(capture);

@@ -2055,3 +2055,85 @@ fn other_plugins_hear_of_vcs_operations_and_the_asker_alone_hears_its_answer() {
         "the answer to question \"q\" of plugin test/lifecycle was not delivered: the plugin has no such open question (it was never asked here, or it was answered already)"
     );
 }
+
+// ---- processes in the runtime's sandbox ----
+
+/// A plugin process with the runtime's sandbox: confined while the mode
+/// is sandboxed (its data folder writable, the rest of the policy as
+/// `bash` has it, `TMPDIR` in the session temporary folder), unconfined in
+/// `full`, refused where the kernel cannot confine it.
+#[test]
+fn a_process_runs_confined_while_the_approval_mode_is_sandboxed() {
+    use smith_engine::approval::{Approval, ApprovalCell};
+    use smith_engine::tools::sandbox::{NetworkSetting, Policy, Sandbox, Support};
+
+    let (dir, data) = data_dir();
+    let base = dir.path().canonicalize().unwrap();
+    let project = base.join("project");
+    let private = base.join("private");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(private.join("key"), "hunter3").unwrap();
+    let builder = || {
+        Policy::builder()
+            .project_root(&project)
+            .read_denied(&private)
+    };
+    let cell = ApprovalCell::new(Approval::Workspace);
+    let sandbox = Arc::new(Sandbox::new(builder(), NetworkSetting::Auto));
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(
+            effects("test/probe", process_grants(&data), &journal)
+                .with_sandbox(Arc::clone(&sandbox), cell.clone()),
+        ),
+    );
+    let escaped = base.join("escaped");
+    let script = format!(
+        "echo kept > kept.txt; echo out > {}; cat {}; echo \"tmp=$TMPDIR\"",
+        escaped.display(),
+        private.join("key").display()
+    );
+    let actions = plugin
+        .run_command("run", &run_arg(10_000, "", "", &["sh", "-c", &script]))
+        .unwrap();
+    let shown = notified(&actions).join("\n");
+    assert!(data.join("kept.txt").exists(), "{shown}");
+    assert!(!escaped.exists(), "{shown}");
+    assert!(!shown.contains("hunter3"), "{shown}");
+    let tmp = sandbox.temp_dir().unwrap().display().to_string();
+    assert!(shown.contains(&format!("tmp={tmp}")), "{shown}");
+
+    cell.set(Approval::Full);
+    plugin
+        .run_command("run", &run_arg(10_000, "", "", &["sh", "-c", &script]))
+        .unwrap();
+    assert!(escaped.exists(), "full mode runs the process unconfined");
+    std::fs::remove_file(&escaped).unwrap();
+
+    // Without Landlock, workspace refuses before anything runs.
+    let blind = Arc::new(
+        Sandbox::new(builder(), NetworkSetting::Auto).with_support(Support {
+            landlock_abi: Err("the kernel was built without Landlock (ENOSYS)".into()),
+            network_namespace: Err("no user namespaces".into()),
+        }),
+    );
+    let cell = ApprovalCell::new(Approval::Workspace);
+    let journal = Arc::new(MemoryJournal::new());
+    let mut plugin = probe(
+        "test/probe",
+        Some(effects("test/probe", process_grants(&data), &journal).with_sandbox(blind, cell)),
+    );
+    let err = plugin
+        .run_command("run", &run_arg(10_000, "", "", &["sh", "-c", &script]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot confine it"), "{err}");
+    assert!(err.contains("without Landlock"), "{err}");
+    assert!(!escaped.exists());
+    assert!(
+        intent_tools(&journal).is_empty(),
+        "nothing was recorded as run"
+    );
+}
