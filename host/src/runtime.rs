@@ -349,7 +349,13 @@ impl RuntimeOptions {
         let mut policies = default_policies();
         let hooks = self.extensions.as_ref().and_then(|surface| {
             let (plugins, plugin_config, mut warnings) =
-                crate::extensions::load_for_session(&journal, &ids, self.questions.as_ref());
+                crate::extensions::load_for_runtime(
+                    &journal,
+                    &ids,
+                    self.questions.as_ref(),
+                    &self.approval,
+                    &self.cwd,
+                );
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);
             if !declared.is_empty() {
