@@ -35,6 +35,7 @@ pub(crate) fn bench_plan(config: &Config, quick: bool) -> smith_perf::Plan {
 #[cfg(test)]
 pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("provider", "host/src/provider.rs", "choose_provider"),
+    ("approval", "host/src/settings.rs", "approval_mode"),
     ("model", "host/src/provider.rs", "choose_provider"),
     ("color", "frontends/interface/src/config.rs", "load_options"),
     ("log.level", "host/src/settings.rs", "log_settings"),

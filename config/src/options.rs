@@ -191,6 +191,16 @@ options! {
         unset: "",
         help: "Provider plugin that serves model requests. `mock` is the offline, deterministic provider that needs no credentials; it is what runs when nothing else is configured.",
     };
+    /// How much tools may do without asking.
+    APPROVAL = OptionDecl {
+        key: "approval",
+        flag: "--approval",
+        env: "SMITH_APPROVAL",
+        kind: Kind::Enum(&["read-only", "ask", "workspace", "full"]),
+        default: None,
+        unset: "the frontend's default: `ask` in the interface; `workspace` in `smith eval` (`full` with `--yes`), `smith rpc` and `smith mcp`",
+        help: "How much tools may do without asking (see docs/security.md). `read-only`: no mutating tool runs. `ask`: every mutating call no rule allows asks the user. `workspace`: changes inside the project root run and commands run in the sandbox; anything else is refused. `full`: nothing asks and nothing is confined. Deny rules hold in every mode.",
+    };
     /// Model to request.
     MODEL = OptionDecl {
         key: "model",

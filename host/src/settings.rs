@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use smith_config::options::{
-    LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S, NET_CONNECT_TIMEOUT_S, NET_HEAD_TIMEOUT_S,
-    OptionDecl, PLUGINS_ABORT_DEADLINE_MS, SESSION_DIR,
+    APPROVAL, LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S, NET_CONNECT_TIMEOUT_S,
+    NET_HEAD_TIMEOUT_S, OptionDecl, PLUGINS_ABORT_DEADLINE_MS, SESSION_DIR,
 };
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{Config, ConfigError, Loader, Paths, Source};
@@ -55,6 +55,21 @@ pub fn sessions_dir(config: &Config) -> PathBuf {
 /// directory the configuration may not mean.
 pub fn session_root() -> anyhow::Result<PathBuf> {
     Ok(sessions_dir(config()?))
+}
+
+/// The approval mode a runtime starts in: `--approval` (`flag`) when
+/// given, else the `approval` option (configuration files, `SMITH_APPROVAL`),
+/// else the frontend's default. Both are checked against the four names
+/// before they get here (clap and the option table), so an unknown name
+/// cannot arrive; one would read as the default.
+pub fn approval_mode(
+    config: &Config,
+    flag: Option<&str>,
+    frontend_default: smith_engine::approval::Approval,
+) -> smith_engine::approval::Approval {
+    flag.or_else(|| config.str(&APPROVAL))
+        .and_then(smith_engine::approval::Approval::parse)
+        .unwrap_or(frontend_default)
 }
 
 /// A whole number of seconds as a duration (options are range-checked when

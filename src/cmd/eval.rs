@@ -83,6 +83,9 @@ pub struct Args {
     /// Answer the plugin question whose prompt is PROMPT with ANSWER (repeatable; split at the last `=`; wins over --yes).
     #[arg(long, value_name = "PROMPT=ANSWER")]
     pub answer: Vec<String>,
+    /// How much tools may do without asking: read-only, ask, workspace or full (default: workspace, full with --yes; see docs/security.md).
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "workspace", "full"])]
+    pub approval: Option<String>,
 }
 
 // The composition root calls these for `smith "prompt"` (no subcommand).
@@ -106,6 +109,7 @@ impl Args {
             cwd: None,
             no_plugins: false,
             yes: false,
+            approval: None,
             answer: Vec::new(),
         }
     }
@@ -203,9 +207,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .collect::<Result<_, _>>()
             .map_err(|message| anyhow::anyhow!("--answer: {message}"))?,
     };
+    // Nobody is asked here: changes inside the project run confined,
+    // anything else is refused; `--yes` runs everything.
+    let approval = smith_host::settings::approval_mode(
+        smith_host::settings::config()?,
+        args.approval.as_deref(),
+        if args.yes {
+            smith_engine::approval::Approval::Full
+        } else {
+            smith_engine::approval::Approval::Workspace
+        },
+    );
     let options = RuntimeOptions {
         model: args.choice.model.clone(),
         questions: (!args.no_plugins).then(|| policy.asking()),
+        approval: smith_engine::approval::ApprovalCell::new(approval),
         max_turns: args.max_turns,
         budget: Budget {
             max_tokens: args.max_tokens,

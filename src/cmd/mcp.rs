@@ -35,6 +35,9 @@ pub struct Args {
     /// For clients without elicitation: answer the plugin question whose prompt is PROMPT with ANSWER (repeatable; split at the last `=`; wins over --yes).
     #[arg(long, value_name = "PROMPT=ANSWER")]
     pub answer: Vec<String>,
+    /// How much tools may do without asking: read-only, ask, workspace or full (default: workspace; see docs/security.md).
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "workspace", "full"])]
+    pub approval: Option<String>,
 }
 
 /// Runs the server until standard input ends.
@@ -60,6 +63,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         cwd,
         store_root: crate::settings::session_root()?,
         session,
+        approval: smith_engine::approval::ApprovalCell::new(smith_host::settings::approval_mode(
+            smith_host::settings::config()?,
+            args.approval.as_deref(),
+            smith_engine::approval::Approval::Workspace,
+        )),
     };
     let policy = Policy {
         surface: "smith mcp (its client did not declare elicitation)".to_owned(),

@@ -45,6 +45,9 @@ pub struct Args {
     /// Run without extension plugins (built-in, user and project).
     #[arg(long)]
     pub no_plugins: bool,
+    /// How much tools may do without asking: read-only, ask, workspace or full (default: workspace; ask asks the client with ui_question; see docs/security.md).
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "workspace", "full"])]
+    pub approval: Option<String>,
 }
 
 /// Runs the server until standard input ends or `shutdown` is called.
@@ -111,7 +114,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // closed output itself.
         let _ = questions.notify("ui_question", ui_question(plugin, intent));
     }));
+    let approval = smith_host::settings::approval_mode(
+        smith_host::settings::config()?,
+        args.approval.as_deref(),
+        smith_engine::approval::Approval::Workspace,
+    );
     let options = RuntimeOptions {
+        approval: smith_engine::approval::ApprovalCell::new(approval),
         model: args.choice.model,
         max_turns: args.max_turns,
         extensions: (!args.no_plugins).then(|| {

@@ -29,6 +29,9 @@ pub struct Args {
     /// still comes from smith/product).
     #[arg(long)]
     pub no_plugins: bool,
+    /// How much tools may do without asking: read-only, ask, workspace or full (default: ask; see docs/security.md).
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "ask", "workspace", "full"])]
+    pub approval: Option<String>,
 }
 
 /// Runs the interface until the user quits.
@@ -45,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         continue_latest,
         cwd,
         no_plugins,
+        approval,
     } = args;
     smith_interface::run(smith_interface::Args {
         choice: smith_interface::ProviderChoice {
@@ -57,5 +61,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         continue_latest,
         cwd,
         no_plugins,
+        approval,
     })
 }

@@ -98,6 +98,9 @@ pub struct Args {
     /// Run without extension plugins' hooks (the interface's own product
     /// still comes from smith/product).
     pub no_plugins: bool,
+    /// The approval mode (`--approval`; `None`: the configured one, else
+    /// `ask`).
+    pub approval: Option<String>,
 }
 
 impl Default for Args {
@@ -112,6 +115,7 @@ impl Default for Args {
             continue_latest: false,
             cwd: None,
             no_plugins: false,
+            approval: None,
         }
     }
 }

@@ -121,6 +121,26 @@ pub(super) enum Target {
 
 /// Starts the runtime of `generation` on `target`, showing a resumed
 /// session's history in `app`.
+/// The interface's approval mode: one cell for the whole process, so a
+/// mode chosen with `/approval` holds across `/new`, `/resume` and branch
+/// switches. Starts as `--approval`, else the configured `approval`, else
+/// `ask`.
+fn approval(args: &Args) -> anyhow::Result<smith_engine::approval::ApprovalCell> {
+    static CELL: std::sync::OnceLock<smith_engine::approval::ApprovalCell> =
+        std::sync::OnceLock::new();
+    if let Some(cell) = CELL.get() {
+        return Ok(cell.clone());
+    }
+    let mode = smith_host::settings::approval_mode(
+        smith_host::settings::config()?,
+        args.approval.as_deref(),
+        smith_engine::approval::Approval::Ask,
+    );
+    Ok(CELL
+        .get_or_init(|| smith_engine::approval::ApprovalCell::new(mode))
+        .clone())
+}
+
 pub(super) fn start(
     args: &Args,
     cwd: &std::path::Path,
@@ -137,6 +157,7 @@ pub(super) fn start(
         generation,
     }));
     let options = smith_host::RuntimeOptions {
+        approval: approval(args)?,
         model: args.choice.model.clone(),
         questions: (!args.no_plugins).then(|| questions.asking()),
         extensions: (!args.no_plugins).then(|| {

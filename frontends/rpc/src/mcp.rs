@@ -161,6 +161,8 @@ pub struct McpOptions {
     pub store_root: PathBuf,
     /// The session that records the effects.
     pub session: SessionChoice,
+    /// The approval mode the tools run under (the sandbox follows it).
+    pub approval: smith_engine::approval::ApprovalCell,
 }
 
 /// The revision `initialize` answers: the requested one when it is a
@@ -321,9 +323,11 @@ impl McpServer {
     ///
     /// When the working directory or the session cannot be used.
     pub fn new(options: &McpOptions, out: Output) -> Result<Self, SetupError> {
-        let context = ToolContext::new(&options.cwd).map_err(|e| SetupError {
-            message: format!("cannot work in {}: {e}", options.cwd.display()),
-        })?;
+        let context = ToolContext::new(&options.cwd)
+            .map_err(|e| SetupError {
+                message: format!("cannot work in {}: {e}", options.cwd.display()),
+            })?
+            .with_approval(options.approval.clone());
         let destination = open_destination(&options.store_root, &options.session)?;
         warn_unknown_effects(&destination);
         Ok(McpServer {

@@ -22,6 +22,9 @@ fn server(dir: &std::path::Path) -> (McpServer, Captured) {
             cwd: work,
             store_root: dir.join("sessions"),
             session: SessionChoice::New(Some("revisions".into())),
+            approval: smith_engine::approval::ApprovalCell::new(
+                smith_engine::approval::Approval::Workspace,
+            ),
         },
         Output::new(captured.clone()),
     )
@@ -36,6 +39,9 @@ fn reopen(dir: &std::path::Path, session: &str) -> (McpServer, Captured) {
             cwd: dir.join("work"),
             store_root: dir.join("sessions"),
             session: SessionChoice::Open(session.to_owned()),
+            approval: smith_engine::approval::ApprovalCell::new(
+                smith_engine::approval::Approval::Workspace,
+            ),
         },
         Output::new(captured.clone()),
     )

@@ -43,6 +43,9 @@ fn serve() -> (tempfile::TempDir, Captured, String) {
             cwd: work,
             store_root: dir.path().join("sessions"),
             session: SessionChoice::New(Some("mcp-test".into())),
+            approval: smith_engine::approval::ApprovalCell::new(
+                smith_engine::approval::Approval::Workspace,
+            ),
         },
         Output::new(captured.clone()),
     )
@@ -201,6 +204,9 @@ fn discover_probes_invalid_arguments_and_unknown_resources_answer_by_the_protoco
             cwd: dir.path().to_owned(),
             store_root: dir.path().join("sessions"),
             session: SessionChoice::New(None),
+            approval: smith_engine::approval::ApprovalCell::new(
+                smith_engine::approval::Approval::Workspace,
+            ),
         },
         Output::new(captured.clone()),
     )
