@@ -81,7 +81,7 @@ use crate::setup::SetupError;
 use smith_engine::agent::{Hooks, Verdict, blocked_result_text};
 use smith_engine::provider::ToolCall;
 use smith_host::SessionChoice;
-use smith_host::extensions::{Headless, load_for_session, session_hooks, warn};
+use smith_host::extensions::{Headless, load_for_runtime, session_hooks, warn};
 use smith_host::questions::Policy;
 use smith_host::session::{open as open_destination, warn_unknown_effects};
 
@@ -305,6 +305,7 @@ pub struct McpServer {
     session_name: String,
     workers: Vec<JoinHandle<()>>,
     elicit: Arc<Elicit>,
+    approval: smith_engine::approval::ApprovalCell,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -344,6 +345,7 @@ impl McpServer {
             store_root: options.store_root.clone(),
             session_name: destination.name,
             workers: Vec::new(),
+            approval: options.approval.clone(),
         })
     }
 
@@ -359,8 +361,14 @@ impl McpServer {
         let Some(calls) = Arc::get_mut(&mut self.calls) else {
             return self;
         };
-        let (plugins, _config, warnings) =
-            load_for_session(&calls.journal, &calls.next_effect, Some(&asking));
+        let cwd = calls.context.cwd().to_path_buf();
+        let (plugins, _config, warnings) = load_for_runtime(
+            &calls.journal,
+            &calls.next_effect,
+            Some(&asking),
+            &self.approval,
+            &cwd,
+        );
         let frontend = Headless {
             name: "mcp",
             journal: Some(Arc::clone(&calls.journal)),
