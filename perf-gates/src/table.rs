@@ -192,6 +192,7 @@ pub const GROUPS: &[&[Gate]] = &[
     crate::tui_gates::TUI,
     STORE,
     crate::plugin_gates::PLUGINS,
+    crate::permission_gates::PERMISSIONS,
 ];
 
 /// Every gate, in run order.

@@ -42,6 +42,7 @@ pub use config::{ConfigAccess, SharedConfig};
 
 pub use fs::{DirListing, EntryKind, MAX_DIR_ENTRIES};
 pub use http::HttpResponse;
+pub use smith_config::permissions::PermissionRule;
 pub use permissions::{
     MAX_PEEK_BYTES, PermissionAccess, ResolvedPath, ToolAccess, TrustedProject, resolve,
 };
