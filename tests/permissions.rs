@@ -115,9 +115,15 @@ fn read_only_refuses_write_and_bash_and_the_session_keeps_the_refusal() {
     let entries = dump(home.path(), "ro");
     let kept = entries
         .iter()
-        .filter(|e| e.to_string().contains("read-only mode lets no tool change anything"))
+        .filter(|e| {
+            e.to_string()
+                .contains("read-only mode lets no tool change anything")
+        })
         .count();
-    assert!(kept >= 2, "the refusals are tool results in the session: {entries:?}");
+    assert!(
+        kept >= 2,
+        "the refusals are tool results in the session: {entries:?}"
+    );
 }
 
 #[test]
@@ -135,7 +141,14 @@ fn a_deny_rule_beats_yes() {
     );
     let (out, err) = run(
         home.path(),
-        &["eval", "--json", "--yes", "--mock-script", &script, "clean up"],
+        &[
+            "eval",
+            "--json",
+            "--yes",
+            "--mock-script",
+            &script,
+            "clean up",
+        ],
         0,
     );
     let ends = tool_ends(&out);
@@ -199,7 +212,11 @@ fn ask_mode_asks_and_an_answer_decides() {
         assert_eq!(ends[0]["status"], status, "{answer}: {}", ends[0]);
         assert_eq!(home.path().join("asked.txt").exists(), answer == "yes");
         if answer == "no" {
-            assert!(content(&ends[0]).contains("the user declined it"), "{}", ends[0]);
+            assert!(
+                content(&ends[0]).contains("the user declined it"),
+                "{}",
+                ends[0]
+            );
         }
     }
 }
@@ -230,7 +247,10 @@ fn project_rules_apply_only_in_a_trusted_project() {
     ];
     let (out, err) = run(home.path(), &eval, 0);
     let ends = tool_ends(&out);
-    assert_eq!(ends[0]["status"], "ok", "untrusted: its rules are ignored: {out}\n{err}");
+    assert_eq!(
+        ends[0]["status"], "ok",
+        "untrusted: its rules are ignored: {out}\n{err}"
+    );
     std::fs::remove_file(project.join("locked/a.txt")).unwrap();
     run(home.path(), &["trust", &project_arg], 0);
     let (out, err) = run(home.path(), &eval, 0);
@@ -250,7 +270,14 @@ fn rpc_asks_over_ui_question_and_the_answer_decides() {
         );
         let mut client = Client::start(
             home.path(),
-            &["--approval", "ask", "--mock-script", &script, "--name", answer],
+            &[
+                "--approval",
+                "ask",
+                "--mock-script",
+                &script,
+                "--name",
+                answer,
+            ],
         );
         client.send(1, "prompt", json!({"text": "run it"}));
         let question = client.until(|r| r["method"] == "ui_question");

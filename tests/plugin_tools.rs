@@ -16,8 +16,7 @@ use serde_json::Value;
 
 /// A smith home (also the project) with test/kit installed with
 /// `capabilities`, an AGENTS.md, a rule allowing kit_note, and a mock
-/// script calling kit_read and
-/// kit_note, then answering `done`.
+/// script calling kit_read and kit_note, then answering `done`.
 fn home_with_kit(capabilities: &str) -> (tempfile::TempDir, String) {
     let home = tempfile::tempdir().unwrap();
     install_guest(

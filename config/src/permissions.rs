@@ -192,7 +192,10 @@ fn rule(node: &KdlNode, text: &str, path: &Path) -> Result<PermissionRule, Confi
                 text,
                 path,
                 node,
-                format!("`{}` is not a string; every value of a rule is a quoted string", entry.value()),
+                format!(
+                    "`{}` is not a string; every value of a rule is a quoted string",
+                    entry.value()
+                ),
             ));
         };
         let slot = match entry.name().map(|n| n.value()) {
@@ -239,7 +242,9 @@ fn rule(node: &KdlNode, text: &str, path: &Path) -> Result<PermissionRule, Confi
             text,
             path,
             node,
-            format!("`command=` matches the commands of bash calls, and this rule is for {tool:?}; write it for \"bash\""),
+            format!(
+                "`command=` matches the commands of bash calls, and this rule is for {tool:?}; write it for \"bash\""
+            ),
         ));
     }
     let line = LineCol::from_offset(text, node.span().offset()).line;
@@ -334,7 +339,8 @@ pub fn append(file: &Path, rule: &PermissionRule) -> Result<PathBuf, ConfigError
     let check = parse_document(&updated, file)?;
     from_document(&check, &updated, file)?;
     if let Some(parent) = file.parent() {
-        std::fs::create_dir_all(parent).map_err(|err| io_failure(file, "create the folder of", &err))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|err| io_failure(file, "create the folder of", &err))?;
     }
     let temp = file.with_extension("kdl.tmp");
     std::fs::write(&temp, &updated).map_err(|err| io_failure(&temp, "write", &err))?;
@@ -372,9 +378,18 @@ mod tests {
         for (text, why) in [
             ("permissions {\n  allw \"bash\"\n}", "not a rule"),
             ("permissions {\n  allow\n}", "names no tool"),
-            ("permissions {\n  allow \"bash\" cmd=\"x\"\n}", "no property `cmd=`"),
-            ("permissions {\n  allow \"bash\" path=\"a\" command=\"b\"\n}", "not both"),
-            ("permissions {\n  deny \"write\" command=\"b\"\n}", "write it for \"bash\""),
+            (
+                "permissions {\n  allow \"bash\" cmd=\"x\"\n}",
+                "no property `cmd=`",
+            ),
+            (
+                "permissions {\n  allow \"bash\" path=\"a\" command=\"b\"\n}",
+                "not both",
+            ),
+            (
+                "permissions {\n  deny \"write\" command=\"b\"\n}",
+                "write it for \"bash\"",
+            ),
             ("permissions {\n  deny 3\n}", "not a string"),
             ("permissions \"x\"", "block of rules"),
         ] {
@@ -402,11 +417,19 @@ mod tests {
             std::fs::read_to_string(&file).unwrap(),
             "permissions {\n    allow \"bash\" command=\"echo \\\"hi\\\" \\\\*\"\n}\n"
         );
-        std::fs::write(&file, "// mine\nmodel \"m\"\npermissions {\n    deny \"*\" path=\".env\"\n}\n").unwrap();
+        std::fs::write(
+            &file,
+            "// mine\nmodel \"m\"\npermissions {\n    deny \"*\" path=\".env\"\n}\n",
+        )
+        .unwrap();
         append(&file, &rule).unwrap();
         let rules = read(&file).unwrap();
         assert_eq!(rules.len(), 2);
         assert_eq!(rules[1].command.as_deref(), Some("echo \"hi\" \\*"));
-        assert!(std::fs::read_to_string(&file).unwrap().starts_with("// mine\nmodel \"m\"\n"));
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .starts_with("// mine\nmodel \"m\"\n")
+        );
     }
 }

@@ -9,10 +9,10 @@ use crate::error::{ConfigError, ErrorKind, io_error};
 use crate::file;
 use crate::options::{self, OptionDecl};
 use crate::paths::Paths;
+use crate::permissions::PermissionRule;
 use crate::plugin::{PluginEntry, PluginOption};
 use crate::source::{Level, Source};
 use crate::suggest;
-use crate::permissions::PermissionRule;
 use crate::trust::{Project, TrustStatus, TrustStore, untrusted_warning};
 use crate::value::{self, Value};
 

@@ -15,10 +15,10 @@ use std::sync::atomic::AtomicU64;
 use smith_config::Paths;
 use smith_engine::agent::{DeclaredPolicy, Delivery, QueuePolicy};
 use smith_engine::approval::{Approval, ApprovalCell};
-use smith_engine::tools::{Access, ToolSet};
 use smith_engine::journal::EffectJournal;
 use smith_engine::journal::store::{PluginIntent, StoreJournal, plugin_intents, resume};
 use smith_engine::provider::Message;
+use smith_engine::tools::{Access, ToolSet};
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::dispatch::{Surface, is_question};
 use smith_plugins::effects::{
@@ -230,7 +230,12 @@ fn load_with(
         if disabled.iter().any(|d| d == builtin.name) {
             continue;
         }
-        let granted = |capability: &str| builtin.capabilities.iter().any(|(kind, _)| *kind == capability);
+        let granted = |capability: &str| {
+            builtin
+                .capabilities
+                .iter()
+                .any(|(kind, _)| *kind == capability)
+        };
         let grants = Grants {
             ui: granted("ui"),
             permissions: granted("permissions"),

@@ -348,14 +348,13 @@ impl RuntimeOptions {
         // declares any.
         let mut policies = default_policies();
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, plugin_config, mut warnings) =
-                crate::extensions::load_for_runtime(
-                    &journal,
-                    &ids,
-                    self.questions.as_ref(),
-                    &self.approval,
-                    &self.cwd,
-                );
+            let (plugins, plugin_config, mut warnings) = crate::extensions::load_for_runtime(
+                &journal,
+                &ids,
+                self.questions.as_ref(),
+                &self.approval,
+                &self.cwd,
+            );
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);
             if !declared.is_empty() {

@@ -113,17 +113,20 @@ fn rules() -> Vec<PermissionRule> {
         rule("allow", "edit", Some("tests/**"), None),
     ];
     for i in rules.len()..RULES {
-        rules.push(rule("allow", "bash", None, Some(&format!("make target-{i} *"))));
+        rules.push(rule(
+            "allow",
+            "bash",
+            None,
+            Some(&format!("make target-{i} *")),
+        ));
     }
     rules
 }
 
 fn decision(cx: &mut Context) -> Result<Measurement, GateError> {
     let project = Project::new()?;
-    let mut access = PermissionAccess::new(
-        ApprovalCell::new(Approval::Workspace),
-        project.root.clone(),
-    );
+    let mut access =
+        PermissionAccess::new(ApprovalCell::new(Approval::Workspace), project.root.clone());
     access.rules = rules();
     *access
         .tools
@@ -146,13 +149,18 @@ fn decision(cx: &mut Context) -> Result<Measurement, GateError> {
         1,
     )
     .with_permissions(access);
-    let mut plugin = ExtensionComponent::load("smith/permissions", COMPONENT, None, Limits::default())
-        .and_then(|component| component.instantiate_with(Some(effects)))
-        .map_err(|err| {
-            GateError::new(format!(
-                "smith/permissions does not load: {err}; run `cargo test -p smith-plugins permissions`"
-            ))
-        })?;
+    let mut plugin = ExtensionComponent::load(
+        "smith/permissions",
+        COMPONENT,
+        None,
+        Limits::default(),
+    )
+    .and_then(|component| component.instantiate_with(Some(effects)))
+    .map_err(|err| {
+        GateError::new(format!(
+            "smith/permissions does not load: {err}; run `cargo test -p smith-plugins permissions`"
+        ))
+    })?;
     let event = LifecycleEvent::ToolCall(ToolCallEvent {
         id: "call-1".to_owned(),
         name: "write".to_owned(),
@@ -161,10 +169,7 @@ fn decision(cx: &mut Context) -> Result<Measurement, GateError> {
     let mut wrong = 0usize;
     let timing = measure::single(&cx.plan, || match plugin.handle(&event) {
         Ok(HandlerResult::Decision(Decision::Allow)) => {}
-        other => {
-            black_box(other);
-            wrong += 1;
-        }
+        _ => wrong += 1,
     });
     if wrong > 0 {
         return Err(GateError::new(format!(

@@ -910,9 +910,7 @@ impl State {
             capability,
             missing_grant: match capability {
                 "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write"
-                | "permissions" => {
-                    capability.to_owned()
-                }
+                | "permissions" => capability.to_owned(),
                 "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },

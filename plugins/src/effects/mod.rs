@@ -42,7 +42,6 @@ pub use config::{ConfigAccess, SharedConfig};
 
 pub use fs::{DirListing, EntryKind, MAX_DIR_ENTRIES};
 pub use http::HttpResponse;
-pub use smith_config::permissions::PermissionRule;
 pub use permissions::{
     MAX_PEEK_BYTES, PermissionAccess, ResolvedPath, ToolAccess, TrustedProject, resolve,
 };
@@ -51,6 +50,7 @@ pub use process::{
 };
 pub use secrets::{MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretSource};
 pub use session::{MAX_SESSION_PAGE, SessionSource};
+pub use smith_config::permissions::PermissionRule;
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.

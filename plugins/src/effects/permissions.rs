@@ -268,8 +268,7 @@ impl Effects {
     ) -> Result<PathBuf, EffectError> {
         let request = format!("save-permission-rule `{}`", rule.to_kdl());
         let access = self.permission_access(request.clone())?;
-        if !smith_config::permissions::KINDS.contains(&rule.kind.as_str()) || rule.tool.is_empty()
-        {
+        if !smith_config::permissions::KINDS.contains(&rule.kind.as_str()) || rule.tool.is_empty() {
             return Err(EffectError::Invalid(format!(
                 "{request}: a rule is allow, ask or deny and names a tool; nothing was saved"
             )));

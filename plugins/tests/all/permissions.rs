@@ -54,14 +54,17 @@ fn policy(mode: Approval, rules: Vec<PermissionRule>, answers: &[&str]) -> Polic
     ]);
     let asked: Asked = Arc::default();
     let seen = Arc::clone(&asked);
-    let answers: Arc<Mutex<Vec<String>>> =
-        Arc::new(Mutex::new(answers.iter().rev().map(|a| (*a).to_owned()).collect()));
+    let answers: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(
+        answers.iter().rev().map(|a| (*a).to_owned()).collect(),
+    ));
     let asker: Asker = Arc::new(move |_plugin, question, _stop| {
         let options = match &question.kind {
             QuestionKind::Select(options) => options.clone(),
             _ => Vec::new(),
         };
-        seen.lock().unwrap().push((question.prompt.clone(), options));
+        seen.lock()
+            .unwrap()
+            .push((question.prompt.clone(), options));
         match answers.lock().unwrap().pop() {
             Some(text) => Ok(Answer {
                 text,
@@ -156,7 +159,10 @@ fn each_mode_decides_what_no_rule_covers() {
     assert_eq!(p.write("src/a.txt"), Decision::Allow);
     assert_eq!(p.bash("cargo test"), Decision::Allow);
     let reason = blocked(&p.write(away)).to_owned();
-    assert!(reason.contains("outside") && reason.contains("allow \"write\" path="), "{reason}");
+    assert!(
+        reason.contains("outside") && reason.contains("allow \"write\" path="),
+        "{reason}"
+    );
     let reason = blocked(&p.decide("deploy", serde_json::json!({}))).to_owned();
     assert!(reason.contains("allow \"deploy\""), "{reason}");
     assert!(p.asked().is_empty(), "workspace mode never asks");
@@ -183,7 +189,11 @@ fn each_mode_decides_what_no_rule_covers() {
 
 #[test]
 fn the_write_prompt_diffs_against_the_current_file_and_a_note_reaches_the_model() {
-    let mut p = policy(Approval::Ask, Vec::new(), &["no, with a note", "use edit instead"]);
+    let mut p = policy(
+        Approval::Ask,
+        Vec::new(),
+        &["no, with a note", "use edit instead"],
+    );
     std::fs::write(p.project.path().join("a.txt"), "old\n").unwrap();
     let reason = blocked(&p.write("a.txt")).to_owned();
     assert_eq!(reason, "the user declined it and says: use edit instead");
@@ -195,7 +205,10 @@ fn the_write_prompt_diffs_against_the_current_file_and_a_note_reaches_the_model(
     assert!(asked[1].0.starts_with("Your note for the agent"));
     // Nobody to ask: refused, saying how to allow it.
     let reason = blocked(&p.bash("ls")).to_owned();
-    assert!(reason.contains("nobody could give it") && reason.contains("--approval"), "{reason}");
+    assert!(
+        reason.contains("nobody could give it") && reason.contains("--approval"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -206,7 +219,10 @@ fn deny_rules_win_in_full_mode_and_for_read_only_tools() {
     ];
     let mut p = policy(Approval::Full, rules, &[]);
     let reason = blocked(&p.write(".env")).to_owned();
-    assert!(reason.contains("`deny \"*\" path=\".env\"` (test.kdl:1)"), "{reason}");
+    assert!(
+        reason.contains("`deny \"*\" path=\".env\"` (test.kdl:1)"),
+        "{reason}"
+    );
     assert!(matches!(
         p.decide("read", serde_json::json!({"path": "config/.env"})),
         Decision::Block(_)
@@ -227,7 +243,10 @@ fn allow_and_ask_rules() {
     assert!(p.asked().is_empty(), "allowed calls are not asked");
     let mut p = policy(Approval::Workspace, rules, &[]);
     let reason = blocked(&p.write("src/lib.rs")).to_owned();
-    assert!(reason.contains("nobody is asked") && reason.contains("/approval ask"), "{reason}");
+    assert!(
+        reason.contains("nobody is asked") && reason.contains("/approval ask"),
+        "{reason}"
+    );
     assert_eq!(p.write("README.md"), Decision::Allow);
 }
 
@@ -274,12 +293,18 @@ fn the_approval_command_shows_and_sets_the_mode() {
         panic!("{intent:?}");
     };
     assert!(text.starts_with("Approval mode: workspace\n"), "{text}");
-    assert!(text.contains(" * workspace - ") && text.contains("   full - "), "{text}");
+    assert!(
+        text.contains(" * workspace - ") && text.contains("   full - "),
+        "{text}"
+    );
     p.plugin.run_command("approval", "read-only").unwrap();
     assert_eq!(p.approval.get(), Approval::ReadOnly);
     assert!(matches!(p.bash("ls"), Decision::Block(_)));
     let err = p.plugin.run_command("approval", "yolo").unwrap_err();
-    assert!(err.to_string().contains("read-only, ask, workspace, full"), "{err}");
+    assert!(
+        err.to_string().contains("read-only, ask, workspace, full"),
+        "{err}"
+    );
     assert_eq!(p.approval.get(), Approval::ReadOnly);
 }
 

@@ -48,8 +48,9 @@ fn with_rules<T>(f: impl FnOnce(&mut Vec<Rule>) -> T) -> Result<T, String> {
     RULES.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell.is_none() {
-            let text = host::permission_rules()
-                .map_err(|err| format!("{NAME} cannot read the permission rules: {}", text_of(&err)))?;
+            let text = host::permission_rules().map_err(|err| {
+                format!("{NAME} cannot read the permission rules: {}", text_of(&err))
+            })?;
             *cell = Some(rules_from_json(&text)?);
         }
         Ok(f(cell.get_or_insert_with(Vec::new)))
@@ -58,9 +59,9 @@ fn with_rules<T>(f: impl FnOnce(&mut Vec<Rule>) -> T) -> Result<T, String> {
 
 fn text_of(err: &host::EffectError) -> String {
     match err {
-        host::EffectError::Denied(t) | host::EffectError::Invalid(t) | host::EffectError::Failed(t) => {
-            t.clone()
-        }
+        host::EffectError::Denied(t)
+        | host::EffectError::Invalid(t)
+        | host::EffectError::Failed(t) => t.clone(),
     }
 }
 
@@ -104,7 +105,10 @@ fn prompt(tool: &str, arguments: &serde_json::Value, path: Option<&ResolvedPath>
     match (tool, path) {
         ("bash", _) => format!(
             "Allow bash to run this command?\n$ {}",
-            cut(argument(arguments, "command").unwrap_or_default(), PROMPT_CHARS)
+            cut(
+                argument(arguments, "command").unwrap_or_default(),
+                PROMPT_CHARS
+            )
         ),
         ("write", Some(path)) => {
             let name = shown(path);
@@ -215,7 +219,10 @@ fn tool_call(call: &ext::ToolCallEvent) -> ext::HandlerResult {
             ));
         }
     };
-    let read_only = host::tool_read_only(&call.name).ok().flatten().unwrap_or(false);
+    let read_only = host::tool_read_only(&call.name)
+        .ok()
+        .flatten()
+        .unwrap_or(false);
     let path = argument(&arguments, "path").map(|raw| match host::resolve_path(raw) {
         Ok(resolved) => ResolvedPath {
             absolute: resolved.absolute,
@@ -258,15 +265,15 @@ fn notify(text: String) -> ext::Action {
 
 const MODES: &[(&str, &str)] = &[
     ("read-only", "no tool changes anything"),
-    (
-        "ask",
-        "every change a rule does not allow asks first",
-    ),
+    ("ask", "every change a rule does not allow asks first"),
     (
         "workspace",
         "changes inside the project and sandboxed commands run; anything else is refused",
     ),
-    ("full", "everything runs without asking; deny rules still hold"),
+    (
+        "full",
+        "everything runs without asking; deny rules still hold",
+    ),
 ];
 
 impl ext::Guest for Permissions {

@@ -139,8 +139,8 @@ fn match_tokens(tokens: &[Token], text: &str, kind: GlobKind) -> bool {
                 }
                 Token::DoubleStar => {
                     // `**/` may match nothing at all, slash included.
-                    let skips_slash = matches!(tokens.get(i + 1), Some(Token::Literal('/')))
-                        && at(i + 2, j);
+                    let skips_slash =
+                        matches!(tokens.get(i + 1), Some(Token::Literal('/'))) && at(i + 2, j);
                     skips_slash || at(i + 1, j) || (j < m && at(i, j + 1))
                 }
             };

@@ -48,7 +48,9 @@ fn example_rules() -> Vec<Rule> {
 #[test]
 fn commands_split_at_every_separator_and_keep_quotes() {
     assert_eq!(
-        split_commands("git add . && git commit -m 'a; b && c' || echo \"x | y\"; ls | wc -l & sleep 1"),
+        split_commands(
+            "git add . && git commit -m 'a; b && c' || echo \"x | y\"; ls | wc -l & sleep 1"
+        ),
         [
             "git add .",
             "git commit -m 'a; b && c'",
@@ -77,7 +79,10 @@ fn commands_split_at_every_separator_and_keep_quotes() {
         ["cargo test 2>&1 &> out.txt"]
     );
     assert_eq!(split_commands("echo a\\;b"), ["echo a\\;b"]);
-    assert_eq!(split_commands("echo 'unterminated ; x"), ["echo 'unterminated ; x"]);
+    assert_eq!(
+        split_commands("echo 'unterminated ; x"),
+        ["echo 'unterminated ; x"]
+    );
     assert!(split_commands("  ;; \n ").is_empty());
 }
 
@@ -125,7 +130,10 @@ fn deny_wins_in_every_mode_and_for_read_only_tools() {
             let Decision::Block(reason) = decision else {
                 panic!("{tool} of .env in {mode:?} was not blocked: {decision:?}");
             };
-            assert!(reason.contains(r#"`deny "*" path=".env"` (user)"#), "{reason}");
+            assert!(
+                reason.contains(r#"`deny "*" path=".env"` (user)"#),
+                "{reason}"
+            );
         }
         let decision = decide(&rules, &bash("cargo build && rm -rf target"), mode);
         assert!(matches!(decision, Decision::Block(r) if r.contains("rm -rf *")));
@@ -140,7 +148,10 @@ fn deny_wins_in_every_mode_and_for_read_only_tools() {
 #[test]
 fn allow_rules_need_every_command_allowed() {
     let rules = example_rules();
-    assert_eq!(decide(&rules, &bash("git status"), Mode::Ask), Decision::Allow);
+    assert_eq!(
+        decide(&rules, &bash("git status"), Mode::Ask),
+        Decision::Allow
+    );
     assert_eq!(
         decide(&rules, &bash("cargo test && git status"), Mode::ReadOnly),
         Decision::Allow
@@ -154,7 +165,10 @@ fn allow_rules_need_every_command_allowed() {
         Decision::Ask
     );
     // An allow rule needs the command as written, assignments included.
-    assert_eq!(decide(&rules, &bash("X=1 cargo test"), Mode::Ask), Decision::Ask);
+    assert_eq!(
+        decide(&rules, &bash("X=1 cargo test"), Mode::Ask),
+        Decision::Ask
+    );
     let tool_wide = rules_from_json(r#"[{"kind": "allow", "tool": "bash"}]"#).unwrap();
     assert_eq!(
         decide(&tool_wide, &bash("anything | at all"), Mode::ReadOnly),
@@ -166,14 +180,26 @@ fn allow_rules_need_every_command_allowed() {
 fn ask_rules_ask_and_refuse_in_workspace() {
     let rules = example_rules();
     let main = inside("src/main.rs");
-    assert_eq!(decide(&rules, &file("write", &main), Mode::Ask), Decision::Ask);
-    assert_eq!(decide(&rules, &file("write", &main), Mode::Full), Decision::Allow);
+    assert_eq!(
+        decide(&rules, &file("write", &main), Mode::Ask),
+        Decision::Ask
+    );
+    assert_eq!(
+        decide(&rules, &file("write", &main), Mode::Full),
+        Decision::Allow
+    );
     let Decision::Block(reason) = decide(&rules, &file("write", &main), Mode::Workspace) else {
         panic!("an ask rule in workspace mode must refuse");
     };
-    assert!(reason.contains("nobody is asked") && reason.contains("/approval ask"), "{reason}");
+    assert!(
+        reason.contains("nobody is asked") && reason.contains("/approval ask"),
+        "{reason}"
+    );
     // Without the rule, workspace writes inside the project run.
-    assert_eq!(decide(&[], &file("write", &main), Mode::Workspace), Decision::Allow);
+    assert_eq!(
+        decide(&[], &file("write", &main), Mode::Workspace),
+        Decision::Allow
+    );
 }
 
 #[test]
@@ -199,8 +225,14 @@ fn modes_decide_what_no_rule_covers() {
         panic!("read-only mode must refuse a write");
     };
     assert!(reason.contains("read-only mode") && reason.contains("--approval workspace"));
-    assert!(matches!(decide(&[], &bash("ls"), Mode::ReadOnly), Decision::Block(_)));
-    assert_eq!(decide(&[], &file("edit", &readme), Mode::Ask), Decision::Ask);
+    assert!(matches!(
+        decide(&[], &bash("ls"), Mode::ReadOnly),
+        Decision::Block(_)
+    ));
+    assert_eq!(
+        decide(&[], &file("edit", &readme), Mode::Ask),
+        Decision::Ask
+    );
     assert_eq!(decide(&[], &bash("ls"), Mode::Ask), Decision::Ask);
     assert_eq!(decide(&[], &bash("ls"), Mode::Workspace), Decision::Allow);
     let Decision::Block(reason) = decide(&[], &file("write", &away), Mode::Workspace) else {
@@ -225,22 +257,39 @@ fn exact_rules_allow_the_same_call_again_and_nothing_else() {
     let rules = exact_rules(&call, "this session");
     assert_eq!(rules.len(), 2);
     assert_eq!(decide(&rules, &call, Mode::Ask), Decision::Allow);
-    assert_eq!(decide(&rules, &bash("git commit -m 'other'"), Mode::Ask), Decision::Ask);
+    assert_eq!(
+        decide(&rules, &bash("git commit -m 'other'"), Mode::Ask),
+        Decision::Ask
+    );
     let notes = inside("notes.md");
     let deeper = inside("docs/notes.md");
     let rules = exact_rules(&file("write", &notes), "this session");
     assert_eq!(rules[0].describe(), r#"allow "write" path="./notes.md""#);
-    assert_eq!(decide(&rules, &file("write", &notes), Mode::Ask), Decision::Allow);
-    assert_eq!(decide(&rules, &file("write", &deeper), Mode::Ask), Decision::Ask);
-    assert_eq!(decide(&rules, &file("edit", &notes), Mode::Ask), Decision::Ask);
+    assert_eq!(
+        decide(&rules, &file("write", &notes), Mode::Ask),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&rules, &file("write", &deeper), Mode::Ask),
+        Decision::Ask
+    );
+    assert_eq!(
+        decide(&rules, &file("edit", &notes), Mode::Ask),
+        Decision::Ask
+    );
 }
 
 #[test]
 fn malformed_rules_are_refused_with_their_index() {
-    let err = rules_from_json(r#"[{"kind": "allow", "tool": "bash"}, {"kind": "maybe", "tool": "x"}]"#)
-        .unwrap_err();
+    let err =
+        rules_from_json(r#"[{"kind": "allow", "tool": "bash"}, {"kind": "maybe", "tool": "x"}]"#)
+            .unwrap_err();
     assert!(err.contains("rule 1"), "{err}");
-    assert!(rules_from_json(r#"[{"kind": "deny"}]"#).unwrap_err().contains("no tool"));
+    assert!(
+        rules_from_json(r#"[{"kind": "deny"}]"#)
+            .unwrap_err()
+            .contains("no tool")
+    );
     assert!(rules_from_json("{}").unwrap_err().contains("array"));
     assert_eq!(Mode::parse("workspace"), Some(Mode::Workspace));
     assert_eq!(Mode::parse("yolo"), None);
@@ -260,5 +309,8 @@ fn diffs_are_unified_and_bounded() {
     );
     let long: String = (0..100).map(|i| format!("line {i}\n")).collect();
     let cut = diff::unified("l.txt", None, &long, 10);
-    assert!(cut.ends_with("+line 9\n… 90 more diff lines not shown\n"), "{cut}");
+    assert!(
+        cut.ends_with("+line 9\n… 90 more diff lines not shown\n"),
+        "{cut}"
+    );
 }
