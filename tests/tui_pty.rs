@@ -654,19 +654,19 @@ fn the_permission_question_asks_in_ask_mode_and_always_keeps_the_call() {
     let work = s._work.path().to_path_buf();
     s.ready();
     s.send(b"one\r");
-    s.wait_for_screen("Allow bash to run this command?");
+    s.wait_for_screen("[smith/permissions] Allow bash to run");
     // Typing filters the options: `yes` runs this call.
     s.send(b"yes\r");
     s.wait_for_screen("first done");
     assert!(work.join("one.txt").exists());
     s.send(b"two\r");
-    s.wait_for_screen("Allow bash to run this command?");
+    s.wait_for_screen("[smith/permissions] Allow bash to run");
     // Esc takes the default, no: the call is refused and the model is told.
     s.send(b"\x1b");
     s.wait_for_screen("second done");
     assert!(!work.join("two.txt").exists());
     s.send(b"three\r");
-    s.wait_for_screen("Allow bash to run this command?");
+    s.wait_for_screen("[smith/permissions] Allow bash to run");
     s.send(b"always\r");
     s.wait_for_screen("third done");
     assert!(work.join("three.txt").exists());
@@ -676,6 +676,7 @@ fn the_permission_question_asks_in_ask_mode_and_always_keeps_the_call() {
     s.send(b"four\r");
     s.wait_for_screen("fourth done");
     assert!(work.join("three.txt").exists());
+    s.wait_for_screen(" ready ·");
     s.send(b"\x03");
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

@@ -40,10 +40,22 @@ fn rule(kind: &str, tool: &str, path: Option<&str>, command: Option<&str>) -> Pe
 /// smith/permissions in `mode` with `rules`, answering its questions with
 /// `answers` in turn (none left: nobody can answer).
 fn policy(mode: Approval, rules: Vec<PermissionRule>, answers: &[&str]) -> Policy {
+    policy_with(mode, rules, answers, |_, _| {})
+}
+
+/// [`policy`], with `configure` completing its access (given the project
+/// folder) before the plugin loads.
+fn policy_with(
+    mode: Approval,
+    rules: Vec<PermissionRule>,
+    answers: &[&str],
+    configure: impl FnOnce(&mut PermissionAccess, &std::path::Path),
+) -> Policy {
     let project = tempfile::tempdir().unwrap();
     let approval = ApprovalCell::new(mode);
     let mut access = PermissionAccess::new(approval.clone(), project.path().to_path_buf());
     access.rules = rules;
+    configure(&mut access, project.path());
     *access.tools.write().unwrap() = HashMap::from([
         ("read".to_owned(), true),
         ("ls".to_owned(), true),
@@ -325,4 +337,43 @@ fn a_plugin_without_the_grant_cannot_read_or_change_the_mode() {
     let err = effects.set_approval_mode("full").unwrap_err();
     assert!(err.to_string().contains("permissions"), "{err}");
     assert!(effects.approval_mode().is_err());
+}
+
+#[test]
+fn always_in_this_project_saves_the_rule_and_keeps_the_project_trusted() {
+    use smith_config::trust::{Project, TrustStatus, TrustStore};
+    let data = tempfile::tempdir().unwrap();
+    let trust_file = data.path().join("trust.json");
+    let mut p = policy_with(
+        Approval::Ask,
+        Vec::new(),
+        &["always in this project"],
+        |access, root| {
+            std::fs::create_dir_all(root.join(".smith")).unwrap();
+            let project = Project::at(root).unwrap();
+            TrustStore::open(&trust_file).unwrap().trust(&project).unwrap();
+            access.trusted = Some(smith_plugins::effects::TrustedProject {
+                project,
+                trust_file: trust_file.clone(),
+            });
+        },
+    );
+    assert_eq!(p.bash("cargo fmt"), Decision::Allow);
+    assert_eq!(
+        p.asked()[0].1.last().map(String::as_str),
+        Some("always in this project"),
+        "a trusted project is offered"
+    );
+    let root = p.project.path().to_path_buf();
+    let saved = smith_config::permissions::read(&root.join(".smith/config.kdl")).unwrap();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].to_kdl(), r#"allow "bash" command="cargo fmt""#);
+    let project = Project::at(&root).unwrap();
+    assert_eq!(
+        TrustStore::open(&trust_file).unwrap().status(&project).unwrap(),
+        TrustStatus::Trusted,
+        "the change the user approved keeps the project trusted"
+    );
+    assert_eq!(p.bash("cargo fmt"), Decision::Allow);
+    assert_eq!(p.asked().len(), 1, "kept for the rest of the runtime too");
 }
