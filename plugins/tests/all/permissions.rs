@@ -351,7 +351,10 @@ fn always_in_this_project_saves_the_rule_and_keeps_the_project_trusted() {
         |access, root| {
             std::fs::create_dir_all(root.join(".smith")).unwrap();
             let project = Project::at(root).unwrap();
-            TrustStore::open(&trust_file).unwrap().trust(&project).unwrap();
+            TrustStore::open(&trust_file)
+                .unwrap()
+                .trust(&project)
+                .unwrap();
             access.trusted = Some(smith_plugins::effects::TrustedProject {
                 project,
                 trust_file: trust_file.clone(),
@@ -370,7 +373,10 @@ fn always_in_this_project_saves_the_rule_and_keeps_the_project_trusted() {
     assert_eq!(saved[0].to_kdl(), r#"allow "bash" command="cargo fmt""#);
     let project = Project::at(&root).unwrap();
     assert_eq!(
-        TrustStore::open(&trust_file).unwrap().status(&project).unwrap(),
+        TrustStore::open(&trust_file)
+            .unwrap()
+            .status(&project)
+            .unwrap(),
         TrustStatus::Trusted,
         "the change the user approved keeps the project trusted"
     );

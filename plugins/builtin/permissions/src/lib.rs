@@ -14,6 +14,7 @@
 //! `/approval [MODE]` shows the mode or sets it.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use smith_permission_policy::{
     Call, Decision, Mode, ResolvedPath, Rule, decide, diff, exact_rules, rules_from_json,
@@ -42,6 +43,8 @@ thread_local! {
     /// The configuration's rules (read on the first call) followed by the
     /// rules the user chose to keep for this runtime.
     static RULES: RefCell<Option<Vec<Rule>>> = const { RefCell::new(None) };
+    /// Whether each tool asked about so far only observes.
+    static TOOLS: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
 }
 
 fn with_rules<T>(f: impl FnOnce(&mut Vec<Rule>) -> T) -> Result<T, String> {
@@ -206,6 +209,21 @@ fn ask(tool: &str, arguments: &serde_json::Value, call: &Call<'_>) -> ext::Handl
     }
 }
 
+/// Whether the tool `name` only observes (unknown tools can change
+/// things). Known answers are kept: a tool's kind does not change.
+fn read_only(name: &str) -> bool {
+    if let Some(known) = TOOLS.with(|tools| tools.borrow().get(name).copied()) {
+        return known;
+    }
+    match host::tool_read_only(name) {
+        Ok(Some(known)) => {
+            TOOLS.with(|tools| tools.borrow_mut().insert(name.to_owned(), known));
+            known
+        }
+        _ => false,
+    }
+}
+
 /// Decides one tool call.
 fn tool_call(call: &ext::ToolCallEvent) -> ext::HandlerResult {
     let arguments: serde_json::Value =
@@ -219,10 +237,7 @@ fn tool_call(call: &ext::ToolCallEvent) -> ext::HandlerResult {
             ));
         }
     };
-    let read_only = host::tool_read_only(&call.name)
-        .ok()
-        .flatten()
-        .unwrap_or(false);
+    let read_only = read_only(&call.name);
     let path = argument(&arguments, "path").map(|raw| match host::resolve_path(raw) {
         Ok(resolved) => ResolvedPath {
             absolute: resolved.absolute,

@@ -27,6 +27,11 @@ pub struct Glob {
     pattern: String,
     kind: GlobKind,
     tokens: Vec<Token>,
+    /// The literal text before the first wildcard: a text not starting
+    /// with it cannot match.
+    prefix: String,
+    /// Whether the pattern has no wildcard at all.
+    literal: bool,
 }
 
 /// `text` with every glob character escaped, so it matches only itself.
@@ -65,10 +70,20 @@ impl Glob {
                 c => tokens.push(Token::Literal(c)),
             }
         }
+        let prefix: String = tokens
+            .iter()
+            .map_while(|t| match t {
+                Token::Literal(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        let literal = prefix.chars().count() == tokens.len();
         Glob {
             pattern: pattern.to_owned(),
             kind,
             tokens,
+            prefix,
+            literal,
         }
     }
 
@@ -79,7 +94,10 @@ impl Glob {
 
     /// Whether the whole of `text` matches.
     pub fn matches(&self, text: &str) -> bool {
-        match_tokens(&self.tokens, text, self.kind)
+        if self.literal {
+            return text == self.prefix;
+        }
+        text.starts_with(&self.prefix) && match_tokens(&self.tokens, text, self.kind)
     }
 
     /// Whether the glob matches a resolved path: a pattern starting with
