@@ -315,8 +315,8 @@ pub fn append(file: &Path, rule: &PermissionRule) -> Result<PathBuf, ConfigError
     let block = doc
         .nodes()
         .iter()
-        .filter(|n| n.name().value() == BLOCK && n.children().is_some())
-        .last();
+        .rev()
+        .find(|n| n.name().value() == BLOCK && n.children().is_some());
     let updated = match block {
         Some(block) => {
             // Insert before the block's closing brace.
