@@ -38,7 +38,8 @@ fn rule(kind: &str, tool: &str, path: Option<&str>, command: Option<&str>) -> Pe
 }
 
 /// smith/permissions in `mode` with `rules`, answering its questions with
-/// `answers` in turn (none left: nobody can answer).
+/// `answers` in turn (`timeout:TEXT`: the default after nobody answered;
+/// none left: nobody can answer).
 fn policy(mode: Approval, rules: Vec<PermissionRule>, answers: &[&str]) -> Policy {
     policy_with(mode, rules, answers, |_, _| {})
 }
@@ -78,6 +79,11 @@ fn policy_with(
             .unwrap()
             .push((question.prompt.clone(), options));
         match answers.lock().unwrap().pop() {
+            // `timeout:DEFAULT`: nobody answered in time.
+            Some(text) if text.starts_with("timeout:") => Ok(Answer {
+                text: text["timeout:".len()..].to_owned(),
+                source: AnswerSource::Timeout,
+            }),
             Some(text) => Ok(Answer {
                 text,
                 source: AnswerSource::User,
@@ -382,4 +388,11 @@ fn always_in_this_project_saves_the_rule_and_keeps_the_project_trusted() {
     );
     assert_eq!(p.bash("cargo fmt"), Decision::Allow);
     assert_eq!(p.asked().len(), 1, "kept for the rest of the runtime too");
+}
+
+#[test]
+fn a_question_nobody_answers_in_time_refuses_the_call_saying_so() {
+    let mut p = policy(Approval::Ask, Vec::new(), &["timeout:no"]);
+    let reason = blocked(&p.bash("make")).to_owned();
+    assert!(reason.contains("nobody answered the approval question in time"), "{reason}");
 }

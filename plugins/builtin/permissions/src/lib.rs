@@ -153,6 +153,12 @@ fn ask(tool: &str, arguments: &serde_json::Value, call: &Call<'_>) -> ext::Handl
         NO,
     );
     let answer = match answer {
+        Ok(answer) if answer.source == host::AnswerSource::Timeout => {
+            return block(
+                "nobody answered the approval question in time, so the call did not run; ask again when someone can answer, or use a rule or `--approval` that allows it"
+                    .to_owned(),
+            );
+        }
         Ok(answer) => answer.text,
         Err(err) => {
             return block(format!(
