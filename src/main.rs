@@ -65,6 +65,8 @@ enum Command {
     Models(cmd::models::Args),
     /// Manage credentials: `auth set PROVIDER` (value from stdin or a hidden prompt), `status`, `check PROVIDER`, `logout PROVIDER`.
     Auth(cmd::auth::Args),
+    /// Manage the secrets smith redacts: `secret add NAME [--allow TOOL]` (value from stdin or a hidden prompt), `list`, `remove NAME`.
+    Secret(cmd::secret::Args),
     /// Serve JSON-RPC 2.0 on standard input and output: sessions, prompts, queues, streamed events.
     Rpc(cmd::rpc::Args),
     /// Serve the Model Context Protocol on stdio: built-in tools, sessions as resources.
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         Command::Tui(args) => cmd::tui::run(args),
         Command::Models(args) => cmd::models::run(args),
         Command::Auth(args) => cmd::auth::run(args),
+        Command::Secret(args) => cmd::secret::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Checkpoint(args) => cmd::checkpoint::run(args),

@@ -207,7 +207,9 @@ fn load_with(
             effects = effects.with_asker(Arc::clone(asker));
         }
         if uses_secrets {
-            effects = effects.with_secrets(secret_source(&paths));
+            effects = effects
+                .with_secrets(secret_source(&paths))
+                .with_secret_sink(crate::secrets::plugin_sink());
         }
         // The project is the folder the runtime works in.
         if uses_project && let Ok(folder) = std::env::current_dir() {
@@ -310,6 +312,15 @@ fn load_with(
         .unwrap_or_else(std::sync::PoisonError::into_inner) = tool_access(&loaded);
     match crate::plugin_config::resolve(&loaded) {
         Ok((resolved, notes)) => {
+            // Credentials in the configuration are redacted; secret routes
+            // join the substitution policy.
+            crate::secrets::apply_config(&resolved, &|plugin| {
+                loaded
+                    .iter()
+                    .find(|p| p.name() == plugin)
+                    .and_then(|p| p.effects().map(|e| e.grants().secrets.clone()))
+                    .unwrap_or_default()
+            });
             config.install(resolved);
             warnings.extend(notes);
         }

@@ -330,7 +330,8 @@ impl RuntimeOptions {
         // sent to the provider, recorded or shown.
         let (secrets, recordable) = crate::secrets::process_registry();
         config.redactor = secrets.redactor();
-        if recordable && let Err(err) = journal.record_secret_registrations(secrets.registrations())
+        if recordable
+            && let Err(err) = journal.record_secret_registrations(&secrets.registrations())
         {
             smith_diag::log::report(&smith_diag::Diagnostic::warning(
                 "secrets.not-recorded",
@@ -338,6 +339,9 @@ impl RuntimeOptions {
                 format!("the session store refused the entries: {err}"),
                 "nothing else changes: they are redacted all the same; check the session store (`smith session repair`)",
             ));
+        }
+        if recordable {
+            secrets.record_later(Arc::clone(&journal));
         }
         // Tool effects and plugin host effects draw their numbers from one
         // counter, so every fx-N in the session is unique.

@@ -36,6 +36,7 @@ pub mod measure;
 pub mod permission_gates;
 pub mod plugin_gates;
 pub mod rng;
+pub mod secret_gates;
 pub mod store_gates;
 pub mod table;
 pub mod tui_gates;

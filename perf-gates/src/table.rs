@@ -192,6 +192,7 @@ pub const GROUPS: &[&[Gate]] = &[
     crate::tui_gates::TUI,
     STORE,
     crate::plugin_gates::PLUGINS,
+    crate::secret_gates::SECRETS,
     crate::permission_gates::PERMISSIONS,
 ];
 

@@ -196,7 +196,7 @@ fn read_value(provider: &str, slot: &str) -> Result<String, Diagnostic> {
 
 /// Reads one line from the terminal on standard input with echo off.
 #[cfg(unix)]
-fn read_hidden_line() -> std::io::Result<String> {
+pub(super) fn read_hidden_line() -> std::io::Result<String> {
     let fd = libc::STDIN_FILENO;
     // SAFETY: termios is plain data; tcgetattr fills it for a valid fd.
     let mut old: libc::termios = unsafe { std::mem::zeroed() };
@@ -220,7 +220,7 @@ fn read_hidden_line() -> std::io::Result<String> {
 
 /// Reads one line from standard input (echo cannot be turned off here).
 #[cfg(not(unix))]
-fn read_hidden_line() -> std::io::Result<String> {
+pub(super) fn read_hidden_line() -> std::io::Result<String> {
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).map(|_| line)
 }

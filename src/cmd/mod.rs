@@ -12,6 +12,7 @@ pub mod models;
 pub mod plugin;
 pub mod replay;
 pub mod rpc;
+pub mod secret;
 pub mod session;
 pub mod trust;
 pub mod tui;

@@ -2,11 +2,26 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use zeroize::Zeroizing;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind, Span, packed};
 
 use crate::placeholder;
+use crate::registry::Registration;
+use crate::substitute::{Lookup, NeverAuthorize, Policy, Substitution, substitute_json_with};
+
+/// Whether any string of `value` holds the opening of a placeholder.
+fn holds_placeholder(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(s) => s.contains(placeholder::OPEN),
+        serde_json::Value::Array(items) => items.iter().any(holds_placeholder),
+        serde_json::Value::Object(map) => map.values().any(holds_placeholder),
+        _ => false,
+    }
+}
 
 /// Patterns per vectorized group: the most Teddy (the SIMD searcher)
 /// takes. Past its own heuristic limit of 64 its buckets verify more
@@ -121,45 +136,81 @@ impl Engine {
     }
 }
 
-/// Replaces every registered value, and every JSON-escaped form of it, in
-/// text with the placeholder `{secret:NAME}`.
-///
-/// One multi-pattern automaton (leftmost-longest, so of two secrets where
-/// one begins the other the longer is replaced whole) scans the text once.
-/// Text without a secret is returned borrowed, without allocating. Built by
-/// [`crate::Registry::redactor`]; immutable and shared (`Arc`) so every
-/// thread redacts with the same snapshot.
+/// One immutable set of patterns: what a [`Redactor`] searches for until
+/// the next registration is published.
 ///
 /// The automaton's tables hold the patterns too; they are freed, not
-/// zeroed, when the redactor drops.
-pub struct Redactor {
+/// zeroed, when the snapshot drops.
+struct Snapshot {
     matcher: Option<Engine>,
     /// Pattern id → index into `placeholders`.
     slots: Vec<u32>,
     placeholders: Vec<Box<str>>,
     /// The longest pattern, in bytes (0 when empty).
     max_len: usize,
+    /// Each name's current value, for substitution; zeroed on drop.
+    values: Vec<(Registration, Zeroizing<String>)>,
+}
+
+impl Lookup for Snapshot {
+    fn value(&self, name: &str) -> Option<(&Registration, &str)> {
+        self.values
+            .iter()
+            .find(|(r, _)| r.name == name)
+            .map(|(r, v)| (r, v.as_str()))
+    }
+}
+
+/// Replaces every registered value, and every JSON-escaped form of it, in
+/// text with the placeholder `{secret:NAME}`.
+///
+/// One multi-pattern search (leftmost-longest, so of two secrets where one
+/// begins the other the longer is replaced whole) scans the text once.
+/// Text without a secret is returned borrowed, without allocating. Handed
+/// out by [`crate::Registry::redactor`] and shared (`Arc`): it is *live*
+/// — a value the registry registers after handing it out (a plugin's
+/// handoff during a run) is redacted from then on by every holder.
+///
+/// Each registration published builds a new immutable snapshot of the
+/// patterns and swaps it in with one atomic store; a search reads the
+/// current snapshot with one atomic load, never a lock. Earlier snapshots
+/// are kept until the redactor drops (a search may still be using one),
+/// which costs one matcher per registration published during a run.
+pub struct Redactor {
+    /// Always points at the last snapshot in `kept`.
+    current: AtomicPtr<Snapshot>,
+    /// Every snapshot installed, oldest first: the boxes never move and
+    /// are freed only when the redactor drops.
+    // The boxes are the point: `current` points into them, and a box's
+    // contents stay put when the vector grows.
+    #[allow(clippy::vec_box)]
+    kept: Mutex<Vec<Box<Snapshot>>>,
+    /// Who may receive which secret at the effect boundary; asked only
+    /// when an input holds a placeholder.
+    policy: RwLock<Arc<dyn Policy>>,
 }
 
 impl fmt::Debug for Redactor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.snapshot();
         f.debug_struct("Redactor")
-            .field("patterns", &self.slots.len())
-            .field("placeholders", &self.placeholders)
-            .field("max_len", &self.max_len)
+            .field("patterns", &s.slots.len())
+            .field("placeholders", &s.placeholders)
+            .field("max_len", &s.max_len)
             .finish()
     }
 }
 
-impl Redactor {
-    /// A redactor for `(name, value)` pairs. Values sharing a name share
-    /// its placeholder.
-    pub(crate) fn build<'a>(secrets: impl Iterator<Item = (&'a str, &'a str)>) -> Redactor {
+impl Snapshot {
+    /// A snapshot for `(registration, value, current)` triples. Values
+    /// sharing a name share its placeholder.
+    fn build<'a>(secrets: impl Iterator<Item = (&'a Registration, &'a str, bool)>) -> Snapshot {
         let mut patterns: Vec<String> = Vec::new();
         let mut slots = Vec::new();
         let mut placeholders: Vec<Box<str>> = Vec::new();
-        for (name, value) in secrets {
-            let text = placeholder::placeholder(name);
+        let mut values = Vec::new();
+        for (registration, value, current) in secrets {
+            let text = placeholder::placeholder(&registration.name);
             let slot = match placeholders.iter().position(|p| **p == *text) {
                 Some(at) => at,
                 None => {
@@ -173,16 +224,90 @@ impl Redactor {
                     slots.push(slot as u32);
                 }
             }
+            if current {
+                values.push((registration.clone(), Zeroizing::new(value.to_owned())));
+            }
         }
         let max_len = patterns.iter().map(String::len).max().unwrap_or(0);
         let matcher = Engine::build(&patterns);
         zeroize::Zeroize::zeroize(&mut patterns);
-        Redactor {
+        Snapshot {
             matcher,
             slots,
             placeholders,
             max_len,
+            values,
         }
+    }
+}
+
+impl Redactor {
+    /// A live redactor for `(registration, value, current)` triples.
+    pub(crate) fn build<'a>(
+        secrets: impl Iterator<Item = (&'a Registration, &'a str, bool)>,
+    ) -> Redactor {
+        let first = Box::new(Snapshot::build(secrets));
+        let current = AtomicPtr::new(std::ptr::from_ref::<Snapshot>(&first).cast_mut());
+        Redactor {
+            current,
+            kept: Mutex::new(vec![first]),
+            policy: RwLock::new(Arc::new(NeverAuthorize)),
+        }
+    }
+
+    /// Publishes a new set of secrets: every search that starts after
+    /// this returns uses it.
+    pub(crate) fn publish<'a>(
+        &self,
+        secrets: impl Iterator<Item = (&'a Registration, &'a str, bool)>,
+    ) {
+        let next = Box::new(Snapshot::build(secrets));
+        let ptr = std::ptr::from_ref::<Snapshot>(&next).cast_mut();
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.push(next);
+        self.current.store(ptr, Ordering::Release);
+    }
+
+    /// The current snapshot.
+    #[inline]
+    fn snapshot(&self) -> &Snapshot {
+        let ptr = self.current.load(Ordering::Acquire);
+        // SAFETY: `current` only ever points at a boxed snapshot owned by
+        // `kept` (set in `build` and `publish`, after the box is stored).
+        // Boxes in `kept` are never removed or moved out before the
+        // redactor drops, and a box's contents do not move when the vector
+        // grows, so the snapshot outlives this borrow of `self`. Snapshots
+        // are immutable after construction.
+        unsafe { &*ptr }
+    }
+
+    /// Sets the policy that decides, at the effect boundary, which tool
+    /// may receive which secret ([`Redactor::substitute_json`]). The
+    /// default, [`NeverAuthorize`], allows nothing.
+    pub fn set_policy(&self, policy: Arc<dyn Policy>) {
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = policy;
+    }
+
+    /// `input` (a tool call's arguments) with each `{secret:NAME}` that
+    /// the policy authorizes for `tool` replaced by the current value, for
+    /// execution only: `input` itself (what the journal records) is not
+    /// changed. `None` — without asking the policy or allocating — when no
+    /// string of `input` holds a placeholder.
+    pub fn substitute_json(
+        &self,
+        input: &serde_json::Value,
+        tool: &str,
+    ) -> Option<Substitution<serde_json::Value>> {
+        if !holds_placeholder(input) {
+            return None;
+        }
+        let policy = Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner));
+        Some(substitute_json_with(
+            self.snapshot(),
+            input,
+            tool,
+            policy.as_ref(),
+        ))
     }
 
     /// A redactor that redacts nothing.
@@ -192,23 +317,51 @@ impl Redactor {
 
     /// Whether there is nothing to redact.
     pub fn is_empty(&self) -> bool {
-        self.matcher.is_none()
+        self.snapshot().matcher.is_none()
     }
 
     /// The longest form of a secret it looks for, in bytes.
     pub fn max_len(&self) -> usize {
-        self.max_len
+        self.snapshot().max_len
     }
 
     /// Whether `text` contains a registered value (in any form).
     #[inline]
     pub fn contains_secret(&self, text: &[u8]) -> bool {
-        self.matcher.as_ref().is_some_and(|m| m.is_match(text))
+        self.snapshot().contains_secret(text)
     }
 
     /// `text` with every registered value replaced by its placeholder;
     /// borrowed (no allocation) when there is none.
     pub fn redact_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.snapshot().redact_str(text)
+    }
+
+    /// [`Redactor::redact_str`] for bytes.
+    pub fn redact_bytes<'t>(&self, text: &'t [u8]) -> Cow<'t, [u8]> {
+        self.snapshot().redact_bytes(text)
+    }
+
+    /// Appends `text` with every registered value replaced to `out`, for
+    /// callers that reuse a buffer. Returns how many values it replaced.
+    pub fn redact_into(&self, text: &[u8], out: &mut Vec<u8>) -> usize {
+        self.snapshot().redact_into(text, out)
+    }
+
+    /// Redacts every string in a JSON value in place (object keys are
+    /// left as they are). Returns how many values it replaced.
+    pub fn redact_json(&self, value: &mut serde_json::Value) -> usize {
+        self.snapshot().redact_json(value)
+    }
+}
+
+impl Snapshot {
+    #[inline]
+    fn contains_secret(&self, text: &[u8]) -> bool {
+        self.matcher.as_ref().is_some_and(|m| m.is_match(text))
+    }
+
+    fn redact_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
         match self.redact_bytes(text.as_bytes()) {
             Cow::Borrowed(_) => Cow::Borrowed(text),
             // Patterns and placeholders are whole UTF-8 strings, so
@@ -220,8 +373,7 @@ impl Redactor {
         }
     }
 
-    /// [`Redactor::redact_str`] for bytes.
-    pub fn redact_bytes<'t>(&self, text: &'t [u8]) -> Cow<'t, [u8]> {
+    fn redact_bytes<'t>(&self, text: &'t [u8]) -> Cow<'t, [u8]> {
         let Some(matcher) = &self.matcher else {
             return Cow::Borrowed(text);
         };
@@ -243,9 +395,7 @@ impl Redactor {
         }
     }
 
-    /// Appends `text` with every registered value replaced to `out`, for
-    /// callers that reuse a buffer. Returns how many values it replaced.
-    pub fn redact_into(&self, text: &[u8], out: &mut Vec<u8>) -> usize {
+    fn redact_into(&self, text: &[u8], out: &mut Vec<u8>) -> usize {
         let Some(matcher) = &self.matcher else {
             out.extend_from_slice(text);
             return 0;
@@ -263,9 +413,7 @@ impl Redactor {
         count
     }
 
-    /// Redacts every string in a JSON value in place (object keys are
-    /// left as they are). Returns how many values it replaced.
-    pub fn redact_json(&self, value: &mut serde_json::Value) -> usize {
+    fn redact_json(&self, value: &mut serde_json::Value) -> usize {
         match value {
             serde_json::Value::String(s) => {
                 if !self.contains_secret(s.as_bytes()) {
@@ -346,13 +494,13 @@ impl StreamRedactor {
     /// Feeds `chunk`, appending to `out` every byte that is settled.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         if self.held.is_empty() {
-            let (used, count) = self.redactor.redact_settled(chunk, false, out);
+            let (used, count) = self.redactor.snapshot().redact_settled(chunk, false, out);
             self.replaced += count;
             self.held.extend_from_slice(&chunk[used..]);
         } else {
             let mut data = std::mem::take(&mut self.held);
             data.extend_from_slice(chunk);
-            let (used, count) = self.redactor.redact_settled(&data, false, out);
+            let (used, count) = self.redactor.snapshot().redact_settled(&data, false, out);
             self.replaced += count;
             data.drain(..used);
             self.held = data;
@@ -362,7 +510,7 @@ impl StreamRedactor {
     /// Ends the stream, appending what was held back.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
         let data = std::mem::take(&mut self.held);
-        let (_, count) = self.redactor.redact_settled(&data, true, out);
+        let (_, count) = self.redactor.snapshot().redact_settled(&data, true, out);
         self.replaced += count;
     }
 

@@ -1,7 +1,8 @@
 //! The registry: which values are secret, under which names, from where.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use zeroize::Zeroizing;
 
@@ -248,7 +249,10 @@ pub struct Registry {
     key: FingerprintKey,
     entries: Vec<Entry>,
     pending: Vec<Pending>,
-    redactor: OnceLock<Arc<Redactor>>,
+    /// The live redactor every holder shares.
+    redactor: Arc<Redactor>,
+    /// Whether `redactor` searches for every entry.
+    published: AtomicBool,
 }
 
 impl fmt::Debug for Registry {
@@ -275,7 +279,8 @@ impl Registry {
             key,
             entries: Vec::new(),
             pending: Vec::new(),
-            redactor: OnceLock::new(),
+            redactor: Arc::new(Redactor::empty()),
+            published: AtomicBool::new(true),
         }
     }
 
@@ -389,7 +394,13 @@ impl Registry {
             value: Zeroizing::new(value.to_owned()),
             current: true,
         });
-        self.redactor = OnceLock::new();
+        self.published.store(false, Ordering::Release);
+        // Once handed out, the redactor learns each new value at once (a
+        // plugin's handoff during a run); before that, registrations are
+        // published together on the first `redactor()`.
+        if Arc::strong_count(&self.redactor) > 1 {
+            self.publish();
+        }
         Ok(Registered {
             registration,
             new: true,
@@ -451,16 +462,30 @@ impl Registry {
         ))
     }
 
-    /// The redactor for everything registered so far. Built on first use
-    /// after a registration and shared until the next one.
+    /// The live redactor: it redacts everything registered so far, and
+    /// — once handed out — every value registered later too (each
+    /// registration publishes a new snapshot to every holder; see
+    /// [`Redactor`]). Always the same redactor for one registry.
     pub fn redactor(&self) -> Arc<Redactor> {
-        Arc::clone(self.redactor.get_or_init(|| {
-            Arc::new(Redactor::build(
-                self.entries
-                    .iter()
-                    .map(|e| (e.registration.name.as_str(), e.value.as_str())),
-            ))
-        }))
+        if !self.published.load(Ordering::Acquire) {
+            self.publish();
+        }
+        Arc::clone(&self.redactor)
+    }
+
+    /// Sets the substitution policy of the live redactor
+    /// ([`Redactor::substitute_json`]).
+    pub fn set_policy(&self, policy: Arc<dyn crate::Policy>) {
+        self.redactor.set_policy(policy);
+    }
+
+    fn publish(&self) {
+        self.redactor.publish(
+            self.entries
+                .iter()
+                .map(|e| (&e.registration, e.value.as_str(), e.current)),
+        );
+        self.published.store(true, Ordering::Release);
     }
 
     /// The current value of `name`, for substitution.

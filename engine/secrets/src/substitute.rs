@@ -30,7 +30,7 @@ pub enum Decision {
 /// Who may receive which secret. Routing and authorization are decided
 /// by plugins; the core only asks. Called once per distinct secret per
 /// substitution.
-pub trait Policy: Send + Sync {
+pub trait Policy: Send + Sync + 'static {
     /// Whether `request.tool` may receive `request.secret`'s value.
     fn authorize(&self, request: &Request<'_>) -> Decision;
 }
@@ -184,9 +184,45 @@ impl<T: Wipe> fmt::Debug for Substitution<T> {
     }
 }
 
+/// Where substitution finds a name's current value: the registry, or a
+/// live redactor's snapshot of it.
+pub(crate) trait Lookup {
+    /// The registration and current value of `name`.
+    fn value(&self, name: &str) -> Option<(&Registration, &str)>;
+}
+
+impl Lookup for Registry {
+    fn value(&self, name: &str) -> Option<(&Registration, &str)> {
+        Registry::value(self, name)
+    }
+}
+
+/// [`Registry::substitute_json`] over any [`Lookup`].
+pub(crate) fn substitute_json_with(
+    values: &dyn Lookup,
+    input: &serde_json::Value,
+    tool: &str,
+    policy: &dyn Policy,
+) -> Substitution<serde_json::Value> {
+    let mut decisions = Decisions {
+        registry: values,
+        tool,
+        policy,
+        allowed: Vec::new(),
+        used: Vec::new(),
+        refused: Vec::new(),
+    };
+    let input = decisions.json(input);
+    Substitution {
+        input,
+        used: decisions.used,
+        refused: decisions.refused,
+    }
+}
+
 /// The decisions of one substitution, one per distinct name.
 struct Decisions<'r> {
-    registry: &'r Registry,
+    registry: &'r dyn Lookup,
     tool: &'r str,
     policy: &'r dyn Policy,
     allowed: Vec<(String, &'r str)>,
@@ -310,12 +346,6 @@ impl Registry {
         tool: &str,
         policy: &dyn Policy,
     ) -> Substitution<serde_json::Value> {
-        let mut decisions = self.decisions(tool, policy);
-        let input = decisions.json(input);
-        Substitution {
-            input,
-            used: decisions.used,
-            refused: decisions.refused,
-        }
+        substitute_json_with(self, input, tool, policy)
     }
 }

@@ -2,8 +2,10 @@
 //! their placeholders `{secret:NAME}` before anything leaves the runtime.
 //!
 //! The runtime holds one [`Redactor`] ([`AgentConfig::redactor`], built by
-//! the embedding from every credential it can see; empty by default) and
-//! applies it where text enters the conversation or leaves the loop:
+//! the embedding from every credential it can see; empty by default). It
+//! is live: a value the embedding registers while the runtime runs (a
+//! plugin's handoff) is redacted from then on. The runtime applies it
+//! where text enters the conversation or leaves the loop:
 //!
 //! - at spawn, to the system prompt and a resumed history;
 //! - to every message before it is recorded and joins the history
@@ -14,6 +16,10 @@
 //! - to a tool's result right after it ran, before its completion is
 //!   recorded, and to its streamed output through a [`StreamRedactor`]
 //!   (a value split across chunks is replaced whole);
+//! - just before a tool runs, the other way: the placeholders in its
+//!   arguments that the redactor's policy authorizes for that tool become
+//!   values in the copy the tool gets (`Redactor::substitute_json`; none
+//!   by default), while the recorded arguments keep the placeholders;
 //! - to compaction instructions and summaries;
 //! - to user input before an extension screens it;
 //! - to every event on its way to the frontend and the extension hooks,

@@ -1397,7 +1397,13 @@ impl Executor<'_> {
                     output,
                 });
             }));
-        let mut result = tool.execute(&call.arguments, &cx);
+        // The recorded arguments keep their placeholders; the tool gets
+        // the values the substitution policy authorizes for it (none by
+        // default), wiped when the call returns.
+        let substituted = self.redactor.substitute_json(&call.arguments, &call.name);
+        let arguments = substituted.as_ref().map_or(&call.arguments, |s| s.input());
+        let mut result = tool.execute(arguments, &cx);
+        drop(substituted);
         if let Some(stream) = stream {
             let mut rest = Vec::new();
             lock(&stream).finish(&mut rest);

@@ -296,6 +296,9 @@ struct Calls {
     inflight: Mutex<HashMap<String, Inflight>>,
     /// The extension plugins' decisions (`tool-call`), when loaded.
     hooks: Option<Mutex<Box<dyn Hooks>>>,
+    /// Every credential smith can see: redacted from what is recorded and
+    /// answered, substituted into arguments where the policy allows.
+    secrets: smith_host::secrets::RuntimeSecrets,
 }
 
 /// The MCP server.
@@ -331,6 +334,22 @@ impl McpServer {
             .with_approval(options.approval.clone());
         let destination = open_destination(&options.store_root, &options.session)?;
         warn_unknown_effects(&destination);
+        let (secrets, recordable) = smith_host::secrets::process_registry();
+        if recordable
+            && let Err(err) = destination
+                .journal
+                .record_secret_registrations(&secrets.registrations())
+        {
+            smith_diag::log::report(&smith_diag::Diagnostic::warning(
+                "secrets.not-recorded",
+                "the secrets this server redacts were not recorded in the session",
+                format!("the session store refused the entries: {err}"),
+                "nothing else changes: they are redacted all the same; check the session store (`smith session repair`)",
+            ));
+        }
+        if recordable {
+            secrets.record_later(Arc::clone(&destination.journal));
+        }
         Ok(McpServer {
             elicit: Arc::new(Elicit::new(out.clone())),
             calls: Arc::new(Calls {
@@ -341,6 +360,7 @@ impl McpServer {
                 next_effect: Arc::new(AtomicU64::new(destination.last_effect_seq)),
                 inflight: Mutex::new(HashMap::new()),
                 hooks: None,
+                secrets,
             }),
             store_root: options.store_root.clone(),
             session_name: destination.name,
@@ -770,7 +790,14 @@ impl Calls {
                 );
             }
         };
-        let input = match canonical_cbor(arguments) {
+        // The intent records the arguments with registered secrets as
+        // placeholders; the tool gets the client's arguments with the
+        // placeholders the policy authorizes for it substituted.
+        let redactor = self.secrets.redactor();
+        let mut recorded = arguments.clone();
+        redactor.redact_json(&mut recorded);
+        let substituted = redactor.substitute_json(arguments, name);
+        let input = match canonical_cbor(&recorded) {
             Ok(input) if input.len() <= MAX_INPUT_BYTES => input,
             Ok(input) => {
                 return tool_result(
@@ -814,6 +841,7 @@ impl Calls {
                 json!({"progressToken": token, "progress": 0, "message": format!("{name} started (effect {effect_id})")}),
             );
             let out = self.out.clone();
+            let progress_redactor = Arc::clone(&redactor);
             let state = Mutex::new((0u64, Instant::now()));
             cx = cx.with_output_sink(Arc::new(move |bytes: &[u8]| {
                 let mut s = lock(&state);
@@ -829,6 +857,7 @@ impl Calls {
                         .into_iter()
                         .rev()
                         .collect();
+                    let message = progress_redactor.redact_str(&message).into_owned();
                     let _ = out.notify(
                         "notifications/progress",
                         json!({"progressToken": token, "progress": s.0, "message": message}),
@@ -836,7 +865,12 @@ impl Calls {
                 }
             }));
         }
-        let result = tool.execute(arguments, &cx);
+        let mut result = tool.execute(substituted.as_ref().map_or(arguments, |s| s.input()), &cx);
+        drop(substituted);
+        if let std::borrow::Cow::Owned(content) = redactor.redact_str(&result.content) {
+            result.content = content;
+        }
+        redactor.redact_json(&mut result.details);
         let cancelled = result.is_error && result.error_kind() == Some("cancelled");
         let outcome = if cancelled {
             Outcome::Cancelled

@@ -48,7 +48,9 @@ pub use permissions::{
 pub use process::{
     MAX_PROCESS_OUTPUT, MAX_PROCESS_TIMEOUT, ProcessEnd, ProcessOutput, ProcessRequest,
 };
-pub use secrets::{MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretSource};
+pub use secrets::{
+    MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretRegistration, SecretSink, SecretSource,
+};
 pub use session::{MAX_SESSION_PAGE, SessionSource};
 pub use smith_config::permissions::PermissionRule;
 
@@ -178,6 +180,7 @@ pub struct Effects {
     net: Option<Arc<smith_net::Client>>,
     session: Option<SessionSource>,
     secrets: Option<SecretSource>,
+    secret_sink: Option<SecretSink>,
     project: Option<PathBuf>,
     checkpoints_root: Option<PathBuf>,
     asker: Option<Asker>,
@@ -268,6 +271,7 @@ impl Effects {
             net: None,
             session: None,
             secrets: None,
+            secret_sink: None,
             project: None,
             checkpoints_root: None,
             asker: None,
@@ -347,6 +351,15 @@ impl Effects {
     #[must_use]
     pub fn with_secrets(mut self, source: SecretSource) -> Self {
         self.secrets = Some(source);
+        self
+    }
+
+    /// Hands the values the plugin registers (`register-secret`) and the
+    /// secrets resolved for its headers to `sink` (the running runtime's
+    /// registry), so the runtime redacts them from then on.
+    #[must_use]
+    pub fn with_secret_sink(mut self, sink: SecretSink) -> Self {
+        self.secret_sink = Some(sink);
         self
     }
 

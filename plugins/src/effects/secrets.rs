@@ -17,6 +17,42 @@ use super::{EffectError, Effects};
 /// into the HTTP requests the host sends; it never reaches a plugin.
 pub type SecretSource = Arc<dyn Fn(&str) -> Result<Option<String>, String> + Send + Sync>;
 
+/// A value the plugin host hands to the embedding's secret registry, so
+/// that the runtime redacts it from then on.
+#[derive(Clone, Copy)]
+pub enum SecretRegistration<'a> {
+    /// A value the plugin `plugin` created and registered
+    /// (`register-secret`): the one-time handoff.
+    Created {
+        /// The plugin's name.
+        plugin: &'a str,
+        /// The value.
+        value: &'a str,
+    },
+    /// The value of a granted secret handle resolved for an
+    /// `http-request` header (`{secret:HANDLE}`).
+    Resolved {
+        /// The handle, `provider.slot`.
+        handle: &'a str,
+        /// The value.
+        value: &'a str,
+    },
+}
+
+impl std::fmt::Debug for SecretRegistration<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretRegistration::Created { plugin, .. } => write!(f, "Created({plugin})"),
+            SecretRegistration::Resolved { handle, .. } => write!(f, "Resolved({handle})"),
+        }
+    }
+}
+
+/// How the embedding registers a secret value with the running runtime's
+/// registry (its redactor sees the value at once); `Err` with a reason
+/// when the registry refuses it. The reason never shows the value.
+pub type SecretSink = Arc<dyn Fn(SecretRegistration<'_>) -> Result<(), String> + Send + Sync>;
+
 /// The shortest value `register-secret` accepts: a shorter one would redact
 /// ordinary words from every line smith prints.
 pub const MIN_REGISTERED_SECRET: usize = 8;
@@ -39,6 +75,14 @@ impl Effects {
         match source(handle) {
             Ok(Some(value)) => {
                 smith_diag::secrets::register(&value);
+                if let Some(sink) = &self.secret_sink {
+                    // A value the registry refuses (too short) is still
+                    // redacted in diagnostics; the request goes out.
+                    let _ = sink(SecretRegistration::Resolved {
+                        handle,
+                        value: &value,
+                    });
+                }
                 Ok(value)
             }
             Ok(None) => {
@@ -91,8 +135,11 @@ impl Effects {
     }
 
     /// `register-secret`: from now on smith redacts `value` (a credential
-    /// the plugin obtained itself) wherever it would print it. Needs at
-    /// least one `secrets` grant; recorded with the value's length only.
+    /// the plugin obtained itself) wherever it would print it, and the
+    /// running runtime's registry holds it (the one-time handoff: source
+    /// `plugin:NAME`), so every text the runtime sends, records or shows
+    /// after this carries its placeholder. Needs at least one `secrets`
+    /// grant; recorded with the value's length only.
     ///
     /// # Errors
     ///
@@ -118,6 +165,17 @@ impl Effects {
             &json!({"plugin": self.plugin, "bytes": value.len()}),
         )?;
         smith_diag::secrets::register(value);
+        if let Some(sink) = &self.secret_sink
+            && let Err(reason) = sink(SecretRegistration::Created {
+                plugin: &self.plugin,
+                value,
+            })
+        {
+            return self.settle::<()>(
+                effect_id,
+                Err((format!("register-secret: {reason}"), Mutation::NotApplied)),
+            );
+        }
         self.complete(
             effect_id,
             Outcome::Ok,

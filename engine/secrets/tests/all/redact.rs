@@ -129,15 +129,58 @@ fn bytes_that_are_not_utf8_are_redacted() {
 }
 
 #[test]
-fn a_new_registration_rebuilds_the_redactor() {
+fn the_redactor_handed_out_learns_later_registrations() {
     let mut reg = Registry::new(FingerprintKey::from_bytes([8; 32]));
     assert!(reg.redactor().is_empty());
     reg.register("a.key", API_KEY, Source::User).expect("a");
     let first = reg.redactor();
     assert!(std::sync::Arc::ptr_eq(&first, &reg.redactor()));
-    reg.register("b.key", GITHUB, Source::User).expect("b");
-    let second = reg.redactor();
-    assert!(!std::sync::Arc::ptr_eq(&first, &second));
+    assert!(first.contains_secret(API_KEY.as_bytes()));
     assert!(!first.contains_secret(GITHUB.as_bytes()));
-    assert!(second.contains_secret(GITHUB.as_bytes()));
+    // Registered while the redactor is held (a plugin's handoff during a
+    // run): every holder redacts it from then on, without asking again.
+    reg.register("b.key", GITHUB, Source::Plugin("login".into()))
+        .expect("b");
+    assert!(first.contains_secret(GITHUB.as_bytes()));
+    assert_eq!(
+        first.redact_str(&format!("{API_KEY} {GITHUB}")),
+        "{secret:a.key} {secret:b.key}"
+    );
+    assert!(std::sync::Arc::ptr_eq(&first, &reg.redactor()));
+}
+
+#[test]
+fn the_redactor_substitutes_only_what_its_policy_authorizes() {
+    let mut reg = Registry::new(FingerprintKey::from_bytes([8; 32]));
+    reg.register("github.token", GITHUB, Source::User)
+        .expect("registered");
+    let r = reg.redactor();
+    let input = serde_json::json!({"command": "gh auth login --with-token {secret:github.token}"});
+    // No placeholder: nothing to do, the policy is not asked.
+    assert!(
+        r.substitute_json(&serde_json::json!({"command": "ls"}), "bash")
+            .is_none()
+    );
+    // The default policy authorizes nothing: the placeholder stays.
+    let run = r.substitute_json(&input, "bash").expect("a placeholder");
+    assert_eq!(run.input(), &input);
+    assert!(run.used().is_empty());
+    assert_eq!(run.refused().len(), 1);
+    r.set_policy(std::sync::Arc::new(
+        smith_secrets::AllowList::new().allow("bash", "github.token"),
+    ));
+    let run = r.substitute_json(&input, "bash").expect("a placeholder");
+    assert_eq!(
+        run.input()["command"],
+        format!("gh auth login --with-token {GITHUB}")
+    );
+    assert_eq!(run.used(), ["github.token"]);
+    let other = r.substitute_json(&input, "read").expect("a placeholder");
+    assert_eq!(other.input(), &input);
+    // The input the journal records is unchanged.
+    assert!(
+        input["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with("{secret:github.token}"))
+    );
 }
