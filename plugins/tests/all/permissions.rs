@@ -394,5 +394,8 @@ fn always_in_this_project_saves_the_rule_and_keeps_the_project_trusted() {
 fn a_question_nobody_answers_in_time_refuses_the_call_saying_so() {
     let mut p = policy(Approval::Ask, Vec::new(), &["timeout:no"]);
     let reason = blocked(&p.bash("make")).to_owned();
-    assert!(reason.contains("nobody answered the approval question in time"), "{reason}");
+    assert!(
+        reason.contains("nobody answered the approval question in time"),
+        "{reason}"
+    );
 }
