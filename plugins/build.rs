@@ -24,6 +24,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-hello",
     ],
     &[
+        "smith-plugin-permissions",
         "smith-plugin-probe",
         "smith-plugin-stuck",
         "smith-plugin-lifecycle",

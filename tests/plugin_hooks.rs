@@ -74,6 +74,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         lifecycle_lines(&err),
         [
             "[test/lifecycle] plugin-loaded smith/product",
+            "[test/lifecycle] plugin-loaded smith/permissions",
             "[test/lifecycle] plugin-loaded test/lifecycle",
             session_start.as_str(),
             "[test/lifecycle] before-provider-request mock-1",
@@ -91,7 +92,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .collect();
     // Every intent shown or kept is a `ui` effect with its intent and
     // completion records: the four notices released at the end of the turn
-    // (two plugin-loaded, session-start, before-provider-request), the kept
+    // (three plugin-loaded, session-start, before-provider-request), the kept
     // question after the run's record, then the session-shutdown notice.
     let ui = ["effect_intent", "effect_completion"];
     let mut expected = vec![
@@ -100,7 +101,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         "user_message",
         "assistant_message",
     ];
-    for _ in 0..4 {
+    for _ in 0..5 {
         expected.extend(ui);
     }
     expected.push("metadata");

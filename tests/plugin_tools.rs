@@ -15,8 +15,8 @@ use common::{dump, install_guest, run};
 use serde_json::Value;
 
 /// A smith home (also the project) with test/kit installed with
-/// `capabilities`, an AGENTS.md, and a mock script calling kit_read and
-/// kit_note, then answering `done`.
+/// `capabilities`, an AGENTS.md, a rule allowing kit_note, and a mock
+/// script calling kit_read and kit_note, then answering `done`.
 fn home_with_kit(capabilities: &str) -> (tempfile::TempDir, String) {
     let home = tempfile::tempdir().unwrap();
     install_guest(
@@ -26,6 +26,13 @@ fn home_with_kit(capabilities: &str) -> (tempfile::TempDir, String) {
         capabilities,
     );
     std::fs::write(home.path().join("AGENTS.md"), "be brief").unwrap();
+    // kit_note can change things: `smith eval` (workspace mode) runs it
+    // only because a permission rule allows it.
+    std::fs::write(
+        home.path().join("config.kdl"),
+        "permissions {\n    allow \"kit_note\"\n}\n",
+    )
+    .unwrap();
     let script = home.path().join("script.json");
     std::fs::write(
         &script,

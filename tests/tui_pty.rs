@@ -627,3 +627,57 @@ fn a_question_a_plugin_waits_for_owns_focus_and_its_answer_decides_the_call() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn the_permission_question_asks_in_ask_mode_and_always_keeps_the_call() {
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("script.json");
+    let turn = |command: &str, done: &str| {
+        format!(
+            r#"[{{"tool_call": {{"name": "bash", "arguments": {{"command": "{command}"}}}}}}, {{"stop": {{"reason": "tool_use"}}}}], [{{"text": "{done}"}}, {{"stop": {{"reason": "end"}}}}]"#
+        )
+    };
+    std::fs::write(
+        &script,
+        format!(
+            "[{}, {}, {}, {}]",
+            turn("touch one.txt", "first done"),
+            turn("touch two.txt", "second done"),
+            turn("touch three.txt", "third done"),
+            turn("touch three.txt", "fourth done"),
+        ),
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    // The interface's approval mode is `ask`: every command asks.
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &script]);
+    let work = s._work.path().to_path_buf();
+    s.ready();
+    s.send(b"one\r");
+    s.wait_for_screen("[smith/permissions] Allow bash to run");
+    // Typing filters the options: `yes` runs this call.
+    s.send(b"yes\r");
+    s.wait_for_screen("first done");
+    assert!(work.join("one.txt").exists());
+    s.send(b"two\r");
+    s.wait_for_screen("[smith/permissions] Allow bash to run");
+    // Esc takes the default, no: the call is refused and the model is told.
+    s.send(b"\x1b");
+    s.wait_for_screen("second done");
+    assert!(!work.join("two.txt").exists());
+    s.send(b"three\r");
+    s.wait_for_screen("[smith/permissions] Allow bash to run");
+    s.send(b"always\r");
+    s.wait_for_screen("third done");
+    assert!(work.join("three.txt").exists());
+    std::fs::remove_file(work.join("three.txt")).unwrap();
+    // The same call again runs without a question (one would wait and
+    // keep "fourth done" from ever showing).
+    s.send(b"four\r");
+    s.wait_for_screen("fourth done");
+    assert!(work.join("three.txt").exists());
+    s.wait_for_screen(" ready ·");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

@@ -161,6 +161,53 @@ in `<data dir>/trust.json` (mode 0600, written atomically). Any change to
 No flag grants trust on your behalf. `smith config set --project` on a
 trusted, unchanged project re-records the digest after its own edit.
 
+## Permission rules
+
+A `permissions` block holds rules the built-in plugin smith/permissions
+applies to every tool call, before the approval mode (`approval` below;
+docs/security.md, "Approval modes and permission rules"):
+
+```kdl
+permissions {
+    allow "bash" command="git status"
+    allow "bash" command="cargo *"
+    ask "write" path="src/**"
+    deny "*" path=".env"
+    deny "bash" command="rm -rf *"
+}
+```
+
+Each rule is `allow`, `ask` or `deny`, then the tool's name (`*`: every
+tool), then at most one pattern:
+
+- `path="GLOB"` matches the path a call names (`write`, `edit`, `read`,
+  `ls`, ... and plugin tools with a `path` argument), normalized and with
+  symbolic links resolved, so a link is judged by its target. `*` and `?`
+  stop at `/`, `**` crosses folders, `\` makes the next character
+  literal. A glob is relative to the project root and matches only paths
+  inside it; one without `/` matches a name at any depth (`.env` matches
+  `config/.env`); `./` anchors it at the root; one starting with `/`
+  matches absolute paths (outside the project too). A glob matching a
+  folder matches everything in it.
+- `command="GLOB"` (for `bash` or `*`) matches each command of a `bash`
+  call: the command line is split, quotes respected, at `&&`, `||`, `;`,
+  `|`, `&`, newlines, subshells, command substitutions (`$( )`, backticks)
+  and process substitutions (`<( )`, `>( )`). `*` matches any text.
+- Without a pattern the rule covers every call of the tool.
+
+A deny rule blocks a call when it matches the call or any one of its
+commands, in every approval mode (`full` and `--yes` included) and for
+read-only tools too. Allow rules allow a `bash` call only when every one of
+its commands is allowed. Then ask rules ask; read-only tools run; and the
+approval mode decides the rest.
+
+The user file's rules apply everywhere; a project's `.smith/config.kdl`
+rules apply only while the project is trusted. A rule that is not one of
+these shapes stops loading with a diagnostic naming the file, the line, the
+rule and what is valid. Answering a question "always in this project"
+appends an exact allow rule to the trusted project's file and re-records
+its trust digest.
+
 ## Directories
 
 | | `SMITH_HOME` set | Linux, BSD | macOS | Windows |

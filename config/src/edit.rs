@@ -77,7 +77,7 @@ pub fn set_in_text(
         out.push('\n');
     }
     // Check the result reads back as intended.
-    let settings = file::parse(&out, path, &mut Vec::new())?;
+    let (settings, _) = file::parse(&out, path, &mut Vec::new())?;
     if !settings
         .iter()
         .any(|s| s.decl.key == decl.key && &s.value == value)

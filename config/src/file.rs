@@ -19,13 +19,14 @@ pub(crate) struct FileSetting {
     pub at: LineCol,
 }
 
-/// Parses `text` (the contents of `path`) into settings. Unknown keys in
+/// Parses `text` (the contents of `path`) into settings and permission
+/// rules. Unknown keys in
 /// `warn` sections become warnings pushed onto `warnings`.
 pub(crate) fn parse(
     text: &str,
     path: &Path,
     warnings: &mut Vec<Diagnostic>,
-) -> Result<Vec<FileSetting>, ConfigError> {
+) -> Result<(Vec<FileSetting>, Vec<crate::permissions::PermissionRule>), ConfigError> {
     let doc = KdlDocument::parse(text).map_err(|err| {
         let first = err.diagnostics.first();
         let at = LineCol::from_offset(text, first.map_or(0, |d| d.span.offset()));
@@ -59,7 +60,8 @@ pub(crate) fn parse(
         seen: HashMap::new(),
     };
     walker.document(&doc, "")?;
-    Ok(walker.out)
+    let rules = crate::permissions::from_document(&doc, text, path)?;
+    Ok((walker.out, rules))
 }
 
 struct Walker<'a> {
@@ -97,6 +99,10 @@ impl Walker<'_> {
 
     fn document(&mut self, doc: &KdlDocument, prefix: &str) -> Result<(), ConfigError> {
         for node in doc.nodes() {
+            // Permission rules are not options: `crate::permissions` reads them.
+            if prefix.is_empty() && node.name().value() == crate::permissions::BLOCK {
+                continue;
+            }
             self.node(node, prefix)?;
         }
         Ok(())
@@ -308,7 +314,7 @@ mod tests {
 
     fn parse_ok(text: &str) -> (Vec<FileSetting>, Vec<Diagnostic>) {
         let mut w = Vec::new();
-        let s = parse(text, Path::new("/c.kdl"), &mut w).unwrap();
+        let (s, _) = parse(text, Path::new("/c.kdl"), &mut w).unwrap();
         (s, w)
     }
 

@@ -17,6 +17,9 @@
 //! themselves are resolved beside the table's ([`plugin`]); only [`edit::set_in_file`] (used by
 //! `smith config set`) writes, keeping comments and formatting.
 //!
+//! [`permissions`] reads the permission rules of the `permissions` block
+//! (user file, then trusted project file: [`Config::permission_rules`]).
+//!
 //! [`paths`] says where user files live (`SMITH_HOME` overrides all of it);
 //! other crates use it, e.g. `smith_config::paths::data_dir()`.
 #![deny(missing_docs)]
@@ -27,6 +30,7 @@ mod error;
 mod file;
 pub mod options;
 pub mod paths;
+pub mod permissions;
 pub mod plugin;
 mod resolve;
 mod sha256;

@@ -9,6 +9,7 @@ use crate::error::{ConfigError, ErrorKind, io_error};
 use crate::file;
 use crate::options::{self, OptionDecl};
 use crate::paths::Paths;
+use crate::permissions::PermissionRule;
 use crate::plugin::{PluginEntry, PluginOption};
 use crate::source::{Level, Source};
 use crate::suggest;
@@ -157,9 +158,12 @@ impl Loader {
             let decl = plugin_decl(key, &source)?;
             settings.push((decl, checked(decl, value.clone(), &source)?, source));
         }
+        let mut permission_rules = Vec::new();
         let user_file = self.paths.user_config_file();
         if let Some(text) = read_optional(&user_file)? {
-            for s in file::parse(&text, &user_file, &mut warnings)? {
+            let (parsed, rules) = file::parse(&text, &user_file, &mut warnings)?;
+            permission_rules.extend(rules);
+            for s in parsed {
                 let source = Source::User {
                     path: user_file.clone(),
                     at: s.at,
@@ -173,7 +177,9 @@ impl Loader {
             let status = TrustStore::open(&self.paths.trust_file())?.status(&project)?;
             if status == TrustStatus::Trusted {
                 if let Some(text) = read_optional(&config_file)? {
-                    for s in file::parse(&text, &config_file, &mut warnings)? {
+                    let (parsed, rules) = file::parse(&text, &config_file, &mut warnings)?;
+                    permission_rules.extend(rules);
+                    for s in parsed {
                         let source = Source::Project {
                             path: config_file.clone(),
                             at: s.at,
@@ -266,6 +272,7 @@ impl Loader {
                 .collect(),
             warnings,
             project: project_state,
+            permission_rules,
         };
         for (decl, value, source) in settings {
             config.push(decl, value, source);
@@ -425,6 +432,7 @@ pub struct Config {
     plugin_entries: Vec<PluginEntry>,
     warnings: Vec<Diagnostic>,
     project: Option<(Project, TrustStatus)>,
+    permission_rules: Vec<PermissionRule>,
 }
 
 impl Config {
@@ -583,6 +591,12 @@ impl Config {
     /// The project found, with its trust status.
     pub fn project(&self) -> Option<(&Project, &TrustStatus)> {
         self.project.as_ref().map(|(p, s)| (p, s))
+    }
+
+    /// The permission rules in effect: the user file's, then (only in a
+    /// trusted project) the project file's, each in file order.
+    pub fn permission_rules(&self) -> &[PermissionRule] {
+        &self.permission_rules
     }
 
     /// The project, only when it is trusted and unchanged: the gate for

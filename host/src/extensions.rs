@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/permissions), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.
@@ -7,17 +7,23 @@
 //! A plugin that cannot be loaded is left out with a warning naming it and
 //! why; it never stops the runtime from starting.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use smith_config::Paths;
 use smith_engine::agent::{DeclaredPolicy, Delivery, QueuePolicy};
+use smith_engine::approval::{Approval, ApprovalCell};
 use smith_engine::journal::EffectJournal;
 use smith_engine::journal::store::{PluginIntent, StoreJournal, plugin_intents, resume};
 use smith_engine::provider::Message;
+use smith_engine::tools::{Access, ToolSet};
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::dispatch::{Surface, is_question};
-use smith_plugins::effects::{Effects, Grants, SecretSource, SessionSource};
+use smith_plugins::effects::{
+    Effects, Grants, PermissionAccess, SecretSource, SessionSource, TrustedProject,
+};
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
@@ -84,6 +90,54 @@ pub fn load_for_session(
     load_configured(&journal, ids, Some(session), asking)
 }
 
+/// The permission policy's view of a runtime working in the process's
+/// folder in the `workspace` mode, for loads that do not say.
+fn default_permissions() -> PermissionAccess {
+    PermissionAccess::new(
+        ApprovalCell::new(Approval::Workspace),
+        std::env::current_dir().unwrap_or_default(),
+    )
+}
+
+/// Completes `access` with the configuration's permission rules, where
+/// rules are saved, and the trusted project; the warning when the
+/// configuration cannot be read (then no rule applies).
+fn configure_permissions(access: &mut PermissionAccess, paths: &Paths) -> Option<String> {
+    access.user_config = Some(paths.user_config_file());
+    let loaded = smith_config::Loader::new(paths.clone())
+        .start_dir(&access.root)
+        .load();
+    match loaded {
+        Ok(config) => {
+            access.rules = config.permission_rules().to_vec();
+            access.trusted = config.trusted_project().map(|project| TrustedProject {
+                project: project.clone(),
+                trust_file: paths.trust_file(),
+            });
+            None
+        }
+        Err(err) => Some(format!(
+            "smith/permissions applies no permission rule: the configuration could not be read: {}",
+            err.diagnostic().what()
+        )),
+    }
+}
+
+/// Whether each tool of a runtime with `plugins` only observes: the
+/// built-in tools, then the plugins' own.
+fn tool_access(plugins: &[WasmExtension]) -> HashMap<String, bool> {
+    let mut tools: HashMap<String, bool> = ToolSet::builtin()
+        .definitions()
+        .map(|d| (d.name.clone(), d.access == Access::ReadOnly))
+        .collect();
+    for plugin in plugins {
+        for spec in plugin.provided().map_or(&[][..], |p| &p.tools[..]) {
+            tools.entry(spec.name.clone()).or_insert(spec.read_only);
+        }
+    }
+    tools
+}
+
 /// [`load_into`], returning as well the configuration the plugins read and
 /// change, resolved with their contributions
 /// ([`crate::plugin_config`]), with questions going to `asking`.
@@ -93,27 +147,38 @@ pub fn load_configured(
     session: Option<SessionSource>,
     asking: Option<&Asking>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
-    load_with(journal, ids, session, asking, None)
+    load_with(journal, ids, session, asking, default_permissions(), None)
 }
 
 /// The runtime's sandbox and approval mode, which the plugins' processes
-/// run under.
+/// run under and smith/permissions reads and changes.
 pub type RuntimeSandbox = (
     Arc<smith_engine::tools::Sandbox>,
     smith_engine::approval::ApprovalCell,
 );
 
-/// [`load_for_session`] for a runtime whose plugins' processes run
-/// confined by `sandbox` while its approval mode is sandboxed.
+/// [`load_for_session`] for a runtime working in `cwd`: the plugins'
+/// processes run confined by `sandbox` while its approval mode is
+/// sandboxed, and smith/permissions reads and changes that mode (the cell
+/// the tools share) and judges paths against `cwd`.
 pub fn load_for_runtime(
     journal: &Arc<StoreJournal>,
     ids: &Arc<AtomicU64>,
     asking: Option<&Asking>,
     sandbox: &RuntimeSandbox,
+    cwd: &Path,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let session = session_source(Arc::clone(journal));
     let journal: Arc<dyn EffectJournal> = journal.clone();
-    load_with(&journal, ids, Some(session), asking, Some(sandbox))
+    let permissions = PermissionAccess::new(sandbox.1.clone(), cwd.to_path_buf());
+    load_with(
+        &journal,
+        ids,
+        Some(session),
+        asking,
+        permissions,
+        Some(sandbox),
+    )
 }
 
 fn load_with(
@@ -121,6 +186,7 @@ fn load_with(
     ids: &Arc<AtomicU64>,
     session: Option<SessionSource>,
     asking: Option<&Asking>,
+    mut permissions: PermissionAccess,
     sandbox: Option<&RuntimeSandbox>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let mut loaded = Vec::new();
@@ -185,16 +251,30 @@ fn load_with(
         if disabled.iter().any(|d| d == builtin.name) {
             continue;
         }
+        let granted = |capability: &str| {
+            builtin
+                .capabilities
+                .iter()
+                .any(|(kind, _)| *kind == capability)
+        };
         let grants = Grants {
-            ui: builtin.capabilities.iter().any(|(kind, _)| *kind == "ui"),
+            ui: granted("ui"),
+            permissions: granted("permissions"),
             ..Grants::default()
         };
+        let mut builtin_effects = effects(builtin.name, grants);
+        if granted("permissions") {
+            if let Some(warning) = configure_permissions(&mut permissions, &paths) {
+                warnings.push(warning);
+            }
+            builtin_effects = builtin_effects.with_permissions(permissions.clone());
+        }
         match instantiate(
             builtin.name,
             builtin.component,
             &paths,
             limits,
-            effects(builtin.name, grants),
+            builtin_effects,
         ) {
             Ok(plugin) => loaded.push(plugin),
             Err(message) => warnings.push(message),
@@ -243,6 +323,12 @@ fn load_with(
         }
     }
     warnings.extend(net_warnings);
+    // Every tool is known now: the permission policy learns which only
+    // observe.
+    *permissions
+        .tools
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = tool_access(&loaded);
     match crate::plugin_config::resolve(&loaded) {
         Ok((resolved, notes)) => {
             // Credentials in the configuration are redacted; secret routes

@@ -364,6 +364,7 @@ impl RuntimeOptions {
                 &ids,
                 self.questions.as_ref(),
                 &sandbox,
+                &self.cwd,
             );
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);

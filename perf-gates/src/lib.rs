@@ -33,6 +33,7 @@ pub mod gate;
 pub mod load;
 pub mod machine;
 pub mod measure;
+pub mod permission_gates;
 pub mod plugin_gates;
 pub mod rng;
 pub mod sandbox_gates;

@@ -194,6 +194,7 @@ pub const GROUPS: &[&[Gate]] = &[
     crate::plugin_gates::PLUGINS,
     crate::secret_gates::SECRETS,
     crate::sandbox_gates::SANDBOX,
+    crate::permission_gates::PERMISSIONS,
 ];
 
 /// Every gate, in run order.

@@ -14,6 +14,13 @@ pub const PRODUCT: &[u8] = include_bytes!(concat!(
     "/smith_plugin_product.wasm"
 ));
 
+/// The smith/permissions extension component (approval modes and
+/// permission rules at the `tool-call` decision point, `/approval`).
+pub const PERMISSIONS: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_permissions.wasm"
+));
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -106,6 +113,13 @@ pub const BUILTINS: &[Builtin] = &[
         description: "The default layout, theme, keybindings, commands and tool presentation",
         component: PRODUCT,
         capabilities: &[("ui", "")],
+    },
+    Builtin {
+        name: "smith/permissions",
+        world: "extension",
+        description: "Approval modes and permission rules: decides every tool call, asks when the mode says so, /approval",
+        component: PERMISSIONS,
+        capabilities: &[("ui", ""), ("permissions", "")],
     },
 ];
 

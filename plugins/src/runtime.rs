@@ -762,6 +762,94 @@ impl bindings::provider::smith::plugin::host::Host for State {
         };
         self.record_for_guest(result)
     }
+
+    fn approval_mode(&mut self) -> Result<String, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.approval_mode().map(|m| m.as_str().to_owned()),
+            None => Err(self.no_grants("permissions", "approval-mode".to_owned())),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn set_approval_mode(&mut self, mode: String) -> Result<(), host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.set_approval_mode(&mode),
+            None => Err(self.no_grants("permissions", format!("set-approval-mode {mode:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn tool_read_only(&mut self, name: String) -> Result<Option<bool>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.tool_read_only(&name),
+            None => Err(self.no_grants("permissions", format!("tool-read-only {name:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn resolve_path(&mut self, path: String) -> Result<host::ResolvedPath, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects
+                .resolve_path(&path)
+                .map(|resolved| host::ResolvedPath {
+                    absolute: resolved.absolute.to_string_lossy().into_owned(),
+                    project_relative: resolved.project_relative,
+                }),
+            None => Err(self.no_grants("permissions", format!("resolve-path {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn peek_file(&mut self, path: String) -> Result<Option<String>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.peek_file(&path),
+            None => Err(self.no_grants("permissions", format!("peek-file {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn permission_rules(&mut self) -> Result<String, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.permission_rules(),
+            None => Err(self.no_grants("permissions", "permission-rules".to_owned())),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn project_trusted(&mut self) -> Result<bool, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.project_trusted(),
+            None => Err(self.no_grants("permissions", "project-trusted".to_owned())),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn save_permission_rule(
+        &mut self,
+        kind: String,
+        tool: String,
+        path: Option<String>,
+        command: Option<String>,
+        project: bool,
+    ) -> Result<String, host::EffectError> {
+        let rule = smith_config::permissions::PermissionRule {
+            kind,
+            tool,
+            path,
+            command,
+            origin: String::new(),
+        };
+        let result = match &self.effects {
+            Some(effects) => effects
+                .save_permission_rule(&rule, project)
+                .map(|file| file.display().to_string()),
+            None => Err(self.no_grants(
+                "permissions",
+                format!("save-permission-rule `{}`", rule.to_kdl()),
+            )),
+        };
+        self.record_for_guest(result)
+    }
 }
 
 /// A listing as the guest receives it.
@@ -821,9 +909,8 @@ impl State {
             plugin: self.plugin.clone(),
             capability,
             missing_grant: match capability {
-                "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write" => {
-                    capability.to_owned()
-                }
+                "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write"
+                | "permissions" => capability.to_owned(),
                 "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },

@@ -81,7 +81,7 @@ use crate::setup::SetupError;
 use smith_engine::agent::{Hooks, Verdict, blocked_result_text};
 use smith_engine::provider::ToolCall;
 use smith_host::SessionChoice;
-use smith_host::extensions::{Headless, load_for_session, session_hooks, warn};
+use smith_host::extensions::{Headless, load_for_runtime, session_hooks, warn};
 use smith_host::questions::Policy;
 use smith_host::session::{open as open_destination, warn_unknown_effects};
 
@@ -308,6 +308,9 @@ pub struct McpServer {
     session_name: String,
     workers: Vec<JoinHandle<()>>,
     elicit: Arc<Elicit>,
+    approval: smith_engine::approval::ApprovalCell,
+    /// The sandbox the tools and the plugins' processes run in.
+    sandbox: Arc<smith_engine::tools::Sandbox>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -326,14 +329,15 @@ impl McpServer {
     ///
     /// When the working directory or the session cannot be used.
     pub fn new(options: &McpOptions, out: Output) -> Result<Self, SetupError> {
+        // The same sandbox a runtime's tools get: confined while the
+        // approval mode is not `full`.
+        let sandbox = smith_host::sandbox::for_runtime(&options.cwd);
         let context = ToolContext::new(&options.cwd)
             .map_err(|e| SetupError {
                 message: format!("cannot work in {}: {e}", options.cwd.display()),
             })?
             .with_approval(options.approval.clone())
-            // The same sandbox a runtime's tools get: confined while the
-            // approval mode is not `full`.
-            .with_sandbox(smith_host::sandbox::for_runtime(&options.cwd));
+            .with_sandbox(Arc::clone(&sandbox));
         let destination = open_destination(&options.store_root, &options.session)?;
         warn_unknown_effects(&destination);
         let (secrets, recordable) = smith_host::secrets::process_registry();
@@ -367,6 +371,8 @@ impl McpServer {
             store_root: options.store_root.clone(),
             session_name: destination.name,
             workers: Vec::new(),
+            approval: options.approval.clone(),
+            sandbox,
         })
     }
 
@@ -382,8 +388,14 @@ impl McpServer {
         let Some(calls) = Arc::get_mut(&mut self.calls) else {
             return self;
         };
-        let (plugins, _config, warnings) =
-            load_for_session(&calls.journal, &calls.next_effect, Some(&asking));
+        let cwd = calls.context.cwd().to_path_buf();
+        let (plugins, _config, warnings) = load_for_runtime(
+            &calls.journal,
+            &calls.next_effect,
+            Some(&asking),
+            &(Arc::clone(&self.sandbox), self.approval.clone()),
+            &cwd,
+        );
         let frontend = Headless {
             name: "mcp",
             journal: Some(Arc::clone(&calls.journal)),

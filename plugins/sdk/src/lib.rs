@@ -26,7 +26,8 @@
 //!
 //! The host services (`log`, `cancelled`, and the capability-checked
 //! effects `read_file`, `list_dir`, `write_file`, `edit_file`,
-//! `run_process`, `session_entries` and `http_request`) are in [`host`]. See
+//! `run_process`, `session_entries`, `http_request` and the others host.wit
+//! lists, the built-in-only `permissions` ones among them) are in [`host`]. See
 //! docs/plugins.md for the walkthrough: write, build, install, test.
 #![deny(missing_docs)]
 
@@ -99,7 +100,8 @@ pub mod host {
 
     pub use raw::{
         Answer, AnswerSource, DiffText, DirEntry, DirListing, EffectError, EntryKind,
-        HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, SessionEntry,
+        HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, ResolvedPath,
+        SessionEntry,
     };
 
     /// Asks the user and waits for the answer (needs `ui`): a confirmation
@@ -251,6 +253,62 @@ pub mod host {
     /// bytes.
     pub fn register_secret(value: &str) -> Result<(), EffectError> {
         raw::register_secret(value)
+    }
+
+    /// The runtime's approval mode (`read-only`, `ask`, `workspace`,
+    /// `full`); needs `permissions` (built-in plugins only).
+    pub fn approval_mode() -> Result<String, EffectError> {
+        raw::approval_mode()
+    }
+
+    /// Changes the runtime's approval mode for its tools, sandbox and
+    /// permission policy at once; needs `permissions`.
+    pub fn set_approval_mode(mode: &str) -> Result<(), EffectError> {
+        raw::set_approval_mode(mode)
+    }
+
+    /// Whether the runtime's tool `name` only observes (none: no such
+    /// tool); needs `permissions`.
+    pub fn tool_read_only(name: &str) -> Result<Option<bool>, EffectError> {
+        raw::tool_read_only(name)
+    }
+
+    /// `path` resolved as the tools resolve it: absolute, normalized,
+    /// symlinks resolved, and project-relative inside the project; needs
+    /// `permissions`.
+    pub fn resolve_path(path: &str) -> Result<ResolvedPath, EffectError> {
+        raw::resolve_path(path)
+    }
+
+    /// The text of the file `path` (at most 1 MiB; none when it does not
+    /// exist), to show what a change would do; needs `permissions`.
+    pub fn peek_file(path: &str) -> Result<Option<String>, EffectError> {
+        raw::peek_file(path)
+    }
+
+    /// The permission rules in effect, as a JSON array; needs
+    /// `permissions`.
+    pub fn permission_rules() -> Result<String, EffectError> {
+        raw::permission_rules()
+    }
+
+    /// Whether the runtime works in a trusted project; needs
+    /// `permissions`.
+    pub fn project_trusted() -> Result<bool, EffectError> {
+        raw::project_trusted()
+    }
+
+    /// Appends a rule (`kind` `allow`/`ask`/`deny`, `tool`, an optional
+    /// path or command glob) to the trusted project's configuration
+    /// (`project`) or the user's; returns the file. Needs `permissions`.
+    pub fn save_permission_rule(
+        kind: &str,
+        tool: &str,
+        path: Option<&str>,
+        command: Option<&str>,
+        project: bool,
+    ) -> Result<String, EffectError> {
+        raw::save_permission_rule(kind, tool, path, command, project)
     }
 
     /// Writes a debug line to smith's log.

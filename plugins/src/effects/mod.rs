@@ -13,7 +13,7 @@
 //! [`Effects`] is one type; its methods live in one module per capability:
 //! `fs` (`read-file`, `list-dir`, `write-file`, `edit-file`), `process`
 //! (`run-process`), `http` (`http-request`), `secrets`, `session`
-//! (`session-entries`), `vcs` and `ui`. The grant check and the journal
+//! (`session-entries`), `vcs`, `ui` and `permissions`. The grant check and the journal
 //! records every capability shares are in `journal`.
 
 use std::path::{Path, PathBuf};
@@ -29,6 +29,7 @@ mod config;
 mod fs;
 mod http;
 mod journal;
+mod permissions;
 mod process;
 mod project;
 mod secrets;
@@ -41,6 +42,9 @@ pub use config::{ConfigAccess, SharedConfig};
 
 pub use fs::{DirListing, EntryKind, MAX_DIR_ENTRIES};
 pub use http::HttpResponse;
+pub use permissions::{
+    MAX_PEEK_BYTES, PermissionAccess, ResolvedPath, ToolAccess, TrustedProject, resolve,
+};
 pub use process::{
     MAX_PROCESS_OUTPUT, MAX_PROCESS_TIMEOUT, ProcessEnd, ProcessOutput, ProcessRequest,
 };
@@ -48,6 +52,7 @@ pub use secrets::{
     MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretRegistration, SecretSink, SecretSource,
 };
 pub use session::{MAX_SESSION_PAGE, SessionSource};
+pub use smith_config::permissions::PermissionRule;
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.
@@ -82,6 +87,10 @@ pub struct Grants {
     /// Whether the plugin may write the project's files (and, with
     /// `process`, run programs in the project).
     pub project_write: bool,
+    /// Whether the plugin may read and change the approval mode, read the
+    /// permission rules and save new ones (`permissions`: built-in
+    /// plugins only; a manifest cannot ask for it).
+    pub permissions: bool,
 }
 
 impl Grants {
@@ -176,6 +185,7 @@ pub struct Effects {
     checkpoints_root: Option<PathBuf>,
     asker: Option<Asker>,
     config: Option<SharedConfig>,
+    permissions: Option<Arc<PermissionAccess>>,
     generation: u32,
     call: Arc<std::sync::Mutex<ToolCallScope>>,
     /// The runtime's sandbox and approval mode: processes run confined
@@ -272,6 +282,7 @@ impl Effects {
             checkpoints_root: None,
             asker: None,
             config: None,
+            permissions: None,
             generation,
             call: Arc::default(),
             sandbox: None,

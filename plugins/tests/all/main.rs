@@ -9,6 +9,7 @@ mod hooks;
 mod hostile;
 mod manifest;
 mod mock;
+mod permissions;
 mod provide;
 mod reload;
 mod tools;

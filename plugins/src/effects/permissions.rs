@@ -1,0 +1,317 @@
+//! The `permissions` capability, granted to built-in plugins only (the
+//! permission policy smith/permissions): the runtime's approval mode, what
+//! its tools are, paths resolved as the tools resolve them, the permission
+//! rules in effect, and saving a rule the user chose to keep.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use serde_json::json;
+use smith_config::permissions::PermissionRule;
+use smith_engine::approval::{Approval, ApprovalCell};
+use smith_engine::journal::Outcome;
+use smith_engine::tools::Mutation;
+
+use super::{EffectError, Effects};
+
+/// The most `peek-file` returns.
+pub const MAX_PEEK_BYTES: u64 = 1 << 20;
+
+/// Whether each of a runtime's tools only observes, by name: filled by the
+/// embedding once every tool is known (built-in and plugin tools).
+pub type ToolAccess = Arc<RwLock<HashMap<String, bool>>>;
+
+/// What the `permissions` capability works on.
+#[derive(Clone, Debug)]
+pub struct PermissionAccess {
+    /// The runtime's approval mode, shared with its tools.
+    pub approval: ApprovalCell,
+    /// Whether each tool is read-only.
+    pub tools: ToolAccess,
+    /// The project root paths are resolved against (the runtime's
+    /// working folder).
+    pub root: PathBuf,
+    /// The rules in effect (user file, then the trusted project's).
+    pub rules: Vec<PermissionRule>,
+    /// The user configuration file, where rules are saved.
+    pub user_config: Option<PathBuf>,
+    /// The trusted project, its configuration file and the trust store:
+    /// where project rules are saved (none in an untrusted project).
+    pub trusted: Option<TrustedProject>,
+}
+
+/// A trusted project, for saving rules to it.
+#[derive(Clone, Debug)]
+pub struct TrustedProject {
+    /// The project.
+    pub project: smith_config::trust::Project,
+    /// The trust store that trusts it.
+    pub trust_file: PathBuf,
+}
+
+impl PermissionAccess {
+    /// Access over `approval` for a runtime working in `root`, with no
+    /// rules, no files to save to and no tools known yet.
+    pub fn new(approval: ApprovalCell, root: PathBuf) -> Self {
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        PermissionAccess {
+            approval,
+            tools: ToolAccess::default(),
+            root,
+            rules: Vec::new(),
+            user_config: None,
+            trusted: None,
+        }
+    }
+}
+
+/// A path resolved for the permission policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// Absolute, normalized, symlinks resolved.
+    pub absolute: PathBuf,
+    /// Relative to the project root (with `/`), inside it.
+    pub project_relative: Option<String>,
+}
+
+/// Resolves `raw` against `root` (already canonical): the whole path when
+/// it exists, else its components one by one, so a symlink anywhere
+/// along it (or a `..` after one) is judged by where it leads.
+pub fn resolve(root: &Path, raw: &str) -> ResolvedPath {
+    let joined = if Path::new(raw).is_absolute() {
+        PathBuf::from(raw)
+    } else {
+        root.join(raw)
+    };
+    let absolute = std::fs::canonicalize(&joined).unwrap_or_else(|_| {
+        let mut current = PathBuf::from("/");
+        for component in joined.components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => current = PathBuf::from("/"),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    current.pop();
+                }
+                Component::Normal(name) => {
+                    current.push(name);
+                    if let Ok(real) = std::fs::canonicalize(&current) {
+                        current = real;
+                    }
+                }
+            }
+        }
+        current
+    });
+    let project_relative = absolute.strip_prefix(root).ok().map(|rest| {
+        rest.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    });
+    ResolvedPath {
+        absolute,
+        project_relative: project_relative.filter(|r| !r.is_empty()),
+    }
+}
+
+impl Effects {
+    /// Makes the `permissions` capability work on `access`.
+    #[must_use]
+    pub fn with_permissions(mut self, access: PermissionAccess) -> Self {
+        self.permissions = Some(Arc::new(access));
+        self
+    }
+
+    fn permission_access(&self, request: String) -> Result<&PermissionAccess, EffectError> {
+        if !self.grants.permissions {
+            return Err(self.deny("permissions", "permissions".to_owned(), request));
+        }
+        self.permissions.as_deref().ok_or_else(|| {
+            EffectError::Failed(format!(
+                "{request}: this host offers plugins no approval mode or permission rules"
+            ))
+        })
+    }
+
+    /// `approval-mode`: the runtime's approval mode.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the `permissions` grant.
+    pub fn approval_mode(&self) -> Result<Approval, EffectError> {
+        Ok(self
+            .permission_access("approval-mode".to_owned())?
+            .approval
+            .get())
+    }
+
+    /// `set-approval-mode`: changes the runtime's approval mode; recorded.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant; invalid for an unknown mode.
+    pub fn set_approval_mode(&self, mode: &str) -> Result<(), EffectError> {
+        let access = self.permission_access(format!("set-approval-mode {mode:?}"))?;
+        let Some(mode) = Approval::parse(mode) else {
+            return Err(EffectError::Invalid(format!(
+                "set-approval-mode {mode:?}: there is no such approval mode; the modes are {}; nothing changed",
+                Approval::ALL.map(Approval::as_str).join(", ")
+            )));
+        };
+        let effect_id = self.intent(
+            "plugin.set-approval-mode",
+            &json!({"plugin": self.plugin, "mode": mode.as_str()}),
+        )?;
+        let before = access.approval.get();
+        access.approval.set(mode);
+        self.complete(
+            effect_id,
+            Outcome::Ok,
+            Mutation::Applied,
+            &json!({"from": before.as_str(), "to": mode.as_str()}),
+        )
+    }
+
+    /// `tool-read-only`: whether the tool `name` only observes.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant.
+    pub fn tool_read_only(&self, name: &str) -> Result<Option<bool>, EffectError> {
+        let access = self.permission_access(format!("tool-read-only {name:?}"))?;
+        let tools = access
+            .tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(tools.get(name).copied())
+    }
+
+    /// `resolve-path`: `path` resolved against the project root.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant.
+    pub fn resolve_path(&self, path: &str) -> Result<ResolvedPath, EffectError> {
+        let access = self.permission_access(format!("resolve-path {path:?}"))?;
+        Ok(resolve(&access.root, path))
+    }
+
+    /// `peek-file`: the text of `path` (at most 1 MiB), none when it does
+    /// not exist.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant; failed when it exists but cannot be read.
+    pub fn peek_file(&self, path: &str) -> Result<Option<String>, EffectError> {
+        let access = self.permission_access(format!("peek-file {path:?}"))?;
+        let resolved = resolve(&access.root, path);
+        let file = match std::fs::File::open(&resolved.absolute) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => {
+                return Err(EffectError::Failed(format!(
+                    "peek-file {path:?}: {} cannot be read: {err}",
+                    resolved.absolute.display()
+                )));
+            }
+        };
+        let mut bytes = Vec::new();
+        file.take(MAX_PEEK_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|err| {
+                EffectError::Failed(format!(
+                    "peek-file {path:?}: {} cannot be read: {err}",
+                    resolved.absolute.display()
+                ))
+            })?;
+        Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// `permission-rules`: the rules in effect as a JSON array.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant.
+    pub fn permission_rules(&self) -> Result<String, EffectError> {
+        let access = self.permission_access("permission-rules".to_owned())?;
+        let rules: Vec<serde_json::Value> =
+            access.rules.iter().map(PermissionRule::to_json).collect();
+        Ok(serde_json::Value::from(rules).to_string())
+    }
+
+    /// `project-trusted`: whether the runtime works in a trusted project.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant.
+    pub fn project_trusted(&self) -> Result<bool, EffectError> {
+        Ok(self
+            .permission_access("project-trusted".to_owned())?
+            .trusted
+            .is_some())
+    }
+
+    /// `save-permission-rule`: appends `rule` to the trusted project's
+    /// configuration (`project`; its trust is renewed for the change) or
+    /// the user's; returns the file. Recorded.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant; invalid for a malformed rule or a project
+    /// that is not trusted; failed when the file cannot be written.
+    pub fn save_permission_rule(
+        &self,
+        rule: &PermissionRule,
+        project: bool,
+    ) -> Result<PathBuf, EffectError> {
+        let request = format!("save-permission-rule `{}`", rule.to_kdl());
+        let access = self.permission_access(request.clone())?;
+        if !smith_config::permissions::KINDS.contains(&rule.kind.as_str()) || rule.tool.is_empty() {
+            return Err(EffectError::Invalid(format!(
+                "{request}: a rule is allow, ask or deny and names a tool; nothing was saved"
+            )));
+        }
+        let (file, trusted) = if project {
+            let Some(trusted) = &access.trusted else {
+                return Err(EffectError::Invalid(format!(
+                    "{request}: the project is not trusted, so rules cannot be saved to it; save it to the user configuration, or trust the project first (`smith trust`)"
+                )));
+            };
+            (trusted.project.config_file(), Some(trusted))
+        } else {
+            let Some(file) = &access.user_config else {
+                return Err(EffectError::Failed(format!(
+                    "{request}: smith's configuration folder is unknown (set SMITH_HOME or HOME); nothing was saved"
+                )));
+            };
+            (file.clone(), None)
+        };
+        let effect_id = self.intent(
+            "plugin.save-permission-rule",
+            &json!({"plugin": self.plugin, "rule": rule.to_kdl(), "file": file.display().to_string()}),
+        )?;
+        let saved = smith_config::permissions::append(&file, rule).and_then(|file| {
+            if let Some(trusted) = trusted {
+                smith_config::trust::TrustStore::open(&trusted.trust_file)
+                    .and_then(|mut store| store.trust(&trusted.project))?;
+            }
+            Ok(file)
+        });
+        self.settle(
+            effect_id,
+            saved
+                .map(|file| {
+                    let output = json!({"file": file.display().to_string()});
+                    (file, Mutation::Applied, output)
+                })
+                .map_err(|err| {
+                    (
+                        format!("{request}: {}", err.diagnostic().what()),
+                        Mutation::Unknown,
+                    )
+                }),
+        )
+    }
+}
