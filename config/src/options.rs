@@ -359,7 +359,7 @@ options! {
         kind: Kind::Enum(&["auto", "off", "on"]),
         default: Some(Lit::Str("auto")),
         unset: "",
-        help: "Whether commands the sandbox confines (`bash`, plugin processes) may use the network. `auto`: off in the `read-only` and `workspace` approval modes, on in `ask` for a command the user approved word for word; `off`: never; `on`: always (the file rules still hold).",
+        help: "Whether commands the sandbox confines (`bash`, plugin processes) may use the network. `auto`: off in the `read-only` and `workspace` approval modes, on in `ask` for `bash`, whose calls run only once the permission policy lets them through (the user approved the call or wrote the rule that allows it), off for plugin processes; `off`: never; `on`: always (the file rules still hold).",
     };
     /// Extra folders sandboxed commands may write.
     SANDBOX_WRITE_PATHS = OptionDecl {

@@ -323,6 +323,19 @@ impl Broker {
     }
 }
 
+/// `prompt` on one line: its lines, trimmed at the end, joined by single
+/// spaces (how `--answer` may name a prompt of several lines).
+pub fn one_line(prompt: &str) -> String {
+    let mut out = String::with_capacity(prompt.len());
+    for line in prompt.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(line);
+    }
+    out
+}
+
 /// How a frontend without a user answers questions (`smith eval`): a
 /// configured answer for a prompt, else the default under `yes`, else a
 /// refusal. Answers it gives have the source `policy`.
@@ -334,7 +347,8 @@ pub struct Policy {
     /// Take every question's default (`--yes`).
     pub yes: bool,
     /// Configured answers: (prompt, answer), matched against the whole
-    /// prompt.
+    /// prompt or, for a prompt of several lines (a command, a diff), the
+    /// same lines joined by single spaces ([`one_line`]).
     pub answers: Vec<(String, String)>,
 }
 
@@ -365,7 +379,12 @@ impl Policy {
     /// what was asked, by which plugin, and how to allow it.
     pub fn answer(&self, plugin: &str, question: &Question) -> Result<Answer, EffectError> {
         let shown = describe(question);
-        if let Some((_, text)) = self.answers.iter().find(|(p, _)| *p == question.prompt) {
+        let joined = one_line(&question.prompt);
+        if let Some((_, text)) = self
+            .answers
+            .iter()
+            .find(|(p, _)| *p == question.prompt || *p == joined)
+        {
             if question.accepts(text) {
                 return Ok(Answer {
                     text: text.clone(),
@@ -373,9 +392,8 @@ impl Policy {
                 });
             }
             return Err(EffectError::Failed(format!(
-                "plugin {plugin} asked {shown} and the configured answer {text:?} is not one it accepts ({}); nothing was answered. Configure an accepted answer with --answer '{}=ANSWER'",
+                "plugin {plugin} asked {shown} and the configured answer {text:?} is not one it accepts ({}); nothing was answered. Configure an accepted answer with --answer '{joined}=ANSWER'",
                 accepted(question),
-                question.prompt
             )));
         }
         if self.yes && question.accepts(&question.default) {
@@ -390,8 +408,8 @@ impl Policy {
             "pass --yes to take every question's default, or configure its answer".to_owned()
         };
         Err(EffectError::Failed(format!(
-            "plugin {plugin} asked {shown} and {} has no one to answer it; nothing was answered. To allow it, {how} with --answer '{}=ANSWER'",
-            self.surface, question.prompt
+            "plugin {plugin} asked {shown} and {} has no one to answer it; nothing was answered. To allow it, {how} with --answer '{joined}=ANSWER'",
+            self.surface
         )))
     }
 
@@ -689,5 +707,45 @@ mod tests {
         );
         assert!(Policy::parse_answer("no-equals").is_err());
         assert!(Policy::parse_answer("=yes").is_err());
+    }
+
+    #[test]
+    fn a_prompt_of_several_lines_is_answered_by_its_one_line_form() {
+        let question = Question {
+            prompt: "Allow bash to run this command?\n$ git push  \n\n".into(),
+            kind: QuestionKind::Select(vec!["yes".into(), "no".into()]),
+            timeout_ms: 0,
+            default: "no".into(),
+        };
+        assert_eq!(
+            one_line(&question.prompt),
+            "Allow bash to run this command? $ git push"
+        );
+        let policy = Policy {
+            surface: "smith eval".into(),
+            yes: false,
+            answers: vec![(
+                "Allow bash to run this command? $ git push".into(),
+                "yes".into(),
+            )],
+        };
+        assert_eq!(
+            policy.answer("smith/permissions", &question).unwrap().text,
+            "yes"
+        );
+        // Another command's question is not answered by it, and the refusal
+        // names the one-line form to configure.
+        let other = Question {
+            prompt: "Allow bash to run this command?\n$ rm -rf build".into(),
+            ..question
+        };
+        let refused = policy.answer("smith/permissions", &other).unwrap_err();
+        let EffectError::Failed(message) = refused else {
+            panic!("{refused:?}")
+        };
+        assert!(
+            message.contains("--answer 'Allow bash to run this command? $ rm -rf build=ANSWER'"),
+            "{message}"
+        );
     }
 }

@@ -17,6 +17,7 @@ use smith_engine::agent::{
     self, AgentConfig, AgentError, AgentHandle, Answerer, Budget, Services, SessionGate,
     default_policies,
 };
+use smith_engine::approval::Approval;
 use smith_engine::checkpoint::Checkpoints;
 use smith_engine::journal::store::StoreJournal;
 use smith_engine::provider::scripted::MOCK_MODEL;
@@ -125,6 +126,10 @@ pub struct RuntimeOptions {
     /// (`--approval`, configuration, `/approval`).
     pub approval: smith_engine::approval::ApprovalCell,
 }
+
+/// The built-in plugin that asks before tools run and applies the
+/// permission rules.
+const PERMISSION_POLICY: &str = "smith/permissions";
 
 /// `<data dir>/checkpoints`, when the data directory is known.
 pub fn checkpoints_root() -> Option<PathBuf> {
@@ -358,6 +363,7 @@ impl RuntimeOptions {
         // follow_up among them); the engine's own two only when no plugin
         // declares any.
         let mut policies = default_policies();
+        let mut permission_policy = false;
         let hooks = self.extensions.as_ref().and_then(|surface| {
             let (plugins, plugin_config, mut warnings) = crate::extensions::load_for_runtime(
                 &journal,
@@ -366,6 +372,7 @@ impl RuntimeOptions {
                 &sandbox,
                 &self.cwd,
             );
+            permission_policy = plugins.iter().any(|p| p.name() == PERMISSION_POLICY);
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);
             if !declared.is_empty() {
@@ -386,6 +393,22 @@ impl RuntimeOptions {
                 },
             )
         });
+        if !permission_policy && self.approval.get() == Approval::Ask {
+            // Nothing can ask without the permission policy; the sandbox
+            // still bounds what runs. `read-only` holds without it (the
+            // engine refuses mutating calls itself).
+            self.approval.set(Approval::Workspace);
+            smith_diag::log::report(&smith_diag::Diagnostic::warning(
+                "approval.no-policy",
+                "the approval mode ask runs as workspace: nothing can ask before a tool runs",
+                format!(
+                    "the permission policy {PERMISSION_POLICY} is not loaded (extension plugins are off with --no-plugins, or it is disabled), and it is what asks"
+                ),
+                format!(
+                    "changes inside the project still run confined by the sandbox and anything else is refused; load it (drop --no-plugins, or `smith plugin enable {PERMISSION_POLICY}`) to be asked"
+                ),
+            ));
+        }
         let commands = hooks
             .as_ref()
             .map(smith_plugins::hooks::PluginHooks::commands);

@@ -90,7 +90,7 @@ fn network_text(sandbox: &Sandbox) -> &'static str {
         "off" => "off: confined commands never reach the network",
         "on" => "on: confined commands use the network as it is",
         _ => {
-            "auto: off in read-only and workspace; on in ask for a command the user approved word for word"
+            "auto: off in read-only and workspace; on in ask for bash (each call ran once the permission policy let it through); plugin processes off"
         }
     }
 }

@@ -34,6 +34,7 @@ use smith_secrets::{Redactor, StreamRedactor};
 use super::hooks::{HookAction, Hooks, Verdict};
 use super::redact;
 use super::{AgentConfig, DeliveryPoint, Services, Shared, Work, lock, try_start};
+use crate::approval::Approval;
 use crate::journal::{
     EffectCompletion, EffectIntent, EffectJournal, JournalError, MAX_INPUT_BYTES, MessageMeta,
     Outcome, RunInfo, RunRecord, RunSummary, SessionEvent, SessionSink, canonical_cbor,
@@ -61,6 +62,14 @@ pub fn aborted_result_text(name: &str) -> String {
 pub fn skipped_result_text(name: &str) -> String {
     format!(
         "Skipped: the user sent new input before this {name} call started, so it did not run. Read the new input, then call it again if it is still needed."
+    )
+}
+
+/// The text of a result for a mutating call refused because the approval
+/// mode is `read-only`.
+pub fn read_only_result_text(name: &str) -> String {
+    format!(
+        "Refused: the {name} call did not run because the approval mode is read-only, where no tool that changes anything runs. Nothing happened. Continue with read-only tools, or tell the user what you would change: they can allow changes with `/approval ask` (or `--approval ask` / `--approval workspace`)."
     )
 }
 
@@ -1142,10 +1151,31 @@ impl Runner {
         plans: &mut [Plan],
         answers: &mut [Option<Answer>],
     ) {
+        // In `read-only` no mutating call runs, whatever the plugins say
+        // (and with no plugin loaded at all): the floor under the
+        // permission policy.
+        if self.tool_context.approval() == Approval::ReadOnly {
+            for index in 0..calls.len() {
+                if let Plan::Ready {
+                    access: Access::Mutating,
+                    ..
+                } = plans[index]
+                {
+                    answers[index] = Some(Answer::unrun(
+                        ToolStatus::Blocked,
+                        read_only_result_text(&calls[index].name),
+                        "blocked",
+                    ));
+                }
+            }
+        }
         let Some(cell) = &self.events.hooks else {
             return;
         };
         for index in 0..calls.len() {
+            if answers[index].is_some() {
+                continue;
+            }
             if !matches!(plans[index], Plan::Ready { .. }) {
                 continue;
             }

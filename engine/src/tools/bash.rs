@@ -236,7 +236,7 @@ fn run(shell: &Path, args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolE
     };
     let confined = match cx.sandbox() {
         Some(sandbox) => Some(Confined {
-            confinement: sandbox.for_command(NAME, command, cx.approval())?,
+            confinement: sandbox.for_command(NAME, cx.approval())?,
             temp_dir: sandbox.temp_dir().map(Path::to_path_buf),
         }),
         None => None,

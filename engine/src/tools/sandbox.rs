@@ -22,7 +22,7 @@
 //! runs with the layers the kernel has. Nothing runs unconfined while the
 //! mode is sandboxed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -40,8 +40,10 @@ use crate::approval::Approval;
 /// network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum NetworkSetting {
-    /// Off in `read-only` and `workspace`; on in `ask` for a command the
-    /// user approved word for word ([`Sandbox::approve_network`]).
+    /// Off in `read-only` and `workspace`; on in `ask` for `bash`, whose
+    /// every call ran only once the permission policy let it through (the
+    /// user approved it, or a rule the user wrote allows it). Plugin
+    /// processes keep it off.
     #[default]
     Auto,
     /// Always off.
@@ -127,7 +129,6 @@ pub struct Sandbox {
     /// Confinements with an extra write root (a plugin's data folder),
     /// keyed by that folder and the network.
     extra: Mutex<HashMap<(PathBuf, bool), Confinement>>,
-    approved: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -182,7 +183,6 @@ impl Sandbox {
             off: OnceLock::new(),
             on: OnceLock::new(),
             extra: Mutex::new(HashMap::new()),
-            approved: Mutex::new(HashSet::new()),
         }
     }
 
@@ -236,47 +236,26 @@ impl Sandbox {
         })
     }
 
-    /// Records that the user approved `command` word for word, so with
-    /// `sandbox.network auto` in `ask` it runs with the network on (once).
-    pub fn approve_network(&self, command: &str) {
-        self.approved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(command.to_owned());
-    }
-
-    fn take_approval(&self, command: &str) -> bool {
-        self.approved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(command)
-    }
-
     fn policies(&self, tool: &str) -> Result<&(Policy, Policy), ToolError> {
         self.policies
             .as_ref()
             .map_err(|d| diagnostic_error(tool, d, ToolErrorKind::Sandbox))
     }
 
-    /// The confinement `command` runs in under `approval` (the network as
-    /// the setting says; a user-approved command in `ask` takes its
-    /// approval).
+    /// The confinement a command runs in under `approval` (the network as
+    /// the setting says; in `ask` the command was approved).
     ///
     /// # Errors
     ///
     /// A [`ToolErrorKind::Sandbox`] error when the policy could not be
     /// built, the confinement could not be prepared, or the kernel lacks a
     /// layer a command nobody approved needs ([`refusal`]).
-    pub fn for_command(
-        &self,
-        tool: &str,
-        command: &str,
-        approval: Approval,
-    ) -> Result<Confinement, ToolError> {
-        let approved = self.network == NetworkSetting::Auto
-            && approval == Approval::Ask
-            && self.take_approval(command);
-        let network = self.network.network_for(approval, approved);
+    pub fn for_command(&self, tool: &str, approval: Approval) -> Result<Confinement, ToolError> {
+        // In `ask` a command reaches the tool only once the permission
+        // policy let it through: the user approved it or wrote the rule.
+        let network = self
+            .network
+            .network_for(approval, approval == Approval::Ask);
         self.confinement(tool, network, approval)
     }
 
@@ -619,17 +598,15 @@ mod tests {
             Network::On
         );
         let f = fixture(NetworkSetting::Auto, None);
-        let off = f.sandbox.for_command("bash", "curl x", Ask).expect("off");
+        // In `workspace` a command has the network off; in `ask` (where it
+        // ran only once the permission policy let it through) on.
+        let off = f.sandbox.for_command("bash", Workspace).expect("off");
         assert_eq!(
             off.isolates_network(),
             Support::probe().network_namespace.is_ok()
         );
-        f.sandbox.approve_network("curl x");
-        let on = f.sandbox.for_command("bash", "curl x", Ask).expect("on");
+        let on = f.sandbox.for_command("bash", Ask).expect("on");
         assert!(!on.isolates_network());
-        // The approval is used once.
-        let again = f.sandbox.for_command("bash", "curl x", Ask).expect("off");
-        assert_eq!(again.isolates_network(), off.isolates_network());
     }
 
     #[test]

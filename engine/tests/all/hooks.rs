@@ -454,3 +454,49 @@ fn requests_at(path: &std::path::Path) -> Vec<Request> {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
 }
+
+#[test]
+fn in_read_only_mode_no_mutating_call_runs_even_without_plugins() {
+    use smith_engine::approval::{Approval, ApprovalCell};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the notes\n").unwrap();
+    let script = r#"[
+        [{"tool_call": {"id": "c1", "name": "bash", "arguments": {"command": "touch made.txt"}}},
+         {"tool_call": {"id": "c2", "name": "write", "arguments": {"path": "new.txt", "content": "x"}}},
+         {"tool_call": {"id": "c3", "name": "read", "arguments": {"path": "notes.txt"}}},
+         {"stop": {"reason": "tool_use"}}],
+        [{"text": "Done."}, {"stop": {"reason": "end"}}]
+    ]"#;
+    let mode = ApprovalCell::new(Approval::ReadOnly);
+    let services = Services::local(
+        Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
+        ToolContext::new(dir.path())
+            .unwrap()
+            .with_approval(mode.clone()),
+        Arc::new(MemoryJournal::new()),
+    );
+    // No hooks at all: the floor holds without the permission plugin.
+    let handle = agent::spawn(AgentConfig::new(MOCK_MODEL), services).unwrap();
+    handle.send(Command::Prompt { text: "go".into() }).unwrap();
+    let ends: Vec<(String, ToolStatus, String)> = until_settled(&handle)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ToolExecutionEnd {
+                name,
+                status,
+                content,
+                ..
+            } => Some((name, status, content)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 3, "{ends:#?}");
+    for (name, status, content) in &ends[..2] {
+        assert_eq!(*status, ToolStatus::Blocked, "{name}: {content}");
+        assert!(content.contains("read-only"), "{content}");
+        assert!(content.contains("/approval ask"), "{content}");
+    }
+    assert_eq!(ends[2].1, ToolStatus::Ok, "{}", ends[2].2);
+    assert!(!dir.path().join("made.txt").exists());
+    assert!(!dir.path().join("new.txt").exists());
+}

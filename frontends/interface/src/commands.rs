@@ -235,6 +235,7 @@ fn resume(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
                 .collect();
             app.open(Overlay::Picker(Picker {
                 title: "Sessions".to_owned(),
+                detail: Vec::new(),
                 command: "resume".to_owned(),
                 items,
                 filter: String::new(),

@@ -80,13 +80,17 @@ pub(super) fn waiting_overlay(generation: u64, waiting: &host::questions::Waitin
         arg: text.to_owned(),
     };
     let question = &waiting.question;
+    // A prompt's first line is the title; the lines after it (the exact
+    // command, a diff) are shown under it.
+    let (first, rest) = question
+        .prompt
+        .split_once('\n')
+        .unwrap_or((question.prompt.as_str(), ""));
+    let detail: Vec<String> = rest.lines().map(str::to_owned).collect();
     let title = if question.default.is_empty() {
-        format!("[{}] {}", waiting.plugin, question.prompt)
+        format!("[{}] {first}", waiting.plugin)
     } else {
-        format!(
-            "[{}] {} (Esc: {})",
-            waiting.plugin, question.prompt, question.default
-        )
+        format!("[{}] {first} (Esc: {})", waiting.plugin, question.default)
     };
     match &question.kind {
         QuestionKind::Confirm => Overlay::Confirm {
@@ -96,6 +100,7 @@ pub(super) fn waiting_overlay(generation: u64, waiting: &host::questions::Waitin
         },
         QuestionKind::Select(options) => Overlay::Picker(Picker {
             title,
+            detail,
             command: command.clone(),
             items: options.clone(),
             filter: String::new(),
@@ -154,6 +159,7 @@ pub(super) fn question_overlay(
     Some(match &intent.kind {
         IntentKind::Select((prompt, options)) => Overlay::Picker(Picker {
             title: format!("[{plugin}] {prompt}"),
+            detail: Vec::new(),
             command: command.clone(),
             items: options.clone(),
             filter: String::new(),

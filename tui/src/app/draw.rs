@@ -405,25 +405,51 @@ impl App {
 
     fn draw_picker(&self, buf: &mut Buffer, p: &Picker) {
         let n = p.filtered().count() as u16;
-        let area = buf.area().centered(50, n.min(12) + 4);
+        let screen = buf.area();
+        // A question's detail (a command, a diff) gets the rows the items
+        // leave, and a wider box.
+        let wanted = u16::try_from(p.detail.len()).unwrap_or(u16::MAX);
+        let (width, detail_rows) = if p.detail.is_empty() {
+            (50, 0)
+        } else {
+            let room = screen.height.saturating_sub(n.min(12) + 6);
+            (
+                screen.width.saturating_sub(4).clamp(50, 100),
+                wanted.saturating_add(1).min(room),
+            )
+        };
+        let area = screen.centered(width, n.min(12) + 4 + detail_rows);
         if area.width < 4 || area.height < 4 {
             return;
         }
         let inner = self.draw_box(buf, area, &p.title);
+        // The detail lines, then one blank row; when they do not all fit,
+        // the last row shown says so.
+        let shown = detail_rows.saturating_sub(1);
+        for (k, line) in p.detail.iter().take(usize::from(shown)).enumerate() {
+            let y = inner.y + k as u16;
+            let text = if k + 1 == usize::from(shown) && wanted > shown {
+                "…"
+            } else {
+                line.as_str()
+            };
+            buf.put_str(inner.x + 1, y, text, self.theme.popup, inner.right());
+        }
+        let top = inner.y + detail_rows;
         let x = buf.put_str(
             inner.x + 1,
-            inner.y,
+            top,
             "filter: ",
             self.theme.popup,
             inner.right(),
         );
-        buf.put_str(x, inner.y, &p.filter, self.theme.popup, inner.right());
-        let rows = inner.height.saturating_sub(1);
+        buf.put_str(x, top, &p.filter, self.theme.popup, inner.right());
+        let rows = inner.height.saturating_sub(1 + detail_rows);
         let first = p
             .selected
             .saturating_sub(usize::from(rows.saturating_sub(1)));
         for (k, item) in p.filtered().enumerate().skip(first).take(usize::from(rows)) {
-            let y = inner.y + 1 + (k - first) as u16;
+            let y = top + 1 + (k - first) as u16;
             let style = if k == p.selected {
                 self.theme.selected
             } else {

@@ -433,6 +433,7 @@ impl App {
         }
         self.overlay = Overlay::Picker(Picker {
             title: "Model".to_owned(),
+            detail: Vec::new(),
             command: "model".to_owned(),
             items: self.models.clone(),
             filter: String::new(),

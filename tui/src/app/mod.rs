@@ -82,6 +82,10 @@ pub struct Status {
 pub struct Picker {
     /// Title.
     pub title: String,
+    /// Lines shown between the title and the items: what a question is
+    /// about (the exact command, a diff), as plain text. Empty for a plain
+    /// list.
+    pub detail: Vec<String>,
     /// The command run with the chosen item as its argument.
     pub command: String,
     /// Items.

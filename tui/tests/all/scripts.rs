@@ -408,6 +408,7 @@ fn plugin_questions_wait_their_turn_and_answer_even_when_dismissed() {
     });
     s.app.ask(Overlay::Picker(Picker {
         title: "Which target?".into(),
+        detail: Vec::new(),
         command: "answer".into(),
         items: vec!["staging".into(), "production".into()],
         filter: String::new(),
@@ -452,6 +453,7 @@ fn a_withdrawn_question_closes_open_or_queued_and_the_next_takes_focus() {
     });
     s.app.ask(Overlay::Picker(Picker {
         title: "Which target?".into(),
+        detail: Vec::new(),
         command: "q-2".into(),
         items: vec!["staging".into(), "production".into()],
         filter: String::new(),
@@ -490,4 +492,45 @@ fn a_resize_is_reported_to_the_host() {
             rows: 30
         })
     );
+}
+
+#[test]
+fn a_question_shows_its_detail_lines_above_the_choices() {
+    use smith_tui::app::Picker;
+    let answer = |arg: &str| Output::Command {
+        name: "answer".into(),
+        arg: arg.into(),
+    };
+    let picker = |detail: Vec<String>| {
+        Overlay::Picker(Picker {
+            title: "Allow write?".into(),
+            detail,
+            command: "answer".into(),
+            items: vec!["yes".into(), "no".into()],
+            filter: String::new(),
+            selected: 0,
+            cancel: Some(answer("no")),
+        })
+    };
+    let mut s = screen(app(), 80, 24);
+    s.app.ask(picker(vec![
+        "--- a/notes.txt".into(),
+        "+++ b/notes.txt".into(),
+        "-old line".into(),
+        "+new line".into(),
+    ]));
+    let text = s.text();
+    for line in ["Allow write?", "-old line", "+new line", "yes", "no"] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    assert_eq!(s.key(KeyCode::Enter, NONE), Some(answer("yes")));
+    // A detail longer than the screen is cut, and the cut is shown; the
+    // choices stay visible.
+    let long: Vec<String> = (0..100).map(|n| format!("+line {n}")).collect();
+    s.app.ask(picker(long));
+    let text = s.text();
+    assert!(text.contains("+line 0"), "{text}");
+    assert!(!text.contains("+line 99"), "{text}");
+    assert!(text.contains('…'), "{text}");
+    assert!(text.contains("yes") && text.contains("no"), "{text}");
 }
