@@ -44,12 +44,18 @@ fn content(end: &Value) -> &str {
 #[test]
 fn workspace_runs_a_write_in_the_project_and_refuses_one_outside() {
     let home = tempfile::tempdir().unwrap();
+    // A subfolder: the project is smith's home here, whose root holds the
+    // credential store the sandbox denies (docs/security.md).
+    std::fs::create_dir(home.path().join("work")).unwrap();
     let outside = tempfile::tempdir().unwrap();
     let away = outside.path().join("away.txt");
     let script = script(
         home.path(),
         &[
-            ("write", json!({"path": "in.txt", "content": "inside\n"})),
+            (
+                "write",
+                json!({"path": "work/in.txt", "content": "inside\n"}),
+            ),
             (
                 "write",
                 json!({"path": away.display().to_string(), "content": "outside\n"}),
@@ -65,7 +71,7 @@ fn workspace_runs_a_write_in_the_project_and_refuses_one_outside() {
     assert_eq!(ends.len(), 2, "{out}\n{err}");
     assert_eq!(ends[0]["status"], "ok", "{}", ends[0]);
     assert_eq!(
-        std::fs::read_to_string(home.path().join("in.txt")).unwrap(),
+        std::fs::read_to_string(home.path().join("work/in.txt")).unwrap(),
         "inside\n"
     );
     assert_eq!(ends[1]["status"], "blocked", "{}", ends[1]);
@@ -181,15 +187,20 @@ fn a_bad_rule_is_a_configuration_error_naming_the_file_and_the_rule() {
     assert!(err.contains("no property `cmd=`"), "{err}");
 }
 
-const ASKED: &str = "Allow bash to run this command?\n$ echo asked > asked.txt";
+/// The question asked before the scripted command. The command writes in a
+/// subfolder: the project is smith's home here, whose root holds smith's
+/// credential store, and the sandbox cannot let new entries appear beside a
+/// denied path (docs/security.md).
+const ASKED: &str = "Allow bash to run this command?\n$ echo asked > out/asked.txt";
 
 #[test]
 fn ask_mode_asks_and_an_answer_decides() {
     for (answer, status) in [("yes", "ok"), ("no", "blocked")] {
         let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("out")).unwrap();
         let script = script(
             home.path(),
-            &[("bash", json!({"command": "echo asked > asked.txt"}))],
+            &[("bash", json!({"command": "echo asked > out/asked.txt"}))],
         );
         let configured = format!("{ASKED}={answer}");
         let (out, err) = run(
@@ -210,7 +221,7 @@ fn ask_mode_asks_and_an_answer_decides() {
         let ends = tool_ends(&out);
         assert_eq!(ends.len(), 1, "{out}\n{err}");
         assert_eq!(ends[0]["status"], status, "{answer}: {}", ends[0]);
-        assert_eq!(home.path().join("asked.txt").exists(), answer == "yes");
+        assert_eq!(home.path().join("out/asked.txt").exists(), answer == "yes");
         if answer == "no" {
             assert!(
                 content(&ends[0]).contains("the user declined it"),
@@ -264,9 +275,10 @@ fn project_rules_apply_only_in_a_trusted_project() {
 fn rpc_asks_over_ui_question_and_the_answer_decides() {
     for (answer, status) in [("yes", "ok"), ("no", "blocked")] {
         let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("out")).unwrap();
         let script = script(
             home.path(),
-            &[("bash", json!({"command": "echo asked > asked.txt"}))],
+            &[("bash", json!({"command": "echo asked > out/asked.txt"}))],
         );
         let mut client = Client::start(
             home.path(),
@@ -300,6 +312,6 @@ fn rpc_asks_over_ui_question_and_the_answer_decides() {
         client.send(3, "wait_settled", json!({}));
         client.until(|r| r["id"] == 3);
         client.finish();
-        assert_eq!(home.path().join("asked.txt").exists(), answer == "yes");
+        assert_eq!(home.path().join("out/asked.txt").exists(), answer == "yes");
     }
 }

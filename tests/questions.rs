@@ -446,3 +446,87 @@ fn the_official_python_client_answers_a_plugin_question_through_elicitation() {
     );
     assert_eq!(summary["asked"].as_array().unwrap().len(), 2);
 }
+
+/// `smith mcp` under each approval mode: `ask` asks the client through
+/// elicitation before a `write` (showing the diff) and the answer decides;
+/// `workspace` (the default) runs a write inside the project and refuses
+/// one outside; `read-only` refuses every write.
+#[test]
+fn mcp_follows_the_approval_mode_and_asks_through_elicitation_in_ask() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("work");
+    std::fs::create_dir_all(&project).unwrap();
+    let cwd = project.display().to_string();
+    let write = |client: &mut McpClient, id: u64, path: &str| {
+        client.write(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "write", "arguments": {"path": path, "content": "made by the agent\n"},
+            }}),
+        );
+    };
+
+    // ask: the permission question reaches the client with the diff.
+    let mut client = McpClient::start(home.path(), &["--cwd", &cwd, "--approval", "ask"]);
+    client.initialize(json!({"elicitation": {}}));
+    write(&mut client, 2, "made.txt");
+    let request = client.next();
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    let message = request["params"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("[smith/permissions] Allow write to made.txt?"),
+        "{message}"
+    );
+    assert!(message.contains("+made by the agent"), "{message}");
+    let id = request["id"].clone();
+    client.write(&json!({"jsonrpc": "2.0", "id": id, "result": {
+        "action": "accept", "content": {"answer": "no"},
+    }}));
+    let result = client.next();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(
+        result["result"]["_meta"]["dev.smith/status"], "blocked",
+        "{result}"
+    );
+    assert!(!project.join("made.txt").exists());
+    write(&mut client, 3, "made.txt");
+    let request = client.next();
+    let id = request["id"].clone();
+    client.write(&json!({"jsonrpc": "2.0", "id": id, "result": {
+        "action": "accept", "content": {"answer": "yes"},
+    }}));
+    let result = client.next();
+    assert_eq!(result["id"], 3, "{result}");
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert!(project.join("made.txt").exists());
+    client.finish();
+
+    // workspace (the default): inside runs, outside is refused, nothing asked.
+    let outside = home.path().join("outside.txt").display().to_string();
+    let mut client = McpClient::start(home.path(), &["--cwd", &cwd]);
+    client.initialize(json!({"elicitation": {}}));
+    write(&mut client, 2, "inside.txt");
+    let result = client.next();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    write(&mut client, 3, &outside);
+    let result = client.next();
+    assert_eq!(result["id"], 3, "{result}");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("workspace"), "{text}");
+    assert!(project.join("inside.txt").exists());
+    assert!(!home.path().join("outside.txt").exists());
+    client.finish();
+
+    // read-only: every write is refused.
+    let mut client = McpClient::start(home.path(), &["--cwd", &cwd, "--approval", "read-only"]);
+    client.initialize(json!({"elicitation": {}}));
+    write(&mut client, 2, "again.txt");
+    let result = client.next();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("read-only"), "{text}");
+    assert!(!project.join("again.txt").exists());
+    client.finish();
+}

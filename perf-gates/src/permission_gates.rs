@@ -6,7 +6,8 @@
 //!   read-only, the call's path resolved on disk (absolute, normalized,
 //!   symlinks resolved), 20 rules (path and command rules, deny and allow
 //!   and ask) applied, and the decision back: a `write` inside the project
-//!   in `workspace` mode, which runs. At most 10 µs.
+//!   in `workspace` mode, which runs; then the sandbox's in-process check
+//!   of the same path (the `write` tool's, resolved again). At most 10 µs.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -34,7 +35,7 @@ pub const RULES: usize = 20;
 /// Gates on the permission policy.
 pub const PERMISSIONS: &[Gate] = &[Gate {
     name: "permissions.decision",
-    metric: "one tool-call decision through smith/permissions: 20 rules, the path resolved on disk (median)",
+    metric: "one tool-call decision through smith/permissions (20 rules, the path resolved on disk) and the sandbox's check of the path (median)",
     unit: Unit::Nanoseconds,
     limits: &[Limit::AtMost(DECISION_BUDGET_NS)],
     floor: None,
@@ -166,14 +167,31 @@ fn decision(cx: &mut Context) -> Result<Measurement, GateError> {
         name: "write".to_owned(),
         arguments: r#"{"path":"src/main.rs","content":"fn main() {}\n"}"#.to_owned(),
     });
+    // The sandbox the write tool checks the same path against.
+    let sandbox = smith_engine::tools::sandbox::Policy::builder()
+        .project_root(&project.root)
+        .home(project.root.join("home"))
+        .build()
+        .map_err(|d| {
+            GateError::new(format!(
+                "the gate's sandbox policy cannot be built: {}",
+                d.what()
+            ))
+        })?;
+    let target = project.root.join("src/main.rs");
     let mut wrong = 0usize;
-    let timing = measure::single(&cx.plan, || match plugin.handle(&event) {
-        Ok(HandlerResult::Decision(Decision::Allow)) => {}
-        _ => wrong += 1,
+    let timing = measure::single(&cx.plan, || {
+        match plugin.handle(&event) {
+            Ok(HandlerResult::Decision(Decision::Allow)) => {}
+            _ => wrong += 1,
+        }
+        if sandbox.check_write(black_box(&target)).is_err() {
+            wrong += 1;
+        }
     });
     if wrong > 0 {
         return Err(GateError::new(format!(
-            "smith/permissions did not allow a workspace write inside the project {wrong} time(s) while measuring; run `cargo test -p smith-plugins permissions`"
+            "smith/permissions or the sandbox did not allow a workspace write inside the project {wrong} time(s) while measuring; run `cargo test -p smith-plugins permissions` and `cargo test -p smith-sandbox`"
         )));
     }
     Ok(Measurement {

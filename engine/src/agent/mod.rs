@@ -37,7 +37,10 @@ pub use hooks::{Answerer, HookAction, Hooks, Interrupt, SessionGate, SessionOp, 
 pub use queue::{
     DeclaredPolicy, Delivery, DeliveryPoint, FollowUp, Queue, QueuePolicy, Steer, default_policies,
 };
-pub use run::{aborted_result_text, blocked_result_text, dangling_results, skipped_result_text};
+pub use run::{
+    aborted_result_text, blocked_result_text, dangling_results, read_only_result_text,
+    skipped_result_text,
+};
 
 /// Stops a run when usage passes a bound. Unknown usage never exceeds a
 /// budget (it is unknown, not zero).

@@ -1151,15 +1151,17 @@ impl Runner {
         plans: &mut [Plan],
         answers: &mut [Option<Answer>],
     ) {
-        // In `read-only` no mutating call runs, whatever the plugins say
+        self.screen_with_hooks(calls, plans, answers);
+        // In `read-only` no mutating call runs, whatever the plugins said
         // (and with no plugin loaded at all): the floor under the
-        // permission policy.
+        // permission policy, which refuses them first in its own words.
         if self.tool_context.approval() == Approval::ReadOnly {
             for index in 0..calls.len() {
-                if let Plan::Ready {
-                    access: Access::Mutating,
-                    ..
-                } = plans[index]
+                if answers[index].is_none()
+                    && let Plan::Ready {
+                        access: Access::Mutating,
+                        ..
+                    } = plans[index]
                 {
                     answers[index] = Some(Answer::unrun(
                         ToolStatus::Blocked,
@@ -1169,13 +1171,19 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// The extensions' `tool-call` decisions of [`Runner::screen_calls`].
+    fn screen_with_hooks(
+        &self,
+        calls: &mut Cow<'_, [ToolCall]>,
+        plans: &mut [Plan],
+        answers: &mut [Option<Answer>],
+    ) {
         let Some(cell) = &self.events.hooks else {
             return;
         };
         for index in 0..calls.len() {
-            if answers[index].is_some() {
-                continue;
-            }
             if !matches!(plans[index], Plan::Ready { .. }) {
                 continue;
             }

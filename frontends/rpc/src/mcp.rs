@@ -735,6 +735,31 @@ impl Calls {
     /// `Ok(None)` to run it as it is, `Ok(Some(arguments))` to run it with
     /// a plugin's replacement, or the blocked call's result.
     fn decide(&self, key: &str, name: &str, arguments: &Value) -> Result<Option<Value>, Value> {
+        let decided = self.decide_with_hooks(key, name, arguments)?;
+        // In `read-only` no mutating call runs, whatever the plugins said
+        // (and without plugins): the same floor the runtime's loop keeps.
+        if self.context.approval() == smith_engine::approval::Approval::ReadOnly
+            && self
+                .tools
+                .get(name)
+                .is_some_and(|tool| tool.definition().access == Access::Mutating)
+        {
+            return Err(tool_result(
+                smith_engine::agent::read_only_result_text(name),
+                true,
+                json!({"dev.smith/status": "blocked"}),
+            ));
+        }
+        Ok(decided)
+    }
+
+    /// The extensions' part of [`Calls::decide`].
+    fn decide_with_hooks(
+        &self,
+        key: &str,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Option<Value>, Value> {
         let Some(hooks) = &self.hooks else {
             return Ok(None);
         };
