@@ -198,6 +198,19 @@ fn the_file_tools_are_refused_outside_the_policy_with_the_diagnostic() {
     let w = world();
     let target = w.outside.join("written.txt");
     let key = w.home.join(".ssh/id_test");
+    // A permission rule lets the write outside the project through (the
+    // read needs none: read-only tools run): the sandbox still refuses
+    // both, since rules decide whether a call runs, not what it may touch.
+    let config = w.home.join(".smith");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.kdl"),
+        format!(
+            "permissions {{\n    allow \"write\" path=\"{}\"\n}}\n",
+            target.display()
+        ),
+    )
+    .unwrap();
     let (ends, all) = w.eval(
         "files",
         &[

@@ -183,20 +183,28 @@ fn loader_child(case: &str) {
         "hello" => {
             assert!(warnings.is_empty(), "{warnings:?}");
             assert_eq!(commands.last(), Some(&"hello"));
-            assert_eq!(commands.len(), fixture.commands.len() + 1);
+            // smith/product's commands, smith/permissions' `/approval`,
+            // then the user plugin's.
+            assert_eq!(commands.len(), fixture.commands.len() + 2);
+            assert!(commands.contains(&"approval"), "{commands:?}");
             assert_eq!(p.keys, fixture.keys);
             assert_eq!(p.theme, fixture.theme);
             assert_eq!(p.layout, fixture.layout);
         }
         "no-plugins" => {
-            // `--no-plugins`: only smith/product contributes.
+            // `--no-plugins`: only the built-ins contribute: smith/product
+            // everything but `/approval`, which is smith/permissions'.
             assert!(warnings.is_empty(), "{warnings:?}");
+            let mut p = p;
+            let approval = p.commands.iter().position(|c| c.name == "approval");
+            p.commands
+                .remove(approval.expect("smith/permissions contributes /approval"));
             assert_eq!(p, fixture);
         }
         "disabled" => {
             // Without smith/product: the user plugin's command, the
             // recovery layout and keys, and a warning saying what to do.
-            assert_eq!(commands, ["hello"]);
+            assert_eq!(commands, ["approval", "hello"]);
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
             let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();
             assert_eq!(keys, ["enter", "esc", "ctrl+c"]);
