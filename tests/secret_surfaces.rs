@@ -14,13 +14,14 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 mod common;
+#[path = "common/http.rs"]
+mod http;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
+use http::{Handler, Reply, Server};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_smith");
@@ -35,88 +36,14 @@ const ALLOWED_SECRET: &str = "dpl-PLANTEDallowed0123456789abcdef";
 const USER_PLACEHOLDER: &str = "{secret:user.token}";
 const ENV_PLACEHOLDER: &str = "{secret:openai.api_key}";
 
-/// What the server answers a request with.
-type Handler = dyn Fn(&Value) -> (u16, &'static str, Vec<u8>) + Send + Sync;
-
-/// A local HTTP/1.1 server: one connection at a time, `Connection:
-/// close`, chunked replies; it keeps every request body it receives, as
-/// received.
-struct Server {
-    port: u16,
-    bodies: Arc<Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Server {
-    fn start(handler: Box<Handler>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let bodies = Arc::new(Mutex::new(Vec::new()));
-        let log = bodies.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let Some(body) = read_body(&stream) else {
-                    continue;
-                };
-                log.lock().unwrap().push(body.clone());
-                let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                let (status, content_type, reply) = handler(&request);
-                let _ = respond(stream, status, content_type, &reply);
-            }
-        });
-        Server { port, bodies }
-    }
-
-    fn base(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Every request body so far, one per line.
-    fn log(&self) -> Vec<u8> {
-        self.bodies.lock().unwrap().join(&b'\n')
-    }
-}
-
-fn read_body(stream: &TcpStream) -> Option<Vec<u8>> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut length = 0;
-    loop {
-        let mut h = String::new();
-        reader.read_line(&mut h).ok()?;
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':')
-            && k.trim().eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(body)
-}
-
-fn respond(
-    mut stream: TcpStream,
-    status: u16,
-    content_type: &str,
-    body: &[u8],
-) -> std::io::Result<()> {
-    write!(
-        stream,
-        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
-    )?;
-    for piece in body.chunks(97) {
-        write!(stream, "{:x}\r\n", piece.len())?;
-        stream.write_all(piece)?;
-        stream.write_all(b"\r\n")?;
-    }
-    stream.write_all(b"0\r\n\r\n")?;
-    stream.flush()
+/// Every request body the server received, as received, one per line.
+fn request_log(server: &Server) -> Vec<u8> {
+    server
+        .seen()
+        .into_iter()
+        .map(|seen| seen.raw)
+        .collect::<Vec<_>>()
+        .join(&b'\n')
 }
 
 /// An OpenAI chat completion stream of `deltas`, ending with `finish`.
@@ -167,19 +94,19 @@ fn tool_calls() -> Vec<u8> {
 /// The model: tool calls first; once the results are in, it echoes what
 /// it saw (placeholders) and stops.
 fn model() -> Box<Handler> {
-    Box::new(|request| {
+    Box::new(|_, seen| {
+        let request = &seen.body;
         let answered = request["messages"]
             .as_array()
             .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
         if answered {
             let text = format!("saw {USER_PLACEHOLDER} and {ENV_PLACEHOLDER}");
-            (
-                200,
-                "text/event-stream",
-                stream(&[json!({"role": "assistant", "content": text})], "stop"),
-            )
+            Reply::Stream(stream(
+                &[json!({"role": "assistant", "content": text})],
+                "stop",
+            ))
         } else {
-            (200, "text/event-stream", tool_calls())
+            Reply::Stream(tool_calls())
         }
     })
 }
@@ -187,10 +114,10 @@ fn model() -> Box<Handler> {
 /// A provider that refuses every request with `status`, echoing both keys
 /// in its JSON error body as vendors do.
 fn refusing(status: u16) -> Box<Handler> {
-    Box::new(move |_| {
+    Box::new(move |_, _| {
         let body = json!({"error": {"message": format!("Incorrect API key provided: {ENV_SECRET}; also saw {USER_SECRET}"),
                                      "type": "invalid_request_error"}});
-        (status, "application/json", body.to_string().into_bytes())
+        Reply::Status(status, "application/json", body.to_string().into_bytes())
     })
 }
 
@@ -361,7 +288,7 @@ fn planted_secrets_reach_no_surface_and_substitution_follows_the_policy() {
     assert!(listed.contains("hmac-sha256:"), "{listed}");
 
     let server = Server::start(model());
-    let base = server.base();
+    let base = server.url("/v1");
     let out = run(home.path(), &eval_args(&base, "planted"));
     assert!(out.status.success(), "{}", describe(&out));
     let ends: Vec<Value> = String::from_utf8_lossy(&out.stdout)
@@ -404,7 +331,7 @@ fn planted_secrets_reach_no_surface_and_substitution_follows_the_policy() {
         "{substituted}"
     );
 
-    let log = server.log();
+    let log = request_log(&server);
     assert_clean("the provider request log", &log);
     assert_placeholders("the provider request log", &log);
     assert_clean("the eval --json output", &out.stdout);
@@ -429,7 +356,7 @@ fn planted_secrets_reach_no_surface_and_substitution_follows_the_policy() {
 
     // The same run through `smith rpc`.
     let rpc_server = Server::start(model());
-    let rpc_base = rpc_server.base();
+    let rpc_base = rpc_server.url("/v1");
     let mut child = smith(
         home.path(),
         &[
@@ -482,7 +409,7 @@ fn planted_secrets_reach_no_surface_and_substitution_follows_the_policy() {
     assert_clean("the rpc output", &rpc_out);
     assert_clean("rpc's standard error", &rpc_err);
     assert_placeholders("the rpc output", &rpc_out);
-    assert_clean("the rpc provider's request log", &rpc_server.log());
+    assert_clean("the rpc provider's request log", &request_log(&rpc_server));
 }
 
 #[test]
@@ -490,7 +417,7 @@ fn a_provider_error_body_that_echoes_the_secrets_is_redacted_everywhere() {
     let home = home();
     for (status, name) in [(400, "refused"), (500, "failed")] {
         let server = Server::start(refusing(status));
-        let base = server.base();
+        let base = server.url("/v1");
         let out = run(home.path(), &eval_args(&base, name));
         assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
         assert_clean("the eval --json output", &out.stdout);
@@ -498,7 +425,7 @@ fn a_provider_error_body_that_echoes_the_secrets_is_redacted_everywhere() {
         // The message reached the output, redacted.
         let shown = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
         assert_placeholders("eval's output", &shown);
-        assert_clean("the provider request log", &server.log());
+        assert_clean("the provider request log", &request_log(&server));
         for (what, bytes) in recorded(home.path(), name) {
             assert_clean(what, &bytes);
         }

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use smith_engine::approval::{Approval, ApprovalCell};
-use smith_engine::journal::{EffectCompletion, EffectIntent, EffectJournal, JournalError};
 use smith_plugins::builtin::PERMISSIONS as COMPONENT;
 use smith_plugins::effects::{Effects, Grants, PermissionAccess, PermissionRule};
 use smith_plugins::extension::{Decision, HandlerResult, LifecycleEvent, ToolCallEvent};
@@ -24,6 +23,7 @@ use smith_plugins::{ExtensionComponent, Limits};
 
 use crate::gate::{Gate, GateError, Limit, Measurement, Unit};
 use crate::measure;
+use crate::plugin_gates::Discard;
 use crate::table::Context;
 
 /// The goal for one decision: 10 µs.
@@ -42,20 +42,6 @@ pub const PERMISSIONS: &[Gate] = &[Gate {
     run: decision,
     cores: 1,
 }];
-
-/// A journal that keeps nothing (a decision records nothing anyway).
-struct Discard;
-
-impl EffectJournal for Discard {
-    fn record_intent(&self, intent: &EffectIntent) -> Result<(), JournalError> {
-        black_box(intent);
-        Ok(())
-    }
-    fn record_completion(&self, completion: &EffectCompletion) -> Result<(), JournalError> {
-        black_box(completion);
-        Ok(())
-    }
-}
 
 /// A project folder of its own under the system temporary directory
 /// (removed afterwards) with `src/main.rs` in it.

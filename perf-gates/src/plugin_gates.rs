@@ -143,8 +143,9 @@ pub const PLUGINS: &[Gate] = &[
 ];
 
 /// A journal that keeps nothing: both sides of the tool gate pay the same
-/// (nothing) for the store, so the gate compares the host's own work.
-struct Discard;
+/// (nothing) for the store, so the gate compares the host's own work (the
+/// permission gate uses it too: a decision records nothing).
+pub(crate) struct Discard;
 
 impl EffectJournal for Discard {
     fn record_intent(&self, intent: &EffectIntent) -> Result<(), JournalError> {
