@@ -6,11 +6,10 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -18,7 +17,7 @@ use serde_json::{Value, json};
 #[path = "common/http.rs"]
 mod http;
 
-use http::{Reply, Seen, Server};
+use http::{Reply, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_smith");
 

@@ -17,9 +17,9 @@ mod common;
 #[path = "common/http.rs"]
 mod http;
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
 
 use http::{Handler, Reply, Server};
 use serde_json::{Value, json};
