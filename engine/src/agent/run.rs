@@ -1198,7 +1198,12 @@ impl Runner {
                     ));
                 }
                 Verdict::Replace { by, value } => match serde_json::from_str::<Value>(&value) {
-                    Ok(arguments) => {
+                    Ok(mut arguments) => {
+                        // Recorded and run like the model's own: a
+                        // registered value the extension wrote in becomes
+                        // its placeholder, which the effect boundary
+                        // substitutes only where the policy allows.
+                        super::redact::json(&self.config.redactor, &mut arguments);
                         calls.to_mut()[index].arguments = arguments;
                         plans[index] = self.plan(&calls[index]);
                     }
