@@ -241,6 +241,40 @@ impl Policy {
     }
 
     /// The read-denied path at or above `resolved`, if any.
+    /// [`resolve`], starting from a write root the path lies under: a
+    /// write root was resolved when the policy was built, so only the
+    /// components below it are looked up (two for `src/main.rs` in the
+    /// project, however deep the project sits). A path under no write root,
+    /// or whose rest holds `.` or `..`, is resolved whole; a link met below
+    /// the root is followed as [`resolve`] follows it.
+    fn resolve(&self, given: &Path) -> io::Result<PathBuf> {
+        let absolute = std::path::absolute(given)?;
+        let Some((root, rest)) = self
+            .write_roots
+            .iter()
+            .filter_map(|r| Some((&r.path, absolute.strip_prefix(&r.path).ok()?)))
+            .max_by_key(|(root, _)| root.as_os_str().len())
+        else {
+            return resolve(&absolute);
+        };
+        if !rest.components().all(|c| matches!(c, Component::Normal(_))) {
+            return resolve(&absolute);
+        }
+        let mut out = root.clone();
+        for name in rest.components() {
+            out.push(name);
+            match std::fs::symlink_metadata(&out) {
+                Ok(meta) if meta.file_type().is_symlink() => return resolve(&absolute),
+                Ok(_) => {}
+                // Nothing below a missing entry can be a link.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(absolute),
+                Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(absolute),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) fn denied_for(&self, resolved: &Path) -> Option<&Denied> {
         self.read_denied
             .iter()
@@ -261,7 +295,7 @@ impl Policy {
     /// resolved (a link loop, a folder that cannot be searched).
     pub fn check_read(&self, path: impl AsRef<Path>) -> Result<PathBuf, Diagnostic> {
         let given = path.as_ref();
-        let resolved = resolve(given).map_err(|e| unresolvable(given, &e))?;
+        let resolved = self.resolve(given).map_err(|e| unresolvable(given, &e))?;
         if let Some(d) = self.denied_for(&resolved) {
             return Err(Diagnostic::error(
                 "sandbox.read-denied",
@@ -294,7 +328,7 @@ impl Policy {
     /// denied path); `sandbox.unresolvable-path` as for reading.
     pub fn check_write(&self, path: impl AsRef<Path>) -> Result<PathBuf, Diagnostic> {
         let given = path.as_ref();
-        let resolved = resolve(given).map_err(|e| unresolvable(given, &e))?;
+        let resolved = self.resolve(given).map_err(|e| unresolvable(given, &e))?;
         if let Some(d) = self.denied_for(&resolved) {
             return Err(Diagnostic::error(
                 "sandbox.write-denied",

@@ -85,25 +85,27 @@ pub fn resolve(root: &Path, raw: &str) -> ResolvedPath {
     } else {
         root.join(raw)
     };
-    let absolute = std::fs::canonicalize(&joined).unwrap_or_else(|_| {
-        let mut current = PathBuf::from("/");
-        for component in joined.components() {
-            match component {
-                Component::Prefix(_) | Component::RootDir => current = PathBuf::from("/"),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    current.pop();
-                }
-                Component::Normal(name) => {
-                    current.push(name);
-                    if let Ok(real) = std::fs::canonicalize(&current) {
-                        current = real;
+    let absolute = below_root(root, &joined)
+        .or_else(|| std::fs::canonicalize(&joined).ok())
+        .unwrap_or_else(|| {
+            let mut current = PathBuf::from("/");
+            for component in joined.components() {
+                match component {
+                    Component::Prefix(_) | Component::RootDir => current = PathBuf::from("/"),
+                    Component::CurDir => {}
+                    Component::ParentDir => {
+                        current.pop();
+                    }
+                    Component::Normal(name) => {
+                        current.push(name);
+                        if let Ok(real) = std::fs::canonicalize(&current) {
+                            current = real;
+                        }
                     }
                 }
             }
-        }
-        current
-    });
+            current
+        });
     let project_relative = absolute.strip_prefix(root).ok().map(|rest| {
         rest.components()
             .map(|c| c.as_os_str().to_string_lossy())
@@ -114,6 +116,28 @@ pub fn resolve(root: &Path, raw: &str) -> ResolvedPath {
         absolute,
         project_relative: project_relative.filter(|r| !r.is_empty()),
     }
+}
+
+/// `joined` as it is when it lies under the canonical `root` with plain
+/// names below it, none of them a symbolic link (looked up one by one:
+/// two lookups for `src/main.rs`, however deep the project sits); `None`
+/// when a link, `.` or `..` needs the full resolution.
+fn below_root(root: &Path, joined: &Path) -> Option<PathBuf> {
+    let rest = joined.strip_prefix(root).ok()?;
+    if !rest.components().all(|c| matches!(c, Component::Normal(_))) {
+        return None;
+    }
+    let mut out = root.to_path_buf();
+    for name in rest.components() {
+        out.push(name);
+        match std::fs::symlink_metadata(&out) {
+            Ok(meta) if meta.file_type().is_symlink() => return None,
+            Ok(_) => {}
+            // Nothing below a missing entry can be a link.
+            Err(_) => return Some(joined.to_path_buf()),
+        }
+    }
+    Some(out)
 }
 
 impl Effects {
