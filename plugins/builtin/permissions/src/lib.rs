@@ -45,6 +45,10 @@ thread_local! {
     static RULES: RefCell<Option<Vec<Rule>>> = const { RefCell::new(None) };
     /// Whether each tool asked about so far only observes.
     static TOOLS: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
+    /// The approval mode, read from the host on the first call and kept
+    /// in step by `/approval`, the only way it changes while a runtime
+    /// runs.
+    static MODE: std::cell::Cell<Option<Mode>> = const { std::cell::Cell::new(None) };
 }
 
 fn with_rules<T>(f: impl FnOnce(&mut Vec<Rule>) -> T) -> Result<T, String> {
@@ -234,14 +238,21 @@ fn read_only(name: &str) -> bool {
 fn tool_call(call: &ext::ToolCallEvent) -> ext::HandlerResult {
     let arguments: serde_json::Value =
         serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
-    let mode = match host::approval_mode() {
-        Ok(mode) => Mode::parse(&mode).unwrap_or(Mode::Ask),
-        Err(err) => {
-            return block(format!(
-                "{NAME} cannot read the approval mode, so nothing runs: {}",
-                text_of(&err)
-            ));
-        }
+    let mode = match MODE.get() {
+        Some(mode) => mode,
+        None => match host::approval_mode() {
+            Ok(mode) => {
+                let mode = Mode::parse(&mode).unwrap_or(Mode::Ask);
+                MODE.set(Some(mode));
+                mode
+            }
+            Err(err) => {
+                return block(format!(
+                    "{NAME} cannot read the approval mode, so nothing runs: {}",
+                    text_of(&err)
+                ));
+            }
+        },
     };
     let read_only = read_only(&call.name);
     let path = argument(&arguments, "path").map(|raw| match host::resolve_path(raw) {
@@ -338,6 +349,7 @@ impl ext::Guest for Permissions {
             return Ok(vec![notify(text)]);
         }
         host::set_approval_mode(wanted).map_err(|err| text_of(&err))?;
+        MODE.set(Mode::parse(wanted));
         Ok(vec![notify(format!("Approval mode: {wanted}"))])
     }
 
