@@ -25,6 +25,7 @@ use crate::gate::{Gate, GateError, Limit, Measurement, Unit};
 use crate::measure;
 use crate::plugin_gates::Discard;
 use crate::table::Context;
+use crate::tui_gates::TempDir;
 
 /// The goal for one decision: 10 µs.
 pub const DECISION_BUDGET_NS: f64 = 10_000.0;
@@ -47,17 +48,13 @@ pub const PERMISSIONS: &[Gate] = &[Gate {
 /// (removed afterwards) with `src/main.rs` in it.
 struct Project {
     root: PathBuf,
+    _dir: TempDir,
 }
 
 impl Project {
     fn new() -> Result<Project, GateError> {
-        let root = std::env::temp_dir().join(format!(
-            "smith-bench-permissions-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
+        let dir = TempDir::new("permissions")?;
+        let root = dir.0.clone();
         std::fs::create_dir_all(root.join("src"))
             .and_then(|()| std::fs::write(root.join("src/main.rs"), "fn main() {}\n"))
             .map_err(|err| {
@@ -66,13 +63,7 @@ impl Project {
                     root.display()
                 ))
             })?;
-        Ok(Project { root })
-    }
-}
-
-impl Drop for Project {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        Ok(Project { root, _dir: dir })
     }
 }
 

@@ -631,11 +631,13 @@ pub fn time_to_first_frame(_launch: &Launch) -> Result<Duration, GateError> {
     ))
 }
 
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
+/// A directory of this run under the system temporary directory, removed
+/// when dropped.
+pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl TempDir {
-    fn new(what: &str) -> Result<Self, GateError> {
+    /// A fresh `smith-bench-WHAT-PID-NANOS` directory.
+    pub(crate) fn new(what: &str) -> Result<Self, GateError> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
