@@ -34,6 +34,7 @@
 
 mod diff;
 mod error;
+mod export;
 mod id;
 mod objects;
 mod restore;
@@ -47,6 +48,7 @@ use std::path::{Component, Path, PathBuf};
 
 pub use diff::{ChangeKind, Diff, FileChange, Side};
 pub use error::{ErrorKind, VcsError};
+pub use export::{ExportReport, NotWritten};
 pub use id::{ObjectId, ObjectKind, SnapshotId};
 pub use objects::ZSTD_LEVEL;
 pub use restore::{RestoreOptions, RestoreReport, UndoOptions};

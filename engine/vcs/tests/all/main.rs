@@ -4,6 +4,7 @@
 //! times; no external program runs.
 
 mod alloc_count;
+mod export;
 mod fixtures;
 mod no_git;
 mod operations;
