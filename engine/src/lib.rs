@@ -19,6 +19,7 @@ pub mod approval;
 #[cfg(feature = "bench")]
 pub mod bench_support;
 pub mod checkpoint;
+pub mod checkpoint_store;
 mod diag;
 pub mod journal;
 pub mod protocol;

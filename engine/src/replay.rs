@@ -38,7 +38,9 @@
 //! [`compare`] is the one place replay touches the world, on request: it
 //! re-executes recorded effects in a scratch directory and reports every
 //! divergence from the recorded completion. Effects recorded as unknown are
-//! reported as skipped and never run.
+//! reported as skipped and never run. [`start_point`] and [`export_start`]
+//! give it the workspace the effects saw: the snapshot the session's first
+//! checkpoint took before them, written into the scratch directory.
 
 use std::path::Path;
 use std::time::Duration;
@@ -48,6 +50,7 @@ use serde_json::Value;
 use smith_store::{EntryKind, Session};
 
 use crate::agent::aborted_result_text;
+use crate::checkpoint::{VcsOp, VcsRecord};
 use crate::journal::store::decode_json;
 use crate::journal::{MessageMeta, Outcome, RunInfo, RunRecord};
 use crate::protocol::{
@@ -1033,6 +1036,101 @@ pub fn compare(
         });
     }
     Ok(out)
+}
+
+/// Where [`compare`]'s scratch workspace starts: a snapshot the session's
+/// checkpoints recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StartPoint {
+    /// The project root the checkpoint was taken of (canonical).
+    pub root: String,
+    /// The snapshot id (64 hexadecimal digits).
+    pub snapshot: String,
+    /// The effect whose checkpoint it is.
+    pub effect_id: String,
+    /// `before` (the project right before that effect) or `after` (right
+    /// after it, for a selection that starts after it).
+    pub side: &'static str,
+}
+
+/// The snapshot a re-execution of `selected` (a selection of `all`, the
+/// session's effects in intent order) starts from, from the session's VCS
+/// `records`: the `before` of the first checkpoint of a selected effect;
+/// when no selected effect has one, the `after` of the newest checkpoint
+/// of an effect before the selection. `None` when the session recorded no
+/// usable checkpoint for them (none at all, or the first one's snapshot
+/// failed).
+pub fn start_point(
+    records: &[VcsRecord],
+    all: &[RecordedEffect],
+    selected: &[&RecordedEffect],
+) -> Option<StartPoint> {
+    let checkpoint_of = |effect_id: &str| {
+        records
+            .iter()
+            .find(|r| r.op == VcsOp::Checkpoint && r.effect_id.as_deref() == Some(effect_id))
+    };
+    if let Some((effect, record)) = selected
+        .iter()
+        .find_map(|e| checkpoint_of(&e.effect_id).map(|r| (e, r)))
+    {
+        return (!record.before.is_empty()).then(|| StartPoint {
+            root: record.root.clone(),
+            snapshot: record.before.clone(),
+            effect_id: effect.effect_id.clone(),
+            side: "before",
+        });
+    }
+    let first = selected.first()?;
+    let earlier = all.iter().take_while(|e| e.effect_id != first.effect_id);
+    let earlier: Vec<&RecordedEffect> = earlier.collect();
+    earlier.iter().rev().find_map(|e| {
+        let record = checkpoint_of(&e.effect_id)?;
+        (!record.after.is_empty()).then(|| StartPoint {
+            root: record.root.clone(),
+            snapshot: record.after.clone(),
+            effect_id: e.effect_id.clone(),
+            side: "after",
+        })
+    })
+}
+
+/// Writes the snapshot `point` names, from the checkpoint store of its
+/// project under `checkpoints_root` (smith's `<data dir>/checkpoints`),
+/// into `scratch`, an empty folder. Returns the store's report (entries
+/// recorded by size only are listed there, not written).
+///
+/// # Errors
+///
+/// When the store is missing, the snapshot is no longer stored (it was
+/// collected), or the export fails; the message says to compare against a
+/// copy with `--workspace DIR` instead.
+pub fn export_start(
+    checkpoints_root: &Path,
+    point: &StartPoint,
+    scratch: &Path,
+) -> Result<smith_vcs::ExportReport, ReplayError> {
+    let store = crate::checkpoint::store_dir(checkpoints_root, Path::new(&point.root));
+    let fail = |why: String| {
+        ReplayError::new(format!(
+            "could not start the comparison from snapshot {} ({} {}) of {}: {why}; pass --workspace DIR to compare against a copy of DIR instead",
+            point.snapshot, point.side, point.effect_id, point.root
+        ))
+    };
+    if !store.is_dir() {
+        return Err(fail(format!(
+            "the checkpoint store {} does not exist",
+            store.display()
+        )));
+    }
+    // The store is only read: no snapshot is taken, so the stat cache is
+    // left as it is.
+    let mut vcs = smith_vcs::Vcs::open(scratch, &store, smith_vcs::Options::default())
+        .map_err(|e| fail(e.to_string()))?;
+    let id = vcs
+        .resolve(&point.snapshot)
+        .map_err(|e| fail(e.to_string()))?;
+    vcs.export(id, scratch).map_err(|e| fail(e.to_string()))
 }
 
 /// Copies the directory tree at `from` into `to` (which must exist):

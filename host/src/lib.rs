@@ -32,6 +32,8 @@
 //! - [`questions`] — where plugins' questions that wait go: a broker of
 //!   pending questions for frontends with a user, a policy for those
 //!   without.
+//! - [`checkpoints`] — garbage collection of the projects' checkpoint
+//!   stores when sessions are deleted or pruned.
 //! - [`output`] — how the headless frontends print events, usage, results
 //!   and exit codes.
 //!
@@ -41,6 +43,7 @@
 #![deny(missing_docs)]
 
 pub mod catalog;
+pub mod checkpoints;
 pub mod context;
 pub mod extensions;
 pub mod mock;

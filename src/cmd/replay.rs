@@ -9,17 +9,22 @@
 //! `--speed N` divides them by N, `--instant` (the default for `--json`)
 //! does not wait. `--turns A..B` selects session-wide turns (1-based,
 //! inclusive). `--compare` re-executes the recorded effects in a scratch
-//! copy of the workspace and reports each divergence; it exits 1 when any
-//! effect diverged. See docs/replay.md.
+//! workspace — the snapshot the session's first checkpoint took before them
+//! (or, without checkpoints or with `--workspace DIR`, a copy of the current
+//! files) — and reports each divergence; it exits 1 when any effect
+//! diverged. See docs/replay.md.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use smith_diag::{Diagnostic, Surface};
+use smith_engine::journal::store::vcs_records;
 use smith_engine::protocol::{Event, Header, JsonLines, ReplayMarker, StopCause};
 use smith_engine::provider::Usage;
-use smith_engine::replay::{Comparison, Pace, Recording, TurnRange, Verdict, compare, copy_tree};
+use smith_engine::replay::{
+    Comparison, Pace, Recording, TurnRange, Verdict, compare, copy_tree, export_start, start_point,
+};
 use smith_engine::tools::ToolSet;
 use smith_store::Store;
 
@@ -43,10 +48,10 @@ pub struct Args {
     /// Only these turns: A..B (1-based, inclusive, counted over the whole session), A.., ..B or N.
     #[arg(long, value_name = "A..B")]
     pub turns: Option<String>,
-    /// Re-execute the recorded tool effects in a scratch copy of the workspace and report divergences (exit 1 when any).
+    /// Re-execute the recorded tool effects in a scratch workspace (the session's first checkpoint, else a copy of the working directory) and report divergences (exit 1 when any).
     #[arg(long)]
     pub compare: bool,
-    /// With --compare: copy DIR instead of the recorded working directory.
+    /// With --compare: start from a copy of DIR instead of the session's checkpoint or working directory.
     #[arg(long, value_name = "DIR", requires = "compare")]
     pub workspace: Option<PathBuf>,
     /// Print protocol events as JSON Lines, then a final result record.
@@ -150,7 +155,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
     let mut code = 0;
     if args.compare {
-        let comparisons = run_compare(&args, &recording, turns)?;
+        let records = vcs_records(&session).with_context(|| {
+            format!(
+                "could not read the checkpoints of session {:?} for --compare",
+                args.session
+            )
+        })?;
+        let (start, comparisons) = run_compare(&args, &recording, &records, turns)?;
         let diverged = comparisons
             .iter()
             .filter(|c| matches!(c.verdict, Verdict::Diverged { .. }))
@@ -165,6 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         });
         match &mut json {
             Some(lines) => {
+                lines.write(&start.record())?;
                 for comparison in &comparisons {
                     let mut record = serde_json::to_value(comparison)?;
                     if let Some(map) = record.as_object_mut() {
@@ -174,7 +186,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 }
                 lines.write(&summary)?;
             }
-            None => print_comparisons(&mut out, &comparisons, &summary)?,
+            None => {
+                writeln!(out, "{}", start.line())?;
+                print_comparisons(&mut out, &comparisons, &summary)?;
+            }
         }
         if diverged > 0 {
             code = 1;
@@ -193,12 +208,110 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(code)
 }
 
+/// What `--compare`'s scratch workspace started from.
+enum Start {
+    /// A snapshot of the session's checkpoints.
+    Snapshot(smith_engine::replay::StartPoint),
+    /// A copy of a folder's current files: `--workspace DIR`, or the
+    /// session has no usable checkpoint.
+    Copy { path: PathBuf, given: bool },
+}
+
+impl Start {
+    /// The `compare_start` JSON record.
+    fn record(&self) -> serde_json::Value {
+        match self {
+            Start::Snapshot(p) => serde_json::json!({
+                "type": "compare_start",
+                "source": "checkpoint",
+                "snapshot": p.snapshot,
+                "side": p.side,
+                "effect_id": p.effect_id,
+                "root": p.root,
+            }),
+            Start::Copy { path, given } => serde_json::json!({
+                "type": "compare_start",
+                "source": if *given { "workspace" } else { "copy" },
+                "path": path.display().to_string(),
+                "reason": if *given {
+                    "--workspace was given"
+                } else {
+                    "the session has no checkpoint of the compared effects"
+                },
+            }),
+        }
+    }
+
+    /// The human line.
+    fn line(&self) -> String {
+        match self {
+            Start::Snapshot(p) => format!(
+                "compare: starting from snapshot {} ({} {}, checkpoint of {})",
+                &p.snapshot[..p.snapshot.len().min(12)],
+                p.side,
+                p.effect_id,
+                p.root
+            ),
+            Start::Copy { path, given: true } => format!(
+                "compare: starting from a copy of the current files of {} (--workspace)",
+                path.display()
+            ),
+            Start::Copy { path, given: false } => format!(
+                "compare: the session has no checkpoint of the compared effects; starting from a copy of the current files of {}",
+                path.display()
+            ),
+        }
+    }
+}
+
 fn run_compare(
     args: &Args,
     recording: &Recording,
+    records: &[smith_engine::checkpoint::VcsRecord],
     turns: Option<TurnRange>,
-) -> anyhow::Result<Vec<Comparison>> {
+) -> anyhow::Result<(Start, Vec<Comparison>)> {
     let effects = recording.selected_effects(turns);
+    let scratch = tempfile::Builder::new()
+        .prefix("smith-replay-")
+        .tempdir()
+        .context("could not create a scratch directory for --compare; check that the temporary directory is writable")?;
+    let outputs = tempfile::Builder::new()
+        .prefix("smith-replay-output-")
+        .tempdir()
+        .context("could not create a directory for tool outputs for --compare")?;
+    let point = match &args.workspace {
+        Some(_) => None,
+        None => start_point(records, &recording.effects, &effects),
+    };
+    let start = match (point, smith_host::runtime::checkpoints_root()) {
+        (Some(point), Some(root)) => {
+            export_start(&root, &point, scratch.path())?;
+            Start::Snapshot(point)
+        }
+        _ => {
+            let path = copy_workspace(args, &effects)?;
+            copy_tree(&path, scratch.path())?;
+            Start::Copy {
+                path,
+                given: args.workspace.is_some(),
+            }
+        }
+    };
+    let comparisons = compare(
+        &effects,
+        &ToolSet::builtin(),
+        scratch.path(),
+        outputs.path(),
+    )?;
+    Ok((start, comparisons))
+}
+
+/// The folder whose current files `--compare` copies: `--workspace DIR`,
+/// else the one working directory the selected effects ran in.
+fn copy_workspace(
+    args: &Args,
+    effects: &[&smith_engine::replay::RecordedEffect],
+) -> anyhow::Result<PathBuf> {
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => {
@@ -251,19 +364,5 @@ fn run_compare(
         .with_surface(Surface::flag("--workspace"))
         .into());
     }
-    let scratch = tempfile::Builder::new()
-        .prefix("smith-replay-")
-        .tempdir()
-        .context("could not create a scratch directory for --compare; check that the temporary directory is writable")?;
-    let outputs = tempfile::Builder::new()
-        .prefix("smith-replay-output-")
-        .tempdir()
-        .context("could not create a directory for tool outputs for --compare")?;
-    copy_tree(&workspace, scratch.path())?;
-    Ok(compare(
-        &effects,
-        &ToolSet::builtin(),
-        scratch.path(),
-        outputs.path(),
-    )?)
+    Ok(workspace)
 }

@@ -242,14 +242,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             writeln!(out, "session {id} is now named {new_name}")?;
         }
         Sub::Delete { session } => {
+            let roots = store
+                .load(&session)
+                .map(|s| smith_host::checkpoints::roots_of(&s))
+                .unwrap_or_default();
             let id = store.delete(&session)?;
             writeln!(out, "deleted session {id}")?;
+            collect_checkpoints(&store, &roots, &mut out)?;
         }
         Sub::Prune { empty, older_than } => {
             if !empty && older_than.is_none() {
                 eprintln!(
                     "smith: prune without --empty or --older-than only removes leftovers of interrupted writes; add --empty or --older-than DAYS to remove sessions"
                 );
+            }
+            // The projects each session checkpointed, read before any goes.
+            let mut roots_by_session = std::collections::BTreeMap::new();
+            for info in store.list()? {
+                if let Ok(s) = store.load(&info.id.to_hex()) {
+                    roots_by_session.insert(info.id, smith_host::checkpoints::roots_of(&s));
+                }
             }
             let rep = store.prune(PruneOptions {
                 empty,
@@ -266,6 +278,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 rep.temp_files,
                 rep.dangling_names
             )?;
+            let roots = rep
+                .sessions
+                .iter()
+                .filter_map(|id| roots_by_session.remove(id))
+                .flatten()
+                .collect();
+            collect_checkpoints(&store, &roots, &mut out)?;
         }
         Sub::Repair { session, resync } => {
             let r = store.repair(&session, resync)?;
@@ -277,4 +296,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// Collects the checkpoint stores of `roots` (the projects the removed
+/// sessions checkpointed) and prints what was freed.
+fn collect_checkpoints(
+    store: &Store,
+    roots: &std::collections::BTreeSet<String>,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<()> {
+    let Some(data) = smith_host::runtime::checkpoints_root() else {
+        return Ok(());
+    };
+    let collected = smith_host::checkpoints::collect(store, &data, roots)?;
+    for line in smith_host::checkpoints::lines(&collected) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
 }
