@@ -1200,6 +1200,67 @@ mod tests {
         assert!(!range.contains(1) && range.contains(2) && range.contains(3) && !range.contains(4));
     }
 
+    fn effect(id: &str) -> RecordedEffect {
+        RecordedEffect {
+            effect_id: id.to_owned(),
+            tool: "bash".to_owned(),
+            parent: String::new(),
+            input: Value::Null,
+            completion: None,
+            turn: 0,
+            cwd: None,
+        }
+    }
+
+    fn checkpoint(id: &str, before: &str, after: &str) -> VcsRecord {
+        VcsRecord {
+            op: VcsOp::Checkpoint,
+            root: "/p".to_owned(),
+            effect_id: Some(id.to_owned()),
+            tool: Some("bash".to_owned()),
+            before: before.to_owned(),
+            after: after.to_owned(),
+            target: None,
+            changed: Vec::new(),
+            forced: false,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn compare_starts_before_the_first_selected_checkpoint_or_after_the_last_earlier_one() {
+        let all: Vec<RecordedEffect> = ["fx-1", "fx-2", "fx-3", "fx-4"]
+            .into_iter()
+            .map(effect)
+            .collect();
+        let records = vec![
+            checkpoint("fx-2", "b2", "a2"),
+            checkpoint("fx-4", "b4", "a4"),
+        ];
+        let pick = |ids: &[&str]| -> Vec<&RecordedEffect> {
+            all.iter()
+                .filter(|e| ids.contains(&e.effect_id.as_str()))
+                .collect()
+        };
+        let start = |ids: &[&str]| {
+            start_point(&records, &all, &pick(ids)).map(|p| (p.effect_id, p.side, p.snapshot))
+        };
+        let at = |id: &str, side, snap: &str| Some((id.to_owned(), side, snap.to_owned()));
+        assert_eq!(
+            start(&["fx-1", "fx-2", "fx-3", "fx-4"]),
+            at("fx-2", "before", "b2")
+        );
+        assert_eq!(start(&["fx-3", "fx-4"]), at("fx-4", "before", "b4"));
+        // No checkpoint in the selection: the newest one before it.
+        assert_eq!(start(&["fx-3"]), at("fx-2", "after", "a2"));
+        assert_eq!(start(&["fx-1"]), None);
+        assert_eq!(start(&[]), None);
+        // A failed first snapshot is no starting point.
+        let failed = vec![checkpoint("fx-2", "", "a2")];
+        assert_eq!(start_point(&failed, &all, &pick(&["fx-2"])), None);
+        assert_eq!(start_point(&[], &all, &pick(&["fx-2"])), None);
+    }
+
     #[test]
     fn volatile_details_are_not_compared() {
         let a = serde_json::json!({"pid": 1, "duration_ms": 5, "exit_code": 0});

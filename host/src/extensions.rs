@@ -147,7 +147,15 @@ pub fn load_configured(
     session: Option<SessionSource>,
     asking: Option<&Asking>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
-    load_with(journal, ids, session, asking, default_permissions(), None)
+    load_with(
+        journal,
+        ids,
+        session,
+        asking,
+        default_permissions(),
+        None,
+        None,
+    )
 }
 
 /// The runtime's sandbox and approval mode, which the plugins' processes
@@ -178,6 +186,33 @@ pub fn load_for_runtime(
         asking,
         permissions,
         Some(sandbox),
+        None,
+    )
+}
+
+/// [`load_for_runtime`] for a runtime that checkpoints its project in
+/// `checkpoints` (the store its tool context carries): the plugins' `vcs`
+/// effects share that store, and their effects that may change the
+/// project outside a tool call are checkpointed in it.
+pub fn load_for_checkpointed_runtime(
+    journal: &Arc<StoreJournal>,
+    ids: &Arc<AtomicU64>,
+    asking: Option<&Asking>,
+    sandbox: &RuntimeSandbox,
+    cwd: &Path,
+    checkpoints: Option<Arc<smith_engine::checkpoint::Checkpoints>>,
+) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
+    let session = session_source(Arc::clone(journal));
+    let journal: Arc<dyn EffectJournal> = journal.clone();
+    let permissions = PermissionAccess::new(sandbox.1.clone(), cwd.to_path_buf());
+    load_with(
+        &journal,
+        ids,
+        Some(session),
+        asking,
+        permissions,
+        Some(sandbox),
+        checkpoints,
     )
 }
 
@@ -188,6 +223,7 @@ fn load_with(
     asking: Option<&Asking>,
     mut permissions: PermissionAccess,
     sandbox: Option<&RuntimeSandbox>,
+    checkpoints: Option<Arc<smith_engine::checkpoint::Checkpoints>>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
@@ -224,6 +260,9 @@ fn load_with(
         }
         if let Some((sandbox, approval)) = sandbox {
             effects = effects.with_sandbox(Arc::clone(sandbox), approval.clone());
+        }
+        if let Some(checkpoints) = &checkpoints {
+            effects = effects.with_checkpoints(Arc::clone(checkpoints));
         }
         if uses_secrets {
             effects = effects

@@ -365,13 +365,15 @@ impl RuntimeOptions {
         let mut policies = default_policies();
         let mut permission_policy = false;
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, plugin_config, mut warnings) = crate::extensions::load_for_runtime(
-                &journal,
-                &ids,
-                self.questions.as_ref(),
-                &sandbox,
-                &self.cwd,
-            );
+            let (plugins, plugin_config, mut warnings) =
+                crate::extensions::load_for_checkpointed_runtime(
+                    &journal,
+                    &ids,
+                    self.questions.as_ref(),
+                    &sandbox,
+                    &self.cwd,
+                    tool_context.checkpoints().cloned(),
+                );
             permission_policy = plugins.iter().any(|p| p.name() == PERMISSION_POLICY);
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);

@@ -13,10 +13,15 @@
 //! nothing; it first snapshots the project as it is, and returns that id,
 //! so restoring that id undoes the restore and restoring the first id again
 //! redoes it.
+//!
+//! In a runtime the store is the very instance the runtime's checkpoints
+//! use ([`Repo::shared`]): one writer of the store's stat cache.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use smith_vcs::{Options, RestoreOptions, SnapshotId, Vcs};
+use smith_engine::checkpoint::Checkpoints;
+use smith_vcs::{Options, RestoreOptions, RestoreReport, SnapshotId, Vcs};
 
 /// The most bytes of diff text `vcs-diff` returns.
 pub const MAX_DIFF_BYTES: usize = 1 << 20;
@@ -33,7 +38,16 @@ pub struct DiffText {
 /// The snapshot store of the project folder.
 #[derive(Debug)]
 pub struct Repo {
-    vcs: Vcs,
+    store: Store,
+}
+
+/// Where a [`Repo`]'s store is.
+#[derive(Debug)]
+enum Store {
+    /// Opened by the repo itself.
+    Own(Vcs),
+    /// The runtime's checkpoint store, shared.
+    Shared(Arc<Checkpoints>),
 }
 
 impl Repo {
@@ -46,12 +60,33 @@ impl Repo {
     pub fn open(project: &Path, checkpoints_root: &Path) -> Result<Repo, String> {
         let store = smith_engine::checkpoint::store_dir(checkpoints_root, project);
         let vcs = Vcs::open(project, &store, Options::default()).map_err(|e| e.to_string())?;
-        Ok(Repo { vcs })
+        Ok(Repo {
+            store: Store::Own(vcs),
+        })
+    }
+
+    /// The runtime's checkpoint store `checkpoints`, shared with its
+    /// checkpoints (opened on first use).
+    pub fn shared(checkpoints: Arc<Checkpoints>) -> Repo {
+        Repo {
+            store: Store::Shared(checkpoints),
+        }
     }
 
     /// The project folder (canonical).
-    pub fn root(&self) -> &Path {
-        self.vcs.root()
+    pub fn root(&self) -> PathBuf {
+        match &self.store {
+            Store::Own(vcs) => vcs.root().to_path_buf(),
+            Store::Shared(c) => PathBuf::from(c.root()),
+        }
+    }
+
+    /// Runs `f` on the store.
+    fn with<R>(&mut self, f: impl FnOnce(&mut Vcs) -> Result<R, String>) -> Result<R, String> {
+        match &mut self.store {
+            Store::Own(vcs) => f(vcs),
+            Store::Shared(c) => c.with_vcs(f).map_err(|e| e.to_string())?,
+        }
     }
 
     /// Records the project as a snapshot; returns its id (64 hexadecimal
@@ -61,14 +96,25 @@ impl Repo {
     ///
     /// When a file cannot be read or the store cannot be written.
     pub fn snapshot(&mut self) -> Result<String, String> {
-        self.vcs
-            .snapshot()
-            .map(|s| s.id.to_string())
-            .map_err(|e| e.to_string())
+        self.with(|vcs| {
+            vcs.snapshot()
+                .map(|s| s.id.to_string())
+                .map_err(|e| e.to_string())
+        })
     }
 
     fn snapshot_id(&mut self, id: &str) -> Result<SnapshotId, String> {
-        self.vcs.resolve(id).map_err(|e| e.to_string())
+        self.with(|vcs| vcs.resolve(id).map_err(|e| e.to_string()))
+    }
+
+    /// The full id (64 hexadecimal digits) of snapshot `id` (or a unique
+    /// prefix of it).
+    ///
+    /// # Errors
+    ///
+    /// When `id` is not one of the store's snapshots.
+    pub fn full_id(&mut self, id: &str) -> Result<String, String> {
+        self.snapshot_id(id).map(|s| s.to_string())
     }
 
     /// Checks the ids that are not empty before anything runs.
@@ -90,17 +136,15 @@ impl Repo {
     ///
     /// When an id is not a snapshot or the store fails.
     pub fn diff(&mut self, from: &str, to: &str) -> Result<DiffText, String> {
-        let from = self.snapshot_id(from)?;
-        let to = if to.is_empty() {
-            self.vcs.snapshot().map_err(|e| e.to_string())?.id
-        } else {
-            self.snapshot_id(to)?
-        };
-        let mut text = self
-            .vcs
-            .diff(from, to)
-            .map_err(|e| e.to_string())?
-            .unified();
+        let mut text = self.with(|vcs| {
+            let from = vcs.resolve(from).map_err(|e| e.to_string())?;
+            let to = if to.is_empty() {
+                vcs.snapshot().map_err(|e| e.to_string())?.id
+            } else {
+                vcs.resolve(to).map_err(|e| e.to_string())?
+            };
+            Ok(vcs.diff(from, to).map_err(|e| e.to_string())?.unified())
+        })?;
         let truncated = text.len() > MAX_DIFF_BYTES;
         if truncated {
             // Cut at a character boundary at most MAX_DIFF_BYTES long.
@@ -122,10 +166,20 @@ impl Repo {
     /// step fails; the project is then unchanged (every step is rolled
     /// back).
     pub fn restore(&mut self, id: &str) -> Result<String, String> {
-        let target = self.snapshot_id(id)?;
-        self.vcs
-            .restore(target, &RestoreOptions::default())
-            .map(|report| report.before.to_string())
-            .map_err(|e| e.to_string())
+        self.restore_report(id).map(|r| r.before.to_string())
+    }
+
+    /// [`Repo::restore`], returning the store's whole report (the
+    /// snapshots before and after, the changes).
+    ///
+    /// # Errors
+    ///
+    /// As [`Repo::restore`].
+    pub fn restore_report(&mut self, id: &str) -> Result<RestoreReport, String> {
+        self.with(|vcs| {
+            let target = vcs.resolve(id).map_err(|e| e.to_string())?;
+            vcs.restore(target, &RestoreOptions::default())
+                .map_err(|e| e.to_string())
+        })
     }
 }

@@ -190,13 +190,59 @@ fn compare_reports_matches_and_divergences_with_exit_codes() {
     assert!(stdout.contains("compare fx-1 read: match"), "{stdout}");
     assert!(stdout.contains("compare fx-2 ls: match"), "{stdout}");
     assert!(stdout.contains("2 matched, 0 diverged"), "{stdout}");
+    // A read-only session takes no checkpoints: compare says it copies
+    // the current files.
+    assert!(
+        stdout.contains(
+            "compare: the session has no checkpoint of the compared effects; starting from a copy of the current files of "
+        ),
+        "{stdout}"
+    );
 
-    // The edited session: notes.txt changed since the read was recorded
-    // (the run's own edit), so re-running the read in a copy of the
-    // current workspace diverges.
+    // The edited session starts from its first checkpoint (the files
+    // before the bash call), so re-running it matches the recording.
     record(home.path(), work.path(), "s");
     let out = smith(home.path(), work.path())
         .args(["replay", "s", "--json", "--compare"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let lines = json_lines(&out.stdout);
+    let start = lines.iter().find(|l| l["type"] == "compare_start").unwrap();
+    assert_eq!(start["source"], "checkpoint", "{start}");
+    assert_eq!(start["effect_id"], "fx-2", "{start}");
+    let summary = lines
+        .iter()
+        .find(|l| l["type"] == "compare_summary")
+        .unwrap();
+    assert_eq!(summary["matched"], 3, "{lines:?}");
+    assert_eq!(summary["diverged"], 0, "{lines:?}");
+
+    // A turn range starts from the first checkpoint in it.
+    let out = smith(home.path(), work.path())
+        .args(["replay", "s", "--json", "--compare", "--turns", "2"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let lines = json_lines(&out.stdout);
+    let start = lines.iter().find(|l| l["type"] == "compare_start").unwrap();
+    assert_eq!(start["effect_id"], "fx-2", "{start}");
+    assert_eq!(start["side"], "before", "{start}");
+    let summary = lines
+        .iter()
+        .find(|l| l["type"] == "compare_summary")
+        .unwrap();
+    assert_eq!(
+        (&summary["matched"], &summary["diverged"]),
+        (&Value::from(1), &Value::from(0))
+    );
+
+    // From a copy of the current workspace instead: notes.txt changed
+    // since the read was recorded (the run's own edit), so re-running the
+    // read diverges.
+    let out = smith(home.path(), work.path())
+        .args(["replay", "s", "--json", "--compare", "--workspace"])
+        .arg(work.path())
         .output()
         .unwrap();
     assert_eq!(

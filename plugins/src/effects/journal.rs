@@ -1,9 +1,12 @@
 //! Shared by every capability: refusing an effect without its grant, and
 //! recording an effect's intent before it runs and its completion after.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::json;
+use smith_engine::checkpoint::{Checkpoints, VcsOp, VcsRecord};
 use smith_engine::journal::{EffectCompletion, EffectIntent, Outcome, canonical_cbor};
 use smith_engine::tools::Mutation;
 
@@ -54,7 +57,104 @@ impl Effects {
                     "the effect was not run because its intent could not be recorded: {e}"
                 ))
             })?;
+        if let Some(checkpoints) = self.checkpoint_for(tool) {
+            let before = checkpoints
+                .with_vcs(|vcs| vcs.snapshot().map(|s| s.id))
+                .and_then(|r| r)
+                .map_err(|e| e.to_string());
+            self.pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(effect_id.clone(), (tool.to_owned(), before));
+        }
         Ok(effect_id)
+    }
+
+    /// The checkpoint store when effect `tool` may change the project and
+    /// runs outside a tool call (inside one, the call's own checkpoint
+    /// covers it): processes (they may write anywhere), project writes,
+    /// and writes to the plugin's data folder when that folder is inside
+    /// the project.
+    fn checkpoint_for(&self, tool: &str) -> Option<&Arc<Checkpoints>> {
+        let checkpoints = self.checkpoints.as_ref()?;
+        let in_call = self
+            .call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .parent
+            .is_some();
+        if in_call {
+            return None;
+        }
+        let mutates = match tool {
+            "plugin.run-process" | "plugin.project-run-process" | "plugin.project-write-file" => {
+                true
+            }
+            "plugin.write-file" | "plugin.edit-file" => {
+                let root = Path::new(&checkpoints.root()).to_path_buf();
+                std::fs::canonicalize(&self.grants.data_dir)
+                    .unwrap_or_else(|_| self.grants.data_dir.clone())
+                    .starts_with(root)
+            }
+            _ => false,
+        };
+        mutates.then_some(checkpoints)
+    }
+
+    /// Snapshots the project after checkpointed effect `effect_id` and
+    /// records its checkpoint (a failure is recorded in the entry and
+    /// never fails the effect).
+    fn checkpoint_after(&self, effect_id: &str) {
+        let Some((tool, before)) = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(effect_id)
+        else {
+            return;
+        };
+        let Some(checkpoints) = &self.checkpoints else {
+            return;
+        };
+        let mut record = VcsRecord {
+            op: VcsOp::Checkpoint,
+            root: checkpoints.root(),
+            effect_id: Some(effect_id.to_owned()),
+            tool: Some(tool),
+            before: String::new(),
+            after: String::new(),
+            target: None,
+            changed: Vec::new(),
+            forced: false,
+            error: None,
+        };
+        let done = checkpoints.with_vcs(|vcs| {
+            let after = vcs.snapshot().map(|s| s.id).map_err(|e| e.to_string());
+            if let Ok(id) = &before {
+                record.before = id.to_string();
+            }
+            if let Ok(id) = &after {
+                record.after = id.to_string();
+            }
+            match (before, after) {
+                (Ok(b), Ok(a)) => match vcs.changes(b, a) {
+                    Ok(changes) => {
+                        record.changed = changes
+                            .iter()
+                            .map(|c| c.path.display().to_string())
+                            .collect();
+                    }
+                    Err(e) => record.error = Some(e.to_string()),
+                },
+                (Err(e), _) | (_, Err(e)) => record.error = Some(e),
+            }
+        });
+        if let Err(e) = done {
+            record.error = Some(e.to_string());
+        }
+        // The checkpoint is history, not the effect: a failure to record
+        // it does not fail the effect.
+        let _ = self.journal.record_vcs(&record);
     }
 
     pub(super) fn complete(
@@ -64,6 +164,7 @@ impl Effects {
         mutation: Mutation,
         output: &serde_json::Value,
     ) -> Result<(), EffectError> {
+        self.checkpoint_after(&effect_id);
         {
             let mut call = self
                 .call

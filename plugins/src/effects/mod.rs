@@ -183,6 +183,13 @@ pub struct Effects {
     secret_sink: Option<SecretSink>,
     project: Option<PathBuf>,
     checkpoints_root: Option<PathBuf>,
+    /// The runtime's checkpoint store: the `vcs` effects use it, and
+    /// effects that may change the project outside a tool call are
+    /// checkpointed in it.
+    checkpoints: Option<Arc<smith_engine::checkpoint::Checkpoints>>,
+    /// The checkpointed effects running now, by effect id: the tool and
+    /// the `before` snapshot.
+    pending: Arc<std::sync::Mutex<std::collections::HashMap<String, PendingCheckpoint>>>,
     asker: Option<Asker>,
     config: Option<SharedConfig>,
     permissions: Option<Arc<PermissionAccess>>,
@@ -195,6 +202,9 @@ pub struct Effects {
         smith_engine::approval::ApprovalCell,
     )>,
 }
+
+/// A checkpointed effect's tool and `before` snapshot (or why it failed).
+type PendingCheckpoint = (String, Result<smith_vcs::SnapshotId, String>);
 
 /// A handle on the scope of a plugin's tool calls, which outlives the
 /// instance (a call that destroys its instance still reports what its
@@ -280,6 +290,8 @@ impl Effects {
             secret_sink: None,
             project: None,
             checkpoints_root: None,
+            checkpoints: None,
+            pending: Arc::default(),
             asker: None,
             config: None,
             permissions: None,
@@ -397,6 +409,23 @@ impl Effects {
     #[must_use]
     pub fn with_checkpoints_root(mut self, root: PathBuf) -> Self {
         self.checkpoints_root = Some(root);
+        self
+    }
+
+    /// Uses the runtime's checkpoint store `checkpoints` (the one its tool
+    /// context carries): the `vcs` effects work on that instance rather
+    /// than opening the store a second time, and every effect that may
+    /// change the project while the plugin runs no tool call (a hook, a
+    /// command, an event handler) is checkpointed in it — the project
+    /// snapshotted right before and right after, recorded as a VCS entry
+    /// naming the effect. Inside a tool call the call's own checkpoint
+    /// covers its host effects.
+    #[must_use]
+    pub fn with_checkpoints(
+        mut self,
+        checkpoints: Arc<smith_engine::checkpoint::Checkpoints>,
+    ) -> Self {
+        self.checkpoints = Some(checkpoints);
         self
     }
 

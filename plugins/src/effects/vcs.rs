@@ -1,7 +1,10 @@
 //! The `vcs` capability: snapshots, diffs and restores of the project
 //! folder in smith's own snapshot store (see [`crate::vcs`]).
 
+use std::sync::Arc;
+
 use serde_json::json;
+use smith_engine::checkpoint::{VcsOp, VcsRecord};
 use smith_engine::tools::Mutation;
 
 use super::{EffectError, Effects};
@@ -12,6 +15,9 @@ impl Effects {
     fn repo(&self, what: String) -> Result<crate::vcs::Repo, EffectError> {
         if !self.grants.vcs {
             return Err(self.deny("vcs", "vcs".to_owned(), what));
+        }
+        if let Some(checkpoints) = &self.checkpoints {
+            return Ok(crate::vcs::Repo::shared(Arc::clone(checkpoints)));
         }
         let Some(project) = &self.project else {
             return Err(EffectError::Failed(format!(
@@ -97,8 +103,30 @@ impl Effects {
             "plugin.vcs-restore",
             &json!({"plugin": self.plugin, "project": repo.root().display().to_string(), "snapshot": id}),
         )?;
-        let result = match repo.restore(id) {
-            Ok(before) => {
+        let result = match repo.restore_report(id) {
+            Ok(report) => {
+                let before = report.before.to_string();
+                // The restore is history like `smith checkpoint restore`:
+                // a VCS entry naming this effect (written before its
+                // completion; a failure to write it does not undo the
+                // restore, which happened).
+                let record = VcsRecord {
+                    op: VcsOp::Restore,
+                    root: repo.root().display().to_string(),
+                    effect_id: Some(effect_id.clone()),
+                    tool: Some("plugin.vcs-restore".to_owned()),
+                    before: before.clone(),
+                    after: report.after.to_string(),
+                    target: Some(repo_target(&mut repo, id)),
+                    changed: report
+                        .changes
+                        .iter()
+                        .map(|c| c.path.display().to_string())
+                        .collect(),
+                    forced: false,
+                    error: None,
+                };
+                let _ = self.journal.record_vcs(&record);
                 let output = json!({"before": before});
                 Ok((before, Mutation::Applied, output))
             }
@@ -107,4 +135,9 @@ impl Effects {
         };
         self.settle(effect_id, result)
     }
+}
+
+/// The full id of snapshot `id` (a prefix is resolved), for the record.
+fn repo_target(repo: &mut crate::vcs::Repo, id: &str) -> String {
+    repo.full_id(id).unwrap_or_else(|_| id.to_owned())
 }

@@ -3,6 +3,7 @@
 //! example extensions, manifests and installation.
 #![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
 
+mod checkpoints;
 mod effects;
 mod extension;
 mod hooks;
