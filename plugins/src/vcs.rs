@@ -45,7 +45,7 @@ pub struct Repo {
 #[derive(Debug)]
 enum Store {
     /// Opened by the repo itself.
-    Own(Vcs),
+    Own(Box<Vcs>),
     /// The runtime's checkpoint store, shared.
     Shared(Arc<Checkpoints>),
 }
@@ -61,7 +61,7 @@ impl Repo {
         let store = smith_engine::checkpoint::store_dir(checkpoints_root, project);
         let vcs = Vcs::open(project, &store, Options::default()).map_err(|e| e.to_string())?;
         Ok(Repo {
-            store: Store::Own(vcs),
+            store: Store::Own(Box::new(vcs)),
         })
     }
 
