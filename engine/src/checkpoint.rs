@@ -29,6 +29,7 @@ use smith_vcs::{
     SnapshotId, Vcs, VcsError,
 };
 
+use crate::journal::store::{StoreJournal, timeline};
 use crate::journal::{EffectJournal, JournalError, lock};
 
 /// How to undo or redo (re-exported from `smith-vcs`).
@@ -56,6 +57,10 @@ pub enum VcsOp {
     Redo,
     /// The project restored to `target`.
     Restore,
+    /// Files and transcript rewound to the project as it was at `entry`
+    /// (a user prompt): `target` is that snapshot, and the record is the
+    /// first entry of the new branch.
+    Rewind,
 }
 
 impl VcsOp {
@@ -66,6 +71,7 @@ impl VcsOp {
             VcsOp::Undo => "undo",
             VcsOp::Redo => "redo",
             VcsOp::Restore => "restore",
+            VcsOp::Rewind => "rewind",
         }
     }
 }
@@ -83,6 +89,17 @@ pub struct VcsRecord {
     /// The tool of a checkpointed effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// The turn an undo or redo of a whole turn covered: the entry id of
+    /// its user prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+    /// The effects an undo or redo of a turn covered (each counts as undone
+    /// or redone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<String>,
+    /// The entry (a user prompt) a rewind went back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<u64>,
     /// The snapshot of the project before (64 hex digits).
     pub before: String,
     /// The snapshot of the project after.
@@ -182,6 +199,9 @@ impl Checkpoints {
             root: self.root(),
             effect_id: Some(effect_id.to_owned()),
             tool: Some(tool.to_owned()),
+            turn: None,
+            effects: Vec::new(),
+            entry: None,
             before: String::new(),
             after: String::new(),
             target: None,
@@ -239,14 +259,30 @@ pub fn checkpoints<'a>(records: &'a [VcsRecord], root: &str) -> Vec<CheckpointSt
                 undone: false,
             }),
             VcsOp::Undo | VcsOp::Redo => {
-                if let Some(c) = out.iter_mut().find(|c| c.record.effect_id == r.effect_id) {
-                    c.undone = r.op == VcsOp::Undo;
+                for effect in covered(r) {
+                    if let Some(c) = out
+                        .iter_mut()
+                        .find(|c| c.record.effect_id.as_deref() == Some(effect))
+                    {
+                        c.undone = r.op == VcsOp::Undo;
+                    }
                 }
             }
-            VcsOp::Restore => {}
+            VcsOp::Restore | VcsOp::Rewind => {}
         }
     }
     out
+}
+
+/// The effects an undo or redo covers: its turn's effects, else its
+/// effect.
+fn covered(r: &VcsRecord) -> impl Iterator<Item = &str> {
+    let one = if r.effects.is_empty() {
+        r.effect_id.as_deref()
+    } else {
+        None
+    };
+    r.effects.iter().map(String::as_str).chain(one)
 }
 
 /// The snapshot the project should match now: the `after` of the newest
@@ -340,6 +376,9 @@ fn apply(
         root: vcs.root().display().to_string(),
         effect_id,
         tool: None,
+        turn: None,
+        effects: Vec::new(),
+        entry: None,
         before: report.before.to_string(),
         after: report.after.to_string(),
         target,
@@ -347,6 +386,15 @@ fn apply(
         forced,
         error: None,
     };
+    finish(journal, record, report)
+}
+
+/// Writes `record` (unless the report is a dry run's).
+fn finish(
+    journal: &dyn EffectJournal,
+    record: VcsRecord,
+    report: RestoreReport,
+) -> Result<Applied, CheckpointError> {
     if !report.dry_run {
         journal
             .record_vcs(&record)
@@ -420,12 +468,13 @@ pub fn redo(
             .iter()
             .rev()
             .filter(|r| r.root == root && r.op == VcsOp::Undo)
-            .filter_map(|r| r.effect_id.clone())
+            .flat_map(|r| covered(r).collect::<Vec<_>>().into_iter().rev())
             .find(|id| {
                 states
                     .iter()
-                    .any(|c| c.undone && c.record.effect_id.as_deref() == Some(id))
+                    .any(|c| c.undone && c.record.effect_id.as_deref() == Some(*id))
             })
+            .map(str::to_owned)
             .ok_or_else(|| {
                 CheckpointError::Nothing(
                     "nothing to redo: no effect of this session is undone; `smith checkpoint list` shows them".to_owned(),
@@ -514,6 +563,467 @@ pub fn resolve_target(
         };
     }
     Ok(vcs.resolve(target)?)
+}
+
+/// One item of the selected branch that turns and rewinds are built from
+/// (read from a session by [`crate::journal::store::timeline`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A user prompt: the start of an agent turn.
+    Prompt {
+        /// The prompt's entry id.
+        entry: u64,
+        /// Its parent's entry id (0 for a root).
+        parent: u64,
+        /// What the user wrote.
+        text: String,
+    },
+    /// A VCS operation.
+    Vcs {
+        /// The entry id.
+        entry: u64,
+        /// What it recorded.
+        record: VcsRecord,
+    },
+}
+
+/// One agent turn of the selected branch: a user prompt and what follows
+/// it up to the next one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Turn {
+    /// The turn's number along the branch, from 1.
+    pub number: usize,
+    /// The entry id of its user prompt.
+    pub entry: u64,
+    /// The prompt's parent entry (where a rewind continues the session).
+    pub parent: u64,
+    /// What the user wrote.
+    pub prompt: String,
+    /// The checkpoints of the project taken during the turn, oldest first.
+    pub checkpoints: Vec<VcsRecord>,
+    /// The paths its effects changed, in path order, each once.
+    pub changed: Vec<String>,
+    /// Whether every effect of the turn that changed something is undone.
+    pub undone: bool,
+    /// Whether some (not necessarily all) of them are undone.
+    pub partly_undone: bool,
+}
+
+impl Turn {
+    /// The prompt's first line, cut to 60 characters.
+    pub fn preview(&self) -> String {
+        let line = self.prompt.lines().next().unwrap_or("");
+        let mut out: String = line.chars().take(60).collect();
+        if line.chars().count() > 60 || self.prompt.lines().nth(1).is_some() {
+            out.push('…');
+        }
+        out
+    }
+
+    /// The checkpoints that changed something and recorded both snapshots.
+    fn changing(&self) -> impl Iterator<Item = &VcsRecord> {
+        self.checkpoints
+            .iter()
+            .filter(|r| !r.changed.is_empty() && r.error.is_none())
+    }
+
+    /// The project right before the turn's first change and right after
+    /// its last one (snapshot ids); `None` when it changed nothing.
+    pub fn span(&self) -> Option<(&str, &str)> {
+        let first = self.changing().next()?;
+        let last = self.changing().last()?;
+        Some((&first.before, &last.after))
+    }
+
+    /// The effects of the turn that changed something.
+    pub fn effects(&self) -> Vec<String> {
+        self.changing()
+            .filter_map(|r| r.effect_id.clone())
+            .collect()
+    }
+}
+
+/// The VCS records of `timeline`, oldest first.
+pub fn records_of(timeline: &[Step]) -> Vec<VcsRecord> {
+    timeline
+        .iter()
+        .filter_map(|s| match s {
+            Step::Vcs { record, .. } => Some(record.clone()),
+            Step::Prompt { .. } => None,
+        })
+        .collect()
+}
+
+/// The agent turns of `timeline` (the selected branch), oldest first,
+/// each with the checkpoints of the project rooted at `root` taken
+/// during it. Checkpoints before the first prompt belong to no turn.
+pub fn turns(timeline: &[Step], root: &str) -> Vec<Turn> {
+    let records = records_of(timeline);
+    let states = checkpoints(&records, root);
+    let undone = |r: &VcsRecord| {
+        states
+            .iter()
+            .any(|s| s.undone && s.record.effect_id == r.effect_id)
+    };
+    let mut out: Vec<Turn> = Vec::new();
+    for step in timeline {
+        match step {
+            Step::Prompt {
+                entry,
+                parent,
+                text,
+            } => out.push(Turn {
+                number: out.len() + 1,
+                entry: *entry,
+                parent: *parent,
+                prompt: text.clone(),
+                checkpoints: Vec::new(),
+                changed: Vec::new(),
+                undone: false,
+                partly_undone: false,
+            }),
+            Step::Vcs { record, .. } => {
+                if let Some(turn) = out.last_mut()
+                    && record.op == VcsOp::Checkpoint
+                    && record.root == root
+                {
+                    turn.checkpoints.push(record.clone());
+                }
+            }
+        }
+    }
+    for turn in &mut out {
+        let mut changed: Vec<String> = turn
+            .changing()
+            .flat_map(|r| r.changed.iter().cloned())
+            .collect();
+        changed.sort();
+        changed.dedup();
+        turn.changed = changed;
+        let flags: Vec<bool> = turn.changing().map(undone).collect();
+        turn.undone = !flags.is_empty() && flags.iter().all(|u| *u);
+        turn.partly_undone = flags.iter().any(|u| *u);
+    }
+    out
+}
+
+/// Which turn an undo or redo of a turn is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnRef {
+    /// The default: the newest turn that changed files and is not undone
+    /// (undo), or the turn most recently undone (redo).
+    Latest,
+    /// The turn of this number (as [`turns`] numbers them).
+    Number(usize),
+    /// The turn whose user prompt is this entry.
+    Entry(u64),
+}
+
+fn pick<'a>(list: &'a [Turn], which: TurnRef) -> Result<&'a Turn, CheckpointError> {
+    let found = match which {
+        TurnRef::Number(n) => list.iter().find(|t| t.number == n),
+        TurnRef::Entry(e) => list.iter().find(|t| t.entry == e),
+        TurnRef::Latest => None,
+    };
+    found.ok_or_else(|| {
+        let what = match which {
+            TurnRef::Number(n) => format!("turn {n}"),
+            TurnRef::Entry(e) => format!("entry {e}"),
+            TurnRef::Latest => "the latest turn".to_owned(),
+        };
+        CheckpointError::Nothing(format!(
+            "{what} is not a turn of the session's selected branch (it has {} turn{}); `smith checkpoint turns` lists them",
+            list.len(),
+            if list.len() == 1 { "" } else { "s" }
+        ))
+    })
+}
+
+/// Undoes a whole agent turn: one restore, at the paths that differ
+/// between the turn's first `before` and last `after`, of their content
+/// before the turn; refused when those paths changed since (unless
+/// `options.force`). Recorded as an `undo` naming the turn and its effects.
+///
+/// # Errors
+///
+/// [`CheckpointError::Nothing`] when there is no such turn or it changed
+/// nothing; otherwise as [`undo`].
+pub fn undo_turn(
+    vcs: &mut Vcs,
+    journal: &dyn EffectJournal,
+    timeline: &[Step],
+    which: TurnRef,
+    options: UndoOptions,
+) -> Result<Applied, CheckpointError> {
+    turn_op(vcs, journal, timeline, which, options, true)
+}
+
+/// Redoes a whole agent turn undone before (see [`undo_turn`]).
+///
+/// # Errors
+///
+/// As [`undo_turn`].
+pub fn redo_turn(
+    vcs: &mut Vcs,
+    journal: &dyn EffectJournal,
+    timeline: &[Step],
+    which: TurnRef,
+    options: UndoOptions,
+) -> Result<Applied, CheckpointError> {
+    turn_op(vcs, journal, timeline, which, options, false)
+}
+
+fn turn_op(
+    vcs: &mut Vcs,
+    journal: &dyn EffectJournal,
+    timeline: &[Step],
+    which: TurnRef,
+    options: UndoOptions,
+    undo: bool,
+) -> Result<Applied, CheckpointError> {
+    let root = vcs.root().display().to_string();
+    let list = turns(timeline, &root);
+    let turn = match (which, undo) {
+        (TurnRef::Latest, true) => list
+            .iter()
+            .rev()
+            .find(|t| t.span().is_some() && !t.undone)
+            .ok_or_else(|| {
+                CheckpointError::Nothing(
+                    "nothing to undo: no turn of this session changed the project, or every one is undone already; `smith checkpoint turns` shows them".to_owned(),
+                )
+            })?,
+        (TurnRef::Latest, false) => records_of(timeline)
+            .iter()
+            .rev()
+            .filter(|r| r.root == root && r.op == VcsOp::Undo)
+            .find_map(|r| {
+                list.iter().find(|t| {
+                    t.partly_undone
+                        && (r.turn == Some(t.entry)
+                            || t.checkpoints.iter().any(|c| {
+                                c.effect_id.is_some() && c.effect_id == r.effect_id
+                            }))
+                })
+            })
+            .ok_or_else(|| {
+                CheckpointError::Nothing(
+                    "nothing to redo: no turn of this session is undone; `smith checkpoint turns` shows them".to_owned(),
+                )
+            })?,
+        (which, _) => pick(&list, which)?,
+    };
+    let Some((before, after)) = turn.span() else {
+        return Err(CheckpointError::Nothing(format!(
+            "turn {} ({}) changed no file, so there is nothing to {}; `smith checkpoint turns` shows what each turn changed",
+            turn.number,
+            turn.preview(),
+            if undo { "undo" } else { "redo" }
+        )));
+    };
+    let before = snapshot_id(vcs, before, "before")?;
+    let after = snapshot_id(vcs, after, "after")?;
+    let report = if undo {
+        vcs.undo(before, after, options)?
+    } else {
+        vcs.redo(before, after, options)?
+    };
+    let record = VcsRecord {
+        op: if undo { VcsOp::Undo } else { VcsOp::Redo },
+        root,
+        effect_id: None,
+        tool: None,
+        turn: Some(turn.entry),
+        effects: turn.effects(),
+        entry: None,
+        before: report.before.to_string(),
+        after: report.after.to_string(),
+        target: None,
+        changed: paths(&report.changes),
+        forced: options.force,
+        error: None,
+    };
+    finish(journal, record, report)
+}
+
+/// What a rewind did (or, for a dry run, would do).
+#[derive(Debug)]
+pub struct Rewound {
+    /// The user prompt rewound to.
+    pub entry: u64,
+    /// Its text (to be written again, or changed).
+    pub prompt: String,
+    /// The entry the session now continues from: the prompt's parent.
+    pub leaf: u64,
+    /// The leaf-switch entry that started the new branch (`None` for a dry
+    /// run).
+    pub switch_entry: Option<u64>,
+    /// What happened to the files: `None` when the session has no
+    /// checkpoints of the project, so only the transcript was rewound.
+    pub files: Option<Applied>,
+    /// Whether this was a dry run (nothing written).
+    pub dry_run: bool,
+}
+
+/// How to rewind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RewindOptions {
+    /// Go ahead even when files changed outside smith since the last
+    /// snapshot smith took.
+    pub force: bool,
+    /// Change nothing; list what would change.
+    pub dry_run: bool,
+}
+
+/// Rewinds files and transcript together to user prompt `entry` of the
+/// session's selected branch: the files smith changed after it go back to
+/// how they were right before it (files smith never touched are left
+/// alone), then the session continues on a new branch from the prompt's
+/// parent (the old branch stays), whose first entry is a `rewind` VCS
+/// record. `vcs` is the project's store, `None` when it has none (then
+/// only the transcript is rewound).
+///
+/// The target snapshot is the `after` of the newest VCS record before the
+/// prompt, else the `before` of the first one after it. Refused, changing
+/// nothing, when files changed outside smith since the last snapshot
+/// smith took, unless `options.force`; a dry run writes nothing.
+///
+/// # Errors
+///
+/// [`CheckpointError::Nothing`] when `entry` is not a user prompt of the
+/// selected branch or is its first entry; the store's conflict; the
+/// journal's error when the session could not be written.
+pub fn rewind(
+    vcs: Option<&mut Vcs>,
+    journal: &StoreJournal,
+    entry: u64,
+    options: RewindOptions,
+) -> Result<Rewound, CheckpointError> {
+    let timeline = journal
+        .with_session(timeline)
+        .map_err(CheckpointError::Journal)?;
+    let at = timeline
+        .iter()
+        .position(|s| matches!(s, Step::Prompt { entry: e, .. } if *e == entry))
+        .ok_or_else(|| {
+            CheckpointError::Nothing(format!(
+                "entry {entry} is not a user prompt on the session's selected branch; rewind goes back to a prompt: `smith checkpoint turns` lists them with their entry ids"
+            ))
+        })?;
+    let Some(Step::Prompt { parent, text, .. }) = timeline.get(at) else {
+        unreachable!("position found a prompt")
+    };
+    if *parent == 0 {
+        return Err(CheckpointError::Nothing(format!(
+            "entry {entry} is the session's first entry, so there is no earlier point to continue from; start a new session instead"
+        )));
+    }
+    let files = match vcs {
+        Some(vcs) => rewind_files(vcs, &timeline, at, entry, options)?,
+        None => None,
+    };
+    let mut done = Rewound {
+        entry,
+        prompt: text.clone(),
+        leaf: *parent,
+        switch_entry: None,
+        files: None,
+        dry_run: options.dry_run,
+    };
+    if options.dry_run {
+        done.files = files.map(|(record, report)| Applied { record, report });
+        return Ok(done);
+    }
+    done.switch_entry = Some(
+        journal
+            .select_leaf(*parent)
+            .map_err(CheckpointError::Journal)?,
+    );
+    done.files = match files {
+        Some((record, report)) => Some(finish(journal, record, report)?),
+        None => None,
+    };
+    Ok(done)
+}
+
+/// The file half of a rewind to the prompt at `timeline[at]`: the restore
+/// done (or planned) and its record, `None` when the branch has no
+/// checkpoints of the project.
+fn rewind_files(
+    vcs: &mut Vcs,
+    timeline: &[Step],
+    at: usize,
+    entry: u64,
+    options: RewindOptions,
+) -> Result<Option<(VcsRecord, RestoreReport)>, CheckpointError> {
+    let root = vcs.root().display().to_string();
+    let mine = |s: &Step| match s {
+        Step::Vcs { record, .. } if record.root == root => Some(record.clone()),
+        _ => None,
+    };
+    let earlier: Vec<VcsRecord> = timeline[..at].iter().filter_map(mine).collect();
+    let later: Vec<VcsRecord> = timeline[at..].iter().filter_map(mine).collect();
+    let target = earlier
+        .iter()
+        .rev()
+        .map(|r| &r.after)
+        .chain(later.iter().map(|r| &r.before))
+        .find(|id| !id.is_empty());
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    let target = vcs.resolve(target)?;
+    let mut changed: Vec<PathBuf> = later
+        .iter()
+        .flat_map(|r| r.changed.iter().map(PathBuf::from))
+        .collect();
+    changed.sort();
+    changed.dedup();
+    let all = records_of(timeline);
+    let expected = match expected(&all, &root) {
+        Some(text) => Some(vcs.resolve(&text)?),
+        None => None,
+    };
+    let report = if changed.is_empty() {
+        // Nothing changed since: the project stays as it is.
+        let now = match expected {
+            Some(id) => id,
+            None => target,
+        };
+        RestoreReport {
+            before: now,
+            after: now,
+            changes: Vec::new(),
+            kept: Vec::new(),
+            dry_run: options.dry_run,
+        }
+    } else {
+        vcs.restore(
+            target,
+            &RestoreOptions {
+                expected,
+                force: options.force,
+                dry_run: options.dry_run,
+                paths: Some(changed),
+            },
+        )?
+    };
+    let record = VcsRecord {
+        op: VcsOp::Rewind,
+        root,
+        effect_id: None,
+        tool: None,
+        turn: None,
+        effects: Vec::new(),
+        entry: Some(entry),
+        before: report.before.to_string(),
+        after: report.after.to_string(),
+        target: Some(target.to_string()),
+        changed: paths(&report.changes),
+        forced: options.force,
+        error: None,
+    };
+    Ok(Some((record, report)))
 }
 
 /// A one-letter code for a change, as `git status --short` writes them
