@@ -1205,4 +1205,355 @@ mod tests {
         );
         assert_eq!(journal.vcs_records().len(), 4);
     }
+
+    /// A session in a store, and a project with checkpoints.
+    struct Fixture {
+        dir: tempfile::TempDir,
+        _data: tempfile::TempDir,
+        _sessions: tempfile::TempDir,
+        c: Checkpoints,
+        journal: StoreJournal,
+    }
+
+    fn fixture() -> Fixture {
+        use crate::journal::{SessionEvent, SessionSink};
+        let (dir, data, c) = project();
+        let sessions = tempfile::tempdir().unwrap();
+        let store = smith_store::Store::open(sessions.path()).unwrap();
+        let session = store.create(None).unwrap();
+        let journal = StoreJournal::new(store, session);
+        journal
+            .record(&SessionEvent::ModelChange {
+                provider: "p".into(),
+                model: "m".into(),
+            })
+            .unwrap();
+        Fixture {
+            dir,
+            _data: data,
+            _sessions: sessions,
+            c,
+            journal,
+        }
+    }
+
+    impl Fixture {
+        fn prompt(&self, text: &str) -> u64 {
+            use crate::journal::{SessionEvent, SessionSink};
+            self.journal
+                .record(&SessionEvent::Message {
+                    message: crate::provider::Message::User { text: text.into() },
+                    meta: Default::default(),
+                })
+                .unwrap();
+            self.journal.with_session(|s| s.leaf().unwrap().id)
+        }
+
+        fn effect(&self, id: &str, change: impl FnOnce(&Path)) {
+            let before = self.c.before();
+            change(self.dir.path());
+            self.journal
+                .record_vcs(&self.c.after(id, "bash", before))
+                .unwrap();
+        }
+
+        fn read(&self, name: &str) -> Option<String> {
+            std::fs::read_to_string(self.dir.path().join(name)).ok()
+        }
+
+        fn timeline(&self) -> Vec<Step> {
+            self.journal.with_session(timeline).unwrap()
+        }
+
+        fn entries(&self) -> usize {
+            self.journal.with_session(|s| s.records().len())
+        }
+
+        /// Three turns: f1 and a new file, nothing, then f2 and f1 again
+        /// plus the removal of f3.
+        fn three_turns(&self) -> [u64; 3] {
+            let one = self.prompt("first\nwith a second line");
+            self.effect("fx-1", |d| {
+                std::fs::write(d.join("f1.txt"), "one\n").unwrap()
+            });
+            self.effect("fx-2", |d| {
+                std::fs::write(d.join("new.txt"), "new\n").unwrap()
+            });
+            let two = self.prompt("second");
+            self.effect("fx-3", |_| ());
+            let three = self.prompt("third");
+            self.effect("fx-4", |d| {
+                std::fs::write(d.join("f2.txt"), "two\n").unwrap();
+                std::fs::write(d.join("f1.txt"), "uno\n").unwrap();
+            });
+            self.effect("fx-5", |d| std::fs::remove_file(d.join("f3.txt")).unwrap());
+            [one, two, three]
+        }
+    }
+
+    fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn turns_group_the_checkpoints_of_each_prompt() {
+        let f = fixture();
+        let [one, two, three] = f.three_turns();
+        let root = f.c.root();
+        let list = turns(&f.timeline(), &root);
+        assert_eq!(list.len(), 3);
+        assert_eq!(
+            list.iter().map(|t| t.entry).collect::<Vec<_>>(),
+            [one, two, three]
+        );
+        assert_eq!(list[0].number, 1);
+        assert_eq!(list[0].preview(), "first…");
+        assert_eq!(list[0].changed, ["f1.txt", "new.txt"]);
+        assert_eq!(list[0].effects(), ["fx-1", "fx-2"]);
+        assert_eq!(list[1].checkpoints.len(), 1);
+        assert!(list[1].changed.is_empty() && list[1].span().is_none());
+        assert_eq!(list[2].changed, ["f1.txt", "f2.txt", "f3.txt"]);
+        let (before, after) = list[2].span().unwrap();
+        assert_eq!(before, list[2].checkpoints[0].before);
+        assert_eq!(after, list[2].checkpoints[1].after);
+    }
+
+    #[test]
+    fn a_turn_undoes_and_redoes_byte_for_byte_and_marks_its_effects() {
+        let f = fixture();
+        let [one, _, three] = f.three_turns();
+        let root = f.c.root();
+        let done = tree(f.dir.path());
+        let mut guard = lock(&f.c.vcs);
+        let vcs = guard.as_mut().unwrap();
+
+        let dry = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions {
+                force: false,
+                dry_run: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(dry.record.turn, Some(three));
+        assert_eq!(tree(f.dir.path()), done, "a dry run writes nothing");
+        let entries = f.entries();
+
+        let undone = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(f.entries(), entries + 1);
+        assert_eq!(undone.record.op, VcsOp::Undo);
+        assert_eq!(undone.record.effects, ["fx-4", "fx-5"]);
+        assert_eq!(undone.record.changed, ["f1.txt", "f2.txt", "f3.txt"]);
+        assert_eq!(f.read("f1.txt").as_deref(), Some("one\n"));
+        assert_eq!(f.read("f2.txt").as_deref(), Some("2\n"));
+        assert_eq!(f.read("f3.txt").as_deref(), Some("3\n"));
+        let records = records_of(&f.timeline());
+        let states = checkpoints(&records, &root);
+        let undone_effects: Vec<_> = states
+            .iter()
+            .filter(|s| s.undone)
+            .filter_map(|s| s.record.effect_id.as_deref())
+            .collect();
+        assert_eq!(undone_effects, ["fx-4", "fx-5"]);
+        let list = turns(&f.timeline(), &root);
+        assert!(list[2].undone && !list[0].undone);
+
+        // The next undo by turn takes the turn before (turn 2 changed
+        // nothing); then turn 1 is undone too.
+        let again = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(again.record.turn, Some(one));
+        assert_eq!(f.read("new.txt"), None);
+        let nothing = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(nothing.to_string().contains("nothing to undo"), "{nothing}");
+
+        // Redo goes back in the reverse order, to the very same bytes.
+        for expect in [one, three] {
+            let redone = redo_turn(
+                vcs,
+                &f.journal,
+                &f.timeline(),
+                TurnRef::Latest,
+                UndoOptions::default(),
+            )
+            .unwrap();
+            assert_eq!(redone.record.turn, Some(expect));
+        }
+        assert_eq!(tree(f.dir.path()), done);
+        let nothing = redo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(nothing.to_string().contains("nothing to redo"), "{nothing}");
+        let empty = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Number(2),
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(empty.to_string().contains("changed no file"), "{empty}");
+        let missing = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Number(9),
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            missing.to_string().contains("turn 9 is not a turn"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn rewind_restores_the_files_of_a_prompt_and_branches_the_transcript() {
+        let f = fixture();
+        let [one, two, three] = f.three_turns();
+        let root = f.c.root();
+        let list = turns(&f.timeline(), &root);
+        let done = tree(f.dir.path());
+        let old_branch: Vec<u64> = f
+            .journal
+            .with_session(|s| s.branch().iter().map(|r| r.id).collect());
+        let mut guard = lock(&f.c.vcs);
+        let vcs = guard.as_mut().unwrap();
+
+        // Not a prompt: refused.
+        let not = rewind(
+            Some(vcs),
+            &f.journal,
+            list[0].parent,
+            RewindOptions::default(),
+        )
+        .unwrap_err();
+        assert!(not.to_string().contains("is not a user prompt"), "{not}");
+
+        // The target of turn 3 is the after of the newest record before
+        // it (fx-3's, which changed nothing); of turn 1, the before of
+        // the first checkpoint after it.
+        let entries = f.entries();
+        let dry = rewind(
+            Some(vcs),
+            &f.journal,
+            three,
+            RewindOptions {
+                force: false,
+                dry_run: true,
+            },
+        )
+        .unwrap();
+        let files = dry.files.unwrap();
+        assert_eq!(
+            files.record.target.as_deref(),
+            Some(list[1].checkpoints[0].after.as_str())
+        );
+        assert_eq!(files.record.changed, ["f1.txt", "f2.txt", "f3.txt"]);
+        assert_eq!(dry.switch_entry, None);
+        assert_eq!(f.entries(), entries, "a dry run writes no entry");
+        assert_eq!(tree(f.dir.path()), done, "a dry run writes no file");
+
+        // An outside change to a file smith changed: refused, nothing changes.
+        std::fs::write(f.dir.path().join("f2.txt"), "outside\n").unwrap();
+        let outside = tree(f.dir.path());
+        let refused = rewind(Some(vcs), &f.journal, one, RewindOptions::default()).unwrap_err();
+        assert!(
+            matches!(refused, CheckpointError::Vcs(ref e) if e.kind() == smith_vcs::ErrorKind::Conflict),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("f2.txt"), "{refused}");
+        assert_eq!(tree(f.dir.path()), outside);
+        assert_eq!(f.entries(), entries);
+        std::fs::write(f.dir.path().join("f2.txt"), "two\n").unwrap();
+
+        // An untouched file changed outside smith is left alone.
+        std::fs::write(f.dir.path().join("f9.txt"), "mine\n").unwrap();
+        let back = rewind(Some(vcs), &f.journal, one, RewindOptions::default()).unwrap();
+        assert_eq!(back.prompt, "first\nwith a second line");
+        assert_eq!(back.leaf, list[0].parent);
+        let files = back.files.unwrap();
+        assert_eq!(files.record.op, VcsOp::Rewind);
+        assert_eq!(files.record.entry, Some(one));
+        assert_eq!(
+            files.record.target.as_deref(),
+            Some(list[0].checkpoints[0].before.as_str())
+        );
+        assert_eq!(f.read("f1.txt").as_deref(), Some("1\n"));
+        assert_eq!(f.read("f2.txt").as_deref(), Some("2\n"));
+        assert_eq!(f.read("f3.txt").as_deref(), Some("3\n"));
+        assert_eq!(f.read("new.txt"), None);
+        assert_eq!(f.read("f9.txt").as_deref(), Some("mine\n"));
+
+        // The selected branch ends before the prompt, then the switch and
+        // the rewind record; the old branch's entries are all still there.
+        let (branch, all): (Vec<u64>, Vec<u64>) = f.journal.with_session(|s| {
+            (
+                s.branch().iter().map(|r| r.id).collect(),
+                s.records().iter().map(|r| r.id).collect(),
+            )
+        });
+        assert_eq!(branch[branch.len() - 3], back.leaf);
+        assert_eq!(branch[branch.len() - 2], back.switch_entry.unwrap());
+        assert!(!branch.contains(&one) && !branch.contains(&two));
+        assert!(old_branch.iter().all(|id| all.contains(id)));
+        let timeline = f.timeline();
+        assert!(turns(&timeline, &root).is_empty());
+        assert_eq!(
+            expected(&records_of(&timeline), &root).as_deref(),
+            Some(files.record.after.as_str())
+        );
+    }
+
+    #[test]
+    fn rewind_without_checkpoints_rewinds_the_transcript_only() {
+        let f = fixture();
+        let _ = f.prompt("first");
+        let two = f.prompt("second");
+        let parent = turns(&f.timeline(), &f.c.root())[1].parent;
+        let back = rewind(None, &f.journal, two, RewindOptions::default()).unwrap();
+        assert!(back.files.is_none());
+        assert_eq!(back.leaf, parent);
+        let leaf = f.journal.with_session(|s| s.leaf().unwrap().parent);
+        assert_eq!(leaf, parent);
+    }
 }
