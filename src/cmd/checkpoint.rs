@@ -234,13 +234,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } => {
             let options = UndoOptions { force, dry_run };
             let done = match effect {
-                Some(effect) => checkpoint::undo(
-                    &mut p.vcs,
-                    &p.journal,
-                    &p.records,
-                    Some(&effect),
-                    options,
-                )?,
+                Some(effect) => {
+                    checkpoint::undo(&mut p.vcs, &p.journal, &p.records, Some(&effect), options)?
+                }
                 None => checkpoint::undo_turn(
                     &mut p.vcs,
                     &p.journal,
@@ -259,13 +255,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } => {
             let options = UndoOptions { force, dry_run };
             let done = match effect {
-                Some(effect) => checkpoint::redo(
-                    &mut p.vcs,
-                    &p.journal,
-                    &p.records,
-                    Some(&effect),
-                    options,
-                )?,
+                Some(effect) => {
+                    checkpoint::redo(&mut p.vcs, &p.journal, &p.records, Some(&effect), options)?
+                }
                 None => checkpoint::redo_turn(
                     &mut p.vcs,
                     &p.journal,
@@ -550,7 +542,10 @@ fn rewind(session: Option<&str>, target: &str, options: RewindOptions) -> anyhow
                     "{target:?} is not an entry id: write @ and the number, e.g. @12; `smith checkpoint turns` lists the prompts' entries"
                 )
             })?;
-            (entry, list.iter().find(|t| t.entry == entry).map(|t| t.number))
+            (
+                entry,
+                list.iter().find(|t| t.entry == entry).map(|t| t.number),
+            )
         }
         None => {
             let n: usize = target.parse().map_err(|_| {
@@ -580,7 +575,11 @@ fn rewound(
     journal: &StoreJournal,
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<()> {
-    let verb = if done.dry_run { "would rewind" } else { "rewound" };
+    let verb = if done.dry_run {
+        "would rewind"
+    } else {
+        "rewound"
+    };
     let turn = number.map_or_else(String::new, |n| format!("turn {n} "));
     let preview = done.prompt.lines().next().unwrap_or("");
     match &done.files {
