@@ -68,7 +68,19 @@ fn drive(mode: &str, version: &str) {
     assert_eq!(summary["protocol_version"], version);
     assert_eq!(
         summary["tools"],
-        serde_json::json!(["read", "write", "edit", "bash", "find", "grep", "ls"])
+        serde_json::json!([
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "find",
+            "grep",
+            "ls",
+            "checkpoint_list",
+            "checkpoint_diff",
+            "checkpoint_undo",
+            "checkpoint_redo"
+        ])
     );
     assert_eq!(summary["read"], "hello from the fixture");
     assert!(

@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use smith_vcs::{
     ChangeKind, FileChange, ObjectId, ObjectKind, Options, RestoreOptions, RestoreReport,
-    SnapshotId, Vcs, VcsError,
+    SnapshotId, VcsError,
 };
 
 use crate::journal::store::{StoreJournal, timeline};
@@ -34,6 +34,8 @@ use crate::journal::{EffectJournal, JournalError, lock};
 
 /// How to undo or redo (re-exported from `smith-vcs`).
 pub use smith_vcs::UndoOptions;
+/// The project's snapshot store (re-exported from `smith-vcs`).
+pub use smith_vcs::Vcs;
 
 /// The folder, under `checkpoints_root` (smith uses `<data dir>/checkpoints`),
 /// that holds the store of the project rooted at `project`: named by the
@@ -946,6 +948,35 @@ pub fn rewind(
     Ok(done)
 }
 
+/// [`rewind`] of the project rooted at `project`, whose store lies under
+/// `checkpoints_root` ([`store_dir`]); when it has no store (or smith has
+/// no data directory), the transcript alone.
+///
+/// # Errors
+///
+/// As [`rewind`]; also when the store cannot be opened.
+pub fn rewind_project(
+    project: &Path,
+    checkpoints_root: Option<&Path>,
+    journal: &StoreJournal,
+    entry: u64,
+    options: RewindOptions,
+) -> Result<Rewound, CheckpointError> {
+    match checkpoints_root.filter(|r| store_dir(r, project).is_dir()) {
+        Some(root) => Checkpoints::lazy(project, root)
+            .with_vcs(|vcs| rewind(Some(vcs), journal, entry, options))?,
+        None => rewind(None, journal, entry, options),
+    }
+}
+
+/// The project root as VCS records name it: `project`'s canonical path.
+pub fn project_root(project: &Path) -> String {
+    std::fs::canonicalize(project)
+        .unwrap_or_else(|_| project.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// The file half of a rewind to the prompt at `timeline[at]`: the restore
 /// done (or planned) and its record, `None` when the branch has no
 /// checkpoints of the project.
@@ -984,6 +1015,9 @@ fn rewind_files(
         Some(text) => Some(vcs.resolve(&text)?),
         None => None,
     };
+    if let Some(now) = expected {
+        changed.extend(vanished_folders(vcs, target, now, &changed)?);
+    }
     let report = if changed.is_empty() {
         // Nothing changed since: the project stays as it is.
         let now = match expected {
@@ -1024,6 +1058,65 @@ fn rewind_files(
         error: None,
     };
     Ok(Some((record, report)))
+}
+
+/// The folders above `changed` paths that the project as recorded in
+/// `now` holds and `target` does not: every file under such a folder on
+/// disk was added since `target`. A restore of `changed` alone would empty
+/// them but leave them standing; naming them removes them with their
+/// content (what else lies there now differs from `now` and is refused as
+/// an outside change). The top-most such folder of each path is listed.
+fn vanished_folders(
+    vcs: &mut Vcs,
+    target: SnapshotId,
+    now: SnapshotId,
+    changed: &[PathBuf],
+) -> Result<Vec<PathBuf>, CheckpointError> {
+    let added: std::collections::HashSet<PathBuf> = vcs
+        .changes(target, now)?
+        .into_iter()
+        .filter(|c| c.old.is_none())
+        .map(|c| c.path)
+        .collect();
+    let root = vcs.root().to_path_buf();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for path in changed {
+        let mut folder = PathBuf::new();
+        let Some(parent) = path.parent() else {
+            continue;
+        };
+        for part in parent.components() {
+            folder.push(part);
+            if out.contains(&folder) {
+                break;
+            }
+            let on_disk = root.join(&folder);
+            let is_dir = std::fs::symlink_metadata(&on_disk).is_ok_and(|m| m.is_dir());
+            if is_dir && all_added(&root, &on_disk, &added) {
+                out.push(folder.clone());
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether every file and symlink under `dir` (on disk) is in `added`.
+fn all_added(root: &Path, dir: &Path, added: &std::collections::HashSet<PathBuf>) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.into_iter().all(|e| {
+        let Ok(e) = e else { return false };
+        let path = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => all_added(root, &path, added),
+            Ok(_) => path
+                .strip_prefix(root)
+                .is_ok_and(|rel| added.contains(rel)),
+            Err(_) => false,
+        }
+    })
 }
 
 /// A one-letter code for a change, as `git status --short` writes them
@@ -1291,17 +1384,22 @@ mod tests {
         }
     }
 
-    fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
-        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read(e.path()).unwrap(),
-                )
-            })
-            .collect();
+    /// Every file (with its bytes) and folder (empty) under `dir`.
+    fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let path = e.unwrap().path();
+                let rel = path.strip_prefix(root).unwrap().to_path_buf();
+                if path.is_dir() {
+                    out.push((rel, Vec::new()));
+                    walk(root, &path, out);
+                } else {
+                    out.push((rel, std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, dir, &mut out);
         out.sort();
         out
     }
@@ -1319,7 +1417,7 @@ mod tests {
         );
         assert_eq!(list[0].number, 1);
         assert_eq!(list[0].preview(), "first…");
-        assert_eq!(list[0].changed, ["f1.txt", "new.txt"]);
+        assert_eq!(list[0].changed, ["f1.txt", "new.txt", "sub/deep/x.txt"]);
         assert_eq!(list[0].effects(), ["fx-1", "fx-2"]);
         assert_eq!(list[1].checkpoints.len(), 1);
         assert!(list[1].changed.is_empty() && list[1].span().is_none());
@@ -1522,6 +1620,10 @@ mod tests {
         assert_eq!(f.read("f2.txt").as_deref(), Some("2\n"));
         assert_eq!(f.read("f3.txt").as_deref(), Some("3\n"));
         assert_eq!(f.read("new.txt"), None);
+        assert!(
+            !f.dir.path().join("sub").exists(),
+            "a folder made since goes too"
+        );
         assert_eq!(f.read("f9.txt").as_deref(), Some("mine\n"));
 
         // The selected branch ends before the prompt, then the switch and

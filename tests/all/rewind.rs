@@ -145,7 +145,7 @@ fn turns_undo_redo_and_rewind_files_and_transcript_together() {
         "{turns}"
     );
     assert!(
-        turns.contains("      A d/f.bin\n      D gone.txt\n      T link\n      M run.sh\n"),
+        turns.contains("      A d/f.bin\n      D gone.txt\n      M link\n      M run.sh\n"),
         "{turns}"
     );
     let json = env.ok(&["checkpoint", "turns", "--json"]);
