@@ -1111,9 +1111,7 @@ fn all_added(root: &Path, dir: &Path, added: &std::collections::HashSet<PathBuf>
         let path = e.path();
         match e.file_type() {
             Ok(t) if t.is_dir() => all_added(root, &path, added),
-            Ok(_) => path
-                .strip_prefix(root)
-                .is_ok_and(|rel| added.contains(rel)),
+            Ok(_) => path.strip_prefix(root).is_ok_and(|rel| added.contains(rel)),
             Err(_) => false,
         }
     })

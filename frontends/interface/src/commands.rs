@@ -397,10 +397,16 @@ pub(super) fn rewind_overlay(turns: &[smith_engine::checkpoint::Turn]) -> Overla
     let mut detail = vec![
         "Files and conversation go back to just before the chosen prompt; the session goes on in a new branch (the old one stays).".to_owned(),
     ];
-    detail.extend(turns.iter().rev().filter(|t| !t.changed.is_empty()).map(|t| {
-        let undone = if t.undone { " (undone)" } else { "" };
-        format!("turn {}{undone}: {}", t.number, t.changed.join(", "))
-    }));
+    detail.extend(
+        turns
+            .iter()
+            .rev()
+            .filter(|t| !t.changed.is_empty())
+            .map(|t| {
+                let undone = if t.undone { " (undone)" } else { "" };
+                format!("turn {}{undone}: {}", t.number, t.changed.join(", "))
+            }),
+    );
     Overlay::Picker(Picker {
         title: "Rewind to before a turn".to_owned(),
         detail,

@@ -144,7 +144,11 @@ pub(super) fn rewind(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> St
                 Some(files) => format!(
                     "{} file{} restored ({})",
                     files.record.changed.len(),
-                    if files.record.changed.len() == 1 { "" } else { "s" },
+                    if files.record.changed.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
                     files.record.changed.join(", ")
                 ),
                 None => "the conversation only (no checkpoints of this project)".to_owned(),

@@ -875,9 +875,7 @@ impl RpcServer {
                 self.ask(method, &SessionOp::Switch(to))?;
                 self.switch(&choice)
             }
-            m if m.starts_with("checkpoint/") && METHODS.contains(&m) => {
-                self.checkpoint(m, params)
-            }
+            m if m.starts_with("checkpoint/") && METHODS.contains(&m) => self.checkpoint(m, params),
             "session/select_leaf" => {
                 self.require_idle(method)?;
                 let entry = opt_u64(method, params, "entry")?.ok_or_else(|| {

@@ -80,9 +80,9 @@ impl RpcServer {
     pub(super) fn checkpoint(&mut self, method: &str, params: &Value) -> Result<Value, RpcError> {
         let journal = std::sync::Arc::clone(&self.current()?.journal);
         let root = checkpoint::project_root(&self.options.cwd);
-        let steps = journal.with_session(timeline).map_err(|e| {
-            error(method, CheckpointError::Journal(e))
-        })?;
+        let steps = journal
+            .with_session(timeline)
+            .map_err(|e| error(method, CheckpointError::Journal(e)))?;
         match method {
             "checkpoint/list" => {
                 let records = checkpoint::records_of(&steps);
