@@ -718,7 +718,7 @@ fn esc_esc_opens_the_rewind_picker_and_choosing_a_turn_restores_the_file() {
     s.wait_for_screen("rewound to before prompt");
     assert!(!made.exists(), "the rewind removed the file the turn made");
     // The prompt is back in the editor; the transcript no longer has it.
-    let rows = s.wait_for_screen("› make a file").join("\n");
+    let rows = s.wait_for_screen("make a file").join("\n");
     assert!(!rows.contains("made it"), "{rows}");
     s.send(b"\x03");
     s.send(b"\x03");
