@@ -904,18 +904,20 @@ pub fn rewind(
     let timeline = journal
         .with_session(timeline)
         .map_err(CheckpointError::Journal)?;
-    let at = timeline
-        .iter()
-        .position(|s| matches!(s, Step::Prompt { entry: e, .. } if *e == entry))
-        .ok_or_else(|| {
-            CheckpointError::Nothing(format!(
-                "entry {entry} is not a user prompt on the session's selected branch; rewind goes back to a prompt: `smith checkpoint turns` lists them with their entry ids"
-            ))
-        })?;
-    let Some(Step::Prompt { parent, text, .. }) = timeline.get(at) else {
-        unreachable!("position found a prompt")
+    let found = timeline.iter().enumerate().find_map(|(i, s)| match s {
+        Step::Prompt {
+            entry: e,
+            parent,
+            text,
+        } if *e == entry => Some((i, *parent, text.clone())),
+        _ => None,
+    });
+    let Some((at, parent, text)) = found else {
+        return Err(CheckpointError::Nothing(format!(
+            "entry {entry} is not a user prompt on the session's selected branch; rewind goes back to a prompt: `smith checkpoint turns` lists them with their entry ids"
+        )));
     };
-    if *parent == 0 {
+    if parent == 0 {
         return Err(CheckpointError::Nothing(format!(
             "entry {entry} is the session's first entry, so there is no earlier point to continue from; start a new session instead"
         )));
@@ -926,8 +928,8 @@ pub fn rewind(
     };
     let mut done = Rewound {
         entry,
-        prompt: text.clone(),
-        leaf: *parent,
+        prompt: text,
+        leaf: parent,
         switch_entry: None,
         files: None,
         dry_run: options.dry_run,
@@ -938,7 +940,7 @@ pub fn rewind(
     }
     done.switch_entry = Some(
         journal
-            .select_leaf(*parent)
+            .select_leaf(parent)
             .map_err(CheckpointError::Journal)?,
     );
     done.files = match files {

@@ -872,7 +872,9 @@ impl Calls {
         let which = arguments
             .get("turn")
             .and_then(Value::as_u64)
-            .map_or(TurnRef::Latest, |n| TurnRef::Number(n as usize));
+            .map_or(TurnRef::Latest, |n| {
+                TurnRef::Number(usize::try_from(n).unwrap_or(usize::MAX))
+            });
         let journal: &StoreJournal = &self.journal;
         let done = Checkpoints::open(&cwd, &data)
             .map_err(checkpoint::CheckpointError::from)

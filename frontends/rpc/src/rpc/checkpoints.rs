@@ -139,7 +139,8 @@ impl RpcServer {
                     dry_run: flag(params, "dry_run"),
                 };
                 let effect = opt_str(method, params, "effect")?;
-                let turn = opt_u64(method, params, "turn")?.map(|n| TurnRef::Number(n as usize));
+                let turn = opt_u64(method, params, "turn")?
+                    .map(|n| TurnRef::Number(usize::try_from(n).unwrap_or(usize::MAX)));
                 let which = turn.unwrap_or(TurnRef::Latest);
                 let journal: &StoreJournal = &journal;
                 let done = c
