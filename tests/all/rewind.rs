@@ -95,6 +95,7 @@ impl Env {
 }
 
 const TURN1: &str = r#"[
+ [{"tool_call": {"id": "c0", "name": "read", "arguments": {"path": "a.txt"}}}, {"stop": {"reason": "tool_use"}}],
  [{"tool_call": {"id": "c1", "name": "edit", "arguments": {"path": "a.txt", "old_text": "alpha", "new_text": "ALPHA"}}}, {"stop": {"reason": "tool_use"}}],
  [{"tool_call": {"id": "c2", "name": "write", "arguments": {"path": "new.txt", "content": "new\n"}}}, {"stop": {"reason": "tool_use"}}],
  [{"text": "one"}, {"stop": {"reason": "end"}}]
@@ -106,6 +107,7 @@ const TURN2: &str = r#"[
 ]"#;
 
 const TURN3: &str = r#"[
+ [{"tool_call": {"id": "c5", "name": "read", "arguments": {"path": "a.txt"}}}, {"stop": {"reason": "tool_use"}}],
  [{"tool_call": {"id": "c4", "name": "write", "arguments": {"path": "a.txt", "content": "third\n"}}}, {"stop": {"reason": "tool_use"}}],
  [{"text": "three"}, {"stop": {"reason": "end"}}]
 ]"#;
