@@ -1370,7 +1370,9 @@ mod tests {
                 std::fs::write(d.join("f1.txt"), "one\n").unwrap()
             });
             self.effect("fx-2", |d| {
-                std::fs::write(d.join("new.txt"), "new\n").unwrap()
+                std::fs::write(d.join("new.txt"), "new\n").unwrap();
+                std::fs::create_dir_all(d.join("sub/deep")).unwrap();
+                std::fs::write(d.join("sub/deep/x.txt"), "x\n").unwrap();
             });
             let two = self.prompt("second");
             self.effect("fx-3", |_| ());
