@@ -698,7 +698,12 @@ fn esc_esc_opens_the_rewind_picker_and_choosing_a_turn_restores_the_file() {
         None,
         None,
         |_| {},
-        &["--mock-script", script.to_str().unwrap()],
+        &[
+            "--approval",
+            "workspace",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ],
     );
     s.ready();
     s.send(b"make a file\r");
