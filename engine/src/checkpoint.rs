@@ -585,7 +585,7 @@ pub enum Step {
         /// The entry id.
         entry: u64,
         /// What it recorded.
-        record: VcsRecord,
+        record: Box<VcsRecord>,
     },
 }
 
@@ -650,7 +650,7 @@ pub fn records_of(timeline: &[Step]) -> Vec<VcsRecord> {
     timeline
         .iter()
         .filter_map(|s| match s {
-            Step::Vcs { record, .. } => Some(record.clone()),
+            Step::Vcs { record, .. } => Some(VcsRecord::clone(record)),
             Step::Prompt { .. } => None,
         })
         .collect()
@@ -689,7 +689,7 @@ pub fn turns(timeline: &[Step], root: &str) -> Vec<Turn> {
                     && record.op == VcsOp::Checkpoint
                     && record.root == root
                 {
-                    turn.checkpoints.push(record.clone());
+                    turn.checkpoints.push(VcsRecord::clone(record));
                 }
             }
         }
@@ -721,7 +721,7 @@ pub enum TurnRef {
     Entry(u64),
 }
 
-fn pick<'a>(list: &'a [Turn], which: TurnRef) -> Result<&'a Turn, CheckpointError> {
+fn pick(list: &[Turn], which: TurnRef) -> Result<&Turn, CheckpointError> {
     let found = match which {
         TurnRef::Number(n) => list.iter().find(|t| t.number == n),
         TurnRef::Entry(e) => list.iter().find(|t| t.entry == e),
@@ -991,7 +991,7 @@ fn rewind_files(
 ) -> Result<Option<(VcsRecord, RestoreReport)>, CheckpointError> {
     let root = vcs.root().display().to_string();
     let mine = |s: &Step| match s {
-        Step::Vcs { record, .. } if record.root == root => Some(record.clone()),
+        Step::Vcs { record, .. } if record.root == root => Some(VcsRecord::clone(record)),
         _ => None,
     };
     let earlier: Vec<VcsRecord> = timeline[..at].iter().filter_map(mine).collect();

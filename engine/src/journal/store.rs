@@ -340,7 +340,7 @@ pub fn timeline(session: &Session) -> Result<Vec<Step>, JournalError> {
                 })?;
                 out.push(Step::Vcs {
                     entry: record.id,
-                    record: vcs,
+                    record: Box::new(vcs),
                 });
             }
             _ => {}
