@@ -6,8 +6,9 @@
 //! The table is what the runtime needs to be entered, switched and
 //! recovered without any plugin. Plugins' commands merge with it as
 //! plugins merge with each other: a plugin's command of the same name
-//! replaces the row's help in place (smith/product contributes every row
-//! with the same text), and new ones follow. A command the table carries
+//! replaces the row's help in place (smith/product contributes the rows
+//! with the same text; a row it does not list yet, such as `/rewind`,
+//! keeps the table's), and new ones follow. A command the table carries
 //! out always runs here; any other runs in the plugin that contributes
 //! it.
 
@@ -85,7 +86,7 @@ pub(super) static BUILTINS: [Builtin; 17] = [
     row(
         "rewind",
         "[ENTRY]",
-        "rewind files and conversation to before a turn (Esc Esc)",
+        "rewind files and conversation (Esc Esc)",
         Some(rewind),
     ),
     row("plugins", "", "list plugins", Some(plugins)),
