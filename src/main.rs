@@ -73,7 +73,7 @@ enum Command {
     Rpc(cmd::rpc::Args),
     /// Serve the Model Context Protocol on stdio: built-in tools, sessions as resources.
     Mcp(cmd::mcp::Args),
-    /// Checkpoints of the project around each write, edit and bash call: `checkpoint list | diff [FROM [TO]] | undo [fx-N] | redo [fx-N] | restore ID|fx-N [--force] [--dry-run]`.
+    /// Checkpoints of the project around each write, edit and bash call: `checkpoint list | turns | diff [FROM [TO]] | undo [fx-N | --turn N] | redo [fx-N | --turn N] | restore ID|fx-N | rewind TURN|@ENTRY [--force] [--dry-run]`.
     Checkpoint(cmd::checkpoint::Args),
     /// Play a recorded session back without a provider: `replay REF [--speed N | --realtime | --instant] [--turns A..B] [--compare] [--json]`.
     Replay(cmd::replay::Args),

@@ -68,7 +68,19 @@ fn drive(mode: &str, version: &str) {
     assert_eq!(summary["protocol_version"], version);
     assert_eq!(
         summary["tools"],
-        serde_json::json!(["read", "write", "edit", "bash", "find", "grep", "ls"])
+        serde_json::json!([
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "find",
+            "grep",
+            "ls",
+            "checkpoint_list",
+            "checkpoint_diff",
+            "checkpoint_undo",
+            "checkpoint_redo"
+        ])
     );
     assert_eq!(summary["read"], "hello from the fixture");
     assert!(
@@ -77,4 +89,81 @@ fn drive(mode: &str, version: &str) {
     );
     assert_eq!(summary["cancelled_effect"], "fx-3");
     assert!(!work.join("cancelled-marker").exists());
+}
+
+/// The checkpoint tools over plain stdio in the `read-only` approval mode:
+/// `checkpoint_list` answers, `checkpoint_undo` is refused like any tool
+/// that changes files, and nothing changes.
+#[test]
+fn checkpoint_tools_list_and_refuse_to_undo_in_read_only() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("kept.txt"), "kept\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(["mcp", "--no-plugins", "--approval", "read-only", "--cwd"])
+        .arg(&work)
+        .env("SMITH_HOME", &home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"checkpoint_list","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"checkpoint_undo","arguments":{}}}"#,
+    ];
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for r in requests {
+            writeln!(stdin, "{r}").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let replies: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v.get("id").is_some())
+        .collect();
+    let reply = |id: u64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply {id}: {stdout}"))
+    };
+    let tools = reply(2)["result"]["tools"].as_array().unwrap();
+    let undo = tools
+        .iter()
+        .find(|t| t["name"] == "checkpoint_undo")
+        .unwrap();
+    assert_eq!(undo["annotations"]["destructiveHint"], true);
+    let list = tools
+        .iter()
+        .find(|t| t["name"] == "checkpoint_list")
+        .unwrap();
+    assert_eq!(list["annotations"]["readOnlyHint"], true);
+
+    let listed = &reply(3)["result"];
+    assert_eq!(listed["isError"], false, "{listed}");
+    let text: serde_json::Value =
+        serde_json::from_str(listed["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["turns"], serde_json::json!([]));
+    assert_eq!(text["checkpoints"], serde_json::json!([]));
+
+    let refused = &reply(4)["result"];
+    assert_eq!(refused["isError"], true, "{refused}");
+    let why = refused["content"][0]["text"].as_str().unwrap();
+    assert!(why.contains("approval mode is read-only"), "{why}");
+    assert_eq!(refused["_meta"]["dev.smith/status"], "blocked");
+    assert_eq!(
+        std::fs::read_to_string(work.join("kept.txt")).unwrap(),
+        "kept\n"
+    );
 }

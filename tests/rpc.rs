@@ -781,3 +781,86 @@ fn an_installed_extension_blocks_a_tool_call_in_an_rpc_run() {
     );
     assert!(!work.join("ran.txt").exists());
 }
+
+#[test]
+fn checkpoint_methods_list_turns_undo_by_turn_and_rewind_files_and_transcript() {
+    let (dir, home, work) = fixture();
+    let s = script(
+        dir.path(),
+        json!([
+            [{"tool_call": {"id": "c1", "name": "write", "arguments": {"path": "a.txt", "content": "one\n"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "wrote a"}, {"stop": {"reason": "end"}}],
+            [{"tool_call": {"id": "c2", "name": "write", "arguments": {"path": "b.txt", "content": "two\n"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "wrote b"}, {"stop": {"reason": "end"}}]
+        ]),
+    );
+    let mut c = Client::spawn(&home, &work, &["--mock-script", &s, "--name", "rw"]);
+    let init = c.call("initialize", json!({}));
+    let session = init["session"]["id"].clone();
+    for prompt in ["first", "second"] {
+        c.call("prompt", json!({"text": prompt}));
+        c.call("wait_settled", json!({}));
+    }
+    assert_eq!(
+        std::fs::read_to_string(work.join("b.txt")).unwrap(),
+        "two\n"
+    );
+
+    let turns = c.call("checkpoint/turns", json!({}))["turns"].clone();
+    assert_eq!(turns.as_array().unwrap().len(), 2, "{turns}");
+    assert_eq!(turns[0]["prompt"], "first");
+    assert_eq!(turns[0]["changed"], json!(["a.txt"]));
+    assert_eq!(turns[1]["changed"], json!(["b.txt"]));
+
+    // Undo by turn: the newest turn, recorded with its prompt's entry.
+    let undone = c.call("checkpoint/undo", json!({}));
+    assert_eq!(undone["record"]["turn"], turns[1]["entry"], "{undone}");
+    assert_eq!(undone["changes"], json!([{"code": "D", "path": "b.txt"}]));
+    assert!(!work.join("b.txt").exists());
+    let turns_now = c.call("checkpoint/turns", json!({}))["turns"].clone();
+    assert_eq!(turns_now[1]["undone"], true);
+    c.call("checkpoint/redo", json!({}));
+    assert_eq!(
+        std::fs::read_to_string(work.join("b.txt")).unwrap(),
+        "two\n"
+    );
+    let nothing = c.call_err("checkpoint/redo", json!({}));
+    assert_eq!(nothing["data"]["kind"], "checkpoint.nothing", "{nothing}");
+
+    // Not a prompt: refused.
+    let wrong = c.call_err("checkpoint/rewind", json!({"entry": 999_999}));
+    assert_eq!(wrong["data"]["kind"], "checkpoint.nothing", "{wrong}");
+
+    // A dry run changes nothing.
+    let entry = turns[0]["entry"].clone();
+    let dry = c.call(
+        "checkpoint/rewind",
+        json!({"entry": entry, "dry_run": true}),
+    );
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["switch_entry"], Value::Null);
+    assert!(work.join("a.txt").exists() && work.join("b.txt").exists());
+
+    // The rewind: files back to before the first prompt, the session on a
+    // new branch before it, the runtime restarted on it.
+    let done = c.call("checkpoint/rewind", json!({"entry": entry}));
+    assert_eq!(done["prompt"], "first");
+    assert_eq!(done["session"], session);
+    assert!(done["switch_entry"].is_u64(), "{done}");
+    assert!(!work.join("a.txt").exists());
+    assert!(!work.join("b.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(work.join("hello.txt")).unwrap(),
+        "hi from the file\n"
+    );
+    assert_eq!(c.call("checkpoint/turns", json!({}))["turns"], json!([]));
+    let info = c.call("session/info", json!({}));
+    assert_eq!(info["current"], true, "{info}");
+    assert!(info["leaves"].as_array().unwrap().len() >= 2, "{info}");
+    let list = c.call("checkpoint/list", json!({}));
+    assert_eq!(
+        list["operations"].as_array().unwrap().last().unwrap()["op"],
+        "rewind"
+    );
+    c.close();
+}

@@ -681,3 +681,52 @@ fn the_permission_question_asks_in_ask_mode_and_always_keeps_the_call() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn esc_esc_opens_the_rewind_picker_and_choosing_a_turn_restores_the_file() {
+    let scratch = tempfile::tempdir().unwrap();
+    let script = scratch.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[
+ [{"tool_call": {"id": "c1", "name": "write", "arguments": {"path": "made.txt", "content": "made\n"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "made it"}, {"stop": {"reason": "end"}}]
+]"#,
+    )
+    .unwrap();
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &[
+            "--approval",
+            "workspace",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ],
+    );
+    s.ready();
+    s.send(b"make a file\r");
+    s.wait_for_screen("made it");
+    s.wait_for_screen(" ready ·");
+    let made = s._work.path().join("made.txt");
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "made\n");
+    // Esc twice, idle with an empty editor: the picker of turns, with the
+    // files each changed.
+    s.send(b"\x1b");
+    std::thread::sleep(Duration::from_millis(150));
+    s.send(b"\x1b");
+    let picker = s.wait_for_screen("Rewind to before a turn").join("\n");
+    assert!(picker.contains("turn 1: make a file · 1 file"), "{picker}");
+    assert!(picker.contains("turn 1: made.txt"), "{picker}");
+    s.send(b"\r");
+    s.wait_for_screen("rewound to before prompt");
+    assert!(!made.exists(), "the rewind removed the file the turn made");
+    // The prompt is back in the editor; the transcript no longer has it.
+    let rows = s.wait_for_screen("make a file").join("\n");
+    assert!(!rows.contains("made it"), "{rows}");
+    s.send(b"\x03");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

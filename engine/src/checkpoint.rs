@@ -26,13 +26,16 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use smith_vcs::{
     ChangeKind, FileChange, ObjectId, ObjectKind, Options, RestoreOptions, RestoreReport,
-    SnapshotId, Vcs, VcsError,
+    SnapshotId, VcsError,
 };
 
+use crate::journal::store::{StoreJournal, timeline};
 use crate::journal::{EffectJournal, JournalError, lock};
 
 /// How to undo or redo (re-exported from `smith-vcs`).
 pub use smith_vcs::UndoOptions;
+/// The project's snapshot store (re-exported from `smith-vcs`).
+pub use smith_vcs::Vcs;
 
 /// The folder, under `checkpoints_root` (smith uses `<data dir>/checkpoints`),
 /// that holds the store of the project rooted at `project`: named by the
@@ -56,6 +59,10 @@ pub enum VcsOp {
     Redo,
     /// The project restored to `target`.
     Restore,
+    /// Files and transcript rewound to the project as it was at `entry`
+    /// (a user prompt): `target` is that snapshot, and the record is the
+    /// first entry of the new branch.
+    Rewind,
 }
 
 impl VcsOp {
@@ -66,6 +73,7 @@ impl VcsOp {
             VcsOp::Undo => "undo",
             VcsOp::Redo => "redo",
             VcsOp::Restore => "restore",
+            VcsOp::Rewind => "rewind",
         }
     }
 }
@@ -83,6 +91,17 @@ pub struct VcsRecord {
     /// The tool of a checkpointed effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// The turn an undo or redo of a whole turn covered: the entry id of
+    /// its user prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+    /// The effects an undo or redo of a turn covered (each counts as undone
+    /// or redone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<String>,
+    /// The entry (a user prompt) a rewind went back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<u64>,
     /// The snapshot of the project before (64 hex digits).
     pub before: String,
     /// The snapshot of the project after.
@@ -182,6 +201,9 @@ impl Checkpoints {
             root: self.root(),
             effect_id: Some(effect_id.to_owned()),
             tool: Some(tool.to_owned()),
+            turn: None,
+            effects: Vec::new(),
+            entry: None,
             before: String::new(),
             after: String::new(),
             target: None,
@@ -239,14 +261,30 @@ pub fn checkpoints<'a>(records: &'a [VcsRecord], root: &str) -> Vec<CheckpointSt
                 undone: false,
             }),
             VcsOp::Undo | VcsOp::Redo => {
-                if let Some(c) = out.iter_mut().find(|c| c.record.effect_id == r.effect_id) {
-                    c.undone = r.op == VcsOp::Undo;
+                for effect in covered(r) {
+                    if let Some(c) = out
+                        .iter_mut()
+                        .find(|c| c.record.effect_id.as_deref() == Some(effect))
+                    {
+                        c.undone = r.op == VcsOp::Undo;
+                    }
                 }
             }
-            VcsOp::Restore => {}
+            VcsOp::Restore | VcsOp::Rewind => {}
         }
     }
     out
+}
+
+/// The effects an undo or redo covers: its turn's effects, else its
+/// effect.
+fn covered(r: &VcsRecord) -> impl Iterator<Item = &str> {
+    let one = if r.effects.is_empty() {
+        r.effect_id.as_deref()
+    } else {
+        None
+    };
+    r.effects.iter().map(String::as_str).chain(one)
 }
 
 /// The snapshot the project should match now: the `after` of the newest
@@ -340,6 +378,9 @@ fn apply(
         root: vcs.root().display().to_string(),
         effect_id,
         tool: None,
+        turn: None,
+        effects: Vec::new(),
+        entry: None,
         before: report.before.to_string(),
         after: report.after.to_string(),
         target,
@@ -347,6 +388,15 @@ fn apply(
         forced,
         error: None,
     };
+    finish(journal, record, report)
+}
+
+/// Writes `record` (unless the report is a dry run's).
+fn finish(
+    journal: &dyn EffectJournal,
+    record: VcsRecord,
+    report: RestoreReport,
+) -> Result<Applied, CheckpointError> {
     if !report.dry_run {
         journal
             .record_vcs(&record)
@@ -420,12 +470,13 @@ pub fn redo(
             .iter()
             .rev()
             .filter(|r| r.root == root && r.op == VcsOp::Undo)
-            .filter_map(|r| r.effect_id.clone())
+            .flat_map(|r| covered(r).collect::<Vec<_>>().into_iter().rev())
             .find(|id| {
                 states
                     .iter()
-                    .any(|c| c.undone && c.record.effect_id.as_deref() == Some(id))
+                    .any(|c| c.undone && c.record.effect_id.as_deref() == Some(*id))
             })
+            .map(str::to_owned)
             .ok_or_else(|| {
                 CheckpointError::Nothing(
                     "nothing to redo: no effect of this session is undone; `smith checkpoint list` shows them".to_owned(),
@@ -514,6 +565,558 @@ pub fn resolve_target(
         };
     }
     Ok(vcs.resolve(target)?)
+}
+
+/// One item of the selected branch that turns and rewinds are built from
+/// (read from a session by [`crate::journal::store::timeline`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A user prompt: the start of an agent turn.
+    Prompt {
+        /// The prompt's entry id.
+        entry: u64,
+        /// Its parent's entry id (0 for a root).
+        parent: u64,
+        /// What the user wrote.
+        text: String,
+    },
+    /// A VCS operation.
+    Vcs {
+        /// The entry id.
+        entry: u64,
+        /// What it recorded.
+        record: Box<VcsRecord>,
+    },
+}
+
+/// One agent turn of the selected branch: a user prompt and what follows
+/// it up to the next one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Turn {
+    /// The turn's number along the branch, from 1.
+    pub number: usize,
+    /// The entry id of its user prompt.
+    pub entry: u64,
+    /// The prompt's parent entry (where a rewind continues the session).
+    pub parent: u64,
+    /// What the user wrote.
+    pub prompt: String,
+    /// The checkpoints of the project taken during the turn, oldest first.
+    pub checkpoints: Vec<VcsRecord>,
+    /// The paths its effects changed, in path order, each once.
+    pub changed: Vec<String>,
+    /// Whether every effect of the turn that changed something is undone.
+    pub undone: bool,
+    /// Whether some (not necessarily all) of them are undone.
+    pub partly_undone: bool,
+}
+
+impl Turn {
+    /// The prompt's first line, cut to 60 characters.
+    pub fn preview(&self) -> String {
+        let line = self.prompt.lines().next().unwrap_or("");
+        let mut out: String = line.chars().take(60).collect();
+        if line.chars().count() > 60 || self.prompt.lines().nth(1).is_some() {
+            out.push('…');
+        }
+        out
+    }
+
+    /// The checkpoints that changed something and recorded both snapshots.
+    fn changing(&self) -> impl Iterator<Item = &VcsRecord> {
+        self.checkpoints
+            .iter()
+            .filter(|r| !r.changed.is_empty() && r.error.is_none())
+    }
+
+    /// The project right before the turn's first change and right after
+    /// its last one (snapshot ids); `None` when it changed nothing.
+    pub fn span(&self) -> Option<(&str, &str)> {
+        let first = self.changing().next()?;
+        let last = self.changing().last()?;
+        Some((&first.before, &last.after))
+    }
+
+    /// The effects of the turn that changed something.
+    pub fn effects(&self) -> Vec<String> {
+        self.changing()
+            .filter_map(|r| r.effect_id.clone())
+            .collect()
+    }
+}
+
+/// The VCS records of `timeline`, oldest first.
+pub fn records_of(timeline: &[Step]) -> Vec<VcsRecord> {
+    timeline
+        .iter()
+        .filter_map(|s| match s {
+            Step::Vcs { record, .. } => Some(VcsRecord::clone(record)),
+            Step::Prompt { .. } => None,
+        })
+        .collect()
+}
+
+/// The agent turns of `timeline` (the selected branch), oldest first,
+/// each with the checkpoints of the project rooted at `root` taken
+/// during it. Checkpoints before the first prompt belong to no turn.
+pub fn turns(timeline: &[Step], root: &str) -> Vec<Turn> {
+    let records = records_of(timeline);
+    let states = checkpoints(&records, root);
+    let undone = |r: &VcsRecord| {
+        states
+            .iter()
+            .any(|s| s.undone && s.record.effect_id == r.effect_id)
+    };
+    let mut out: Vec<Turn> = Vec::new();
+    for step in timeline {
+        match step {
+            Step::Prompt {
+                entry,
+                parent,
+                text,
+            } => out.push(Turn {
+                number: out.len() + 1,
+                entry: *entry,
+                parent: *parent,
+                prompt: text.clone(),
+                checkpoints: Vec::new(),
+                changed: Vec::new(),
+                undone: false,
+                partly_undone: false,
+            }),
+            Step::Vcs { record, .. } => {
+                if let Some(turn) = out.last_mut()
+                    && record.op == VcsOp::Checkpoint
+                    && record.root == root
+                {
+                    turn.checkpoints.push(VcsRecord::clone(record));
+                }
+            }
+        }
+    }
+    for turn in &mut out {
+        let mut changed: Vec<String> = turn
+            .changing()
+            .flat_map(|r| r.changed.iter().cloned())
+            .collect();
+        changed.sort();
+        changed.dedup();
+        turn.changed = changed;
+        let flags: Vec<bool> = turn.changing().map(undone).collect();
+        turn.undone = !flags.is_empty() && flags.iter().all(|u| *u);
+        turn.partly_undone = flags.iter().any(|u| *u);
+    }
+    out
+}
+
+/// Which turn an undo or redo of a turn is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnRef {
+    /// The default: the newest turn that changed files and is not undone
+    /// (undo), or the turn most recently undone (redo).
+    Latest,
+    /// The turn of this number (as [`turns`] numbers them).
+    Number(usize),
+    /// The turn whose user prompt is this entry.
+    Entry(u64),
+}
+
+fn pick(list: &[Turn], which: TurnRef) -> Result<&Turn, CheckpointError> {
+    let found = match which {
+        TurnRef::Number(n) => list.iter().find(|t| t.number == n),
+        TurnRef::Entry(e) => list.iter().find(|t| t.entry == e),
+        TurnRef::Latest => None,
+    };
+    found.ok_or_else(|| {
+        let what = match which {
+            TurnRef::Number(n) => format!("turn {n}"),
+            TurnRef::Entry(e) => format!("entry {e}"),
+            TurnRef::Latest => "the latest turn".to_owned(),
+        };
+        CheckpointError::Nothing(format!(
+            "{what} is not a turn of the session's selected branch (it has {} turn{}); `smith checkpoint turns` lists them",
+            list.len(),
+            if list.len() == 1 { "" } else { "s" }
+        ))
+    })
+}
+
+/// Undoes a whole agent turn: one restore, at the paths that differ
+/// between the turn's first `before` and last `after`, of their content
+/// before the turn; refused when those paths changed since (unless
+/// `options.force`). Recorded as an `undo` naming the turn and its effects.
+///
+/// # Errors
+///
+/// [`CheckpointError::Nothing`] when there is no such turn or it changed
+/// nothing; otherwise as [`undo`].
+pub fn undo_turn(
+    vcs: &mut Vcs,
+    journal: &dyn EffectJournal,
+    timeline: &[Step],
+    which: TurnRef,
+    options: UndoOptions,
+) -> Result<Applied, CheckpointError> {
+    turn_op(vcs, journal, timeline, which, options, true)
+}
+
+/// Redoes a whole agent turn undone before (see [`undo_turn`]).
+///
+/// # Errors
+///
+/// As [`undo_turn`].
+pub fn redo_turn(
+    vcs: &mut Vcs,
+    journal: &dyn EffectJournal,
+    timeline: &[Step],
+    which: TurnRef,
+    options: UndoOptions,
+) -> Result<Applied, CheckpointError> {
+    turn_op(vcs, journal, timeline, which, options, false)
+}
+
+fn turn_op(
+    vcs: &mut Vcs,
+    journal: &dyn EffectJournal,
+    timeline: &[Step],
+    which: TurnRef,
+    options: UndoOptions,
+    undo: bool,
+) -> Result<Applied, CheckpointError> {
+    let root = vcs.root().display().to_string();
+    let list = turns(timeline, &root);
+    let turn = match (which, undo) {
+        (TurnRef::Latest, true) => list
+            .iter()
+            .rev()
+            .find(|t| t.span().is_some() && !t.undone)
+            .ok_or_else(|| {
+                CheckpointError::Nothing(
+                    "nothing to undo: no turn of this session changed the project, or every one is undone already; `smith checkpoint turns` shows them".to_owned(),
+                )
+            })?,
+        (TurnRef::Latest, false) => records_of(timeline)
+            .iter()
+            .rev()
+            .filter(|r| r.root == root && r.op == VcsOp::Undo)
+            .find_map(|r| {
+                list.iter().find(|t| {
+                    t.partly_undone
+                        && (r.turn == Some(t.entry)
+                            || t.checkpoints.iter().any(|c| {
+                                c.effect_id.is_some() && c.effect_id == r.effect_id
+                            }))
+                })
+            })
+            .ok_or_else(|| {
+                CheckpointError::Nothing(
+                    "nothing to redo: no turn of this session is undone; `smith checkpoint turns` shows them".to_owned(),
+                )
+            })?,
+        (which, _) => pick(&list, which)?,
+    };
+    let Some((before, after)) = turn.span() else {
+        return Err(CheckpointError::Nothing(format!(
+            "turn {} ({}) changed no file, so there is nothing to {}; `smith checkpoint turns` shows what each turn changed",
+            turn.number,
+            turn.preview(),
+            if undo { "undo" } else { "redo" }
+        )));
+    };
+    let before = snapshot_id(vcs, before, "before")?;
+    let after = snapshot_id(vcs, after, "after")?;
+    let report = if undo {
+        vcs.undo(before, after, options)?
+    } else {
+        vcs.redo(before, after, options)?
+    };
+    let record = VcsRecord {
+        op: if undo { VcsOp::Undo } else { VcsOp::Redo },
+        root,
+        effect_id: None,
+        tool: None,
+        turn: Some(turn.entry),
+        effects: turn.effects(),
+        entry: None,
+        before: report.before.to_string(),
+        after: report.after.to_string(),
+        target: None,
+        changed: paths(&report.changes),
+        forced: options.force,
+        error: None,
+    };
+    finish(journal, record, report)
+}
+
+/// What a rewind did (or, for a dry run, would do).
+#[derive(Debug)]
+pub struct Rewound {
+    /// The user prompt rewound to.
+    pub entry: u64,
+    /// Its text (to be written again, or changed).
+    pub prompt: String,
+    /// The entry the session now continues from: the prompt's parent.
+    pub leaf: u64,
+    /// The leaf-switch entry that started the new branch (`None` for a dry
+    /// run).
+    pub switch_entry: Option<u64>,
+    /// What happened to the files: `None` when the session has no
+    /// checkpoints of the project, so only the transcript was rewound.
+    pub files: Option<Applied>,
+    /// Whether this was a dry run (nothing written).
+    pub dry_run: bool,
+}
+
+/// How to rewind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RewindOptions {
+    /// Go ahead even when files changed outside smith since the last
+    /// snapshot smith took.
+    pub force: bool,
+    /// Change nothing; list what would change.
+    pub dry_run: bool,
+}
+
+/// Rewinds files and transcript together to user prompt `entry` of the
+/// session's selected branch: the files smith changed after it go back to
+/// how they were right before it (files smith never touched are left
+/// alone), then the session continues on a new branch from the prompt's
+/// parent (the old branch stays), whose first entry is a `rewind` VCS
+/// record. `vcs` is the project's store, `None` when it has none (then
+/// only the transcript is rewound).
+///
+/// The target snapshot is the `after` of the newest VCS record before the
+/// prompt, else the `before` of the first one after it. Refused, changing
+/// nothing, when files changed outside smith since the last snapshot
+/// smith took, unless `options.force`; a dry run writes nothing.
+///
+/// # Errors
+///
+/// [`CheckpointError::Nothing`] when `entry` is not a user prompt of the
+/// selected branch or is its first entry; the store's conflict; the
+/// journal's error when the session could not be written.
+pub fn rewind(
+    vcs: Option<&mut Vcs>,
+    journal: &StoreJournal,
+    entry: u64,
+    options: RewindOptions,
+) -> Result<Rewound, CheckpointError> {
+    let timeline = journal
+        .with_session(timeline)
+        .map_err(CheckpointError::Journal)?;
+    let found = timeline.iter().enumerate().find_map(|(i, s)| match s {
+        Step::Prompt {
+            entry: e,
+            parent,
+            text,
+        } if *e == entry => Some((i, *parent, text.clone())),
+        _ => None,
+    });
+    let Some((at, parent, text)) = found else {
+        return Err(CheckpointError::Nothing(format!(
+            "entry {entry} is not a user prompt on the session's selected branch; rewind goes back to a prompt: `smith checkpoint turns` lists them with their entry ids"
+        )));
+    };
+    if parent == 0 {
+        return Err(CheckpointError::Nothing(format!(
+            "entry {entry} is the session's first entry, so there is no earlier point to continue from; start a new session instead"
+        )));
+    }
+    let files = match vcs {
+        Some(vcs) => rewind_files(vcs, &timeline, at, entry, options)?,
+        None => None,
+    };
+    let mut done = Rewound {
+        entry,
+        prompt: text,
+        leaf: parent,
+        switch_entry: None,
+        files: None,
+        dry_run: options.dry_run,
+    };
+    if options.dry_run {
+        done.files = files.map(|(record, report)| Applied { record, report });
+        return Ok(done);
+    }
+    done.switch_entry = Some(
+        journal
+            .select_leaf(parent)
+            .map_err(CheckpointError::Journal)?,
+    );
+    done.files = match files {
+        Some((record, report)) => Some(finish(journal, record, report)?),
+        None => None,
+    };
+    Ok(done)
+}
+
+/// [`rewind`] of the project rooted at `project`, whose store lies under
+/// `checkpoints_root` ([`store_dir`]); when it has no store (or smith has
+/// no data directory), the transcript alone.
+///
+/// # Errors
+///
+/// As [`rewind`]; also when the store cannot be opened.
+pub fn rewind_project(
+    project: &Path,
+    checkpoints_root: Option<&Path>,
+    journal: &StoreJournal,
+    entry: u64,
+    options: RewindOptions,
+) -> Result<Rewound, CheckpointError> {
+    match checkpoints_root.filter(|r| store_dir(r, project).is_dir()) {
+        Some(root) => Checkpoints::lazy(project, root)
+            .with_vcs(|vcs| rewind(Some(vcs), journal, entry, options))?,
+        None => rewind(None, journal, entry, options),
+    }
+}
+
+/// The project root as VCS records name it: `project`'s canonical path.
+pub fn project_root(project: &Path) -> String {
+    std::fs::canonicalize(project)
+        .unwrap_or_else(|_| project.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The file half of a rewind to the prompt at `timeline[at]`: the restore
+/// done (or planned) and its record, `None` when the branch has no
+/// checkpoints of the project.
+fn rewind_files(
+    vcs: &mut Vcs,
+    timeline: &[Step],
+    at: usize,
+    entry: u64,
+    options: RewindOptions,
+) -> Result<Option<(VcsRecord, RestoreReport)>, CheckpointError> {
+    let root = vcs.root().display().to_string();
+    let mine = |s: &Step| match s {
+        Step::Vcs { record, .. } if record.root == root => Some(VcsRecord::clone(record)),
+        _ => None,
+    };
+    let earlier: Vec<VcsRecord> = timeline[..at].iter().filter_map(mine).collect();
+    let later: Vec<VcsRecord> = timeline[at..].iter().filter_map(mine).collect();
+    let target = earlier
+        .iter()
+        .rev()
+        .map(|r| &r.after)
+        .chain(later.iter().map(|r| &r.before))
+        .find(|id| !id.is_empty());
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    let target = vcs.resolve(target)?;
+    let mut changed: Vec<PathBuf> = later
+        .iter()
+        .flat_map(|r| r.changed.iter().map(PathBuf::from))
+        .collect();
+    changed.sort();
+    changed.dedup();
+    let all = records_of(timeline);
+    let expected = match expected(&all, &root) {
+        Some(text) => Some(vcs.resolve(&text)?),
+        None => None,
+    };
+    if let Some(now) = expected {
+        changed.extend(vanished_folders(vcs, target, now, &changed)?);
+    }
+    let report = if changed.is_empty() {
+        // Nothing changed since: the project stays as it is.
+        let now = match expected {
+            Some(id) => id,
+            None => target,
+        };
+        RestoreReport {
+            before: now,
+            after: now,
+            changes: Vec::new(),
+            kept: Vec::new(),
+            dry_run: options.dry_run,
+        }
+    } else {
+        vcs.restore(
+            target,
+            &RestoreOptions {
+                expected,
+                force: options.force,
+                dry_run: options.dry_run,
+                paths: Some(changed),
+            },
+        )?
+    };
+    let record = VcsRecord {
+        op: VcsOp::Rewind,
+        root,
+        effect_id: None,
+        tool: None,
+        turn: None,
+        effects: Vec::new(),
+        entry: Some(entry),
+        before: report.before.to_string(),
+        after: report.after.to_string(),
+        target: Some(target.to_string()),
+        changed: paths(&report.changes),
+        forced: options.force,
+        error: None,
+    };
+    Ok(Some((record, report)))
+}
+
+/// The folders above `changed` paths that the project as recorded in
+/// `now` holds and `target` does not: every file under such a folder on
+/// disk was added since `target`. A restore of `changed` alone would empty
+/// them but leave them standing; naming them removes them with their
+/// content (what else lies there now differs from `now` and is refused as
+/// an outside change). The top-most such folder of each path is listed.
+fn vanished_folders(
+    vcs: &mut Vcs,
+    target: SnapshotId,
+    now: SnapshotId,
+    changed: &[PathBuf],
+) -> Result<Vec<PathBuf>, CheckpointError> {
+    let added: std::collections::HashSet<PathBuf> = vcs
+        .changes(target, now)?
+        .into_iter()
+        .filter(|c| c.old.is_none())
+        .map(|c| c.path)
+        .collect();
+    let root = vcs.root().to_path_buf();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for path in changed {
+        let mut folder = PathBuf::new();
+        let Some(parent) = path.parent() else {
+            continue;
+        };
+        for part in parent.components() {
+            folder.push(part);
+            if out.contains(&folder) {
+                break;
+            }
+            let on_disk = root.join(&folder);
+            let is_dir = std::fs::symlink_metadata(&on_disk).is_ok_and(|m| m.is_dir());
+            if is_dir && all_added(&root, &on_disk, &added) {
+                out.push(folder.clone());
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether every file and symlink under `dir` (on disk) is in `added`.
+fn all_added(root: &Path, dir: &Path, added: &std::collections::HashSet<PathBuf>) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.into_iter().all(|e| {
+        let Ok(e) = e else { return false };
+        let path = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => all_added(root, &path, added),
+            Ok(_) => path.strip_prefix(root).is_ok_and(|rel| added.contains(rel)),
+            Err(_) => false,
+        }
+    })
 }
 
 /// A one-letter code for a change, as `git status --short` writes them
@@ -694,5 +1297,367 @@ mod tests {
             "outside\n"
         );
         assert_eq!(journal.vcs_records().len(), 4);
+    }
+
+    /// A session in a store, and a project with checkpoints.
+    struct Fixture {
+        dir: tempfile::TempDir,
+        _data: tempfile::TempDir,
+        _sessions: tempfile::TempDir,
+        c: Checkpoints,
+        journal: StoreJournal,
+    }
+
+    fn fixture() -> Fixture {
+        use crate::journal::{SessionEvent, SessionSink};
+        let (dir, data, c) = project();
+        let sessions = tempfile::tempdir().unwrap();
+        let store = smith_store::Store::open(sessions.path()).unwrap();
+        let session = store.create(None).unwrap();
+        let journal = StoreJournal::new(store, session);
+        journal
+            .record(&SessionEvent::ModelChange {
+                provider: "p".into(),
+                model: "m".into(),
+            })
+            .unwrap();
+        Fixture {
+            dir,
+            _data: data,
+            _sessions: sessions,
+            c,
+            journal,
+        }
+    }
+
+    impl Fixture {
+        fn prompt(&self, text: &str) -> u64 {
+            use crate::journal::{SessionEvent, SessionSink};
+            self.journal
+                .record(&SessionEvent::Message {
+                    message: crate::provider::Message::User { text: text.into() },
+                    meta: Default::default(),
+                })
+                .unwrap();
+            self.journal.with_session(|s| s.leaf().unwrap().id)
+        }
+
+        fn effect(&self, id: &str, change: impl FnOnce(&Path)) {
+            let before = self.c.before();
+            change(self.dir.path());
+            self.journal
+                .record_vcs(&self.c.after(id, "bash", before))
+                .unwrap();
+        }
+
+        fn read(&self, name: &str) -> Option<String> {
+            std::fs::read_to_string(self.dir.path().join(name)).ok()
+        }
+
+        fn timeline(&self) -> Vec<Step> {
+            self.journal.with_session(timeline).unwrap()
+        }
+
+        fn entries(&self) -> usize {
+            self.journal.with_session(|s| s.records().len())
+        }
+
+        /// Three turns: f1 and a new file, nothing, then f2 and f1 again
+        /// plus the removal of f3.
+        fn three_turns(&self) -> [u64; 3] {
+            let one = self.prompt("first\nwith a second line");
+            self.effect("fx-1", |d| {
+                std::fs::write(d.join("f1.txt"), "one\n").unwrap()
+            });
+            self.effect("fx-2", |d| {
+                std::fs::write(d.join("new.txt"), "new\n").unwrap();
+                std::fs::create_dir_all(d.join("sub/deep")).unwrap();
+                std::fs::write(d.join("sub/deep/x.txt"), "x\n").unwrap();
+            });
+            let two = self.prompt("second");
+            self.effect("fx-3", |_| ());
+            let three = self.prompt("third");
+            self.effect("fx-4", |d| {
+                std::fs::write(d.join("f2.txt"), "two\n").unwrap();
+                std::fs::write(d.join("f1.txt"), "uno\n").unwrap();
+            });
+            self.effect("fx-5", |d| std::fs::remove_file(d.join("f3.txt")).unwrap());
+            [one, two, three]
+        }
+    }
+
+    /// Every file (with its bytes) and folder (empty) under `dir`.
+    fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let path = e.unwrap().path();
+                let rel = path.strip_prefix(root).unwrap().to_path_buf();
+                if path.is_dir() {
+                    out.push((rel, Vec::new()));
+                    walk(root, &path, out);
+                } else {
+                    out.push((rel, std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, dir, &mut out);
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn turns_group_the_checkpoints_of_each_prompt() {
+        let f = fixture();
+        let [one, two, three] = f.three_turns();
+        let root = f.c.root();
+        let list = turns(&f.timeline(), &root);
+        assert_eq!(list.len(), 3);
+        assert_eq!(
+            list.iter().map(|t| t.entry).collect::<Vec<_>>(),
+            [one, two, three]
+        );
+        assert_eq!(list[0].number, 1);
+        assert_eq!(list[0].preview(), "first…");
+        assert_eq!(list[0].changed, ["f1.txt", "new.txt", "sub/deep/x.txt"]);
+        assert_eq!(list[0].effects(), ["fx-1", "fx-2"]);
+        assert_eq!(list[1].checkpoints.len(), 1);
+        assert!(list[1].changed.is_empty() && list[1].span().is_none());
+        assert_eq!(list[2].changed, ["f1.txt", "f2.txt", "f3.txt"]);
+        let (before, after) = list[2].span().unwrap();
+        assert_eq!(before, list[2].checkpoints[0].before);
+        assert_eq!(after, list[2].checkpoints[1].after);
+    }
+
+    #[test]
+    fn a_turn_undoes_and_redoes_byte_for_byte_and_marks_its_effects() {
+        let f = fixture();
+        let [one, _, three] = f.three_turns();
+        let root = f.c.root();
+        let done = tree(f.dir.path());
+        let mut guard = lock(&f.c.vcs);
+        let vcs = guard.as_mut().unwrap();
+
+        let dry = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions {
+                force: false,
+                dry_run: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(dry.record.turn, Some(three));
+        assert_eq!(tree(f.dir.path()), done, "a dry run writes nothing");
+        let entries = f.entries();
+
+        let undone = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(f.entries(), entries + 1);
+        assert_eq!(undone.record.op, VcsOp::Undo);
+        assert_eq!(undone.record.effects, ["fx-4", "fx-5"]);
+        assert_eq!(undone.record.changed, ["f1.txt", "f2.txt", "f3.txt"]);
+        assert_eq!(f.read("f1.txt").as_deref(), Some("one\n"));
+        assert_eq!(f.read("f2.txt").as_deref(), Some("2\n"));
+        assert_eq!(f.read("f3.txt").as_deref(), Some("3\n"));
+        let records = records_of(&f.timeline());
+        let states = checkpoints(&records, &root);
+        let undone_effects: Vec<_> = states
+            .iter()
+            .filter(|s| s.undone)
+            .filter_map(|s| s.record.effect_id.as_deref())
+            .collect();
+        assert_eq!(undone_effects, ["fx-4", "fx-5"]);
+        let list = turns(&f.timeline(), &root);
+        assert!(list[2].undone && !list[0].undone);
+
+        // The next undo by turn takes the turn before (turn 2 changed
+        // nothing); then turn 1 is undone too.
+        let again = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(again.record.turn, Some(one));
+        assert_eq!(f.read("new.txt"), None);
+        let nothing = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(nothing.to_string().contains("nothing to undo"), "{nothing}");
+
+        // Redo goes back in the reverse order, to the very same bytes.
+        for expect in [one, three] {
+            let redone = redo_turn(
+                vcs,
+                &f.journal,
+                &f.timeline(),
+                TurnRef::Latest,
+                UndoOptions::default(),
+            )
+            .unwrap();
+            assert_eq!(redone.record.turn, Some(expect));
+        }
+        assert_eq!(tree(f.dir.path()), done);
+        let nothing = redo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Latest,
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(nothing.to_string().contains("nothing to redo"), "{nothing}");
+        let empty = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Number(2),
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(empty.to_string().contains("changed no file"), "{empty}");
+        let missing = undo_turn(
+            vcs,
+            &f.journal,
+            &f.timeline(),
+            TurnRef::Number(9),
+            UndoOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            missing.to_string().contains("turn 9 is not a turn"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn rewind_restores_the_files_of_a_prompt_and_branches_the_transcript() {
+        let f = fixture();
+        let [one, two, three] = f.three_turns();
+        let root = f.c.root();
+        let list = turns(&f.timeline(), &root);
+        let done = tree(f.dir.path());
+        let old_branch: Vec<u64> = f
+            .journal
+            .with_session(|s| s.branch().iter().map(|r| r.id).collect());
+        let mut guard = lock(&f.c.vcs);
+        let vcs = guard.as_mut().unwrap();
+
+        // Not a prompt: refused.
+        let not = rewind(
+            Some(vcs),
+            &f.journal,
+            list[0].parent,
+            RewindOptions::default(),
+        )
+        .unwrap_err();
+        assert!(not.to_string().contains("is not a user prompt"), "{not}");
+
+        // The target of turn 3 is the after of the newest record before
+        // it (fx-3's, which changed nothing); of turn 1, the before of
+        // the first checkpoint after it.
+        let entries = f.entries();
+        let dry = rewind(
+            Some(vcs),
+            &f.journal,
+            three,
+            RewindOptions {
+                force: false,
+                dry_run: true,
+            },
+        )
+        .unwrap();
+        let files = dry.files.unwrap();
+        assert_eq!(
+            files.record.target.as_deref(),
+            Some(list[1].checkpoints[0].after.as_str())
+        );
+        assert_eq!(files.record.changed, ["f1.txt", "f2.txt", "f3.txt"]);
+        assert_eq!(dry.switch_entry, None);
+        assert_eq!(f.entries(), entries, "a dry run writes no entry");
+        assert_eq!(tree(f.dir.path()), done, "a dry run writes no file");
+
+        // An outside change to a file smith changed: refused, nothing changes.
+        std::fs::write(f.dir.path().join("f2.txt"), "outside\n").unwrap();
+        let outside = tree(f.dir.path());
+        let refused = rewind(Some(vcs), &f.journal, one, RewindOptions::default()).unwrap_err();
+        assert!(
+            matches!(refused, CheckpointError::Vcs(ref e) if e.kind() == smith_vcs::ErrorKind::Conflict),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("f2.txt"), "{refused}");
+        assert_eq!(tree(f.dir.path()), outside);
+        assert_eq!(f.entries(), entries);
+        std::fs::write(f.dir.path().join("f2.txt"), "two\n").unwrap();
+
+        // An untouched file changed outside smith is left alone.
+        std::fs::write(f.dir.path().join("f9.txt"), "mine\n").unwrap();
+        let back = rewind(Some(vcs), &f.journal, one, RewindOptions::default()).unwrap();
+        assert_eq!(back.prompt, "first\nwith a second line");
+        assert_eq!(back.leaf, list[0].parent);
+        let files = back.files.unwrap();
+        assert_eq!(files.record.op, VcsOp::Rewind);
+        assert_eq!(files.record.entry, Some(one));
+        assert_eq!(
+            files.record.target.as_deref(),
+            Some(list[0].checkpoints[0].before.as_str())
+        );
+        assert_eq!(f.read("f1.txt").as_deref(), Some("1\n"));
+        assert_eq!(f.read("f2.txt").as_deref(), Some("2\n"));
+        assert_eq!(f.read("f3.txt").as_deref(), Some("3\n"));
+        assert_eq!(f.read("new.txt"), None);
+        assert!(
+            !f.dir.path().join("sub").exists(),
+            "a folder made since goes too"
+        );
+        assert_eq!(f.read("f9.txt").as_deref(), Some("mine\n"));
+
+        // The selected branch ends before the prompt, then the switch and
+        // the rewind record; the old branch's entries are all still there.
+        let (branch, all): (Vec<u64>, Vec<u64>) = f.journal.with_session(|s| {
+            (
+                s.branch().iter().map(|r| r.id).collect(),
+                s.records().iter().map(|r| r.id).collect(),
+            )
+        });
+        assert_eq!(branch[branch.len() - 3], back.leaf);
+        assert_eq!(branch[branch.len() - 2], back.switch_entry.unwrap());
+        assert!(!branch.contains(&one) && !branch.contains(&two));
+        assert!(old_branch.iter().all(|id| all.contains(id)));
+        let timeline = f.timeline();
+        assert!(turns(&timeline, &root).is_empty());
+        assert_eq!(
+            expected(&records_of(&timeline), &root).as_deref(),
+            Some(files.record.after.as_str())
+        );
+    }
+
+    #[test]
+    fn rewind_without_checkpoints_rewinds_the_transcript_only() {
+        let f = fixture();
+        let _ = f.prompt("first");
+        let two = f.prompt("second");
+        let parent = turns(&f.timeline(), &f.c.root())[1].parent;
+        let back = rewind(None, &f.journal, two, RewindOptions::default()).unwrap();
+        assert!(back.files.is_none());
+        assert_eq!(back.leaf, parent);
+        let leaf = f.journal.with_session(|s| s.leaf().unwrap().parent);
+        assert_eq!(leaf, parent);
     }
 }

@@ -7,4 +7,5 @@ mod diag_audit;
 mod eval;
 mod models_auth;
 mod replay;
+mod rewind;
 mod secrets;

@@ -16,7 +16,7 @@
 //! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`) |
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
-//! | a checkpoint around a mutating effect, an undo, redo or restore | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, before, after, target?, changed, forced?, error?}`) |
+//! | a checkpoint around a mutating effect, an undo, redo, restore or rewind | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, turn?, effects?, entry?, before, after, target?, changed, forced?, error?}`) |
 //! | a plugin's UI intent kept for a later frontend | `plugin_intent` | 0 | the [`PluginIntent`]'s JSON projection (`{plugin, id, kind, text, surface}`) |
 //! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
 //!
@@ -36,7 +36,7 @@ use super::{
     RunRecord, SessionEvent, SessionSink, canonical_cbor, lock,
 };
 use crate::agent::compact::{CompactionRecord, summary_message};
-use crate::checkpoint::VcsRecord;
+use crate::checkpoint::{Step, VcsRecord};
 use crate::provider::Message;
 use crate::tools::Mutation;
 
@@ -307,6 +307,61 @@ impl EffectJournal for StoreJournal {
             .and_then(effect_number)
             .unwrap_or(0);
         self.append("VCS operation", &[entry])
+    }
+}
+
+/// The user prompts and VCS operations on the selected branch of
+/// `session`, oldest first, each with its entry id: what
+/// [`crate::checkpoint::turns`] groups into turns and
+/// [`crate::checkpoint::rewind`] rewinds over.
+///
+/// # Errors
+///
+/// When an entry's content cannot be decoded; the error names the entry.
+pub fn timeline(session: &Session) -> Result<Vec<Step>, JournalError> {
+    let mut out = Vec::new();
+    for record in session.branch() {
+        match record.entry_kind() {
+            EntryKind::UserMessage => {
+                let value = decode_json(session, record)?;
+                out.push(Step::Prompt {
+                    entry: record.id,
+                    parent: record.parent,
+                    text: field(&value, "text").to_owned(),
+                });
+            }
+            EntryKind::VcsOperation => {
+                let value = decode_json(session, record)?;
+                let vcs = serde_json::from_value(value).map_err(|err| {
+                    JournalError::new(format!(
+                        "session entry {} is not a VCS operation this build understands: {err}",
+                        record.id
+                    ))
+                })?;
+                out.push(Step::Vcs {
+                    entry: record.id,
+                    record: Box::new(vcs),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+impl StoreJournal {
+    /// Selects entry `entry` as the session's leaf (a leaf-switch entry
+    /// under it), so what is recorded next continues a new branch from
+    /// there; the old branch stays. Returns the leaf-switch entry's id.
+    ///
+    /// # Errors
+    ///
+    /// When the entry is not part of the session or the store cannot write.
+    pub fn select_leaf(&self, entry: u64) -> Result<u64, JournalError> {
+        let mut session = lock(&self.session);
+        self.store
+            .select_leaf(&mut session, entry, None)
+            .map_err(|err| store_error("leaf switch", err))
     }
 }
 

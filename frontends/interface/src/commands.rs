@@ -6,8 +6,9 @@
 //! The table is what the runtime needs to be entered, switched and
 //! recovered without any plugin. Plugins' commands merge with it as
 //! plugins merge with each other: a plugin's command of the same name
-//! replaces the row's help in place (smith/product contributes every row
-//! with the same text), and new ones follow. A command the table carries
+//! replaces the row's help in place (smith/product contributes the rows
+//! with the same text; a row it does not list yet, such as `/rewind`,
+//! keeps the table's), and new ones follow. A command the table carries
 //! out always runs here; any other runs in the plugin that contributes
 //! it.
 
@@ -46,7 +47,7 @@ pub(super) struct Builtin {
 }
 
 /// The built-in commands, in the order help lists them.
-pub(super) static BUILTINS: [Builtin; 16] = [
+pub(super) static BUILTINS: [Builtin; 17] = [
     row("help", "", "show keys and commands", None),
     row("model", "[ID]", "choose the model", Some(model)),
     row("new", "", "start a new session", Some(switch::new)),
@@ -82,6 +83,12 @@ pub(super) static BUILTINS: [Builtin; 16] = [
         Some(undo),
     ),
     row("redo", "[fx-N]", "redo the last undone change", Some(redo)),
+    row(
+        "rewind",
+        "[ENTRY]",
+        "rewind files and conversation (Esc Esc)",
+        Some(rewind),
+    ),
     row("plugins", "", "list plugins", Some(plugins)),
     row(
         "context",
@@ -263,22 +270,23 @@ fn compact(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
     Ok(Flow::Continue)
 }
 
-/// `/undo [fx-N]` undoes the newest effect that changed the project (or
+/// `/undo [fx-N]` undoes the newest turn that changed the project (or
 /// effect fx-N) at the paths it changed, once the runtime is idle.
 fn undo(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
     checkpoint(ctl, app, &arg, true)
 }
 
-/// `/redo [fx-N]` redoes the most recently undone effect (or fx-N).
+/// `/redo [fx-N]` redoes the most recently undone turn (or effect fx-N).
 fn redo(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
     checkpoint(ctl, app, &arg, false)
 }
 
 /// Undo or redo over the checkpoints of the current session (see
-/// `smith_engine::checkpoint`); refused, changing nothing, when the paths
-/// changed outside smith since (`smith checkpoint undo --force` overrides).
+/// `smith_engine::checkpoint`): a whole turn, or with `fx-N` one effect;
+/// refused, changing nothing, when the paths changed outside smith since
+/// (`smith checkpoint undo --force` overrides).
 fn checkpoint(ctl: &mut Controller<'_>, app: &mut App, arg: &str, undo: bool) -> Step {
-    use smith_engine::checkpoint::{self, Checkpoints, UndoOptions};
+    use smith_engine::checkpoint::{self, Checkpoints, TurnRef, UndoOptions};
     let Some(rt) = ctl.runtime.as_ref() else {
         return Ok(Flow::Exit);
     };
@@ -295,41 +303,120 @@ fn checkpoint(ctl: &mut Controller<'_>, app: &mut App, arg: &str, undo: bool) ->
         ));
         return Ok(Flow::Continue);
     };
-    let records = match rt
+    let timeline = match rt
         .journal
-        .with_session(smith_engine::journal::store::vcs_records)
+        .with_session(smith_engine::journal::store::timeline)
     {
-        Ok(records) => records,
+        Ok(timeline) => timeline,
         Err(err) => {
             app.error(&format!("/{name}: {err}"));
             return Ok(Flow::Continue);
         }
     };
+    let records = checkpoint::records_of(&timeline);
     let done = Checkpoints::open(ctl.cwd, &root)
         .map_err(checkpoint::CheckpointError::from)
         .and_then(|c| {
-            let effect = (!arg.is_empty()).then_some(arg);
             let options = UndoOptions::default();
-            c.with_vcs(|vcs| {
-                if undo {
-                    checkpoint::undo(vcs, rt.journal.as_ref(), &records, effect, options)
-                } else {
-                    checkpoint::redo(vcs, rt.journal.as_ref(), &records, effect, options)
+            let journal = rt.journal.as_ref();
+            c.with_vcs(|vcs| match (arg.is_empty(), undo) {
+                (false, true) => checkpoint::undo(vcs, journal, &records, Some(arg), options),
+                (false, false) => checkpoint::redo(vcs, journal, &records, Some(arg), options),
+                (true, true) => {
+                    checkpoint::undo_turn(vcs, journal, &timeline, TurnRef::Latest, options)
+                }
+                (true, false) => {
+                    checkpoint::redo_turn(vcs, journal, &timeline, TurnRef::Latest, options)
                 }
             })?
         });
     match done {
         Ok(done) => {
             let verb = if undo { "undid" } else { "redid" };
-            let effect = done.record.effect_id.as_deref().unwrap_or("-");
+            let what = match (done.record.turn, &done.record.effect_id) {
+                (Some(_), _) => format!("the turn's {}", done.record.effects.join(", ")),
+                (None, Some(effect)) => effect.clone(),
+                (None, None) => "-".to_owned(),
+            };
             app.notice(&format!(
-                "{verb} {effect}: {}",
+                "{verb} {what}: {}",
                 done.record.changed.join(", ")
             ));
         }
         Err(err) => app.error(&format!("/{name}: {err}")),
     }
     Ok(Flow::Continue)
+}
+
+/// `/rewind` lists the turns of the session's branch, newest first, with
+/// the files each changed; `/rewind ENTRY` rewinds files and conversation
+/// to just before the prompt `ENTRY` (see [`switch::rewind`]).
+fn rewind(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    if !arg.is_empty() {
+        return switch::rewind(ctl, app, arg);
+    }
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    let root = smith_engine::checkpoint::project_root(ctl.cwd);
+    let turns = match rt
+        .journal
+        .with_session(smith_engine::journal::store::timeline)
+    {
+        Ok(timeline) => smith_engine::checkpoint::turns(&timeline, &root),
+        Err(err) => {
+            app.error(&format!("/rewind: {err}"));
+            return Ok(Flow::Continue);
+        }
+    };
+    if turns.is_empty() {
+        app.notice("nothing to rewind: this session has no prompt yet");
+        return Ok(Flow::Continue);
+    }
+    app.open(rewind_overlay(&turns));
+    Ok(Flow::Continue)
+}
+
+/// The picker `/rewind` opens: the turns, newest first, each `#ENTRY`,
+/// its number, the prompt and how many files it changed; the details list
+/// the files.
+pub(super) fn rewind_overlay(turns: &[smith_engine::checkpoint::Turn]) -> Overlay {
+    let files = |n: usize| format!("{n} file{}", if n == 1 { "" } else { "s" });
+    let items = turns
+        .iter()
+        .rev()
+        .map(|t| {
+            format!(
+                "#{} turn {}: {} · {}",
+                t.entry,
+                t.number,
+                t.preview(),
+                files(t.changed.len())
+            )
+        })
+        .collect();
+    let mut detail = vec![
+        "Files and conversation go back to just before the chosen prompt; the session goes on in a new branch (the old one stays).".to_owned(),
+    ];
+    detail.extend(
+        turns
+            .iter()
+            .rev()
+            .filter(|t| !t.changed.is_empty())
+            .map(|t| {
+                let undone = if t.undone { " (undone)" } else { "" };
+                format!("turn {}{undone}: {}", t.number, t.changed.join(", "))
+            }),
+    );
+    Overlay::Picker(Picker {
+        title: "Rewind to before a turn".to_owned(),
+        detail,
+        command: "rewind".to_owned(),
+        items,
+        filter: String::new(),
+        selected: 0,
+        cancel: None,
+    })
 }
 
 /// `/plugins` lists the plugins the binary carries.

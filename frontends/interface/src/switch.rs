@@ -1,9 +1,10 @@
-//! Switching sessions: `/new`, `/resume REF`, `/continue` and
-//! `/branch ENTRY` each ask the runtime's extension plugins, stop the
-//! runtime (and any replay) and start a new one of the next generation on
-//! the session they name, in a cleared transcript.
+//! Switching sessions: `/new`, `/resume REF`, `/continue`,
+//! `/branch ENTRY` and `/rewind ENTRY` each ask the runtime's extension
+//! plugins, stop the runtime (and any replay) and start a new one of the
+//! next generation on the session they name, in a cleared transcript.
 
 use smith_engine::agent::SessionOp;
+use smith_store::Store;
 use smith_tui::App;
 use smith_tui::run::Flow;
 
@@ -69,6 +70,98 @@ pub(super) fn branch(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> St
         app.error(&format!("{err:#}"));
     }
     restart(ctl, app, Target::Existing(id))
+}
+
+/// `/rewind ENTRY` (`#ENTRY`, or the picker's line): once the runtime and
+/// any replay are idle, rewinds the files smith changed since the prompt
+/// `ENTRY` and the conversation to just before it (a new branch of the
+/// session; the old one stays), resumes the session there and puts the
+/// prompt back in the editor. A refusal (files changed outside smith)
+/// changes nothing and names the paths.
+pub(super) fn rewind(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    use smith_engine::checkpoint::{RewindOptions, rewind_project};
+    use smith_engine::journal::store::StoreJournal;
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    let word = arg.split_whitespace().next().unwrap_or("");
+    let Ok(entry) = word.trim_start_matches('#').parse::<u64>() else {
+        app.error(&format!(
+            "/rewind {arg:?}: expected the entry id of a prompt such as `/rewind 12`; run /rewind without an argument (or press Esc twice) to pick a turn"
+        ));
+        return Ok(Flow::Continue);
+    };
+    if app.status.busy || ctl.replay.is_some() {
+        app.notice("the agent or a replay is running; press Esc to stop it, then /rewind again");
+        return Ok(Flow::Continue);
+    }
+    let id = rt.journal.session_id().to_hex();
+    let checkpoints = smith_host::runtime::checkpoints_root();
+    let open = || -> anyhow::Result<StoreJournal> {
+        let store = Store::open(host::settings::session_root()?)?;
+        let session = store.load(&id)?;
+        Ok(StoreJournal::new(store, session))
+    };
+    // A dry run first, on the session as stored: a refusal changes nothing
+    // and keeps the runtime as it is.
+    let dry = open().map_err(|e| format!("{e:#}")).and_then(|journal| {
+        let options = RewindOptions {
+            force: false,
+            dry_run: true,
+        };
+        rewind_project(ctl.cwd, checkpoints.as_deref(), &journal, entry, options)
+            .map_err(|e| e.to_string())
+    });
+    let leaf = match dry {
+        Ok(dry) => dry.leaf,
+        Err(message) => {
+            app.error(&format!("/rewind: {message}"));
+            return Ok(Flow::Continue);
+        }
+    };
+    let op = SessionOp::Fork(format!("{}#{leaf}", rt.name));
+    if let Err(message) = rt.ask(&op, &format!("/rewind {entry}")) {
+        app.error(&message);
+        return Ok(Flow::Continue);
+    }
+    if let Some(old) = ctl.runtime.take() {
+        old.stop();
+    }
+    let done = open().map_err(|e| format!("{e:#}")).and_then(|journal| {
+        rewind_project(
+            ctl.cwd,
+            checkpoints.as_deref(),
+            &journal,
+            entry,
+            RewindOptions::default(),
+        )
+        .map_err(|e| e.to_string())
+    });
+    let step = restart(ctl, app, Target::Existing(id));
+    match done {
+        Ok(done) => {
+            let files = match &done.files {
+                Some(files) => format!(
+                    "{} file{} restored ({})",
+                    files.record.changed.len(),
+                    if files.record.changed.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    files.record.changed.join(", ")
+                ),
+                None => "the conversation only (no checkpoints of this project)".to_owned(),
+            };
+            app.notice(&format!(
+                "rewound to before prompt #{entry}: {files}; the session goes on from entry {} in a new branch (/branch shows the old one)",
+                done.leaf
+            ));
+            app.editor.set(&done.prompt);
+        }
+        Err(message) => app.error(&format!("/rewind: {message}")),
+    }
+    step
 }
 
 /// `/name` switches to `target` unless an extension plugin blocks it.

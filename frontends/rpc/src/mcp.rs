@@ -554,6 +554,7 @@ impl McpServer {
                     .names()
                     .filter_map(|n| self.calls.tools.get(n))
                     .map(|t| tool_json(t.as_ref()))
+                    .chain(checkpoint_tools())
                     .collect();
                 Ok(json!({"tools": tools}))
             }
@@ -652,6 +653,15 @@ impl McpServer {
                 ));
             }
         };
+        if let Some(result) = self.calls.checkpoint_tool(&name, &arguments) {
+            let result = match era {
+                Era::Stateless(_) => stateless_result(result, None),
+                Era::Handshake => result,
+            };
+            // The client may be gone; nothing is left to tell it.
+            let _ = self.calls.out.result(id, result);
+            return Ok(());
+        }
         if self.calls.tools.get(&name).is_none() {
             let names: Vec<&str> = self.calls.tools.names().collect();
             return Err(RpcError::new(
@@ -725,11 +735,172 @@ impl McpServer {
     }
 }
 
+/// The checkpoint tools after the built-in ones: `checkpoint_list` and
+/// `checkpoint_diff` read, `checkpoint_undo` and `checkpoint_redo` change
+/// the project (refused in `read-only`).
+pub fn checkpoint_tools() -> Vec<Value> {
+    let tool = |name: &str, title: &str, description: &str, properties: Value, read_only: bool| {
+        json!({
+            "name": name,
+            "title": title,
+            "description": description,
+            "inputSchema": {"type": "object", "properties": properties, "additionalProperties": false},
+            "annotations": {
+                "readOnlyHint": read_only,
+                "destructiveHint": !read_only,
+                "idempotentHint": read_only,
+                "openWorldHint": false,
+            },
+        })
+    };
+    let change = json!({
+        "effect": {"type": "string", "description": "One effect (fx-N) instead of a whole turn."},
+        "turn": {"type": "integer", "minimum": 1, "description": "The turn's number in checkpoint_list (default: the newest turn that qualifies)."},
+        "dry_run": {"type": "boolean", "description": "List what would change; change nothing."},
+        "force": {"type": "boolean", "description": "Go ahead even when the files changed outside smith since."},
+    });
+    vec![
+        tool(
+            "checkpoint_list",
+            "Checkpoint list",
+            "The snapshots smith took around this session's write, edit and bash calls: the agent turns (prompt, effects, changed files, whether undone) and every checkpoint.",
+            json!({}),
+            true,
+        ),
+        tool(
+            "checkpoint_diff",
+            "Checkpoint diff",
+            "A unified diff: of the newest effect that changed files, of effect `from` (fx-N), from snapshot `from` to the project now, or between `from` and `to`.",
+            json!({
+                "from": {"type": "string", "description": "An effect id (fx-N) or a snapshot id."},
+                "to": {"type": "string", "description": "An effect or snapshot id to compare with."},
+            }),
+            true,
+        ),
+        tool(
+            "checkpoint_undo",
+            "Checkpoint undo",
+            "Undo the newest turn that changed files and is not undone (or `turn`, or one `effect`) at the paths it changed; refused when those files changed outside smith, unless `force`.",
+            change.clone(),
+            false,
+        ),
+        tool(
+            "checkpoint_redo",
+            "Checkpoint redo",
+            "Redo the most recently undone turn (or `turn`, or one `effect`).",
+            change,
+            false,
+        ),
+    ]
+}
+
 fn tool_result(text: String, is_error: bool, meta: Value) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": is_error, "_meta": meta})
 }
 
 impl Calls {
+    /// A checkpoint tool's result, `None` for any other name. Undo and
+    /// redo are refused in `read-only`, like every tool that changes
+    /// files.
+    fn checkpoint_tool(&self, name: &str, arguments: &Value) -> Option<Value> {
+        use smith_engine::checkpoint::{self, Checkpoints, TurnRef, UndoOptions};
+        if !matches!(
+            name,
+            "checkpoint_list" | "checkpoint_diff" | "checkpoint_undo" | "checkpoint_redo"
+        ) {
+            return None;
+        }
+        let mutating = matches!(name, "checkpoint_undo" | "checkpoint_redo");
+        if mutating && self.context.approval() == smith_engine::approval::Approval::ReadOnly {
+            return Some(tool_result(
+                smith_engine::agent::read_only_result_text(name),
+                true,
+                json!({"dev.smith/status": "blocked"}),
+            ));
+        }
+        let failed = |text: String| tool_result(text, true, json!({}));
+        let cwd = self.context.cwd().to_path_buf();
+        let root = checkpoint::project_root(&cwd);
+        let steps = match self
+            .journal
+            .with_session(smith_engine::journal::store::timeline)
+        {
+            Ok(steps) => steps,
+            Err(e) => return Some(failed(format!("The session could not be read: {e}"))),
+        };
+        let records = checkpoint::records_of(&steps);
+        if name == "checkpoint_list" {
+            let turns: Vec<Value> = checkpoint::turns(&steps, &root)
+                .iter()
+                .map(|t| {
+                    json!({
+                        "turn": t.number,
+                        "entry": t.entry,
+                        "prompt": t.prompt,
+                        "effects": t.effects(),
+                        "changed": t.changed,
+                        "undone": t.undone,
+                    })
+                })
+                .collect();
+            let list: Vec<Value> = checkpoint::checkpoints(&records, &root)
+                .iter()
+                .map(|s| {
+                    let mut v = json!(s.record);
+                    v["undone"] = Value::Bool(s.undone);
+                    v
+                })
+                .collect();
+            let text = json!({"root": root, "turns": turns, "checkpoints": list});
+            return Some(tool_result(
+                serde_json::to_string_pretty(&text).unwrap_or_default(),
+                false,
+                json!({}),
+            ));
+        }
+        let Some(data) = smith_host::runtime::checkpoints_root() else {
+            return Some(failed(
+                "smith cannot tell where its data directory is, so it has no checkpoints; set SMITH_HOME".to_owned(),
+            ));
+        };
+        let text = |key: &str| arguments.get(key).and_then(Value::as_str);
+        let flag = |key: &str| matches!(arguments.get(key), Some(Value::Bool(true)));
+        let options = UndoOptions {
+            force: flag("force"),
+            dry_run: flag("dry_run"),
+        };
+        let which = arguments
+            .get("turn")
+            .and_then(Value::as_u64)
+            .map_or(TurnRef::Latest, |n| {
+                TurnRef::Number(usize::try_from(n).unwrap_or(usize::MAX))
+            });
+        let journal: &StoreJournal = &self.journal;
+        let done = Checkpoints::open(&cwd, &data)
+            .map_err(checkpoint::CheckpointError::from)
+            .and_then(|c| {
+                c.with_vcs(|vcs| match name {
+                    "checkpoint_diff" => {
+                        crate::rpc::checkpoint_diff(vcs, &records, &root, text("from"), text("to"))
+                    }
+                    "checkpoint_undo" => match text("effect") {
+                        Some(e) => checkpoint::undo(vcs, journal, &records, Some(e), options),
+                        None => checkpoint::undo_turn(vcs, journal, &steps, which, options),
+                    }
+                    .map(|done| crate::rpc::applied(&done).to_string()),
+                    _ => match text("effect") {
+                        Some(e) => checkpoint::redo(vcs, journal, &records, Some(e), options),
+                        None => checkpoint::redo_turn(vcs, journal, &steps, which, options),
+                    }
+                    .map(|done| crate::rpc::applied(&done).to_string()),
+                })?
+            });
+        Some(match done {
+            Ok(text) => tool_result(text, false, json!({})),
+            Err(e) => failed(format!("The {name} call changed nothing: {e}")),
+        })
+    }
+
     /// The extension plugins' `tool-call` decision on a call (validated
     /// first, so nothing is asked about a call that would not run):
     /// `Ok(None)` to run it as it is, `Ok(Some(arguments))` to run it with

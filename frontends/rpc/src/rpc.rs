@@ -44,6 +44,9 @@ use crate::jsonrpc::{
     STORE_ERROR, opt_str, opt_u64, req_str,
 };
 use crate::setup::SetupError;
+
+mod checkpoints;
+pub(crate) use checkpoints::{applied, diff as checkpoint_diff};
 use smith_host::questions::{Broker, Presenter, Waiting};
 use smith_host::{Runtime, RuntimeOptions, SessionChoice};
 
@@ -74,6 +77,13 @@ pub const METHODS: &[&str] = &[
     "compact",
     "config/get",
     "ui/answer",
+    "checkpoint/list",
+    "checkpoint/turns",
+    "checkpoint/diff",
+    "checkpoint/undo",
+    "checkpoint/redo",
+    "checkpoint/restore",
+    "checkpoint/rewind",
 ];
 
 /// Every notification method `smith rpc` sends (the runtime's event types).
@@ -865,6 +875,7 @@ impl RpcServer {
                 self.ask(method, &SessionOp::Switch(to))?;
                 self.switch(&choice)
             }
+            m if m.starts_with("checkpoint/") && METHODS.contains(&m) => self.checkpoint(m, params),
             "session/select_leaf" => {
                 self.require_idle(method)?;
                 let entry = opt_u64(method, params, "entry")?.ok_or_else(|| {

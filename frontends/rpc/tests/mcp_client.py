@@ -73,7 +73,7 @@ async def main(binary, workdir, mode):
         tools = (await client.list_tools()).tools
         names = [t.name for t in tools]
         summary["tools"] = names
-        check(names == ["read", "write", "edit", "bash", "find", "grep", "ls"], f"tools {names}")
+        check(names == ["read", "write", "edit", "bash", "find", "grep", "ls", "checkpoint_list", "checkpoint_diff", "checkpoint_undo", "checkpoint_redo"], f"tools {names}")
         for tool in tools:
             check(tool.input_schema.get("type") == "object", f"{tool.name} schema {tool.input_schema}")
         by_name = {t.name: t for t in tools}

@@ -285,11 +285,22 @@ impl App {
             }
             Action::Interrupt => {
                 if self.status.busy {
+                    self.last_esc = None;
                     Some(Output::Interrupt)
                 } else {
                     self.current_match = None;
                     self.selected = None;
                     self.highlight.clear();
+                    // Esc Esc, idle with an empty editor: the rewind picker.
+                    let now = std::time::Instant::now();
+                    let twice = self
+                        .last_esc
+                        .is_some_and(|t| now.duration_since(t) <= super::DOUBLE_ESC);
+                    if twice && self.editor.is_empty() {
+                        self.last_esc = None;
+                        return self.command("rewind", "");
+                    }
+                    self.last_esc = self.editor.is_empty().then_some(now);
                     None
                 }
             }

@@ -276,7 +276,13 @@ pub struct App {
     /// Overlays waiting for the current one to close (plugin questions
     /// asked while another overlay has focus), oldest first.
     queued: std::collections::VecDeque<Overlay>,
+    /// When the interrupt key (Esc) was last pressed while idle with an
+    /// empty editor: a second press within [`DOUBLE_ESC`] opens `/rewind`.
+    last_esc: Option<std::time::Instant>,
 }
+
+/// How close two Esc presses must be to count as Esc Esc.
+pub const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The theme `options` choose among `product`'s, monochrome without colors.
 fn drawn_theme(product: &Product, options: &Options) -> Theme {
@@ -319,6 +325,7 @@ impl App {
             models: Vec::new(),
             generation: 1,
             queued: std::collections::VecDeque::new(),
+            last_esc: None,
         }
     }
 

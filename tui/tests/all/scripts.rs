@@ -534,3 +534,33 @@ fn a_question_shows_its_detail_lines_above_the_choices() {
     assert!(text.contains('…'), "{text}");
     assert!(text.contains("yes") && text.contains("no"), "{text}");
 }
+
+#[test]
+fn esc_esc_while_idle_with_an_empty_editor_asks_for_the_rewind_picker() {
+    let mut s = screen(app(), 40, 10);
+    assert_eq!(s.key(KeyCode::Esc, NONE), None);
+    assert_eq!(
+        s.key(KeyCode::Esc, NONE),
+        Some(Output::Command {
+            name: "rewind".into(),
+            arg: String::new()
+        })
+    );
+    // A third press starts over.
+    assert_eq!(s.key(KeyCode::Esc, NONE), None);
+    // Not with text in the editor.
+    s.type_text("draft");
+    assert_eq!(s.key(KeyCode::Esc, NONE), None);
+    assert_eq!(s.key(KeyCode::Esc, NONE), None);
+    s.key(KeyCode::Char('u'), CTRL);
+    // Not apart: the second press after the window is a first press.
+    assert_eq!(s.key(KeyCode::Esc, NONE), None);
+    std::thread::sleep(smith_tui::app::DOUBLE_ESC + std::time::Duration::from_millis(50));
+    assert_eq!(s.key(KeyCode::Esc, NONE), None);
+    // Not while the agent works: Esc interrupts.
+    let mut busy = s.app.status.clone();
+    busy.busy = true;
+    s.app.set_status(busy);
+    assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
+    assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
+}

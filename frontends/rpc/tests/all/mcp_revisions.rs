@@ -122,7 +122,8 @@ fn a_stateless_client_discovers_lists_and_calls_without_a_handshake() {
     let tools = out.response(&json!(2))["result"].clone();
     assert_eq!(tools["resultType"], "complete");
     assert_eq!(tools["ttlMs"], STATIC_TTL_MS);
-    assert_eq!(tools["tools"].as_array().unwrap().len(), 7);
+    // The seven built-in tools and the four checkpoint tools.
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 11);
 
     let resources = out.response(&json!(3))["result"].clone();
     assert_eq!(

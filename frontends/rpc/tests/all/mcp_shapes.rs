@@ -111,7 +111,27 @@ fn tools_list_matches_the_reference_shape_and_lists_the_built_in_tools() {
     let tools = ours["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     let builtin = ToolSet::builtin();
-    assert_eq!(names, builtin.names().collect::<Vec<_>>());
+    let expected: Vec<&str> = builtin
+        .names()
+        .chain([
+            "checkpoint_list",
+            "checkpoint_diff",
+            "checkpoint_undo",
+            "checkpoint_redo",
+        ])
+        .collect();
+    assert_eq!(names, expected);
+    let (tools, checkpoint) = tools.split_at(builtin.names().count());
+    // The checkpoint tools: object schemas and honest hints.
+    for tool in checkpoint {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        let read_only = matches!(
+            tool["name"].as_str(),
+            Some("checkpoint_list" | "checkpoint_diff")
+        );
+        assert_eq!(tool["annotations"]["readOnlyHint"], read_only, "{tool}");
+        assert_eq!(tool["annotations"]["destructiveHint"], !read_only, "{tool}");
+    }
     for tool in tools {
         for key in ["name", "title", "description"] {
             assert!(
