@@ -32,8 +32,9 @@ pub fn roots_of(session: &Session) -> BTreeSet<String> {
 ///
 /// # Errors
 ///
-/// When a remaining session cannot be read (nothing is collected then: its
-/// snapshots could not be kept), or a store cannot be collected.
+/// A warning (the sessions asked for are gone either way) when a remaining
+/// session cannot be read (nothing is collected then: its snapshots could
+/// not be kept), or a store cannot be collected.
 pub fn collect(
     store: &Store,
     checkpoints_root: &Path,
@@ -43,33 +44,33 @@ pub fn collect(
         return Ok(Vec::new());
     }
     let sessions = store.list().map_err(|e| {
-        Diagnostic::error(
+        Diagnostic::warning(
             "checkpoint.gc-failed",
             format!("could not list the remaining sessions to collect the checkpoint stores: {e}"),
             "a snapshot is kept as long as a session names it, so every session must be read first",
-            "fix the session store (`smith session repair`), then delete or prune again",
+            "fix the session store (`smith session repair`); the unused snapshots stay until a later delete or prune collects this project's store",
         )
     })?;
     let mut live: Vec<BTreeSet<String>> = vec![BTreeSet::new(); roots.len()];
     for info in sessions {
         let session = store.load(&info.id.to_hex()).map_err(|e| {
-            Diagnostic::error(
+            Diagnostic::warning(
                 "checkpoint.gc-failed",
                 format!(
                     "could not read session {} to collect the checkpoint stores: {e}",
                     info.id
                 ),
-                "a snapshot is kept as long as a session names it, so nothing was collected",
-                "repair the session (`smith session repair ID`) or delete it, then prune again",
+                "a snapshot is kept as long as a session names it, so nothing was collected (the sessions asked for are removed all the same)",
+                "repair the session (`smith session repair ID`) or delete it; the unused snapshots stay until a later delete or prune collects this project's store",
             )
             .with_value(info.id)
         })?;
         let records = all_vcs_records(&session).map_err(|e| {
-            Diagnostic::error(
+            Diagnostic::warning(
                 "checkpoint.gc-failed",
                 format!("could not read the checkpoints of session {}: {e}", info.id),
-                "a snapshot is kept as long as a session names it, so nothing was collected",
-                "repair the session (`smith session repair ID`) or delete it, then prune again",
+                "a snapshot is kept as long as a session names it, so nothing was collected (the sessions asked for are removed all the same)",
+                "repair the session (`smith session repair ID`) or delete it; the unused snapshots stay until a later delete or prune collects this project's store",
             )
             .with_value(info.id)
         })?;
@@ -79,7 +80,10 @@ pub fn collect(
     }
     let mut out = Vec::new();
     for (root, live) in roots.iter().zip(&live) {
-        out.push(collect_store(checkpoints_root, root, live).map_err(Diagnostic::from)?);
+        out.push(
+            collect_store(checkpoints_root, root, live)
+                .map_err(|e| Diagnostic::from(e).with_severity(smith_diag::Severity::Warning))?,
+        );
     }
     Ok(out)
 }

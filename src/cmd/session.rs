@@ -308,9 +308,15 @@ fn collect_checkpoints(
     let Some(data) = smith_host::runtime::checkpoints_root() else {
         return Ok(());
     };
-    let collected = smith_host::checkpoints::collect(store, &data, roots)?;
-    for line in smith_host::checkpoints::lines(&collected) {
-        writeln!(out, "{line}")?;
+    // The sessions are gone either way: a store that cannot be collected
+    // is a warning, and its unused snapshots wait for the next collection.
+    match smith_host::checkpoints::collect(store, &data, roots) {
+        Ok(collected) => {
+            for line in smith_host::checkpoints::lines(&collected) {
+                writeln!(out, "{line}")?;
+            }
+        }
+        Err(warning) => eprintln!("{}", warning.render_plain()),
     }
     Ok(())
 }

@@ -215,14 +215,14 @@ fn effects_are_checkpointed_undone_and_redone_byte_for_byte() {
     assert!(list.contains("sub/kid.txt"), "{list}");
 
     // A dry run lists and changes nothing.
-    let dry = env.ok(&["checkpoint", "undo", "--dry-run"]);
+    let dry = env.ok(&["checkpoint", "undo", "fx-4", "--dry-run"]);
     assert!(dry.starts_with("would undo fx-4: 6 paths"), "{dry}");
     assert!(dry.contains("  D d/e/f.bin"), "{dry}");
     assert_eq!(env.tree(), changed);
 
     // Undo every effect, newest first: the tree is the one before the run.
     for effect in ["fx-4", "fx-3", "fx-2"] {
-        let out = env.ok(&["checkpoint", "undo"]);
+        let out = env.ok(&["checkpoint", "undo", effect]);
         assert!(out.starts_with(&format!("undid {effect}:")), "{out}");
     }
     assert_eq!(env.tree(), initial);
@@ -234,11 +234,20 @@ fn effects_are_checkpointed_undone_and_redone_byte_for_byte() {
         String::from_utf8_lossy(&none.stderr)
     );
 
-    // Redo them, most recently undone first: the tree after the run.
+    // Redo them, oldest first: the tree after the run.
     for effect in ["fx-2", "fx-3", "fx-4"] {
-        let out = env.ok(&["checkpoint", "redo"]);
+        let out = env.ok(&["checkpoint", "redo", effect]);
         assert!(out.starts_with(&format!("redid {effect}:")), "{out}");
     }
+    assert_eq!(env.tree(), changed);
+
+    // The whole turn at once (the default): undo gives the tree before the
+    // run, redo the tree after it, byte for byte.
+    let out = env.ok(&["checkpoint", "undo"]);
+    assert!(out.starts_with("undid turn 1"), "{out}");
+    assert_eq!(env.tree(), initial);
+    let out = env.ok(&["checkpoint", "redo"]);
+    assert!(out.starts_with("redid turn 1"), "{out}");
     assert_eq!(env.tree(), changed);
 
     // A file changed outside smith: restoring over it and undoing the

@@ -93,6 +93,12 @@ pub fn product_spec() -> ProductSpec {
                 "none",
             ),
             command("redo", "redo the last undone change", "[fx-N]", "none"),
+            command(
+                "rewind",
+                "rewind files and conversation (Esc Esc)",
+                "[ENTRY]",
+                "none",
+            ),
             command("plugins", "list plugins", "", "none"),
             command("context", "show what every request carries", "", "none"),
             command("search", "search the transcript", "[TEXT]", "none"),

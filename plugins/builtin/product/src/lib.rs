@@ -97,6 +97,12 @@ fn commands() -> Vec<ext::Command> {
             "none",
         ),
         command("redo", "redo the last undone change", "[fx-N]", "none"),
+        command(
+            "rewind",
+            "rewind files and conversation (Esc Esc)",
+            "[ENTRY]",
+            "none",
+        ),
         command("plugins", "list plugins", "", "none"),
         command("context", "show what every request carries", "", "none"),
         command("search", "search the transcript", "[TEXT]", "none"),
@@ -206,7 +212,7 @@ impl ext::Guest for Product {
             }
             "model" if !argument.is_empty() => Ok(vec![ext::Action::SetModel(argument.to_owned())]),
             "new" | "resume" | "continue" | "branch" | "compact" | "replay" | "undo" | "redo"
-            | "plugins" | "context" | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
+            | "rewind" | "plugins" | "context" | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
                 "/{name} is carried out by the host, not by smith/product; the host runs it directly"
             )),
             other => Err(format!(
