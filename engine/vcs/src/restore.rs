@@ -374,6 +374,8 @@ impl Vcs {
                 }
                 None => self.spares_off = true,
             }
+            // The spare folder is being handed back.
+            self.finish_cleanup();
         }
         let mut stage_name = STAGING_PREFIX.to_vec();
         stage_name.extend_from_slice(tag.as_bytes());
