@@ -5,11 +5,13 @@
 //! `before`, so restoring that id undoes the restore), checks for changes
 //! made outside smith since the expected snapshot, and plans the changes
 //! from the current tree to the target. It then writes every new file and
-//! symlink into a staging folder at the root (`.smith-restore-…`, never
-//! recorded), moves every file it replaces or removes into that folder,
-//! removes the folders that go, creates the folders that come and renames
-//! the staged files into place. Each step is journaled; when one fails,
-//! the journal is undone in reverse and the project is as it was.
+//! symlink into a staging folder (the store's spare folder when it is on
+//! the project's file system, else `.smith-restore-…` at the root, never
+//! recorded), swaps each file that replaces a file into place, moves every
+//! other file it replaces or removes into that folder, removes the folders
+//! that go, creates the folders that come and renames the other staged
+//! files into place. Each step is journaled; when one fails, the journal is
+//! undone in reverse and the project is as it was.
 
 use std::ffi::OsStr;
 use std::io::Write as _;
