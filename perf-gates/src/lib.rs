@@ -41,6 +41,7 @@ pub mod secret_gates;
 pub mod store_gates;
 pub mod table;
 pub mod tui_gates;
+pub mod vcs_gates;
 
 pub use gate::{
     Gate, GateError, Limit, Measurement, Note, ROUNDS, Report, Round, Row, Unit, Verdict, evaluate,

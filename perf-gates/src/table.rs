@@ -195,6 +195,7 @@ pub const GROUPS: &[&[Gate]] = &[
     crate::secret_gates::SECRETS,
     crate::sandbox_gates::SANDBOX,
     crate::permission_gates::PERMISSIONS,
+    crate::vcs_gates::VCS,
 ];
 
 /// Every gate, in run order.

@@ -127,6 +127,11 @@ pub struct Vcs {
     /// Files read and folders listed since the cache was last saved.
     unsaved: u64,
     saved_once: bool,
+    /// The last restore's tidying of what it replaced.
+    cleanup: Option<std::thread::JoinHandle<()>>,
+    /// Whether restores stage at the root rather than in the store's
+    /// spare folder (another device, or another mount).
+    spares_off: bool,
 }
 
 /// The cache is saved once `unsaved * SAVE_RATIO` reaches its entry count:
@@ -135,6 +140,7 @@ const SAVE_RATIO: u64 = 64;
 
 impl Drop for Vcs {
     fn drop(&mut self) {
+        self.finish_cleanup();
         if self.unsaved > 0 {
             let _ = self.save_index();
         }
@@ -250,6 +256,8 @@ impl Vcs {
             record_buf: Vec::with_capacity(128),
             unsaved: 0,
             saved_once,
+            cleanup: None,
+            spares_off: false,
         })
     }
 

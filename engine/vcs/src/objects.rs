@@ -11,12 +11,19 @@ use crate::id::{ObjectId, ObjectKind};
 /// The zstd level objects are compressed at.
 pub const ZSTD_LEVEL: i32 = 3;
 
+/// The largest object read with the reused decompressor into a buffer of
+/// the size its frame states (larger ones are streamed).
+const BULK_LIMIT: u64 = 64 << 20;
+
 /// The object store of one project's snapshot store.
 pub(crate) struct Objects {
     root: PathBuf,
     /// Reused for object paths, so checking an object allocates nothing.
     path: PathBuf,
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// Reused for every object read (making one costs more than a small
+    /// object's decompression).
+    decompressor: Option<zstd::bulk::Decompressor<'static>>,
     seq: u64,
     /// Bytes written to new objects (compressed) since the store opened.
     pub(crate) written: u64,
@@ -35,6 +42,7 @@ impl Objects {
             root: root.to_path_buf(),
             path,
             compressor: None,
+            decompressor: None,
             seq: 0,
             written: 0,
         })
@@ -156,7 +164,7 @@ impl Objects {
         let data = if kind == ObjectKind::Snapshot {
             raw
         } else {
-            zstd::stream::decode_all(&raw[..]).map_err(|e| {
+            self.decompress(&raw).map_err(|e| {
                 VcsError::corrupt(format!(
                     "the {} object {id} ({}) is not a valid zstd frame: {e}",
                     kind_name(kind),
@@ -172,6 +180,27 @@ impl Objects {
             )));
         }
         Ok(data)
+    }
+
+    /// The bytes of the zstd frame `raw`: with the reused decompressor when
+    /// the frame states a size up to [`BULK_LIMIT`], else streamed.
+    fn decompress(&mut self, raw: &[u8]) -> std::io::Result<Vec<u8>> {
+        let size = zstd::zstd_safe::get_frame_content_size(raw)
+            .ok()
+            .flatten()
+            .filter(|n| *n <= BULK_LIMIT);
+        let Some(size) = size else {
+            return zstd::stream::decode_all(raw);
+        };
+        if self.decompressor.is_none() {
+            self.decompressor = Some(zstd::bulk::Decompressor::new()?);
+        }
+        let Some(d) = self.decompressor.as_mut() else {
+            return zstd::stream::decode_all(raw);
+        };
+        let mut out = Vec::with_capacity(size as usize);
+        d.decompress_to_buffer(raw, &mut out)?;
+        Ok(out)
     }
 
     /// Every stored object of the `objects` folder, with its file size.

@@ -5,11 +5,13 @@
 //! `before`, so restoring that id undoes the restore), checks for changes
 //! made outside smith since the expected snapshot, and plans the changes
 //! from the current tree to the target. It then writes every new file and
-//! symlink into a staging folder at the root (`.smith-restore-…`, never
-//! recorded), moves every file it replaces or removes into that folder,
-//! removes the folders that go, creates the folders that come and renames
-//! the staged files into place. Each step is journaled; when one fails,
-//! the journal is undone in reverse and the project is as it was.
+//! symlink into a staging folder (the store's spare folder when it is on
+//! the project's file system, else `.smith-restore-…` at the root, never
+//! recorded), swaps each file that replaces a file into place, moves every
+//! other file it replaces or removes into that folder, removes the folders
+//! that go, creates the folders that come and renames the other staged
+//! files into place. Each step is journaled; when one fails, the journal is
+//! undone in reverse and the project is as it was.
 
 use std::ffi::OsStr;
 use std::io::Write as _;
@@ -77,8 +79,10 @@ enum Step {
     RemovedDir { path: PathBuf, mode: u32 },
     /// A folder was created.
     MadeDir { path: PathBuf },
-    /// A staged file was renamed to `path`.
-    Placed { path: PathBuf },
+    /// A staged file was renamed from `from` to `path`.
+    Placed { path: PathBuf, from: PathBuf },
+    /// The entries at `path` and `other` were swapped.
+    Swapped { path: PathBuf, other: PathBuf },
 }
 
 /// The path filter: exact paths and everything under them; ancestors only
@@ -342,23 +346,136 @@ impl Vcs {
     }
 
     /// Applies `plan` all-or-nothing.
+    ///
+    /// Files are staged in the store's spare folder when it is on the
+    /// project's file system (reusing the inodes earlier restores replaced,
+    /// so no inode is allocated or freed on the path), else in a staging
+    /// folder at the root. A file replaced by a file is swapped with its
+    /// staged successor in one `renameat2(RENAME_EXCHANGE)` where the
+    /// kernel offers it. What is left over is tidied by a background
+    /// thread, joined before the next restore and when the `Vcs` drops.
     fn apply(&mut self, plan: &[RawChange]) -> Result<(), VcsError> {
+        self.finish_cleanup();
         let root = self.scanner.root.clone();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
+        let tag = format!("{}-{nanos}", std::process::id());
+        if !self.spares_off {
+            match self.claim_spares(&root, &tag) {
+                Some(stage) => {
+                    let mut exdev = false;
+                    let result = self.apply_in(&root, &stage, &tag, plan, &mut exdev);
+                    self.release_spares(stage);
+                    if !exdev {
+                        return result;
+                    }
+                    // Same device, another mount: stage at the root instead.
+                    self.spares_off = true;
+                }
+                None => self.spares_off = true,
+            }
+            // The spare folder is being handed back.
+            self.finish_cleanup();
+        }
         let mut stage_name = STAGING_PREFIX.to_vec();
-        stage_name.extend_from_slice(format!("{}-{nanos}", std::process::id()).as_bytes());
+        stage_name.extend_from_slice(tag.as_bytes());
         let stage = root.join(OsStr::from_bytes(&stage_name));
         std::fs::create_dir(&stage)
             .map_err(|e| VcsError::io("creating the staging folder", &stage, &e))?;
+        let result = self.apply_in(&root, &stage, &tag, plan, &mut false);
+        // Only replaced files are left in it: removed off the path.
+        self.cleanup = std::thread::Builder::new()
+            .name("smith-vcs-cleanup".into())
+            .spawn(move || {
+                let _ = std::fs::remove_dir_all(&stage);
+            })
+            .ok();
+        result
+    }
+
+    /// Takes the store's spare folder for this restore (an empty one when
+    /// there is none), or `None` when it is not on the project's device.
+    fn claim_spares(&mut self, root: &Path, tag: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::MetadataExt as _;
+        let store = self.objects.root();
+        let stage = store.join("tmp").join(format!("restore-{tag}"));
+        match std::fs::rename(store.join(SPARES), &stage) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&stage).ok()?;
+            }
+            Err(_) => return None,
+        }
+        let same_device = std::fs::metadata(&stage)
+            .ok()
+            .zip(std::fs::metadata(root).ok())
+            .is_some_and(|(a, b)| a.dev() == b.dev());
+        if !same_device {
+            self.release_spares(stage);
+            return None;
+        }
+        Some(stage)
+    }
+
+    /// Hands `stage` back as the store's spare folder, in a background
+    /// thread: every regular file only it links is emptied and kept (up to
+    /// [`MAX_SPARES`]), everything else removed.
+    fn release_spares(&mut self, stage: PathBuf) {
+        let spares = self.objects.root().join(SPARES);
+        let tidy = move || {
+            use std::os::unix::fs::MetadataExt as _;
+            // SAFETY: `geteuid` has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            let mut kept = 0usize;
+            if let Ok(list) = std::fs::read_dir(&stage) {
+                for item in list.flatten() {
+                    let path = item.path();
+                    let keep = kept < MAX_SPARES
+                        && std::fs::symlink_metadata(&path).is_ok_and(|m| {
+                            m.file_type().is_file()
+                                && m.nlink() == 1
+                                && m.uid() == me
+                                && (m.len() == 0 || empty_file(&path, m.mode()))
+                        });
+                    if keep {
+                        kept += 1;
+                    } else if std::fs::remove_file(&path).is_err() {
+                        let _ = std::fs::remove_dir_all(&path);
+                    }
+                }
+            }
+            if std::fs::rename(&stage, &spares).is_err() {
+                let _ = std::fs::remove_dir_all(&stage);
+            }
+        };
+        self.cleanup = std::thread::Builder::new()
+            .name("smith-vcs-cleanup".into())
+            .spawn(tidy)
+            .ok();
+    }
+
+    /// Waits for the last restore's tidying to end.
+    pub(crate) fn finish_cleanup(&mut self) {
+        if let Some(t) = self.cleanup.take() {
+            let _ = t.join();
+        }
+    }
+
+    fn apply_in(
+        &mut self,
+        root: &Path,
+        stage: &Path,
+        tag: &str,
+        plan: &[RawChange],
+        exdev: &mut bool,
+    ) -> Result<(), VcsError> {
         let mut journal = Vec::new();
-        let result = self.apply_staged(&root, &stage, plan, &mut journal);
+        let result = self.apply_staged(root, stage, tag, plan, &mut journal, exdev);
         if result.is_err() {
             rollback(journal);
         }
-        let _ = std::fs::remove_dir_all(&stage);
         result.map_err(|e| {
             VcsError::new(
                 e.kind(),
@@ -376,52 +493,136 @@ impl Vcs {
         &mut self,
         root: &Path,
         stage: &Path,
+        tag: &str,
         plan: &[RawChange],
         journal: &mut Vec<Step>,
+        exdev: &mut bool,
     ) -> Result<(), VcsError> {
         let path_of = |c: &RawChange| root.join(OsStr::from_bytes(&c.path));
-        // 1. Stage every new file and symlink.
+        let mut moved = |e: std::io::Error, what: &str, path: &Path| {
+            if e.raw_os_error() == Some(libc::EXDEV) {
+                *exdev = true;
+            }
+            VcsError::io(what, path, &e)
+        };
+        let mut spares: Vec<PathBuf> = std::fs::read_dir(stage)
+            .map(|list| list.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        // 1. Stage every new file and symlink; note the files that replace
+        //    a file, to be swapped in one step.
         let mut staged = vec![None; plan.len()];
+        let mut swap = vec![false; plan.len()];
         for (i, c) in plan.iter().enumerate() {
             let Some(new) = c.new.filter(|n| n.kind.is_leaf()) else {
                 continue;
             };
             let content = self.objects.get(ObjectKind::Blob, &new.id)?;
-            let tmp = stage.join(format!("n{i}"));
             if new.kind == EntryKind::Symlink {
+                let tmp = stage.join(format!("{tag}-n{i}"));
                 std::os::unix::fs::symlink(OsStr::from_bytes(&content), &tmp)
                     .map_err(|e| VcsError::io("staging the symlink", &tmp, &e))?;
-            } else {
-                let exec = new.kind == EntryKind::Executable;
-                let write = || -> std::io::Result<()> {
-                    let mut f = std::fs::OpenOptions::new()
+                staged[i] = Some(tmp);
+                continue;
+            }
+            let exec = new.kind == EntryKind::Executable;
+            // The permissions of the file it replaces, with the target's
+            // executable bit.
+            let replaced = std::fs::symlink_metadata(path_of(c))
+                .ok()
+                .filter(|m| m.file_type().is_file())
+                .map(|m| {
+                    let mut perm = m.permissions().mode() & 0o7777;
+                    if exec {
+                        perm |= (perm & 0o444) >> 2;
+                    } else {
+                        perm &= !0o111;
+                    }
+                    perm
+                });
+            let mut file = None;
+            if replaced.is_some() {
+                // A spare inode, written again. Spares are emptied when
+                // they are put back (truncating here would make ext4 flush
+                // the file on close, as for a file rewritten in place).
+                while let Some(spare) = spares.pop() {
+                    let opened = std::fs::OpenOptions::new()
+                        .write(true)
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(&spare)
+                        .and_then(|f| {
+                            let m = f.metadata()?;
+                            if !m.is_file() {
+                                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+                            }
+                            if m.len() != 0 {
+                                f.set_len(0)?;
+                            }
+                            Ok(f)
+                        });
+                    match opened {
+                        Ok(f) => {
+                            file = Some((f, spare));
+                            break;
+                        }
+                        Err(_) => {
+                            let _ = std::fs::remove_file(&spare);
+                        }
+                    }
+                }
+            }
+            let (mut f, tmp) = match file {
+                Some(f) => f,
+                None => {
+                    let tmp = stage.join(format!("{tag}-n{i}"));
+                    let f = std::fs::OpenOptions::new()
                         .write(true)
                         .create_new(true)
                         .mode(if exec { 0o777 } else { 0o666 })
-                        .open(&tmp)?;
-                    f.write_all(&content)?;
-                    // Keep the permissions of the file it replaces.
-                    if let Ok(m) = std::fs::symlink_metadata(path_of(c))
-                        && m.file_type().is_file()
-                    {
-                        let mut perm = m.permissions().mode() & 0o7777;
-                        if exec {
-                            perm |= (perm & 0o444) >> 2;
-                        } else {
-                            perm &= !0o111;
-                        }
-                        f.set_permissions(std::fs::Permissions::from_mode(perm))?;
-                    }
-                    Ok(())
-                };
-                write().map_err(|e| VcsError::io("staging the file", &tmp, &e))?;
-            }
+                        .open(&tmp)
+                        .map_err(|e| VcsError::io("staging the file", &tmp, &e))?;
+                    (f, tmp)
+                }
+            };
+            let mut write = || -> std::io::Result<()> {
+                f.write_all(&content)?;
+                if let Some(perm) = replaced {
+                    f.set_permissions(std::fs::Permissions::from_mode(perm))?;
+                }
+                Ok(())
+            };
+            write().map_err(|e| VcsError::io("staging the file", &tmp, &e))?;
+            swap[i] = replaced.is_some() && c.old.is_some_and(|o| o.kind.is_leaf());
             staged[i] = Some(tmp);
         }
         let mut seen = std::collections::HashSet::new();
-        // 2. Move aside everything replaced or removed that is not a folder,
-        //    and unrecorded entries in the way of what comes.
+        let mut exchange = cfg!(target_os = "linux");
+        // 2. Swap in every file that replaces a file; move aside
+        //    everything else replaced or removed that is not a folder, and
+        //    unrecorded entries in the way of what comes.
         for (i, c) in plan.iter().enumerate() {
+            if swap[i] && exchange {
+                let path = path_of(c);
+                check_parents(root, &c.path, &mut seen)?;
+                if let Some(tmp) = staged[i].take() {
+                    match exchange_paths(&tmp, &path) {
+                        Ok(()) => {
+                            journal.push(Step::Swapped { path, other: tmp });
+                            continue;
+                        }
+                        Err(e)
+                            if matches!(
+                                e.raw_os_error(),
+                                Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+                            ) =>
+                        {
+                            // No exchange here: move aside, place later.
+                            exchange = false;
+                            staged[i] = Some(tmp);
+                        }
+                        Err(e) => return Err(moved(e, "replacing", &path)),
+                    }
+                }
+            }
             let in_the_way = c.old.is_none()
                 && std::fs::symlink_metadata(path_of(c)).is_ok_and(|m| {
                     !(m.is_dir() && c.new.is_some_and(|n| n.kind == EntryKind::Dir))
@@ -429,9 +630,8 @@ impl Vcs {
             if in_the_way || c.old.is_some_and(|o| o.kind != EntryKind::Dir) {
                 let path = path_of(c);
                 check_parents(root, &c.path, &mut seen)?;
-                let backup = stage.join(format!("o{i}"));
-                std::fs::rename(&path, &backup)
-                    .map_err(|e| VcsError::io("moving aside", &path, &e))?;
+                let backup = stage.join(format!("{tag}-o{i}"));
+                std::fs::rename(&path, &backup).map_err(|e| moved(e, "moving aside", &path))?;
                 journal.push(Step::Moved { path, backup });
             }
         }
@@ -491,14 +691,66 @@ impl Vcs {
                             "restore again once nothing else writes to the project",
                         ));
                     }
-                    std::fs::rename(&tmp, &path).map_err(|e| VcsError::io("placing", &path, &e))?;
-                    journal.push(Step::Placed { path });
+                    std::fs::rename(&tmp, &path).map_err(|e| moved(e, "placing", &path))?;
+                    journal.push(Step::Placed { path, from: tmp });
                 }
                 None => {}
             }
         }
         Ok(())
     }
+}
+
+/// The folder of a store that keeps the inodes restores replaced, emptied,
+/// for the next restore to write into.
+pub(crate) const SPARES: &str = "spare";
+
+/// The most spare inodes a store keeps.
+const MAX_SPARES: usize = 16_384;
+
+/// Empties the regular file at `path` (mode `mode`), making it writable by
+/// its owner; whether that worked.
+fn empty_file(path: &Path, mode: u32) -> bool {
+    if mode & 0o200 == 0
+        && std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).is_err()
+    {
+        return false;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .is_ok()
+}
+
+/// Swaps the entries at `a` and `b` in one step.
+#[cfg(target_os = "linux")]
+fn exchange_paths(a: &Path, b: &Path) -> std::io::Result<()> {
+    let ca = std::ffi::CString::new(a.as_os_str().as_bytes())?;
+    let cb = std::ffi::CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: both paths are NUL-terminated strings that outlive the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Swaps the entries at `a` and `b` in one step (not offered here).
+#[cfg(not(target_os = "linux"))]
+fn exchange_paths(_a: &Path, _b: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// Checks that every folder above `rel` is a real folder (no symlink was
@@ -540,8 +792,11 @@ fn check_parents(
 fn rollback(journal: Vec<Step>) {
     for step in journal.into_iter().rev() {
         match step {
-            Step::Placed { path } => {
-                let _ = std::fs::remove_file(&path);
+            Step::Placed { path, from } => {
+                let _ = std::fs::rename(&path, &from);
+            }
+            Step::Swapped { path, other } => {
+                let _ = exchange_paths(&other, &path);
             }
             Step::MadeDir { path } => {
                 let _ = std::fs::remove_dir(&path);

@@ -76,7 +76,8 @@ pub fn generate_once(
     Ok(list)
 }
 
-fn file_path(root: &Path, i: usize) -> PathBuf {
+/// The path of file `i` of a project [`generate`] wrote under `root`.
+pub fn file_path(root: &Path, i: usize) -> PathBuf {
     root.join(format!("group{:03}", i / 2000))
         .join(format!("dir{:03}", (i / 100) % 20))
         .join(format!("file{:03}.rs", i % 100))

@@ -545,3 +545,72 @@ fn every_diagnostic_is_complete_and_leaks_nothing() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(report.passed(), "{report:?}");
 }
+
+/// A restore that fails after it swapped files in (a folder it must remove
+/// is kept alive by an ignored file) puts every file back as it was.
+#[test]
+fn a_restore_that_fails_late_rolls_back_its_swaps() {
+    let mut p = Project::new();
+    p.write(".gitignore", "*.log\n");
+    p.write("a.txt", "one\n");
+    p.write("b.txt", "bee\n");
+    let s1 = p.vcs.snapshot().expect("snapshot").id;
+    p.write("a.txt", "two, longer\n");
+    p.write("b.txt", "B\n");
+    p.write("d/x.txt", "x\n");
+    p.vcs.snapshot().expect("snapshot");
+    p.write("d/keep.log", "ignored\n");
+    let before = p.manifest();
+    let e = p
+        .vcs
+        .restore(s1, &RestoreOptions::default())
+        .expect_err("the folder cannot go");
+    assert_eq!(e.kind(), ErrorKind::Conflict);
+    assert!(e.diagnostic().what().contains("rolled back"), "{e}");
+    assert_eq!(p.manifest(), before);
+    // Once the ignored file is gone the same restore goes through.
+    std::fs::remove_file(p.path("d/keep.log")).expect("rm");
+    p.vcs
+        .restore(s1, &RestoreOptions::default())
+        .expect("restore");
+    assert_eq!(std::fs::read(p.path("a.txt")).expect("a"), b"one\n");
+    assert_eq!(std::fs::read(p.path("b.txt")).expect("b"), b"bee\n");
+    assert!(!p.path("d").exists());
+}
+
+/// A restore writes into the file it replaced last time instead of a new
+/// one, and never empties a replaced file that is linked elsewhere.
+#[test]
+fn restores_reuse_replaced_files_and_spare_hard_links() {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut p = Project::new();
+    p.write("a.txt", "one\n");
+    let s1 = p.vcs.snapshot().expect("snapshot").id;
+    p.write("a.txt", "two, longer\n");
+    let s2 = p.vcs.snapshot().expect("snapshot").id;
+    let ino = |p: &Project| std::fs::symlink_metadata(p.path("a.txt")).expect("a").ino();
+    let replaced = ino(&p);
+    p.vcs.undo(s1, s2, UndoOptions::default()).expect("undo");
+    assert_eq!(std::fs::read(p.path("a.txt")).expect("a"), b"one\n");
+    p.vcs.redo(s1, s2, UndoOptions::default()).expect("redo");
+    assert_eq!(std::fs::read(p.path("a.txt")).expect("a"), b"two, longer\n");
+    assert_eq!(
+        ino(&p),
+        replaced,
+        "the redo wrote into the file the undo replaced"
+    );
+
+    // A second link outside the project keeps its content.
+    let outside = p._dir.path().join("outside-link");
+    std::fs::hard_link(p.path("a.txt"), &outside).expect("link");
+    p.vcs.undo(s1, s2, UndoOptions::default()).expect("undo");
+    p.vcs.redo(s1, s2, UndoOptions::default()).expect("redo");
+    p.vcs.undo(s1, s2, UndoOptions::default()).expect("undo");
+    let a = p.path("a.txt");
+    // Dropping the store waits for the tidying of what it replaced.
+    let Project { _dir: dir, vcs } = p;
+    drop(vcs);
+    assert_eq!(std::fs::read(&outside).expect("link"), b"two, longer\n");
+    assert_eq!(std::fs::read(&a).expect("a"), b"one\n");
+    drop(dir);
+}
