@@ -24,6 +24,8 @@ pub enum ErrorKind {
     Io,
     /// The options are not usable (an ignore pattern, the root).
     InvalidOptions,
+    /// Another `Vcs` has the store open, so it cannot be collected now.
+    Busy,
 }
 
 impl ErrorKind {
@@ -38,6 +40,7 @@ impl ErrorKind {
             ErrorKind::Corrupt => "corrupt",
             ErrorKind::Io => "io",
             ErrorKind::InvalidOptions => "invalid-options",
+            ErrorKind::Busy => "busy",
         }
     }
 }

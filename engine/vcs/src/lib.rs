@@ -132,6 +132,10 @@ pub struct Vcs {
     /// Whether restores stage at the root rather than in the store's
     /// spare folder (another device, or another mount).
     spares_off: bool,
+    /// `STORE/lock`, held shared while the store is open (and exclusive
+    /// during [`Vcs::gc`]), so a collection never removes what another
+    /// open `Vcs` is about to name.
+    lock: std::fs::File,
 }
 
 /// The cache is saved once `unsaved * SAVE_RATIO` reaches its entry count:
@@ -180,6 +184,7 @@ impl Vcs {
         let store = std::fs::canonicalize(store)
             .map_err(|e| VcsError::io("opening the snapshot store", store, &e))?;
         let objects = Objects::open(&store)?;
+        let lock = open_lock(&store)?;
 
         let mut builder = ignore::gitignore::GitignoreBuilder::new(&root);
         for pattern in &options.ignore {
@@ -258,6 +263,7 @@ impl Vcs {
             saved_once,
             cleanup: None,
             spares_off: false,
+            lock,
         })
     }
 
@@ -581,9 +587,34 @@ impl Vcs {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::UnknownSnapshot`] (before anything is removed) when a
-    /// live id is not stored; I/O errors while removing.
+    /// [`ErrorKind::Busy`] (nothing removed) while another `Vcs`, in this
+    /// process or another, has the store open: it may be about to name a
+    /// snapshot no live id covers yet. [`ErrorKind::UnknownSnapshot`]
+    /// (before anything is removed) when a live id is not stored; I/O
+    /// errors while removing.
     pub fn gc(&mut self, live: &[SnapshotId]) -> Result<GcReport, VcsError> {
+        if !flock(&self.lock, libc::LOCK_EX | libc::LOCK_NB) {
+            // Converting the lock may have dropped the shared one: take it
+            // again (it waits only for another collection).
+            flock(&self.lock, libc::LOCK_SH);
+            return Err(VcsError::new(
+                ErrorKind::Busy,
+                format!(
+                    "the snapshot store {} is open in another smith (a session working in {}), so nothing was collected",
+                    self.objects.root().display(),
+                    self.scanner.root.display()
+                ),
+                "a running smith may be about to record a snapshot no session names yet, and collecting now could remove it",
+                "collect again when no smith works in that project: the next `smith session delete` or `smith session prune` of one of its sessions does it",
+            )
+            .with_value(self.objects.root().display()));
+        }
+        let report = self.gc_locked(live);
+        flock(&self.lock, libc::LOCK_SH);
+        report
+    }
+
+    fn gc_locked(&mut self, live: &[SnapshotId]) -> Result<GcReport, VcsError> {
         let mut trees = Vec::new();
         for id in live {
             trees.push(self.record(*id)?.tree);
@@ -639,4 +670,35 @@ fn unknown(text: &str, store: &Path) -> VcsError {
         "give an id a snapshot, restore, undo or redo returned in this project",
     )
     .with_value(text)
+}
+
+/// Opens `STORE/lock` and takes it shared (waiting only while another
+/// `Vcs` collects the store).
+fn open_lock(store: &Path) -> Result<std::fs::File, VcsError> {
+    let path = store.join("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| VcsError::io("opening the store's lock", &path, &e))?;
+    flock(&file, libc::LOCK_SH);
+    Ok(file)
+}
+
+/// `flock(2)` on `file`; whether the lock was taken. A file system without
+/// locks counts as taken: the lock guards collection, not the data.
+fn flock(file: &std::fs::File, op: libc::c_int) -> bool {
+    use std::os::fd::AsRawFd as _;
+    loop {
+        // SAFETY: a plain syscall on a descriptor `file` owns.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return true;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return false,
+            _ => return true,
+        }
+    }
 }

@@ -4,7 +4,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use smith_vcs::{
-    ChangeKind, EntryKind, ErrorKind, Options, RestoreOptions, SkipReason, UndoOptions,
+    ChangeKind, EntryKind, ErrorKind, Options, RestoreOptions, SkipReason, UndoOptions, Vcs,
 };
 
 use crate::fixtures::{Item, Project};
@@ -499,6 +499,29 @@ fn gc_removes_unreferenced_snapshots_and_objects() {
     let e = p.vcs.gc(&[b.id]).expect_err("unknown");
     assert_eq!(e.kind(), ErrorKind::UnknownSnapshot);
     assert!(p.vcs.check(a.id).is_ok());
+}
+
+#[test]
+fn gc_is_refused_while_another_vcs_has_the_store_open() {
+    let mut p = Project::new();
+    p.write("a.txt", "first version\n");
+    let a = p.vcs.snapshot().expect("snapshot");
+    p.write("a.txt", "second version\n");
+    let b = p.vcs.snapshot().expect("snapshot");
+    let store = p.vcs.store().to_path_buf();
+    let other = Vcs::open(&p.root(), &store, Options::default()).expect("open again");
+    let e = p.vcs.gc(&[b.id]).expect_err("busy");
+    assert_eq!(e.kind(), ErrorKind::Busy);
+    assert!(e.to_string().contains("nothing was collected"), "{e}");
+    // Nothing was removed, and the store still works from both.
+    assert!(p.vcs.check(a.id).is_ok());
+    drop(other);
+    let report = p.vcs.gc(&[b.id]).expect("gc once the other is closed");
+    assert_eq!(report.snapshots_removed, 1);
+    // The collection gave the lock back: another `Vcs` opens, and now the
+    // first one is the other.
+    let mut again = Vcs::open(&p.root(), &store, Options::default()).expect("open");
+    assert_eq!(again.gc(&[b.id]).expect_err("busy").kind(), ErrorKind::Busy);
 }
 
 /// An ignored file in the way of a file a restore writes is overwritten
