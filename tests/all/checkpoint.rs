@@ -346,8 +346,14 @@ fn effects_are_checkpointed_undone_and_redone_byte_for_byte() {
     // Every undo, redo and restore is in the session too.
     let records = vcs_records(&store.load("cp").unwrap()).unwrap();
     let ops: Vec<VcsOp> = records.iter().map(|r| r.op).collect();
-    assert_eq!(ops.iter().filter(|o| **o == VcsOp::Undo).count(), 3);
-    assert_eq!(ops.iter().filter(|o| **o == VcsOp::Redo).count(), 3);
+    // Three effects and one turn each way.
+    assert_eq!(ops.iter().filter(|o| **o == VcsOp::Undo).count(), 4);
+    assert_eq!(ops.iter().filter(|o| **o == VcsOp::Redo).count(), 4);
+    let turn_undo = records
+        .iter()
+        .find(|r| r.op == VcsOp::Undo && r.turn.is_some())
+        .unwrap();
+    assert_eq!(turn_undo.effects, ["fx-2", "fx-3", "fx-4"]);
     assert_eq!(ops.last(), Some(&VcsOp::Restore));
     assert!(records.last().unwrap().forced);
 
