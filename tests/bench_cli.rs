@@ -55,7 +55,12 @@ fn bench_quick_json_reports_every_gate() {
         }
         assert_eq!(g["median"], last["median"], "{name}");
         let cores = g["cores"].as_u64().expect("cores is a number");
-        let two = ["store.load_throughput", "tui.first_frame"];
+        let two = [
+            "store.load_throughput",
+            "tui.first_frame",
+            "vcs.undo_1000",
+            "vcs.snapshot_one_change",
+        ];
         assert_eq!(cores == 2, two.contains(&name.as_str().unwrap()), "{name}");
         if cfg!(target_os = "linux") {
             let load = &g["load"];
