@@ -184,13 +184,18 @@ impl Checkpoints {
     }
 
     /// Snapshots the project before an effect.
-    pub(crate) fn before(&self) -> Result<SnapshotId, VcsError> {
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be opened or the snapshot fails (the effect
+    /// runs anyway; [`Checkpoints::after`] records why).
+    pub fn before(&self) -> Result<SnapshotId, VcsError> {
         self.with_vcs(|vcs| vcs.snapshot().map(|s| s.id))?
     }
 
     /// Snapshots the project after the effect whose `before` snapshot was
     /// taken (or failed), and builds its record.
-    pub(crate) fn after(
+    pub fn after(
         &self,
         effect_id: &str,
         tool: &str,

@@ -9,3 +9,4 @@ mod models_auth;
 mod replay;
 mod rewind;
 mod secrets;
+mod trees;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::json;
-use smith_engine::checkpoint::{Checkpoints, VcsOp, VcsRecord};
+use smith_engine::checkpoint::Checkpoints;
 use smith_engine::journal::{EffectCompletion, EffectIntent, Outcome, canonical_cbor};
 use smith_engine::tools::Mutation;
 
@@ -58,10 +58,7 @@ impl Effects {
                 ))
             })?;
         if let Some(checkpoints) = self.checkpoint_for(tool) {
-            let before = checkpoints
-                .with_vcs(|vcs| vcs.snapshot().map(|s| s.id))
-                .and_then(|r| r)
-                .map_err(|e| e.to_string());
+            let before = checkpoints.before();
             self.pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -116,45 +113,7 @@ impl Effects {
         let Some(checkpoints) = &self.checkpoints else {
             return;
         };
-        let mut record = VcsRecord {
-            op: VcsOp::Checkpoint,
-            root: checkpoints.root(),
-            effect_id: Some(effect_id.to_owned()),
-            tool: Some(tool),
-            turn: None,
-            effects: Vec::new(),
-            entry: None,
-            before: String::new(),
-            after: String::new(),
-            target: None,
-            changed: Vec::new(),
-            forced: false,
-            error: None,
-        };
-        let done = checkpoints.with_vcs(|vcs| {
-            let after = vcs.snapshot().map(|s| s.id).map_err(|e| e.to_string());
-            if let Ok(id) = &before {
-                record.before = id.to_string();
-            }
-            if let Ok(id) = &after {
-                record.after = id.to_string();
-            }
-            match (before, after) {
-                (Ok(b), Ok(a)) => match vcs.changes(b, a) {
-                    Ok(changes) => {
-                        record.changed = changes
-                            .iter()
-                            .map(|c| c.path.display().to_string())
-                            .collect();
-                    }
-                    Err(e) => record.error = Some(e.to_string()),
-                },
-                (Err(e), _) | (_, Err(e)) => record.error = Some(e),
-            }
-        });
-        if let Err(e) = done {
-            record.error = Some(e.to_string());
-        }
+        let record = checkpoints.after(effect_id, &tool, before);
         // The checkpoint is history, not the effect: a failure to record
         // it does not fail the effect.
         let _ = self.journal.record_vcs(&record);

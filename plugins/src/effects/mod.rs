@@ -204,7 +204,7 @@ pub struct Effects {
 }
 
 /// A checkpointed effect's tool and `before` snapshot (or why it failed).
-type PendingCheckpoint = (String, Result<smith_vcs::SnapshotId, String>);
+type PendingCheckpoint = (String, Result<smith_vcs::SnapshotId, smith_vcs::VcsError>);
 
 /// A handle on the scope of a plugin's tool calls, which outlives the
 /// instance (a call that destroys its instance still reports what its
