@@ -176,18 +176,7 @@ pub fn load_for_runtime(
     sandbox: &RuntimeSandbox,
     cwd: &Path,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
-    let session = session_source(Arc::clone(journal));
-    let journal: Arc<dyn EffectJournal> = journal.clone();
-    let permissions = PermissionAccess::new(sandbox.1.clone(), cwd.to_path_buf());
-    load_with(
-        &journal,
-        ids,
-        Some(session),
-        asking,
-        permissions,
-        Some(sandbox),
-        None,
-    )
+    load_for_checkpointed_runtime(journal, ids, asking, sandbox, cwd, None)
 }
 
 /// [`load_for_runtime`] for a runtime that checkpoints its project in
