@@ -4,7 +4,8 @@
 //! go back and forth a turn at a time to byte-identical trees; `rewind 1`
 //! restores the files as they were before the first prompt and continues
 //! the session on a new branch before it, the old branch kept; a rewind
-//! over an outside change is refused and a dry run changes nothing.
+//! over an outside change is refused and a dry run changes nothing; no
+//! `git` process starts.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -26,9 +27,37 @@ struct Env {
 }
 
 impl Env {
+    /// A `git` that leaves a mark when run, ahead of the real `PATH`: the
+    /// test ends by checking that none ran.
+    fn git_mark(&self) -> PathBuf {
+        self.scratch.path().join("git-ran")
+    }
+
+    fn path(&self) -> std::ffi::OsString {
+        let bin = self.scratch.path().join("bin");
+        if !bin.exists() {
+            std::fs::create_dir(&bin).unwrap();
+            let git = bin.join("git");
+            std::fs::write(
+                &git,
+                format!(
+                    "#!/bin/sh\necho \"$@\" >> '{}'\nexit 1\n",
+                    self.git_mark().display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut path = bin.into_os_string();
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_default());
+        path
+    }
+
     fn smith(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_smith"))
             .env("SMITH_HOME", self.home.path())
+            .env("PATH", self.path())
             .current_dir(self.work.path())
             .args(args)
             .output()
@@ -228,4 +257,6 @@ fn turns_undo_redo_and_rewind_files_and_transcript_together() {
     assert!(last.changed.contains(&"new.txt".to_owned()));
     let info = env.ok(&["checkpoint", "turns"]);
     assert_eq!(info, "no turns on the selected branch of this session\n");
+    // Nothing above started git.
+    assert!(!env.git_mark().exists(), "a git process ran");
 }
