@@ -39,6 +39,7 @@
 //! namespace. `docs/security.md` describes the model and its limits.
 #![deny(missing_docs)]
 
+pub mod plain;
 mod policy;
 mod support;
 

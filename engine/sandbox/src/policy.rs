@@ -3,9 +3,12 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use smith_diag::Diagnostic;
+
+use crate::plain;
 
 /// Whether confined processes may use the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -240,14 +243,19 @@ impl Policy {
         self.network
     }
 
-    /// The read-denied path at or above `resolved`, if any.
-    /// [`resolve`], starting from a write root the path lies under: a
-    /// write root was resolved when the policy was built, so only the
-    /// components below it are looked up (two for `src/main.rs` in the
-    /// project, however deep the project sits). A path under no write root,
-    /// or whose rest holds `.` or `..`, is resolved whole; a link met below
-    /// the root is followed as [`resolve`] follows it.
-    fn resolve(&self, given: &Path) -> io::Result<PathBuf> {
+    /// [`resolve`], with whether the resolved path exists when that came
+    /// out of the lookups (`None` when it did not). A normalized absolute
+    /// path with no link in it is answered by one lookup of the whole path
+    /// ([`plain`](crate::plain)). Otherwise the resolution starts from a
+    /// write root the path lies under: a write root was resolved when the
+    /// policy was built, so only the components below it are looked up. A
+    /// path under no write root, or whose rest holds `.` or `..`, is
+    /// resolved whole; a link met below the root is followed as [`resolve`]
+    /// follows it.
+    fn resolve(&self, given: &Path) -> io::Result<(PathBuf, Option<bool>)> {
+        if let Some(found) = plain::plain(given) {
+            return Ok((given.to_path_buf(), Some(found == plain::Plain::Exists)));
+        }
         let absolute = std::path::absolute(given)?;
         let Some((root, rest)) = self
             .write_roots
@@ -255,30 +263,39 @@ impl Policy {
             .filter_map(|r| Some((&r.path, absolute.strip_prefix(&r.path).ok()?)))
             .max_by_key(|(root, _)| root.as_os_str().len())
         else {
-            return resolve(&absolute);
+            return Ok((resolve(&absolute)?, None));
         };
         if !rest.components().all(|c| matches!(c, Component::Normal(_))) {
-            return resolve(&absolute);
+            return Ok((resolve(&absolute)?, None));
         }
         let mut out = root.clone();
         for name in rest.components() {
             out.push(name);
             match std::fs::symlink_metadata(&out) {
-                Ok(meta) if meta.file_type().is_symlink() => return resolve(&absolute),
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Ok((resolve(&absolute)?, None));
+                }
                 Ok(_) => {}
                 // Nothing below a missing entry can be a link.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(absolute),
-                Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(absolute),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Ok((absolute, Some(false)));
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                    return Ok((absolute, Some(false)));
+                }
                 Err(e) => return Err(e),
             }
         }
-        Ok(out)
+        Ok((out, Some(true)))
     }
 
+    /// The read-denied path at or above `resolved` (resolved, so
+    /// normalized), if any.
     pub(crate) fn denied_for(&self, resolved: &Path) -> Option<&Denied> {
+        let resolved = resolved.as_os_str().as_bytes();
         self.read_denied
             .iter()
-            .find(|d| resolved.starts_with(&d.path))
+            .find(|d| plain::is_beneath(resolved, d.path.as_os_str().as_bytes()))
     }
 
     /// Whether reading `path` is allowed: `Ok` with the resolved path, or a
@@ -295,7 +312,7 @@ impl Policy {
     /// resolved (a link loop, a folder that cannot be searched).
     pub fn check_read(&self, path: impl AsRef<Path>) -> Result<PathBuf, Diagnostic> {
         let given = path.as_ref();
-        let resolved = self.resolve(given).map_err(|e| unresolvable(given, &e))?;
+        let (resolved, _) = self.resolve(given).map_err(|e| unresolvable(given, &e))?;
         if let Some(d) = self.denied_for(&resolved) {
             return Err(Diagnostic::error(
                 "sandbox.read-denied",
@@ -328,7 +345,7 @@ impl Policy {
     /// denied path); `sandbox.unresolvable-path` as for reading.
     pub fn check_write(&self, path: impl AsRef<Path>) -> Result<PathBuf, Diagnostic> {
         let given = path.as_ref();
-        let resolved = self.resolve(given).map_err(|e| unresolvable(given, &e))?;
+        let (resolved, exists) = self.resolve(given).map_err(|e| unresolvable(given, &e))?;
         if let Some(d) = self.denied_for(&resolved) {
             return Err(Diagnostic::error(
                 "sandbox.write-denied",
@@ -343,10 +360,11 @@ impl Policy {
             )
             .with_value(given.display()));
         }
+        let bytes = resolved.as_os_str().as_bytes();
         if !self
             .write_roots
             .iter()
-            .any(|r| resolved.starts_with(&r.path))
+            .any(|r| plain::is_beneath(bytes, r.path.as_os_str().as_bytes()))
         {
             let roots = self
                 .write_roots
@@ -369,7 +387,11 @@ impl Policy {
             )
             .with_value(given.display()));
         }
-        if std::fs::symlink_metadata(&resolved).is_err()
+        let missing = match exists {
+            Some(exists) => !exists,
+            None => std::fs::symlink_metadata(&resolved).is_err(),
+        };
+        if missing
             && let Some(parent) = resolved.parent()
             && let Some(d) = self
                 .read_denied

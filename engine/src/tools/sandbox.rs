@@ -30,7 +30,7 @@ use serde_json::Value;
 use smith_diag::Diagnostic;
 pub use smith_sandbox::{
     Confinement, Coverage, Denied, DeniedKind, Enforcement, Layer, Mode, NamespaceKind, Network,
-    Policy, PolicyBuilder, Support, WriteRoot, WriteRootKind,
+    Policy, PolicyBuilder, Support, WriteRoot, WriteRootKind, plain,
 };
 
 use super::result::{ToolError, ToolErrorKind};

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::Read as _;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -13,6 +14,7 @@ use smith_config::permissions::PermissionRule;
 use smith_engine::approval::{Approval, ApprovalCell};
 use smith_engine::journal::Outcome;
 use smith_engine::tools::Mutation;
+use smith_engine::tools::sandbox::plain;
 
 use super::{EffectError, Effects};
 
@@ -85,37 +87,61 @@ pub fn resolve(root: &Path, raw: &str) -> ResolvedPath {
     } else {
         root.join(raw)
     };
-    let absolute = below_root(root, &joined)
-        .or_else(|| std::fs::canonicalize(&joined).ok())
-        .unwrap_or_else(|| {
-            let mut current = PathBuf::from("/");
-            for component in joined.components() {
-                match component {
-                    Component::Prefix(_) | Component::RootDir => current = PathBuf::from("/"),
-                    Component::CurDir => {}
-                    Component::ParentDir => {
-                        current.pop();
-                    }
-                    Component::Normal(name) => {
-                        current.push(name);
-                        if let Ok(real) = std::fs::canonicalize(&current) {
-                            current = real;
+    // A normalized path with no link in it is its own resolution: one
+    // lookup says so for every component at once.
+    let absolute = if plain::plain(&joined).is_some() {
+        joined
+    } else {
+        below_root(root, &joined)
+            .or_else(|| std::fs::canonicalize(&joined).ok())
+            .unwrap_or_else(|| {
+                let mut current = PathBuf::from("/");
+                for component in joined.components() {
+                    match component {
+                        Component::Prefix(_) | Component::RootDir => {
+                            current = PathBuf::from("/");
+                        }
+                        Component::CurDir => {}
+                        Component::ParentDir => {
+                            current.pop();
+                        }
+                        Component::Normal(name) => {
+                            current.push(name);
+                            if let Ok(real) = std::fs::canonicalize(&current) {
+                                current = real;
+                            }
                         }
                     }
                 }
-            }
-            current
-        });
-    let project_relative = absolute.strip_prefix(root).ok().map(|rest| {
-        rest.components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/")
-    });
+                current
+            })
+    };
+    let project_relative = project_relative(root, &absolute);
     ResolvedPath {
         absolute,
         project_relative: project_relative.filter(|r| !r.is_empty()),
     }
+}
+
+/// `absolute` relative to `root` with `/` separators, when it lies at or
+/// beneath it: the bytes after the root when both are normalized, else
+/// component by component.
+fn project_relative(root: &Path, absolute: &Path) -> Option<String> {
+    let (r, a) = (root.as_os_str().as_bytes(), absolute.as_os_str().as_bytes());
+    if plain::is_normalized(r) && plain::is_normalized(a) {
+        if !plain::is_beneath(a, r) {
+            return None;
+        }
+        let rest = &a[r.len()..];
+        let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+        return Some(String::from_utf8_lossy(rest).into_owned());
+    }
+    absolute.strip_prefix(root).ok().map(|rest| {
+        rest.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    })
 }
 
 /// `joined` as it is when it lies under the canonical `root` with plain

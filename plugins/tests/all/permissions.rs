@@ -280,6 +280,59 @@ fn always_in_this_session_keeps_the_exact_call() {
 }
 
 #[test]
+fn the_path_and_command_are_read_as_a_whole_json_parse_reads_them() {
+    let outside = tempfile::tempdir().unwrap();
+    let away = outside.path().join("x.txt");
+    let away = away.to_str().unwrap();
+    let mut p = policy(Approval::Workspace, Vec::new(), &[]);
+    let raw = |p: &mut Policy, tool: &str, arguments: &str| {
+        let event = LifecycleEvent::ToolCall(ToolCallEvent {
+            id: "call-1".into(),
+            name: tool.into(),
+            arguments: arguments.into(),
+        });
+        match p.plugin.handle(&event).unwrap() {
+            HandlerResult::Decision(decision) => decision,
+            other => panic!("smith/permissions did not decide {arguments}: {other:?}"),
+        }
+    };
+    // An escaped path is the path it spells.
+    assert_eq!(
+        raw(&mut p, "write", r#"{"path":"src\/a.txt"}"#),
+        Decision::Allow
+    );
+    let escaped_away = serde_json::json!({ "path": away })
+        .to_string()
+        .replace('/', "\\/");
+    let reason = blocked(&raw(&mut p, "write", &escaped_away)).to_owned();
+    assert!(reason.contains("outside"), "{reason}");
+    // A key given twice: the last one counts.
+    let twice = format!(r#"{{"path":"src/a.txt","path":{away:?}}}"#);
+    assert!(blocked(&raw(&mut p, "write", &twice)).contains("outside"));
+    let twice = format!(r#"{{"path":{away:?},"path":"src/a.txt"}}"#);
+    assert_eq!(raw(&mut p, "write", &twice), Decision::Allow);
+    // No object, or a path that is no string: the call names no path, and
+    // a write without one runs only when a rule allows it.
+    for arguments in [r#"["src/a.txt"]"#, r#"{"path":5}"#, "not json", ""] {
+        let reason = blocked(&raw(&mut p, "write", arguments)).to_owned();
+        assert!(reason.contains("allow \"write\""), "{arguments}: {reason}");
+    }
+    // The command of a bash call is read the same way.
+    let mut p = policy(
+        Approval::Workspace,
+        vec![rule("deny", "bash", None, Some("rm -rf *"))],
+        &[],
+    );
+    assert!(blocked(&raw(&mut p, "bash", r#"{"command":"rm -rf \/"}"#)).contains("rm -rf"));
+    let twice = r#"{"command":"ls","command":"rm -rf /"}"#;
+    assert!(blocked(&raw(&mut p, "bash", twice)).contains("rm -rf"));
+    assert_eq!(
+        raw(&mut p, "bash", r#"{"command":"ls","timeout":5}"#),
+        Decision::Allow
+    );
+}
+
+#[test]
 fn a_symlink_is_judged_by_its_target() {
     let outside = tempfile::tempdir().unwrap();
     let mut p = policy(

@@ -13,8 +13,8 @@
 //!
 //! `/approval [MODE]` shows the mode or sets it.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use smith_permission_policy::{
     Call, Decision, Mode, ResolvedPath, Rule, decide, diff, exact_rules, rules_from_json,
@@ -43,8 +43,9 @@ thread_local! {
     /// The configuration's rules (read on the first call) followed by the
     /// rules the user chose to keep for this runtime.
     static RULES: RefCell<Option<Vec<Rule>>> = const { RefCell::new(None) };
-    /// Whether each tool asked about so far only observes.
-    static TOOLS: RefCell<HashMap<String, bool>> = RefCell::new(HashMap::new());
+    /// Whether each tool asked about so far only observes (a handful of
+    /// tools: a list searched in order beats hashing the name).
+    static TOOLS: RefCell<Vec<(String, bool)>> = const { RefCell::new(Vec::new()) };
     /// The approval mode, read from the host on the first call and kept
     /// in step by `/approval`, the only way it changes while a runtime
     /// runs.
@@ -222,22 +223,62 @@ fn ask(tool: &str, arguments: &serde_json::Value, call: &Call<'_>) -> ext::Handl
 /// Whether the tool `name` only observes (unknown tools can change
 /// things). Known answers are kept: a tool's kind does not change.
 fn read_only(name: &str) -> bool {
-    if let Some(known) = TOOLS.with(|tools| tools.borrow().get(name).copied()) {
+    let kept = TOOLS.with(|tools| {
+        tools
+            .borrow()
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, known)| *known)
+    });
+    if let Some(known) = kept {
         return known;
     }
     match host::tool_read_only(name) {
         Ok(Some(known)) => {
-            TOOLS.with(|tools| tools.borrow_mut().insert(name.to_owned(), known));
+            TOOLS.with(|tools| tools.borrow_mut().push((name.to_owned(), known)));
             known
         }
         _ => false,
     }
 }
 
+/// The two arguments a decision reads, borrowed from the call's JSON
+/// where they hold no escapes; every other argument is skipped unread
+/// (a `write`'s content is never copied).
+#[derive(serde::Deserialize)]
+struct Targets<'a> {
+    #[serde(borrow, default)]
+    path: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    command: Option<Cow<'a, str>>,
+}
+
+impl<'a> Targets<'a> {
+    /// The call's `path` and `command` strings, each absent when it is
+    /// missing or not a string, as a full parse would read them (a
+    /// repeated key: the last one).
+    fn of(arguments: &'a str) -> Targets<'a> {
+        // Only an object is read field by field (a struct would also read
+        // an array, by position).
+        if arguments.trim_start().starts_with('{')
+            && let Ok(targets) = serde_json::from_str::<Targets<'a>>(arguments)
+        {
+            return targets;
+        }
+        // Not an object of strings (or a key given twice): read it whole.
+        let value: serde_json::Value =
+            serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
+        let owned = |key: &str| argument(&value, key).map(|text| Cow::Owned(text.to_owned()));
+        Targets {
+            path: owned("path"),
+            command: owned("command"),
+        }
+    }
+}
+
 /// Decides one tool call.
 fn tool_call(call: &ext::ToolCallEvent) -> ext::HandlerResult {
-    let arguments: serde_json::Value =
-        serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+    let targets = Targets::of(&call.arguments);
     let mode = match MODE.get() {
         Some(mode) => mode,
         None => match host::approval_mode() {
@@ -255,18 +296,21 @@ fn tool_call(call: &ext::ToolCallEvent) -> ext::HandlerResult {
         },
     };
     let read_only = read_only(&call.name);
-    let path = argument(&arguments, "path").map(|raw| match host::resolve_path(raw) {
-        Ok(resolved) => ResolvedPath {
-            absolute: resolved.absolute,
-            relative: resolved.project_relative,
-        },
-        Err(_) => ResolvedPath {
-            absolute: raw.to_owned(),
-            relative: None,
-        },
-    });
+    let path = targets
+        .path
+        .as_deref()
+        .map(|raw| match host::resolve_path(raw) {
+            Ok(resolved) => ResolvedPath {
+                absolute: resolved.absolute,
+                relative: resolved.project_relative,
+            },
+            Err(_) => ResolvedPath {
+                absolute: raw.to_owned(),
+                relative: None,
+            },
+        });
     let command = if call.name == "bash" {
-        argument(&arguments, "command")
+        targets.command.as_deref()
     } else {
         None
     };
@@ -283,7 +327,12 @@ fn tool_call(call: &ext::ToolCallEvent) -> ext::HandlerResult {
     match decision {
         Decision::Allow => allow(),
         Decision::Block(reason) => block(reason),
-        Decision::Ask => ask(&call.name, &arguments, &policy_call),
+        Decision::Ask => {
+            // The question shows every argument: only now is the call read whole.
+            let arguments: serde_json::Value =
+                serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+            ask(&call.name, &arguments, &policy_call)
+        }
     }
 }
 

@@ -32,6 +32,23 @@ pub struct Glob {
     prefix: String,
     /// Whether the pattern has no wildcard at all.
     literal: bool,
+    /// Which part of a resolved path the pattern is matched with.
+    shape: Shape,
+}
+
+/// Which part of a resolved path a path pattern is matched with, decided
+/// once when the pattern is compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Starts with `/`: the absolute path and its folders.
+    Absolute,
+    /// Starts with `./`: the path relative to the project root and its
+    /// folders, with this glob (the pattern without `./`).
+    Anchored(Box<Glob>),
+    /// Holds a `/`: the relative path and its folders.
+    Nested,
+    /// No `/`: any name along the relative path.
+    Name,
 }
 
 /// `text` with every glob character escaped, so it matches only itself.
@@ -78,12 +95,22 @@ impl Glob {
             })
             .collect();
         let literal = prefix.chars().count() == tokens.len();
+        let shape = if pattern.starts_with('/') {
+            Shape::Absolute
+        } else if let Some(anchored) = pattern.strip_prefix("./") {
+            Shape::Anchored(Box::new(Glob::new(anchored, kind)))
+        } else if pattern.contains('/') {
+            Shape::Nested
+        } else {
+            Shape::Name
+        };
         Glob {
             pattern: pattern.to_owned(),
             kind,
             tokens,
             prefix,
             literal,
+            shape,
         }
     }
 
@@ -106,20 +133,14 @@ impl Glob {
     /// without `/` matches any name along the path; a pattern matching a
     /// folder matches everything in it.
     pub fn matches_path(&self, path: &ResolvedPath) -> bool {
-        if self.pattern.starts_with('/') {
-            return ancestors(&path.absolute).any(|p| self.matches(p));
-        }
-        let Some(relative) = path.relative.as_deref() else {
-            return false;
-        };
-        if let Some(anchored) = self.pattern.strip_prefix("./") {
-            let glob = Glob::new(anchored, self.kind);
-            return ancestors(relative).any(|p| glob.matches(p));
-        }
-        if self.pattern.contains('/') {
-            ancestors(relative).any(|p| self.matches(p))
-        } else {
-            relative.split('/').any(|name| self.matches(name))
+        let relative = path.relative.as_deref();
+        match &self.shape {
+            Shape::Absolute => ancestors(&path.absolute).any(|p| self.matches(p)),
+            Shape::Anchored(glob) => {
+                relative.is_some_and(|r| ancestors(r).any(|p| glob.matches(p)))
+            }
+            Shape::Nested => relative.is_some_and(|r| ancestors(r).any(|p| self.matches(p))),
+            Shape::Name => relative.is_some_and(|r| r.split('/').any(|name| self.matches(name))),
         }
     }
 }
