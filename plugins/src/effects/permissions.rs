@@ -174,13 +174,19 @@ impl Effects {
         self
     }
 
-    fn permission_access(&self, request: String) -> Result<&PermissionAccess, EffectError> {
+    /// The permission state, or why the plugin cannot reach it; `request`
+    /// names the call for the error (built only when there is one).
+    fn permission_access(
+        &self,
+        request: impl FnOnce() -> String,
+    ) -> Result<&PermissionAccess, EffectError> {
         if !self.grants.permissions {
-            return Err(self.deny("permissions", "permissions".to_owned(), request));
+            return Err(self.deny("permissions", "permissions".to_owned(), request()));
         }
         self.permissions.as_deref().ok_or_else(|| {
             EffectError::Failed(format!(
-                "{request}: this host offers plugins no approval mode or permission rules"
+                "{}: this host offers plugins no approval mode or permission rules",
+                request()
             ))
         })
     }
@@ -192,7 +198,7 @@ impl Effects {
     /// Denied without the `permissions` grant.
     pub fn approval_mode(&self) -> Result<Approval, EffectError> {
         Ok(self
-            .permission_access("approval-mode".to_owned())?
+            .permission_access(|| "approval-mode".to_owned())?
             .approval
             .get())
     }
@@ -203,7 +209,7 @@ impl Effects {
     ///
     /// Denied without the grant; invalid for an unknown mode.
     pub fn set_approval_mode(&self, mode: &str) -> Result<(), EffectError> {
-        let access = self.permission_access(format!("set-approval-mode {mode:?}"))?;
+        let access = self.permission_access(|| format!("set-approval-mode {mode:?}"))?;
         let Some(mode) = Approval::parse(mode) else {
             return Err(EffectError::Invalid(format!(
                 "set-approval-mode {mode:?}: there is no such approval mode; the modes are {}; nothing changed",
@@ -230,7 +236,7 @@ impl Effects {
     ///
     /// Denied without the grant.
     pub fn tool_read_only(&self, name: &str) -> Result<Option<bool>, EffectError> {
-        let access = self.permission_access(format!("tool-read-only {name:?}"))?;
+        let access = self.permission_access(|| format!("tool-read-only {name:?}"))?;
         let tools = access
             .tools
             .read()
@@ -244,7 +250,7 @@ impl Effects {
     ///
     /// Denied without the grant.
     pub fn resolve_path(&self, path: &str) -> Result<ResolvedPath, EffectError> {
-        let access = self.permission_access(format!("resolve-path {path:?}"))?;
+        let access = self.permission_access(|| format!("resolve-path {path:?}"))?;
         Ok(resolve(&access.root, path))
     }
 
@@ -255,7 +261,7 @@ impl Effects {
     ///
     /// Denied without the grant; failed when it exists but cannot be read.
     pub fn peek_file(&self, path: &str) -> Result<Option<String>, EffectError> {
-        let access = self.permission_access(format!("peek-file {path:?}"))?;
+        let access = self.permission_access(|| format!("peek-file {path:?}"))?;
         let resolved = resolve(&access.root, path);
         let file = match std::fs::File::open(&resolved.absolute) {
             Ok(file) => file,
@@ -285,7 +291,7 @@ impl Effects {
     ///
     /// Denied without the grant.
     pub fn permission_rules(&self) -> Result<String, EffectError> {
-        let access = self.permission_access("permission-rules".to_owned())?;
+        let access = self.permission_access(|| "permission-rules".to_owned())?;
         let rules: Vec<serde_json::Value> =
             access.rules.iter().map(PermissionRule::to_json).collect();
         Ok(serde_json::Value::from(rules).to_string())
@@ -298,7 +304,7 @@ impl Effects {
     /// Denied without the grant.
     pub fn project_trusted(&self) -> Result<bool, EffectError> {
         Ok(self
-            .permission_access("project-trusted".to_owned())?
+            .permission_access(|| "project-trusted".to_owned())?
             .trusted
             .is_some())
     }
@@ -317,7 +323,7 @@ impl Effects {
         project: bool,
     ) -> Result<PathBuf, EffectError> {
         let request = format!("save-permission-rule `{}`", rule.to_kdl());
-        let access = self.permission_access(request.clone())?;
+        let access = self.permission_access(|| request.clone())?;
         if !smith_config::permissions::KINDS.contains(&rule.kind.as_str()) || rule.tool.is_empty() {
             return Err(EffectError::Invalid(format!(
                 "{request}: a rule is allow, ask or deny and names a tool; nothing was saved"

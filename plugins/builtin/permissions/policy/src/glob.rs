@@ -148,13 +148,13 @@ impl Glob {
 /// `path` and each of its parent folders (`a/b/c`, `a/b`, `a`).
 fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     let path = path.trim_end_matches('/');
-    std::iter::once(path).chain(
-        path.char_indices()
-            .rev()
-            .filter(|(_, c)| *c == '/')
-            .map(move |(i, _)| &path[..i])
-            .filter(|p| !p.is_empty()),
-    )
+    let mut end = Some(path.len());
+    std::iter::from_fn(move || {
+        let here = &path[..end?];
+        // `/` is one byte in UTF-8 and never inside another character.
+        end = here.bytes().rposition(|b| b == b'/').filter(|at| *at > 0);
+        Some(here)
+    })
 }
 
 fn match_tokens(tokens: &[Token], text: &str, kind: GlobKind) -> bool {
