@@ -150,6 +150,12 @@ declare is handled by that section's policy, listed with each section below:
 **warn** loads the rest and prints a warning, **reject** fails; both suggest
 the closest declared key.
 
+A file that nests blocks (`name { ... }`) or block comments more than 64
+levels deep is refused before it is parsed (`config.too-deep`, naming the
+file and the line where the 65th level opens); no option needs more than a
+few levels, and the limit keeps a hostile file from exhausting the stack.
+Plugin manifests (`plugin.kdl`) have the same limit.
+
 ## Project trust
 
 A project's `.smith` directory (its `config.kdl`, its `plugins/` and anything

@@ -27,6 +27,7 @@ pub(crate) fn parse(
     path: &Path,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<(Vec<FileSetting>, Vec<crate::permissions::PermissionRule>), ConfigError> {
+    nesting_limit(text, path)?;
     let doc = KdlDocument::parse(text).map_err(|err| {
         let first = err.diagnostics.first();
         let at = LineCol::from_offset(text, first.map_or(0, |d| d.span.offset()));
@@ -62,6 +63,34 @@ pub(crate) fn parse(
     walker.document(&doc, "")?;
     let rules = crate::permissions::from_document(&doc, text, path)?;
     Ok((walker.out, rules))
+}
+
+/// Refuses `text` (the contents of `path`) when it nests deeper than
+/// [`crate::nesting::MAX_DEPTH`], before the parser sees it.
+pub(crate) fn nesting_limit(text: &str, path: &Path) -> Result<(), ConfigError> {
+    crate::nesting::check(text).map_err(|deep| {
+        ConfigError::new(
+            ErrorKind::Parse,
+            Diagnostic::error(
+                "config.too-deep",
+                format!(
+                    "{} nests blocks deeper than {} levels at line {}",
+                    path.display(),
+                    crate::nesting::MAX_DEPTH,
+                    deep.line
+                ),
+                format!(
+                    "smith refuses a KDL file nested deeper than {} levels before parsing it, so a hostile file cannot exhaust the stack; no option needs more than a few levels",
+                    crate::nesting::MAX_DEPTH
+                ),
+                "flatten the blocks from the line shown, or remove the file if you did not write it",
+            )
+            .with_surface(Surface::File {
+                path: path.to_path_buf(),
+                at: Some(LineCol::from_offset(text, deep.offset)),
+            }),
+        )
+    })
 }
 
 struct Walker<'a> {

@@ -28,6 +28,7 @@ pub mod docs;
 pub mod edit;
 mod error;
 mod file;
+pub mod nesting;
 pub mod options;
 pub mod paths;
 pub mod permissions;

@@ -148,6 +148,7 @@ pub fn read(path: &Path) -> Result<Vec<PermissionRule>, ConfigError> {
 }
 
 fn parse_document(text: &str, path: &Path) -> Result<KdlDocument, ConfigError> {
+    crate::file::nesting_limit(text, path)?;
     KdlDocument::parse(text).map_err(|_| {
         ConfigError::new(
             ErrorKind::Parse,

@@ -4,6 +4,8 @@
 //! stream, exit codes, and diagnostics of the commands that report with a
 //! configured style.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -48,6 +50,39 @@ pub fn format_usage(usage: &Usage, cost: Option<f64>) -> String {
     )
 }
 
+/// Whether `c` could drive a terminal: a C0 control other than newline and
+/// tab (ESC, BEL, CR, backspace...), DEL, or a C1 control (CSI U+009B, OSC
+/// U+009D...).
+fn drives_terminal(c: char) -> bool {
+    // Unicode's control category (Cc) is exactly C0, DEL and C1.
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// `text` made inert for a terminal: every control character that could
+/// start an escape sequence or move the cursor (see [`drives_terminal`]) is
+/// shown as visible text instead — `\x1b` for a C0 control or DEL,
+/// `\u{9b}` for a C1 control — so model text and tool output print as what
+/// they say and never change the terminal (its title, screen, colors or
+/// cursor). Newlines and tabs are kept; text without controls is borrowed
+/// unchanged.
+pub fn inert(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(drives_terminal) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !drives_terminal(c) {
+            out.push(c);
+        } else if u32::from(c) < 0x80 {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
@@ -81,7 +116,7 @@ impl HumanPrinter {
     pub fn event(&mut self, out: &mut impl Write, event: &Event) -> std::io::Result<()> {
         match event {
             Event::MessageDelta { text } => {
-                out.write_all(text.as_bytes())?;
+                out.write_all(inert(text).as_bytes())?;
                 out.flush()?;
                 self.mid_line = !text.ends_with('\n');
             }
@@ -109,11 +144,16 @@ impl HumanPrinter {
                     }
                     _ => String::new(),
                 };
-                eprintln!("  [{name}] {status}: {}{unknown}", one_line(content, 100));
+                let line = format!("  [{name}] {status}: {}{unknown}", one_line(content, 100));
+                eprintln!("{}", inert(&line));
             }
             Event::Error(info) => {
                 self.end_line(out)?;
                 let style = smith_diag::Style::for_stderr();
+                // The message may quote model or tool text; the rendering
+                // adds its own (trusted) color sequences.
+                let mut info = info.clone();
+                info.message = inert(&info.message).into_owned();
                 eprint!("{}", info.to_diagnostic().render_terminal(style));
             }
             _ => {}
@@ -224,5 +264,54 @@ pub fn finish_session(
             "smith: interrupted; the temporary session store is kept at {} for inspection",
             kept.display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_sequences_are_shown_not_executed() {
+        // OSC: set the window title, ended by BEL.
+        assert_eq!(inert("\x1b]0;pwned\x07"), "\\x1b]0;pwned\\x07");
+        // CSI: switch to the alternate screen.
+        assert_eq!(inert("a\x1b[?1049hb"), "a\\x1b[?1049hb");
+        // A bell alone.
+        assert_eq!(inert("ding\x07"), "ding\\x07");
+        // C1 CSI (U+009B) and OSC (U+009D), which some terminals honor.
+        assert_eq!(inert("\u{9b}2J\u{9d}0;x"), "\\u{9b}2J\\u{9d}0;x");
+        // Carriage return, backspace, DEL and NUL.
+        assert_eq!(inert("ok\rno\x08\x7f\0"), "ok\\x0dno\\x08\\x7f\\x00");
+        for text in [
+            inert("\x1b]0;pwned\x07\x1b[?1049h"),
+            inert("\u{9b}\u{85}\u{90}"),
+        ] {
+            assert!(!text.chars().any(drives_terminal), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn plain_text_newlines_and_tabs_are_kept_and_borrowed() {
+        let text = "line one\n\tindented — é ✓\n";
+        assert!(matches!(inert(text), Cow::Borrowed(t) if t == text));
+    }
+
+    #[test]
+    fn the_printer_neutralizes_streamed_text() {
+        let mut out = Vec::new();
+        let mut printer = HumanPrinter::default();
+        for piece in ["hi \x1b]0;pw", "ned\x07 \x1b", "[?1049h\n"] {
+            printer
+                .event(
+                    &mut out,
+                    &Event::MessageDelta {
+                        text: piece.to_owned(),
+                    },
+                )
+                .unwrap();
+        }
+        let printed = String::from_utf8(out).unwrap();
+        assert_eq!(printed, "hi \\x1b]0;pwned\\x07 \\x1b[?1049h\n");
     }
 }

@@ -103,6 +103,17 @@ impl Manifest {
     ///
     /// A [`PluginError`] naming the field, the value and the rule it broke.
     pub fn parse(text: &str, origin: &str) -> Result<Manifest, PluginError> {
+        // The parser descends once per level: refuse a hostile depth first.
+        smith_config::nesting::check(text).map_err(|deep| {
+            invalid(
+                origin,
+                format!(
+                    "{origin} nests blocks deeper than {limit} levels at line {line}, so it was not parsed (a manifest that deep could exhaust the stack); flatten the blocks from that line, or do not install a plugin whose manifest you did not write",
+                    limit = smith_config::nesting::MAX_DEPTH,
+                    line = deep.line,
+                ),
+            )
+        })?;
         let doc: kdl::KdlDocument = text.parse().map_err(|e: kdl::KdlError| {
             invalid(
                 origin,

@@ -14,14 +14,18 @@
 //! refused (the plugin gets an error saying how to allow it, and a line on
 //! standard error names it).
 //!
-//! Exit codes: 0 success, 1 failed turn, 2 budget exceeded (tokens, cost or
-//! turns), 130 interrupted.
+//! A prompt an extension blocks at the input decision point is never sent:
+//! the run ends at once as a failed one (an `error` event of kind `blocked`
+//! names the plugin and its reason).
+//!
+//! Exit codes: 0 success, 1 failed turn (or a blocked prompt), 2 budget
+//! exceeded (tokens, cost or turns), 130 interrupted.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use smith_engine::agent::Budget;
@@ -63,7 +67,7 @@ pub struct Args {
     #[arg(long)]
     pub no_session: bool,
     /// Stop after this many turns (exit code 2).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = turn_count)]
     pub max_turns: Option<u32>,
     /// Stop when input + output tokens exceed N (exit code 2).
     #[arg(long, value_name = "N")]
@@ -127,6 +131,26 @@ pub fn run_prompt(prompt: String, choice: ProviderChoice) -> anyhow::Result<u8> 
     run(args)
 }
 
+/// Parses a `--max-turns` value: a whole number of at least 1 (a run with
+/// no turn would record the prompt and never send it).
+///
+/// # Errors
+///
+/// When `given` is not a number, or is 0.
+pub fn turn_count(given: &str) -> Result<u32, String> {
+    match given.parse::<u32>() {
+        Ok(0) => Err(
+            "a run of 0 turns would send nothing and run no tool; give 1 or more, or leave --max-turns out for no limit"
+                .to_owned(),
+        ),
+        Ok(n) => Ok(n),
+        Err(err) => Err(format!(
+            "{err}; give a whole number of turns from 1 to {}",
+            u32::MAX
+        )),
+    }
+}
+
 /// The provider options every command that runs the agent takes
 /// (`smith "prompt"`, `eval`, `tui`, `rpc`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -154,6 +178,32 @@ fn install_interrupt_handler() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+    }
+}
+
+/// How long an interrupted run may take to end before the command stops
+/// waiting for it (a second interrupt stops waiting at once).
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+
+/// The end of a run that was interrupted and did not report its own end:
+/// aborted, usage unknown.
+fn aborted_unfinished() -> (StopCause, Usage, Option<f64>, String) {
+    (StopCause::Aborted, Usage::default(), None, String::new())
+}
+
+/// Shuts the runtime down, waiting at most `limit` for its threads; a
+/// thread still busy after that ends with the process.
+fn shutdown_within(handle: smith_engine::agent::AgentHandle, limit: Duration) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("eval-shutdown".to_owned())
+        .spawn(move || {
+            handle.shutdown();
+            // The receiver may have stopped waiting.
+            let _ = done.send(());
+        });
+    if spawned.is_ok() {
+        let _ = finished.recv_timeout(limit);
     }
 }
 
@@ -270,13 +320,30 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut out = stdout.lock();
     let mut printer = HumanPrinter::default();
     let mut end: Option<(StopCause, Usage, Option<f64>, String)> = None;
+    let mut started = false;
+    let mut interrupted: Option<Instant> = None;
     loop {
         if INTERRUPTED.swap(false, Ordering::SeqCst) {
+            if interrupted.is_some() {
+                // A second interrupt: stop waiting now.
+                end = Some(aborted_unfinished());
+                break;
+            }
+            interrupted = Some(Instant::now());
             handle.abort();
         }
         let event = match handle.recv_timeout(Duration::from_millis(50)) {
             Ok(event) => event,
-            Err(true) => continue,
+            Err(true) => {
+                // An aborted run ends within its plugins' abort deadline;
+                // whatever still holds it after the grace does not hold
+                // the command.
+                if interrupted.is_some_and(|at| at.elapsed() > INTERRUPT_GRACE) {
+                    end = Some(aborted_unfinished());
+                    break;
+                }
+                continue;
+            }
             Err(false) => break,
         };
         if let Some(lines) = &mut json {
@@ -288,6 +355,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             smith_diag::log::report(&info.to_diagnostic());
         }
         match event {
+            Event::AgentStart => started = true,
             Event::AgentEnd {
                 stop,
                 usage,
@@ -295,10 +363,28 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 text,
             } => end = Some((stop, usage, cost, text)),
             Event::Settled if end.is_some() => break,
+            // Idle without a run: the prompt never started one (an
+            // extension blocked it; the error event above says which and
+            // why). Nothing else will come, so this is the end.
+            Event::Settled if !started => {
+                // No request was made: nothing was used.
+                let none = Usage {
+                    input: Some(0),
+                    output: Some(0),
+                    cache_read: Some(0),
+                    cache_write: Some(0),
+                };
+                end = Some((StopCause::Error, none, None, String::new()));
+                break;
+            }
             _ => {}
         }
     }
-    handle.shutdown();
+    if interrupted.is_some() {
+        shutdown_within(handle, INTERRUPT_GRACE);
+    } else {
+        handle.shutdown();
+    }
     let Some((stop, usage, cost, text)) = end else {
         bail!(
             "the agent runtime stopped without finishing the run; the session holds what was recorded"

@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Stop each run after this many turns.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::eval::turn_count)]
     pub max_turns: Option<u32>,
     /// Work in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]

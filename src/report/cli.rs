@@ -20,8 +20,17 @@ pub fn parse_cli<P: clap::Parser>() -> P {
             ) {
                 err.exit();
             }
-            let args: Vec<String> = std::env::args().skip(1).collect();
-            let d = cli_diagnostic(&err, P::command(), &args);
+            // Lossy: an argument that is not UTF-8 is what failed here.
+            let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+            let args: Vec<String> = raw
+                .iter()
+                .map(|arg| arg.to_string_lossy().into_owned())
+                .collect();
+            let d = if err.kind() == ErrorKind::InvalidUtf8 {
+                invalid_utf8(P::command(), &raw)
+            } else {
+                cli_diagnostic(&err, P::command(), &args)
+            };
             diagnostic(&d);
             // `exit` runs no destructors: drop the diagnostic first so the
             // audit log records it.
@@ -59,6 +68,44 @@ fn context(err: &clap::Error, kind: ContextKind) -> Option<String> {
         ContextValue::Strings(v) => Some(v.join(", ")),
         other => Some(other.to_string()),
     }
+}
+
+/// The diagnostic for a command line with an argument that is not UTF-8
+/// where smith needs text (a prompt, a name, an option's value): it names
+/// the first such argument lossily (U+FFFD for each undecodable byte) and
+/// its position. Arguments that are paths may be any bytes; clap reports
+/// only the others.
+pub fn invalid_utf8(cmd: clap::Command, raw: &[std::ffi::OsString]) -> Diagnostic {
+    let args: Vec<String> = raw
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let bad = raw.iter().position(|arg| arg.to_str().is_none());
+    let what = match bad {
+        Some(i) => format!(
+            "command-line argument {} ({:?}) is not valid UTF-8",
+            i + 1,
+            args[i]
+        ),
+        None => "a command-line argument is not valid UTF-8".to_owned(),
+    };
+    let (path, usage) = command_path(cmd, &args);
+    let mut d = Diagnostic::error(
+        "cli.invalid-utf8",
+        what,
+        "smith reads prompts, names and option values as UTF-8 text, and this argument holds bytes that are not (each shown as \u{fffd}), so nothing ran",
+        format!(
+            "pass the text in UTF-8 (e.g. convert it with `iconv -t UTF-8`, or set a UTF-8 locale in the terminal); run `{path} --help` to see every option"
+        ),
+    );
+    if let Some(i) = bad {
+        d = d
+            .with_value(args[i].clone())
+            .with_surface(Surface::other(format!("command-line argument {}", i + 1)));
+    } else {
+        d = d.with_surface(Surface::other("the command line"));
+    }
+    d.with_example(usage.trim())
 }
 
 /// A clap parse error of `cmd` given `args` as a diagnostic
@@ -177,5 +224,29 @@ mod tests {
         let d = diagnose_args(&["demo"]);
         assert_eq!(d.code(), "cli.missing-argument");
         assert!(d.is_complete(), "{d}");
+    }
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_named_lossily_with_its_position() {
+        use clap::{CommandFactory as _, Parser as _};
+        use std::os::unix::ffi::OsStringExt as _;
+        let raw: Vec<std::ffi::OsString> = vec![
+            "--count".into(),
+            "1".into(),
+            "--mode".into(),
+            std::ffi::OsString::from_vec(b"caf\xe9".to_vec()),
+        ];
+        let err =
+            Demo::try_parse_from(std::iter::once("demo".into()).chain(raw.clone())).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidUtf8);
+        let d = invalid_utf8(Demo::command(), &raw);
+        assert!(d.is_complete(), "{d}");
+        assert_eq!(d.code(), "cli.invalid-utf8");
+        assert_eq!(
+            d.what(),
+            "command-line argument 4 (\"caf\u{fffd}\") is not valid UTF-8"
+        );
+        assert_eq!(d.value(), Some(&Value::Shown("caf\u{fffd}".into())));
+        assert!(d.next().contains("demo --help"), "{d}");
     }
 }

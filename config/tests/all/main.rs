@@ -350,6 +350,19 @@ fn golden_error_messages() {
             }),
         ),
         (
+            // 100,000 levels overflow the parser's stack: refused before it.
+            "nested_too_deep",
+            Box::new(|| {
+                let levels = 100_000;
+                sb.write_user(&format!(
+                    "model \"m\"\n{}{}",
+                    "a {\n".repeat(levels),
+                    "}\n".repeat(levels)
+                ));
+                load_err(sb.loader()).into_diagnostic()
+            }),
+        ),
+        (
             "duplicate_key",
             Box::new(|| {
                 sb.write_user("model a\nmodel b\n");

@@ -80,6 +80,23 @@ fn invalid_manifests_name_the_field() {
 }
 
 #[test]
+fn a_deeply_nested_manifest_is_refused_before_parsing() {
+    // 100,000 levels overflow the parser's stack; the limit refuses the
+    // file at the first line past it.
+    let levels = 100_000;
+    let text = format!("{GOOD}{}{}", "a {\n".repeat(levels), "}\n".repeat(levels));
+    let err = Manifest::parse(&text, "x/plugin.kdl").unwrap_err();
+    let limit = smith_config::nesting::MAX_DEPTH;
+    let line = GOOD.lines().count() + limit + 1;
+    assert!(err.message.starts_with("x/plugin.kdl"), "{err}");
+    assert!(
+        err.message
+            .contains(&format!("deeper than {limit} levels at line {line}")),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_newer_api_generation_is_reported_with_both_numbers() {
     let m = Manifest::parse(&GOOD.replace("api 1", "api 3"), "p").unwrap();
     let why = m.unsupported().unwrap();

@@ -6,6 +6,8 @@
 //!   `session-shutdown`, `before-provider-request`, `model-change`,
 //!   `config-changed`, `vcs-operation`, `resize` and `answer` each become a
 //!   notice (`session-start <id>`, `resize 100x30`, `answer <id> <text>`...);
+//! - an input containing `block input` is blocked at the `input` decision
+//!   point (it is never sent);
 //! - an input containing `block context` makes every later `context`
 //!   decision a block, one containing `replace context` a replacement (which
 //!   the host must refuse);
@@ -71,6 +73,9 @@ impl ext::Guest for Lifecycle {
             E::VcsOperation(operation) => notice(format!("vcs-operation {operation}")),
             E::Resize((columns, rows)) => notice(format!("resize {columns}x{rows}")),
             E::Answer((id, answer)) => notice(format!("answer {id} {answer:?}")),
+            E::Input(text) if text.contains("block input") => {
+                block("test/lifecycle keeps this input from the model".to_owned())
+            }
             E::Input(text) => {
                 if text.contains("block context") {
                     BLOCK_CONTEXT.store(true, Ordering::SeqCst);

@@ -1,0 +1,364 @@
+//! Hostile input end to end through the built binary: an extension that
+//! blocks the prompt, arguments that are not UTF-8, configuration and
+//! manifests nested deep enough to exhaust a parser's stack, terminal
+//! escape sequences in model text and tool output, and a turn limit of 0.
+//! Each case asserts the outcome a user gets: a diagnostic and an exit
+//! status, never a hang, a panic or a terminal driven by untrusted text.
+
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::run;
+use serde_json::Value;
+
+/// `smith ARGS` in `home` (its home and working folder, no color), killed
+/// and failed after `limit`: a hang is a failure, not a stuck suite.
+fn smith_within(home: &Path, args: &[OsString], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("NO_COLOR", "1")
+        .current_dir(home)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "smith {args:?} still ran after {limit:?}:\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn os(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write_script(home: &Path, responses: &Value) -> String {
+    let path = home.join("script.json");
+    std::fs::write(&path, responses.to_string()).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn eval_ends_at_once_when_an_extension_blocks_the_prompt() {
+    let home = tempfile::tempdir().unwrap();
+    common::install_guest(
+        home.path(),
+        "test/lifecycle",
+        "smith_plugin_lifecycle.wasm",
+        "    ui\n",
+    );
+    let script = write_script(
+        home.path(),
+        &serde_json::json!([[{"text": "never"}, {"stop": {"reason": "end"}}]]),
+    );
+    // Human output: the block is reported and the run fails (exit 1).
+    let out = smith_within(
+        home.path(),
+        &os(&[
+            "eval",
+            "--no-session",
+            "--mock-script",
+            &script,
+            "please block input",
+        ]),
+        Duration::from_secs(60),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("the extension test/lifecycle blocked this input, so it was not sent: test/lifecycle keeps this input from the model"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("never"), "{stdout}");
+    // JSON output: the error event, then a result record saying so.
+    let out = smith_within(
+        home.path(),
+        &os(&[
+            "eval",
+            "--json",
+            "--name",
+            "blocked",
+            "--mock-script",
+            &script,
+            "please block input",
+        ]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let records: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "error" && r["kind"] == "blocked"),
+        "{records:?}"
+    );
+    let result = records.last().unwrap();
+    assert_eq!(result["type"], "result", "{result}");
+    assert_eq!(result["stop"], "error");
+    assert_eq!(result["exit_code"], 1);
+    assert!(
+        !records.iter().any(|r| r["type"] == "agent_start"),
+        "{records:?}"
+    );
+    // The session holds no user message: nothing was sent.
+    let dump = common::dump(home.path(), "blocked");
+    assert!(
+        !dump.iter().any(|r| r.to_string().contains("block input")),
+        "{dump:?}"
+    );
+}
+
+#[test]
+fn an_argument_that_is_not_utf8_is_a_diagnostic_with_status_2() {
+    let home = tempfile::tempdir().unwrap();
+    let bad = || OsString::from_vec(b"caf\xe9".to_vec());
+    let cases: Vec<Vec<OsString>> = vec![
+        vec!["eval".into(), bad()],
+        vec![bad()],
+        vec!["--model".into(), bad(), "hello".into()],
+        vec!["eval".into(), "--answer".into(), bad(), "hi".into()],
+        vec!["session".into(), "info".into(), bad()],
+        vec!["config".into(), "show".into(), bad()],
+        vec!["replay".into(), bad()],
+        vec!["plugin".into(), "info".into(), bad()],
+    ];
+    for args in cases {
+        let out = smith_within(home.path(), &args, Duration::from_secs(30));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let position = args.iter().position(|a| a.to_str().is_none()).unwrap() + 1;
+        assert!(
+            stderr.contains(&format!(
+                "command-line argument {position} (\"caf\u{fffd}\") is not valid UTF-8"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("[cli.invalid-utf8]"), "{args:?}: {stderr}");
+        assert!(stderr.contains("why: "), "{args:?}: {stderr}");
+        assert!(stderr.contains("next: "), "{args:?}: {stderr}");
+        assert!(stdout_is_empty(&out), "{args:?}");
+    }
+}
+
+fn stdout_is_empty(out: &Output) -> bool {
+    out.stdout.is_empty()
+}
+
+/// `levels` nested `a {` blocks after `head`.
+fn nested(head: &str, levels: usize) -> String {
+    format!("{head}{}{}", "a {\n".repeat(levels), "}\n".repeat(levels))
+}
+
+#[test]
+fn a_configuration_nested_100000_deep_is_refused_with_its_file_and_line() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("config.kdl");
+    std::fs::write(&file, nested("model \"m\"\n", 100_000)).unwrap();
+    for args in [
+        &["config", "show"][..],
+        &["eval", "--no-session", "--provider", "mock", "hi"][..],
+    ] {
+        let out = smith_within(home.path(), &os(args), Duration::from_secs(60));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{} nests blocks deeper than 64 levels at line 66",
+                file.display()
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("[config.too-deep]"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("at: {}:66:3", file.display())),
+            "{args:?}: {stderr}"
+        );
+    }
+    // 64 levels are within the limit: the file parses and the unknown
+    // section is only a warning or an error about its key, not its depth.
+    std::fs::write(&file, nested("model \"m\"\n", 64)).unwrap();
+    let out = smith_within(
+        home.path(),
+        &os(&["config", "show", "model"]),
+        Duration::from_secs(60),
+    );
+    assert!(
+        !text(&out.stderr).contains("config.too-deep"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_plugin_manifest_nested_100000_deep_is_refused_at_install() {
+    let home = tempfile::tempdir().unwrap();
+    let folder = home.path().join("deep-src");
+    std::fs::create_dir_all(&folder).unwrap();
+    let head =
+        "name \"test/deep\"\nversion \"0.1.0\"\ndescription \"deep\"\napi 1\nworld \"extension\"\n";
+    std::fs::write(folder.join("plugin.kdl"), nested(head, 100_000)).unwrap();
+    std::fs::write(folder.join("plugin.wasm"), b"\0asm").unwrap();
+    let out = smith_within(
+        home.path(),
+        &os(&["plugin", "install", &folder.display().to_string()]),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nests blocks deeper than 64 levels at line 70"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("plugin.kdl"), "{stderr}");
+}
+
+#[test]
+fn escape_sequences_from_the_model_and_tools_reach_no_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let hostile = "title \u{1b}]0;pwned\u{7} screen \u{1b}[?1049h csi \u{9b}2J end";
+    let script = write_script(
+        home.path(),
+        &serde_json::json!([
+            [
+                {"text": hostile},
+                {"tool_call": {"id": "c1", "name": "bash",
+                    "arguments": {"command": "printf 'out \\033]0;tool\\007 \\033[?1049h done'"}}},
+                {"stop": {"reason": "tool_use"}}
+            ],
+            [{"text": hostile}, {"stop": {"reason": "end"}}]
+        ]),
+    );
+    let out = smith_within(
+        home.path(),
+        &os(&[
+            "eval",
+            "--name",
+            "hostile",
+            "--yes",
+            "--mock-script",
+            &script,
+            "go",
+        ]),
+        Duration::from_secs(60),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let shown = "title \\x1b]0;pwned\\x07 screen \\x1b[?1049h csi \\u{9b}2J end";
+    assert!(stdout.contains(shown), "{stdout}");
+    assert!(
+        stderr.contains("[bash] ok: out \\x1b]0;tool\\x07 \\x1b[?1049h done"),
+        "{stderr}"
+    );
+    for output in [&out.stdout, &out.stderr] {
+        assert!(!output.contains(&0x1b), "{}", text(output));
+        assert!(!output.contains(&0x07), "{}", text(output));
+        assert!(!text(output).contains('\u{9b}'), "{}", text(output));
+    }
+    // Replayed, the same text is just as inert.
+    let out = smith_within(
+        home.path(),
+        &os(&["replay", "hostile", "--instant"]),
+        Duration::from_secs(60),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains(shown), "{stdout}");
+    for output in [&out.stdout, &out.stderr] {
+        assert!(!output.contains(&0x1b), "{}", text(output));
+        assert!(!output.contains(&0x07), "{}", text(output));
+    }
+    // JSON keeps the text exactly (JSON escapes it).
+    let (json, _) = run(
+        home.path(),
+        &[
+            "eval",
+            "--json",
+            "--no-session",
+            "--mock-script",
+            &script,
+            "--yes",
+            "go",
+        ],
+        0,
+    );
+    assert!(json.contains("title \\u001b]0;pwned\\u0007"), "{json}");
+    assert!(!json.as_bytes().contains(&0x1b));
+}
+
+#[test]
+fn max_turns_0_is_refused_before_anything_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let script = write_script(
+        home.path(),
+        &serde_json::json!([
+            [
+                {"tool_call": {"id": "c1", "name": "write",
+                    "arguments": {"path": "made.txt", "content": "x"}}},
+                {"stop": {"reason": "tool_use"}}
+            ],
+            [{"text": "done"}, {"stop": {"reason": "end"}}]
+        ]),
+    );
+    for command in ["eval", "rpc"] {
+        let mut args = vec![command, "--max-turns", "0", "--mock-script", &script];
+        if command == "eval" {
+            args.extend(["--no-session", "--yes", "write it"]);
+        }
+        let out = smith_within(home.path(), &os(&args), Duration::from_secs(30));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains("--max-turns"), "{command}: {stderr}");
+        assert!(
+            stderr.contains("a run of 0 turns would send nothing and run no tool"),
+            "{command}: {stderr}"
+        );
+        assert!(!home.path().join("made.txt").exists(), "{command}");
+    }
+    // 1 turn runs the first turn's tools, then stops at the limit.
+    let out = smith_within(
+        home.path(),
+        &os(&[
+            "eval",
+            "--max-turns",
+            "1",
+            "--no-session",
+            "--yes",
+            "--mock-script",
+            &script,
+            "write it",
+        ]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(home.path().join("made.txt").exists());
+}
