@@ -1,7 +1,8 @@
 //! Hostile input end to end through the built binary: an extension that
 //! blocks the prompt, arguments that are not UTF-8, configuration and
 //! manifests nested deep enough to exhaust a parser's stack, terminal
-//! escape sequences in model text and tool output, and a turn limit of 0.
+//! escape sequences in model text and tool output, a turn limit of 0, and
+//! a FIFO in a cloned project's `.smith`.
 //! Each case asserts the outcome a user gets: a diagnostic and an exit
 //! status, never a hang, a panic or a terminal driven by untrusted text.
 
@@ -22,12 +23,17 @@ use serde_json::Value;
 /// `smith ARGS` in `home` (its home and working folder, no color), killed
 /// and failed after `limit`: a hang is a failure, not a stuck suite.
 fn smith_within(home: &Path, args: &[OsString], limit: Duration) -> Output {
+    smith_in(home, home, args, limit)
+}
+
+/// [`smith_within`] with `cwd` as the working folder.
+fn smith_in(home: &Path, cwd: &Path, args: &[OsString], limit: Duration) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
         .env("SMITH_HOME", home)
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_CACHE_HOME")
         .env("NO_COLOR", "1")
-        .current_dir(home)
+        .current_dir(cwd)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -361,4 +367,36 @@ fn max_turns_0_is_refused_before_anything_runs() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(home.path().join("made.txt").exists());
+}
+
+#[test]
+fn a_fifo_under_dot_smith_is_named_never_waited_on() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join(".smith")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(project.join(".smith/pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let script = write_script(
+        home.path(),
+        &serde_json::json!([[{"text": "answered"}, {"stop": {"reason": "end"}}]]),
+    );
+    // Untrusted: every command finishes, and eval warns that the project
+    // is ignored until trusted.
+    let limit = Duration::from_secs(60);
+    let out = smith_in(home.path(), &project, &os(&["config", "show"]), limit);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let eval = ["eval", "--no-session", "--mock-script", &script, "hi"];
+    let out = smith_in(home.path(), &project, &os(&eval), limit);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("answered"));
+    // Trusting it digests `.smith` without opening the FIFO.
+    let out = smith_in(home.path(), &project, &os(&["trust"]), limit);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = smith_in(home.path(), &project, &os(&eval), limit);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("answered"));
 }

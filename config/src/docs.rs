@@ -156,12 +156,19 @@ file and the line where the 65th level opens); no option needs more than a
 few levels, and the limit keeps a hostile file from exhausting the stack.
 Plugin manifests (`plugin.kdl`) have the same limit.
 
+Configuration and permission-rules files are read only when they are
+regular files (or links to one) of at most 16 MiB: a FIFO, socket, device
+or folder is refused without being opened (`config.not-a-file`), and a
+larger file by its size, unread (`config.too-large`).
+
 ## Project trust
 
 A project's `.smith` directory (its `config.kdl`, its `plugins/` and anything
 else smith would run for it) is ignored — with a warning saying how to trust
 it — until you run `smith trust [PATH]`. Trust records the project's
-canonical path and a SHA-256 digest of everything under `.smith`
+canonical path and a SHA-256 digest of everything under `.smith` (files
+are hashed in chunks, so a huge file costs time, not memory; a FIFO,
+socket or device counts by its name and kind and is never opened)
 in `<data dir>/trust.json` (mode 0600, written atomically). Any change to
 `.smith` makes the project untrusted again until you re-run `smith trust`.
 No flag grants trust on your behalf. `smith config set --project` on a

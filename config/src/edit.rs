@@ -6,7 +6,7 @@ use std::path::Path;
 use kdl::{KdlDocument, KdlEntry, KdlNode};
 use smith_diag::{Diagnostic, Surface};
 
-use crate::error::{ConfigError, ErrorKind, io_error};
+use crate::error::{ConfigError, ErrorKind};
 use crate::file;
 use crate::options::{self, OptionDecl};
 use crate::trust::write_atomic;
@@ -241,18 +241,7 @@ fn insert_like_siblings(doc: &mut KdlDocument, mut node: KdlNode, depth: usize, 
 /// When the file cannot be read or written, or does not load as
 /// configuration.
 pub fn set_in_file(path: &Path, decl: &OptionDecl, value: &Value) -> Result<(), ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(io_error(
-                "read the configuration file",
-                path,
-                &e,
-                "check the file's permissions",
-            ));
-        }
-    };
+    let text = crate::file::read_text(path, "configuration file")?.unwrap_or_default();
     let out = set_in_text(&text, path, decl, value)?;
     write_atomic(path, out.as_bytes(), false)
 }

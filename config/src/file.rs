@@ -93,6 +93,109 @@ pub(crate) fn nesting_limit(text: &str, path: &Path) -> Result<(), ConfigError> 
     })
 }
 
+/// The largest configuration or permission-rules file smith reads: far
+/// beyond any real one, small enough that a hostile file cannot exhaust
+/// memory.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The text of the configuration file `path`, `None` when it does not
+/// exist. Only a regular file (or a link to one) is read, and only up to
+/// [`MAX_FILE_BYTES`]: a FIFO would wait for a writer forever and a device
+/// or a huge file would fill memory.
+///
+/// # Errors
+///
+/// `config.not-a-file` for a FIFO, socket, device or folder;
+/// `config.too-large` beyond the limit; `config.io` when reading fails.
+pub(crate) fn read_text(path: &Path, what: &str) -> Result<Option<String>, ConfigError> {
+    use std::io::Read as _;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(crate::error::io_error(
+                &format!("read the {what}"),
+                path,
+                &e,
+                "check the file's permissions",
+            ));
+        }
+    };
+    if !meta.is_file() {
+        return Err(ConfigError::new(
+            ErrorKind::Io,
+            Diagnostic::error(
+                "config.not-a-file",
+                format!("{} is not a regular file", path.display()),
+                format!(
+                    "it is {}; smith reads the {what} only from a regular file, since reading a FIFO waits for a writer and a device can be endless",
+                    kind_of(&meta.file_type())
+                ),
+                "replace it with a regular file, or remove it",
+            )
+            .with_value(path.display()),
+        ));
+    }
+    let too_large = |size: u64| {
+        ConfigError::new(
+            ErrorKind::Io,
+            Diagnostic::error(
+                "config.too-large",
+                format!("{} is too large to read", path.display()),
+                format!(
+                    "it holds {size} bytes, and smith reads a {what} of at most {MAX_FILE_BYTES} bytes (16 MiB)"
+                ),
+                "remove what does not belong in it; a configuration is a few kilobytes",
+            )
+            .with_value(path.display()),
+        )
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    let read_failed = |e: &std::io::Error| {
+        crate::error::io_error(
+            &format!("read the {what}"),
+            path,
+            e,
+            "check the file's permissions",
+        )
+    };
+    let file = std::fs::File::open(path).map_err(|e| read_failed(&e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| read_failed(&e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| read_failed(&std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+/// What an entry that is no regular file is, in words.
+fn kind_of(ty: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if ty.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if ty.is_socket() {
+            return "a socket";
+        }
+        if ty.is_char_device() || ty.is_block_device() {
+            return "a device";
+        }
+    }
+    if ty.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    }
+}
+
 struct Walker<'a> {
     text: &'a str,
     path: &'a Path,

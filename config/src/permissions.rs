@@ -138,10 +138,8 @@ pub(crate) fn from_document(
 ///
 /// When the file cannot be read, is not KDL, or holds an invalid rule.
 pub fn read(path: &Path) -> Result<Vec<PermissionRule>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(io_failure(path, "read", &err)),
+    let Some(text) = crate::file::read_text(path, "permission rules file")? else {
+        return Ok(Vec::new());
     };
     let doc = parse_document(&text, path)?;
     from_document(&doc, &text, path)
@@ -306,11 +304,7 @@ fn io_failure(path: &Path, what: &str, err: &std::io::Error) -> ConfigError {
 ///
 /// When the file cannot be read or written, or is not valid KDL.
 pub fn append(file: &Path, rule: &PermissionRule) -> Result<PathBuf, ConfigError> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(err) => return Err(io_failure(file, "read", &err)),
-    };
+    let text = crate::file::read_text(file, "configuration file")?.unwrap_or_default();
     let doc = parse_document(&text, file)?;
     let line = rule.to_kdl();
     let block = doc

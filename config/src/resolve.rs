@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use smith_diag::{Diagnostic, Surface};
 
-use crate::error::{ConfigError, ErrorKind, io_error};
+use crate::error::{ConfigError, ErrorKind};
 use crate::file;
 use crate::options::{self, OptionDecl};
 use crate::paths::Paths;
@@ -360,16 +360,7 @@ fn invalid(
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_error(
-            "read the configuration file",
-            path,
-            &e,
-            "check the file's permissions, or move it away to start from defaults",
-        )),
-    }
+    crate::file::read_text(path, "configuration file")
 }
 
 /// One option's resolution: every layer that set it, highest precedence

@@ -5,7 +5,9 @@
 //! the project's behalf. All of it is ignored until the user trusts the
 //! project with `smith trust [PATH]`. Trust records the project's canonical
 //! path and a SHA-256 digest over everything under `.smith` (names, contents,
-//! executable bits, symlink targets); when any of it changes the digest no
+//! executable bits, symlink targets; files are hashed in chunks, so memory
+//! stays flat, and a FIFO, socket or device is named by its kind, never
+//! opened); when any of it changes the digest no
 //! longer matches and the project is untrusted again until re-trusted. There
 //! is no flag that grants trust implicitly.
 //!
@@ -146,22 +148,93 @@ fn digest_dir(dir: &Path, rel: &str, h: &mut Sha256) -> Result<(), ConfigError> 
         } else if ty.is_dir() {
             h.update(format!("d {} {}\n", rel.len(), rel).as_bytes());
             digest_dir(&path, &rel, h)?;
+        } else if ty.is_file() {
+            digest_file(&path, &rel, h)?;
         } else {
-            let data = fs::read(&path).map_err(|e| io_error("read", &path, &e, next))?;
-            h.update(
-                format!(
-                    "f {} {} {} {}\n",
-                    rel.len(),
-                    rel,
-                    executable(&meta),
-                    data.len()
-                )
-                .as_bytes(),
-            );
-            h.update(&data);
+            // A FIFO, socket or device is named by its kind and never
+            // opened: opening a FIFO waits for a writer, and a device can
+            // be endless.
+            h.update(format!("s {} {} {}\n", rel.len(), rel, special_kind(&ty)).as_bytes());
         }
     }
     Ok(())
+}
+
+/// The size of the chunks a file is hashed in: memory stays flat whatever
+/// the file's size.
+const DIGEST_CHUNK: usize = 64 * 1024;
+
+/// Hashes the regular file `path` (named `rel`): its name, executable bit
+/// and length, then its content, read in chunks.
+fn digest_file(path: &Path, rel: &str, h: &mut Sha256) -> Result<(), ConfigError> {
+    use std::io::Read as _;
+    let next = "check the permissions of the project's .smith directory";
+    let mut file = fs::File::open(path).map_err(|e| io_error("read", path, &e, next))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| io_error("inspect", path, &e, next))?;
+    if !meta.is_file() {
+        // Replaced by something else since the folder was listed.
+        return Err(changed_while_read(path));
+    }
+    let len = meta.len();
+    h.update(format!("f {} {} {} {}\n", rel.len(), rel, executable(&meta), len).as_bytes());
+    let mut chunk = vec![0u8; DIGEST_CHUNK];
+    let mut left = len;
+    loop {
+        let n = file
+            .read(&mut chunk)
+            .map_err(|e| io_error("read", path, &e, next))?;
+        if n == 0 {
+            break;
+        }
+        let n64 = n as u64;
+        if n64 > left {
+            return Err(changed_while_read(path));
+        }
+        h.update(&chunk[..n]);
+        left -= n64;
+    }
+    if left != 0 {
+        return Err(changed_while_read(path));
+    }
+    Ok(())
+}
+
+fn changed_while_read(path: &Path) -> ConfigError {
+    ConfigError::new(
+        ErrorKind::Io,
+        Diagnostic::error(
+            "config.changed-while-read",
+            format!("{} changed while smith read it", path.display()),
+            "the project's trust digest covers every file under .smith, and this one grew, shrank or was replaced while it was being hashed",
+            "run the command again once nothing is writing under .smith",
+        )
+        .with_value(path.display()),
+    )
+}
+
+/// The kind of an entry that is no file, folder or link, as the digest
+/// names it.
+#[cfg(unix)]
+fn special_kind(ty: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ty.is_fifo() {
+        "fifo"
+    } else if ty.is_socket() {
+        "socket"
+    } else if ty.is_char_device() {
+        "char-device"
+    } else if ty.is_block_device() {
+        "block-device"
+    } else {
+        "other"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_ty: &fs::FileType) -> &'static str {
+    "other"
 }
 
 #[cfg(unix)]

@@ -539,6 +539,67 @@ fn trust_store_is_private_and_records_path_and_digest() {
     assert_ne!(sb.project().digest().unwrap(), before);
 }
 
+#[cfg(unix)]
+#[test]
+fn the_trust_digest_streams_files_and_names_fifos_without_opening_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    let config = sb.write_project("model m\n");
+    fs::set_permissions(&config, fs::Permissions::from_mode(0o644)).unwrap();
+    // The format of a regular file's part is unchanged (records written
+    // before still match): `smith-trust-v1`, then name, executable bit,
+    // length and content.
+    let before = sb.project().digest().unwrap();
+    assert_eq!(
+        before,
+        "sha256:d1e503cb84dbf79699d8577a049a1688219d72d15a81318d872e3596cffd63a0"
+    );
+    // A FIFO is named by its kind, never opened (opening it would wait for
+    // a writer forever).
+    let fifo = sb.repo().join(".smith/pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let with_fifo = sb.project().digest().unwrap();
+    assert_ne!(with_fifo, before);
+    assert_eq!(sb.project().digest().unwrap(), with_fifo);
+    sb.trust();
+    let store = TrustStore::open(&sb.paths().trust_file()).unwrap();
+    assert!(matches!(
+        store.status(&sb.project()).unwrap(),
+        TrustStatus::Trusted
+    ));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_configuration_file_that_is_a_fifo_or_huge_is_refused_unread() {
+    let sb = Sandbox::new();
+    let user = sb.paths().user_config_file();
+    fs::create_dir_all(user.parent().unwrap()).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&user)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let err = load_err(sb.loader());
+    let d = err.diagnostic();
+    assert_eq!(d.code(), "config.not-a-file", "{d:?}");
+    assert!(d.what().contains(&user.display().to_string()), "{d:?}");
+    assert!(d.why().contains("a FIFO"), "{d:?}");
+    fs::remove_file(&user).unwrap();
+    // 17 MiB of nothing (a sparse file): refused by its size, not read.
+    let file = fs::File::create(&user).unwrap();
+    file.set_len(17 * 1024 * 1024).unwrap();
+    let err = load_err(sb.loader());
+    let d = err.diagnostic();
+    assert_eq!(d.code(), "config.too-large", "{d:?}");
+    assert!(d.why().contains("17825792 bytes"), "{d:?}");
+    assert!(d.why().contains("at most 16777216 bytes"), "{d:?}");
+}
+
 #[test]
 fn revoking_trust_ignores_the_project_again() {
     let sb = Sandbox::new();
