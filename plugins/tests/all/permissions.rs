@@ -124,14 +124,20 @@ fn policy_with(
 
 impl Policy {
     fn decide(&mut self, tool: &str, arguments: serde_json::Value) -> Decision {
+        self.decide_text(tool, &arguments.to_string())
+    }
+
+    /// The decision on a call whose arguments are `arguments` as given,
+    /// JSON or not.
+    fn decide_text(&mut self, tool: &str, arguments: &str) -> Decision {
         let event = LifecycleEvent::ToolCall(ToolCallEvent {
             id: "call-1".into(),
             name: tool.into(),
-            arguments: arguments.to_string(),
+            arguments: arguments.into(),
         });
         match self.plugin.handle(&event).unwrap() {
             HandlerResult::Decision(decision) => decision,
-            other => panic!("smith/permissions did not decide {tool}: {other:?}"),
+            other => panic!("smith/permissions did not decide {tool} {arguments}: {other:?}"),
         }
     }
 
@@ -285,17 +291,7 @@ fn the_path_and_command_are_read_as_a_whole_json_parse_reads_them() {
     let away = outside.path().join("x.txt");
     let away = away.to_str().unwrap();
     let mut p = policy(Approval::Workspace, Vec::new(), &[]);
-    let raw = |p: &mut Policy, tool: &str, arguments: &str| {
-        let event = LifecycleEvent::ToolCall(ToolCallEvent {
-            id: "call-1".into(),
-            name: tool.into(),
-            arguments: arguments.into(),
-        });
-        match p.plugin.handle(&event).unwrap() {
-            HandlerResult::Decision(decision) => decision,
-            other => panic!("smith/permissions did not decide {arguments}: {other:?}"),
-        }
-    };
+    let raw = |p: &mut Policy, tool: &str, arguments: &str| p.decide_text(tool, arguments);
     // An escaped path is the path it spells.
     assert_eq!(
         raw(&mut p, "write", r#"{"path":"src\/a.txt"}"#),
