@@ -74,6 +74,9 @@ provider "openai-compatible" {
     model "busy-model" {
         tools #true
     }
+    model "openai/gpt-oss-120b" {
+        tools #true
+    }
 }
 group "main" "openai-compatible/busy-model" "openai-compatible/test-model"
 "#,
@@ -203,6 +206,244 @@ fn a_recorded_text_stream_becomes_the_assistant_message() {
     assert!(
         stderr.contains("provider openai-compatible (chosen with --provider), model openai-compatible/test-model"),
         "{stderr}"
+    );
+}
+
+/// `--provider openai-compatible --model openai/gpt-oss-120b --base-url
+/// LOCAL`: the `/` belongs to the model id (as OpenRouter, Groq and local
+/// servers name models), so the request goes to the chosen server with the
+/// id whole. OpenAI's key is set and OpenAI's base URL points at a second
+/// local server that must see nothing, and no request carries the key.
+#[test]
+fn an_explicit_provider_is_never_replaced_by_a_slash_in_the_model_id() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let trap_body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let trap = Server::start(Box::new(move |_, _| Reply::Stream(trap_body.clone())));
+    let base = server.url("/v1");
+    let trap_base = trap.url("/v1");
+    let key = "sk-openai-must-not-leave-1f2e3d";
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "openai/gpt-oss-120b", "weather?"),
+        &[("OPENAI_API_KEY", key), ("OPENAI_BASE_URL", &trap_base)],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        trap.seen().is_empty(),
+        "OpenAI's server was asked: {:?}",
+        trap.seen().len()
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "{}", describe(&out));
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(seen[0].body["model"], "openai/gpt-oss-120b");
+    assert_eq!(
+        seen[0].header("authorization"),
+        None,
+        "OpenAI's key is not sent"
+    );
+    assert!(
+        seen[0].body["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "models.kdl declares the id with `/` and its tool use"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "provider openai-compatible (chosen with --provider), model openai-compatible/openai/gpt-oss-120b"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(key) && !String::from_utf8_lossy(&out.stdout).contains(key));
+}
+
+/// Without --provider, a provider prefix in the model picks the provider,
+/// and `--base-url` (which belongs to the provider chosen otherwise) is
+/// refused rather than ignored: nothing is sent anywhere.
+#[test]
+fn a_base_url_for_one_provider_is_not_used_for_a_model_of_another() {
+    let home = home();
+    let trap_body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let trap = Server::start(Box::new(move |_, _| Reply::Stream(trap_body.clone())));
+    let local_body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let local = Server::start(Box::new(move |_, _| Reply::Stream(local_body.clone())));
+    let trap_base = trap.url("/v1");
+    let local_base = local.url("/v1");
+    let out = run(
+        home.path(),
+        &[
+            "eval",
+            "--base-url",
+            &local_base,
+            "--model",
+            "openai/gpt-4o",
+            "--no-session",
+            "--json",
+            "weather?",
+        ],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-test-0001"),
+            ("OPENAI_API_KEY", "sk-openai-test-0002"),
+            ("OPENAI_BASE_URL", &trap_base),
+        ],
+    );
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(trap.seen().is_empty(), "a request went to OpenAI's server");
+    assert!(
+        local.seen().is_empty(),
+        "a request went to the --base-url server"
+    );
+    // With --json the error is a JSON record on standard output.
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("--base-url was given for provider anthropic")
+            && said.contains("the model routes to openai/gpt-4o")
+            && said.contains("pass --provider openai"),
+        "{said}"
+    );
+    assert!(!said.contains("sk-ant-test-0001") && !said.contains("sk-openai-test-0002"));
+}
+
+/// A 429 whose JSON body carries the vendor's error and whose headers say
+/// `Retry-After: 1`: smith tells the user it waits, waits that long, and
+/// sends again to the same target, which answers.
+#[test]
+fn a_rate_limit_is_retried_after_the_wait_its_headers_ask_for() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let limited = br#"{"error":{"message":"Rate limit reached for requests","type":"rate_limit_error","code":"rate_limit_exceeded"}}"#;
+    let server = Server::start(Box::new(move |n, _| {
+        if n == 0 {
+            Reply::Json(429, vec![("retry-after", "1".to_owned())], limited.to_vec())
+        } else {
+            Reply::Stream(body.clone())
+        }
+    }));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", "weather?"),
+        &[],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "{}", describe(&out));
+    let gap = seen[1].at.duration_since(seen[0].at);
+    assert!(
+        gap >= Duration::from_millis(950),
+        "sent again after {gap:?}, not after the 1 s asked for"
+    );
+    let events = events(&out);
+    let retries: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "provider_retry")
+        .collect();
+    assert_eq!(retries.len(), 1, "{}", describe(&out));
+    assert_eq!(retries[0]["wait_ms"], 1000);
+    assert_eq!(retries[0]["error"]["kind"], "rate_limit");
+    assert_eq!(retries[0]["error"]["retry_after_ms"], 1000);
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    assert_eq!(events.last().unwrap()["text"], text);
+}
+
+/// A wait longer than smith waits on its own (one minute) with no other
+/// target: the run fails at once, saying how long the provider asked for,
+/// and sends nothing more. Human output announces nothing it will not do.
+#[test]
+fn a_rate_limit_asking_for_a_long_wait_fails_at_once_and_says_so() {
+    let home = home();
+    let limited =
+        br#"{"error":{"message":"Rate limit reached for tokens","type":"rate_limit_error"}}"#;
+    let server = Server::start(Box::new(move |_, _| {
+        Reply::Json(
+            429,
+            vec![
+                ("x-ratelimit-remaining-tokens", "0".to_owned()),
+                ("x-ratelimit-reset-tokens", "2m0s".to_owned()),
+            ],
+            limited.to_vec(),
+        )
+    }));
+    let base = server.url("/v1");
+    let started = Instant::now();
+    let mut args = compatible_args(&base, "test-model", "weather?");
+    args.retain(|a| *a != "--json");
+    let out = run(home.path(), &args, &[]);
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(started.elapsed() < Duration::from_secs(30), "it waited");
+    assert_eq!(server.seen().len(), 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the provider asks to wait 120 s, longer than smith waits on its own"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sending again"), "{stderr}");
+}
+
+/// The connection is cut after part of the answer streamed: the text the
+/// user saw stays in the message (stop reason error), in the result and in
+/// the session, and the usage no report gave stays unknown, never 0.
+#[test]
+fn text_that_arrived_before_a_connection_cut_is_kept() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    // Cut just after the event that carries the fifth content delta.
+    let recorded = String::from_utf8_lossy(&body).into_owned();
+    let mut at = 0;
+    for _ in 0..5 {
+        at += recorded[at..]
+            .find("\"content\":\"")
+            .expect("the recording has five content deltas")
+            + 1;
+    }
+    let cut = at
+        + recorded[at..]
+            .find("\n\n")
+            .expect("events end with a blank line")
+        + 2;
+    assert!(
+        cut < body.len() - 100,
+        "the cut leaves most of the stream out"
+    );
+    let server = Server::start(Box::new(move |_, _| Reply::Cut(body.clone(), cut)));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", "weather?"),
+        &[],
+    );
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        server.seen().len(),
+        1,
+        "content arrived: nothing is sent twice"
+    );
+    let events = events(&out);
+    let messages = assistant_messages(&events);
+    assert_eq!(messages.len(), 1, "{}", describe(&out));
+    assert_eq!(messages[0]["stop"], "error");
+    let kept = messages[0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        !kept.is_empty() && text.starts_with(kept),
+        "kept {kept:?} of {text:?}"
+    );
+    let result = events.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["text"], kept);
+    assert!(result["usage"]["input"].is_null(), "{result}");
+    assert!(
+        result["cost"].is_null() || result["cost"] != 0.0,
+        "{result}"
     );
 }
 

@@ -2,7 +2,7 @@
 //!
 //! | Failure | Decision |
 //! |---|---|
-//! | rate limited | fail over at once; give up when no target is left |
+//! | rate limited | wait as the provider says (`Retry-After`, the vendors' reset headers) and retry the same target, at most `max_retries` times: when another target remains only for a wait of at most `max_delay`, else for at most `max_rate_wait`; without a hint, fail over at once, or retry after the backoff when no target is left; otherwise fail over, or give up |
 //! | transient transport failure | retry the same target after an exponential backoff, at most `max_retries` times; then fail over, or give up |
 //! | unavailable model | fail over; give up when no target is left |
 //! | credentials rejected | fail over (another bucket may work); give up when none is left |
@@ -68,6 +68,10 @@ pub struct Policy {
     pub base_delay: Duration,
     /// The longest wait.
     pub max_delay: Duration,
+    /// The longest wait a rate limit's hint is honoured for when no other
+    /// target remains; a longer one gives up at once (saying when to try
+    /// again).
+    pub max_rate_wait: Duration,
 }
 
 impl Default for Policy {
@@ -76,6 +80,7 @@ impl Default for Policy {
             max_retries: 3,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(8),
+            max_rate_wait: Duration::from_secs(60),
         }
     }
 }
@@ -93,11 +98,40 @@ impl Policy {
     /// Decides after `failure`, given how many retries of this target were
     /// already made and whether another target remains.
     pub fn decide(&self, failure: Failure, retries_so_far: u32, next_target: bool) -> Decision {
+        self.decide_with_hint(failure, retries_so_far, next_target, None)
+    }
+
+    /// [`Policy::decide`], with the provider's hint of when to try again
+    /// (`Retry-After` and the like) for a rate limit.
+    pub fn decide_with_hint(
+        &self,
+        failure: Failure,
+        retries_so_far: u32,
+        next_target: bool,
+        hint: Option<Duration>,
+    ) -> Decision {
         let fail_over = if next_target {
             Decision::FailOver
         } else {
             Decision::GiveUp
         };
+        if failure == Failure::RateLimited && retries_so_far < self.max_retries {
+            // Another target answers sooner than a long wait; with none
+            // left, waiting (within bounds) is the only way to an answer.
+            let wait = match (hint, next_target) {
+                (Some(h), _) => Some(h),
+                (None, true) => None,
+                (None, false) => Some(self.backoff(retries_so_far)),
+            };
+            let bound = if next_target {
+                self.max_delay
+            } else {
+                self.max_rate_wait
+            };
+            if let Some(after) = wait.filter(|w| *w <= bound) {
+                return Decision::Retry { after };
+            }
+        }
         match failure {
             Failure::Transient if retries_so_far < self.max_retries => Decision::Retry {
                 after: self.backoff(retries_so_far),
@@ -192,6 +226,7 @@ mod tests {
             max_retries: 3,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(300),
+            max_rate_wait: Duration::from_millis(2000),
         }
     }
 
@@ -204,9 +239,11 @@ mod tests {
                 for next in [false, true] {
                     let got = p.decide(failure, retries, next);
                     let want = match (failure, retries < p.max_retries, next) {
-                        (Failure::Transient, true, _) => Decision::Retry {
-                            after: p.backoff(retries),
-                        },
+                        (Failure::Transient, true, _) | (Failure::RateLimited, true, false) => {
+                            Decision::Retry {
+                                after: p.backoff(retries),
+                            }
+                        }
                         (Failure::InvalidRequest | Failure::Cancelled, _, _) => Decision::GiveUp,
                         (_, _, true) => Decision::FailOver,
                         (_, _, false) => Decision::GiveUp,
@@ -218,6 +255,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A rate limit's hint: honoured within `max_delay` while another
+    /// target remains and within `max_rate_wait` when none does, at most
+    /// `max_retries` times; past those, fail over or give up.
+    #[test]
+    fn rate_limit_hints_are_waited_for_within_bounds() {
+        let p = policy();
+        let ms = Duration::from_millis;
+        let rl = Failure::RateLimited;
+        assert_eq!(
+            p.decide_with_hint(rl, 0, true, Some(ms(250))),
+            Decision::Retry { after: ms(250) }
+        );
+        assert_eq!(
+            p.decide_with_hint(rl, 0, true, Some(ms(301))),
+            Decision::FailOver
+        );
+        assert_eq!(
+            p.decide_with_hint(rl, 0, false, Some(ms(1500))),
+            Decision::Retry { after: ms(1500) }
+        );
+        assert_eq!(
+            p.decide_with_hint(rl, 2, false, Some(ms(2000))),
+            Decision::Retry { after: ms(2000) }
+        );
+        assert_eq!(
+            p.decide_with_hint(rl, 0, false, Some(ms(2001))),
+            Decision::GiveUp
+        );
+        assert_eq!(
+            p.decide_with_hint(rl, 3, false, Some(ms(10))),
+            Decision::GiveUp
+        );
+        assert_eq!(
+            p.decide_with_hint(rl, 3, true, Some(ms(10))),
+            Decision::FailOver
+        );
+        // A hint changes nothing but rate limits.
+        assert_eq!(
+            p.decide_with_hint(Failure::Unauthorized, 0, true, Some(ms(10))),
+            Decision::FailOver
+        );
+        assert_eq!(
+            p.decide_with_hint(Failure::Transient, 0, true, Some(ms(10))),
+            Decision::Retry {
+                after: p.backoff(0)
+            }
+        );
     }
 
     #[test]

@@ -372,14 +372,32 @@ impl Parser<'_> {
         }
     }
 
+    /// A provider id: non-empty, no whitespace, no `/` (the first `/` of a
+    /// reference ends the provider id). A model id may hold `/` after its
+    /// first character (`openai/gpt-oss-120b` on an OpenAI-compatible
+    /// server, `meta-llama/Llama-3.3-70B-Instruct` on Together): the
+    /// reference `provider/model` splits at its first `/`, so the rest is
+    /// the model id whatever it holds.
     fn check_id(&self, node: &KdlNode, id: &str, what: &str) -> Result<(), Diagnostic> {
-        if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c == '/') {
+        let model = what == "model";
+        let bad = id.is_empty()
+            || id.chars().any(char::is_whitespace)
+            || if model {
+                id.starts_with('/') || id.ends_with('/')
+            } else {
+                id.contains('/')
+            };
+        if bad {
             return Err(self
                 .error(
                     node.span().offset(),
                     "catalog.invalid-id",
                     format!("{what} id `{id}` is not usable"),
-                    "ids are non-empty and contain neither whitespace nor `/` (it separates provider and model)",
+                    if model {
+                        "model ids are non-empty, contain no whitespace, and neither start nor end with `/`"
+                    } else {
+                        "provider ids are non-empty and contain neither whitespace nor `/` (it separates provider and model)"
+                    },
                     "use the id exactly as the provider's API accepts it",
                 )
                 .with_value(id));
@@ -655,6 +673,23 @@ mod tests {
         parse_catalog(text, Path::new("test.kdl"))
     }
 
+    #[test]
+    fn model_ids_may_hold_a_slash_after_their_first_character() {
+        // OpenRouter, Groq, Together and most local servers name models
+        // `org/name`; the reference splits at its first `/`.
+        let models = parse(
+            "provider \"openai-compatible\" {\n model \"openai/gpt-oss-120b\" { tools #true }\n}",
+        )
+        .expect("a model id with `/` is accepted");
+        assert_eq!(models.len(), 1);
+        assert_eq!(models[0].provider, "openai-compatible");
+        assert_eq!(models[0].id, "openai/gpt-oss-120b");
+        assert_eq!(
+            models[0].reference(),
+            "openai-compatible/openai/gpt-oss-120b"
+        );
+    }
+
     fn err_code(text: &str) -> String {
         match parse(text) {
             Ok(m) => panic!("accepted: {m:?}"),
@@ -787,7 +822,10 @@ mod tests {
                 "provider \"p\" { model \"m\"\n model \"m\" }",
                 "catalog.duplicate-model",
             ),
-            ("provider \"p\" { model \"a/b\" }", "catalog.invalid-id"),
+            ("provider \"p\" { model \"/b\" }", "catalog.invalid-id"),
+            ("provider \"p\" { model \"a/\" }", "catalog.invalid-id"),
+            ("provider \"p\" { model \"a b\" }", "catalog.invalid-id"),
+            ("provider \"p/q\" { model \"m\" }", "catalog.invalid-id"),
             ("provider \"\" { model \"m\" }", "catalog.invalid-id"),
             ("provider \"p\"", "catalog.invalid"),
             ("provider \"p\" { model \"m\" {", "catalog.parse"),

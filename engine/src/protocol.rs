@@ -408,6 +408,18 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ErrorInfo>,
     },
+    /// A provider request failed before any content and is sent again
+    /// after `wait_ms` (a rate limit's hint, the backoff after a transient
+    /// failure, or 0 when the next target of a failover group is tried at
+    /// once). A notice for the user while the run waits; it is not
+    /// recorded, so a replay does not show it.
+    ProviderRetry {
+        /// How long the run waits before sending again, in milliseconds.
+        wait_ms: u64,
+        /// What failed (its `retry_after_ms` is the provider's hint, if
+        /// it gave one).
+        error: ErrorInfo,
+    },
     /// The model changed.
     ModelChanged {
         /// The provider id.

@@ -147,6 +147,16 @@ impl HumanPrinter {
                 let line = format!("  [{name}] {status}: {}{unknown}", one_line(content, 100));
                 eprintln!("{}", inert(&line));
             }
+            Event::ProviderRetry { wait_ms, error } => {
+                self.end_line(out)?;
+                let line = format!(
+                    "smith: the provider failed ({}): {}; {}",
+                    error.kind,
+                    one_line(&error.message, 200),
+                    retry_words(*wait_ms)
+                );
+                eprintln!("{}", inert(&line));
+            }
             Event::Error(info) => {
                 self.end_line(out)?;
                 let style = smith_diag::Style::for_stderr();
@@ -168,6 +178,19 @@ impl HumanPrinter {
             self.mid_line = false;
         }
         Ok(())
+    }
+}
+
+/// What happens after a failed request that is sent again, in words:
+/// `sending again in 3 s`, or `sending again now` (also to the next target
+/// of a failover group).
+pub fn retry_words(wait_ms: u64) -> String {
+    if wait_ms == 0 {
+        "sending again now".to_owned()
+    } else if wait_ms < 1000 {
+        format!("sending again in {wait_ms} ms")
+    } else {
+        format!("sending again in {} s", wait_ms.div_ceil(1000))
     }
 }
 

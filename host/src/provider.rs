@@ -116,15 +116,25 @@ pub fn choose_provider(
         policy: smith_catalog::failover::Policy::default(),
         thinking: None,
     };
-    let live = LiveProvider::new(setup, Some(vendor), model)
-        .map_err(failed)?
-        .with_plugins(
-            Some(paths.cache_dir.clone()),
-            config.map_or_else(
-                smith_plugins::Limits::default,
-                crate::settings::plugin_limits,
-            ),
-        );
+    // A provider the user named (`--provider`, or the `provider` option
+    // from a source other than its default) is never replaced by a model
+    // name: see `LiveProvider::pinned`.
+    let named = provider.is_some()
+        || configured_provider
+            .as_ref()
+            .is_some_and(|(v, _)| !v.is_empty());
+    let live = if named {
+        LiveProvider::pinned(setup, vendor, model)
+    } else {
+        LiveProvider::new(setup, Some(vendor), model)
+    };
+    let live = live.map_err(failed)?.with_plugins(
+        Some(paths.cache_dir.clone()),
+        config.map_or_else(
+            smith_plugins::Limits::default,
+            crate::settings::plugin_limits,
+        ),
+    );
     // Each target runs in its vendor's built-in provider plugin: a plugin
     // the user disabled is not used behind their back.
     let disabled = crate::plugins::disabled(&paths);
@@ -134,6 +144,24 @@ pub fn choose_provider(
         if disabled.contains(&plugin) {
             bail!(
                 "the provider plugin {plugin} is disabled, and the request would go through it (target {target}); run `smith plugin enable {plugin}` or choose another provider with --provider"
+            );
+        }
+    }
+    // --base-url is the chosen provider's server: a model that routes to
+    // another provider would send its requests to a host the user did not
+    // choose, with that provider's credential.
+    if base_url.is_some() {
+        let elsewhere: Vec<String> = live
+            .targets()
+            .into_iter()
+            .filter(|t| t.split('/').next() != Some(vendor.id()))
+            .collect();
+        if let Some(first) = elsewhere.first() {
+            let other = first.split('/').next().unwrap_or(first);
+            bail!(
+                "--base-url was given for provider {} ({why}), but the model routes to {}, so the URL would not be used and requests would go to {other}'s own server; to send this model to that URL pass --provider {other}, or drop --base-url",
+                vendor.id(),
+                elsewhere.join(", "),
             );
         }
     }

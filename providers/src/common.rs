@@ -352,6 +352,13 @@ pub(crate) fn classify(hints: &[&str], message: &str) -> ProviderErrorKind {
     ]) {
         return ProviderErrorKind::Overloaded;
     }
+    // The model wrote a tool call the server could not parse (Groq's
+    // `tool_use_failed`, under `invalid_request_error` and status 400): the
+    // request is fine, the sampled output was not, and sending it again
+    // usually succeeds. A malformed response, retried like one.
+    if any(&["tool_use_failed"]) {
+        return ProviderErrorKind::MalformedStream;
+    }
     if any(&[
         "invalid_request",
         "invalid_argument",
@@ -623,6 +630,14 @@ mod tests {
         assert_eq!(classify(&["not_found_error"], ""), ModelUnavailable);
         assert_eq!(classify(&["api_error"], ""), Overloaded);
         assert_eq!(classify(&["invalid_request_error"], "bad"), InvalidRequest);
+        // Groq: the model's tool call did not parse; a retry samples anew.
+        assert_eq!(
+            classify(
+                &["invalid_request_error", "tool_use_failed", "400"],
+                "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details."
+            ),
+            MalformedStream
+        );
         assert_eq!(classify(&["weird"], "?"), Transport);
     }
 

@@ -43,6 +43,11 @@ pub enum Reply {
     Stream(Vec<u8>),
     /// A status with a body and content type.
     Status(u16, &'static str, Vec<u8>),
+    /// 200, the first `bytes` of the stream, then the connection is closed
+    /// mid-body (no last chunk): a connection cut.
+    Cut(Vec<u8>, usize),
+    /// A status with extra headers and a JSON body.
+    Json(u16, Vec<(&'static str, String)>, Vec<u8>),
     /// 200, the first `bytes` of the stream, a signal, then the connection
     /// stays open without more data until the client goes away.
     Stall(Vec<u8>, usize, mpsc::Sender<()>),
@@ -144,6 +149,25 @@ fn respond(mut stream: TcpStream, reply: Reply) -> std::io::Result<()> {
             stream.write_all(head(200, "text/event-stream").as_bytes())?;
             for piece in body.chunks(97) {
                 chunk(&mut stream, piece)?;
+            }
+            stream.write_all(b"0\r\n\r\n")?;
+        }
+        Reply::Cut(body, bytes) => {
+            stream.write_all(head(200, "text/event-stream").as_bytes())?;
+            chunk(&mut stream, &body[..bytes])?;
+            stream.flush()?;
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return Ok(());
+        }
+        Reply::Json(status, headers, body) => {
+            let mut head = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n");
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+            stream.write_all(head.as_bytes())?;
+            if !body.is_empty() {
+                chunk(&mut stream, &body)?;
             }
             stream.write_all(b"0\r\n\r\n")?;
         }

@@ -256,6 +256,21 @@ impl Validator {
         self.assemble(StopReason::Abort, None)
     }
 
+    /// Ends a stream that failed after some of its content arrived (the
+    /// connection was cut, the body bound was reached, the stream ended
+    /// without a terminal event): keeps what arrived, drops open tool
+    /// calls, and marks the turn incomplete with stop reason error and
+    /// `error`. Usage stays what the stream reported (unknown fields stay
+    /// unknown).
+    pub fn fail(self, error: ProviderError) -> AssistantTurn {
+        self.assemble(StopReason::Error, Some(error))
+    }
+
+    /// Whether any content (text, thinking or a tool call) has begun.
+    pub fn has_content(&self) -> bool {
+        !self.slots.is_empty()
+    }
+
     fn assemble(self, stop: StopReason, error: Option<ProviderError>) -> AssistantTurn {
         let mut content = Vec::with_capacity(self.slots.len());
         let mut cut_off = Vec::new();

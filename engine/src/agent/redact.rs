@@ -126,7 +126,7 @@ pub(crate) fn event(redactor: &Redactor, event: &mut Event) {
                 message(redactor, m);
             }
         }
-        Event::Error(info) => error_info(redactor, info),
+        Event::Error(info) | Event::ProviderRetry { error: info, .. } => error_info(redactor, info),
         Event::AgentStart
         | Event::Settled
         | Event::TurnStart { .. }

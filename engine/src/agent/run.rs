@@ -43,7 +43,7 @@ use crate::protocol::{
     CompactionOutcome, CompactionReason, ErrorInfo, Event, MutationState, Role, StopCause,
     ToolStatus,
 };
-use crate::provider::transport::{StreamEnd, drive};
+use crate::provider::transport::{StreamEnd, drive_with};
 use crate::provider::{
     ContentBlock, Message, Pricing, Provider, ProviderError, Request, StopReason, StreamEvent,
     ToolCall, ToolSpec, Transport, Usage,
@@ -827,7 +827,8 @@ impl Runner {
             role: Role::Assistant,
         });
         let events = self.events.clone();
-        let end = drive(
+        let notices = self.events.clone();
+        let end = drive_with(
             self.provider.as_mut(),
             self.transport.as_ref(),
             &request,
@@ -841,6 +842,13 @@ impl Runner {
                     _ => return,
                 };
                 events.send(out);
+            },
+            &mut |wait, error| {
+                // Redacted on its way out, like every event.
+                notices.send(Event::ProviderRetry {
+                    wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    error: provider_error_info(error),
+                });
             },
         );
         let turn = match end {

@@ -298,16 +298,26 @@ pub enum Record {
 /// Recovers each effect's state from records: effect ids in intent order,
 /// each with its completion, or [`EffectState::Unknown`] when the completion
 /// is missing.
+///
+/// A completion finds its intent through an index by effect id (the first
+/// intent of that id), so recovering a session of `n` effects takes O(n),
+/// not a scan of every earlier effect per completion.
 pub fn effect_states<'a>(
     records: impl IntoIterator<Item = &'a Record>,
 ) -> Vec<(String, EffectState)> {
     let mut states: Vec<(String, EffectState)> = Vec::new();
+    let mut index: std::collections::HashMap<&'a str, usize> = std::collections::HashMap::new();
     for record in records {
         match record {
-            Record::Intent(intent) => states.push((intent.effect_id.clone(), EffectState::Unknown)),
+            Record::Intent(intent) => {
+                index
+                    .entry(intent.effect_id.as_str())
+                    .or_insert(states.len());
+                states.push((intent.effect_id.clone(), EffectState::Unknown));
+            }
             Record::Completion(done) => {
-                if let Some((_, state)) = states.iter_mut().find(|(id, _)| *id == done.effect_id) {
-                    *state = EffectState::Completed {
+                if let Some(&at) = index.get(done.effect_id.as_str()) {
+                    states[at].1 = EffectState::Completed {
                         outcome: done.outcome,
                         mutation: done.mutation,
                     };

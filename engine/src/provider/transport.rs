@@ -25,6 +25,15 @@ pub enum BodyOutcome {
     Stopped,
     /// The exchange failed.
     Failed(ProviderError),
+    /// The server refused the request (a status other than 2xx) with a
+    /// JSON body, which was delivered for the provider to decode into its
+    /// error. `retry_after_ms` is the wait the response's headers asked for
+    /// (`Retry-After` and the vendors' reset headers); the decoded error
+    /// carries it unless its body named a wait of its own.
+    Refused {
+        /// The headers' wait, in milliseconds.
+        retry_after_ms: Option<u64>,
+    },
 }
 
 /// Performs exchanges for providers.
@@ -104,12 +113,14 @@ impl Transport for HostTransport {
 /// How one response stream ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StreamEnd {
-    /// A validated turn (its stop reason may be `error` with a typed error).
+    /// A validated turn (its stop reason may be `error` with a typed error;
+    /// a stream that failed after its content began is such a turn, with
+    /// what arrived kept).
     Turn(AssistantTurn),
     /// Cancellation was observed: what arrived so far, open calls dropped.
     Aborted(AssistantTurn),
-    /// The request could not be sent, the exchange failed, or the stream
-    /// was malformed or incomplete; nothing from it may be used.
+    /// The request could not be sent, or the exchange failed or was
+    /// malformed or incomplete before any content: nothing arrived.
     Failed(ProviderError),
 }
 
@@ -125,6 +136,26 @@ pub fn drive(
     request: &Request,
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(&StreamEvent),
+) -> StreamEnd {
+    drive_with(
+        provider,
+        transport,
+        request,
+        cancel,
+        on_event,
+        &mut |_, _| {},
+    )
+}
+
+/// [`drive`], telling `on_retry` before each wait for another attempt how
+/// long it waits (zero: at once, e.g. on another target) and what failed.
+pub fn drive_with(
+    provider: &mut dyn Provider,
+    transport: &dyn Transport,
+    request: &Request,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(&StreamEvent),
+    on_retry: &mut dyn FnMut(Duration, &ProviderError),
 ) -> StreamEnd {
     loop {
         let mut delivered = false;
@@ -148,6 +179,7 @@ pub fn drive(
         };
         match provider.recover(&mut error) {
             Some(wait) => {
+                on_retry(wait, &error);
                 if !cancellable_sleep(wait, cancel) {
                     return StreamEnd::Aborted(Validator::new().abort());
                 }
@@ -171,6 +203,40 @@ fn drive_once(
     request: &Request,
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(&StreamEvent),
+) -> StreamEnd {
+    let mut hint = None;
+    let end = exchange_once(provider, transport, request, cancel, on_event, &mut hint);
+    let Some(ms) = hint else {
+        return end;
+    };
+    let fill = |error: &mut ProviderError| {
+        if error.retry_after_ms.is_none() {
+            error.retry_after_ms = Some(ms);
+        }
+    };
+    match end {
+        StreamEnd::Failed(mut error) => {
+            fill(&mut error);
+            StreamEnd::Failed(error)
+        }
+        StreamEnd::Turn(mut turn) => {
+            if let Some(error) = turn.error.as_mut() {
+                fill(error);
+            }
+            StreamEnd::Turn(turn)
+        }
+        other => other,
+    }
+}
+
+/// One exchange; `hint` receives the wait a refusal's headers asked for.
+fn exchange_once(
+    provider: &mut dyn Provider,
+    transport: &dyn Transport,
+    request: &Request,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(&StreamEvent),
+    hint: &mut Option<u64>,
 ) -> StreamEnd {
     if cancel.is_cancelled() {
         return StreamEnd::Aborted(Validator::new().abort());
@@ -203,24 +269,41 @@ fn drive_once(
         accept(events, &mut validator, &mut failure)
     });
     if let Some(error) = failure {
-        return StreamEnd::Failed(error);
+        return cut_short(validator, error);
     }
     match outcome {
         BodyOutcome::Cancelled => return StreamEnd::Aborted(validator.abort()),
-        BodyOutcome::Failed(error) => return StreamEnd::Failed(error),
+        BodyOutcome::Failed(error) => return cut_short(validator, error),
+        BodyOutcome::Refused { retry_after_ms } => *hint = retry_after_ms,
         BodyOutcome::Stopped | BodyOutcome::Complete => {}
     }
     let tail = provider.finish();
     accept(tail, &mut validator, &mut failure);
     if let Some(error) = failure {
-        return StreamEnd::Failed(error);
+        return cut_short(validator, error);
     }
     if cancel.is_cancelled() && !validator.is_terminated() {
         return StreamEnd::Aborted(validator.abort());
     }
+    if !validator.is_terminated() && validator.has_content() {
+        return StreamEnd::Turn(validator.fail(ProviderError::malformed(
+            "the response stream ended without a stop or error event, so the response is incomplete; what arrived is kept, marked as failed — retry the request",
+        )));
+    }
     match validator.finish() {
         Ok(turn) => StreamEnd::Turn(turn),
         Err(error) => StreamEnd::Failed(error),
+    }
+}
+
+/// The end of an exchange that failed: what arrived is kept as a turn that
+/// failed (stop reason error) when any content had begun, since the user
+/// may have seen it; otherwise the failure alone, which may be retried.
+fn cut_short(validator: Validator, error: ProviderError) -> StreamEnd {
+    if validator.has_content() {
+        StreamEnd::Turn(validator.fail(error))
+    } else {
+        StreamEnd::Failed(error)
     }
 }
 
@@ -321,6 +404,167 @@ mod tests {
             .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
             .count();
         assert_eq!(texts, 1);
+    }
+
+    /// Sends "T" (text, then a stop) unless its transport cuts it short.
+    struct Cutting {
+        /// Chunks the transport delivers before it fails.
+        deliver: Vec<&'static [u8]>,
+        hint: Option<u64>,
+    }
+
+    impl Transport for Cutting {
+        fn perform(
+            &self,
+            _exchange: Exchange,
+            _cancel: &CancelToken,
+            on_chunk: &mut dyn FnMut(&[u8]) -> bool,
+        ) -> BodyOutcome {
+            for chunk in &self.deliver {
+                on_chunk(chunk);
+            }
+            match self.hint {
+                Some(ms) => BodyOutcome::Refused {
+                    retry_after_ms: Some(ms),
+                },
+                None => BodyOutcome::Failed(ProviderError::new(
+                    ProviderErrorKind::Transport,
+                    "the connection was reset",
+                )),
+            }
+        }
+    }
+
+    struct Pieces {
+        recovered: Vec<Option<u64>>,
+    }
+
+    impl Provider for Pieces {
+        fn describe(&self) -> ProviderInfo {
+            ProviderInfo {
+                id: "pieces".into(),
+                models: Vec::new(),
+            }
+        }
+        fn encode(&mut self, _request: &Request) -> Result<Exchange, ProviderError> {
+            Ok(Exchange::Local { chunks: Vec::new() })
+        }
+        fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+            match chunk {
+                b"E" => vec![StreamEvent::Error(ProviderError::new(
+                    ProviderErrorKind::RateLimit,
+                    "slow down",
+                ))],
+                text => vec![StreamEvent::TextDelta {
+                    text: String::from_utf8_lossy(text).into_owned(),
+                }],
+            }
+        }
+        fn finish(&mut self) -> Vec<StreamEvent> {
+            Vec::new()
+        }
+        fn recover(&mut self, error: &mut ProviderError) -> Option<Duration> {
+            self.recovered.push(error.retry_after_ms);
+            None
+        }
+    }
+
+    #[test]
+    fn a_stream_cut_after_content_keeps_what_arrived_as_a_failed_turn() {
+        let mut provider = Pieces {
+            recovered: Vec::new(),
+        };
+        let transport = Cutting {
+            deliver: vec![b"Hello, ", b"wor"],
+            hint: None,
+        };
+        let end = drive(
+            &mut provider,
+            &transport,
+            &request(),
+            &CancelToken::new(),
+            &mut |_| {},
+        );
+        let StreamEnd::Turn(turn) = end else {
+            panic!("expected the partial turn, got {end:?}");
+        };
+        assert_eq!(turn.stop, StopReason::Error);
+        assert_eq!(
+            turn.content,
+            [crate::provider::ContentBlock::Text {
+                text: "Hello, wor".into()
+            }]
+        );
+        assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Transport);
+        assert_eq!(
+            turn.usage,
+            crate::provider::Usage::default(),
+            "unknown, not 0"
+        );
+        assert!(
+            provider.recovered.is_empty(),
+            "content arrived: not retried"
+        );
+        // A stream that just ends without a terminal event keeps it too.
+        struct Ends;
+        impl Transport for Ends {
+            fn perform(
+                &self,
+                _exchange: Exchange,
+                _cancel: &CancelToken,
+                on_chunk: &mut dyn FnMut(&[u8]) -> bool,
+            ) -> BodyOutcome {
+                on_chunk(b"half");
+                BodyOutcome::Complete
+            }
+        }
+        let end = drive(
+            &mut provider,
+            &Ends,
+            &request(),
+            &CancelToken::new(),
+            &mut |_| {},
+        );
+        let StreamEnd::Turn(turn) = end else {
+            panic!("expected the partial turn, got {end:?}");
+        };
+        assert_eq!(turn.stop, StopReason::Error);
+        assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::MalformedStream);
+        // Before any content, a failure is still a failure (and offered to
+        // recover).
+        let end = drive(
+            &mut provider,
+            &Cutting {
+                deliver: Vec::new(),
+                hint: None,
+            },
+            &request(),
+            &CancelToken::new(),
+            &mut |_| {},
+        );
+        assert!(matches!(end, StreamEnd::Failed(_)), "{end:?}");
+    }
+
+    #[test]
+    fn a_refusal_s_header_wait_fills_the_decoded_error() {
+        let mut provider = Pieces {
+            recovered: Vec::new(),
+        };
+        let end = drive(
+            &mut provider,
+            &Cutting {
+                deliver: vec![b"E"],
+                hint: Some(1500),
+            },
+            &request(),
+            &CancelToken::new(),
+            &mut |_| {},
+        );
+        let StreamEnd::Turn(turn) = end else {
+            panic!("expected the failed turn, got {end:?}");
+        };
+        assert_eq!(turn.error.unwrap().retry_after_ms, Some(1500));
+        assert_eq!(provider.recovered, [Some(1500)], "recover saw the hint");
     }
 
     #[test]

@@ -706,10 +706,11 @@ fn a_malformed_stream_fails_explicitly() {
     let events = prompt(&h, "go");
     assert_eq!(stop_of(&events), StopCause::Error);
     assert_eq!(error_kinds(&events), vec!["malformed_stream"]);
-    // Nothing from the broken stream is used.
+    // The text that streamed before the broken event is kept (the user saw
+    // it), in a message marked as failed; nothing else of it is used.
     assert_eq!(
         record_view(&h.journal.records())[1..],
-        ["user go", "assistant Error [] \"\""]
+        ["user go", "assistant Error [] \"x\""]
     );
 }
 

@@ -229,7 +229,7 @@ fn no_chunk_after_cancellation_is_delivered() {
 }
 
 #[test]
-fn a_stream_cut_off_before_its_terminal_event_fails() {
+fn a_stream_cut_off_before_its_terminal_event_keeps_what_arrived_as_failed() {
     // No stop line: finish() has nothing to add.
     let mut provider = LineVendor::new(&["t partial\n"]);
     let request = Request {
@@ -246,10 +246,21 @@ fn a_stream_cut_off_before_its_terminal_event_fails() {
         &CancelToken::new(),
         &mut |_| {},
     );
-    let StreamEnd::Failed(error) = end else {
-        panic!("failure expected, got {end:?}");
+    // The text streamed (the user saw it): it is kept, marked as failed.
+    let StreamEnd::Turn(turn) = end else {
+        panic!("a failed turn expected, got {end:?}");
     };
-    assert_eq!(error.kind, ProviderErrorKind::MalformedStream);
+    assert_eq!(turn.stop, StopReason::Error);
+    assert_eq!(
+        turn.content,
+        [ContentBlock::Text {
+            text: "partial".into()
+        }]
+    );
+    assert_eq!(
+        turn.error.map(|e| e.kind),
+        Some(ProviderErrorKind::MalformedStream)
+    );
 }
 
 #[test]

@@ -142,6 +142,14 @@ pub(super) fn apply(
         }
         Event::QueueChanged { items } => status.queue = items.len(),
         Event::ModelChanged { model, .. } => status.model = model,
+        Event::ProviderRetry { wait_ms, error } => {
+            let when = if wait_ms == 0 {
+                "sending again now".to_owned()
+            } else {
+                format!("sending again in {} s", wait_ms.div_ceil(1000))
+            };
+            app.notice(&format!("{}: {} · {when}", error.kind, error.message));
+        }
         Event::Error(info) => {
             smith_diag::log::report(&info.to_diagnostic());
             app.error(&format!("{}: {}", info.kind, info.message));

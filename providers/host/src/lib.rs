@@ -21,6 +21,7 @@
 
 pub mod live;
 pub mod refresh;
+pub mod retry_hint;
 pub mod select;
 pub mod transport;
 pub mod vendor;

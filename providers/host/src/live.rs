@@ -93,6 +93,8 @@ struct Prepared {
 pub struct LiveProvider {
     setup: Setup,
     default_vendor: Option<Vendor>,
+    /// The user chose `default_vendor` explicitly: see [`LiveProvider::pinned`].
+    pinned: bool,
     name: String,
     targets: Vec<Prepared>,
     current: usize,
@@ -142,6 +144,38 @@ impl LiveProvider {
         vendor: Option<Vendor>,
         model: Option<&str>,
     ) -> Result<LiveProvider, Diagnostic> {
+        Self::build(setup, vendor, model, false)
+    }
+
+    /// A provider whose vendor the user chose explicitly (`--provider`, or
+    /// the `provider` option): every model name resolves to a target of
+    /// `vendor` and never to another provider. A name that starts with
+    /// `vendor`'s id and `/` is that reference; an alias or group is
+    /// resolved and refused when it reaches another provider; any other
+    /// name is the model id at `vendor`, `/` included
+    /// (`openai/gpt-oss-120b` on an OpenAI-compatible server is that
+    /// server's model `openai/gpt-oss-120b`, not OpenAI's `gpt-oss-120b`).
+    /// So no request goes to a provider, or a host, the user did not
+    /// choose. Model switches later in the run follow the same rule.
+    ///
+    /// # Errors
+    ///
+    /// As [`LiveProvider::new`], and `provider.pinned` when an alias or
+    /// group reaches another provider.
+    pub fn pinned(
+        setup: Setup,
+        vendor: Vendor,
+        model: Option<&str>,
+    ) -> Result<LiveProvider, Diagnostic> {
+        Self::build(setup, Some(vendor), model, true)
+    }
+
+    fn build(
+        setup: Setup,
+        vendor: Option<Vendor>,
+        model: Option<&str>,
+        pinned: bool,
+    ) -> Result<LiveProvider, Diagnostic> {
         let name = match (model, vendor) {
             (Some(m), _) => m.to_owned(),
             (None, Some(v)) => match v.default_model() {
@@ -170,6 +204,7 @@ impl LiveProvider {
         let mut provider = LiveProvider {
             setup,
             default_vendor: vendor,
+            pinned,
             name: String::new(),
             targets: Vec::new(),
             current: 0,
@@ -230,18 +265,15 @@ impl LiveProvider {
 
     fn resolve_name(&self, name: &str) -> Result<Vec<Target>, Diagnostic> {
         let snapshot = &self.setup.snapshot;
+        if let (true, Some(vendor)) = (self.pinned, self.default_vendor) {
+            return self.resolve_pinned(name, vendor);
+        }
         if name.contains('/') {
             return self.setup.routes.resolve(name, snapshot);
         }
         // An alias or group of full references resolves without the
         // catalog; otherwise a bare id belongs to the selected provider.
-        let empty = Snapshot {
-            generation: 0,
-            entries: Vec::new(),
-            conflicts: Vec::new(),
-            runtime: BTreeMap::new(),
-        };
-        if self.setup.routes.resolve(name, &empty).is_ok() {
+        if self.is_route(name) {
             return self.setup.routes.resolve(name, snapshot);
         }
         match self.default_vendor {
@@ -251,6 +283,56 @@ impl LiveProvider {
                 .resolve(&format!("{}/{name}", v.id()), snapshot),
             None => self.setup.routes.resolve(name, snapshot),
         }
+    }
+
+    /// Whether `name` is an alias or group (route names never hold `/`)
+    /// that resolves without the catalog.
+    fn is_route(&self, name: &str) -> bool {
+        let empty = Snapshot {
+            generation: 0,
+            entries: Vec::new(),
+            conflicts: Vec::new(),
+            runtime: BTreeMap::new(),
+        };
+        !name.contains('/') && self.setup.routes.resolve(name, &empty).is_ok()
+    }
+
+    /// [`LiveProvider::resolve_name`] for a provider the user chose: see
+    /// [`LiveProvider::pinned`].
+    fn resolve_pinned(&self, name: &str, vendor: Vendor) -> Result<Vec<Target>, Diagnostic> {
+        let snapshot = &self.setup.snapshot;
+        let own = format!("{}/", vendor.id());
+        if !name.starts_with(&own) && self.is_route(name) {
+            let targets = self.setup.routes.resolve(name, snapshot)?;
+            let elsewhere: Vec<String> = targets
+                .iter()
+                .filter(|t| t.provider != vendor.id())
+                .map(Target::reference)
+                .collect();
+            if !elsewhere.is_empty() {
+                return Err(Diagnostic::error(
+                    "provider.pinned",
+                    format!(
+                        "`{name}` routes to {}, but the provider was chosen as `{}`",
+                        elsewhere.join(", "),
+                        vendor.id()
+                    ),
+                    "a provider chosen with --provider (or the `provider` option) is never replaced: no request goes to a provider or host that was not chosen",
+                    format!(
+                        "name a model of `{}`, or leave out --provider and the `provider` option to let `{name}` choose",
+                        vendor.id()
+                    ),
+                )
+                .with_value(name));
+            }
+            return Ok(targets);
+        }
+        let reference = if name.starts_with(&own) {
+            name.to_owned()
+        } else {
+            format!("{own}{name}")
+        };
+        self.setup.routes.resolve(&reference, snapshot)
     }
 
     fn retarget(&mut self, name: &str) -> Result<(), Diagnostic> {
@@ -609,7 +691,21 @@ impl Provider for LiveProvider {
         self.attempts
             .push(format!("{reference}: {}", error.kind.as_str()));
         let next = self.current + 1 < self.targets.len();
-        match self.setup.policy.decide(failure, self.retries, next) {
+        let hint = error.retry_after_ms.map(Duration::from_millis);
+        let decision = self
+            .setup
+            .policy
+            .decide_with_hint(failure, self.retries, next, hint);
+        if decision == Decision::GiveUp
+            && failure == Failure::RateLimited
+            && let Some(h) = hint.filter(|h| *h > self.setup.policy.max_rate_wait)
+        {
+            error.message.push_str(&format!(
+                " (the provider asks to wait {} s, longer than smith waits on its own: try again then)",
+                h.as_secs()
+            ));
+        }
+        match decision {
             Decision::Retry { after } => {
                 self.retries += 1;
                 self.recovering = true;
@@ -833,6 +929,64 @@ mod tests {
         // The model picker changes the request's model: the targets follow.
         let exchange = p.encode(&request("claude-haiku-4-5-20251001")).unwrap();
         assert_eq!(model_of(&exchange), "claude-haiku-4-5-20251001");
+    }
+
+    #[test]
+    fn a_pinned_provider_keeps_every_name_at_its_own_provider() {
+        let routes = Routes::new()
+            .alias("elsewhere", "openai/gpt-5.1")
+            .alias("local", "openai-compatible/b")
+            .group(
+                "mixed",
+                ["openai-compatible/a", "anthropic/claude-haiku-4-5-20251001"],
+            );
+        let env = [("OPENAI_API_KEY", "sk-openai-unit-0001")];
+        let pinned = |model: &str| {
+            LiveProvider::pinned(
+                setup(&env, routes.clone()),
+                Vendor::OpenAiCompatible,
+                Some(model),
+            )
+        };
+        // A `/` in a model id is part of the id at the chosen provider.
+        let p = pinned("openai/gpt-oss-120b").unwrap();
+        assert_eq!(p.targets(), ["openai-compatible/openai/gpt-oss-120b"]);
+        // The provider's own references and routes that stay with it.
+        assert_eq!(
+            pinned("openai-compatible/a").unwrap().targets(),
+            ["openai-compatible/a"]
+        );
+        assert_eq!(pinned("local").unwrap().targets(), ["openai-compatible/b"]);
+        assert_eq!(pinned("b").unwrap().targets(), ["openai-compatible/b"]);
+        // Routes that reach another provider are refused, naming it.
+        for name in ["elsewhere", "mixed"] {
+            let e = pinned(name).unwrap_err();
+            assert_eq!(e.code(), "provider.pinned", "{name}");
+            assert!(e.is_complete(), "{name}");
+        }
+        let e = pinned("mixed").unwrap_err();
+        assert!(
+            e.what().contains("anthropic/claude-haiku-4-5-20251001")
+                && e.what().contains("`openai-compatible`"),
+            "{}",
+            e.what()
+        );
+        // A later switch follows the same rule: the request's model is
+        // resolved at the pinned provider.
+        let mut p = pinned("a").unwrap();
+        let mut switch = request("openai/gpt-oss-120b");
+        switch.tools.clear();
+        let exchange = p.encode(&switch).unwrap();
+        assert_eq!(model_of(&exchange), "openai/gpt-oss-120b");
+        assert_eq!(p.targets(), ["openai-compatible/openai/gpt-oss-120b"]);
+        // Unpinned, the prefix still chooses the provider.
+        let p = LiveProvider::new(
+            setup(&env, routes.clone()),
+            Some(Vendor::OpenAiCompatible),
+            Some("openai/gpt-5.1"),
+        )
+        .unwrap();
+        assert_eq!(p.targets(), ["openai/gpt-5.1"]);
     }
 
     #[test]

@@ -258,7 +258,9 @@ fn fetch_page(
         return Err(PageError::Cancelled);
     }
     match outcome {
-        BodyOutcome::Complete => Ok(body),
+        // A refusal's JSON body is the vendor's error object: the plugin's
+        // listing decoder reports it in the vendor's words.
+        BodyOutcome::Complete | BodyOutcome::Refused { .. } => Ok(body),
         BodyOutcome::Failed(e) => Err(PageError::Failed(e.message)),
         BodyOutcome::Cancelled => Err(PageError::Cancelled),
         BodyOutcome::Stopped if too_large => Err(PageError::TooLarge),

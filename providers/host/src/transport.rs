@@ -172,7 +172,9 @@ impl NetTransport {
         };
         let host = request.url().authority();
         let outcome = self.exchange(request, &host, cancel.clone(), on_chunk);
-        if cancel.is_cancelled() && !matches!(outcome, BodyOutcome::Complete) {
+        if cancel.is_cancelled()
+            && !matches!(outcome, BodyOutcome::Complete | BodyOutcome::Refused { .. })
+        {
             return BodyOutcome::Cancelled;
         }
         outcome
@@ -200,17 +202,21 @@ impl NetTransport {
         };
         let status = response.status();
         if !response.is_success() {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|s| s.saturating_mul(1000));
+            let headers = response.headers();
+            let retry_after = crate::retry_hint::retry_after_ms(
+                |name| headers.get(name),
+                std::time::SystemTime::now(),
+            );
             let reason = response.reason().to_owned();
             let (body, complete) = read_bounded(response.body(), ERROR_BODY_LIMIT);
             let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
             if complete && matches!(first, Some(b'{' | b'[')) {
+                // The provider decodes its own error from the body; the
+                // headers' wait travels beside it.
                 on_chunk(&body);
-                return BodyOutcome::Complete;
+                return BodyOutcome::Refused {
+                    retry_after_ms: retry_after,
+                };
             }
             let mut error = status_error(status, &reason, host, &body);
             error.retry_after_ms = retry_after;

@@ -654,8 +654,16 @@ fn one_plugin_instance_per_target_created_on_first_use_and_reused() {
     let mut events = live.decode(CHAT_BODY);
     events.extend(live.finish());
     assert_eq!(events.len(), 2, "{events:?}");
-    // Give up on b (a rate limit with no target left): the next request
-    // starts at a again, on a's instance.
+    // A rate limit without a hint and no target left: b again after the
+    // backoff, three times; then give up, and the next request starts at a
+    // again, on a's instance.
+    for wait in [500, 1000, 2000] {
+        assert_eq!(
+            live.recover(&mut limited),
+            Some(Duration::from_millis(wait))
+        );
+        assert_eq!(model_of(&live.encode(&request).unwrap()), "b");
+    }
     assert_eq!(live.recover(&mut limited), None);
     assert_eq!(model_of(&live.encode(&request).unwrap()), "a");
     assert_eq!(live.plugin_instances(), 2);
