@@ -77,6 +77,9 @@ provider "openai-compatible" {
     model "openai/gpt-oss-120b" {
         tools #true
     }
+    model "no-tools-model" {
+        tools #false
+    }
 }
 group "main" "openai-compatible/busy-model" "openai-compatible/test-model"
 "#,
@@ -1041,7 +1044,7 @@ fn a_model_without_advertised_tool_use_fails_before_dispatch() {
     let base = server.url("/v1");
     let out = run(
         home.path(),
-        &compatible_args(&base, "unlisted-model", "hi"),
+        &compatible_args(&base, "no-tools-model", "hi"),
         &[],
     );
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
@@ -1053,6 +1056,67 @@ fn a_model_without_advertised_tool_use_fails_before_dispatch() {
     let message = error["message"].as_str().unwrap();
     assert!(message.contains("does not call tools"), "{message}");
     assert!(message.contains("tools #true"), "{message}");
+}
+
+/// An OpenAI-compatible model no models.kdl entry describes (as every model
+/// of a fresh Ollama or llama.cpp install is): tool use is assumed, said
+/// once at startup, and the request goes out with the tools.
+#[test]
+fn an_unlisted_local_model_is_offered_tools_with_a_notice() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "qwen2.5-coder:7b", "weather?"),
+        &[],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].body["model"], "qwen2.5-coder:7b");
+    assert!(
+        seen[0].body["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "tools are offered"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("smith: notice: tool use of `openai-compatible/qwen2.5-coder:7b` is assumed")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}
+
+/// Ollama refuses tools for a model that has none with a 400 whose JSON
+/// body holds only a message: the status types it (an invalid request, not
+/// retried) and the error says how to declare the model.
+#[test]
+fn a_server_refusing_assumed_tools_is_not_retried_and_the_fix_is_named() {
+    let home = home();
+    let refusal = br#"{"error":"registry.ollama.ai/library/gemma3:1b does not support tools"}"#;
+    let server = Server::start(Box::new(move |_, _| {
+        Reply::Json(400, Vec::new(), refusal.to_vec())
+    }));
+    let base = server.url("/v1");
+    let out = run(home.path(), &compatible_args(&base, "gemma3:1b", "hi"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(server.seen().len(), 1, "an invalid request is sent once");
+    let error = events(&out)
+        .into_iter()
+        .find(|e| e["type"] == "error")
+        .unwrap_or_else(|| panic!("no error event: {}", describe(&out)));
+    assert_eq!(error["kind"], "invalid_request", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("does not support tools"), "{message}");
+    assert!(
+        message.contains("declare `model \"gemma3:1b\" { tools #false }`"),
+        "{message}"
+    );
 }
 
 /// A live request to a vendor when its key is set.

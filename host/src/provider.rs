@@ -175,11 +175,14 @@ pub fn choose_provider(
     let credential = live
         .credential_origin()
         .map_or_else(String::new, |origin| format!("; credential from {origin}"));
-    let note = format!(
+    let mut note = format!(
         "smith: provider {} ({why}), model {}{credential}",
         vendor.id(),
         live.targets().join(" -> "),
     );
+    for assumed in live.assumptions() {
+        note.push_str(&format!("\nsmith: notice: {assumed}"));
+    }
     Ok(Chosen {
         live: Live {
             model: Some(live.model_name().to_owned()),

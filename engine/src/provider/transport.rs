@@ -31,6 +31,8 @@ pub enum BodyOutcome {
     /// (`Retry-After` and the vendors' reset headers); the decoded error
     /// carries it unless its body named a wait of its own.
     Refused {
+        /// The response's status (4xx or 5xx).
+        status: u16,
         /// The headers' wait, in milliseconds.
         retry_after_ms: Option<u64>,
     },
@@ -204,14 +206,22 @@ fn drive_once(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(&StreamEvent),
 ) -> StreamEnd {
-    let mut hint = None;
-    let end = exchange_once(provider, transport, request, cancel, on_event, &mut hint);
-    let Some(ms) = hint else {
+    let mut refusal = None;
+    let end = exchange_once(provider, transport, request, cancel, on_event, &mut refusal);
+    let Some((status, hint)) = refusal else {
         return end;
     };
     let fill = |error: &mut ProviderError| {
         if error.retry_after_ms.is_none() {
-            error.retry_after_ms = Some(ms);
+            error.retry_after_ms = hint;
+        }
+        // A body the decoder could not classify (no type or code, e.g.
+        // Ollama's `{"error": "... does not support tools"}`) is typed by
+        // the status the server answered with.
+        if error.kind == ProviderErrorKind::Transport
+            && let Some(kind) = kind_of_status(status)
+        {
+            error.kind = kind;
         }
     };
     match end {
@@ -229,14 +239,27 @@ fn drive_once(
     }
 }
 
-/// One exchange; `hint` receives the wait a refusal's headers asked for.
+/// The error kind an HTTP status stands for, when it stands for one.
+pub fn kind_of_status(status: u16) -> Option<ProviderErrorKind> {
+    Some(match status {
+        429 => ProviderErrorKind::RateLimit,
+        401 | 403 => ProviderErrorKind::Auth,
+        404 => ProviderErrorKind::ModelUnavailable,
+        408 | 500..=599 => ProviderErrorKind::Overloaded,
+        400..=499 => ProviderErrorKind::InvalidRequest,
+        _ => return None,
+    })
+}
+
+/// One exchange; `refusal` receives a refusal's status and the wait its
+/// headers asked for.
 fn exchange_once(
     provider: &mut dyn Provider,
     transport: &dyn Transport,
     request: &Request,
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(&StreamEvent),
-    hint: &mut Option<u64>,
+    refusal: &mut Option<(u16, Option<u64>)>,
 ) -> StreamEnd {
     if cancel.is_cancelled() {
         return StreamEnd::Aborted(Validator::new().abort());
@@ -274,7 +297,10 @@ fn exchange_once(
     match outcome {
         BodyOutcome::Cancelled => return StreamEnd::Aborted(validator.abort()),
         BodyOutcome::Failed(error) => return cut_short(validator, error),
-        BodyOutcome::Refused { retry_after_ms } => *hint = retry_after_ms,
+        BodyOutcome::Refused {
+            status,
+            retry_after_ms,
+        } => *refusal = Some((status, retry_after_ms)),
         BodyOutcome::Stopped | BodyOutcome::Complete => {}
     }
     let tail = provider.finish();
@@ -425,6 +451,7 @@ mod tests {
             }
             match self.hint {
                 Some(ms) => BodyOutcome::Refused {
+                    status: 429,
                     retry_after_ms: Some(ms),
                 },
                 None => BodyOutcome::Failed(ProviderError::new(

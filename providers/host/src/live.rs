@@ -84,6 +84,9 @@ struct Prepared {
     /// takes none.
     credential: Option<String>,
     base_url: Option<String>,
+    /// Tool use is assumed, not known: an OpenAI-compatible model the
+    /// catalog does not describe (see [`LiveProvider::assumptions`]).
+    assumed_tools: bool,
     /// The target's vendor plugin instance and the settings it was
     /// configured with; created on the target's first request.
     plugin: Option<(Vec<(String, String)>, WasmProvider)>,
@@ -250,6 +253,17 @@ impl LiveProvider {
         self.targets.iter().map(|t| t.target.reference()).collect()
     }
 
+    /// What is assumed rather than known about the targets, one sentence
+    /// each, for a notice at startup: tool use of OpenAI-compatible models
+    /// the catalog does not describe.
+    pub fn assumptions(&self) -> Vec<String> {
+        self.targets
+            .iter()
+            .filter(|t| t.assumed_tools)
+            .map(|t| assumed_tools_note(&t.target))
+            .collect()
+    }
+
     /// Where the credential of the first target comes from (never its
     /// value), for a startup line.
     pub fn credential_origin(&self) -> Option<String> {
@@ -368,11 +382,23 @@ impl LiveProvider {
             .with_value(target.reference()));
         };
         let snapshot = &self.setup.snapshot;
-        let model = snapshot
+        let mut model = snapshot
             .get(&target.provider, &target.model)
             .map(|e| e.model.clone())
             .unwrap_or_else(|| CatalogModel::new(&target.provider, &target.model));
         let family = snapshot.family_of(&target.provider, &target.model).cloned();
+        // Local servers (Ollama, llama.cpp, vLLM, LM Studio) serve models no
+        // catalog lists; most of them call tools. Without a word from the
+        // catalog, tool use is assumed (and said so) rather than refused, so
+        // a local model works without configuration. A stated `tools
+        // #false` still decides.
+        let assumed_tools = vendor == Vendor::OpenAiCompatible
+            && smith_catalog::gate::effective(&model, family.as_ref())
+                .tools
+                .is_none();
+        if assumed_tools {
+            model.tools = Some(true);
+        }
         let base_url = self.setup.base_urls.get(vendor.id()).cloned();
         if base_url.is_none() && vendor.default_base_url().is_none() {
             return Err(Diagnostic::error(
@@ -404,6 +430,7 @@ impl LiveProvider {
             None => Some(vendor.credential_slot().to_owned()),
         };
         Ok(Prepared {
+            assumed_tools,
             target,
             vendor,
             model,
@@ -596,6 +623,16 @@ fn engine_pricing(model: &CatalogModel) -> Option<Pricing> {
     })
 }
 
+/// The notice for a target whose tool use is assumed.
+fn assumed_tools_note(target: &Target) -> String {
+    format!(
+        "tool use of `{}` is assumed: no models.kdl entry describes it; if the server refuses tools, declare `model \"{}\" {{ tools #false }}` under `provider \"{}\"` in models.kdl",
+        target.reference(),
+        target.model,
+        target.provider
+    )
+}
+
 /// How failover sees a provider error.
 pub fn failure_of(kind: ProviderErrorKind) -> Failure {
     match kind {
@@ -690,6 +727,15 @@ impl Provider for LiveProvider {
             .map_or_else(|| self.name.clone(), |t| t.target.reference());
         self.attempts
             .push(format!("{reference}: {}", error.kind.as_str()));
+        if error.kind == ProviderErrorKind::InvalidRequest
+            && let Some(t) = self.targets.get(self.current)
+            && t.assumed_tools
+            && !self.gate_failed
+        {
+            error
+                .message
+                .push_str(&format!(" ({})", assumed_tools_note(&t.target)));
+        }
         let next = self.current + 1 < self.targets.len();
         let hint = error.retry_after_ms.map(Duration::from_millis);
         let decision = self

@@ -215,6 +215,7 @@ impl NetTransport {
                 // headers' wait travels beside it.
                 on_chunk(&body);
                 return BodyOutcome::Refused {
+                    status,
                     retry_after_ms: retry_after,
                 };
             }
