@@ -93,6 +93,18 @@ impl Plan {
         samples: 21,
         sample_target: Duration::from_millis(1),
     };
+
+    /// Every gate runs, over small fixtures (session files divided by
+    /// 1,024, trees by 100), with three short samples: checks in seconds
+    /// that each gate runs and reports. Its figures say nothing about
+    /// smith's speed, and its verdict only whether each gate met its
+    /// limits at that size.
+    pub const SMOKE: Plan = Plan {
+        name: "smoke",
+        warmup: Duration::from_millis(5),
+        samples: 3,
+        sample_target: Duration::from_millis(1),
+    };
 }
 
 /// The reduced samples of one measured operation.

@@ -17,8 +17,14 @@ use smith_diag::{Diagnostic, Surface};
 pub struct Args {
     /// Fewer, shorter samples (for CI); still a real measurement. Takes
     /// the quick plan's own sample count whatever `bench.samples` says.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "smoke")]
     pub quick: bool,
+    /// Runs every gate once over small fixtures (session files divided by
+    /// 1,024, trees by 100) with three short samples: checks in seconds
+    /// that every gate runs and reports. Its figures measure nothing about
+    /// smith's speed; use the default plan or `--quick` for that.
+    #[arg(long)]
+    pub smoke: bool,
     /// Print the report as JSON (one object) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -40,7 +46,11 @@ pub struct Args {
 /// When `--only` matches no gate, or the report cannot be written to
 /// standard output.
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let plan = crate::settings::bench_plan(crate::settings::config()?, args.quick);
+    let plan = if args.smoke {
+        smith_perf::Plan::SMOKE
+    } else {
+        crate::settings::bench_plan(crate::settings::config()?, args.quick)
+    };
     let all = smith_perf::all_gates();
     let gates: Vec<smith_perf::Gate> = match &args.only {
         Some(text) => all
