@@ -146,6 +146,31 @@ fn describe(out: &Output) -> String {
     )
 }
 
+/// Serves `first()` to the first request and the recorded text stream to
+/// every later one; runs `smith eval` with `test-model` and `prompt` against
+/// it. Returns the run's output and every request the server saw.
+fn first_then_text(
+    first: impl Fn() -> Reply + Send + Sync + 'static,
+    prompt: &str,
+) -> (Output, Vec<http::Seen>) {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |index, _| {
+        if index == 0 {
+            first()
+        } else {
+            Reply::Stream(body.clone())
+        }
+    }));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", prompt),
+        &[],
+    );
+    (out, server.seen())
+}
+
 fn compatible_args<'a>(base: &'a str, model: &'a str, prompt: &'a str) -> Vec<&'a str> {
     vec![
         "eval",
@@ -319,24 +344,12 @@ fn a_base_url_for_one_provider_is_not_used_for_a_model_of_another() {
 /// sends again to the same target, which answers.
 #[test]
 fn a_rate_limit_is_retried_after_the_wait_its_headers_ask_for() {
-    let home = home();
-    let body = fixture(&format!("{CHAT_TEXT}.bin"));
     let limited = br#"{"error":{"message":"Rate limit reached for requests","type":"rate_limit_error","code":"rate_limit_exceeded"}}"#;
-    let server = Server::start(Box::new(move |n, _| {
-        if n == 0 {
-            Reply::Json(429, vec![("retry-after", "1".to_owned())], limited.to_vec())
-        } else {
-            Reply::Stream(body.clone())
-        }
-    }));
-    let base = server.url("/v1");
-    let out = run(
-        home.path(),
-        &compatible_args(&base, "test-model", "weather?"),
-        &[],
+    let (out, seen) = first_then_text(
+        move || Reply::Json(429, vec![("retry-after", "1".to_owned())], limited.to_vec()),
+        "weather?",
     );
     assert!(out.status.success(), "{}", describe(&out));
-    let seen = server.seen();
     assert_eq!(seen.len(), 2, "{}", describe(&out));
     let gap = seen[1].at.duration_since(seen[0].at);
     assert!(
@@ -654,27 +667,17 @@ fn a_rate_limited_target_fails_over_at_once_to_the_next() {
 
 #[test]
 fn a_transient_server_error_is_retried_after_a_backoff() {
-    let home = home();
-    let body = fixture(&format!("{CHAT_TEXT}.bin"));
-    let server = Server::start(Box::new(move |index, _| {
-        if index == 0 {
+    let (out, seen) = first_then_text(
+        || {
             Reply::Status(
                 503,
                 "text/html",
                 b"<html>upstream unavailable</html>".to_vec(),
             )
-        } else {
-            Reply::Stream(body.clone())
-        }
-    }));
-    let base = server.url("/v1");
-    let out = run(
-        home.path(),
-        &compatible_args(&base, "test-model", "hi"),
-        &[],
+        },
+        "hi",
     );
     assert!(out.status.success(), "{}", describe(&out));
-    let seen = server.seen();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].body, seen[1].body, "the same request, sent again");
     let waited = seen[1].at - seen[0].at;
