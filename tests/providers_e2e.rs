@@ -153,21 +153,43 @@ fn first_then_text(
     first: impl Fn() -> Reply + Send + Sync + 'static,
     prompt: &str,
 ) -> (Output, Vec<http::Seen>) {
-    let home = home();
-    let body = fixture(&format!("{CHAT_TEXT}.bin"));
-    let server = Server::start(Box::new(move |index, _| {
-        if index == 0 {
-            first()
-        } else {
-            Reply::Stream(body.clone())
-        }
-    }));
-    let base = server.url("/v1");
-    let out = run(
-        home.path(),
-        &compatible_args(&base, "test-model", prompt),
+    serve(
+        move |index| {
+            if index == 0 {
+                first()
+            } else {
+                Reply::Stream(fixture(&format!("{CHAT_TEXT}.bin")))
+            }
+        },
+        "test-model",
+        prompt,
         &[],
-    );
+    )
+}
+
+/// Serves the recorded text stream to every request; runs `smith eval`
+/// with `model`, `prompt` and `env` against it.
+fn text_run(model: &str, prompt: &str, env: &[(&str, &str)]) -> (Output, Vec<http::Seen>) {
+    serve(
+        |_| Reply::Stream(fixture(&format!("{CHAT_TEXT}.bin"))),
+        model,
+        prompt,
+        env,
+    )
+}
+
+/// Serves `reply(index)` to each request; runs `smith eval` with `model`,
+/// `prompt` and `env` against it in a fresh home.
+fn serve(
+    reply: impl Fn(usize) -> Reply + Send + Sync + 'static,
+    model: &str,
+    prompt: &str,
+    env: &[(&str, &str)],
+) -> (Output, Vec<http::Seen>) {
+    let home = home();
+    let server = Server::start(Box::new(move |index, _| reply(index)));
+    let base = server.url("/v1");
+    let out = run(home.path(), &compatible_args(&base, model, prompt), env);
     (out, server.seen())
 }
 
@@ -188,15 +210,7 @@ fn compatible_args<'a>(base: &'a str, model: &'a str, prompt: &'a str) -> Vec<&'
 
 #[test]
 fn a_recorded_text_stream_becomes_the_assistant_message() {
-    let home = home();
-    let body = fixture(&format!("{CHAT_TEXT}.bin"));
-    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
-    let base = server.url("/v1");
-    let out = run(
-        home.path(),
-        &compatible_args(&base, "test-model", "weather?"),
-        &[],
-    );
+    let (out, seen) = text_run("test-model", "weather?", &[]);
     assert!(out.status.success(), "{}", describe(&out));
     let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
     let events = events(&out);
@@ -212,7 +226,6 @@ fn a_recorded_text_stream_becomes_the_assistant_message() {
     assert_eq!(result["usage"]["input"], 79);
     assert_eq!(result["usage"]["output"], 14);
 
-    let seen = server.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].path, "/v1/chat/completions");
     assert_eq!(seen[0].body["model"], "test-model");
@@ -244,17 +257,13 @@ fn a_recorded_text_stream_becomes_the_assistant_message() {
 /// local server that must see nothing, and no request carries the key.
 #[test]
 fn an_explicit_provider_is_never_replaced_by_a_slash_in_the_model_id() {
-    let home = home();
-    let body = fixture(&format!("{CHAT_TEXT}.bin"));
-    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
     let trap_body = fixture(&format!("{CHAT_TEXT}.bin"));
     let trap = Server::start(Box::new(move |_, _| Reply::Stream(trap_body.clone())));
-    let base = server.url("/v1");
     let trap_base = trap.url("/v1");
     let key = "sk-openai-must-not-leave-1f2e3d";
-    let out = run(
-        home.path(),
-        &compatible_args(&base, "openai/gpt-oss-120b", "weather?"),
+    let (out, seen) = text_run(
+        "openai/gpt-oss-120b",
+        "weather?",
         &[("OPENAI_API_KEY", key), ("OPENAI_BASE_URL", &trap_base)],
     );
     assert!(out.status.success(), "{}", describe(&out));
@@ -263,7 +272,6 @@ fn an_explicit_provider_is_never_replaced_by_a_slash_in_the_model_id() {
         "OpenAI's server was asked: {:?}",
         trap.seen().len()
     );
-    let seen = server.seen();
     assert_eq!(seen.len(), 1, "{}", describe(&out));
     assert_eq!(seen[0].path, "/v1/chat/completions");
     assert_eq!(seen[0].body["model"], "openai/gpt-oss-120b");
@@ -1066,17 +1074,8 @@ fn a_model_without_advertised_tool_use_fails_before_dispatch() {
 /// once at startup, and the request goes out with the tools.
 #[test]
 fn an_unlisted_local_model_is_offered_tools_with_a_notice() {
-    let home = home();
-    let body = fixture(&format!("{CHAT_TEXT}.bin"));
-    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
-    let base = server.url("/v1");
-    let out = run(
-        home.path(),
-        &compatible_args(&base, "qwen2.5-coder:7b", "weather?"),
-        &[],
-    );
+    let (out, seen) = text_run("qwen2.5-coder:7b", "weather?", &[]);
     assert!(out.status.success(), "{}", describe(&out));
-    let seen = server.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].body["model"], "qwen2.5-coder:7b");
     assert!(
