@@ -391,6 +391,18 @@ mod tests {
         }
     }
 
+    /// Drives `provider` through `transport` with the test request, no
+    /// cancellation and no event consumer.
+    fn quietly(provider: &mut dyn Provider, transport: &dyn Transport) -> StreamEnd {
+        drive(
+            provider,
+            transport,
+            &request(),
+            &CancelToken::new(),
+            &mut |_| {},
+        )
+    }
+
     fn request() -> Request {
         Request {
             model: "m".into(),
@@ -505,13 +517,7 @@ mod tests {
             deliver: vec![b"Hello, ", b"wor"],
             hint: None,
         };
-        let end = drive(
-            &mut provider,
-            &transport,
-            &request(),
-            &CancelToken::new(),
-            &mut |_| {},
-        );
+        let end = quietly(&mut provider, &transport);
         let StreamEnd::Turn(turn) = end else {
             panic!("expected the partial turn, got {end:?}");
         };
@@ -545,13 +551,7 @@ mod tests {
                 BodyOutcome::Complete
             }
         }
-        let end = drive(
-            &mut provider,
-            &Ends,
-            &request(),
-            &CancelToken::new(),
-            &mut |_| {},
-        );
+        let end = quietly(&mut provider, &Ends);
         let StreamEnd::Turn(turn) = end else {
             panic!("expected the partial turn, got {end:?}");
         };
@@ -559,16 +559,11 @@ mod tests {
         assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::MalformedStream);
         // Before any content, a failure is still a failure (and offered to
         // recover).
-        let end = drive(
-            &mut provider,
-            &Cutting {
-                deliver: Vec::new(),
-                hint: None,
-            },
-            &request(),
-            &CancelToken::new(),
-            &mut |_| {},
-        );
+        let silent = Cutting {
+            deliver: Vec::new(),
+            hint: None,
+        };
+        let end = quietly(&mut provider, &silent);
         assert!(matches!(end, StreamEnd::Failed(_)), "{end:?}");
     }
 
@@ -577,16 +572,11 @@ mod tests {
         let mut provider = Pieces {
             recovered: Vec::new(),
         };
-        let end = drive(
-            &mut provider,
-            &Cutting {
-                deliver: vec![b"E"],
-                hint: Some(1500),
-            },
-            &request(),
-            &CancelToken::new(),
-            &mut |_| {},
-        );
+        let refusing = Cutting {
+            deliver: vec![b"E"],
+            hint: Some(1500),
+        };
+        let end = quietly(&mut provider, &refusing);
         let StreamEnd::Turn(turn) = end else {
             panic!("expected the failed turn, got {end:?}");
         };
@@ -603,13 +593,7 @@ mod tests {
             recovered: Vec::new(),
             retry: false,
         };
-        let end = drive(
-            &mut provider,
-            &HostTransport,
-            &request(),
-            &CancelToken::new(),
-            &mut |_| {},
-        );
+        let end = quietly(&mut provider, &HostTransport);
         let StreamEnd::Turn(turn) = end else {
             panic!("expected a failed turn, got {end:?}");
         };
