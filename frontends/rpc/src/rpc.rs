@@ -105,6 +105,7 @@ pub const NOTIFICATIONS: &[&str] = &[
     "compaction_start",
     "compaction_end",
     "model_changed",
+    "provider_retry",
     "error",
     "ui_question",
 ];
