@@ -316,7 +316,9 @@ impl LiveProvider {
     fn resolve_pinned(&self, name: &str, vendor: Vendor) -> Result<Vec<Target>, Diagnostic> {
         let snapshot = &self.setup.snapshot;
         let own = format!("{}/", vendor.id());
-        if !name.starts_with(&own) && self.is_route(name) {
+        // Route names never hold `/`, so a reference of this provider is
+        // never taken for one.
+        if self.is_route(name) {
             let targets = self.setup.routes.resolve(name, snapshot)?;
             let elsewhere: Vec<String> = targets
                 .iter()

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use smith_auth::Resolver;
-use smith_engine::provider::transport::BodyOutcome;
+use smith_engine::provider::transport::{BodyOutcome, kind_of_status};
 use smith_engine::provider::{
     Exchange, HostTransport, HttpExchange, ProviderError, ProviderErrorKind, Transport,
 };
@@ -272,31 +272,24 @@ fn read_bounded(body: &mut smith_net::Body, limit: usize) -> (Vec<u8>, bool) {
 
 /// The typed error for a non-2xx status whose body is not a JSON document.
 pub(crate) fn status_error(status: u16, reason: &str, host: &str, body: &[u8]) -> ProviderError {
-    let (kind, next) = match status {
-        429 => (
-            ProviderErrorKind::RateLimit,
-            "wait and try again, or configure a failover target (a group in models.kdl)",
-        ),
-        401 | 403 => (
-            ProviderErrorKind::Auth,
-            "check the credential with `smith auth check PROVIDER`, or store a new one with `smith auth set PROVIDER`",
-        ),
-        404 => (
-            ProviderErrorKind::ModelUnavailable,
-            "check the model id (`smith models`) and the base URL",
-        ),
-        408 | 500..=599 => (
-            ProviderErrorKind::Overloaded,
-            "try again later, or configure a failover target (a group in models.kdl)",
-        ),
-        400..=499 => (
-            ProviderErrorKind::InvalidRequest,
-            "check the model id, base URL and request options",
-        ),
-        _ => (
-            ProviderErrorKind::Transport,
-            "check the base URL points at the provider's API",
-        ),
+    // The kind by status is the engine's (the same that types a refusal
+    // whose JSON body names no kind); the advice is this transport's.
+    let kind = kind_of_status(status).unwrap_or(ProviderErrorKind::Transport);
+    let next = match kind {
+        ProviderErrorKind::RateLimit => {
+            "wait and try again, or configure a failover target (a group in models.kdl)"
+        }
+        ProviderErrorKind::Auth => {
+            "check the credential with `smith auth check PROVIDER`, or store a new one with `smith auth set PROVIDER`"
+        }
+        ProviderErrorKind::ModelUnavailable => {
+            "check the model id (`smith models`) and the base URL"
+        }
+        ProviderErrorKind::Overloaded => {
+            "try again later, or configure a failover target (a group in models.kdl)"
+        }
+        ProviderErrorKind::InvalidRequest => "check the model id, base URL and request options",
+        _ => "check the base URL points at the provider's API",
     };
     let text = String::from_utf8_lossy(body);
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
