@@ -23,17 +23,23 @@ pub(crate) const MAJOR_SIMPLE: u8 = 7;
 ///
 /// The encoder never allocates when the buffer has enough spare capacity.
 ///
-/// While it is alive the encoder keeps the buffer's length in its own field
-/// (`len`) and writes the vector's length back when it is dropped (and
-/// before any call that lets the vector grow). Keeping the length out of the
-/// vector keeps it in a register across consecutive items instead of storing
-/// and reloading it through memory for every head; the bytes between the
-/// vector's length and `len` are always initialized.
+/// While it is alive the encoder keeps the buffer's pointer, capacity and
+/// length in its own fields and writes the vector's length back when it is
+/// dropped (and before any call that lets the vector grow). A byte stored
+/// through the buffer's pointer may, as far as the compiler knows, alias
+/// the vector's own fields, so reading the capacity and pointer from the
+/// vector reloads both after every head; held in the encoder (which the
+/// writing function borrows uniquely) they stay in registers across
+/// consecutive items, and a head is a compare, a store and an add.
 #[derive(Debug)]
 pub struct Encoder<'b> {
     buf: &'b mut Vec<u8>,
-    /// The written length: `buf.len() <= len <= buf.capacity()`, and every
-    /// byte of `buf`'s allocation below `len` is initialized.
+    /// `buf.as_mut_ptr()`, refreshed whenever the vector may have grown.
+    ptr: *mut u8,
+    /// `buf.capacity()`, refreshed with `ptr`.
+    cap: usize,
+    /// The written length: `buf.len() <= len <= cap`, and every byte of
+    /// `buf`'s allocation below `len` is initialized.
     len: usize,
 }
 
@@ -49,7 +55,9 @@ impl<'b> Encoder<'b> {
     #[inline]
     pub fn new(buf: &'b mut Vec<u8>) -> Self {
         let len = buf.len();
-        Self { buf, len }
+        let ptr = buf.as_mut_ptr();
+        let cap = buf.capacity();
+        Self { buf, ptr, cap, len }
     }
 
     /// The buffer written so far (including anything it held before).
@@ -58,7 +66,7 @@ impl<'b> Encoder<'b> {
         // SAFETY: `len <= capacity` and every byte below `len` is
         // initialized (the field's invariant); the slice borrows `self`, so
         // nothing writes to the buffer while it lives.
-        unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// Writes the length back to the vector.
@@ -72,15 +80,22 @@ impl<'b> Encoder<'b> {
     /// Spare capacity past the written length.
     #[inline(always)]
     fn spare(&self) -> usize {
-        self.buf.capacity() - self.len
+        self.cap - self.len
     }
 
-    /// Appends `bytes` through the vector (it may grow), keeping `len`.
-    #[inline(never)]
+    /// Appends `bytes` through the vector (it may grow) and takes its new
+    /// pointer, capacity and length.
+    ///
+    /// The work is done by [`append_slow`], which is handed the vector and
+    /// the length, never the encoder: an encoder whose address is passed to
+    /// a call that is not inlined counts as escaped from there on, and the
+    /// compiler then reloads its fields after every byte stored.
+    #[inline(always)]
     fn extend_slow(&mut self, bytes: &[u8]) {
-        self.sync();
-        self.buf.extend_from_slice(bytes);
-        self.len = self.buf.len();
+        let (ptr, cap, len) = append_slow(self.buf, self.len, bytes);
+        self.ptr = ptr;
+        self.cap = cap;
+        self.len = len;
     }
 
     /// Appends `bytes`: plain stores when they fit, else through the vector.
@@ -90,7 +105,7 @@ impl<'b> Encoder<'b> {
             // SAFETY: just checked: room for `bytes` past `len`; the copy
             // initializes them before `len` covers them.
             unsafe {
-                copy_short_or_long(bytes, self.buf.as_mut_ptr().add(self.len));
+                copy_short_or_long(bytes, self.ptr.add(self.len));
             }
             self.len += bytes.len();
         } else {
@@ -117,24 +132,12 @@ impl<'b> Encoder<'b> {
     }
 
     /// Appends a head at its exact size (the path for a nearly full buffer).
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn head_exact(&mut self, major: u8, arg: u64) {
-        let m = major << 5;
-        let mut tmp = [0u8; 9];
-        let used = if arg < 24 {
-            tmp[0] = m | arg as u8;
-            1
-        } else {
-            let class = usize::from(arg > 0xff)
-                + usize::from(arg > 0xffff)
-                + usize::from(arg > 0xffff_ffff);
-            let width = 1usize << class;
-            tmp[0] = m | (24 + class as u8);
-            tmp[1..1 + width].copy_from_slice(&arg.to_be_bytes()[8 - width..]);
-            1 + width
-        };
-        self.extend_slow(&tmp[..used]);
+        let (ptr, cap, len) = append_head_slow(self.buf, self.len, major, arg);
+        self.ptr = ptr;
+        self.cap = cap;
+        self.len = len;
     }
 
     /// Writes a head into the buffer's spare capacity.
@@ -152,7 +155,7 @@ impl<'b> Encoder<'b> {
         // initial byte plus at most 8 argument bytes), all of them before
         // `len` grows over them, so every byte the new length covers is
         // initialised.
-        let dst = unsafe { self.buf.as_mut_ptr().add(len) };
+        let dst = unsafe { self.ptr.add(len) };
         if arg < 24 {
             unsafe { dst.write(m | arg as u8) };
             self.len = len + 1;
@@ -189,7 +192,7 @@ impl<'b> Encoder<'b> {
             unsafe {
                 self.head_unchecked(major, n as u64);
                 let len = self.len;
-                copy_short_or_long(v, self.buf.as_mut_ptr().add(len));
+                copy_short_or_long(v, self.ptr.add(len));
                 self.len = len + n;
             }
         } else {
@@ -329,6 +332,40 @@ impl<'b> Encoder<'b> {
         self.put(item);
         self
     }
+}
+
+/// Sets `buf`'s length to `len` (the encoder's written length), appends
+/// `bytes` through the vector (which may grow) and returns its pointer,
+/// capacity and length afterwards.
+#[cold]
+#[inline(never)]
+fn append_slow(buf: &mut Vec<u8>, len: usize, bytes: &[u8]) -> (*mut u8, usize, usize) {
+    // SAFETY: the encoder's invariant: `len <= capacity` and every byte
+    // below it is initialized.
+    unsafe { buf.set_len(len) };
+    buf.extend_from_slice(bytes);
+    (buf.as_mut_ptr(), buf.capacity(), buf.len())
+}
+
+/// [`append_slow`] of the head of major type `major` with argument `arg`,
+/// at its exact size.
+#[cold]
+#[inline(never)]
+fn append_head_slow(buf: &mut Vec<u8>, len: usize, major: u8, arg: u64) -> (*mut u8, usize, usize) {
+    let m = major << 5;
+    let mut tmp = [0u8; 9];
+    let used = if arg < 24 {
+        tmp[0] = m | arg as u8;
+        1
+    } else {
+        let class =
+            usize::from(arg > 0xff) + usize::from(arg > 0xffff) + usize::from(arg > 0xffff_ffff);
+        let width = 1usize << class;
+        tmp[0] = m | (24 + class as u8);
+        tmp[1..1 + width].copy_from_slice(&arg.to_be_bytes()[8 - width..]);
+        1 + width
+    };
+    append_slow(buf, len, &tmp[..used])
 }
 
 /// Copies `src` to `dst`: inline fixed-size moves for up to 32 bytes, a

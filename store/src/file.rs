@@ -99,14 +99,11 @@ impl SessionFile {
     /// See [`Session::load_bytes`].
     pub fn load(&self, limits: &Limits) -> Result<Session> {
         let what = self.path.display().to_string();
-        // Loading reads every page: have the kernel map them in one call
-        // instead of one fault per few pages. Advice only: an older kernel
-        // refuses it and loading faults the pages in as it goes. A file
-        // checked on two threads has each thread map its own part.
-        #[cfg(target_os = "linux")]
-        if self.map.len() < crate::tail::parallel_min() {
-            let _ = self.map.advise(memmap2::Advice::PopulateRead);
-        }
+        // Loading reads every page and lets the reads fault them in: the
+        // kernel then maps a whole folio of the page cache per fault (one
+        // page-table entry for 2 MiB where the cache holds such a folio),
+        // where `MADV_POPULATE_READ` walked the pages one at a time and
+        // cost more than the faults it saved (docs/benchmarks.md).
         #[cfg(unix)]
         let mut s = Session::load_from(&self.map, Some(&self.map), limits, &what)?;
         #[cfg(not(unix))]

@@ -481,7 +481,112 @@ pub fn decode_entry(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
 /// Parses the fixed fields at the start of an entry map: the head, where the
 /// content starts and the content's declared length. The content itself need
 /// not follow (it may be stored compressed).
+///
+/// A load parses one such head per entry, so the usual case (at least
+/// [`FAST_HEAD_INPUT`] bytes, as every entry with a few dozen bytes of
+/// content has) takes [`decode_entry_head_fast`], which decides nothing per
+/// field; shorter maps, and anything the fast path does not accept, are read
+/// head by head. Both accept exactly the same maps (differential test below).
+#[inline]
 pub fn decode_entry_head(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
+    if let Some(block) = b.first_chunk::<FAST_HEAD_INPUT>()
+        && let Some((head, pos, len)) = decode_entry_head_fast(block)
+    {
+        return Some((head, pos, len));
+    }
+    decode_entry_head_slow(b)
+}
+
+/// Bytes [`decode_entry_head_fast`] reads: the longest head it accepts
+/// ([`ENTRY_HEAD_MAX`]) plus the eight bytes a field's argument is loaded
+/// from past its initial byte.
+pub const FAST_HEAD_INPUT: usize = ENTRY_HEAD_MAX + 8;
+
+/// Argument bytes of an unsigned-integer or string head by its low five
+/// bits, and the least argument that width may carry (a wider head than
+/// needed is not canonical). Low bits 28 to 31 (reserved, indefinite) get
+/// width 0 and a least argument no value reaches, so they never pass.
+const FIELD_WIDTH: [u8; 32] = {
+    let mut t = [0u8; 32];
+    t[24] = 1;
+    t[25] = 2;
+    t[26] = 4;
+    t[27] = 8;
+    t
+};
+const FIELD_LEAST: [u64; 32] = {
+    let mut t = [0u64; 32];
+    t[24] = 24;
+    t[25] = 0x100;
+    t[26] = 0x1_0000;
+    t[27] = 0x1_0000_0000;
+    t[28] = u64::MAX;
+    t[29] = u64::MAX;
+    t[30] = u64::MAX;
+    t[31] = u64::MAX;
+    t
+};
+
+/// One head of major type `major` at `pos` of `b`: its argument, the
+/// position after it, and whether it is that major type in shortest form.
+/// Reads `b[pos..pos + 9]` whatever the width, and decides by table and
+/// arithmetic rather than by branch.
+#[inline(always)]
+fn field(b: &[u8; FAST_HEAD_INPUT], pos: usize, major: u8) -> (u64, usize, bool) {
+    let first = b[pos];
+    let info = usize::from(first & 31);
+    let width = usize::from(FIELD_WIDTH[info]);
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[pos + 1..pos + 9]);
+    // The argument bytes are the top `width` bytes of the big-endian word
+    // (a width of 0 shifts by 64, which `checked_shr` turns into 0).
+    let word = u64::from_be_bytes(w);
+    let wide = word.checked_shr(64 - 8 * width as u32).unwrap_or(0);
+    let v = if info < 24 { info as u64 } else { wide };
+    let ok = first >> 5 == major && (info < 24 || (v >= FIELD_LEAST[info]));
+    (v, pos + 1 + width, ok)
+}
+
+/// [`decode_entry_head`] over a block of at least [`FAST_HEAD_INPUT`]
+/// bytes: the map head, five key-value pairs, the content key and the
+/// content's byte-string head, each validated into one flag that is tested
+/// once at the end. `None` means "not accepted here" (the caller then reads
+/// the map head by head), not "invalid".
+#[inline]
+pub(crate) fn decode_entry_head_fast(
+    b: &[u8; FAST_HEAD_INPUT],
+) -> Option<(EntryHead, usize, usize)> {
+    let mut ok = b[0] == 0xa6;
+    let mut pos = 1;
+    let mut vals = [0u64; 5];
+    for (key, slot) in vals.iter_mut().enumerate() {
+        // Keys 0 to 4 are one byte each: the byte is the key.
+        ok &= b[pos] == key as u8;
+        let (v, next, good) = field(b, pos + 1, 0);
+        ok &= good;
+        *slot = v;
+        pos = next;
+    }
+    ok &= b[pos] == 5;
+    let (len, next, good) = field(b, pos + 1, 2);
+    ok &= good && vals[0] != 0 && vals[3] <= u64::from(u32::MAX);
+    let len = usize::try_from(len).ok()?;
+    ok.then_some((
+        EntryHead {
+            id: vals[0],
+            parent: vals[1],
+            timestamp_ms: vals[2],
+            kind: vals[3] as u32,
+            pairing: vals[4],
+        },
+        next,
+        len,
+    ))
+}
+
+/// [`decode_entry_head`] head by head, for maps shorter than the fast
+/// path's block.
+fn decode_entry_head_slow(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
     let mut pos = 0;
     if read_head(b, &mut pos, 5)? != 6 {
         return None;
@@ -566,6 +671,73 @@ mod tests {
         let mut long = vec![0xa6, 0x00, 0x1a, 0, 0, 1, 44];
         long.extend_from_slice(&out[5..]);
         assert!(decode_entry(&long).is_none());
+    }
+
+    /// The fast head parser accepts exactly what the head-by-head one
+    /// accepts, with the same fields, over every width of every field and
+    /// every single-byte change of the encoded head.
+    #[test]
+    fn fast_entry_head_agrees_with_the_slow_one() {
+        let values = [
+            0u64,
+            1,
+            23,
+            24,
+            255,
+            256,
+            65_535,
+            65_536,
+            u64::from(u32::MAX),
+            1 << 32,
+            u64::MAX,
+        ];
+        let mut checked = 0;
+        for (i, &a) in values.iter().enumerate() {
+            let b = values[(i * 7 + 3) % values.len()];
+            let c = values[(i * 5 + 1) % values.len()];
+            for kind in [0u32, 4, 24, u32::MAX] {
+                let head = EntryHead {
+                    id: a.max(1),
+                    parent: b,
+                    timestamp_ms: c,
+                    kind,
+                    pairing: a,
+                };
+                for content_len in [0usize, 23, 24, 300, 70_000] {
+                    let mut out = Vec::new();
+                    encode_entry_head(&mut out, &head, content_len);
+                    out.resize(out.len().max(FAST_HEAD_INPUT) + 3, 0x41);
+                    let slow = decode_entry_head_slow(&out);
+                    assert_eq!(slow.map(|s| s.0), Some(head));
+                    // A valid head is taken by the fast path itself.
+                    let block = out.first_chunk::<FAST_HEAD_INPUT>().expect("padded");
+                    assert_eq!(decode_entry_head_fast(block), slow);
+                    assert_eq!(decode_entry_head(&out), slow);
+                    // Every byte of the head changed to a few other values
+                    // (other major types, other widths, reserved bits).
+                    let head_len = slow.map_or(0, |s| s.1);
+                    for at in 0..head_len {
+                        for byte in [
+                            0x00, 0x05, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1f, 0x20, 0x40, 0x58,
+                            0xa6, 0xff,
+                        ] {
+                            let mut m = out.clone();
+                            m[at] = byte;
+                            let fast = m
+                                .first_chunk::<FAST_HEAD_INPUT>()
+                                .and_then(decode_entry_head_fast);
+                            let slow = decode_entry_head_slow(&m);
+                            if fast.is_some() {
+                                assert_eq!(fast, slow, "byte {at} set to {byte:#04x}");
+                            }
+                            assert_eq!(decode_entry_head(&m), slow, "byte {at} set to {byte:#04x}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000);
     }
 
     #[test]

@@ -460,10 +460,6 @@ fn in_place_pass(
     } else {
         None
     };
-    if parallel {
-        // Each thread maps its own part of the file (see `SessionFile::load`).
-        tail::populate(bytes, 0, if worker.is_some() { floor } else { len });
-    }
     while pos < len {
         if pos >= floor
             && let Some(w) = worker.take()

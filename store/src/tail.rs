@@ -161,34 +161,6 @@ fn prefetch_down(bytes: &[u8], low: &mut usize, end: usize, start: usize) {
     }
 }
 
-/// Asks the kernel to map the pages of `bytes[from..to]` (a read-only file
-/// mapping starting on a page boundary) in one call instead of one fault per
-/// few pages. Advice only: an older kernel refuses it and reading faults
-/// the pages in as it goes.
-pub(crate) fn populate(bytes: &[u8], from: usize, to: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: sysconf only reads a configuration value.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let from = from - from % page.max(1);
-        let to = to.min(bytes.len());
-        if to > from {
-            // SAFETY: [from, to) lies inside the mapping `bytes` borrows
-            // (`from` rounded down to a page, not below its start, which
-            // is page-aligned); MADV_POPULATE_READ only maps its pages.
-            unsafe {
-                libc::madvise(
-                    bytes.as_ptr().add(from).cast_mut().cast::<libc::c_void>(),
-                    to - from,
-                    libc::MADV_POPULATE_READ,
-                );
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (bytes, from, to);
-}
-
 /// The worker's walk: from the end of the file down to the first frame
 /// that starts below `floor`, checking each frame (both length copies
 /// agree and are within the limits, the checksum matches) and building its
@@ -197,7 +169,6 @@ fn check_tail(job: &mut Job<'_>) {
     let bytes = job.bytes;
     let (start, floor, limits) = (job.start, job.floor, job.limits);
     let part = &mut job.part;
-    populate(bytes, floor, bytes.len());
     let mut end = bytes.len();
     let mut low = bytes.len();
     // The record written last (just above in file order) and the frame
