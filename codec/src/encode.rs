@@ -147,32 +147,9 @@ impl<'b> Encoder<'b> {
     /// The buffer must have at least 9 bytes of spare capacity.
     #[inline(always)]
     unsafe fn head_unchecked(&mut self, major: u8, arg: u64) {
-        let m = major << 5;
-        let len = self.len;
         debug_assert!(self.spare() >= 9);
-        // SAFETY (every block below): the caller guarantees 9 bytes of spare
-        // capacity starting at `len`; we write at most 9 bytes there (one
-        // initial byte plus at most 8 argument bytes), all of them before
-        // `len` grows over them, so every byte the new length covers is
-        // initialised.
-        let dst = unsafe { self.ptr.add(len) };
-        if arg < 24 {
-            unsafe { dst.write(m | arg as u8) };
-            self.len = len + 1;
-            return;
-        }
-        // Argument width class: 0 => 1 byte, 1 => 2, 2 => 4, 3 => 8.
-        let class =
-            usize::from(arg > 0xff) + usize::from(arg > 0xffff) + usize::from(arg > 0xffff_ffff);
-        let width = 1usize << class;
-        // The argument's big-endian bytes, left-aligned in 8 bytes; all 8 are
-        // stored (within the 9 reserved bytes), only `width` of them counted.
-        let be = (arg << (64 - 8 * width as u32)).to_be_bytes();
-        unsafe {
-            dst.write(m | (24 + class as u8));
-            std::ptr::copy_nonoverlapping(be.as_ptr(), dst.add(1), 8);
-        }
-        self.len = len + 1 + width;
+        // SAFETY: the caller guarantees 9 bytes of spare capacity at `len`.
+        self.len += unsafe { write_head(self.ptr.add(self.len), major, arg) };
     }
 
     /// Writes a string item: head plus payload, with one capacity check.
@@ -189,12 +166,7 @@ impl<'b> Encoder<'b> {
         if self.spare() >= n + 9 {
             // SAFETY: just checked: room for a head of at most 9 bytes
             // followed by `n` payload bytes.
-            unsafe {
-                self.head_unchecked(major, n as u64);
-                let len = self.len;
-                copy_short_or_long(v, self.ptr.add(len));
-                self.len = len + n;
-            }
+            self.len += unsafe { write_string(self.ptr.add(self.len), major, v) };
         } else {
             self.head_exact(major, n as u64);
             self.extend_slow(v);
@@ -229,14 +201,14 @@ impl<'b> Encoder<'b> {
     }
 
     /// A byte string (major type 2).
-    #[inline]
+    #[inline(always)]
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
         self.string(MAJOR_BYTES, v);
         self
     }
 
     /// A text string (major type 3).
-    #[inline]
+    #[inline(always)]
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.string(MAJOR_TEXT, v.as_bytes());
         self
@@ -331,6 +303,55 @@ impl<'b> Encoder<'b> {
     pub fn raw(&mut self, item: &[u8]) -> &mut Self {
         self.put(item);
         self
+    }
+}
+
+/// Writes the head of major type `major` with argument `arg` at `dst` in its
+/// shortest form and returns its length. Takes the destination by value,
+/// not the encoder, so that the encoder's fields can stay in registers
+/// whether or not this is inlined.
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of 9 bytes.
+#[inline(always)]
+unsafe fn write_head(dst: *mut u8, major: u8, arg: u64) -> usize {
+    let m = major << 5;
+    // SAFETY (every block below): the caller guarantees 9 writable bytes at
+    // `dst`; at most 9 are written (one initial byte plus 8 argument bytes,
+    // of which only `width` are counted).
+    if arg < 24 {
+        unsafe { dst.write(m | arg as u8) };
+        return 1;
+    }
+    // Argument width class: 0 => 1 byte, 1 => 2, 2 => 4, 3 => 8.
+    let class =
+        usize::from(arg > 0xff) + usize::from(arg > 0xffff) + usize::from(arg > 0xffff_ffff);
+    let width = 1usize << class;
+    // The argument's big-endian bytes, left-aligned in 8 bytes; all 8 are
+    // stored (within the 9 reserved bytes), only `width` of them counted.
+    let be = (arg << (64 - 8 * width as u32)).to_be_bytes();
+    unsafe {
+        dst.write(m | (24 + class as u8));
+        std::ptr::copy_nonoverlapping(be.as_ptr(), dst.add(1), 8);
+    }
+    1 + width
+}
+
+/// Writes a string item (head and payload) at `dst` and returns its length.
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of `v.len() + 9` bytes and must not
+/// overlap `v`.
+#[inline]
+unsafe fn write_string(dst: *mut u8, major: u8, v: &[u8]) -> usize {
+    // SAFETY: the caller's room covers a head of at most 9 bytes followed by
+    // `v.len()` payload bytes.
+    unsafe {
+        let head = write_head(dst, major, v.len() as u64);
+        copy_short_or_long(v, dst.add(head));
+        head + v.len()
     }
 }
 

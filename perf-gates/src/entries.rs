@@ -207,14 +207,19 @@ pub fn generate(seed: u64, count: usize) -> Vec<Entry> {
 /// Allocates nothing when `out` has room for the encoded bytes: every string
 /// is written straight from the entry, every map in canonical order.
 pub fn encode_entries(entries: &[Entry], out: &mut Vec<u8>) {
-    let mut enc = Encoder::new(out);
     for entry in entries {
-        encode_entry(&mut enc, entry);
+        encode_entry(out, entry);
     }
 }
 
-/// Encodes one entry as a canonical CBOR map.
-pub fn encode_entry(enc: &mut Encoder<'_>, entry: &Entry) {
+/// Encodes one entry as a canonical CBOR map appended to `out`.
+///
+/// Each function that writes creates its own [`Encoder`] over `out` and
+/// hands `out`, not the encoder, to the functions it calls: an encoder
+/// that never leaves the function keeps its write position in a register
+/// (see [`Encoder`]).
+pub fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
+    let mut enc = Encoder::new(out);
     enc.map(5).u64(key::ID).u64(entry.id).u64(key::PARENT);
     match entry.parent {
         Some(parent) => enc.u64(parent),
@@ -238,7 +243,8 @@ pub fn encode_entry(enc: &mut Encoder<'_>, entry: &Entry) {
             arguments,
         } => {
             enc.map(3).u64(0).str(call_id).u64(1).str(tool).u64(2);
-            encode_arg(enc, arguments);
+            drop(enc);
+            encode_arg(out, arguments);
         }
         Content::ToolResult {
             call_id,
@@ -256,28 +262,44 @@ pub fn encode_entry(enc: &mut Encoder<'_>, entry: &Entry) {
     }
 }
 
-fn encode_arg(enc: &mut Encoder<'_>, arg: &Arg) {
+fn encode_arg(out: &mut Vec<u8>, arg: &Arg) {
     match arg {
         Arg::Str(s) => {
-            enc.str(s);
+            Encoder::new(out).str(s);
         }
         Arg::Int(i) => {
-            enc.i64(*i);
+            Encoder::new(out).i64(*i);
         }
         Arg::Bool(b) => {
-            enc.bool(*b);
+            Encoder::new(out).bool(*b);
         }
         Arg::List(items) => {
-            enc.array(items.len() as u64);
+            Encoder::new(out).array(items.len() as u64);
             for item in items {
-                encode_arg(enc, item);
+                encode_arg(out, item);
             }
         }
         Arg::Map(pairs) => {
-            enc.map(pairs.len() as u64);
+            Encoder::new(out).map(pairs.len() as u64);
             for (k, v) in pairs {
+                let mut enc = Encoder::new(out);
                 enc.str(k);
-                encode_arg(enc, v);
+                // A leaf value is written by the same encoder as its key.
+                match v {
+                    Arg::Str(s) => {
+                        enc.str(s);
+                    }
+                    Arg::Int(i) => {
+                        enc.i64(*i);
+                    }
+                    Arg::Bool(b) => {
+                        enc.bool(*b);
+                    }
+                    Arg::List(_) | Arg::Map(_) => {
+                        drop(enc);
+                        encode_arg(out, v);
+                    }
+                }
             }
         }
     }
