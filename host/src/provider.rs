@@ -130,10 +130,10 @@ pub fn choose_provider(
     };
     let live = live.map_err(failed)?.with_plugins(
         Some(paths.cache_dir.clone()),
-        config.map_or_else(
+        smith_provider_host::provider_plugin_limits(config.map_or_else(
             smith_plugins::Limits::default,
             crate::settings::plugin_limits,
-        ),
+        )),
     );
     // Each target runs in its vendor's built-in provider plugin: a plugin
     // the user disabled is not used behind their back.

@@ -108,6 +108,18 @@ impl ErrorKind {
     }
 }
 
+/// What to do about `plugin` running out of memory. A user or project
+/// plugin's limit is `memory-limit-mib` in its manifest; a built-in's is not
+/// a setting (its manifest is part of smith, and its limit is sized for the
+/// largest input smith hands it), so the input was too large for it.
+pub(crate) fn memory_advice(plugin: &str) -> &'static str {
+    if crate::builtin::BUILTINS.iter().any(|b| b.name == plugin) {
+        "its input was too large for it (a built-in's limit is not a setting); for a provider request, shorten the conversation (run /compact, or start a new session), and report it if a request of ordinary size fails"
+    } else {
+        "raise `memory-limit-mib` in the plugin's plugin.kdl if it needs more, or report it to its author"
+    }
+}
+
 impl Diagnose for PluginError {
     /// This error as a diagnostic (`plugin.<kind>`): the plugin, the phase
     /// and the message's account of what happened, why from the kind, the
@@ -120,11 +132,16 @@ impl Diagnose for PluginError {
             .strip_prefix(self.plugin.as_str())
             .and_then(|rest| rest.strip_prefix(": "))
             .unwrap_or(&self.message);
+        let next = if self.kind == ErrorKind::Memory {
+            memory_advice(&self.plugin)
+        } else {
+            self.kind.next()
+        };
         let d = Diagnostic::from_message(
             format!("plugin.{}", self.kind.name()),
             &format!("plugin {} ({}): {message}", self.plugin, self.phase),
             self.kind.why(),
-            self.kind.next(),
+            next,
         );
         // `from_message` takes the first quoted value of the whole text; the
         // plugin and phase in front carry no quotes, so that is the

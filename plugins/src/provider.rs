@@ -369,8 +369,17 @@ impl WasmProvider {
     }
 }
 
+/// How a failure of the plugin itself reaches the turn. Running out of
+/// memory is deterministic (the same request would need the same memory
+/// again), so it is an invalid request, which is neither retried nor
+/// failed over; anything else (a trap, a deadline) may not recur in a fresh
+/// instance and stays a transport failure, which is.
 fn plugin_failure(error: &PluginError) -> engine::ProviderError {
-    engine::ProviderError::new(engine::ProviderErrorKind::Transport, error.to_string())
+    let kind = match error.kind {
+        ErrorKind::Memory => engine::ProviderErrorKind::InvalidRequest,
+        _ => engine::ProviderErrorKind::Transport,
+    };
+    engine::ProviderError::new(kind, error.to_string())
 }
 
 impl engine::Provider for WasmProvider {

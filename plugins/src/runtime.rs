@@ -980,8 +980,9 @@ pub(crate) fn call_error(
             phase,
             ErrorKind::Memory,
             format!(
-                "the plugin reached its memory limit of {} MiB and was destroyed; raise `memory-limit-mib` in its plugin.kdl if it needs more",
-                limits.memory_bytes >> 20
+                "the plugin reached its memory limit of {} MiB and was destroyed; {}",
+                limits.memory_bytes >> 20,
+                crate::diag::memory_advice(&state.plugin)
             ),
         ),
         None => {

@@ -26,7 +26,7 @@ pub mod select;
 pub mod transport;
 pub mod vendor;
 
-pub use live::{LiveProvider, Setup, diagnostic_message, failure_of};
+pub use live::{LiveProvider, Setup, diagnostic_message, failure_of, provider_plugin_limits};
 pub use select::{Selection, select};
 pub use transport::{NetTransport, Timeouts};
 pub use vendor::{Vendor, builtin_slots};

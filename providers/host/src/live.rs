@@ -217,7 +217,7 @@ impl LiveProvider {
             attempts: Vec::new(),
             decoding: None,
             plugin_cache: None,
-            plugin_limits: Limits::default(),
+            plugin_limits: provider_plugin_limits(Limits::default()),
             aborts: Arc::default(),
             instances: 0,
         };
@@ -633,6 +633,34 @@ fn assumed_tools_note(target: &Target) -> String {
         target.model,
         target.provider
     )
+}
+
+/// Linear memory a built-in provider plugin may use per byte of the
+/// largest request body the HTTP engine sends
+/// ([`smith_net::Limits::max_request_body`]): the request arrives as WIT
+/// values, is built as a JSON value and serialized into a growing buffer,
+/// so its bytes are held several times over at the peak. Measured: a
+/// request of 16 MiB less 64 KiB encodes in each built-in provider plugin
+/// within this limit (`tests/plugins.rs`), and fails at the general
+/// 64 MiB default.
+pub const PROVIDER_MEMORY_PER_REQUEST_BYTE: usize = 8;
+
+/// The limits built-in provider plugins run under: `base` (the process's
+/// plugin limits) with at least enough memory to build a request of the
+/// HTTP engine's largest body, so that no request smith can send fails
+/// for a built-in's memory and no user has to (or could) raise a
+/// built-in's limit.
+#[must_use]
+pub fn provider_plugin_limits(base: Limits) -> Limits {
+    let bound =
+        usize::try_from(smith_net::Limits::default().max_request_body).unwrap_or(usize::MAX);
+    let needed = bound
+        .saturating_mul(PROVIDER_MEMORY_PER_REQUEST_BYTE)
+        .saturating_add(32 << 20);
+    Limits {
+        memory_bytes: base.memory_bytes.max(needed),
+        ..base
+    }
 }
 
 /// How failover sees a provider error.

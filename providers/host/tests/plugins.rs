@@ -726,3 +726,82 @@ fn settings_the_plugin_refuses_fail_the_request_naming_the_plugin_and_target() {
     );
     assert_eq!(live.recover(&mut error), None, "not retried");
 }
+
+/// A request of the largest body the HTTP engine sends (16 MiB) less 64 KiB
+/// for the envelope: one user message of that many bytes.
+fn request_near_the_bound() -> (Request, usize) {
+    let bound = usize::try_from(smith_net::Limits::default().max_request_body).unwrap();
+    let text = "word ".repeat((bound - (64 << 10)) / 5);
+    let request = Request {
+        messages: vec![Message::User { text }],
+        ..user_request("model-y")
+    };
+    (request, bound)
+}
+
+#[test]
+fn built_in_provider_plugins_encode_a_request_near_the_http_bound_within_their_limits() {
+    let (request, bound) = request_near_the_bound();
+    let limits = smith_provider_host::provider_plugin_limits(Limits::default());
+    for (name, settings) in [
+        (
+            "smith/openai-compatible",
+            owned(&[("base-url", "http://localhost:11434/v1")]),
+        ),
+        ("smith/openai", owned(&[])),
+        ("smith/openai", owned(&[("api", "chat")])),
+        ("smith/anthropic", owned(&[])),
+        ("smith/google", owned(&[])),
+    ] {
+        let mut p = smith_plugins::builtin::vendor_component(name, None, limits)
+            .unwrap()
+            .instantiate(&settings)
+            .unwrap();
+        let exchange = p
+            .encode(&request)
+            .unwrap_or_else(|e| panic!("{name} {settings:?}: {}", e.message));
+        let Exchange::Http(HttpExchange { body, .. }) = exchange else {
+            panic!("{name}: not an HTTP exchange");
+        };
+        assert!(
+            body.len() > bound - (128 << 10) && body.len() <= bound,
+            "{name}: a body of {} bytes",
+            body.len()
+        );
+    }
+}
+
+#[test]
+fn a_provider_plugin_out_of_memory_is_an_invalid_request_not_retried_and_names_no_manifest_for_a_built_in()
+ {
+    let (request, _) = request_near_the_bound();
+    // The general default, too small for this request.
+    let mut live = LiveProvider::new(setup(), Some(Vendor::OpenAiCompatible), Some("a"))
+        .unwrap()
+        .with_plugins(None, Limits::default());
+    let mut error = live.encode(&request).unwrap_err();
+    assert_eq!(
+        error.kind,
+        ProviderErrorKind::InvalidRequest,
+        "{}",
+        error.message
+    );
+    assert!(
+        error
+            .message
+            .starts_with("plugin smith/openai-compatible (call encode): the plugin reached its memory limit of 64 MiB"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("/compact"), "{}", error.message);
+    assert!(!error.message.contains("plugin.kdl"), "{}", error.message);
+    assert_eq!(live.recover(&mut error), None, "not retried");
+    // With the provider limits the same request goes out.
+    let mut live = LiveProvider::new(setup(), Some(Vendor::OpenAiCompatible), Some("a"))
+        .unwrap()
+        .with_plugins(
+            None,
+            smith_provider_host::provider_plugin_limits(Limits::default()),
+        );
+    live.encode(&request).unwrap();
+}
