@@ -13,7 +13,9 @@ use smith_config::Config;
 use smith_config::options;
 use smith_diag::{Diagnostic, Style};
 use smith_engine::journal::store::StoreJournal;
-use smith_engine::protocol::{Event, MutationState, StopCause, ToolStatus};
+use smith_engine::protocol::{
+    CompactionOutcome, CompactionReason, Event, MutationState, StopCause, ToolStatus,
+};
 use smith_engine::provider::Usage;
 use smith_engine::replay::{Comparison, Verdict};
 
@@ -147,6 +149,12 @@ impl HumanPrinter {
                 let line = format!("  [{name}] {status}: {}{unknown}", one_line(content, 100));
                 eprintln!("{}", inert(&line));
             }
+            Event::CompactionStart { .. } | Event::CompactionEnd { .. } => {
+                if let Some(line) = compaction_line(event) {
+                    self.end_line(out)?;
+                    eprintln!("{}", inert(&line));
+                }
+            }
             Event::ProviderRetry { wait_ms, error } => {
                 self.end_line(out)?;
                 let line = format!(
@@ -178,6 +186,61 @@ impl HumanPrinter {
             self.mid_line = false;
         }
         Ok(())
+    }
+}
+
+/// The stderr line of plain output for a compaction event: that it began
+/// and why, and how it ended (what it saved, or why nothing changed);
+/// `None` for any other event.
+pub fn compaction_line(event: &Event) -> Option<String> {
+    let why = |reason: &CompactionReason| match reason {
+        CompactionReason::Manual => "asked for",
+        CompactionReason::Threshold => "the context is nearly full",
+        CompactionReason::Overflow => "the provider found the context too large",
+    };
+    match event {
+        Event::CompactionStart {
+            reason,
+            tokens_before,
+        } => Some(format!(
+            "smith: compacting the conversation ({}): context about {tokens_before} tokens",
+            why(reason)
+        )),
+        Event::CompactionEnd {
+            outcome,
+            tokens_before,
+            tokens_after,
+            summarized_messages,
+            kept_messages,
+            error,
+            ..
+        } => {
+            let because = |fallback: &str| {
+                error
+                    .as_ref()
+                    .map_or_else(|| fallback.to_owned(), |e| one_line(&e.message, 200))
+            };
+            Some(match outcome {
+                CompactionOutcome::Compacted => format!(
+                    "smith: compacted: {} messages summarized, {} kept; context about {tokens_before} -> {} tokens",
+                    summarized_messages.unwrap_or(0),
+                    kept_messages.unwrap_or(0),
+                    tokens_after.map_or_else(|| "?".to_owned(), |t| t.to_string())
+                ),
+                CompactionOutcome::Skipped => format!(
+                    "smith: not compacted: {}",
+                    because("there is nothing to summarize yet")
+                ),
+                CompactionOutcome::Aborted => {
+                    "smith: compaction interrupted; the context is unchanged".to_owned()
+                }
+                CompactionOutcome::Failed => format!(
+                    "smith: compaction failed, the context is unchanged: {}",
+                    because("no reason was given")
+                ),
+            })
+        }
+        _ => None,
     }
 }
 
@@ -318,6 +381,56 @@ mod tests {
     fn plain_text_newlines_and_tabs_are_kept_and_borrowed() {
         let text = "line one\n\tindented — é ✓\n";
         assert!(matches!(inert(text), Cow::Borrowed(t) if t == text));
+    }
+
+    #[test]
+    fn plain_output_says_when_compaction_ran_what_it_saved_and_why_it_failed() {
+        let start = Event::CompactionStart {
+            reason: CompactionReason::Threshold,
+            tokens_before: 120_000,
+        };
+        assert_eq!(
+            compaction_line(&start).unwrap(),
+            "smith: compacting the conversation (the context is nearly full): context about 120000 tokens"
+        );
+        let end =
+            |outcome, error: Option<smith_engine::protocol::ErrorInfo>| Event::CompactionEnd {
+                reason: CompactionReason::Overflow,
+                outcome,
+                tokens_before: 120_000,
+                tokens_after: (outcome == CompactionOutcome::Compacted).then_some(9_000),
+                summary: None,
+                summarized_messages: (outcome == CompactionOutcome::Compacted).then_some(40),
+                kept_messages: (outcome == CompactionOutcome::Compacted).then_some(6),
+                usage: None,
+                error,
+            };
+        assert_eq!(
+            compaction_line(&end(CompactionOutcome::Compacted, None)).unwrap(),
+            "smith: compacted: 40 messages summarized, 6 kept; context about 120000 -> 9000 tokens"
+        );
+        let failure: smith_engine::protocol::ErrorInfo =
+            serde_json::from_value(serde_json::json!({
+                "kind": "invalid_request",
+                "message": "the summary request was too large\nfor the model"
+            }))
+            .unwrap();
+        assert_eq!(
+            compaction_line(&end(CompactionOutcome::Failed, Some(failure))).unwrap(),
+            "smith: compaction failed, the context is unchanged: the summary request was too large for the model"
+        );
+        assert_eq!(
+            compaction_line(&end(CompactionOutcome::Skipped, None)).unwrap(),
+            "smith: not compacted: there is nothing to summarize yet"
+        );
+        assert_eq!(
+            compaction_line(&end(CompactionOutcome::Aborted, None)).unwrap(),
+            "smith: compaction interrupted; the context is unchanged"
+        );
+        assert_eq!(
+            compaction_line(&Event::MessageDelta { text: "x".into() }),
+            None
+        );
     }
 
     #[test]
