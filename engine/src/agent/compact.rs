@@ -17,11 +17,18 @@
 //!    is kept when it alone exceeds that); a manual compaction keeps at most
 //!    the latest user turn. At least one message is summarized, otherwise
 //!    the outcome is `skipped`.
-//! 3. **The summary** comes from one tool-free provider request: the
+//! 3. **The summary** comes from tool-free provider requests: the
 //!    [`SUMMARY_SYSTEM`] prompt and one user message holding the summarized
 //!    messages as text (see [`summary_request`]), plus any custom
-//!    instructions. A summary that was cut off by the output limit, is
-//!    empty, or failed is never recorded.
+//!    instructions. No request carries more than the context window's
+//!    threshold allows: when the summarized messages do not fit, each part
+//!    that fits ([`summary_parts`]; a single message too large alone is
+//!    clipped in the middle, [`clipped`]) is summarized first, then those
+//!    summaries, level by level, until one request holds them all; its
+//!    answer is the summary, and the usage recorded is the sum of every
+//!    request's. Without a known window the summary is one request. A
+//!    summary that was cut off by the output limit, is empty, or failed (at
+//!    any stage) is never recorded.
 //! 4. **The record.** A [`CompactionRecord`] is recorded durably through the
 //!    session sink (the store writes a `compaction` entry whose pairing id
 //!    is the first kept entry's id); only then does the context change to
@@ -309,6 +316,101 @@ pub(super) fn model_window(provider: &dyn crate::provider::Provider, model: &str
         .and_then(|m| m.context_window)
 }
 
+/// Why a summary was not produced.
+enum SummaryStop {
+    /// Aborted; the usage of what was answered so far.
+    Aborted(Option<Usage>),
+    /// Failed (request failed, cut off, empty or invalid); the usage of
+    /// what was answered so far and why.
+    Failed(Option<Usage>, Box<ErrorInfo>),
+}
+
+/// The most levels of summaries of summaries: each level's summaries are far
+/// shorter than the parts they summarize, so a real conversation needs two
+/// or three; a model whose summaries do not shrink ends here with an error.
+const MAX_SUMMARY_LEVELS: usize = 6;
+
+/// Consecutive parts of `messages` whose estimates fit `budget` tokens each
+/// (a message larger than the budget alone makes a part, clipped by
+/// [`clipped`] when it is sent).
+pub fn summary_parts(messages: &[Message], budget: u64) -> Vec<std::ops::Range<usize>> {
+    let mut parts = Vec::new();
+    let (mut start, mut size) = (0, 0u64);
+    for (i, message) in messages.iter().enumerate() {
+        let tokens = estimate_tokens(message);
+        if i > start && size.saturating_add(tokens) > budget {
+            parts.push(start..i);
+            (start, size) = (i, 0);
+        }
+        size = size.saturating_add(tokens);
+    }
+    if start < messages.len() {
+        parts.push(start..messages.len());
+    }
+    parts
+}
+
+/// `text` cut to about `max` bytes: its beginning and end, with the number of
+/// bytes left out between them (on character boundaries).
+fn clip_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let half = max / 2;
+    let mut head = half.min(text.len());
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - half.min(text.len());
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[... {} bytes left out of this message for the summary ...]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// `message` with its text cut so that its estimate fits about `budget`
+/// tokens (a tool result or user text clipped in the middle; an assistant
+/// message's text blocks each clipped to their share).
+pub fn clipped(message: &Message, budget: u64) -> Message {
+    let max = usize::try_from(budget.saturating_mul(4)).unwrap_or(usize::MAX);
+    match message {
+        Message::User { text } => Message::User {
+            text: clip_text(text, max),
+        },
+        Message::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+        } => Message::ToolResult {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            content: clip_text(content, max),
+            is_error: *is_error,
+        },
+        Message::Assistant { content, stop } => {
+            let share = max / content.len().max(1);
+            Message::Assistant {
+                content: content
+                    .iter()
+                    .map(|block| match block {
+                        ContentBlock::Text { text } => ContentBlock::Text {
+                            text: clip_text(text, share),
+                        },
+                        other => other.clone(),
+                    })
+                    .collect(),
+                stop: *stop,
+            }
+        }
+    }
+}
+
 impl Runner {
     /// The context window compaction works against.
     fn context_window(&self) -> Option<u64> {
@@ -346,6 +448,180 @@ impl Runner {
             Some(window) => self.context_estimate() > settings.threshold(window),
             None => false,
         }
+    }
+
+    /// The most tokens of conversation one summary request may carry: the
+    /// compaction threshold of the context window (which leaves the reserve
+    /// for the answer) less the summary prompt; `None` when no window is
+    /// known (the summary is then one request, as large as it has to be).
+    fn summary_budget(&self) -> Option<u64> {
+        let window = self.context_window()?;
+        let prompt = (SUMMARY_SYSTEM.len() + INSTRUCTIONS_MARKER.len() + 256) as u64 / 4;
+        Some(
+            self.config
+                .compaction
+                .threshold(window)
+                .saturating_sub(prompt)
+                .max(256),
+        )
+    }
+
+    /// The summary of `history[..cut]`, staged so that no request exceeds
+    /// [`Runner::summary_budget`]: when the messages fit, one request; else
+    /// a summary of each part that fits, then summaries of those summaries
+    /// until one request holds them all (the custom instructions go with
+    /// the last request only). Returns the summary and the summed usage.
+    fn staged_summary(
+        &mut self,
+        cut: usize,
+        instructions: Option<&str>,
+        cancel: &CancelToken,
+    ) -> Result<(String, Option<Usage>), SummaryStop> {
+        let budget = self.summary_budget();
+        let mut usage: Option<Usage> = None;
+        let mut level: Option<Vec<Message>> = None;
+        for _ in 0..MAX_SUMMARY_LEVELS {
+            let messages: &[Message] = level.as_deref().unwrap_or(&self.history[..cut]);
+            let parts = match budget {
+                Some(budget) => summary_parts(messages, budget),
+                None => std::iter::once(0..messages.len()).collect(),
+            };
+            let last = parts.len() == 1;
+            let requests: Vec<Request> = parts
+                .iter()
+                .map(|part| {
+                    let part = &messages[part.clone()];
+                    let fitted: Vec<Message>;
+                    let part = match budget {
+                        Some(budget) if estimate_all(part) > budget => {
+                            fitted = part.iter().map(|m| clipped(m, budget)).collect();
+                            &fitted[..]
+                        }
+                        _ => part,
+                    };
+                    summary_request(
+                        &self.config.model,
+                        part,
+                        if last { instructions } else { None },
+                        self.config.max_output_tokens,
+                    )
+                })
+                .collect();
+            let count = requests.len();
+            let mut summaries = Vec::with_capacity(count);
+            for request in &requests {
+                let (summary, used) = self.summary_of_request(request, cancel, usage)?;
+                usage = used;
+                summaries.push(summary);
+            }
+            if last {
+                return Ok((summaries.pop().unwrap_or_default(), usage));
+            }
+            level = Some(
+                summaries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, summary)| Message::User {
+                        text: format!("[summary of part {} of {count}] {summary}", i + 1),
+                    })
+                    .collect(),
+            );
+        }
+        Err(SummaryStop::Failed(
+            usage,
+            Box::new(ErrorInfo {
+                kind: "summary_too_long".to_owned(),
+                message: format!(
+                    "the summaries did not get shorter than the context window allows after {MAX_SUMMARY_LEVELS} levels, so the conversation was not compacted; compact with instructions asking for a shorter summary"
+                ),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: None,
+            }),
+        ))
+    }
+
+    /// One summary request: its answer's text (redacted) and `usage` plus
+    /// this request's; a failed, cut off, empty, aborted or tool-calling
+    /// answer stops the compaction.
+    fn summary_of_request(
+        &mut self,
+        request: &Request,
+        cancel: &CancelToken,
+        usage: Option<Usage>,
+    ) -> Result<(String, Option<Usage>), SummaryStop> {
+        let failure = |kind: &str, message: &str| ErrorInfo {
+            kind: kind.to_owned(),
+            message: message.to_owned(),
+            mutation: None,
+            effect_id: None,
+            retry_after_ms: None,
+        };
+        let sum = |more: &Usage| Some(usage.map_or(*more, |u| u.add(more)));
+        if cancel.is_cancelled() {
+            return Err(SummaryStop::Aborted(usage));
+        }
+        let end = drive(
+            self.provider.as_mut(),
+            self.transport.as_ref(),
+            request,
+            cancel,
+            &mut |_| {},
+        );
+        let turn = match end {
+            StreamEnd::Aborted(partial) => {
+                return Err(SummaryStop::Aborted(sum(&partial.usage)));
+            }
+            StreamEnd::Failed(error) => {
+                let mut info = provider_error_info(&error);
+                info.message = format!(
+                    "the summary request failed, so the conversation was not compacted: {}",
+                    info.message
+                );
+                return Err(SummaryStop::Failed(usage, Box::new(info)));
+            }
+            StreamEnd::Turn(turn) => turn,
+        };
+        let usage = sum(&turn.usage);
+        let mut summary = turn
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<String>()
+            .trim()
+            .to_owned();
+        super::redact::text(&self.config.redactor, &mut summary);
+        let problem = match turn.stop {
+            StopReason::End if summary.is_empty() => failure(
+                "summary_empty",
+                "the model answered the summary request with no text, so the conversation was not compacted; try again, or give instructions",
+            ),
+            StopReason::End => return Ok((summary, usage)),
+            StopReason::Limit => failure(
+                "summary_truncated",
+                "the summary was cut off by the output limit and a truncated summary is never recorded, so the conversation was not compacted; raise the output limit or compact with instructions asking for a shorter summary",
+            ),
+            StopReason::Abort => return Err(SummaryStop::Aborted(usage)),
+            StopReason::ToolUse => failure(
+                "summary_invalid",
+                "the model answered the tool-free summary request with a tool call, so the conversation was not compacted; try again",
+            ),
+            StopReason::Error => {
+                let error = turn.error.unwrap_or_else(|| {
+                    ProviderError::malformed("the response failed without detail")
+                });
+                let mut info = provider_error_info(&error);
+                info.message = format!(
+                    "the summary request failed, so the conversation was not compacted: {}",
+                    info.message
+                );
+                info
+            }
+        };
+        Err(SummaryStop::Failed(usage, Box::new(problem)))
     }
 
     fn end_compaction(
@@ -446,68 +722,9 @@ impl Runner {
                 None,
             );
         }
-        let request = summary_request(
-            &self.config.model,
-            &self.history[..cut],
-            instructions,
-            self.config.max_output_tokens,
-        );
-        let end = drive(
-            self.provider.as_mut(),
-            self.transport.as_ref(),
-            &request,
-            cancel,
-            &mut |_| {},
-        );
-        let turn = match end {
-            StreamEnd::Aborted(partial) => {
-                return self.end_compaction(
-                    reason,
-                    tokens_before,
-                    CompactionOutcome::Aborted,
-                    Some(partial.usage),
-                    None,
-                );
-            }
-            StreamEnd::Failed(error) => {
-                let mut info = provider_error_info(&error);
-                info.message = format!(
-                    "the summary request failed, so the conversation was not compacted: {}",
-                    info.message
-                );
-                return self.end_compaction(
-                    reason,
-                    tokens_before,
-                    CompactionOutcome::Failed,
-                    None,
-                    Some(info),
-                );
-            }
-            StreamEnd::Turn(turn) => turn,
-        };
-        let usage = Some(turn.usage);
-        let mut summary = turn
-            .content
-            .iter()
-            .filter_map(|block| match block {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<String>()
-            .trim()
-            .to_owned();
-        super::redact::text(&self.config.redactor, &mut summary);
-        let problem = match turn.stop {
-            StopReason::End if summary.is_empty() => Some(failure(
-                "summary_empty",
-                "the model answered the summary request with no text, so the conversation was not compacted; try again, or give instructions".to_owned(),
-            )),
-            StopReason::End => None,
-            StopReason::Limit => Some(failure(
-                "summary_truncated",
-                "the summary was cut off by the output limit and a truncated summary is never recorded, so the conversation was not compacted; raise the output limit or compact with instructions asking for a shorter summary".to_owned(),
-            )),
-            StopReason::Abort => {
+        let (summary, usage) = match self.staged_summary(cut, instructions, cancel) {
+            Ok(done) => done,
+            Err(SummaryStop::Aborted(usage)) => {
                 return self.end_compaction(
                     reason,
                     tokens_before,
@@ -516,31 +733,16 @@ impl Runner {
                     None,
                 );
             }
-            StopReason::ToolUse => Some(failure(
-                "summary_invalid",
-                "the model answered the tool-free summary request with a tool call, so the conversation was not compacted; try again".to_owned(),
-            )),
-            StopReason::Error => {
-                let error = turn
-                    .error
-                    .unwrap_or_else(|| ProviderError::malformed("the response failed without detail"));
-                let mut info = provider_error_info(&error);
-                info.message = format!(
-                    "the summary request failed, so the conversation was not compacted: {}",
-                    info.message
+            Err(SummaryStop::Failed(usage, error)) => {
+                return self.end_compaction(
+                    reason,
+                    tokens_before,
+                    CompactionOutcome::Failed,
+                    usage,
+                    Some(*error),
                 );
-                Some(info)
             }
         };
-        if let Some(error) = problem {
-            return self.end_compaction(
-                reason,
-                tokens_before,
-                CompactionOutcome::Failed,
-                usage,
-                Some(error),
-            );
-        }
         // The last point an abort leaves everything unchanged.
         if cancel.is_cancelled() {
             return self.end_compaction(
@@ -571,7 +773,7 @@ impl Runner {
                 .count(),
             tokens_before,
             tokens_after,
-            usage: turn.usage,
+            usage: usage.unwrap_or_default(),
         };
         if let Err(err) = self
             .sink

@@ -559,3 +559,70 @@ fn stop_of(events: &[Event]) -> StopCause {
         })
         .expect("an agent_end event")
 }
+
+#[test]
+fn a_history_larger_than_the_window_is_summarized_in_parts_and_no_request_exceeds_it() {
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.compaction.auto = false;
+    config.compaction.context_window = Some(10_000);
+    config.compaction.reserve_tokens = 2_000;
+    config.compaction.keep_recent_tokens = 5;
+    let rig = rig_with(
+        r#"[
+          [{"text": "one"}, {"stop": {"reason": "end"}}],
+          [{"text": "two"}, {"stop": {"reason": "end"}}],
+          [{"text": "three"}, {"stop": {"reason": "end"}}],
+          [{"text": "four"}, {"stop": {"reason": "end"}}]
+        ]"#,
+        config,
+    );
+    // About 3,000, 10,000 (alone over the 8,000-token threshold) and
+    // 3,000 tokens, then a short last turn.
+    prompt(&rig, &"a".repeat(12_000));
+    prompt(&rig, &"b".repeat(40_000));
+    prompt(&rig, &"c".repeat(12_000));
+    prompt(&rig, "last");
+    let before = messages(&rig);
+    assert!(estimate_all(&before) > 10_000, "{}", estimate_all(&before));
+
+    rig.handle.compact(None).unwrap();
+    let events = until_settled(&rig, |_| {});
+    let Event::CompactionEnd {
+        outcome: CompactionOutcome::Compacted,
+        summary: Some(summary),
+        summarized_messages: Some(7),
+        kept_messages: Some(1),
+        usage: Some(usage),
+        ..
+    } = &events[1]
+    else {
+        panic!("{events:#?}")
+    };
+    // Three parts, then one request over their summaries.
+    assert!(
+        summary.starts_with("Mock summary of 3 message(s)."),
+        "{summary}"
+    );
+    let sent = requests(&rig.record);
+    let summaries: Vec<&Request> = sent.iter().filter(|r| is_summary_request(r)).collect();
+    assert_eq!(summaries.len(), 4, "{summaries:#?}");
+    for request in &summaries {
+        let system = request.system.as_deref().map_or(0, str::len) as u64 / 4;
+        let tokens = estimate_all(&request.messages) + system;
+        assert!(tokens <= 8_000, "a summary request of {tokens} tokens");
+    }
+    let text = |r: &Request| r.messages.iter().map(Message::text).collect::<String>();
+    // The part that is one message too large alone is clipped in the middle.
+    assert!(text(summaries[1]).contains("bytes left out of this message"));
+    assert!(text(summaries[1]).contains("bbbb"));
+    assert!(text(summaries[3]).contains("[summary of part 1 of 3]"));
+    assert!(text(summaries[3]).contains("[summary of part 3 of 3]"));
+    // The usage recorded is every summary request's together: more input
+    // than any one request (each at most 8,000 tokens) could have used.
+    assert!(usage.input.unwrap() > 8_000, "{usage:?}");
+    // The context is the summary and what was kept.
+    let after = messages(&rig);
+    assert_eq!(after[0], summary_message(summary));
+    assert_eq!(&after[1..], &before[7..]);
+    rig.handle.shutdown();
+}
