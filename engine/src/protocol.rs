@@ -261,7 +261,8 @@ pub struct ErrorInfo {
     /// A stable kind: a provider error kind (`rate_limit`, ...,
     /// `malformed_stream`), `journal`, `output_limit`, `busy`,
     /// `unknown_queue_mode`, `queue_item_not_found`, `invalid_command`,
-    /// `nothing_to_compact`, `summary_truncated`, `summary_empty`.
+    /// `nothing_to_compact`, `summary_truncated`, `summary_empty`,
+    /// `summary_invalid`, `summary_too_long`.
     pub kind: String,
     /// What happened, why, and what to do next.
     pub message: String,
