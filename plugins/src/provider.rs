@@ -369,8 +369,8 @@ impl WasmProvider {
     }
 }
 
-/// How a failure of the plugin itself reaches the turn. Running out of
-/// memory is deterministic (the same request would need the same memory
+/// How a failure of the plugin itself reaches the caller. Running out of
+/// memory is deterministic (the same input would need the same memory
 /// again), so it is an invalid request, which is neither retried nor
 /// failed over; anything else (a trap, a deadline) may not recur in a fresh
 /// instance and stays a transport failure, which is.
@@ -380,6 +380,21 @@ fn plugin_failure(error: &PluginError) -> engine::ProviderError {
         _ => engine::ProviderErrorKind::Transport,
     };
     engine::ProviderError::new(kind, error.to_string())
+}
+
+/// [`plugin_failure`] of `encode`: there, running out of memory means the
+/// request is too large to build (built-in provider plugins have memory for
+/// the largest body smith sends), so it is a context overflow, which a run
+/// answers by compacting once and trying again, and which is not retried
+/// as it is.
+fn encode_failure(error: &PluginError) -> engine::ProviderError {
+    match error.kind {
+        ErrorKind::Memory => engine::ProviderError::new(
+            engine::ProviderErrorKind::ContextOverflow,
+            error.to_string(),
+        ),
+        _ => plugin_failure(error),
+    }
 }
 
 impl engine::Provider for WasmProvider {
@@ -401,7 +416,7 @@ impl engine::Provider for WasmProvider {
             .call("encode", |store, plugin| {
                 plugin.smith_plugin_provider().call_encode(store, &request)
             })
-            .map_err(|e| plugin_failure(&e))?;
+            .map_err(|e| encode_failure(&e))?;
         result.map(exchange_from_wit).map_err(error_from_wit)
     }
 

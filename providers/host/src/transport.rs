@@ -187,14 +187,26 @@ impl NetTransport {
         cancel: CancelToken,
         on_chunk: &mut dyn FnMut(&[u8]) -> bool,
     ) -> BodyOutcome {
+        let request_len = request.body().len();
         let mut response = match self.client.send(request, cancel) {
             Ok(r) => r,
             Err(e) => {
                 let kind = match e.kind() {
                     NetErrorKind::Cancelled => return BodyOutcome::Cancelled,
-                    NetErrorKind::InvalidRequest | NetErrorKind::RequestTooLarge => {
-                        ProviderErrorKind::InvalidRequest
+                    // Larger than anything smith sends, and than any
+                    // model's context window: a context overflow, which a
+                    // run answers by compacting once and trying again.
+                    NetErrorKind::RequestTooLarge => {
+                        return BodyOutcome::Failed(ProviderError::new(
+                            ProviderErrorKind::ContextOverflow,
+                            format!(
+                                "the request to {host} is {} bytes, over the {}-byte bound on what smith sends (and beyond any model's context window), so nothing was sent; compact the conversation (/compact) or start a new session",
+                                request_len,
+                                self.client.limits().max_request_body
+                            ),
+                        ));
                     }
+                    NetErrorKind::InvalidRequest => ProviderErrorKind::InvalidRequest,
                     _ => ProviderErrorKind::Transport,
                 };
                 return BodyOutcome::Failed(ProviderError::new(kind, e.to_string()));
@@ -361,6 +373,37 @@ mod tests {
             .substitute("{{credential:openai.api_key")
             .unwrap_err();
         assert_eq!(broken.kind, ProviderErrorKind::InvalidRequest);
+    }
+
+    #[test]
+    fn a_body_over_the_bound_is_a_context_overflow_and_nothing_is_sent() {
+        let resolver = Resolver::new(crate::builtin_slots());
+        let transport = NetTransport::from_env(Arc::new(resolver), Timeouts::default()).unwrap();
+        let bound = usize::try_from(transport.client.limits().max_request_body).unwrap();
+        // Port 9 (discard) on loopback: were anything sent, the failure
+        // would be a connection error, not this one.
+        let http = HttpExchange {
+            method: "POST".into(),
+            url: "http://127.0.0.1:9/v1/chat/completions".into(),
+            headers: Vec::new(),
+            body: vec![b' '; bound + 1],
+        };
+        let outcome = transport.perform(Exchange::Http(http), &CancelToken::new(), &mut |_| {
+            panic!("no byte was received")
+        });
+        let BodyOutcome::Failed(error) = outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(error.kind, ProviderErrorKind::ContextOverflow);
+        assert!(
+            error.message.starts_with(&format!(
+                "the request to 127.0.0.1:9 is {} bytes, over the {bound}-byte bound on what smith sends",
+                bound + 1
+            )),
+            "{}",
+            error.message
+        );
+        assert!(error.message.contains("/compact"), "{}", error.message);
     }
 
     #[test]
