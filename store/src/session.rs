@@ -222,7 +222,13 @@ pub struct Session {
     /// The payload arena: the file's mapping and an owned buffer, shared
     /// with forks (the owned buffer is copied when either side appends).
     pub(crate) payload: Arena,
+    /// The selected branch when it is not the whole record table in order;
+    /// empty while `linear` holds.
     pub(crate) branch: Vec<Record>,
+    /// The selected branch is the whole record table in order (each record's
+    /// parent the record before it): a one-line history, the usual case,
+    /// keeps no second copy of its records.
+    pub(crate) linear: bool,
     pub(crate) report: LoadReport,
     /// Bytes of the backing file reflected in memory (0 when in memory only).
     pub(crate) known_len: u64,
@@ -682,6 +688,7 @@ impl Session {
             records: Vec::new(),
             payload: Arena::owned(Vec::new()),
             branch: Vec::new(),
+            linear: true,
             report: LoadReport::default(),
             known_len: 0,
             path: None,
@@ -693,9 +700,10 @@ impl Session {
     /// Loads a whole session from a file's bytes, copying every entry's
     /// stored payload into the session's own arena.
     ///
-    /// Content is copied, never parsed. Allocates exactly four times (record
-    /// table, payload arena, its shared handle, selected branch) whatever the
-    /// number of entries. [`crate::SessionFile::load`] copies nothing: its
+    /// Content is copied, never parsed. Allocates exactly three times (record
+    /// table, payload arena, its shared handle) whatever the number of
+    /// entries, and once more for the selected branch of a history that
+    /// branches (a one-line history's branch is its record table). [`crate::SessionFile::load`] copies nothing: its
     /// session's arena is the file's mapping.
     ///
     /// # Errors
@@ -860,6 +868,7 @@ impl Session {
                 file: None,
             },
             branch: Vec::new(),
+            linear: false,
             report,
             known_len: report.scan.valid_end,
             path: None,
@@ -868,7 +877,7 @@ impl Session {
         };
         // One streaming pass finds the largest id and whether the history
         // is one line (each record's parent the record before it), whose
-        // selected branch is then the whole table, copied in one piece.
+        // selected branch is then the whole table itself.
         let mut linear = true;
         let mut max_id = 0;
         for (i, r) in s.records.iter().enumerate() {
@@ -876,10 +885,8 @@ impl Session {
             linear &= r.parent_index == i.wrapping_sub(1) as u32;
         }
         s.max_id = max_id;
-        if linear && !s.records.is_empty() {
-            let mut branch = table_with_capacity(s.records.len());
-            branch.extend_from_slice(&s.records);
-            s.branch = branch;
+        if linear {
+            s.linear = true;
         } else {
             s.rebuild_branch();
         }
@@ -997,6 +1004,16 @@ impl Session {
     /// an append costs the size of the batch, not of the history; any other
     /// record (a leaf switch, a branch off an older entry) rebuilds it.
     pub(crate) fn extend_branch(&mut self, from: usize) {
+        if self.linear {
+            // Still one line while each new record's parent is the record
+            // before it.
+            let one_line = (from..self.records.len())
+                .all(|i| self.records[i].parent_index == i.wrapping_sub(1) as u32);
+            if !one_line {
+                self.rebuild_branch();
+            }
+            return;
+        }
         for i in from..self.records.len() {
             let r = self.records[i];
             let extends = match self.branch.last() {
@@ -1015,6 +1032,7 @@ impl Session {
     pub(crate) fn rebuild_branch(&mut self) {
         let Some(leaf) = self.records.len().checked_sub(1) else {
             self.branch = Vec::new();
+            self.linear = true;
             return;
         };
         let mut depth = 0usize;
@@ -1023,14 +1041,15 @@ impl Session {
             depth += 1;
             i = self.records[i as usize].parent_index;
         }
-        let mut branch = table_with_capacity(depth);
         if depth == self.records.len() {
             // Parent indexes only point back, so a path from the newest
             // record through every record is the whole table in order.
-            branch.extend_from_slice(&self.records);
-            self.branch = branch;
+            self.branch = Vec::new();
+            self.linear = true;
             return;
         }
+        self.linear = false;
+        let mut branch = table_with_capacity(depth);
         let mut i = leaf as u32;
         while i != NONE && branch.len() < depth {
             branch.push(self.records[i as usize]);
@@ -1062,12 +1081,16 @@ impl Session {
 
     /// The selected branch, root first, leaf last.
     pub fn branch(&self) -> &[Record] {
-        &self.branch
+        if self.linear {
+            &self.records
+        } else {
+            &self.branch
+        }
     }
 
     /// The selected leaf.
     pub fn leaf(&self) -> Option<&Record> {
-        self.branch.last()
+        self.branch().last()
     }
 
     /// What loading found.
@@ -1203,9 +1226,10 @@ impl Session {
     /// [`Session::branch`] of the first entry kept after the newest compaction
     /// (the compaction's pairing id names that entry), or 0 without one.
     pub fn compaction_boundary(&self) -> usize {
-        for (i, r) in self.branch.iter().enumerate().rev() {
+        let branch = self.branch();
+        for (i, r) in branch.iter().enumerate().rev() {
             if r.entry_kind() == EntryKind::Compaction {
-                let kept = self.branch[..i].iter().position(|b| b.id == r.pairing);
+                let kept = branch[..i].iter().position(|b| b.id == r.pairing);
                 return kept.unwrap_or(i);
             }
         }
@@ -1251,19 +1275,19 @@ impl Session {
     /// Forks the selected branch into a new in-memory session with `id`:
     /// the branch's records are copied in one piece and the payload arena is
     /// shared (copied on the first append to either session). Allocates
-    /// exactly twice whatever the branch length.
+    /// exactly once whatever the branch length: the record table, which is
+    /// also the fork's (one-line) branch.
     pub fn fork(&self, id: SessionId, created_ms: u64) -> Session {
         // One pass writes each record already re-linked (its frame is in the
         // origin's file, its parent the record before it), instead of a copy
         // and a second pass over 64 MB of fresh records.
-        let mut records: Vec<Record> = Vec::with_capacity(self.branch.len());
-        records.extend(self.branch.iter().enumerate().map(|(i, r)| Record {
+        let branch = self.branch();
+        let mut records: Vec<Record> = Vec::with_capacity(branch.len());
+        records.extend(branch.iter().enumerate().map(|(i, r)| Record {
             frame_offset: NO_FRAME,
             parent_index: if i == 0 { NONE } else { (i - 1) as u32 },
             ..*r
         }));
-        let mut branch = Vec::with_capacity(records.len());
-        branch.extend_from_slice(&records);
         Session {
             header: Header {
                 id,
@@ -1280,7 +1304,8 @@ impl Session {
             },
             records,
             payload: self.payload.clone(),
-            branch,
+            branch: Vec::new(),
+            linear: true,
             known_len: 0,
             path: None,
             max_id: self.max_id,

@@ -674,10 +674,11 @@ impl Store {
         let mut f = s.fork(SessionId::generate(), now_ms());
         let mut bytes = Vec::new();
         let offsets = f.encode_file(&mut bytes)?;
+        // The fork's branch is its whole record table (one line), so the
+        // offsets reach the branch too.
         for (r, o) in f.records.iter_mut().zip(&offsets) {
             r.frame_offset = *o;
         }
-        f.branch.clone_from(&f.records);
         self.publish_new(&mut f, &bytes, name)?;
         f.report.file_len = bytes.len() as u64;
         Ok(f)
