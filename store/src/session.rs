@@ -703,8 +703,9 @@ impl Session {
     /// Content is copied, never parsed. Allocates exactly three times (record
     /// table, payload arena, its shared handle) whatever the number of
     /// entries, and once more for the selected branch of a history that
-    /// branches (a one-line history's branch is its record table). [`crate::SessionFile::load`] copies nothing: its
-    /// session's arena is the file's mapping.
+    /// branches (a one-line history's branch is its record table).
+    /// [`crate::SessionFile::load`] copies nothing: its session's arena is
+    /// the file's mapping.
     ///
     /// # Errors
     /// Header errors, and the frame reader's errors (see [`scan::scan`]).
