@@ -316,6 +316,17 @@ pub(super) fn model_window(provider: &dyn crate::provider::Provider, model: &str
         .and_then(|m| m.context_window)
 }
 
+/// A compaction's error of `kind` (see [`ErrorInfo::kind`]).
+fn failure(kind: &str, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo {
+        kind: kind.to_owned(),
+        message: message.into(),
+        mutation: None,
+        effect_id: None,
+        retry_after_ms: None,
+    }
+}
+
 /// Why a summary was not produced.
 enum SummaryStop {
     /// Aborted; the usage of what was answered so far.
@@ -486,11 +497,15 @@ impl Runner {
                 Some(budget) => summary_parts(messages, budget),
                 None => std::iter::once(0..messages.len()).collect(),
             };
-            let last = parts.len() == 1;
-            let requests: Vec<Request> = parts
-                .iter()
-                .map(|part| {
-                    let part = &messages[part.clone()];
+            let count = parts.len();
+            let last = count == 1;
+            let mut summaries = Vec::with_capacity(count);
+            for part in parts {
+                // One part's request at a time: a huge history is never
+                // held as text all at once.
+                let request = {
+                    let messages: &[Message] = level.as_deref().unwrap_or(&self.history[..cut]);
+                    let part = &messages[part];
                     let fitted: Vec<Message>;
                     let part = match budget {
                         Some(budget) if estimate_all(part) > budget => {
@@ -505,12 +520,8 @@ impl Runner {
                         if last { instructions } else { None },
                         self.config.max_output_tokens,
                     )
-                })
-                .collect();
-            let count = requests.len();
-            let mut summaries = Vec::with_capacity(count);
-            for request in &requests {
-                let (summary, used) = self.summary_of_request(request, cancel, usage)?;
+                };
+                let (summary, used) = self.summary_of_request(&request, cancel, usage)?;
                 usage = used;
                 summaries.push(summary);
             }
@@ -529,15 +540,12 @@ impl Runner {
         }
         Err(SummaryStop::Failed(
             usage,
-            Box::new(ErrorInfo {
-                kind: "summary_too_long".to_owned(),
-                message: format!(
+            Box::new(failure(
+                "summary_too_long",
+                format!(
                     "the summaries did not get shorter than the context window allows after {MAX_SUMMARY_LEVELS} levels, so the conversation was not compacted; compact with instructions asking for a shorter summary"
                 ),
-                mutation: None,
-                effect_id: None,
-                retry_after_ms: None,
-            }),
+            )),
         ))
     }
 
@@ -550,13 +558,6 @@ impl Runner {
         cancel: &CancelToken,
         usage: Option<Usage>,
     ) -> Result<(String, Option<Usage>), SummaryStop> {
-        let failure = |kind: &str, message: &str| ErrorInfo {
-            kind: kind.to_owned(),
-            message: message.to_owned(),
-            mutation: None,
-            effect_id: None,
-            retry_after_ms: None,
-        };
         let sum = |more: &Usage| Some(usage.map_or(*more, |u| u.add(more)));
         if cancel.is_cancelled() {
             return Err(SummaryStop::Aborted(usage));
@@ -663,13 +664,6 @@ impl Runner {
             reason,
             tokens_before,
         });
-        let failure = |kind: &str, message: String| ErrorInfo {
-            kind: kind.to_owned(),
-            message,
-            mutation: None,
-            effect_id: None,
-            retry_after_ms: None,
-        };
         let replaced = match self.screen_compaction(reason) {
             Ok(replaced) => replaced,
             Err((by, why)) => {
