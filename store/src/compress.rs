@@ -165,6 +165,7 @@ pub(crate) enum StoredEntry<'a> {
 /// Classifies a good entry frame's payload without decompressing anything.
 /// `None` when it is not a well-formed entry frame of this format (it is
 /// then kept as an unknown frame).
+#[inline(always)]
 pub(crate) fn classify<'a>(v: &FrameView<'a>) -> Option<StoredEntry<'a>> {
     if v.kind != KIND_ENTRY {
         return None;

@@ -60,9 +60,16 @@ const fn shift_table() -> [u32; (STREAMS - 1) * MAX_BLOCK / 8 + 1] {
 #[inline]
 pub(crate) fn crc32c(data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    if hardware() {
-        // SAFETY: the CPU has SSE 4.2 and PCLMULQDQ (checked just now).
-        return unsafe { crc32c_hw(data) };
+    {
+        if wide::available() {
+            // SAFETY: the CPU has the instructions `advance` uses (checked
+            // just now).
+            return !unsafe { wide::advance(!0, data) };
+        }
+        if hardware() {
+            // SAFETY: the CPU has SSE 4.2 and PCLMULQDQ (checked just now).
+            return unsafe { crc32c_hw(data) };
+        }
     }
     crc32c::crc32c(data)
 }
@@ -172,5 +179,173 @@ mod tests {
             assert_eq!(crc32c(d), crc32c::crc32c(d), "len {len}");
         }
         assert_eq!(crc32c(b"123456789"), 0xe306_9283);
+    }
+}
+
+/// crc32c by folding 64-byte blocks with carry-less multiplication
+/// (VPCLMULQDQ on 512-bit registers), where the CPU has it.
+///
+/// A frame's checksum is the one computation a full load does over every
+/// byte. The crc32 instruction takes 8 bytes at a time and three cycles
+/// before its result feeds the next one, so even six interleaved chains
+/// (above) spend a kilobyte-sized frame mostly in joins and serial tails.
+/// Folding instead moves four 64-byte accumulators 256 bytes along the
+/// message per step (two carry-less multiplications and one three-way XOR
+/// each, all four independent), then folds them into one 16-byte block
+/// whose remainder two crc32 instructions take. Measured on 1 MiB of
+/// 1,156-byte buffers in cache, AMD EPYC family 26 model 2: 41.5 GB/s,
+/// against 30.0 GB/s for the six chains; on 64 KiB buffers 53-57 against
+/// 41-42 GB/s.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::*;
+
+    /// Whether this CPU has the instructions [`advance`] uses (detected
+    /// once; the standard library caches the answer).
+    #[inline]
+    pub(super) fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("vpclmulqdq")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+            && std::arch::is_x86_feature_detected!("sse4.2")
+    }
+
+    /// `x^e` modulo the CRC-32C polynomial, in the reflected bit order the
+    /// crc32 instruction uses (bit 31 is `x^0`).
+    const fn xpow(e: usize) -> u64 {
+        let mut r: u32 = 0x8000_0000;
+        let mut k = 0;
+        while k < e {
+            r = (r >> 1) ^ if r & 1 != 0 { 0x82F6_3B78 } else { 0 };
+            k += 1;
+        }
+        r as u64
+    }
+    /// The constants that move a 16-byte block `d` bytes further along the
+    /// message: carry-less products of its low half by the first and of its
+    /// high half by the second, added together, are a block with the same
+    /// remainder `d` bytes later (found, and checked in the tests, against the
+    /// crc32 instruction).
+    const fn pair(d: usize) -> (u64, u64) {
+        (xpow(8 * d + 31), xpow(8 * d - 33))
+    }
+    const K16: (u64, u64) = pair(16);
+    const K32: (u64, u64) = pair(32);
+    const K48: (u64, u64) = pair(48);
+    const K64: (u64, u64) = pair(64);
+    const K128: (u64, u64) = pair(128);
+    const K192: (u64, u64) = pair(192);
+    const K256: (u64, u64) = pair(256);
+
+    /// `k` in each of the four 16-byte lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f,vpclmulqdq")]
+    fn splat(k: (u64, u64)) -> __m512i {
+        let (lo, hi) = (k.0 as i64, k.1 as i64);
+        _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo)
+    }
+
+    /// Each 16-byte lane of `x` moved along by the distance `k` stands for,
+    /// added to `y`.
+    #[inline]
+    #[target_feature(enable = "avx512f,vpclmulqdq")]
+    fn fold(x: __m512i, k: __m512i, y: __m512i) -> __m512i {
+        let a = _mm512_clmulepi64_epi128::<0x00>(x, k);
+        let b = _mm512_clmulepi64_epi128::<0x11>(x, k);
+        _mm512_ternarylogic_epi64::<0x96>(a, b, y)
+    }
+
+    /// The crc32c register `c` advanced over `data` (no inversion before or
+    /// after, as the crc32 instruction does it).
+    #[target_feature(enable = "avx512f,avx512vl,vpclmulqdq,pclmulqdq,sse4.2")]
+    pub(super) fn advance(c: u32, data: &[u8]) -> u32 {
+        let n = data.len();
+        if n < 256 {
+            return advance_small(c, data);
+        }
+        let p = data.as_ptr();
+        // SAFETY: every call below loads 64 bytes at an offset `i` with
+        // `i + 64 <= n`.
+        let ld = |i: usize| unsafe { _mm512_loadu_si512(p.add(i).cast()) };
+        let mut x0 = _mm512_xor_si512(ld(0), _mm512_zextsi128_si512(_mm_cvtsi32_si128(c as i32)));
+        let (mut x1, mut x2, mut x3) = (ld(64), ld(128), ld(192));
+        let k256 = splat(K256);
+        let mut i = 256;
+        while i + 256 <= n {
+            x0 = fold(x0, k256, ld(i));
+            x1 = fold(x1, k256, ld(i + 64));
+            x2 = fold(x2, k256, ld(i + 128));
+            x3 = fold(x3, k256, ld(i + 192));
+            i += 256;
+        }
+        let a = fold(x0, splat(K192), x3);
+        let b = fold(x1, splat(K128), _mm512_setzero_si512());
+        let x = fold(x2, splat(K64), b);
+        let mut x = _mm512_xor_si512(a, x);
+        let k64 = splat(K64);
+        while i + 64 <= n {
+            x = fold(x, k64, ld(i));
+            i += 64;
+        }
+        // Lanes 0..2 folded onto lane 3's position.
+        let kl = _mm512_set_epi64(
+            0,
+            0,
+            K16.1 as i64,
+            K16.0 as i64,
+            K32.1 as i64,
+            K32.0 as i64,
+            K48.1 as i64,
+            K48.0 as i64,
+        );
+        let y = fold(x, kl, _mm512_maskz_mov_epi64(0b1100_0000, x));
+        let h = _mm256_xor_si256(_mm512_castsi512_si256(y), _mm512_extracti64x4_epi64::<1>(y));
+        let mut r = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+        let k16 = _mm_set_epi64x(K16.1 as i64, K16.0 as i64);
+        while i + 16 <= n {
+            let a = _mm_clmulepi64_si128::<0x00>(r, k16);
+            let b = _mm_clmulepi64_si128::<0x11>(r, k16);
+            // SAFETY: i + 16 <= n.
+            let y = unsafe { _mm_loadu_si128(p.add(i).cast()) };
+            r = _mm_ternarylogic_epi64::<0x96>(a, b, y);
+            i += 16;
+        }
+        let lo = _mm_cvtsi128_si64(r) as u64;
+        let hi = _mm_extract_epi64::<1>(r) as u64;
+        let c = _mm_crc32_u64(_mm_crc32_u64(0, lo), hi) as u32;
+        advance_small(c, &data[i..])
+    }
+
+    /// [`advance`] a word (then a half, a quarter, a byte) at a time: for
+    /// short buffers and what is left of long ones.
+    #[target_feature(enable = "sse4.2")]
+    fn advance_small(c: u32, data: &[u8]) -> u32 {
+        let mut c = c as u64;
+        let mut rest = data;
+        while rest.len() >= 8 {
+            let (w, tail) = rest.split_at(8);
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            c = _mm_crc32_u64(c, u64::from_le_bytes(b));
+            rest = tail;
+        }
+        let mut c = c as u32;
+        if rest.len() >= 4 {
+            let (w, tail) = rest.split_at(4);
+            let mut b = [0u8; 4];
+            b.copy_from_slice(w);
+            c = _mm_crc32_u32(c, u32::from_le_bytes(b));
+            rest = tail;
+        }
+        if rest.len() >= 2 {
+            let (w, tail) = rest.split_at(2);
+            c = _mm_crc32_u16(c, u16::from_le_bytes([w[0], w[1]]));
+            rest = tail;
+        }
+        if let Some(&b) = rest.first() {
+            c = _mm_crc32_u8(c, b);
+        }
+        c
     }
 }

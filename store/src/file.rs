@@ -21,6 +21,9 @@ use crate::session::{self, Session};
 #[derive(Debug)]
 pub struct SessionFile {
     map: std::sync::Arc<Mmap>,
+    /// The file, kept open: a full load of a large file reads it through
+    /// buffers rather than through the mapping (see `crate::window`).
+    file: std::fs::File,
     header: Header,
     path: PathBuf,
     /// The mapped file's identity (see `session::file_id`).
@@ -61,6 +64,7 @@ impl SessionFile {
             .and_then(|m| crate::session::file_id(&m));
         Ok(Self {
             map: std::sync::Arc::new(map),
+            file,
             header,
             path: path.to_path_buf(),
             id,
@@ -99,15 +103,15 @@ impl SessionFile {
     /// See [`Session::load_bytes`].
     pub fn load(&self, limits: &Limits) -> Result<Session> {
         let what = self.path.display().to_string();
-        // Loading reads every page and lets the reads fault them in: the
-        // kernel then maps a whole folio of the page cache per fault (one
-        // page-table entry for 2 MiB where the cache holds such a folio),
-        // where `MADV_POPULATE_READ` walked the pages one at a time and
-        // cost more than the faults it saved (docs/benchmarks.md).
+        // Loading reads the frames through a buffer (`crate::window`), not
+        // through the mapping: no page is faulted in by the load, and no
+        // page-table entry has to be torn down when the session is dropped
+        // (docs/benchmarks.md).
         #[cfg(unix)]
-        let mut s = Session::load_from(&self.map, Some(&self.map), limits, &what)?;
+        let mut s =
+            Session::load_from(&self.map, Some(&self.map), Some(&self.file), limits, &what)?;
         #[cfg(not(unix))]
-        let mut s = Session::load_from(&self.map, None, limits, &what)?;
+        let mut s = Session::load_from(&self.map, None, None, limits, &what)?;
         // Read in place, the session's arena maps this very file, which a
         // later append can then map again at its new length.
         #[cfg(unix)]

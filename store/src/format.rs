@@ -473,6 +473,7 @@ fn read_head(b: &[u8], pos: &mut usize, major: u8) -> Option<u64> {
 /// Parses an entry payload's fixed fields and returns them with the byte
 /// range of the content inside `b`. Content bytes are not looked at.
 /// Returns `None` unless `b` is exactly the canonical map [`encode_entry`] writes.
+#[inline(always)]
 pub fn decode_entry(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
     let (head, pos, len) = decode_entry_head(b)?;
     (b.len() - pos == len).then_some((head, pos, len))

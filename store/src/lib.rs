@@ -40,6 +40,7 @@ pub mod scan;
 mod session;
 mod store;
 mod tail;
+mod window;
 
 /// Lowers (or raises) the file size from which a mapped load checks the
 /// file on two threads, for this whole process. The default is 16 MiB;

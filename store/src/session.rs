@@ -23,6 +23,7 @@ use crate::format::{
 };
 use crate::scan::{self, Limits, ScanReport};
 use crate::tail;
+use crate::window;
 
 /// Where a forked or cloned session came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,6 +294,38 @@ fn prewalk(bytes: &[u8], start: usize, limits: &Limits, in_place: bool) -> Optio
     Some(counts)
 }
 
+/// The largest entry id of a record table and whether its history is one
+/// line (each record's parent the record before it), gathered as the
+/// records are written rather than in a pass of its own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    pub(crate) max_id: u64,
+    pub(crate) linear: bool,
+}
+
+impl Shape {
+    pub(crate) const EMPTY: Self = Self {
+        max_id: 0,
+        linear: true,
+    };
+
+    /// Adds the record at index `i` of the table.
+    #[inline]
+    pub(crate) fn add(&mut self, i: usize, r: &Record) {
+        self.max_id = self.max_id.max(r.id);
+        self.linear &= r.parent_index == i.wrapping_sub(1) as u32;
+    }
+
+    /// The shape of `records`, in one pass.
+    fn of(records: &[Record]) -> Self {
+        let mut s = Self::EMPTY;
+        for (i, r) in records.iter().enumerate() {
+            s.add(i, r);
+        }
+        s
+    }
+}
+
 /// Why [`in_place_pass`] gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fallback {
@@ -315,18 +348,11 @@ const SAMPLE_BYTES: usize = 1 << 20;
 /// under 512 bytes on average is sized exactly once the estimate runs out.
 const MAX_GUESS_DENSITY: usize = 512;
 
-/// How far ahead of the frame being checked its following bytes are
-/// requested from memory. The frames' lengths are only known one at a time,
-/// so the hardware sees a stream of short, dependent runs; asking for the
-/// next few KiB early keeps the loads of the next frames in flight while
-/// this one is checksummed.
-const PREFETCH_AHEAD: usize = 4096;
-
 /// The frame at `pos`'s total length, when both copies of its body length
 /// agree, it ends inside `bytes` and it is within `limits`; `None`
 /// otherwise (the checks the verifying reader makes before a checksum).
 #[inline]
-fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
+pub(crate) fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
     if bytes.len() - pos < format::MIN_FRAME {
         return None;
     }
@@ -339,6 +365,36 @@ fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
         return None;
     }
     Some(total)
+}
+
+/// The frame at `pos`, when it is intact: both copies of its body length
+/// agree, it ends inside `bytes`, it is within `limits` and its checksum
+/// matches; `None` otherwise. The bytes are read in the order they lie in
+/// the file (length, body, trailer), the order the hardware streams them
+/// in: the trailer is compared only after the checksum has read up to it,
+/// so no load reaches ahead of the stream and waits on memory.
+#[inline]
+pub(crate) fn intact_frame_at<'a>(
+    bytes: &'a [u8],
+    pos: usize,
+    limits: &Limits,
+) -> Option<FrameView<'a>> {
+    if bytes.len() - pos < format::MIN_FRAME {
+        return None;
+    }
+    let body_len = format::read_u32(bytes, pos);
+    if (body_len as usize) < format::BODY_FIXED || body_len > limits.max_frame_len {
+        return None;
+    }
+    let total = body_len as usize + 12;
+    if total > bytes.len() - pos {
+        return None;
+    }
+    let v = format::frame_at_unchecked(bytes, pos);
+    let good = format::checksum_ok(&v)
+        & (format::read_u32(bytes, pos + total - 4) == body_len)
+        & (v.content_len <= limits.max_content_len);
+    good.then_some(v)
 }
 
 /// Entry frames from `pos` to the end of `bytes`, following the length
@@ -383,31 +439,6 @@ fn estimate_entries(bytes: &[u8], start: usize, limits: &Limits) -> Option<usize
     )
 }
 
-/// Requests bytes ahead of the reader (a hint: never faults, changes no
-/// result).
-struct Ahead<'a> {
-    bytes: &'a [u8],
-    next: usize,
-}
-
-impl Ahead<'_> {
-    #[inline]
-    fn to(&mut self, upto: usize) {
-        let upto = upto.min(self.bytes.len());
-        while self.next < upto {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch is a hint that never faults; the address
-            // is inside `bytes`.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    self.bytes.as_ptr().add(self.next).cast::<i8>(),
-                );
-            }
-            self.next += 64;
-        }
-    }
-}
-
 /// The load of a whole mapped file in one pass: each frame's lengths and
 /// checksum are checked and its record is built as its bytes stream by.
 /// The record table is allocated once at [`estimate_entries`]' size; when
@@ -418,20 +449,26 @@ impl Ahead<'_> {
 /// time more than for a file whose estimate holds (the estimate holds for
 /// files whose entries are about as large at the end as at the start).
 ///
+/// With `file` (the mapped file itself), frames are read through a small
+/// buffer rather than through the mapping (see [`window`]): the load maps
+/// no page and the session's payload pages are mapped only when read.
+///
 /// A file of [`tail::PARALLEL_MIN`] bytes or more (or the threshold a test
-/// set) is walked from both
-/// ends at once: a second thread checks the last frames and builds their
-/// records into the top of the table (see [`tail`]), this thread does the
-/// rest and joins the two halves where the walks meet. When they do not
-/// meet, or a half of the table fills, this thread finishes alone.
+/// set) is walked in two parts at once: a second thread finds a frame
+/// start near the middle and checks the frames from there to the end,
+/// building their records above this thread's share of the table (see
+/// [`tail`]); this thread checks the frames before it and joins the two
+/// parts when its walk lands where the worker started. When it does not,
+/// or a part of the table fills, this thread finishes alone.
 fn in_place_pass(
     bytes: &[u8],
+    file: Option<&std::fs::File>,
     start: usize,
     base_len: usize,
     limits: &Limits,
     report: &mut LoadReport,
     origin: &mut Option<Origin>,
-) -> std::result::Result<Vec<Record>, Fallback> {
+) -> std::result::Result<(Vec<Record>, Shape), Fallback> {
     let estimate = estimate_entries(bytes, start, limits).ok_or(Fallback::Verify)?;
     let mut records: Vec<Record> = table_with_capacity(estimate);
     // Read in place, entry frames need no owned bytes (whole-compressed
@@ -440,7 +477,6 @@ fn in_place_pass(
     let mut dctx = None;
     let mut frames = 0u64;
     let mut pos = start;
-    let mut ahead = Ahead { bytes, next: start };
     let len = bytes.len();
     let cap = records.capacity();
     // The worker takes the frames from `floor` on and the table's slots
@@ -453,8 +489,25 @@ fn in_place_pass(
     } else {
         (len, cap)
     };
+    // Each thread reads the file through a buffer of its own (one
+    // allocation for both), not through the mapping (see [`crate::window`]).
+    let each = window::BUFFER.min(len);
+    let mut buffers = match file {
+        Some(_) => vec![0u8; if parallel { 2 * each } else { each }],
+        None => Vec::new(),
+    };
+    let mine_len = each.min(buffers.len());
+    let (mine, theirs) = buffers.split_at_mut(mine_len);
+    let (mut window, worker_window) = match file {
+        Some(file) => (
+            Some(window::Window::new(file, bytes, mine)),
+            Some((file, theirs)),
+        ),
+        None => (None, None),
+    };
     let mut slot = tail::JobSlot::new(
         bytes,
+        worker_window,
         start,
         floor,
         limits,
@@ -466,17 +519,18 @@ fn in_place_pass(
     } else {
         None
     };
+    // The records' shape, gathered as they are written (`shape_at` is the
+    // next record to add).
+    let mut shape = Shape::EMPTY;
+    let mut shape_at = 0;
     while pos < len {
         if pos >= floor
             && let Some(w) = worker.take()
         {
             let part = w.join();
             match part.outcome {
-                // A frame of the tail failed: so would the forward walk.
-                tail::Outcome::Damaged => return Err(Fallback::Verify),
-                tail::Outcome::Exact => return Err(Fallback::Exact),
                 tail::Outcome::Met(met) if met == pos => {
-                    if !join_tail(&mut records, cap, bytes, &part, report) {
+                    if !join_tail(&mut records, cap, limit, bytes, &part, report, &mut shape) {
                         return Err(Fallback::Verify);
                     }
                     tail::JOINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -486,17 +540,23 @@ fn in_place_pass(
                     frames += part.frames;
                     break;
                 }
-                // The walks did not meet, or the tail's share of the
-                // table filled: this thread checks the rest itself.
-                tail::Outcome::Met(_) | tail::Outcome::Full => {}
+                // The walks did not meet (the worker started inside a
+                // payload), the worker's share of the table filled, or it
+                // stopped at a frame it could not take: damaged, or whole
+                // compressed, or either only seen from a false start. This
+                // thread checks the rest itself, and decides.
+                tail::Outcome::Met(_)
+                | tail::Outcome::Full
+                | tail::Outcome::Damaged
+                | tail::Outcome::Exact => {}
             }
         }
-        let total = frame_len_at(bytes, pos, limits).ok_or(Fallback::Verify)?;
-        ahead.to(pos + total + PREFETCH_AHEAD);
-        let v = format::frame_at_unchecked(bytes, pos);
-        if v.content_len > limits.max_content_len || !format::checksum_ok(&v) {
-            return Err(Fallback::Verify);
-        }
+        let v = match &mut window {
+            Some(w) => w.intact_frame(pos, limits),
+            None => intact_frame_at(bytes, pos, limits),
+        };
+        let v = v.ok_or(Fallback::Verify)?;
+        let total = v.raw.len();
         if v.kind == KIND_ENTRY {
             if v.flags == FLAG_ZSTD {
                 return Err(Fallback::Exact);
@@ -524,6 +584,10 @@ fn in_place_pass(
             &mut dctx,
             &v,
         );
+        if let Some(r) = records.get(shape_at) {
+            shape.add(shape_at, r);
+            shape_at += 1;
+        }
         frames += 1;
         pos += total;
     }
@@ -536,53 +600,60 @@ fn in_place_pass(
         valid_end: len as u64,
         ..ScanReport::default()
     };
-    Ok(records)
+    Ok((records, shape))
 }
 
-/// Moves the worker's records (the top `part.written` slots below `cap`)
-/// down after this thread's, resolves the parents the worker left pending
+/// Moves the worker's records (`part.written` slots from `limit` up) down
+/// after this thread's, resolves the parents the worker left pending
 /// and adds the worker's counts to `report`; `false` (nothing changed)
 /// when the table no longer holds the worker's records where it left them
 /// (the caller then lets the verifying reader load the file).
 fn join_tail(
     records: &mut Vec<Record>,
     cap: usize,
+    limit: usize,
     bytes: &[u8],
     part: &tail::Part,
     report: &mut LoadReport,
+    shape: &mut Shape,
 ) -> bool {
     let (a, b) = (records.len(), part.written);
     // The caller's share limit keeps this so (it never grows the table
     // while the worker runs); checked again because the copy below must
     // stay inside the allocation.
-    if b > 0 && (records.capacity() != cap || a + b > cap) {
+    if b > 0 && (records.capacity() != cap || a > limit || limit + b > cap) {
         return false;
     }
     let base = records.as_mut_ptr();
-    // SAFETY: the worker has been joined; it wrote `b` initialised records
-    // at `cap - b .. cap`, inside this table's allocation (capacity `cap`,
-    // unchanged since). They are moved to `a .. a + b` (`a + b <= cap`;
-    // `copy` allows overlap), making `a + b` records initialised.
-    unsafe {
-        std::ptr::copy(base.add(cap - b), base.add(a), b);
-        records.set_len(a + b);
-    }
-    for i in a..a + b {
-        let r = records[i];
-        let parent_index = match r.parent_index {
-            tail::PARENT_PREV => (i - 1) as u32,
+    for i in 0..b {
+        // SAFETY: the worker has been joined; it wrote `b` initialised
+        // records at `limit .. limit + b`, inside this table's allocation
+        // (capacity `cap`, unchanged since; `limit + b <= cap`). Each is
+        // read before the record written at `a + i <= limit + i` can
+        // overwrite it (records are moved down, in order), and `a + i`
+        // records below it are initialised when it is resolved.
+        let mut r = unsafe { base.add(limit + i).read() };
+        let at = a + i;
+        r.parent_index = match r.parent_index {
+            NONE => NONE,
             tail::PARENT_PENDING => {
                 let link = format::read_u64(bytes, r.frame_offset as usize + 12);
-                let p = resolve_parent_id(&records[..i], r.parent, r.frame_offset, link);
+                // SAFETY: see above.
+                let below = unsafe { std::slice::from_raw_parts(base, at) };
+                let p = resolve_parent_id(below, r.parent, r.frame_offset, link);
                 if p == NONE {
                     report.orphans += 1;
                 }
                 p
             }
-            other => other,
+            mine => mine + a as u32,
         };
-        records[i].parent_index = parent_index;
+        shape.add(at, &r);
+        // SAFETY: `at < a + b <= cap`, inside the allocation.
+        unsafe { base.add(at).write(r) };
     }
+    // SAFETY: `a + b` records are initialised (the loop above).
+    unsafe { records.set_len(a + b) };
     let t = &part.report;
     report.entries += t.entries;
     report.unknown_frames += t.unknown_frames;
@@ -710,7 +781,7 @@ impl Session {
     /// # Errors
     /// Header errors, and the frame reader's errors (see [`scan::scan`]).
     pub fn load_bytes(bytes: &[u8], limits: &Limits, what: &str) -> Result<Self> {
-        Self::load_from(bytes, None, limits, what)
+        Self::load_from(bytes, None, None, limits, what)
     }
 
     /// Loads a whole session from `bytes`. With `map` (whose bytes `bytes`
@@ -719,6 +790,7 @@ impl Session {
     pub(crate) fn load_from(
         bytes: &[u8],
         map: Option<&std::sync::Arc<memmap2::Mmap>>,
+        file: Option<&std::fs::File>,
         limits: &Limits,
         what: &str,
     ) -> Result<Self> {
@@ -741,8 +813,16 @@ impl Session {
         // falls back to the verifying reader.
         let mut exact = !in_place;
         let fast = if in_place {
-            match in_place_pass(bytes, start, base_len, limits, &mut report, &mut origin) {
-                Ok(records) => Some((records, Vec::new())),
+            match in_place_pass(
+                bytes,
+                file,
+                start,
+                base_len,
+                limits,
+                &mut report,
+                &mut origin,
+            ) {
+                Ok((records, shape)) => Some((records, Vec::new(), Some(shape))),
                 Err(fallback) => {
                     report = LoadReport {
                         file_len: bytes.len() as u64,
@@ -793,7 +873,7 @@ impl Session {
                             valid_end: bytes.len() as u64,
                             ..ScanReport::default()
                         };
-                        Some((records, payload))
+                        Some((records, payload, None))
                     } else {
                         report = LoadReport {
                             file_len: bytes.len() as u64,
@@ -806,7 +886,7 @@ impl Session {
                 None => None,
             },
         };
-        let (records, payload) = match fast {
+        let (records, payload, shape) = match fast {
             Some(t) => t,
             None => {
                 // Pass 1: count, so that pass 2 allocates exactly once per table.
@@ -856,7 +936,7 @@ impl Session {
                         Ok(())
                     })?
                 };
-                (records, payload)
+                (records, payload, None)
             }
         };
         let mut s = Self {
@@ -876,17 +956,13 @@ impl Session {
             max_id: 0,
             writer: Writer::default(),
         };
-        // One streaming pass finds the largest id and whether the history
-        // is one line (each record's parent the record before it), whose
-        // selected branch is then the whole table itself.
-        let mut linear = true;
-        let mut max_id = 0;
-        for (i, r) in s.records.iter().enumerate() {
-            max_id = max_id.max(r.id);
-            linear &= r.parent_index == i.wrapping_sub(1) as u32;
-        }
-        s.max_id = max_id;
-        if linear {
+        // The largest id, and whether the history is one line (each
+        // record's parent the record before it), whose selected branch is
+        // then the whole table itself: gathered by the one-pass load as it
+        // wrote the records, or found here in one streaming pass.
+        let shape = shape.unwrap_or_else(|| Shape::of(&s.records));
+        s.max_id = shape.max_id;
+        if shape.linear {
             s.linear = true;
         } else {
             s.rebuild_branch();
@@ -1480,7 +1556,7 @@ fn resolve_parent(records: &[Record], head: &EntryHead, offset: u64, link: u64) 
 
 /// [`resolve_parent`] for the entry at frame `offset` whose parent is
 /// entry `parent`.
-fn resolve_parent_id(records: &[Record], parent: u64, offset: u64, link: u64) -> u32 {
+pub(crate) fn resolve_parent_id(records: &[Record], parent: u64, offset: u64, link: u64) -> u32 {
     if parent == 0 || link == 0 || link > offset {
         return NONE;
     }

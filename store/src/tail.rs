@@ -1,19 +1,20 @@
-//! The second core's share of a full load: the frames at the end of a large
-//! mapped file are checked backwards, through their trailers, while the
-//! loading thread checks the frames at the start and builds every record.
+//! The second core's share of a full load: the frames of the second part
+//! of a large mapped file are checked, forwards, while the loading thread
+//! checks the frames of the first part and then joins the two.
 //!
-//! A frame's trailer repeats its body length, so the last frame of an
-//! intact file is found from the file's end, the one before it from that
-//! frame's start, and so on: no shared state and no frame boundary from the
-//! other thread is needed. The two walks must then meet: the loading thread
-//! trusts the tail's checks only when the frame where the tail walk stopped
-//! is also a frame boundary of its own forward walk from the header, which
-//! makes the two chains of frames the same from there to the end. Otherwise
-//! (damage, or a chance match of lengths inside a payload) it checks those
-//! frames itself.
+//! The worker finds where a frame starts near the split point without
+//! help: the first position whose two length copies agree, within the
+//! limits, and whose frame's checksum matches. From there it walks the
+//! frames to the end of the file, in the order the hardware streams them
+//! in (a walk backwards through the trailers would read against that order
+//! and stall on memory). A chance match inside a payload is possible, so
+//! the loading thread trusts the worker's walk only when its own walk from
+//! the header lands exactly where the worker started: the two chains of
+//! frames are then the same from there to the end. Otherwise (damage, or a
+//! chance match) it checks those frames itself.
 //!
-//! The worker also builds the tail's records, into the top of the record
-//! table's spare capacity (the loading thread fills it from the bottom),
+//! The worker also builds the second part's records, in file order, into
+//! the record table's spare capacity above the loading thread's share,
 //! resolving each parent that is the entry just before it; the loading
 //! thread moves them down next to its own and resolves the rest.
 //!
@@ -56,26 +57,30 @@ pub(crate) fn set_parallel_min(bytes: usize) {
 
 /// The share of the file's bytes, from the end, whose frames the worker
 /// checks and builds records for, in 64ths. Per byte the two walks cost
-/// about the same (the backward one a little more); this share was chosen
-/// by measurement on the 100 MB fixture, where both threads then reach the
-/// join after about 7.3 ms of CPU time each (the loading thread then joins
-/// the halves and copies the selected branch alone).
+/// the same; the loading thread also joins the halves after the walk, so
+/// the worker takes a little more than half.
 pub(crate) const WORKER_SHARE_64THS: usize = 33;
 
-/// `parent_index` of a tail record whose parent is the entry just before it.
-pub(crate) const PARENT_PREV: u32 = u32::MAX - 1;
-/// `parent_index` of a tail record whose parent the loading thread resolves.
-pub(crate) const PARENT_PENDING: u32 = u32::MAX - 2;
+/// How far past the split point the worker looks for the start of a frame
+/// (see [`find_frame_start`]): a frame longer than this that spans the split
+/// point leaves the whole walk to the loading thread.
+const SEARCH_WINDOW: usize = 1 << 20;
 
-/// How far below the frame being checked the bytes are requested early.
-const PREFETCH_BEHIND: usize = 16 << 10;
+/// `parent_index` of a worker's record whose parent lies before the
+/// worker's part: the loading thread resolves it. Any other `parent_index`
+/// the worker writes is [`NONE`] or the index of the parent among the
+/// worker's own records, which the loading thread shifts by its count.
+pub(crate) const PARENT_PENDING: u32 = u32::MAX - 2;
 
 /// How the tail walk ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// Every frame from here to the end was checked and its record built.
+    /// Every frame from here (where the worker found a frame to start) to
+    /// the end was checked and its record built.
     Met(usize),
-    /// A frame failed its checks (the forward walk would fail too).
+    /// No frame start was found near the split point, or a frame failed
+    /// its checks: the loading thread walks on alone (and finds the damage
+    /// itself, if it is real).
     Damaged,
     /// A whole-payload compressed entry frame: the exact load handles it.
     Exact,
@@ -88,20 +93,23 @@ pub(crate) enum Outcome {
 pub(crate) struct Part {
     /// How the walk ended.
     pub(crate) outcome: Outcome,
-    /// Records written, ending at the top of the worker's region.
+    /// Records written, from the bottom of the worker's region up.
     pub(crate) written: usize,
     /// Frames checked.
     pub(crate) frames: u64,
-    /// The tail's counts (entries, bytes, unknown and malformed frames,
+    /// The worker's counts (entries, bytes, unknown and malformed frames,
     /// orphans found so far).
     pub(crate) report: LoadReport,
-    /// The first origin frame of the tail that decodes.
+    /// The first origin frame of the worker's part that decodes.
     pub(crate) origin: Option<Origin>,
 }
 
 /// What the worker reads and where it leaves its answer.
 struct Job<'a> {
     bytes: &'a [u8],
+    /// The file and the buffer its frames are read through (see
+    /// [`crate::window`]); without, they are read through the mapping.
+    window: Option<(&'a std::fs::File, &'a mut [u8])>,
     start: usize,
     floor: usize,
     limits: Limits,
@@ -114,12 +122,15 @@ struct Job<'a> {
 pub(crate) struct JobSlot<'a>(Job<'a>);
 
 impl<'a> JobSlot<'a> {
-    /// A job checking the frames of `bytes` that start at or after `floor`
-    /// (the first frame starts at `start`), writing their records below
+    /// A job checking the frames of `bytes` from the first frame start
+    /// found at or after `floor` (the file's first frame starts at `start`)
+    /// to the end, writing their records from `out` up to at most
     /// `out + out_len`: the caller's record table's spare capacity, which
     /// the caller leaves alone until the worker is joined.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         bytes: &'a [u8],
+        window: Option<(&'a std::fs::File, &'a mut [u8])>,
         start: usize,
         floor: usize,
         limits: &Limits,
@@ -128,6 +139,7 @@ impl<'a> JobSlot<'a> {
     ) -> Self {
         Self(Job {
             bytes,
+            window,
             start,
             floor,
             limits: *limits,
@@ -144,67 +156,67 @@ impl<'a> JobSlot<'a> {
     }
 }
 
-/// Requests the bytes just below `end` (a hint: never faults).
-#[inline]
-fn prefetch_down(bytes: &[u8], low: &mut usize, end: usize, start: usize) {
-    let target = end.saturating_sub(PREFETCH_BEHIND).max(start);
-    while *low > target {
-        *low = low.saturating_sub(64);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint that never faults; `low` is inside
-        // `bytes`.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                bytes.as_ptr().add(*low).cast::<i8>(),
-            );
+/// The first position in `floor .. floor + SEARCH_WINDOW` where a frame
+/// could start: its two length copies agree and are within `limits`, and
+/// its checksum matches. A chance match inside a payload is possible; the
+/// loading thread only trusts a walk from here once its own walk lands on
+/// the same position.
+fn find_frame_start(bytes: &[u8], floor: usize, limits: &Limits) -> Option<usize> {
+    let stop = floor.saturating_add(SEARCH_WINDOW).min(bytes.len());
+    let mut p = floor;
+    while p < stop && bytes.len() - p >= MIN_FRAME {
+        let body_len = format::read_u32(bytes, p);
+        let total = body_len as usize + 12;
+        if (body_len as usize) >= format::BODY_FIXED
+            && body_len <= limits.max_frame_len
+            && total <= bytes.len() - p
+            && format::read_u32(bytes, p + total - 4) == body_len
+        {
+            let v = format::frame_at_unchecked(bytes, p);
+            if v.content_len <= limits.max_content_len && format::checksum_ok(&v) {
+                return Some(p);
+            }
         }
+        p += 1;
     }
+    None
 }
 
-/// The worker's walk: from the end of the file down to the first frame
-/// that starts below `floor`, checking each frame (both length copies
+/// The worker's walk: from the first frame start found at or after
+/// `floor` to the end of the file, checking each frame (both length copies
 /// agree and are within the limits, the checksum matches) and building its
 /// record.
 fn check_tail(job: &mut Job<'_>) {
     let bytes = job.bytes;
-    let (start, floor, limits) = (job.start, job.floor, job.limits);
+    let (floor, limits) = (job.floor, job.limits);
     let part = &mut job.part;
-    let mut end = bytes.len();
-    let mut low = bytes.len();
-    // The record written last (just above in file order) and the frame
-    // offset and id of its parent, while that may be the next entry down.
-    let mut above: Option<(usize, u64, u64)> = None;
+    let Some(first) = find_frame_start(bytes, floor.max(job.start), &limits) else {
+        part.outcome = Outcome::Damaged;
+        return;
+    };
+    let mut pos = first;
+    let mut window = job
+        .window
+        .take()
+        .map(|(file, buf)| crate::window::Window::new(file, bytes, buf));
     part.outcome = loop {
-        if end <= start {
-            break Outcome::Met(end);
+        if pos == bytes.len() {
+            break Outcome::Met(first);
         }
-        prefetch_down(bytes, &mut low, end, start);
-        if end - start < MIN_FRAME {
+        let v = match &mut window {
+            Some(w) => w.intact_frame(pos, &limits),
+            None => crate::session::intact_frame_at(bytes, pos, &limits),
+        };
+        let Some(v) = v else {
             break Outcome::Damaged;
-        }
-        let body_len = format::read_u32(bytes, end - 4);
-        if (body_len as usize) < format::BODY_FIXED || body_len > limits.max_frame_len {
-            break Outcome::Damaged;
-        }
-        let total = body_len as usize + 12;
-        if total > end - start {
-            break Outcome::Damaged;
-        }
-        let pos = end - total;
-        if pos < floor {
-            break Outcome::Met(end);
-        }
-        if format::read_u32(bytes, pos) != body_len {
-            break Outcome::Damaged;
-        }
-        let v = format::frame_at_unchecked(bytes, pos);
-        if v.content_len > limits.max_content_len || !format::checksum_ok(&v) {
-            break Outcome::Damaged;
-        }
+        };
+        let total = v.raw.len();
         part.frames += 1;
-        end = pos;
+        pos += total;
         if v.kind == KIND_ORIGIN {
-            if let Some((session, leaf)) = format::decode_origin(v.payload) {
+            if part.origin.is_none()
+                && let Some((session, leaf)) = format::decode_origin(v.payload)
+            {
                 part.origin = Some(Origin { session, leaf });
             }
             continue;
@@ -222,26 +234,26 @@ fn check_tail(job: &mut Job<'_>) {
         if part.written == job.out_len {
             break Outcome::Full;
         }
-        let slot = job.out_len - 1 - part.written;
-        if let Some((above_slot, target, parent)) = above.take()
-            && target == v.offset
-            && parent == r.id
-        {
-            // SAFETY: `above_slot` < `out_len` was written by this walk.
-            unsafe { (*job.out.add(above_slot)).parent_index = PARENT_PREV };
-        }
-        if r.parent == 0 || v.link == 0 || v.link > v.offset {
-            r.parent_index = NONE;
+        r.parent_index = if r.parent == 0 || v.link == 0 || v.link > v.offset {
             if r.parent != 0 {
                 part.report.orphans += 1;
             }
+            NONE
+        } else if v.offset - v.link < first as u64 {
+            PARENT_PENDING
         } else {
-            r.parent_index = PARENT_PENDING;
-            above = Some((slot, v.offset - v.link, r.parent));
-        }
-        // SAFETY: `slot` < `out_len`: inside the region of spare capacity
-        // this job was given, which nothing else touches until the join.
-        unsafe { job.out.add(slot).write(r) };
+            // SAFETY: the worker wrote `written` records from `out` up.
+            let mine = unsafe { std::slice::from_raw_parts(job.out, part.written) };
+            let p = crate::session::resolve_parent_id(mine, r.parent, v.offset, v.link);
+            if p == NONE {
+                part.report.orphans += 1;
+            }
+            p
+        };
+        // SAFETY: `written` < `out_len`: inside the region of spare
+        // capacity this job was given, which nothing else touches until the
+        // join.
+        unsafe { job.out.add(part.written).write(r) };
         part.written += 1;
     };
 }

@@ -11,8 +11,19 @@ mod loads;
 use loads::{frame_ends, same_load, varied_file};
 use smith_store::format;
 
+/// Held by every test of this binary: they count the process's joined
+/// loads, which a test running beside them would add to.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn two_thread_load_matches_the_copying_load_at_every_cut_and_every_damaged_frame() {
+    let _one = one_at_a_time();
     smith_store::set_parallel_load_min(0);
     let full = varied_file(40 << 10);
     let ends = frame_ends(&full);
@@ -54,6 +65,7 @@ fn two_thread_load_matches_the_copying_load_at_every_cut_and_every_damaged_frame
 /// the copying load finds.
 #[test]
 fn two_thread_load_joins_and_matches_the_copying_load_around_the_meeting_point() {
+    let _one = one_at_a_time();
     smith_store::set_parallel_load_min(0);
     let full = varied_file(1_300_000);
     let ends = frame_ends(&full);
@@ -91,4 +103,148 @@ fn two_thread_load_joins_and_matches_the_copying_load_around_the_meeting_point()
     {
         same_load(dir.path(), &format!("cut at {t}"), &full[..t]);
     }
+}
+
+/// Appends an entry frame holding `content`, stored plain or as the
+/// compressor decides.
+type AddEntry<'a> = dyn FnMut(&mut Vec<u8>, &[u8], bool) + 'a;
+
+/// A file of `before` and `after` bytes of varied entries (in one line,
+/// each entry the child of the one before) around the big entries made by
+/// `big(i)` for `i` in `0..n`: each one's content, stored plain.
+fn with_big_entries(
+    before: usize,
+    n: usize,
+    big: impl Fn(usize) -> Vec<u8>,
+    after: usize,
+) -> Vec<u8> {
+    let mut rng = smith_store::bench_support::Rng::new(5);
+    let mut comp = smith_store::compress::Compressor::new().expect("compressor");
+    let mut out = format::encode_header(smith_store::SessionId([4; 16]), 1).to_vec();
+    let mut id = 0u64;
+    let mut last = 0u64;
+    let mut map = Vec::new();
+    let mut entry = |out: &mut Vec<u8>, content: &[u8], plain: bool| {
+        id += 1;
+        map.clear();
+        format::encode_entry(
+            &mut map,
+            &format::EntryHead {
+                id,
+                parent: id - 1,
+                timestamp_ms: 1_700_000_000_000 + id,
+                kind: smith_store::EntryKind::ToolResult.code(),
+                pairing: 0,
+            },
+            content,
+        );
+        let here = out.len() as u64;
+        let link = if id == 1 { 0 } else { here - last };
+        if plain {
+            format::encode_frame(out, format::KIND_ENTRY, 0, map.len() as u32, link, &map);
+        } else {
+            comp.frame(out, format::KIND_ENTRY, link, &map);
+        }
+        last = here;
+    };
+    let mut small = |out: &mut Vec<u8>, until: usize, entry: &mut AddEntry<'_>| {
+        while out.len() < until {
+            let (_, _, content) = smith_store::bench_support::representative_entry(&mut rng, 1);
+            entry(out, &content, false);
+        }
+    };
+    small(&mut out, before, &mut entry);
+    for i in 0..n {
+        let mut content = Vec::new();
+        smith_codec::Encoder::new(&mut content).bytes(&big(i));
+        entry(&mut out, &content, true);
+        let until = out.len() + before / 4;
+        small(&mut out, until, &mut entry);
+    }
+    let until = out.len() + after;
+    small(&mut out, until, &mut entry);
+    out
+}
+
+/// The second thread finds where to start by looking for a frame near the
+/// middle of the file; an entry whose content holds copies of a whole,
+/// intact frame can show it one that is not there. The walks then do not
+/// meet, the first thread checks the rest itself, and the load finds
+/// exactly what the copying load finds.
+#[test]
+fn a_frame_inside_a_payload_at_the_split_point_is_not_taken_for_a_frame() {
+    let _one = one_at_a_time();
+    smith_store::set_parallel_load_min(0);
+    // A small, intact entry frame, copied end to end into the content of
+    // one large entry that spans the point where the second thread starts
+    // looking (31/64 of the way through the frames).
+    let mut fake = Vec::new();
+    let mut map = Vec::new();
+    format::encode_entry(
+        &mut map,
+        &format::EntryHead {
+            id: 99,
+            parent: 98,
+            timestamp_ms: 1_700_000_000_000,
+            kind: smith_store::EntryKind::UserMessage.code(),
+            pairing: 0,
+        },
+        b"\x63abc",
+    );
+    format::encode_frame(&mut fake, format::KIND_ENTRY, 0, map.len() as u32, 40, &map);
+    let copies = fake.repeat(400_000 / fake.len());
+    let full = with_big_entries(900_000, 1, |_| copies.clone(), 900_000);
+    let floor = format::HEADER_LEN + (full.len() - format::HEADER_LEN) / 64 * 31;
+    let ends = frame_ends(&full);
+    let big = ends
+        .windows(2)
+        .find(|w| w[1] - w[0] > 300_000)
+        .expect("the large entry");
+    assert!(
+        big[0] < floor && floor + 2 * fake.len() < big[1],
+        "the large entry ({}..{}) must span the split point {floor}",
+        big[0],
+        big[1]
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let joins = smith_store::parallel_load_joins();
+    let s = same_load(dir.path(), "a frame inside a payload", &full).expect("loads");
+    assert_eq!(s.report().scan.corrupt_skipped, 0);
+    assert_eq!(
+        smith_store::parallel_load_joins(),
+        joins,
+        "the walks were joined at a frame inside a payload"
+    );
+}
+
+/// Frames longer than the buffer each thread reads the file through are
+/// checked through the mapping, in both threads' parts, and the walks are
+/// still joined.
+#[test]
+fn frames_longer_than_the_read_buffer_load_on_both_threads() {
+    let _one = one_at_a_time();
+    smith_store::set_parallel_load_min(0);
+    let mut rng = smith_store::bench_support::Rng::new(9);
+    let noise: Vec<u8> = (0..700_000).map(|_| rng.next_u64() as u8).collect();
+    let full = with_big_entries(
+        300_000,
+        4,
+        |i| noise[i * 1000..i * 1000 + 300_000 + i * 50_000].to_vec(),
+        300_000,
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let joins = smith_store::parallel_load_joins();
+    let s = same_load(dir.path(), "frames longer than the buffer", &full).expect("loads");
+    assert!(
+        s.records()
+            .iter()
+            .filter(|r| r.payload_len > 256 << 10)
+            .count()
+            >= 4
+    );
+    assert_eq!(
+        smith_store::parallel_load_joins(),
+        joins + 1,
+        "the file was not loaded on two threads and joined"
+    );
 }
