@@ -273,17 +273,7 @@ fn prewalk(bytes: &[u8], start: usize, limits: &Limits, in_place: bool) -> Optio
     };
     let mut pos = start;
     while pos < bytes.len() {
-        if bytes.len() - pos < format::MIN_FRAME {
-            return None;
-        }
-        let body_len = format::read_u32(bytes, pos);
-        if (body_len as usize) < format::BODY_FIXED || body_len > limits.max_frame_len {
-            return None;
-        }
-        let total = body_len as usize + 12;
-        if total > bytes.len() - pos || format::read_u32(bytes, pos + total - 4) != body_len {
-            return None;
-        }
+        let total = frame_len_at(bytes, pos, limits)?;
         let v = format::frame_at_unchecked(bytes, pos);
         if v.content_len > limits.max_content_len {
             return None;
@@ -352,7 +342,16 @@ const MAX_GUESS_DENSITY: usize = 512;
 /// agree, it ends inside `bytes` and it is within `limits`; `None`
 /// otherwise (the checks the verifying reader makes before a checksum).
 #[inline]
-pub(crate) fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
+fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
+    let total = declared_len(bytes, pos, limits)?;
+    (format::read_u32(bytes, pos + total - 4) == total as u32 - 12).then_some(total)
+}
+
+/// The total length the frame at `pos` declares in its length prefix,
+/// when that is within `limits` and the frame would end inside `bytes`;
+/// `None` otherwise. Only the prefix is read.
+#[inline]
+fn declared_len(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
     if bytes.len() - pos < format::MIN_FRAME {
         return None;
     }
@@ -361,10 +360,7 @@ pub(crate) fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<
         return None;
     }
     let total = body_len as usize + 12;
-    if total > bytes.len() - pos || format::read_u32(bytes, pos + total - 4) != body_len {
-        return None;
-    }
-    Some(total)
+    (total <= bytes.len() - pos).then_some(total)
 }
 
 /// The frame at `pos`, when it is intact: both copies of its body length
@@ -379,20 +375,10 @@ pub(crate) fn intact_frame_at<'a>(
     pos: usize,
     limits: &Limits,
 ) -> Option<FrameView<'a>> {
-    if bytes.len() - pos < format::MIN_FRAME {
-        return None;
-    }
-    let body_len = format::read_u32(bytes, pos);
-    if (body_len as usize) < format::BODY_FIXED || body_len > limits.max_frame_len {
-        return None;
-    }
-    let total = body_len as usize + 12;
-    if total > bytes.len() - pos {
-        return None;
-    }
+    let total = declared_len(bytes, pos, limits)?;
     let v = format::frame_at_unchecked(bytes, pos);
     let good = format::checksum_ok(&v)
-        & (format::read_u32(bytes, pos + total - 4) == body_len)
+        & (format::read_u32(bytes, pos + total - 4) == total as u32 - 12)
         & (v.content_len <= limits.max_content_len);
     good.then_some(v)
 }
