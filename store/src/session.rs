@@ -342,7 +342,7 @@ const MAX_GUESS_DENSITY: usize = 512;
 /// agree, it ends inside `bytes` and it is within `limits`; `None`
 /// otherwise (the checks the verifying reader makes before a checksum).
 #[inline]
-fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
+pub(crate) fn frame_len_at(bytes: &[u8], pos: usize, limits: &Limits) -> Option<usize> {
     let total = declared_len(bytes, pos, limits)?;
     (format::read_u32(bytes, pos + total - 4) == total as u32 - 12).then_some(total)
 }

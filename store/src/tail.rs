@@ -24,7 +24,7 @@
 //! the C library, like every thread's).
 
 use crate::entry::{NONE, Record};
-use crate::format::{self, FLAG_ZSTD, KIND_ENTRY, KIND_ORIGIN, MIN_FRAME};
+use crate::format::{self, FLAG_ZSTD, KIND_ENTRY, KIND_ORIGIN};
 use crate::scan::Limits;
 use crate::session::{LoadReport, Origin, in_place_record};
 
@@ -164,14 +164,10 @@ impl<'a> JobSlot<'a> {
 fn find_frame_start(bytes: &[u8], floor: usize, limits: &Limits) -> Option<usize> {
     let stop = floor.saturating_add(SEARCH_WINDOW).min(bytes.len());
     let mut p = floor;
-    while p < stop && bytes.len() - p >= MIN_FRAME {
-        let body_len = format::read_u32(bytes, p);
-        let total = body_len as usize + 12;
-        if (body_len as usize) >= format::BODY_FIXED
-            && body_len <= limits.max_frame_len
-            && total <= bytes.len() - p
-            && format::read_u32(bytes, p + total - 4) == body_len
-        {
+    while p < stop {
+        // The trailer is compared before the checksum is computed: at most
+        // positions the declared length is noise and the comparison fails.
+        if crate::session::frame_len_at(bytes, p, limits).is_some() {
             let v = format::frame_at_unchecked(bytes, p);
             if v.content_len <= limits.max_content_len && format::checksum_ok(&v) {
                 return Some(p);
