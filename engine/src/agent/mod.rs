@@ -59,7 +59,8 @@ pub struct AgentConfig {
     pub model: String,
     /// The system prompt.
     pub system: Option<String>,
-    /// Stop after this many turns in one run.
+    /// Stop after this many turns in one run (zero: the input is kept in
+    /// the conversation and no request is sent).
     pub max_turns: Option<u32>,
     /// Stop when this budget is exceeded.
     pub budget: Budget,

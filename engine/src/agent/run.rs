@@ -631,6 +631,13 @@ impl Runner {
                     break StopCause::Aborted;
                 }
             }
+            // A limit of zero turns allows no request at all: the input
+            // above is kept in the conversation, and the run stops before
+            // the first turn (later turns are stopped after the turn that
+            // reaches the limit, below).
+            if self.turn_limit_reached(&state) {
+                break StopCause::TurnLimit;
+            }
             state.turn += 1;
             self.emit(Event::TurnStart { turn: state.turn });
             let outcome = self.turn(cancel, &mut state);

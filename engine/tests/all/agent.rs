@@ -994,6 +994,34 @@ fn turn_limit_and_budget_stop_the_run() {
 }
 
 #[test]
+fn a_turn_limit_of_zero_sends_no_request_and_keeps_the_input() {
+    let script = r#"[[{"tool_call": {"name": "ls"}}, {"stop": {"reason": "tool_use"}}]]"#;
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.max_turns = Some(0);
+    let journal = Arc::new(MemoryJournal::new());
+    let h = harness_with(script, config, ToolSet::builtin(), journal.clone());
+    let events = prompt(&h, "hello there");
+    assert_eq!(stop_of(&events), StopCause::TurnLimit);
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            Event::TurnStart { .. } | Event::ToolExecutionStart { .. }
+        )),
+        "{events:?}"
+    );
+    // The input is kept (recorded in the conversation), only not sent.
+    let kept = journal
+        .records()
+        .iter()
+        .filter(|r| matches!(r, Record::Event(_)))
+        .map(|r| format!("{r:?}"))
+        .collect::<Vec<_>>();
+    assert!(kept.iter().any(|r| r.contains("hello there")), "{kept:?}");
+    // No effect ran.
+    assert!(effect_states(&journal.records()).is_empty());
+}
+
+#[test]
 fn commands_answer_while_idle_and_busy() {
     let h = harness(r#"[[{"text": "a"}, {"delay_ms": 300}, {"stop": {"reason": "end"}}]]"#);
     h.handle.send(Command::GetState).unwrap();
