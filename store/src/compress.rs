@@ -167,12 +167,22 @@ pub(crate) enum StoredEntry<'a> {
 /// then kept as an unknown frame).
 #[inline(always)]
 pub(crate) fn classify<'a>(v: &FrameView<'a>) -> Option<StoredEntry<'a>> {
+    classify_like(v, &mut format::HeadLayout::default())
+}
+
+/// [`classify`], reading the entry head by the layout of the last one a
+/// walk read (see [`format::decode_entry_head_like`]).
+#[inline(always)]
+pub(crate) fn classify_like<'a>(
+    v: &FrameView<'a>,
+    layout: &mut format::HeadLayout,
+) -> Option<StoredEntry<'a>> {
     if v.kind != KIND_ENTRY {
         return None;
     }
     match v.flags {
         0 if v.content_len as usize == v.payload.len() => {
-            let (head, content_at, _) = format::decode_entry(v.payload)?;
+            let (head, content_at, _) = format::decode_entry_like(v.payload, layout)?;
             Some(StoredEntry::Plain {
                 head,
                 map: v.payload,
@@ -180,7 +190,7 @@ pub(crate) fn classify<'a>(v: &FrameView<'a>) -> Option<StoredEntry<'a>> {
             })
         }
         FLAG_ZSTD_CONTENT => {
-            let (head, head_len, content_len) = format::decode_entry_head(v.payload)?;
+            let (head, head_len, content_len) = format::decode_entry_head_like(v.payload, layout)?;
             if head_len.checked_add(content_len)? != v.content_len as usize {
                 return None;
             }

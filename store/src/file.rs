@@ -103,10 +103,9 @@ impl SessionFile {
     /// See [`Session::load_bytes`].
     pub fn load(&self, limits: &Limits) -> Result<Session> {
         let what = self.path.display().to_string();
-        // Loading reads the frames through a buffer (`crate::window`), not
-        // through the mapping: no page is faulted in by the load, and no
-        // page-table entry has to be torn down when the session is dropped
-        // (docs/benchmarks.md).
+        // Loading reads the frames through a buffer (`crate::window`), or
+        // through the mapping where the page cache holds the file in huge
+        // pages (docs/session-format.md §9).
         #[cfg(unix)]
         let mut s =
             Session::load_from(&self.map, Some(&self.map), Some(&self.file), limits, &what)?;

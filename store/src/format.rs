@@ -585,6 +585,100 @@ pub(crate) fn decode_entry_head_fast(
     ))
 }
 
+/// Where the values of keys 1 to 4 of an entry head start (key 0's value
+/// starts at byte 2): the layout of the last head a walk read, from which
+/// [`decode_entry_head_like`] reads the next one.
+///
+/// Consecutive entries of a session mostly share their layout (ids and
+/// timestamps change width rarely, kinds are small), so reading the first
+/// four fields at the positions of the previous head lets their loads and
+/// checks run side by side instead of one after another, each field's
+/// position waiting on the width of the one before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadLayout {
+    at: [u8; 4],
+}
+
+impl Default for HeadLayout {
+    /// Every field one byte long (values under 24).
+    fn default() -> Self {
+        Self { at: [4, 6, 8, 10] }
+    }
+}
+
+impl HeadLayout {
+    /// The layout of a head `b` whose fields were checked (by the
+    /// decoder): each value's width read from its initial byte.
+    fn of(b: &[u8; FAST_HEAD_INPUT]) -> Self {
+        let mut at = [0u8; 4];
+        let mut pos = 2;
+        for slot in &mut at {
+            pos += 1 + usize::from(FIELD_WIDTH[usize::from(b[pos] & 31)]) + 1;
+            *slot = pos as u8;
+        }
+        Self { at }
+    }
+}
+
+/// [`decode_entry_head`], reading the first four fields at the positions
+/// `layout` gives (the last head read), checked: each field must end where
+/// the next one's key is expected. When they do not (the widths changed),
+/// the head is read field by field and `layout` becomes its layout. Accepts
+/// exactly what [`decode_entry_head`] accepts, with the same result
+/// (differential test below).
+#[inline]
+pub fn decode_entry_head_like(
+    b: &[u8],
+    layout: &mut HeadLayout,
+) -> Option<(EntryHead, usize, usize)> {
+    if let Some(block) = b.first_chunk::<FAST_HEAD_INPUT>() {
+        let [v1, v2, v3, v4] = layout.at.map(usize::from);
+        let (id, n0, g0) = field(block, 2, 0);
+        let (parent, n1, g1) = field(block, v1, 0);
+        let (ts, n2, g2) = field(block, v2, 0);
+        let (kind, n3, g3) = field(block, v3, 0);
+        let (pairing, n4, g4) = field(block, v4, 0);
+        let placed = (n0 + 1 == v1) & (n1 + 1 == v2) & (n2 + 1 == v3) & (n3 + 1 == v4);
+        let keys = (block[0] == 0xa6)
+            & (block[1] == 0)
+            & (block[v1 - 1] == 1)
+            & (block[v2 - 1] == 2)
+            & (block[v3 - 1] == 3)
+            & (block[v4 - 1] == 4)
+            & (block[n4] == 5);
+        let (len, next, g5) = field(block, n4 + 1, 2);
+        let ok =
+            placed & keys & g0 & g1 & g2 & g3 & g4 & g5 & (id != 0) & (kind <= u64::from(u32::MAX));
+        if ok {
+            let len = usize::try_from(len).ok()?;
+            return Some((
+                EntryHead {
+                    id,
+                    parent,
+                    timestamp_ms: ts,
+                    kind: kind as u32,
+                    pairing,
+                },
+                next,
+                len,
+            ));
+        }
+        let found = decode_entry_head(b);
+        if found.is_some() {
+            *layout = HeadLayout::of(block);
+        }
+        return found;
+    }
+    decode_entry_head_slow(b)
+}
+
+/// [`decode_entry`] through [`decode_entry_head_like`].
+#[inline(always)]
+pub fn decode_entry_like(b: &[u8], layout: &mut HeadLayout) -> Option<(EntryHead, usize, usize)> {
+    let (head, pos, len) = decode_entry_head_like(b, layout)?;
+    (b.len() - pos == len).then_some((head, pos, len))
+}
+
 /// [`decode_entry_head`] head by head, for maps shorter than the fast
 /// path's block.
 fn decode_entry_head_slow(b: &[u8]) -> Option<(EntryHead, usize, usize)> {
@@ -739,6 +833,71 @@ mod tests {
             }
         }
         assert!(checked > 10_000);
+    }
+
+    #[test]
+    fn entry_head_read_by_layout_agrees_with_the_plain_reader() {
+        // Valid heads of many widths, and each of them with one byte
+        // changed; every one read with the layout of every valid head.
+        let values = [0u64, 1, 23, 24, 255, 256, 65_536, 1 << 32, u64::MAX];
+        let mut inputs = Vec::new();
+        let mut layouts = vec![HeadLayout::default()];
+        for (i, &a) in values.iter().enumerate() {
+            let b = values[(i * 7 + 3) % values.len()];
+            for kind in [0u32, 24, u32::MAX] {
+                for content_len in [0usize, 24, 70_000] {
+                    let head = EntryHead {
+                        id: a.max(1),
+                        parent: b,
+                        timestamp_ms: a,
+                        kind,
+                        pairing: b,
+                    };
+                    let mut out = Vec::new();
+                    encode_entry_head(&mut out, &head, content_len);
+                    let head_len = out.len();
+                    out.resize(out.len().max(FAST_HEAD_INPUT) + 3, 0x41);
+                    let block = out.first_chunk::<FAST_HEAD_INPUT>().expect("padded");
+                    let layout = HeadLayout::of(block);
+                    if !layouts.contains(&layout) {
+                        layouts.push(layout);
+                    }
+                    for at in 0..head_len {
+                        for byte in [0x00, 0x01, 0x05, 0x18, 0x19, 0x1b, 0x1c, 0x40, 0xa6] {
+                            let mut m = out.clone();
+                            m[at] = byte;
+                            inputs.push(m);
+                        }
+                    }
+                    // Short maps go to the head-by-head reader.
+                    inputs.push(out[..head_len].to_vec());
+                    inputs.push(out);
+                }
+            }
+        }
+        assert!(layouts.len() > 20, "{}", layouts.len());
+        let mut taken = 0;
+        for input in &inputs {
+            let plain = decode_entry_head(input);
+            taken += usize::from(plain.is_some());
+            for layout in &layouts {
+                let mut l = *layout;
+                assert_eq!(decode_entry_head_like(input, &mut l), plain, "{input:02x?}");
+                // A head read field by field leaves its layout behind, so
+                // the same head is then read by layout.
+                if plain.is_some() && input.len() >= FAST_HEAD_INPUT {
+                    let before = l;
+                    assert_eq!(decode_entry_head_like(input, &mut l), plain);
+                    assert_eq!(l, before);
+                }
+            }
+        }
+        // Both kinds are well represented.
+        assert!(
+            taken > 1000 && inputs.len() - taken > 1000,
+            "{taken} of {}",
+            inputs.len()
+        );
     }
 
     #[test]

@@ -52,6 +52,16 @@ pub fn set_parallel_load_min(bytes: usize) {
     tail::set_parallel_min(bytes);
 }
 
+/// Makes every mapped load of this process read its frames through the
+/// mapping (`Some(true)`) or through a buffer (`Some(false)`), instead of
+/// deciding by how the page cache holds the file (`None`, the default;
+/// see `docs/session-format.md` §9), so that a test covers both ways
+/// whatever the page cache does. Not meant for anything else.
+#[doc(hidden)]
+pub fn set_load_reads_mapping(mapping: Option<bool>) {
+    window::force_mapping(mapping);
+}
+
 /// How many mapped loads in this process checked their file on two threads
 /// and joined the halves (rather than finishing on one thread), so that a
 /// test can tell which path its loads took.

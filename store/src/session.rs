@@ -165,6 +165,9 @@ pub(crate) struct Sink<'a> {
     /// True when the frames being read are the arena's mapping itself, so
     /// payloads are addressed where they lie instead of copied.
     pub(crate) in_place: bool,
+    /// The layout of the last entry head read (see
+    /// [`format::decode_entry_head_like`]).
+    pub(crate) layout: &'a mut format::HeadLayout,
 }
 
 /// What appending to a session's file reuses from one append to the next,
@@ -461,6 +464,7 @@ fn in_place_pass(
     // ones, which would, leave this pass), so this stays unallocated.
     let mut owned = Vec::new();
     let mut dctx = None;
+    let mut layout = format::HeadLayout::default();
     let mut frames = 0u64;
     let mut pos = start;
     let len = bytes.len();
@@ -468,32 +472,36 @@ fn in_place_pass(
     // The worker takes the frames from `floor` on and the table's slots
     // from `limit` up; this thread those before.
     let parallel = len >= tail::parallel_min() && len > start;
+    // Frames are read through a buffer (`pread`) unless the page cache
+    // holds much of the file in huge pages, whose mapping costs a page
+    // fault per 2 MiB: then they are read in place (see [`crate::window`]).
+    let file = file.filter(|_| !window::reads_mapping(bytes, parallel));
+    let share = if file.is_some() {
+        tail::WORKER_SHARE_64THS
+    } else {
+        tail::WORKER_SHARE_MAPPED_64THS
+    };
     let (floor, limit) = if parallel {
-        let floor = start + (len - start) / 64 * (64 - tail::WORKER_SHARE_64THS);
+        let floor = start + (len - start) / 64 * (64 - share);
         let share = (cap as u128 * (floor - start) as u128) / (len - start) as u128;
         (floor, usize::try_from(share).unwrap_or(cap).min(cap))
     } else {
         (len, cap)
     };
-    // Each thread reads the file through a buffer of its own (one
-    // allocation for both), not through the mapping (see [`crate::window`]).
-    let each = window::BUFFER.min(len);
-    let mut buffers = match file {
-        Some(_) => vec![0u8; if parallel { 2 * each } else { each }],
-        None => Vec::new(),
-    };
-    let mine_len = each.min(buffers.len());
-    let (mine, theirs) = buffers.split_at_mut(mine_len);
-    let (mut window, worker_window) = match file {
-        Some(file) => (
-            Some(window::Window::new(file, bytes, mine)),
-            Some((file, theirs)),
-        ),
-        None => (None, None),
+    // This thread's read buffer, on its stack (the worker has its own):
+    // no allocation, so a load allocates the same whichever way it reads.
+    let mut buf;
+    let mut window = match file {
+        Some(file) => {
+            buf = [0u8; window::BUFFER];
+            let each = window::BUFFER.min(len);
+            Some(window::Window::new(file, bytes, &mut buf[..each]))
+        }
+        None => None,
     };
     let mut slot = tail::JobSlot::new(
         bytes,
-        worker_window,
+        file,
         start,
         floor,
         limits,
@@ -564,6 +572,7 @@ fn in_place_pass(
                 owned: &mut owned,
                 base_len,
                 in_place: true,
+                layout: &mut layout,
             },
             report,
             origin,
@@ -655,8 +664,12 @@ fn join_tail(
 /// its content compressed), its parent not yet resolved (`parent_index` is
 /// [`NONE`]), counting it in `report`; `None` (counted as malformed) when
 /// the payload is not an entry map.
-pub(crate) fn in_place_record(v: &FrameView<'_>, report: &mut LoadReport) -> Option<Record> {
-    let (head, c_at, c_len, flags) = match compress::classify(v) {
+pub(crate) fn in_place_record(
+    v: &FrameView<'_>,
+    report: &mut LoadReport,
+    layout: &mut format::HeadLayout,
+) -> Option<Record> {
+    let (head, c_at, c_len, flags) = match compress::classify_like(v, layout) {
         Some(StoredEntry::Plain {
             head, content_at, ..
         }) => (head, content_at, v.payload.len() - content_at, 0),
@@ -790,6 +803,7 @@ impl Session {
         };
         let mut origin = None;
         let mut dctx = None;
+        let mut layout = format::HeadLayout::default();
         // Fast paths. Read in place, one pass checks every frame's lengths
         // and checksum and builds its record while its bytes stream through
         // the cache; the record table is sized from the first frames
@@ -844,6 +858,7 @@ impl Session {
                                 owned: &mut payload,
                                 base_len,
                                 in_place,
+                                layout: &mut layout,
                             },
                             &mut report,
                             &mut origin,
@@ -897,6 +912,7 @@ impl Session {
                                 owned: &mut payload,
                                 base_len,
                                 in_place,
+                                layout: &mut layout,
                             },
                             &mut report,
                             &mut origin,
@@ -913,6 +929,7 @@ impl Session {
                                 owned: &mut payload,
                                 base_len,
                                 in_place,
+                                layout: &mut layout,
                             },
                             &mut report,
                             &mut origin,
@@ -1459,7 +1476,7 @@ pub(crate) fn ingest(
     let payload = &mut *sink.owned;
     let owned_at = payload.len();
     let mut at = sink.base_len + owned_at;
-    let (head, c_at, c_len, flags) = match compress::classify(v) {
+    let (head, c_at, c_len, flags) = match compress::classify_like(v, sink.layout) {
         None => {
             report.malformed_entries += 1;
             return;

@@ -605,6 +605,7 @@ impl Store {
         };
         let mut dctx = None;
         let mut origin = s.origin;
+        let mut layout = format::HeadLayout::default();
         // The new frames are read from a temporary mapping, so their
         // payloads are copied into the session's owned buffer.
         let base_len = s.payload.base_len();
@@ -613,6 +614,7 @@ impl Store {
             owned,
             base_len,
             in_place: false,
+            layout: &mut layout,
         };
         let r = scan::scan(&map, start, &self.limits, &what, |v| {
             session::ingest(records, &mut sink, report, &mut origin, &mut dctx, &v);

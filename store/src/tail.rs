@@ -61,6 +61,11 @@ pub(crate) fn set_parallel_min(bytes: usize) {
 /// the worker takes a little more than half.
 pub(crate) const WORKER_SHARE_64THS: usize = 33;
 
+/// [`WORKER_SHARE_64THS`] when both threads read the file through its
+/// mapping: the worker, which starts later and builds its records
+/// further from the table's start, then takes less than half.
+pub(crate) const WORKER_SHARE_MAPPED_64THS: usize = 30;
+
 /// How far past the split point the worker looks for the start of a frame
 /// (see [`find_frame_start`]): a frame longer than this that spans the split
 /// point leaves the whole walk to the loading thread.
@@ -107,9 +112,9 @@ pub(crate) struct Part {
 /// What the worker reads and where it leaves its answer.
 struct Job<'a> {
     bytes: &'a [u8],
-    /// The file and the buffer its frames are read through (see
-    /// [`crate::window`]); without, they are read through the mapping.
-    window: Option<(&'a std::fs::File, &'a mut [u8])>,
+    /// The file, whose frames the worker reads through a buffer on its
+    /// stack (see [`crate::window`]); without, through the mapping.
+    file: Option<&'a std::fs::File>,
     start: usize,
     floor: usize,
     limits: Limits,
@@ -130,7 +135,7 @@ impl<'a> JobSlot<'a> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         bytes: &'a [u8],
-        window: Option<(&'a std::fs::File, &'a mut [u8])>,
+        file: Option<&'a std::fs::File>,
         start: usize,
         floor: usize,
         limits: &Limits,
@@ -139,7 +144,7 @@ impl<'a> JobSlot<'a> {
     ) -> Self {
         Self(Job {
             bytes,
-            window,
+            file,
             start,
             floor,
             limits: *limits,
@@ -191,10 +196,16 @@ fn check_tail(job: &mut Job<'_>) {
         return;
     };
     let mut pos = first;
-    let mut window = job
-        .window
-        .take()
-        .map(|(file, buf)| crate::window::Window::new(file, bytes, buf));
+    let mut layout = crate::format::HeadLayout::default();
+    let mut buf;
+    let mut window = match job.file {
+        Some(file) => {
+            buf = [0u8; crate::window::BUFFER];
+            let each = crate::window::BUFFER.min(bytes.len());
+            Some(crate::window::Window::new(file, bytes, &mut buf[..each]))
+        }
+        None => None,
+    };
     part.outcome = loop {
         if pos == bytes.len() {
             break Outcome::Met(first);
@@ -224,7 +235,7 @@ fn check_tail(job: &mut Job<'_>) {
         if v.flags == FLAG_ZSTD {
             break Outcome::Exact;
         }
-        let Some(mut r) = in_place_record(&v, &mut part.report) else {
+        let Some(mut r) = in_place_record(&v, &mut part.report, &mut layout) else {
             continue;
         };
         if part.written == job.out_len {

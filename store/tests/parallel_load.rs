@@ -25,34 +25,37 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 fn two_thread_load_matches_the_copying_load_at_every_cut_and_every_damaged_frame() {
     let _one = one_at_a_time();
     smith_store::set_parallel_load_min(0);
-    let full = varied_file(40 << 10);
-    let ends = frame_ends(&full);
-    assert!(ends.len() >= 20, "{} frames", ends.len());
-    let dir = tempfile::tempdir().expect("dir");
-    same_load(dir.path(), "intact", &full);
-    // Every truncation: the torn tail falls in the first thread's part, at
-    // the join or in the second thread's part as the file shrinks.
-    for t in format::HEADER_LEN..full.len() {
-        same_load(dir.path(), &format!("cut at {t}"), &full[..t]);
-    }
-    // One damaged payload byte in each frame, then each frame's length
-    // field (a damaged length makes the two walks disagree on boundaries).
-    let mut start = format::HEADER_LEN;
-    for (i, &end) in ends.iter().enumerate() {
-        let mut b = full.clone();
-        b[end - 13] ^= 0x40;
-        same_load(dir.path(), &format!("frame {i} payload damaged"), &b);
-        let mut b = full.clone();
-        b[start] ^= 0x01;
-        same_load(dir.path(), &format!("frame {i} length damaged"), &b);
-        let mut b = full.clone();
-        b[end - 1] ^= 0x01;
-        same_load(
-            dir.path(),
-            &format!("frame {i} trailing length damaged"),
-            &b,
-        );
-        start = end;
+    for mapping in [false, true] {
+        smith_store::set_load_reads_mapping(Some(mapping));
+        let full = varied_file(40 << 10);
+        let ends = frame_ends(&full);
+        assert!(ends.len() >= 20, "{} frames", ends.len());
+        let dir = tempfile::tempdir().expect("dir");
+        same_load(dir.path(), "intact", &full);
+        // Every truncation: the torn tail falls in the first thread's part, at
+        // the join or in the second thread's part as the file shrinks.
+        for t in format::HEADER_LEN..full.len() {
+            same_load(dir.path(), &format!("cut at {t}"), &full[..t]);
+        }
+        // One damaged payload byte in each frame, then each frame's length
+        // field (a damaged length makes the two walks disagree on boundaries).
+        let mut start = format::HEADER_LEN;
+        for (i, &end) in ends.iter().enumerate() {
+            let mut b = full.clone();
+            b[end - 13] ^= 0x40;
+            same_load(dir.path(), &format!("frame {i} payload damaged"), &b);
+            let mut b = full.clone();
+            b[start] ^= 0x01;
+            same_load(dir.path(), &format!("frame {i} length damaged"), &b);
+            let mut b = full.clone();
+            b[end - 1] ^= 0x01;
+            same_load(
+                dir.path(),
+                &format!("frame {i} trailing length damaged"),
+                &b,
+            );
+            start = end;
+        }
     }
 }
 
@@ -67,41 +70,44 @@ fn two_thread_load_matches_the_copying_load_at_every_cut_and_every_damaged_frame
 fn two_thread_load_joins_and_matches_the_copying_load_around_the_meeting_point() {
     let _one = one_at_a_time();
     smith_store::set_parallel_load_min(0);
-    let full = varied_file(1_300_000);
-    let ends = frame_ends(&full);
-    let dir = tempfile::tempdir().expect("dir");
-    let joins = smith_store::parallel_load_joins();
-    same_load(dir.path(), "intact", &full);
-    assert_eq!(
-        smith_store::parallel_load_joins(),
-        joins + 1,
-        "the intact file was not loaded on two threads and joined"
-    );
-    // The walks meet a little before the middle (the second thread takes
-    // about half the bytes from the end): damage every frame from 44 % to
-    // 54 % of the file, and every 100th frame elsewhere.
-    let mut start = format::HEADER_LEN;
-    for (i, &end) in ends.iter().enumerate() {
-        let middle = (full.len() * 44 / 100..full.len() * 54 / 100).contains(&start);
-        if middle || i % 100 == 0 {
-            for (what, at, bit) in [
-                ("payload", end - 13, 0x40),
-                ("length", start, 0x01),
-                ("trailing length", end - 1, 0x01),
-            ] {
-                let mut b = full.clone();
-                b[at] ^= bit;
-                same_load(dir.path(), &format!("frame {i} {what} damaged"), &b);
+    for mapping in [false, true] {
+        smith_store::set_load_reads_mapping(Some(mapping));
+        let full = varied_file(1_300_000);
+        let ends = frame_ends(&full);
+        let dir = tempfile::tempdir().expect("dir");
+        let joins = smith_store::parallel_load_joins();
+        same_load(dir.path(), "intact", &full);
+        assert_eq!(
+            smith_store::parallel_load_joins(),
+            joins + 1,
+            "the intact file was not loaded on two threads and joined"
+        );
+        // The walks meet a little before the middle (the second thread takes
+        // about half the bytes from the end): damage every frame from 44 % to
+        // 54 % of the file, and every 100th frame elsewhere.
+        let mut start = format::HEADER_LEN;
+        for (i, &end) in ends.iter().enumerate() {
+            let middle = (full.len() * 44 / 100..full.len() * 54 / 100).contains(&start);
+            if middle || i % 100 == 0 {
+                for (what, at, bit) in [
+                    ("payload", end - 13, 0x40),
+                    ("length", start, 0x01),
+                    ("trailing length", end - 1, 0x01),
+                ] {
+                    let mut b = full.clone();
+                    b[at] ^= bit;
+                    same_load(dir.path(), &format!("frame {i} {what} damaged"), &b);
+                }
             }
+            start = end;
         }
-        start = end;
-    }
-    // A torn tail is what the second thread meets first (it starts from the
-    // end): these loads leave the two-thread path for the verifying reader.
-    for t in
-        (full.len() - 1_500..full.len()).chain((format::HEADER_LEN..full.len()).step_by(16_001))
-    {
-        same_load(dir.path(), &format!("cut at {t}"), &full[..t]);
+        // A torn tail is what the second thread meets first (it starts from the
+        // end): these loads leave the two-thread path for the verifying reader.
+        for t in
+            (full.len() - 1_500..full.len()).chain((format::HEADER_LEN..full.len()).step_by(16_001))
+        {
+            same_load(dir.path(), &format!("cut at {t}"), &full[..t]);
+        }
     }
 }
 
@@ -175,46 +181,49 @@ fn with_big_entries(
 fn a_frame_inside_a_payload_at_the_split_point_is_not_taken_for_a_frame() {
     let _one = one_at_a_time();
     smith_store::set_parallel_load_min(0);
-    // A small, intact entry frame, copied end to end into the content of
-    // one large entry that spans the point where the second thread starts
-    // looking (31/64 of the way through the frames).
-    let mut fake = Vec::new();
-    let mut map = Vec::new();
-    format::encode_entry(
-        &mut map,
-        &format::EntryHead {
-            id: 99,
-            parent: 98,
-            timestamp_ms: 1_700_000_000_000,
-            kind: smith_store::EntryKind::UserMessage.code(),
-            pairing: 0,
-        },
-        b"\x63abc",
-    );
-    format::encode_frame(&mut fake, format::KIND_ENTRY, 0, map.len() as u32, 40, &map);
-    let copies = fake.repeat(400_000 / fake.len());
-    let full = with_big_entries(900_000, 1, |_| copies.clone(), 900_000);
-    let floor = format::HEADER_LEN + (full.len() - format::HEADER_LEN) / 64 * 31;
-    let ends = frame_ends(&full);
-    let big = ends
-        .windows(2)
-        .find(|w| w[1] - w[0] > 300_000)
-        .expect("the large entry");
-    assert!(
-        big[0] < floor && floor + 2 * fake.len() < big[1],
-        "the large entry ({}..{}) must span the split point {floor}",
-        big[0],
-        big[1]
-    );
-    let dir = tempfile::tempdir().expect("dir");
-    let joins = smith_store::parallel_load_joins();
-    let s = same_load(dir.path(), "a frame inside a payload", &full).expect("loads");
-    assert_eq!(s.report().scan.corrupt_skipped, 0);
-    assert_eq!(
-        smith_store::parallel_load_joins(),
-        joins,
-        "the walks were joined at a frame inside a payload"
-    );
+    for mapping in [false, true] {
+        smith_store::set_load_reads_mapping(Some(mapping));
+        // A small, intact entry frame, copied end to end into the content of
+        // one large entry that spans the point where the second thread starts
+        // looking (31/64 of the way through the frames).
+        let mut fake = Vec::new();
+        let mut map = Vec::new();
+        format::encode_entry(
+            &mut map,
+            &format::EntryHead {
+                id: 99,
+                parent: 98,
+                timestamp_ms: 1_700_000_000_000,
+                kind: smith_store::EntryKind::UserMessage.code(),
+                pairing: 0,
+            },
+            b"\x63abc",
+        );
+        format::encode_frame(&mut fake, format::KIND_ENTRY, 0, map.len() as u32, 40, &map);
+        let copies = fake.repeat(400_000 / fake.len());
+        let full = with_big_entries(900_000, 1, |_| copies.clone(), 900_000);
+        let floor = format::HEADER_LEN + (full.len() - format::HEADER_LEN) / 64 * 31;
+        let ends = frame_ends(&full);
+        let big = ends
+            .windows(2)
+            .find(|w| w[1] - w[0] > 300_000)
+            .expect("the large entry");
+        assert!(
+            big[0] < floor && floor + 2 * fake.len() < big[1],
+            "the large entry ({}..{}) must span the split point {floor}",
+            big[0],
+            big[1]
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let joins = smith_store::parallel_load_joins();
+        let s = same_load(dir.path(), "a frame inside a payload", &full).expect("loads");
+        assert_eq!(s.report().scan.corrupt_skipped, 0);
+        assert_eq!(
+            smith_store::parallel_load_joins(),
+            joins,
+            "the walks were joined at a frame inside a payload"
+        );
+    }
 }
 
 /// Frames longer than the buffer each thread reads the file through are
@@ -224,27 +233,30 @@ fn a_frame_inside_a_payload_at_the_split_point_is_not_taken_for_a_frame() {
 fn frames_longer_than_the_read_buffer_load_on_both_threads() {
     let _one = one_at_a_time();
     smith_store::set_parallel_load_min(0);
-    let mut rng = smith_store::bench_support::Rng::new(9);
-    let noise: Vec<u8> = (0..700_000).map(|_| rng.next_u64() as u8).collect();
-    let full = with_big_entries(
-        300_000,
-        4,
-        |i| noise[i * 1000..i * 1000 + 300_000 + i * 50_000].to_vec(),
-        300_000,
-    );
-    let dir = tempfile::tempdir().expect("dir");
-    let joins = smith_store::parallel_load_joins();
-    let s = same_load(dir.path(), "frames longer than the buffer", &full).expect("loads");
-    assert!(
-        s.records()
-            .iter()
-            .filter(|r| r.payload_len > 256 << 10)
-            .count()
-            >= 4
-    );
-    assert_eq!(
-        smith_store::parallel_load_joins(),
-        joins + 1,
-        "the file was not loaded on two threads and joined"
-    );
+    for mapping in [false, true] {
+        smith_store::set_load_reads_mapping(Some(mapping));
+        let mut rng = smith_store::bench_support::Rng::new(9);
+        let noise: Vec<u8> = (0..700_000).map(|_| rng.next_u64() as u8).collect();
+        let full = with_big_entries(
+            300_000,
+            4,
+            |i| noise[i * 1000..i * 1000 + 300_000 + i * 50_000].to_vec(),
+            300_000,
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let joins = smith_store::parallel_load_joins();
+        let s = same_load(dir.path(), "frames longer than the buffer", &full).expect("loads");
+        assert!(
+            s.records()
+                .iter()
+                .filter(|r| r.payload_len > 256 << 10)
+                .count()
+                >= 4
+        );
+        assert_eq!(
+            smith_store::parallel_load_joins(),
+            joins + 1,
+            "the file was not loaded on two threads and joined"
+        );
+    }
 }
