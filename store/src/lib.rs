@@ -35,6 +35,7 @@ mod entry;
 mod error;
 mod file;
 pub mod format;
+mod helper;
 pub mod publish;
 pub mod scan;
 mod session;

@@ -269,30 +269,57 @@ fn check_tail(job: &mut Job<'_>) {
 /// record table and the job outlive the thread on every path (an unwinding
 /// caller included).
 pub(crate) struct Tail<'j, 'a> {
-    #[cfg(unix)]
-    thread: libc::pthread_t,
+    runner: Runner,
     job: &'j mut JobSlot<'a>,
     joined: bool,
 }
 
-#[cfg(unix)]
-extern "C" fn run(arg: *mut libc::c_void) -> *mut libc::c_void {
-    // SAFETY: `arg` is the `Job` of a `Tail`, which keeps it borrowed
-    // mutably and alive, and touches it only after joining this thread.
+/// Where the worker runs: on the process's helper thread, or on a thread
+/// of its own when the helper is busy with another load.
+enum Runner {
+    Helper(crate::helper::Claim),
+    #[cfg(unix)]
+    Thread(libc::pthread_t),
+}
+
+/// The job at `arg`, checked.
+///
+/// # Safety
+/// `arg` is the `Job` of a `Tail`, which keeps it borrowed mutably and
+/// alive, and touches it only after the check is done.
+unsafe fn check(arg: *mut libc::c_void) {
+    // SAFETY: see above.
     let job = unsafe { &mut *arg.cast::<Job<'_>>() };
     check_tail(job);
+}
+
+#[cfg(unix)]
+extern "C" fn run(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: `arg` is the `Job` of a `Tail` (see `check`).
+    unsafe { check(arg) };
     std::ptr::null_mut()
 }
 
 impl<'j, 'a> Tail<'j, 'a> {
-    /// Starts the worker on `slot`'s job; `None` when no thread can be
-    /// started (the caller then does the whole walk itself).
+    /// Starts the worker on `slot`'s job; `None` when no thread can run it
+    /// (the caller then does the whole walk itself).
     pub(crate) fn spawn(slot: &'j mut JobSlot<'a>) -> Option<Self> {
+        let arg = std::ptr::from_mut(&mut slot.0).cast::<libc::c_void>();
+        if let Some(claim) = crate::helper::claim() {
+            // SAFETY: the returned `Tail` waits for the task (in `wait`,
+            // also on drop) before the job or anything it borrows can go
+            // away, and nothing touches the job meanwhile.
+            unsafe { claim.start(check, arg) };
+            return Some(Self {
+                runner: Runner::Helper(claim),
+                job: slot,
+                joined: false,
+            });
+        }
         #[cfg(unix)]
         {
             // SAFETY: pthread_t is plain data, written by pthread_create.
             let mut thread: libc::pthread_t = unsafe { std::mem::zeroed() };
-            let arg = std::ptr::from_mut(&mut slot.0).cast::<libc::c_void>();
             // SAFETY: `run` has the start routine's signature and reads
             // `arg` only as the `Job` it is; the returned `Tail` joins the
             // thread before the job or anything it borrows can go away.
@@ -301,14 +328,13 @@ impl<'j, 'a> Tail<'j, 'a> {
                 return None;
             }
             Some(Self {
-                thread,
+                runner: Runner::Thread(thread),
                 job: slot,
                 joined: false,
             })
         }
         #[cfg(not(unix))]
         {
-            let _ = slot;
             None
         }
     }
@@ -316,10 +342,14 @@ impl<'j, 'a> Tail<'j, 'a> {
     fn wait(&mut self) {
         if !self.joined {
             self.joined = true;
-            #[cfg(unix)]
-            // SAFETY: the thread was created by `spawn` and is joined once.
-            unsafe {
-                libc::pthread_join(self.thread, std::ptr::null_mut());
+            match &self.runner {
+                Runner::Helper(claim) => claim.wait(),
+                #[cfg(unix)]
+                // SAFETY: the thread was created by `spawn` and is joined
+                // once.
+                Runner::Thread(thread) => unsafe {
+                    libc::pthread_join(*thread, std::ptr::null_mut());
+                },
             }
         }
     }

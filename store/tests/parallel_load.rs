@@ -260,3 +260,76 @@ fn frames_longer_than_the_read_buffer_load_on_both_threads() {
         );
     }
 }
+
+/// Loads on several threads at once: one runs its second walk on the
+/// process's helper thread, the others on threads of their own, and every
+/// load is joined and matches the copying load.
+#[test]
+fn loads_at_once_each_get_a_second_thread() {
+    let _one = one_at_a_time();
+    smith_store::set_parallel_load_min(0);
+    smith_store::set_load_reads_mapping(None);
+    let full = varied_file(1_300_000);
+    let dir = tempfile::tempdir().expect("dir");
+    let joins = smith_store::parallel_load_joins();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (dir, full) = (dir.path(), &full);
+            s.spawn(move || {
+                for i in 0..5 {
+                    same_load(dir, &format!("thread {t}, load {i}"), full).expect("loads");
+                }
+            });
+        }
+    });
+    assert_eq!(smith_store::parallel_load_joins(), joins + 20);
+}
+
+/// A child made by `fork` has no helper thread, whatever its memory copied
+/// from the parent says: its loads start one of their own instead of
+/// waiting for a thread that does not exist.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_forked_child_loads_on_two_threads() {
+    let _one = one_at_a_time();
+    smith_store::set_parallel_load_min(0);
+    smith_store::set_load_reads_mapping(None);
+    let full = varied_file(1_300_000);
+    let dir = tempfile::tempdir().expect("dir");
+    // The parent's helper is running.
+    same_load(dir.path(), "parent", &full).expect("loads");
+    let path = dir.path().join("child.smith");
+    std::fs::write(&path, &full).expect("write");
+    let joins = smith_store::parallel_load_joins();
+    // SAFETY: the child only loads the file and leaves with `_exit`; no
+    // other test runs beside this one (`one_at_a_time`).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = smith_store::SessionFile::open(&path)
+            .and_then(|f| f.load(&smith_store::Limits::default()))
+            .is_ok_and(|s| s.report().scan.corrupt_skipped == 0)
+            && smith_store::parallel_load_joins() == joins + 1;
+        // SAFETY: ends the child at once, running nothing of the parent's.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for the child made above, without blocking.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if done == pid {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            // SAFETY: the child made above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the forked child's load did not finish in 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's load failed (status {status})"
+    );
+}
