@@ -67,6 +67,25 @@ fn parse_document(
     allow_routes: bool,
 ) -> Result<(Vec<ModelInfo>, Routes), Diagnostic> {
     let p = Parser { text, origin };
+    // The KDL parser descends once per level of blocks: a file nested
+    // deeply enough would exhaust the stack, so it is refused first.
+    smith_config::nesting::check(text).map_err(|deep| {
+        p.error(
+            deep.offset,
+            "catalog.too-deep",
+            format!(
+                "{} nests blocks deeper than {} levels at line {}",
+                origin.display(),
+                smith_config::nesting::MAX_DEPTH,
+                deep.line
+            ),
+            format!(
+                "smith refuses a model catalog nested deeper than {} levels before parsing it, so a hostile file cannot exhaust the stack; a catalog needs three levels (provider, model, fields)",
+                smith_config::nesting::MAX_DEPTH
+            ),
+            "flatten the blocks from the line shown, or remove the file if you did not write it",
+        )
+    })?;
     let doc = KdlDocument::parse(text).map_err(|err| {
         let first = err.diagnostics.first();
         let offset = first.map_or(0, |d| d.span.offset());
@@ -944,6 +963,36 @@ mod tests {
             assert_eq!(d.code(), code, "for {bad:?}");
             assert!(d.is_complete());
         }
+    }
+
+    #[test]
+    fn a_catalog_nested_too_deep_is_refused_before_parsing() {
+        // Deep enough to exhaust a test thread's stack in the parser.
+        let text = format!(
+            "provider \"p\" {{{}{}",
+            "x {\n".repeat(200_000),
+            "}".repeat(200_000)
+        );
+        for (d, name) in [
+            (
+                parse_user_file(&text, Path::new("models.kdl")).unwrap_err(),
+                "models.kdl",
+            ),
+            (parse(&text).unwrap_err(), "test.kdl"),
+        ] {
+            assert_eq!(d.code(), "catalog.too-deep");
+            assert!(d.is_complete());
+            assert!(d.what().contains(name), "{d:?}");
+            match d.surface() {
+                Some(Surface::File { at: Some(at), .. }) => assert_eq!(at.line, 64),
+                other => panic!("{other:?}"),
+            }
+        }
+        // At the limit it is parsed (and refused for what it says, not for
+        // its depth).
+        let text = format!("provider \"p\" {{{}{}", "x {\n".repeat(63), "}".repeat(64));
+        let d = parse_user_file(&text, Path::new("models.kdl")).unwrap_err();
+        assert_ne!(d.code(), "catalog.too-deep");
     }
 
     #[test]

@@ -18,10 +18,11 @@
 //! resolving each parent that is the entry just before it; the loading
 //! thread moves them down next to its own and resolves the rest.
 //!
-//! The worker is a bare POSIX thread that runs one function over borrowed
-//! bytes: it allocates nothing through the Rust allocator, so a load makes
-//! the same allocations whether or not it uses one (its stack is mapped by
-//! the C library, like every thread's).
+//! The worker runs on the process's helper thread ([`crate::helper`]), or
+//! on a bare POSIX thread of its own when the helper is busy: one function
+//! over borrowed bytes that allocates nothing through the Rust allocator,
+//! so a load makes the same allocations whichever thread runs its second
+//! walk, or none (a thread's stack is mapped by the C library).
 
 use crate::entry::{NONE, Record};
 use crate::format::{self, FLAG_ZSTD, KIND_ENTRY, KIND_ORIGIN};
