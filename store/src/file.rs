@@ -20,7 +20,7 @@ use crate::session::{self, Session};
 /// A session file mapped read-only.
 #[derive(Debug)]
 pub struct SessionFile {
-    map: std::sync::Arc<Mmap>,
+    map: std::sync::Arc<crate::helper::Mapping>,
     /// The file, kept open: a full load of a large file reads it through
     /// buffers rather than through the mapping (see `crate::window`).
     file: std::fs::File,
@@ -63,7 +63,7 @@ impl SessionFile {
             .ok()
             .and_then(|m| crate::session::file_id(&m));
         Ok(Self {
-            map: std::sync::Arc::new(map),
+            map: std::sync::Arc::new(crate::helper::Mapping::new(map)),
             file,
             header,
             path: path.to_path_buf(),

@@ -63,6 +63,13 @@ pub fn set_load_reads_mapping(mapping: Option<bool>) {
     window::force_mapping(mapping);
 }
 
+/// How many session file mappings this process released on two threads
+/// (see `store/src/helper.rs`), so that a test can tell that it did.
+#[doc(hidden)]
+pub fn parallel_releases() -> u64 {
+    helper::RELEASES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// How many mapped loads in this process checked their file on two threads
 /// and joined the halves (rather than finishing on one thread), so that a
 /// test can tell which path its loads took.

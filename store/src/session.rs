@@ -68,7 +68,7 @@ pub struct LoadReport {
 /// shared by clones and forks; the owned part is copied on write.
 #[derive(Debug, Clone)]
 pub(crate) struct Arena {
-    map: Option<std::sync::Arc<memmap2::Mmap>>,
+    map: Option<std::sync::Arc<crate::helper::Mapping>>,
     owned: std::sync::Arc<Vec<u8>>,
     /// The identity of the file `map` maps, when it is the session's own
     /// file: an append to that same file can then map the longer file
@@ -117,7 +117,7 @@ impl Arena {
     /// (see [`Arena::can_extend_over`]); the old mapping stays alive while
     /// a clone or a fork still holds it.
     pub(crate) fn extend_over(&mut self, map: memmap2::Mmap, id: FileId) {
-        self.map = Some(std::sync::Arc::new(map));
+        self.map = Some(std::sync::Arc::new(crate::helper::Mapping::new(map)));
         self.file = Some(id);
     }
 
@@ -788,7 +788,7 @@ impl Session {
     /// place; without, they are copied into an owned arena.
     pub(crate) fn load_from(
         bytes: &[u8],
-        map: Option<&std::sync::Arc<memmap2::Mmap>>,
+        map: Option<&std::sync::Arc<crate::helper::Mapping>>,
         file: Option<&std::fs::File>,
         limits: &Limits,
         what: &str,

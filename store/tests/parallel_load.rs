@@ -333,3 +333,35 @@ fn a_forked_child_loads_on_two_threads() {
         "the child's load failed (status {status})"
     );
 }
+
+/// A large mapping read through is released on two threads when its
+/// session and file are dropped; the file is untouched by that and loads
+/// again the same.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_mapping_is_released_in_halves_and_the_file_loads_again_the_same() {
+    let _one = one_at_a_time();
+    smith_store::set_parallel_load_min(0);
+    smith_store::set_load_reads_mapping(Some(true));
+    let full = varied_file(6 << 20);
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("big.smith");
+    std::fs::write(&path, &full).expect("write");
+    let limits = smith_store::Limits::default();
+    let load = || {
+        smith_store::SessionFile::open(&path)
+            .and_then(|f| f.load(&limits))
+            .expect("loads")
+    };
+    let releases = smith_store::parallel_releases();
+    let first = load();
+    let records = first.records().to_vec();
+    let report = *first.report();
+    drop(first);
+    assert_eq!(smith_store::parallel_releases(), releases + 1);
+    let again = load();
+    assert_eq!(again.records(), &records[..]);
+    assert_eq!(*again.report(), report);
+    assert_eq!(std::fs::read(&path).expect("read"), full);
+    smith_store::set_load_reads_mapping(None);
+}
