@@ -400,3 +400,113 @@ fn a_fifo_under_dot_smith_is_named_never_waited_on() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("answered"));
 }
+
+/// SIGTERM, SIGHUP and SIGQUIT end `eval` the way Ctrl+C does: the running
+/// command's process group is ended (its work never finishes), the call
+/// ends as aborted, the run is recorded as aborted, and the exit code is
+/// 128 plus the signal's number.
+#[test]
+fn every_ending_signal_aborts_eval_like_ctrl_c() {
+    use std::io::BufRead;
+    for (signal, name) in [
+        (libc::SIGTERM, "term"),
+        (libc::SIGHUP, "hup"),
+        (libc::SIGQUIT, "quit"),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let finished = home.path().join(format!("finished-{name}"));
+        let script = write_script(
+            home.path(),
+            &serde_json::json!([
+                [
+                    {"tool_call": {"id": "c1", "name": "bash",
+                        "arguments": {"command": format!("sleep 3 && touch {}", finished.display())}}},
+                    {"stop": {"reason": "tool_use"}}
+                ],
+                [{"text": "done"}, {"stop": {"reason": "end"}}]
+            ]),
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+            .env("SMITH_HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env("NO_COLOR", "1")
+            .current_dir(home.path())
+            .args([
+                "eval",
+                "--json",
+                "--yes",
+                "--name",
+                name,
+                "--mock-script",
+                &script,
+                "go",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = Vec::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            let started = line.contains("\"type\":\"tool_execution_start\"");
+            seen.push(line);
+            if started {
+                break;
+            }
+        }
+        assert!(
+            seen.last()
+                .is_some_and(|l| l.contains("tool_execution_start")),
+            "{name}: the command never started: {seen:?}"
+        );
+        let pid = i32::try_from(child.id()).unwrap();
+        // SAFETY: signals our own child process.
+        unsafe { libc::kill(pid, signal) };
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{name}: eval still ran 20 s after the signal"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(
+            status.code(),
+            Some(128 + signal),
+            "{name}: {rest:?}\n{stderr}"
+        );
+        if signal != libc::SIGHUP {
+            // (After a hangup the output goes nowhere.)
+            let end = rest
+                .iter()
+                .find(|l| l.contains("\"type\":\"tool_execution_end\""))
+                .unwrap_or_else(|| panic!("{name}: no end of the call: {rest:?}"));
+            assert!(end.contains("\"status\":\"aborted\""), "{name}: {end}");
+            let last: Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+            assert_eq!(last["stop"], "aborted", "{name}: {last}");
+        }
+        // The command's process group was ended: its work never finishes.
+        std::thread::sleep(Duration::from_secs(4));
+        assert!(
+            !finished.exists(),
+            "{name}: the command ran on after smith ended"
+        );
+        // The session records the run as aborted.
+        let out = smith_within(
+            home.path(),
+            &os(&["session", "dump", name]),
+            Duration::from_secs(30),
+        );
+        let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(shown.contains("\"aborted\""), "{name}: {shown}");
+    }
+}

@@ -19,12 +19,13 @@
 //! names the plugin and its reason).
 //!
 //! Exit codes: 0 success, 1 failed turn (or a blocked prompt), 2 budget
-//! exceeded (tokens, cost or turns), 130 interrupted.
+//! exceeded (tokens, cost or turns), 130 interrupted (Ctrl+C); SIGTERM,
+//! SIGHUP and SIGQUIT end the run the same way, with 143, 129 and 131.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -167,17 +168,67 @@ pub struct ProviderChoice {
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The last of the signals below that arrived (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_sigint(_signal: libc::c_int) {
+extern "C" fn on_signal(signal: libc::c_int) {
+    SIGNAL.store(signal, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Routes SIGINT to a flag the event loop watches (abort, then exit 130).
+/// The signals that end a run the way Ctrl+C does: the run is aborted (its
+/// effects recorded, its commands' process groups ended) and the command
+/// ends with 128 plus the signal's number (130 for SIGINT).
+const ENDING_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Routes the ending signals to a flag the event loop watches (abort, then
+/// exit). A signal the command was started with ignored (`nohup` ignores
+/// SIGHUP) stays ignored.
 fn install_interrupt_handler() {
-    let handler: extern "C" fn(libc::c_int) = on_sigint;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    let handler: extern "C" fn(libc::c_int) = on_signal;
+    for signal in ENDING_SIGNALS {
+        // SAFETY: sigaction is queried into and set from zeroed structs
+        // with an empty mask; the handler only stores to atomics, which is
+        // async-signal-safe.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                && current.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Points standard output and error at `/dev/null`: after a hangup the
+/// terminal is gone, and a write to it would fail (or, for standard
+/// error's messages, panic) before the run is recorded as ended.
+fn detach_output() {
+    // SAFETY: plain descriptor calls; the descriptor opened here is closed
+    // once duplicated.
     unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, libc::STDOUT_FILENO);
+            libc::dup2(null, libc::STDERR_FILENO);
+            libc::close(null);
+        }
+    }
+}
+
+/// The exit code of a run that ended with `stop`: 128 plus the signal's
+/// number when a signal other than SIGINT interrupted it.
+fn signal_exit_code(stop: StopCause, interrupted: bool) -> u8 {
+    match SIGNAL.load(Ordering::SeqCst) {
+        signal if interrupted && signal != libc::SIGINT && signal > 0 => {
+            u8::try_from(128 + signal).unwrap_or(u8::MAX)
+        }
+        _ => exit_code(stop),
     }
 }
 
@@ -331,6 +382,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             interrupted = Some(Instant::now());
             handle.abort();
+            if SIGNAL.load(Ordering::SeqCst) == libc::SIGHUP {
+                detach_output();
+            }
         }
         let event = match handle.recv_timeout(Duration::from_millis(50)) {
             Ok(event) => event,
@@ -346,10 +400,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             Err(false) => break,
         };
-        if let Some(lines) = &mut json {
-            lines.write(&crate::report::event_record(&event)?)?;
-        } else {
-            printer.event(&mut out, &event)?;
+        let shown = match &mut json {
+            Some(lines) => lines.write(&crate::report::event_record(&event)?),
+            None => printer.event(&mut out, &event),
+        };
+        // Once a signal ended the run, the output may be gone (a hung-up
+        // terminal, a closed pipe): the run still ends and is recorded.
+        if interrupted.is_none() {
+            shown?;
         }
         if let Event::Error(info) = &event {
             smith_diag::log::report(&info.to_diagnostic());
@@ -390,7 +448,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "the agent runtime stopped without finishing the run; the session holds what was recorded"
         );
     };
-    let code = exit_code(stop);
+    let code = signal_exit_code(stop, interrupted.is_some());
     let session_id = journal.with_session(|s| s.id().to_hex());
     match &mut json {
         Some(lines) => {
