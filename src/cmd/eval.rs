@@ -185,23 +185,8 @@ const ENDING_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIG
 /// exit). A signal the command was started with ignored (`nohup` ignores
 /// SIGHUP) stays ignored.
 fn install_interrupt_handler() {
-    let handler: extern "C" fn(libc::c_int) = on_signal;
     for signal in ENDING_SIGNALS {
-        // SAFETY: sigaction is queried into and set from zeroed structs
-        // with an empty mask; the handler only stores to atomics, which is
-        // async-signal-safe.
-        unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
-                && current.sa_sigaction == libc::SIG_IGN
-            {
-                continue;
-            }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
+        smith_tui::term::catch_unless_ignored(signal, on_signal);
     }
 }
 

@@ -107,8 +107,19 @@ impl SessionFile {
         // through the mapping where the page cache holds the file in huge
         // pages (docs/session-format.md §9).
         #[cfg(unix)]
-        let mut s =
-            Session::load_from(&self.map, Some(&self.map), Some(&self.file), limits, &what)?;
+        let mut s = {
+            let mapped = crate::window::reads_mapping(
+                &self.map,
+                self.map.len() >= crate::tail::parallel_min(),
+            );
+            if mapped {
+                // Its pages are mapped by the load: released on two threads
+                // when the session and this file are dropped.
+                self.map.read_through();
+            }
+            let file = (!mapped).then_some(&self.file);
+            Session::load_from(&self.map, Some(&self.map), file, limits, &what)?
+        };
         #[cfg(not(unix))]
         let mut s = Session::load_from(&self.map, None, None, limits, &what)?;
         // Read in place, the session's arena maps this very file, which a

@@ -156,18 +156,32 @@ impl Drop for Claim {
     }
 }
 
-/// A read-only mapping of a session file. A large one is released on two
-/// threads: its page tables are torn down by the helper for the upper half
-/// while the dropping thread tears down the lower half's, before the
-/// mapping is unmapped. A loaded 100 MB session read through its mapping
+/// A read-only mapping of a session file. A large one that a full load
+/// read through is released on two threads: its page tables are torn down
+/// by the helper for the upper half while the dropping thread tears down
+/// the lower half's, before the mapping is unmapped. A loaded 100 MB session read through its mapping
 /// holds some 25,000 page-table entries, whose teardown would otherwise
 /// run on one core.
 #[derive(Debug)]
-pub(crate) struct Mapping(memmap2::Mmap);
+pub(crate) struct Mapping {
+    map: memmap2::Mmap,
+    /// Whether a full load read the file through this mapping, so that
+    /// its pages are mapped; otherwise few are, and unmapping them is
+    /// cheaper than waking the helper.
+    read_through: AtomicBool,
+}
 
 impl Mapping {
     pub(crate) fn new(map: memmap2::Mmap) -> Self {
-        Self(map)
+        Self {
+            map,
+            read_through: AtomicBool::new(false),
+        }
+    }
+
+    /// Notes that a full load reads the file through this mapping.
+    pub(crate) fn read_through(&self) {
+        self.read_through.store(true, Ordering::Relaxed);
     }
 }
 
@@ -175,14 +189,16 @@ impl std::ops::Deref for Mapping {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        &self.0
+        &self.map
     }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
         #[cfg(target_os = "linux")]
-        release_in_halves(&self.0);
+        if *self.read_through.get_mut() {
+            release_in_halves(&self.map);
+        }
     }
 }
 

@@ -472,10 +472,10 @@ fn in_place_pass(
     // The worker takes the frames from `floor` on and the table's slots
     // from `limit` up; this thread those before.
     let parallel = len >= tail::parallel_min() && len > start;
-    // Frames are read through a buffer (`pread`) unless the page cache
-    // holds much of the file in huge pages, whose mapping costs a page
-    // fault per 2 MiB: then they are read in place (see [`crate::window`]).
-    let file = file.filter(|_| !window::reads_mapping(bytes, parallel));
+    // Frames are read through a buffer (`pread`) when the caller gave the
+    // file, which it does unless the page cache holds much of the file in
+    // huge pages, whose mapping costs a page fault per 2 MiB: then they are
+    // read in place (see [`crate::window`]).
     let share = if file.is_some() {
         tail::WORKER_SHARE_64THS
     } else {

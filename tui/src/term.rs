@@ -223,24 +223,29 @@ fn install_hooks() {
             previous(info);
         }));
         for signal in SIGNALS {
-            // SAFETY: a zeroed sigaction with a valid handler and an empty
-            // mask is a valid argument; the handler is async-signal-safe.
-            // A signal the parent chose to ignore (`nohup`, background jobs)
-            // stays ignored.
-            unsafe {
-                let mut current: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
-                    && current.sa_sigaction == libc::SIG_IGN
-                {
-                    continue;
-                }
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
+            catch_unless_ignored(signal, on_signal);
         }
     });
+}
+
+/// Routes `signal` to `handler`, which must be async-signal-safe, unless
+/// the process was started with it ignored (`nohup` ignores SIGHUP, a
+/// background job SIGINT and SIGQUIT): that choice of the parent stands.
+pub fn catch_unless_ignored(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: sigaction is queried into and set from zeroed structs with
+    // an empty mask and a valid handler.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+        {
+            return;
+        }
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
 }
 
 fn tty_fd() -> Result<RawFd, TermError> {
