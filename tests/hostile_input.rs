@@ -510,3 +510,38 @@ fn every_ending_signal_aborts_eval_like_ctrl_c() {
         assert!(shown.contains("\"aborted\""), "{name}: {shown}");
     }
 }
+
+/// `eval` prints the configuration's warnings the docs promise (an unknown
+/// key, an untrusted project's configuration ignored) on standard error,
+/// and its `--json` output stays records only.
+#[test]
+fn eval_prints_the_configuration_warnings() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.kdl"), "nonsense-option 5\n").unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    std::fs::create_dir(project.path().join(".smith")).unwrap();
+    std::fs::write(project.path().join(".smith/config.kdl"), "model \"x\"\n").unwrap();
+    for json in [false, true] {
+        let mut args = vec!["eval", "--no-session", "hi"];
+        if json {
+            args.insert(1, "--json");
+        }
+        let out = smith_in(
+            home.path(),
+            project.path(),
+            &os(&args),
+            Duration::from_secs(60),
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        assert!(stderr.contains("config.unknown-key"), "{stderr}");
+        assert!(stderr.contains("nonsense-option"), "{stderr}");
+        assert!(stderr.contains("trust.untrusted-project"), "{stderr}");
+        if json {
+            for line in stdout.lines() {
+                assert!(serde_json::from_str::<Value>(line).is_ok(), "{line}");
+            }
+        }
+    }
+}

@@ -293,10 +293,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .collect::<Result<_, _>>()
             .map_err(|message| anyhow::anyhow!("--answer: {message}"))?,
     };
+    // The configuration's warnings (unknown keys, an untrusted project's
+    // ignored configuration), as `smith config show` prints them: on
+    // standard error, so `--json` output stays records only.
+    let config = smith_host::settings::config()?;
+    let style = smith_host::output::style(Some(config));
+    for warning in config.warnings() {
+        eprint!("{}", warning.render_terminal(style));
+        smith_diag::log::report(warning);
+    }
     // Nobody is asked here: changes inside the project run confined,
     // anything else is refused; `--yes` runs everything.
     let approval = smith_host::settings::approval_mode(
-        smith_host::settings::config()?,
+        config,
         args.approval.as_deref(),
         if args.yes {
             smith_engine::approval::Approval::Full
