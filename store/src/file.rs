@@ -21,8 +21,8 @@ use crate::session::{self, Session};
 #[derive(Debug)]
 pub struct SessionFile {
     map: std::sync::Arc<crate::helper::Mapping>,
-    /// The file, kept open: a full load of a large file reads it through
-    /// buffers rather than through the mapping (see `crate::window`).
+    /// The file, kept open: a full load reads it through buffers unless
+    /// the page cache holds it in huge pages (see `crate::window`).
     file: std::fs::File,
     header: Header,
     path: PathBuf,

@@ -159,9 +159,9 @@ impl Drop for Claim {
 /// A read-only mapping of a session file. A large one that a full load
 /// read through is released on two threads: its page tables are torn down
 /// by the helper for the upper half while the dropping thread tears down
-/// the lower half's, before the mapping is unmapped. A loaded 100 MB session read through its mapping
-/// holds some 25,000 page-table entries, whose teardown would otherwise
-/// run on one core.
+/// the lower half's, before the mapping is unmapped. A loaded 100 MB
+/// session read through its mapping holds some 25,000 page-table entries,
+/// whose teardown would otherwise run on one core.
 #[derive(Debug)]
 pub(crate) struct Mapping {
     map: memmap2::Mmap,
@@ -207,7 +207,7 @@ impl Drop for Mapping {
 /// helper is free; otherwise leaves it all to the unmapping.
 #[cfg(target_os = "linux")]
 fn release_in_halves(map: &[u8]) {
-    const HUGE: usize = 2 << 20;
+    use crate::window::REGION as HUGE;
     let (base, len) = (map.as_ptr() as usize, map.len());
     if len < crate::tail::parallel_min().max(2 * HUGE) {
         return;

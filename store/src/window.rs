@@ -160,7 +160,7 @@ pub(crate) fn reads_mapping(map: &[u8], parallel: bool) -> bool {
 const SAMPLES: usize = 8;
 
 /// The size of a huge page, and of the regions sampled.
-const REGION: usize = 2 << 20;
+pub(crate) const REGION: usize = 2 << 20;
 
 /// Whether reading the file through its mapping (`map`) is cheaper than
 /// through a buffer: at least a quarter of up to [`SAMPLES`] of its 2 MiB
