@@ -545,3 +545,228 @@ fn eval_prints_the_configuration_warnings() {
         }
     }
 }
+
+/// Flips one byte of the first occurrence of `needle` in session `name`'s
+/// file under `home`: the frame holding it fails its checksum at load.
+fn damage_frame_holding(home: &Path, name: &str, needle: &[u8]) {
+    let list = run(home, &["session", "list", "--json"], 0).0;
+    let id = list
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|v| match v {
+            Value::Array(items) => items,
+            one => vec![one],
+        })
+        .find(|s| s["name"] == name)
+        .and_then(|s| s["id"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no session {name} in {list}"));
+    let path = std::fs::read_dir(home)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .flat_map(|p| walk(&p))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|f| f == format!("{id}.smith").as_str())
+        })
+        .unwrap_or_else(|| panic!("no file of session {id} under {}", home.display()));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap_or_else(|| {
+            panic!(
+                "{:?} not in {}",
+                String::from_utf8_lossy(needle),
+                path.display()
+            )
+        });
+    bytes[at] ^= 0x20;
+    std::fs::write(&path, bytes).unwrap();
+}
+
+fn walk(path: &Path) -> Vec<std::path::PathBuf> {
+    if path.is_dir() {
+        std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .flat_map(|e| walk(&e.path()))
+            .collect()
+    } else {
+        vec![path.to_owned()]
+    }
+}
+
+/// The user texts of the conversation in each request `--mock-record`
+/// wrote to `file`.
+fn recorded_user_texts(file: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let request: Value = serde_json::from_str(l).unwrap();
+            request["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .map(|m| m["text"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_resume_over_a_lost_frame_continues_from_the_intact_history_and_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    run(
+        h,
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--name",
+            "cut",
+            "first question",
+        ],
+        0,
+    );
+    for prompt in ["second question", "third question", "fourth question"] {
+        run(
+            h,
+            &["eval", "--provider", "mock", "--session", "cut", prompt],
+            0,
+        );
+    }
+    let whole = common::dump(h, "cut").len();
+    // The third prompt's frame is lost: everything after it descends from
+    // an entry no frame holds.
+    damage_frame_holding(h, "cut", b"third question");
+    let record = h.join("requests.jsonl");
+    let record_arg = record.display().to_string();
+    let out = smith_within(
+        h,
+        &os(&[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "cut",
+            "--mock-record",
+            &record_arg,
+            "fifth question",
+        ]),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("warning[session.broken-branch]").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 corrupt frame"), "{stderr}");
+    assert!(stderr.contains("are not sent"), "{stderr}");
+    // Every request holds the whole history before the damage, and
+    // nothing from after it.
+    let requests = recorded_user_texts(&record);
+    assert!(!requests.is_empty());
+    for users in &requests {
+        assert_eq!(
+            users,
+            &["first question", "second question", "fifth question"]
+        );
+    }
+    // Nothing was deleted: the entries after the damage are still in the
+    // session, beside the new branch.
+    let dump = common::dump(h, "cut");
+    let all = serde_json::to_string(&dump).unwrap();
+    assert!(all.contains("fourth question"));
+    assert!(
+        dump.len() > whole,
+        "{} entries after, {whole} before",
+        dump.len()
+    );
+    assert!(dump.iter().any(|e| e["kind"] == "leaf_switch"), "{all}");
+    // The next resume is whole again: no warning, the new branch continues.
+    let out = smith_within(
+        h,
+        &os(&[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "cut",
+            "--mock-record",
+            &record_arg,
+            "sixth question",
+        ]),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("broken"), "{stderr}");
+    let last = recorded_user_texts(&record).pop().unwrap();
+    assert_eq!(
+        last,
+        [
+            "first question",
+            "second question",
+            "fifth question",
+            "sixth question"
+        ]
+    );
+}
+
+#[test]
+fn a_resume_with_no_intact_history_is_refused_and_sends_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    run(
+        h,
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--name",
+            "rootless",
+            "first question",
+        ],
+        0,
+    );
+    run(
+        h,
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "rootless",
+            "second question",
+        ],
+        0,
+    );
+    // The session's first entry (the model choice) is lost.
+    damage_frame_holding(h, "rootless", b"mock-1");
+    let record = h.join("requests.jsonl");
+    let out = smith_within(
+        h,
+        &os(&[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "rootless",
+            "--mock-record",
+            &record.display().to_string(),
+            "third question",
+        ]),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[session.broken-history]"), "{stderr}");
+    assert!(stderr.contains("smith session dump rootless"), "{stderr}");
+    assert!(recorded_user_texts(&record).is_empty());
+}

@@ -208,6 +208,10 @@ pub struct Runtime {
     /// The temporary store of [`SessionChoice::Temporary`] (removed when
     /// dropped).
     pub temp: Option<tempfile::TempDir>,
+    /// When the resumed session's branch had lost its beginning to damage:
+    /// what was skipped and where the conversation continues (already on
+    /// standard error when the runtime's notices go there).
+    pub damage: Option<smith_diag::Diagnostic>,
 }
 
 /// A runtime could not start; nothing has run.
@@ -312,8 +316,12 @@ impl RuntimeOptions {
             resumed,
             compaction_summary,
             temp,
+            damage,
             ..
         } = destination;
+        if let Some(damage) = &damage {
+            smith_diag::log::report(damage);
+        }
         // The resolved model of a live provider, else the one asked for,
         // else the provider's first; a resumed session's model when none
         // was asked for.
@@ -457,6 +465,7 @@ impl RuntimeOptions {
             resumed,
             compaction_summary,
             temp,
+            damage,
         })
     }
 }

@@ -48,6 +48,10 @@ pub struct Destination {
     pub compaction_summary: Option<String>,
     /// The temporary store of [`SessionChoice::Temporary`].
     pub temp: Option<tempfile::TempDir>,
+    /// When the resumed session's selected branch had lost its beginning
+    /// to damage: the warning that says what was skipped and where the
+    /// conversation continues from (see [`open`]).
+    pub damage: Option<smith_diag::Diagnostic>,
 }
 
 /// A session destination could not be opened.
@@ -83,6 +87,14 @@ pub enum SessionError {
         /// Why.
         source: JournalError,
     },
+    /// The session's selected branch lost its beginning to damage and no
+    /// entry before the damage has a whole history to continue from.
+    Broken {
+        /// The name, id or id prefix given.
+        reference: String,
+        /// What was lost and what to do.
+        diagnostic: smith_diag::Diagnostic,
+    },
     /// No temporary store could be created.
     Temporary(std::io::Error),
 }
@@ -108,6 +120,7 @@ impl std::fmt::Display for SessionError {
             SessionError::Resume { reference, source } => {
                 write!(f, "could not resume session {reference:?}: {source}")
             }
+            SessionError::Broken { diagnostic, .. } => f.write_str(&diagnostic.render_plain()),
             SessionError::Temporary(source) => write!(
                 f,
                 "could not create a temporary session store: {source}; check that the temporary directory is writable"
@@ -123,6 +136,7 @@ impl std::error::Error for SessionError {
             | SessionError::Create { source, .. }
             | SessionError::Load { source, .. } => Some(source),
             SessionError::Resume { source, .. } => Some(source),
+            SessionError::Broken { diagnostic, .. } => Some(diagnostic),
             SessionError::Temporary(source) => Some(source),
         }
     }
@@ -154,6 +168,7 @@ impl SessionError {
                 ),
             ),
             SessionError::Resume { source, .. } => source.into(),
+            SessionError::Broken { diagnostic, .. } => diagnostic.into(),
             SessionError::Temporary(source) => anyhow::Error::new(source).context(
                 "could not create a temporary session store for --no-session; check that the temporary directory is writable",
             ),
@@ -191,6 +206,7 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
             resumed: false,
             compaction_summary: None,
             temp,
+            damage: None,
         })
     };
     match choice {
@@ -206,10 +222,11 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
         SessionChoice::New(name) => fresh(open_store(root)?, root, name.as_deref(), None),
         SessionChoice::Open(reference) => {
             let store = open_store(root)?;
-            let session = store.load(reference).map_err(|source| SessionError::Load {
+            let mut session = store.load(reference).map_err(|source| SessionError::Load {
                 reference: reference.clone(),
                 source,
             })?;
+            let damage = continue_past_damage(&store, &mut session, reference)?;
             let resumed = resume(&session).map_err(|source| SessionError::Resume {
                 reference: reference.clone(),
                 source,
@@ -241,14 +258,93 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
                 resumed: true,
                 compaction_summary,
                 temp: None,
+                damage,
             })
         }
     }
 }
 
+/// A resumed session whose selected branch lost its beginning to damage
+/// (a corrupt frame skipped at load held an ancestor) is never sent as if
+/// it were whole: the conversation continues from the newest entry before
+/// the damage whose whole history is present, selected with a leaf-switch
+/// entry (the entries after the damage stay in the file, on their branch),
+/// and the returned warning says what was skipped. Without such an entry
+/// the session is refused.
+fn continue_past_damage(
+    store: &Store,
+    session: &mut smith_store::Session,
+    reference: &str,
+) -> Result<Option<smith_diag::Diagnostic>, SessionError> {
+    let Some(broken) = session.broken_branch() else {
+        return Ok(None);
+    };
+    let report = *session.report();
+    let lost = format!(
+        "{} corrupt frame{} ({} bytes) skipped at load, and one of them held entry {}, the parent of entry {} at byte {}",
+        report.scan.corrupt_skipped,
+        if report.scan.corrupt_skipped == 1 {
+            " was"
+        } else {
+            "s were"
+        },
+        report.scan.corrupt_bytes,
+        broken.missing_parent,
+        broken.first,
+        broken.first_offset
+    );
+    let Some(intact) = broken.intact else {
+        return Err(SessionError::Broken {
+            reference: reference.to_owned(),
+            diagnostic: smith_diag::Diagnostic::error(
+                "session.broken-history",
+                format!(
+                    "session {reference:?} cannot be resumed: its conversation lost its beginning to damage, and no entry has a whole history to continue from"
+                ),
+                format!(
+                    "{lost}; sending the {} entries after the damage alone would present a truncated conversation as the whole one",
+                    broken.kept
+                ),
+                format!(
+                    "read what is left with `smith session dump {reference}`, and start a new session (drop --session), or import an edited dump with `smith session import`"
+                ),
+            )
+            .with_field("session file")
+            .with_value(format!("byte {}", broken.first_offset)),
+        });
+    };
+    let leaf = session.leaf().map_or(0, |l| l.id);
+    store
+        .select_leaf(session, intact, None)
+        .map_err(|source| SessionError::Load {
+            reference: reference.to_owned(),
+            source,
+        })?;
+    Ok(Some(
+        smith_diag::Diagnostic::warning(
+            "session.broken-branch",
+            format!(
+                "session {reference:?} continues from entry {intact}, the last entry whose whole history is intact ({} entries); the {} entries after the damage (entry {} to {leaf}) are not sent",
+                broken.intact_len, broken.kept, broken.first
+            ),
+            format!(
+                "{lost}, so the history of those later entries cannot be proven whole, and sending them alone would present a truncated conversation as the whole one"
+            ),
+            format!(
+                "nothing was deleted: the later entries stay in the session on their branch (`smith session dump {reference}` shows them); `smith session info {reference}` says what loading skipped"
+            ),
+        )
+        .with_field("session file")
+        .with_value(format!("byte {}", broken.first_offset)),
+    ))
+}
+
 /// Says on standard error, for each effect of `destination` whose outcome
 /// is unknown, that it will not be retried.
 pub fn warn_unknown_effects(destination: &Destination) {
+    if let Some(damage) = &destination.damage {
+        eprintln!("{}", damage.render_plain());
+    }
     for effect in &destination.unknown_effects {
         eprintln!(
             "smith: effect {effect} in session {} has a recorded intent but no completion: its outcome is unknown and it will not be retried",

@@ -84,7 +84,7 @@ pub use error::{ErrorKind, Result, StoreError};
 pub use file::{EntryView, SessionFile};
 pub use format::SessionId;
 pub use scan::{Limits, ScanReport};
-pub use session::{LoadReport, Origin, Session};
+pub use session::{BrokenBranch, LoadReport, Origin, Session};
 pub use store::{
     EXTENSION, LockGuard, PruneOptions, PruneReport, SessionInfo, Store, TEMP_GRACE_MS, now_ms,
     rewrite, validate_name,

@@ -58,6 +58,25 @@ pub struct LoadReport {
     pub file_len: u64,
 }
 
+/// A selected branch whose beginning was lost to damage (see
+/// [`Session::broken_branch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokenBranch {
+    /// The branch's first loaded entry, whose parent is missing.
+    pub first: u64,
+    /// The id of that missing parent.
+    pub missing_parent: u64,
+    /// Entries the branch still holds, from `first` to the selected leaf.
+    pub kept: usize,
+    /// The file offset of `first`'s frame (the damage lies before it).
+    pub first_offset: u64,
+    /// The newest entry appended before `first` whose whole history is
+    /// present, if any.
+    pub intact: Option<u64>,
+    /// How many entries that intact history holds (0 without one).
+    pub intact_len: usize,
+}
+
 /// The payload arena: one address space over two regions. Offsets below
 /// the mapping's length address the session file's read-only mapping (the
 /// stored payloads of the frames it was loaded from or has since appended
@@ -1314,6 +1333,52 @@ impl Session {
             }
         }
         0
+    }
+
+    /// Whether the selected branch has lost its beginning to damage: its
+    /// first entry names a parent that no loaded frame holds (a frame lost
+    /// to corruption held it, or an entry above it). `None` for a whole
+    /// branch — always, at no cost, when loading found no orphan.
+    ///
+    /// The answer names what the branch still holds and the entry a run can
+    /// safely continue from: the newest entry appended before the break
+    /// whose every ancestor up to a root is present, so its history is
+    /// provably whole.
+    pub fn broken_branch(&self) -> Option<BrokenBranch> {
+        if self.report.orphans == 0 {
+            return None;
+        }
+        let branch = self.branch();
+        let first = branch.first()?;
+        if first.parent == 0 {
+            return None;
+        }
+        let start = self.find(first.id)?;
+        // Parent indexes point back, so one pass in append order settles
+        // whether each entry reaches a root.
+        let mut whole = vec![false; start];
+        let mut intact = None;
+        for (i, r) in self.records[..start].iter().enumerate() {
+            whole[i] = match r.parent_index {
+                NONE => r.parent == 0,
+                p => whole[p as usize],
+            };
+            if whole[i] {
+                intact = Some(i);
+            }
+        }
+        let intact = intact.map(|i| {
+            let r = &self.records[i];
+            (r.id, self.ancestors(i).count())
+        });
+        Some(BrokenBranch {
+            first: first.id,
+            missing_parent: first.parent,
+            kept: branch.len(),
+            first_offset: first.frame_offset,
+            intact: intact.map(|(id, _)| id),
+            intact_len: intact.map_or(0, |(_, n)| n),
+        })
     }
 
     /// Leaves: entries no other entry names as parent. Reads records only.

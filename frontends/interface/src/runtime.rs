@@ -192,12 +192,16 @@ pub(super) fn start(
         commands,
         resumed,
         compaction_summary,
+        damage,
         ..
     } = options.start(&choice).map_err(|e| e.into_cli(""))?;
     if resumed {
         let session = journal.with_session(Session::clone);
         show_history(app, &session, compaction_summary.as_deref());
         show_kept_intents(app, &session);
+    }
+    if let Some(damage) = damage {
+        app.error(&damage.render_plain());
     }
     let handle = Arc::new(handle);
     let reader = Arc::clone(&handle);

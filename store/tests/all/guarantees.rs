@@ -3,7 +3,9 @@
 use std::process::Command;
 
 use smith_store::publish::STEPS;
-use smith_store::{ErrorKind, Limits, Session, SessionFile, SessionId, Store, dump, format};
+use smith_store::{
+    EntryKind, ErrorKind, Limits, Session, SessionFile, SessionId, Store, dump, format,
+};
 
 use crate::loads::{same_load, varied_file};
 use crate::{entry, frame_ends, sample_session, temp_store, text};
@@ -214,6 +216,44 @@ fn bounded_skipping_of_corrupt_frames() {
     let fixed = store.load("sample").expect("load repaired");
     assert_eq!(fixed.report().scan.corrupt_skipped, 0);
     assert_eq!(fixed.records().len(), s.records().len() - 2);
+}
+
+#[test]
+fn a_branch_cut_by_a_lost_frame_names_its_intact_part() {
+    let (_d, store) = temp_store();
+    let mut s = store.create(Some("cut")).expect("create");
+    let bodies: Vec<Vec<u8>> = (0..10).map(|i| text(&format!("message {i}"))).collect();
+    for (i, b) in bodies.iter().enumerate() {
+        store
+            .append(&mut s, &[entry(EntryKind::UserMessage, b, i as u64)])
+            .expect("append");
+    }
+    let ids: Vec<u64> = s.records().iter().map(|r| r.id).collect();
+    assert!(s.broken_branch().is_none(), "a whole branch is not broken");
+    let full = std::fs::read(store.path_of(s.id())).expect("read");
+    let ends = frame_ends(&full);
+    // Flip a payload byte of the 5th entry: its frame is skipped, so the
+    // 6th names a parent no frame holds.
+    let mut bad = full.clone();
+    bad[ends[3] + format::FRAME_PREFIX + 1] ^= 0x55;
+    let loaded = Session::load_bytes(&bad, &Limits::default(), "cut").expect("load");
+    assert_eq!(loaded.report().orphans, 1);
+    let broken = loaded
+        .broken_branch()
+        .expect("the branch lost its beginning");
+    assert_eq!(broken.first, ids[5]);
+    assert_eq!(broken.missing_parent, ids[4]);
+    assert_eq!(broken.kept, 5);
+    assert_eq!(broken.first_offset, ends[4] as u64);
+    assert_eq!(broken.intact, Some(ids[3]));
+    assert_eq!(broken.intact_len, 4);
+    // Losing the very first entry leaves nothing provably whole.
+    let mut first = full.clone();
+    first[format::HEADER_LEN + format::FRAME_PREFIX + 1] ^= 0x55;
+    let loaded = Session::load_bytes(&first, &Limits::default(), "cut").expect("load");
+    let broken = loaded.broken_branch().expect("broken at the root");
+    assert_eq!((broken.first, broken.kept), (ids[1], 9));
+    assert_eq!((broken.intact, broken.intact_len), (None, 0));
 }
 
 /// A file with unknown frames: a future kind, one with unknown flag bits,
