@@ -105,15 +105,18 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let mut window_full = false;
     let mut byte_bound_hit = false;
     let mut capped_lines = 0usize;
+    // A line is held only up to what its capped form can show (4 bytes a
+    // character at most, and the line end): a file of one 1 GiB line costs
+    // this much memory, not 1 GiB. The rest is hashed and counted, then
+    // dropped.
+    let keep = limits.read_line_chars.saturating_mul(4).saturating_add(2);
     loop {
         line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
+        let (n, dropped_chars) = next_line(&mut reader, &mut line, keep, &mut hasher)
             .map_err(|e| io_error(NAME, "reading", &shown, &e))?;
         if n == 0 {
             break;
         }
-        hasher.update(&line);
         line_no += 1;
         if line_no.is_multiple_of(4096) {
             cx.cancel().check(NAME, &format!("finishing {shown}"))?;
@@ -126,8 +129,21 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
             text = rest.strip_suffix(b"\r").unwrap_or(rest);
         }
         let decoded = String::from_utf8_lossy(text);
-        let capped = cap_line(&decoded, limits.read_line_chars);
-        if capped.len() != decoded.len() {
+        let capped = if dropped_chars == 0 {
+            cap_line(&decoded, limits.read_line_chars)
+        } else {
+            // Part of the line was never held: `keep` bytes hold more than
+            // the cap's characters, so the cut falls inside what was kept.
+            let shown_part = decoded
+                .char_indices()
+                .nth(limits.read_line_chars)
+                .map_or(&decoded[..], |(cut, _)| &decoded[..cut]);
+            let more = decoded[shown_part.len()..].chars().count() + dropped_chars;
+            std::borrow::Cow::Owned(format!(
+                "{shown_part}… [line truncated: {more} more characters]"
+            ))
+        };
+        if capped.len() != decoded.len() || dropped_chars > 0 {
             capped_lines += 1;
         }
         let needed = capped.len() + usize::from(shown_lines > 0);
@@ -196,4 +212,45 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
         }),
         Mutation::NotApplied,
     ))
+}
+
+/// Reads one line (through its `\n`, or to the end of the file) from
+/// `reader`, hashing every byte into `hasher` and appending at most `keep`
+/// bytes of it to `line`: the bytes read, and the characters (UTF-8 lead
+/// bytes) of the part that was not kept.
+fn next_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    keep: usize,
+    hasher: &mut FingerprintHasher,
+) -> std::io::Result<(usize, usize)> {
+    let mut read = 0usize;
+    let mut dropped_chars = 0usize;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((read, dropped_chars));
+        }
+        let (chunk, ends) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        hasher.update(chunk);
+        let room = keep.saturating_sub(line.len()).min(chunk.len());
+        line.extend_from_slice(&chunk[..room]);
+        dropped_chars += chunk[room..]
+            .iter()
+            .filter(|&&b| b & 0xC0 != 0x80 && b != b'\n' && b != b'\r')
+            .count();
+        let n = chunk.len();
+        reader.consume(n);
+        read += n;
+        if ends {
+            return Ok((read, dropped_chars));
+        }
+    }
 }

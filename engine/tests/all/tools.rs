@@ -148,6 +148,33 @@ fn read_caps_long_lines_with_a_marker() {
 }
 
 #[test]
+fn read_holds_only_the_shown_part_of_a_huge_line() {
+    let env = Env::new();
+    // One 64 MiB line, then a short one.
+    let mut body = "é".repeat(32 * 1024 * 1024).into_bytes();
+    body.extend_from_slice(b"\nend\n");
+    env.put("one-line.txt", &body);
+    let (r, stats) = smith_alloc::count(|| env.call("read", json!({"path": "one-line.txt"})));
+    assert!(!r.is_error, "{}", r.content);
+    let expected = format!(
+        "{}… [line truncated: {} more characters]\nend\n[1 line(s) longer than 2000 characters were truncated.]",
+        "é".repeat(2000),
+        32 * 1024 * 1024 - 2000
+    );
+    assert_eq!(r.content, expected);
+    assert_eq!(r.details["total_lines"], 2);
+    assert_eq!(r.details["bytes"], body.len());
+    // The line was never held whole: the read buffer, the kept part and
+    // the output are all that was live at once.
+    assert!(
+        stats.peak_live_bytes < 256 * 1024,
+        "peak {} bytes for a {} byte line",
+        stats.peak_live_bytes,
+        body.len()
+    );
+}
+
+#[test]
 fn read_reports_binary_without_dumping_it() {
     let env = Env::new();
     let mut bytes = b"PK\x03\x04".to_vec();
