@@ -770,3 +770,494 @@ fn a_resume_with_no_intact_history_is_refused_and_sends_nothing() {
     assert!(stderr.contains("smith session dump rootless"), "{stderr}");
     assert!(recorded_user_texts(&record).is_empty());
 }
+
+/// One row of the standing table: what is set up in a fresh home (which
+/// is also the working folder), the command run there, and the outcome a
+/// user must get.
+struct Case {
+    /// The surface the input arrives through.
+    surface: &'static str,
+    /// What the input is.
+    name: &'static str,
+    /// Prepares the home and returns the arguments and environment.
+    setup: fn(&Path) -> (Vec<OsString>, Vec<(&'static str, String)>),
+    /// The exit status.
+    code: i32,
+    /// Text standard error must hold (diagnostic codes among it).
+    stderr: &'static [&'static str],
+    /// Checks on the home after the command (nothing published...).
+    after: fn(&Path),
+    /// The working folder, relative to the home.
+    cwd: &'static str,
+}
+
+fn sparse(path: &Path, len: u64) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::File::create(path).unwrap().set_len(len).unwrap();
+}
+
+fn fifo(path: &Path) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success());
+}
+
+fn args(list: &[&str]) -> Vec<OsString> {
+    os(list)
+}
+
+fn nothing(_: &Path) {}
+
+fn no_session_published(home: &Path) {
+    let list = run(home, &["session", "list", "--json"], 0).0;
+    assert!(list.trim().is_empty(), "a session was published: {list}");
+}
+
+fn no_plugin_installed(home: &Path) {
+    let list = run(home, &["plugin", "list"], 0).0;
+    assert!(!list.contains("test/hostile"), "{list}");
+}
+
+/// A plugin folder named `test/hostile` under `home`, its manifest
+/// followed by `extra` and its component `wasm`.
+fn plugin_folder(home: &Path, extra: &str, wasm: &[u8]) -> String {
+    let folder = home.join("hostile-src");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("plugin.kdl"),
+        format!(
+            "name \"test/hostile\"\nversion \"0.1.0\"\ndescription \"hostile\"\napi 1\nworld \"extension\"\n{extra}"
+        ),
+    )
+    .unwrap();
+    std::fs::write(folder.join("plugin.wasm"), wasm).unwrap();
+    folder.display().to_string()
+}
+
+/// A one-entry dump whose entry is followed by `more` lines.
+fn dump_with(home: &Path, more: &[&str]) -> String {
+    let path = home.join("dump.jsonl");
+    let mut text = String::from(
+        r#"{"type":"header","format":1,"id":"0123456789abcdef0123456789abcdef","created_ms":1}
+{"type":"entry","id":1,"parent":0,"timestamp_ms":1,"kind":"user_message","pairing":0,"content":{"role":"user","text":"hi"}}
+"#,
+    );
+    for line in more {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const CASES: &[Case] = &[
+    // arguments
+    Case {
+        surface: "arguments",
+        name: "a prompt that is not UTF-8",
+        setup: |_| {
+            (
+                vec!["eval".into(), OsString::from_vec(b"caf\xe9".to_vec())],
+                vec![],
+            )
+        },
+        code: 2,
+        stderr: &["[cli.invalid-utf8]", "is not valid UTF-8"],
+        after: nothing,
+        cwd: "",
+    },
+    Case {
+        surface: "arguments",
+        name: "a turn limit of 0",
+        setup: |_| {
+            (
+                args(&["eval", "--provider", "mock", "--max-turns", "0", "hi"]),
+                vec![],
+            )
+        },
+        code: 2,
+        stderr: &["a run of 0 turns would send nothing and run no tool"],
+        after: no_session_published,
+        cwd: "",
+    },
+    // environment
+    Case {
+        surface: "environment",
+        name: "an option's variable with a value it cannot take",
+        setup: |_| {
+            (
+                args(&["eval", "--provider", "mock", "--no-session", "hi"]),
+                vec![("SMITH_APPROVAL", "whenever".to_owned())],
+            )
+        },
+        code: 1,
+        stderr: &["[config.invalid-value]", "SMITH_APPROVAL"],
+        after: nothing,
+        cwd: "",
+    },
+    Case {
+        surface: "environment",
+        name: "SMITH_INPUT_LIMIT_MIB raises the input limits",
+        setup: |home| {
+            // A script of 20 MiB (padded): past the 16 MiB limit, within the
+            // raised one, so it is read and played.
+            let script = home.join("big-script.json");
+            let mut text = r#"[[{"text": "padded"}, {"stop": {"reason": "end"}}]]"#.to_owned();
+            text.push_str(&" ".repeat(20 << 20));
+            std::fs::write(&script, text).unwrap();
+            (
+                vec![
+                    "eval".into(),
+                    "--provider".into(),
+                    "mock".into(),
+                    "--no-session".into(),
+                    "--mock-script".into(),
+                    script.into(),
+                    "hi".into(),
+                ],
+                vec![("SMITH_INPUT_LIMIT_MIB", "32".to_owned())],
+            )
+        },
+        code: 0,
+        stderr: &[],
+        after: nothing,
+        cwd: "",
+    },
+    Case {
+        surface: "configuration",
+        name: "a configuration file that is a FIFO",
+        setup: |home| {
+            fifo(&home.join("config.kdl"));
+            (args(&["config", "show"]), vec![])
+        },
+        code: 1,
+        stderr: &["[config.not-a-file]", "a FIFO"],
+        after: nothing,
+        cwd: "",
+    },
+    Case {
+        surface: "configuration",
+        name: "a configuration file of 17 MiB",
+        setup: |home| {
+            sparse(&home.join("config.kdl"), 17 << 20);
+            (
+                args(&["eval", "--provider", "mock", "--no-session", "hi"]),
+                vec![],
+            )
+        },
+        code: 1,
+        stderr: &["[config.too-large]", "17825792 bytes"],
+        after: nothing,
+        cwd: "",
+    },
+    // manifests
+    Case {
+        surface: "manifests",
+        name: "a plugin folder holding a 2 GiB sparse file",
+        setup: |home| {
+            let folder = plugin_folder(home, "", b"\0asm\x0d\0\x01\0");
+            sparse(&Path::new(&folder).join("data.bin"), 2 << 30);
+            (args(&["plugin", "install", &folder]), vec![])
+        },
+        code: 1,
+        stderr: &[
+            "holds 2 GiB (2147483648 bytes)",
+            "at most 256 MiB",
+            "nothing was copied",
+            "SMITH_INPUT_LIMIT_MIB",
+        ],
+        after: no_plugin_installed,
+        cwd: "",
+    },
+    Case {
+        surface: "manifests",
+        name: "a plugin manifest of 21 MB",
+        setup: |home| {
+            let padding = format!("// {}\n", "x".repeat(21_000_000));
+            let folder = plugin_folder(home, &padding, b"\0asm\x0d\0\x01\0");
+            (args(&["plugin", "install", &folder]), vec![])
+        },
+        code: 1,
+        stderr: &["plugin manifest", "is too large to read", "at most 1 MiB"],
+        after: no_plugin_installed,
+        cwd: "",
+    },
+    Case {
+        surface: "manifests",
+        name: "a core module instead of a component",
+        setup: |home| {
+            let folder = plugin_folder(home, "", b"\0asm\x01\0\0\0");
+            (args(&["plugin", "install", &folder]), vec![])
+        },
+        code: 1,
+        stderr: &[
+            "is a core WebAssembly module, not a component",
+            "wasm32-wasip2",
+        ],
+        after: no_plugin_installed,
+        cwd: "",
+    },
+    // scripts
+    Case {
+        surface: "scripts",
+        name: "/dev/zero as the mock script",
+        setup: |_| {
+            (
+                args(&[
+                    "eval",
+                    "--provider",
+                    "mock",
+                    "--no-session",
+                    "--mock-script",
+                    "/dev/zero",
+                    "hi",
+                ]),
+                vec![],
+            )
+        },
+        code: 1,
+        stderr: &[
+            "[input.too-large]",
+            "a character device that delivered more than the limit",
+            "at most 16 MiB",
+        ],
+        after: nothing,
+        cwd: "",
+    },
+    Case {
+        surface: "scripts",
+        name: "a FIFO nobody writes as the mock script",
+        setup: |home| {
+            let pipe = home.join("script.fifo");
+            fifo(&pipe);
+            (
+                vec![
+                    "eval".into(),
+                    "--provider".into(),
+                    "mock".into(),
+                    "--no-session".into(),
+                    "--mock-script".into(),
+                    pipe.into(),
+                    "hi".into(),
+                ],
+                vec![],
+            )
+        },
+        code: 1,
+        stderr: &["[input.timed-out]", "did not reach its end within 10 s"],
+        after: nothing,
+        cwd: "",
+    },
+    Case {
+        surface: "scripts",
+        name: "a 4 GiB sparse mock script",
+        setup: |home| {
+            let script = home.join("huge.json");
+            sparse(&script, 4 << 30);
+            (
+                vec![
+                    "eval".into(),
+                    "--provider".into(),
+                    "mock".into(),
+                    "--no-session".into(),
+                    "--mock-script".into(),
+                    script.into(),
+                    "hi".into(),
+                ],
+                vec![],
+            )
+        },
+        code: 1,
+        stderr: &["[input.too-large]", "it holds 4 GiB (4294967296 bytes)"],
+        after: nothing,
+        cwd: "",
+    },
+    Case {
+        surface: "scripts",
+        name: "a folder as the mock script",
+        setup: |home| {
+            (
+                vec![
+                    "eval".into(),
+                    "--provider".into(),
+                    "mock".into(),
+                    "--no-session".into(),
+                    "--mock-script".into(),
+                    home.into(),
+                    "hi".into(),
+                ],
+                vec![],
+            )
+        },
+        code: 1,
+        stderr: &["[input.not-a-file]", "it is a folder"],
+        after: nothing,
+        cwd: "",
+    },
+    // imports
+    Case {
+        surface: "imports",
+        name: "/dev/zero as a dump",
+        setup: |_| (args(&["session", "import", "/dev/zero"]), vec![]),
+        code: 1,
+        stderr: &["dump line 1: the line is longer than 128 MiB"],
+        after: no_session_published,
+        cwd: "",
+    },
+    Case {
+        surface: "imports",
+        name: "a dump with an entry id twice",
+        setup: |home| {
+            let dump = dump_with(
+                home,
+                &[
+                    r#"{"type":"entry","id":1,"parent":0,"timestamp_ms":2,"kind":"user_message","pairing":0,"content":{"role":"user","text":"again"}}"#,
+                ],
+            );
+            (args(&["session", "import", &dump]), vec![])
+        },
+        code: 1,
+        stderr: &["dump line 3: entry id 1 appears a second time (first on line 2)"],
+        after: no_session_published,
+        cwd: "",
+    },
+    Case {
+        surface: "imports",
+        name: "a dump whose entry names a parent no line holds",
+        setup: |home| {
+            let dump = dump_with(
+                home,
+                &[
+                    r#"{"type":"entry","id":2,"parent":9,"timestamp_ms":2,"kind":"user_message","pairing":0,"content":{"role":"user","text":"lost"}}"#,
+                ],
+            );
+            (args(&["session", "import", &dump]), vec![])
+        },
+        code: 1,
+        stderr: &["dump line 3: entry 2 names parent 9, which no earlier line holds"],
+        after: no_session_published,
+        cwd: "",
+    },
+    Case {
+        surface: "imports",
+        name: "a dump whose message could not be resumed",
+        setup: |home| {
+            let dump = dump_with(
+                home,
+                &[
+                    r#"{"type":"entry","id":2,"parent":1,"timestamp_ms":2,"kind":"assistant_message","pairing":0,"content":{"bogus":1}}"#,
+                ],
+            );
+            (args(&["session", "import", &dump]), vec![])
+        },
+        code: 1,
+        stderr: &[
+            "[session.invalid-import]",
+            "session entry 2",
+            "is not a message this build understands",
+            "nothing was published",
+        ],
+        after: no_session_published,
+        cwd: "",
+    },
+    // project files
+    Case {
+        surface: "project files",
+        name: "a 4 GiB sparse file in an untrusted project's .smith",
+        setup: |home| {
+            std::fs::create_dir_all(home.join("proj/.git")).unwrap();
+            std::fs::create_dir_all(home.join("proj/.smith")).unwrap();
+            std::fs::write(home.join("proj/.smith/config.kdl"), "model \"m\"\n").unwrap();
+            sparse(&home.join("proj/.smith/big.bin"), 4 << 30);
+            (
+                args(&["eval", "--provider", "mock", "--no-session", "hi"]),
+                vec![],
+            )
+        },
+        code: 0,
+        stderr: &["[trust.untrusted-project]"],
+        after: nothing,
+        cwd: "proj",
+    },
+    Case {
+        surface: "project files",
+        name: "trusting a project whose .smith holds 4 GiB",
+        setup: |home| {
+            std::fs::create_dir_all(home.join("proj/.git")).unwrap();
+            std::fs::create_dir_all(home.join("proj/.smith")).unwrap();
+            sparse(&home.join("proj/.smith/big.bin"), 4 << 30);
+            (
+                args(&["trust", &home.join("proj").display().to_string()]),
+                vec![],
+            )
+        },
+        code: 1,
+        stderr: &[
+            "[trust.too-large]",
+            "that file holds 4 GiB",
+            "at most 256 MiB",
+        ],
+        after: nothing,
+        cwd: "proj",
+    },
+];
+
+#[test]
+fn the_hostile_input_table() {
+    let mut failures = Vec::new();
+    for case in CASES {
+        let home = tempfile::tempdir().unwrap();
+        let (args, env) = (case.setup)(home.path());
+        let mut command = Command::new(env!("CARGO_BIN_EXE_smith"));
+        command
+            .env("SMITH_HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env("NO_COLOR", "1")
+            .current_dir(home.path().join(case.cwd))
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &env {
+            command.env(k, v);
+        }
+        let started = Instant::now();
+        let mut child = command.spawn().unwrap();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        let mut wrong = Vec::new();
+        if out.status.code() != Some(case.code) {
+            wrong.push(format!("exit {:?}, not {}", out.status.code(), case.code));
+        }
+        if stderr.contains("panicked") {
+            wrong.push("a panic".to_owned());
+        }
+        for want in case.stderr {
+            if !stderr.contains(want) {
+                wrong.push(format!("no {want:?} on stderr"));
+            }
+        }
+        if wrong.is_empty() {
+            (case.after)(home.path());
+        } else {
+            failures.push(format!(
+                "[{}] {}: {}\nstderr: {stderr}",
+                case.surface,
+                case.name,
+                wrong.join("; ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -400,6 +400,7 @@ pub static RESERVED_ENV: &[&str] = &[
     "SMITH_BLESS",
     "SMITH_DIAG_LOG",
     "SMITH_DIAG_AUDIT_CHILD",
+    "SMITH_INPUT_LIMIT_MIB",
 ];
 
 /// The option with dotted key `key`.

@@ -117,12 +117,21 @@ impl Project {
     pub fn digest(&self) -> Result<String, ConfigError> {
         let mut h = Sha256::new();
         h.update(b"smith-trust-v1\n");
-        digest_dir(&self.smith_dir(), "", &mut h)?;
+        let mut budget = DIGEST_BOUND.limit();
+        digest_dir(&self.smith_dir(), "", &mut h, &mut budget)?;
         Ok(format!("sha256:{}", hex(&h.finish())))
     }
 }
 
-fn digest_dir(dir: &Path, rel: &str, h: &mut Sha256) -> Result<(), ConfigError> {
+/// The most a project's `.smith` may hold, all files together, to be
+/// digested for trust (raised with `SMITH_INPUT_LIMIT_MIB`).
+const DIGEST_BOUND: smith_diag::input::Bound<'static> = smith_diag::input::Bound {
+    what: "project's .smith",
+    max_bytes: 256 * 1024 * 1024,
+    named: false,
+};
+
+fn digest_dir(dir: &Path, rel: &str, h: &mut Sha256, budget: &mut u64) -> Result<(), ConfigError> {
     let next = "check the permissions of the project's .smith directory";
     let mut entries: Vec<fs::DirEntry> = fs::read_dir(dir)
         .map_err(|e| io_error("read the directory", dir, &e, next))?
@@ -147,8 +156,12 @@ fn digest_dir(dir: &Path, rel: &str, h: &mut Sha256) -> Result<(), ConfigError> 
             h.update(format!("{} {}\n", t.len(), t).as_bytes());
         } else if ty.is_dir() {
             h.update(format!("d {} {}\n", rel.len(), rel).as_bytes());
-            digest_dir(&path, &rel, h)?;
+            digest_dir(&path, &rel, h, budget)?;
         } else if ty.is_file() {
+            if meta.len() > *budget {
+                return Err(too_large_to_digest(&path, meta.len()));
+            }
+            *budget -= meta.len();
             digest_file(&path, &rel, h)?;
         } else {
             // A FIFO, socket or device is named by its kind and never
@@ -199,6 +212,30 @@ fn digest_file(path: &Path, rel: &str, h: &mut Sha256) -> Result<(), ConfigError
         return Err(changed_while_read(path));
     }
     Ok(())
+}
+
+fn too_large_to_digest(path: &Path, len: u64) -> ConfigError {
+    let limit = DIGEST_BOUND.limit();
+    ConfigError::new(
+        ErrorKind::Io,
+        Diagnostic::error(
+            "trust.too-large",
+            format!(
+                "the project's .smith is too large to digest for trust at {}",
+                path.display()
+            ),
+            format!(
+                "that file holds {}, and smith digests at most {} under a project's .smith, all files together (trust covers every byte, and hashing more would slow every command)",
+                smith_diag::input::size(len),
+                smith_diag::input::size(limit)
+            ),
+            format!(
+                "move large files out of .smith (it holds configuration and plugins), or raise the limit with {} (a whole number of MiB)",
+                smith_diag::input::LIMIT_ENV
+            ),
+        )
+        .with_value(path.display()),
+    )
 }
 
 fn changed_while_read(path: &Path) -> ConfigError {
@@ -373,6 +410,11 @@ impl TrustStore {
     ///
     /// As for [`Project::digest`].
     pub fn status(&self, project: &Project) -> Result<TrustStatus, ConfigError> {
+        // A project never trusted is not digested: a cloned repository's
+        // `.smith` costs nothing to look at, whatever it holds.
+        if !self.entries.iter().any(|e| e.path == project.root) {
+            return Ok(TrustStatus::Untrusted);
+        }
         Ok(self.status_with_digest(project, &project.digest()?))
     }
 

@@ -56,6 +56,8 @@
 pub mod audit;
 mod diagnose;
 mod diagnostic;
+#[cfg(unix)]
+pub mod input;
 pub mod log;
 mod message;
 mod render;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use smith_engine::provider::Provider;
 use smith_engine::provider::record::RecordingProvider;
-use smith_engine::provider::scripted::{ScriptError, read_script};
+use smith_engine::provider::scripted::ScriptError;
 use smith_plugins::{InstantiateError, Limits};
 
 /// The mock provider playing the script at `script` (the built-in demo when
@@ -28,7 +28,9 @@ pub fn provider(script: Option<&Path>, record: Option<&Path>) -> anyhow::Result<
             "the provider plugin smith/mock (the scripted provider) is disabled; run `smith plugin enable smith/mock`, or choose a live provider with --provider"
         );
     }
-    let text = script.map(read_script).transpose()?;
+    let text = script
+        .map(|path| smith_diag::input::read_text(path, &SCRIPT_BOUND))
+        .transpose()?;
     let origin = script.map(|path| path.display().to_string());
     let cache = cache_dir();
     let settings = text.as_deref().zip(origin.as_deref());
@@ -43,6 +45,16 @@ pub fn provider(script: Option<&Path>, record: Option<&Path>) -> anyhow::Result<
     }
     Ok(provider)
 }
+
+/// A mock script is read whole, at most 16 MiB (the scripted provider holds
+/// it in its 64 MiB of memory); it may be a FIFO or device
+/// the user names (`--mock-script <(generate)`), read with that limit and a
+/// deadline.
+const SCRIPT_BOUND: smith_diag::input::Bound<'static> = smith_diag::input::Bound {
+    what: "mock script",
+    max_bytes: 16 * 1024 * 1024,
+    named: true,
+};
 
 /// Where compiled plugins are cached: smith's cache directory, or no cache
 /// (compile each time) when the directory cannot be determined.

@@ -69,7 +69,7 @@ fn scan(root: &Path, label: &'static str, out: &mut Vec<Found>) {
     for dir in dirs {
         let file = dir.join("plugin.kdl");
         let origin = file.display().to_string();
-        let (manifest, problem) = match std::fs::read_to_string(&file) {
+        let (manifest, problem) = match smith_plugins::manifest::read_manifest(&file) {
             Ok(text) => match Manifest::parse(&text, &origin) {
                 Ok(m) => {
                     let why = m.unsupported();
@@ -77,7 +77,7 @@ fn scan(root: &Path, label: &'static str, out: &mut Vec<Found>) {
                 }
                 Err(e) => (None, Some(e.message)),
             },
-            Err(e) => (None, Some(format!("cannot read {origin}: {e}"))),
+            Err(message) => (None, Some(message)),
         };
         out.push(Found {
             manifest,

@@ -296,6 +296,17 @@ impl RuntimeOptions {
             tool_context = tool_context.with_checkpoints(c);
         }
         tool_context = tool_context.with_approval(self.approval.clone());
+        // What earlier runs left in the output folder (killed runs' files,
+        // full outputs past their day) is removed off the start's path.
+        let outputs = tool_context.output_dir().to_owned();
+        let _ = std::thread::Builder::new()
+            .name("smith-sweep".to_owned())
+            .spawn(move || {
+                smith_engine::tools::bash::sweep_outputs(
+                    &outputs,
+                    smith_engine::tools::bash::KEEP_OUTPUTS,
+                )
+            });
         // The sandbox the tools and the plugins' processes run in while the
         // approval mode is sandboxed (every mode but `full`).
         let sandbox = (

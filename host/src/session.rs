@@ -280,19 +280,22 @@ fn continue_past_damage(
         return Ok(None);
     };
     let report = *session.report();
-    let lost = format!(
-        "{} corrupt frame{} ({} bytes) skipped at load, and one of them held entry {}, the parent of entry {} at byte {}",
-        report.scan.corrupt_skipped,
-        if report.scan.corrupt_skipped == 1 {
-            " was"
-        } else {
-            "s were"
-        },
-        report.scan.corrupt_bytes,
-        broken.missing_parent,
-        broken.first,
-        broken.first_offset
-    );
+    let skipped = report.scan.corrupt_skipped;
+    let lost = if skipped == 0 {
+        format!(
+            "entry {} at byte {} names entry {} as its parent, and no frame of the file holds it",
+            broken.first, broken.first_offset, broken.missing_parent
+        )
+    } else {
+        format!(
+            "{skipped} corrupt frame{} ({} bytes) skipped at load, and one of them held entry {}, the parent of entry {} at byte {}",
+            if skipped == 1 { " was" } else { "s were" },
+            report.scan.corrupt_bytes,
+            broken.missing_parent,
+            broken.first,
+            broken.first_offset
+        )
+    };
     let Some(intact) = broken.intact else {
         return Err(SessionError::Broken {
             reference: reference.to_owned(),

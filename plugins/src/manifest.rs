@@ -298,7 +298,44 @@ impl Manifest {
 
 /// Checks every file under `dir` (recursively): no symlinks, only plain
 /// files and folders.
+/// The most a plugin folder may hold, all files together (raised with
+/// `SMITH_INPUT_LIMIT_MIB`): checked by size before anything is copied, so
+/// a huge or sparse file is never read or made dense.
+pub const FOLDER_BOUND: smith_diag::input::Bound<'static> = smith_diag::input::Bound {
+    what: "plugin folder",
+    max_bytes: 256 * 1024 * 1024,
+    named: false,
+};
+
+/// A plugin's `plugin.kdl` is read only up to 1 MiB (raised with
+/// `SMITH_INPUT_LIMIT_MIB`), at install and at every load.
+pub const MANIFEST_BOUND: smith_diag::input::Bound<'static> = smith_diag::input::Bound {
+    what: "plugin manifest",
+    max_bytes: 1024 * 1024,
+    named: false,
+};
+
+/// Reads the manifest `path` within [`MANIFEST_BOUND`]: its text, or what
+/// went wrong (the file, the limit, how to raise it).
+///
+/// # Errors
+/// A message naming the file when it is missing, not a regular file, too
+/// large or not UTF-8.
+pub fn read_manifest(path: &Path) -> Result<String, String> {
+    smith_diag::input::read_text(path, &MANIFEST_BOUND)
+        .map_err(|d| format!("{}: {}; {}", d.what(), d.why(), d.next()))
+}
+
+/// The WebAssembly header of a component (`\0asm`, version 13, layer 1);
+/// a core module has version 1, layer 0.
+const COMPONENT_HEADER: [u8; 8] = [0, b'a', b's', b'm', 0x0d, 0x00, 0x01, 0x00];
+
 fn check_tree(dir: &Path, origin: &str) -> Result<(), PluginError> {
+    let mut budget = FOLDER_BOUND.limit();
+    check_tree_within(dir, origin, &mut budget)
+}
+
+fn check_tree_within(dir: &Path, origin: &str, budget: &mut u64) -> Result<(), PluginError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         PluginError::new(
             origin,
@@ -317,16 +354,34 @@ fn check_tree(dir: &Path, origin: &str) -> Result<(), PluginError> {
             )
         })?;
         let path = entry.path();
-        let kind = std::fs::symlink_metadata(&path)
-            .map_err(|e| {
-                PluginError::new(
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| {
+            PluginError::new(
+                origin,
+                Phase::Install,
+                ErrorKind::Io,
+                format!("cannot inspect {}: {e}", path.display()),
+            )
+        })?;
+        let kind = meta.file_type();
+        if kind.is_file() {
+            if meta.len() > *budget {
+                let limit = FOLDER_BOUND.limit();
+                return Err(PluginError::new(
                     origin,
                     Phase::Install,
-                    ErrorKind::Io,
-                    format!("cannot inspect {}: {e}", path.display()),
-                )
-            })?
-            .file_type();
+                    ErrorKind::Invalid,
+                    format!(
+                        "{} holds {} ({} bytes), and a plugin folder may hold at most {} all files together; nothing was copied. A plugin is its plugin.kdl, its component and small files: remove what the plugin does not need, or raise the limit with {} (a whole number of MiB)",
+                        path.display(),
+                        smith_diag::input::size(meta.len()),
+                        meta.len(),
+                        smith_diag::input::size(limit),
+                        smith_diag::input::LIMIT_ENV
+                    ),
+                ));
+            }
+            *budget -= meta.len();
+        }
         if kind.is_symlink() {
             return Err(PluginError::new(
                 origin,
@@ -339,7 +394,7 @@ fn check_tree(dir: &Path, origin: &str) -> Result<(), PluginError> {
             ));
         }
         if kind.is_dir() {
-            check_tree(&path, origin)?;
+            check_tree_within(&path, origin, budget)?;
         } else if !kind.is_file() {
             return Err(PluginError::new(
                 origin,
@@ -403,14 +458,19 @@ pub fn install(source: &Path, root: &Path) -> Result<Manifest, PluginError> {
     })?;
     let result = (|| {
         let manifest_path = staging.join("plugin.kdl");
-        let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
-            io(
-                &format!(
-                    "cannot read {}/plugin.kdl (every plugin needs one)",
+        if !manifest_path.exists() {
+            return Err(PluginError::new(
+                &origin,
+                Phase::Install,
+                ErrorKind::Io,
+                format!(
+                    "{}/plugin.kdl does not exist, and every plugin needs one",
                     source.display()
                 ),
-                e,
-            )
+            ));
+        }
+        let text = read_manifest(&manifest_path).map_err(|message| {
+            PluginError::new(&origin, Phase::Install, ErrorKind::Invalid, message)
         })?;
         let manifest = Manifest::parse(&text, &format!("{}/plugin.kdl", source.display()))?;
         if manifest.name.starts_with("smith/") {
@@ -443,6 +503,18 @@ pub fn install(source: &Path, root: &Path) -> Result<Manifest, PluginError> {
                 format!(
                     "{} is not a WebAssembly component (no \\0asm header)",
                     manifest.component
+                ),
+            ));
+        }
+        if !component.starts_with(&COMPONENT_HEADER) {
+            return Err(PluginError::new(
+                &manifest.name,
+                Phase::Install,
+                ErrorKind::Invalid,
+                format!(
+                    "{} is a core WebAssembly module, not a component (its header is version {:02x?}, a component's is 0d 00 01 00); build the plugin for wasm32-wasip2 (`cargo build --target wasm32-wasip2`), or wrap the module with `wasm-tools component new`",
+                    manifest.component,
+                    component.get(4..8).unwrap_or_default()
                 ),
             ));
         }

@@ -210,14 +210,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
         }
         Sub::Import { file, name } => {
-            let bytes = if file.as_os_str() == "-" {
-                dump::import(std::io::stdin().lock())?
-            } else {
-                let f = std::fs::File::open(&file).with_context(|| {
-                    format!("opening the dump file {}; check the path", file.display())
-                })?;
-                dump::import(std::io::BufReader::new(f))?
-            };
+            // Standard input, or the file named: a FIFO or device the user
+            // names is streamed with an idle deadline; every line is bounded.
+            let path = (file.as_os_str() != "-").then_some(file.as_path());
+            let input = smith_diag::input::stream(path, &IMPORT_BOUND)?;
+            let bytes = dump::import(std::io::BufReader::with_capacity(256 * 1024, input))?;
+            // What is published must resume: every entry a resume reads is
+            // decoded first.
+            let candidate = smith_store::Session::load_bytes(&bytes, store.limits(), "the import")?;
+            smith_engine::journal::store::check_entries(&candidate).map_err(|err| {
+                smith_diag::Diagnostic::error(
+                    "session.invalid-import",
+                    format!("the dump {} cannot be imported", file.display()),
+                    format!("{err}, so the session could not be resumed"),
+                    "fix that line of the dump (compare with what `smith session dump` writes), then import it again; nothing was published",
+                )
+                .with_value(file.display())
+            })?;
             let s = store.publish_bytes(&bytes, name.as_deref())?;
             writeln!(
                 out,
@@ -320,3 +329,11 @@ fn collect_checkpoints(
     }
     Ok(())
 }
+
+/// A dump is streamed (never held whole as text); the file may be as
+/// large as a session, and every line is bounded by the import itself.
+const IMPORT_BOUND: smith_diag::input::Bound<'static> = smith_diag::input::Bound {
+    what: "session dump",
+    max_bytes: 64 * 1024 * 1024 * 1024,
+    named: true,
+};

@@ -135,19 +135,36 @@ fn field_b64(o: &Map<String, Value>, k: &str, line_no: usize) -> Result<Vec<u8>>
 /// # Errors
 /// `Invalid` naming the line for any malformed line.
 pub fn import(input: impl BufRead) -> Result<Vec<u8>> {
+    import_bounded(input, MAX_LINE)
+}
+
+/// The longest dump line [`import`] reads: room for an entry of the
+/// largest content a session holds (64 MiB) written as JSON.
+pub const MAX_LINE: usize = 128 * 1024 * 1024;
+
+/// [`import`] with lines of at most `max_line` bytes: a longer line (input
+/// that is not a dump, such as `/dev/zero`) is refused once that many bytes
+/// are read, never held whole. Entry ids must be unique and a parent must
+/// come before its children, as in every dump smith writes.
+///
+/// # Errors
+/// As [`import`].
+pub fn import_bounded(mut input: impl BufRead, max_line: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut comp = Compressor::new()?;
-    let mut offsets: HashMap<u64, u64> = HashMap::new();
+    let mut offsets: HashMap<u64, (u64, usize)> = HashMap::new();
     let mut seen_header = false;
     let mut map = Vec::new();
-    for (i, line) in input.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|e| {
-            StoreError::new(
-                ErrorKind::Io,
-                format!("could not read dump line {line_no}: {e}; check the file"),
-            )
-        })?;
+    let mut raw = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        line_no += 1;
+        raw.clear();
+        if !read_line(&mut input, &mut raw, max_line, line_no)? {
+            break;
+        }
+        let line =
+            std::str::from_utf8(&raw).map_err(|e| bad(line_no, format!("not UTF-8 text ({e})")))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -218,13 +235,36 @@ pub fn import(input: impl BufRead) -> Result<Vec<u8>> {
                 map.clear();
                 format::encode_entry(&mut map, &head, &content);
                 let here = out.len() as u64;
+                if head.id == 0 {
+                    return Err(bad(line_no, "entry id 0 is reserved for \"no parent\""));
+                }
+                if let Some((_, first)) = offsets.get(&head.id) {
+                    return Err(bad(
+                        line_no,
+                        format!(
+                            "entry id {} appears a second time (first on line {first}); every entry of a session has its own id",
+                            head.id
+                        ),
+                    ));
+                }
                 let link = if head.parent == 0 {
                     0
                 } else {
-                    offsets.get(&head.parent).map_or(0, |p| here - p)
+                    match offsets.get(&head.parent) {
+                        Some((p, _)) => here - p,
+                        None => {
+                            return Err(bad(
+                                line_no,
+                                format!(
+                                    "entry {} names parent {}, which no earlier line holds; a parent comes before its children",
+                                    head.id, head.parent
+                                ),
+                            ));
+                        }
+                    }
                 };
                 comp.frame(&mut out, KIND_ENTRY, link, &map);
-                offsets.insert(head.id, here);
+                offsets.insert(head.id, (here, line_no));
             }
             "frame" => {
                 let kind = u8::try_from(field_u64(o, "kind", line_no)?)
@@ -250,4 +290,54 @@ pub fn import(input: impl BufRead) -> Result<Vec<u8>> {
         return Err(bad(0, "the dump is empty"));
     }
     Ok(out)
+}
+
+/// Reads one line (without its end) into `line`: `false` at the end of the
+/// input. A line over `max` bytes is refused once `max` bytes are read.
+fn read_line(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+    line_no: usize,
+) -> Result<bool> {
+    let io = |e: std::io::Error| {
+        StoreError::new(
+            ErrorKind::Io,
+            format!("could not read dump line {line_no}: {e}"),
+        )
+    };
+    let mut any = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        if buf.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let (part, ends) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], true),
+            None => (buf, false),
+        };
+        if line.len() + part.len() > max {
+            return Err(bad(
+                line_no,
+                format!(
+                    "the line is longer than {} MiB, more than any entry a dump holds (this is not a dump)",
+                    max / (1024 * 1024)
+                ),
+            ));
+        }
+        line.extend_from_slice(part);
+        let used = part.len() + usize::from(ends);
+        input.consume(used);
+        if ends {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(true);
+        }
+    }
 }

@@ -601,6 +601,34 @@ fn a_configuration_file_that_is_a_fifo_or_huge_is_refused_unread() {
 }
 
 #[test]
+fn a_huge_file_under_dot_smith_is_never_read_before_trust_and_refused_at_trust() {
+    let sb = Sandbox::new();
+    sb.write_project("model m\n");
+    // 4 GiB of nothing (a sparse file) in a cloned project's .smith.
+    let big = sb.repo().join(".smith/big.bin");
+    fs::File::create(&big)
+        .unwrap()
+        .set_len(4 * 1024 * 1024 * 1024)
+        .unwrap();
+    // Untrusted: nothing under .smith is digested, so nothing is read.
+    let store = TrustStore::open(&sb.paths().trust_file()).unwrap();
+    assert!(matches!(
+        store.status(&sb.project()).unwrap(),
+        TrustStatus::Untrusted
+    ));
+    // Trusting it is refused by the file's size, unread.
+    let err = sb.project().digest().unwrap_err();
+    let d = err.diagnostic();
+    assert_eq!(d.code(), "trust.too-large", "{d:?}");
+    assert!(d.what().contains(&big.display().to_string()), "{d:?}");
+    assert!(d.why().contains("that file holds 4 GiB"), "{d:?}");
+    assert!(d.why().contains("at most 256 MiB"), "{d:?}");
+    assert!(d.next().contains("SMITH_INPUT_LIMIT_MIB"), "{d:?}");
+    let mut store = TrustStore::open(&sb.paths().trust_file()).unwrap();
+    assert!(store.trust(&sb.project()).is_err());
+}
+
+#[test]
 fn revoking_trust_ignores_the_project_again() {
     let sb = Sandbox::new();
     sb.write_project("model m\n");

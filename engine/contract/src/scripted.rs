@@ -15,8 +15,6 @@
 //! run to name its errors), the smith/mock plugin (the product's scripted
 //! provider, built for `wasm32-wasip2`) and the native test kit.
 
-use std::path::Path;
-
 use serde::Deserialize;
 
 use crate::summary::{INSTRUCTIONS_MARKER, is_summary_request};
@@ -150,30 +148,6 @@ pub fn parse_script(text: &str, origin: &str) -> Result<ScriptFile, ScriptError>
             "mock script {origin} is not valid: {err}; a script is a JSON list of responses, each a list of events such as {{\"text\": \"hi\"}}, {{\"tool_call\": {{\"name\": \"ls\", \"arguments\": {{}}}}}}, {{\"stop\": {{\"reason\": \"end\"}}}}, or an object {{\"responses\": [...], \"summaries\": [...]}} (see docs/mock-provider.md)"
         ),
     })
-}
-
-/// Reads a script file's text.
-///
-/// # Errors
-///
-/// When the file cannot be read; the error names the path.
-pub fn read_script(path: &Path) -> Result<String, ScriptError> {
-    std::fs::read_to_string(path).map_err(|err| ScriptError {
-        message: format!(
-            "cannot read mock script {}: {err}; check the path given to --mock-script",
-            path.display()
-        ),
-    })
-}
-
-/// Reads and parses a script file.
-///
-/// # Errors
-///
-/// When the file cannot be read or parsed; the error names the path.
-pub fn load_script(path: &Path) -> Result<ScriptFile, ScriptError> {
-    let text = read_script(path)?;
-    parse_script(&text, &path.display().to_string())
 }
 
 enum Mode {

@@ -578,6 +578,54 @@ fn field<'a>(value: &'a serde_json::Value, key: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// Checks that every entry a resume reads decodes as this build reads it
+/// (messages, compactions, model changes, effect completions), on every
+/// branch: what `smith session import` runs before publishing, so a session
+/// that could not be resumed is refused with the entry named instead.
+///
+/// # Errors
+///
+/// The first entry that does not decode, named with what it should hold.
+pub fn check_entries(session: &Session) -> Result<(), JournalError> {
+    for record in session.records() {
+        match record.entry_kind() {
+            EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult => {
+                let value = decode_json(session, record)?;
+                serde_json::from_value::<Message>(value).map_err(|err| {
+                    JournalError::new(format!(
+                        "session entry {} ({:?}) is not a message this build understands: {err}",
+                        record.id,
+                        record.entry_kind()
+                    ))
+                })?;
+            }
+            EntryKind::Compaction => {
+                let value = decode_json(session, record)?;
+                serde_json::from_value::<CompactionRecord>(value).map_err(|err| {
+                    JournalError::new(format!(
+                        "session entry {} is not a compaction this build understands: {err}",
+                        record.id
+                    ))
+                })?;
+            }
+            EntryKind::ModelChange => {
+                let value = decode_json(session, record)?;
+                if !value.is_object() || field(&value, "model").is_empty() {
+                    return Err(JournalError::new(format!(
+                        "session entry {} (model change) does not name a model",
+                        record.id
+                    )));
+                }
+            }
+            EntryKind::EffectCompletion => {
+                completion_outcome(session, record)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Reads the selected branch of `session`.
 ///
 /// # Errors

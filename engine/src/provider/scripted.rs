@@ -7,5 +7,5 @@
 
 pub use smith_contract::scripted::{
     MOCK_MODEL, Script, ScriptError, ScriptEvent, ScriptFile, ScriptThinking, ScriptToolCall,
-    ScriptedProvider, load_script, parse_script, read_script,
+    ScriptedProvider, parse_script,
 };

@@ -665,6 +665,62 @@ fn fmt_secs(d: Duration) -> String {
     }
 }
 
+/// How long a full output file of a past run is kept for its session to
+/// point at (a truncated result names it).
+pub const KEEP_OUTPUTS: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Removes what earlier runs left in the output folder `dir`: a bash
+/// output file (`bash-PID-N.log`) whose process has ended is removed when
+/// it is empty (a run killed before it finished) or older than `keep`; the
+/// files of running processes, this one among them, and every other file
+/// are left alone. Returns how many were removed.
+pub fn sweep_outputs(dir: &Path, keep: Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.ends_with(".log"))
+            .and_then(|n| n.strip_prefix("bash-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+            .filter(|&pid| pid > 0)
+        else {
+            continue;
+        };
+        if u32::try_from(pid).ok() == Some(std::process::id()) || process_alive(pid) {
+            continue;
+        }
+        // Not followed: only a plain file is ever removed.
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age >= keep);
+        if (meta.len() == 0 || old) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether process `pid` exists (it may belong to another user).
+fn process_alive(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

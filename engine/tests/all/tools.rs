@@ -1180,3 +1180,32 @@ fn fifos_are_refused_instead_of_blocking() {
         "No matches for `a` in .."
     );
 }
+
+#[test]
+fn output_files_of_ended_runs_are_swept_and_live_ones_kept() {
+    use smith_engine::tools::bash::{KEEP_OUTPUTS, sweep_outputs};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let put = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        fs::write(&p, body).expect("write");
+        p
+    };
+    // A process id no process has (above the largest the kernel hands out).
+    let dead = 4_194_304 + 17;
+    let killed = put(&format!("bash-{dead}-0.log"), "");
+    let recent = put(&format!("bash-{dead}-1.log"), "full output");
+    let old = put(&format!("bash-{dead}-2.log"), "full output");
+    let day_ago = std::time::SystemTime::now() - KEEP_OUTPUTS - Duration::from_secs(60);
+    fs::File::options()
+        .write(true)
+        .open(&old)
+        .expect("open")
+        .set_modified(day_ago)
+        .expect("set mtime");
+    let mine = put(&format!("bash-{}-0.log", std::process::id()), "");
+    let other = put("notes.txt", "");
+    assert_eq!(sweep_outputs(dir.path(), KEEP_OUTPUTS), 2);
+    assert!(!killed.exists() && !old.exists());
+    assert!(recent.exists() && mine.exists() && other.exists());
+    assert_eq!(sweep_outputs(dir.path(), KEEP_OUTPUTS), 0);
+}

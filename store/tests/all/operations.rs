@@ -515,3 +515,44 @@ fn loaded_session_reads_payloads_in_place_and_appends_beside_them() {
     let reloaded = store.load("sample").expect("reload");
     assert_eq!(same_history(&reloaded), same_history(&s));
 }
+
+#[test]
+fn import_refuses_what_could_not_be_resumed_and_lines_that_are_not_a_dump() {
+    let header =
+        r#"{"type":"header","format":1,"id":"0123456789abcdef0123456789abcdef","created_ms":1}"#;
+    let entry = |id: u64, parent: u64| {
+        format!(
+            r#"{{"type":"entry","id":{id},"parent":{parent},"timestamp_ms":1,"kind":"user_message","pairing":0,"content":{{"role":"user","text":"hi"}}}}"#
+        )
+    };
+    let good = format!("{header}\n{}\n{}\n", entry(1, 0), entry(2, 1));
+    assert!(dump::import(good.as_bytes()).is_ok());
+    let twice = format!(
+        "{header}\n{}\n{}\n{}\n",
+        entry(1, 0),
+        entry(2, 1),
+        entry(2, 1)
+    );
+    let err = dump::import(twice.as_bytes()).expect_err("a duplicate id");
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    assert!(
+        err.to_string()
+            .contains("dump line 4: entry id 2 appears a second time (first on line 3)"),
+        "{err}"
+    );
+    let orphan = format!("{header}\n{}\n{}\n", entry(1, 0), entry(3, 7));
+    let err = dump::import(orphan.as_bytes()).expect_err("a missing parent");
+    assert!(
+        err.to_string()
+            .contains("dump line 3: entry 3 names parent 7, which no earlier line holds"),
+        "{err}"
+    );
+    // An endless line is refused once the bound is read, never held whole.
+    let endless = std::io::BufReader::new(std::io::Read::take(std::io::repeat(b'x'), 1 << 30));
+    let err = dump::import_bounded(endless, 4 << 20).expect_err("an endless line");
+    assert!(
+        err.to_string()
+            .contains("dump line 1: the line is longer than 4 MiB"),
+        "{err}"
+    );
+}
