@@ -106,7 +106,11 @@ impl Work {
 fn live_in_group(group: i32) -> Vec<i32> {
     let mut live = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
@@ -185,7 +189,10 @@ fn recorded_end(home: &Path, name: &str) -> (String, String) {
         .find(|r| r["kind"] == "effect_completion" && r["content"]["effect_id"] == "fx-1")
         .unwrap_or_else(|| panic!("{name}: no completion of fx-1 recorded:\n{text}"));
     (
-        completion["content"]["outcome"].as_str().unwrap().to_owned(),
+        completion["content"]["outcome"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
         completion["content"]["mutation"]
             .as_str()
             .unwrap()
@@ -398,8 +405,7 @@ fn every_ending_signal_cancels_an_mcp_call() {
                 .unwrap_or_else(|| panic!("{name}: the call was not answered: {rest:?}"));
             assert_eq!(answer["result"]["isError"], true, "{name}: {answer}");
             assert_eq!(
-                answer["result"]["_meta"]["dev.smith/status"],
-                "cancelled",
+                answer["result"]["_meta"]["dev.smith/status"], "cancelled",
                 "{name}: {answer}"
             );
             assert_eq!(
@@ -517,7 +523,10 @@ fn every_ending_signal_ends_the_interface_like_an_interrupt() {
         });
         let deadline = Instant::now() + Duration::from_secs(20);
         while find(&output.lock().unwrap(), b"F1 help").is_none() {
-            assert!(Instant::now() < deadline, "{name}: the interface never drew");
+            assert!(
+                Instant::now() < deadline,
+                "{name}: the interface never drew"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_ne!(termios(slave.as_raw_fd()), before, "{name}: no raw mode");
@@ -561,7 +570,10 @@ fn every_ending_signal_ends_the_interface_like_an_interrupt() {
             let line = resume_line(&session, &format!("smith tui --session {session}"));
             let printed = rfind(&out, line.as_bytes())
                 .unwrap_or_else(|| panic!("{name}: no resume command in:\n{shown}"));
-            assert!(printed > left, "{name}: printed before the terminal was restored");
+            assert!(
+                printed > left,
+                "{name}: printed before the terminal was restored"
+            );
         }
         work.never_finishes(group, name);
         assert_eq!(

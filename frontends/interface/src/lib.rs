@@ -62,8 +62,8 @@ use std::sync::mpsc::sync_channel;
 use anyhow::Context;
 use smith_config::Paths;
 use smith_tui::App;
-use smith_tui::run::{CHANNEL_CAPACITY, run_loop, spawn_input};
 use smith_tui::run::Msg;
+use smith_tui::run::{CHANNEL_CAPACITY, run_loop, spawn_input};
 use smith_tui::signals;
 use smith_tui::term::{TermConfig, Terminal};
 
@@ -251,10 +251,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 /// after the terminal is entered, so these replace its restore-and-raise
 /// handlers (SIGABRT keeps that one).
 fn watch_signals(tx: std::sync::mpsc::SyncSender<AgentMsg>) {
-    signals::install();
     let watcher = std::thread::Builder::new()
         .name("smith-tui-signals".to_owned())
         .spawn(move || {
+            // Installed here: without this thread the terminal's handlers
+            // stay (restore, then end by the signal).
+            signals::install();
             if let Some(signal) = signals::wait() {
                 // The loop may have ended already; nothing is left to tell.
                 let _ = tx.send(Msg::Signal(signal));
@@ -267,7 +269,9 @@ fn watch_signals(tx: std::sync::mpsc::SyncSender<AgentMsg>) {
         smith_diag::log::note(
             smith_diag::log::Level::Warn,
             "tui.signals",
-            &format!("no thread could watch for signals ({err}); a signal ends the interface at once"),
+            &format!(
+                "no thread could watch for signals ({err}); a signal ends the interface at once"
+            ),
         );
     }
 }
