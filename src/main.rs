@@ -13,6 +13,7 @@ mod cli_doc;
 mod cmd;
 mod report;
 mod settings;
+mod signals;
 
 /// Every allocation in the process is charged to a lifetime scope.
 #[global_allocator]

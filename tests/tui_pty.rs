@@ -1,6 +1,7 @@
 //! The interface in a real pseudo-terminal: every way out (normal exit,
-//! error, panic, abort, SIGINT, SIGTERM, SIGHUP) leaves the terminal as it
-//! found it — the same termios, the alternate screen left, the cursor
+//! error, panic, abort, SIGINT, SIGTERM, SIGHUP — the signals end it with
+//! 128 plus their number and the command that continues the session)
+//! leaves the terminal as it found it — the same termios, the alternate screen left, the cursor
 //! shown — and an end-to-end run with the scripted provider shows the tool
 //! activity and the answer.
 
@@ -377,8 +378,16 @@ fn killed_by(signal: i32) {
     s.ready();
     // SAFETY: signals our own child.
     assert_eq!(unsafe { libc::kill(s.child.id() as i32, signal) }, 0);
-    let (status, _) = s.finish();
-    assert_eq!(status.signal(), Some(signal));
+    let (status, out) = s.finish();
+    // Ended like an interrupt: 128 plus the signal's number, after the
+    // terminal was restored.
+    assert_eq!(status.code(), Some(128 + signal), "{out}");
+    if signal != libc::SIGHUP {
+        let printed = out
+            .rfind("continue it with: smith tui --session tui-")
+            .unwrap_or_else(|| panic!("no resume command: {out}"));
+        assert!(printed > out.rfind("\x1b[?1049l").unwrap(), "{out}");
+    }
 }
 
 #[test]

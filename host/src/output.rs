@@ -320,6 +320,12 @@ pub fn print_comparisons(
     )
 }
 
+/// What a mode prints on standard error when a signal (or Ctrl+C) ended
+/// it: that session `name` is saved, and the command that continues it.
+pub fn interrupted_line(name: &str, resume: &str) -> String {
+    format!("smith: interrupted; session {name} is saved — continue it with: {resume}")
+}
+
 /// The end of a `smith eval` run: says where the session `name` is (how to
 /// continue it after an interrupt), and removes the temporary store, or
 /// keeps it after an interrupt and says where.
@@ -334,7 +340,8 @@ pub fn finish_session(
     if temp.is_none() {
         if interrupted {
             eprintln!(
-                "smith: interrupted; session {name} is saved — continue it with: smith eval --session {name} \"<prompt>\""
+                "{}",
+                interrupted_line(name, &format!("smith eval --session {name} \"<prompt>\""))
             );
         } else if !json {
             eprintln!("session: {name}");

@@ -25,7 +25,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -40,6 +39,7 @@ use smith_host::{
     Extensions, LiveProviders, Runtime, RuntimeOptions, SessionChoice, choose_provider, mock,
 };
 use smith_plugins::hooks::Frontend;
+use smith_tui::signals;
 
 /// Run one prompt through the agent without the TUI.
 #[derive(Debug, Clone, clap::Args)]
@@ -167,59 +167,18 @@ pub struct ProviderChoice {
     pub base_url: Option<String>,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// The last of the signals below that arrived (0: none).
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(signal: libc::c_int) {
-    SIGNAL.store(signal, Ordering::SeqCst);
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// The signals that end a run the way Ctrl+C does: the run is aborted (its
-/// effects recorded, its commands' process groups ended) and the command
-/// ends with 128 plus the signal's number (130 for SIGINT).
-const ENDING_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
-/// Routes the ending signals to a flag the event loop watches (abort, then
-/// exit). A signal the command was started with ignored (`nohup` ignores
-/// SIGHUP) stays ignored.
-fn install_interrupt_handler() {
-    for signal in ENDING_SIGNALS {
-        smith_tui::term::catch_unless_ignored(signal, on_signal);
-    }
-}
-
-/// Points standard output and error at `/dev/null`: after a hangup the
-/// terminal is gone, and a write to it would fail (or, for standard
-/// error's messages, panic) before the run is recorded as ended.
-fn detach_output() {
-    // SAFETY: plain descriptor calls; the descriptor opened here is closed
-    // once duplicated.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if null >= 0 {
-            libc::dup2(null, libc::STDOUT_FILENO);
-            libc::dup2(null, libc::STDERR_FILENO);
-            libc::close(null);
-        }
-    }
-}
-
 /// The exit code of a run that ended with `stop`: 128 plus the signal's
 /// number when a signal other than SIGINT interrupted it.
 fn signal_exit_code(stop: StopCause, interrupted: bool) -> u8 {
-    match SIGNAL.load(Ordering::SeqCst) {
-        signal if interrupted && signal != libc::SIGINT && signal > 0 => {
-            u8::try_from(128 + signal).unwrap_or(u8::MAX)
-        }
+    match signals::received() {
+        Some(signal) if interrupted && signal != libc::SIGINT => signals::exit_code(signal),
         _ => exit_code(stop),
     }
 }
 
 /// How long an interrupted run may take to end before the command stops
 /// waiting for it (a second interrupt stops waiting at once).
-const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+const INTERRUPT_GRACE: Duration = signals::GRACE;
 
 /// The end of a run that was interrupted and did not report its own end:
 /// aborted, usage unknown.
@@ -351,7 +310,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } = options
         .start(&choice)
         .map_err(|e| e.into_cli(" given with --session"))?;
-    install_interrupt_handler();
+    // The ending signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) abort the run
+    // below; a second one stops waiting for it.
+    signals::install();
     handle.send(Command::Prompt {
         text: args.prompt.clone(),
     })?;
@@ -368,7 +329,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut started = false;
     let mut interrupted: Option<Instant> = None;
     loop {
-        if INTERRUPTED.swap(false, Ordering::SeqCst) {
+        if let Some(signal) = signals::take() {
             if interrupted.is_some() {
                 // A second interrupt: stop waiting now.
                 end = Some(aborted_unfinished());
@@ -376,9 +337,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             interrupted = Some(Instant::now());
             handle.abort();
-            if SIGNAL.load(Ordering::SeqCst) == libc::SIGHUP {
-                detach_output();
-            }
+            signals::detach_after_hangup(signal);
         }
         let event = match handle.recv_timeout(Duration::from_millis(50)) {
             Ok(event) => event,

@@ -7,6 +7,11 @@
 //! decisions; their questions that wait are asked through MCP elicitation
 //! when the client declares it, else answered by `--answer` and `--yes`, or
 //! refused.
+//!
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT cancel the running calls (as
+//! `notifications/cancelled` does), wait for their completions to be
+//! recorded, print how to continue the session on standard error and exit
+//! with 128 plus the signal's number.
 
 use std::path::PathBuf;
 
@@ -87,8 +92,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         "smith mcp: recording tool effects in session {}",
         server.session_id()
     );
-    server
-        .serve(std::io::stdin().lock())
-        .context("standard input or output failed; the client may have gone away")?;
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT cancel the running calls as
+    // `notifications/cancelled` does, wait for their completions to be
+    // recorded, and exit with 128 plus the signal's number.
+    let interrupter = server.interrupter();
+    let name = server.session_name().to_owned();
+    let watcher = crate::signals::end_on_signal(
+        move || {
+            interrupter.end(smith_tui::signals::GRACE);
+            Some(name)
+        },
+        |name| format!("smith mcp --session {name}"),
+    );
+    let served = server.serve(std::io::stdin().lock());
+    crate::signals::finish(watcher);
+    served.context("standard input or output failed; the client may have gone away")?;
     Ok(0)
 }

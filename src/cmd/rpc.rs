@@ -4,6 +4,10 @@
 //! The first runtime records into a new session (named with `--name`, else
 //! `rpc-<time>`) or continues `--session REF`. Standard output carries
 //! protocol records only; diagnostics go to standard error.
+//!
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT abort the running run (as `abort`
+//! does), wait for its end to be recorded, print how to continue the
+//! session on standard error and exit with 128 plus the signal's number.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -142,9 +146,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )),
     };
     let server = RpcServer::new(options, &choice, out)?;
-    server
-        .serve(std::io::stdin().lock())
-        .context("standard input or output failed; the client may have gone away")?;
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT abort the running run as the
+    // `abort` method does, wait for it to be recorded, and exit with 128
+    // plus the signal's number.
+    let interrupter = server.interrupter();
+    let watcher = crate::signals::end_on_signal(
+        move || interrupter.end(smith_tui::signals::GRACE),
+        |name| format!("smith rpc --session {name}"),
+    );
+    let served = server.serve(std::io::stdin().lock());
+    crate::signals::finish(watcher);
+    served.context("standard input or output failed; the client may have gone away")?;
     Ok(0)
 }
 

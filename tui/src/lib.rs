@@ -48,6 +48,7 @@ pub mod product;
 pub mod run;
 pub mod sanitize;
 pub mod session;
+pub mod signals;
 pub mod style;
 pub mod term;
 pub mod transcript;

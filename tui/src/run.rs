@@ -23,6 +23,9 @@ pub enum Msg<E> {
     Agent(E),
     /// The agent runtime has stopped.
     AgentGone,
+    /// An ending signal arrived (see [`crate::signals`]): the loop ends so
+    /// that the host aborts what runs and exits.
+    Signal(i32),
 }
 
 /// What the host wants after an output.
@@ -53,7 +56,8 @@ pub fn spawn_input<E: Send + 'static>(tx: SyncSender<Msg<E>>) -> std::io::Result
         .map(|_| ())
 }
 
-/// Runs until `on_output` says [`Flow::Exit`] (or the channel closes).
+/// Runs until `on_output` says [`Flow::Exit`], a [`Msg::Signal`] arrives
+/// or the channel closes.
 /// Every pending message is applied before a frame is drawn, so bursts of
 /// streamed text cost one frame.
 ///
@@ -95,6 +99,7 @@ pub fn run_loop<E>(
                 Msg::AgentGone => {
                     app.error("the agent runtime stopped; restart smith to continue");
                 }
+                Msg::Signal(_) => return Ok(()),
             }
             next = rx.try_recv().ok();
         }

@@ -16,7 +16,11 @@
 //! * handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGABRT (so
 //!   `abort()` too): they restore, reset the signal to its default action
 //!   and raise it again, so the process still ends by that signal. A
-//!   signal inherited as ignored (`nohup`) stays ignored.
+//!   signal inherited as ignored (`nohup`) stays ignored. The interface
+//!   replaces the first four with [`crate::signals`] right after entering:
+//!   it then aborts the running turn, waits for it to be recorded, and
+//!   leaves through `Drop` (or, when its loop is held up, restores and
+//!   ends by the signal).
 //!
 //! # Capabilities
 //!

@@ -38,3 +38,8 @@ pub(super) mod settings {
 pub(super) mod config {
     pub(crate) use smith_host::output::style;
 }
+
+/// What the interface prints on standard error when a signal ended it.
+pub(super) mod output {
+    pub(crate) use smith_host::output::interrupted_line;
+}

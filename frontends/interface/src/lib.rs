@@ -55,18 +55,21 @@ mod switch;
 mod tests;
 
 use std::cell::RefCell;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::mpsc::sync_channel;
 
 use anyhow::Context;
 use smith_config::Paths;
 use smith_tui::App;
+use smith_tui::run::Msg;
 use smith_tui::run::{CHANNEL_CAPACITY, run_loop, spawn_input};
+use smith_tui::signals;
 use smith_tui::term::{TermConfig, Terminal};
 
 use config::{load_options, open_store, process_loader, trust_question, unchecked};
 use controller::Controller;
-use frontend::AgentMsg;
+use frontend::{AgentMsg, Feed};
 use runtime::{Target, start};
 
 /// The provider, model and base URL the user chose (`--provider`,
@@ -197,6 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 
     spawn_input(tx.clone())?;
+    watch_signals(tx.clone());
     // Shared by the two callbacks of the loop.
     let ctl = RefCell::new(Controller {
         args: &args,
@@ -226,6 +230,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // Returning drops the terminal, which restores it.
         return Err(err);
     }
+    if let Some(signal) = signals::received() {
+        return Ok(end_by_signal(signal, ctl, &mut app, term, rx));
+    }
     drop(term);
     // Closing the channel first means a forwarder blocked on a full channel
     // wakes up and ends.
@@ -235,4 +242,98 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     result.context("the terminal could not be written")?;
     Ok(0)
+}
+
+/// Routes the ending signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) into the
+/// interface's loop, which then ends ([`end_by_signal`]). When the loop
+/// is held up and the interface has not ended well after the grace, the
+/// terminal is restored and the process ends by the signal. Installed
+/// after the terminal is entered, so these replace its restore-and-raise
+/// handlers (SIGABRT keeps that one).
+fn watch_signals(tx: std::sync::mpsc::SyncSender<AgentMsg>) {
+    let watcher = std::thread::Builder::new()
+        .name("smith-tui-signals".to_owned())
+        .spawn(move || {
+            // Installed here: without this thread the terminal's handlers
+            // stay (restore, then end by the signal).
+            signals::install();
+            if let Some(signal) = signals::wait() {
+                // The loop may have ended already; nothing is left to tell.
+                let _ = tx.send(Msg::Signal(signal));
+                drop(tx);
+                std::thread::sleep(signals::GRACE * 3);
+                signals::end_by_default(signal);
+            }
+        });
+    if let Err(err) = watcher {
+        smith_diag::log::note(
+            smith_diag::log::Level::Warn,
+            "tui.signals",
+            &format!(
+                "no thread could watch for signals ({err}); a signal ends the interface at once"
+            ),
+        );
+    }
+}
+
+/// Ends the interface after `signal` the way an interrupt does: the
+/// running turn is aborted through the runtime (as Esc does) and its end
+/// awaited for at most [`signals::GRACE`] (its effects recorded, its
+/// commands' process groups ended), the terminal restored, how to continue
+/// the session printed on standard error; the exit code is 128 plus the
+/// signal's number.
+fn end_by_signal(
+    signal: i32,
+    mut ctl: Controller<'_>,
+    app: &mut App,
+    term: Terminal,
+    rx: std::sync::mpsc::Receiver<AgentMsg>,
+) -> u8 {
+    use smith_engine::protocol::{Command, Event};
+    let mut settled = true;
+    if let Some(rt) = ctl.runtime.as_ref() {
+        if let Some((_, stop)) = ctl.replay.as_ref() {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if app.status.busy && ctl.replay.is_none() {
+            settled = false;
+            // Through the command channel too: a prompt just sent starts
+            // its run first.
+            let _ = rt.handle.send(Command::Abort);
+            rt.handle.abort();
+            let deadline = std::time::Instant::now() + signals::GRACE;
+            while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+                match rx.recv_timeout(left) {
+                    Ok(Msg::Agent((tag, Some(Feed::Event(Event::Settled)))))
+                        if tag == ctl.generation =>
+                    {
+                        settled = true;
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+    // Leaving the interface restores the terminal.
+    drop(term);
+    signals::detach_after_hangup(signal);
+    drop(rx);
+    let name = ctl.runtime.as_ref().map(|rt| rt.name.clone());
+    if let Some(rt) = ctl.runtime.take()
+        && settled
+    {
+        rt.stop();
+    }
+    if let Some(name) = name {
+        // Standard error may be gone: the exit code still says what
+        // happened.
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}",
+            host::output::interrupted_line(&name, &format!("smith tui --session {name}"))
+        );
+    }
+    signals::exit_code(signal)
 }

@@ -399,6 +399,14 @@ impl Output {
         out.flush()
     }
 
+    /// Flushes the output and replaces it with nothing: every later
+    /// record is dropped, and a record being written finishes first.
+    pub fn close(&self) {
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = out.flush();
+        *out = Box::new(std::io::sink());
+    }
+
     /// Writes a success response.
     ///
     /// # Errors

@@ -31,7 +31,7 @@ mod setup;
 
 pub use diag::DIAGNOSABLE;
 pub use jsonrpc::{Output, RpcError};
-pub use mcp::{McpOptions, McpServer};
-pub use rpc::RpcServer;
+pub use mcp::{McpInterrupter, McpOptions, McpServer};
+pub use rpc::{Interrupter, RpcServer};
 pub use setup::SetupError;
 pub use smith_host::{Extensions, Live, LiveProviders, RuntimeOptions, SessionChoice};

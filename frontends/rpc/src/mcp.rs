@@ -301,6 +301,34 @@ struct Calls {
     secrets: smith_host::secrets::RuntimeSecrets,
 }
 
+/// Ends the calls a server runs from another thread (a signal's): see
+/// [`McpServer::interrupter`].
+#[derive(Clone)]
+pub struct McpInterrupter(Arc<Calls>);
+
+impl std::fmt::Debug for McpInterrupter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("McpInterrupter")
+    }
+}
+
+impl McpInterrupter {
+    /// Cancels every running call the way `notifications/cancelled` does
+    /// (bash gets its process group terminated), waits at most `grace` for
+    /// their completions to be recorded and answered, then closes the
+    /// output so nothing more is written.
+    pub fn end(&self, grace: Duration) {
+        for call in lock(&self.0.inflight).values() {
+            call.cancel.cancel();
+        }
+        let started = Instant::now();
+        while !lock(&self.0.inflight).is_empty() && started.elapsed() < grace {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.0.out.close();
+    }
+}
+
 /// The MCP server.
 pub struct McpServer {
     calls: Arc<Calls>,
@@ -411,6 +439,17 @@ impl McpServer {
         )
         .map(|hooks| Mutex::new(Box::new(hooks) as Box<dyn Hooks>));
         self
+    }
+
+    /// What ends this server's calls from another thread (after a signal).
+    pub fn interrupter(&self) -> McpInterrupter {
+        McpInterrupter(Arc::clone(&self.calls))
+    }
+
+    /// The name of the session recording this server's effects (its id
+    /// when it has none).
+    pub fn session_name(&self) -> &str {
+        &self.session_name
     }
 
     /// The id of the session recording this server's effects.

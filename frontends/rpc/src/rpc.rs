@@ -137,6 +137,44 @@ struct St {
 struct Shared {
     out: Output,
     st: Mutex<St>,
+    /// The runtime now and its session's name, for [`Interrupter`].
+    current: Mutex<Option<(Arc<AgentHandle>, String)>>,
+}
+
+/// Ends what a server runs from another thread (a signal's): see
+/// [`RpcServer::interrupter`].
+#[derive(Clone)]
+pub struct Interrupter(Arc<Shared>);
+
+impl std::fmt::Debug for Interrupter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interrupter")
+    }
+}
+
+impl Interrupter {
+    /// Aborts the running run the way the `abort` method does, waits at
+    /// most `grace` for its `settled` (the abort recorded, its commands'
+    /// process groups ended, the notifications written), then closes the
+    /// output so nothing more is written. The name of the session open
+    /// now, if any.
+    pub fn end(&self, grace: Duration) -> Option<String> {
+        let current = lock(&self.0.current).clone();
+        if let Some((handle, _)) = &current
+            && lock(&self.0.st).running
+        {
+            // Through the command channel (a prompt just sent starts its
+            // run first) and at once (a run in a tool call).
+            let _ = handle.send(Command::Abort);
+            handle.abort();
+            let started = std::time::Instant::now();
+            while lock(&self.0.st).running && started.elapsed() < grace {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        self.0.out.close();
+        current.map(|(_, name)| name)
+    }
 }
 
 struct Current {
@@ -351,6 +389,7 @@ impl RpcServer {
             shared: Arc::new(Shared {
                 out,
                 st: Mutex::new(St::default()),
+                current: Mutex::new(None),
             }),
             current: None,
             questions,
@@ -388,6 +427,7 @@ impl RpcServer {
                 })?
         };
         *lock(&self.shared.st) = St::default();
+        *lock(&self.shared.current) = Some((Arc::clone(&handle), name.clone()));
         self.current = Some(Current {
             handle,
             journal,
@@ -403,9 +443,16 @@ impl RpcServer {
     }
 
     fn stop_current(&mut self) {
+        lock(&self.shared.current).take();
         if let Some(current) = self.current.take() {
             current.shutdown();
         }
+    }
+
+    /// What ends this server's run from another thread (after a signal),
+    /// whichever session is open by then.
+    pub fn interrupter(&self) -> Interrupter {
+        Interrupter(Arc::clone(&self.shared))
     }
 
     /// Serves requests from `input` until it ends or `shutdown` is called,
