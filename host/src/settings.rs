@@ -391,5 +391,16 @@ mod tests {
                 .contains("kept running 50 ms after it was asked to stop"),
             "{d}"
         );
+        // The next call is refused, and says what destroyed the instance.
+        let again = provider.encode(&request).unwrap_err().to_string();
+        assert!(
+            again.contains("destroyed by an earlier failure — call encode (abort-grace)"),
+            "{again}"
+        );
+        assert!(
+            again.contains("kept running 50 ms after it was asked to stop"),
+            "{again}"
+        );
+        assert!(!again.contains("reload the plugin"), "{again}");
     }
 }

@@ -230,7 +230,7 @@ impl WasmProvider {
         f: impl FnOnce(&mut Store<State>, &ProviderPlugin) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         let was_live = self.live.is_some();
-        let result = Instance {
+        let mut result = Instance {
             name: &self.name,
             limits: self.limits,
             control: &self.control,
@@ -242,6 +242,18 @@ impl WasmProvider {
         // refused because it is gone do not replace it.
         if let (Err(error), true, None) = (&result, was_live, &self.live) {
             self.last_error = Some(error.clone());
+        }
+        // A call refused because the instance is gone says what destroyed
+        // it, not only that it is gone.
+        if let (Err(error), Some(cause)) = (&mut result, &self.last_error)
+            && error.kind == ErrorKind::Destroyed
+        {
+            error.message = format!(
+                "the plugin's instance was destroyed by an earlier failure — {} ({}): {} — and serves no more calls; that failure is what to fix, and the plugin starts afresh when it is loaded again (the next smith command)",
+                cause.phase,
+                cause.kind.name(),
+                cause.message
+            );
         }
         result
     }
