@@ -450,8 +450,8 @@ impl Dispatcher {
                 released.diagnostics.push(err.to_string());
             }
             // Actions a handler returns to an error event wait for the next
-            // safe point like any other.
-            write_log(&mut handler);
+            // safe point like any other; its log lines are written at its
+            // next call.
         }
         // After the batch, which may have reached a journal cap.
         released.limited = self.take_limited();
