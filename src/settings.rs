@@ -82,6 +82,21 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
         "host/src/settings.rs",
         "plugin_limits",
     ),
+    (
+        "plugins.max-ui-intents",
+        "host/src/settings.rs",
+        "plugin_limits",
+    ),
+    (
+        "plugins.max-log-lines",
+        "host/src/settings.rs",
+        "plugin_limits",
+    ),
+    (
+        "plugins.max-journal-entries",
+        "host/src/settings.rs",
+        "plugin_limits",
+    ),
     ("sandbox.network", "host/src/sandbox.rs", "network_setting"),
     (
         "sandbox.write-paths",

@@ -351,6 +351,36 @@ options! {
         unset: "",
         help: "Milliseconds a plugin call may keep running after an abort before the host destroys the instance; the diagnostic names this grace.",
     };
+    /// UI intents kept per plugin per run.
+    PLUGINS_MAX_UI_INTENTS = OptionDecl {
+        key: "plugins.max-ui-intents",
+        flag: "--plugins-max-ui-intents",
+        env: "SMITH_PLUGINS_MAX_UI_INTENTS",
+        kind: Kind::Int { min: 0, max: 1_000_000 },
+        default: Some(Lit::Int(500)),
+        unset: "",
+        help: "UI intents (notices, status, questions...) each extension plugin may send in one run; the rest are dropped unshown and unrecorded, one `plugin.rate-limited` warning says so, and the run's end records how many were dropped in the session.",
+    };
+    /// Log lines kept per plugin per run.
+    PLUGINS_MAX_LOG_LINES = OptionDecl {
+        key: "plugins.max-log-lines",
+        flag: "--plugins-max-log-lines",
+        env: "SMITH_PLUGINS_MAX_LOG_LINES",
+        kind: Kind::Int { min: 0, max: 1_000_000 },
+        default: Some(Lit::Int(1000)),
+        unset: "",
+        help: "Lines each extension plugin may write to smith's log (`host.log`) in one run (the host keeps at most 1000 from one call into the plugin whatever this says); the rest are dropped, one `plugin.rate-limited` warning says so, and the run's end records how many were dropped in the session.",
+    };
+    /// Journal entries recorded per plugin per run.
+    PLUGINS_MAX_JOURNAL_ENTRIES = OptionDecl {
+        key: "plugins.max-journal-entries",
+        flag: "--plugins-max-journal-entries",
+        env: "SMITH_PLUGINS_MAX_JOURNAL_ENTRIES",
+        kind: Kind::Int { min: 0, max: 10_000_000 },
+        default: Some(Lit::Int(10000)),
+        unset: "",
+        help: "Session journal entries each extension plugin's host effects may cause in one run (two per effect: its intent and its completion); past it the plugin's effects fail without running or being recorded (UI intents are dropped), one `plugin.rate-limited` warning says so, and the run's end records how many entries were dropped in the session.",
+    };
     /// Whether sandboxed commands may use the network.
     SANDBOX_NETWORK = OptionDecl {
         key: "sandbox.network",

@@ -16,7 +16,9 @@ use smith_config::Paths;
 use smith_engine::agent::{DeclaredPolicy, Delivery, QueuePolicy};
 use smith_engine::approval::{Approval, ApprovalCell};
 use smith_engine::journal::EffectJournal;
-use smith_engine::journal::store::{PluginIntent, StoreJournal, plugin_intents, resume};
+use smith_engine::journal::store::{
+    LimitDrops, PluginIntent, PluginLimits, StoreJournal, plugin_intents, resume,
+};
 use smith_engine::provider::Message;
 use smith_engine::tools::{Access, ToolSet};
 use smith_plugins::builtin::BUILTINS;
@@ -608,6 +610,33 @@ impl Frontend for Headless {
     fn diagnostic(&mut self, message: &str) {
         warn(message);
     }
+    fn report(&mut self, diagnostic: &smith_diag::Diagnostic) {
+        crate::output::report(diagnostic, false, crate::output::style(None));
+    }
+}
+
+/// Records what a plugin's caps per run dropped in the runtime's session
+/// `journal`: a `metadata` entry of type `plugin_limits` (see
+/// [`smith_engine::journal::store::PluginLimits`]).
+pub fn drop_recorder(journal: Arc<StoreJournal>) -> smith_plugins::hooks::DropRecorder {
+    Box::new(move |plugin, dropped| {
+        let record = PluginLimits {
+            plugin: plugin.to_owned(),
+            dropped: dropped
+                .iter()
+                .map(|d| LimitDrops {
+                    kind: d.kind.name().to_owned(),
+                    limit: d.limit,
+                    dropped: d.dropped,
+                })
+                .collect(),
+        };
+        journal.record_plugin_limits(&record).map_err(|err| {
+            format!(
+                "what plugin {plugin}'s caps dropped in this run could not be recorded in the session: {err}"
+            )
+        })
+    })
 }
 
 #[cfg(test)]

@@ -411,6 +411,7 @@ impl RuntimeOptions {
                     hooks
                         .with_context(assembler)
                         .with_config_changes(Box::new(move || plugin_config.take_changed()))
+                        .with_drop_records(crate::extensions::drop_recorder(Arc::clone(&journal)))
                 },
             )
         });

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use smith_config::options::{
     APPROVAL, LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S, NET_CONNECT_TIMEOUT_S,
-    NET_HEAD_TIMEOUT_S, OptionDecl, PLUGINS_ABORT_DEADLINE_MS, SESSION_DIR,
+    NET_HEAD_TIMEOUT_S, OptionDecl, PLUGINS_ABORT_DEADLINE_MS, PLUGINS_MAX_JOURNAL_ENTRIES,
+    PLUGINS_MAX_LOG_LINES, PLUGINS_MAX_UI_INTENTS, SESSION_DIR,
 };
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{Config, ConfigError, Loader, Paths, Source};
@@ -124,14 +125,22 @@ pub fn process_log_settings() -> Option<log::Settings> {
 }
 
 /// The plugin host's limits: `plugins.abort-deadline-ms` is the grace a
-/// plugin gets after an abort before it is destroyed.
+/// plugin gets after an abort before it is destroyed; `plugins.max-*` are
+/// its caps per run (UI intents, log lines, journal entries).
 pub fn plugin_limits(config: &Config) -> smith_plugins::Limits {
     let defaults = smith_plugins::Limits::default();
+    let count = |option: &OptionDecl| config.int(option).and_then(|n| u64::try_from(n).ok());
     smith_plugins::Limits {
         abort_grace: config
             .int(&PLUGINS_ABORT_DEADLINE_MS)
             .and_then(|ms| u64::try_from(ms).ok())
             .map_or(defaults.abort_grace, Duration::from_millis),
+        rate: smith_plugins::rate::RateLimits {
+            ui_intents: count(&PLUGINS_MAX_UI_INTENTS).unwrap_or(defaults.rate.ui_intents),
+            log_lines: count(&PLUGINS_MAX_LOG_LINES).unwrap_or(defaults.rate.log_lines),
+            journal_entries: count(&PLUGINS_MAX_JOURNAL_ENTRIES)
+                .unwrap_or(defaults.rate.journal_entries),
+        },
         ..defaults
     }
 }
@@ -345,6 +354,28 @@ mod tests {
         );
         let (_home, config) = with_env(&[]);
         assert_eq!(plugin_limits(&config), smith_plugins::Limits::default());
+    }
+
+    #[test]
+    fn the_caps_per_run_come_from_their_options() {
+        let (_home, config) = with_env(&[
+            ("SMITH_PLUGINS_MAX_UI_INTENTS", "7"),
+            ("SMITH_PLUGINS_MAX_LOG_LINES", "0"),
+            ("SMITH_PLUGINS_MAX_JOURNAL_ENTRIES", "40"),
+        ]);
+        assert_eq!(
+            plugin_limits(&config).rate,
+            smith_plugins::rate::RateLimits {
+                ui_intents: 7,
+                log_lines: 0,
+                journal_entries: 40,
+            }
+        );
+        let (_home, config) = with_env(&[]);
+        assert_eq!(
+            plugin_limits(&config).rate,
+            smith_plugins::rate::RateLimits::DEFAULT
+        );
     }
 
     /// A provider plugin that ignores cancellation, under the limits the

@@ -26,6 +26,7 @@ use crate::extension::{
     Action, HandlerResult, IntentKind, IntentPolicy, LifecycleEvent, UiIntent, WasmExtension,
     check_batch,
 };
+use crate::rate::{Budget, Dropped, Kind};
 
 /// Where queued plugin actions may be applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +116,9 @@ pub struct Released {
     pub dropped: usize,
     /// Diagnostics: conflicts, denied effects, failed handlers.
     pub diagnostics: Vec<String>,
+    /// One `plugin.rate-limited` warning for each plugin and kind whose
+    /// cap per run was first exceeded since the last release.
+    pub limited: Vec<smith_diag::Diagnostic>,
 }
 
 /// How many unanswered questions a dispatcher remembers; an answer to one
@@ -129,6 +133,12 @@ pub struct Dispatcher {
     /// The plugins' names, in the same order (kept so a lookup never waits
     /// for a plugin busy running a tool).
     names: Vec<String>,
+    /// The plugins' caps and counters per run, in the same order (none for
+    /// an instance destroyed before the dispatcher got it).
+    budgets: Vec<Option<Arc<Budget>>>,
+    /// Drop counts not taken yet of plugins no longer loaded, or of a run
+    /// that ended without them being taken.
+    held: Vec<(String, Vec<Dropped>)>,
     pending: Vec<(String, Action)>,
     diagnostics: Vec<String>,
     /// Questions (`select`, `confirm`, `input` intents) a surface asked
@@ -141,6 +151,8 @@ impl Dispatcher {
     pub fn new(plugins: Vec<WasmExtension>) -> Self {
         Self {
             names: plugins.iter().map(|p| p.name().to_owned()).collect(),
+            budgets: plugins.iter().map(WasmExtension::budget).collect(),
+            held: Vec::new(),
             plugins: plugins.into_iter().map(share).collect(),
             pending: Vec::new(),
             diagnostics: Vec::new(),
@@ -174,7 +186,11 @@ impl Dispatcher {
                     index += 1;
                 } else {
                     self.plugins.remove(index);
-                    dead.push(self.names.remove(index));
+                    let name = self.names.remove(index);
+                    if let Some(budget) = self.budgets.remove(index) {
+                        hold(&mut self.held, &name, &budget);
+                    }
+                    dead.push(name);
                 }
             }
             if dead.is_empty() {
@@ -200,6 +216,9 @@ impl Dispatcher {
     /// the queued batch and returns what it released. Away from safe points
     /// nothing is applied and `None` is returned.
     pub fn observe(&mut self, event: &Event, surface: &mut dyn Surface) -> Option<Released> {
+        if matches!(event, Event::AgentStart) {
+            self.reset_caps();
+        }
         if let Some(lifecycle) = lifecycle(event) {
             self.deliver(&lifecycle);
         }
@@ -227,13 +246,13 @@ impl Dispatcher {
         let mut handler = lock_plugin(&self.plugins[index]);
         let result = handler.run_command(command, argument);
         let denials = handler.take_denials();
+        write_log(&mut handler);
         drop(handler);
         self.diagnostics
             .extend(denials.iter().map(ToString::to_string));
         let ran = result.map_err(|e| e.to_string()).map(|actions| {
             let count = actions.len();
-            self.pending
-                .extend(actions.into_iter().map(|a| (plugin.to_owned(), a)));
+            self.queue(index, actions);
             count
         });
         self.announce_vcs();
@@ -318,14 +337,12 @@ impl Dispatcher {
         let mut handler = lock_plugin(&self.plugins[index]);
         let result = handler.handle(event);
         let denials = handler.take_denials();
+        write_log(&mut handler);
+        drop(handler);
         self.diagnostics
             .extend(denials.iter().map(ToString::to_string));
         match result {
-            Ok(HandlerResult::Actions(actions)) => {
-                let name = handler.name().to_owned();
-                self.pending
-                    .extend(actions.into_iter().map(|a| (name.clone(), a)));
-            }
+            Ok(HandlerResult::Actions(actions)) => self.queue(index, actions),
             // Decisions count only at decision points (extension::decide).
             Ok(HandlerResult::None | HandlerResult::Decision(_)) => {}
             // A failing handler is no decision and no action.
@@ -345,6 +362,7 @@ impl Dispatcher {
             diagnostics: std::mem::take(&mut self.diagnostics),
             ..Released::default()
         };
+
         if let Err(conflict) = check_batch(&batch) {
             released.diagnostics.push(conflict);
             return released;
@@ -407,6 +425,8 @@ impl Dispatcher {
                 }
             });
             match result {
+                // Over the plugin's journal cap: counted, nothing shown.
+                Err(crate::effects::EffectError::Limited) => {}
                 Ok(_) => match outcome {
                     Degraded::Shown => released.shown += 1,
                     Degraded::Dropped => released.dropped += 1,
@@ -430,9 +450,123 @@ impl Dispatcher {
                 released.diagnostics.push(err.to_string());
             }
             // Actions a handler returns to an error event wait for the next
-            // safe point like any other.
+            // safe point like any other; its log lines are written at its
+            // next call.
         }
+        // After the batch, which may have reached a journal cap.
+        released.limited = self.take_limited();
         released
+    }
+
+    /// Queues the actions the plugin at `index` returned. A UI intent over
+    /// the plugin's cap per run is dropped here: counted, nothing else.
+    fn queue(&mut self, index: usize, actions: Vec<Action>) {
+        let budget = self.budgets.get(index).and_then(Option::as_deref);
+        let name = &self.names[index];
+        for action in actions {
+            if matches!(action, Action::Ui(_)) && budget.is_some_and(|b| !b.admit(Kind::Ui, 1)) {
+                continue;
+            }
+            self.pending.push((name.clone(), action));
+        }
+    }
+
+    /// A run starts (on `agent_start`, which [`Dispatcher::observe`] sees)
+    /// or ends (the caller, once it took the run's drop counts): every
+    /// plugin's caps count afresh. Drop counts not taken yet are kept for
+    /// [`Dispatcher::take_drops`].
+    pub fn reset_caps(&mut self) {
+        for (name, budget) in self.names.iter().zip(&self.budgets) {
+            if let Some(budget) = budget {
+                hold(&mut self.held, name, budget);
+                budget.reset();
+            }
+        }
+    }
+
+    /// Writes the log lines every plugin wrote since they were last taken
+    /// to smith's log (a call into a plugin takes its own; decision points
+    /// and tools call plugins without the dispatcher).
+    pub fn drain_logs(&mut self) {
+        for plugin in &self.plugins {
+            write_log(&mut lock_plugin(plugin));
+        }
+    }
+
+    /// One `plugin.rate-limited` warning for each plugin and kind whose cap
+    /// was first exceeded this run and not reported yet.
+    pub fn take_limited(&self) -> Vec<smith_diag::Diagnostic> {
+        let mut limited = Vec::new();
+        for (name, budget) in self.names.iter().zip(&self.budgets) {
+            let Some(budget) = budget else { continue };
+            for kind in budget.newly_exceeded() {
+                limited.push(crate::rate::diagnostic(
+                    name,
+                    kind,
+                    budget.limits().get(kind),
+                ));
+            }
+        }
+        limited
+    }
+
+    /// Takes what each plugin's caps dropped since this was last asked (at
+    /// the end of a run), plugins that dropped nothing left out.
+    pub fn take_drops(&mut self) -> Vec<(String, Vec<Dropped>)> {
+        let mut drops = std::mem::take(&mut self.held);
+        for (name, budget) in self.names.iter().zip(&self.budgets) {
+            if let Some(budget) = budget {
+                hold(&mut drops, name, budget);
+            }
+        }
+        drops
+    }
+}
+
+/// Moves what `budget` dropped (if anything) into `held`, under `name`.
+fn hold(held: &mut Vec<(String, Vec<Dropped>)>, name: &str, budget: &Budget) {
+    if !budget.has_drops() {
+        return;
+    }
+    let drops = budget.take_drops();
+    match held.iter_mut().find(|(held, _)| held == name) {
+        Some((_, kept)) => {
+            for drop in drops {
+                match kept.iter_mut().find(|k| k.kind == drop.kind) {
+                    Some(k) => k.dropped += drop.dropped,
+                    None => kept.push(drop),
+                }
+            }
+        }
+        None => held.push((name.to_owned(), drops)),
+    }
+}
+
+/// Writes the log lines `plugin` wrote since they were last taken to
+/// smith's log (`plugin.log` notes at the line's level), when the log
+/// writes that level.
+fn write_log(plugin: &mut WasmExtension) {
+    let (lines, _) = plugin.take_log();
+    if lines.is_empty() {
+        return;
+    }
+    let Some(log) = smith_diag::log::global() else {
+        return;
+    };
+    for (level, line) in lines {
+        let level = match level {
+            crate::LogLevel::Debug => smith_diag::log::Level::Debug,
+            crate::LogLevel::Info => smith_diag::log::Level::Info,
+            crate::LogLevel::Warn => smith_diag::log::Level::Warn,
+            crate::LogLevel::Error => smith_diag::log::Level::Error,
+        };
+        if log.enabled(level) {
+            log.note(
+                level,
+                "plugin.log",
+                &format!("plugin {}: {line}", plugin.name()),
+            );
+        }
     }
 }
 

@@ -259,18 +259,26 @@ impl WasmExtension {
     }
 
     /// Takes the log lines written since the last call and how many were
-    /// dropped.
+    /// dropped because the buffer between two drains was full (those count
+    /// as dropped in the instance's [`crate::rate::Budget`] as well).
     pub fn take_log(&mut self) -> (Vec<(crate::LogLevel, String)>, u64) {
         self.live
             .as_mut()
             .map(|(store, _)| {
                 let state = store.data_mut();
-                (
-                    std::mem::take(&mut state.log),
-                    std::mem::take(&mut state.log_dropped),
-                )
+                let dropped = std::mem::take(&mut state.log_dropped);
+                state.budget.count_dropped(crate::rate::Kind::Log, dropped);
+                (std::mem::take(&mut state.log), dropped)
             })
             .unwrap_or_default()
+    }
+
+    /// The instance's caps and counters per run ([`crate::rate`]); none
+    /// once it was destroyed.
+    pub fn budget(&self) -> Option<Arc<crate::rate::Budget>> {
+        self.live
+            .as_ref()
+            .map(|(store, _)| Arc::clone(&store.data().budget))
     }
 
     /// Runs a command the plugin contributed.

@@ -48,7 +48,19 @@ pub trait Frontend: Surface + Send {
     /// A plugin problem: a failed or timed-out handler, a conflicting batch,
     /// a denied effect. The message names the plugin.
     fn diagnostic(&mut self, message: &str);
+
+    /// A plugin problem the host reports as a diagnostic with its code
+    /// (`plugin.rate-limited`). By default it is shown as plain text
+    /// through [`Frontend::diagnostic`].
+    fn report(&mut self, diagnostic: &smith_diag::Diagnostic) {
+        self.diagnostic(&diagnostic.render_plain());
+    }
 }
+
+/// Records in the session what a plugin's caps dropped in a run (the
+/// plugin and each kind's cap and drop count); the error is reported as a
+/// diagnostic.
+pub type DropRecorder = Box<dyn Fn(&str, &[crate::rate::Dropped]) -> Result<(), String> + Send>;
 
 /// Reports (and forgets) the configuration keys plugins changed since it
 /// was last called.
@@ -73,6 +85,8 @@ struct Inner {
     /// The session the runtime records into, when the hooks are bound to
     /// one (session events are raised only then).
     session: Option<String>,
+    /// Records what the plugins' caps dropped at the end of each run.
+    drops: Option<DropRecorder>,
 }
 
 fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
@@ -98,6 +112,7 @@ impl PluginHooks {
                 context: None,
                 config_changes: None,
                 session: None,
+                drops: None,
             })),
         }
     }
@@ -128,6 +143,15 @@ impl PluginHooks {
     #[must_use]
     pub fn with_config_changes(self, changes: ConfigChanges) -> Self {
         lock(&self.inner).config_changes = Some(changes);
+        self
+    }
+
+    /// Records what each plugin's caps per run dropped ([`crate::rate`])
+    /// with `recorder`, at the end of each run and when the session shuts
+    /// down (only plugins that dropped something).
+    #[must_use]
+    pub fn with_drop_records(self, recorder: DropRecorder) -> Self {
+        lock(&self.inner).drops = Some(recorder);
         self
     }
 
@@ -209,12 +233,30 @@ impl Inner {
         for failure in failures {
             self.frontend.diagnostic(&failure);
         }
+        self.dispatcher.drain_logs();
         self.drop_dead();
     }
 
+    /// Records what the plugins' caps dropped since the last record.
+    fn record_drops(&mut self) {
+        let drops = self.dispatcher.take_drops();
+        let Some(recorder) = &self.drops else {
+            return;
+        };
+        for (plugin, dropped) in drops {
+            if let Err(message) = recorder(&plugin, &dropped) {
+                self.frontend.diagnostic(&message);
+            }
+        }
+    }
+
     /// Leaves out, for the rest of the runtime, every plugin whose instance
-    /// was destroyed, saying so once.
+    /// was destroyed, saying so once; first reports each cap a plugin
+    /// exceeded for the first time this run.
     fn drop_dead(&mut self) {
+        for diagnostic in self.dispatcher.take_limited() {
+            self.frontend.report(&diagnostic);
+        }
         for name in self.dispatcher.drop_dead() {
             self.frontend.diagnostic(&format!(
                 "plugin {name} was stopped (its own diagnostic says why) and is left out for the rest of this runtime; a new session loads it afresh, and `smith plugin disable {name}` keeps it out"
@@ -231,6 +273,7 @@ impl Inner {
         errors: Vec<crate::PluginError>,
     ) -> Verdict {
         self.dispatcher.announce_vcs();
+        self.dispatcher.drain_logs();
         self.announce_config();
         for error in errors {
             self.frontend.diagnostic(&format!(
@@ -287,6 +330,9 @@ impl Inner {
     fn release(&mut self, released: Released) -> Vec<HookAction> {
         for message in &released.diagnostics {
             self.frontend.diagnostic(message);
+        }
+        for diagnostic in &released.limited {
+            self.frontend.report(diagnostic);
         }
         for (plugin, intent) in &released.persisted {
             self.frontend.persist(plugin, intent);
@@ -382,6 +428,8 @@ impl Hooks for PluginHooks {
                 "plugin {by} asked for a {what} as the session shut down; the runtime has stopped, so it was not applied"
             ));
         }
+        inner.drop_dead();
+        inner.record_drops();
     }
 
     fn session_gate(&self) -> Option<SessionGate> {
@@ -440,15 +488,27 @@ impl Hooks for PluginHooks {
     fn observe(&mut self, event: &Event) -> Vec<HookAction> {
         let mut inner = lock(&self.inner);
         let inner = &mut *inner;
+        if matches!(event, Event::AgentStart) {
+            // What was dropped since the last run ended belongs to it; the
+            // dispatcher resets the caps for the new run.
+            inner.record_drops();
+        }
         let released = inner
             .dispatcher
             .observe(event, &mut SurfaceOf(&mut *inner.frontend));
         inner.announce_config();
         inner.drop_dead();
-        match released {
+        let actions = match released {
             Some(released) => inner.release(released),
             None => Vec::new(),
+        };
+        if matches!(event, Event::AgentEnd { .. }) {
+            inner.record_drops();
+            // Between runs (settling, commands, the session's shutdown)
+            // the plugins get caps of their own.
+            inner.dispatcher.reset_caps();
         }
+        actions
     }
 }
 

@@ -45,6 +45,7 @@ pub mod help;
 pub mod hooks;
 pub mod manifest;
 mod provider;
+pub mod rate;
 pub mod runtime;
 mod scope;
 pub mod tools;

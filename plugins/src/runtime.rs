@@ -30,6 +30,9 @@ pub struct Limits {
     pub abort_grace: Duration,
     /// The most linear memory the plugin may hold, in bytes.
     pub memory_bytes: usize,
+    /// The plugin's caps per run on UI intents, log lines and journal
+    /// entries ([`crate::rate`]).
+    pub rate: crate::rate::RateLimits,
 }
 
 impl Default for Limits {
@@ -38,6 +41,7 @@ impl Default for Limits {
             call_deadline: Duration::from_secs(2),
             abort_grace: Duration::from_millis(250),
             memory_bytes: 64 << 20,
+            rate: crate::rate::RateLimits::DEFAULT,
         }
     }
 }
@@ -261,6 +265,11 @@ impl Runtime {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .stderr(stderr.clone());
+        // One budget per instance: its log lines are counted here, its
+        // effects' journal entries in `effects`, its UI intents by the
+        // dispatcher.
+        let budget = Arc::new(crate::rate::Budget::new(limits.rate));
+        let effects = effects.map(|effects| effects.with_budget(Arc::clone(&budget)));
         let state = State {
             wasi: wasi.build(),
             table: ResourceTable::new(),
@@ -274,6 +283,7 @@ impl Runtime {
             control,
             log: Vec::new(),
             log_dropped: 0,
+            budget,
             stop: None,
             effects,
             denials: Vec::new(),
@@ -455,6 +465,8 @@ pub struct State {
     pub(crate) control: Arc<CallControl>,
     pub(crate) log: Vec<(bindings::provider::smith::plugin::host::LogLevel, String)>,
     pub(crate) log_dropped: u64,
+    /// The instance's caps and counters for the current run.
+    pub(crate) budget: Arc<crate::rate::Budget>,
     pub(crate) stop: Option<Stop>,
     pub(crate) effects: Option<Effects>,
     pub(crate) denials: Vec<Denial>,
@@ -475,6 +487,10 @@ impl WasiView for State {
 
 impl bindings::provider::smith::plugin::host::Host for State {
     fn log(&mut self, level: bindings::provider::smith::plugin::host::LogLevel, message: String) {
+        // Over the run's cap: counted, nothing else.
+        if !self.budget.admit(crate::rate::Kind::Log, 1) {
+            return;
+        }
         if self.log.len() >= LOG_LINES {
             self.log_dropped += 1;
             return;
@@ -941,7 +957,7 @@ impl State {
                     host::EffectError::Denied(text)
                 }
                 EffectError::Invalid(_) => host::EffectError::Invalid(text),
-                EffectError::Failed(_) => host::EffectError::Failed(text),
+                EffectError::Failed(_) | EffectError::Limited => host::EffectError::Failed(text),
             }
         })
     }

@@ -18,6 +18,7 @@
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
 //! | a checkpoint around a mutating effect, an undo, redo, restore or rewind | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, turn?, effects?, entry?, before, after, target?, changed, forced?, error?}`) |
 //! | a plugin's UI intent kept for a later frontend | `plugin_intent` | 0 | the [`PluginIntent`]'s JSON projection (`{plugin, id, kind, text, surface}`) |
+//! | what a plugin's caps per run dropped, at the end of the run | `metadata` | 0 | the [`PluginLimits`]' JSON projection (`{"type": "plugin_limits", plugin, dropped: [{kind, limit, dropped}]}`) |
 //! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
 //!
 //! [`resume`] reads a session back: the conversation of the selected
@@ -134,6 +135,45 @@ impl StoreJournal {
         self.append(
             "plugin intent",
             &[NewEntry::new(EntryKind::PluginIntent, &content)],
+        )
+    }
+}
+
+/// What a plugin's caps per run dropped (UI intents, log lines, journal
+/// entries over their cap): recorded at the end of the run as a `metadata`
+/// entry of type `plugin_limits`, so the session says how much a flooding
+/// plugin lost. Replay and resume skip it (it is not a run record).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename = "plugin_limits")]
+pub struct PluginLimits {
+    /// The plugin.
+    pub plugin: String,
+    /// Each kind that dropped something.
+    pub dropped: Vec<LimitDrops>,
+}
+
+/// One kind of a [`PluginLimits`] record.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LimitDrops {
+    /// `ui-intents`, `log-lines` or `journal-entries`.
+    pub kind: String,
+    /// The cap per run.
+    pub limit: u64,
+    /// How many items over the cap were dropped.
+    pub dropped: u64,
+}
+
+impl StoreJournal {
+    /// Records `limits` durably in the session, under the selected leaf.
+    ///
+    /// # Errors
+    ///
+    /// When the entry cannot be written.
+    pub fn record_plugin_limits(&self, limits: &PluginLimits) -> Result<(), JournalError> {
+        let content = json_content(limits, "plugin limits record")?;
+        self.append(
+            "plugin limits record",
+            &[NewEntry::new(EntryKind::Metadata, &content)],
         )
     }
 }

@@ -437,7 +437,12 @@ impl McpServer {
             Box::new(frontend),
             &calls.journal.session_id().to_hex(),
         )
-        .map(|hooks| Mutex::new(Box::new(hooks) as Box<dyn Hooks>));
+        .map(|hooks| {
+            let hooks = hooks.with_drop_records(smith_host::extensions::drop_recorder(Arc::clone(
+                &calls.journal,
+            )));
+            Mutex::new(Box::new(hooks) as Box<dyn Hooks>)
+        });
         self
     }
 

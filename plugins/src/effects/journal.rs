@@ -33,6 +33,13 @@ impl Effects {
         tool: &str,
         input: &serde_json::Value,
     ) -> Result<String, EffectError> {
+        // An effect is two entries, its intent and its completion; over
+        // the run's cap neither is written and the effect does not run.
+        if let Some(budget) = &self.budget
+            && !budget.admit(crate::rate::Kind::Journal, 2)
+        {
+            return Err(EffectError::Limited);
+        }
         let effect_id = format!("fx-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1);
         let parent = self
             .call

@@ -159,6 +159,9 @@ pub enum EffectError {
     Invalid(String),
     /// The effect ran and failed.
     Failed(String),
+    /// The plugin's journal entries for this run reached their cap
+    /// ([`crate::rate`]); nothing ran and nothing was recorded.
+    Limited,
 }
 
 impl std::fmt::Display for EffectError {
@@ -166,6 +169,9 @@ impl std::fmt::Display for EffectError {
         match self {
             EffectError::Denied(denial) => denial.fmt(f),
             EffectError::Invalid(message) | EffectError::Failed(message) => f.write_str(message),
+            EffectError::Limited => f.write_str(
+                "the plugin reached its cap of session journal entries for this run (`plugins.max-journal-entries`); the effect was not run and nothing was recorded",
+            ),
         }
     }
 }
@@ -195,6 +201,9 @@ pub struct Effects {
     permissions: Option<Arc<PermissionAccess>>,
     generation: u32,
     call: Arc<std::sync::Mutex<ToolCallScope>>,
+    /// The instance's caps per run: each recorded effect counts two
+    /// journal entries (none when the effects run uncapped).
+    budget: Option<Arc<crate::rate::Budget>>,
     /// The runtime's sandbox and approval mode: processes run confined
     /// while the mode is sandboxed.
     sandbox: Option<(
@@ -298,7 +307,21 @@ impl Effects {
             generation,
             call: Arc::default(),
             sandbox: None,
+            budget: None,
         }
+    }
+
+    /// Counts the journal entries of these effects against `budget` (the
+    /// instance's: set when the instance is created).
+    #[must_use]
+    pub fn with_budget(mut self, budget: Arc<crate::rate::Budget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The caps and counters these effects' journal entries count against.
+    pub fn budget(&self) -> Option<&Arc<crate::rate::Budget>> {
+        self.budget.as_ref()
     }
 
     /// Runs the plugin's processes (`run-process`, `project-run-process`)

@@ -17,7 +17,10 @@
 //!   intent `pick-1` ("Which target?": staging or production, policy
 //!   `refuse`);
 //! - a `session-fork` whose reference contains `nofork`, and a
-//!   `session-switch` whose target contains `noswitch`, are blocked.
+//!   `session-switch` whose target contains `noswitch`, are blocked;
+//! - an input containing `flood` makes the next `before-provider-request`
+//!   write 100,000 warning log lines (`flood N`) and return 100,000 notices
+//!   (id `flood`, text `flood N`): a plugin flooding the host.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,6 +32,23 @@ static BLOCK_CONTEXT: AtomicBool = AtomicBool::new(false);
 static REPLACE_CONTEXT: AtomicBool = AtomicBool::new(false);
 static PERSIST: AtomicBool = AtomicBool::new(false);
 static ASK: AtomicBool = AtomicBool::new(false);
+static FLOOD: AtomicBool = AtomicBool::new(false);
+
+/// How many notices and log lines a flood sends.
+const FLOOD_ITEMS: u32 = 100_000;
+
+fn flood() -> ext::HandlerResult {
+    let mut actions = Vec::with_capacity(FLOOD_ITEMS as usize);
+    for n in 0..FLOOD_ITEMS {
+        smith_plugin_sdk::host::warn(&format!("flood {n}"));
+        actions.push(ext::Action::Ui(ext::UiIntent {
+            id: "flood".to_owned(),
+            kind: ext::IntentKind::Notify(format!("flood {n}")),
+            policy: ext::IntentPolicy::Drop,
+        }));
+    }
+    ext::HandlerResult::Actions(actions)
+}
 
 fn notice(text: String) -> ext::HandlerResult {
     ext::HandlerResult::Actions(vec![ext::Action::Ui(ext::UiIntent {
@@ -66,6 +86,7 @@ impl ext::Guest for Lifecycle {
             E::PluginLoaded(name) => notice(format!("plugin-loaded {name}")),
             E::SessionStart(id) => notice(format!("session-start {id}")),
             E::SessionShutdown => notice("session-shutdown".to_owned()),
+            E::BeforeProviderRequest(_) if FLOOD.swap(false, Ordering::SeqCst) => flood(),
             E::BeforeProviderRequest(model) => notice(format!("before-provider-request {model}")),
             E::ModelChange(model) => notice(format!("model-change {model}")),
             E::PluginUnloaded(name) => notice(format!("plugin-unloaded {name}")),
@@ -88,6 +109,9 @@ impl ext::Guest for Lifecycle {
                 }
                 if text.contains("ask me") {
                     ASK.store(true, Ordering::SeqCst);
+                }
+                if text.contains("flood") {
+                    FLOOD.store(true, Ordering::SeqCst);
                 }
                 ext::HandlerResult::None
             }
