@@ -1,10 +1,14 @@
-//! Hostile input end to end through the built binary: an extension that
-//! blocks the prompt, arguments that are not UTF-8, configuration and
-//! manifests nested deep enough to exhaust a parser's stack, terminal
-//! escape sequences in model text and tool output, a turn limit of 0, and
-//! a FIFO in a cloned project's `.smith`.
-//! Each case asserts the outcome a user gets: a diagnostic and an exit
-//! status, never a hang, a panic or a terminal driven by untrusted text.
+//! Hostile input end to end through the built binary. `the_hostile_input_table`
+//! is the standing table: one row per input, grouped by the surface it
+//! arrives through (arguments, environment, configuration, manifests,
+//! scripts, imports, project files), each with the exit status and the
+//! diagnostic a user must get and what must not have happened (nothing
+//! published, nothing installed). Cases that need more than one command
+//! have tests of their own: an extension that blocks the prompt, escape
+//! sequences in model text and tool output, a FIFO in a cloned project's
+//! `.smith`, every ending signal (also `tests/signals.rs`), and resuming a
+//! session that lost a frame. A flooding plugin is `tests/plugin_limits.rs`.
+//! Never a hang, a panic or a terminal driven by untrusted text.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -999,6 +1003,29 @@ const CASES: &[Case] = &[
             "wasm32-wasip2",
         ],
         after: no_plugin_installed,
+        cwd: "",
+    },
+    Case {
+        surface: "manifests",
+        name: "an installed plugin's manifest grown to 21 MB",
+        setup: |home| {
+            common::install_guest(home, "test/grown", "smith_plugin_kit.wasm", "    ui\n");
+            let manifest = walk(&home.join("data"))
+                .into_iter()
+                .find(|p| p.ends_with("grown/plugin.kdl"))
+                .unwrap();
+            let mut text = std::fs::read_to_string(&manifest).unwrap();
+            text.push_str(&format!("// {}\n", "x".repeat(21_000_000)));
+            std::fs::write(&manifest, text).unwrap();
+            (args(&["plugin", "list"]), vec![])
+        },
+        code: 0,
+        stderr: &[],
+        after: |home| {
+            let out = run(home, &["plugin", "list"], 0).0;
+            assert!(out.contains("test/grown"), "{out}");
+            assert!(out.contains("is too large to read"), "{out}");
+        },
         cwd: "",
     },
     // scripts
