@@ -775,6 +775,9 @@ fn a_resume_with_no_intact_history_is_refused_and_sends_nothing() {
     assert!(recorded_user_texts(&record).is_empty());
 }
 
+/// The arguments and environment of one row's command.
+type Invocation = (Vec<OsString>, Vec<(&'static str, String)>);
+
 /// One row of the standing table: what is set up in a fresh home (which
 /// is also the working folder), the command run there, and the outcome a
 /// user must get.
@@ -784,7 +787,7 @@ struct Case {
     /// What the input is.
     name: &'static str,
     /// Prepares the home and returns the arguments and environment.
-    setup: fn(&Path) -> (Vec<OsString>, Vec<(&'static str, String)>),
+    setup: fn(&Path) -> Invocation,
     /// The exit status.
     code: i32,
     /// Text standard error must hold (diagnostic codes among it).

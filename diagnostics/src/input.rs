@@ -250,10 +250,7 @@ pub const IDLE_DEADLINE: Duration = Duration::from_secs(30);
 /// the user did not name.
 pub fn stream(path: Option<&Path>, bound: &Bound<'_>) -> Result<Box<dyn Read + Send>, Diagnostic> {
     let limit = bound.limit();
-    let (source, what): (
-        Box<dyn FnOnce() -> std::io::Result<Box<dyn Read + Send>> + Send>,
-        String,
-    ) = match path {
+    let (source, what): (Opener, String) = match path {
         Some(path) => {
             let meta = std::fs::metadata(path).map_err(|e| io_error(path, bound, "read", &e))?;
             if meta.is_file() {
@@ -332,6 +329,9 @@ pub fn stream(path: Option<&Path>, bound: &Bound<'_>) -> Result<Box<dyn Read + S
         limit,
     }))
 }
+
+/// Opens a stream on the reading thread (a FIFO's open waits for a writer).
+type Opener = Box<dyn FnOnce() -> std::io::Result<Box<dyn Read + Send>> + Send>;
 
 /// A reader refused past `limit` bytes.
 struct Capped<R> {

@@ -169,7 +169,7 @@ pub fn import_bounded(mut input: impl BufRead, max_line: usize) -> Result<Vec<u8
             continue;
         }
         let v: Value =
-            serde_json::from_str(&line).map_err(|e| bad(line_no, format!("not JSON ({e})")))?;
+            serde_json::from_str(line).map_err(|e| bad(line_no, format!("not JSON ({e})")))?;
         let o = v
             .as_object()
             .ok_or_else(|| bad(line_no, "not a JSON object"))?;
