@@ -620,6 +620,26 @@ fn recorded_user_texts(file: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `smith eval --session NAME PROMPT` with the mock provider, recording
+/// its requests to `record`.
+fn resume_recorded(home: &Path, name: &str, record: &Path, prompt: &str) -> Output {
+    let record = record.display().to_string();
+    smith_within(
+        home,
+        &os(&[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            name,
+            "--mock-record",
+            &record,
+            prompt,
+        ]),
+        Duration::from_secs(60),
+    )
+}
+
 #[test]
 fn a_resume_over_a_lost_frame_continues_from_the_intact_history_and_says_so() {
     let home = tempfile::tempdir().unwrap();
@@ -648,21 +668,7 @@ fn a_resume_over_a_lost_frame_continues_from_the_intact_history_and_says_so() {
     // an entry no frame holds.
     damage_frame_holding(h, "cut", b"third question");
     let record = h.join("requests.jsonl");
-    let record_arg = record.display().to_string();
-    let out = smith_within(
-        h,
-        &os(&[
-            "eval",
-            "--provider",
-            "mock",
-            "--session",
-            "cut",
-            "--mock-record",
-            &record_arg,
-            "fifth question",
-        ]),
-        Duration::from_secs(60),
-    );
+    let out = resume_recorded(h, "cut", &record, "fifth question");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(
@@ -694,20 +700,7 @@ fn a_resume_over_a_lost_frame_continues_from_the_intact_history_and_says_so() {
     );
     assert!(dump.iter().any(|e| e["kind"] == "leaf_switch"), "{all}");
     // The next resume is whole again: no warning, the new branch continues.
-    let out = smith_within(
-        h,
-        &os(&[
-            "eval",
-            "--provider",
-            "mock",
-            "--session",
-            "cut",
-            "--mock-record",
-            &record_arg,
-            "sixth question",
-        ]),
-        Duration::from_secs(60),
-    );
+    let out = resume_recorded(h, "cut", &record, "sixth question");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("broken"), "{stderr}");
@@ -754,20 +747,7 @@ fn a_resume_with_no_intact_history_is_refused_and_sends_nothing() {
     // The session's first entry (the model choice) is lost.
     damage_frame_holding(h, "rootless", b"mock-1");
     let record = h.join("requests.jsonl");
-    let out = smith_within(
-        h,
-        &os(&[
-            "eval",
-            "--provider",
-            "mock",
-            "--session",
-            "rootless",
-            "--mock-record",
-            &record.display().to_string(),
-            "third question",
-        ]),
-        Duration::from_secs(60),
-    );
+    let out = resume_recorded(h, "rootless", &record, "third question");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("error[session.broken-history]"), "{stderr}");
