@@ -23,6 +23,9 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 ///
 /// With no arguments on a terminal smith opens the fullscreen interface; with
 /// a prompt (`smith "fix the tests"`) it runs that prompt as `smith eval` does.
+///
+/// A command whose standard output is closed by its reader (`smith session
+/// dump NAME | head`) ends quietly with status 141, as one ended by SIGPIPE.
 #[derive(Debug, Parser)]
 #[command(
     name = "smith",
@@ -135,11 +138,28 @@ fn run_default(prompt: Vec<String>, provider: cmd::eval::ProviderChoice) -> Exit
 fn exit_code(result: anyhow::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
+        // The reader of standard output went away (`smith session dump |
+        // head`): the command ends quietly, with the status a process
+        // ended by SIGPIPE has (smith ignores the signal so that no run is
+        // ever cut short by it).
+        Err(_) if stdout_pipe_is_closed() => ExitCode::from(128 + libc::SIGPIPE as u8),
         Err(err) => {
             report::error(&err);
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether standard output is a pipe whose reading end is closed.
+fn stdout_pipe_is_closed() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: polls one valid pollfd without waiting.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready == 1 && fd.revents & libc::POLLERR != 0
 }
 
 /// Prints the command overview (used when smith is not on a terminal).

@@ -397,3 +397,69 @@ fn unknown_subcommands_and_missing_arguments_are_usage_errors() {
         assert!(stderr(&o).contains("Usage"), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_dump_and_replay_quietly() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    // 5,000 messages: far more output than a pipe holds.
+    let mut dump = String::from(
+        r#"{"type":"header","format":1,"id":"0123456789abcdef0123456789abcdef","created_ms":1}"#,
+    );
+    dump.push('\n');
+    for id in 1..=5000u64 {
+        let (kind, role) = if id % 2 == 1 {
+            ("user_message", "user")
+        } else {
+            ("assistant_message", "assistant")
+        };
+        let content = if role == "user" {
+            format!(r#"{{"role":"user","text":"question {id}"}}"#)
+        } else {
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"answer {id}"}}],"stop":"end"}}"#
+            )
+        };
+        dump.push_str(&format!(
+            r#"{{"type":"entry","id":{id},"parent":{},"timestamp_ms":{id},"kind":"{kind}","pairing":0,"content":{content}}}"#,
+            id - 1
+        ));
+        dump.push('\n');
+    }
+    let file = home.join("many.jsonl");
+    std::fs::write(&file, dump).unwrap();
+    ok(
+        home,
+        &[
+            "session",
+            "import",
+            file.to_str().unwrap(),
+            "--name",
+            "many",
+        ],
+    );
+    for args in [
+        &["session", "dump", "many"][..],
+        &["replay", "many", "--instant", "--json"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+            .env("SMITH_HOME", home)
+            .env_remove("XDG_DATA_HOME")
+            .current_dir(home)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one line, then go away as `head -1` does.
+        let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        reader.read_line(&mut first).unwrap();
+        assert!(first.starts_with('{'), "{args:?}: {first}");
+        drop(reader);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {}", stderr(&out));
+        assert!(out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+    }
+}
