@@ -91,9 +91,11 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     // Every intent shown or kept is a `ui` effect with its intent and
-    // completion records: the four notices released at the end of the turn
-    // (three plugin-loaded, session-start, before-provider-request), the kept
-    // question after the run's record, then the session-shutdown notice.
+    // completion records: the five notices released together at the end of
+    // the turn (three plugin-loaded, session-start, before-provider-request:
+    // their intents in one write, then their completions in one write), the
+    // kept question after the run's record, then the session-shutdown
+    // notice.
     let ui = ["effect_intent", "effect_completion"];
     let mut expected = vec![
         "model_change",
@@ -101,9 +103,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         "user_message",
         "assistant_message",
     ];
-    for _ in 0..5 {
-        expected.extend(ui);
-    }
+    expected.extend(["effect_intent"; 5]);
+    expected.extend(["effect_completion"; 5]);
     expected.push("metadata");
     expected.extend(ui);
     expected.push("plugin_intent");

@@ -368,32 +368,49 @@ impl Dispatcher {
             return released;
         }
         let mut refusals = Vec::new();
-        for (plugin, action) in batch {
-            let Action::Ui(intent) = action else {
+        let mut batch = batch.into_iter().peekable();
+        while let Some((plugin, action)) = batch.next() {
+            let Action::Ui(first) = action else {
                 released.actions.push((plugin, action));
                 continue;
             };
-            let intent = plain_intent(intent);
+            // The UI intents of this plugin that follow are recorded
+            // together: one write for their intents, one for their
+            // completions.
+            let mut intents = vec![plain_intent(first)];
+            while let Some((_, Action::Ui(next))) =
+                batch.next_if(|(p, a)| *p == plugin && matches!(a, Action::Ui(_)))
+            {
+                intents.push(plain_intent(next));
+            }
             let Some(index) = self.index_of(&plugin) else {
                 continue;
             };
             let Some(effects) = lock_plugin(&self.plugins[index]).effects().cloned() else {
-                released.diagnostics.push(format!(
-                    "plugin {plugin} was denied a UI intent: it needs the capability ui and runs without grants; nothing was shown"
-                ));
+                for _ in &intents {
+                    released.diagnostics.push(format!(
+                        "plugin {plugin} was denied a UI intent: it needs the capability ui and runs without grants; nothing was shown"
+                    ));
+                }
                 continue;
             };
-            let native = surface.can_show(&intent.kind);
-            let summary = serde_json::json!({
-                "id": intent.id,
-                "kind": kind_name(&intent.kind),
-                "policy": policy_name(intent.policy),
-                "surface": surface.name(),
-            });
-            let mut outcome = Degraded::Shown;
+            let native: Vec<bool> = intents.iter().map(|i| surface.can_show(&i.kind)).collect();
+            let summaries: Vec<serde_json::Value> = intents
+                .iter()
+                .map(|intent| {
+                    serde_json::json!({
+                        "id": intent.id,
+                        "kind": kind_name(&intent.kind),
+                        "policy": policy_name(intent.policy),
+                        "surface": surface.name(),
+                    })
+                })
+                .collect();
+            let mut outcomes = vec![Degraded::Shown; intents.len()];
             let asked = &mut self.asked;
-            let result = effects.ui(&summary, || {
-                if native {
+            let results = effects.ui_batch(&summaries, |k| {
+                let intent = &intents[k];
+                if native[k] {
                     if is_question(&intent.kind) {
                         // Bounded: a plugin flooding questions nobody
                         // answers cannot grow it; the oldest is forgotten.
@@ -402,7 +419,7 @@ impl Dispatcher {
                         }
                         asked.push((plugin.clone(), intent.id.clone()));
                     }
-                    surface.show(&plugin, &intent);
+                    surface.show(&plugin, intent);
                     return true;
                 }
                 match intent.policy {
@@ -411,37 +428,39 @@ impl Dispatcher {
                         true
                     }
                     IntentPolicy::Drop => {
-                        outcome = Degraded::Dropped;
+                        outcomes[k] = Degraded::Dropped;
                         false
                     }
                     IntentPolicy::Refuse => {
-                        outcome = Degraded::Refused;
+                        outcomes[k] = Degraded::Refused;
                         false
                     }
                     IntentPolicy::Persist => {
-                        outcome = Degraded::Persisted;
+                        outcomes[k] = Degraded::Persisted;
                         false
                     }
                 }
             });
-            match result {
-                // Over the plugin's journal cap: counted, nothing shown.
-                Err(crate::effects::EffectError::Limited) => {}
-                Ok(_) => match outcome {
-                    Degraded::Shown => released.shown += 1,
-                    Degraded::Dropped => released.dropped += 1,
-                    Degraded::Refused => {
-                        refusals.push((index, format!(
-                            "the {} surface cannot show the {} intent {:?} and its policy is refuse; it was not shown",
-                            surface.name(),
-                            kind_name(&intent.kind),
-                            intent.id
-                        )));
-                        released.refused.push((plugin, intent));
-                    }
-                    Degraded::Persisted => released.persisted.push((plugin, intent)),
-                },
-                Err(err) => released.diagnostics.push(err.to_string()),
+            for ((intent, result), outcome) in intents.into_iter().zip(results).zip(outcomes) {
+                match result {
+                    // Over the plugin's journal cap: counted, nothing shown.
+                    Err(crate::effects::EffectError::Limited) => {}
+                    Ok(_) => match outcome {
+                        Degraded::Shown => released.shown += 1,
+                        Degraded::Dropped => released.dropped += 1,
+                        Degraded::Refused => {
+                            refusals.push((index, format!(
+                                "the {} surface cannot show the {} intent {:?} and its policy is refuse; it was not shown",
+                                surface.name(),
+                                kind_name(&intent.kind),
+                                intent.id
+                            )));
+                            released.refused.push((plugin.clone(), intent));
+                        }
+                        Degraded::Persisted => released.persisted.push((plugin.clone(), intent)),
+                    },
+                    Err(err) => released.diagnostics.push(err.to_string()),
+                }
             }
         }
         for (index, message) in refusals {
@@ -592,6 +611,7 @@ pub fn lock_plugin(plugin: &Shared) -> MutexGuard<'_, WasmExtension> {
     plugin.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+#[derive(Clone, Copy)]
 enum Degraded {
     Shown,
     Dropped,

@@ -239,6 +239,28 @@ pub trait EffectJournal: Send + Sync {
     /// When the record is not durable; the run must end.
     fn record_completion(&self, completion: &EffectCompletion) -> Result<(), JournalError>;
 
+    /// Makes every intent of `intents` durable, in order — at once (one
+    /// write, one flush) where the journal can.
+    ///
+    /// # Errors
+    ///
+    /// When the records are not durable; none of the effects may run.
+    fn record_intents(&self, intents: &[EffectIntent]) -> Result<(), JournalError> {
+        intents.iter().try_for_each(|i| self.record_intent(i))
+    }
+
+    /// Makes every completion of `completions` durable, in order — at once
+    /// where the journal can.
+    ///
+    /// # Errors
+    ///
+    /// When the records are not durable; the run must end.
+    fn record_completions(&self, completions: &[EffectCompletion]) -> Result<(), JournalError> {
+        completions
+            .iter()
+            .try_for_each(|c| self.record_completion(c))
+    }
+
     /// Makes a VCS operation (a checkpoint around an effect, an undo, redo
     /// or restore) durable. Journals that keep no VCS history accept and
     /// drop it.

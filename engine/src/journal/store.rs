@@ -338,6 +338,40 @@ impl EffectJournal for StoreJournal {
         self.append("effect completion", &[entry])
     }
 
+    fn record_intents(&self, intents: &[EffectIntent]) -> Result<(), JournalError> {
+        if intents.is_empty() {
+            return Ok(());
+        }
+        let contents: Vec<Vec<u8>> = intents.iter().map(intent_content).collect();
+        let entries = intents
+            .iter()
+            .zip(&contents)
+            .map(|(intent, content)| {
+                let mut entry = NewEntry::new(EntryKind::EffectIntent, content);
+                entry.pairing = pairing_of(&intent.effect_id)?;
+                Ok(entry)
+            })
+            .collect::<Result<Vec<_>, JournalError>>()?;
+        self.append("effect intents", &entries)
+    }
+
+    fn record_completions(&self, completions: &[EffectCompletion]) -> Result<(), JournalError> {
+        if completions.is_empty() {
+            return Ok(());
+        }
+        let contents: Vec<Vec<u8>> = completions.iter().map(completion_content).collect();
+        let entries = completions
+            .iter()
+            .zip(&contents)
+            .map(|(completion, content)| {
+                let mut entry = NewEntry::new(EntryKind::EffectCompletion, content);
+                entry.pairing = pairing_of(&completion.effect_id)?;
+                Ok(entry)
+            })
+            .collect::<Result<Vec<_>, JournalError>>()?;
+        self.append("effect completions", &entries)
+    }
+
     fn record_vcs(&self, record: &VcsRecord) -> Result<(), JournalError> {
         let content = json_content(record, "VCS operation")?;
         let mut entry = NewEntry::new(EntryKind::VcsOperation, &content);

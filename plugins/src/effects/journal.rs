@@ -35,35 +35,9 @@ impl Effects {
     ) -> Result<String, EffectError> {
         // An effect is two entries, its intent and its completion; over
         // the run's cap neither is written and the effect does not run.
-        if let Some(budget) = &self.budget
-            && !budget.admit(crate::rate::Kind::Journal, 2)
-        {
-            return Err(EffectError::Limited);
-        }
-        let effect_id = format!("fx-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1);
-        let parent = self
-            .call
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .parent
-            .clone()
-            .unwrap_or_else(|| format!("plugin:{}", self.plugin));
-        let input = canonical_cbor(input).map_err(|e| {
-            EffectError::Failed(format!("the effect's input could not be encoded: {e}"))
-        })?;
-        self.journal
-            .record_intent(&EffectIntent {
-                effect_id: effect_id.clone(),
-                parent,
-                tool: tool.to_owned(),
-                plugin_generation: self.generation,
-                input,
-            })
-            .map_err(|e| {
-                EffectError::Failed(format!(
-                    "the effect was not run because its intent could not be recorded: {e}"
-                ))
-            })?;
+        let intent = self.new_intent(tool, input)?;
+        let effect_id = intent.effect_id.clone();
+        self.journal.record_intent(&intent).map_err(intent_failed)?;
         if let Some(checkpoints) = self.checkpoint_for(tool) {
             let before = checkpoints.before();
             self.pending
@@ -72,6 +46,43 @@ impl Effects {
                 .insert(effect_id.clone(), (tool.to_owned(), before));
         }
         Ok(effect_id)
+    }
+
+    /// The intent of an effect of `tool` with `input`, under the plugin's
+    /// journal cap (an effect is two entries, its intent and its
+    /// completion; over the run's cap neither is written and the effect
+    /// does not run), with its effect id drawn.
+    pub(super) fn new_intent(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+    ) -> Result<EffectIntent, EffectError> {
+        if let Some(budget) = &self.budget
+            && !budget.admit(crate::rate::Kind::Journal, 2)
+        {
+            return Err(EffectError::Limited);
+        }
+        let input = canonical_cbor(input).map_err(|e| {
+            EffectError::Failed(format!("the effect's input could not be encoded: {e}"))
+        })?;
+        Ok(EffectIntent {
+            effect_id: format!("fx-{}", self.ids.fetch_add(1, Ordering::SeqCst) + 1),
+            parent: self.parent(),
+            tool: tool.to_owned(),
+            plugin_generation: self.generation,
+            input,
+        })
+    }
+
+    /// What the plugin's effects run under: the tool call that runs the
+    /// plugin, else the plugin itself.
+    fn parent(&self) -> String {
+        self.call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .parent
+            .clone()
+            .unwrap_or_else(|| format!("plugin:{}", self.plugin))
     }
 
     /// The checkpoint store when effect `tool` may change the project and
@@ -134,6 +145,21 @@ impl Effects {
         output: &serde_json::Value,
     ) -> Result<(), EffectError> {
         self.checkpoint_after(&effect_id);
+        let completion = self.new_completion(effect_id, outcome, mutation, output)?;
+        self.journal
+            .record_completion(&completion)
+            .map_err(completion_failed)
+    }
+
+    /// The completion of `effect_id`, counted against the tool call that
+    /// runs the plugin (when one does).
+    pub(super) fn new_completion(
+        &self,
+        effect_id: String,
+        outcome: Outcome,
+        mutation: Mutation,
+        output: &serde_json::Value,
+    ) -> Result<EffectCompletion, EffectError> {
         {
             let mut call = self
                 .call
@@ -146,18 +172,12 @@ impl Effects {
         let output = canonical_cbor(output).map_err(|e| {
             EffectError::Failed(format!("the effect's output could not be encoded: {e}"))
         })?;
-        self.journal
-            .record_completion(&EffectCompletion {
-                effect_id,
-                outcome,
-                mutation,
-                output,
-            })
-            .map_err(|e| {
-                EffectError::Failed(format!(
-                    "the effect ran but its completion could not be recorded: {e}"
-                ))
-            })
+        Ok(EffectCompletion {
+            effect_id,
+            outcome,
+            mutation,
+            output,
+        })
     }
 
     /// Completes `effect_id` from what the effect did: `Ok((value,
@@ -185,4 +205,18 @@ impl Effects {
             }
         }
     }
+}
+
+/// An intent that could not be recorded: the effect did not run.
+pub(super) fn intent_failed(e: smith_engine::journal::JournalError) -> EffectError {
+    EffectError::Failed(format!(
+        "the effect was not run because its intent could not be recorded: {e}"
+    ))
+}
+
+/// A completion that could not be recorded after the effect ran.
+pub(super) fn completion_failed(e: smith_engine::journal::JournalError) -> EffectError {
+    EffectError::Failed(format!(
+        "the effect ran but its completion could not be recorded: {e}"
+    ))
 }

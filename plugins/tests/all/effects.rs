@@ -2137,3 +2137,113 @@ fn a_process_runs_confined_while_the_approval_mode_is_sandboxed() {
         "nothing was recorded as run"
     );
 }
+
+/// A journal that counts its writes (each call is one write and one
+/// flush in the session store) and keeps the records in memory.
+#[derive(Default)]
+struct CountingJournal {
+    inner: MemoryJournal,
+    writes: std::sync::Mutex<Vec<&'static str>>,
+}
+
+impl smith_engine::journal::EffectJournal for CountingJournal {
+    fn record_intent(
+        &self,
+        intent: &smith_engine::journal::EffectIntent,
+    ) -> Result<(), smith_engine::journal::JournalError> {
+        self.writes.lock().unwrap().push("intent");
+        self.inner.record_intent(intent)
+    }
+    fn record_completion(
+        &self,
+        completion: &smith_engine::journal::EffectCompletion,
+    ) -> Result<(), smith_engine::journal::JournalError> {
+        self.writes.lock().unwrap().push("completion");
+        self.inner.record_completion(completion)
+    }
+    fn record_intents(
+        &self,
+        intents: &[smith_engine::journal::EffectIntent],
+    ) -> Result<(), smith_engine::journal::JournalError> {
+        self.writes.lock().unwrap().push("intents");
+        self.inner.record_intents(intents)
+    }
+    fn record_completions(
+        &self,
+        completions: &[smith_engine::journal::EffectCompletion],
+    ) -> Result<(), smith_engine::journal::JournalError> {
+        self.writes.lock().unwrap().push("completions");
+        self.inner.record_completions(completions)
+    }
+}
+
+/// A surface that notes, at each intent it shows, how many intents and
+/// completions the journal holds.
+struct Witness {
+    journal: Arc<CountingJournal>,
+    seen: Vec<(usize, usize)>,
+}
+
+impl Surface for Witness {
+    fn name(&self) -> &str {
+        "test"
+    }
+    fn can_show(&self, _: &IntentKind) -> bool {
+        true
+    }
+    fn show(&mut self, _: &str, _: &UiIntent) {
+        let records = self.journal.inner.records();
+        let intents = records
+            .iter()
+            .filter(|r| matches!(r, Record::Intent(_)))
+            .count();
+        let done = records
+            .iter()
+            .filter(|r| matches!(r, Record::Completion(_)))
+            .count();
+        self.seen.push((intents, done));
+    }
+    fn show_text(&mut self, _: &str, _: &str) {}
+}
+
+#[test]
+fn a_plugins_intents_in_a_row_are_recorded_in_one_write_before_any_is_shown() {
+    let journal = Arc::new(CountingJournal::default());
+    let effects = Effects::new(
+        "test/probe",
+        Grants {
+            ui: true,
+            ..Grants::default()
+        },
+        Arc::clone(&journal) as Arc<dyn smith_engine::journal::EffectJournal>,
+        Arc::new(AtomicU64::new(0)),
+        1,
+    );
+    let mut dispatcher = Dispatcher::new(vec![probe("test/probe", Some(effects))]);
+    for _ in 0..3 {
+        dispatcher
+            .run_command("test/probe", "intent", "notify text")
+            .unwrap();
+    }
+    let mut surface = Witness {
+        journal: Arc::clone(&journal),
+        seen: Vec::new(),
+    };
+    let released = dispatcher.observe(&turn_end(), &mut surface).unwrap();
+    assert_eq!(released.shown, 3);
+    // Every intent was durable before the first was shown; the
+    // completions came after the last.
+    assert_eq!(surface.seen, vec![(3, 0), (3, 0), (3, 0)]);
+    assert_eq!(
+        *journal.writes.lock().unwrap(),
+        vec!["intents", "completions"]
+    );
+    let states = effect_states(&journal.inner.records());
+    assert_eq!(states.len(), 3);
+    assert!(
+        states
+            .iter()
+            .all(|(_, s)| matches!(s, EffectState::Completed { .. })),
+        "{states:?}"
+    );
+}
