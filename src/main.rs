@@ -39,7 +39,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// A prompt to run without the TUI, as `smith eval PROMPT` does.
+    /// A prompt to run without the TUI, as `smith eval PROMPT` does (`-` reads it from standard input).
     #[arg(value_name = "PROMPT", trailing_var_arg = true)]
     prompt: Vec<String>,
 

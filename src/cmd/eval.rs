@@ -44,7 +44,7 @@ use smith_tui::signals;
 /// Run one prompt through the agent without the TUI.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The prompt.
+    /// The prompt (`-` reads it from standard input).
     pub prompt: String,
     /// The provider, model and base URL.
     #[command(flatten)]
@@ -132,6 +132,54 @@ pub fn run_prompt(prompt: String, choice: ProviderChoice) -> anyhow::Result<u8> 
     run(args)
 }
 
+/// A prompt on standard input is read whole, at most this much.
+const STDIN_PROMPT: smith_diag::input::Bound<'static> = smith_diag::input::Bound {
+    what: "prompt",
+    max_bytes: 16 * 1024 * 1024,
+    named: true,
+};
+
+/// The prompt given as `-`: standard input, read to its end (bounded, and
+/// given up after 30 s of silence), without its final line break.
+fn prompt_from_stdin() -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    smith_diag::input::stream(None, &STDIN_PROMPT)?
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            smith_diag::Diagnostic::error(
+                "input.io",
+                "the prompt could not be read from standard input (given as `-`)",
+                e.to_string(),
+                "pipe the prompt in (`echo 'fix the tests' | smith eval -`), or give it as an argument",
+            )
+        })?;
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        smith_diag::Diagnostic::error(
+            "input.not-utf8",
+            "the prompt on standard input (given as `-`) is not UTF-8 text",
+            format!(
+                "byte {} starts a sequence that is not UTF-8",
+                e.utf8_error().valid_up_to()
+            ),
+            "pipe UTF-8 text",
+        )
+    })?;
+    while text.ends_with(['\n', '\r']) {
+        text.pop();
+    }
+    if text.trim().is_empty() {
+        return Err(smith_diag::Diagnostic::error(
+            "input.empty",
+            "the prompt on standard input (given as `-`) is empty",
+            "standard input ended before any text, and an empty prompt would send nothing to answer",
+            "pipe the prompt in (`echo 'fix the tests' | smith eval -`), or give it as an argument",
+        )
+        .into());
+    }
+    Ok(text)
+}
+
 /// Parses a `--max-turns` value: a whole number of at least 1 (a run with
 /// no turn would record the prompt and never send it).
 ///
@@ -208,7 +256,10 @@ fn shutdown_within(handle: smith_engine::agent::AgentHandle, limit: Duration) {
 ///
 /// When the provider, script, working directory or session store cannot be
 /// set up; nothing has run then.
-pub fn run(args: Args) -> anyhow::Result<u8> {
+pub fn run(mut args: Args) -> anyhow::Result<u8> {
+    if args.prompt == "-" {
+        args.prompt = prompt_from_stdin()?;
+    }
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()

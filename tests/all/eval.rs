@@ -290,3 +290,74 @@ fn kill_9_during_bash_leaves_an_unknown_effect_that_is_never_retried() {
     });
     assert!(aborted, "{:#?}", resumed.history);
 }
+
+#[test]
+fn a_prompt_given_as_a_dash_is_read_from_standard_input() {
+    use std::io::Write as _;
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[[{"text": "answered"}, {"stop": {"reason": "end"}}]]"#,
+    )
+    .unwrap();
+    let record = home.path().join("requests.jsonl");
+    let piped = |args: &[&str]| {
+        let mut child = smith(home.path(), home.path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"explain this\nline two\n")
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let stdout = piped(&[
+        "eval",
+        "--no-session",
+        "--mock-script",
+        &script.display().to_string(),
+        "--mock-record",
+        &record.display().to_string(),
+        "-",
+    ]);
+    assert!(stdout.contains("answered"), "{stdout}");
+    let request: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&record)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(request["messages"][0]["text"], "explain this\nline two");
+    // `smith -` with no subcommand: the prompt runs as eval does (the
+    // offline demo repeats it).
+    let stdout = piped(&["--provider", "mock", "-"]);
+    assert!(
+        stdout.contains(r#"You said "explain this\nline two""#),
+        "{stdout}"
+    );
+    // An empty standard input is refused: nothing is sent.
+    let out = smith(home.path(), home.path())
+        .args(["eval", "--no-session", "--provider", "mock", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[input.empty]"), "{stderr}");
+}
