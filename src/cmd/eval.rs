@@ -76,7 +76,7 @@ pub struct Args {
     /// Stop when the cost in US dollars exceeds X (exit code 2; needs a known price).
     #[arg(long, value_name = "X")]
     pub max_cost: Option<f64>,
-    /// Work in this directory instead of the current one.
+    /// Work in this directory instead of the current one (as if smith were started there: its project's configuration, trust and plugins apply).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Run without extension plugins (built-in, user and project).
@@ -260,8 +260,8 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
     if args.prompt == "-" {
         args.prompt = prompt_from_stdin()?;
     }
-    let cwd = match &args.cwd {
-        Some(dir) => dir.clone(),
+    let cwd = match args.cwd.clone() {
+        Some(dir) => super::enter_cwd(&dir, [&mut args.mock_script, &mut args.mock_record])?,
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };

@@ -28,7 +28,7 @@ pub struct Args {
     /// Name the session that records tool effects (default: mcp-<time>).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Work in this directory instead of the current one.
+    /// Work in this directory instead of the current one (as if smith were started there: its project's configuration, trust and plugins apply).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Run tool calls without extension plugins (built-in, user and project) and their decisions.
@@ -53,7 +53,7 @@ pub struct Args {
 /// or output fail.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let cwd = match args.cwd {
-        Some(dir) => dir,
+        Some(dir) => super::enter_cwd(&dir, [])?,
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };

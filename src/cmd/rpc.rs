@@ -43,7 +43,7 @@ pub struct Args {
     /// Stop each run after this many turns.
     #[arg(long, value_name = "N", value_parser = super::eval::turn_count)]
     pub max_turns: Option<u32>,
-    /// Work in this directory instead of the current one.
+    /// Work in this directory instead of the current one (as if smith were started there: its project's configuration, trust and plugins apply).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Run without extension plugins (built-in, user and project).
@@ -59,13 +59,13 @@ pub struct Args {
 /// # Errors
 ///
 /// When the first runtime cannot start, or standard input or output fail.
-pub fn run(args: Args) -> anyhow::Result<u8> {
-    smith_host::catalog::start_background_refresh();
-    let cwd = match args.cwd {
-        Some(dir) => dir,
+pub fn run(mut args: Args) -> anyhow::Result<u8> {
+    let cwd = match args.cwd.clone() {
+        Some(dir) => super::enter_cwd(&dir, [&mut args.mock_script, &mut args.mock_record])?,
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    smith_host::catalog::start_background_refresh();
     // A mock script or recording, or `--provider mock`, means the scripted
     // provider (the smith/mock plugin, started afresh with each runtime so
     // its script plays from the start); otherwise the provider is chosen as

@@ -22,7 +22,7 @@ pub struct Args {
     /// Continue the most recently changed session.
     #[arg(long = "continue", short = 'c')]
     pub continue_latest: bool,
-    /// Work in this directory instead of the current one.
+    /// Work in this directory instead of the current one (as if smith were started there: its project's configuration, trust and plugins apply).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Run without extension plugins' hooks (the interface's own product
@@ -43,13 +43,17 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let Args {
         choice,
-        mock_script,
+        mut mock_script,
         session,
         continue_latest,
         cwd,
         no_plugins,
         approval,
     } = args;
+    let cwd = match cwd {
+        Some(dir) => Some(super::enter_cwd(&dir, [&mut mock_script])?),
+        None => None,
+    };
     smith_interface::run(smith_interface::Args {
         choice: smith_interface::ProviderChoice {
             provider: choice.provider,

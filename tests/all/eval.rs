@@ -361,3 +361,61 @@ fn a_prompt_given_as_a_dash_is_read_from_standard_input() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("[input.empty]"), "{stderr}");
 }
+
+#[test]
+fn cwd_works_as_if_smith_were_started_there() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join(".smith")).unwrap();
+    std::fs::write(project.join(".smith/config.kdl"), "model \"m\"\n").unwrap();
+    std::fs::write(project.join("marker.txt"), "here\n").unwrap();
+    std::fs::write(
+        home.path().join("script.json"),
+        r#"[[{"tool_call": {"id": "c1", "name": "ls", "arguments": {"path": "."}}}, {"stop": {"reason": "tool_use"}}], [{"text": "listed"}, {"stop": {"reason": "end"}}]]"#,
+    )
+    .unwrap();
+    // Started in the home, working in the project: the script is found
+    // where smith was started, the project's configuration is found (and,
+    // untrusted, ignored with the warning), and the tools work there.
+    let out = smith(home.path(), home.path())
+        .args([
+            "eval",
+            "--no-session",
+            "--cwd",
+            "project",
+            "--mock-script",
+            "script.json",
+            "--mock-record",
+            "requests.jsonl",
+            "list it",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("[trust.untrusted-project]"), "{stderr}");
+    let canonical = std::fs::canonicalize(&project).unwrap();
+    assert!(
+        stderr.contains(&format!("{}/.smith is ignored", canonical.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("marker.txt"), "{stderr}");
+    assert!(home.path().join("requests.jsonl").exists());
+    // A folder that does not exist is a diagnostic, nothing runs.
+    let out = smith(home.path(), home.path())
+        .args([
+            "eval",
+            "--no-session",
+            "--provider",
+            "mock",
+            "--cwd",
+            "nowhere",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--cwd nowhere cannot be used"), "{stderr}");
+}
