@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 #[cfg(test)]
 mod cli_doc;
 mod cmd;
+mod prompt_guard;
 mod report;
 mod settings;
 mod signals;
@@ -22,7 +23,28 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 /// smith: a fast coding-agent harness.
 ///
 /// With no arguments on a terminal smith opens the fullscreen interface; with
-/// a prompt (`smith "fix the tests"`) it runs that prompt as `smith eval` does.
+/// a prompt (`smith fix the tests`) it runs that prompt as `smith eval` does.
+/// `--provider`, `--model`, `--base-url`, `-c`/`--continue`, `--resume [REF]`
+/// and `--session REF` apply either way: with a prompt it runs on that
+/// session with that provider, without one the interface opens on them.
+///
+/// Standard input is read only when it is not a terminal: piped with no
+/// prompt (`echo "fix the tests" | smith`) it is the prompt; piped with a
+/// prompt (`cat log | smith explain this`) it is appended to the prompt
+/// after a blank line. It is read as a prompt given as `-` is: at most 16
+/// MiB, given up after 30 s without data. With neither a prompt nor text
+/// on standard input and no terminal, smith prints this overview.
+///
+/// A command line that looks mistyped never becomes a prompt (nothing runs,
+/// status 2, the diagnostic says what was meant): a prompt of one bare word
+/// (lowercase letters, digits, `-`, `_`: `smith sesion`, `smith doctor`,
+/// `smith hi`); a prompt whose first word is a bare word within one edit of
+/// a command or of an option without its dashes (`smith sesion list`,
+/// `smith continue the work`; words of 4 letters or more) or a command
+/// smith does not have (`doctor`, `acp`, `login`); an option written after
+/// the prompt's first word (`smith fix it --model M`). `smith -- WORDS`
+/// always sends WORDS as the prompt, and a prompt quoted as one argument
+/// (`smith "hi there"`) is never taken for a command.
 ///
 /// A command whose standard output is closed by its reader (`smith session
 /// dump NAME | head`) ends quietly with status 141, as one ended by SIGPIPE.
@@ -39,12 +61,58 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// A prompt to run without the TUI, as `smith eval PROMPT` does (`-` reads it from standard input).
+    /// A prompt to run without the TUI, as `smith eval PROMPT` does (`-` reads it from standard input; after `--` it is never taken for a command).
     #[arg(value_name = "PROMPT", trailing_var_arg = true)]
     prompt: Vec<String>,
 
     #[command(flatten)]
     provider: cmd::eval::ProviderChoice,
+
+    #[command(flatten)]
+    session: SessionFlags,
+}
+
+/// The session `smith` (no subcommand) runs a prompt on or opens the
+/// interface on.
+#[derive(Debug, Clone, Default, clap::Args)]
+struct SessionFlags {
+    /// Continue the most recently changed session: a prompt runs on it (refused when there is none); without a prompt the interface opens on it (a new session when there is none), as `smith tui --continue` does.
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["resume", "session"])]
+    continue_latest: bool,
+    /// Resume session REF (a name, an id or a unique id prefix), as --session does; without REF, the most recently changed session, as --continue does. REF is the word after --resume: to resume the latest session with a prompt, use -c.
+    #[arg(long, value_name = "REF", conflicts_with = "session")]
+    resume: Option<Option<String>>,
+    /// Run on this session (a name, an id or a unique id prefix): a prompt runs on it; without a prompt the interface opens on it.
+    #[arg(long, value_name = "REF")]
+    session: Option<String>,
+}
+
+impl SessionFlags {
+    /// The session named by reference, if any.
+    fn reference(&self) -> Option<&str> {
+        match (&self.session, &self.resume) {
+            (Some(r), _) | (None, Some(Some(r))) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Whether the latest session is asked for (`-c`, `--resume`).
+    fn latest(&self) -> bool {
+        self.continue_latest || matches!(self.resume, Some(None))
+    }
+
+    /// The option that chose the session, for messages.
+    fn given(&self) -> Option<&'static str> {
+        if self.continue_latest {
+            Some("--continue")
+        } else if self.resume.is_some() {
+            Some("--resume")
+        } else if self.session.is_some() {
+            Some("--session")
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,6 +153,10 @@ enum Command {
     Plugin(cmd::plugin::Args),
     /// Print help: `help COMMAND...` for a command, `help plugins [ITEM]` for the plugin contract.
     Help(cmd::help::Args),
+    /// Print a shell completion script: `completions bash|zsh|fish|elvish|powershell` (e.g. `smith completions bash > ~/.local/share/bash-completion/completions/smith`).
+    Completions(cmd::completions::CompletionArgs),
+    /// Print a manual page (roff): `man [COMMAND...]` (e.g. `smith man | man -l -`, `smith man session list`).
+    Man(cmd::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,7 +165,7 @@ fn main() -> ExitCode {
     smith_diag::log::install(smith_host::settings::process_log_settings);
     let cli = report::parse_cli::<Cli>();
     let Some(command) = cli.command else {
-        return run_default(cli.prompt, cli.provider);
+        return run_default(cli.prompt, cli.provider, cli.session);
     };
     let result: anyhow::Result<u8> = match command {
         Command::Bench(args) => cmd::bench::run(args),
@@ -114,23 +186,139 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Plugin(args) => cmd::plugin::run(args),
         Command::Help(args) => cmd::help::run(args, <Cli as clap::CommandFactory>::command()),
+        Command::Completions(args) => {
+            cmd::completions::completions(args, <Cli as clap::CommandFactory>::command())
+        }
+        Command::Man(args) => cmd::completions::man(args, <Cli as clap::CommandFactory>::command()),
     };
     exit_code(result)
 }
 
-/// With no subcommand: a prompt runs as `smith eval` does; otherwise the
-/// fullscreen interface opens when standard input and output are a terminal,
-/// and the command overview is printed when they are not.
-fn run_default(prompt: Vec<String>, provider: cmd::eval::ProviderChoice) -> ExitCode {
+/// With no subcommand: a prompt (with what is piped to standard input
+/// appended), or else what is piped to standard input, runs as `smith eval`
+/// does; otherwise the fullscreen interface opens when standard input and
+/// output are a terminal, and the command overview is printed when they
+/// are not. A prompt that looks like a mistyped command line runs nothing
+/// ([`prompt_guard`]).
+fn run_default(
+    prompt: Vec<String>,
+    provider: cmd::eval::ProviderChoice,
+    session: SessionFlags,
+) -> ExitCode {
     use std::io::IsTerminal;
-    let result = if !prompt.is_empty() {
-        cmd::eval::run_prompt(prompt.join(" "), provider)
-    } else if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
-        cmd::tui::run(cmd::tui::Args::default())
+    if !prompt.is_empty() && !prompt_forced(prompt.len()) {
+        let root = <Cli as clap::CommandFactory>::command();
+        if let Some(d) = prompt_guard::check(&prompt, &root) {
+            report::diagnostic(&d);
+            return ExitCode::from(2);
+        }
+    }
+    let piped = !std::io::stdin().is_terminal();
+    let text = if prompt.len() == 1 && prompt[0] == "-" {
+        // `smith -`: the prompt is standard input, read by eval.
+        Some("-".to_owned())
+    } else if !prompt.is_empty() {
+        let mut text = prompt.join(" ");
+        if piped {
+            match cmd::eval::read_stdin("piped to smith with a prompt") {
+                Ok(input) if input.trim().is_empty() => {}
+                Ok(input) => {
+                    text.push_str("\n\n");
+                    text.push_str(&input);
+                }
+                Err(err) => return exit_code(Err(err)),
+            }
+        }
+        Some(text)
+    } else if piped {
+        match cmd::eval::read_stdin("piped to smith without a prompt") {
+            Ok(input) if input.trim().is_empty() => None,
+            Ok(input) => Some(input),
+            Err(err) => return exit_code(Err(err)),
+        }
     } else {
-        return print_overview();
+        None
     };
-    exit_code(result)
+    if let Some(text) = text {
+        let reference = match session_for_prompt(&session) {
+            Ok(reference) => reference,
+            Err(err) => return exit_code(Err(err)),
+        };
+        return exit_code(cmd::eval::run_prompt(text, provider, reference));
+    }
+    if !piped && std::io::stdout().is_terminal() {
+        let continue_latest = session.latest();
+        return exit_code(cmd::tui::run(cmd::tui::Args {
+            choice: provider,
+            session: session.reference().map(str::to_owned),
+            continue_latest,
+            ..cmd::tui::Args::default()
+        }));
+    }
+    let given = session.given().or(provider
+        .provider
+        .as_ref()
+        .map(|_| "--provider")
+        .or(provider.model.as_ref().map(|_| "--model"))
+        .or(provider.base_url.as_ref().map(|_| "--base-url")));
+    if let Some(flag) = given {
+        report::diagnostic(
+            &smith_diag::Diagnostic::error(
+                "cli.nothing-to-run",
+                format!("smith {flag} was given nothing to run"),
+                "there is no prompt, standard input brought no text, and standard input and output are not both a terminal, so the interface cannot open",
+                format!(
+                    "give a prompt after the options (`smith {flag} ... fix the tests`), pipe one in, or run smith on a terminal to open the interface"
+                ),
+            )
+            .with_surface(smith_diag::Surface::flag(flag)),
+        );
+        return ExitCode::from(2);
+    }
+    print_overview()
+}
+
+/// Whether the `len` words of the prompt follow `--` on the command line
+/// (`smith -- sesion list`): then they are a prompt whatever they look like.
+fn prompt_forced(len: usize) -> bool {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    raw.len() > len && raw[raw.len() - len - 1] == "--"
+}
+
+/// The session a prompt runs on: the one `--session` or `--resume REF`
+/// names, or the most recently changed one for `-c` and `--resume`;
+/// `None` for a new session.
+///
+/// # Errors
+///
+/// When the latest session is asked for and there is none, or the session
+/// store cannot be read.
+fn session_for_prompt(flags: &SessionFlags) -> anyhow::Result<Option<String>> {
+    if let Some(reference) = flags.reference() {
+        return Ok(Some(reference.to_owned()));
+    }
+    if !flags.latest() {
+        return Ok(None);
+    }
+    let root = smith_host::settings::session_root()?;
+    let store = smith_store::Store::open(&root)?;
+    match store.latest()? {
+        Some(info) => Ok(Some(info.id.to_hex())),
+        None => Err(smith_diag::Diagnostic::error(
+            "cli.nothing-to-continue",
+            format!(
+                "there is no session to continue ({})",
+                flags.given().unwrap_or("--continue")
+            ),
+            format!(
+                "the session store {} holds no session, and a prompt meant to follow an earlier conversation would be sent without it",
+                root.display()
+            ),
+            "run the prompt without --continue to start a new session",
+        )
+        .with_surface(smith_diag::Surface::flag(flags.given().unwrap_or("--continue")))
+        .into()),
+    }
 }
 
 /// Turns a command's result into the process exit status, reporting an error

@@ -121,14 +121,20 @@ impl Args {
 }
 
 /// Runs `prompt` with default options (what `smith "prompt"` does), with
-/// the provider options given before it.
+/// the provider options given before it, on `session` (a reference) when
+/// one is given.
 ///
 /// # Errors
 ///
 /// As [`run`].
-pub fn run_prompt(prompt: String, choice: ProviderChoice) -> anyhow::Result<u8> {
+pub fn run_prompt(
+    prompt: String,
+    choice: ProviderChoice,
+    session: Option<String>,
+) -> anyhow::Result<u8> {
     let mut args = Args::for_prompt(prompt);
     args.choice = choice;
+    args.session = session;
     run(args)
 }
 
@@ -142,6 +148,28 @@ const STDIN_PROMPT: smith_diag::input::Bound<'static> = smith_diag::input::Bound
 /// The prompt given as `-`: standard input, read to its end (bounded, and
 /// given up after 30 s of silence), without its final line break.
 fn prompt_from_stdin() -> anyhow::Result<String> {
+    let text = read_stdin("given as `-`")?;
+    if text.trim().is_empty() {
+        return Err(smith_diag::Diagnostic::error(
+            "input.empty",
+            "the prompt on standard input (given as `-`) is empty",
+            "standard input ended before any text, and an empty prompt would send nothing to answer",
+            "pipe the prompt in (`echo 'fix the tests' | smith eval -`), or give it as an argument",
+        )
+        .into());
+    }
+    Ok(text)
+}
+
+/// Standard input's text, read to its end with the bound and the idle
+/// deadline of a prompt given as `-`, without its final line breaks;
+/// `how` says how the prompt came to be read from it, for the diagnostics.
+///
+/// # Errors
+///
+/// When standard input cannot be read, stays silent past the deadline,
+/// exceeds the bound or is not UTF-8 text.
+pub fn read_stdin(how: &str) -> anyhow::Result<String> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
     smith_diag::input::stream(None, &STDIN_PROMPT)?
@@ -149,7 +177,7 @@ fn prompt_from_stdin() -> anyhow::Result<String> {
         .map_err(|e| {
             smith_diag::Diagnostic::error(
                 "input.io",
-                "the prompt could not be read from standard input (given as `-`)",
+                format!("the prompt could not be read from standard input ({how})"),
                 e.to_string(),
                 "pipe the prompt in (`echo 'fix the tests' | smith eval -`), or give it as an argument",
             )
@@ -157,7 +185,7 @@ fn prompt_from_stdin() -> anyhow::Result<String> {
     let mut text = String::from_utf8(bytes).map_err(|e| {
         smith_diag::Diagnostic::error(
             "input.not-utf8",
-            "the prompt on standard input (given as `-`) is not UTF-8 text",
+            format!("the prompt on standard input ({how}) is not UTF-8 text"),
             format!(
                 "byte {} starts a sequence that is not UTF-8",
                 e.utf8_error().valid_up_to()
@@ -167,15 +195,6 @@ fn prompt_from_stdin() -> anyhow::Result<String> {
     })?;
     while text.ends_with(['\n', '\r']) {
         text.pop();
-    }
-    if text.trim().is_empty() {
-        return Err(smith_diag::Diagnostic::error(
-            "input.empty",
-            "the prompt on standard input (given as `-`) is empty",
-            "standard input ended before any text, and an empty prompt would send nothing to answer",
-            "pipe the prompt in (`echo 'fix the tests' | smith eval -`), or give it as an argument",
-        )
-        .into());
     }
     Ok(text)
 }

@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod bench;
 pub mod checkpoint;
+pub mod completions;
 pub mod config;
 pub mod context;
 pub mod eval;
