@@ -32,7 +32,8 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 /// prompt (`echo "fix the tests" | smith`) it is the prompt; piped with a
 /// prompt (`cat log | smith explain this`) it is appended to the prompt
 /// after a blank line. It is read as a prompt given as `-` is: at most 16
-/// MiB, given up after 30 s without data. With neither a prompt nor text
+/// MiB, given up after 30 s without data (run with `< /dev/null` where
+/// standard input is a pipe that nothing writes to). With neither a prompt nor text
 /// on standard input and no terminal, smith prints this overview.
 ///
 /// A command line that looks mistyped never becomes a prompt (nothing runs,
@@ -42,7 +43,9 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 /// a command or of an option without its dashes (`smith sesion list`,
 /// `smith continue the work`; words of 4 letters or more) or a command
 /// smith does not have (`doctor`, `acp`, `login`); an option written after
-/// the prompt's first word (`smith fix it --model M`). `smith -- WORDS`
+/// the prompt's first word (`smith fix it --model M`); with `-c`,
+/// `--resume` or `--session` only the last applies (`smith -c yes` runs).
+/// `smith -- WORDS`
 /// always sends WORDS as the prompt, and a prompt quoted as one argument
 /// (`smith "hi there"`) is never taken for a command.
 ///
@@ -208,7 +211,7 @@ fn run_default(
     use std::io::IsTerminal;
     if !prompt.is_empty() && !prompt_forced(prompt.len()) {
         let root = <Cli as clap::CommandFactory>::command();
-        if let Some(d) = prompt_guard::check(&prompt, &root) {
+        if let Some(d) = prompt_guard::check(&prompt, &root, session.given().is_some()) {
             report::diagnostic(&d);
             return ExitCode::from(2);
         }
@@ -220,7 +223,7 @@ fn run_default(
     } else if !prompt.is_empty() {
         let mut text = prompt.join(" ");
         if piped {
-            match cmd::eval::read_stdin("piped to smith with a prompt") {
+            match cmd::eval::read_stdin("piped to smith with a prompt", STDIN_NEXT) {
                 Ok(input) if input.trim().is_empty() => {}
                 Ok(input) => {
                     text.push_str("\n\n");
@@ -231,7 +234,7 @@ fn run_default(
         }
         Some(text)
     } else if piped {
-        match cmd::eval::read_stdin("piped to smith without a prompt") {
+        match cmd::eval::read_stdin("piped to smith without a prompt", STDIN_NEXT) {
             Ok(input) if input.trim().is_empty() => None,
             Ok(input) => Some(input),
             Err(err) => return exit_code(Err(err)),
@@ -277,6 +280,10 @@ fn run_default(
     }
     print_overview()
 }
+
+/// What to do when standard input, which is not a terminal, cannot be
+/// read as text to go with the prompt.
+const STDIN_NEXT: &str = "pipe UTF-8 text that ends; when nothing is meant to be piped, give smith no standard input (`smith fix the tests < /dev/null`)";
 
 /// Whether the `len` words of the prompt follow `--` on the command line
 /// (`smith -- sesion list`): then they are a prompt whatever they look like.

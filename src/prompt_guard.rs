@@ -26,6 +26,10 @@
 //!   of `smith` or `smith eval` (`smith fix it --modle gpt-5`) is refused:
 //!   options go before the prompt, and after its first word they would be
 //!   sent as prompt text.
+//!
+//! A prompt given with `-c`, `--resume` or `--session` (`smith -c yes`) is
+//! meant for that session, as no command takes those options: only the
+//! last rule applies to it.
 
 use clap::Command;
 use smith_diag::{Diagnostic, Surface};
@@ -53,11 +57,16 @@ const MISSING: &[(&str, &str)] = &[
 ];
 
 /// Why `words` must not be sent as a prompt, or `None` when they may.
-/// `root` is the binary's command tree.
-pub fn check(words: &[String], root: &Command) -> Option<Diagnostic> {
+/// `root` is the binary's command tree. A prompt `for_session` (given with
+/// `-c`, `--resume` or `--session`, which no command takes) is meant as a
+/// prompt: only options written inside it are refused.
+pub fn check(words: &[String], root: &Command, for_session: bool) -> Option<Diagnostic> {
     let first = words.first()?;
     if let Some(d) = option_in_prompt(words, root) {
         return Some(d);
+    }
+    if for_session {
+        return None;
     }
     if let Some(rest) = first.strip_prefix(['\u{2014}', '\u{2013}', '\u{2212}']) {
         // A long option whose dashes a word processor turned into one.
@@ -344,12 +353,12 @@ mod tests {
     }
 
     fn refused(line: &str) -> smith_diag::Diagnostic {
-        check(&words(line), &crate::Cli::command())
+        check(&words(line), &crate::Cli::command(), false)
             .unwrap_or_else(|| panic!("`smith {line}` was not refused"))
     }
 
     fn allowed(line: &str) {
-        if let Some(d) = check(&words(line), &crate::Cli::command()) {
+        if let Some(d) = check(&words(line), &crate::Cli::command(), false) {
             panic!("`smith {line}` was refused: {d}");
         }
     }
@@ -418,6 +427,15 @@ mod tests {
         let d = refused("fix it --jsno");
         assert!(d.why().contains("`--json`"), "{d}");
         assert!(d.next().contains("`smith eval --json"), "{d}");
+    }
+
+    #[test]
+    fn a_prompt_for_a_session_is_only_checked_for_options() {
+        let root = crate::Cli::command();
+        assert!(check(&words("yes"), &root, true).is_none());
+        assert!(check(&words("sesion list"), &root, true).is_none());
+        let d = check(&words("go on --modle m"), &root, true).unwrap();
+        assert_eq!(d.code(), "cli.option-in-prompt");
     }
 
     #[test]

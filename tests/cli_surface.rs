@@ -226,6 +226,9 @@ fn continue_resume_and_session_at_the_top_level_run_on_the_stored_session() {
         ],
         "",
     );
+    // A prompt for a session is meant as one, even a single word.
+    let stdout = ok(home.path(), &["--provider", "mock", "-c", "yes"], "");
+    assert!(stdout.contains("You said \"yes\""), "{stdout}");
     assert_eq!(
         prompts(home.path()),
         vec![vec![
@@ -234,6 +237,7 @@ fn continue_resume_and_session_at_the_top_level_run_on_the_stored_session() {
             "third question".to_owned(),
             "fourth question".to_owned(),
             "fifth question".to_owned(),
+            "yes".to_owned(),
         ]],
         "every answer is on the one session"
     );
@@ -295,6 +299,25 @@ fn piped_standard_input_is_the_prompt_or_is_appended_to_it() {
         3,
         "three prompts, each sent once"
     );
+    // Standard input that is not text runs nothing and says so.
+    let mut child = smith(home.path())
+        .args(["--provider", "mock", "explain", "this"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"caf\xe9\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("[input.not-utf8]"), "{stderr}");
+    assert!(
+        stderr.contains("standard input (piped to smith with a prompt) is not UTF-8"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("< /dev/null"), "{stderr}");
+    assert_eq!(prompts(home.path()).concat().len(), 3, "nothing more ran");
 }
 
 #[test]

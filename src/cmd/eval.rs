@@ -148,7 +148,10 @@ const STDIN_PROMPT: smith_diag::input::Bound<'static> = smith_diag::input::Bound
 /// The prompt given as `-`: standard input, read to its end (bounded, and
 /// given up after 30 s of silence), without its final line break.
 fn prompt_from_stdin() -> anyhow::Result<String> {
-    let text = read_stdin("given as `-`")?;
+    let text = read_stdin(
+        "given as `-`",
+        "pipe UTF-8 text (`echo 'fix the tests' | smith eval -`), or give the prompt as an argument",
+    )?;
     if text.trim().is_empty() {
         return Err(smith_diag::Diagnostic::error(
             "input.empty",
@@ -163,13 +166,14 @@ fn prompt_from_stdin() -> anyhow::Result<String> {
 
 /// Standard input's text, read to its end with the bound and the idle
 /// deadline of a prompt given as `-`, without its final line breaks;
-/// `how` says how the prompt came to be read from it, for the diagnostics.
+/// `how` says how the prompt came to be read from it and `next` what to
+/// do when it cannot be, for the diagnostics.
 ///
 /// # Errors
 ///
 /// When standard input cannot be read, stays silent past the deadline,
 /// exceeds the bound or is not UTF-8 text.
-pub fn read_stdin(how: &str) -> anyhow::Result<String> {
+pub fn read_stdin(how: &str, next: &str) -> anyhow::Result<String> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
     smith_diag::input::stream(None, &STDIN_PROMPT)?
@@ -179,7 +183,7 @@ pub fn read_stdin(how: &str) -> anyhow::Result<String> {
                 "input.io",
                 format!("the prompt could not be read from standard input ({how})"),
                 e.to_string(),
-                "pipe the prompt in (`echo 'fix the tests' | smith eval -`), or give it as an argument",
+                next,
             )
         })?;
     let mut text = String::from_utf8(bytes).map_err(|e| {
@@ -190,7 +194,7 @@ pub fn read_stdin(how: &str) -> anyhow::Result<String> {
                 "byte {} starts a sequence that is not UTF-8",
                 e.utf8_error().valid_up_to()
             ),
-            "pipe UTF-8 text",
+            next,
         )
     })?;
     while text.ends_with(['\n', '\r']) {
