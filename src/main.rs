@@ -212,6 +212,9 @@ fn run_default(
     if !prompt.is_empty() && !prompt_forced(prompt.len()) {
         let root = <Cli as clap::CommandFactory>::command();
         if let Some(d) = prompt_guard::check(&prompt, &root, session.given().is_some()) {
+            // The refusal repeats the prompt's words: every credential smith
+            // can see is registered first, so that none is ever shown.
+            let _ = smith_host::secrets::process_registry();
             report::diagnostic(&d);
             return ExitCode::from(2);
         }

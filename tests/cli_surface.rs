@@ -168,6 +168,23 @@ fn a_mistyped_command_line_runs_nothing_and_says_what_was_meant() {
 }
 
 #[test]
+fn a_refusal_never_shows_a_credential_written_into_the_prompt() {
+    let home = home_with_readme();
+    let secret = "sk-ant-cli-surface-SECRET-4471";
+    let out = smith(home.path())
+        .env("ANTHROPIC_API_KEY", secret)
+        .args(["fix", "it", "--modle", secret])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("[cli.option-in-prompt]"), "{stderr}");
+    assert!(!stderr.contains(secret), "{stderr}");
+    assert!(stderr.contains("[redacted]"), "{stderr}");
+}
+
+#[test]
 fn a_prompt_after_a_double_dash_runs_whatever_it_looks_like() {
     let home = home_with_readme();
     let stdout = ok(
