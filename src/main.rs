@@ -43,7 +43,8 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 /// a command or of an option without its dashes (`smith sesion list`,
 /// `smith continue the work`; words of 4 letters or more) or a command
 /// smith does not have (`doctor`, `acp`, `login`); an option written after
-/// the prompt's first word (`smith fix it --model M`); with `-c`,
+/// the prompt's first word (`smith fix it --model M`); an option whose
+/// dashes became one typographic dash (`smith —continue`); with `-c`,
 /// `--resume` or `--session` only the last applies (`smith -c yes` runs).
 /// `smith -- WORDS`
 /// always sends WORDS as the prompt, and a prompt quoted as one argument

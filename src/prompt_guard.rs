@@ -26,6 +26,9 @@
 //!   of `smith` or `smith eval` (`smith fix it --modle gpt-5`) is refused:
 //!   options go before the prompt, and after its first word they would be
 //!   sent as prompt text.
+//! * A first word that is a long option whose two dashes became one
+//!   typographic dash (`—continue`, pasted from a document) is refused with
+//!   the option it stands for.
 //!
 //! A prompt given with `-c`, `--resume` or `--session` (`smith -c yes`) is
 //! meant for that session, as no command takes those options: only the
@@ -69,15 +72,24 @@ pub fn check(words: &[String], root: &Command, for_session: bool) -> Option<Diag
         return None;
     }
     if let Some(rest) = first.strip_prefix(['\u{2014}', '\u{2013}', '\u{2212}']) {
-        // A long option whose dashes a word processor turned into one.
-        return Some(refusal(
-            first,
-            words,
-            format!(
-                "it starts with a typographic dash, as `--{rest}` does after a word processor or chat window joins its two dashes into one"
-            ),
-            Some(format!("--{rest}")),
-        ));
+        // A long option whose two dashes a word processor or chat window
+        // joined into one typographic dash.
+        let name = rest.split_once('=').map_or(rest, |(n, _)| n);
+        if let Some(long) = long_options(root)
+            .into_iter()
+            .filter(|l| distance(name, l) <= 1)
+            .min_by_key(|l| distance(name, l))
+        {
+            let value = rest.strip_prefix(name).unwrap_or_default();
+            return Some(refusal(
+                first,
+                words,
+                format!(
+                    "it starts with a typographic dash, as `--{long}` does after a word processor or chat window joins its two dashes into one"
+                ),
+                Some(format!("--{long}{value}")),
+            ));
+        }
     }
     if !is_bare(first) {
         return None;
@@ -196,17 +208,7 @@ fn refusal(first: &str, words: &[String], why: String, replacement: Option<Strin
 /// A long option written after the prompt's first word, where it would be
 /// sent as prompt text.
 fn option_in_prompt(words: &[String], root: &Command) -> Option<Diagnostic> {
-    let mut longs: Vec<String> = root
-        .get_arguments()
-        .filter_map(|a| a.get_long().map(str::to_owned))
-        .collect();
-    if let Some(eval) = root.find_subcommand("eval") {
-        longs.extend(
-            eval.get_arguments()
-                .filter_map(|a| a.get_long().map(str::to_owned)),
-        );
-    }
-    longs.extend(["help".to_owned(), "version".to_owned()]);
+    let longs = long_options(root);
     for (i, word) in words.iter().enumerate().skip(1) {
         let Some(name) = word.strip_prefix("--") else {
             continue;
@@ -257,6 +259,22 @@ fn option_in_prompt(words: &[String], root: &Command) -> Option<Diagnostic> {
         );
     }
     None
+}
+
+/// The long options of `smith` and `smith eval`, without their dashes.
+fn long_options(root: &Command) -> Vec<String> {
+    let mut longs: Vec<String> = root
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect();
+    if let Some(eval) = root.find_subcommand("eval") {
+        longs.extend(
+            eval.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_owned)),
+        );
+    }
+    longs.extend(["help".to_owned(), "version".to_owned()]);
+    longs
 }
 
 /// A word that could be a command name.
@@ -397,6 +415,11 @@ mod tests {
         );
         assert!(refused("sess").next().contains("`smith session`"));
         assert!(refused("—continue").next().contains("`smith --continue`"));
+        assert!(
+            refused("—model=m fix it")
+                .next()
+                .contains("`smith --model=m fix it`")
+        );
     }
 
     #[test]
@@ -449,5 +472,6 @@ mod tests {
         allowed("-");
         allowed("update the readme");
         allowed("map the modules");
+        allowed("—what is this");
     }
 }
