@@ -638,3 +638,29 @@ fn continue_without_a_prompt_opens_the_interface_on_the_latest_session() {
     wait_for(&output, &format!("session {work_name}"));
     quit(pty, child);
 }
+
+#[test]
+fn a_prompt_on_a_terminal_never_reads_the_terminal() {
+    let home = home_with_readme();
+    let (_pty, mut child, output) =
+        on_terminal(home.path(), &["--provider", "mock", "hello", "there"], &[]);
+    // Nothing is typed: the run must not wait for the terminal.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!(
+                "smith waited for the terminal:\n{}",
+                text(&output.lock().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let seen = text(&output.lock().unwrap());
+    assert_eq!(status.code(), Some(0), "{seen}");
+    assert!(seen.contains("You said \"hello there\""), "{seen}");
+}
