@@ -246,6 +246,12 @@ fn continue_resume_and_session_at_the_top_level_run_on_the_stored_session() {
     // A prompt for a session is meant as one, even a single word.
     let stdout = ok(home.path(), &["--provider", "mock", "-c", "yes"], "");
     assert!(stdout.contains("You said \"yes\""), "{stdout}");
+    // A prompt piped in runs on the session too.
+    ok(
+        home.path(),
+        &["--provider", "mock", "-c"],
+        "piped follow-up\n",
+    );
     assert_eq!(
         prompts(home.path()),
         vec![vec![
@@ -255,6 +261,7 @@ fn continue_resume_and_session_at_the_top_level_run_on_the_stored_session() {
             "fourth question".to_owned(),
             "fifth question".to_owned(),
             "yes".to_owned(),
+            "piped follow-up".to_owned(),
         ]],
         "every answer is on the one session"
     );
