@@ -44,8 +44,10 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 /// `smith continue the work`; words of 4 letters or more) or a command
 /// smith does not have (`doctor`, `acp`, `login`); an option written after
 /// the prompt's first word (`smith fix it --model M`); an option whose
-/// dashes became one typographic dash (`smith —continue`); with `-c`,
-/// `--resume` or `--session` only the last applies (`smith -c yes` runs).
+/// dashes became one typographic dash (`smith —continue`); a command
+/// after top-level options (`smith -c session list`). With `-c`,
+/// `--resume` or `--session` only the last three apply (`smith -c yes`
+/// runs).
 /// `smith -- WORDS`
 /// always sends WORDS as the prompt, and a prompt quoted as one argument
 /// (`smith "hi there"`) is never taken for a command.

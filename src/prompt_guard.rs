@@ -30,9 +30,13 @@
 //!   typographic dash (`—continue`, pasted from a document) is refused with
 //!   the option it stands for.
 //!
+//! A first word that is a command or an alias (which clap takes for the
+//! prompt when top-level options come before it: `smith -c session list`)
+//! is refused, since a command takes no top-level options.
+//!
 //! A prompt given with `-c`, `--resume` or `--session` (`smith -c yes`) is
 //! meant for that session, as no command takes those options: only the
-//! last rule applies to it.
+//! option and command rules apply to it.
 
 use clap::Command;
 use smith_diag::{Diagnostic, Surface};
@@ -67,6 +71,13 @@ pub fn check(words: &[String], root: &Command, for_session: bool) -> Option<Diag
     let first = words.first()?;
     if let Some(d) = option_in_prompt(words, root) {
         return Some(d);
+    }
+    if is_bare(first)
+        && let Some(command) = root
+            .get_subcommands()
+            .find(|sub| sub.get_name() == first || sub.get_all_aliases().any(|a| a == first))
+    {
+        return Some(command_after_options(first, words, command.get_name()));
     }
     if for_session {
         return None;
@@ -202,6 +213,31 @@ fn refusal(first: &str, words: &[String], why: String, replacement: Option<Strin
     .with_value(first.to_owned())
     .with_surface(Surface::other(
         "command-line argument 1 (the prompt's first word)",
+    ))
+}
+
+/// A command written after top-level options (`smith -c session list`),
+/// where it is taken for the prompt's first word.
+fn command_after_options(first: &str, words: &[String], command: &str) -> Diagnostic {
+    let rest = words[1..].join(" ");
+    let meant = if rest.is_empty() {
+        format!("smith {command}")
+    } else {
+        format!("smith {command} {rest}")
+    };
+    Diagnostic::error(
+        "cli.conflict",
+        format!(
+            "`{first}` is a smith command, but it came after top-level options, where it is taken for the prompt's first word"
+        ),
+        "the top-level options (--provider, --model, --base-url, -c, --resume, --session) go with a prompt or the interface, and a command takes its own options after its name; smith sends nothing to a model for such a command line",
+        format!(
+            "did you mean `{meant}`? Give the command's own options after its name (`smith eval --provider P PROMPT`); to send the words to the model as a prompt, put `--` before them"
+        ),
+    )
+    .with_value(first.to_owned())
+    .with_surface(Surface::other(
+        "command-line argument after the options (the prompt's first word)",
     ))
 }
 
@@ -453,10 +489,22 @@ mod tests {
     }
 
     #[test]
-    fn a_prompt_for_a_session_is_only_checked_for_options() {
+    fn a_prompt_for_a_session_is_only_checked_for_options_and_commands() {
         let root = crate::Cli::command();
         assert!(check(&words("yes"), &root, true).is_none());
         assert!(check(&words("sesion list"), &root, true).is_none());
+        let d = check(&words("session list"), &root, true).unwrap();
+        assert_eq!(d.code(), "cli.conflict");
+        assert!(
+            d.next().contains("did you mean `smith session list`?"),
+            "{d}"
+        );
+        assert!(d.is_complete(), "{d}");
+        let d = check(&words("run the tests"), &root, false).unwrap();
+        assert!(
+            d.next().contains("did you mean `smith eval the tests`?"),
+            "{d}"
+        );
         let d = check(&words("go on --modle m"), &root, true).unwrap();
         assert_eq!(d.code(), "cli.option-in-prompt");
     }

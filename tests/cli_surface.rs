@@ -142,6 +142,12 @@ fn a_mistyped_command_line_runs_nothing_and_says_what_was_meant() {
             "did you mean `smith --continue the refactor`?",
         ),
         (&["fix", "the", "tests", "--modle", "m"], "`--model`"),
+        // A command after top-level options would be taken for a prompt.
+        (&["session", "list"], "did you mean `smith session list`?"),
+        (
+            &["-c", "session", "list"],
+            "did you mean `smith session list`?",
+        ),
     ];
     for (args, expected) in cases {
         let mut line = vec!["--provider", "mock"];
