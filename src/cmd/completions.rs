@@ -75,7 +75,23 @@ pub fn man(args: ManArgs, root: clap::Command) -> anyhow::Result<u8> {
     clap_mangen::Man::new(cmd)
         .title(path.replace(' ', "-"))
         .render(&mut out)?;
-    write_out(&out)
+    write_out(ascii_roff(&String::from_utf8_lossy(&out)).as_bytes())
+}
+
+/// `roff` with every character outside ASCII written as the roff escape
+/// `\[uXXXX]`, so that the page is read right by a formatter that takes
+/// its input as Latin-1 (groff without `-k`), as well as by `man`.
+fn ascii_roff(roff: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(roff.len());
+    for c in roff.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let _ = write!(out, "\\[u{:04X}]", u32::from(c));
+        }
+    }
+    out
 }
 
 fn write_out(bytes: &[u8]) -> anyhow::Result<u8> {
@@ -83,4 +99,15 @@ fn write_out(bytes: &[u8]) -> anyhow::Result<u8> {
     stdout.write_all(bytes)?;
     stdout.flush()?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn characters_outside_ascii_become_roff_escapes() {
+        assert_eq!(
+            super::ascii_roff("a \u{2014}continue \u{1F600} b"),
+            "a \\[u2014]continue \\[u1F600] b"
+        );
+    }
 }
