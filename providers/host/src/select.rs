@@ -66,8 +66,8 @@ pub fn select(
         return Ok((named(name, source)?, format!("chosen by {source}")));
     }
     for vendor in [Vendor::Anthropic, Vendor::OpenAi, Vendor::Google] {
-        let handle = vendor.credential_slot();
-        let Some((provider, slot)) = handle.split_once('.') else {
+        let Some((provider, slot)) = vendor.credential_slot().and_then(|h| h.split_once('.'))
+        else {
             continue;
         };
         if let Ok(resolved) = resolver.resolve(provider, slot) {
