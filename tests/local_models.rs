@@ -481,7 +481,11 @@ fn a_live_check_never_shows_the_key_and_fails_on_a_refused_one() {
     let home = tempfile::tempdir().unwrap();
     let key = "sk-compat-live-check-5e6f7a8b9c";
     let mut set = smith(home.path(), &["auth", "set", "openai-compatible"], &[]);
-    let mut child = set.stdin(Stdio::piped()).spawn().unwrap();
+    let mut child = set
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), key.as_bytes()).unwrap();
     assert!(child.wait().unwrap().success());
 

@@ -190,12 +190,15 @@ pub fn check(
             )));
         }
         StreamEnd::Aborted(_) => {
-            return Err(Failed::Request(Diagnostic::error(
-                "auth.live-failed",
-                format!("the live check of provider `{vendor}` was interrupted"),
-                "the request was cancelled before the response ended",
-                format!("run `smith auth check {vendor} --live` again"),
-            )));
+            return Err(Failed::Request(
+                Diagnostic::error(
+                    "auth.live-failed",
+                    format!("the live check of provider `{vendor}` was interrupted"),
+                    "the request was cancelled before the response ended",
+                    format!("run `smith auth check {vendor} --live` again"),
+                )
+                .with_value(target),
+            ));
         }
     };
     let first = seen
