@@ -27,7 +27,7 @@ fn data(name: &str) -> Vec<u8> {
 }
 
 /// Variables that would change which provider, server or key is used.
-const CLEARED: [&str; 16] = [
+const CLEARED: [&str; 17] = [
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "GEMINI_API_KEY",
@@ -43,6 +43,7 @@ const CLEARED: [&str; 16] = [
     "LLAMA_CPP_BASE_URL",
     "LMSTUDIO_BASE_URL",
     "VLLM_BASE_URL",
+    "OLLAMA_HOST",
     "SMITH_CATALOG_REFRESH",
 ];
 
@@ -383,6 +384,43 @@ fn every_local_preset_runs_against_the_server_base_url_names() {
     let chats = chat_requests(&server);
     assert_eq!(chats.len(), 4);
     assert!(chats.iter().all(|c| c.header("authorization").is_none()));
+}
+
+/// `OLLAMA_HOST` (as the `ollama` command reads it) gives Ollama its
+/// address, and a set `OLLAMA_BASE_URL` chooses Ollama when nothing else
+/// chooses a provider.
+#[test]
+fn ollama_is_found_where_ollama_host_says_and_chosen_by_its_base_url() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ollama("models_one.json", vec![data("final_answer.sse")]);
+    let base = server.url("/v1");
+    let host = base
+        .strip_prefix("http://")
+        .and_then(|b| b.strip_suffix("/v1"))
+        .unwrap()
+        .to_owned();
+    let out = run(
+        home.path(),
+        &["eval", "--provider", "ollama", "--no-session", "hi"],
+        &[("OLLAMA_HOST", &host)],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(chat_requests(&server).len(), 1);
+
+    let out = run(
+        home.path(),
+        &["eval", "--no-session", "hi"],
+        &[("OLLAMA_BASE_URL", &base)],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains(
+            "smith: provider ollama (OLLAMA_BASE_URL is set), model ollama/qwen2.5-coder"
+        ),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(chat_requests(&server).len(), 2);
 }
 
 /// `smith models --refresh --provider ollama` lists what the server's

@@ -88,7 +88,7 @@ group "main" "openai-compatible/busy-model" "openai-compatible/test-model"
     dir
 }
 
-const VENDOR_VARS: [&str; 11] = [
+const VENDOR_VARS: [&str; 15] = [
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "GEMINI_API_KEY",
@@ -100,6 +100,10 @@ const VENDOR_VARS: [&str; 11] = [
     "OPENAI_COMPATIBLE_BASE_URL",
     "SMITH_MODEL",
     "SMITH_OPENAI_API",
+    "OLLAMA_BASE_URL",
+    "LLAMA_CPP_BASE_URL",
+    "LMSTUDIO_BASE_URL",
+    "VLLM_BASE_URL",
 ];
 
 fn smith(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {

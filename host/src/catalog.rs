@@ -68,8 +68,8 @@ fn base_urls_from_env() -> BTreeMap<String, String> {
     Vendor::ALL
         .into_iter()
         .filter_map(|v| {
-            let url = std::env::var(v.base_url_env()).ok()?;
-            (!url.is_empty()).then(|| (v.id().to_owned(), url))
+            let url = v.base_url_from_env(&|name| std::env::var(name).ok())?;
+            Some((v.id().to_owned(), url))
         })
         .collect()
 }

@@ -158,10 +158,7 @@ fn choose(
     let (catalog, routes) = crate::catalog::load().map_err(failed)?;
     let mut base_urls = std::collections::BTreeMap::new();
     for v in Vendor::ALL {
-        if let Some(url) = std::env::var(v.base_url_env())
-            .ok()
-            .filter(|u| !u.is_empty())
-        {
+        if let Some(url) = v.base_url_from_env(&|name| std::env::var(name).ok()) {
             base_urls.insert(v.id().to_owned(), url);
         }
     }

@@ -129,6 +129,43 @@ impl Vendor {
         }
     }
 
+    /// The base URL the environment gives: [`Vendor::base_url_env`] when
+    /// set and not empty; for Ollama, else `OLLAMA_HOST` read as the
+    /// `ollama` command reads it (`host`, `host:port` or a URL; without a
+    /// scheme, `http` and port 11434 when left out; with one, the scheme's
+    /// own port), with `/v1` appended.
+    pub fn base_url_from_env(self, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        let set = |name: &str| {
+            env(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        if let Some(url) = set(self.base_url_env()) {
+            return Some(url);
+        }
+        if self != Vendor::Ollama {
+            return None;
+        }
+        let host = set("OLLAMA_HOST")?;
+        let (scheme, rest, default_port) = match host.split_once("://") {
+            Some((scheme, rest)) => (scheme.to_owned(), rest.to_owned(), ""),
+            None => ("http".to_owned(), host, ":11434"),
+        };
+        let rest = rest.trim_end_matches('/');
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let has_port = authority
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+            && !authority.ends_with(']');
+        let port = if has_port { "" } else { default_port };
+        let path = if path.is_empty() {
+            String::new()
+        } else {
+            format!("/{path}")
+        };
+        Some(format!("{scheme}://{authority}{port}{path}/v1"))
+    }
+
     /// The base URL used when none is configured (`None`: one is required).
     pub fn default_base_url(self) -> Option<&'static str> {
         match self {
@@ -239,10 +276,56 @@ mod tests {
         }
         assert_eq!(Vendor::from_id("mock"), None);
         assert_eq!(Vendor::from_id("llama-cpp"), Some(Vendor::LlamaCpp));
+        assert_eq!(Vendor::from_id("lm-studio"), Some(Vendor::LmStudio));
         let plugins: Vec<&str> = Vendor::ALL[..4].iter().map(|v| v.plugin()).collect();
         assert_eq!(plugins, smith_plugins::builtin::VENDORS);
         let slots = builtin_slots();
         assert_eq!(slots.len(), 4);
         assert_eq!(slots[2].env, ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+    }
+
+    #[test]
+    fn ollama_host_gives_ollama_its_address_when_no_base_url_is_set() {
+        let with = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let ollama = |vars: &'static [(&'static str, &'static str)]| {
+            Vendor::Ollama.base_url_from_env(&with(vars))
+        };
+        assert_eq!(ollama(&[]), None);
+        assert_eq!(
+            ollama(&[("OLLAMA_HOST", "gpu-box")]).as_deref(),
+            Some("http://gpu-box:11434/v1")
+        );
+        assert_eq!(
+            ollama(&[("OLLAMA_HOST", "0.0.0.0:11500")]).as_deref(),
+            Some("http://0.0.0.0:11500/v1")
+        );
+        assert_eq!(
+            ollama(&[("OLLAMA_HOST", "https://ollama.example.com/")]).as_deref(),
+            Some("https://ollama.example.com/v1")
+        );
+        assert_eq!(
+            ollama(&[("OLLAMA_HOST", "http://[::1]:8081")]).as_deref(),
+            Some("http://[::1]:8081/v1")
+        );
+        // OLLAMA_BASE_URL wins, and is taken as it is.
+        assert_eq!(
+            ollama(&[
+                ("OLLAMA_HOST", "gpu-box"),
+                ("OLLAMA_BASE_URL", "http://10.0.0.2:9000/v1")
+            ])
+            .as_deref(),
+            Some("http://10.0.0.2:9000/v1")
+        );
+        // Only Ollama reads OLLAMA_HOST; an empty variable counts as unset.
+        let vars: &'static [(&'static str, &'static str)] =
+            &[("OLLAMA_HOST", "gpu-box"), ("VLLM_BASE_URL", " ")];
+        assert_eq!(Vendor::Vllm.base_url_from_env(&with(vars)), None);
+        assert_eq!(Vendor::LlamaCpp.base_url_from_env(&with(vars)), None);
     }
 }
