@@ -345,7 +345,7 @@ options! {
         kind: Kind::Enum(&["off", "background"]),
         default: Some(Lit::Str("off")),
         unset: "",
-        help: "Whether `smith eval`, `smith rpc` and `smith tui` ask the providers with credentials (and the OpenAI-compatible server with a base URL) for their model lists at startup. `background` refreshes on its own thread, which startup never waits for, and writes the catalog cache that later runs read offline; `off` asks nothing. `smith models --refresh` refreshes on demand either way.",
+        help: "Whether `smith eval`, `smith rpc` and `smith tui` ask the providers with credentials (and the OpenAI-compatible server and the local servers whose base URL is set) for their model lists at startup. `background` refreshes on its own thread, which startup never waits for, and writes the catalog cache that later runs read offline; `off` asks nothing. `smith models --refresh` refreshes on demand either way.",
     };
     /// Which OpenAI API the `openai` provider speaks.
     OPENAI_API = OptionDecl {
