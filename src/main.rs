@@ -143,7 +143,7 @@ enum Command {
     Tui(cmd::tui::Args),
     /// List the model catalog: `models [--provider P] [--json] [--sources] [--resolve NAME]`.
     Models(cmd::models::Args),
-    /// Manage credentials: `auth set PROVIDER` (value from stdin or a hidden prompt), `status`, `check PROVIDER`, `logout PROVIDER`.
+    /// Manage credentials: `auth set PROVIDER` (value from stdin or a hidden prompt), `status`, `check PROVIDER [--live]`, `logout PROVIDER`.
     Auth(cmd::auth::Args),
     /// Manage the secrets smith redacts: `secret add NAME [--allow TOOL]` (value from stdin or a hidden prompt), `list`, `remove NAME`.
     Secret(cmd::secret::Args),

@@ -34,9 +34,9 @@ pub(crate) fn bench_plan(config: &Config, quick: bool) -> smith_perf::Plan {
 /// listed once.
 #[cfg(test)]
 pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
-    ("provider", "host/src/provider.rs", "choose_provider"),
+    ("provider", "host/src/provider.rs", "choose"),
     ("approval", "host/src/settings.rs", "approval_mode"),
-    ("model", "host/src/provider.rs", "choose_provider"),
+    ("model", "host/src/provider.rs", "choose"),
     ("color", "frontends/interface/src/config.rs", "load_options"),
     ("log.level", "host/src/settings.rs", "log_settings"),
     ("log.file", "host/src/settings.rs", "log_settings"),
@@ -77,6 +77,7 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
         "host/src/catalog.rs",
         "background_refresh",
     ),
+    ("openai.api", "host/src/provider.rs", "choose"),
     (
         "plugins.abort-deadline-ms",
         "host/src/settings.rs",

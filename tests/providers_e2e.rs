@@ -88,7 +88,7 @@ group "main" "openai-compatible/busy-model" "openai-compatible/test-model"
     dir
 }
 
-const VENDOR_VARS: [&str; 10] = [
+const VENDOR_VARS: [&str; 15] = [
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "GEMINI_API_KEY",
@@ -99,6 +99,11 @@ const VENDOR_VARS: [&str; 10] = [
     "GEMINI_BASE_URL",
     "OPENAI_COMPATIBLE_BASE_URL",
     "SMITH_MODEL",
+    "SMITH_OPENAI_API",
+    "OLLAMA_BASE_URL",
+    "LLAMA_CPP_BASE_URL",
+    "LMSTUDIO_BASE_URL",
+    "VLLM_BASE_URL",
 ];
 
 fn smith(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -917,6 +922,96 @@ fn an_openai_responses_stream_with_reasoning_and_a_tool_call() {
     let arguments: Value = serde_json::from_str(&calls[0].2).unwrap();
     assert_eq!(call["arguments"], arguments);
     assert_eq!(messages[0]["stop"], "tool_use");
+}
+
+/// `openai.api = "chat"`, from `SMITH_OPENAI_API` or from `config.kdl`:
+/// an `openai` request goes to Chat Completions with the Chat body and
+/// OpenAI's key, and the recorded Chat stream becomes the answer.
+#[test]
+fn the_openai_chat_completions_api_can_be_chosen() {
+    let key = "sk-openai-chat-e2e-7c8d9e0f";
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    for how in ["env", "config.kdl"] {
+        let home = home();
+        let body = fixture(&format!("{CHAT_TEXT}.bin"));
+        let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+        let base = server.url("/v1");
+        let mut env = vec![("OPENAI_API_KEY", key), ("OPENAI_BASE_URL", base.as_str())];
+        if how == "env" {
+            env.push(("SMITH_OPENAI_API", "chat"));
+        } else {
+            std::fs::write(
+                home.path().join("config.kdl"),
+                "openai {\n    api \"chat\"\n}\n",
+            )
+            .unwrap();
+        }
+        let out = run(
+            home.path(),
+            &[
+                "eval",
+                "--provider",
+                "openai",
+                "--no-session",
+                "--json",
+                "weather?",
+            ],
+            &env,
+        );
+        assert!(out.status.success(), "{how}: {}", describe(&out));
+        let seen = server.seen();
+        assert_eq!(seen.len(), 1, "{how}: {}", describe(&out));
+        assert_eq!(seen[0].path, "/v1/chat/completions", "{how}");
+        let sent = &seen[0].body;
+        assert_eq!(sent["model"], "gpt-5.1", "{how}");
+        assert_eq!(sent["stream"], true);
+        assert_eq!(sent["stream_options"]["include_usage"], true);
+        assert_eq!(
+            sent["messages"].as_array().unwrap().last().unwrap()["content"],
+            "weather?"
+        );
+        assert!(sent.get("input").is_none(), "no Responses body: {sent}");
+        assert_eq!(
+            seen[0].header("authorization"),
+            Some(format!("Bearer {key}").as_str())
+        );
+        let events = events(&out);
+        let result = events.last().unwrap();
+        assert_eq!(result["type"], "result");
+        assert_eq!(result["text"], text.as_str(), "{how}");
+        assert_eq!(result["usage"]["input"], 79);
+        assert_eq!(result["usage"]["output"], 14);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("; openai through Chat Completions (openai.api = chat, from "),
+            "{how}: {stderr}"
+        );
+        assert!(!describe(&out).contains(key));
+    }
+    // An unknown API is refused when the configuration loads, naming it,
+    // and nothing is sent.
+    let home = home();
+    let server = Server::start(Box::new(|_, _| {
+        Reply::Status(500, "text/plain", b"must not be asked".to_vec())
+    }));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &["eval", "--provider", "openai", "--no-session", "hi"],
+        &[
+            ("OPENAI_API_KEY", key),
+            ("OPENAI_BASE_URL", &base),
+            ("SMITH_OPENAI_API", "completions"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SMITH_OPENAI_API") && stderr.contains("completions"),
+        "{}",
+        describe(&out)
+    );
+    assert!(server.seen().is_empty(), "nothing is sent");
 }
 
 #[test]

@@ -171,6 +171,12 @@ pub static SECTIONS: &[SectionDecl] = &[
         policy_reason: "a mistyped refresh setting would silently keep the catalog from refreshing, or refresh it against the user's wish",
     },
     SectionDecl {
+        path: "openai",
+        policy: UnknownPolicy::Reject,
+        help: "The `openai` provider.",
+        policy_reason: "a mistyped API choice would silently send requests in the other dialect",
+    },
+    SectionDecl {
         path: "plugins",
         policy: UnknownPolicy::Reject,
         help: "The plugin host.",
@@ -339,7 +345,17 @@ options! {
         kind: Kind::Enum(&["off", "background"]),
         default: Some(Lit::Str("off")),
         unset: "",
-        help: "Whether `smith eval`, `smith rpc` and `smith tui` ask the providers with credentials (and the OpenAI-compatible server with a base URL) for their model lists at startup. `background` refreshes on its own thread, which startup never waits for, and writes the catalog cache that later runs read offline; `off` asks nothing. `smith models --refresh` refreshes on demand either way.",
+        help: "Whether `smith eval`, `smith rpc` and `smith tui` ask the providers with credentials (and the OpenAI-compatible server and the local servers whose base URL is set) for their model lists at startup. `background` refreshes on its own thread, which startup never waits for, and writes the catalog cache that later runs read offline; `off` asks nothing. `smith models --refresh` refreshes on demand either way.",
+    };
+    /// Which OpenAI API the `openai` provider speaks.
+    OPENAI_API = OptionDecl {
+        key: "openai.api",
+        flag: "--openai-api",
+        env: "SMITH_OPENAI_API",
+        kind: Kind::Enum(&["responses", "chat"]),
+        default: Some(Lit::Str("responses")),
+        unset: "",
+        help: "Which OpenAI API the `openai` provider sends requests to: `responses` (`POST /v1/responses`) or `chat` (Chat Completions, `POST /v1/chat/completions`, for gateways and proxies at OPENAI_BASE_URL that speak only that dialect). The other providers are not affected.",
     };
     /// Plugin abort deadline.
     PLUGINS_ABORT_DEADLINE_MS = OptionDecl {

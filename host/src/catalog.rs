@@ -68,8 +68,8 @@ fn base_urls_from_env() -> BTreeMap<String, String> {
     Vendor::ALL
         .into_iter()
         .filter_map(|v| {
-            let url = std::env::var(v.base_url_env()).ok()?;
-            (!url.is_empty()).then(|| (v.id().to_owned(), url))
+            let url = v.base_url_from_env(&|name| std::env::var(name).ok())?;
+            Some((v.id().to_owned(), url))
         })
         .collect()
 }
@@ -83,7 +83,9 @@ struct RefreshSetup {
     cache_dir: std::path::PathBuf,
 }
 
-fn refresh_setup(vendors: &[Vendor]) -> Result<RefreshSetup, Diagnostic> {
+/// `named` is the provider `--provider` named, if any: a local server named
+/// there is asked at its preset address when no variable gives another.
+fn refresh_setup(vendors: &[Vendor], named: Option<Vendor>) -> Result<RefreshSetup, Diagnostic> {
     let paths = Paths::from_process().map_err(|e| e.into_diagnostic())?;
     let resolver = Arc::new(
         smith_auth::Resolver::new(smith_provider_host::builtin_slots())
@@ -106,7 +108,15 @@ fn refresh_setup(vendors: &[Vendor]) -> Result<RefreshSetup, Diagnostic> {
         )
     })?;
     let disabled = crate::plugins::disabled(&paths);
-    let plans = smith_provider_host::refresh::plan(vendors, &base_urls_from_env(), &resolver)
+    let mut base_urls = base_urls_from_env();
+    if let Some(v) = named.filter(|v| v.is_local())
+        && let Some(url) = v.default_base_url()
+    {
+        base_urls
+            .entry(v.id().to_owned())
+            .or_insert_with(|| url.to_owned());
+    }
+    let plans = smith_provider_host::refresh::plan(vendors, &base_urls, &resolver)
         .into_iter()
         .map(|plan| match plan {
             Plan::Ask(t) if disabled.iter().any(|d| d == t.vendor.plugin()) => Plan::Skip(
@@ -226,7 +236,8 @@ pub fn refresh_now(
             .with_surface(smith_diag::Surface::flag("--provider"))
         })?],
     };
-    Ok(run_refresh(catalog, refresh_setup(&vendors)?))
+    let named = provider.and(vendors.first().copied());
+    Ok(run_refresh(catalog, refresh_setup(&vendors, named)?))
 }
 
 /// Whether `catalog.refresh` asks for a background refresh.
@@ -259,7 +270,7 @@ pub fn start_background_refresh() {
                         return;
                     }
                 };
-                let setup = match refresh_setup(&Vendor::ALL) {
+                let setup = match refresh_setup(&Vendor::ALL, None) {
                     Ok(s) => s,
                     Err(d) => {
                         smith_diag::log::report(&d.with_severity(smith_diag::Severity::Warning));

@@ -58,7 +58,7 @@ pub mod secrets;
 pub mod session;
 pub mod settings;
 
-pub use provider::{Chosen, choose_provider};
+pub use provider::{Chosen, LiveChoice, choose_live, choose_provider};
 pub use runtime::{
     Extensions, Live, LiveProviders, Runtime, RuntimeOptions, StartError, SurfaceFn,
 };

@@ -13,6 +13,8 @@ use smith_diag::{Diagnostic, Surface};
 
 use super::config::{report, style};
 
+mod live;
+
 /// Manage credentials.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,13 +38,22 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
-    /// Resolve PROVIDER's credential as a request would, renewing it if needed; no model request is made.
+    /// Resolve PROVIDER's credential as a request would, renewing it if needed; no model request is made unless --live is given.
     Check {
         /// The provider.
         provider: String,
         /// The credential slot (default: the provider's API key slot).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "live")]
         slot: Option<String>,
+        /// Also send one small streaming request, offering one tool, through the provider as a run would: reports the latency, the model that answered, and whether streaming and tool use worked; exits 1 when the request fails.
+        #[arg(long)]
+        live: bool,
+        /// With --live: the model to ask (default: the provider's default model, or a local server's only model).
+        #[arg(long, value_name = "M", requires = "live")]
+        model: Option<String>,
+        /// With --live: the provider's API base URL (default: the provider's, or its base URL variable).
+        #[arg(long, value_name = "URL", requires = "live")]
+        base_url: Option<String>,
     },
     /// Remove PROVIDER's stored credentials (one slot with --slot).
     Logout {
@@ -75,6 +86,26 @@ fn default_slot(provider: &str, slots: &[Slot]) -> String {
 /// reported as diagnostics with exit code 1.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let style = style(None);
+    if let Sub::Check {
+        provider,
+        live: true,
+        model,
+        base_url,
+        ..
+    } = &args.command
+    {
+        return match live::check(provider, model.as_deref(), base_url.as_deref()) {
+            Ok(report) => {
+                println!("{report}");
+                Ok(0)
+            }
+            Err(live::Failed::Setup(e)) => Err(e),
+            Err(live::Failed::Request(d)) => {
+                report(&d, false, style);
+                Ok(1)
+            }
+        };
+    }
     let json = matches!(args.command, Sub::Status { json: true });
     match run_inner(args.command) {
         Ok(code) => Ok(code),
@@ -129,7 +160,17 @@ fn run_inner(command: Sub) -> Result<u8, Diagnostic> {
             }
             Ok(0)
         }
-        Sub::Check { provider, slot } => {
+        Sub::Check { provider, slot, .. } => {
+            if let Some(vendor) = smith_provider_host::Vendor::from_id(&provider)
+                .filter(|v| v.is_local() && slot.is_none())
+            {
+                println!(
+                    "ok: {} is a local server and takes no credential; `smith auth check {} --live` sends it one request",
+                    vendor.id(),
+                    vendor.id()
+                );
+                return Ok(0);
+            }
             let slot = slot.unwrap_or_else(|| default_slot(&provider, &slots));
             let resolver = Resolver::new(slots).store(store);
             let r = resolver.resolve(&provider, &slot)?;

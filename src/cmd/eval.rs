@@ -227,13 +227,13 @@ pub fn turn_count(given: &str) -> Result<u32, String> {
 /// (`smith "prompt"`, `eval`, `tui`, `rpc`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProviderChoice {
-    /// The provider: anthropic, openai, google, openai-compatible or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
+    /// The provider: anthropic, openai, google, openai-compatible, a local server (ollama, llama.cpp, lmstudio, vllm) or mock (default: SMITH_PROVIDER, else the first of anthropic, openai, google with a credential, else mock, the offline demo).
     #[arg(long, value_name = "P")]
     pub provider: Option<String>,
     /// The model: an id of the provider, provider/model, or an alias or group from models.kdl (default: the provider's default model, or the session's).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1).
+    /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1; replaces a local server's preset address).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 }

@@ -21,7 +21,7 @@ use super::config::{report, style};
 /// `smith models`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this provider's models (e.g. anthropic, openai, google).
+    /// Only this provider's models (e.g. anthropic, openai, google, ollama).
     #[arg(long, value_name = "P")]
     provider: Option<String>,
     /// Print JSON: each model with the source of every field, and conflicts.
@@ -46,8 +46,16 @@ use smith_host::catalog::{Refreshed, load, refresh_now, source_label, utc};
 ///
 /// Only when standard output cannot be written; catalog problems are
 /// reported as diagnostics with exit code 1.
-pub fn run(args: Args) -> anyhow::Result<u8> {
+pub fn run(mut args: Args) -> anyhow::Result<u8> {
     let style = style(None);
+    // Another spelling of a built-in provider (`llama-cpp`) means its id.
+    if let Some(vendor) = args
+        .provider
+        .as_deref()
+        .and_then(smith_provider_host::Vendor::from_id)
+    {
+        args.provider = Some(vendor.id().to_owned());
+    }
     let (catalog, routes) = match load() {
         Ok(c) => c,
         Err(d) => {
@@ -206,7 +214,13 @@ fn unknown_provider(p: &str, snap: &Snapshot) -> Diagnostic {
         "catalog.unknown-provider",
         format!("the catalog lists no models of provider `{p}`"),
         format!("the providers listed are: {}", known.join(", ")),
-        "pick one of those, or add the provider's models to your models.kdl",
+        match smith_provider_host::Vendor::from_id(p).filter(|v| v.is_compatible()) {
+            Some(v) => format!(
+                "ask the server which models it serves with `smith models --refresh --provider {}`, or describe them in your models.kdl",
+                v.id()
+            ),
+            None => "pick one of those, or add the provider's models to your models.kdl".to_owned(),
+        },
     )
     .with_value(p)
     .with_surface(smith_diag::Surface::flag("--provider"))

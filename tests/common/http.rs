@@ -51,6 +51,9 @@ pub enum Reply {
     /// 200, the first `bytes` of the stream, a signal, then the connection
     /// stays open without more data until the client goes away.
     Stall(Vec<u8>, usize, mpsc::Sender<()>),
+    /// 200 with an event stream sent one event (up to its blank line) per
+    /// chunk, with `gap` between chunks, as a model streaming its answer.
+    Paced(Vec<u8>, Duration),
 }
 
 pub type Handler = dyn Fn(usize, &Seen) -> Reply + Send + Sync;
@@ -175,6 +178,20 @@ fn respond(mut stream: TcpStream, reply: Reply) -> std::io::Result<()> {
             stream.write_all(head(status, content_type).as_bytes())?;
             if !body.is_empty() {
                 chunk(&mut stream, &body)?;
+            }
+            stream.write_all(b"0\r\n\r\n")?;
+        }
+        Reply::Paced(body, gap) => {
+            stream.write_all(head(200, "text/event-stream").as_bytes())?;
+            let mut rest = &body[..];
+            while !rest.is_empty() {
+                let end = rest
+                    .windows(2)
+                    .position(|w| w == b"\n\n")
+                    .map_or(rest.len(), |i| i + 2);
+                chunk(&mut stream, &rest[..end])?;
+                rest = &rest[end..];
+                std::thread::sleep(gap);
             }
             stream.write_all(b"0\r\n\r\n")?;
         }

@@ -62,6 +62,11 @@ pub struct Setup {
     pub policy: Policy,
     /// The thinking level to ask for, if any (degraded by the gate).
     pub thinking: Option<smith_catalog::ThinkingLevel>,
+    /// Plugin settings by provider id beyond those the catalog gives each
+    /// target, e.g. `api` = `chat` for `openai` (the `openai.api` option).
+    /// Applied after the target's own; the plugin refuses any it does not
+    /// take.
+    pub plugin_settings: BTreeMap<String, Vec<(String, String)>>,
 }
 
 impl std::fmt::Debug for Setup {
@@ -69,6 +74,7 @@ impl std::fmt::Debug for Setup {
         f.debug_struct("Setup")
             .field("base_urls", &self.base_urls)
             .field("policy", &self.policy)
+            .field("plugin_settings", &self.plugin_settings)
             .finish_non_exhaustive()
     }
 }
@@ -188,7 +194,10 @@ impl LiveProvider {
                         "provider.model-required",
                         format!("no model was given for provider `{}`", v.id()),
                         "an OpenAI-compatible server serves whatever models it hosts, so smith has no default model for it",
-                        "name the model with --model, e.g. --model qwen2.5-coder:32b (and describe it in models.kdl, with `tools #true` if it calls tools)",
+                        format!(
+                            "name the model with --model, e.g. --model qwen2.5-coder:32b (`smith models --refresh --provider {}` lists what the server serves)",
+                            v.id()
+                        ),
                     ));
                 }
             },
@@ -251,6 +260,12 @@ impl LiveProvider {
     /// The resolved targets, in failover order, as `provider/model[@bucket]`.
     pub fn targets(&self) -> Vec<String> {
         self.targets.iter().map(|t| t.target.reference()).collect()
+    }
+
+    /// The target the next request goes to, and after a response that
+    /// succeeded, the target that answered it (`provider/model[@bucket]`).
+    pub fn current_target(&self) -> Option<String> {
+        self.targets.get(self.current).map(|t| t.target.reference())
     }
 
     /// What is assumed rather than known about the targets, one sentence
@@ -394,14 +409,21 @@ impl LiveProvider {
         // catalog, tool use is assumed (and said so) rather than refused, so
         // a local model works without configuration. A stated `tools
         // #false` still decides.
-        let assumed_tools = vendor == Vendor::OpenAiCompatible
+        let assumed_tools = vendor.is_compatible()
             && smith_catalog::gate::effective(&model, family.as_ref())
                 .tools
                 .is_none();
         if assumed_tools {
             model.tools = Some(true);
         }
-        let base_url = self.setup.base_urls.get(vendor.id()).cloned();
+        // A local server's preset address goes to the OpenAI-compatible
+        // plugin, which has no default of its own.
+        let base_url = self.setup.base_urls.get(vendor.id()).cloned().or_else(|| {
+            vendor
+                .is_local()
+                .then(|| vendor.default_base_url().map(str::to_owned))
+                .flatten()
+        });
         if base_url.is_none() && vendor.default_base_url().is_none() {
             return Err(Diagnostic::error(
                 "provider.base-url-required",
@@ -420,16 +442,17 @@ impl LiveProvider {
                 .routes
                 .get_bucket(bucket)
                 .map(|b| format!("{}.{}", b.provider, b.slot)),
-            None if vendor == Vendor::OpenAiCompatible => {
-                let handle = vendor.credential_slot();
+            // The OpenAI-compatible server's key is optional: sent when
+            // one is stored. The local servers take none.
+            None if vendor.is_compatible() => vendor.credential_slot().and_then(|handle| {
                 let (p, s) = handle.split_once('.').unwrap_or((handle, "api_key"));
                 self.setup
                     .resolver
                     .resolve(p, s)
                     .ok()
                     .map(|_| handle.to_owned())
-            }
-            None => Some(vendor.credential_slot().to_owned()),
+            }),
+            None => vendor.credential_slot().map(str::to_owned),
         };
         Ok(Prepared {
             assumed_tools,
@@ -540,7 +563,11 @@ impl LiveProvider {
         let mut target_request = request.clone();
         target_request.model.clone_from(&t.target.model);
         let index = self.current;
-        let plugin = self.plugin_for(index, config.settings())?;
+        let mut settings = config.settings();
+        if let Some(extra) = self.setup.plugin_settings.get(t.vendor.id()) {
+            settings.extend(extra.iter().cloned());
+        }
+        let plugin = self.plugin_for(index, settings)?;
         let exchange = plugin.encode(&target_request)?;
         self.decoding = Some(index);
         Ok(exchange)
@@ -794,6 +821,17 @@ impl Provider for LiveProvider {
                 Some(Duration::ZERO)
             }
             Decision::GiveUp => {
+                if error.kind == ProviderErrorKind::Transport
+                    && let Some(t) = self.targets.get(self.current)
+                    && let Some(start) = t.vendor.start_hint()
+                {
+                    let url = t.base_url.as_deref().unwrap_or_default();
+                    error.message.push_str(&format!(
+                        " (the {} server at {url} is not answering: {start}; or point smith at the address it listens on with --base-url URL or {})",
+                        t.vendor.id(),
+                        t.vendor.base_url_env()
+                    ));
+                }
                 if self.attempts.len() > 1 {
                     error.message.push_str(&format!(
                         " (after {} attempts: {})",
@@ -845,6 +883,7 @@ mod tests {
             base_urls,
             policy: Policy::default(),
             thinking: None,
+            plugin_settings: BTreeMap::new(),
         }
     }
 
@@ -1063,6 +1102,114 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.targets(), ["openai/gpt-5.1"]);
+    }
+
+    fn http(exchange: &Exchange) -> &smith_engine::provider::HttpExchange {
+        let Exchange::Http(http) = exchange else {
+            panic!("expected an HTTP exchange");
+        };
+        http
+    }
+
+    #[test]
+    fn a_local_preset_asks_its_default_address_without_a_key() {
+        let mut s = setup(&[("OPENAI_API_KEY", "sk-openai-unit-0002")], Routes::new());
+        s.base_urls.clear();
+        let mut p = LiveProvider::pinned(s, Vendor::Ollama, Some("qwen2.5-coder")).unwrap();
+        assert_eq!(p.targets(), ["ollama/qwen2.5-coder"]);
+        assert_eq!(p.credential_origin(), None);
+        assert_eq!(p.assumptions().len(), 1, "tool use is assumed, and said");
+        let exchange = p.encode(&request("qwen2.5-coder")).unwrap();
+        let sent = http(&exchange);
+        assert_eq!(sent.url, "http://127.0.0.1:11434/v1/chat/completions");
+        assert!(
+            sent.headers
+                .iter()
+                .all(|(k, _)| !k.eq_ignore_ascii_case("authorization")),
+            "{:?}",
+            sent.headers
+        );
+        // A server that does not answer: after the retries, the error
+        // names its address, how to start it and how to point elsewhere.
+        let mut last = error(ProviderErrorKind::Transport);
+        for _ in 0..3 {
+            assert!(
+                p.recover(&mut error(ProviderErrorKind::Transport))
+                    .is_some()
+            );
+            p.encode(&request("qwen2.5-coder")).unwrap();
+        }
+        assert_eq!(p.recover(&mut last), None);
+        assert!(
+            last.message.contains(
+                "the ollama server at http://127.0.0.1:11434/v1 is not answering: start it with `ollama serve`"
+            ) && last.message.contains("--base-url URL or OLLAMA_BASE_URL"),
+            "{}",
+            last.message
+        );
+        // Each preset's address, and --base-url (or its variable) over it.
+        for (vendor, url) in [
+            (Vendor::LlamaCpp, "http://127.0.0.1:8080/v1"),
+            (Vendor::LmStudio, "http://127.0.0.1:1234/v1"),
+            (Vendor::Vllm, "http://127.0.0.1:8000/v1"),
+        ] {
+            let mut s = setup(&[], Routes::new());
+            s.base_urls.clear();
+            let mut p = LiveProvider::pinned(s, vendor, Some("m")).unwrap();
+            let exchange = p.encode(&request("m")).unwrap();
+            assert_eq!(http(&exchange).url, format!("{url}/chat/completions"));
+            let mut s = setup(&[], Routes::new());
+            s.base_urls
+                .insert(vendor.id().to_owned(), "http://10.0.0.7:9999/v1".to_owned());
+            let mut p = LiveProvider::pinned(s, vendor, Some("m")).unwrap();
+            let exchange = p.encode(&request("m")).unwrap();
+            assert_eq!(
+                http(&exchange).url,
+                "http://10.0.0.7:9999/v1/chat/completions"
+            );
+        }
+        // Without a model there is none to default to.
+        let e = LiveProvider::pinned(setup(&[], Routes::new()), Vendor::Ollama, None).unwrap_err();
+        assert_eq!(e.code(), "provider.model-required");
+        assert!(e.next().contains("--provider ollama"), "{}", e.next());
+    }
+
+    #[test]
+    fn the_openai_api_setting_chooses_chat_completions() {
+        let env = [("OPENAI_API_KEY", "sk-openai-unit-0003")];
+        let mut p = LiveProvider::pinned(setup(&env, Routes::new()), Vendor::OpenAi, None).unwrap();
+        let exchange = p.encode(&request(p.model_name())).unwrap();
+        assert!(
+            http(&exchange).url.ends_with("/v1/responses"),
+            "the default"
+        );
+        let mut s = setup(&env, Routes::new());
+        s.plugin_settings.insert(
+            "openai".to_owned(),
+            vec![("api".to_owned(), "chat".to_owned())],
+        );
+        let mut p = LiveProvider::pinned(s, Vendor::OpenAi, None).unwrap();
+        let exchange = p.encode(&request(p.model_name())).unwrap();
+        let sent = http(&exchange);
+        assert_eq!(sent.url, "https://api.openai.com/v1/chat/completions");
+        let body: serde_json::Value = serde_json::from_slice(&sent.body).unwrap();
+        assert_eq!(body["messages"][0]["content"], "hi");
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert!(
+            sent.headers
+                .iter()
+                .any(|(k, v)| k == "authorization" && v == "Bearer {{credential:openai.api_key}}")
+        );
+        // A value the plugin does not take fails before dispatch, naming it.
+        let mut s = setup(&env, Routes::new());
+        s.plugin_settings.insert(
+            "openai".to_owned(),
+            vec![("api".to_owned(), "completions".to_owned())],
+        );
+        let mut p = LiveProvider::pinned(s, Vendor::OpenAi, None).unwrap();
+        let e = p.encode(&request(p.model_name())).unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::InvalidRequest);
+        assert!(e.message.contains("\"completions\""), "{}", e.message);
     }
 
     #[test]

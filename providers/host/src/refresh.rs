@@ -46,6 +46,20 @@ pub struct RefreshTarget {
     pub settings: Vec<(String, String)>,
 }
 
+impl RefreshTarget {
+    /// `vendor` asked at `base_url` without a credential: a local server.
+    pub fn at(vendor: Vendor, base_url: &str) -> RefreshTarget {
+        RefreshTarget {
+            vendor,
+            settings: Config {
+                base_url: Some(base_url.to_owned()),
+                ..Config::default()
+            }
+            .settings(),
+        }
+    }
+}
+
 /// Whether each provider can be asked: a target, or why it is skipped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Plan {
@@ -66,7 +80,24 @@ pub fn plan(
         .iter()
         .map(|&vendor| {
             let base_url = base_urls.get(vendor.id()).cloned();
-            let handle = vendor.credential_slot();
+            if vendor.is_local() {
+                // A local server is asked only when the user pointed at it:
+                // most machines run none of them.
+                return match base_url {
+                    Some(url) => Plan::Ask(RefreshTarget::at(vendor, &url)),
+                    None => Plan::Skip(
+                        vendor,
+                        format!(
+                            "a local server, asked only when named (`smith models --refresh --provider {}`) or when {} is set",
+                            vendor.id(),
+                            vendor.base_url_env()
+                        ),
+                    ),
+                };
+            }
+            let Some(handle) = vendor.credential_slot() else {
+                return Plan::Skip(vendor, "it takes no credential and has no base URL".to_owned());
+            };
             let (provider, slot) = handle.split_once('.').unwrap_or((handle, "api_key"));
             let resolved = resolver.resolve(provider, slot).is_ok();
             if vendor == Vendor::OpenAiCompatible {
@@ -326,6 +357,21 @@ mod tests {
         urls.insert(
             "openai-compatible".to_owned(),
             "http://127.0.0.1:9/v1".to_owned(),
+        );
+        assert!(
+            matches!(&plans[4], Plan::Skip(Vendor::Ollama, why) if why.contains("--provider ollama") && why.contains("OLLAMA_BASE_URL")),
+            "a local server is not asked unless named: {plans:?}"
+        );
+        urls.insert("ollama".to_owned(), "http://127.0.0.1:11434/v1".to_owned());
+        assert_eq!(
+            plan(&[Vendor::Ollama], &urls, &resolver),
+            [Plan::Ask(RefreshTarget {
+                vendor: Vendor::Ollama,
+                settings: vec![(
+                    "base-url".to_owned(),
+                    "http://127.0.0.1:11434/v1".to_owned()
+                )],
+            })]
         );
         let plans = plan(&[Vendor::OpenAiCompatible], &urls, &resolver);
         assert_eq!(

@@ -8,7 +8,9 @@
 //! 3. the first of Anthropic, OpenAI and Google whose credential resolves
 //!    (its environment variable, or smith's auth store);
 //! 4. the OpenAI-compatible provider when `OPENAI_COMPATIBLE_BASE_URL` is
-//!    set;
+//!    set, else the first local server whose base URL variable is set
+//!    (`OLLAMA_BASE_URL`, `LLAMA_CPP_BASE_URL`, `LMSTUDIO_BASE_URL`,
+//!    `VLLM_BASE_URL`);
 //! 5. the offline scripted provider (`mock`).
 
 use smith_auth::Resolver;
@@ -66,8 +68,8 @@ pub fn select(
         return Ok((named(name, source)?, format!("chosen by {source}")));
     }
     for vendor in [Vendor::Anthropic, Vendor::OpenAi, Vendor::Google] {
-        let handle = vendor.credential_slot();
-        let Some((provider, slot)) = handle.split_once('.') else {
+        let Some((provider, slot)) = vendor.credential_slot().and_then(|h| h.split_once('.'))
+        else {
             continue;
         };
         if let Ok(resolved) = resolver.resolve(provider, slot) {
@@ -77,12 +79,11 @@ pub fn select(
             ));
         }
     }
-    let compatible = Vendor::OpenAiCompatible.base_url_env();
-    if env(compatible).is_some_and(|v| !v.is_empty()) {
-        return Ok((
-            Selection::Live(Vendor::OpenAiCompatible),
-            format!("{compatible} is set"),
-        ));
+    for vendor in std::iter::once(Vendor::OpenAiCompatible).chain(Vendor::LOCAL) {
+        let var = vendor.base_url_env();
+        if env(var).is_some_and(|v| !v.trim().is_empty()) {
+            return Ok((Selection::Live(vendor), format!("{var} is set")));
+        }
     }
     Ok((
         Selection::Mock,
@@ -145,6 +146,33 @@ mod tests {
         assert_eq!(
             run(None, &all[3..]).unwrap(),
             Selection::Live(Vendor::OpenAiCompatible)
+        );
+        assert_eq!(
+            run(
+                None,
+                &[
+                    ("VLLM_BASE_URL", "http://x"),
+                    ("OLLAMA_BASE_URL", "http://y")
+                ]
+            )
+            .unwrap(),
+            Selection::Live(Vendor::Ollama)
+        );
+        assert_eq!(
+            run(
+                None,
+                &[
+                    ("LLAMA_CPP_BASE_URL", "http://x"),
+                    ("OLLAMA_HOST", "gpu-box")
+                ]
+            )
+            .unwrap(),
+            Selection::Live(Vendor::LlamaCpp),
+            "OLLAMA_HOST alone chooses nothing"
+        );
+        assert_eq!(
+            run(None, &[("OLLAMA_HOST", "gpu-box")]).unwrap(),
+            Selection::Mock
         );
         assert_eq!(run(None, &[]).unwrap(), Selection::Mock);
         // Empty values count as unset.

@@ -609,6 +609,7 @@ fn setup() -> Setup {
         base_urls,
         policy: Policy::default(),
         thinking: None,
+        plugin_settings: BTreeMap::new(),
     }
 }
 

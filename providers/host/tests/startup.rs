@@ -30,6 +30,7 @@ fn setup() -> Setup {
         base_urls: BTreeMap::new(),
         policy: Policy::default(),
         thinking: None,
+        plugin_settings: BTreeMap::new(),
     }
 }
 
