@@ -122,7 +122,8 @@ pub enum StreamEnd {
     /// Cancellation was observed: what arrived so far, open calls dropped.
     Aborted(AssistantTurn),
     /// The request could not be sent, or the exchange failed or was
-    /// malformed or incomplete before any content: nothing arrived.
+    /// malformed or incomplete before any content or usage: nothing
+    /// arrived, so what it used is unknown.
     Failed(ProviderError),
 }
 
@@ -311,7 +312,7 @@ fn exchange_once(
     if cancel.is_cancelled() && !validator.is_terminated() {
         return StreamEnd::Aborted(validator.abort());
     }
-    if !validator.is_terminated() && validator.has_content() {
+    if !validator.is_terminated() && (validator.has_content() || validator.has_usage()) {
         return StreamEnd::Turn(validator.fail(ProviderError::malformed(
             "the response stream ended without a stop or error event, so the response is incomplete; what arrived is kept, marked as failed — retry the request",
         )));
@@ -324,9 +325,10 @@ fn exchange_once(
 
 /// The end of an exchange that failed: what arrived is kept as a turn that
 /// failed (stop reason error) when any content had begun, since the user
-/// may have seen it; otherwise the failure alone, which may be retried.
+/// may have seen it, or when the stream stated usage, which must count;
+/// otherwise the failure alone, which may be retried.
 fn cut_short(validator: Validator, error: ProviderError) -> StreamEnd {
-    if validator.has_content() {
+    if validator.has_content() || validator.has_usage() {
         StreamEnd::Turn(validator.fail(error))
     } else {
         StreamEnd::Failed(error)
