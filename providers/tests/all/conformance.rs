@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use smith_contract::{Validator, stream::stop_name};
-use smith_providers::types::{ContentBlock, Message, Request, StopReason};
+use smith_providers::types::{ContentBlock, Decoder, Message, Request, StopReason};
 use smith_providers::{Capabilities, Config, anthropic, google, openai};
 
 use crate::support::{AnyDecoder, fixtures, root, run};
@@ -410,5 +410,82 @@ fn the_documentation_lists_every_shape() {
             shape.file,
             shape.shape
         );
+    }
+}
+
+/// The signed pieces of a next request: each signature (or returned
+/// reasoning item, or redacted block) with the kind of part it rides on.
+fn signed_pieces(body: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut visit = |part: &Value| {
+        let Some(object) = part.as_object() else {
+            return;
+        };
+        let kind = object
+            .keys()
+            .find(|k| !matches!(k.as_str(), "thoughtSignature" | "thought" | "text"))
+            .map_or("text", String::as_str);
+        if let Some(signature) = object.get("thoughtSignature") {
+            // A Gemini part arrives whole in one event, so a cut never
+            // shortens a signed part: its text is compared too.
+            let thought = object.contains_key("thought");
+            let text = object.get("text").cloned().unwrap_or(Value::Null);
+            out.insert(format!("{kind} thought={thought} text={text}: {signature}"));
+        }
+        match object.get("type").and_then(Value::as_str) {
+            Some("reasoning") => {
+                out.insert(format!("reasoning: {part}"));
+            }
+            Some("thinking") => {
+                out.insert(format!("thinking: {}", object["signature"]));
+            }
+            Some("redacted_thinking") => {
+                out.insert(format!("redacted: {}", object["data"]));
+            }
+            _ => {}
+        }
+    };
+    for list in ["contents", "messages", "input"] {
+        for message in body[list].as_array().into_iter().flatten() {
+            visit(message);
+            for key in ["parts", "content"] {
+                for part in message[key].as_array().into_iter().flatten() {
+                    visit(part);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A stream cut anywhere never sends a signature, reasoning item or
+/// redacted block back on a part it did not come with (another kind of
+/// part, or other text), nor one the whole stream would not send.
+#[test]
+fn cut_streams_send_back_only_signatures_of_their_own_parts() {
+    for shape in SHAPES
+        .iter()
+        .filter(|s| s.file.starts_with("conf-") || s.folder == "google")
+    {
+        let label = format!("{}/{}", shape.folder, shape.file);
+        let bytes =
+            std::fs::read(root().join("fixtures").join(shape.folder).join(shape.file)).unwrap();
+        let whole = run(&mut AnyDecoder::for_folder(shape.folder), &[&bytes]);
+        let expected = signed_pieces(&outcome(shape.folder, &whole)["next_request"]);
+        let mut decoder = AnyDecoder::for_folder(shape.folder);
+        let mut before = Vec::new();
+        for cut in 0..=bytes.len() {
+            if cut > 0 {
+                before.extend(decoder.decode(&bytes[cut - 1..cut]));
+            }
+            let mut events = before.clone();
+            events.extend(decoder.clone().finish());
+            let got = signed_pieces(&outcome(shape.folder, &events)["next_request"]);
+            assert!(
+                got.is_subset(&expected),
+                "{label} cut at {cut}: {:?} not sent by the whole stream",
+                got.difference(&expected).collect::<Vec<_>>()
+            );
+        }
     }
 }
