@@ -184,6 +184,7 @@ fn reasoning_items(content: &[ContentBlock]) -> HashMap<String, Value> {
             for piece in pieces.unwrap_or_default() {
                 if piece.tag.as_ref() == Some(TAG_REASONING)
                     && let Ok(item) = serde_json::from_slice::<Value>(piece.payload)
+                    && !str_at(&item, "id").is_empty()
                 {
                     items.insert(str_at(&item, "id").to_owned(), item);
                 }
@@ -214,9 +215,16 @@ fn assistant_items(content: &[ContentBlock], input: &mut Vec<Value>) {
                             String::from_utf8_lossy(piece.payload).into_owned()
                         }
                         Some(t) if t == TAG_REASONING => {
-                            serde_json::from_slice::<Value>(piece.payload)
-                                .map(|item| str_at(&item, "id").to_owned())
-                                .unwrap_or_default()
+                            match serde_json::from_slice::<Value>(piece.payload) {
+                                // An item without an id goes back where it
+                                // completed.
+                                Ok(item) if str_at(&item, "id").is_empty() => {
+                                    input.push(item);
+                                    continue;
+                                }
+                                Ok(item) => str_at(&item, "id").to_owned(),
+                                Err(_) => continue,
+                            }
                         }
                         _ => continue,
                     };

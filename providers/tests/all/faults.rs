@@ -186,3 +186,35 @@ fn unstated_usage_stays_unknown_on_every_failure() {
         );
     }
 }
+
+/// Reasoning items without an id (servers that omit it) each go back
+/// where they completed; none replaces another.
+#[test]
+fn reasoning_items_without_ids_all_go_back() {
+    let record = |payload: &str| -> Vec<u8> {
+        let mut out = b"ORSN".to_vec();
+        out.extend(0u32.to_be_bytes());
+        out.extend(u32::try_from(payload.len()).unwrap().to_be_bytes());
+        out.extend(payload.as_bytes());
+        out
+    };
+    let mut signature = record(r#"{"type":"reasoning","summary":[],"encrypted_content":"one"}"#);
+    signature.extend(record(
+        r#"{"type":"reasoning","summary":[],"encrypted_content":"two"}"#,
+    ));
+    let assistant = Message::Assistant {
+        content: vec![
+            smith_providers::ContentBlock::Thinking {
+                text: String::new(),
+                signature: Some(smith_providers::OpaqueBytes(signature)),
+            },
+            smith_providers::ContentBlock::Text { text: "ok".into() },
+        ],
+        stop: smith_providers::StopReason::End,
+    };
+    let body = next_body(assistant, responses_body);
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(input[1]["encrypted_content"], "one", "{body}");
+    assert_eq!(input[2]["encrypted_content"], "two", "{body}");
+    assert_eq!(input[3]["type"], "message", "{body}");
+}
