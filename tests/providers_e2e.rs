@@ -471,10 +471,10 @@ fn text_that_arrived_before_a_connection_cut_is_kept() {
     );
 }
 
-/// The connection is cut before any content, on every attempt: usage the
-/// stream stated first (Anthropic's `message_start`) is the result's; a
-/// stream that stated none leaves the result's usage and cost unknown,
-/// never 0.
+/// The connection is cut before any content, on every attempt: usage each
+/// attempt's stream stated first (Anthropic's `message_start`) counts in
+/// the result; a stream that stated none leaves the result's usage and cost
+/// unknown, never 0.
 #[test]
 fn usage_of_a_connection_cut_before_content_is_as_stated_or_unknown() {
     // Stated: cut right after the message_start event.
@@ -495,8 +495,12 @@ fn usage_of_a_connection_cut_before_content_is_as_stated_or_unknown() {
     assert!(!out.status.success(), "{}", describe(&out));
     let result = events(&out).last().cloned().unwrap();
     assert_eq!(result["type"], "result", "{}", describe(&out));
-    assert_eq!(result["usage"]["input"], 11, "{result}");
-    assert_eq!(result["usage"]["output"], 1, "{result}");
+    // Every attempt was cut the same way and retried; each stated (and
+    // spent) its message_start usage.
+    let attempts = server.seen().len() as u64;
+    assert_eq!(attempts, 4, "a broken stream is tried four times");
+    assert_eq!(result["usage"]["input"], 11 * attempts, "{result}");
+    assert_eq!(result["usage"]["output"], attempts, "{result}");
     // Unstated: cut inside the first event.
     let fresh = self::home();
     let body = fixture(&format!("{CHAT_TEXT}.bin"));
