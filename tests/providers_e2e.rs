@@ -476,6 +476,55 @@ fn text_that_arrived_before_a_connection_cut_is_kept() {
     );
 }
 
+/// The connection is cut before any content, on every attempt: usage each
+/// attempt's stream stated first (Anthropic's `message_start`) counts in
+/// the result; a stream that stated none leaves the result's usage and cost
+/// unknown, never 0.
+#[test]
+fn usage_of_a_connection_cut_before_content_is_as_stated_or_unknown() {
+    // Stated: cut right after the message_start event.
+    let home = home();
+    let body = fixture("anthropic/basic_response.txt");
+    let recorded = String::from_utf8_lossy(&body).into_owned();
+    let cut = recorded.find("\n\n").expect("events end with a blank line") + 2;
+    assert!(recorded[..cut].contains("\"input_tokens\":11"));
+    let server = Server::start(Box::new(move |_, _| Reply::Cut(body.clone(), cut)));
+    let out = run(
+        home.path(),
+        &["eval", "--no-session", "--json", "hello"],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-test-cut"),
+            ("ANTHROPIC_BASE_URL", &server.url("")),
+        ],
+    );
+    assert!(!out.status.success(), "{}", describe(&out));
+    let result = events(&out).last().cloned().unwrap();
+    assert_eq!(result["type"], "result", "{}", describe(&out));
+    // Every attempt was cut the same way and retried; each stated (and
+    // spent) its message_start usage.
+    let attempts = server.seen().len() as u64;
+    assert_eq!(attempts, 4, "a broken stream is tried four times");
+    assert_eq!(result["usage"]["input"], 11 * attempts, "{result}");
+    assert_eq!(result["usage"]["output"], attempts, "{result}");
+    // Unstated: cut inside the first event.
+    let fresh = self::home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let server = Server::start(Box::new(move |_, _| Reply::Cut(body.clone(), 10)));
+    let base = server.url("/v1");
+    let out = run(
+        fresh.path(),
+        &compatible_args(&base, "test-model", "weather?"),
+        &[],
+    );
+    assert!(!out.status.success(), "{}", describe(&out));
+    let result = events(&out).last().cloned().unwrap();
+    assert_eq!(result["type"], "result", "{}", describe(&out));
+    for field in ["input", "output", "cache_read", "cache_write"] {
+        assert!(result["usage"][field].is_null(), "{field}: {result}");
+    }
+    assert!(result["cost"].is_null(), "{result}");
+}
+
 #[test]
 fn smith_rpc_prompts_go_to_the_chosen_live_provider() {
     let home = home();

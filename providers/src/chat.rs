@@ -184,10 +184,7 @@ impl ChatDecoder {
     }
 
     fn chunk(&mut self, data: &Value) {
-        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
-            self.out.error(error_object(self.dialect.vendor, error));
-            return;
-        }
+        // Usage first: an error chunk may carry it (OpenRouter).
         if let Some(usage) = data.get("usage").filter(|u| u.is_object()) {
             let prompt = u64_at(usage, "prompt_tokens");
             let cached = usage
@@ -199,6 +196,10 @@ impl ChatDecoder {
                 cache_read: cached,
                 cache_write: None,
             }));
+        }
+        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
+            self.out.error(error_object(self.dialect.vendor, error));
+            return;
         }
         let Some(choices) = data.get("choices").and_then(Value::as_array) else {
             return;

@@ -1,16 +1,23 @@
 //! Google Gemini (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`).
 //!
 //! Encoding: `systemInstruction`, `contents` with `user` / `model` roles,
-//! `functionCall` and `functionResponse` parts, thought signatures returned
-//! on the parts they came with, tools as `functionDeclarations` with
-//! `parametersJsonSchema` (full JSON Schema), `generationConfig` with
-//! `maxOutputTokens` and — only when the model advertises thinking —
-//! `thinkingConfig {includeThoughts, thinkingBudget}`.
+//! `functionCall` and `functionResponse` parts, tools as
+//! `functionDeclarations` with `parametersJsonSchema` (full JSON Schema),
+//! `generationConfig` with `maxOutputTokens` and — only when the model
+//! advertises thinking — `thinkingConfig {includeThoughts, thinkingBudget}`.
+//! Every part of an earlier response goes back as it came: thought
+//! signatures on the parts they arrived with (thought text, text, function
+//! calls), and server-side tool parts (`toolCall`, `toolResponse`,
+//! `executableCode`, `codeExecutionResult`) and signed empty text parts
+//! verbatim, in their places.
 //!
 //! Decoding: each event is a `GenerateContentResponse`; parts with `text`
 //! become text deltas (or thinking deltas when `thought` is true),
-//! `functionCall` parts become complete tool calls, `thoughtSignature`s are
-//! kept in the signature envelope, `usageMetadata` becomes usage, and
+//! `functionCall` parts become complete tool calls, signatures and
+//! server-side tool parts are kept in the signature envelope, as is the
+//! candidate's `groundingMetadata` / `urlContextMetadata` (kept with the
+//! message, never sent: requests have no place for it), `usageMetadata`
+//! becomes usage (`toolUsePromptTokenCount` counts as input), and
 //! `finishReason` decides the stop. Gemini sends no end marker: the body
 //! is complete when it ends after a chunk with a `finishReason`.
 
@@ -39,8 +46,24 @@ pub const CREDENTIAL_ENV: &str = "GEMINI_API_KEY";
 const VENDOR: &str = "Google";
 /// Envelope tag of a signed thought part (payload: the signature).
 pub(crate) const TAG_THOUGHT: &[u8; 4] = b"GTHT";
-/// Envelope tag of a signature carried by the next non-thought part.
+/// Envelope tag of a signature carried by the next part (a function call).
 pub(crate) const TAG_NEXT: &[u8; 4] = b"GNXT";
+/// Envelope tag of a signed text part (payload: `{"thoughtSignature",
+/// "textBytes"}`, the signature of the next text block's first
+/// `textBytes` bytes).
+pub(crate) const TAG_SIGNED_TEXT: &[u8; 4] = b"GSTX";
+/// Envelope tag of a part returned verbatim (payload: the part's JSON, its
+/// signature included): server-side tool parts (`toolCall`,
+/// `toolResponse`, `executableCode`, `codeExecutionResult`), signed empty
+/// text, and any part kind this adapter does not interpret.
+pub(crate) const TAG_PART: &[u8; 4] = b"GPRT";
+/// Envelope tag of a candidate's metadata kept with the message
+/// (payload: `{"groundingMetadata": …, "urlContextMetadata": …}`); the
+/// API has no place for it in a request, so it is never sent.
+pub(crate) const TAG_METADATA: &[u8; 4] = b"GMTA";
+/// Envelope tag covering unsigned thought text (no payload; nothing goes
+/// back).
+pub(crate) const TAG_SKIP: &[u8; 4] = b"GSKP";
 
 /// Builds the streaming generateContent request.
 ///
@@ -146,31 +169,60 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
 
 fn model_parts(content: &[ContentBlock]) -> Vec<Value> {
     let mut parts = Vec::new();
-    let mut pending: Option<String> = None;
-    let attach = |mut part: Value, pending: &mut Option<String>| {
-        if let Some(signature) = pending.take() {
-            part["thoughtSignature"] = json!(signature);
-        }
-        part
-    };
+    // A signature recorded for the part that follows it in the stream: it
+    // goes back on that part only, never on another one.
+    let mut pending: Option<Pending> = None;
     for block in content {
         match block {
-            ContentBlock::Text { text } if !text.is_empty() => {
-                parts.push(attach(json!({"text": text}), &mut pending));
-            }
-            ContentBlock::Text { .. } => {}
+            ContentBlock::Text { text } => match pending.take() {
+                Some(Pending::Text(len, signature))
+                    if len > 0 && len < text.len() && text.is_char_boundary(len) =>
+                {
+                    let (signed, rest) = text.split_at(len);
+                    parts.push(json!({"text": signed, "thoughtSignature": signature}));
+                    if !rest.is_empty() {
+                        parts.push(json!({"text": rest}));
+                    }
+                }
+                Some(Pending::Text(_, signature) | Pending::Next(signature))
+                    if !text.is_empty() =>
+                {
+                    parts.push(json!({"text": text, "thoughtSignature": signature}));
+                }
+                _ if !text.is_empty() => parts.push(json!({"text": text})),
+                _ => {}
+            },
             ContentBlock::Thinking { text, signature } => {
                 // Only this provider's records go back; unsigned thought
                 // text is not needed by the API and is left out.
                 for piece in common::pieces(text, signature.as_ref().map(|s| s.0.as_slice()))
                     .unwrap_or_default()
                 {
+                    // A pending signature whose part never arrived (cut
+                    // off) is dropped rather than moved.
+                    if piece.tag.is_some() {
+                        pending = None;
+                    }
                     let payload = String::from_utf8_lossy(piece.payload).into_owned();
                     match piece.tag.as_ref() {
                         Some(t) if t == TAG_THOUGHT => parts.push(
                             json!({"text": piece.text, "thought": true, "thoughtSignature": payload}),
                         ),
-                        Some(t) if t == TAG_NEXT => pending = Some(payload),
+                        Some(t) if t == TAG_NEXT => pending = Some(Pending::Next(payload)),
+                        Some(t) if t == TAG_SIGNED_TEXT => {
+                            if let Ok(signed) = serde_json::from_str::<Value>(&payload) {
+                                let len = u64_at(&signed, "textBytes").unwrap_or(0);
+                                pending = Some(Pending::Text(
+                                    usize::try_from(len).unwrap_or(usize::MAX),
+                                    str_at(&signed, "thoughtSignature").to_owned(),
+                                ));
+                            }
+                        }
+                        Some(t) if t == TAG_PART => {
+                            if let Ok(part) = serde_json::from_str::<Value>(&payload) {
+                                parts.push(part);
+                            }
+                        }
                         _ => {}
                     }
                 }
@@ -180,14 +232,23 @@ fn model_parts(content: &[ContentBlock]) -> Vec<Value> {
                     Value::Object(_) => call.arguments.clone(),
                     _ => json!({}),
                 };
-                parts.push(attach(
-                    json!({"functionCall": {"name": call.name, "args": args}}),
-                    &mut pending,
-                ));
+                let mut part = json!({"functionCall": {"name": call.name, "args": args}});
+                if let Some(Pending::Next(signature)) = pending.take() {
+                    part["thoughtSignature"] = json!(signature);
+                }
+                parts.push(part);
             }
         }
     }
     parts
+}
+
+/// A signature waiting for the block it belongs to.
+enum Pending {
+    /// For the next part (a function call).
+    Next(String),
+    /// For the first `usize` bytes of the next text block.
+    Text(usize, String),
 }
 
 /// The streaming decoder.
@@ -199,6 +260,10 @@ pub struct StreamDecoder {
     tool_calls: usize,
     last_usage: Option<Usage>,
     response_id: String,
+    metadata: Map<String, Value>,
+    /// Unsigned thought text bytes in the current thinking run that no
+    /// record covers yet.
+    unclaimed: usize,
 }
 
 impl StreamDecoder {
@@ -261,6 +326,7 @@ impl StreamDecoder {
                     self.part(part);
                 }
             }
+            self.metadata(candidate);
             if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
                 self.finish_reason = Some(reason.to_owned());
             }
@@ -276,39 +342,37 @@ impl StreamDecoder {
             .get("thought")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let text = part.get("text").and_then(Value::as_str);
         if thought {
-            let text = str_at(part, "text");
-            let signature = (!signature.is_empty()).then(|| {
-                OpaqueBytes(common::record(
-                    TAG_THOUGHT,
-                    text.len(),
-                    signature.as_bytes(),
-                ))
-            });
-            if !text.is_empty() || signature.is_some() {
+            let text = text.unwrap_or("");
+            if !signature.is_empty() {
+                self.record(text, TAG_THOUGHT, signature.as_bytes());
+            } else if !text.is_empty() {
+                self.unclaimed += text.len();
                 self.out.push(StreamEvent::ThinkingDelta {
                     text: text.to_owned(),
-                    signature,
+                    signature: None,
                 });
             }
             return;
         }
-        if !signature.is_empty() {
-            self.out.push(StreamEvent::ThinkingDelta {
-                text: String::new(),
-                signature: Some(OpaqueBytes(common::record(
-                    TAG_NEXT,
-                    0,
-                    signature.as_bytes(),
-                ))),
-            });
-        }
-        if let Some(text) = part.get("text").and_then(Value::as_str) {
-            if !text.is_empty() {
-                self.out.push(StreamEvent::TextDelta {
-                    text: text.to_owned(),
-                });
+        if let Some(text) = text {
+            if text.is_empty() {
+                // A signature on an empty text part (the last part of a
+                // streamed answer) goes back as that very part.
+                if !signature.is_empty() {
+                    self.record("", TAG_PART, part.to_string().as_bytes());
+                }
+                return;
             }
+            if !signature.is_empty() {
+                let signed = json!({"thoughtSignature": signature, "textBytes": text.len()});
+                self.record("", TAG_SIGNED_TEXT, signed.to_string().as_bytes());
+            }
+            self.unclaimed = 0;
+            self.out.push(StreamEvent::TextDelta {
+                text: text.to_owned(),
+            });
         } else if let Some(call) = part.get("functionCall") {
             self.tool_calls += 1;
             let id = match str_at(call, "id") {
@@ -321,6 +385,10 @@ impl StreamDecoder {
                 .get("args")
                 .filter(|a| !a.is_null())
                 .map_or_else(|| "{}".to_owned(), Value::to_string);
+            if !signature.is_empty() {
+                self.record("", TAG_NEXT, signature.as_bytes());
+            }
+            self.unclaimed = 0;
             if !self.out.start_call(VENDOR, &id, &name) {
                 return;
             }
@@ -329,11 +397,58 @@ impl StreamDecoder {
                 arguments,
             });
             self.out.push(StreamEvent::ToolCallEnd { id });
+        } else if part.as_object().is_some_and(|o| !o.is_empty()) {
+            // Server-side tool parts (`toolCall`, `toolResponse`,
+            // `executableCode`, `codeExecutionResult`) and any other kind:
+            // kept whole, signature included, and sent back as they came.
+            self.record("", TAG_PART, part.to_string().as_bytes());
         }
     }
 
+    /// A thinking delta with `text` and one record covering exactly that
+    /// text; unsigned thought text before it in the same block is covered
+    /// by a skip record first, so merged blocks split where they came.
+    fn record(&mut self, text: &str, tag: &[u8; 4], payload: &[u8]) {
+        let mut bytes = Vec::new();
+        let skipped = std::mem::take(&mut self.unclaimed);
+        if skipped > 0 {
+            bytes = common::record(TAG_SKIP, skipped, &[]);
+        }
+        bytes.extend(common::record(tag, text.len(), payload));
+        self.out.push(StreamEvent::ThinkingDelta {
+            text: text.to_owned(),
+            signature: Some(OpaqueBytes(bytes)),
+        });
+    }
+
+    /// Keeps the candidate's grounding and URL context metadata (the
+    /// latest of each) for the message.
+    fn metadata(&mut self, candidate: &Value) {
+        for key in ["groundingMetadata", "urlContextMetadata"] {
+            if let Some(value) = candidate.get(key).filter(|v| !v.is_null()) {
+                self.metadata.insert(key.to_owned(), value.clone());
+            }
+        }
+    }
+
+    /// The kept metadata, as one record before the terminal event.
+    fn flush_metadata(&mut self) {
+        if self.metadata.is_empty() || self.out.done() {
+            return;
+        }
+        let payload = Value::Object(std::mem::take(&mut self.metadata)).to_string();
+        self.record("", TAG_METADATA, payload.as_bytes());
+    }
+
     fn usage(&mut self, usage: &Value) {
-        let prompt = u64_at(usage, "promptTokenCount");
+        // Tokens of server-side tool results count as input.
+        let prompt = match (
+            u64_at(usage, "promptTokenCount"),
+            u64_at(usage, "toolUsePromptTokenCount"),
+        ) {
+            (Some(prompt), tools) => Some(prompt.saturating_add(tools.unwrap_or(0))),
+            (None, tools) => tools,
+        };
         let cached = u64_at(usage, "cachedContentTokenCount");
         let candidates = u64_at(usage, "candidatesTokenCount");
         let thoughts = u64_at(usage, "thoughtsTokenCount");
@@ -397,6 +512,7 @@ impl Decoder for StreamDecoder {
             self.frame(frame);
         }
         if !self.out.done() {
+            self.flush_metadata();
             match self.finish_reason.clone() {
                 Some(reason) => self.stop(&reason),
                 None => self

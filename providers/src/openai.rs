@@ -14,7 +14,9 @@
 //! `response.output_item.added` / `done` (function calls and reasoning
 //! items), `response.function_call_arguments.delta` / `done`,
 //! `response.completed` (usage, the terminal event), `response.incomplete`,
-//! `response.failed` and `error`.
+//! `response.failed` and `error` (usage they carry is kept). A reasoning
+//! item's place is recorded when it starts, so one that completes after
+//! later items (OpenRouter) still goes back in its output order.
 
 use std::collections::HashMap;
 
@@ -44,6 +46,10 @@ pub const CREDENTIAL_ENV: &str = "OPENAI_API_KEY";
 const VENDOR: &str = "OpenAI";
 /// Envelope tag of a reasoning item (payload: the item's JSON).
 pub(crate) const TAG_REASONING: &[u8; 4] = b"ORSN";
+/// Envelope tag of the place a reasoning item started (payload: the item's
+/// id): a reasoning item completed after later items goes back here, in
+/// its output order.
+pub(crate) const TAG_REASONING_PLACE: &[u8; 4] = b"ORSP";
 
 const CHAT: Dialect = Dialect {
     vendor: VENDOR,
@@ -128,37 +134,7 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
             } => input.push(
                 json!({"type": "function_call_output", "call_id": call_id, "output": content}),
             ),
-            Message::Assistant { content, .. } => {
-                for block in content {
-                    match block {
-                        ContentBlock::Text { text } if !text.is_empty() => input.push(json!({
-                            "type": "message", "role": "assistant",
-                            "content": [{"type": "output_text", "text": text}]
-                        })),
-                        ContentBlock::Text { .. } => {}
-                        ContentBlock::Thinking { text, signature } => {
-                            // Only reasoning items this provider produced go
-                            // back; other thinking has no place in the input.
-                            let pieces =
-                                common::pieces(text, signature.as_ref().map(|s| s.0.as_slice()));
-                            for piece in pieces.unwrap_or_default() {
-                                if piece.tag.as_ref() == Some(TAG_REASONING)
-                                    && let Ok(item) = serde_json::from_slice::<Value>(piece.payload)
-                                {
-                                    input.push(item);
-                                }
-                            }
-                        }
-                        ContentBlock::ToolCall(call) => {
-                            let arguments = match &call.arguments {
-                                Value::String(raw) => raw.clone(),
-                                other => other.to_string(),
-                            };
-                            input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}));
-                        }
-                    }
-                }
-            }
+            Message::Assistant { content, .. } => assistant_items(content, &mut input),
         }
     }
     let mut body = Map::new();
@@ -199,6 +175,75 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
     })
 }
 
+/// The reasoning items (by id) this provider recorded in `content`.
+fn reasoning_items(content: &[ContentBlock]) -> HashMap<String, Value> {
+    let mut items = HashMap::new();
+    for block in content {
+        if let ContentBlock::Thinking { text, signature } = block {
+            let pieces = common::pieces(text, signature.as_ref().map(|s| s.0.as_slice()));
+            for piece in pieces.unwrap_or_default() {
+                if piece.tag.as_ref() == Some(TAG_REASONING)
+                    && let Ok(item) = serde_json::from_slice::<Value>(piece.payload)
+                    && !str_at(&item, "id").is_empty()
+                {
+                    items.insert(str_at(&item, "id").to_owned(), item);
+                }
+            }
+        }
+    }
+    items
+}
+
+/// The input items of one assistant message, in output order: a reasoning
+/// item goes where it started, even when it completed after later items.
+fn assistant_items(content: &[ContentBlock], input: &mut Vec<Value>) {
+    let mut reasoning = reasoning_items(content);
+    for block in content {
+        match block {
+            ContentBlock::Text { text } if !text.is_empty() => input.push(json!({
+                "type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": text}]
+            })),
+            ContentBlock::Text { .. } => {}
+            ContentBlock::Thinking { text, signature } => {
+                // Only reasoning items this provider produced go back;
+                // other thinking has no place in the input.
+                let pieces = common::pieces(text, signature.as_ref().map(|s| s.0.as_slice()));
+                for piece in pieces.unwrap_or_default() {
+                    let id = match piece.tag.as_ref() {
+                        Some(t) if t == TAG_REASONING_PLACE => {
+                            String::from_utf8_lossy(piece.payload).into_owned()
+                        }
+                        Some(t) if t == TAG_REASONING => {
+                            match serde_json::from_slice::<Value>(piece.payload) {
+                                // An item without an id goes back where it
+                                // completed.
+                                Ok(item) if str_at(&item, "id").is_empty() => {
+                                    input.push(item);
+                                    continue;
+                                }
+                                Ok(item) => str_at(&item, "id").to_owned(),
+                                Err(_) => continue,
+                            }
+                        }
+                        _ => continue,
+                    };
+                    if let Some(item) = reasoning.remove(&id) {
+                        input.push(item);
+                    }
+                }
+            }
+            ContentBlock::ToolCall(call) => {
+                let arguments = match &call.arguments {
+                    Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}));
+            }
+        }
+    }
+}
+
 #[derive(Clone)]
 struct FunctionCall {
     call_id: String,
@@ -215,8 +260,9 @@ pub struct StreamDecoder {
     /// Function calls by item id.
     calls: HashMap<String, FunctionCall>,
     tool_calls: usize,
-    /// Summary text bytes per reasoning item id, for the envelope.
-    reasoning_text: HashMap<String, usize>,
+    /// Thinking text bytes since the last record or other content (the
+    /// text the next record covers).
+    thinking_bytes: usize,
     refusal: String,
 }
 
@@ -251,6 +297,7 @@ impl StreamDecoder {
             "response.output_text.delta" => {
                 let text = str_at(data, "delta");
                 if !text.is_empty() {
+                    self.thinking_bytes = 0;
                     self.out.push(StreamEvent::TextDelta {
                         text: text.to_owned(),
                     });
@@ -259,6 +306,7 @@ impl StreamDecoder {
             "response.refusal.delta" => {
                 let text = str_at(data, "delta");
                 if !text.is_empty() {
+                    self.thinking_bytes = 0;
                     self.refusal.push_str(text);
                     self.out.push(StreamEvent::TextDelta {
                         text: text.to_owned(),
@@ -268,10 +316,7 @@ impl StreamDecoder {
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 let text = str_at(data, "delta");
                 if !text.is_empty() {
-                    *self
-                        .reasoning_text
-                        .entry(str_at(data, "item_id").to_owned())
-                        .or_default() += text.len();
+                    self.thinking_bytes += text.len();
                     self.out.push(StreamEvent::ThinkingDelta {
                         text: text.to_owned(),
                         signature: None,
@@ -335,6 +380,7 @@ impl StreamDecoder {
                 }
             }
             "response.failed" => {
+                self.report_usage(data.get("response"));
                 let error = data
                     .get("response")
                     .and_then(|r| r.get("error"))
@@ -351,6 +397,9 @@ impl StreamDecoder {
                 }
             }
             "error" => {
+                // Usage carried with the error (OpenRouter) is kept.
+                self.report_usage(Some(data));
+                self.report_usage(data.get("response"));
                 let error = data.get("error").unwrap_or(data);
                 self.out.error(error_object(VENDOR, error));
             }
@@ -369,9 +418,20 @@ impl StreamDecoder {
 
     fn item_added(&mut self, item: Option<&Value>) {
         let Some(item) = item else { return };
-        if str_at(item, "type") != "function_call" {
-            return;
+        match str_at(item, "type") {
+            "function_call" => {}
+            "reasoning" => {
+                // Where the item goes back, should it complete after later
+                // items.
+                let id = str_at(item, "id");
+                if !id.is_empty() {
+                    self.record(TAG_REASONING_PLACE, id.as_bytes());
+                }
+                return;
+            }
+            _ => return,
         }
+        self.thinking_bytes = 0;
         let call_id = str_at(item, "call_id").to_owned();
         let name = str_at(item, "name").to_owned();
         if !self.out.start_call(VENDOR, &call_id, &name) {
@@ -430,23 +490,23 @@ impl StreamDecoder {
                 self.end_call(&id);
             }
             "reasoning" => {
-                let text_len = self.reasoning_text.remove(str_at(item, "id")).unwrap_or(0);
                 let mut kept = item.clone();
                 if let Some(object) = kept.as_object_mut() {
                     object.remove("status");
                 }
-                let payload = kept.to_string();
-                self.out.push(StreamEvent::ThinkingDelta {
-                    text: String::new(),
-                    signature: Some(OpaqueBytes(common::record(
-                        TAG_REASONING,
-                        text_len,
-                        payload.as_bytes(),
-                    ))),
-                });
+                self.record(TAG_REASONING, kept.to_string().as_bytes());
             }
             _ => {}
         }
+    }
+
+    /// A signature record covering the thinking text since the last one.
+    fn record(&mut self, tag: &[u8; 4], payload: &[u8]) {
+        let text_len = std::mem::take(&mut self.thinking_bytes);
+        self.out.push(StreamEvent::ThinkingDelta {
+            text: String::new(),
+            signature: Some(OpaqueBytes(common::record(tag, text_len, payload))),
+        });
     }
 
     fn report_usage(&mut self, response: Option<&Value>) {

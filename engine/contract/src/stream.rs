@@ -271,6 +271,12 @@ impl Validator {
         !self.slots.is_empty()
     }
 
+    /// Whether the stream has stated any usage (a field the provider
+    /// reported), so a failure must keep it rather than drop it.
+    pub fn has_usage(&self) -> bool {
+        self.usage != Usage::default()
+    }
+
     fn assemble(self, stop: StopReason, error: Option<ProviderError>) -> AssistantTurn {
         let mut content = Vec::with_capacity(self.slots.len());
         let mut cut_off = Vec::new();

@@ -579,7 +579,8 @@ impl Runner {
                     "the summary request failed, so the conversation was not compacted: {}",
                     info.message
                 );
-                return Err(SummaryStop::Failed(usage, Box::new(info)));
+                // Nothing stated what the failed request used: unknown.
+                return Err(SummaryStop::Failed(sum(&Usage::default()), Box::new(info)));
             }
             StreamEnd::Turn(turn) => turn,
         };

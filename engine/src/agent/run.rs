@@ -860,6 +860,9 @@ impl Runner {
         );
         let turn = match end {
             StreamEnd::Failed(error) => {
+                // The response stated no usage: the run's usage is unknown
+                // from here on, never counted as 0.
+                state.usage = state.usage.add(&Usage::default());
                 let message = Message::Assistant {
                     content: Vec::new(),
                     stop: StopReason::Error,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     AssistantTurn, Exchange, Provider, ProviderError, ProviderErrorKind, Request, StopReason,
-    StreamEvent, Validator,
+    StreamEvent, Usage, Validator,
 };
 use crate::tools::CancelToken;
 
@@ -122,7 +122,8 @@ pub enum StreamEnd {
     /// Cancellation was observed: what arrived so far, open calls dropped.
     Aborted(AssistantTurn),
     /// The request could not be sent, or the exchange failed or was
-    /// malformed or incomplete before any content: nothing arrived.
+    /// malformed or incomplete before any content or usage: nothing
+    /// arrived, so what it used is unknown.
     Failed(ProviderError),
 }
 
@@ -159,6 +160,9 @@ pub fn drive_with(
     on_event: &mut dyn FnMut(&StreamEvent),
     on_retry: &mut dyn FnMut(Duration, &ProviderError),
 ) -> StreamEnd {
+    // Usage that failed attempts stated before they were retried: it was
+    // spent, so the response that ends the attempts carries it too.
+    let mut spent: Option<Usage> = None;
     loop {
         let mut delivered = false;
         let end = drive_once(provider, transport, request, cancel, &mut |event| {
@@ -169,7 +173,7 @@ pub fn drive_with(
             on_event(event);
         });
         if delivered {
-            return end;
+            return charge(end, spent);
         }
         let mut error = match &end {
             StreamEnd::Failed(error) => error.clone(),
@@ -177,25 +181,55 @@ pub fn drive_with(
                 .error
                 .clone()
                 .unwrap_or_else(|| ProviderError::malformed("the response failed without detail")),
-            _ => return end,
+            _ => return charge(end, spent),
         };
         match provider.recover(&mut error) {
             Some(wait) => {
+                if let StreamEnd::Turn(turn) = &end
+                    && turn.usage != Usage::default()
+                {
+                    spent = Some(spent.map_or(turn.usage, |s| s.add(&turn.usage)));
+                }
                 on_retry(wait, &error);
                 if !cancellable_sleep(wait, cancel) {
-                    return StreamEnd::Aborted(Validator::new().abort());
+                    let mut aborted = Validator::new().abort();
+                    aborted.usage = spent.unwrap_or_default();
+                    return StreamEnd::Aborted(aborted);
                 }
             }
             None => {
-                return match end {
-                    StreamEnd::Turn(mut turn) => {
-                        turn.error = Some(error);
-                        StreamEnd::Turn(turn)
-                    }
-                    _ => StreamEnd::Failed(error),
-                };
+                return charge(
+                    match end {
+                        StreamEnd::Turn(mut turn) => {
+                            turn.error = Some(error);
+                            StreamEnd::Turn(turn)
+                        }
+                        _ => StreamEnd::Failed(error),
+                    },
+                    spent,
+                );
             }
         }
+    }
+}
+
+/// Adds the usage earlier, retried attempts stated to the response that
+/// ends the attempts (field by field: unknown in either is unknown). A
+/// failure without a response leaves the usage unknown anyway.
+fn charge(end: StreamEnd, spent: Option<Usage>) -> StreamEnd {
+    let Some(spent) = spent else {
+        return end;
+    };
+    match end {
+        StreamEnd::Turn(mut turn) => {
+            turn.usage = spent.add(&turn.usage);
+            StreamEnd::Turn(turn)
+        }
+        StreamEnd::Aborted(mut turn) => {
+            turn.usage = spent.add(&turn.usage);
+            StreamEnd::Aborted(turn)
+        }
+        failed @ StreamEnd::Failed(_) => failed,
     }
 }
 
@@ -311,7 +345,7 @@ fn exchange_once(
     if cancel.is_cancelled() && !validator.is_terminated() {
         return StreamEnd::Aborted(validator.abort());
     }
-    if !validator.is_terminated() && validator.has_content() {
+    if !validator.is_terminated() && (validator.has_content() || validator.has_usage()) {
         return StreamEnd::Turn(validator.fail(ProviderError::malformed(
             "the response stream ended without a stop or error event, so the response is incomplete; what arrived is kept, marked as failed — retry the request",
         )));
@@ -324,9 +358,10 @@ fn exchange_once(
 
 /// The end of an exchange that failed: what arrived is kept as a turn that
 /// failed (stop reason error) when any content had begun, since the user
-/// may have seen it; otherwise the failure alone, which may be retried.
+/// may have seen it, or when the stream stated usage, which must count;
+/// otherwise the failure alone, which may be retried.
 fn cut_short(validator: Validator, error: ProviderError) -> StreamEnd {
-    if validator.has_content() {
+    if validator.has_content() || validator.has_usage() {
         StreamEnd::Turn(validator.fail(error))
     } else {
         StreamEnd::Failed(error)
@@ -442,6 +477,80 @@ mod tests {
             .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
             .count();
         assert_eq!(texts, 1);
+    }
+
+    /// States usage, then fails before content on its first attempt; the
+    /// second answers with text and its own usage.
+    struct Charged {
+        encodes: usize,
+    }
+
+    impl Provider for Charged {
+        fn describe(&self) -> ProviderInfo {
+            ProviderInfo {
+                id: "charged".into(),
+                models: Vec::new(),
+            }
+        }
+        fn encode(&mut self, _request: &Request) -> Result<Exchange, ProviderError> {
+            self.encodes += 1;
+            let bytes = if self.encodes == 1 { b"E" } else { b"T" };
+            Ok(Exchange::Local {
+                chunks: vec![LocalChunk {
+                    delay_ms: 0,
+                    bytes: bytes.to_vec(),
+                }],
+            })
+        }
+        fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+            let usage = |input, output| {
+                StreamEvent::Usage(Usage {
+                    input: Some(input),
+                    output: Some(output),
+                    cache_read: None,
+                    cache_write: None,
+                })
+            };
+            if chunk == b"E" {
+                vec![
+                    usage(7, 1),
+                    StreamEvent::Error(ProviderError::new(ProviderErrorKind::Overloaded, "busy")),
+                ]
+            } else {
+                vec![
+                    StreamEvent::TextDelta { text: "ok".into() },
+                    usage(20, 5),
+                    StreamEvent::Stop {
+                        reason: StopReason::End,
+                    },
+                ]
+            }
+        }
+        fn finish(&mut self) -> Vec<StreamEvent> {
+            Vec::new()
+        }
+        fn recover(&mut self, _error: &mut ProviderError) -> Option<Duration> {
+            Some(Duration::ZERO)
+        }
+    }
+
+    #[test]
+    fn usage_a_retried_attempt_stated_counts_in_the_response() {
+        let mut provider = Charged { encodes: 0 };
+        let StreamEnd::Turn(turn) = quietly(&mut provider, &HostTransport) else {
+            panic!("expected a turn");
+        };
+        assert_eq!(provider.encodes, 2);
+        assert_eq!(turn.stop, StopReason::End);
+        assert_eq!(
+            turn.usage,
+            Usage {
+                input: Some(27),
+                output: Some(6),
+                cache_read: None,
+                cache_write: None,
+            }
+        );
     }
 
     /// Sends "T" (text, then a stop) unless its transport cuts it short.

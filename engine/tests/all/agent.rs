@@ -18,7 +18,7 @@ use smith_engine::protocol::{Command, Event, MutationState, Role, StopCause, Too
 use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, parse_script};
 use smith_engine::provider::{
-    ContentBlock, HostTransport, Message, Provider, Request, StopReason, ToolCall,
+    ContentBlock, HostTransport, Message, Provider, Request, StopReason, ToolCall, Usage,
 };
 use smith_engine::tools::{
     Access, CancelCheck, Mutation, Tool, ToolContext, ToolDefinition, ToolResult, ToolSet,
@@ -307,6 +307,51 @@ fn known_usage_sums_and_prices_unknown_cost_stays_null() {
     assert_eq!(usage.output, Some(5));
     assert_eq!(usage.cache_read, None);
     assert_eq!(*cost, None, "the mock model has no price");
+}
+
+/// A response that fails before any content: what it used is unknown when
+/// it stated nothing (the run's usage stays unknown, never 0), and counts
+/// as stated when it reported usage before failing.
+#[test]
+fn usage_of_a_response_that_failed_before_content_stays_unknown_or_as_stated() {
+    let end = |events: &[Event]| -> Usage {
+        match events.iter().find(|e| matches!(e, Event::AgentEnd { .. })) {
+            Some(Event::AgentEnd { usage, .. }) => *usage,
+            _ => panic!("agent_end expected"),
+        }
+    };
+    // The body ends without a terminal event and without any event.
+    let h = harness("[[]]");
+    let events = prompt(&h, "hi");
+    assert_eq!(stop_of(&events), StopCause::Error);
+    assert_eq!(error_kinds(&events), vec!["malformed_stream"]);
+    assert_eq!(end(&events), Usage::default(), "nothing was stated");
+    // The body states usage, then ends without content or terminal event.
+    let h = harness(r#"[[{"usage": {"input": 10, "output": 2}}]]"#);
+    let events = prompt(&h, "hi");
+    assert_eq!(stop_of(&events), StopCause::Error);
+    assert_eq!(error_kinds(&events), vec!["malformed_stream"]);
+    assert_eq!(
+        end(&events),
+        Usage {
+            input: Some(10),
+            output: Some(2),
+            cache_read: None,
+            cache_write: None,
+        }
+    );
+    let records = h.journal.records();
+    let Record::Event(SessionEvent::Message { meta, .. }) = &records[2] else {
+        panic!(
+            "the failed assistant message expected: {:?}",
+            record_view(&records)
+        );
+    };
+    assert_eq!(
+        meta.usage.and_then(|u| u.input),
+        Some(10),
+        "the failed message keeps the stated usage"
+    );
 }
 
 #[test]

@@ -183,8 +183,8 @@ fn every_recorded_stream_decodes_through_the_plugin_exactly_as_natively() {
             }
         }
     }
-    // 11 anthropic + 1 google + 2 responses + 2 x 11 chat recordings, 7 splits each.
-    assert_eq!(checked, (11 + 1 + 2 + 2 * 11) * 7);
+    // 18 anthropic + 8 google + 9 responses + 2 x 20 chat streams, 7 splits each.
+    assert_eq!(checked, (18 + 8 + 9 + 2 * 20) * 7);
 }
 
 #[test]

@@ -5,8 +5,10 @@
 
 #![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
 
+mod conformance;
 mod cuts;
 mod encode;
+mod faults;
 mod golden;
 mod listings;
 mod quirks;
