@@ -438,6 +438,14 @@ impl Terminal {
             ));
         }
         ACTIVE.store(true, Ordering::Release);
+        // crossterm's input parser reads byte 0x0A as Enter unless it knows
+        // raw mode is on; with its own raw-mode flag set, 0x0A is Ctrl+J (a
+        // new line in the input), distinct from Enter (0x0D). The terminal
+        // is already raw, so this changes no setting.
+        if let Err(source) = crossterm::terminal::enable_raw_mode() {
+            restore();
+            return Err(err("cannot put the terminal in raw mode", source));
+        }
         write_all_fd(1, &enter_sequence(&config));
 
         let mut caps = Capabilities {
@@ -534,6 +542,9 @@ impl Terminal {
 impl Drop for Terminal {
     fn drop(&mut self) {
         let _ = std::io::stdout().flush();
+        // Clears crossterm's raw-mode flag (so a later `enter` sets it
+        // again); the terminal's own mode is then restored below.
+        let _ = crossterm::terminal::disable_raw_mode();
         restore();
     }
 }

@@ -213,6 +213,10 @@ impl App {
         } else {
             s.push_str(if st.busy { " working" } else { " ready" });
         }
+        if let Some(hint) = self.exit_hint() {
+            s.push_str(" · ");
+            s.push_str(hint);
+        }
         if st.queue > 0 {
             let _ = write!(s, " · queue {}", st.queue);
         }

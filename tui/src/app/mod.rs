@@ -279,10 +279,37 @@ pub struct App {
     /// When the interrupt key (Esc) was last pressed while idle with an
     /// empty editor: a second press within [`DOUBLE_ESC`] opens `/rewind`.
     last_esc: Option<std::time::Instant>,
+    /// When the clear-or-exit key (Ctrl+C) last interrupted a turn or
+    /// found an empty idle input: a second press within
+    /// [`DOUBLE_CTRL_C`] exits, and the status line says so meanwhile.
+    last_ctrl_c: Option<std::time::Instant>,
+    /// What the status line shows while a second press would exit
+    /// (`press Ctrl+C again to exit`, with the key bound to clear-or-exit).
+    exit_hint: String,
 }
 
 /// How close two Esc presses must be to count as Esc Esc.
 pub const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How soon a second Ctrl+C must follow the one that interrupted or found
+/// nothing to clear to exit.
+pub const DOUBLE_CTRL_C: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A chord as help writes it: `ctrl+c` as `Ctrl+C`.
+fn chord_label(chord: &str) -> String {
+    chord
+        .split('+')
+        .map(|part| {
+            let mut chars = part.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => c.to_uppercase().collect(),
+                (Some(c), Some(_)) => c.to_uppercase().chain(part.chars().skip(1)).collect(),
+                (None, _) => String::new(),
+            }
+        })
+        .collect::<Vec<String>>()
+        .join("+")
+}
 
 /// The theme `options` choose among `product`'s, monochrome without colors.
 fn drawn_theme(product: &Product, options: &Options) -> Theme {
@@ -303,6 +330,12 @@ impl App {
             .iter()
             .map(|b| (b.code, b.mods, b.action))
             .collect();
+        let exit_key = product
+            .keys
+            .iter()
+            .find(|b| b.action == Action::ClearOrExit)
+            .map_or_else(|| "Ctrl+C".to_owned(), |b| chord_label(&b.chord));
+        let exit_hint = format!("press {exit_key} again to exit");
         Self {
             product,
             theme,
@@ -326,7 +359,29 @@ impl App {
             generation: 1,
             queued: std::collections::VecDeque::new(),
             last_esc: None,
+            last_ctrl_c: None,
+            exit_hint,
         }
+    }
+
+    /// Lets time-limited state lapse: a pending "press again to exit"
+    /// ends [`DOUBLE_CTRL_C`] after the press. Hosts call it when no event
+    /// arrived for a while.
+    pub fn tick(&mut self) {
+        if self
+            .last_ctrl_c
+            .is_some_and(|t| t.elapsed() > DOUBLE_CTRL_C)
+        {
+            self.last_ctrl_c = None;
+            self.touch();
+        }
+    }
+
+    /// The hint the status line shows while a second Ctrl+C would exit.
+    pub fn exit_hint(&self) -> Option<&str> {
+        self.last_ctrl_c
+            .is_some_and(|t| t.elapsed() <= DOUBLE_CTRL_C)
+            .then_some(self.exit_hint.as_str())
     }
 
     /// Replaces the options (after configuration is reloaded).
