@@ -83,7 +83,7 @@ impl App {
         match self.overlay {
             Overlay::None => self.key_editor(key),
             Overlay::Help => {
-                self.overlay = Overlay::None;
+                self.key_help(key);
                 None
             }
             Overlay::Search { .. } => self.key_search(key),
@@ -97,6 +97,27 @@ impl App {
             Overlay::Prompt { .. } => self.key_prompt(key),
             Overlay::Trust { .. } => self.key_trust(key),
         }
+    }
+
+    /// The help scrolls with Up/Down, PageUp/PageDown, Home/End; any
+    /// other key closes it.
+    fn key_help(&mut self, key: &KeyEvent) {
+        let first = self.help_first_row();
+        let max = self.help_max_scroll();
+        let (_, page) = self.help_area(self.size.0, self.size.1);
+        let page = page.saturating_sub(1).max(1);
+        self.help_scroll = match key.code {
+            KeyCode::Up => first.saturating_sub(1),
+            KeyCode::Down => (first + 1).min(max),
+            KeyCode::PageUp => first.saturating_sub(page),
+            KeyCode::PageDown => first.saturating_add(page).min(max),
+            KeyCode::Home => 0,
+            KeyCode::End => max,
+            _ => {
+                self.overlay = Overlay::None;
+                0
+            }
+        };
     }
 
     pub(super) fn command_popup_open(&self) -> bool {
@@ -186,6 +207,8 @@ impl App {
             KeyCode::Char('w') if ctrl => self.editor.delete_word(),
             KeyCode::Char('a') if ctrl => self.editor.home(),
             KeyCode::Char('e') if ctrl => self.editor.end(),
+            // Ctrl+H is the byte some terminals send for Backspace.
+            KeyCode::Char('h') if ctrl => self.editor.backspace(),
             KeyCode::Char(_) if ctrl => {}
             KeyCode::Char('b') if alt => self.editor.word_left(),
             KeyCode::Char('f') if alt => self.editor.word_right(),
@@ -440,6 +463,7 @@ impl App {
             }
             Action::Help => {
                 self.overlay = Overlay::Help;
+                self.help_scroll = 0;
                 None
             }
             Action::ToggleDetails => {
@@ -740,6 +764,7 @@ type LocalCommand = fn(&mut App, &str) -> Option<Option<Output>>;
 const LOCAL_COMMANDS: [(&str, LocalCommand); 6] = [
     ("help", |app, _| {
         app.overlay = Overlay::Help;
+        app.help_scroll = 0;
         Some(None)
     }),
     ("quit", |app, _| Some(app.exit())),

@@ -286,7 +286,24 @@ pub struct App {
     /// What the status line shows while a second press would exit
     /// (`press Ctrl+C again to exit`, with the key bound to clear-or-exit).
     exit_hint: String,
+    /// The first help row shown (the help overlay scrolls when it does not
+    /// fit the screen).
+    help_scroll: u16,
 }
+
+/// The editing keys help lists after the bound keys: the editor's own,
+/// which no binding changes.
+pub(crate) const EDIT_HELP: [(&str, &str); 6] = [
+    ("\\ enter", "new line in the input (as ctrl+j)"),
+    ("alt+b alt+f", "move a word back / forward"),
+    ("alt+bksp", "delete the word before (as ctrl+w)"),
+    (
+        "ctrl+a ctrl+e",
+        "line start / end (ctrl+u: delete to start)",
+    ),
+    ("/typo  !cmd", "refused, never sent to the model"),
+    ("␣ first", "a leading space sends the line as written"),
+];
 
 /// How close two Esc presses must be to count as Esc Esc.
 pub const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(500);
@@ -361,6 +378,7 @@ impl App {
             last_esc: None,
             last_ctrl_c: None,
             exit_hint,
+            help_scroll: 0,
         }
     }
 
@@ -375,6 +393,36 @@ impl App {
             self.last_ctrl_c = None;
             self.touch();
         }
+    }
+
+    /// The help overlay's rows: bound keys, a blank, the editing keys, a
+    /// blank, the commands.
+    pub(crate) fn help_rows(&self) -> usize {
+        self.product.keys.len() + EDIT_HELP.len() + self.product.commands.len() + 2
+    }
+
+    /// The help box for a `width` × `height` screen and the rows inside it.
+    pub(crate) fn help_area(&self, width: u16, height: u16) -> (Rect, u16) {
+        let rows = self.help_rows() as u16;
+        let area = Rect {
+            x: 0,
+            y: 0,
+            width,
+            height,
+        }
+        .centered(60, rows.saturating_add(2));
+        (area, area.height.saturating_sub(2))
+    }
+
+    /// The last first row the help can scroll to at the current size.
+    fn help_max_scroll(&self) -> u16 {
+        let (_, inner) = self.help_area(self.size.0, self.size.1);
+        (self.help_rows() as u16).saturating_sub(inner)
+    }
+
+    /// The first help row shown, kept within what the size allows.
+    pub(crate) fn help_first_row(&self) -> u16 {
+        self.help_scroll.min(self.help_max_scroll())
     }
 
     /// The hint the status line shows while a second Ctrl+C would exit.

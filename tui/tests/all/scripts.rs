@@ -732,3 +732,46 @@ fn esc_esc_while_idle_with_an_empty_editor_asks_for_the_rewind_picker() {
     assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
     assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
 }
+
+#[test]
+fn the_help_scrolls_when_it_does_not_fit() {
+    let mut s = screen(app(), 60, 20);
+    s.key(KeyCode::F(1), NONE);
+    let text = s.text();
+    assert!(text.contains("↑↓ pgup pgdn scroll"), "{text}");
+    assert!(text.contains("enter         send"), "{text}");
+    assert!(!text.contains("/quit"), "{text}");
+    // PageDown pages; End reaches the last command; nothing closes.
+    s.key(KeyCode::PageDown, NONE);
+    let text = s.text();
+    assert_eq!(*s.app.overlay(), Overlay::Help);
+    assert!(!text.contains("enter         send"), "{text}");
+    s.key(KeyCode::End, NONE);
+    let text = s.text();
+    assert!(text.contains("/quit         exit smith"), "{text}");
+    // Down at the end stays at the end; Up moves one row back.
+    s.key(KeyCode::Down, NONE);
+    assert!(s.text().contains("/quit         exit smith"));
+    s.key(KeyCode::Up, NONE);
+    assert!(
+        !s.text().contains("/quit         exit smith"),
+        "{}",
+        s.text()
+    );
+    s.key(KeyCode::PageUp, NONE);
+    s.key(KeyCode::Home, NONE);
+    assert!(s.text().contains("enter         send"));
+    // Any other key closes it; it opens at the top again.
+    s.key(KeyCode::End, NONE);
+    s.key(KeyCode::Char('q'), NONE);
+    assert_eq!(*s.app.overlay(), Overlay::None);
+    assert!(s.app.editor.is_empty());
+    s.key(KeyCode::F(1), NONE);
+    assert!(s.text().contains("enter         send"));
+    // When it fits, no scrolling is offered.
+    let mut s = screen(app(), 70, 60);
+    s.key(KeyCode::F(1), NONE);
+    let text = s.text();
+    assert!(text.contains("help — any key closes"), "{text}");
+    assert!(text.contains("/quit         exit smith"), "{text}");
+}
