@@ -394,11 +394,7 @@ impl App {
         let first = usize::from(self.help_first_row());
         let keys = self.product.keys.len();
         let edits = keys + super::EDIT_HELP.len();
-        let mut y = inner.y;
-        for row in first..usize::from(rows) {
-            if y >= inner.bottom() {
-                return;
-            }
+        for (y, row) in (inner.y..inner.bottom()).zip(first..usize::from(rows)) {
             let mut s = bumpalo::collections::String::new_in(bump);
             if row < keys {
                 let k = &self.product.keys[row];
@@ -411,7 +407,6 @@ impl App {
                 let _ = write!(s, "/{:<13}{}", c.name, c.help);
             }
             buf.put_str(inner.x + 1, y, &s, self.theme.popup, inner.right());
-            y += 1;
         }
     }
 
