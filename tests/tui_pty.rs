@@ -881,3 +881,29 @@ fn a_mistyped_command_and_a_shell_line_are_refused_and_never_reach_the_model() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn switching_sessions_never_says_the_runtime_stopped() {
+    let mut s = start(None);
+    s.ready();
+    for (command, shown) in [
+        (&b"/new\r"[..], "session tui-"),
+        (&b"/continue\r"[..], "session tui-"),
+    ] {
+        let before = s.output().len();
+        s.send(command);
+        s.wait_for_screen(shown);
+        // The replaced runtime's end arrives after the switch; it is not
+        // the current one's, so nothing is said.
+        std::thread::sleep(Duration::from_millis(700));
+        let out = s.output();
+        let after = String::from_utf8_lossy(&out[before..]).into_owned();
+        assert!(!after.contains("runtime stopped"), "{after}");
+        let screen = render(&out, 24, 80).join("\n");
+        assert!(!screen.contains("runtime stopped"), "{screen}");
+        assert!(screen.contains(" ready ·"), "{screen}");
+    }
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
