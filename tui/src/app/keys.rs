@@ -240,6 +240,27 @@ impl App {
         None
     }
 
+    /// Runs the editor's line when it is a command, or refuses it (the
+    /// line stays to be fixed) when it is neither a command nor a prompt;
+    /// `None` when it is a prompt to send.
+    fn unless_prompt(&mut self) -> Option<Option<Output>> {
+        match self.classify() {
+            Line::Command => {
+                let rest = &self.editor.text()[1..];
+                let (name, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+                let (name, arg) = (name.to_owned(), arg.trim().to_owned());
+                self.editor.take();
+                Some(self.command(&name, &arg))
+            }
+            Line::Refused(why) => {
+                self.error(&why);
+                self.transcript.follow();
+                Some(None)
+            }
+            Line::Prompt => None,
+        }
+    }
+
     /// What Enter does with the editor's line: a known command runs; a
     /// line that starts with `/` but names no command, or with `!`, is
     /// refused with what to do instead (never sent as a prompt); anything
@@ -345,22 +366,8 @@ impl App {
                 if self.editor.text().trim().is_empty() {
                     return None;
                 }
-                match self.classify() {
-                    Line::Command => {
-                        let rest = &self.editor.text()[1..];
-                        let (name, arg) =
-                            rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-                        let (name, arg) = (name.to_owned(), arg.trim().to_owned());
-                        self.editor.take();
-                        return self.command(&name, &arg);
-                    }
-                    Line::Refused(why) => {
-                        // Nothing is sent; the line stays to be fixed.
-                        self.error(&why);
-                        self.transcript.follow();
-                        return None;
-                    }
-                    Line::Prompt => {}
+                if let Some(out) = self.unless_prompt() {
+                    return out;
                 }
                 let text = self.editor.take();
                 self.user_message(&text);
@@ -374,6 +381,9 @@ impl App {
             Action::QueueFollowUp => {
                 if self.editor.text().trim().is_empty() {
                     return None;
+                }
+                if let Some(out) = self.unless_prompt() {
+                    return out;
                 }
                 let text = self.editor.take();
                 Some(if self.status.busy {

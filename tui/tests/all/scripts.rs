@@ -280,6 +280,20 @@ fn typos_of_commands_and_shell_lines_are_refused_not_sent() {
         s.type_text("/srv/nowhere/x is broken\n"),
         vec![Output::Prompt("/srv/nowhere/x is broken".into())]
     );
+    // Alt+Enter (queue a follow-up) refuses them too.
+    s.app.set_status(Status {
+        busy: true,
+        ..Status::default()
+    });
+    s.type_text("/moddel");
+    assert_eq!(s.key(KeyCode::Enter, KeyModifiers::ALT), None);
+    assert_eq!(s.app.editor.text(), "/moddel");
+    s.app.editor.clear();
+    s.type_text("!make");
+    assert_eq!(s.key(KeyCode::Enter, KeyModifiers::ALT), None);
+    assert_eq!(s.app.editor.text(), "!make");
+    s.app.editor.clear();
+    s.app.set_status(Status::default());
     // A leading space sends any line as written.
     assert_eq!(
         s.type_text(" !important: keep it\n"),
