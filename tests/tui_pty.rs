@@ -299,6 +299,14 @@ impl Session {
         assert!(find(&self.output(), b"\x1b[?1049h").is_some());
     }
 
+    /// Exits as a user does on an idle, empty input: Ctrl+C shows the
+    /// hint, a second Ctrl+C exits.
+    fn quit(&mut self) {
+        self.send(b"\x03");
+        self.wait_for_screen("press Ctrl+C again to exit");
+        self.send(b"\x03");
+    }
+
     fn finish(mut self) -> (ExitStatus, String) {
         let deadline = Instant::now() + Duration::from_secs(20);
         let status = loop {
@@ -334,7 +342,7 @@ impl Session {
 fn normal_exit_restores_the_terminal() {
     let mut s = start(None);
     s.ready();
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -423,7 +431,7 @@ fn end_to_end_prompt_shows_tools_and_answer_then_quits() {
     let listed = rows.find("✓ ls").unwrap();
     let answered = rows.rfind("# Hello from the fixture").unwrap();
     assert!(asked < listed && listed < answered, "{rows}");
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -437,7 +445,7 @@ fn a_signal_inherited_as_ignored_stays_ignored() {
     assert_eq!(unsafe { libc::kill(s.child.id() as i32, libc::SIGHUP) }, 0);
     std::thread::sleep(Duration::from_millis(300));
     assert!(s.child.try_wait().unwrap().is_none(), "SIGHUP ended smith");
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -474,7 +482,7 @@ fn replay_plugins_and_branch_commands_in_a_real_terminal() {
     s.send(b"\r");
     s.wait_for_screen("· session tui-");
     s.wait_for_screen("# Hello from the fixture");
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -514,7 +522,7 @@ fn a_user_plugin_command_runs_in_its_plugin() {
     s.ready();
     s.send(b"/hello world\r");
     s.wait_for_screen("[example/hello] Hello, world!");
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -567,7 +575,7 @@ fn a_resumed_session_shows_kept_plugin_intents_blocks_a_branch_and_asks_a_plugin
     s.wait_for_screen("[test/lifecycle] Which target?");
     s.send(b"\x1b[B\r");
     s.wait_for_screen("[test/lifecycle] answer pick-1 \"production\"");
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -632,7 +640,7 @@ fn a_question_a_plugin_waits_for_owns_focus_and_its_answer_decides_the_call() {
         "{:?}",
         asked.elapsed()
     );
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -686,7 +694,7 @@ fn the_permission_question_asks_in_ask_mode_and_always_keeps_the_call() {
     s.wait_for_screen("fourth done");
     assert!(work.join("three.txt").exists());
     s.wait_for_screen(" ready ·");
-    s.send(b"\x03");
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
@@ -734,8 +742,168 @@ fn esc_esc_opens_the_rewind_picker_and_choosing_a_turn_restores_the_file() {
     // The prompt is back in the editor; the transcript no longer has it.
     let rows = s.wait_for_screen("make a file").join("\n");
     assert!(!rows.contains("made it"), "{rows}");
+    // The first Ctrl+C clears the restored prompt; then two exit.
     s.send(b"\x03");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Writes a mock script into a new directory; returns both (the
+/// directory must outlive the run).
+fn script(json: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("script.json");
+    std::fs::write(&path, json).unwrap();
+    let path = path.display().to_string();
+    (dir, path)
+}
+
+#[test]
+fn ctrl_c_interrupts_the_running_turn_and_two_more_exit() {
+    let (_dir, path) = script(
+        r#"[[{"text": "thinking it over"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"go\r");
+    let screen = s.wait_for_screen("thinking it over").join("\n");
+    assert!(screen.contains(" working"), "{screen}");
+    // Ctrl+C as a terminal sends it in raw mode: byte 0x03. It interrupts
+    // the turn; nothing asks about exiting.
     s.send(b"\x03");
+    s.wait_for_screen("interrupted");
+    let screen = s.wait_for_screen(" ready ·").join("\n");
+    assert!(!screen.contains("Exit anyway?"), "{screen}");
+    assert!(!screen.contains("too late"), "{screen}");
+    assert!(s.child.try_wait().unwrap().is_none(), "Ctrl+C ended smith");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_lone_ctrl_c_on_an_empty_input_only_warns_and_the_moment_passes() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"\x03");
+    s.wait_for_screen("ready · press Ctrl+C again to exit");
+    // Past the moment the hint is gone and smith still runs.
+    std::thread::sleep(Duration::from_millis(3000));
+    let screen = render(&s.output(), 24, 80).join("\n");
+    assert!(!screen.contains("again to exit"), "{screen}");
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "one Ctrl+C ended smith"
+    );
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn ctrl_j_and_backslash_enter_write_a_multi_line_prompt_without_the_kitty_protocol() {
+    let (_dir, path) = script(r#"[[{"text": "got all three"}, {"stop": {"reason": "end"}}]]"#);
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    // Ctrl+J is byte 0x0A; `\` then Enter (0x0D) continues the line.
+    s.send(b"first\x0asecond\\\rthird");
+    let screen = s.wait_for_screen("  third").join("\n");
+    assert!(screen.contains("› first"), "{screen}");
+    assert!(screen.contains("  second"), "{screen}");
+    assert!(!screen.contains("second\\"), "{screen}");
+    assert!(!screen.contains("got all three"), "sent early:\n{screen}");
+    // Enter sends the three lines as one prompt.
+    s.send(b"\r");
+    let screen = s.wait_for_screen("got all three").join("\n");
+    let first = screen.find("› first").unwrap();
+    let second = screen.find("  second").unwrap();
+    let third = screen.find("  third").unwrap();
+    assert!(first < second && second < third, "{screen}");
+    s.wait_for_screen(" ready ·");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn alt_b_alt_f_and_alt_backspace_edit_by_words() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"fix the flaky test");
+    s.wait_for_screen("› fix the flaky test");
+    // Alt+B twice (Esc b), as terminals send it without the kitty protocol.
+    s.send(b"\x1bb");
+    s.send(b"\x1bb");
+    s.send(b"very ");
+    s.wait_for_screen("› fix the very flaky test");
+    // Alt+F (Esc f) to the end of the word.
+    s.send(b"\x1bf");
+    s.send(b"!");
+    s.wait_for_screen("› fix the very flaky! test");
+    // End, then Alt+Backspace (Esc DEL) deletes the word before.
+    s.send(b"\x1b[F");
+    s.send(b"\x1b\x7f");
+    s.send(b"now");
+    let screen = s.wait_for_screen("› fix the very flaky! now").join("\n");
+    assert!(!screen.contains("test"), "{screen}");
+    // Clear the input, then exit.
+    s.send(b"\x03");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_mistyped_command_and_a_shell_line_are_refused_and_never_reach_the_model() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"/moddel gpt-5\r");
+    let screen = s
+        .wait_for_screen("unknown command /moddel — did you mean /model?")
+        .join("\n");
+    // Kept to be fixed; nothing ran.
+    assert!(screen.contains("› /moddel gpt-5"), "{screen}");
+    assert!(screen.contains(" ready ·"), "{screen}");
+    s.send(b"\x03");
+    s.send(b"!ls\r");
+    let screen = s
+        .wait_for_screen("not sent: !ls would run a shell command")
+        .join("\n");
+    assert!(screen.contains("› !ls"), "{screen}");
+    // The demo would list the directory for any prompt it is sent.
+    std::thread::sleep(Duration::from_millis(500));
+    let screen = render(&s.output(), 24, 80).join("\n");
+    assert!(!screen.contains("✓ ls"), "{screen}");
+    assert!(!screen.contains(" working"), "{screen}");
+    s.send(b"\x03");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn switching_sessions_never_says_the_runtime_stopped() {
+    let mut s = start(None);
+    s.ready();
+    for (command, shown) in [
+        (&b"/new\r"[..], "session tui-"),
+        (&b"/continue\r"[..], "session tui-"),
+    ] {
+        let before = s.output().len();
+        s.send(command);
+        s.wait_for_screen(shown);
+        // The replaced runtime's end arrives after the switch; it is not
+        // the current one's, so nothing is said.
+        std::thread::sleep(Duration::from_millis(700));
+        let out = s.output();
+        let after = String::from_utf8_lossy(&out[before..]).into_owned();
+        assert!(!after.contains("runtime stopped"), "{after}");
+        let screen = render(&out, 24, 80).join("\n");
+        assert!(!screen.contains("runtime stopped"), "{screen}");
+        assert!(screen.contains(" ready ·"), "{screen}");
+    }
+    s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }

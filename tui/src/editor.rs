@@ -99,6 +99,42 @@ impl Editor {
         self.cursor = start;
     }
 
+    /// Moves back to the start of the word before the cursor (a word is a
+    /// run of letters and digits, as Alt+B moves in a shell).
+    pub fn word_left(&mut self) {
+        let before = &self.text[..self.cursor];
+        let end = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_alphanumeric())
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        self.cursor = before[..end]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !c.is_alphanumeric())
+            .map_or(0, |(i, c)| i + c.len_utf8());
+    }
+
+    /// Moves forward to the end of the word after the cursor (as Alt+F
+    /// moves in a shell).
+    pub fn word_right(&mut self) {
+        let after = &self.text[self.cursor..];
+        let start = after
+            .char_indices()
+            .find(|(_, c)| c.is_alphanumeric())
+            .map_or(after.len(), |(i, _)| i);
+        let end = after[start..]
+            .char_indices()
+            .find(|(_, c)| !c.is_alphanumeric())
+            .map_or(after.len(), |(i, _)| start + i);
+        self.cursor += end;
+    }
+
+    /// Whether the character just before the cursor is `c`.
+    pub fn before_cursor_is(&self, c: char) -> bool {
+        self.text[..self.cursor].ends_with(c)
+    }
+
     /// Deletes from the start of the line to the cursor.
     pub fn delete_to_line_start(&mut self) {
         let start = self.line_start();
@@ -250,5 +286,35 @@ mod tests {
         assert_eq!(e.text(), "hello");
         assert!(e.down());
         assert_eq!(e.text(), "a\nbc");
+    }
+
+    #[test]
+    fn word_moves_stop_at_word_edges() {
+        let mut e = Editor::new();
+        e.set("fix the-flaky  tést now");
+        e.word_left();
+        assert_eq!(&e.text()[e.cursor()..], "now");
+        e.word_left();
+        assert_eq!(&e.text()[e.cursor()..], "tést now");
+        e.word_left();
+        assert_eq!(&e.text()[e.cursor()..], "flaky  tést now");
+        e.word_left();
+        e.word_left();
+        assert_eq!(e.cursor(), 0);
+        e.word_left();
+        assert_eq!(e.cursor(), 0);
+        e.word_right();
+        assert_eq!(&e.text()[..e.cursor()], "fix");
+        e.word_right();
+        assert_eq!(&e.text()[..e.cursor()], "fix the");
+        e.word_right();
+        e.word_right();
+        assert_eq!(&e.text()[..e.cursor()], "fix the-flaky  tést");
+        e.word_right();
+        e.word_right();
+        assert_eq!(e.cursor(), e.text().len());
+        assert!(!e.before_cursor_is('\\'));
+        e.insert('\\');
+        assert!(e.before_cursor_is('\\'));
     }
 }

@@ -437,7 +437,7 @@ impl Action {
             Action::QueueFollowUp => "queue as a follow-up",
             Action::Newline => "new line in the input",
             Action::Interrupt => "interrupt / close",
-            Action::ClearOrExit => "clear the input, then exit",
+            Action::ClearOrExit => "interrupt or clear the input; twice: exit",
             Action::ScrollUp => "scroll up",
             Action::ScrollDown => "scroll down",
             Action::PageUp => "scroll up a page",

@@ -79,7 +79,10 @@ pub fn run_loop<E>(
         }
         let first = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(m) => m,
-            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Timeout) => {
+                app.tick();
+                continue;
+            }
             Err(RecvTimeoutError::Disconnected) => return Ok(()),
         };
         let mut next = Some(first);

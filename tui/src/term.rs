@@ -427,11 +427,20 @@ impl Terminal {
         OUT_FD.store(1, Ordering::Relaxed);
         let _ = UI_THREAD.set(std::thread::current().id());
         install_hooks();
+        // crossterm's input parser reads byte 0x0A as Enter unless it knows
+        // raw mode is on; with its own raw-mode flag set, 0x0A is Ctrl+J (a
+        // new line in the input), distinct from Enter (0x0D). Entered first,
+        // it keeps the same original mode as `SAVED`, so leaving it (in
+        // `Drop`, even after a panic already restored) writes that mode.
+        if let Err(source) = crossterm::terminal::enable_raw_mode() {
+            return Err(err("cannot put the terminal in raw mode", source));
+        }
         let mut raw = saved;
         // SAFETY: cfmakeraw edits the struct in place.
         unsafe { libc::cfmakeraw(&mut raw) };
         // SAFETY: a valid termios for this descriptor.
         if unsafe { libc::tcsetattr(tty, libc::TCSANOW, &raw) } != 0 {
+            let _ = crossterm::terminal::disable_raw_mode();
             return Err(err(
                 "cannot put the terminal in raw mode",
                 std::io::Error::last_os_error(),
@@ -534,6 +543,9 @@ impl Terminal {
 impl Drop for Terminal {
     fn drop(&mut self) {
         let _ = std::io::stdout().flush();
+        // Clears crossterm's raw-mode flag (so a later `enter` sets it
+        // again), writing the original mode, which `restore` writes too.
+        let _ = crossterm::terminal::disable_raw_mode();
         restore();
     }
 }

@@ -105,6 +105,15 @@ impl Controller<'_> {
                     }
                 }
                 Some(Feed::CommandDone(Err(message))) => app.error(&message),
+                Some(Feed::Stopped) => {
+                    let again = self.runtime.as_ref().map_or_else(
+                        || "smith tui --continue".to_owned(),
+                        |rt| format!("smith tui --session {}", rt.name),
+                    );
+                    app.error(&format!(
+                        "the agent runtime stopped, so nothing more can be sent in this session; restart smith ({again}) to go on"
+                    ));
+                }
                 None => {}
             }
             return;
@@ -124,7 +133,8 @@ impl Controller<'_> {
                 | Feed::Question(..)
                 | Feed::Waiting(_)
                 | Feed::Withdrawn(..)
-                | Feed::CommandDone(_),
+                | Feed::CommandDone(_)
+                | Feed::Stopped,
             ) => {}
             None => {
                 self.replay.take();

@@ -46,6 +46,11 @@ pub(super) enum Feed {
     /// a command that asks a question never stops drawing or input): the
     /// actions it returned for the runtime, or its error.
     CommandDone(Result<Vec<smith_engine::agent::HookAction>, String>),
+    /// The runtime's event stream ended: it stopped. Expected of a runtime
+    /// the interface replaced (`/new`, `/resume`, `/continue`, a branch),
+    /// whose generation is then no longer current; a fault of the current
+    /// one.
+    Stopped,
 }
 
 pub(super) const ANSWER: &str = "\0answer";

@@ -217,8 +217,10 @@ pub(super) fn start(
                     return;
                 }
             }
-            // The receiver may be gone at exit; nothing to report then.
-            let _ = tx.send(Msg::AgentGone);
+            // Tagged, so that only the end of the current runtime is
+            // reported (a replaced one ends on purpose). The receiver may
+            // be gone at exit; nothing to report then.
+            let _ = tx.send(Msg::Agent((generation, Some(Feed::Stopped))));
         })
         .context("could not start the thread that forwards agent events")?;
     let mut status = app.status.clone();

@@ -213,6 +213,10 @@ impl App {
         } else {
             s.push_str(if st.busy { " working" } else { " ready" });
         }
+        if let Some(hint) = self.exit_hint() {
+            s.push_str(" · ");
+            s.push_str(hint);
+        }
         if st.queue > 0 {
             let _ = write!(s, " · queue {}", st.queue);
         }
@@ -375,31 +379,34 @@ impl App {
     }
 
     fn draw_help(&self, buf: &mut Buffer, bump: &Bump) {
-        let rows = (self.product.keys.len() + self.product.commands.len() + 3) as u16;
-        let area = buf.area().centered(60, rows + 2);
+        let screen = buf.area();
+        let (area, inner_rows) = self.help_area(screen.width, screen.height);
         if area.width < 4 || area.height < 3 {
             return;
         }
-        let inner = self.draw_box(buf, area, " help — any key closes ");
-        let mut y = inner.y;
-        for k in &self.product.keys {
-            if y >= inner.bottom() {
-                return;
-            }
+        let rows = self.help_rows() as u16;
+        let title = if rows > inner_rows {
+            " help — ↑↓ pgup pgdn scroll · other keys close "
+        } else {
+            " help — any key closes "
+        };
+        let inner = self.draw_box(buf, area, title);
+        let first = usize::from(self.help_first_row());
+        let keys = self.product.keys.len();
+        let edits = keys + super::EDIT_HELP.len();
+        for (y, row) in (inner.y..inner.bottom()).zip(first..usize::from(rows)) {
             let mut s = bumpalo::collections::String::new_in(bump);
-            let _ = write!(s, "{:<14}{}", k.chord, k.action.describe());
-            buf.put_str(inner.x + 1, y, &s, self.theme.popup, inner.right());
-            y += 1;
-        }
-        y += 1;
-        for c in &self.product.commands {
-            if y >= inner.bottom() {
-                return;
+            if row < keys {
+                let k = &self.product.keys[row];
+                let _ = write!(s, "{:<14}{}", k.chord, k.action.describe());
+            } else if row > keys && row <= edits {
+                let (chord, what) = super::EDIT_HELP[row - keys - 1];
+                let _ = write!(s, "{chord:<14}{what}");
+            } else if row > edits + 1 {
+                let c = &self.product.commands[row - edits - 2];
+                let _ = write!(s, "/{:<13}{}", c.name, c.help);
             }
-            let mut s = bumpalo::collections::String::new_in(bump);
-            let _ = write!(s, "/{:<13}{}", c.name, c.help);
             buf.put_str(inner.x + 1, y, &s, self.theme.popup, inner.right());
-            y += 1;
         }
     }
 

@@ -73,10 +73,17 @@ impl App {
     }
 
     fn key(&mut self, key: &KeyEvent) -> Option<Output> {
+        // Any other key disarms a pending "press again to exit".
+        if self.last_ctrl_c.is_some()
+            && !(matches!(self.overlay, Overlay::None)
+                && self.action_for(key) == Some(Action::ClearOrExit))
+        {
+            self.last_ctrl_c = None;
+        }
         match self.overlay {
             Overlay::None => self.key_editor(key),
             Overlay::Help => {
-                self.overlay = Overlay::None;
+                self.key_help(key);
                 None
             }
             Overlay::Search { .. } => self.key_search(key),
@@ -90,6 +97,27 @@ impl App {
             Overlay::Prompt { .. } => self.key_prompt(key),
             Overlay::Trust { .. } => self.key_trust(key),
         }
+    }
+
+    /// The help scrolls with Up/Down, PageUp/PageDown, Home/End; any
+    /// other key closes it.
+    fn key_help(&mut self, key: &KeyEvent) {
+        let first = self.help_first_row();
+        let max = self.help_max_scroll();
+        let (_, page) = self.help_area(self.size.0, self.size.1);
+        let page = page.saturating_sub(1).max(1);
+        self.help_scroll = match key.code {
+            KeyCode::Up => first.saturating_sub(1),
+            KeyCode::Down => (first + 1).min(max),
+            KeyCode::PageUp => first.saturating_sub(page),
+            KeyCode::PageDown => first.saturating_add(page).min(max),
+            KeyCode::Home => 0,
+            KeyCode::End => max,
+            _ => {
+                self.overlay = Overlay::None;
+                0
+            }
+        };
     }
 
     pub(super) fn command_popup_open(&self) -> bool {
@@ -171,12 +199,23 @@ impl App {
             return self.act(action);
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        // Alt+letter arrives as Esc then the letter without the kitty
+        // protocol; it edits like a shell and never types the letter.
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
         match key.code {
             KeyCode::Char('u') if ctrl => self.editor.delete_to_line_start(),
             KeyCode::Char('w') if ctrl => self.editor.delete_word(),
             KeyCode::Char('a') if ctrl => self.editor.home(),
             KeyCode::Char('e') if ctrl => self.editor.end(),
+            // Ctrl+H is the byte some terminals send for Backspace.
+            KeyCode::Char('h') if ctrl => self.editor.backspace(),
             KeyCode::Char(_) if ctrl => {}
+            KeyCode::Char('b') if alt => self.editor.word_left(),
+            KeyCode::Char('f') if alt => self.editor.word_right(),
+            KeyCode::Char(_) if alt => {}
+            KeyCode::Left if alt || ctrl => self.editor.word_left(),
+            KeyCode::Right if alt || ctrl => self.editor.word_right(),
+            KeyCode::Backspace if alt || ctrl => self.editor.delete_word(),
             KeyCode::Char(c) => {
                 self.editor.insert(c);
                 self.popup_selected = 0;
@@ -199,6 +238,75 @@ impl App {
             _ => {}
         }
         None
+    }
+
+    /// Runs the editor's line when it is a command, or refuses it (the
+    /// line stays to be fixed) when it is neither a command nor a prompt;
+    /// `None` when it is a prompt to send.
+    fn unless_prompt(&mut self) -> Option<Option<Output>> {
+        match self.classify() {
+            Line::Command => {
+                let rest = &self.editor.text()[1..];
+                let (name, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+                let (name, arg) = (name.to_owned(), arg.trim().to_owned());
+                self.editor.take();
+                Some(self.command(&name, &arg))
+            }
+            Line::Refused(why) => {
+                self.error(&why);
+                self.transcript.follow();
+                Some(None)
+            }
+            Line::Prompt => None,
+        }
+    }
+
+    /// What Enter does with the editor's line: a known command runs; a
+    /// line that starts with `/` but names no command, or with `!`, is
+    /// refused with what to do instead (never sent as a prompt); anything
+    /// else — including a first word with a second `/` or one that names
+    /// an existing file or directory, which is a path such as `/tmp/x` —
+    /// is a prompt. A line that starts with a space is
+    /// always a prompt.
+    fn classify(&self) -> Line {
+        let text = self.editor.text();
+        const NOT_SENT: &str = "Nothing was sent: edit the line and press Enter, or start it with a space to send it to the model as written.";
+        if let Some(rest) = text.strip_prefix('/') {
+            let name = rest.split(char::is_whitespace).next().unwrap_or("");
+            // A path, not a command: `/tmp/x is broken`, `/tmp is full`.
+            if name.contains('/')
+                || (!name.is_empty()
+                    && std::path::Path::new(text.split(char::is_whitespace).next().unwrap_or(""))
+                        .exists())
+            {
+                return Line::Prompt;
+            }
+            if self.product.commands.iter().any(|c| c.name == name) {
+                return Line::Command;
+            }
+            let known = self.product.commands.iter().map(|c| c.name.as_str());
+            return Line::Refused(if name.is_empty() {
+                format!(
+                    "no command name after the /: type a command's name (/help lists them). {NOT_SENT}"
+                )
+            } else {
+                match closest(name, known) {
+                    Some(near) => {
+                        format!("unknown command /{name} — did you mean /{near}? {NOT_SENT}")
+                    }
+                    None => format!(
+                        "unknown command /{name}: no command has that name (/help lists them). {NOT_SENT}"
+                    ),
+                }
+            });
+        }
+        if let Some(command) = text.strip_prefix('!') {
+            let command = command.trim();
+            return Line::Refused(format!(
+                "not sent: !{command} would run a shell command, and this interface does not run commands itself. Ask the agent instead (\"run {command}\"), so it runs through the bash tool with your approval and is journaled, or run it in another terminal; start the line with a space to send it to the model as written."
+            ));
+        }
+        Line::Prompt
     }
 
     /// Completes the `@path` before the cursor from the file system.
@@ -247,16 +355,19 @@ impl App {
         let scroll = u32::from(self.options.scroll_lines);
         match action {
             Action::Submit => {
+                // `\` just before the cursor continues the prompt on a new
+                // line (Enter alone cannot be told from Shift+Enter without
+                // the kitty keyboard protocol).
+                if self.editor.before_cursor_is('\\') {
+                    self.editor.backspace();
+                    self.editor.insert('\n');
+                    return None;
+                }
                 if self.editor.text().trim().is_empty() {
                     return None;
                 }
-                if let Some(rest) = self.editor.text().strip_prefix('/') {
-                    let (name, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-                    if self.product.commands.iter().any(|c| c.name == name) {
-                        let (name, arg) = (name.to_owned(), arg.trim().to_owned());
-                        self.editor.take();
-                        return self.command(&name, &arg);
-                    }
+                if let Some(out) = self.unless_prompt() {
+                    return out;
                 }
                 let text = self.editor.take();
                 self.user_message(&text);
@@ -270,6 +381,9 @@ impl App {
             Action::QueueFollowUp => {
                 if self.editor.text().trim().is_empty() {
                     return None;
+                }
+                if let Some(out) = self.unless_prompt() {
+                    return out;
                 }
                 let text = self.editor.take();
                 Some(if self.status.busy {
@@ -305,11 +419,26 @@ impl App {
                 }
             }
             Action::ClearOrExit => {
-                if !self.editor.is_empty() {
+                // A second press soon after one that interrupted or found
+                // nothing to clear exits.
+                let now = std::time::Instant::now();
+                if self
+                    .last_ctrl_c
+                    .is_some_and(|t| now.duration_since(t) <= super::DOUBLE_CTRL_C)
+                {
+                    self.last_ctrl_c = None;
+                    return self.exit();
+                }
+                if self.status.busy {
+                    self.last_ctrl_c = Some(now);
+                    self.last_esc = None;
+                    Some(Output::Interrupt)
+                } else if !self.editor.is_empty() {
                     self.editor.clear();
                     None
                 } else {
-                    self.exit()
+                    self.last_ctrl_c = Some(now);
+                    None
                 }
             }
             Action::ScrollUp => {
@@ -344,6 +473,7 @@ impl App {
             }
             Action::Help => {
                 self.overlay = Overlay::Help;
+                self.help_scroll = 0;
                 None
             }
             Action::ToggleDetails => {
@@ -644,6 +774,7 @@ type LocalCommand = fn(&mut App, &str) -> Option<Option<Output>>;
 const LOCAL_COMMANDS: [(&str, LocalCommand); 6] = [
     ("help", |app, _| {
         app.overlay = Overlay::Help;
+        app.help_scroll = 0;
         Some(None)
     }),
     ("quit", |app, _| Some(app.exit())),
@@ -660,6 +791,51 @@ const LOCAL_COMMANDS: [(&str, LocalCommand); 6] = [
     }),
     ("model", App::model_picker),
 ];
+
+/// What Enter does with the editor's line (see [`App::classify`]).
+enum Line {
+    /// A known slash command.
+    Command,
+    /// A prompt for the model.
+    Prompt,
+    /// Neither: why not and what to do, shown instead of sending.
+    Refused(String),
+}
+
+/// The name in `names` closest to `typed` by edit distance when it is near
+/// enough to be a typo of it (at most a third of its length, at least 2),
+/// or one that starts with it.
+fn closest<'a>(typed: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (typed.chars().count() / 3).max(2);
+    names
+        .map(|n| {
+            let d = if n.starts_with(typed) {
+                0
+            } else {
+                distance(typed, n)
+            };
+            (d, n)
+        })
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, n)| (*d, n.len()))
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance over characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
 
 /// A key as the bindings name it: Shift dropped from characters (the
 /// character carries it), letters with Ctrl lowercased.

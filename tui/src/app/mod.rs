@@ -279,10 +279,54 @@ pub struct App {
     /// When the interrupt key (Esc) was last pressed while idle with an
     /// empty editor: a second press within [`DOUBLE_ESC`] opens `/rewind`.
     last_esc: Option<std::time::Instant>,
+    /// When the clear-or-exit key (Ctrl+C) last interrupted a turn or
+    /// found an empty idle input: a second press within
+    /// [`DOUBLE_CTRL_C`] exits, and the status line says so meanwhile.
+    last_ctrl_c: Option<std::time::Instant>,
+    /// What the status line shows while a second press would exit
+    /// (`press Ctrl+C again to exit`, with the key bound to clear-or-exit).
+    exit_hint: String,
+    /// The first help row shown (the help overlay scrolls when it does not
+    /// fit the screen).
+    help_scroll: u16,
 }
+
+/// The editing keys help lists after the bound keys: the editor's own,
+/// which no binding changes.
+pub(crate) const EDIT_HELP: [(&str, &str); 6] = [
+    ("\\ enter", "new line in the input (as ctrl+j)"),
+    ("alt+b alt+f", "move a word back / forward"),
+    ("alt+bksp", "delete the word before (as ctrl+w)"),
+    (
+        "ctrl+a ctrl+e",
+        "line start / end (ctrl+u: delete to start)",
+    ),
+    ("/typo  !cmd", "refused, never sent to the model"),
+    ("␣ first", "a leading space sends the line as written"),
+];
 
 /// How close two Esc presses must be to count as Esc Esc.
 pub const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How soon a second Ctrl+C must follow the one that interrupted or found
+/// nothing to clear to exit.
+pub const DOUBLE_CTRL_C: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A chord as help writes it: `ctrl+c` as `Ctrl+C`.
+fn chord_label(chord: &str) -> String {
+    chord
+        .split('+')
+        .map(|part| {
+            let mut chars = part.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => c.to_uppercase().collect(),
+                (Some(c), Some(_)) => c.to_uppercase().chain(part.chars().skip(1)).collect(),
+                (None, _) => String::new(),
+            }
+        })
+        .collect::<Vec<String>>()
+        .join("+")
+}
 
 /// The theme `options` choose among `product`'s, monochrome without colors.
 fn drawn_theme(product: &Product, options: &Options) -> Theme {
@@ -303,6 +347,12 @@ impl App {
             .iter()
             .map(|b| (b.code, b.mods, b.action))
             .collect();
+        let exit_key = product
+            .keys
+            .iter()
+            .find(|b| b.action == Action::ClearOrExit)
+            .map_or_else(|| "Ctrl+C".to_owned(), |b| chord_label(&b.chord));
+        let exit_hint = format!("press {exit_key} again to exit");
         Self {
             product,
             theme,
@@ -326,7 +376,60 @@ impl App {
             generation: 1,
             queued: std::collections::VecDeque::new(),
             last_esc: None,
+            last_ctrl_c: None,
+            exit_hint,
+            help_scroll: 0,
         }
+    }
+
+    /// Lets time-limited state lapse: a pending "press again to exit"
+    /// ends [`DOUBLE_CTRL_C`] after the press. Hosts call it when no event
+    /// arrived for a while.
+    pub fn tick(&mut self) {
+        if self
+            .last_ctrl_c
+            .is_some_and(|t| t.elapsed() > DOUBLE_CTRL_C)
+        {
+            self.last_ctrl_c = None;
+            self.touch();
+        }
+    }
+
+    /// The help overlay's rows: bound keys, a blank, the editing keys, a
+    /// blank, the commands.
+    pub(crate) fn help_rows(&self) -> usize {
+        self.product.keys.len() + EDIT_HELP.len() + self.product.commands.len() + 2
+    }
+
+    /// The help box for a `width` × `height` screen and the rows inside it.
+    pub(crate) fn help_area(&self, width: u16, height: u16) -> (Rect, u16) {
+        let rows = self.help_rows() as u16;
+        let area = Rect {
+            x: 0,
+            y: 0,
+            width,
+            height,
+        }
+        .centered(60, rows.saturating_add(2));
+        (area, area.height.saturating_sub(2))
+    }
+
+    /// The last first row the help can scroll to at the current size.
+    fn help_max_scroll(&self) -> u16 {
+        let (_, inner) = self.help_area(self.size.0, self.size.1);
+        (self.help_rows() as u16).saturating_sub(inner)
+    }
+
+    /// The first help row shown, kept within what the size allows.
+    pub(crate) fn help_first_row(&self) -> u16 {
+        self.help_scroll.min(self.help_max_scroll())
+    }
+
+    /// The hint the status line shows while a second Ctrl+C would exit.
+    pub fn exit_hint(&self) -> Option<&str> {
+        self.last_ctrl_c
+            .is_some_and(|t| t.elapsed() <= DOUBLE_CTRL_C)
+            .then_some(self.exit_hint.as_str())
     }
 
     /// Replaces the options (after configuration is reloaded).

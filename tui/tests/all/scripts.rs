@@ -2,6 +2,7 @@
 //! input behavior, and what the interface asks its host to do.
 
 use crossterm::event::{Event, KeyCode, KeyModifiers};
+use smith_tui::transcript::EntryKind;
 use smith_tui::{Output, Overlay, Status};
 
 use crate::{app, conversation, screen};
@@ -103,24 +104,205 @@ fn enter_sends_and_steers_alt_enter_queues_esc_interrupts() {
 }
 
 #[test]
-fn ctrl_c_clears_then_exits_with_confirmation_while_busy() {
-    let mut s = screen(app(), 40, 10);
+fn ctrl_c_interrupts_or_clears_then_a_second_press_exits() {
+    let mut s = screen(app(), 60, 10);
+    // Idle with text: the first press clears it and arms nothing.
     s.type_text("draft");
     assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
     assert!(s.app.editor.is_empty());
+    assert!(!s.text().contains("again to exit"), "{}", s.text());
+    // Idle and empty: a hint, then a second press exits.
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
+    assert!(
+        s.text().contains("ready · press Ctrl+C again to exit"),
+        "{}",
+        s.text()
+    );
     assert_eq!(s.key(KeyCode::Char('c'), CTRL), Some(Output::Quit));
 
+    // Any other key in between disarms it.
+    let mut s = screen(app(), 60, 10);
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
+    s.type_text("x");
+    assert!(!s.text().contains("again to exit"), "{}", s.text());
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
+    assert!(s.app.editor.is_empty());
+
+    // Working: the first press interrupts (the typed text stays); a
+    // second exits, asking first while the work still runs.
+    let mut s = screen(app(), 60, 10);
     s.app.set_status(Status {
         busy: true,
         ..Status::default()
     });
+    s.type_text("next");
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), Some(Output::Interrupt));
+    assert_eq!(s.app.editor.text(), "next");
+    assert!(
+        s.text().contains("working · press Ctrl+C again to exit"),
+        "{}",
+        s.text()
+    );
     assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
     assert!(matches!(s.app.overlay(), Overlay::Confirm { .. }));
     assert!(s.text().contains("Exit anyway?"));
     assert_eq!(s.key(KeyCode::Char('n'), NONE), None);
     assert_eq!(*s.app.overlay(), Overlay::None);
-    s.key(KeyCode::Char('c'), CTRL);
-    assert_eq!(s.key(KeyCode::Char('y'), NONE), Some(Output::Quit));
+    // Once the turn has stopped, the second press exits at once.
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), Some(Output::Interrupt));
+    s.app.set_status(Status::default());
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), Some(Output::Quit));
+    // Esc keeps interrupting.
+    s.app.set_status(Status {
+        busy: true,
+        ..Status::default()
+    });
+    assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
+}
+
+#[test]
+fn the_exit_hint_lapses_after_its_moment() {
+    let mut s = screen(app(), 60, 10);
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
+    assert!(s.text().contains("again to exit"));
+    std::thread::sleep(smith_tui::app::DOUBLE_CTRL_C + std::time::Duration::from_millis(50));
+    let before = s.app.generation();
+    s.app.tick();
+    assert_ne!(
+        s.app.generation(),
+        before,
+        "the lapse did not ask for a frame"
+    );
+    assert!(!s.text().contains("again to exit"), "{}", s.text());
+    // The next press arms again rather than exiting.
+    assert_eq!(s.key(KeyCode::Char('c'), CTRL), None);
+}
+
+#[test]
+fn without_the_kitty_protocol_newlines_come_from_ctrl_j_and_backslash_enter() {
+    let mut s = screen(app(), 60, 12);
+    s.type_text("first");
+    // Ctrl+J (byte 0x0A) is a new line, not Enter.
+    assert_eq!(s.key(KeyCode::Char('j'), CTRL), None);
+    s.type_text("second\\");
+    // `\` just before the cursor and Enter: a new line, the `\` removed.
+    assert_eq!(s.key(KeyCode::Enter, NONE), None);
+    assert_eq!(s.app.editor.text(), "first\nsecond\n");
+    // A `\` elsewhere in the line stays and Enter sends.
+    assert_eq!(
+        s.type_text("a\\b\n"),
+        vec![Output::Prompt("first\nsecond\na\\b".into())]
+    );
+    // Alt+Enter (Esc then Enter) still queues a follow-up while busy.
+    s.app.set_status(Status {
+        busy: true,
+        ..Status::default()
+    });
+    s.type_text("later");
+    assert_eq!(
+        s.key(KeyCode::Enter, KeyModifiers::ALT),
+        Some(Output::FollowUp("later".into()))
+    );
+}
+
+#[test]
+fn alt_b_and_alt_f_move_by_words_and_alt_backspace_deletes_one() {
+    let alt = KeyModifiers::ALT;
+    let mut s = screen(app(), 60, 12);
+    s.type_text("fix the flaky test");
+    s.key(KeyCode::Char('b'), alt);
+    s.key(KeyCode::Char('b'), alt);
+    s.type_text("very ");
+    assert_eq!(s.app.editor.text(), "fix the very flaky test");
+    s.key(KeyCode::Char('f'), alt);
+    s.type_text("!");
+    assert_eq!(s.app.editor.text(), "fix the very flaky! test");
+    // Other Alt+letters type nothing.
+    s.key(KeyCode::Char('z'), alt);
+    assert_eq!(s.app.editor.text(), "fix the very flaky! test");
+    s.key(KeyCode::End, NONE);
+    s.key(KeyCode::Backspace, alt);
+    assert_eq!(s.app.editor.text(), "fix the very flaky! ");
+    // Ctrl+Left / Ctrl+Right move by words too.
+    s.key(KeyCode::Left, CTRL);
+    s.key(KeyCode::Right, CTRL);
+    s.type_text("?");
+    assert_eq!(s.app.editor.text(), "fix the very flaky?! ");
+}
+
+#[test]
+fn typos_of_commands_and_shell_lines_are_refused_not_sent() {
+    let mut s = screen(app(), 100, 16);
+    // A mistyped command: refused with the command meant; the line stays.
+    assert_eq!(s.type_text("/moddel gpt-5\n"), vec![]);
+    assert_eq!(s.app.editor.text(), "/moddel gpt-5");
+    let text = s.text();
+    assert!(
+        text.contains("unknown command /moddel — did you mean /model?"),
+        "{text}"
+    );
+    let sent = (0..s.app.transcript.len())
+        .any(|i| s.app.transcript.record(i).unwrap().kind == EntryKind::User);
+    assert!(!sent, "{text}");
+    // Fixed, it runs.
+    s.key(KeyCode::Home, NONE);
+    s.key(KeyCode::Right, NONE);
+    s.key(KeyCode::Right, NONE);
+    s.key(KeyCode::Right, NONE);
+    s.key(KeyCode::Delete, NONE);
+    assert_eq!(
+        s.key(KeyCode::Enter, NONE),
+        Some(Output::Command {
+            name: "model".into(),
+            arg: "gpt-5".into()
+        })
+    );
+    // A name like no command's: refused without a suggestion.
+    assert_eq!(s.type_text("/xyzzyq\n"), vec![]);
+    assert!(
+        s.text()
+            .contains("unknown command /xyzzyq: no command has that name"),
+        "{}",
+        s.text()
+    );
+    s.app.editor.clear();
+    // A shell line: refused with how to run a command.
+    assert_eq!(s.type_text("!ls\n"), vec![]);
+    assert_eq!(s.app.editor.text(), "!ls");
+    assert!(
+        s.text().contains("not sent: !ls would run a shell command"),
+        "{}",
+        s.text()
+    );
+    s.app.editor.clear();
+    // Paths are prompts: a second `/` in the first word.
+    assert_eq!(
+        s.type_text("/srv/nowhere/x is broken\n"),
+        vec![Output::Prompt("/srv/nowhere/x is broken".into())]
+    );
+    // Alt+Enter (queue a follow-up) refuses them too.
+    s.app.set_status(Status {
+        busy: true,
+        ..Status::default()
+    });
+    s.type_text("/moddel");
+    assert_eq!(s.key(KeyCode::Enter, KeyModifiers::ALT), None);
+    assert_eq!(s.app.editor.text(), "/moddel");
+    s.app.editor.clear();
+    s.type_text("!make");
+    assert_eq!(s.key(KeyCode::Enter, KeyModifiers::ALT), None);
+    assert_eq!(s.app.editor.text(), "!make");
+    s.app.editor.clear();
+    s.app.set_status(Status::default());
+    // A leading space sends any line as written.
+    assert_eq!(
+        s.type_text(" !important: keep it\n"),
+        vec![Output::Prompt(" !important: keep it".into())]
+    );
+    assert_eq!(
+        s.type_text(" /moddel\n"),
+        vec![Output::Prompt(" /moddel".into())]
+    );
 }
 
 #[test]
@@ -563,4 +745,47 @@ fn esc_esc_while_idle_with_an_empty_editor_asks_for_the_rewind_picker() {
     s.app.set_status(busy);
     assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
     assert_eq!(s.key(KeyCode::Esc, NONE), Some(Output::Interrupt));
+}
+
+#[test]
+fn the_help_scrolls_when_it_does_not_fit() {
+    let mut s = screen(app(), 60, 20);
+    s.key(KeyCode::F(1), NONE);
+    let text = s.text();
+    assert!(text.contains("↑↓ pgup pgdn scroll"), "{text}");
+    assert!(text.contains("enter         send"), "{text}");
+    assert!(!text.contains("/quit"), "{text}");
+    // PageDown pages; End reaches the last command; nothing closes.
+    s.key(KeyCode::PageDown, NONE);
+    let text = s.text();
+    assert_eq!(*s.app.overlay(), Overlay::Help);
+    assert!(!text.contains("enter         send"), "{text}");
+    s.key(KeyCode::End, NONE);
+    let text = s.text();
+    assert!(text.contains("/quit         exit smith"), "{text}");
+    // Down at the end stays at the end; Up moves one row back.
+    s.key(KeyCode::Down, NONE);
+    assert!(s.text().contains("/quit         exit smith"));
+    s.key(KeyCode::Up, NONE);
+    assert!(
+        !s.text().contains("/quit         exit smith"),
+        "{}",
+        s.text()
+    );
+    s.key(KeyCode::PageUp, NONE);
+    s.key(KeyCode::Home, NONE);
+    assert!(s.text().contains("enter         send"));
+    // Any other key closes it; it opens at the top again.
+    s.key(KeyCode::End, NONE);
+    s.key(KeyCode::Char('q'), NONE);
+    assert_eq!(*s.app.overlay(), Overlay::None);
+    assert!(s.app.editor.is_empty());
+    s.key(KeyCode::F(1), NONE);
+    assert!(s.text().contains("enter         send"));
+    // When it fits, no scrolling is offered.
+    let mut s = screen(app(), 70, 60);
+    s.key(KeyCode::F(1), NONE);
+    let text = s.text();
+    assert!(text.contains("help — any key closes"), "{text}");
+    assert!(text.contains("/quit         exit smith"), "{text}");
 }
