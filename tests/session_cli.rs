@@ -513,4 +513,18 @@ fn dump_and_replay_write_the_same_bytes_as_before_they_streamed() {
         &["replay", "fixture", "--instant", "--json", "--turns", "1.."],
     );
     assert_eq!(selected, want);
+    // A file that is not one intact linear history (here a torn tail) is
+    // loaded, and replays the same.
+    let id = want
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .and_then(|v| v["session"]["id"].as_str().map(str::to_owned))
+        .unwrap();
+    let file = session_file(home, &id);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(&[0x40, 0, 0]);
+    std::fs::write(&file, bytes).unwrap();
+    let loaded = ok(home, &["replay", "fixture", "--instant", "--json"]);
+    assert_eq!(loaded, want);
 }

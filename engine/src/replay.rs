@@ -758,10 +758,7 @@ fn status_of(outcome: Outcome) -> ToolStatus {
     }
 }
 
-/// An entry's content as a JSON value. Canonical CBOR of JSON's types (what
-/// smith writes) is read in one pass straight into the value; anything else
-/// takes the general bridge (`decode_json`: CBOR to JSON text to value),
-/// which gives the same value where both apply.
+/// An entry's content as a JSON value (see [`value_of`]).
 fn decode_value(session: &Session, record: &smith_store::Record) -> Result<Value, ReplayError> {
     if let Ok(content) = session.content(record) {
         let mut d = smith_codec::Decoder::strict(&content);
@@ -772,6 +769,30 @@ fn decode_value(session: &Session, record: &smith_store::Record) -> Result<Value
         }
     }
     decode_json(session, record).map_err(|err| ReplayError::new(err.message))
+}
+
+/// Entry `id`'s content as a JSON value. Canonical CBOR of JSON's types
+/// (what smith writes) is read in one pass straight into the value;
+/// anything else takes the general bridge (CBOR to JSON text to value, as
+/// resume reads entries), which gives the same value where both apply.
+fn value_of(content: &[u8], id: u64, kind: EntryKind) -> Result<Value, ReplayError> {
+    let mut d = smith_codec::Decoder::strict(content);
+    if let Some(value) = json_item(&mut d)
+        && d.is_at_end()
+    {
+        return Ok(value);
+    }
+    let mut text = String::new();
+    smith_codec::json::from_cbor(content, &mut text).map_err(|err| {
+        ReplayError::new(format!(
+            "session entry {id} ({kind:?}) does not hold valid canonical CBOR: {err}; run `smith session repair` or inspect it with a dump"
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|err| {
+        ReplayError::new(format!(
+            "session entry {id} could not be read as JSON: {err}"
+        ))
+    })
 }
 
 /// Reads one item of canonical CBOR as the value serde_json reads from its
@@ -825,6 +846,60 @@ fn decode<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Whether replay reads entries of `kind`.
+fn replayed(kind: EntryKind) -> bool {
+    matches!(
+        kind,
+        EntryKind::UserMessage
+            | EntryKind::AssistantMessage
+            | EntryKind::ToolResult
+            | EntryKind::ModelChange
+            | EntryKind::EffectIntent
+            | EntryKind::EffectCompletion
+            | EntryKind::Metadata
+            | EntryKind::Compaction
+    )
+}
+
+/// Feeds one replayed entry (`id`, its kind, its time and its content as a
+/// JSON value) to `b`.
+fn feed(
+    b: &mut Builder,
+    id: u64,
+    kind: EntryKind,
+    at: u64,
+    value: Value,
+) -> Result<(), ReplayError> {
+    b.at = at;
+    match kind {
+        EntryKind::Metadata => {
+            // Metadata of other kinds (a future writer's) is not ours.
+            if let Ok(run) = serde_json::from_value::<RunRecord>(value) {
+                b.run_record(run);
+            }
+        }
+        EntryKind::ModelChange => b.model_change(&value),
+        EntryKind::Compaction => {
+            let record: crate::agent::CompactionRecord = decode(value, id, "compaction")?;
+            b.compaction(record);
+        }
+        EntryKind::EffectIntent => b.intent(&value),
+        EntryKind::EffectCompletion => b.completion(&value),
+        _ => {
+            // Read from the value in place: a clone would copy the whole
+            // message (a tool result's output) once more.
+            let meta = MessageMeta::deserialize(&value).unwrap_or_default();
+            let message: Message = decode(value, id, "message")?;
+            match kind {
+                EntryKind::UserMessage => b.user(message, &meta),
+                EntryKind::AssistantMessage => b.assistant(message, &meta),
+                _ => b.tool_result(message, meta),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Feeds the records of `session`'s selected branch to `b` in order,
 /// calling `each` after every record (and after closing a run the
 /// recording leaves open).
@@ -835,49 +910,11 @@ fn walk<E: From<ReplayError>>(
 ) -> Result<(), E> {
     for record in session.branch() {
         let kind = record.entry_kind();
-        let interesting = matches!(
-            kind,
-            EntryKind::UserMessage
-                | EntryKind::AssistantMessage
-                | EntryKind::ToolResult
-                | EntryKind::ModelChange
-                | EntryKind::EffectIntent
-                | EntryKind::EffectCompletion
-                | EntryKind::Metadata
-                | EntryKind::Compaction
-        );
-        if !interesting {
+        if !replayed(kind) {
             continue;
         }
-        b.at = record.timestamp_ms;
         let value = decode_value(session, record).map_err(E::from)?;
-        match kind {
-            EntryKind::Metadata => {
-                // Metadata of other kinds (a future writer's) is not ours.
-                if let Ok(run) = serde_json::from_value::<RunRecord>(value) {
-                    b.run_record(run);
-                }
-            }
-            EntryKind::ModelChange => b.model_change(&value),
-            EntryKind::Compaction => {
-                let record: crate::agent::CompactionRecord =
-                    decode(value, record.id, "compaction").map_err(E::from)?;
-                b.compaction(record);
-            }
-            EntryKind::EffectIntent => b.intent(&value),
-            EntryKind::EffectCompletion => b.completion(&value),
-            _ => {
-                // Read from the value in place: a clone would copy the
-                // whole message (a tool result's output) once more.
-                let meta = MessageMeta::deserialize(&value).unwrap_or_default();
-                let message: Message = decode(value, record.id, "message").map_err(E::from)?;
-                match kind {
-                    EntryKind::UserMessage => b.user(message, &meta),
-                    EntryKind::AssistantMessage => b.assistant(message, &meta),
-                    _ => b.tool_result(message, meta),
-                }
-            }
-        }
+        feed(b, record.id, kind, record.timestamp_ms, value).map_err(E::from)?;
         each(b)?;
     }
     if b.run.is_some() {
@@ -907,8 +944,9 @@ fn wait(pace: Pace, previous: Option<(u64, bool)>, step: &Step) {
 /// events as [`Recording::from_session`] then [`Recording::play`] without a
 /// turn selection, but each record's events leave before the next record is
 /// read, and effects are let go when their run closes (but those of calls
-/// it left unanswered). Memory stays that of one run's open effects
-/// whatever the session's length.
+/// it left unanswered). Beyond the loaded session, memory stays that of one
+/// run's open effects whatever the session's length; [`stream_file`] does
+/// without the load.
 ///
 /// # Errors
 ///
@@ -917,14 +955,24 @@ fn wait(pace: Pace, previous: Option<(u64, bool)>, step: &Step) {
 pub fn stream<E: From<ReplayError>>(
     session: &Session,
     pace: Pace,
-    mut sink: impl FnMut(&Event) -> Result<(), E>,
+    sink: impl FnMut(&Event) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut b = Builder {
         streaming: true,
         ..Builder::default()
     };
+    let mut play = player(pace, sink);
+    walk(session, &mut b, |b| play(b))
+}
+
+/// Sends the events `b` built since the last call to `sink`, waiting as
+/// `pace` says, then lets go of what closed runs no longer need.
+fn player<E>(
+    pace: Pace,
+    mut sink: impl FnMut(&Event) -> Result<(), E>,
+) -> impl FnMut(&mut Builder) -> Result<(), E> {
     let mut previous: Option<(u64, bool)> = None;
-    walk(session, &mut b, |b| {
+    move |b: &mut Builder| {
         for step in b.out.steps.drain(..) {
             wait(pace, previous, &step);
             previous = Some((step.at_ms, step.event == Event::Settled));
@@ -932,7 +980,63 @@ pub fn stream<E: From<ReplayError>>(
         }
         b.forget_closed_runs();
         Ok(())
-    })
+    }
+}
+
+/// [`stream`] straight from a session file (read within `limits`), without
+/// loading it: when the
+/// file holds one intact linear history (its selected branch is then every
+/// entry in file order, see
+/// [`smith_store::SessionFile::for_each_linear_entry`]), each entry is read,
+/// played and let go in turn, and memory stays that of one entry and one
+/// run's open effects whatever the file's size. Returns `Ok(false)`, having
+/// played nothing, for any other file: [`stream`] a full load of it then.
+///
+/// # Errors
+///
+/// As [`stream`], and the file's read errors.
+pub fn stream_file<E: From<ReplayError>>(
+    file: &smith_store::SessionFile,
+    limits: &smith_store::Limits,
+    pace: Pace,
+    sink: impl FnMut(&Event) -> Result<(), E>,
+) -> Result<bool, E> {
+    /// A read error of the file, or the sink's.
+    enum Stop<E> {
+        Read(ReplayError),
+        Sink(E),
+    }
+    impl<E> From<smith_store::StoreError> for Stop<E> {
+        fn from(err: smith_store::StoreError) -> Self {
+            Stop::Read(ReplayError::new(err.to_string()))
+        }
+    }
+    let mut b = Builder {
+        streaming: true,
+        ..Builder::default()
+    };
+    let mut play = player(pace, sink);
+    let linear = file.for_each_linear_entry(limits, |head, content| {
+        let kind = EntryKind::from_code(head.kind);
+        if !replayed(kind) {
+            return Ok(());
+        }
+        let value = value_of(content, head.id, kind).map_err(Stop::Read)?;
+        feed(&mut b, head.id, kind, head.timestamp_ms, value).map_err(Stop::Read)?;
+        play(&mut b).map_err(Stop::Sink)
+    });
+    match linear {
+        Ok(false) => Ok(false),
+        Ok(true) => {
+            if b.run.is_some() {
+                b.close_interrupted();
+            }
+            play(&mut b)?;
+            Ok(true)
+        }
+        Err(Stop::Read(err)) => Err(E::from(err)),
+        Err(Stop::Sink(err)) => Err(err),
+    }
 }
 
 impl Recording {

@@ -24,7 +24,7 @@ use smith_engine::protocol::{Event, Header, JsonLines, ReplayMarker, StopCause};
 use smith_engine::provider::Usage;
 use smith_engine::replay::{
     Comparison, Pace, Recording, TurnRange, Verdict, compare, copy_tree, export_start, start_point,
-    stream,
+    stream, stream_file,
 };
 use smith_engine::tools::ToolSet;
 use smith_store::Store;
@@ -157,22 +157,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let pace = pace(&args)?;
     let root = crate::settings::session_root()?;
     let store = Store::open(&root)?;
-    let session = store.load(&args.session).with_context(|| {
+    let open = || {
         format!(
             "could not open session {:?} to replay; run `smith session list` to see the sessions",
             args.session
         )
-    })?;
+    };
     // The whole recording is built first only when turns are selected (the
     // selection needs the turn count) or effects compared; otherwise the
-    // events stream as the records are read.
-    let recording = if args.turns.is_some() || args.compare {
-        Some(
-            Recording::from_session(&session)
-                .with_context(|| format!("could not read session {:?} for replay", args.session))?,
-        )
+    // events stream as the entries are read, from the file itself when it
+    // holds one linear history (nothing is loaded), else from a load.
+    let (file, session, recording, session_id) = if args.turns.is_some() || args.compare {
+        let session = store.load(&args.session).with_context(open)?;
+        let recording = Recording::from_session(&session)
+            .with_context(|| format!("could not read session {:?} for replay", args.session))?;
+        let id = session.id();
+        (None, Some(session), Some(recording), id)
     } else {
-        None
+        let file = store.open_file(&args.session).with_context(open)?;
+        let id = file.header().id;
+        (Some(file), None, None, id)
     };
     let turns = match (&args.turns, &recording) {
         (Some(text), Some(recording)) => {
@@ -182,8 +186,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         _ => None,
     };
-    let id = session.id().to_hex();
-    let name = store.name_of(session.id());
+    let id = session_id.to_hex();
+    let name = store.name_of(session_id);
     let marker = ReplayMarker {
         session: id.clone(),
         name: name.clone(),
@@ -230,22 +234,32 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(recording) => recording.play(turns, pace, each)?,
         None => {
             let mut each = each;
-            stream(&session, pace, |event| each(event).map_err(Failure::Write)).map_err(
-                |failure| match failure {
-                    Failure::Read(err) => anyhow::Error::new(err).context(format!(
-                        "could not read session {:?} for replay",
-                        args.session
-                    )),
-                    Failure::Write(err) => err,
-                },
-            )?;
+            let read = |failure| match failure {
+                Failure::Read(err) => anyhow::Error::new(err).context(format!(
+                    "could not read session {:?} for replay",
+                    args.session
+                )),
+                Failure::Write(err) => err,
+            };
+            let streamed = match &file {
+                Some(file) => stream_file(file, store.limits(), pace, |event| {
+                    each(event).map_err(Failure::Write)
+                })
+                .map_err(read)?,
+                None => false,
+            };
+            if !streamed {
+                let session = store.load(&args.session).with_context(open)?;
+                stream(&session, pace, |event| each(event).map_err(Failure::Write))
+                    .map_err(read)?;
+            }
         }
     }
     printer.end_line(&mut out)?;
 
     let mut code = 0;
-    if let (true, Some(recording)) = (args.compare, &recording) {
-        let records = vcs_records(&session).with_context(|| {
+    if let (true, Some(recording), Some(session)) = (args.compare, &recording, &session) {
+        let records = vcs_records(session).with_context(|| {
             format!(
                 "could not read the checkpoints of session {:?} for --compare",
                 args.session

@@ -193,7 +193,7 @@ fn write_content(out: &mut Vec<u8>, stack: &mut Vec<Open>, content: &[u8]) -> Op
         let mut is_key = false;
         if let Some(top) = stack.last_mut() {
             if top.map {
-                if top.written % 2 == 0 {
+                if top.written.is_multiple_of(2) {
                     is_key = true;
                     if top.written > 0 {
                         out.push(b',');
