@@ -45,7 +45,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize as _, Serialize};
 use serde_json::Value;
 use smith_store::{EntryKind, Session};
 
@@ -253,6 +253,18 @@ struct Builder {
     run: Option<OpenRun>,
     model: Option<(String, String)>,
     at: u64,
+    /// Index in `out.effects` of the latest effect with each id.
+    by_id: std::collections::HashMap<String, usize>,
+    /// Index in `out.effects` of the latest effect each tool call asked for.
+    by_call: std::collections::HashMap<String, usize>,
+    /// Streaming ([`stream`]): events leave as they are built, and what
+    /// only `--compare` and `--turns` need (effect inputs, run records) is
+    /// not kept.
+    streaming: bool,
+    /// Streaming: the calls a closed run left unanswered since the effects
+    /// were last let go; a later run's result for one of them (a repaired
+    /// call) still finds its effect.
+    unanswered: Vec<String>,
 }
 
 fn field_str(value: &Value, key: &str) -> String {
@@ -297,7 +309,7 @@ impl Builder {
             self.close_interrupted();
         }
         let cwd = info.as_ref().map(|i| i.cwd.clone());
-        self.out.runs.push(info);
+        self.out.runs.push(if self.streaming { None } else { info });
         let index = u32::try_from(self.out.runs.len()).unwrap_or(u32::MAX);
         self.run = Some(OpenRun {
             index,
@@ -393,6 +405,9 @@ impl Builder {
 
     /// A call the recording never answered.
     fn unanswered(&mut self, call: &ToolCall) {
+        if self.streaming {
+            self.unanswered.push(call.id.clone());
+        }
         let scope = self.scope();
         let effect = self.effect_of(&call.id);
         let event = match effect.and_then(|e| e.completion.as_ref().map(|c| (e, c))) {
@@ -420,7 +435,32 @@ impl Builder {
 
     /// The latest effect asked for by `call_id`.
     fn effect_of(&self, call_id: &str) -> Option<&RecordedEffect> {
-        self.out.effects.iter().rev().find(|e| e.parent == call_id)
+        self.by_call.get(call_id).map(|&i| &self.out.effects[i])
+    }
+
+    /// The latest effect with id `effect_id`.
+    fn effect(&self, effect_id: &str) -> Option<&RecordedEffect> {
+        self.by_id.get(effect_id).map(|&i| &self.out.effects[i])
+    }
+
+    /// Streaming, between runs: lets go of the effects of closed runs but
+    /// those of calls they left unanswered, which a later run may answer.
+    fn forget_closed_runs(&mut self) {
+        if self.run.is_some() || self.out.effects.is_empty() {
+            return;
+        }
+        let keep: std::collections::HashSet<&str> =
+            self.unanswered.iter().map(String::as_str).collect();
+        self.out
+            .effects
+            .retain(|e| keep.contains(e.parent.as_str()));
+        self.unanswered.clear();
+        self.by_id.clear();
+        self.by_call.clear();
+        for (i, e) in self.out.effects.iter().enumerate() {
+            self.by_id.insert(e.effect_id.clone(), i);
+            self.by_call.insert(e.parent.clone(), i);
+        }
     }
 
     fn run_record(&mut self, record: RunRecord) {
@@ -599,11 +639,18 @@ impl Builder {
                 effect_id: effect_id.clone(),
             },
         );
+        let index = self.out.effects.len();
+        self.by_id.insert(effect_id.clone(), index);
+        self.by_call.insert(parent.clone(), index);
         self.out.effects.push(RecordedEffect {
             effect_id,
             tool,
             parent,
-            input: value.get("input").cloned().unwrap_or(Value::Null),
+            input: if self.streaming {
+                Value::Null
+            } else {
+                value.get("input").cloned().unwrap_or(Value::Null)
+            },
             completion: None,
             turn: if matches!(scope, Scope::Turn { .. }) {
                 self.out.turns
@@ -626,13 +673,8 @@ impl Builder {
             "not-applied" => Mutation::NotApplied,
             _ => Mutation::Unknown,
         };
-        if let Some(effect) = self
-            .out
-            .effects
-            .iter_mut()
-            .rev()
-            .find(|e| e.effect_id == effect_id)
-        {
+        if let Some(&i) = self.by_id.get(&effect_id) {
+            let effect = &mut self.out.effects[i];
             effect.completion = Some(RecordedCompletion {
                 outcome,
                 mutation,
@@ -661,7 +703,7 @@ impl Builder {
             ToolStatus::Ok
         });
         let effect = match &meta.effect_id {
-            Some(id) => self.out.effects.iter().rev().find(|e| e.effect_id == *id),
+            Some(id) => self.effect(id),
             None => self.effect_of(&call_id),
         };
         let (details, mutation, effect_id) = match effect {
@@ -716,6 +758,82 @@ fn status_of(outcome: Outcome) -> ToolStatus {
     }
 }
 
+/// An entry's content as a JSON value (see [`value_of`]).
+fn decode_value(session: &Session, record: &smith_store::Record) -> Result<Value, ReplayError> {
+    if let Ok(content) = session.content(record) {
+        let mut d = smith_codec::Decoder::strict(&content);
+        if let Some(value) = json_item(&mut d)
+            && d.is_at_end()
+        {
+            return Ok(value);
+        }
+    }
+    decode_json(session, record).map_err(|err| ReplayError::new(err.message))
+}
+
+/// Entry `id`'s content as a JSON value. Canonical CBOR of JSON's types
+/// (what smith writes) is read in one pass straight into the value;
+/// anything else takes the general bridge (CBOR to JSON text to value, as
+/// resume reads entries), which gives the same value where both apply.
+fn value_of(content: &[u8], id: u64, kind: EntryKind) -> Result<Value, ReplayError> {
+    let mut d = smith_codec::Decoder::strict(content);
+    if let Some(value) = json_item(&mut d)
+        && d.is_at_end()
+    {
+        return Ok(value);
+    }
+    let mut text = String::new();
+    smith_codec::json::from_cbor(content, &mut text).map_err(|err| {
+        ReplayError::new(format!(
+            "session entry {id} ({kind:?}) does not hold valid canonical CBOR: {err}; run `smith session repair` or inspect it with a dump"
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|err| {
+        ReplayError::new(format!(
+            "session entry {id} could not be read as JSON: {err}"
+        ))
+    })
+}
+
+/// Reads one item of canonical CBOR as the value serde_json reads from its
+/// JSON text: integers below -2^63 become floats, as serde reads them.
+/// `None` for anything JSON has no type for (byte strings, tags, undefined,
+/// simple values, non-finite floats, maps with other than text keys) and
+/// for any decoding error, including the codec's depth and item limits.
+fn json_item(d: &mut smith_codec::Decoder<'_>) -> Option<Value> {
+    use smith_codec::Token;
+    Some(match d.next().ok()? {
+        Token::Unsigned(n) => Value::from(n),
+        Token::Negative(n) => match i64::try_from(n) {
+            Ok(n) => Value::from(-1 - n),
+            Err(_) => Value::from(-((u128::from(n) + 1) as f64)),
+        },
+        Token::Float(x) if x.is_finite() => Value::from(x),
+        Token::Text(s) => Value::String(s.to_owned()),
+        Token::Bool(b) => Value::Bool(b),
+        Token::Null => Value::Null,
+        Token::Array(n) => {
+            let mut items = Vec::with_capacity(usize::try_from(n).ok()?.min(1024));
+            for _ in 0..n {
+                items.push(json_item(d)?);
+            }
+            Value::Array(items)
+        }
+        Token::Map(n) => {
+            let mut map = serde_json::Map::with_capacity(usize::try_from(n).ok()?.min(1024));
+            for _ in 0..n {
+                let Token::Text(key) = d.next().ok()? else {
+                    return None;
+                };
+                let value = json_item(d)?;
+                map.insert(key.to_owned(), value);
+            }
+            Value::Object(map)
+        }
+        _ => return None,
+    })
+}
+
 fn decode<T: serde::de::DeserializeOwned>(
     value: Value,
     id: u64,
@@ -728,6 +846,199 @@ fn decode<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Whether replay reads entries of `kind`.
+fn replayed(kind: EntryKind) -> bool {
+    matches!(
+        kind,
+        EntryKind::UserMessage
+            | EntryKind::AssistantMessage
+            | EntryKind::ToolResult
+            | EntryKind::ModelChange
+            | EntryKind::EffectIntent
+            | EntryKind::EffectCompletion
+            | EntryKind::Metadata
+            | EntryKind::Compaction
+    )
+}
+
+/// Feeds one replayed entry (`id`, its kind, its time and its content as a
+/// JSON value) to `b`.
+fn feed(
+    b: &mut Builder,
+    id: u64,
+    kind: EntryKind,
+    at: u64,
+    value: Value,
+) -> Result<(), ReplayError> {
+    b.at = at;
+    match kind {
+        EntryKind::Metadata => {
+            // Metadata of other kinds (a future writer's) is not ours.
+            if let Ok(run) = serde_json::from_value::<RunRecord>(value) {
+                b.run_record(run);
+            }
+        }
+        EntryKind::ModelChange => b.model_change(&value),
+        EntryKind::Compaction => {
+            let record: crate::agent::CompactionRecord = decode(value, id, "compaction")?;
+            b.compaction(record);
+        }
+        EntryKind::EffectIntent => b.intent(&value),
+        EntryKind::EffectCompletion => b.completion(&value),
+        _ => {
+            // Read from the value in place: a clone would copy the whole
+            // message (a tool result's output) once more.
+            let meta = MessageMeta::deserialize(&value).unwrap_or_default();
+            let message: Message = decode(value, id, "message")?;
+            match kind {
+                EntryKind::UserMessage => b.user(message, &meta),
+                EntryKind::AssistantMessage => b.assistant(message, &meta),
+                _ => b.tool_result(message, meta),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Feeds the records of `session`'s selected branch to `b` in order,
+/// calling `each` after every record (and after closing a run the
+/// recording leaves open).
+fn walk<E: From<ReplayError>>(
+    session: &Session,
+    b: &mut Builder,
+    mut each: impl FnMut(&mut Builder) -> Result<(), E>,
+) -> Result<(), E> {
+    for record in session.branch() {
+        let kind = record.entry_kind();
+        if !replayed(kind) {
+            continue;
+        }
+        let value = decode_value(session, record).map_err(E::from)?;
+        feed(b, record.id, kind, record.timestamp_ms, value).map_err(E::from)?;
+        each(b)?;
+    }
+    if b.run.is_some() {
+        b.close_interrupted();
+    }
+    each(b)
+}
+
+/// Waits before `step` as `pace` says, after the step played before it
+/// (its time, and whether it was a `settled`).
+fn wait(pace: Pace, previous: Option<(u64, bool)>, step: &Step) {
+    if let (Pace::Scaled(factor), Some((at, idle))) = (pace, previous) {
+        let mut gap = Duration::from_millis(step.at_ms.saturating_sub(at));
+        if idle {
+            gap = gap.min(MAX_IDLE_GAP);
+        }
+        if factor > 0.0 && factor.is_finite() {
+            let wait = gap.as_secs_f64() / factor;
+            if wait > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(wait.min(3600.0)));
+            }
+        }
+    }
+}
+
+/// Plays `session`'s selected branch into `sink` as it reads it: the same
+/// events as [`Recording::from_session`] then [`Recording::play`] without a
+/// turn selection, but each record's events leave before the next record is
+/// read, and effects are let go when their run closes (but those of calls
+/// it left unanswered). Beyond the loaded session, memory stays that of one
+/// run's open effects whatever the session's length; [`stream_file`] does
+/// without the load.
+///
+/// # Errors
+///
+/// When an entry's content cannot be decoded (the error names the entry),
+/// and the first error `sink` returns.
+pub fn stream<E: From<ReplayError>>(
+    session: &Session,
+    pace: Pace,
+    sink: impl FnMut(&Event) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut b = Builder {
+        streaming: true,
+        ..Builder::default()
+    };
+    let mut play = player(pace, sink);
+    walk(session, &mut b, |b| play(b))
+}
+
+/// Sends the events `b` built since the last call to `sink`, waiting as
+/// `pace` says, then lets go of what closed runs no longer need.
+fn player<E>(
+    pace: Pace,
+    mut sink: impl FnMut(&Event) -> Result<(), E>,
+) -> impl FnMut(&mut Builder) -> Result<(), E> {
+    let mut previous: Option<(u64, bool)> = None;
+    move |b: &mut Builder| {
+        for step in b.out.steps.drain(..) {
+            wait(pace, previous, &step);
+            previous = Some((step.at_ms, step.event == Event::Settled));
+            sink(&step.event)?;
+        }
+        b.forget_closed_runs();
+        Ok(())
+    }
+}
+
+/// [`stream`] straight from a session file (read within `limits`), without
+/// loading it: when the
+/// file holds one intact linear history (its selected branch is then every
+/// entry in file order, see
+/// [`smith_store::SessionFile::for_each_linear_entry`]), each entry is read,
+/// played and let go in turn, and memory stays that of one entry and one
+/// run's open effects whatever the file's size. Returns `Ok(false)`, having
+/// played nothing, for any other file: [`stream`] a full load of it then.
+///
+/// # Errors
+///
+/// As [`stream`], and the file's read errors.
+pub fn stream_file<E: From<ReplayError>>(
+    file: &smith_store::SessionFile,
+    limits: &smith_store::Limits,
+    pace: Pace,
+    sink: impl FnMut(&Event) -> Result<(), E>,
+) -> Result<bool, E> {
+    /// A read error of the file, or the sink's.
+    enum Stop<E> {
+        Read(ReplayError),
+        Sink(E),
+    }
+    impl<E> From<smith_store::StoreError> for Stop<E> {
+        fn from(err: smith_store::StoreError) -> Self {
+            Stop::Read(ReplayError::new(err.to_string()))
+        }
+    }
+    let mut b = Builder {
+        streaming: true,
+        ..Builder::default()
+    };
+    let mut play = player(pace, sink);
+    let linear = file.for_each_linear_entry(limits, |head, content| {
+        let kind = EntryKind::from_code(head.kind);
+        if !replayed(kind) {
+            return Ok(());
+        }
+        let value = value_of(content, head.id, kind).map_err(Stop::Read)?;
+        feed(&mut b, head.id, kind, head.timestamp_ms, value).map_err(Stop::Read)?;
+        play(&mut b).map_err(Stop::Sink)
+    });
+    match linear {
+        Ok(false) => Ok(false),
+        Ok(true) => {
+            if b.run.is_some() {
+                b.close_interrupted();
+            }
+            play(&mut b)?;
+            Ok(true)
+        }
+        Err(Stop::Read(err)) => Err(E::from(err)),
+        Err(Stop::Sink(err)) => Err(err),
+    }
+}
+
 impl Recording {
     /// Rebuilds the recorded history of `session`'s selected branch.
     ///
@@ -736,55 +1047,7 @@ impl Recording {
     /// When an entry's content cannot be decoded; the error names the entry.
     pub fn from_session(session: &Session) -> Result<Self, ReplayError> {
         let mut b = Builder::default();
-        for record in session.branch() {
-            let kind = record.entry_kind();
-            let interesting = matches!(
-                kind,
-                EntryKind::UserMessage
-                    | EntryKind::AssistantMessage
-                    | EntryKind::ToolResult
-                    | EntryKind::ModelChange
-                    | EntryKind::EffectIntent
-                    | EntryKind::EffectCompletion
-                    | EntryKind::Metadata
-                    | EntryKind::Compaction
-            );
-            if !interesting {
-                continue;
-            }
-            b.at = record.timestamp_ms;
-            let value =
-                decode_json(session, record).map_err(|err| ReplayError::new(err.message))?;
-            match kind {
-                EntryKind::Metadata => {
-                    // Metadata of other kinds (a future writer's) is not ours.
-                    if let Ok(run) = serde_json::from_value::<RunRecord>(value) {
-                        b.run_record(run);
-                    }
-                }
-                EntryKind::ModelChange => b.model_change(&value),
-                EntryKind::Compaction => {
-                    let record: crate::agent::CompactionRecord =
-                        decode(value, record.id, "compaction")?;
-                    b.compaction(record);
-                }
-                EntryKind::EffectIntent => b.intent(&value),
-                EntryKind::EffectCompletion => b.completion(&value),
-                _ => {
-                    let meta: MessageMeta =
-                        serde_json::from_value(value.clone()).unwrap_or_default();
-                    let message: Message = decode(value, record.id, "message")?;
-                    match kind {
-                        EntryKind::UserMessage => b.user(message, &meta),
-                        EntryKind::AssistantMessage => b.assistant(message, &meta),
-                        _ => b.tool_result(message, meta),
-                    }
-                }
-            }
-        }
-        if b.run.is_some() {
-            b.close_interrupted();
-        }
+        walk(session, &mut b, |_| Ok::<(), ReplayError>(()))?;
         Ok(b.out)
     }
 
@@ -861,18 +1124,7 @@ impl Recording {
     ) -> Result<(), E> {
         let mut previous: Option<(u64, bool)> = None;
         for step in self.select(turns) {
-            if let (Pace::Scaled(factor), Some((at, idle))) = (pace, previous) {
-                let mut gap = Duration::from_millis(step.at_ms.saturating_sub(at));
-                if idle {
-                    gap = gap.min(MAX_IDLE_GAP);
-                }
-                if factor > 0.0 && factor.is_finite() {
-                    let wait = gap.as_secs_f64() / factor;
-                    if wait > 0.0 {
-                        std::thread::sleep(Duration::from_secs_f64(wait.min(3600.0)));
-                    }
-                }
-            }
+            wait(pace, previous, step);
             previous = Some((step.at_ms, step.event == Event::Settled));
             sink(&step.event)?;
         }

@@ -38,6 +38,7 @@ pub mod plugin_gates;
 pub mod rng;
 pub mod sandbox_gates;
 pub mod secret_gates;
+pub mod session_gates;
 pub mod store_gates;
 pub mod table;
 pub mod tui_gates;

@@ -74,6 +74,9 @@ pub struct Context {
     pub plan: Plan,
     corpus: Option<Corpus>,
     timed_load: Option<crate::load::Load>,
+    /// The session fixture of the session gates, written on first use and
+    /// removed with the context.
+    pub(crate) session_fixture: Option<crate::session_gates::Fixture>,
 }
 
 impl Context {
@@ -83,6 +86,7 @@ impl Context {
             plan,
             corpus: None,
             timed_load: None,
+            session_fixture: None,
         }
     }
 
@@ -191,6 +195,7 @@ pub const GROUPS: &[&[Gate]] = &[
     ENGINE,
     crate::tui_gates::TUI,
     STORE,
+    crate::session_gates::SESSION,
     crate::plugin_gates::PLUGINS,
     crate::secret_gates::SECRETS,
     crate::sandbox_gates::SANDBOX,

@@ -24,6 +24,7 @@ use smith_engine::protocol::{Event, Header, JsonLines, ReplayMarker, StopCause};
 use smith_engine::provider::Usage;
 use smith_engine::replay::{
     Comparison, Pace, Recording, TurnRange, Verdict, compare, copy_tree, export_start, start_point,
+    stream, stream_file,
 };
 use smith_engine::tools::ToolSet;
 use smith_store::Store;
@@ -81,6 +82,71 @@ fn pace(args: &Args) -> anyhow::Result<Pace> {
     Ok(Pace::Scaled(1.0))
 }
 
+/// Standard output for a replay. An instant replay writes into a large
+/// buffer handed on in blocks, and the per-line flush the JSON Lines writer
+/// makes for a live stream does nothing (the end flushes): a replay of
+/// millions of events makes a few thousand writes, not one per line. A
+/// paced replay writes through, so every event shows when it plays.
+enum Out {
+    Held(std::io::BufWriter<std::io::StdoutLock<'static>>),
+    Live(std::io::StdoutLock<'static>),
+}
+
+impl Out {
+    fn new(instant: bool) -> Self {
+        let lock = std::io::stdout().lock();
+        if instant {
+            Out::Held(std::io::BufWriter::with_capacity(256 * 1024, lock))
+        } else {
+            Out::Live(lock)
+        }
+    }
+
+    /// Writes out everything held.
+    fn finish(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Held(w) => w.flush(),
+            Out::Live(w) => w.flush(),
+        }
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Held(w) => w.write(buf),
+            Out::Live(w) => w.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Out::Held(w) => w.write_all(buf),
+            Out::Live(w) => w.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Held(_) => Ok(()),
+            Out::Live(w) => w.flush(),
+        }
+    }
+}
+
+/// Why a streamed replay stopped: a record could not be read, or the
+/// output could not be written.
+enum Failure {
+    Read(smith_engine::replay::ReplayError),
+    Write(anyhow::Error),
+}
+
+impl From<smith_engine::replay::ReplayError> for Failure {
+    fn from(err: smith_engine::replay::ReplayError) -> Self {
+        Failure::Read(err)
+    }
+}
+
 /// Runs the command.
 ///
 /// # Errors
@@ -91,34 +157,47 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let pace = pace(&args)?;
     let root = crate::settings::session_root()?;
     let store = Store::open(&root)?;
-    let session = store.load(&args.session).with_context(|| {
+    let open = || {
         format!(
             "could not open session {:?} to replay; run `smith session list` to see the sessions",
             args.session
         )
-    })?;
-    let recording = Recording::from_session(&session)
-        .with_context(|| format!("could not read session {:?} for replay", args.session))?;
-    let turns = match &args.turns {
-        Some(text) => {
+    };
+    // The whole recording is built first only when turns are selected (the
+    // selection needs the turn count) or effects compared; otherwise the
+    // events stream as the entries are read, from the file itself when it
+    // holds one linear history (nothing is loaded), else from a load.
+    let (file, session, recording, session_id) = if args.turns.is_some() || args.compare {
+        let session = store.load(&args.session).with_context(open)?;
+        let recording = Recording::from_session(&session)
+            .with_context(|| format!("could not read session {:?} for replay", args.session))?;
+        let id = session.id();
+        (None, Some(session), Some(recording), id)
+    } else {
+        let file = store.open_file(&args.session).with_context(open)?;
+        let id = file.header().id;
+        (Some(file), None, None, id)
+    };
+    let turns = match (&args.turns, &recording) {
+        (Some(text), Some(recording)) => {
             let range = TurnRange::parse(text)?;
             recording.check(range)?;
             Some(range)
         }
-        None => None,
+        _ => None,
     };
-    let id = session.id().to_hex();
-    let name = store.name_of(session.id());
+    let id = session_id.to_hex();
+    let name = store.name_of(session_id);
     let marker = ReplayMarker {
         session: id.clone(),
         name: name.clone(),
     };
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let instant = pace == Pace::Instant;
+    let mut out = Out::new(instant);
     let mut json = if args.json {
         Some(JsonLines::start_with(
-            stdout.lock(),
+            Out::new(instant),
             &Header::replay(marker),
         )?)
     } else {
@@ -130,7 +209,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let mut printer = HumanPrinter::default();
     let mut end: Option<(StopCause, Usage, Option<f64>, String)> = None;
-    recording.play(turns, pace, |event| -> anyhow::Result<()> {
+    let each = |event: &Event| -> anyhow::Result<()> {
         match &mut json {
             Some(lines) => lines.write(event)?,
             None => {
@@ -150,18 +229,43 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             end = Some((*stop, *usage, *cost, text.clone()));
         }
         Ok(())
-    })?;
+    };
+    match &recording {
+        Some(recording) => recording.play(turns, pace, each)?,
+        None => {
+            let mut each = each;
+            let read = |failure| match failure {
+                Failure::Read(err) => anyhow::Error::new(err).context(format!(
+                    "could not read session {:?} for replay",
+                    args.session
+                )),
+                Failure::Write(err) => err,
+            };
+            let streamed = match &file {
+                Some(file) => stream_file(file, store.limits(), pace, |event| {
+                    each(event).map_err(Failure::Write)
+                })
+                .map_err(read)?,
+                None => false,
+            };
+            if !streamed {
+                let session = store.load(&args.session).with_context(open)?;
+                stream(&session, pace, |event| each(event).map_err(Failure::Write))
+                    .map_err(read)?;
+            }
+        }
+    }
     printer.end_line(&mut out)?;
 
     let mut code = 0;
-    if args.compare {
-        let records = vcs_records(&session).with_context(|| {
+    if let (true, Some(recording), Some(session)) = (args.compare, &recording, &session) {
+        let records = vcs_records(session).with_context(|| {
             format!(
                 "could not read the checkpoints of session {:?} for --compare",
                 args.session
             )
         })?;
-        let (start, comparisons) = run_compare(&args, &recording, &records, turns)?;
+        let (start, comparisons) = run_compare(&args, recording, &records, turns)?;
         let diverged = comparisons
             .iter()
             .filter(|c| matches!(c.verdict, Verdict::Diverged { .. }))
@@ -204,7 +308,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             None => eprintln!("{}", format_usage(&usage, cost)),
         }
     }
-    out.flush()?;
+    if let Some(lines) = json {
+        lines.into_inner().finish()?;
+    }
+    out.finish()?;
     Ok(code)
 }
 

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
 use base64::Engine as _;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::compress::Compressor;
 use crate::entry::EntryKind;
@@ -35,68 +35,324 @@ use crate::session;
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
-fn content_json(content: &[u8]) -> Option<Value> {
-    let mut text = String::new();
-    smith_codec::json::from_cbor(content, &mut text).ok()?;
-    let mut back = Vec::new();
-    smith_codec::json::to_cbor(&text, &mut back).ok()?;
-    if back != content {
-        return None;
+/// The dump's output buffer: lines are written into it and handed to the
+/// writer in blocks of at least [`FLUSH_AT`] bytes, so the writer sees a few
+/// large writes whatever the number of lines. An entry written as JSON that
+/// turns out not to round-trip is cut back from it before anything reaches
+/// the writer.
+struct Lines<'w, W: Write> {
+    buf: Vec<u8>,
+    out: &'w mut W,
+    what: &'w str,
+}
+
+/// Block size handed to the writer.
+const FLUSH_AT: usize = 256 * 1024;
+
+impl<W: Write> Lines<'_, W> {
+    /// Ends a line and passes full blocks on. A buffer that one very large
+    /// entry grew past four blocks is let go, so one entry never pins its
+    /// size for the rest of the dump.
+    fn end_line(&mut self) -> Result<()> {
+        self.buf.push(b'\n');
+        if self.buf.len() >= FLUSH_AT {
+            self.flush()?;
+            if self.buf.capacity() > 4 * FLUSH_AT {
+                self.buf = Vec::with_capacity(2 * FLUSH_AT);
+            }
+        }
+        Ok(())
     }
-    serde_json::from_str(&text).ok()
+
+    fn flush(&mut self) -> Result<()> {
+        let r = self.out.write_all(&self.buf);
+        self.buf.clear();
+        r.map_err(|e| StoreError::new(ErrorKind::Io, format!("could not write the dump of {}: {e}; check the output path and free disk space", self.what)))
+    }
 }
 
-fn write_line(out: &mut impl Write, v: &Value, what: &str) -> Result<()> {
-    serde_json::to_writer(&mut *out, v)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .map_err(|e| StoreError::new(ErrorKind::Io, format!("could not write the dump of {what}: {e}; check the output path and free disk space")))
+/// Appends the decimal digits of `n`.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
-/// Writes the dump of a session file's bytes to `out`.
+/// What each byte becomes inside a JSON string: 0 for itself, else the
+/// letter of its two-character escape, or `u` for `\u00XX`. The same
+/// escapes as serde_json and smith-codec write.
+const ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// Appends `s` as a JSON string.
+fn push_str(out: &mut Vec<u8>, s: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let mut run = 0;
+    for (i, &b) in s.iter().enumerate() {
+        let e = ESCAPE[b as usize];
+        if e == 0 {
+            continue;
+        }
+        out.extend_from_slice(&s[run..i]);
+        if e == b'u' {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', e]);
+        }
+        run = i + 1;
+    }
+    out.extend_from_slice(&s[run..]);
+    out.push(b'"');
+}
+
+/// Appends `bytes` as a JSON string of standard base64.
+fn push_b64(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'"');
+    let at = out.len();
+    let n = base64::encoded_len(bytes.len(), true).unwrap_or(0);
+    out.resize(at + n, 0);
+    let written = B64.encode_slice(bytes, &mut out[at..]).unwrap_or(0);
+    out.truncate(at + written);
+    out.push(b'"');
+}
+
+/// Appends a finite float exactly as serde_json writes it (shortest
+/// round-trip digits).
+fn push_f64(out: &mut Vec<u8>, x: f64) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &x);
+}
+
+/// One open container while an entry's content is written.
+#[derive(Clone, Copy)]
+struct Open {
+    /// Items (for a map: keys and values) still to come.
+    remaining: u64,
+    map: bool,
+    /// Items written so far, for the separators.
+    written: u64,
+}
+
+/// Appends an entry's canonical CBOR `content` as JSON text, when reading
+/// that JSON back gives the same bytes (the dump's `content` form): returns
+/// `false`, with `out` as it was, for content that does not round-trip
+/// (non-canonical CBOR, byte strings, tags, undefined, simple values, NaN
+/// and infinities, non-text map keys, nesting or item counts past the
+/// codec's limits). The text is what serde_json writes for the same value:
+/// integers below -2^63 and floats as its shortest round-trip floats.
+///
+/// One pass over the CBOR with the strict decoder, which enforces
+/// canonical form (shortest heads and floats, definite lengths, sorted
+/// unique keys); nothing is allocated beyond `out`'s growth.
+fn push_content(out: &mut Vec<u8>, stack: &mut Vec<Open>, content: &[u8]) -> bool {
+    let start = out.len();
+    stack.clear();
+    if write_content(out, stack, content).is_none() {
+        out.truncate(start);
+        return false;
+    }
+    true
+}
+
+fn write_content(out: &mut Vec<u8>, stack: &mut Vec<Open>, content: &[u8]) -> Option<()> {
+    use smith_codec::{Decoder, Token};
+    let mut d = Decoder::strict(content);
+    loop {
+        // Separators and the key/value colon before the next item.
+        let mut is_key = false;
+        if let Some(top) = stack.last_mut() {
+            if top.map {
+                if top.written.is_multiple_of(2) {
+                    is_key = true;
+                    if top.written > 0 {
+                        out.push(b',');
+                    }
+                } else {
+                    out.push(b':');
+                }
+            } else if top.written > 0 {
+                out.push(b',');
+            }
+            top.written += 1;
+        }
+        let tok = d.next().ok()?;
+        if is_key && !matches!(tok, Token::Text(_)) {
+            return None;
+        }
+        let mut opened = false;
+        match tok {
+            Token::Unsigned(n) => push_u64(out, n),
+            Token::Negative(n) => match i64::try_from(n) {
+                Ok(_) => {
+                    out.push(b'-');
+                    push_u64(out, n + 1);
+                }
+                // Below -2^63 serde_json reads the number as a float.
+                Err(_) => push_f64(out, -((u128::from(n) + 1) as f64)),
+            },
+            Token::Float(x) if x.is_finite() => push_f64(out, x),
+            Token::Text(s) => push_str(out, s.as_bytes()),
+            Token::Array(n) => {
+                out.push(b'[');
+                if n == 0 {
+                    out.push(b']');
+                } else {
+                    stack.push(Open {
+                        remaining: n,
+                        map: false,
+                        written: 0,
+                    });
+                    opened = true;
+                }
+            }
+            Token::Map(n) => {
+                out.push(b'{');
+                if n == 0 {
+                    out.push(b'}');
+                } else {
+                    stack.push(Open {
+                        remaining: n * 2,
+                        map: true,
+                        written: 0,
+                    });
+                    opened = true;
+                }
+            }
+            Token::Bool(true) => out.extend_from_slice(b"true"),
+            Token::Bool(false) => out.extend_from_slice(b"false"),
+            Token::Null => out.extend_from_slice(b"null"),
+            _ => return None,
+        }
+        if !opened {
+            // Close every container this item completes.
+            loop {
+                let Some(top) = stack.last_mut() else {
+                    // The top-level item is complete: nothing may follow.
+                    return d.is_at_end().then_some(());
+                };
+                top.remaining -= 1;
+                if top.remaining > 0 {
+                    break;
+                }
+                out.push(if top.map { b'}' } else { b']' });
+                stack.pop();
+            }
+        }
+    }
+}
+
+/// Writes the dump of a session file's bytes to `out`, streaming: lines go
+/// out in blocks as the frames are read, and memory stays that of one
+/// entry whatever the file's size.
 ///
 /// # Errors
 /// Header and frame-reader errors, and write failures.
 pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> Result<ScanReport> {
     let header = format::decode_header(bytes, what)?;
-    write_line(
+    let mut lines = Lines {
+        buf: Vec::with_capacity(2 * FLUSH_AT),
         out,
-        &json!({"type": "header", "format": format::FORMAT_VERSION, "id": header.id.to_hex(), "created_ms": header.created_ms}),
         what,
-    )?;
+    };
+    let b = &mut lines.buf;
+    b.extend_from_slice(b"{\"type\":\"header\",\"format\":");
+    push_u64(b, u64::from(format::FORMAT_VERSION));
+    b.extend_from_slice(b",\"id\":");
+    push_str(b, header.id.to_hex().as_bytes());
+    b.extend_from_slice(b",\"created_ms\":");
+    push_u64(b, header.created_ms);
+    b.push(b'}');
+    lines.end_line()?;
     let mut dctx = session::decompressor(what)?;
     let mut scratch = Vec::new();
-    scan::scan(bytes, header.header_len as usize, limits, what, |v| {
-        let line = if v.kind == KIND_ORIGIN && v.flags == 0 && v.link == 0 {
-            format::decode_origin(v.payload)
-                .map(|(s, leaf)| json!({"type": "origin", "session": s.to_hex(), "leaf": leaf}))
-        } else if v.kind == KIND_ENTRY {
-            crate::compress::read_entry(&v, &mut dctx, &mut scratch).map(|(h, content)| {
-                let mut o = Map::new();
-                o.insert("type".into(), json!("entry"));
-                o.insert("id".into(), json!(h.id));
-                o.insert("parent".into(), json!(h.parent));
-                o.insert("timestamp_ms".into(), json!(h.timestamp_ms));
-                let kind = EntryKind::from_code(h.kind);
-                o.insert(
-                    "kind".into(),
-                    kind.name().map_or(json!(h.kind), |n| json!(n)),
-                );
-                o.insert("pairing".into(), json!(h.pairing));
-                match content_json(content) {
-                    Some(j) => o.insert("content".into(), j),
-                    None => o.insert("content_cbor".into(), json!(B64.encode(content))),
-                };
-                Value::Object(o)
-            })
-        } else {
-            None
-        };
-        let line = line.unwrap_or_else(|| {
-            json!({"type": "frame", "kind": v.kind, "flags": v.flags, "content_len": v.content_len, "link": v.link, "payload": B64.encode(v.payload)})
-        });
-        write_line(out, &line, what)
-    })
+    // Open containers of the entry being written; the decoder bounds the
+    // depth, so this never grows past it.
+    let mut stack = Vec::with_capacity(smith_codec::MAX_DEPTH as usize + 1);
+    let report = scan::scan(bytes, header.header_len as usize, limits, what, |v| {
+        let b = &mut lines.buf;
+        let mut done = false;
+        if v.kind == KIND_ORIGIN && v.flags == 0 && v.link == 0 {
+            if let Some((s, leaf)) = format::decode_origin(v.payload) {
+                b.extend_from_slice(b"{\"type\":\"origin\",\"session\":");
+                push_str(b, s.to_hex().as_bytes());
+                b.extend_from_slice(b",\"leaf\":");
+                push_u64(b, leaf);
+                b.push(b'}');
+                done = true;
+            }
+        } else if v.kind == KIND_ENTRY
+            && let Some((h, content)) = crate::compress::read_entry(&v, &mut dctx, &mut scratch)
+        {
+            b.extend_from_slice(b"{\"type\":\"entry\",\"id\":");
+            push_u64(b, h.id);
+            b.extend_from_slice(b",\"parent\":");
+            push_u64(b, h.parent);
+            b.extend_from_slice(b",\"timestamp_ms\":");
+            push_u64(b, h.timestamp_ms);
+            b.extend_from_slice(b",\"kind\":");
+            match EntryKind::from_code(h.kind).name() {
+                Some(n) => push_str(b, n.as_bytes()),
+                None => push_u64(b, u64::from(h.kind)),
+            }
+            b.extend_from_slice(b",\"pairing\":");
+            push_u64(b, h.pairing);
+            b.extend_from_slice(b",\"content\":");
+            if !push_content(b, &mut stack, content) {
+                b.truncate(b.len() - b"\"content\":".len());
+                b.extend_from_slice(b"\"content_cbor\":");
+                push_b64(b, content);
+            }
+            b.push(b'}');
+            done = true;
+        }
+        if !done {
+            b.extend_from_slice(b"{\"type\":\"frame\",\"kind\":");
+            push_u64(b, u64::from(v.kind));
+            b.extend_from_slice(b",\"flags\":");
+            push_u64(b, u64::from(v.flags));
+            b.extend_from_slice(b",\"content_len\":");
+            push_u64(b, u64::from(v.content_len));
+            b.extend_from_slice(b",\"link\":");
+            push_u64(b, v.link);
+            b.extend_from_slice(b",\"payload\":");
+            push_b64(b, v.payload);
+            b.push(b'}');
+        }
+        lines.end_line()
+    })?;
+    lines.flush()?;
+    Ok(report)
 }
 
 fn bad(line_no: usize, why: impl std::fmt::Display) -> StoreError {
@@ -339,5 +595,360 @@ fn read_line(
             }
             return Ok(true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_support;
+    use crate::format::{FLAG_ZSTD, SessionId};
+    use serde_json::json;
+    use smith_codec::Encoder;
+
+    /// The dump as it was written through serde_json values, kept as the
+    /// reference the streaming writer must match byte for byte.
+    fn reference_content_json(content: &[u8]) -> Option<Value> {
+        let mut text = String::new();
+        smith_codec::json::from_cbor(content, &mut text).ok()?;
+        let mut back = Vec::new();
+        smith_codec::json::to_cbor(&text, &mut back).ok()?;
+        if back != content {
+            return None;
+        }
+        serde_json::from_str(&text).ok()
+    }
+
+    fn reference_dump(bytes: &[u8], limits: &Limits) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut line = |v: &Value| {
+            serde_json::to_writer(&mut out, v).expect("write");
+            out.push(b'\n');
+        };
+        let header = format::decode_header(bytes, "t").expect("header");
+        line(
+            &json!({"type": "header", "format": format::FORMAT_VERSION, "id": header.id.to_hex(), "created_ms": header.created_ms}),
+        );
+        let mut dctx = session::decompressor("t").expect("zstd");
+        let mut scratch = Vec::new();
+        scan::scan(bytes, header.header_len as usize, limits, "t", |v| {
+            let l = if v.kind == KIND_ORIGIN && v.flags == 0 && v.link == 0 {
+                format::decode_origin(v.payload)
+                    .map(|(s, leaf)| json!({"type": "origin", "session": s.to_hex(), "leaf": leaf}))
+            } else if v.kind == KIND_ENTRY {
+                crate::compress::read_entry(&v, &mut dctx, &mut scratch).map(|(h, content)| {
+                    let mut o = Map::new();
+                    o.insert("type".into(), json!("entry"));
+                    o.insert("id".into(), json!(h.id));
+                    o.insert("parent".into(), json!(h.parent));
+                    o.insert("timestamp_ms".into(), json!(h.timestamp_ms));
+                    let kind = EntryKind::from_code(h.kind);
+                    o.insert(
+                        "kind".into(),
+                        kind.name().map_or(json!(h.kind), |n| json!(n)),
+                    );
+                    o.insert("pairing".into(), json!(h.pairing));
+                    match reference_content_json(content) {
+                        Some(j) => o.insert("content".into(), j),
+                        None => o.insert("content_cbor".into(), json!(B64.encode(content))),
+                    };
+                    Value::Object(o)
+                })
+            } else {
+                None
+            };
+            line(&l.unwrap_or_else(|| {
+                json!({"type": "frame", "kind": v.kind, "flags": v.flags, "content_len": v.content_len, "link": v.link, "payload": B64.encode(v.payload)})
+            }));
+            Ok(())
+        })
+        .expect("scan");
+        out
+    }
+
+    fn enc(f: impl FnOnce(&mut Encoder<'_>)) -> Vec<u8> {
+        let mut c = Vec::new();
+        f(&mut Encoder::new(&mut c));
+        c
+    }
+
+    /// Nested arrays `depth` deep around a 1.
+    fn nested(depth: usize) -> Vec<u8> {
+        let mut c = vec![0x81; depth];
+        c.push(0x01);
+        c
+    }
+
+    /// Contents covering every path of the JSON writer and every reason to
+    /// fall back to base64.
+    fn contents() -> Vec<Vec<u8>> {
+        let mut all = Vec::new();
+        // Floats: every width, integral, tiny, huge, subnormal, negative zero,
+        // and the non-finite ones (base64).
+        for x in [
+            0.5,
+            -0.0,
+            0.0,
+            1.0,
+            1e16,
+            1e15,
+            1.5e-7,
+            1e-5,
+            1e-4,
+            123_456.789,
+            0.300_000_000_000_000_04,
+            f64::from(1.1f32),
+            65504.0,
+            5.960_464_477_539_063e-8,
+            1e300,
+            -2.5e-300,
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::MAX,
+            123_456_789_012_345_680.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            all.push(enc(|e| {
+                e.array(1).f64(x);
+            }));
+        }
+        // Integers at the edges of u64 and i64 (serde_json reads those below
+        // -2^63 as floats).
+        for n in [
+            0,
+            23,
+            24,
+            255,
+            256,
+            65_535,
+            65_536,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            all.push(enc(|e| {
+                e.u64(n);
+            }));
+            all.push(enc(|e| {
+                e.negative(n);
+            }));
+        }
+        for n in [i64::MAX as u64 - 1, i64::MAX as u64, i64::MAX as u64 + 1] {
+            all.push(enc(|e| {
+                e.negative(n);
+            }));
+        }
+        // Strings: every escape, every control character, DEL, quotes,
+        // non-ASCII, empty.
+        let controls: String = (0u8..0x20).map(char::from).collect();
+        for s in [
+            "",
+            "plain",
+            "quote \" backslash \\ slash / del \u{7f}",
+            "tab\tnewline\ncarriage\rback\u{8}form\u{c}",
+            controls.as_str(),
+            "ünïcödé — 日本語 😀",
+            "\u{2028}\u{2029}",
+        ] {
+            all.push(enc(|e| {
+                e.map(1).str(s).str(s);
+            }));
+        }
+        // Containers: empty, nested maps and arrays, canonical key order
+        // (shorter keys first), the literals.
+        all.push(enc(|e| {
+            e.map(0);
+        }));
+        all.push(enc(|e| {
+            e.array(0);
+        }));
+        all.push(enc(|e| {
+            e.map(4)
+                .str("a")
+                .array(3)
+                .bool(true)
+                .bool(false)
+                .null()
+                .str("b")
+                .map(1)
+                .str("x")
+                .array(0)
+                .str("aa")
+                .map(0)
+                .str("ab")
+                .array(2)
+                .map(0)
+                .array(1)
+                .u64(7);
+        }));
+        for depth in [1, 60, 62, 63, 64, 65, 66, 70, 130] {
+            all.push(nested(depth));
+        }
+        // Not JSON-native, or not canonical: base64.
+        all.push(enc(|e| {
+            e.bytes(b"raw");
+        }));
+        all.push(enc(|e| {
+            e.tag(1).u64(5);
+        }));
+        all.push(enc(|e| {
+            e.undefined();
+        }));
+        all.push(enc(|e| {
+            e.simple(16);
+        }));
+        all.push(enc(|e| {
+            e.map(1).u64(1).u64(2);
+        }));
+        all.push(vec![0xa2, 0x61, b'b', 0x01, 0x61, b'a', 0x02]); // unsorted keys
+        all.push(vec![0xa2, 0x61, b'a', 0x01, 0x61, b'a', 0x02]); // repeated key
+        all.push(vec![0x18, 0x05]); // wide head
+        all.push(vec![0x9f, 0x01, 0xff]); // indefinite array
+        all.push(vec![0x7f, 0x61, b'a', 0xff]); // indefinite text
+        all.push(vec![0xfa, 0x3f, 0x80, 0x00, 0x00]); // 1.0 as f32
+        all.push(vec![0x62, 0xff, 0xfe]); // invalid UTF-8
+        all.push(vec![0x01, 0x02]); // trailing item
+        all.push(vec![0x82, 0x01]); // truncated
+        all.push(Vec::new()); // empty
+        // Many items: past the codec's item limit (base64) and just under.
+        for n in [(1u64 << 20) - 1, 1 << 20] {
+            let mut c = enc(|e| {
+                e.array(n);
+            });
+            c.resize(c.len() + n as usize, 0x00);
+            all.push(c);
+        }
+        all
+    }
+
+    /// A file of every content above as entries (small ones plain, large
+    /// ones compressed), representative entries, an origin, unknown frame
+    /// and entry kinds, entry frames that are not canonical entries, and a
+    /// whole-payload compressed entry.
+    fn fixture() -> Vec<u8> {
+        let mut file = format::encode_header(SessionId([7; 16]), 1_700_000_000_123).to_vec();
+        let mut p = Vec::new();
+        format::encode_origin(&mut p, SessionId([9; 16]), 42);
+        format::encode_frame(&mut file, KIND_ORIGIN, 0, p.len() as u32, 0, &p);
+        let mut comp = Compressor::new().expect("zstd");
+        let mut map = Vec::new();
+        let mut id = 0u64;
+        let mut push = |file: &mut Vec<u8>, kind: u32, content: &[u8]| {
+            id += 1;
+            let head = EntryHead {
+                id,
+                parent: id - 1,
+                timestamp_ms: 1_700_000_000_000 + id,
+                kind,
+                pairing: id % 5,
+            };
+            map.clear();
+            format::encode_entry(&mut map, &head, content);
+            comp.frame(file, KIND_ENTRY, 0, &map);
+        };
+        for c in contents() {
+            push(&mut file, EntryKind::Metadata.code(), &c);
+        }
+        for (kind, _, c) in bench_support::representative_entries(64) {
+            push(&mut file, kind.code(), &c);
+        }
+        push(
+            &mut file,
+            4242,
+            &enc(|e| {
+                e.str("unknown kind");
+            }),
+        );
+        // Large enough to be stored compressed, with escapes throughout.
+        let big = "line\twith \"quotes\"\n".repeat(2000);
+        push(
+            &mut file,
+            EntryKind::ToolResult.code(),
+            &enc(|e| {
+                e.map(1).str("content").str(&big);
+            }),
+        );
+        format::encode_frame(&mut file, 200, 3, 5, 17, b"hello");
+        format::encode_frame(&mut file, KIND_ENTRY, 0, 3, 0, b"\x01\x02\x03");
+        let m = {
+            let head = EntryHead {
+                id: 10_000,
+                parent: 0,
+                timestamp_ms: 9,
+                kind: EntryKind::UserMessage.code(),
+                pairing: 0,
+            };
+            let mut m = Vec::new();
+            format::encode_entry(
+                &mut m,
+                &head,
+                &enc(|e| {
+                    e.str(&big);
+                }),
+            );
+            m
+        };
+        let z = zstd::bulk::compress(&m, 3).expect("compress");
+        format::encode_frame(&mut file, KIND_ENTRY, FLAG_ZSTD, m.len() as u32, 0, &z);
+        file
+    }
+
+    #[test]
+    fn the_streaming_dump_writes_what_the_serde_json_dump_wrote() {
+        let file = fixture();
+        let limits = Limits::default();
+        let want = reference_dump(&file, &limits);
+        let mut got = Vec::new();
+        dump(&file, &limits, "t", &mut got).expect("dump");
+        let (want, got) = (
+            String::from_utf8(want).expect("utf8"),
+            String::from_utf8(got).expect("utf8"),
+        );
+        assert_eq!(want.lines().count(), got.lines().count());
+        for (i, (w, g)) in want.lines().zip(got.lines()).enumerate() {
+            assert_eq!(g, w, "line {}", i + 1);
+        }
+        assert_eq!(got, want);
+        // Both forms occur, and the dump imports to the same bytes for the
+        // entries this build wrote.
+        assert!(got.contains("\"content\":[0.5]"), "{got}");
+        assert!(got.contains("\"content_cbor\":"));
+        assert!(got.contains("\"type\":\"frame\""));
+        assert!(got.contains("\"type\":\"origin\""));
+    }
+
+    #[test]
+    fn the_streaming_dump_matches_on_representative_sessions_and_imports_back() {
+        let dir = std::env::temp_dir().join(format!("smith-dump-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("s.smith");
+        bench_support::write_session_fast(&path, 2_000_000).expect("write");
+        let file = std::fs::read(&path).expect("read");
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut got = Vec::new();
+        dump(&file, &Limits::default(), "t", &mut got).expect("dump");
+        assert_eq!(got, reference_dump(&file, &Limits::default()));
+        assert_eq!(import(&got[..]).expect("import"), file);
+    }
+
+    #[test]
+    fn a_failing_writer_is_reported_with_the_file_it_was_dumping() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("no space left"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let err = dump(&fixture(), &Limits::default(), "session x", &mut Full).expect_err("fails");
+        let text = err.to_string();
+        assert!(
+            text.contains("could not write the dump of session x: no space left"),
+            "{text}"
+        );
+        assert!(text.contains("free disk space"), "{text}");
     }
 }

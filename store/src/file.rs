@@ -132,6 +132,97 @@ impl SessionFile {
         Ok(s)
     }
 
+    /// Calls `visit` with every entry of the file in file order (head and
+    /// decompressed content) when the file holds one intact linear history:
+    /// every frame good (no corrupt frame, no torn tail), only entry frames
+    /// and the origin frame, the first entry a root and each later one the
+    /// child of the entry before it, linked to its frame. The selected
+    /// branch (the newest entry and its ancestors) is then every entry in
+    /// file order, so it is read front to back with nothing held per entry:
+    /// memory stays that of one entry whatever the file's size. A first pass
+    /// checks the file; when it finds anything else, `visit` is never called
+    /// and the result is `Ok(false)` (a full [`SessionFile::load`] then
+    /// reads the branch, recovering what can be recovered).
+    ///
+    /// # Errors
+    /// `FrameOverLimit` (as a load), an entry that does not decompress to
+    /// its declared size, and the first error `visit` returns.
+    pub fn for_each_linear_entry<E: From<StoreError>>(
+        &self,
+        limits: &Limits,
+        mut visit: impl FnMut(EntryHead, &[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<bool, E> {
+        let bytes: &[u8] = &self.map;
+        let start = self.header.header_len as usize;
+        let what = self.path.display().to_string();
+        let mut linear = true;
+        let mut prev: Option<(u64, u64)> = None;
+        let report = crate::scan::scan(bytes, start, limits, &what, |v| {
+            if !linear {
+                return Ok(());
+            }
+            if v.kind == format::KIND_ORIGIN {
+                return Ok(());
+            }
+            let head = match (v.kind == KIND_ENTRY)
+                .then(|| compress::classify(&v))
+                .flatten()
+            {
+                Some(compress::StoredEntry::Plain { head, .. })
+                | Some(compress::StoredEntry::Split { head, .. }) => head,
+                _ => {
+                    linear = false;
+                    return Ok(());
+                }
+            };
+            linear = match prev {
+                None => head.parent == 0 && v.link == 0,
+                Some((id, at)) => head.parent == id && v.link == v.offset - at,
+            };
+            prev = Some((head.id, v.offset));
+            Ok(())
+        })?;
+        if !linear
+            || report.corrupt_skipped != 0
+            || report.torn_tail_at.is_some()
+            || report.resynced_bytes != 0
+        {
+            return Ok(false);
+        }
+        let mut dctx = session::decompressor(&what)?;
+        let mut scratch = Vec::new();
+        let mut failed: Option<E> = None;
+        let walked = crate::scan::scan(bytes, start, limits, &what, |v| {
+            if v.kind != KIND_ENTRY {
+                return Ok(());
+            }
+            let Some((head, content)) = compress::read_entry(&v, &mut dctx, &mut scratch) else {
+                return Err(StoreError::at(
+                    ErrorKind::Invalid,
+                    v.offset,
+                    format!(
+                        "{what}: the entry frame at byte offset {} does not decompress to its declared {} bytes; run `smith session repair` to drop it",
+                        v.offset, v.content_len
+                    ),
+                ));
+            };
+            let r = visit(head, content);
+            if scratch.capacity() > 4 << 20 {
+                // One large entry does not pin its size for the rest.
+                scratch = Vec::new();
+            }
+            r.map_err(|e| {
+                failed = Some(e);
+                StoreError::new(ErrorKind::Io, String::new())
+            })
+        });
+        match (walked, failed) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+            (Ok(_), None) => Ok(true),
+        }
+    }
+
     /// The selected leaf and up to `n - 1` of its ancestors, leaf first,
     /// read by following frame links from the end of the file. Reads O(n)
     /// frames, independent of the file's size.

@@ -556,3 +556,88 @@ fn import_refuses_what_could_not_be_resumed_and_lines_that_are_not_a_dump() {
         "{err}"
     );
 }
+
+#[test]
+fn a_linear_history_is_read_front_to_back_and_anything_else_declines() {
+    let (_d, store) = temp_store();
+    let mut s = store.create(Some("line")).expect("create");
+    let big = text(&"compressible tool output line\n".repeat(1000));
+    let (a, b) = (text("one"), text("two"));
+    store
+        .append(
+            &mut s,
+            &[
+                entry(EntryKind::UserMessage, &a, 1),
+                entry(EntryKind::AssistantMessage, &b, 2),
+                entry(EntryKind::ToolResult, &big, 3),
+            ],
+        )
+        .expect("append");
+    let loaded = store.load("line").expect("load");
+    assert!(loaded.records()[2].is_compressed(), "read decompressed");
+    let want: Vec<(u64, Vec<u8>)> = loaded
+        .branch()
+        .iter()
+        .map(|r| (r.id, loaded.content(r).expect("content").to_vec()))
+        .collect();
+    let f = store.open_file("line").expect("open");
+    let mut seen = Vec::new();
+    let linear = f
+        .for_each_linear_entry(&Limits::default(), |h, c| {
+            seen.push((h.id, c.to_vec()));
+            Ok::<(), smith_store::StoreError>(())
+        })
+        .expect("walk");
+    assert!(linear);
+    assert_eq!(seen, want);
+
+    // The visitor's error ends the walk and is returned as it was.
+    #[derive(Debug)]
+    enum Stop {
+        Read(String),
+        SinkClosed,
+    }
+    impl From<smith_store::StoreError> for Stop {
+        fn from(err: smith_store::StoreError) -> Self {
+            Stop::Read(err.to_string())
+        }
+    }
+    let mut calls = 0;
+    let err = f
+        .for_each_linear_entry(&Limits::default(), |_, _| {
+            calls += 1;
+            Err::<(), Stop>(Stop::SinkClosed)
+        })
+        .expect_err("stops");
+    match err {
+        Stop::SinkClosed => {}
+        Stop::Read(read) => panic!("the walk failed to read the file: {read}"),
+    }
+    assert_eq!(calls, 1);
+
+    // A branch made by a leaf switch: declined before anything is visited.
+    let sample = sample_session(&store);
+    let f = store.open_file(&sample.id().to_hex()).expect("open");
+    let mut visited = 0;
+    let linear = f
+        .for_each_linear_entry(&Limits::default(), |_, _| {
+            visited += 1;
+            Ok::<(), smith_store::StoreError>(())
+        })
+        .expect("checked");
+    assert!(!linear && visited == 0);
+
+    // A torn tail: declined too (a load recovers what can be recovered).
+    let mut bytes = std::fs::read(store.path_of(loaded.id())).expect("read");
+    bytes.truncate(bytes.len() - 3);
+    let torn = store.root().join("torn.smith");
+    std::fs::write(&torn, &bytes).expect("write");
+    let f = SessionFile::open(&torn).expect("open");
+    let linear = f
+        .for_each_linear_entry(&Limits::default(), |_, _| {
+            visited += 1;
+            Ok::<(), smith_store::StoreError>(())
+        })
+        .expect("checked");
+    assert!(!linear && visited == 0);
+}

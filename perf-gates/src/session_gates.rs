@@ -1,0 +1,680 @@
+//! Gates on reading a whole session out: `smith session dump` and
+//! `smith replay --instant --json`, in throughput (session file bytes per
+//! second written to `/dev/null`) and in peak heap (the accounting
+//! allocator's live bytes while the whole file is written out).
+//!
+//! The fixture is a session laid out the way `smith eval` records one: runs
+//! of a user prompt, assistant messages with text and tool calls, each call's
+//! effect intent and completion (with the tool's whole output) and its tool
+//! result, run start and end records with the system prompt and the tool
+//! list. One run is recorded through the engine's own session journal
+//! (`StoreJournal`, the writer `smith eval` uses) into a scratch store, then
+//! its entries are repeated, re-linked into one branch, until the file
+//! reaches the fixture size (256 MB under [`Plan::FULL`] and [`Plan::QUICK`],
+//! 1,024 times smaller under other plans). It is written once per bench run
+//! into the system temp directory and removed when the run ends.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use smith_engine::journal::store::StoreJournal;
+use smith_engine::journal::{
+    EffectCompletion, EffectIntent, EffectJournal, MessageMeta, Outcome, RunInfo, RunRecord,
+    RunSummary, SessionEvent, SessionSink, canonical_cbor,
+};
+use smith_engine::protocol::{Event, Header, JsonLines, ReplayMarker, StopCause, ToolStatus};
+use smith_engine::provider::{ContentBlock, Message, StopReason, ToolCall, ToolSpec, Usage};
+use smith_engine::replay::{Pace, stream_file};
+use smith_engine::tools::Mutation;
+use smith_store::compress::Compressor;
+use smith_store::format::{self, EntryHead, KIND_ENTRY};
+use smith_store::{Limits, SessionFile, SessionId, Store};
+
+use crate::gate::{Gate, GateError, Limit, Measurement, Note, Unit};
+use crate::measure::Plan;
+use crate::rng::Rng;
+use crate::store_gates::scaled;
+use crate::table::Context;
+
+/// The time one MB (10^6 bytes) of session file may take: 10 ms, at least
+/// 100 MB/s. The goal is 500 MB/s (2 ms); the streaming writers measure
+/// about 200 MB/s of CPU on the 2-core AMD EPYC (docs/benchmarks.md), so the
+/// gate holds them there with room for a loaded machine and fails a return
+/// to the 50 MB/s of the value-building writers. Lower it as the writers
+/// get faster.
+pub const NS_PER_MB_LIMIT: f64 = 10_000_000.0;
+
+/// The same for replay: 15 ms per MB (at least 67 MB/s). Replay measures
+/// about 170 MB/s of CPU (6 ms per MB), and builds each event as a value
+/// first; 15 ms leaves 2.5x for a loaded machine and still fails the
+/// 50 MB/s it had.
+pub const REPLAY_NS_PER_MB_LIMIT: f64 = 15_000_000.0;
+
+/// The issue's bound on heap while a session is written out, whatever its
+/// size: 64 MiB.
+pub const PEAK_HEAP_LIMIT: f64 = 64.0 * 1024.0 * 1024.0;
+
+/// The fixture's size under the full and quick plans.
+pub const FIXTURE_BYTES: u64 = 256_000_000;
+
+const MB: f64 = 1_000_000.0;
+
+/// Gates on writing a whole session out.
+pub const SESSION: &[Gate] = &[
+    Gate {
+        name: "session.dump_throughput",
+        metric: "`smith session dump` of a 256 MB session recorded the way `smith eval` records one, to /dev/null: time per MB (10^6 bytes) of session file (10 ms per MB is 100 MB/s)",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(NS_PER_MB_LIMIT)],
+        floor: None,
+        run: dump_throughput,
+        cores: 1,
+    },
+    Gate {
+        name: "session.dump_peak_heap",
+        metric: "peak live heap bytes (accounting allocator) while `smith session dump` writes the 256 MB session to /dev/null",
+        unit: Unit::Bytes,
+        limits: &[Limit::AtMost(PEAK_HEAP_LIMIT)],
+        floor: None,
+        run: dump_peak_heap,
+        cores: 1,
+    },
+    Gate {
+        name: "session.replay_throughput",
+        metric: "`smith replay --instant --json` of the 256 MB session (streamed from the file, every event as JSON Lines) to /dev/null: time per MB (10^6 bytes) of session file (15 ms per MB is 67 MB/s)",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(REPLAY_NS_PER_MB_LIMIT)],
+        floor: None,
+        run: replay_throughput,
+        cores: 1,
+    },
+    Gate {
+        name: "session.replay_peak_heap",
+        metric: "peak live heap bytes (accounting allocator) while `smith replay --instant --json` plays the 256 MB session to /dev/null",
+        unit: Unit::Bytes,
+        limits: &[Limit::AtMost(PEAK_HEAP_LIMIT)],
+        floor: None,
+        run: replay_peak_heap,
+        cores: 1,
+    },
+];
+
+/// The fixture session of a bench run, removed on drop.
+#[derive(Debug)]
+pub struct Fixture {
+    dir: PathBuf,
+    /// The session file.
+    pub path: PathBuf,
+    /// Its length in bytes.
+    pub len: u64,
+    /// Its entries.
+    pub entries: u64,
+    /// Runs in it.
+    pub runs: u64,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        // Best effort: a leftover fixture in the temp dir harms nothing, and
+        // its name says what it is.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn gate_error(what: &str, err: impl std::fmt::Display) -> GateError {
+    GateError::new(format!("{what}: {err}"))
+}
+
+/// Source-like text of about `len` bytes.
+fn text(rng: &mut Rng, len: usize) -> String {
+    const WORDS: [&str; 24] = [
+        "the", "function", "returns", "error", "file", "session", "let", "mut", "self", "value",
+        "match", "Some", "None", "fn", "pub", "struct", "impl", "test", "assert", "path", "read",
+        "write", "line", "offset",
+    ];
+    let mut s = String::with_capacity(len + 16);
+    while s.len() < len {
+        s.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+        s.push(if rng.chance(11) { '\n' } else { ' ' });
+    }
+    s
+}
+
+fn tool(name: &str, description: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "the file, relative to the working directory"},
+                "command": {"type": "string", "description": "the shell command"}
+            },
+            "required": ["path"]
+        }),
+    }
+}
+
+/// Records one representative run through [`StoreJournal`] into a scratch
+/// store under `dir` and returns its entries (kind, pairing, content).
+fn template_run(dir: &Path) -> Result<Vec<(u32, u64, Vec<u8>)>, GateError> {
+    let store = Store::open(dir.join("template"))
+        .map_err(|e| gate_error("could not open a scratch session store", e))?;
+    let session = store
+        .create(None)
+        .map_err(|e| gate_error("could not create the template session", e))?;
+    let journal = StoreJournal::new(store, session);
+    let fail = |e: smith_engine::journal::JournalError| gate_error("recording the template run", e);
+    let mut rng = Rng::new(0x5e55_1011);
+    journal
+        .record_run(&RunRecord::RunStart(RunInfo {
+            provider: "openai-compatible".to_owned(),
+            model: "local-model".to_owned(),
+            system: Some(text(&mut rng, 3000)),
+            tools: vec![
+                tool("read", &text(&mut rng, 300)),
+                tool("bash", &text(&mut rng, 300)),
+                tool("edit", &text(&mut rng, 300)),
+                tool("write", &text(&mut rng, 200)),
+            ],
+            cwd: "/home/user/project".to_owned(),
+        }))
+        .map_err(fail)?;
+    let event = |message: Message, meta: MessageMeta| SessionEvent::Message { message, meta };
+    journal
+        .record(&event(
+            Message::User {
+                text: text(&mut rng, 300),
+            },
+            MessageMeta::default(),
+        ))
+        .map_err(fail)?;
+    let usage = Usage {
+        input: Some(12_000),
+        output: Some(300),
+        cache_read: Some(10_000),
+        cache_write: Some(0),
+    };
+    // Tool outputs from a few hundred bytes to 12 KB, the larger ones
+    // above the store's compression threshold.
+    let outputs = [400, 1_200, 2_500, 4_000, 6_500, 9_000, 12_000, 800];
+    for (k, len) in outputs.into_iter().enumerate() {
+        let call_id = format!("call_{k}");
+        let name = ["read", "bash", "edit", "read"][k % 4];
+        let call = ToolCall {
+            id: call_id.clone(),
+            name: name.to_owned(),
+            arguments: json!({"path": format!("src/module_{k}.rs"), "command": "cargo test --quiet"}),
+        };
+        journal
+            .record(&event(
+                Message::Assistant {
+                    content: vec![
+                        ContentBlock::Text {
+                            text: text(&mut rng, 250),
+                        },
+                        ContentBlock::ToolCall(call.clone()),
+                    ],
+                    stop: StopReason::ToolUse,
+                },
+                MessageMeta {
+                    usage: Some(usage),
+                    ..MessageMeta::default()
+                },
+            ))
+            .map_err(fail)?;
+        let effect_id = format!("fx-{}", k + 1);
+        let input = canonical_cbor(&call.arguments).map_err(fail)?;
+        journal
+            .record_intent(&EffectIntent {
+                effect_id: effect_id.clone(),
+                parent: call_id.clone(),
+                tool: name.to_owned(),
+                plugin_generation: smith_engine::journal::BUILTIN_GENERATION,
+                input,
+            })
+            .map_err(fail)?;
+        let content = text(&mut rng, len);
+        let output = canonical_cbor(&json!({
+            "content": content,
+            "details": {"path": format!("src/module_{k}.rs"), "lines": len / 40, "truncated": false},
+            "is_error": false,
+        }))
+        .map_err(fail)?;
+        journal
+            .record_completion(&EffectCompletion {
+                effect_id: effect_id.clone(),
+                outcome: Outcome::Ok,
+                mutation: if name == "edit" {
+                    Mutation::Applied
+                } else {
+                    Mutation::NotApplied
+                },
+                output,
+            })
+            .map_err(fail)?;
+        journal
+            .record(&event(
+                Message::ToolResult {
+                    call_id,
+                    name: name.to_owned(),
+                    content,
+                    is_error: false,
+                },
+                MessageMeta {
+                    status: Some(ToolStatus::Ok),
+                    effect_id: Some(effect_id),
+                    ..MessageMeta::default()
+                },
+            ))
+            .map_err(fail)?;
+    }
+    let last = text(&mut rng, 400);
+    journal
+        .record(&event(
+            Message::Assistant {
+                content: vec![ContentBlock::Text { text: last.clone() }],
+                stop: StopReason::End,
+            },
+            MessageMeta {
+                usage: Some(usage),
+                ..MessageMeta::default()
+            },
+        ))
+        .map_err(fail)?;
+    journal
+        .record_run(&RunRecord::RunEnd(RunSummary {
+            stop: StopCause::Done,
+            usage,
+            cost: Some(0.0125),
+            text: last,
+        }))
+        .map_err(fail)?;
+    journal.with_session(|s| {
+        s.branch()
+            .iter()
+            .map(|r| {
+                s.content(r)
+                    .map(|c| (r.kind, r.pairing, c.to_vec()))
+                    .map_err(|e| gate_error("reading the template run back", e))
+            })
+            .collect()
+    })
+}
+
+/// Writes a session of at least `bytes` bytes to `path`: one run recorded
+/// through the engine's journal in a scratch store under `dir`, repeated as
+/// one branch, streaming. Returns (entries, runs). The session's id is
+/// `5e5e…5e` (32 hex digits).
+///
+/// # Errors
+///
+/// When the scratch store or the file cannot be written.
+pub fn write_fixture(dir: &Path, path: &Path, bytes: u64) -> Result<(u64, u64), GateError> {
+    let template = template_run(dir)?;
+    let io = |e: std::io::Error| {
+        gate_error(
+            &format!(
+                "could not write the session fixture {}; check that the temporary directory (TMPDIR) is writable and has room for {bytes} bytes",
+                path.display()
+            ),
+            e,
+        )
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    w.write_all(&format::encode_header(
+        SessionId([0x5e; 16]),
+        1_700_000_000_000,
+    ))
+    .map_err(io)?;
+    let mut comp = Compressor::new().map_err(|e| gate_error("zstd", e))?;
+    let (mut map, mut frame) = (Vec::new(), Vec::new());
+    let mut written = format::HEADER_LEN as u64;
+    let (mut id, mut runs) = (0u64, 0u64);
+    let mut prev_at: Option<u64> = None;
+    while written < bytes {
+        runs += 1;
+        for (kind, pairing, content) in &template {
+            id += 1;
+            let head = EntryHead {
+                id,
+                parent: id - 1,
+                timestamp_ms: 1_700_000_000_000 + id * 37,
+                kind: *kind,
+                pairing: *pairing,
+            };
+            map.clear();
+            format::encode_entry(&mut map, &head, content);
+            frame.clear();
+            comp.frame(
+                &mut frame,
+                KIND_ENTRY,
+                prev_at.map_or(0, |p| written - p),
+                &map,
+            );
+            prev_at = Some(written);
+            w.write_all(&frame).map_err(io)?;
+            written += frame.len() as u64;
+        }
+    }
+    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
+    // Flushed before anything is timed: the kernel's writeback of a fresh
+    // fixture would otherwise run beside the measurement.
+    file.sync_all().map_err(io)?;
+    Ok((id, runs))
+}
+
+impl Context {
+    /// The session fixture of this bench run, written on first use.
+    fn session_fixture(&mut self) -> Result<&Fixture, GateError> {
+        if self.session_fixture.is_none() {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static N: AtomicU64 = AtomicU64::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "smith-bench-session-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                gate_error(
+                    &format!(
+                        "could not create the session fixture directory {}; check that the temporary directory (TMPDIR) is writable",
+                        dir.display()
+                    ),
+                    e,
+                )
+            })?;
+            let path = dir.join("session.smith");
+            let mut fixture = Fixture {
+                dir,
+                path,
+                len: 0,
+                entries: 0,
+                runs: 0,
+            };
+            let (entries, runs) = write_fixture(
+                &fixture.dir,
+                &fixture.path,
+                scaled(&self.plan, FIXTURE_BYTES),
+            )?;
+            fixture.len = std::fs::metadata(&fixture.path)
+                .map_err(|e| gate_error("the session fixture cannot be inspected", e))?
+                .len();
+            fixture.entries = entries;
+            fixture.runs = runs;
+            self.session_fixture = Some(fixture);
+        }
+        self.session_fixture
+            .as_ref()
+            .ok_or_else(|| GateError::new("the session fixture was not kept".to_owned()))
+    }
+}
+
+/// Where the output goes: `/dev/null`, as in the issue's measurement (the
+/// same writes a user's redirect makes); a discarding sink where there is
+/// none.
+fn null() -> Box<dyn Write> {
+    match std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        Ok(f) => Box::new(f),
+        Err(_) => Box::new(std::io::sink()),
+    }
+}
+
+/// Counts what passes through to the sink.
+struct Counting<W: Write> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Standard output as an instant replay holds it (`src/cmd/replay.rs`): a
+/// 256 KiB buffer written in blocks, the JSON Lines writer's per-line flush
+/// a no-op.
+struct Held<W: Write>(std::io::BufWriter<W>);
+
+impl<W: Write> Write for Held<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `smith session dump` of `path` to `/dev/null`: (lines, bytes written).
+fn dump(path: &Path) -> Result<(u64, u64), GateError> {
+    let f = SessionFile::open(path).map_err(|e| gate_error("opening the fixture to dump", e))?;
+    let mut out = std::io::BufWriter::new(Counting {
+        inner: null(),
+        bytes: 0,
+    });
+    let what = path.display().to_string();
+    let report = smith_store::dump::dump(f.bytes(), &Limits::default(), &what, &mut out)
+        .map_err(|e| gate_error("dumping the fixture", e))?;
+    out.flush()
+        .map_err(|e| gate_error("writing the dump to /dev/null", e))?;
+    let bytes = out.get_ref().bytes;
+    Ok((report.frames + 1, bytes))
+}
+
+/// `smith replay --instant --json` of `path` to `/dev/null`, as the command
+/// plays a session file holding one linear history (streamed from the file,
+/// nothing loaded): (events, bytes written).
+fn replay(path: &Path) -> Result<(u64, u64), GateError> {
+    let file =
+        SessionFile::open(path).map_err(|e| gate_error("opening the fixture to replay", e))?;
+    let header = Header::replay(ReplayMarker {
+        session: file.header().id.to_hex(),
+        name: None,
+    });
+    let out = Held(std::io::BufWriter::with_capacity(
+        256 * 1024,
+        Counting {
+            inner: null(),
+            bytes: 0,
+        },
+    ));
+    let mut lines = JsonLines::start_with(out, &header)
+        .map_err(|e| gate_error("writing the replay to /dev/null", e))?;
+    let mut events = 0u64;
+    let mut settled = false;
+    let streamed = stream_file(&file, &Limits::default(), Pace::Instant, |event: &Event| {
+        events += 1;
+        settled = *event == Event::Settled;
+        lines
+            .write(event)
+            .map_err(|e| smith_engine::replay::ReplayError {
+                message: format!("writing the replay to /dev/null: {e}"),
+            })
+    })
+    .map_err(|e| gate_error("replaying the fixture", e))?;
+    if !streamed {
+        return Err(GateError::new(format!(
+            "the fixture {} holds one linear history, yet replay did not stream it from the file; SessionFile::for_each_linear_entry is broken",
+            path.display()
+        )));
+    }
+    let mut held = lines.into_inner();
+    held.0
+        .flush()
+        .map_err(|e| gate_error("writing the replay to /dev/null", e))?;
+    if !settled {
+        return Err(GateError::new(
+            "the replay of the fixture did not end with `settled`; the replay is broken".to_owned(),
+        ));
+    }
+    Ok((events, held.0.get_ref().bytes))
+}
+
+/// Runs `op` once to check its output, then times it: 3 runs under the
+/// quick plan (and the small ones), 7 under the full one; returns the
+/// median time per MB of `len` bytes and the check's (count, bytes).
+fn per_mb(
+    plan: &Plan,
+    len: u64,
+    mut op: impl FnMut() -> Result<(u64, u64), GateError>,
+) -> Result<(f64, usize, (u64, u64)), GateError> {
+    let first = op()?;
+    let runs = if plan.name == Plan::FULL.name { 7 } else { 3 };
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = std::time::Instant::now();
+        let again = op()?;
+        samples.push(t.elapsed().as_nanos() as f64);
+        if again != first {
+            return Err(GateError::new(format!(
+                "writing the same session out twice gave {first:?} then {again:?} (lines or events, bytes); the output is not deterministic"
+            )));
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    let median = samples[samples.len() / 2];
+    Ok((median / (len as f64 / MB), runs, first))
+}
+
+fn note(name: &'static str, value: f64, unit: Unit) -> Note {
+    Note { name, value, unit }
+}
+
+fn throughput(
+    cx: &mut Context,
+    op: fn(&Path) -> Result<(u64, u64), GateError>,
+    what: &'static str,
+) -> Result<Measurement, GateError> {
+    let plan = cx.plan;
+    let fixture = cx.session_fixture()?;
+    let (path, len, entries) = (fixture.path.clone(), fixture.len, fixture.entries);
+    let probe = crate::load::Probe::start();
+    let (ns_per_mb, samples, (count, bytes)) = per_mb(&plan, len, || op(&path))?;
+    cx.record_load(probe.finish());
+    Ok(Measurement {
+        median: ns_per_mb,
+        floor: None,
+        samples,
+        notes: vec![
+            note("file_bytes", len as f64, Unit::Bytes),
+            note("entries", entries as f64, Unit::Count),
+            note(what, count as f64, Unit::Count),
+            note("output_bytes", bytes as f64, Unit::Bytes),
+            note(
+                "mb_per_s",
+                1e9 / ns_per_mb.max(f64::MIN_POSITIVE),
+                Unit::Count,
+            ),
+        ],
+    })
+}
+
+fn peak_heap(
+    cx: &mut Context,
+    op: fn(&Path) -> Result<(u64, u64), GateError>,
+) -> Result<Measurement, GateError> {
+    if !smith_alloc::is_global_allocator() {
+        return Err(GateError::new(
+            "smith_alloc::AccountingAllocator is not this process's global allocator, so a peak \
+             of live bytes would be meaningless; run the gate from the `smith` binary (`smith \
+             bench`)"
+                .to_owned(),
+        ));
+    }
+    let fixture = cx.session_fixture()?;
+    let (path, len) = (fixture.path.clone(), fixture.len);
+    let runs = 2;
+    let mut worst = 0u64;
+    for _ in 0..runs {
+        let (r, stats) = smith_alloc::count(|| op(&path));
+        r?;
+        worst = worst.max(stats.peak_live_bytes);
+    }
+    Ok(Measurement {
+        median: worst as f64,
+        floor: None,
+        samples: runs,
+        notes: vec![note("file_bytes", len as f64, Unit::Bytes)],
+    })
+}
+
+fn dump_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
+    throughput(cx, dump, "lines")
+}
+
+fn dump_peak_heap(cx: &mut Context) -> Result<Measurement, GateError> {
+    peak_heap(cx, dump)
+}
+
+fn replay_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
+    throughput(cx, replay, "events")
+}
+
+fn replay_peak_heap(cx: &mut Context) -> Result<Measurement, GateError> {
+    peak_heap(cx, replay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_gates_carry_the_issue_s_limits() {
+        for (name, ns) in [
+            ("session.dump_throughput", 10_000_000.0),
+            ("session.replay_throughput", 15_000_000.0),
+        ] {
+            assert_eq!(
+                crate::table::limits_of(name),
+                Some(vec![Limit::AtMost(ns)]),
+                "{name}"
+            );
+        }
+        for name in ["session.dump_peak_heap", "session.replay_peak_heap"] {
+            assert_eq!(
+                crate::table::limits_of(name),
+                Some(vec![Limit::AtMost(64.0 * 1024.0 * 1024.0)]),
+                "{name}: 64 MiB"
+            );
+        }
+    }
+
+    #[test]
+    fn the_fixture_is_an_eval_shaped_session_that_dumps_and_replays() {
+        let mut cx = Context::new(Plan::SMOKE);
+        let (path, len, entries, runs) = {
+            let f = cx.session_fixture().expect("fixture");
+            (f.path.clone(), f.len, f.entries, f.runs)
+        };
+        assert!(len >= FIXTURE_BYTES / 1024, "{len}");
+        // Run start, user, 8 x (assistant, call, intent, completion,
+        // result), assistant, run end.
+        assert_eq!(entries, runs * 44);
+        let (lines, bytes) = dump(&path).expect("dump");
+        assert_eq!(lines, entries + 1);
+        assert!(bytes > len, "the JSON is larger than the file: {bytes}");
+        let (events, bytes) = replay(&path).expect("replay");
+        // agent_start, user start+end, 8 x (turn start, message start,
+        // delta, end, tool_call, execution start, end, turn end), final
+        // turn (5 events), agent_end, settled.
+        assert_eq!(events, runs * (3 + 8 * 8 + 5 + 2), "{events}");
+        assert!(bytes > 0);
+        let dir = cx.session_fixture().expect("kept").dir.clone();
+        drop(cx);
+        assert!(!dir.exists(), "removed with the context");
+    }
+}
