@@ -39,6 +39,7 @@
 //! option and command rules apply to it.
 
 use clap::Command;
+use smith_diag::suggest::distance;
 use smith_diag::{Diagnostic, Surface};
 
 /// Commands other tools have that smith does not, and what to use instead.
@@ -368,39 +369,11 @@ fn candidates(root: &Command) -> Vec<Candidate> {
     out
 }
 
-/// The optimal string alignment distance between `a` and `b`: insertions,
-/// deletions, substitutions and transpositions of neighbours each count 1.
-pub fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let width = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * width];
-    for (i, cell) in d.iter_mut().step_by(width).enumerate() {
-        *cell = i;
-    }
-    for (j, cell) in d.iter_mut().take(width).enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[(i - 1) * width + j] + 1)
-                .min(d[i * width + j - 1] + 1)
-                .min(d[(i - 1) * width + j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[(i - 2) * width + j - 2] + 1);
-            }
-            d[i * width + j] = best;
-        }
-    }
-    d[a.len() * width + b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory as _;
 
-    use super::{check, distance};
+    use super::check;
 
     fn words(line: &str) -> Vec<String> {
         line.split(' ').map(str::to_owned).collect()
@@ -415,16 +388,6 @@ mod tests {
         if let Some(d) = check(&words(line), &crate::Cli::command(), false) {
             panic!("`smith {line}` was refused: {d}");
         }
-    }
-
-    #[test]
-    fn distance_counts_edits_and_transpositions() {
-        assert_eq!(distance("session", "session"), 0);
-        assert_eq!(distance("sesion", "session"), 1);
-        assert_eq!(distance("sessoin", "session"), 1);
-        assert_eq!(distance("sessions", "session"), 1);
-        assert_eq!(distance("replace", "replay"), 2);
-        assert_eq!(distance("", "abc"), 3);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Did-you-mean suggestions.
 
+use smith_diag::suggest::distance;
+
 /// The candidate closest to `input` by edit distance, when it is close enough
 /// to be a plausible typo (at most a third of the input's length, at least 2).
 pub(crate) fn closest<'a>(
@@ -13,22 +15,6 @@ pub(crate) fn closest<'a>(
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, c)| (*d, *c))
         .map(|(_, c)| c)
-}
-
-/// Levenshtein distance over characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 /// ` (did you mean `x`?)` or nothing.

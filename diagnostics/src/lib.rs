@@ -62,6 +62,7 @@ pub mod log;
 mod message;
 mod render;
 pub mod secrets;
+pub mod suggest;
 mod surface;
 
 pub use diagnose::{Diagnose, Finder, Registry, finder};

@@ -3,6 +3,7 @@
 //! overlay's own keys; mouse, paste and focus events.
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use smith_diag::suggest::distance;
 
 use super::{App, Output, Overlay, Picker};
 use crate::product::Action;
@@ -819,22 +820,6 @@ fn closest<'a>(typed: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a 
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, n)| (*d, n.len()))
         .map(|(_, n)| n)
-}
-
-/// Levenshtein distance over characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 /// A key as the bindings name it: Shift dropped from characters (the
