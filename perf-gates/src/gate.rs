@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::load::Load;
+use crate::load::{CONTENDED_BELOW, Load};
 
 use crate::measure::{Plan, Timing};
 use crate::table::Context;
@@ -276,6 +276,15 @@ pub struct Round {
     pub load: Option<Load>,
 }
 
+impl Round {
+    /// A failed round measured on a core the canary found contended (see
+    /// [`crate::load`]): it is reported, and measured again without
+    /// counting against [`ROUNDS`].
+    pub fn contended(&self) -> bool {
+        !self.verdict.passed && self.load.is_some_and(|l| l.contended())
+    }
+}
+
 /// One gate's result in a report.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -287,7 +296,8 @@ pub struct Row {
     /// The gate's judgement: passed when any round passed; when none did,
     /// every round's failures, each prefixed with its round.
     pub verdict: Verdict,
-    /// Every round, in order (at most [`ROUNDS`]); the last is the deciding
+    /// Every round, in order (at most [`ROUNDS`] that count, and as many
+    /// again measured on a contended core); the last is the deciding
     /// one.
     pub rounds: Vec<Round>,
 }
@@ -409,21 +419,28 @@ impl Report {
         pause: Duration,
         mut measure: impl FnMut(&Gate, usize) -> (Result<Measurement, GateError>, Option<Load>),
     ) -> Report {
+        let max_rounds = max_rounds.max(1);
         let mut rounds: Vec<Vec<Round>> = gates.iter().map(|_| Vec::new()).collect();
-        for round in 1..=max_rounds.max(1) {
+        // A failed round measured on a contended core (the canary says the
+        // core ran below `CONTENDED_BELOW` of its best speed) is measured
+        // again without counting against `max_rounds`, up to `max_rounds`
+        // such rounds: every round is still reported, and the gate passes
+        // only if a round passes.
+        let counted = |rs: &[Round]| rs.iter().filter(|r| !r.contended()).count();
+        for pass in 1..=2 * max_rounds {
             let due: Vec<usize> = (0..gates.len())
                 .filter(|&i| !rounds[i].last().is_some_and(|r| r.verdict.passed))
-                .filter(|&i| rounds[i].len() + 1 == round)
+                .filter(|&i| rounds[i].len() + 1 == pass && counted(&rounds[i]) < max_rounds)
                 .collect();
             if due.is_empty() {
                 break;
             }
-            if round > 1 && !pause.is_zero() {
+            if pass > 1 && !pause.is_zero() {
                 std::thread::sleep(pause);
             }
             for i in due {
                 let gate = &gates[i];
-                let (outcome, load) = measure(gate, round);
+                let (outcome, load) = measure(gate, pass);
                 let verdict = evaluate(gate, &outcome);
                 rounds[i].push(Round {
                     outcome,
@@ -521,7 +538,8 @@ impl Report {
         let _ = writeln!(
             out,
             "smith bench ({} plan: medians of {} interleaved samples of >= {} ms each, {} clock unless a gate's metric names another)\n\
-             A gate that fails is measured again, up to {ROUNDS} rounds in all, and passes if any round passes; every round is reported.\n",
+             A gate that fails is measured again, up to {ROUNDS} rounds in all, and passes if any round passes; every round is reported.\n\
+             A failed round whose core ran below {CONTENDED_BELOW} of its best speed (a canary timed between samples) is measured again without counting.\n",
             self.plan.name,
             self.plan.samples,
             self.plan.sample_target.as_millis(),
@@ -609,6 +627,9 @@ impl Report {
                     if let Some(l) = r.load {
                         let _ = write!(out, " ({})", l.human());
                     }
+                    if r.contended() {
+                        out.push_str("; contended core, measured again");
+                    }
                     out.push('\n');
                 }
             }
@@ -625,6 +646,9 @@ impl Report {
             );
             for f in failures {
                 let _ = writeln!(out, "  {f}");
+            }
+            if let Some(machine) = &self.machine {
+                let _ = writeln!(out, "measured on: {machine}");
             }
         }
         out
@@ -697,6 +721,8 @@ fn load_json(load: Option<Load>) -> Value {
             "cpus": l.cpus,
             "loadavg_1m": json_number(l.loadavg_1m),
             "seconds": json_number(l.seconds),
+            "core_speed": l.core_speed.map_or(Value::Null, json_number),
+            "contended": l.contended(),
         }),
         None => Value::Null,
     }

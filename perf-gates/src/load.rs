@@ -17,6 +17,18 @@
 //! everything else, divided by the wall time to give busy cores.
 //! `/proc/loadavg` gives the 1-minute load average at the end. Elsewhere a
 //! probe reports nothing.
+//!
+//! A neighbour can also slow a measurement without taking any CPU time
+//! this machine can see: a virtual machine's core may be one hardware
+//! thread of a physical core whose other thread runs someone else's work,
+//! which halves the instructions the measured code gets per cycle and
+//! shares its caches. So every timed gate also runs a *canary* between its
+//! samples ([`canary_sample`]): a fixed integer kernel of independent
+//! chains, timed on the thread's CPU clock like the samples. Its fastest
+//! time in the run is what the core does alone; a round whose canary ran
+//! slower than [`CONTENDED_BELOW`] of that speed (its median against the
+//! run's best) measured a shared core, and the report says so beside the
+//! figure ([`Load::core_speed`]).
 
 use std::time::Instant;
 
@@ -33,6 +45,10 @@ pub struct Load {
     pub loadavg_1m: f64,
     /// Wall time of the measurement, in seconds.
     pub seconds: f64,
+    /// The core's speed over the measurement as a fraction of its best in
+    /// this run (the canary's fastest time over its median time during the
+    /// measurement), where the canary ran.
+    pub core_speed: Option<f64>,
 }
 
 impl Load {
@@ -42,12 +58,104 @@ impl Load {
         (self.cpus as f64 - self.others_busy_cores).max(0.0)
     }
 
-    /// One phrase for people: `others busy 0.05 of 2 cores, load average 0.42`.
+    /// One phrase for people: `others busy 0.05 of 2 cores, load average
+    /// 0.42`, and `, core at 0.97 of its best speed` where the canary ran.
     pub fn human(&self) -> String {
-        format!(
+        let mut text = format!(
             "others busy {:.2} of {} cores, load average {:.2}",
             self.others_busy_cores, self.cpus, self.loadavg_1m
-        )
+        );
+        if let Some(speed) = self.core_speed {
+            text.push_str(&format!(", core at {speed:.2} of its best speed"));
+        }
+        text
+    }
+
+    /// True when the canary says the core ran below [`CONTENDED_BELOW`] of
+    /// its best speed during the measurement.
+    pub fn contended(&self) -> bool {
+        self.core_speed.is_some_and(|s| s < CONTENDED_BELOW)
+    }
+}
+
+/// A round whose core ran below this fraction of its best speed measured a
+/// shared core (see the module docs).
+pub const CONTENDED_BELOW: f64 = 0.8;
+
+/// Iterations of the canary's kernel: about 0.1 ms on a current core.
+const CANARY_ITERATIONS: u64 = 40_000;
+
+/// The canary's kernel: eight independent chains of integer additions,
+/// shifts and exclusive ors, enough parallel work to fill a core's integer
+/// units, so it slows as soon as another hardware thread shares them. No
+/// memory beyond registers, so it does not disturb the caches the measured
+/// code warmed.
+#[inline(never)]
+fn canary_kernel(iterations: u64) -> u64 {
+    let (mut a, mut b, mut c, mut d) = (1u64, 2u64, 3u64, 4u64);
+    let (mut e, mut f, mut g, mut h) = (5u64, 6u64, 7u64, 8u64);
+    for i in 0..iterations {
+        a = a.wrapping_add(i) ^ (b >> 3);
+        b = b.wrapping_add(a) ^ (c << 5);
+        c = c.wrapping_add(i) ^ (d >> 7);
+        d = d.wrapping_add(c) ^ (e << 1);
+        e = e.wrapping_add(i) ^ (f >> 2);
+        f = f.wrapping_add(e) ^ (g << 3);
+        g = g.wrapping_add(i) ^ (h >> 5);
+        h = h.wrapping_add(g) ^ (a << 7);
+    }
+    a ^ b ^ c ^ d ^ e ^ f ^ g ^ h
+}
+
+thread_local! {
+    static CANARY: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs the canary once and records its time (ns, on the same clock as the
+/// samples) for [`take_canary_samples`].
+pub fn canary_sample() {
+    let ns = crate::measure::timed_ns(|| {
+        std::hint::black_box(canary_kernel(std::hint::black_box(CANARY_ITERATIONS)));
+    });
+    CANARY.with(|c| c.borrow_mut().push(ns));
+}
+
+/// The canary times recorded on this thread since the last call, oldest
+/// first.
+pub fn take_canary_samples() -> Vec<f64> {
+    CANARY.with(|c| std::mem::take(&mut *c.borrow_mut()))
+}
+
+/// The run's best canary time and the core speeds it gives.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CoreSpeed {
+    best_ns: Option<f64>,
+}
+
+impl CoreSpeed {
+    /// A tracker with no canary seen yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes in a measurement's canary times and returns the core's speed
+    /// over it: the best time seen in the run (these included) over their
+    /// median. `None` without samples.
+    pub fn observe(&mut self, samples: &[f64]) -> Option<f64> {
+        let mut sorted: Vec<f64> = samples
+            .iter()
+            .copied()
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        let fastest = sorted[0];
+        let median = sorted[sorted.len() / 2];
+        let best = self.best_ns.map_or(fastest, |b| b.min(fastest));
+        self.best_ns = Some(best);
+        Some((best / median).min(1.0))
     }
 }
 
@@ -113,6 +221,7 @@ pub fn load_between(
         cpus,
         loadavg_1m,
         seconds,
+        core_speed: None,
     }
 }
 
@@ -227,6 +336,40 @@ mod tests {
         let idle = load_between((1000, 50), (1000, 80), 1.0, 100.0, 2, 0.0);
         assert_eq!(idle.others_busy_cores, 0.0);
         assert_eq!(idle.free_cores(), 2.0);
+    }
+
+    #[test]
+    fn core_speed_is_the_best_canary_over_the_median() {
+        let mut speed = CoreSpeed::new();
+        assert_eq!(speed.observe(&[]), None);
+        // The first measurement sets the best: 100 over a median of 110.
+        let s = speed.observe(&[100.0, 110.0, 120.0]).unwrap();
+        assert!((s - 100.0 / 110.0).abs() < 1e-12, "{s}");
+        // A shared core: the median doubles against the run's best.
+        let s = speed.observe(&[190.0, 200.0, 210.0]).unwrap();
+        assert!((s - 0.5).abs() < 1e-12, "{s}");
+        let mut l = load_between((0, 0), (0, 0), 1.0, 100.0, 2, 0.5);
+        l.core_speed = Some(s);
+        assert!(l.contended());
+        assert_eq!(
+            l.human(),
+            "others busy 0.00 of 2 cores, load average 0.50, core at 0.50 of its best speed"
+        );
+        // A faster canary later becomes the best; speed never exceeds 1.
+        assert_eq!(speed.observe(&[50.0]), Some(1.0));
+        l.core_speed = Some(0.9);
+        assert!(!l.contended());
+    }
+
+    #[test]
+    fn the_canary_records_a_time_per_sample() {
+        let _ = take_canary_samples();
+        canary_sample();
+        canary_sample();
+        let t = take_canary_samples();
+        assert_eq!(t.len(), 2);
+        assert!(t.iter().all(|ns| *ns > 0.0 && ns.is_finite()), "{t:?}");
+        assert!(take_canary_samples().is_empty());
     }
 
     #[cfg(target_os = "linux")]

@@ -16,6 +16,11 @@
 //!    while other processes run is not counted; cache and memory stalls
 //!    still are. Elsewhere the monotonic wall clock is used. [`CLOCK`]
 //!    names the clock in reports.
+//! 5. **A canary between samples.** After each sample (each pair of them
+//!    in [`paired`]) a fixed integer kernel runs and is timed on the same
+//!    clock ([`crate::load::canary_sample`]), so the report can tell a
+//!    round measured on a core shared with someone else's work, which the
+//!    CPU clock cannot see, from a slow program.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -147,6 +152,13 @@ impl Timing {
     }
 }
 
+/// Times one call of `op` on [`CLOCK`], in nanoseconds.
+pub fn timed_ns(op: impl FnOnce()) -> f64 {
+    let start = Stamp::now();
+    op();
+    start.elapsed().as_nanos() as f64
+}
+
 /// Runs `op` `batch` times and returns the elapsed time.
 fn run_batch<F: FnMut()>(op: &mut F, batch: u64) -> Duration {
     let start = Stamp::now();
@@ -207,6 +219,7 @@ pub fn paired<S: FnMut(), F: FnMut()>(
             ));
             floor_samples.push(per_op_ns(run_batch(&mut floor, floor_batch), floor_batch));
         }
+        crate::load::canary_sample();
     }
     (
         reduce(subject_samples, subject_batch, plan),
@@ -218,7 +231,11 @@ pub fn paired<S: FnMut(), F: FnMut()>(
 pub fn single<S: FnMut()>(plan: &Plan, mut subject: S) -> Timing {
     let batch = calibrate(&mut subject, plan.warmup, plan.sample_target);
     let samples = (0..plan.samples.max(1))
-        .map(|_| per_op_ns(run_batch(&mut subject, batch), batch))
+        .map(|_| {
+            let ns = per_op_ns(run_batch(&mut subject, batch), batch);
+            crate::load::canary_sample();
+            ns
+        })
         .collect();
     reduce(samples, batch, plan)
 }

@@ -231,6 +231,14 @@ pub(crate) fn limits_of(name: &str) -> Option<Vec<Limit>> {
 pub fn run(gates: &[Gate], plan: Plan) -> Report {
     let mut cx = Context::new(plan);
     let real = plan.name == Plan::FULL.name || plan.name == Plan::QUICK.name;
+    // The core's speed alone: the canary's best over a few runs before any
+    // gate, then whatever faster time later rounds see.
+    let mut speed = crate::load::CoreSpeed::new();
+    let _ = crate::load::take_canary_samples();
+    for _ in 0..16 {
+        crate::load::canary_sample();
+    }
+    speed.observe(&crate::load::take_canary_samples());
     let mut report = Report::measured_with_pause(
         plan,
         gates,
@@ -242,10 +250,25 @@ pub fn run(gates: &[Gate], plan: Plan) -> Report {
         },
         |gate, _round| {
             cx.timed_load = None;
+            let _ = crate::load::take_canary_samples();
             let probe = crate::load::Probe::start();
             let outcome = (gate.run)(&mut cx);
             let whole_round = probe.finish();
-            (outcome, cx.timed_load.take().or(whole_round))
+            let mut canary = crate::load::take_canary_samples();
+            if canary.is_empty() {
+                // A gate that times with its own clock took no canary
+                // between samples: read the core right after it.
+                for _ in 0..5 {
+                    crate::load::canary_sample();
+                }
+                canary = crate::load::take_canary_samples();
+            }
+            let core_speed = speed.observe(&canary);
+            let load = cx.timed_load.take().or(whole_round).map(|mut l| {
+                l.core_speed = core_speed;
+                l
+            });
+            (outcome, load)
         },
     );
     report.machine = Some(crate::machine::Machine::current());

@@ -44,6 +44,7 @@ fn busy(others: f64) -> Option<Load> {
         cpus: 2,
         loadavg_1m: others * 2.0,
         seconds: 1.5,
+        core_speed: None,
     })
 }
 
@@ -293,4 +294,86 @@ fn rounds_are_passes_over_the_table_so_a_gates_rounds_are_apart() {
         .collect();
     assert_eq!(rounds, [(2, true), (1, true), (3, false)]);
     assert!(!report.passed());
+}
+
+fn contended(speed: f64) -> Option<Load> {
+    Some(Load {
+        others_busy_cores: 0.0,
+        cpus: 2,
+        loadavg_1m: 0.5,
+        seconds: 1.5,
+        core_speed: Some(speed),
+    })
+}
+
+#[test]
+fn a_failed_round_on_a_contended_core_is_measured_again_without_counting() {
+    let (report, calls) = scripted(
+        &[LOAD],
+        vec![
+            (ratio(1.45), contended(0.55)),
+            (ratio(1.30), contended(0.95)),
+            (ratio(1.25), contended(0.97)),
+            (ratio(0.90), contended(0.99)),
+        ],
+    );
+    // The first round's core ran at 0.55 of its best: it does not count,
+    // so the gate gets three more rounds and passes in the fourth.
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    assert!(report.passed());
+    let row = &report.rows[0];
+    assert_eq!(row.rounds.len(), 4);
+    assert!(row.rounds[0].contended());
+    assert!(!row.rounds[1].contended() && !row.rounds[3].contended());
+    let text = report.to_text();
+    assert!(
+        text.contains(
+            "round 1: 14.500 ms (1.45x the floor), FAIL (others busy 0.00 of 2 cores, load average \
+             0.50, core at 0.55 of its best speed); contended core, measured again"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("pass in round 4"), "{text}");
+    let json = report.to_json();
+    let rounds = json["gates"][0]["rounds"].as_array().unwrap();
+    assert_eq!(rounds[0]["load"]["core_speed"], 0.55);
+    assert_eq!(rounds[0]["load"]["contended"], true);
+    assert_eq!(rounds[1]["load"]["contended"], false);
+}
+
+#[test]
+fn a_gate_that_fails_on_a_free_core_fails_after_three_rounds_however_many_were_contended() {
+    let (report, calls) = scripted(
+        &[LOAD],
+        vec![
+            (ratio(1.50), contended(0.60)),
+            (ratio(1.40), contended(0.90)),
+            (ratio(1.45), contended(0.70)),
+            (ratio(1.40), contended(0.92)),
+            (ratio(1.41), contended(0.93)),
+        ],
+    );
+    // Two contended rounds do not count; the three on a free core fail.
+    assert_eq!(calls.len(), 5, "{calls:?}");
+    assert!(!report.passed());
+    assert_eq!(report.rows[0].verdict.failures.len(), 5);
+    // A passing round on a contended core still passes: the canary never
+    // turns a failure into a pass, it only asks for another measurement.
+    let (report, _) = scripted(&[LOAD], vec![(ratio(0.95), contended(0.40))]);
+    assert!(report.passed());
+}
+
+#[test]
+fn contended_rounds_are_measured_again_at_most_as_many_times_as_rounds_count() {
+    let script = (0..2 * ROUNDS)
+        .map(|_| (ratio(1.60), contended(0.50)))
+        .collect();
+    let (report, calls) = scripted(&[LOAD], script);
+    assert_eq!(calls.len(), 2 * ROUNDS);
+    assert!(!report.passed());
+    let text = report.to_text();
+    assert!(
+        text.contains(&format!("FAIL ({} rounds)", 2 * ROUNDS)),
+        "{text}"
+    );
 }
