@@ -293,9 +293,13 @@ fn the_configured_head_timeout_bounds_a_live_request() {
     assert!(stderr.contains("net.head-timeout-s"), "{stderr}");
 }
 
-/// The samples one gate of `smith bench --json` reports.
+/// The samples one gate of `smith bench --json` reports. The gate is one
+/// with a wide margin (redacting 4 MiB takes well under half its limit), so
+/// that it passes in its first round even on the busy machine the test
+/// suite makes: a gate that fails is measured again after a pause of
+/// `ROUND_PAUSE` (20 s), which the samples setting has nothing to do with.
 fn bench_samples(home: &Path, vars: &[(&str, &str)], quick: bool) -> u64 {
-    let mut args = vec!["bench", "--json", "--only", "codec.walk_1000"];
+    let mut args = vec!["bench", "--json", "--only", "secrets.redact_100"];
     if quick {
         args.push("--quick");
     }
