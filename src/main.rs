@@ -38,11 +38,11 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 ///
 /// A command line that looks mistyped never becomes a prompt (nothing runs,
 /// status 2, the diagnostic says what was meant): a prompt of one bare word
-/// (lowercase letters, digits, `-`, `_`: `smith sesion`, `smith doctor`,
+/// (lowercase letters, digits, `-`, `_`: `smith sesion`, `smith docter`,
 /// `smith hi`); a prompt whose first word is a bare word within one edit of
 /// a command or of an option without its dashes (`smith sesion list`,
 /// `smith continue the work`; words of 4 letters or more) or a command
-/// smith does not have (`doctor`, `acp`, `login`); an option written after
+/// smith does not have (`acp`, `login`); an option written after
 /// the prompt's first word (`smith fix it --model M`); an option whose
 /// dashes became one typographic dash (`smith —continue`); a command
 /// after top-level options (`smith -c session list`). With `-c`,
@@ -134,6 +134,9 @@ enum Command {
     Trust(cmd::trust::Args),
     /// Show what the sandbox enforces here: kernel support, each layer, write roots, denied paths, bash per approval mode: `sandbox [--json]`.
     Sandbox(cmd::sandbox::Args),
+    /// Say what is wrong with this setup: configuration, credentials, terminal, sandbox, plugins, sessions, each finding with what to do: `doctor [--json] [--live]`.
+    #[command(after_long_help = cmd::doctor::HELP)]
+    Doctor(cmd::doctor::Args),
     /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
     Session(cmd::session::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
@@ -179,6 +182,7 @@ fn main() -> ExitCode {
         Command::Context(args) => cmd::context::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Sandbox(args) => cmd::sandbox::run(args),
+        Command::Doctor(args) => cmd::doctor::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),

@@ -11,7 +11,7 @@
 //!   ASCII letters, digits, `-` and `_`, starting with a letter. A prompt
 //!   given as one quoted argument with spaces (`smith "fix the tests"`) is
 //!   never refused for its first word.
-//! * A prompt of that one bare word alone (`smith sesion`, `smith doctor`,
+//! * A prompt of that one bare word alone (`smith sesion`, `smith docter`,
 //!   `smith list`, `smith hi`) is refused: it names the command it is
 //!   nearest to (edit distance 2 for words of 5 letters or more, 1 for
 //!   shorter ones, or a prefix), the command of which it is a subcommand
@@ -21,7 +21,7 @@
 //!   edit distance 1 of a command, an alias or a top-level option spelled
 //!   without its dashes (`sesion list`, `continue the refactor`) — words of
 //!   4 letters or more only — or is a command other tools have and smith
-//!   has not (`doctor`, `acp`, `login`).
+//!   has not (`acp`, `login`).
 //! * Any later word that is, or is within edit distance 1 of, a long option
 //!   of `smith` or `smith eval` (`smith fix it --modle gpt-5`) is refused:
 //!   options go before the prompt, and after its first word they would be
@@ -45,10 +45,6 @@ use smith_diag::{Diagnostic, Surface};
 /// Commands other tools have that smith does not, and what to use instead.
 /// Checked whatever follows them.
 const MISSING: &[(&str, &str)] = &[
-    (
-        "doctor",
-        "`smith auth status`, `smith sandbox` and `smith config show --sources` show what smith would use here",
-    ),
     (
         "acp",
         "an editor can drive smith over JSON-RPC (`smith rpc`) or the Model Context Protocol (`smith mcp`)",
@@ -423,8 +419,8 @@ mod tests {
 
     #[test]
     fn missing_commands_and_lone_bare_words_are_refused() {
-        let d = refused("doctor");
-        assert_eq!(d.what(), "smith has no command `doctor`");
+        let d = refused("docter");
+        assert!(d.next().contains("did you mean `smith doctor`?"), "{d}");
         assert!(refused("acp").next().contains("smith rpc"));
         assert!(refused("login anthropic").next().contains("smith auth set"));
         let d = refused("undo");

@@ -27,6 +27,7 @@ const COMMANDS: &[&str] = &[
     "context",
     "trust",
     "sandbox",
+    "doctor",
     "session",
     "eval",
     "tui",
@@ -134,7 +135,7 @@ fn a_mistyped_command_line_runs_nothing_and_says_what_was_meant() {
             &["completion", "bash"],
             "did you mean `smith completions bash`?",
         ),
-        (&["doctor"], "smith has no command `doctor`"),
+        (&["docter"], "did you mean `smith doctor`?"),
         (&["acp"], "smith has no command `acp`"),
         (&["list"], "did you mean `smith session list`"),
         (

@@ -20,10 +20,14 @@
 //! [`permissions`] reads the permission rules of the `permissions` block
 //! (user file, then trusted project file: [`Config::permission_rules`]).
 //!
+//! [`check`] reads each layer on its own with the loader's code, keeping
+//! every problem instead of stopping at the first (`smith doctor`).
+//!
 //! [`paths`] says where user files live (`SMITH_HOME` overrides all of it);
 //! other crates use it, e.g. `smith_config::paths::data_dir()`.
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod docs;
 pub mod edit;
 mod error;

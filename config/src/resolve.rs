@@ -130,6 +130,19 @@ impl Loader {
         Project::discover(start, self.paths.home.as_deref())
     }
 
+    /// Checks the user file, the project file and the `SMITH_*` variables
+    /// each on its own, read by the code [`Loader::load`] reads them with,
+    /// so that a problem in one layer does not hide those in the others.
+    /// Nothing is resolved; the plugin and flag layers are not looked at.
+    /// See [`crate::check`].
+    pub fn check_layers(&self) -> Vec<crate::check::LayerCheck> {
+        vec![
+            crate::check::file(Level::User, &self.paths.user_config_file()),
+            crate::check::project(&self.paths, self.project()),
+            crate::check::env(&self.env),
+        ]
+    }
+
     /// Reads every layer and resolves every option.
     ///
     /// # Errors
@@ -193,34 +206,9 @@ impl Loader {
             project_state = Some((project, status));
         }
         for (var, raw) in &self.env {
-            let Some(decl) = options::find_by_env(var) else {
-                if options::RESERVED_ENV.contains(&var.as_str()) {
-                    continue;
-                }
-                if let Some(near) = suggest::closest(var, options::ALL.iter().map(|d| d.env)) {
-                    warnings.push(
-                        Diagnostic::warning(
-                            "config.unknown-env",
-                            format!("environment variable {var} is not a smith option"),
-                            format!("it is close to {near}, which is one"),
-                            format!("rename it to {near} if that is what you meant, or unset it"),
-                        )
-                        .with_surface(Surface::env(var.clone()))
-                        .with_field(var.clone()),
-                    );
-                }
-                continue;
-            };
-            let value = value::parse_text(decl, raw).map_err(|why| {
-                invalid(
-                    decl,
-                    raw,
-                    Surface::env(var.clone()),
-                    why,
-                    format!("export {var}={}", value::example_text(decl)),
-                )
-            })?;
-            settings.push((decl, value, Source::Env { var: var.clone() }));
+            if let Some((decl, value)) = env_setting(var, raw, &mut warnings)? {
+                settings.push((decl, value, Source::Env { var: var.clone() }));
+            }
         }
         for (flag, raw) in &self.flags {
             let Some(decl) = options::find_by_flag(flag) else {
@@ -279,6 +267,50 @@ impl Loader {
         }
         Ok(config)
     }
+}
+
+/// One variable of the environment layer, read as [`Loader::load`] reads
+/// it: the option it sets and its value, or `None` for a variable that is
+/// no option (a warning is pushed onto `warnings` when it looks like a
+/// misspelling of one).
+///
+/// # Errors
+///
+/// `config.invalid-value` when the variable is an option's and its value
+/// does not fit the option.
+pub(crate) fn env_setting(
+    var: &str,
+    raw: &str,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Option<(&'static OptionDecl, Value)>, ConfigError> {
+    let Some(decl) = options::find_by_env(var) else {
+        if options::RESERVED_ENV.contains(&var) {
+            return Ok(None);
+        }
+        if let Some(near) = suggest::closest(var, options::ALL.iter().map(|d| d.env)) {
+            warnings.push(
+                Diagnostic::warning(
+                    "config.unknown-env",
+                    format!("environment variable {var} is not a smith option"),
+                    format!("it is close to {near}, which is one"),
+                    format!("rename it to {near} if that is what you meant, or unset it"),
+                )
+                .with_surface(Surface::env(var.to_owned()))
+                .with_field(var.to_owned()),
+            );
+        }
+        return Ok(None);
+    };
+    let value = value::parse_text(decl, raw).map_err(|why| {
+        invalid(
+            decl,
+            raw,
+            Surface::env(var.to_owned()),
+            why,
+            format!("export {var}={}", value::example_text(decl)),
+        )
+    })?;
+    Ok(Some((decl, value)))
 }
 
 /// Why a plugin option cannot be declared: its key is a table option or

@@ -199,8 +199,7 @@ impl Runtime {
                 "the plugin ships a precompiled wasmtime artifact, which smith refuses (deserializing untrusted compiled code is unsafe); ship the component's .wasm instead and smith compiles it".to_owned(),
             ));
         }
-        let digest = hex(&Sha256::digest(bytes));
-        let cached = cache_dir.map(|dir| self.cache_file(dir, &digest));
+        let cached = cache_dir.map(|dir| self.cache_file_of(dir, bytes));
         if let Some(path) = &cached
             && path.is_file()
         {
@@ -240,12 +239,23 @@ impl Runtime {
         Ok(component)
     }
 
+    /// The cache file the component `bytes` is compiled into (or loaded
+    /// from): [`Runtime::cache_file`] of their sha256.
+    pub fn cache_file_of(&self, cache_dir: &Path, bytes: &[u8]) -> PathBuf {
+        self.cache_file(cache_dir, &hex(&Sha256::digest(bytes)))
+    }
+
+    /// The folder of the cache files this wasmtime build can load:
+    /// `<cache dir>/plugins/<compatibility key>`. Files anywhere else under
+    /// `<cache dir>/plugins` were compiled by another build and are never
+    /// read again.
+    pub fn cache_folder(&self, cache_dir: &Path) -> PathBuf {
+        cache_dir.join("plugins").join(&self.compat)
+    }
+
     /// The cache file of the component with sha256 `digest`.
     pub fn cache_file(&self, cache_dir: &Path, digest: &str) -> PathBuf {
-        cache_dir
-            .join("plugins")
-            .join(&self.compat)
-            .join(format!("{digest}.cwasm"))
+        self.cache_folder(cache_dir).join(format!("{digest}.cwasm"))
     }
 
     pub(crate) fn new_store(

@@ -13,7 +13,7 @@ use smith_diag::{Diagnostic, Surface};
 
 use super::config::{report, style};
 
-mod live;
+pub(crate) mod live;
 
 /// Manage credentials.
 #[derive(Debug, clap::Args)]

@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod completions;
 pub mod config;
 pub mod context;
+pub mod doctor;
 pub mod eval;
 pub mod help;
 pub mod mcp;

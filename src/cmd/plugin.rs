@@ -216,7 +216,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 /// `fs-read "notes", ui`, or `none`.
-fn capability_list<'a>(capabilities: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+pub(crate) fn capability_list<'a>(
+    capabilities: impl Iterator<Item = (&'a str, &'a str)>,
+) -> String {
     let list: Vec<String> = capabilities
         .map(|(k, v)| {
             if v.is_empty() {

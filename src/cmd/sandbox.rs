@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 /// What `bash` does in `mode` here: `confined`, `refused` (with the
 /// reason) or `unconfined`.
-fn bash_in(mode: Approval, enforcement: &Enforcement) -> (&'static str, Option<String>) {
+pub(crate) fn bash_in(mode: Approval, enforcement: &Enforcement) -> (&'static str, Option<String>) {
     if !mode.sandboxed() {
         return ("unconfined", None);
     }

@@ -359,7 +359,11 @@ fn probe(tty: RawFd, out: RawFd, budget: Duration) -> ProbeReply {
     parse_probe(&got[..len])
 }
 
-fn env_clipboard() -> bool {
+/// Whether the environment names a terminal known to accept clipboard
+/// writes with OSC 52 (`TERM` or `TERM_PROGRAM`: kitty, WezTerm, foot,
+/// Alacritty, Ghostty, iTerm2): what the interface starts from, before
+/// `SMITH_TUI_CAPS`, since no terminal answers a query for it.
+pub fn env_clipboard() -> bool {
     let term = std::env::var("TERM").unwrap_or_default();
     let program = std::env::var("TERM_PROGRAM").unwrap_or_default();
     ["kitty", "wezterm", "foot", "alacritty", "ghostty"]
