@@ -2,10 +2,17 @@
 //! definitions, and a test fails when the two differ, so the reference can
 //! never drift from what the binary accepts. `SMITH_BLESS=1 cargo test -p
 //! smith cli_reference` rewrites the file.
+//!
+//! What does not fit a command's help (the output formats' object shapes)
+//! is written by hand in `src/cli_doc/` and appended in [`APPENDICES`]
+//! order; edit it there, not in `docs/cli.md`.
 
 use std::fmt::Write as _;
 
 use clap::Command;
+
+/// Hand-written sections that follow the generated reference.
+const APPENDICES: &[&str] = &[include_str!("cli_doc/eval-output-formats.md")];
 
 /// Renders the reference for `root` and every subcommand, depth first.
 pub(crate) fn render(root: &Command) -> String {
@@ -14,11 +21,15 @@ pub(crate) fn render(root: &Command) -> String {
     out.push_str(
         "Generated from the binary's own argument definitions; a test fails when \
          this file and the binary disagree (`SMITH_BLESS=1 cargo test -p smith \
-         cli_reference` rewrites it).\n",
+         cli_reference` rewrites it). The sections after the commands are kept in \
+         `src/cli_doc/`.\n",
     );
     let mut root = root.clone();
     root.build();
     section(&mut out, &root, "smith");
+    for appendix in APPENDICES {
+        out.push_str(appendix);
+    }
     out
 }
 

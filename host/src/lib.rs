@@ -36,6 +36,9 @@
 //!   stores when sessions are deleted or pruned.
 //! - [`output`] — how the headless frontends print events, usage, results
 //!   and exit codes.
+//! - [`stream_json`] — Claude Code's headless output shapes
+//!   (`--output-format stream-json` / `json`), mapped from runtime events,
+//!   and its `--input-format stream-json` user messages.
 //!
 //! The binary parses the command line and calls in here; the protocol
 //! servers (`smith-rpc`) start their runtimes through [`runtime`].
@@ -57,6 +60,7 @@ pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod settings;
+pub mod stream_json;
 
 pub use provider::{Chosen, LiveChoice, choose_live, choose_provider};
 pub use runtime::{

@@ -186,6 +186,9 @@ pub struct Runtime {
     pub model: String,
     /// The provider's self-description (models).
     pub provider: ProviderInfo,
+    /// The names of the tools offered to the model (built-ins, then the
+    /// extensions'), in offer order.
+    pub tools: Vec<String>,
     /// What the runtime's extensions say before a session switch or fork
     /// (none without extensions).
     pub gate: Option<SessionGate>,
@@ -449,6 +452,7 @@ impl RuntimeOptions {
             }
         }
         let queue_modes = policies.iter().map(|p| p.mode().to_owned()).collect();
+        let tool_names = tools.names().map(str::to_owned).collect();
         let services = Services {
             provider,
             transport,
@@ -469,6 +473,7 @@ impl RuntimeOptions {
             name,
             model,
             provider: info,
+            tools: tool_names,
             gate,
             answerer,
             commands,

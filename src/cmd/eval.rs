@@ -5,8 +5,14 @@
 //! session by default, an existing one with `--session REF`, or a temporary
 //! store with `--no-session` (removed when the command ends normally, kept
 //! and its path printed after an interrupt). Output is human-readable
-//! (streamed text on stdout; one line per tool and a usage line on stderr) or
-//! `--json` (the protocol's JSON Lines, then a `result` record).
+//! (streamed text on stdout; one line per tool and a usage line on stderr),
+//! `--json` (the protocol's JSON Lines, then a `result` record), or Claude
+//! Code's headless shapes for tools built around `claude -p`:
+//! `--output-format stream-json` (an init object, assistant and user
+//! messages, a `result` object) or `--output-format json` (the `result`
+//! object alone), mapped by [`smith_host::stream_json`]. With
+//! `--input-format stream-json` the prompts are Claude Code user messages on
+//! standard input, one a line, run one after another on the same session.
 //!
 //! Nobody answers a plugin's question that waits (`ask`) here: `--answer
 //! 'PROMPT=ANSWER'` answers the question with that prompt, `--yes` takes
@@ -19,8 +25,11 @@
 //! names the plugin and its reason).
 //!
 //! Exit codes: 0 success, 1 failed turn (or a blocked prompt), 2 budget
-//! exceeded (tokens, cost or turns), 130 interrupted (Ctrl+C); SIGTERM,
-//! SIGHUP and SIGQUIT end the run the same way, with 143, 129 and 131.
+//! exceeded (tokens, cost or turns) or formats that do not go together,
+//! 130 interrupted (Ctrl+C); SIGTERM, SIGHUP and SIGQUIT end the run the
+//! same way, with 143, 129 and 131. Of several runs (`--input-format
+//! stream-json`) the first that did not succeed gives the code; a line of
+//! input that is not a user message stops the reading with 1.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -35,17 +44,22 @@ use smith_engine::provider::Usage;
 use smith_host::extensions::Headless;
 use smith_host::output::{HumanPrinter, exit_code, finish_session, format_usage, result_record};
 use smith_host::questions::Policy;
+use smith_host::stream_json::{self, RunEnd, StreamJson};
 use smith_host::{
     Extensions, LiveProviders, Runtime, RuntimeOptions, SessionChoice, choose_provider, mock,
 };
 use smith_plugins::hooks::Frontend;
 use smith_tui::signals;
 
+mod stream_input;
+use stream_input::{Next, StreamInput};
+
 /// Run one prompt through the agent without the TUI.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The prompt (`-` reads it from standard input).
-    pub prompt: String,
+    /// The prompt (`-` reads it from standard input); left out with `--input-format stream-json`.
+    #[arg(required_unless_present = "input_format")]
+    pub prompt: Option<String>,
     /// The provider, model and base URL.
     #[command(flatten)]
     pub choice: ProviderChoice,
@@ -56,8 +70,14 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub mock_record: Option<PathBuf>,
     /// Print protocol events as JSON Lines, then a final result record.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "output_format")]
     pub json: bool,
+    /// Print Claude Code's headless shapes instead of smith's own (for tools built around `claude -p`; see docs/cli.md): stream-json (one object a line: system init, assistant and user messages, result) or json (the result object alone); text is the default human output.
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub output_format: Option<OutputFormat>,
+    /// Where the prompts come from: text (the PROMPT argument; the default) or stream-json (Claude Code user messages on standard input, one a line, run one after another on the same session until standard input ends; needs --output-format stream-json and no PROMPT).
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub input_format: Option<InputFormat>,
     /// Continue this session (a name, an id or a unique id prefix).
     #[arg(long, value_name = "REF", conflicts_with_all = ["no_session", "name"])]
     pub session: Option<String>,
@@ -100,11 +120,13 @@ impl Args {
     /// human output.
     pub fn for_prompt(prompt: String) -> Self {
         Self {
-            prompt,
+            prompt: Some(prompt),
             choice: ProviderChoice::default(),
             mock_script: None,
             mock_record: None,
             json: false,
+            output_format: None,
+            input_format: None,
             session: None,
             name: None,
             no_session: false,
@@ -136,6 +158,28 @@ pub fn run_prompt(
     args.choice = choice;
     args.session = session;
     run(args)
+}
+
+/// What `smith eval` prints (`--output-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Human-readable: streamed text on standard output, tools and usage on standard error.
+    #[default]
+    Text,
+    /// Claude Code's single `result` object, at the end.
+    Json,
+    /// Claude Code's events, one JSON object a line.
+    StreamJson,
+}
+
+/// Where `smith eval`'s prompts come from (`--input-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// The PROMPT argument.
+    #[default]
+    Text,
+    /// Claude Code user messages on standard input, one a line.
+    StreamJson,
 }
 
 /// A prompt on standard input is read whole, at most this much.
@@ -273,6 +317,187 @@ fn shutdown_within(handle: smith_engine::agent::AgentHandle, limit: Duration) {
     }
 }
 
+/// Where the events of a run go: the human rendering, smith's JSON Lines,
+/// or Claude Code's shapes.
+enum Sink<'a> {
+    Human(HumanPrinter),
+    Smith(JsonLines<std::io::StdoutLock<'a>>),
+    Claude {
+        map: Box<StreamJson>,
+        /// `stream-json` (every object) rather than `json` (the result).
+        stream: bool,
+        /// Renders what Claude Code's shapes have no place for (errors,
+        /// retries, compactions) on standard error.
+        notices: HumanPrinter,
+    },
+}
+
+/// Writes `value` as one line and flushes it, so that a reader sees each
+/// object as it is made.
+fn write_object(out: &mut impl Write, value: &serde_json::Value) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, value).map_err(std::io::Error::other)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+impl Sink<'_> {
+    /// A run starts.
+    fn start_run(&mut self) {
+        if let Sink::Claude { map, .. } = self {
+            map.start_run(Instant::now());
+        }
+    }
+
+    /// Shows one event.
+    fn event(&mut self, out: &mut impl Write, event: &Event) -> anyhow::Result<()> {
+        match self {
+            Sink::Human(printer) => printer.event(out, event)?,
+            Sink::Smith(lines) => lines.write(&crate::report::event_record(event)?)?,
+            Sink::Claude {
+                map,
+                stream,
+                notices,
+            } => {
+                if let Some(object) = map.event(event, Instant::now())
+                    && *stream
+                {
+                    write_object(out, &object)?;
+                }
+                if matches!(
+                    event,
+                    Event::Error(_)
+                        | Event::ProviderRetry { .. }
+                        | Event::CompactionStart { .. }
+                        | Event::CompactionEnd { .. }
+                ) {
+                    notices.event(&mut std::io::sink(), event)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Shows how a run ended; `session` is the session for smith's own
+    /// result record.
+    fn end_run(
+        &mut self,
+        out: &mut impl Write,
+        end: RunEnd<'_>,
+        session: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        match self {
+            Sink::Human(printer) => {
+                printer.end_line(out)?;
+                out.flush()?;
+                eprintln!("{}", format_usage(end.usage, end.cost));
+            }
+            Sink::Smith(lines) => lines.write(&result_record(
+                end.stop,
+                end.text,
+                end.usage,
+                end.cost,
+                session.clone(),
+            ))?,
+            Sink::Claude { map, .. } => write_object(out, &map.result(end, Instant::now()))?,
+        }
+        Ok(())
+    }
+}
+
+/// How one run ended: `agent_end`'s stop, usage, cost and text (`None`
+/// when the runtime stopped without finishing it), and whether a signal
+/// interrupted it.
+struct Ended {
+    end: Option<(StopCause, Usage, Option<f64>, String)>,
+    interrupted: bool,
+}
+
+/// Shows the events of the run just started until it settles (or an
+/// interrupt gives up on it).
+fn drive(
+    handle: &smith_engine::agent::AgentHandle,
+    sink: &mut Sink<'_>,
+    out: &mut impl Write,
+) -> anyhow::Result<Ended> {
+    let mut end: Option<(StopCause, Usage, Option<f64>, String)> = None;
+    let mut started = false;
+    let mut interrupted: Option<Instant> = None;
+    loop {
+        if let Some(signal) = signals::take() {
+            if interrupted.is_some() {
+                // A second interrupt: stop waiting now.
+                end = Some(aborted_unfinished());
+                break;
+            }
+            interrupted = Some(Instant::now());
+            handle.abort();
+            signals::detach_after_hangup(signal);
+        }
+        let event = match handle.recv_timeout(Duration::from_millis(50)) {
+            Ok(event) => event,
+            Err(true) => {
+                // An aborted run ends within its plugins' abort deadline;
+                // whatever still holds it after the grace does not hold
+                // the command.
+                if interrupted.is_some_and(|at| at.elapsed() > INTERRUPT_GRACE) {
+                    end = Some(aborted_unfinished());
+                    break;
+                }
+                continue;
+            }
+            Err(false) => break,
+        };
+        let shown = sink.event(out, &event);
+        // Once a signal ended the run, the output may be gone (a hung-up
+        // terminal, a closed pipe): the run still ends and is recorded.
+        if interrupted.is_none() {
+            shown?;
+        }
+        if let Event::Error(info) = &event {
+            smith_diag::log::report(&info.to_diagnostic());
+        }
+        match event {
+            Event::AgentStart => started = true,
+            Event::AgentEnd {
+                stop,
+                usage,
+                cost,
+                text,
+            } => end = Some((stop, usage, cost, text)),
+            Event::Settled if end.is_some() => break,
+            // Idle without a run: the prompt never started one (an
+            // extension blocked it; the error event above says which and
+            // why). Nothing else will come, so this is the end.
+            Event::Settled if !started => {
+                // No request was made: nothing was used.
+                let none = Usage {
+                    input: Some(0),
+                    output: Some(0),
+                    cache_read: Some(0),
+                    cache_write: Some(0),
+                };
+                end = Some((StopCause::Error, none, None, String::new()));
+                break;
+            }
+            _ => {}
+        }
+    }
+    Ok(Ended {
+        end,
+        interrupted: interrupted.is_some(),
+    })
+}
+
+/// A diagnostic for formats that do not go together (status 2, as for
+/// any command line smith cannot run).
+fn formats_refused(what: &str, why: &str, next: &str, flag: &str) -> u8 {
+    crate::report::diagnostic(
+        &smith_diag::Diagnostic::error("cli.format", what, why, next)
+            .with_surface(smith_diag::Surface::flag(flag)),
+    );
+    2
+}
+
 /// Runs the command.
 ///
 /// # Errors
@@ -280,9 +505,42 @@ fn shutdown_within(handle: smith_engine::agent::AgentHandle, limit: Duration) {
 /// When the provider, script, working directory or session store cannot be
 /// set up; nothing has run then.
 pub fn run(mut args: Args) -> anyhow::Result<u8> {
-    if args.prompt == "-" {
-        args.prompt = prompt_from_stdin()?;
+    let output = args.output_format.unwrap_or_default();
+    let streamed = args.input_format == Some(InputFormat::StreamJson);
+    if streamed && output != OutputFormat::StreamJson {
+        return Ok(formats_refused(
+            "--input-format stream-json needs --output-format stream-json",
+            "each user message read is answered by its own result object, which only the stream-json output has room for",
+            "add --output-format stream-json",
+            "--input-format",
+        ));
     }
+    if streamed && args.prompt.is_some() {
+        return Ok(formats_refused(
+            "a PROMPT was given with --input-format stream-json",
+            "with --input-format stream-json the prompts are the user messages on standard input, and the argument would be a second source",
+            "send the prompt as the first user message on standard input, or leave --input-format stream-json out",
+            "--input-format",
+        ));
+    }
+    let input = if streamed {
+        Some(StreamInput::spawn()?)
+    } else {
+        None
+    };
+    let first = match (&input, args.prompt.take()) {
+        (Some(input), _) => input.first()?,
+        (None, Some(prompt)) if prompt == "-" => prompt_from_stdin()?,
+        (None, Some(prompt)) => prompt,
+        (None, None) => {
+            return Ok(formats_refused(
+                "smith eval was given no PROMPT",
+                "with --input-format text (the default) the prompt is the argument",
+                "give the prompt as an argument (`smith eval \"fix the tests\"`, `-` to read it from standard input), or read user messages with --input-format stream-json --output-format stream-json",
+                "--input-format",
+            ));
+        }
+    };
     let cwd = match args.cwd.clone() {
         Some(dir) => super::enter_cwd(&dir, [&mut args.mock_script, &mut args.mock_record])?,
         None => std::env::current_dir()
@@ -366,7 +624,7 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         }),
         ..RuntimeOptions::new(
             LiveProviders::once(chosen.live),
-            cwd,
+            cwd.clone(),
             // A temporary store needs no configured session directory.
             if args.no_session {
                 PathBuf::new()
@@ -380,6 +638,8 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         journal,
         name,
         temp,
+        model,
+        tools,
         ..
     } = options
         .start(&choice)
@@ -387,111 +647,95 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
     // The ending signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) abort the run
     // below; a second one stops waiting for it.
     signals::install();
-    handle.send(Command::Prompt {
-        text: args.prompt.clone(),
-    })?;
+    let session_id = journal.with_session(|s| s.id().to_hex());
+    let session_record = match &temp {
+        None => serde_json::json!({"name": name, "id": session_id}),
+        Some(_) => serde_json::Value::Null,
+    };
 
     let stdout = std::io::stdout();
-    let mut json = if args.json {
-        Some(JsonLines::start(stdout.lock())?)
+    let mut sink = if args.json {
+        Sink::Smith(JsonLines::start(stdout.lock())?)
+    } else if output == OutputFormat::Text {
+        Sink::Human(HumanPrinter::default())
     } else {
-        None
+        let mut map = StreamJson::new(
+            stream_json::Session {
+                id: session_id,
+                cwd: cwd.display().to_string(),
+                model,
+                tools,
+            },
+            args.max_cost,
+        );
+        let stream = output == OutputFormat::StreamJson;
+        if stream {
+            write_object(&mut stdout.lock(), &map.init())?;
+        }
+        Sink::Claude {
+            map: Box::new(map),
+            stream,
+            notices: HumanPrinter::default(),
+        }
     };
     let mut out = stdout.lock();
-    let mut printer = HumanPrinter::default();
-    let mut end: Option<(StopCause, Usage, Option<f64>, String)> = None;
-    let mut started = false;
-    let mut interrupted: Option<Instant> = None;
-    loop {
-        if let Some(signal) = signals::take() {
-            if interrupted.is_some() {
-                // A second interrupt: stop waiting now.
-                end = Some(aborted_unfinished());
-                break;
-            }
-            interrupted = Some(Instant::now());
-            handle.abort();
-            signals::detach_after_hangup(signal);
-        }
-        let event = match handle.recv_timeout(Duration::from_millis(50)) {
-            Ok(event) => event,
-            Err(true) => {
-                // An aborted run ends within its plugins' abort deadline;
-                // whatever still holds it after the grace does not hold
-                // the command.
-                if interrupted.is_some_and(|at| at.elapsed() > INTERRUPT_GRACE) {
-                    end = Some(aborted_unfinished());
-                    break;
-                }
-                continue;
-            }
-            Err(false) => break,
+    let mut prompt = Some(first);
+    let mut code: Option<u8> = None;
+    let mut last_stop = StopCause::Done;
+    let mut interrupted = false;
+    while let Some(text) = prompt.take() {
+        handle.send(Command::Prompt { text })?;
+        sink.start_run();
+        let ended = drive(&handle, &mut sink, &mut out)?;
+        interrupted = ended.interrupted;
+        let Some((stop, usage, cost, text)) = ended.end else {
+            handle.shutdown();
+            bail!(
+                "the agent runtime stopped without finishing the run; the session holds what was recorded"
+            );
         };
-        let shown = match &mut json {
-            Some(lines) => lines.write(&crate::report::event_record(&event)?),
-            None => printer.event(&mut out, &event),
+        last_stop = stop;
+        let run_code = signal_exit_code(stop, interrupted);
+        let end = RunEnd {
+            stop,
+            usage: &usage,
+            cost,
+            text: &text,
         };
-        // Once a signal ended the run, the output may be gone (a hung-up
-        // terminal, a closed pipe): the run still ends and is recorded.
-        if interrupted.is_none() {
-            shown?;
+        let shown = sink.end_run(&mut out, end, &session_record);
+        if interrupted {
+            // The interrupt's status wins, and nothing more is read.
+            code = Some(run_code);
+            break;
         }
-        if let Event::Error(info) = &event {
-            smith_diag::log::report(&info.to_diagnostic());
+        shown?;
+        if run_code != 0 {
+            code.get_or_insert(run_code);
         }
-        match event {
-            Event::AgentStart => started = true,
-            Event::AgentEnd {
-                stop,
-                usage,
-                cost,
-                text,
-            } => end = Some((stop, usage, cost, text)),
-            Event::Settled if end.is_some() => break,
-            // Idle without a run: the prompt never started one (an
-            // extension blocked it; the error event above says which and
-            // why). Nothing else will come, so this is the end.
-            Event::Settled if !started => {
-                // No request was made: nothing was used.
-                let none = Usage {
-                    input: Some(0),
-                    output: Some(0),
-                    cache_read: Some(0),
-                    cache_write: Some(0),
-                };
-                end = Some((StopCause::Error, none, None, String::new()));
-                break;
+        match input.as_ref().map(StreamInput::next) {
+            None | Some(Next::End) => {}
+            Some(Next::Prompt(next)) => prompt = Some(next),
+            Some(Next::Refused(d)) => {
+                crate::report::diagnostic(&d);
+                code.get_or_insert(1);
             }
-            _ => {}
+            Some(Next::Signal(signal)) => {
+                // Between runs nothing is running: the command ends as
+                // an interrupted one.
+                signals::detach_after_hangup(signal);
+                interrupted = true;
+                last_stop = StopCause::Aborted;
+                code = Some(signals::exit_code(signal));
+            }
         }
     }
-    if interrupted.is_some() {
+    if interrupted {
         shutdown_within(handle, INTERRUPT_GRACE);
     } else {
         handle.shutdown();
     }
-    let Some((stop, usage, cost, text)) = end else {
-        bail!(
-            "the agent runtime stopped without finishing the run; the session holds what was recorded"
-        );
-    };
-    let code = signal_exit_code(stop, interrupted.is_some());
-    let session_id = journal.with_session(|s| s.id().to_hex());
-    match &mut json {
-        Some(lines) => {
-            let session = match &temp {
-                None => serde_json::json!({"name": name, "id": session_id}),
-                Some(_) => serde_json::Value::Null,
-            };
-            lines.write(&result_record(stop, &text, &usage, cost, session))?;
-        }
-        None => {
-            printer.end_line(&mut out)?;
-            out.flush()?;
-            eprintln!("{}", format_usage(&usage, cost));
-        }
-    }
     drop(out);
-    finish_session(&name, journal, temp, stop, args.json);
-    Ok(code)
+    let quiet = args.json || output != OutputFormat::Text;
+    finish_session(&name, journal, temp, last_stop, quiet);
+    Ok(code.unwrap_or(0))
 }
