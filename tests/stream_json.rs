@@ -951,8 +951,9 @@ fn interrupt_after(
 }
 
 fn spawn(home: &Path, work: &Path, args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_smith"))
-        .env("SMITH_HOME", home)
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
+    cmd.env("SMITH_HOME", home)
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_CACHE_HOME")
         .env_remove("SMITH_PROVIDER")
@@ -961,9 +962,21 @@ fn spawn(home: &Path, work: &Path, args: &[&str]) -> std::process::Child {
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::piped());
+    // SAFETY: only resets signal dispositions, which is allowed between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Default dispositions, whatever the test runner inherited (a
+            // background job starts with SIGINT and SIGQUIT ignored, and
+            // smith keeps an ignored signal ignored).
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
 }
 
 #[test]

@@ -15,8 +15,22 @@ use smith_engine::provider::Message;
 use smith_store::Store;
 
 fn smith(home: &Path, cwd: &Path) -> Command {
+    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
     cmd.env("SMITH_HOME", home).current_dir(cwd);
+    // SAFETY: only resets signal dispositions, which is allowed between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Default dispositions, whatever the test runner inherited (a
+            // background job starts with SIGINT and SIGQUIT ignored, and
+            // smith keeps an ignored signal ignored).
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     cmd
 }
 
