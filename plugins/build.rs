@@ -20,6 +20,7 @@ const GROUPS: &[&[&str]] = &[
     ],
     &[
         "smith-plugin-product",
+        "smith-plugin-instructions",
         "smith-plugin-kit",
         "smith-plugin-hello",
     ],

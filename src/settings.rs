@@ -98,6 +98,11 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
         "host/src/settings.rs",
         "plugin_limits",
     ),
+    (
+        "instructions.max-bytes",
+        "plugins/builtin/instructions/src/lib.rs",
+        "budget",
+    ),
     ("sandbox.network", "host/src/sandbox.rs", "network_setting"),
     (
         "sandbox.write-paths",
@@ -219,6 +224,8 @@ mod tests {
         rust_sources(&root.join("src"), &mut sources);
         rust_sources(&root.join("host/src"), &mut sources);
         rust_sources(&root.join("frontends/interface/src"), &mut sources);
+        // A built-in plugin reads its option through `host.config-get`.
+        rust_sources(&root.join("plugins/builtin/instructions/src"), &mut sources);
         for (key, file, function) in CONSUMERS {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let body = function_body(&text, function)

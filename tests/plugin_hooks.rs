@@ -75,6 +75,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         [
             "[test/lifecycle] plugin-loaded smith/product",
             "[test/lifecycle] plugin-loaded smith/permissions",
+            "[test/lifecycle] plugin-loaded smith/instructions",
             "[test/lifecycle] plugin-loaded test/lifecycle",
             session_start.as_str(),
             "[test/lifecycle] before-provider-request mock-1",
@@ -91,8 +92,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     // Every intent shown or kept is a `ui` effect with its intent and
-    // completion records: the five notices released together at the end of
-    // the turn (three plugin-loaded, session-start, before-provider-request:
+    // completion records: the six notices released together at the end of
+    // the turn (four plugin-loaded, session-start, before-provider-request:
     // their intents in one write, then their completions in one write), the
     // kept question after the run's record, then the session-shutdown
     // notice.
@@ -103,8 +104,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         "user_message",
         "assistant_message",
     ];
-    expected.extend(["effect_intent"; 5]);
-    expected.extend(["effect_completion"; 5]);
+    expected.extend(["effect_intent"; 6]);
+    expected.extend(["effect_completion"; 6]);
     expected.push("metadata");
     expected.extend(ui);
     expected.push("plugin_intent");

@@ -183,6 +183,12 @@ pub static SECTIONS: &[SectionDecl] = &[
         policy_reason: "plugin limits are part of the sandbox; a mistyped one must not pass unnoticed",
     },
     SectionDecl {
+        path: "instructions",
+        policy: UnknownPolicy::Reject,
+        help: "The instruction files (SMITH.md, AGENTS.md, CLAUDE.md) smith/instructions sends to the model.",
+        policy_reason: "a mistyped budget would silently keep cutting the instructions the user meant to send",
+    },
+    SectionDecl {
         path: "sandbox",
         policy: UnknownPolicy::Reject,
         help: "The sandbox that confines the tools in every approval mode but `full` (see docs/security.md).",
@@ -396,6 +402,16 @@ options! {
         default: Some(Lit::Int(10000)),
         unset: "",
         help: "Session journal entries each extension plugin's host effects may cause in one run (two per effect: its intent and its completion); past it the plugin's effects fail without running or being recorded (UI intents are dropped), one `plugin.rate-limited` warning says so, and the run's end records how many entries were dropped in the session.",
+    };
+    /// The most bytes of instruction files sent to the model.
+    INSTRUCTIONS_MAX_BYTES = OptionDecl {
+        key: "instructions.max-bytes",
+        flag: "--instructions-max-bytes",
+        env: "SMITH_INSTRUCTIONS_MAX_BYTES",
+        kind: Kind::Int { min: 0, max: 16_777_216 },
+        default: Some(Lit::Int(32768)),
+        unset: "",
+        help: "The most bytes of instruction files (SMITH.md, AGENTS.md, CLAUDE.md; read by the built-in plugin smith/instructions) sent to the model in all; the nearest files are kept first, the farthest are cut or left out, and a notice names them with their sizes.",
     };
     /// Whether sandboxed commands may use the network.
     SANDBOX_NETWORK = OptionDecl {

@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product, smith/permissions), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/permissions, smith/instructions), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.
@@ -277,6 +277,7 @@ fn load_with(
             None => effects,
         }
     };
+    let mut permissions_configured = false;
     for builtin in BUILTINS.iter().filter(|b| b.world == "extension") {
         if disabled.iter().any(|d| d == builtin.name) {
             continue;
@@ -294,8 +295,13 @@ fn load_with(
         };
         let mut builtin_effects = effects(builtin.name, grants);
         if granted("permissions") {
-            if let Some(warning) = configure_permissions(&mut permissions, &paths) {
-                warnings.push(warning);
+            // Configured once: smith/permissions and smith/instructions
+            // share the same view (and a broken file warns once).
+            if !permissions_configured {
+                permissions_configured = true;
+                if let Some(warning) = configure_permissions(&mut permissions, &paths) {
+                    warnings.push(warning);
+                }
             }
             builtin_effects = builtin_effects.with_permissions(permissions.clone());
         }

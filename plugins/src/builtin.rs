@@ -21,6 +21,13 @@ pub const PERMISSIONS: &[u8] = include_bytes!(concat!(
     "/smith_plugin_permissions.wasm"
 ));
 
+/// The smith/instructions extension component (SMITH.md, AGENTS.md and
+/// CLAUDE.md as prompt fragments).
+pub const INSTRUCTIONS: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_instructions.wasm"
+));
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -119,6 +126,13 @@ pub const BUILTINS: &[Builtin] = &[
         world: "extension",
         description: "Approval modes and permission rules: decides every tool call, asks when the mode says so, /approval",
         component: PERMISSIONS,
+        capabilities: &[("ui", ""), ("permissions", "")],
+    },
+    Builtin {
+        name: "smith/instructions",
+        world: "extension",
+        description: "Project instructions: SMITH.md, AGENTS.md and CLAUDE.md from the config folder and the repository down to the working folder, in the system prompt",
+        component: INSTRUCTIONS,
         capabilities: &[("ui", ""), ("permissions", "")],
     },
 ];

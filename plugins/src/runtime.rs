@@ -834,6 +834,28 @@ impl bindings::provider::smith::plugin::host::Host for State {
         self.record_for_guest(result)
     }
 
+    fn stat_file(&mut self, path: String) -> Result<Option<host::FileStat>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.file_stat(&path).map(|stat| {
+                stat.map(|stat| host::FileStat {
+                    size: stat.size,
+                    modified_ns: stat.modified_ns,
+                    is_dir: stat.is_dir,
+                })
+            }),
+            None => Err(self.no_grants("permissions", format!("stat-file {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn config_dir(&mut self) -> Result<Option<String>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.config_dir(),
+            None => Err(self.no_grants("permissions", "config-dir".to_owned())),
+        };
+        self.record_for_guest(result)
+    }
+
     fn permission_rules(&mut self) -> Result<String, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.permission_rules(),

@@ -100,7 +100,7 @@ pub mod host {
 
     pub use raw::{
         Answer, AnswerSource, DiffText, DirEntry, DirListing, EffectError, EntryKind,
-        HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, ResolvedPath,
+        FileStat, HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, ResolvedPath,
         SessionEntry,
     };
 
@@ -284,6 +284,19 @@ pub mod host {
     /// exist), to show what a change would do; needs `permissions`.
     pub fn peek_file(path: &str) -> Result<Option<String>, EffectError> {
         raw::peek_file(path)
+    }
+
+    /// The size, modification time and kind of `path` (resolved like
+    /// [`resolve_path`]), none when it does not exist; reads no content.
+    /// Needs `permissions`.
+    pub fn stat_file(path: &str) -> Result<Option<FileStat>, EffectError> {
+        raw::stat_file(path)
+    }
+
+    /// smith's configuration folder (absolute), none when it is unknown;
+    /// needs `permissions`.
+    pub fn config_dir() -> Result<Option<String>, EffectError> {
+        raw::config_dir()
     }
 
     /// The permission rules in effect, as a JSON array; needs

@@ -44,6 +44,18 @@ pub struct PermissionAccess {
     pub trusted: Option<TrustedProject>,
 }
 
+/// What `stat-file` reports about a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// The size in bytes.
+    pub size: u64,
+    /// The last modification, nanoseconds since the Unix epoch (0 when
+    /// unknown).
+    pub modified_ns: u64,
+    /// Whether it is a folder.
+    pub is_dir: bool,
+}
+
 /// A trusted project, for saving rules to it.
 #[derive(Clone, Debug)]
 pub struct TrustedProject {
@@ -283,6 +295,51 @@ impl Effects {
                 ))
             })?;
         Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// `stat-file`: the size, modification time and kind of `path`,
+    /// none when it does not exist. Reads no content; not recorded.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant; failed when it exists but cannot be
+    /// examined.
+    pub fn file_stat(&self, path: &str) -> Result<Option<FileStat>, EffectError> {
+        let access = self.permission_access(|| format!("stat-file {path:?}"))?;
+        let resolved = resolve(&access.root, path);
+        match std::fs::metadata(&resolved.absolute) {
+            Ok(meta) => Ok(Some(FileStat {
+                size: meta.len(),
+                modified_ns: meta
+                    .modified()
+                    .ok()
+                    .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |since| {
+                        u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+                    }),
+                is_dir: meta.is_dir(),
+            })),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(EffectError::Failed(format!(
+                "stat-file {path:?}: {} cannot be examined: {err}",
+                resolved.absolute.display()
+            ))),
+        }
+    }
+
+    /// `config-dir`: smith's configuration folder (the folder of the
+    /// user configuration file), none when it is unknown.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant.
+    pub fn config_dir(&self) -> Result<Option<String>, EffectError> {
+        let access = self.permission_access(|| "config-dir".to_owned())?;
+        Ok(access
+            .user_config
+            .as_deref()
+            .and_then(Path::parent)
+            .map(|dir| dir.to_string_lossy().into_owned()))
     }
 
     /// `permission-rules`: the rules in effect as a JSON array.
