@@ -42,9 +42,16 @@ fn bench_smoke_json_reports_every_gate() {
     for g in gates {
         let name = &g["name"];
         let rounds = g["rounds"].as_array().expect("rounds is an array");
+        // Three rounds count; a failed round on a contended core (the
+        // canary's verdict, `load.contended`) is measured again without
+        // counting, up to three such rounds.
+        let contended = |r: &serde_json::Value| {
+            r["passed"] == false && r["load"]["contended"].as_bool().unwrap_or(false)
+        };
+        let counted = rounds.iter().filter(|r| !contended(r)).count();
         assert!(
-            (1..=3).contains(&rounds.len()),
-            "{name}: {} rounds",
+            (1..=6).contains(&rounds.len()) && counted <= 3,
+            "{name}: {} rounds, {counted} of them counted",
             rounds.len()
         );
         // Measured again only after a failure; passed if any round passed.
@@ -54,7 +61,11 @@ fn bench_smoke_json_reports_every_gate() {
         let last = &rounds[rounds.len() - 1];
         assert_eq!(g["passed"], last["passed"], "{name}");
         if g["passed"] == false {
-            assert_eq!(rounds.len(), 3, "{name} failed after fewer than 3 rounds");
+            assert!(
+                counted == 3 || rounds.len() == 6,
+                "{name} failed after {counted} counted rounds of {}",
+                rounds.len()
+            );
         }
         assert_eq!(g["median"], last["median"], "{name}");
         let cores = g["cores"].as_u64().expect("cores is a number");
@@ -69,6 +80,8 @@ fn bench_smoke_json_reports_every_gate() {
             let load = &g["load"];
             assert!(load["others_busy_cores"].is_number(), "{name}: {load}");
             assert!(load["cpus"].as_u64().unwrap() >= 1, "{name}: {load}");
+            let speed = load["core_speed"].as_f64().expect("a canary ran");
+            assert!(speed > 0.0 && speed <= 1.0, "{name}: {load}");
         }
         assert!(g["error"].is_null(), "{name}: {}", g["error"]);
         assert!(g["median"].is_number(), "{name}");
