@@ -180,17 +180,21 @@ pub(crate) fn classify_like<'a>(
     if v.kind != KIND_ENTRY {
         return None;
     }
+    // One head decoder for both stored forms (it is inlined here).
     match v.flags {
-        0 if v.content_len as usize == v.payload.len() => {
-            let (head, content_at, _) = format::decode_entry_like(v.payload, layout)?;
-            Some(StoredEntry::Plain {
-                head,
-                map: v.payload,
-                content_at,
-            })
-        }
-        FLAG_ZSTD_CONTENT => {
-            let (head, head_len, content_len) = format::decode_entry_head_like(v.payload, layout)?;
+        0 if v.content_len as usize == v.payload.len() => {}
+        FLAG_ZSTD_CONTENT => {}
+        FLAG_ZSTD => return Some(StoredEntry::Whole),
+        _ => return None,
+    }
+    let (head, head_len, content_len) = format::decode_entry_head_like(v.payload, layout)?;
+    match v.flags {
+        0 => (v.payload.len() - head_len == content_len).then_some(StoredEntry::Plain {
+            head,
+            map: v.payload,
+            content_at: head_len,
+        }),
+        _ => {
             if head_len.checked_add(content_len)? != v.content_len as usize {
                 return None;
             }
@@ -210,8 +214,6 @@ pub(crate) fn classify_like<'a>(
                 content_len,
             })
         }
-        FLAG_ZSTD => Some(StoredEntry::Whole),
-        _ => None,
     }
 }
 

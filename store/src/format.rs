@@ -626,50 +626,76 @@ impl HeadLayout {
 /// the head is read field by field and `layout` becomes its layout. Accepts
 /// exactly what [`decode_entry_head`] accepts, with the same result
 /// (differential test below).
-#[inline]
+#[inline(always)]
 pub fn decode_entry_head_like(
     b: &[u8],
     layout: &mut HeadLayout,
 ) -> Option<(EntryHead, usize, usize)> {
     if let Some(block) = b.first_chunk::<FAST_HEAD_INPUT>() {
-        let [v1, v2, v3, v4] = layout.at.map(usize::from);
-        let (id, n0, g0) = field(block, 2, 0);
-        let (parent, n1, g1) = field(block, v1, 0);
-        let (ts, n2, g2) = field(block, v2, 0);
-        let (kind, n3, g3) = field(block, v3, 0);
-        let (pairing, n4, g4) = field(block, v4, 0);
-        let placed = (n0 + 1 == v1) & (n1 + 1 == v2) & (n2 + 1 == v3) & (n3 + 1 == v4);
-        let keys = (block[0] == 0xa6)
-            & (block[1] == 0)
-            & (block[v1 - 1] == 1)
-            & (block[v2 - 1] == 2)
-            & (block[v3 - 1] == 3)
-            & (block[v4 - 1] == 4)
-            & (block[n4] == 5);
-        let (len, next, g5) = field(block, n4 + 1, 2);
-        let ok =
-            placed & keys & g0 & g1 & g2 & g3 & g4 & g5 & (id != 0) & (kind <= u64::from(u32::MAX));
-        if ok {
-            let len = usize::try_from(len).ok()?;
-            return Some((
-                EntryHead {
-                    id,
-                    parent,
-                    timestamp_ms: ts,
-                    kind: kind as u32,
-                    pairing,
-                },
-                next,
-                len,
-            ));
+        if let Some(found) = head_at_layout(block, layout) {
+            return Some(found);
         }
-        let found = decode_entry_head(b);
-        if found.is_some() {
-            *layout = HeadLayout::of(block);
-        }
-        return found;
+        return decode_entry_head_relayout(b, block, layout);
     }
     decode_entry_head_slow(b)
+}
+
+/// The head of `block` read at the positions `layout` gives, when it is laid
+/// out that way and valid (what [`decode_entry_head_like`] returns then);
+/// `None` otherwise, which does not mean the head is invalid.
+#[inline(always)]
+pub(crate) fn head_at_layout(
+    block: &[u8; FAST_HEAD_INPUT],
+    layout: &HeadLayout,
+) -> Option<(EntryHead, usize, usize)> {
+    let [v1, v2, v3, v4] = layout.at.map(usize::from);
+    let (id, n0, g0) = field(block, 2, 0);
+    let (parent, n1, g1) = field(block, v1, 0);
+    let (ts, n2, g2) = field(block, v2, 0);
+    let (kind, n3, g3) = field(block, v3, 0);
+    let (pairing, n4, g4) = field(block, v4, 0);
+    let placed = (n0 + 1 == v1) & (n1 + 1 == v2) & (n2 + 1 == v3) & (n3 + 1 == v4);
+    let keys = (block[0] == 0xa6)
+        & (block[1] == 0)
+        & (block[v1 - 1] == 1)
+        & (block[v2 - 1] == 2)
+        & (block[v3 - 1] == 3)
+        & (block[v4 - 1] == 4)
+        & (block[n4] == 5);
+    let (len, next, g5) = field(block, n4 + 1, 2);
+    let ok =
+        placed & keys & g0 & g1 & g2 & g3 & g4 & g5 & (id != 0) & (kind <= u64::from(u32::MAX));
+    if ok {
+        let len = usize::try_from(len).ok()?;
+        return Some((
+            EntryHead {
+                id,
+                parent,
+                timestamp_ms: ts,
+                kind: kind as u32,
+                pairing,
+            },
+            next,
+            len,
+        ));
+    }
+    None
+}
+
+/// [`decode_entry_head_like`] when the head is not laid out like the last
+/// one: read field by field, and its layout kept for the next.
+#[cold]
+#[inline(never)]
+fn decode_entry_head_relayout(
+    b: &[u8],
+    block: &[u8; FAST_HEAD_INPUT],
+    layout: &mut HeadLayout,
+) -> Option<(EntryHead, usize, usize)> {
+    let found = decode_entry_head(b);
+    if found.is_some() {
+        *layout = HeadLayout::of(block);
+    }
+    found
 }
 
 /// [`decode_entry`] through [`decode_entry_head_like`].

@@ -209,7 +209,7 @@ impl Drop for Mapping {
 fn release_in_halves(map: &[u8]) {
     use crate::window::REGION as HUGE;
     let (base, len) = (map.as_ptr() as usize, map.len());
-    if len < crate::tail::parallel_min().max(2 * HUGE) {
+    if len < crate::tail::parallel_min().max(2 * HUGE) || !crate::tail::two_cpus() {
         return;
     }
     // Split at a huge-page boundary, so neither half splits one.

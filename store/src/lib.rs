@@ -63,6 +63,28 @@ pub fn set_load_reads_mapping(mapping: Option<bool>) {
     window::force_mapping(mapping);
 }
 
+/// Sets, for this whole process, the chunk in which the two threads of a
+/// two-thread load claim the file as they walk (`bytes`; 0: the default,
+/// 1 MiB), and makes the loading thread take the end of the file from the
+/// point `take_at_64ths` 64ths into the second thread's part before that
+/// thread starts, or the second thread take the end of the loading
+/// thread's part from `help_at_64ths` 64ths into it, whatever their pace
+/// (0: only when the other thread falls behind, the default). Tests use it
+/// to have the parts taken start at every kind of frame; not meant for
+/// anything else.
+#[doc(hidden)]
+pub fn set_parallel_load_chunk(bytes: usize, take_at_64ths: usize, help_at_64ths: usize) {
+    tail::set_chunk(bytes, take_at_64ths, help_at_64ths);
+}
+
+/// How many of this process's two-thread loads joined a part that the
+/// second thread took from the end of the loading thread's part because
+/// that thread was still walking it (see [`set_parallel_load_chunk`]).
+#[doc(hidden)]
+pub fn parallel_load_helps() -> u64 {
+    tail::HELPS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// How many session file mappings this process released on two threads
 /// (see `store/src/helper.rs`), so that a test can tell that it did.
 #[doc(hidden)]
@@ -76,6 +98,14 @@ pub fn parallel_releases() -> u64 {
 #[doc(hidden)]
 pub fn parallel_load_joins() -> u64 {
     tail::JOINS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// How many of this process's two-thread loads joined a part that the
+/// loading thread took from the end of the file because the second thread
+/// was still walking it (see [`set_parallel_load_chunk`]).
+#[doc(hidden)]
+pub fn parallel_load_takes() -> u64 {
+    tail::TAKES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 pub use diag::DIAGNOSABLE;

@@ -462,35 +462,40 @@ fn estimate_entries(bytes: &[u8], start: usize, limits: &Limits) -> Option<usize
 /// no page and the session's payload pages are mapped only when read.
 ///
 /// A file of [`tail::PARALLEL_MIN`] bytes or more (or the threshold a test
-/// set) is walked in two parts at once: a second thread finds a frame
-/// start near the middle and checks the frames from there to the end,
-/// building their records above this thread's share of the table (see
-/// [`tail`]); this thread checks the frames before it and joins the two
-/// parts when its walk lands where the worker started. When it does not,
-/// or a part of the table fills, this thread finishes alone.
+/// set), loaded by a thread that may run on two CPUs, is walked in two
+/// parts at once: a second thread finds a frame start near the middle and
+/// checks the frames from there to the end, building their records above
+/// this thread's share of the table (see [`tail`]); this thread checks the
+/// frames before it and joins the two parts when its walk lands where the
+/// worker started. The thread done first takes the end of the other's part
+/// (see [`tail::Fence`]), and its walk of it joins when it begins where
+/// the other stopped and ends where the next part begins. When a walk does
+/// not join, this thread walks that part itself; when a part of the table
+/// fills, the walk stops there and this thread goes on from it alone.
 fn in_place_pass(
     bytes: &[u8],
     file: Option<&std::fs::File>,
     start: usize,
-    base_len: usize,
     limits: &Limits,
     report: &mut LoadReport,
     origin: &mut Option<Origin>,
 ) -> std::result::Result<(Vec<Record>, Shape), Fallback> {
     let estimate = estimate_entries(bytes, start, limits).ok_or(Fallback::Verify)?;
-    let mut records: Vec<Record> = table_with_capacity(estimate);
-    // Read in place, entry frames need no owned bytes (whole-compressed
-    // ones, which would, leave this pass), so this stays unallocated.
-    let mut owned = Vec::new();
-    let mut dctx = None;
+    let len = bytes.len();
+    // The worker takes the frames from `floor` on and the table's slots
+    // from `limit` up; this thread those before.
+    let parallel = len >= tail::parallel_min() && len > start && tail::two_cpus();
+    // On two threads, this thread's share of the table has room for the
+    // records of a part it may take from the end of the file (see
+    // `steal_from`): an eighth of the table more, which keeps the table
+    // within a quarter of its records, so no shrink follows when the
+    // estimate holds.
+    let extra = if parallel { estimate / 9 } else { 0 };
+    let mut records: Vec<Record> = table_with_capacity(estimate + extra);
     let mut layout = format::HeadLayout::default();
     let mut frames = 0u64;
     let mut pos = start;
-    let len = bytes.len();
     let cap = records.capacity();
-    // The worker takes the frames from `floor` on and the table's slots
-    // from `limit` up; this thread those before.
-    let parallel = len >= tail::parallel_min() && len > start;
     // Frames are read through a buffer (`pread`) when the caller gave the
     // file, which it does unless the page cache holds much of the file in
     // huge pages, whose mapping costs a page fault per 2 MiB: then they are
@@ -500,12 +505,16 @@ fn in_place_pass(
     } else {
         tail::WORKER_SHARE_MAPPED_64THS
     };
-    let (floor, limit) = if parallel {
+    // The table: this thread's records from 0 up to `own`, a pool of
+    // `extra` slots up to `limit` for a part either thread takes from the
+    // other's end (see `tail::Fence`), the worker's records from there.
+    let (floor, own, limit) = if parallel {
         let floor = start + (len - start) / 64 * (64 - share);
-        let share = (cap as u128 * (floor - start) as u128) / (len - start) as u128;
-        (floor, usize::try_from(share).unwrap_or(cap).min(cap))
+        let share = ((cap - extra) as u128 * (floor - start) as u128) / (len - start) as u128;
+        let own = usize::try_from(share).unwrap_or(cap).min(cap - extra);
+        (floor, own, own + extra)
     } else {
-        (len, cap)
+        (len, cap, cap)
     };
     // This thread's read buffer, on its stack (the worker has its own):
     // no allocation, so a load allocates the same whichever way it reads.
@@ -518,6 +527,29 @@ fn in_place_pass(
         }
         None => None,
     };
+    // Who walks which chunks past the split point (the worker claims, this
+    // thread may take the end), and before it (this thread claims, the
+    // worker may take the end): see `tail::Fence`.
+    let fence = tail::Fence::new();
+    let help = tail::Fence::new();
+    // A test's forced takes: the end of the file is this thread's, or the
+    // end of this thread's part the worker's, from the start, whatever the
+    // two threads' pace.
+    let two = floor < len && limit < cap;
+    let (forced, help_forced) = match tail::forced_take() {
+        Some((at, help_at)) if two => {
+            if at > 0 {
+                let at = floor + ((len - floor) as u128 * at as u128 / 64) as usize;
+                fence.take_from(tail::chunk_of(at).max(tail::chunk_of(floor)) + 1);
+            }
+            if help_at > 0 {
+                let at = start + ((floor - start) as u128 * help_at as u128 / 64) as usize;
+                help.take_from(tail::chunk_of(at) + 1);
+            }
+            (at > 0, help_at > 0)
+        }
+        _ => (false, false),
+    };
     let mut slot = tail::JobSlot::new(
         bytes,
         file,
@@ -526,40 +558,167 @@ fn in_place_pass(
         limits,
         records.as_mut_ptr().wrapping_add(limit),
         cap - limit,
+        Some(&fence),
+    )
+    .with_help(
+        &help,
+        help_forced,
+        records.as_mut_ptr().wrapping_add(own),
+        extra,
     );
-    let mut worker = if floor < len && limit < cap {
+    let mut worker = if two {
         tail::Tail::spawn(&mut slot)
     } else {
         None
     };
-    // The records' shape, gathered as they are written (`shape_at` is the
-    // next record to add).
+    // The end of the chunks of its part this thread has claimed (see
+    // `help`); once the worker is joined, it claims no more.
+    let mut claimed_end = 0;
+    // The worker's walk, done, when this thread could not join it yet (it
+    // joins it on reaching the worker's part).
+    let mut done: Option<tail::Part> = None;
+    // The records' shape, gathered as they are written.
     let mut shape = Shape::EMPTY;
-    let mut shape_at = 0;
     while pos < len {
-        if pos >= floor
-            && let Some(w) = worker.take()
-        {
-            let part = w.join();
+        if pos < floor && pos >= claimed_end && worker.is_some() {
+            let chunk = tail::chunk_of(pos);
+            if help.claim(chunk) {
+                claimed_end = (chunk as usize + 1).saturating_mul(tail::chunk());
+            } else if let Some(w) = worker.take() {
+                // The worker, done with its own part, took the rest of this
+                // one from here. Its walk of it joins if it began where
+                // this thread stops: all three parts when it ended where the
+                // worker's own began; when it ended early (the pool of
+                // slots it writes to filled), this thread walks on from
+                // there up to the worker's part, and joins that then.
+                claimed_end = usize::MAX;
+                let (part, second) = w.join();
+                let whole = matches!(part.outcome, tail::Outcome::Met(_)) && part.end == len;
+                let second = second.filter(|t| {
+                    whole
+                        && matches!(t.outcome,
+                            tail::Outcome::Met(f) | tail::Outcome::Full(f) if f == pos)
+                });
+                if let Some(t) = second {
+                    let all = t.outcome == tail::Outcome::Met(pos)
+                        && part.outcome == tail::Outcome::Met(t.end);
+                    let parts = [(own, &t), (limit, &part)];
+                    let parts = &parts[..1 + usize::from(all)];
+                    if join_parts(&mut records, cap, limit, bytes, parts, report, &mut shape) {
+                        tail::HELPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if origin.is_none() {
+                            *origin = t.origin;
+                        }
+                        frames += t.frames;
+                        pos = t.end;
+                        if all {
+                            tail::JOINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if origin.is_none() {
+                                *origin = part.origin;
+                            }
+                            frames += part.frames;
+                            break;
+                        }
+                    }
+                }
+                done = Some(part);
+                continue;
+            }
+        }
+        if pos >= floor && (worker.is_some() || done.is_some()) {
+            // This thread's part is done. When the worker is still far from
+            // the end (its core shared with something else), this thread
+            // takes the end of the file from it instead of waiting, and
+            // walks that part as the worker walks its own.
+            let mut taken = None;
+            let part = match worker.take() {
+                Some(w) => {
+                    let from = if forced {
+                        Some((fence.taken() as usize).saturating_mul(tail::chunk()))
+                            .filter(|&f| f < len)
+                    } else if !fence.finished() {
+                        steal_from(&fence, start, floor, len)
+                    } else {
+                        None
+                    };
+                    if let Some(from) = from {
+                        let mut job = tail::JobSlot::new(
+                            bytes,
+                            file,
+                            start,
+                            from,
+                            limits,
+                            records.as_mut_ptr().wrapping_add(records.len()),
+                            limit - records.len(),
+                            None,
+                        );
+                        taken = Some(job.walk_here());
+                    }
+                    w.join().0
+                }
+                None => done.take().unwrap_or(tail::Part::empty()),
+            };
+            claimed_end = usize::MAX;
             match part.outcome {
-                tail::Outcome::Met(met) if met == pos => {
-                    if !join_tail(&mut records, cap, limit, bytes, &part, report, &mut shape) {
+                tail::Outcome::Met(met) | tail::Outcome::Full(met) if met == pos => {
+                    // The part taken joins if it starts exactly where the
+                    // worker stopped and fits after the worker's records;
+                    // otherwise this thread walks it again, alone. Either
+                    // walk may have ended early (its share of the table
+                    // full): this thread then walks on from where the
+                    // joined ones ended.
+                    let a = records.len();
+                    let taken = taken.filter(|t| {
+                        part.end < len
+                            && matches!(t.outcome,
+                                tail::Outcome::Met(f) | tail::Outcome::Full(f) if f == part.end)
+                            && a + t.written <= limit
+                            && limit + part.written + t.written <= cap
+                    });
+                    if let Some(t) = &taken {
+                        // Out of the way of the worker's records, which move
+                        // down over where it lies.
+                        let base = records.as_mut_ptr();
+                        // SAFETY: the part taken wrote `t.written`
+                        // initialised records at `a .. a + t.written`, at or
+                        // below `limit`; they are copied to just after the
+                        // worker's, inside the allocation (checked above),
+                        // which nothing holds: the ranges do not overlap.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                base.add(a),
+                                base.add(limit + part.written),
+                                t.written,
+                            );
+                        }
+                    }
+                    let moved = (limit + part.written, taken.as_ref().unwrap_or(&part));
+                    let parts = [(limit, &part), moved];
+                    let parts = &parts[..1 + usize::from(taken.is_some())];
+                    if !join_parts(&mut records, cap, limit, bytes, parts, report, &mut shape) {
                         return Err(Fallback::Verify);
                     }
                     tail::JOINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if origin.is_none() {
-                        *origin = part.origin;
+                    if taken.is_some() {
+                        tail::TAKES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
-                    frames += part.frames;
-                    break;
+                    if origin.is_none() {
+                        *origin = part.origin.or(taken.and_then(|t| t.origin));
+                    }
+                    frames += part.frames + taken.map_or(0, |t| t.frames);
+                    pos = taken.map_or(part.end, |t| t.end);
+                    if pos == len {
+                        break;
+                    }
+                    continue;
                 }
                 // The walks did not meet (the worker started inside a
-                // payload), the worker's share of the table filled, or it
-                // stopped at a frame it could not take: damaged, or whole
-                // compressed, or either only seen from a false start. This
-                // thread checks the rest itself, and decides.
+                // payload), or the worker stopped at a frame it could not
+                // take: damaged, or whole compressed, or either only seen
+                // from a false start. This thread checks the rest itself,
+                // and decides.
                 tail::Outcome::Met(_)
-                | tail::Outcome::Full
+                | tail::Outcome::Full(_)
                 | tail::Outcome::Damaged
                 | tail::Outcome::Exact => {}
             }
@@ -574,39 +733,59 @@ fn in_place_pass(
             if v.flags == FLAG_ZSTD {
                 return Err(Fallback::Exact);
             }
-            if worker.is_some() && records.len() == limit {
-                // This thread's share of the table is full: wait for the
-                // worker to finish its walk, drop its records and go on
-                // alone.
+            if (worker.is_some() && records.len() == own)
+                || (done.is_some() && records.len() == limit)
+            {
+                // This thread's share of the table is full (with the pool,
+                // once the worker is done and left nothing there that joins):
+                // stop the worker at its next chunk, drop its records and go
+                // on alone.
+                fence.take_from(0);
                 worker = None;
+                done = None;
+                claimed_end = usize::MAX;
             }
             if records.len() == records.capacity() {
                 let rest = count_entries(bytes, pos, limits).ok_or(Fallback::Verify)?;
                 records.reserve_exact(rest);
             }
         }
-        ingest(
-            &mut records,
-            &mut Sink {
-                owned: &mut owned,
-                base_len,
-                in_place: true,
-                layout: &mut layout,
-            },
-            report,
-            origin,
-            &mut dctx,
-            &v,
-        );
-        if let Some(r) = records.get(shape_at) {
-            shape.add(shape_at, r);
-            shape_at += 1;
-        }
         frames += 1;
         pos += total;
+        if v.kind != KIND_ENTRY {
+            if v.kind == KIND_ORIGIN {
+                if origin.is_none() {
+                    *origin = format::decode_origin(v.payload)
+                        .map(|(session, leaf)| Origin { session, leaf });
+                }
+            } else {
+                report.unknown_frames += 1;
+            }
+            continue;
+        }
+        // An entry frame read in place (plain, or its content compressed):
+        // its record, built as the worker builds its own, straight into the
+        // table (which has room: ensured above).
+        let n = records.len();
+        let Some(slot) = records.spare_capacity_mut().first_mut() else {
+            return Err(Fallback::Verify);
+        };
+        if !in_place_record_into(&v, report, &mut layout, slot) {
+            continue;
+        }
+        // SAFETY: the slot at `n` was initialised just now.
+        unsafe { records.set_len(n + 1) };
+        let (below, new) = records.split_at_mut(n);
+        let r = &mut new[0];
+        r.parent_index = resolve_parent_id(below, r.parent, v.offset, v.link);
+        if r.parent_index == NONE && r.parent != 0 {
+            report.orphans += 1;
+        }
+        shape.add(n, r);
     }
     drop(worker);
-    if records.capacity() - records.len() > records.len() / 4 + 1024 {
+    // The pool of a two-thread load does not count against the estimate.
+    if records.capacity() - records.len() > records.len() / 4 + 1024 + extra {
         records.shrink_to_fit();
     }
     report.scan = ScanReport {
@@ -617,66 +796,171 @@ fn in_place_pass(
     Ok((records, shape))
 }
 
-/// Moves the worker's records (`part.written` slots from `limit` up) down
-/// after this thread's, resolves the parents the worker left pending
-/// and adds the worker's counts to `report`; `false` (nothing changed)
-/// when the table no longer holds the worker's records where it left them
-/// (the caller then lets the verifying reader load the file).
-fn join_tail(
+/// Where this thread, done with its own part of the file (`floor - start`
+/// bytes), takes the end of the file from the worker: as much as it would
+/// walk in the time the worker needs for the rest at the pace each kept so
+/// far (the worker's measured by the chunks it claimed), so that both end
+/// at once, from a chunk boundary past `floor`. `None` when that is under
+/// two chunks, or the worker claimed it first. (Its walk writes records
+/// into this thread's spare slots; should they fill, this thread goes on
+/// from there in its own walk: the part is this thread's either way.)
+fn steal_from(fence: &tail::Fence, start: usize, floor: usize, len: usize) -> Option<usize> {
+    let claimed = (fence.claimed() as usize)
+        .saturating_mul(tail::chunk())
+        .clamp(floor, len);
+    let rest = (len - claimed) as u128;
+    let (mine, theirs) = ((floor - start) as u128, (claimed - floor) as u128);
+    let take = usize::try_from(rest * mine / (mine + theirs).max(1)).unwrap_or(0);
+    if take < 2 * tail::chunk() {
+        return None;
+    }
+    let want = tail::chunk_of(len - take).max(tail::chunk_of(floor)) + 1;
+    let from = (fence.take_from(want) as usize).saturating_mul(tail::chunk());
+    (from < len).then_some(from)
+}
+
+/// Moves the records of walks that joined this thread's, `parts` in file
+/// order (each one's records at the index given with it, in this table's
+/// spare capacity), down to follow this thread's records and one another,
+/// resolves the parents they left pending, shifts the parent indices they
+/// resolved among their own records, and adds their counts to `report`;
+/// `false` (nothing changed) when they do not lie where this requires.
+///
+/// Records are moved one at a time, in order, each read before any write
+/// that could reach it: every part lies at or above where it goes, and
+/// none lies below where an earlier part goes (the callers place them so;
+/// checked here because the copies must stay inside the allocation).
+fn join_parts(
     records: &mut Vec<Record>,
     cap: usize,
     limit: usize,
     bytes: &[u8],
-    part: &tail::Part,
+    parts: &[(usize, &tail::Part)],
     report: &mut LoadReport,
     shape: &mut Shape,
 ) -> bool {
-    let (a, b) = (records.len(), part.written);
-    // The caller's share limit keeps this so (it never grows the table
-    // while the worker runs); checked again because the copy below must
-    // stay inside the allocation.
-    if b > 0 && (records.capacity() != cap || a > limit || limit + b > cap) {
+    let a = records.len();
+    if records.capacity() != cap || a > limit {
         return false;
     }
-    let base = records.as_mut_ptr();
-    for i in 0..b {
-        // SAFETY: the worker has been joined; it wrote `b` initialised
-        // records at `limit .. limit + b`, inside this table's allocation
-        // (capacity `cap`, unchanged since; `limit + b <= cap`). Each is
-        // read before the record written at `a + i <= limit + i` can
-        // overwrite it (records are moved down, in order), and `a + i`
-        // records below it are initialised when it is resolved.
-        let mut r = unsafe { base.add(limit + i).read() };
-        let at = a + i;
-        r.parent_index = match r.parent_index {
-            NONE => NONE,
-            tail::PARENT_PENDING => {
-                let link = format::read_u64(bytes, r.frame_offset as usize + 12);
-                // SAFETY: see above.
-                let below = unsafe { std::slice::from_raw_parts(base, at) };
-                let p = resolve_parent_id(below, r.parent, r.frame_offset, link);
-                if p == NONE {
-                    report.orphans += 1;
-                }
-                p
-            }
-            mine => mine + a as u32,
-        };
-        shape.add(at, &r);
-        // SAFETY: `at < a + b <= cap`, inside the allocation.
-        unsafe { base.add(at).write(r) };
+    let mut to = a;
+    for (k, &(from, part)) in parts.iter().enumerate() {
+        let n = part.written;
+        // Inside the allocation, at or above where it goes, and where it
+        // goes clear of every later part.
+        let clear = parts[k + 1..]
+            .iter()
+            .all(|&(f, p)| p.written == 0 || f >= to + n || f + p.written <= to);
+        if n > 0 && (from < to || from + n > cap || !clear) {
+            return false;
+        }
+        to += n;
     }
-    // SAFETY: `a + b` records are initialised (the loop above).
-    unsafe { records.set_len(a + b) };
-    let t = &part.report;
-    report.entries += t.entries;
-    report.unknown_frames += t.unknown_frames;
-    report.malformed_entries += t.malformed_entries;
-    report.orphans += t.orphans;
-    report.stored_bytes += t.stored_bytes;
-    report.content_bytes += t.content_bytes;
-    report.compressed_entries += t.compressed_entries;
+    let base = records.as_mut_ptr();
+    let mut at = a;
+    for &(from, part) in parts {
+        let first = at;
+        for i in 0..part.written {
+            // SAFETY: the walk wrote `part.written` initialised records at
+            // `from ..`, inside this table's allocation (capacity `cap`,
+            // unchanged since; checked above). Each is read before the
+            // record written at `at <= from + i` can overwrite it (records
+            // move down, in order, and no part lies below where an earlier
+            // one goes), and the `at` records below it are initialised when
+            // it is resolved.
+            let mut r = unsafe { base.add(from + i).read() };
+            r.parent_index = match r.parent_index {
+                NONE => NONE,
+                tail::PARENT_PENDING => {
+                    let link = format::read_u64(bytes, r.frame_offset as usize + 12);
+                    // SAFETY: see above.
+                    let below = unsafe { std::slice::from_raw_parts(base, at) };
+                    let p = resolve_parent_id(below, r.parent, r.frame_offset, link);
+                    if p == NONE {
+                        report.orphans += 1;
+                    }
+                    p
+                }
+                // An index among its own walk's records.
+                mine => mine + first as u32,
+            };
+            shape.add(at, &r);
+            // SAFETY: `at < to <= cap`, inside the allocation.
+            unsafe { base.add(at).write(r) };
+            at += 1;
+        }
+        let t = &part.report;
+        report.entries += t.entries;
+        report.unknown_frames += t.unknown_frames;
+        report.malformed_entries += t.malformed_entries;
+        report.orphans += t.orphans;
+        report.stored_bytes += t.stored_bytes;
+        report.content_bytes += t.content_bytes;
+        report.compressed_entries += t.compressed_entries;
+    }
+    // SAFETY: `at` records are initialised (the loop above).
+    unsafe { records.set_len(at) };
     true
+}
+
+/// [`in_place_record`] written into `out` (`true`; `false` when it built
+/// none, `out` untouched). The usual frame, an uncompressed entry whose
+/// head is laid out like the last one read, is built here field by field
+/// straight into `out`; anything else takes [`in_place_record`] out of line.
+/// (Built into a value first, the record and the head went through the
+/// stack and were read back in wider pieces than they were written, which
+/// the processor cannot forward from its store buffer: a stall per frame.)
+#[inline(always)]
+pub(crate) fn in_place_record_into(
+    v: &FrameView<'_>,
+    report: &mut LoadReport,
+    layout: &mut format::HeadLayout,
+    out: &mut std::mem::MaybeUninit<Record>,
+) -> bool {
+    if v.kind == KIND_ENTRY
+        && v.flags == 0
+        && v.content_len as usize == v.payload.len()
+        && let Some(block) = v.payload.first_chunk::<{ format::FAST_HEAD_INPUT }>()
+        && let Some((head, c_at, c_len)) = format::head_at_layout(block, layout)
+        && v.payload.len() - c_at == c_len
+    {
+        report.stored_bytes += v.payload.len() as u64;
+        report.content_bytes += u64::from(v.content_len);
+        report.entries += 1;
+        out.write(Record {
+            id: head.id,
+            parent: head.parent,
+            timestamp_ms: head.timestamp_ms,
+            pairing: head.pairing,
+            frame_offset: v.offset,
+            payload_offset: (v.offset as usize + format::FRAME_PREFIX + c_at) as u64,
+            payload_len: c_len as u32,
+            kind: head.kind,
+            parent_index: NONE,
+            head_len: c_at as u16,
+            flags: 0,
+        });
+        return true;
+    }
+    in_place_record_slow(v, report, layout, out)
+}
+
+/// [`in_place_record_into`] for every other frame.
+#[cold]
+#[inline(never)]
+fn in_place_record_slow(
+    v: &FrameView<'_>,
+    report: &mut LoadReport,
+    layout: &mut format::HeadLayout,
+    out: &mut std::mem::MaybeUninit<Record>,
+) -> bool {
+    match in_place_record(v, report, layout) {
+        Some(r) => {
+            out.write(r);
+            true
+        }
+        None => false,
+    }
 }
 
 /// The record of an entry frame read in place (stored uncompressed or with
@@ -832,15 +1116,7 @@ impl Session {
         // falls back to the verifying reader.
         let mut exact = !in_place;
         let fast = if in_place {
-            match in_place_pass(
-                bytes,
-                file,
-                start,
-                base_len,
-                limits,
-                &mut report,
-                &mut origin,
-            ) {
+            match in_place_pass(bytes, file, start, limits, &mut report, &mut origin) {
                 Ok((records, shape)) => Some((records, Vec::new(), Some(shape))),
                 Err(fallback) => {
                     report = LoadReport {

@@ -365,3 +365,291 @@ fn a_large_mapping_is_released_in_halves_and_the_file_loads_again_the_same() {
     assert_eq!(std::fs::read(&path).expect("read"), full);
     smith_store::set_load_reads_mapping(None);
 }
+
+/// Resets the chunk size and the forced take when a test ends, passed or
+/// not.
+struct ChunkReset;
+
+impl Drop for ChunkReset {
+    fn drop(&mut self) {
+        smith_store::set_parallel_load_chunk(0, 0, 0);
+    }
+}
+
+/// Where the part the loading thread takes begins, for a forced take at
+/// `take_at` 64ths of the second thread's part with chunks of `chunk`
+/// bytes (the load's own arithmetic, see `store/src/session.rs`).
+fn taken_from(len: usize, mapping: bool, chunk: usize, take_at: usize) -> usize {
+    let share = if mapping { 30 } else { 33 };
+    let start = format::HEADER_LEN;
+    let floor = start + (len - start) / 64 * (64 - share);
+    let at = floor + (len - floor) * take_at / 64;
+    ((at / chunk).max(floor / chunk) + 1) * chunk
+}
+
+/// The loading thread, done with its own part while the second thread is
+/// still far from the end, takes the end of the file from a chunk
+/// boundary on and walks it itself (forced here, whatever the two threads'
+/// pace, at several points and chunk sizes, so that the part taken begins
+/// at many kinds of frame). Intact, the three parts are joined; with every
+/// kind of damage in each frame around where the part taken begins, and
+/// with the tail torn around it, the load finds exactly what the copying
+/// load finds.
+#[test]
+fn the_end_taken_from_the_second_thread_joins_and_matches_the_copying_load() {
+    let _one = one_at_a_time();
+    let _reset = ChunkReset;
+    smith_store::set_parallel_load_min(0);
+    let full = varied_file(1_300_000);
+    let ends = frame_ends(&full);
+    let dir = tempfile::tempdir().expect("dir");
+    for mapping in [false, true] {
+        smith_store::set_load_reads_mapping(Some(mapping));
+        for (chunk, take_at) in [(4096, 40), (65_536, 48), (1000, 60), (777, 44)] {
+            smith_store::set_parallel_load_chunk(chunk, take_at, 0);
+            let (joins, takes) = (
+                smith_store::parallel_load_joins(),
+                smith_store::parallel_load_takes(),
+            );
+            same_load(dir.path(), "intact", &full);
+            assert_eq!(
+                (
+                    smith_store::parallel_load_joins(),
+                    smith_store::parallel_load_takes()
+                ),
+                (joins + 1, takes + 1),
+                "the intact file was not joined in three parts (chunk {chunk}, at {take_at})"
+            );
+            let from = taken_from(full.len(), mapping, chunk, take_at);
+            let first = ends.iter().position(|&e| e > from).expect("a frame");
+            let mut start = if first == 0 {
+                format::HEADER_LEN
+            } else {
+                ends[first - 1]
+            };
+            for (i, &end) in ends.iter().enumerate().skip(first).take(6) {
+                for (what, at, bit) in [
+                    ("payload", end - 13, 0x40),
+                    ("length", start, 0x01),
+                    ("trailing length", end - 1, 0x01),
+                ] {
+                    let mut b = full.clone();
+                    b[at] ^= bit;
+                    same_load(
+                        dir.path(),
+                        &format!("chunk {chunk} at {take_at}: frame {i} {what} damaged"),
+                        &b,
+                    );
+                }
+                start = end;
+            }
+            for t in (from.saturating_sub(300)..from + 3000).step_by(97) {
+                same_load(
+                    dir.path(),
+                    &format!("chunk {chunk}: cut at {t}"),
+                    &full[..t],
+                );
+            }
+        }
+    }
+    smith_store::set_load_reads_mapping(None);
+}
+
+/// A part taken from the end of the file that begins inside a payload
+/// holding copies of an intact frame starts at one that is not there: it
+/// is not joined (the second thread stopped at the next real frame, not
+/// there), this thread walks the rest again, and the load finds exactly
+/// what the copying load finds.
+#[test]
+fn a_frame_inside_a_payload_where_the_taken_part_begins_is_not_taken_for_a_frame() {
+    let _one = one_at_a_time();
+    let _reset = ChunkReset;
+    smith_store::set_parallel_load_min(0);
+    let mut fake = Vec::new();
+    let mut map = Vec::new();
+    format::encode_entry(
+        &mut map,
+        &format::EntryHead {
+            id: 99,
+            parent: 98,
+            timestamp_ms: 1_700_000_000_000,
+            kind: smith_store::EntryKind::UserMessage.code(),
+            pairing: 0,
+        },
+        b"\x63abc",
+    );
+    format::encode_frame(&mut fake, format::KIND_ENTRY, 0, map.len() as u32, 40, &map);
+    let copies = fake.repeat(400_000 / fake.len());
+    let full = with_big_entries(1_500_000, 1, |_| copies.clone(), 300_000);
+    let ends = frame_ends(&full);
+    let big = ends
+        .windows(2)
+        .find(|w| w[1] - w[0] > 300_000)
+        .expect("the large entry");
+    let dir = tempfile::tempdir().expect("dir");
+    for mapping in [false, true] {
+        smith_store::set_load_reads_mapping(Some(mapping));
+        let chunk = 65_536;
+        let take_at = (0..64)
+            .find(|&k| {
+                let from = taken_from(full.len(), mapping, chunk, k);
+                big[0] + 2 * fake.len() < from && from + 2 * fake.len() < big[1]
+            })
+            .expect("a point inside the large entry");
+        smith_store::set_parallel_load_chunk(chunk, take_at, 0);
+        let (joins, takes) = (
+            smith_store::parallel_load_joins(),
+            smith_store::parallel_load_takes(),
+        );
+        let s = same_load(dir.path(), "a frame inside a payload", &full).expect("loads");
+        assert_eq!(s.report().scan.corrupt_skipped, 0);
+        assert_eq!(
+            (
+                smith_store::parallel_load_joins(),
+                smith_store::parallel_load_takes()
+            ),
+            (joins + 1, takes),
+            "the part taken was joined at a frame inside a payload"
+        );
+    }
+    smith_store::set_load_reads_mapping(None);
+}
+
+/// Where the part the second thread takes from the end of the loading
+/// thread's part begins, for a forced take at `help_at` 64ths of that part
+/// with chunks of `chunk` bytes (the load's own arithmetic).
+fn helped_from(len: usize, mapping: bool, chunk: usize, help_at: usize) -> usize {
+    let share = if mapping { 30 } else { 33 };
+    let start = format::HEADER_LEN;
+    let floor = start + (len - start) / 64 * (64 - share);
+    let at = start + (floor - start) * help_at / 64;
+    (at / chunk + 1) * chunk
+}
+
+/// The second thread, done with its own part while the loading thread is
+/// still far from the split point, takes the end of the loading thread's
+/// part from a chunk boundary on and walks it up to where its own walk
+/// began (forced here, whatever the two threads' pace, at several points
+/// and chunk sizes). Intact, the three parts are joined; with every kind
+/// of damage in each frame around where the part taken begins and where it
+/// must end, and with the tail torn there, the load finds exactly what the
+/// copying load finds.
+#[test]
+fn the_end_of_the_first_part_taken_by_the_second_thread_joins_and_matches_the_copying_load() {
+    let _one = one_at_a_time();
+    let _reset = ChunkReset;
+    smith_store::set_parallel_load_min(0);
+    let full = varied_file(1_300_000);
+    let ends = frame_ends(&full);
+    let dir = tempfile::tempdir().expect("dir");
+    for mapping in [false, true] {
+        smith_store::set_load_reads_mapping(Some(mapping));
+        for (chunk, help_at) in [(4096, 54), (65_536, 56), (1000, 60), (777, 40)] {
+            smith_store::set_parallel_load_chunk(chunk, 0, help_at);
+            let (joins, helps) = (
+                smith_store::parallel_load_joins(),
+                smith_store::parallel_load_helps(),
+            );
+            same_load(dir.path(), "intact", &full);
+            assert_eq!(
+                (
+                    smith_store::parallel_load_joins(),
+                    smith_store::parallel_load_helps()
+                ),
+                (joins + 1, helps + 1),
+                "the intact file was not joined in three parts (chunk {chunk}, at {help_at})"
+            );
+            let from = helped_from(full.len(), mapping, chunk, help_at);
+            let share = if mapping { 30 } else { 33 };
+            let floor = format::HEADER_LEN + (full.len() - format::HEADER_LEN) / 64 * (64 - share);
+            for around in [from, floor] {
+                let first = ends.iter().position(|&e| e > around).expect("a frame");
+                let mut start = if first == 0 {
+                    format::HEADER_LEN
+                } else {
+                    ends[first - 1]
+                };
+                for (i, &end) in ends
+                    .iter()
+                    .enumerate()
+                    .skip(first.saturating_sub(1))
+                    .take(4)
+                {
+                    if i + 1 == first {
+                        start = end;
+                        continue;
+                    }
+                    for (what, at, bit) in [
+                        ("payload", end - 13, 0x40),
+                        ("length", start, 0x01),
+                        ("trailing length", end - 1, 0x01),
+                    ] {
+                        let mut b = full.clone();
+                        b[at] ^= bit;
+                        same_load(
+                            dir.path(),
+                            &format!("chunk {chunk} help at {help_at}: frame {i} {what} damaged"),
+                            &b,
+                        );
+                    }
+                    start = end;
+                }
+            }
+            for t in (from.saturating_sub(300)..from + 3000).step_by(97) {
+                same_load(
+                    dir.path(),
+                    &format!("chunk {chunk}: cut at {t}"),
+                    &full[..t],
+                );
+            }
+        }
+    }
+    smith_store::set_load_reads_mapping(None);
+}
+
+/// A thread that may run on one CPU only (its affinity, as `taskset`
+/// sets it) loads on that thread alone: a second walk would only take
+/// turns with it. The load finds exactly what the copying load finds, and
+/// again on two threads once the thread may run anywhere.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_thread_on_one_cpu_loads_alone() {
+    let _one = one_at_a_time();
+    smith_store::set_parallel_load_min(0);
+    smith_store::set_load_reads_mapping(None);
+    let full = varied_file(1_300_000);
+    let dir = tempfile::tempdir().expect("dir");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: cpu_set_t is plain data; the calls read and write
+            // only the sets given, for this thread.
+            let (mut all, mut one): (libc::cpu_set_t, libc::cpu_set_t) =
+                unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::sched_getaffinity(0, size, &mut all) }, 0);
+            let cpu = (0..libc::CPU_SETSIZE as usize)
+                // SAFETY: as above.
+                .find(|&c| unsafe { libc::CPU_ISSET(c, &all) })
+                .expect("a CPU");
+            // SAFETY: as above.
+            unsafe { libc::CPU_SET(cpu, &mut one) };
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::sched_setaffinity(0, size, &one) }, 0);
+            let joins = smith_store::parallel_load_joins();
+            same_load(dir.path(), "on one cpu", &full).expect("loads");
+            assert_eq!(
+                smith_store::parallel_load_joins(),
+                joins,
+                "loaded on two threads"
+            );
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::sched_setaffinity(0, size, &all) }, 0);
+            // SAFETY: as above.
+            if unsafe { libc::CPU_COUNT(&all) } >= 2 {
+                same_load(dir.path(), "on every cpu", &full).expect("loads");
+                assert_eq!(smith_store::parallel_load_joins(), joins + 1);
+            }
+        });
+    });
+}
