@@ -369,6 +369,27 @@ fn lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// Runs `smith ARGS` with nothing on standard input, asserts its exit
+/// status, and returns its output lines as JSON objects, each checked
+/// against the recorded shapes when `shapes` is given.
+fn eval_objects(
+    home: &Path,
+    work: &Path,
+    args: &[&str],
+    code: i32,
+    shapes: Option<&Shapes>,
+) -> Vec<Value> {
+    let out = smith(home, work, args, "");
+    assert_eq!(code_of(&out), Some(code), "{}", stderr(&out));
+    let objects = lines(&out);
+    if let Some(shapes) = shapes {
+        for object in &objects {
+            shapes.assert_fits(object);
+        }
+    }
+    objects
+}
+
 fn code_of(out: &Output) -> Option<i32> {
     out.status.code()
 }
@@ -514,7 +535,7 @@ fn the_recordings_decide_what_is_required_and_the_checker_holds_to_them() {
 fn a_tool_using_turn_streams_init_messages_and_a_result_in_claudes_shapes() {
     let shapes = Shapes::from_recordings();
     let (home, work) = setup(TOOL_TURN);
-    let out = smith(
+    let objects = eval_objects(
         home.path(),
         work.path(),
         &[
@@ -527,13 +548,9 @@ fn a_tool_using_turn_streams_init_messages_and_a_result_in_claudes_shapes() {
             "sj",
             "what do the notes say?",
         ],
-        "",
+        0,
+        Some(&shapes),
     );
-    assert_eq!(code_of(&out), Some(0), "{}", stderr(&out));
-    let objects = lines(&out);
-    for object in &objects {
-        shapes.assert_fits(object);
-    }
     let kinds: Vec<String> = objects
         .iter()
         .map(|o| match o["subtype"].as_str() {
@@ -642,7 +659,7 @@ fn a_tool_using_turn_streams_init_messages_and_a_result_in_claudes_shapes() {
 fn json_output_is_the_result_object_alone() {
     let shapes = Shapes::from_recordings();
     let (home, work) = setup(TOOL_TURN);
-    let out = smith(
+    let objects = eval_objects(
         home.path(),
         work.path(),
         &[
@@ -654,10 +671,9 @@ fn json_output_is_the_result_object_alone() {
             "--no-session",
             "what do the notes say?",
         ],
-        "",
+        0,
+        None,
     );
-    assert_eq!(code_of(&out), Some(0), "{}", stderr(&out));
-    let objects = lines(&out);
     assert_eq!(objects.len(), 1, "{objects:?}");
     shapes.assert_fits(&objects[0]);
     assert_eq!(objects[0]["type"], "result");
@@ -750,7 +766,7 @@ fn a_failing_provider_ends_with_an_error_result_and_status_1() {
              {"usage": {"input": 10, "output": 5}}, {"stop": {"reason": "tool_use"}}],
             [{"error": {"kind": "auth", "message": "the key was refused"}}]]"#,
     );
-    let out = smith(
+    let objects = eval_objects(
         home.path(),
         work.path(),
         &[
@@ -762,13 +778,9 @@ fn a_failing_provider_ends_with_an_error_result_and_status_1() {
             "--no-session",
             "look",
         ],
-        "",
+        1,
+        Some(&shapes),
     );
-    assert_eq!(code_of(&out), Some(1), "{}", stderr(&out));
-    let objects = lines(&out);
-    for object in &objects {
-        shapes.assert_fits(object);
-    }
     let kinds: Vec<&str> = objects
         .iter()
         .map(|o| o["type"].as_str().unwrap())
@@ -799,7 +811,7 @@ fn a_failing_provider_ends_with_an_error_result_and_status_1() {
 #[test]
 fn the_turn_limit_is_an_error_max_turns_result_with_status_2() {
     let (home, work) = setup(TOOL_TURN);
-    let out = smith(
+    let objects = eval_objects(
         home.path(),
         work.path(),
         &[
@@ -813,10 +825,9 @@ fn the_turn_limit_is_an_error_max_turns_result_with_status_2() {
             "1",
             "look",
         ],
-        "",
+        2,
+        None,
     );
-    assert_eq!(code_of(&out), Some(2), "{}", stderr(&out));
-    let objects = lines(&out);
     let result = objects.last().unwrap();
     assert_eq!(result["subtype"], "error_max_turns");
     assert_eq!(result["is_error"], true);
