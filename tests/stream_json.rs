@@ -766,7 +766,7 @@ fn a_failing_provider_ends_with_an_error_result_and_status_1() {
              {"usage": {"input": 10, "output": 5}}, {"stop": {"reason": "tool_use"}}],
             [{"error": {"kind": "auth", "message": "the key was refused"}}]]"#,
     );
-    let objects = eval_objects(
+    let out = smith(
         home.path(),
         work.path(),
         &[
@@ -778,9 +778,13 @@ fn a_failing_provider_ends_with_an_error_result_and_status_1() {
             "--no-session",
             "look",
         ],
-        1,
-        Some(&shapes),
+        "",
     );
+    assert_eq!(code_of(&out), Some(1), "{}", stderr(&out));
+    let objects = lines(&out);
+    for object in &objects {
+        shapes.assert_fits(object);
+    }
     let kinds: Vec<&str> = objects
         .iter()
         .map(|o| o["type"].as_str().unwrap())
