@@ -907,3 +907,36 @@ fn switching_sessions_never_says_the_runtime_stopped() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn escape_sequences_in_model_text_are_shown_never_sent_to_the_terminal() {
+    // A window-title change, a clipboard write, a screen clear and an exit
+    // from the alternate screen, as a model (or a file it quotes) could
+    // emit them.
+    let (_dir, path) = script(
+        r#"[[{"text": "title \u001b]0;pwned\u0007 clip \u001b]52;c;ZXZpbA==\u0007 clear \u001b[2J leave \u001b[?1049l end"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"go\r");
+    let screen = s.wait_for_screen(" end").join("\n");
+    // What the text holds is on the screen, each control as its picture.
+    assert!(screen.contains("title ␛]0;pwned␇ clip"), "{screen}");
+    assert!(screen.contains("clear ␛[2J leave ␛[?1049l end"), "{screen}");
+    let out = s.output();
+    for sequence in [
+        &b"\x1b]0;pwned"[..],
+        b"\x1b]52;c;ZXZpbA==",
+        b"\x1b[2J leave",
+        b"leave \x1b[?1049l",
+    ] {
+        assert!(
+            find(&out, sequence).is_none(),
+            "the terminal received {:?}",
+            String::from_utf8_lossy(sequence)
+        );
+    }
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

@@ -16,9 +16,9 @@ impl App {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
             Event::Paste(text) => {
                 match &mut self.overlay {
-                    Overlay::Search { query } => query.push_str(&crate::sanitize::sanitize(text)),
+                    Overlay::Search { query } => query.push_str(&crate::sanitize::strip(text)),
                     Overlay::Prompt { text: answer, .. } => {
-                        answer.push_str(&crate::sanitize::sanitize(text));
+                        answer.push_str(&crate::sanitize::strip(text));
                     }
                     // The question owns focus: pasted text answers nothing.
                     Overlay::Trust { .. } | Overlay::Tree(_) | Overlay::Info { .. } => {}
@@ -547,7 +547,7 @@ impl App {
                     .is_some_and(|r| r.kind == EntryKind::Assistant)
             }),
         }?;
-        let text = crate::sanitize::sanitize(&self.transcript.text(entry));
+        let text = crate::sanitize::strip(&self.transcript.text(entry));
         self.notice("copied to the clipboard");
         Some(Output::Copy(text))
     }

@@ -443,8 +443,17 @@ fn no_drawn_cell_holds_a_control_character() {
             .iter()
             .all(|c| c.is_continuation() || !smith_tui::sanitize::is_control(c.ch))
     );
+    // Every control is shown as a visible picture, never hidden: the
+    // clipboard write, the clear and the cursor move are readable text.
     let text = screen.to_text();
-    assert!(text.contains("ok") && text.contains("output"), "{text}");
+    assert!(
+        text.contains("\u{241b}]52;c;ZXZpbA==\u{2407}\u{241b}[2J\u{fffd}1;1H\u{fffd}ok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\u{241b}P+q\u{241b}\\out\u{2400}put"),
+        "{text}"
+    );
 }
 
 #[test]
