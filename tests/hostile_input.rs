@@ -1,13 +1,15 @@
 //! Hostile input end to end through the built binary. `the_hostile_input_table`
 //! is the standing table: one row per input, grouped by the surface it
 //! arrives through (arguments, environment, configuration, manifests,
-//! scripts, imports, project files), each with the exit status and the
-//! diagnostic a user must get and what must not have happened (nothing
-//! published, nothing installed). Cases that need more than one command
-//! have tests of their own: an extension that blocks the prompt, escape
-//! sequences in model text and tool output, a FIFO in a cloned project's
-//! `.smith`, every ending signal (also `tests/signals.rs`), and resuming a
-//! session that lost a frame. A flooding plugin is `tests/plugin_limits.rs`.
+//! scripts, imports, project files, signals, plugin behaviors), each with
+//! the exit status and the diagnostic a user must get and what must not
+//! have happened (nothing published, nothing installed, no command left
+//! running). Cases that need more than one command or a closer look have
+//! tests of their own: an extension that blocks the prompt (its JSON
+//! records), escape sequences in model text and tool output, a FIFO in a
+//! cloned project's `.smith`, every ending signal (its JSON records; also
+//! `tests/signals.rs`), and resuming a session that lost a frame. The
+//! flooding plugin's exact counts are `tests/plugin_limits.rs`.
 //! Never a hang, a panic or a terminal driven by untrusted text.
 
 // Test code: helpers unwrap just like #[test] bodies.
@@ -17,6 +19,7 @@ mod common;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -776,6 +779,9 @@ struct Case {
     after: fn(&Path),
     /// The working folder, relative to the home.
     cwd: &'static str,
+    /// A signal sent to the command once the file `started` appears in the
+    /// home (0: none).
+    signal: i32,
 }
 
 fn sparse(path: &Path, len: u64) {
@@ -856,6 +862,7 @@ const CASES: &[Case] = &[
         stderr: &["[cli.invalid-utf8]", "is not valid UTF-8"],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "arguments",
@@ -870,6 +877,7 @@ const CASES: &[Case] = &[
         stderr: &["a run of 0 turns would send nothing and run no tool"],
         after: no_session_published,
         cwd: "",
+        signal: 0,
     },
     // environment
     Case {
@@ -885,6 +893,7 @@ const CASES: &[Case] = &[
         stderr: &["[config.invalid-value]", "SMITH_APPROVAL"],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "environment",
@@ -913,6 +922,7 @@ const CASES: &[Case] = &[
         stderr: &[],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "configuration",
@@ -925,6 +935,7 @@ const CASES: &[Case] = &[
         stderr: &["[config.not-a-file]", "a FIFO"],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "configuration",
@@ -940,6 +951,7 @@ const CASES: &[Case] = &[
         stderr: &["[config.too-large]", "17825792 bytes"],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     // manifests
     Case {
@@ -959,6 +971,7 @@ const CASES: &[Case] = &[
         ],
         after: no_plugin_installed,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "manifests",
@@ -972,6 +985,7 @@ const CASES: &[Case] = &[
         stderr: &["plugin manifest", "is too large to read", "at most 1 MiB"],
         after: no_plugin_installed,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "manifests",
@@ -987,6 +1001,7 @@ const CASES: &[Case] = &[
         ],
         after: no_plugin_installed,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "manifests",
@@ -1010,6 +1025,7 @@ const CASES: &[Case] = &[
             assert!(out.contains("is too large to read"), "{out}");
         },
         cwd: "",
+        signal: 0,
     },
     // scripts
     Case {
@@ -1037,6 +1053,7 @@ const CASES: &[Case] = &[
         ],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "scripts",
@@ -1061,6 +1078,7 @@ const CASES: &[Case] = &[
         stderr: &["[input.timed-out]", "did not reach its end within 10 s"],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "scripts",
@@ -1085,6 +1103,7 @@ const CASES: &[Case] = &[
         stderr: &["[input.too-large]", "it holds 4 GiB (4294967296 bytes)"],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "scripts",
@@ -1107,6 +1126,7 @@ const CASES: &[Case] = &[
         stderr: &["[input.not-a-file]", "it is a folder"],
         after: nothing,
         cwd: "",
+        signal: 0,
     },
     // imports
     Case {
@@ -1117,6 +1137,7 @@ const CASES: &[Case] = &[
         stderr: &["dump line 1: the line is longer than 128 MiB"],
         after: no_session_published,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "imports",
@@ -1134,6 +1155,7 @@ const CASES: &[Case] = &[
         stderr: &["dump line 3: entry id 1 appears a second time (first on line 2)"],
         after: no_session_published,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "imports",
@@ -1151,6 +1173,7 @@ const CASES: &[Case] = &[
         stderr: &["dump line 3: entry 2 names parent 9, which no earlier line holds"],
         after: no_session_published,
         cwd: "",
+        signal: 0,
     },
     Case {
         surface: "imports",
@@ -1173,6 +1196,7 @@ const CASES: &[Case] = &[
         ],
         after: no_session_published,
         cwd: "",
+        signal: 0,
     },
     // project files
     Case {
@@ -1192,6 +1216,7 @@ const CASES: &[Case] = &[
         stderr: &["[trust.untrusted-project]"],
         after: nothing,
         cwd: "proj",
+        signal: 0,
     },
     Case {
         surface: "project files",
@@ -1213,8 +1238,196 @@ const CASES: &[Case] = &[
         ],
         after: nothing,
         cwd: "proj",
+        signal: 0,
+    },
+    // signals: each ends a run whose command is running the way Ctrl+C
+    // does: the command's process group ended, the run recorded as
+    // aborted, the resume command printed (nowhere after a hangup, which
+    // took the terminal away), exit 128 + the signal.
+    Case {
+        surface: "signals",
+        name: "SIGINT while a command runs",
+        setup: signalled_run,
+        code: 130,
+        stderr: &["[bash] aborted", "smith eval --session sig"],
+        after: command_ended_and_run_aborted,
+        cwd: "",
+        signal: libc::SIGINT,
+    },
+    Case {
+        surface: "signals",
+        name: "SIGTERM while a command runs",
+        setup: signalled_run,
+        code: 143,
+        stderr: &["[bash] aborted", "smith eval --session sig"],
+        after: command_ended_and_run_aborted,
+        cwd: "",
+        signal: libc::SIGTERM,
+    },
+    Case {
+        surface: "signals",
+        name: "SIGHUP while a command runs",
+        setup: signalled_run,
+        code: 129,
+        stderr: &[],
+        after: command_ended_and_run_aborted,
+        cwd: "",
+        signal: libc::SIGHUP,
+    },
+    Case {
+        surface: "signals",
+        name: "SIGQUIT while a command runs",
+        setup: signalled_run,
+        code: 131,
+        stderr: &["[bash] aborted", "smith eval --session sig"],
+        after: command_ended_and_run_aborted,
+        cwd: "",
+        signal: libc::SIGQUIT,
+    },
+    // plugin behaviors
+    Case {
+        surface: "plugin behaviors",
+        name: "an extension that blocks the user's input",
+        setup: |home| {
+            lifecycle_guest(home);
+            (
+                args(&[
+                    "eval",
+                    "--provider",
+                    "mock",
+                    "--name",
+                    "blocked",
+                    "please block input",
+                ]),
+                vec![],
+            )
+        },
+        code: 1,
+        stderr: &["the extension test/lifecycle blocked this input, so it was not sent"],
+        after: |home| {
+            let dump = common::dump(home, "blocked");
+            assert!(
+                !dump.iter().any(|r| r.to_string().contains("block input")),
+                "{dump:?}"
+            );
+        },
+        cwd: "",
+        signal: 0,
+    },
+    Case {
+        surface: "plugin behaviors",
+        name: "an extension sending 100,000 notices and log lines in one handler",
+        setup: |home| {
+            lifecycle_guest(home);
+            let script = write_script(
+                home,
+                &serde_json::json!([[{"text": "done"}, {"stop": {"reason": "end"}}]]),
+            );
+            (
+                args(&[
+                    "eval",
+                    "--name",
+                    "flooded",
+                    "--mock-script",
+                    &script,
+                    "flood the host",
+                ]),
+                vec![],
+            )
+        },
+        code: 0,
+        stderr: &[
+            "[plugin.rate-limited]",
+            "plugin test/lifecycle sent more than 500 UI intents in one run",
+            "plugin test/lifecycle sent more than 1000 log lines in one run",
+        ],
+        after: |home| {
+            let limits: Vec<Value> = common::dump(home, "flooded")
+                .into_iter()
+                .filter(|e| e["content"]["type"] == "plugin_limits")
+                .collect();
+            assert_eq!(limits.len(), 1, "{limits:?}");
+            assert_eq!(
+                limits[0]["content"]["dropped"][0]["dropped"], 99_500,
+                "{limits:?}"
+            );
+        },
+        cwd: "",
+        signal: 0,
+    },
+    Case {
+        surface: "plugin behaviors",
+        name: "an extension that never returns from its first call",
+        setup: |home| {
+            common::install_guest(home, "test/stuck", "smith_plugin_stuck.wasm", "    ui\n");
+            (
+                args(&["eval", "--provider", "mock", "--no-session", "hi"]),
+                vec![],
+            )
+        },
+        code: 0,
+        stderr: &[
+            "plugin test/stuck (call contribute): the plugin ran past its 2000 ms deadline and was destroyed",
+            "smith plugin disable test/stuck",
+        ],
+        after: nothing,
+        cwd: "",
+        signal: 0,
     },
 ];
+
+/// A run whose first tool call is a command that marks its start, then
+/// would mark its end a second later (`--name sig`).
+fn signalled_run(home: &Path) -> Invocation {
+    let script = write_script(
+        home,
+        &serde_json::json!([
+            [
+                {"tool_call": {"id": "c1", "name": "bash",
+                    "arguments": {"command": "touch started && sleep 1 && touch finished"}}},
+                {"stop": {"reason": "tool_use"}}
+            ],
+            [{"text": "done"}, {"stop": {"reason": "end"}}]
+        ]),
+    );
+    (
+        args(&[
+            "eval",
+            "--yes",
+            "--name",
+            "sig",
+            "--mock-script",
+            &script,
+            "go",
+        ]),
+        vec![],
+    )
+}
+
+/// The signalled command never finished, and the session says the run was
+/// aborted.
+fn command_ended_and_run_aborted(home: &Path) {
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !home.join("finished").exists(),
+        "the command ran on after smith ended"
+    );
+    let dump = common::dump(home, "sig");
+    assert!(
+        dump.iter().any(|r| r.to_string().contains("\"aborted\"")),
+        "{dump:?}"
+    );
+}
+
+/// test/lifecycle installed in `home`, granted `ui`.
+fn lifecycle_guest(home: &Path) {
+    common::install_guest(
+        home,
+        "test/lifecycle",
+        "smith_plugin_lifecycle.wasm",
+        "    ui\n",
+    );
+}
 
 #[test]
 fn the_hostile_input_table() {
@@ -1233,11 +1446,35 @@ fn the_hostile_input_table() {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                // Default dispositions, whatever the test runner inherited
+                // (a background job starts with SIGINT ignored, which smith
+                // rightly keeps).
+                for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                    libc::signal(signal, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
         for (k, v) in &env {
             command.env(k, v);
         }
         let started = Instant::now();
         let mut child = command.spawn().unwrap();
+        if case.signal != 0 {
+            let marker = home.path().join(case.cwd).join("started");
+            while !marker.exists()
+                && child.try_wait().unwrap().is_none()
+                && started.elapsed() < Duration::from_secs(60)
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let pid = i32::try_from(child.id()).unwrap();
+            // SAFETY: signals our own child process.
+            unsafe { libc::kill(pid, case.signal) };
+        }
         while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(60) {
             std::thread::sleep(Duration::from_millis(20));
         }
