@@ -525,23 +525,170 @@ impl Terminal {
         out.flush()
     }
 
-    /// Copies `text` to the clipboard with OSC 52 when supported; returns
-    /// whether it was sent.
+    /// Copies `text` to the clipboard with OSC 52 where it can reach it
+    /// (see [`clipboard_route`]); says what happened, in words for the
+    /// user.
     ///
     /// # Errors
     ///
     /// When the terminal cannot be written.
-    pub fn copy(&mut self, text: &str) -> std::io::Result<bool> {
-        if !self.caps.clipboard {
-            return Ok(false);
-        }
+    pub fn copy(&mut self, text: &str) -> std::io::Result<Copied> {
+        let tmux = std::env::var("TMUX")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|socket| tmux_clipboard_options(&socket));
+        let route = clipboard_route(&ClipboardSetting {
+            known: self.caps.clipboard,
+            tmux,
+            term: std::env::var("TERM").unwrap_or_default(),
+            ssh: std::env::var_os("SSH_TTY").is_some()
+                || std::env::var_os("SSH_CONNECTION").is_some(),
+        });
+        let (passthrough, said) = match route {
+            ClipboardRoute::Osc52(said) => (false, said),
+            ClipboardRoute::TmuxPassthrough(said) => (true, said),
+            ClipboardRoute::NotSent(why) => return Ok(Copied::NotSent(why)),
+        };
         let mut out = std::io::stdout().lock();
-        out.write_all(b"\x1b]52;c;")?;
-        out.write_all(base64(text.as_bytes()).as_bytes())?;
-        out.write_all(b"\x07")?;
+        out.write_all(&osc52(text, passthrough))?;
         out.flush()?;
-        Ok(true)
+        Ok(Copied::Sent(said))
     }
+}
+
+/// What [`Terminal::copy`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Copied {
+    /// The clipboard write went out; the words say where to.
+    Sent(&'static str),
+    /// Nothing was sent; the words say why and what to do.
+    NotSent(String),
+}
+
+/// What decides where a clipboard write can go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClipboardSetting {
+    /// The terminal is known to accept OSC 52, or `SMITH_TUI_CAPS` says so.
+    pub known: bool,
+    /// Inside tmux (`TMUX` set): its clipboard options, or why they could
+    /// not be read.
+    pub tmux: Option<Result<TmuxClipboard, String>>,
+    /// `TERM`, for the message.
+    pub term: String,
+    /// Running over SSH (`SSH_TTY` or `SSH_CONNECTION` set).
+    pub ssh: bool,
+}
+
+/// tmux's options that decide what it does with a program's OSC 52.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmuxClipboard {
+    /// `set-clipboard`: `on` takes a program's write into tmux's buffer
+    /// and passes it to the outer terminal; `external` (the default) and
+    /// `off` drop it.
+    pub set_clipboard: String,
+    /// `allow-passthrough` (tmux 3.3 and later): `on` or `all` lets a
+    /// program's DCS passthrough reach the outer terminal.
+    pub allow_passthrough: String,
+}
+
+/// Where a clipboard write goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClipboardRoute {
+    /// A plain OSC 52 (to the terminal, or to tmux, which takes it).
+    Osc52(&'static str),
+    /// An OSC 52 wrapped in tmux's DCS passthrough, to the outer terminal.
+    TmuxPassthrough(&'static str),
+    /// Nothing can carry it: why, and what to do.
+    NotSent(String),
+}
+
+/// The route for a clipboard write. Inside tmux tmux decides, whatever the
+/// terminal is: with `set-clipboard on` it takes a plain OSC 52 (into its
+/// paste buffer, and on to the outer terminal when that accepts it); with
+/// `allow-passthrough` on the write is wrapped to pass through; otherwise
+/// tmux would drop it, and the user is told the one command that changes
+/// that. Outside tmux a plain OSC 52 goes to a terminal known to accept it
+/// (or declared to with `SMITH_TUI_CAPS=clipboard=on`); for any other the
+/// user is told why nothing was sent and how to say the terminal accepts
+/// it — over SSH the terminal that decides is the local one.
+pub fn clipboard_route(setting: &ClipboardSetting) -> ClipboardRoute {
+    match &setting.tmux {
+        Some(Ok(tmux)) if tmux.set_clipboard == "on" => ClipboardRoute::Osc52(
+            "copied: tmux keeps it in its paste buffer and passes it to the outer terminal's clipboard",
+        ),
+        Some(Ok(tmux)) if matches!(tmux.allow_passthrough.as_str(), "on" | "all") => {
+            ClipboardRoute::TmuxPassthrough(
+                "copied through tmux's passthrough to the outer terminal's clipboard",
+            )
+        }
+        Some(Ok(tmux)) => ClipboardRoute::NotSent(format!(
+            "not copied: tmux drops clipboard writes from programs (its set-clipboard is \"{}\" and allow-passthrough is \"{}\"); run `tmux set -g set-clipboard on` and copy again",
+            tmux.set_clipboard, tmux.allow_passthrough
+        )),
+        Some(Err(why)) => ClipboardRoute::NotSent(format!(
+            "not copied: inside tmux, but its clipboard options could not be read ({why}); run `tmux set -g set-clipboard on` and copy again"
+        )),
+        None if setting.known => ClipboardRoute::Osc52("copied to the clipboard"),
+        None => {
+            let term = if setting.term.is_empty() {
+                "TERM unset".to_owned()
+            } else {
+                format!("TERM={}", setting.term)
+            };
+            let over_ssh = if setting.ssh {
+                " (over SSH the local terminal is the one that must accept it)"
+            } else {
+                ""
+            };
+            ClipboardRoute::NotSent(format!(
+                "not copied: this terminal ({term}) is not known to accept OSC 52 clipboard writes{over_ssh}; if it does, set SMITH_TUI_CAPS=clipboard=on"
+            ))
+        }
+    }
+}
+
+/// Reads tmux's clipboard options from the server `TMUX` names (the value
+/// of that variable).
+pub fn tmux_clipboard_options(tmux_env: &str) -> Result<TmuxClipboard, String> {
+    let read = |option: &str| -> Result<String, String> {
+        let out = std::process::Command::new("tmux")
+            .args(["show-options", "-gqv", option])
+            .env("TMUX", tmux_env)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .map_err(|err| format!("`tmux show-options` could not run: {err}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`tmux show-options -gqv {option}` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    Ok(TmuxClipboard {
+        set_clipboard: read("set-clipboard")?,
+        // Older tmux has no such option: empty, which counts as off.
+        allow_passthrough: read("allow-passthrough").unwrap_or_default(),
+    })
+}
+
+/// The OSC 52 write of `text` to the clipboard; wrapped in tmux's DCS
+/// passthrough (`ESC P tmux; ... ESC \`, every ESC inside doubled) when
+/// `passthrough`.
+pub fn osc52(text: &str, passthrough: bool) -> Vec<u8> {
+    let body = base64(text.as_bytes());
+    let mut out = Vec::with_capacity(body.len() + 16);
+    if passthrough {
+        out.extend_from_slice(b"\x1bPtmux;\x1b\x1b]52;c;");
+        out.extend_from_slice(body.as_bytes());
+        out.extend_from_slice(b"\x07\x1b\\");
+    } else {
+        out.extend_from_slice(b"\x1b]52;c;");
+        out.extend_from_slice(body.as_bytes());
+        out.extend_from_slice(b"\x07");
+    }
+    out
 }
 
 impl Drop for Terminal {
@@ -598,6 +745,116 @@ mod tests {
     }
 
     use super::*;
+
+    fn setting(known: bool, tmux: Option<(&str, &str)>) -> ClipboardSetting {
+        ClipboardSetting {
+            known,
+            tmux: tmux.map(|(set, pass)| {
+                Ok(TmuxClipboard {
+                    set_clipboard: set.to_owned(),
+                    allow_passthrough: pass.to_owned(),
+                })
+            }),
+            term: "xterm-256color".to_owned(),
+            ssh: false,
+        }
+    }
+
+    #[test]
+    fn tmux_decides_the_clipboard_route_whatever_the_terminal() {
+        // set-clipboard on: tmux takes a plain OSC 52.
+        for known in [false, true] {
+            assert!(matches!(
+                clipboard_route(&setting(known, Some(("on", "off")))),
+                ClipboardRoute::Osc52(said) if said.contains("tmux")
+            ));
+        }
+        // The default (external) drops programs' writes: passthrough if
+        // allowed, else an honest refusal naming the command.
+        for pass in ["on", "all"] {
+            assert!(matches!(
+                clipboard_route(&setting(false, Some(("external", pass)))),
+                ClipboardRoute::TmuxPassthrough(_)
+            ));
+        }
+        let ClipboardRoute::NotSent(why) =
+            clipboard_route(&setting(true, Some(("external", "off"))))
+        else {
+            panic!("tmux with external and no passthrough cannot carry the write");
+        };
+        assert!(why.contains("set-clipboard is \"external\""), "{why}");
+        assert!(why.contains("tmux set -g set-clipboard on"), "{why}");
+        let mut unreadable = setting(true, None);
+        unreadable.tmux = Some(Err(
+            "`tmux show-options` could not run: not found".to_owned()
+        ));
+        assert!(matches!(
+            clipboard_route(&unreadable),
+            ClipboardRoute::NotSent(why) if why.contains("could not run")
+        ));
+    }
+
+    #[test]
+    fn outside_tmux_only_a_terminal_known_to_accept_osc52_is_written() {
+        assert_eq!(
+            clipboard_route(&setting(true, None)),
+            ClipboardRoute::Osc52("copied to the clipboard")
+        );
+        let ClipboardRoute::NotSent(why) = clipboard_route(&setting(false, None)) else {
+            panic!("an unknown terminal is not written to");
+        };
+        assert!(why.contains("TERM=xterm-256color"), "{why}");
+        assert!(why.contains("SMITH_TUI_CAPS=clipboard=on"), "{why}");
+        assert!(!why.contains("SSH"), "{why}");
+        let mut ssh = setting(false, None);
+        ssh.ssh = true;
+        let ClipboardRoute::NotSent(why) = clipboard_route(&ssh) else {
+            panic!("an unknown terminal is not written to");
+        };
+        assert!(why.contains("over SSH the local terminal"), "{why}");
+    }
+
+    #[test]
+    fn osc52_is_wrapped_for_tmux_passthrough_with_its_escapes_doubled() {
+        assert_eq!(osc52("hi", false), b"\x1b]52;c;aGk=\x07");
+        assert_eq!(osc52("hi", true), b"\x1bPtmux;\x1b\x1b]52;c;aGk=\x07\x1b\\");
+    }
+
+    #[test]
+    fn tmux_options_are_read_from_the_server_tmux_names() {
+        // A private tmux server (its own socket, no configuration).
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sock");
+        let tmux = |args: &[&str]| {
+            let status = std::process::Command::new("tmux")
+                .arg("-S")
+                .arg(&socket)
+                .args(["-f", "/dev/null"])
+                .args(args)
+                .env_remove("TMUX")
+                .status()
+                .expect("tmux runs (scripts/setup installs it)");
+            assert!(status.success(), "tmux {args:?}");
+        };
+        tmux(&["new-session", "-d", "-s", "t", "sleep 30"]);
+        let env = format!("{},0,0", socket.display());
+        let read = tmux_clipboard_options(&env);
+        tmux(&["set", "-g", "set-clipboard", "on"]);
+        let on = tmux_clipboard_options(&env);
+        tmux(&["set", "-g", "set-clipboard", "external"]);
+        tmux(&["set", "-g", "allow-passthrough", "on"]);
+        let pass = tmux_clipboard_options(&env);
+        tmux(&["kill-server"]);
+        assert_eq!(read.unwrap().set_clipboard, "external", "tmux's default");
+        assert_eq!(on.unwrap().set_clipboard, "on");
+        let pass = pass.unwrap();
+        assert_eq!(
+            (pass.set_clipboard.as_str(), pass.allow_passthrough.as_str()),
+            ("external", "on")
+        );
+        // A server that is not there is a reason, not a guess.
+        assert!(tmux_clipboard_options(&env).is_err());
+    }
 
     #[test]
     fn probe_replies_are_parsed() {

@@ -187,10 +187,8 @@ impl Controller<'_> {
             }
             Output::Copy(text) => {
                 match term.copy(&text) {
-                    Ok(true) => {}
-                    Ok(false) => app.notice(
-                        "this terminal's clipboard support is unknown; set SMITH_TUI_CAPS=clipboard=on to send OSC 52 anyway",
-                    ),
+                    Ok(smith_tui::term::Copied::Sent(said)) => app.notice(said),
+                    Ok(smith_tui::term::Copied::NotSent(why)) => app.notice(&why),
                     Err(err) => app.error(&format!("could not write to the terminal: {err}")),
                 }
                 Ok(())

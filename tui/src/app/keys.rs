@@ -547,8 +547,9 @@ impl App {
                     .is_some_and(|r| r.kind == EntryKind::Assistant)
             }),
         }?;
+        // Whether the copy reached a clipboard is known only where it is
+        // written: the frontend says so.
         let text = crate::sanitize::strip(&self.transcript.text(entry));
-        self.notice("copied to the clipboard");
         Some(Output::Copy(text))
     }
 

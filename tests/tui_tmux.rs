@@ -1,0 +1,175 @@
+//! The interface inside a real tmux (a private server: its own socket, no
+//! configuration file): Ctrl+Y copies the last answer with OSC 52, and what
+//! tmux does with it decides the outcome. With `set-clipboard on` the
+//! answer lands in tmux's paste buffer and the interface says so; with
+//! tmux's default (`external`, no passthrough) tmux would drop the write,
+//! so nothing is sent and the interface says why and which command
+//! changes it — never "copied".
+
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A private tmux server, killed when dropped.
+struct Tmux {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    home: PathBuf,
+    work: PathBuf,
+}
+
+impl Tmux {
+    fn start() -> Tmux {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sock");
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let tmux = Tmux {
+            _dir: dir,
+            socket,
+            home,
+            work,
+        };
+        // A first session holding the server open while options are set.
+        tmux.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "sleep 120",
+        ]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux runs (scripts/setup installs it)")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Starts `smith tui` in a new window answering every prompt with
+    /// `answer`.
+    fn smith(&self, answer: &str) {
+        let script = self.home.join("script.json");
+        std::fs::write(
+            &script,
+            format!(r#"[[{{"text": "{answer}"}}, {{"stop": {{"reason": "end"}}}}]]"#),
+        )
+        .unwrap();
+        let command = format!(
+            "env SMITH_HOME={} NO_COLOR=1 SMITH_TUI_CAPS=probe=off {} tui --provider mock --mock-script {} --cwd {}",
+            quote(&self.home),
+            quote(Path::new(env!("CARGO_BIN_EXE_smith"))),
+            quote(&script),
+            quote(&self.work),
+        );
+        self.ok(&["new-window", "-t", "t", "-n", "smith", &command]);
+    }
+
+    fn screen(&self) -> String {
+        self.ok(&["capture-pane", "-p", "-t", "t:smith"])
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "never showed {needle:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t:smith"];
+        args.extend_from_slice(keys);
+        self.ok(&args);
+    }
+
+    /// tmux's newest paste buffer, if it has one.
+    fn buffer(&self) -> Option<String> {
+        let out = self.run(&["show-buffer"]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+#[test]
+fn with_set_clipboard_on_a_copy_lands_in_tmux_and_says_so() {
+    let tmux = Tmux::start();
+    tmux.ok(&["set", "-g", "set-clipboard", "on"]);
+    tmux.smith("the answer is 42");
+    tmux.wait_for("F1 help");
+    tmux.keys(&["go", "Enter"]);
+    tmux.wait_for("the answer is 42");
+    tmux.keys(&["C-y"]);
+    let screen = tmux.wait_for("copied: tmux keeps it in its paste buffer");
+    assert!(!screen.contains("not copied"), "{screen}");
+    let start = Instant::now();
+    while tmux.buffer().as_deref() != Some("the answer is 42") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "tmux's buffer: {:?}",
+            tmux.buffer()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn with_tmux_defaults_nothing_is_sent_and_the_user_is_told_the_command() {
+    let tmux = Tmux::start();
+    tmux.ok(&["set", "-g", "set-clipboard", "external"]);
+    tmux.ok(&["set", "-g", "allow-passthrough", "off"]);
+    tmux.smith("keep this");
+    tmux.wait_for("F1 help");
+    tmux.keys(&["go", "Enter"]);
+    tmux.wait_for("keep this");
+    tmux.keys(&["C-y"]);
+    // The notice may wrap: look for its parts.
+    let screen = tmux.wait_for("not copied: tmux drops clipboard writes");
+    let flat: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("tmux set -g set-clipboard on"), "{screen}");
+    assert!(!flat.contains("copied to the clipboard"), "{screen}");
+    assert_eq!(tmux.buffer(), None, "something reached tmux's buffer");
+}
