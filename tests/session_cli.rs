@@ -528,3 +528,125 @@ fn dump_and_replay_write_the_same_bytes_as_before_they_streamed() {
     let loaded = ok(home, &["replay", "fixture", "--instant", "--json"]);
     assert_eq!(loaded, want);
 }
+
+/// Records session `name` from a mock script (`responses`, the model's
+/// turns) and `prompt`, approving tools.
+fn record_scripted(home: &Path, name: &str, responses: serde_json::Value, prompt: &str) {
+    let script = home.join(format!("{name}.json"));
+    std::fs::write(&script, responses.to_string()).unwrap();
+    ok(
+        home,
+        &[
+            "eval",
+            "--yes",
+            "--name",
+            name,
+            "--mock-script",
+            &script.display().to_string(),
+            prompt,
+        ],
+    );
+}
+
+#[test]
+fn search_finds_text_in_every_session_with_smart_case() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    // alpha: a tool output of about 9 KB, stored compressed, ends with a
+    // marker word.
+    record_scripted(
+        h,
+        "alpha",
+        serde_json::json!([
+            [
+                {"tool_call": {"id": "c1", "name": "bash",
+                    "arguments": {"command": "seq 1 2000; echo zebra-$((40 + 2))"}}},
+                {"stop": {"reason": "tool_use"}}
+            ],
+            [{"text": "done"}, {"stop": {"reason": "end"}}]
+        ]),
+        "please Fix the Flaky parser test",
+    );
+    assert!(
+        info(h, "alpha")["compressed_entries"].as_u64().unwrap() >= 1,
+        "the long output is stored compressed"
+    );
+    record_scripted(
+        h,
+        "beta",
+        serde_json::json!([[{"text": "The flaky test is fixed now."}, {"stop": {"reason": "end"}}]]),
+        "unrelated words",
+    );
+
+    // Without capitals, case is ignored: both sessions, newest first.
+    let out = ok(h, &["session", "search", "flaky"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with("beta  #") && lines[0].contains("  assistant  "),
+        "{out}"
+    );
+    assert!(lines[0].ends_with("The flaky test is fixed now."), "{out}");
+    assert!(
+        lines[1].starts_with("alpha  #") && lines[1].contains("  user  "),
+        "{out}"
+    );
+    assert!(
+        lines[1].ends_with("please Fix the Flaky parser test"),
+        "{out}"
+    );
+    // A capital makes it exact.
+    let out = ok(h, &["session", "search", "Flaky"]);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.starts_with("alpha  #"), "{out}");
+    // Inside a compressed tool output.
+    let out = ok(h, &["session", "search", "zebra-42"]);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains("  tool result  ") && out.contains("2000 zebra-42"),
+        "{out}"
+    );
+    assert!(
+        out.contains('…'),
+        "a long text is cut around the match: {out}"
+    );
+    // One session only; JSON.
+    let out = ok(
+        h,
+        &["session", "search", "flaky", "--session", "beta", "--json"],
+    );
+    let hits: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(hits.len(), 1, "{out}");
+    assert_eq!(hits[0]["name"], "beta");
+    assert_eq!(hits[0]["kind"], "assistant_message");
+    let snippet = hits[0]["snippet"].as_str().unwrap();
+    let m = &hits[0]["match"];
+    let (a, b) = (
+        m[0].as_u64().unwrap() as usize,
+        m[1].as_u64().unwrap() as usize,
+    );
+    assert_eq!(&snippet[a..b], "flaky");
+    // A limit shows fewer and says how many there were.
+    let o = smith(h, &["session", "search", "flaky", "--limit", "1"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).lines().count(), 1);
+    assert!(
+        stderr(&o).starts_with("2 hits in 2 of 2 sessions (the first 1 shown"),
+        "{}",
+        stderr(&o)
+    );
+    // No hit: exit 1 and nothing on stdout, as grep.
+    let err = fails(h, &["session", "search", "no such words anywhere"]);
+    assert!(err.starts_with("0 hits in 2 of 2 sessions"), "{err}");
+    // The call is in the assistant message, once: its tool-call entry
+    // repeats it and is not searched, nor is the effect record that
+    // repeats the output.
+    let out = ok(h, &["session", "search", "seq 1 2000"]);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.contains("  assistant  "), "{out}");
+    let dump = ok(h, &["session", "dump", "alpha"]);
+    assert!(dump.matches("zebra-42").count() >= 2, "{dump}");
+}

@@ -237,6 +237,19 @@ fn timestamp(t: SystemTime) -> String {
     )
 }
 
+/// `ms` (milliseconds since the Unix epoch) as a UTC date and minute,
+/// `2026-12-03 10:22`: how listings show when something happened.
+pub fn utc_minute(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
 /// Year, month, day of the day `days` after 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`, for non-negative days).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -441,6 +454,14 @@ mod tests {
         }
         assert_eq!(Level::parse("verbose"), None);
         assert!(Level::Error < Level::Warn && Level::Debug < Level::Trace);
+    }
+
+    #[test]
+    fn minutes_are_utc() {
+        assert_eq!(utc_minute(0), "1970-01-01 00:00");
+        // 2026-12-03T10:22:59.999Z
+        assert_eq!(utc_minute(1_796_293_379_999), "2026-12-03 10:22");
+        assert_eq!(utc_minute(951_782_400_000), "2000-02-29 00:00");
     }
 
     #[test]

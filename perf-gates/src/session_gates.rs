@@ -55,6 +55,14 @@ pub const REPLAY_NS_PER_MB_LIMIT: f64 = 15_000_000.0;
 /// size: 64 MiB.
 pub const PEAK_HEAP_LIMIT: f64 = 64.0 * 1024.0 * 1024.0;
 
+/// The time one MB of sessions may take to search: 1 ms, so 1 GB of
+/// sessions is searched in at most 1 s warm (the goal).
+pub const SEARCH_NS_PER_MB_LIMIT: f64 = 1_000_000.0;
+
+/// A query the fixture does not hold, so every searched entry is scanned
+/// to its end (a search's worst case).
+pub const SEARCH_ABSENT: &str = "no fixture holds this: 5eed";
+
 /// The fixture's size under the full and quick plans.
 pub const FIXTURE_BYTES: u64 = 256_000_000;
 
@@ -90,6 +98,15 @@ pub const SESSION: &[Gate] = &[
         cores: 1,
     },
     Gate {
+        name: "session.search_throughput",
+        metric: "`smith session search` of the 256 MB session for text it does not hold (every searched entry scanned to its end; the session loaded first, page cache warm): time per MB (10^6 bytes) of session file (1 ms per MB is 1 GB in 1 s)",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(SEARCH_NS_PER_MB_LIMIT)],
+        floor: None,
+        run: search_throughput,
+        cores: 1,
+    },
+    Gate {
         name: "session.replay_peak_heap",
         metric: "peak live heap bytes (accounting allocator) while `smith replay --instant --json` plays the 256 MB session to /dev/null",
         unit: Unit::Bytes,
@@ -99,6 +116,22 @@ pub const SESSION: &[Gate] = &[
         cores: 1,
     },
 ];
+
+/// `smith session search` over the fixture: (hits, content bytes
+/// searched). Loads the session (maps the file, builds its record table)
+/// and searches every entry for [`SEARCH_ABSENT`], as the command does for
+/// each session.
+fn search(path: &Path) -> Result<(u64, u64), GateError> {
+    let query = smith_store::search::Query::new(SEARCH_ABSENT)
+        .map_err(|e| gate_error("compiling the search", e))?;
+    let session = SessionFile::open(path)
+        .and_then(|f| f.load(&Limits::default()))
+        .map_err(|e| gate_error("loading the fixture to search", e))?;
+    let mut scratch = Vec::new();
+    let searched = smith_store::search::search_session(&session, &query, &mut scratch, |_| true)
+        .map_err(|e| gate_error("searching the fixture", e))?;
+    Ok((searched.hits, searched.bytes))
+}
 
 /// The fixture session of a bench run, removed on drop.
 #[derive(Debug)]
@@ -628,6 +661,10 @@ fn replay_peak_heap(cx: &mut Context) -> Result<Measurement, GateError> {
     peak_heap(cx, replay)
 }
 
+fn search_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
+    throughput(cx, search, "hits")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,6 +674,7 @@ mod tests {
         for (name, ns) in [
             ("session.dump_throughput", 10_000_000.0),
             ("session.replay_throughput", 15_000_000.0),
+            ("session.search_throughput", 1_000_000.0),
         ] {
             assert_eq!(
                 crate::table::limits_of(name),
@@ -673,6 +711,23 @@ mod tests {
         // turn (5 events), agent_end, settled.
         assert_eq!(events, runs * (3 + 8 * 8 + 5 + 2), "{events}");
         assert!(bytes > 0);
+        // The gate's query is absent; every message and result is scanned,
+        // most of the file (effect records and run metadata aside).
+        let (hits, searched) = search(&path).expect("search");
+        assert_eq!(hits, 0);
+        assert!(searched > len / 4 && searched < len, "{searched} of {len}");
+        // A word the generated text holds is found in every run.
+        let session = SessionFile::open(&path)
+            .unwrap()
+            .load(&Limits::default())
+            .unwrap();
+        let query = smith_store::search::Query::new("returns").unwrap();
+        let found = smith_store::search::search_session(&session, &query, &mut Vec::new(), |hit| {
+            assert_eq!(&hit.snippet[hit.matched.0..hit.matched.1], "returns");
+            true
+        })
+        .unwrap();
+        assert!(found.hits >= runs, "{found:?}");
         let dir = cx.session_fixture().expect("kept").dir.clone();
         drop(cx);
         assert!(!dir.exists(), "removed with the context");

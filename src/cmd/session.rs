@@ -87,6 +87,23 @@ enum Sub {
         #[arg(long, value_name = "DAYS")]
         older_than: Option<u64>,
     },
+    /// Search the text of every stored session (messages, tool calls and
+    /// results, compaction summaries), newest session first; smart case: a
+    /// query without capitals ignores ASCII case.
+    Search {
+        /// The text to look for.
+        #[arg(value_name = "TEXT")]
+        text: String,
+        /// Search only this session (name or id).
+        #[arg(long, value_name = "REF")]
+        session: Option<String>,
+        /// Show at most this many hits (all are counted).
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: u64,
+        /// Print one JSON object per hit instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Rewrite a damaged session keeping every complete frame, atomically.
     Repair {
         /// Session name or id.
@@ -138,6 +155,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 }
             }
         }
+        Sub::Search {
+            text,
+            session,
+            limit,
+            json,
+        } => return search(&store, &mut out, &text, session.as_deref(), limit, json),
         Sub::Info { session, json } => {
             let id = store.resolve(&session)?;
             let s = store.load(&id.to_hex())?;
@@ -337,3 +360,98 @@ const IMPORT_BOUND: smith_diag::input::Bound<'static> = smith_diag::input::Bound
     max_bytes: 64 * 1024 * 1024 * 1024,
     named: true,
 };
+
+/// `smith session search`: exit 0 with hits, 1 without (as grep does).
+fn search(
+    store: &Store,
+    out: &mut impl std::io::Write,
+    text: &str,
+    only: Option<&str>,
+    limit: u64,
+    json: bool,
+) -> anyhow::Result<u8> {
+    use smith_store::search::{Query, search_sessions};
+    let query = Query::new(text)?;
+    let mut sessions = store.list()?;
+    if let Some(r) = only {
+        let id = store.resolve(r)?;
+        sessions.retain(|s| s.id == id);
+    }
+    let started = std::time::Instant::now();
+    let mut shown = 0u64;
+    let mut failed: Option<std::io::Error> = None;
+    let searched = search_sessions(store, &sessions, &query, |info, hit| {
+        // Every hit is counted; the first `limit` are shown.
+        if shown >= limit {
+            return true;
+        }
+        let name = info
+            .name
+            .clone()
+            .unwrap_or_else(|| info.id.to_hex()[..8].to_owned());
+        let written = if json {
+            let v = serde_json::json!({
+                "session": info.id.to_hex(),
+                "name": info.name,
+                "entry": hit.entry,
+                "kind": hit.kind.name().unwrap_or("other"),
+                "timestamp_ms": hit.timestamp_ms,
+                "snippet": hit.snippet,
+                "match": [hit.matched.0, hit.matched.1],
+            });
+            writeln!(out, "{v}")
+        } else {
+            writeln!(
+                out,
+                "{name}  #{}  {}  {}  {}",
+                hit.entry,
+                kind_word(hit.kind),
+                smith_diag::log::utc_minute(hit.timestamp_ms),
+                hit.snippet
+            )
+        };
+        if let Err(err) = written {
+            failed = Some(err);
+            return false;
+        }
+        shown += 1;
+        true
+    })?;
+    if let Some(err) = failed {
+        return Err(err.into());
+    }
+    let elapsed = started.elapsed();
+    let more = if searched.within.hits > shown {
+        format!(" (the first {shown} shown: --limit raises it)")
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "{} {} in {} of {} sessions{more}; searched {} entries, {:.1} MB in {:.0} ms",
+        searched.within.hits,
+        if searched.within.hits == 1 {
+            "hit"
+        } else {
+            "hits"
+        },
+        searched.sessions,
+        sessions.len(),
+        searched.within.entries,
+        searched.within.bytes as f64 / 1e6,
+        elapsed.as_secs_f64() * 1000.0
+    );
+    Ok(u8::from(searched.within.hits == 0))
+}
+
+/// A short word for an entry kind in listings.
+fn kind_word(kind: smith_store::EntryKind) -> &'static str {
+    use smith_store::EntryKind as K;
+    match kind {
+        K::UserMessage => "user",
+        K::AssistantMessage => "assistant",
+        K::ToolCall => "tool call",
+        K::ToolResult => "tool result",
+        K::Compaction => "summary",
+        _ => "entry",
+    }
+}

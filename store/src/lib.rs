@@ -38,6 +38,7 @@ pub mod format;
 mod helper;
 pub mod publish;
 pub mod scan;
+pub mod search;
 mod session;
 mod store;
 mod tail;

@@ -1541,7 +1541,7 @@ impl Session {
         Ok(std::borrow::Cow::Owned(dst))
     }
 
-    fn decompress(&self, r: &Record, dst: &mut [u8]) -> Result<()> {
+    pub(crate) fn decompress(&self, r: &Record, dst: &mut [u8]) -> Result<()> {
         thread_local! {
             static DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
                 const { std::cell::RefCell::new(None) };
