@@ -140,17 +140,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             } else {
                 writeln!(
                     out,
-                    "{:<32}  {:<24}  {:>12}  {:>13}",
-                    "ID", "NAME", "BYTES", "MODIFIED_MS"
+                    "{:<32}  {:<24}  {:>9}  {:<16}",
+                    "ID", "NAME", "SIZE", "MODIFIED (UTC)"
                 )?;
                 for s in &list {
                     writeln!(
                         out,
-                        "{:<32}  {:<24}  {:>12}  {:>13}",
+                        "{:<32}  {:<24}  {:>9}  {:<16}",
                         s.id.to_hex(),
                         s.name.as_deref().unwrap_or("-"),
-                        s.bytes,
-                        s.modified_ms
+                        human_size(s.bytes),
+                        smith_diag::log::utc_minute(s.modified_ms)
                     )?;
                 }
             }
@@ -453,5 +453,35 @@ fn kind_word(kind: smith_store::EntryKind) -> &'static str {
         K::ToolResult => "tool result",
         K::Compaction => "summary",
         _ => "entry",
+    }
+}
+
+/// `bytes` for people: `812 B`, `4.2 KB`, `18.0 MB`, `1.1 GB` (powers of
+/// 1000, one decimal).
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 999.95 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        use super::human_size;
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(812), "812 B");
+        assert_eq!(human_size(4_200), "4.2 KB");
+        assert_eq!(human_size(999_960), "1.0 MB");
+        assert_eq!(human_size(18_000_000), "18.0 MB");
+        assert_eq!(human_size(1_073_741_824), "1.1 GB");
     }
 }

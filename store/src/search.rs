@@ -38,8 +38,31 @@ pub const SNIPPET_CONTEXT: usize = 40;
 pub struct Query {
     text: String,
     case_sensitive: bool,
-    finder: AhoCorasick,
+    finder: Finder,
 }
+
+/// How a query is looked for.
+#[derive(Debug, Clone)]
+enum Finder {
+    /// Exactly: one pattern (a SIMD substring search inside).
+    Exact(AhoCorasick),
+    /// ASCII case ignored: every case variant of a short prefix found at
+    /// once by the packed SIMD searcher (Teddy), each candidate then
+    /// compared whole ignoring ASCII case. A single case-insensitive
+    /// automaton would have to stop at every byte that can start the
+    /// query (every `n` of English text for "needle"), which is several
+    /// times slower.
+    Variants {
+        prefixes: aho_corasick::packed::Searcher,
+        lower: Vec<u8>,
+    },
+    /// ASCII case ignored where the packed searcher cannot run (no SIMD):
+    /// one case-insensitive automaton.
+    Folded(AhoCorasick),
+}
+
+/// Case variants of the prefix are generated up to this many.
+const MAX_VARIANTS: usize = 16;
 
 impl Query {
     /// Compiles `text` with smart case (see the module docs).
@@ -54,17 +77,28 @@ impl Query {
             ));
         }
         let case_sensitive = text.chars().any(char::is_uppercase);
-        let finder = AhoCorasick::builder()
-            .ascii_case_insensitive(!case_sensitive)
-            .match_kind(MatchKind::LeftmostFirst)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build([text])
-            .map_err(|err| {
-                StoreError::new(
-                    ErrorKind::Invalid,
-                    format!("the search text {text:?} cannot be searched for: {err}"),
-                )
-            })?;
+        let automaton = |fold: bool| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(fold)
+                .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build([text])
+                .map_err(|err| {
+                    StoreError::new(
+                        ErrorKind::Invalid,
+                        format!("the search text {text:?} cannot be searched for: {err}"),
+                    )
+                })
+        };
+        let finder = if case_sensitive {
+            Finder::Exact(automaton(false)?)
+        } else {
+            let lower = text.as_bytes().to_ascii_lowercase();
+            match prefix_variants(&lower) {
+                Some(prefixes) => Finder::Variants { prefixes, lower },
+                None => Finder::Folded(automaton(true)?),
+            }
+        };
         Ok(Query {
             text: text.to_owned(),
             case_sensitive,
@@ -85,8 +119,70 @@ impl Query {
 
     /// The byte range of the first match in `haystack`.
     pub fn find(&self, haystack: &[u8]) -> Option<(usize, usize)> {
-        self.finder.find(haystack).map(|m| (m.start(), m.end()))
+        match &self.finder {
+            Finder::Exact(a) | Finder::Folded(a) => a.find(haystack).map(|m| (m.start(), m.end())),
+            Finder::Variants { prefixes, lower } => {
+                let mut at = 0;
+                while at < haystack.len() {
+                    let m =
+                        prefixes.find_in(haystack, aho_corasick::Span::from(at..haystack.len()))?;
+                    let start = m.start();
+                    let end = start + lower.len();
+                    if haystack
+                        .get(start..end)
+                        .is_some_and(|h| h.eq_ignore_ascii_case(lower))
+                    {
+                        return Some((start, end));
+                    }
+                    at = start + 1;
+                }
+                None
+            }
+        }
     }
+}
+
+/// The packed searcher for every ASCII case variant of the longest prefix
+/// of `lower` that has at most [`MAX_VARIANTS`] of them; `None` where the
+/// packed searcher is not available.
+fn prefix_variants(lower: &[u8]) -> Option<aho_corasick::packed::Searcher> {
+    let mut len = 0;
+    let mut count = 1usize;
+    for &b in lower {
+        let more = if b.is_ascii_alphabetic() { 2 } else { 1 };
+        if count * more > MAX_VARIANTS {
+            break;
+        }
+        count *= more;
+        len += 1;
+    }
+    let prefix = &lower[..len.max(1)];
+    let mut variants: Vec<Vec<u8>> = vec![Vec::with_capacity(prefix.len())];
+    for &b in prefix {
+        if b.is_ascii_alphabetic() {
+            let upper: Vec<Vec<u8>> = variants
+                .iter()
+                .map(|v| {
+                    let mut v = v.clone();
+                    v.push(b.to_ascii_uppercase());
+                    v
+                })
+                .collect();
+            for v in &mut variants {
+                v.push(b);
+            }
+            variants.extend(upper);
+        } else {
+            for v in &mut variants {
+                v.push(b);
+            }
+        }
+    }
+    aho_corasick::packed::Config::new()
+        .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+        .builder()
+        .extend(variants)
+        .build()
 }
 
 /// One entry holding the query.
@@ -296,6 +392,29 @@ mod tests {
         assert_eq!(q.find(b"a flaky one"), None);
         assert_eq!(q.find(b"a Flaky one"), Some((2, 7)));
         assert!(Query::new("").is_err());
+    }
+
+    #[test]
+    fn ignoring_case_finds_every_variant_and_checks_the_whole_query() {
+        let q = Query::new("flaky test").unwrap();
+        for hay in ["FLAKY TEST", "fLaKy TeSt", "a flaky test", "flaky testing"] {
+            assert!(q.find(hay.as_bytes()).is_some(), "{hay}");
+        }
+        // A prefix that matches but a tail that does not, then a match.
+        assert_eq!(q.find(b"flaky tent, Flaky Test"), Some((12, 22)));
+        assert_eq!(q.find(b"flaky tes"), None);
+        // Non-letters and non-ASCII in the query.
+        let q = Query::new("é-42 x").unwrap();
+        assert_eq!(
+            q.find("É-42 x".as_bytes()),
+            None,
+            "only ASCII case is ignored"
+        );
+        assert!(q.find("é-42 X".as_bytes()).is_some());
+        // Short haystacks and queries.
+        let q = Query::new("a").unwrap();
+        assert_eq!(q.find(b"A"), Some((0, 1)));
+        assert_eq!(q.find(b""), None);
     }
 
     #[test]
