@@ -979,9 +979,7 @@ impl Runner {
 
     /// Whether a failed request may be recovered by an overflow compaction.
     fn may_compact_overflow(&self, error: &ProviderError, state: &RunState) -> bool {
-        error.kind == crate::provider::ProviderErrorKind::ContextOverflow
-            && self.config.compaction.auto
-            && !state.overflow_compacted
+        error.is_too_large() && self.config.compaction.auto && !state.overflow_compacted
     }
 
     /// Answers calls that never ran (aborted stream, aborted response).
