@@ -638,6 +638,12 @@ impl Runner {
             if self.turn_limit_reached(&state) {
                 break StopCause::TurnLimit;
             }
+            // No request is sent over the model's window: it could only be
+            // refused (or, far over it, not even be built or sent).
+            if let Some(info) = self.over_window() {
+                self.emit(Event::Error(info));
+                break StopCause::Error;
+            }
             state.turn += 1;
             self.emit(Event::TurnStart { turn: state.turn });
             let outcome = self.turn(cancel, &mut state);
