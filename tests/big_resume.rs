@@ -6,6 +6,9 @@
 //! smith counts it where no tokenizer exists: `BYTES_PER_TOKEN` bytes a
 //! token), summary requests included, and the answer must arrive.
 
+// Test code: helpers unwrap just like #[test] bodies.
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/http.rs"]
 mod http;
 
@@ -92,6 +95,50 @@ fn server() -> Server {
     }))
 }
 
+/// Runs `cmd` to its end: its output, and its own CPU time and peak
+/// resident memory (reaped with `wait4`).
+fn output_and_usage(cmd: &mut Command) -> (Output, libc::rusage) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    let err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stderr.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: `usage` is a plain C struct that wait4 fills; `pid` is our
+    // child, not yet reaped.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::wait4(pid, &raw mut status, 0, &raw mut usage), pid);
+        usage
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let output = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    (output, usage)
+}
+
+/// A `timeval` in seconds.
+fn seconds(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 / 1e6
+}
+
 fn describe(out: &Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr);
     let tail = &err[err.len().saturating_sub(4000)..];
@@ -152,8 +199,14 @@ fn resume_and_answer(bytes: u64) {
         cmd.env_remove(var);
     }
     let started = std::time::Instant::now();
-    let out = cmd.output().unwrap();
-    eprintln!("resumed and answered in {:?}", started.elapsed());
+    let (out, usage) = output_and_usage(&mut cmd);
+    eprintln!(
+        "resumed and answered in {:?} wall, {:.2} s user, {:.2} s system, {} MiB peak RSS",
+        started.elapsed(),
+        seconds(usage.ru_utime),
+        seconds(usage.ru_stime),
+        usage.ru_maxrss / 1024
+    );
     assert!(out.status.success(), "{}", describe(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(ANSWER), "{}", describe(&out));
