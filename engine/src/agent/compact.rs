@@ -553,7 +553,7 @@ pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, Compact
                 ..
             } if i < protect_from && content.len() > 200 => open
                 .get(call_id.as_str())
-                .and_then(|(at, call)| superseded(*at, *call)),
+                .and_then(|(at, call)| superseded(*at, call)),
             _ => None,
         };
         let pruned = match message {
