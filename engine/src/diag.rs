@@ -50,6 +50,14 @@ pub(crate) fn provider_kind_text(kind: &str) -> Option<(&'static str, &'static s
             "the conversation does not fit the model's context window",
             "compact the conversation or choose a model with a larger context",
         ),
+        "request_too_large" => (
+            "smith sends no request body over the HTTP engine's 16 MiB bound, so nothing was sent; the same request would be refused again, so it is not retried",
+            "compact the conversation (/compact) or start a new session",
+        ),
+        "plugin_memory" => (
+            "the provider plugin ran out of its memory limit building the request; the same request needs the same memory, so it is not retried",
+            "compact the conversation (/compact) or start a new session",
+        ),
         "malformed_stream" => (
             "the response stream broke the stream rules or ended early",
             "retry; if it persists, report the provider's response",
@@ -395,13 +403,15 @@ mod tests {
         assert!(d.surface().is_some(), "{d}");
     }
 
-    const PROVIDER_KINDS: [ProviderErrorKind; 8] = [
+    const PROVIDER_KINDS: [ProviderErrorKind; 10] = [
         ProviderErrorKind::RateLimit,
         ProviderErrorKind::Overloaded,
         ProviderErrorKind::Auth,
         ProviderErrorKind::InvalidRequest,
         ProviderErrorKind::ModelUnavailable,
         ProviderErrorKind::ContextOverflow,
+        ProviderErrorKind::RequestTooLarge,
+        ProviderErrorKind::PluginMemory,
         ProviderErrorKind::MalformedStream,
         ProviderErrorKind::Transport,
     ];
@@ -435,6 +445,8 @@ mod tests {
             "invalid_request",
             "model_unavailable",
             "context_overflow",
+            "request_too_large",
+            "plugin_memory",
             "malformed_stream",
             "transport",
             "journal",

@@ -162,6 +162,28 @@ pub enum StopCause {
     Error,
 }
 
+/// What a compaction's cheap stage changed, and the size of the context's
+/// messages (bytes of their JSON projection) before and after the whole
+/// compaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionDetail {
+    /// Reasoning blocks of finished turns dropped.
+    pub thinking_dropped: usize,
+    /// Old tool results cut to their beginning and end.
+    pub results_clipped: usize,
+    /// Old `read` results replaced because a later read of the same file
+    /// supersedes them.
+    pub reads_superseded: usize,
+    /// The oldest messages left out of the summary, which covers at most
+    /// `compact::MAX_SUMMARIZED_WINDOWS` requests' worth (it says so).
+    #[serde(default)]
+    pub messages_left_out: usize,
+    /// The messages' size before, in bytes.
+    pub bytes_before: u64,
+    /// The messages' size after, in bytes.
+    pub bytes_after: u64,
+}
+
 /// Why a compaction ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -408,6 +430,10 @@ pub enum Event {
         /// Why nothing changed (skipped, failed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ErrorInfo>,
+        /// What the cheap stage pruned and the messages' size in bytes
+        /// before and after (compacted only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<CompactionDetail>,
     },
     /// A provider request failed before any content and is sent again
     /// after `wait_ms` (a rate limit's hint, the backoff after a transient

@@ -513,6 +513,8 @@ impl Builder {
                 kept_messages: Some(record.kept_messages),
                 usage: Some(record.usage),
                 error: None,
+                // The record keeps no sizes in bytes or pruning counts.
+                detail: None,
             },
         );
         if self.run.is_none() {

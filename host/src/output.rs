@@ -213,6 +213,7 @@ pub fn compaction_line(event: &Event) -> Option<String> {
             summarized_messages,
             kept_messages,
             error,
+            detail,
             ..
         } => {
             let because = |fallback: &str| {
@@ -221,12 +222,38 @@ pub fn compaction_line(event: &Event) -> Option<String> {
                     .map_or_else(|| fallback.to_owned(), |e| one_line(&e.message, 200))
             };
             Some(match outcome {
-                CompactionOutcome::Compacted => format!(
-                    "smith: compacted: {} messages summarized, {} kept; context about {tokens_before} -> {} tokens",
-                    summarized_messages.unwrap_or(0),
-                    kept_messages.unwrap_or(0),
-                    tokens_after.map_or_else(|| "?".to_owned(), |t| t.to_string())
-                ),
+                CompactionOutcome::Compacted => {
+                    let tokens = tokens_after.map_or_else(|| "?".to_owned(), |t| t.to_string());
+                    let bytes = detail.map_or_else(String::new, |d| {
+                        format!(" ({} -> {} bytes)", d.bytes_before, d.bytes_after)
+                    });
+                    let pruned = detail
+                        .filter(|d| d.thinking_dropped + d.results_clipped + d.reads_superseded > 0)
+                        .map_or_else(String::new, |d| {
+                            format!(
+                                "pruned {} reasoning block(s), {} long tool result(s) and {} superseded read(s); ",
+                                d.thinking_dropped, d.results_clipped, d.reads_superseded
+                            )
+                        });
+                    let left_out =
+                        detail
+                            .filter(|d| d.messages_left_out > 0)
+                            .map_or_else(String::new, |d| {
+                                format!(
+                                    " (the {} oldest left out of the summary, which says so)",
+                                    d.messages_left_out
+                                )
+                            });
+                    match summarized_messages {
+                        Some(0) | None => format!(
+                            "smith: compacted: {pruned}nothing summarized; context about {tokens_before} -> {tokens} tokens{bytes}"
+                        ),
+                        Some(n) => format!(
+                            "smith: compacted: {pruned}{n} messages summarized{left_out}, {} kept; context about {tokens_before} -> {tokens} tokens{bytes}",
+                            kept_messages.unwrap_or(0),
+                        ),
+                    }
+                }
                 CompactionOutcome::Skipped => format!(
                     "smith: not compacted: {}",
                     because("there is nothing to summarize yet")
@@ -411,10 +438,51 @@ mod tests {
                 kept_messages: (outcome == CompactionOutcome::Compacted).then_some(6),
                 usage: None,
                 error,
+                detail: None,
             };
         assert_eq!(
             compaction_line(&end(CompactionOutcome::Compacted, None)).unwrap(),
             "smith: compacted: 40 messages summarized, 6 kept; context about 120000 -> 9000 tokens"
+        );
+        // With sizes in bytes and what the cheap stage pruned.
+        let detail = smith_engine::protocol::CompactionDetail {
+            thinking_dropped: 3,
+            results_clipped: 2,
+            reads_superseded: 1,
+            messages_left_out: 0,
+            bytes_before: 480_000,
+            bytes_after: 36_000,
+        };
+        let mut summarized = end(CompactionOutcome::Compacted, None);
+        if let Event::CompactionEnd { detail: d, .. } = &mut summarized {
+            *d = Some(detail);
+        }
+        assert_eq!(
+            compaction_line(&summarized).unwrap(),
+            "smith: compacted: pruned 3 reasoning block(s), 2 long tool result(s) and 1 superseded read(s); 40 messages summarized, 6 kept; context about 120000 -> 9000 tokens (480000 -> 36000 bytes)"
+        );
+        let mut left_out = summarized.clone();
+        if let Event::CompactionEnd {
+            detail: Some(d), ..
+        } = &mut left_out
+        {
+            d.messages_left_out = 25;
+        }
+        assert_eq!(
+            compaction_line(&left_out).unwrap(),
+            "smith: compacted: pruned 3 reasoning block(s), 2 long tool result(s) and 1 superseded read(s); 40 messages summarized (the 25 oldest left out of the summary, which says so), 6 kept; context about 120000 -> 9000 tokens (480000 -> 36000 bytes)"
+        );
+        let mut pruned_only = summarized.clone();
+        if let Event::CompactionEnd {
+            summarized_messages,
+            ..
+        } = &mut pruned_only
+        {
+            *summarized_messages = Some(0);
+        }
+        assert_eq!(
+            compaction_line(&pruned_only).unwrap(),
+            "smith: compacted: pruned 3 reasoning block(s), 2 long tool result(s) and 1 superseded read(s); nothing summarized; context about 120000 -> 9000 tokens (480000 -> 36000 bytes)"
         );
         let failure: smith_engine::protocol::ErrorInfo =
             serde_json::from_value(serde_json::json!({

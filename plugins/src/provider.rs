@@ -396,15 +396,14 @@ fn plugin_failure(error: &PluginError) -> engine::ProviderError {
 
 /// [`plugin_failure`] of `encode`: there, running out of memory means the
 /// request is too large to build (built-in provider plugins have memory for
-/// the largest body smith sends), so it is a context overflow, which a run
-/// answers by compacting once and trying again, and which is not retried
-/// as it is.
+/// the largest body smith sends), so it is a `plugin_memory` error: like a
+/// context overflow, a run answers it by compacting once and trying again,
+/// and it is not retried as it is.
 fn encode_failure(error: &PluginError) -> engine::ProviderError {
     match error.kind {
-        ErrorKind::Memory => engine::ProviderError::new(
-            engine::ProviderErrorKind::ContextOverflow,
-            error.to_string(),
-        ),
+        ErrorKind::Memory => {
+            engine::ProviderError::new(engine::ProviderErrorKind::PluginMemory, error.to_string())
+        }
         _ => plugin_failure(error),
     }
 }

@@ -403,7 +403,9 @@ pub(crate) fn advice(kind: ProviderErrorKind) -> &'static str {
         ProviderErrorKind::ModelUnavailable => {
             "check the model id or choose another model (`smith models`)"
         }
-        ProviderErrorKind::ContextOverflow => {
+        ProviderErrorKind::ContextOverflow
+        | ProviderErrorKind::RequestTooLarge
+        | ProviderErrorKind::PluginMemory => {
             "compact the conversation or choose a model with a larger context window"
         }
         ProviderErrorKind::MalformedStream | ProviderErrorKind::Transport => {

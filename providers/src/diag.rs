@@ -38,6 +38,14 @@ fn why_next(kind: ProviderErrorKind) -> (&'static str, &'static str) {
             "the conversation does not fit the model's context window",
             "compact the conversation or choose a model with a larger context",
         ),
+        ProviderErrorKind::RequestTooLarge => (
+            "smith sends no request body over the HTTP engine's 16 MiB bound, so nothing was sent; the same request would be refused again, so it is not retried",
+            "compact the conversation (/compact) or start a new session",
+        ),
+        ProviderErrorKind::PluginMemory => (
+            "the provider plugin ran out of its memory limit building the request; the same request needs the same memory, so it is not retried",
+            "compact the conversation (/compact) or start a new session",
+        ),
         ProviderErrorKind::MalformedStream => (
             "the response stream broke the stream rules or ended early",
             "retry; if it persists, report the provider's response",
@@ -90,6 +98,8 @@ mod tests {
             ProviderErrorKind::InvalidRequest,
             ProviderErrorKind::ModelUnavailable,
             ProviderErrorKind::ContextOverflow,
+            ProviderErrorKind::RequestTooLarge,
+            ProviderErrorKind::PluginMemory,
             ProviderErrorKind::MalformedStream,
             ProviderErrorKind::Transport,
         ];

@@ -274,6 +274,12 @@ pub enum ProviderErrorKind {
     ModelUnavailable,
     /// The request does not fit the model's context window.
     ContextOverflow,
+    /// The request body is larger than the HTTP engine sends (16 MiB), so
+    /// nothing was sent. Deterministic: the same request is refused again.
+    RequestTooLarge,
+    /// The provider plugin ran out of its memory limit while building the
+    /// request. Deterministic: the same request needs the same memory.
+    PluginMemory,
     /// The response stream broke the stream rules or ended early.
     MalformedStream,
     /// The exchange could not be carried out (network, missing transport).
@@ -290,6 +296,8 @@ impl ProviderErrorKind {
             Self::InvalidRequest => "invalid_request",
             Self::ModelUnavailable => "model_unavailable",
             Self::ContextOverflow => "context_overflow",
+            Self::RequestTooLarge => "request_too_large",
+            Self::PluginMemory => "plugin_memory",
             Self::MalformedStream => "malformed_stream",
             Self::Transport => "transport",
         }
@@ -316,6 +324,19 @@ impl ProviderError {
             message: message.into(),
             retry_after_ms: None,
         }
+    }
+
+    /// Whether the request is too large as it is — over the model's
+    /// window, over the bound on what is sent, or beyond what the provider
+    /// plugin can build: never retried or failed over unchanged; a run
+    /// answers it by compacting once and trying again.
+    pub fn is_too_large(&self) -> bool {
+        matches!(
+            self.kind,
+            ProviderErrorKind::ContextOverflow
+                | ProviderErrorKind::RequestTooLarge
+                | ProviderErrorKind::PluginMemory
+        )
     }
 
     /// A malformed-stream error.

@@ -9,15 +9,26 @@
 //!    context window less [`CompactionSettings::reserve_tokens`] (reason
 //!    `threshold`); and once per run after the provider rejects a request as
 //!    too large (`context_overflow`, reason `overflow`; the turn is then
-//!    retried).
-//! 2. **Where to cut.** The kept suffix starts at a user or assistant
+//!    retried; also for `request_too_large` and `plugin_memory`, a request
+//!    too large to send or to build). Estimates count
+//!    [`BYTES_PER_TOKEN`] bytes per token. A request whose estimate is
+//!    over the whole window is never sent (`Runner::over_window`).
+//! 2. **Cheap stage first.** The messages before the kept suffix (rule 3)
+//!    are pruned without asking the model ([`prune`]): stale reasoning
+//!    dropped, superseded reads replaced by a note, other long tool
+//!    results cut to their beginning and end. When that alone brings a
+//!    threshold compaction under the threshold, it is the whole compaction:
+//!    the context changes, nothing is recorded (the durable history is
+//!    unchanged, and a resumed session prunes it again the same way).
+//!    Otherwise the summary is written from the pruned messages.
+//! 3. **Where to cut.** The kept suffix starts at a user or assistant
 //!    message, never at a tool result, so a call is never separated from its
 //!    result. It is the longest suffix within
 //!    [`CompactionSettings::keep_recent_tokens`] (at least the last message
 //!    is kept when it alone exceeds that); a manual compaction keeps at most
 //!    the latest user turn. At least one message is summarized, otherwise
 //!    the outcome is `skipped`.
-//! 3. **The summary** comes from tool-free provider requests: the
+//! 4. **The summary** comes from tool-free provider requests: the
 //!    [`SUMMARY_SYSTEM`] prompt and one user message holding the summarized
 //!    messages as text (see [`summary_request`]), plus any custom
 //!    instructions. No request carries more than the context window's
@@ -29,13 +40,13 @@
 //!    request's. Without a known window the summary is one request. A
 //!    summary that was cut off by the output limit, is empty, or failed (at
 //!    any stage) is never recorded.
-//! 4. **The record.** A [`CompactionRecord`] is recorded durably through the
+//! 5. **The record.** A [`CompactionRecord`] is recorded durably through the
 //!    session sink (the store writes a `compaction` entry whose pairing id
 //!    is the first kept entry's id); only then does the context change to
 //!    the summary message ([`summary_message`]) followed by the kept
 //!    messages. An abort before the record leaves context and session
 //!    exactly as they were.
-//! 5. **Lifecycle.** `compaction_start` and exactly one `compaction_end`
+//! 6. **Lifecycle.** `compaction_start` and exactly one `compaction_end`
 //!    with the outcome; the runtime is busy throughout, so `settled` comes
 //!    after.
 
@@ -131,10 +142,30 @@ pub fn summary_of(message: &Message) -> Option<&str> {
     }
 }
 
-/// A message's size estimate in tokens (four bytes of its JSON projection
-/// per token, rounded up). Measured without allocating.
+/// Bytes of JSON per token in smith's estimates, where no tokenizer is at
+/// hand (smith carries none): conservative, so that an estimate is rarely
+/// below what a model's tokenizer counts. English prose runs about four
+/// bytes per token and source code about three and a half; JSON escapes
+/// and markup only add bytes. Three bytes per token over-counts most
+/// conversations by a quarter or more, which keeps requests inside the
+/// window at the price of compacting a little early.
+pub const BYTES_PER_TOKEN: u64 = 3;
+
+/// A message's size estimate in tokens ([`BYTES_PER_TOKEN`] bytes of its
+/// JSON projection per token, rounded up). Measured without allocating.
 pub fn estimate_tokens(message: &Message) -> u64 {
-    (json_len(message) as u64).div_ceil(4)
+    (json_len(message) as u64).div_ceil(BYTES_PER_TOKEN)
+}
+
+/// `bytes` as an estimate in tokens ([`BYTES_PER_TOKEN`]).
+pub fn tokens_of_bytes(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(BYTES_PER_TOKEN)
+}
+
+/// The length of a message's JSON projection in bytes, measured without
+/// allocating.
+pub fn message_bytes(message: &Message) -> u64 {
+    json_len(message) as u64
 }
 
 /// Counts the bytes written to it.
@@ -327,6 +358,13 @@ fn failure(kind: &str, message: impl Into<String>) -> ErrorInfo {
     }
 }
 
+/// The most summary requests' worth of conversation (each up to the
+/// summary budget, about a context window) one compaction summarizes: a
+/// conversation far larger than the window (an imported or long-resumed
+/// session) would otherwise cost hundreds of requests, each nearly a window
+/// of input. Older messages are left out of the summary, which says so.
+pub const MAX_SUMMARIZED_WINDOWS: u64 = 8;
+
 /// Why a summary was not produced.
 enum SummaryStop {
     /// Aborted; the usage of what was answered so far.
@@ -388,7 +426,7 @@ fn clip_text(text: &str, max: usize) -> String {
 /// tokens (a tool result or user text clipped in the middle; an assistant
 /// message's text blocks each clipped to their share).
 pub fn clipped(message: &Message, budget: u64) -> Message {
-    let max = usize::try_from(budget.saturating_mul(4)).unwrap_or(usize::MAX);
+    let max = usize::try_from(budget.saturating_mul(BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
     match message {
         Message::User { text } => Message::User {
             text: clip_text(text, max),
@@ -422,9 +460,193 @@ pub fn clipped(message: &Message, budget: u64) -> Message {
     }
 }
 
+/// An old tool result longer than this many bytes is cut to its beginning
+/// and end by pruning (compaction's first, cheap stage).
+pub const PRUNED_RESULT_BYTES: usize = 4096;
+
+/// What compaction's cheap stage changed (see [`prune`]) and the size of
+/// the context's messages (bytes of their JSON projection) before and
+/// after the whole compaction.
+pub use crate::protocol::CompactionDetail;
+
+/// The path a `read` call reads, and whether it reads the whole file (no
+/// `offset` or `limit`).
+fn read_of(call: &crate::provider::ToolCall) -> Option<(&str, bool)> {
+    if call.name != "read" {
+        return None;
+    }
+    let path = call.arguments.get("path")?.as_str()?;
+    let whole = call.arguments.get("offset").is_none() && call.arguments.get("limit").is_none();
+    Some((path, whole))
+}
+
+/// Compaction's cheap stage: `history` with the messages before
+/// `protect_from` reduced without asking the model — reasoning of finished
+/// turns dropped (before the latest user message), `read` results
+/// superseded by a later read of the same file (a whole-file read, or one
+/// with the same arguments) replaced by a note, and other tool results over
+/// [`PRUNED_RESULT_BYTES`] cut to their beginning and end with a note of
+/// what was left out. Messages are never removed or reordered, so every
+/// call keeps its result. Deterministic: the same history gives the same
+/// result, so a resumed session prunes as the live one did. Returns the
+/// pruned messages, what changed, and the tokens saved (the difference of
+/// the estimates).
+pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, CompactionDetail, u64) {
+    use std::collections::HashMap;
+    let protect_from = protect_from.min(history.len());
+    let last_user = history
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }))
+        .unwrap_or(0);
+    let stale = protect_from.min(last_user);
+    // Every read call: its message index, arguments and whether it reads
+    // the whole file, by path, in order.
+    let mut reads: HashMap<&str, Vec<(usize, &serde_json::Value, bool)>> = HashMap::new();
+    for (i, message) in history.iter().enumerate() {
+        if let Message::Assistant { content, .. } = message {
+            for block in content {
+                if let ContentBlock::ToolCall(call) = block
+                    && let Some((path, whole)) = read_of(call)
+                {
+                    reads
+                        .entry(path)
+                        .or_default()
+                        .push((i, &call.arguments, whole));
+                }
+            }
+        }
+    }
+    // Whether the read `call` (made in message `at`) is superseded by a
+    // later read of the same file: a whole-file read, or the same
+    // arguments. The path when it is.
+    let superseded = |at: usize, call: &crate::provider::ToolCall| -> Option<String> {
+        let (path, _) = read_of(call)?;
+        reads
+            .get(path)?
+            .iter()
+            .rev()
+            .take_while(|(later, _, _)| *later > at)
+            .any(|(_, arguments, whole)| *whole || *arguments == &call.arguments)
+            .then(|| path.to_owned())
+    };
+    // The calls of the newest assistant message, by id: a result answers
+    // the nearest call with its id before it (ids may repeat across turns).
+    let mut open: HashMap<&str, (usize, &crate::provider::ToolCall)> = HashMap::new();
+    let mut detail = CompactionDetail::default();
+    let mut saved = 0u64;
+    let mut out = Vec::with_capacity(history.len());
+    for (i, message) in history.iter().enumerate() {
+        let bytes = message_bytes(message);
+        detail.bytes_before += bytes;
+        if let Message::Assistant { content, .. } = message {
+            for block in content {
+                if let ContentBlock::ToolCall(call) = block {
+                    open.insert(call.id.as_str(), (i, call));
+                }
+            }
+        }
+        let read_superseded = match message {
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error: false,
+                ..
+            } if i < protect_from && content.len() > 200 => open
+                .get(call_id.as_str())
+                .and_then(|(at, call)| superseded(*at, call)),
+            _ => None,
+        };
+        let pruned = match message {
+            Message::Assistant { content, stop }
+                if i < stale
+                    && content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::Thinking { .. })) =>
+            {
+                let kept: Vec<ContentBlock> = content
+                    .iter()
+                    .filter(|b| !matches!(b, ContentBlock::Thinking { .. }))
+                    .cloned()
+                    .collect();
+                detail.thinking_dropped += content.len() - kept.len();
+                let kept = if kept.is_empty() {
+                    vec![ContentBlock::Text {
+                        text: "[smith] (reasoning left out when the conversation was compacted)"
+                            .to_owned(),
+                    }]
+                } else {
+                    kept
+                };
+                Message::Assistant {
+                    content: kept,
+                    stop: *stop,
+                }
+            }
+            Message::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } if i < protect_from
+                && (read_superseded.is_some() || content.len() > PRUNED_RESULT_BYTES) =>
+            {
+                let content = if let Some(path) = &read_superseded {
+                    detail.reads_superseded += 1;
+                    format!(
+                        "[smith] This read of {path} ({} bytes) was superseded by a later read of the same file; it was left out when the conversation was compacted.",
+                        content.len()
+                    )
+                } else {
+                    detail.results_clipped += 1;
+                    clip_result(content, PRUNED_RESULT_BYTES)
+                };
+                Message::ToolResult {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content,
+                    is_error: *is_error,
+                }
+            }
+            other => {
+                // Unchanged: measured once.
+                detail.bytes_after += bytes;
+                out.push(other.clone());
+                continue;
+            }
+        };
+        let after = message_bytes(&pruned);
+        detail.bytes_after += after;
+        saved += bytes
+            .div_ceil(BYTES_PER_TOKEN)
+            .saturating_sub(after.div_ceil(BYTES_PER_TOKEN));
+        out.push(pruned);
+    }
+    (out, detail, saved)
+}
+
+/// An old tool result cut to about `max` bytes: its beginning and end, and
+/// between them how much was left out (on character boundaries).
+fn clip_result(text: &str, max: usize) -> String {
+    let half = max / 2;
+    let mut head = half.min(text.len());
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - half.min(text.len());
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[smith] ... {} bytes of this tool result were left out when the conversation was compacted ...\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
 impl Runner {
     /// The context window compaction works against.
-    fn context_window(&self) -> Option<u64> {
+    pub(super) fn context_window(&self) -> Option<u64> {
         self.config.compaction.context_window.or(self.model_window)
     }
 
@@ -444,9 +666,31 @@ impl Runner {
                     .map(|d| d.name.len() + d.description.len() + json_len(&d.parameters))
                     .sum();
                 let fixed = self.config.system.as_ref().map_or(0, String::len) + tools;
-                (fixed as u64).div_ceil(4) + estimate_all(&self.history)
+                tokens_of_bytes(fixed) + estimate_all(&self.history)
             }
         }
+    }
+
+    /// Why the next request must not be sent: its context estimate is over
+    /// the whole context window, so the model cannot take it (compaction,
+    /// when it ran, did not bring it under). `None` when it fits or no
+    /// window is known.
+    pub(super) fn over_window(&self) -> Option<ErrorInfo> {
+        let window = self.context_window()?;
+        let estimate = self.context_estimate();
+        (estimate > window).then(|| {
+            failure(
+                "context_overflow",
+                format!(
+                    "the next request's context is about {estimate} tokens (estimated at {BYTES_PER_TOKEN} bytes per token), more than the model's {window}-token context window, so nothing was sent; {}",
+                    if self.config.compaction.auto {
+                        "compaction did not bring it under the window (see its report above): run /compact with instructions asking for a shorter summary, or start a new session"
+                    } else {
+                        "automatic compaction is off: run /compact, or start a new session"
+                    }
+                ),
+            )
+        })
     }
 
     /// Whether the next request should be preceded by a compaction.
@@ -467,7 +711,7 @@ impl Runner {
     /// known (the summary is then one request, as large as it has to be).
     fn summary_budget(&self) -> Option<u64> {
         let window = self.context_window()?;
-        let prompt = (SUMMARY_SYSTEM.len() + INSTRUCTIONS_MARKER.len() + 256) as u64 / 4;
+        let prompt = tokens_of_bytes(SUMMARY_SYSTEM.len() + INSTRUCTIONS_MARKER.len() + 256);
         Some(
             self.config
                 .compaction
@@ -477,14 +721,14 @@ impl Runner {
         )
     }
 
-    /// The summary of `history[..cut]`, staged so that no request exceeds
-    /// [`Runner::summary_budget`]: when the messages fit, one request; else
+    /// The summary of `source` (the pruned messages before the cut), staged
+    /// so that no request exceeds [`Runner::summary_budget`]: when the messages fit, one request; else
     /// a summary of each part that fits, then summaries of those summaries
     /// until one request holds them all (the custom instructions go with
     /// the last request only). Returns the summary and the summed usage.
     fn staged_summary(
         &mut self,
-        cut: usize,
+        source: &[Message],
         instructions: Option<&str>,
         cancel: &CancelToken,
     ) -> Result<(String, Option<Usage>), SummaryStop> {
@@ -492,7 +736,7 @@ impl Runner {
         let mut usage: Option<Usage> = None;
         let mut level: Option<Vec<Message>> = None;
         for _ in 0..MAX_SUMMARY_LEVELS {
-            let messages: &[Message] = level.as_deref().unwrap_or(&self.history[..cut]);
+            let messages: &[Message] = level.as_deref().unwrap_or(source);
             let parts = match budget {
                 Some(budget) => summary_parts(messages, budget),
                 None => std::iter::once(0..messages.len()).collect(),
@@ -504,7 +748,7 @@ impl Runner {
                 // One part's request at a time: a huge history is never
                 // held as text all at once.
                 let request = {
-                    let messages: &[Message] = level.as_deref().unwrap_or(&self.history[..cut]);
+                    let messages: &[Message] = level.as_deref().unwrap_or(source);
                     let part = &messages[part];
                     let fitted: Vec<Message>;
                     let part = match budget {
@@ -644,11 +888,95 @@ impl Runner {
             kept_messages: None,
             usage,
             error: error.clone(),
+            detail: None,
         });
         CompactionResult {
             outcome,
             usage,
             error,
+        }
+    }
+
+    /// Bounds a summary's cost: of `source` (the pruned messages before the
+    /// cut) only the newest [`MAX_SUMMARIZED_WINDOWS`] summary requests'
+    /// worth is summarized (an earlier compaction's summary at its front is
+    /// always kept); the older messages are removed from `source`. Returns
+    /// how many messages and bytes were left out, if any. Without a known
+    /// window nothing is left out.
+    fn leave_out_oldest(&self, source: &mut Vec<Message>) -> Option<(usize, u64)> {
+        let most = self
+            .summary_budget()?
+            .saturating_mul(MAX_SUMMARIZED_WINDOWS);
+        let first = usize::from(source.first().and_then(summary_of).is_some());
+        let mut total = 0u64;
+        let mut start = source.len();
+        while start > first {
+            let tokens = estimate_tokens(&source[start - 1]);
+            if total.saturating_add(tokens) > most {
+                break;
+            }
+            total += tokens;
+            start -= 1;
+        }
+        if start == first {
+            return None;
+        }
+        let bytes = source[first..start].iter().map(message_bytes).sum();
+        source.drain(first..start);
+        Some((start - first, bytes))
+    }
+
+    /// Ends a compaction whose cheap stage was enough: the context becomes
+    /// `pruned`, which saved `saved` tokens. Nothing is recorded (the
+    /// durable history is unchanged; a resumed session prunes it again, the
+    /// same way, when it crosses the threshold).
+    fn end_pruned(
+        &mut self,
+        reason: CompactionReason,
+        tokens_before: u64,
+        saved: u64,
+        pruned: Vec<Message>,
+        detail: CompactionDetail,
+        cancel: &CancelToken,
+    ) -> CompactionResult {
+        if cancel.is_cancelled() {
+            return self.end_compaction(
+                reason,
+                tokens_before,
+                CompactionOutcome::Aborted,
+                None,
+                None,
+            );
+        }
+        let tokens_after = tokens_before.saturating_sub(saved);
+        let kept_messages = pruned.len();
+        // The provider's newest count covered the first `len` messages:
+        // it shrinks by what pruning saved among them, so the estimate
+        // after is `tokens_after`, as announced.
+        self.last_usage = self.last_usage.map(|(len, tokens)| {
+            let len = len.min(pruned.len());
+            let within =
+                estimate_all(&self.history[..len]).saturating_sub(estimate_all(&pruned[..len]));
+            (len, tokens.saturating_sub(within))
+        });
+        *lock(&self.shared.messages) = pruned.clone();
+        self.history = pruned;
+        self.emit(Event::CompactionEnd {
+            reason,
+            outcome: CompactionOutcome::Compacted,
+            tokens_before,
+            tokens_after: Some(tokens_after),
+            summary: None,
+            summarized_messages: Some(0),
+            kept_messages: Some(kept_messages),
+            usage: None,
+            error: None,
+            detail: Some(detail),
+        });
+        CompactionResult {
+            outcome: CompactionOutcome::Compacted,
+            usage: None,
+            error: None,
         }
     }
 
@@ -688,6 +1016,20 @@ impl Runner {
             super::redact::text(&self.config.redactor, text);
         }
         let instructions = instructions.as_deref();
+        let keep_recent = self.config.compaction.keep_recent_tokens;
+        // The cheap stage first: what comes before the recent messages,
+        // pruned (see [`prune`]). It asks the model nothing; when it alone
+        // brings a threshold compaction under the threshold, it is the
+        // whole compaction.
+        let protect_from = find_cut(&self.history, keep_recent, false).unwrap_or(0);
+        let (pruned, mut detail, saved) = prune(&self.history, protect_from);
+        if reason == CompactionReason::Threshold
+            && saved > 0
+            && let Some(window) = self.context_window()
+            && tokens_before.saturating_sub(saved) <= self.config.compaction.threshold(window)
+        {
+            return self.end_pruned(reason, tokens_before, saved, pruned, detail, cancel);
+        }
         let Some(cut) = find_cut(
             &self.history,
             self.config.compaction.keep_recent_tokens,
@@ -717,7 +1059,15 @@ impl Runner {
                 None,
             );
         }
-        let (summary, usage) = match self.staged_summary(cut, instructions, cancel) {
+        // The summary is of the pruned messages; the kept ones are the
+        // recent ones, which pruning leaves as they are.
+        let mut source = pruned;
+        source.truncate(cut);
+        let left_out = self.leave_out_oldest(&mut source);
+        detail.messages_left_out = left_out.map_or(0, |(n, _)| n);
+        let summarized = self.staged_summary(&source, instructions, cancel);
+        drop(source);
+        let (summary, usage) = match summarized {
             Ok(done) => done,
             Err(SummaryStop::Aborted(usage)) => {
                 return self.end_compaction(
@@ -737,6 +1087,12 @@ impl Runner {
                     Some(*error),
                 );
             }
+        };
+        let summary = match left_out {
+            Some((messages, bytes)) => format!(
+                "[smith] The {messages} oldest messages ({bytes} bytes) were left out of this summary: the conversation before it was more than {MAX_SUMMARIZED_WINDOWS} context windows long.\n\n{summary}"
+            ),
+            None => summary,
         };
         // The last point an abort leaves everything unchanged.
         if cancel.is_cancelled() {
@@ -790,6 +1146,7 @@ impl Runner {
             );
         }
         let kept_messages = context.len() - 1;
+        detail.bytes_after = context.iter().map(message_bytes).sum();
         *lock(&self.shared.messages) = context.clone();
         self.history = context;
         self.last_usage = None;
@@ -803,6 +1160,7 @@ impl Runner {
             kept_messages: Some(kept_messages),
             usage,
             error: None,
+            detail: Some(detail),
         });
         CompactionResult {
             outcome: CompactionOutcome::Compacted,
@@ -853,14 +1211,15 @@ mod tests {
         let history = vec![
             user("one"),
             call("a"),
-            result("a", 4000),
+            // 3,000 bytes: 1,000 tokens and a little more.
+            result("a", 3000),
             answer("done"),
             user("two"),
             call("b"),
-            result("b", 4000),
+            result("b", 3000),
             answer("done again"),
         ];
-        for keep in [0, 10, 500, 1010, 1100, 5000] {
+        for keep in [0, 10, 500, 1010, 1200, 5000] {
             let cut = find_cut(&history, keep, false).unwrap();
             assert!(cut >= 1);
             assert!(
@@ -876,8 +1235,78 @@ mod tests {
         assert_eq!(find_cut(&history, 0, false), Some(7));
         // The second turn's result is 1000+ tokens: the cut is after it.
         assert_eq!(find_cut(&history, 1000, false), Some(7));
-        // Up to the first turn's answer fits in 1100.
-        assert_eq!(find_cut(&history, 1100, false), Some(3));
+        // Up to the first turn's answer fits in 1200.
+        assert_eq!(find_cut(&history, 1200, false), Some(3));
+    }
+
+    #[test]
+    fn pruning_pairs_results_with_the_nearest_call_even_when_ids_repeat() {
+        let read = |path: &str, arguments: serde_json::Value| Message::Assistant {
+            content: vec![
+                ContentBlock::Thinking {
+                    text: "hmm".into(),
+                    signature: None,
+                },
+                ContentBlock::ToolCall(ToolCall {
+                    id: "call_0".into(),
+                    name: "read".into(),
+                    arguments: {
+                        let mut a = arguments;
+                        a["path"] = path.into();
+                        a
+                    },
+                }),
+            ],
+            stop: StopReason::ToolUse,
+        };
+        let history = vec![
+            user("one"),
+            read("a.rs", serde_json::json!({})),
+            result("call_0", 300),
+            // The same id again, another file: not superseded.
+            read("b.rs", serde_json::json!({})),
+            result("call_0", 300),
+            // Part of a.rs: does not supersede the whole read above, and is
+            // superseded by nothing.
+            read("a.rs", serde_json::json!({"offset": 10, "limit": 5})),
+            result("call_0", 300),
+            read("a.rs", serde_json::json!({})),
+            result("call_0", 300),
+            user("two"),
+            answer("done"),
+        ];
+        let (pruned, detail, saved) = prune(&history, 9);
+        assert_eq!(pruned.len(), history.len());
+        let content = |m: &Message| match m {
+            Message::ToolResult { content, .. } => content.clone(),
+            other => panic!("{other:?}"),
+        };
+        // The first read of a.rs is superseded by the last (whole) one; the
+        // partial read is too (a whole-file read follows it); b.rs is not.
+        assert!(content(&pruned[2]).starts_with("[smith] This read of a.rs (300 bytes)"));
+        assert_eq!(content(&pruned[4]), content(&history[4]));
+        assert!(content(&pruned[6]).starts_with("[smith] This read of a.rs"));
+        // The newest read is the one kept.
+        assert_eq!(content(&pruned[8]), content(&history[8]));
+        assert_eq!(
+            (
+                detail.thinking_dropped,
+                detail.results_clipped,
+                detail.reads_superseded
+            ),
+            (4, 0, 2)
+        );
+        assert!(saved > 0);
+        assert_eq!(
+            detail.bytes_after,
+            pruned.iter().map(message_bytes).sum::<u64>()
+        );
+        assert_eq!(
+            detail.bytes_before,
+            history.iter().map(message_bytes).sum::<u64>()
+        );
+        // Nothing from `protect_from` on changes.
+        assert_eq!(&pruned[9..], &history[9..]);
     }
 
     #[test]

@@ -638,6 +638,12 @@ impl Runner {
             if self.turn_limit_reached(&state) {
                 break StopCause::TurnLimit;
             }
+            // No request is sent over the model's window: it could only be
+            // refused (or, far over it, not even be built or sent).
+            if let Some(info) = self.over_window() {
+                self.emit(Event::Error(info));
+                break StopCause::Error;
+            }
             state.turn += 1;
             self.emit(Event::TurnStart { turn: state.turn });
             let outcome = self.turn(cancel, &mut state);
@@ -979,9 +985,7 @@ impl Runner {
 
     /// Whether a failed request may be recovered by an overflow compaction.
     fn may_compact_overflow(&self, error: &ProviderError, state: &RunState) -> bool {
-        error.kind == crate::provider::ProviderErrorKind::ContextOverflow
-            && self.config.compaction.auto
-            && !state.overflow_compacted
+        error.is_too_large() && self.config.compaction.auto && !state.overflow_compacted
     }
 
     /// Answers calls that never ran (aborted stream, aborted response).

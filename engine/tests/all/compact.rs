@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use smith_engine::agent::compact::{
-    SUMMARY_PREFIX, estimate_all, estimate_tokens, is_summary_request, summary_message,
+    BYTES_PER_TOKEN, MAX_SUMMARIZED_WINDOWS, PRUNED_RESULT_BYTES, SUMMARY_PREFIX, estimate_all,
+    estimate_tokens, is_summary_request, message_bytes, summary_message,
 };
 use smith_engine::agent::{self, AgentConfig, AgentHandle, CompactionRecord, Services};
 use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::journal::{MessageMeta, SessionEvent, SessionSink};
 use smith_engine::protocol::{Command, CompactionOutcome, CompactionReason, Event, StopCause};
 use smith_engine::provider::record::RecordingProvider;
 use smith_engine::provider::scripted::{MOCK_MODEL, parse_script};
@@ -27,7 +29,7 @@ struct Rig {
     handle: AgentHandle,
     journal: Arc<StoreJournal>,
     home: tempfile::TempDir,
-    _work: tempfile::TempDir,
+    work: tempfile::TempDir,
     record: PathBuf,
 }
 
@@ -39,6 +41,15 @@ fn rig_with(script: &str, config: AgentConfig) -> Rig {
     let store = Store::open(home.path().join("store")).unwrap();
     let session = store.create(Some("c")).unwrap();
     let journal = Arc::new(StoreJournal::new(store, session));
+    // A resumed history is in the session as well.
+    for message in &config.history {
+        journal
+            .record(&SessionEvent::Message {
+                message: message.clone(),
+                meta: MessageMeta::default(),
+            })
+            .unwrap();
+    }
     let provider = RecordingProvider::new(
         Box::new(ScriptedProvider::new(parse_script(script, "test").unwrap())),
         &record,
@@ -60,7 +71,7 @@ fn rig_with(script: &str, config: AgentConfig) -> Rig {
         handle,
         journal,
         home,
-        _work: work,
+        work,
         record,
     }
 }
@@ -174,6 +185,7 @@ fn manual_compaction_records_the_boundary_and_the_next_request_sends_summary_and
         kept_messages: Some(4),
         usage: Some(usage),
         error: None,
+        detail: Some(detail),
     } = &events[1]
     else {
         panic!("{events:#?}")
@@ -193,6 +205,20 @@ fn manual_compaction_records_the_boundary_and_the_next_request_sends_summary_and
     let mut expected = vec![summary_message(summary)];
     expected.extend_from_slice(&before[2..]);
     assert_eq!(after, expected);
+    // The sizes in bytes before and after; nothing here was worth pruning.
+    let bytes = |m: &[Message]| m.iter().map(message_bytes).sum::<u64>();
+    assert_eq!(
+        (detail.bytes_before, detail.bytes_after),
+        (bytes(&before), bytes(&after))
+    );
+    assert_eq!(
+        (
+            detail.thinking_dropped,
+            detail.results_clipped,
+            detail.reads_superseded
+        ),
+        (0, 0, 0)
+    );
 
     // The summary request: tool-free, over the first turn, with the
     // instructions.
@@ -318,6 +344,7 @@ fn events_end(record: &CompactionRecord) -> Event {
         kept_messages: Some(record.kept_messages),
         usage: Some(record.usage),
         error: None,
+        detail: None,
     }
 }
 
@@ -567,21 +594,21 @@ fn a_history_larger_than_the_window_is_summarized_in_parts_and_no_request_exceed
     config.compaction.context_window = Some(10_000);
     config.compaction.reserve_tokens = 2_000;
     config.compaction.keep_recent_tokens = 5;
-    let rig = rig_with(
-        r#"[
-          [{"text": "one"}, {"stop": {"reason": "end"}}],
-          [{"text": "two"}, {"stop": {"reason": "end"}}],
-          [{"text": "three"}, {"stop": {"reason": "end"}}],
-          [{"text": "four"}, {"stop": {"reason": "end"}}]
-        ]"#,
-        config,
-    );
-    // About 3,000, 10,000 (alone over the 8,000-token threshold) and
-    // 3,000 tokens, then a short last turn.
-    prompt(&rig, &"a".repeat(12_000));
-    prompt(&rig, &"b".repeat(40_000));
-    prompt(&rig, &"c".repeat(12_000));
-    prompt(&rig, "last");
+    // A resumed history larger than the window (no request of a live run
+    // can grow one: none is sent over the window): turns of about 4,000,
+    // 13,000 (alone over the 8,000-token threshold) and 4,000 tokens, then
+    // a short last turn.
+    config.history = vec![
+        user(&"a".repeat(12_000)),
+        answer("one"),
+        user(&"b".repeat(40_000)),
+        answer("two"),
+        user(&"c".repeat(12_000)),
+        answer("three"),
+        user("last"),
+        answer("four"),
+    ];
+    let rig = rig_with("[]", config);
     let before = messages(&rig);
     assert!(estimate_all(&before) > 10_000, "{}", estimate_all(&before));
 
@@ -606,8 +633,10 @@ fn a_history_larger_than_the_window_is_summarized_in_parts_and_no_request_exceed
     let sent = requests(&rig.record);
     let summaries: Vec<&Request> = sent.iter().filter(|r| is_summary_request(r)).collect();
     assert_eq!(summaries.len(), 4, "{summaries:#?}");
+    assert_eq!(sent.len(), 4, "only the summary requests were sent");
     for request in &summaries {
-        let system = request.system.as_deref().map_or(0, str::len) as u64 / 4;
+        let system =
+            (request.system.as_deref().map_or(0, str::len) as u64).div_ceil(BYTES_PER_TOKEN);
         let tokens = estimate_all(&request.messages) + system;
         assert!(tokens <= 8_000, "a summary request of {tokens} tokens");
     }
@@ -624,5 +653,254 @@ fn a_history_larger_than_the_window_is_summarized_in_parts_and_no_request_exceed
     let after = messages(&rig);
     assert_eq!(after[0], summary_message(summary));
     assert_eq!(&after[1..], &before[7..]);
+    rig.handle.shutdown();
+}
+
+#[test]
+fn a_request_too_large_to_send_or_build_compacts_once_and_is_not_sent_again_as_it_was() {
+    for kind in ["request_too_large", "plugin_memory"] {
+        let rig = rig(&format!(
+            r#"[
+              [{{"text": "one"}}, {{"stop": {{"reason": "end"}}}}],
+              [{{"error": {{"kind": "{kind}", "message": "too large to send"}}}}],
+              [{{"text": "fits now"}}, {{"stop": {{"reason": "end"}}}}]
+            ]"#
+        ));
+        prompt(&rig, "a");
+        let events = prompt(&rig, "b");
+        assert_eq!(stop_of(&events), StopCause::Done, "{kind}: {events:#?}");
+        let compaction = compaction_events(&events);
+        assert!(
+            matches!(
+                compaction[..],
+                [
+                    Event::CompactionStart {
+                        reason: CompactionReason::Overflow,
+                        ..
+                    },
+                    Event::CompactionEnd {
+                        outcome: CompactionOutcome::Compacted,
+                        ..
+                    }
+                ]
+            ),
+            "{kind}: {events:#?}"
+        );
+        let sent = requests(&rig.record);
+        // a, b (refused), summary, b over the compacted context: the
+        // refused request is never sent again unchanged.
+        assert_eq!(sent.len(), 4, "{kind}");
+        assert!(is_summary_request(&sent[2]));
+        assert_ne!(sent[3].messages, sent[1].messages, "{kind}");
+        assert_eq!(sent[3].messages.last(), Some(&user("b")));
+        rig.handle.shutdown();
+    }
+}
+
+/// A tool-using turn whose results are large: two reads of big.txt (the
+/// first superseded by the second) with reasoning before them, then an
+/// answer.
+const BIG_READS: &str = r#"[
+  [{"thinking": "I should read the file."}, {"tool_call": {"id": "r1", "name": "read", "arguments": {"path": "big.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"thinking": "Once more, to be sure."}, {"tool_call": {"id": "r2", "name": "read", "arguments": {"path": "big.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"text": "read it twice"}, {"usage": {"input": 28500, "output": 10}}, {"stop": {"reason": "end"}}],
+  [{"text": "second answer"}, {"stop": {"reason": "end"}}]
+]"#;
+
+fn big_reads_rig(window: u64) -> Rig {
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.compaction.context_window = Some(window);
+    config.compaction.reserve_tokens = 2_000;
+    config.compaction.keep_recent_tokens = 50;
+    let rig = rig_with(BIG_READS, config);
+    // 24,000 bytes of numbered lines: each read result alone is about
+    // 8,000 tokens or more.
+    let text: String = (0..1_000)
+        .map(|i| format!("line {i:05} of big.txt ..\n"))
+        .collect();
+    std::fs::write(rig.work.path().join("big.txt"), text).unwrap();
+    rig
+}
+
+#[test]
+fn the_cheap_stage_alone_brings_the_context_under_the_threshold_without_asking_the_model() {
+    // Threshold 28,000 tokens: the provider counts 28,510 after the first
+    // run, mostly the two read results (about 9,000 tokens each); pruned,
+    // the context is far under.
+    let rig = big_reads_rig(30_000);
+    let first = prompt(&rig, "read big.txt");
+    assert!(compaction_events(&first).is_empty(), "{first:#?}");
+    let before = messages(&rig);
+    let events = prompt(&rig, "and now?");
+    assert_eq!(stop_of(&events), StopCause::Done, "{events:#?}");
+    let compaction = compaction_events(&events);
+    let Event::CompactionEnd {
+        reason: CompactionReason::Threshold,
+        outcome: CompactionOutcome::Compacted,
+        tokens_before,
+        tokens_after: Some(tokens_after),
+        summary: None,
+        summarized_messages: Some(0),
+        usage: None,
+        detail: Some(detail),
+        ..
+    } = compaction[1]
+    else {
+        panic!("{events:#?}")
+    };
+    assert!(*tokens_before > 28_000, "{tokens_before}");
+    assert!(*tokens_after <= 28_000, "{tokens_after}");
+    assert_eq!(
+        (
+            detail.thinking_dropped,
+            detail.results_clipped,
+            detail.reads_superseded
+        ),
+        (2, 1, 1),
+        "{detail:?}"
+    );
+    assert!(detail.bytes_after < detail.bytes_before / 4, "{detail:?}");
+    let sent = requests(&rig.record);
+    // Three requests of the first run, then one: no summary request.
+    assert_eq!(sent.len(), 4);
+    assert!(!sent.iter().any(is_summary_request));
+    let last = &sent[3].messages;
+    assert_eq!(last.len(), before.len() + 1);
+    let result = |i: usize| match &last[i] {
+        Message::ToolResult { content, .. } => content.clone(),
+        other => panic!("{other:?}"),
+    };
+    // [user, call r1, result r1, call r2, result r2, answer, user]
+    assert!(
+        result(2).starts_with("[smith] This read of big.txt"),
+        "{}",
+        result(2)
+    );
+    let clipped = result(4);
+    assert!(
+        clipped.len() < PRUNED_RESULT_BYTES + 200,
+        "{}",
+        clipped.len()
+    );
+    assert!(clipped.contains("bytes of this tool result were left out"));
+    assert!(clipped.contains("line 00000"), "the beginning is kept");
+    assert!(clipped.contains("line 00999"), "the end is kept");
+    // Reasoning of the finished turn is gone; every call keeps its result.
+    assert!(last.iter().all(|m| {
+        match m {
+            Message::Assistant { content, .. } => !content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Thinking { .. })),
+            _ => true,
+        }
+    }));
+    // The durable history is unchanged: resume gives the full messages
+    // (and prunes again, the same way, when it crosses the threshold).
+    let store = Store::open(rig.home.path().join("store")).unwrap();
+    let resumed = resume(&store.load("c").unwrap()).unwrap();
+    assert_eq!(&resumed.history[..before.len()], &before[..]);
+    assert!(resumed.compaction.is_none());
+    rig.handle.shutdown();
+}
+
+#[test]
+fn no_request_is_sent_over_the_window() {
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.compaction.auto = false;
+    config.compaction.context_window = Some(4_000);
+    let rig = rig_with(
+        r#"[[{"text": "never"}, {"stop": {"reason": "end"}}]]"#,
+        config,
+    );
+    let prompt_text = "x".repeat(usize::try_from(4_000 * BYTES_PER_TOKEN).unwrap());
+    let events = prompt(&rig, &prompt_text);
+    assert_eq!(stop_of(&events), StopCause::Error, "{events:#?}");
+    let error = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Error(info) => Some(info.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(error.kind, "context_overflow");
+    assert!(
+        error
+            .message
+            .contains("more than the model's 4000-token context window, so nothing was sent"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("automatic compaction is off"));
+    assert!(requests(&rig.record).is_empty());
+    rig.handle.shutdown();
+}
+
+#[test]
+fn a_history_of_many_windows_is_summarized_newest_first_within_a_bounded_number_of_requests() {
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.compaction.auto = false;
+    config.compaction.context_window = Some(3_000);
+    config.compaction.reserve_tokens = 1_000;
+    config.compaction.keep_recent_tokens = 5;
+    let turns = 40;
+    // A resumed history of about 1,000 tokens a turn: some 40,000 in all,
+    // many times the window and the eight summary requests' worth one
+    // compaction summarizes.
+    config.history = (0..turns)
+        .flat_map(|i| {
+            [
+                user(&format!("{i:02} {}", "p".repeat(3_000))),
+                answer(&format!("answer {i}")),
+            ]
+        })
+        .collect();
+    let rig = rig_with("[]", config);
+    rig.handle.compact(None).unwrap();
+    let events = until_settled(&rig, |_| {});
+    let Event::CompactionEnd {
+        outcome: CompactionOutcome::Compacted,
+        summary: Some(summary),
+        summarized_messages: Some(summarized),
+        detail: Some(detail),
+        ..
+    } = &events[1]
+    else {
+        panic!("{events:#?}")
+    };
+    // Every message before the kept last turn leaves the context; the
+    // oldest are left out of the summary, which says how many.
+    assert_eq!(*summarized, 2 * turns - 1);
+    assert!(detail.messages_left_out > 40, "{detail:?}");
+    assert!(
+        summary.starts_with(&format!(
+            "[smith] The {} oldest messages (",
+            detail.messages_left_out
+        )),
+        "{summary}"
+    );
+    let sent = requests(&rig.record);
+    let summaries: Vec<&Request> = sent.iter().filter(|r| is_summary_request(r)).collect();
+    // Eight budgets' worth (about 1,400 tokens each) of turns of about
+    // 1,000 tokens: one turn a part, eleven parts, then one request over
+    // their summaries — not one per turn of the whole history.
+    let budgets = usize::try_from(MAX_SUMMARIZED_WINDOWS).unwrap();
+    assert!(
+        (budgets..=2 * budgets).contains(&summaries.len()),
+        "{} summary requests",
+        summaries.len()
+    );
+    for request in &summaries {
+        let system =
+            (request.system.as_deref().map_or(0, str::len) as u64).div_ceil(BYTES_PER_TOKEN);
+        let tokens = estimate_all(&request.messages) + system;
+        assert!(tokens <= 2_000, "a summary request of {tokens} tokens");
+    }
+    // The newest summarized turns are in the summaries, the oldest not.
+    let text: String = summaries
+        .iter()
+        .flat_map(|r| r.messages.iter().map(Message::text))
+        .collect();
+    assert!(text.contains("[user]: 38 ppp"), "the newest are summarized");
+    assert!(!text.contains("[user]: 00 ppp"), "the oldest are left out");
     rig.handle.shutdown();
 }

@@ -115,6 +115,7 @@ pub(super) fn apply(
             summarized_messages,
             kept_messages,
             error,
+            detail,
             ..
         } => {
             status.activity.clear();
@@ -124,10 +125,20 @@ pub(super) fn apply(
             }
             match outcome {
                 CompactionOutcome::Compacted => app.notice(&format!(
-                    "compacted: {} messages summarized, {} kept · context about {tokens_before} → {} tokens",
+                    "compacted: {} messages summarized, {} kept · context about {tokens_before} → {} tokens{}",
                     summarized_messages.unwrap_or(0),
                     kept_messages.unwrap_or(0),
                     tokens_after.map_or_else(|| "?".to_owned(), |t| t.to_string()),
+                    // What the cheap stage pruned and the size in bytes,
+                    // when the runtime reported them.
+                    detail.map_or_else(String::new, |d| format!(
+                        " ({} → {} bytes; pruned {} reasoning block(s), {} long tool result(s), {} superseded read(s))",
+                        d.bytes_before,
+                        d.bytes_after,
+                        d.thinking_dropped,
+                        d.results_clipped,
+                        d.reads_superseded
+                    )),
                 )),
                 CompactionOutcome::Skipped => app.notice(&format!(
                     "not compacted: {}",

@@ -44,11 +44,11 @@ fn contained(provider: &mut WasmProvider, kind: ErrorKind) -> Duration {
     let start = Instant::now();
     let err = provider.encode(&request()).unwrap_err();
     let took = start.elapsed();
-    // Running out of memory would recur on the same request: a context
-    // overflow (compacted, not retried as it is); the other failures may
-    // not recur, and are retried.
+    // Running out of memory would recur on the same request: its own kind,
+    // `plugin_memory` (compacted, not retried as it is); the other failures
+    // may not recur, and are retried.
     let expected = if kind == ErrorKind::Memory {
-        ProviderErrorKind::ContextOverflow
+        ProviderErrorKind::PluginMemory
     } else {
         ProviderErrorKind::Transport
     };

@@ -699,9 +699,10 @@ pub fn failure_of(kind: ProviderErrorKind) -> Failure {
         | ProviderErrorKind::MalformedStream => Failure::Transient,
         ProviderErrorKind::Auth => Failure::Unauthorized,
         ProviderErrorKind::ModelUnavailable => Failure::ModelUnavailable,
-        ProviderErrorKind::InvalidRequest | ProviderErrorKind::ContextOverflow => {
-            Failure::InvalidRequest
-        }
+        ProviderErrorKind::InvalidRequest
+        | ProviderErrorKind::ContextOverflow
+        | ProviderErrorKind::RequestTooLarge
+        | ProviderErrorKind::PluginMemory => Failure::InvalidRequest,
     }
 }
 
@@ -967,6 +968,8 @@ mod tests {
         for kind in [
             ProviderErrorKind::InvalidRequest,
             ProviderErrorKind::ContextOverflow,
+            ProviderErrorKind::RequestTooLarge,
+            ProviderErrorKind::PluginMemory,
         ] {
             let mut e = error(kind);
             assert_eq!(p.recover(&mut e), None);

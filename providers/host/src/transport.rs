@@ -198,7 +198,7 @@ impl NetTransport {
                     // run answers by compacting once and trying again.
                     NetErrorKind::RequestTooLarge => {
                         return BodyOutcome::Failed(ProviderError::new(
-                            ProviderErrorKind::ContextOverflow,
+                            ProviderErrorKind::RequestTooLarge,
                             format!(
                                 "the request to {host} is {} bytes, over the {}-byte bound on what smith sends (and beyond any model's context window), so nothing was sent; compact the conversation (/compact) or start a new session",
                                 request_len,
@@ -376,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn a_body_over_the_bound_is_a_context_overflow_and_nothing_is_sent() {
+    fn a_body_over_the_bound_is_request_too_large_and_nothing_is_sent() {
         let resolver = Resolver::new(crate::builtin_slots());
         let transport = NetTransport::from_env(Arc::new(resolver), Timeouts::default()).unwrap();
         let bound = usize::try_from(transport.client.limits().max_request_body).unwrap();
@@ -394,7 +394,7 @@ mod tests {
         let BodyOutcome::Failed(error) = outcome else {
             panic!("{outcome:?}");
         };
-        assert_eq!(error.kind, ProviderErrorKind::ContextOverflow);
+        assert_eq!(error.kind, ProviderErrorKind::RequestTooLarge);
         assert!(
             error.message.starts_with(&format!(
                 "the request to 127.0.0.1:9 is {} bytes, over the {bound}-byte bound on what smith sends",

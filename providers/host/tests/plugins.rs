@@ -773,7 +773,7 @@ fn built_in_provider_plugins_encode_a_request_near_the_http_bound_within_their_l
 }
 
 #[test]
-fn a_provider_plugin_out_of_memory_is_a_context_overflow_not_retried_and_names_no_manifest_for_a_built_in()
+fn a_provider_plugin_out_of_memory_is_plugin_memory_not_retried_and_names_no_manifest_for_a_built_in()
  {
     let (request, _) = request_near_the_bound();
     // The general default, too small for this request.
@@ -783,7 +783,7 @@ fn a_provider_plugin_out_of_memory_is_a_context_overflow_not_retried_and_names_n
     let mut error = live.encode(&request).unwrap_err();
     assert_eq!(
         error.kind,
-        ProviderErrorKind::ContextOverflow,
+        ProviderErrorKind::PluginMemory,
         "{}",
         error.message
     );

@@ -314,6 +314,8 @@ fn failure(
         ),
         ProviderErrorKind::InvalidRequest
         | ProviderErrorKind::ContextOverflow
+        | ProviderErrorKind::RequestTooLarge
+        | ProviderErrorKind::PluginMemory
         | ProviderErrorKind::MalformedStream => format!(
             "the provider did not accept or complete the request as smith sent it; if it refuses tools, the model cannot run smith's tools (pick another with --model); otherwise run `smith auth check {vendor} --live` again"
         ),

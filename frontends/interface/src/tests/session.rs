@@ -224,6 +224,7 @@ fn compaction_shows_in_the_status_line_and_the_transcript() {
         kept_messages: (outcome == CompactionOutcome::Compacted).then_some(2),
         usage: None,
         error,
+        detail: None,
     };
     apply(
         &mut app,

@@ -498,7 +498,12 @@ fn error_to_wit(error: vendor::ProviderError) -> wit::ProviderError {
         K::Auth => wit::ErrorKind::Auth,
         K::InvalidRequest => wit::ErrorKind::InvalidRequest,
         K::ModelUnavailable => wit::ErrorKind::ModelUnavailable,
-        K::ContextOverflow => wit::ErrorKind::ContextOverflow,
+        // The host's own kinds for a request too large to send or build;
+        // an adapter never makes them, and the interface's nearest is
+        // the overflow.
+        K::ContextOverflow | K::RequestTooLarge | K::PluginMemory => {
+            wit::ErrorKind::ContextOverflow
+        }
         K::MalformedStream => wit::ErrorKind::MalformedStream,
         K::Transport => wit::ErrorKind::Transport,
     };
