@@ -130,6 +130,8 @@ enum Command {
     Config(cmd::config::Args),
     /// Show what every request carries before the conversation: prompt fragments and tool definitions with their sizes: `context [--json]`.
     Context(cmd::context::Args),
+    /// List the skills (SKILL.md folders) smith/skills finds here: source, level, shadowing, unreadable files: `skills list [--json]`.
+    Skills(cmd::skills::Args),
     /// Trust a project's .smith directory (configuration, plugins) as it is now.
     Trust(cmd::trust::Args),
     /// Show what the sandbox enforces here: kernel support, each layer, write roots, denied paths, bash per approval mode: `sandbox [--json]`.
@@ -180,6 +182,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Config(args) => cmd::config::run(args),
         Command::Context(args) => cmd::context::run(args),
+        Command::Skills(args) => cmd::skills::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Sandbox(args) => cmd::sandbox::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),

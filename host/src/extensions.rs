@@ -291,12 +291,14 @@ fn load_with(
         let grants = Grants {
             ui: granted("ui"),
             permissions: granted("permissions"),
+            local_read: granted("local-read"),
             ..Grants::default()
         };
         let mut builtin_effects = effects(builtin.name, grants);
-        if granted("permissions") {
-            // Configured once: smith/permissions and smith/instructions
-            // share the same view (and a broken file warns once).
+        if granted("permissions") || granted("local-read") {
+            // Configured once: smith/permissions, smith/instructions and
+            // smith/skills share the same view (and a broken file warns
+            // once).
             if !permissions_configured {
                 permissions_configured = true;
                 if let Some(warning) = configure_permissions(&mut permissions, &paths) {
