@@ -25,6 +25,7 @@ const COMMANDS: &[&str] = &[
     "bench",
     "config",
     "context",
+    "skills",
     "trust",
     "sandbox",
     "doctor",

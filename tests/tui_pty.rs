@@ -907,3 +907,30 @@ fn switching_sessions_never_says_the_runtime_stopped() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
+    let mut s = start_prepared(None, None, |home| {
+        // A global skill: smith's configuration folder is its home here.
+        let dir = home.join("skills/demo-skill");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: demo-skill\ndescription: Demonstrates skills.\n---\nDEMO-BODY: say hello.\n",
+        )
+        .unwrap();
+    });
+    s.ready();
+    // Completion offers it with its description, as /help lists it.
+    s.send(b"/demo");
+    s.wait_for_screen("skill: Demonstrates skills.");
+    s.send(b"\x15");
+    s.send(b"/skills\r");
+    s.wait_for_screen("[smith/skills] demo-skill  global");
+    s.send(b"/demo-skill go\r");
+    s.wait_for_screen("<skill name=\"demo-skill\"");
+    s.wait_for_screen(" ready ·");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
