@@ -293,7 +293,6 @@ fn rpc_prompts_invoke_skills_too() {
 #[test]
 fn skills_list_shows_sources_shadowing_and_unreadable_files() {
     let (home, proj) = setup();
-    trust(home.path(), &proj);
     let h = home.path();
     let first = skill(&proj.join(".smith/skills"), "pdf", "Project smith PDF.", "FIRST");
     let second = skill(&proj.join(".claude/skills"), "pdf", "Project claude PDF.", "SECOND");
@@ -311,6 +310,9 @@ fn skills_list_shows_sources_shadowing_and_unreadable_files() {
     let renamed = proj.join(".claude/skills/renamed/SKILL.md");
     std::fs::create_dir_all(renamed.parent().unwrap()).unwrap();
     std::fs::write(&renamed, "---\nname: other\ndescription: d\n---\n").unwrap();
+    // Trusted once everything is in place: `.smith/skills` is part of the
+    // `.smith` folder trust records.
+    trust(h, &proj);
 
     let (out, _) = smith_in(h, &proj, &["skills", "list", "--json"], 0);
     let list: Value = serde_json::from_str(&out).unwrap();
