@@ -197,7 +197,10 @@ fn the_model_sees_the_catalog_and_the_tool_loads_a_skill_with_its_folder_and_fil
     let folder = proj.join(".claude/skills/webapp-testing");
     for needle in [
         "# Web Application Testing".to_owned(),
-        format!("<skill name=\\\"webapp-testing\\\" folder=\\\"{}\\\">", folder.display()),
+        format!(
+            "<skill name=\\\"webapp-testing\\\" folder=\\\"{}\\\">",
+            folder.display()
+        ),
         format!("- {}/scripts/with_server.py", folder.display()),
         format!("- {}/examples/console_logging.py", folder.display()),
         format!("- {}/LICENSE.txt", folder.display()),
@@ -238,11 +241,17 @@ fn slash_and_dollar_names_attach_the_skill_to_the_prompt() {
         let text = &texts[0];
         let folder = proj.join(".claude/skills/internal-comms");
         assert!(
-            text.starts_with(&format!("<skill name=\"internal-comms\" folder=\"{}\">", folder.display())),
+            text.starts_with(&format!(
+                "<skill name=\"internal-comms\" folder=\"{}\">",
+                folder.display()
+            )),
             "{text}"
         );
         assert!(text.contains("## When to use this skill"), "{text}");
-        assert!(text.contains(&format!("- {}/examples/company-newsletter.md", folder.display())));
+        assert!(text.contains(&format!(
+            "- {}/examples/company-newsletter.md",
+            folder.display()
+        )));
         assert!(
             text.ends_with(&format!(
                 "The user invoked the skill internal-comms (`{sigil}internal-comms`) with this request:\n\nwrite the weekly newsletter"
@@ -254,10 +263,17 @@ fn slash_and_dollar_names_attach_the_skill_to_the_prompt() {
     }
     // Without words, the skill is to be followed as it is.
     let (requests, _) = eval(home.path(), &proj, &script, "/brand-guidelines");
-    assert!(user_texts(&requests[0])[0].ends_with("(`/brand-guidelines`) without further words: follow its instructions."));
+    assert!(
+        user_texts(&requests[0])[0]
+            .ends_with("(`/brand-guidelines`) without further words: follow its instructions.")
+    );
     // A `/word` that names no skill goes on as before: as written.
     let (requests, err) = eval(home.path(), &proj, &script, "/tmp is full, clean it");
-    assert_eq!(user_texts(&requests[0]), ["/tmp is full, clean it"], "{err}");
+    assert_eq!(
+        user_texts(&requests[0]),
+        ["/tmp is full, clean it"],
+        "{err}"
+    );
     let (requests, _) = eval(home.path(), &proj, &script, "$HOME/bin is missing");
     assert_eq!(user_texts(&requests[0]), ["$HOME/bin is missing"]);
 }
@@ -276,7 +292,12 @@ fn rpc_prompts_invoke_skills_too() {
     let record = home.path().join("rpc.jsonl");
     let mut client = Client::start(
         home.path(),
-        &["--mock-script", &script, "--mock-record", &record.display().to_string()],
+        &[
+            "--mock-script",
+            &script,
+            "--mock-record",
+            &record.display().to_string(),
+        ],
     );
     client.send(1, "prompt", json!({"text": "$release-notes for 2.0"}));
     client.until(|r| r["id"] == 1);
@@ -285,20 +306,50 @@ fn rpc_prompts_invoke_skills_too() {
     let (_, err) = client.finish();
     let requests = requests(&record);
     let text = &user_texts(&requests[0])[0];
-    assert!(text.contains("RELEASE-BODY: group the changes by kind."), "{text}\n{err}");
+    assert!(
+        text.contains("RELEASE-BODY: group the changes by kind."),
+        "{text}\n{err}"
+    );
     assert!(text.ends_with("with this request:\n\nfor 2.0"), "{text}");
-    assert!(system(&requests[0]).contains("- release-notes: Writes release notes from the changelog."));
+    assert!(
+        system(&requests[0]).contains("- release-notes: Writes release notes from the changelog.")
+    );
 }
 
 #[test]
 fn skills_list_shows_sources_shadowing_and_unreadable_files() {
     let (home, proj) = setup();
     let h = home.path();
-    let first = skill(&proj.join(".smith/skills"), "pdf", "Project smith PDF.", "FIRST");
-    let second = skill(&proj.join(".claude/skills"), "pdf", "Project claude PDF.", "SECOND");
-    let global = skill(&h.join("smith/skills"), "pdf", "Global smith PDF.", "GLOBAL");
-    let claude = skill(&h.join(".claude/skills"), "pdf", "Global claude PDF.", "CLAUDE");
-    let agents = skill(&h.join(".agents/skills"), "notes", "Global agents notes.", "NOTES");
+    let first = skill(
+        &proj.join(".smith/skills"),
+        "pdf",
+        "Project smith PDF.",
+        "FIRST",
+    );
+    let second = skill(
+        &proj.join(".claude/skills"),
+        "pdf",
+        "Project claude PDF.",
+        "SECOND",
+    );
+    let global = skill(
+        &h.join("smith/skills"),
+        "pdf",
+        "Global smith PDF.",
+        "GLOBAL",
+    );
+    let claude = skill(
+        &h.join(".claude/skills"),
+        "pdf",
+        "Global claude PDF.",
+        "CLAUDE",
+    );
+    let agents = skill(
+        &h.join(".agents/skills"),
+        "notes",
+        "Global agents notes.",
+        "NOTES",
+    );
     // Broken: no closing line; a name against the rules; a name that is
     // not the folder's.
     let broken = proj.join(".agents/skills/broken/SKILL.md");
@@ -328,9 +379,16 @@ fn skills_list_shows_sources_shadowing_and_unreadable_files() {
     assert_eq!(winner["level"], "project");
     assert_eq!(winner["shadowed_by"], Value::Null);
     assert_eq!(winner["description"], "Project smith PDF.");
-    assert_eq!(winner["folder"], proj.join(".smith/skills").display().to_string());
+    assert_eq!(
+        winner["folder"],
+        proj.join(".smith/skills").display().to_string()
+    );
     for loser in [&second, &global, &claude] {
-        assert_eq!(entry(loser)["shadowed_by"], first.display().to_string(), "{out}");
+        assert_eq!(
+            entry(loser)["shadowed_by"],
+            first.display().to_string(),
+            "{out}"
+        );
     }
     assert_eq!(entry(&global)["level"], "global");
     assert_eq!(entry(&agents)["shadowed_by"], Value::Null);
@@ -344,9 +402,18 @@ fn skills_list_shows_sources_shadowing_and_unreadable_files() {
             .unwrap()
             .to_owned()
     };
-    assert!(reason(&broken).contains("never closed; add a `---` line"), "{out}");
-    assert!(reason(&upper).contains("the name `Upper` has the character 'U'"), "{out}");
-    assert!(reason(&renamed).contains("differs from its folder's name `renamed`"), "{out}");
+    assert!(
+        reason(&broken).contains("never closed; add a `---` line"),
+        "{out}"
+    );
+    assert!(
+        reason(&upper).contains("the name `Upper` has the character 'U'"),
+        "{out}"
+    );
+    assert!(
+        reason(&renamed).contains("differs from its folder's name `renamed`"),
+        "{out}"
+    );
     // The folders in precedence order: the project's, then the user's.
     let folders: Vec<&str> = list["folders"]
         .as_array()
@@ -356,18 +423,40 @@ fn skills_list_shows_sources_shadowing_and_unreadable_files() {
         .collect();
     let at = |p: PathBuf| {
         let p = p.display().to_string();
-        folders.iter().position(|f| *f == p).unwrap_or_else(|| panic!("{p} in {folders:?}"))
+        folders
+            .iter()
+            .position(|f| *f == p)
+            .unwrap_or_else(|| panic!("{p} in {folders:?}"))
     };
     assert!(at(proj.join(".smith/skills")) < at(proj.join(".claude/skills")));
     assert!(at(proj.join(".claude/skills")) < at(proj.join(".agents/skills")));
     assert!(at(proj.join(".gemini/skills")) < at(h.canonicalize().unwrap().join("smith/skills")));
-    assert!(at(h.canonicalize().unwrap().join("smith/skills")) < at(h.canonicalize().unwrap().join(".claude/skills")));
+    assert!(
+        at(h.canonicalize().unwrap().join("smith/skills"))
+            < at(h.canonicalize().unwrap().join(".claude/skills"))
+    );
 
     // The text form says the same.
     let (text, _) = smith_in(h, &proj, &["skills", "list"], 0);
-    assert!(text.contains(&format!("pdf  project  {}\n    Project smith PDF.", first.display())), "{text}");
-    assert!(text.contains(&format!("pdf  global  {}\n    shadowed by {}", claude.display(), first.display())), "{text}");
-    assert!(text.contains("Not loaded (the frontmatter could not be read):"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "pdf  project  {}\n    Project smith PDF.",
+            first.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "pdf  global  {}\n    shadowed by {}",
+            claude.display(),
+            first.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("Not loaded (the frontmatter could not be read):"),
+        "{text}"
+    );
     assert!(text.contains("    invoke: /pdf or $pdf"), "{text}");
 
     // The model sees the winner only; each problem is a notice naming its
@@ -385,10 +474,27 @@ fn skills_list_shows_sources_shadowing_and_unreadable_files() {
             .unwrap_or_else(|| panic!("no notice with {needle}:\n{err}"))
             .to_owned()
     };
-    notice(&format!("the skill file {} was not loaded", broken.canonicalize().unwrap().display()));
-    let shadow = notice(&format!("the skill pdf in {} is not used", second.display()));
-    assert!(shadow.contains(&format!("{} has the same name and comes first", first.display())), "{shadow}");
-    let (_, err) = smith_in(h, &proj, &["eval", "--mock-script", &script, "/broken now"], 1);
+    notice(&format!(
+        "the skill file {} was not loaded",
+        broken.canonicalize().unwrap().display()
+    ));
+    let shadow = notice(&format!(
+        "the skill pdf in {} is not used",
+        second.display()
+    ));
+    assert!(
+        shadow.contains(&format!(
+            "{} has the same name and comes first",
+            first.display()
+        )),
+        "{shadow}"
+    );
+    let (_, err) = smith_in(
+        h,
+        &proj,
+        &["eval", "--mock-script", &script, "/broken now"],
+        1,
+    );
     assert!(err.contains("smith/skills blocked this input"), "{err}");
     assert!(err.contains("never closed"), "{err}");
 }
@@ -396,24 +502,48 @@ fn skills_list_shows_sources_shadowing_and_unreadable_files() {
 #[test]
 fn an_untrusted_projects_skills_are_skipped_with_a_notice() {
     let (home, proj) = setup();
-    skill(&home.path().join("smith/skills"), "mine", "My own skill.", "MINE");
+    skill(
+        &home.path().join("smith/skills"),
+        "mine",
+        "My own skill.",
+        "MINE",
+    );
     let script = script(home.path(), ANSWER);
     let (requests, err) = eval(home.path(), &proj, &script, "go");
     let system = system(&requests[0]);
     assert!(system.contains("- mine: My own skill."), "{system}");
     assert!(!system.contains("webapp-testing"), "{system}");
-    let notices: Vec<&str> = err.lines().filter(|l| l.starts_with("[smith/skills]")).collect();
+    let notices: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("[smith/skills]"))
+        .collect();
     assert_eq!(notices.len(), 1, "{err}");
     let notice = notices[0];
     assert!(notice.contains("not trusted"), "{notice}");
     assert!(
-        notice.contains(&proj.join(".claude/skills/webapp-testing/SKILL.md").display().to_string()),
+        notice.contains(
+            &proj
+                .join(".claude/skills/webapp-testing/SKILL.md")
+                .display()
+                .to_string()
+        ),
         "{notice}"
     );
-    assert!(notice.contains(&format!("run `smith trust {}`", proj.display())), "{notice}");
+    assert!(
+        notice.contains(&format!("run `smith trust {}`", proj.display())),
+        "{notice}"
+    );
     // Invoking one says why it is not there.
-    let (_, err) = smith_in(home.path(), &proj, &["eval", "--mock-script", &script, "$webapp-testing"], 1);
-    assert!(err.contains("belongs to a project that is not trusted"), "{err}");
+    let (_, err) = smith_in(
+        home.path(),
+        &proj,
+        &["eval", "--mock-script", &script, "$webapp-testing"],
+        1,
+    );
+    assert!(
+        err.contains("belongs to a project that is not trusted"),
+        "{err}"
+    );
     // Trusted, they are read.
     trust(home.path(), &proj);
     let (requests, _) = eval(home.path(), &proj, &script, "go");
@@ -439,7 +569,11 @@ fn an_edit_between_two_turns_reaches_the_next_request() {
     let (requests, err) = eval(home.path(), &proj, &script, "add a skill");
     assert_eq!(requests.len(), 2, "{err}");
     assert!(!system(&requests[0]).contains("- fresh:"));
-    assert!(system(&requests[1]).contains("- fresh: Added during the run."), "{}\n{err}", system(&requests[1]));
+    assert!(
+        system(&requests[1]).contains("- fresh: Added during the run."),
+        "{}\n{err}",
+        system(&requests[1])
+    );
 }
 
 #[test]
@@ -452,10 +586,18 @@ fn disabling_the_plugin_removes_skills_and_nothing_else() {
         .lines()
         .find(|l| l.contains("smith/skills"))
         .unwrap_or_else(|| panic!("{out}"));
-    assert!(line.contains("built-in") && line.contains("enabled"), "{line}");
+    assert!(
+        line.contains("built-in") && line.contains("enabled"),
+        "{line}"
+    );
     let script = script(home.path(), ANSWER);
     let (before, _) = eval(home.path(), &proj, &script, "/brand-guidelines go");
-    smith_in(home.path(), &proj, &["plugin", "disable", "smith/skills"], 0);
+    smith_in(
+        home.path(),
+        &proj,
+        &["plugin", "disable", "smith/skills"],
+        0,
+    );
     let (after, err) = eval(home.path(), &proj, &script, "/brand-guidelines go");
     let system = system(&after[0]);
     assert!(!system.contains("# Skills"), "{system}");

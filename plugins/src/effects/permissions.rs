@@ -206,7 +206,10 @@ impl Effects {
     /// The same state for the read-only observations (`resolve-path`,
     /// `peek-file`, `stat-file`, `peek-dir`, `config-dir`, `home-dir`,
     /// `project-trusted`): `local-read` suffices, `permissions` includes it.
-    fn read_access(&self, request: impl FnOnce() -> String) -> Result<&PermissionAccess, EffectError> {
+    fn read_access(
+        &self,
+        request: impl FnOnce() -> String,
+    ) -> Result<&PermissionAccess, EffectError> {
         if !self.grants.permissions && !self.grants.local_read {
             return Err(self.deny("local-read", "local-read".to_owned(), request()));
         }

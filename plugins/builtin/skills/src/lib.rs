@@ -33,7 +33,12 @@ struct Skills;
 const TOOL: &str = "skill";
 
 /// The folders read in each project folder, in precedence order.
-const PROJECT_FOLDERS: [&str; 4] = [".smith/skills", ".claude/skills", ".agents/skills", ".gemini/skills"];
+const PROJECT_FOLDERS: [&str; 4] = [
+    ".smith/skills",
+    ".claude/skills",
+    ".agents/skills",
+    ".gemini/skills",
+];
 
 /// The folders read in the home folder, after smith's own, in order.
 const HOME_FOLDERS: [&str; 3] = [".claude/skills", ".agents/skills", ".gemini/skills"];
@@ -54,9 +59,27 @@ const ORDER: i32 = 300;
 /// Command names smith and its built-ins carry: a skill of one of these
 /// names is invoked as `$name` (the command stays smith's).
 const RESERVED: [&str; 21] = [
-    "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "undo", "redo",
-    "rewind", "plugins", "context", "search", "copy", "thinking", "quit", "exit", "approval",
-    "skills", "permissions",
+    "help",
+    "model",
+    "new",
+    "resume",
+    "continue",
+    "branch",
+    "compact",
+    "replay",
+    "undo",
+    "redo",
+    "rewind",
+    "plugins",
+    "context",
+    "search",
+    "copy",
+    "thinking",
+    "quit",
+    "exit",
+    "approval",
+    "skills",
+    "permissions",
 ];
 
 /// One SKILL.md found, with what its frontmatter said.
@@ -237,8 +260,13 @@ fn folder_name(dir: &str) -> &str {
 fn read_skill(path: &str, dir: &str) -> Result<(format::Declared, String), String> {
     match host::peek_file(path) {
         Ok(Some(text)) => format::check(&text, folder_name(dir)).map(|d| (d, text)),
-        Ok(None) => Err("the file went away while it was read; it is read again next turn".to_owned()),
-        Err(err) => Err(format!("it cannot be read ({}); check that it is a readable file", error_text(&err))),
+        Ok(None) => {
+            Err("the file went away while it was read; it is read again next turn".to_owned())
+        }
+        Err(err) => Err(format!(
+            "it cannot be read ({}); check that it is a readable file",
+            error_text(&err)
+        )),
     }
 }
 
@@ -256,11 +284,9 @@ fn refresh() -> bool {
         }
     }
     let unchanged = STATE.with(|state| {
-        state
-            .borrow()
-            .scan
-            .as_ref()
-            .is_some_and(|scan| scan.signature == signature && scan.trusted == trusted && scan.roots == roots)
+        state.borrow().scan.as_ref().is_some_and(|scan| {
+            scan.signature == signature && scan.trusted == trusted && scan.roots == roots
+        })
     });
     if unchanged {
         return false;
@@ -294,10 +320,13 @@ fn refresh() -> bool {
         .enumerate()
         .filter_map(|(i, e)| {
             e.declared().map(|d| {
-                (i, format::Found {
-                    name: d.name.clone(),
-                    path: e.path.clone(),
-                })
+                (
+                    i,
+                    format::Found {
+                        name: d.name.clone(),
+                        path: e.path.clone(),
+                    },
+                )
             })
         })
         .collect();
@@ -441,12 +470,20 @@ fn files(dir: &str) -> Vec<String> {
     let mut files = Vec::new();
     let mut pending = vec![(String::new(), 0usize)];
     while let Some((relative, depth)) = pending.pop() {
-        let folder = if relative.is_empty() { dir.to_owned() } else { join(dir, &relative) };
+        let folder = if relative.is_empty() {
+            dir.to_owned()
+        } else {
+            join(dir, &relative)
+        };
         let Ok(Some(listing)) = host::peek_dir(&folder) else {
             continue;
         };
         for entry in listing.entries {
-            let path = if relative.is_empty() { entry.name.clone() } else { join(&relative, &entry.name) };
+            let path = if relative.is_empty() {
+                entry.name.clone()
+            } else {
+                join(&relative, &entry.name)
+            };
             match entry.kind {
                 host::EntryKind::Dir if depth + 1 < MAX_DEPTH && !entry.name.starts_with('.') => {
                     pending.push((path, depth + 1));
@@ -469,8 +506,12 @@ fn files(dir: &str) -> Vec<String> {
 
 /// The text that loads `entry`: its instructions, folder and files.
 fn load(entry: &Entry) -> Result<(String, serde_json::Value), String> {
-    let (declared, text) = read_skill(&entry.path, &entry.dir)
-        .map_err(|reason| format!("the skill file {} could not be loaded: {reason}", entry.path))?;
+    let (declared, text) = read_skill(&entry.path, &entry.dir).map_err(|reason| {
+        format!(
+            "the skill file {} could not be loaded: {reason}",
+            entry.path
+        )
+    })?;
     let body = &text[declared.body_start..];
     let listed = files(&entry.dir);
     if body.trim().len() > BODY_MAX_BYTES {
@@ -506,7 +547,9 @@ fn load(entry: &Entry) -> Result<(String, serde_json::Value), String> {
 fn invoked(sigil: char, name: &str, args: &str, entry: &Entry) -> Result<String, String> {
     let (loaded, _) = load(entry)?;
     let request = if args.is_empty() {
-        format!("The user invoked the skill {name} (`{sigil}{name}`) without further words: follow its instructions.")
+        format!(
+            "The user invoked the skill {name} (`{sigil}{name}`) without further words: follow its instructions."
+        )
     } else {
         format!("The user invoked the skill {name} (`{sigil}{name}`) with this request:\n\n{args}")
     };
@@ -524,7 +567,9 @@ fn listing_lines(scan: &Scan) -> Vec<String> {
         lines.push("No skill found. Put one in .smith/skills/NAME/SKILL.md (project) or in the skills folder of smith's configuration folder (yours).".to_owned());
     }
     for entry in valid {
-        let Some(declared) = entry.declared() else { continue };
+        let Some(declared) = entry.declared() else {
+            continue;
+        };
         lines.push(String::new());
         let invoke = if RESERVED.contains(&declared.name.as_str()) {
             format!("${} (/{} is smith's command)", declared.name, declared.name)
@@ -540,7 +585,10 @@ fn listing_lines(scan: &Scan) -> Vec<String> {
         match &entry.shadowed_by {
             Some(by) => lines.push(format!("    shadowed by {by} (not used)")),
             None => {
-                lines.push(format!("    {}", format::catalog_line("", &declared.description).trim_start_matches("- : ")));
+                lines.push(format!(
+                    "    {}",
+                    format::catalog_line("", &declared.description).trim_start_matches("- : ")
+                ));
                 if !declared.allowed_tools.is_empty() {
                     lines.push(format!(
                         "    allowed-tools (advisory): {}",
@@ -557,7 +605,10 @@ fn listing_lines(scan: &Scan) -> Vec<String> {
         lines.push("Not loaded (the frontmatter could not be read):".to_owned());
         for entry in broken {
             lines.push(entry.path.clone());
-            lines.push(format!("    {}", entry.read.as_ref().err().cloned().unwrap_or_default()));
+            lines.push(format!(
+                "    {}",
+                entry.read.as_ref().err().cloned().unwrap_or_default()
+            ));
         }
     }
     if !scan.untrusted.is_empty() {
@@ -589,15 +640,15 @@ fn listing_json(scan: &Scan) -> serde_json::Value {
             })
         })
         .collect();
-    let unreadable: Vec<serde_json::Value> = scan
-        .entries
-        .iter()
-        .filter_map(|e| {
-            e.read.as_ref().err().map(|reason| {
-                json!({"path": e.path, "level": e.level.as_str(), "reason": reason})
+    let unreadable: Vec<serde_json::Value> =
+        scan.entries
+            .iter()
+            .filter_map(|e| {
+                e.read.as_ref().err().map(
+                    |reason| json!({"path": e.path, "level": e.level.as_str(), "reason": reason}),
+                )
             })
-        })
-        .collect();
+            .collect();
     let skipped: Vec<serde_json::Value> = scan
         .untrusted
         .iter()
@@ -643,7 +694,8 @@ impl ext::Guest for Skills {
         refresh();
         let mut commands = vec![ext::Command {
             name: "skills".to_owned(),
-            description: "list the skills: source, shadowing, files that could not be read".to_owned(),
+            description: "list the skills: source, shadowing, files that could not be read"
+                .to_owned(),
             usage: String::new(),
             complete: "none".to_owned(),
         }];
@@ -698,9 +750,8 @@ impl ext::Guest for Skills {
             });
         }
         match lookup(&name) {
-            Lookup::Found(entry) => {
-                invoked('/', &name, argument.trim(), &entry).map(|text| vec![ext::Action::SendMessage(text)])
-            }
+            Lookup::Found(entry) => invoked('/', &name, argument.trim(), &entry)
+                .map(|text| vec![ext::Action::SendMessage(text)]),
             Lookup::Broken(reason) => Err(reason),
             Lookup::Missing(_) => Err(format!(
                 "no skill is named {name} any more (its SKILL.md was moved or renamed); `/skills` lists the skills there are"
@@ -718,8 +769,12 @@ impl ext::Guest for Skills {
                 match lookup(name) {
                     Lookup::Found(entry) => {
                         return match invoked(sigil, name, args, &entry) {
-                            Ok(prompt) => ext::HandlerResult::Decision(ext::Decision::Replace(prompt)),
-                            Err(reason) => ext::HandlerResult::Decision(ext::Decision::Block(reason)),
+                            Ok(prompt) => {
+                                ext::HandlerResult::Decision(ext::Decision::Replace(prompt))
+                            }
+                            Err(reason) => {
+                                ext::HandlerResult::Decision(ext::Decision::Block(reason))
+                            }
                         };
                     }
                     Lookup::Broken(reason) => {
@@ -768,7 +823,9 @@ impl pro::Guest for Skills {
             is_error: true,
         };
         if name != TOOL {
-            return error(format!("smith/skills has no tool {name}; its tool is `{TOOL}`"));
+            return error(format!(
+                "smith/skills has no tool {name}; its tool is `{TOOL}`"
+            ));
         }
         let skill = serde_json::from_str::<serde_json::Value>(&arguments)
             .ok()
@@ -785,9 +842,9 @@ impl pro::Guest for Skills {
                 Err(reason) => error(reason),
             },
             Lookup::Broken(reason) => error(reason),
-            Lookup::Missing(names) if names.is_empty() => {
-                error(format!("no skill is named `{skill}`, and no skill is installed"))
-            }
+            Lookup::Missing(names) if names.is_empty() => error(format!(
+                "no skill is named `{skill}`, and no skill is installed"
+            )),
             Lookup::Missing(names) => error(format!(
                 "no skill is named `{skill}`; the skills are: {}. Call the tool with one of these names",
                 names.join(", ")

@@ -54,11 +54,13 @@ pub fn parse(text: &str) -> Result<(Vec<(String, Value)>, usize), String> {
                 .to_owned(),
         );
     };
-    let body_start = lines
-        .get(close + 1)
-        .map_or(text.len(), |&(start, _)| start);
+    let body_start = lines.get(close + 1).map_or(text.len(), |&(start, _)| start);
     let inner: Vec<&str> = lines[1..close].iter().map(|&(s, e)| &text[s..e]).collect();
-    let fields = Parser { lines: &inner, at: 0 }.fields()?;
+    let fields = Parser {
+        lines: &inner,
+        at: 0,
+    }
+    .fields()?;
     Ok((fields, body_start))
 }
 
@@ -68,7 +70,11 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
     let mut start = 0;
     for (index, c) in text.char_indices() {
         if c == '\n' {
-            let end = if text[..index].ends_with('\r') { index - 1 } else { index };
+            let end = if text[..index].ends_with('\r') {
+                index - 1
+            } else {
+                index
+            };
             spans.push((start, end));
             start = index + 1;
         }
@@ -409,7 +415,9 @@ fn unescape(raw: &str) -> Result<String, String> {
                 let code = u32::from_str_radix(&hex, 16)
                     .ok()
                     .and_then(char::from_u32)
-                    .ok_or_else(|| format!("`\\u{hex}` is not a character; write four hex digits"))?;
+                    .ok_or_else(|| {
+                        format!("`\\u{hex}` is not a character; write four hex digits")
+                    })?;
                 out.push(code);
             }
             other => {

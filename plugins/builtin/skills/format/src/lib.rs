@@ -119,7 +119,11 @@ pub fn check(text: &str, folder: &str) -> Result<Declared, String> {
     let allowed_tools = match get("allowed-tools") {
         None => Vec::new(),
         Some(Value::Text(text)) => split_tools(text),
-        Some(Value::List(items)) => items.iter().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect(),
+        Some(Value::List(items)) => items
+            .iter()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect(),
         Some(Value::Map) => {
             return Err(
                 "`allowed-tools` is a mapping; write a list (`allowed-tools: [Read, Grep]`) or one string (`allowed-tools: Read Grep`)"
@@ -149,7 +153,12 @@ fn split_tools(text: &str) -> Vec<String> {
             ')' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        let split = depth == 0 && if by_comma { c == ',' } else { c.is_whitespace() };
+        let split = depth == 0
+            && if by_comma {
+                c == ','
+            } else {
+                c.is_whitespace()
+            };
         if split {
             tools.push(std::mem::take(&mut current));
         } else {
@@ -292,7 +301,9 @@ pub fn loaded(
         ));
     }
     if !files.is_empty() {
-        text.push_str("\n\nOther files in the skill's folder (read them with the read tool when needed):\n");
+        text.push_str(
+            "\n\nOther files in the skill's folder (read them with the read tool when needed):\n",
+        );
         for file in files {
             text.push_str(&format!("- {dir}/{file}\n"));
         }
