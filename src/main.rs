@@ -130,8 +130,6 @@ enum Command {
     Config(cmd::config::Args),
     /// Show what every request carries before the conversation: prompt fragments and tool definitions with their sizes: `context [--json]`.
     Context(cmd::context::Args),
-    /// List the skills (SKILL.md folders) smith/skills finds here: source, level, shadowing, unreadable files: `skills list [--json]`.
-    Skills(cmd::skills::Args),
     /// Trust a project's .smith directory (configuration, plugins) as it is now.
     Trust(cmd::trust::Args),
     /// Show what the sandbox enforces here: kernel support, each layer, write roots, denied paths, bash per approval mode: `sandbox [--json]`.
@@ -141,6 +139,8 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
     Session(cmd::session::Args),
+    /// List the skills (SKILL.md folders) smith/skills finds here: source, level, shadowing, unreadable files: `skills list [--json]`.
+    Skills(cmd::skills::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json | --output-format stream-json|json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
@@ -182,11 +182,11 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Config(args) => cmd::config::run(args),
         Command::Context(args) => cmd::context::run(args),
-        Command::Skills(args) => cmd::skills::run(args),
         Command::Trust(args) => cmd::trust::run(args),
         Command::Sandbox(args) => cmd::sandbox::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Session(args) => cmd::session::run(args),
+        Command::Skills(args) => cmd::skills::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Tui(args) => cmd::tui::run(args),
