@@ -928,8 +928,10 @@ fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
     s.send(b"/skills\r");
     s.wait_for_screen("[smith/skills] demo-skill  global");
     s.send(b"/demo-skill go\r");
-    s.wait_for_screen("<skill name=\"demo-skill\"");
-    s.wait_for_screen(" ready ·");
+    // The mock provider echoes the prompt it received: the instructions
+    // attached, then the request.
+    s.wait_for_screen("DEMO-BODY: say hello.");
+    s.wait_for_screen("demo-skill (`/demo-skill`) with this request");
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
