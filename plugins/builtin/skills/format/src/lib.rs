@@ -228,7 +228,7 @@ pub fn catalog(skills: &[(&str, &str)], tool: &str, max_bytes: usize) -> (String
     let mut left_out = Vec::new();
     for (name, description) in skills {
         let line = catalog_line(name, description);
-        if left_out.is_empty() && text.len() + line.len() + 1 <= max_bytes {
+        if left_out.is_empty() && text.len() + line.len() < max_bytes {
             text.push_str(&line);
             text.push('\n');
         } else {
