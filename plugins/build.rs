@@ -21,6 +21,7 @@ const GROUPS: &[&[&str]] = &[
     &[
         "smith-plugin-product",
         "smith-plugin-instructions",
+        "smith-plugin-skills",
         "smith-plugin-kit",
         "smith-plugin-hello",
     ],

@@ -139,6 +139,8 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
     Session(cmd::session::Args),
+    /// List the skills (SKILL.md folders) smith/skills finds here: source, level, shadowing, unreadable files: `skills list [--json]`.
+    Skills(cmd::skills::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json | --output-format stream-json|json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
@@ -184,6 +186,7 @@ fn main() -> ExitCode {
         Command::Sandbox(args) => cmd::sandbox::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Session(args) => cmd::session::run(args),
+        Command::Skills(args) => cmd::skills::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Tui(args) => cmd::tui::run(args),

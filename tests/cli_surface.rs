@@ -29,6 +29,7 @@ const COMMANDS: &[&str] = &[
     "sandbox",
     "doctor",
     "session",
+    "skills",
     "eval",
     "tui",
     "models",

@@ -936,6 +936,30 @@ fn escape_sequences_in_model_text_are_shown_never_sent_to_the_terminal() {
             String::from_utf8_lossy(sequence)
         );
     }
+
+fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
+    let mut s = start_prepared(None, None, |home| {
+        // A global skill: smith's configuration folder is its home here.
+        let dir = home.join("skills/demo-skill");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: demo-skill\ndescription: Demonstrates skills.\n---\nDEMO-BODY: say hello.\n",
+        )
+        .unwrap();
+    });
+    s.ready();
+    // Completion offers it with its description, as /help lists it.
+    s.send(b"/demo");
+    s.wait_for_screen("skill: Demonstrates skills.");
+    s.send(b"\x15");
+    s.send(b"/skills\r");
+    s.wait_for_screen("[smith/skills] demo-skill  global");
+    s.send(b"/demo-skill go\r");
+    // The mock provider echoes the prompt it received: the instructions
+    // attached, then the request.
+    s.wait_for_screen("DEMO-BODY: say hello.");
+    s.wait_for_screen("demo-skill (`/demo-skill`) with this request");
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product, smith/permissions, smith/instructions), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/permissions, smith/instructions, smith/skills), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.
@@ -291,12 +291,14 @@ fn load_with(
         let grants = Grants {
             ui: granted("ui"),
             permissions: granted("permissions"),
+            local_read: granted("local-read"),
             ..Grants::default()
         };
         let mut builtin_effects = effects(builtin.name, grants);
-        if granted("permissions") {
-            // Configured once: smith/permissions and smith/instructions
-            // share the same view (and a broken file warns once).
+        if granted("permissions") || granted("local-read") {
+            // Configured once: smith/permissions, smith/instructions and
+            // smith/skills share the same view (and a broken file warns
+            // once).
             if !permissions_configured {
                 permissions_configured = true;
                 if let Some(warning) = configure_permissions(&mut permissions, &paths) {

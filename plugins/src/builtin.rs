@@ -28,6 +28,13 @@ pub const INSTRUCTIONS: &[u8] = include_bytes!(concat!(
     "/smith_plugin_instructions.wasm"
 ));
 
+/// The smith/skills extension component (SKILL.md folders: the catalog
+/// in the system prompt, the `skill` tool, `/name` and `$name`).
+pub const SKILLS: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_skills.wasm"
+));
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -133,7 +140,14 @@ pub const BUILTINS: &[Builtin] = &[
         world: "extension",
         description: "Project instructions: SMITH.md, AGENTS.md and CLAUDE.md from the config folder and the repository down to the working folder, in the system prompt",
         component: INSTRUCTIONS,
-        capabilities: &[("ui", ""), ("permissions", "")],
+        capabilities: &[("ui", ""), ("local-read", "")],
+    },
+    Builtin {
+        name: "smith/skills",
+        world: "extension",
+        description: "Skills: SKILL.md folders of the project and the user, their names and descriptions in the system prompt, the `skill` tool that loads one, `/name` and `$name` to invoke one, `/skills` to list them",
+        component: SKILLS,
+        capabilities: &[("ui", ""), ("local-read", "")],
     },
 ];
 

@@ -821,7 +821,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
                     absolute: resolved.absolute.to_string_lossy().into_owned(),
                     project_relative: resolved.project_relative,
                 }),
-            None => Err(self.no_grants("permissions", format!("resolve-path {path:?}"))),
+            None => Err(self.no_grants("local-read", format!("resolve-path {path:?}"))),
         };
         self.record_for_guest(result)
     }
@@ -829,7 +829,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
     fn peek_file(&mut self, path: String) -> Result<Option<String>, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.peek_file(&path),
-            None => Err(self.no_grants("permissions", format!("peek-file {path:?}"))),
+            None => Err(self.no_grants("local-read", format!("peek-file {path:?}"))),
         };
         self.record_for_guest(result)
     }
@@ -843,7 +843,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
                     is_dir: stat.is_dir,
                 })
             }),
-            None => Err(self.no_grants("permissions", format!("stat-file {path:?}"))),
+            None => Err(self.no_grants("local-read", format!("stat-file {path:?}"))),
         };
         self.record_for_guest(result)
     }
@@ -851,7 +851,25 @@ impl bindings::provider::smith::plugin::host::Host for State {
     fn config_dir(&mut self) -> Result<Option<String>, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.config_dir(),
-            None => Err(self.no_grants("permissions", "config-dir".to_owned())),
+            None => Err(self.no_grants("local-read", "config-dir".to_owned())),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn peek_dir(&mut self, path: String) -> Result<Option<host::DirListing>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects
+                .peek_dir(&path)
+                .map(|listing| listing.map(listing_to_wit)),
+            None => Err(self.no_grants("local-read", format!("peek-dir {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn home_dir(&mut self) -> Result<Option<String>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.home_dir(),
+            None => Err(self.no_grants("local-read", "home-dir".to_owned())),
         };
         self.record_for_guest(result)
     }
@@ -867,7 +885,7 @@ impl bindings::provider::smith::plugin::host::Host for State {
     fn project_trusted(&mut self) -> Result<bool, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.project_trusted(),
-            None => Err(self.no_grants("permissions", "project-trusted".to_owned())),
+            None => Err(self.no_grants("local-read", "project-trusted".to_owned())),
         };
         self.record_for_guest(result)
     }
@@ -958,7 +976,7 @@ impl State {
             capability,
             missing_grant: match capability {
                 "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write"
-                | "permissions" => capability.to_owned(),
+                | "permissions" | "local-read" => capability.to_owned(),
                 "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },

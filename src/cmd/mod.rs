@@ -17,6 +17,7 @@ pub mod rpc;
 pub mod sandbox;
 pub mod secret;
 pub mod session;
+pub mod skills;
 pub mod trust;
 pub mod tui;
 

@@ -275,28 +275,42 @@ pub mod host {
 
     /// `path` resolved as the tools resolve it: absolute, normalized,
     /// symlinks resolved, and project-relative inside the project; needs
-    /// `permissions`.
+    /// `local-read` (or `permissions`).
     pub fn resolve_path(path: &str) -> Result<ResolvedPath, EffectError> {
         raw::resolve_path(path)
     }
 
     /// The text of the file `path` (at most 1 MiB; none when it does not
-    /// exist), to show what a change would do; needs `permissions`.
+    /// exist), to show what a change would do; needs `local-read` (or
+    /// `permissions`).
     pub fn peek_file(path: &str) -> Result<Option<String>, EffectError> {
         raw::peek_file(path)
     }
 
     /// The size, modification time and kind of `path` (resolved like
     /// [`resolve_path`]), none when it does not exist; reads no content.
-    /// Needs `permissions`.
+    /// Needs `local-read` (or `permissions`).
     pub fn stat_file(path: &str) -> Result<Option<FileStat>, EffectError> {
         raw::stat_file(path)
     }
 
     /// smith's configuration folder (absolute), none when it is unknown;
-    /// needs `permissions`.
+    /// needs `local-read` (or `permissions`).
     pub fn config_dir() -> Result<Option<String>, EffectError> {
         raw::config_dir()
+    }
+
+    /// The entries of the folder `path` (resolved like [`resolve_path`],
+    /// absolute paths allowed), none when it does not exist; reads no
+    /// content. Needs `local-read` (or `permissions`).
+    pub fn peek_dir(path: &str) -> Result<Option<DirListing>, EffectError> {
+        raw::peek_dir(path)
+    }
+
+    /// The user's home folder (absolute), none when it is unknown; needs
+    /// `local-read` (or `permissions`).
+    pub fn home_dir() -> Result<Option<String>, EffectError> {
+        raw::home_dir()
     }
 
     /// The permission rules in effect, as a JSON array; needs
@@ -305,8 +319,8 @@ pub mod host {
         raw::permission_rules()
     }
 
-    /// Whether the runtime works in a trusted project; needs
-    /// `permissions`.
+    /// Whether the runtime works in a trusted project; needs `local-read`
+    /// (or `permissions`).
     pub fn project_trusted() -> Result<bool, EffectError> {
         raw::project_trusted()
     }

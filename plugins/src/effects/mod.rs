@@ -91,6 +91,12 @@ pub struct Grants {
     /// permission rules and save new ones (`permissions`: built-in
     /// plugins only; a manifest cannot ask for it).
     pub permissions: bool,
+    /// Whether the plugin may observe local files outside the project
+    /// read-only (`local-read`: resolve paths, read files' text, stat
+    /// files, list folders, smith's configuration folder, the home folder,
+    /// whether the project is trusted). Built-in plugins only; a manifest
+    /// cannot ask for it. `permissions` includes it.
+    pub local_read: bool,
 }
 
 impl Grants {

@@ -203,6 +203,24 @@ impl Effects {
         })
     }
 
+    /// The same state for the read-only observations (`resolve-path`,
+    /// `peek-file`, `stat-file`, `peek-dir`, `config-dir`, `home-dir`,
+    /// `project-trusted`): `local-read` suffices, `permissions` includes it.
+    fn read_access(
+        &self,
+        request: impl FnOnce() -> String,
+    ) -> Result<&PermissionAccess, EffectError> {
+        if !self.grants.permissions && !self.grants.local_read {
+            return Err(self.deny("local-read", "local-read".to_owned(), request()));
+        }
+        self.permissions.as_deref().ok_or_else(|| {
+            EffectError::Failed(format!(
+                "{}: this host offers plugins no view of the local files",
+                request()
+            ))
+        })
+    }
+
     /// `approval-mode`: the runtime's approval mode.
     ///
     /// # Errors
@@ -262,7 +280,7 @@ impl Effects {
     ///
     /// Denied without the grant.
     pub fn resolve_path(&self, path: &str) -> Result<ResolvedPath, EffectError> {
-        let access = self.permission_access(|| format!("resolve-path {path:?}"))?;
+        let access = self.read_access(|| format!("resolve-path {path:?}"))?;
         Ok(resolve(&access.root, path))
     }
 
@@ -273,7 +291,7 @@ impl Effects {
     ///
     /// Denied without the grant; failed when it exists but cannot be read.
     pub fn peek_file(&self, path: &str) -> Result<Option<String>, EffectError> {
-        let access = self.permission_access(|| format!("peek-file {path:?}"))?;
+        let access = self.read_access(|| format!("peek-file {path:?}"))?;
         let resolved = resolve(&access.root, path);
         let file = match std::fs::File::open(&resolved.absolute) {
             Ok(file) => file,
@@ -305,7 +323,7 @@ impl Effects {
     /// Denied without the grant; failed when it exists but cannot be
     /// examined.
     pub fn file_stat(&self, path: &str) -> Result<Option<FileStat>, EffectError> {
-        let access = self.permission_access(|| format!("stat-file {path:?}"))?;
+        let access = self.read_access(|| format!("stat-file {path:?}"))?;
         let resolved = resolve(&access.root, path);
         match std::fs::metadata(&resolved.absolute) {
             Ok(meta) => Ok(Some(FileStat {
@@ -334,12 +352,49 @@ impl Effects {
     ///
     /// Denied without the grant.
     pub fn config_dir(&self) -> Result<Option<String>, EffectError> {
-        let access = self.permission_access(|| "config-dir".to_owned())?;
+        let access = self.read_access(|| "config-dir".to_owned())?;
         Ok(access
             .user_config
             .as_deref()
             .and_then(Path::parent)
             .map(|dir| dir.to_string_lossy().into_owned()))
+    }
+
+    /// `peek-dir`: the entries of the folder `path`, none when it does not
+    /// exist. Reads no content; not recorded.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant; failed when it exists but cannot be
+    /// listed (or is not a folder).
+    pub fn peek_dir(&self, path: &str) -> Result<Option<super::DirListing>, EffectError> {
+        let access = self.read_access(|| format!("peek-dir {path:?}"))?;
+        let resolved = resolve(&access.root, path);
+        if !resolved.absolute.exists() {
+            return Ok(None);
+        }
+        super::fs::list_bounded(&resolved.absolute)
+            .map(Some)
+            .map_err(|message| {
+                EffectError::Failed(format!(
+                    "peek-dir {path:?}: {} {message}",
+                    resolved.absolute.display()
+                ))
+            })
+    }
+
+    /// `home-dir`: the user's home folder (`HOME`, on Windows
+    /// `USERPROFILE`), none when it is unknown.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant.
+    pub fn home_dir(&self) -> Result<Option<String>, EffectError> {
+        self.read_access(|| "home-dir".to_owned())?;
+        let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
+        Ok(std::env::var_os(var)
+            .filter(|home| !home.is_empty())
+            .map(|home| PathBuf::from(home).to_string_lossy().into_owned()))
     }
 
     /// `permission-rules`: the rules in effect as a JSON array.
@@ -361,7 +416,7 @@ impl Effects {
     /// Denied without the grant.
     pub fn project_trusted(&self) -> Result<bool, EffectError> {
         Ok(self
-            .permission_access(|| "project-trusted".to_owned())?
+            .read_access(|| "project-trusted".to_owned())?
             .trusted
             .is_some())
     }
