@@ -936,7 +936,12 @@ fn escape_sequences_in_model_text_are_shown_never_sent_to_the_terminal() {
             String::from_utf8_lossy(sequence)
         );
     }
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
 
+#[test]
 fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
     let mut s = start_prepared(None, None, |home| {
         // A global skill: smith's configuration folder is its home here.
