@@ -21,6 +21,7 @@ const GROUPS: &[&[&str]] = &[
     &[
         "smith-plugin-product",
         "smith-plugin-instructions",
+        "smith-plugin-mcp",
         "smith-plugin-kit",
         "smith-plugin-hello",
     ],

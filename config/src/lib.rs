@@ -18,7 +18,8 @@
 //! `smith config set`) writes, keeping comments and formatting.
 //!
 //! [`permissions`] reads the permission rules of the `permissions` block
-//! (user file, then trusted project file: [`Config::permission_rules`]).
+//! (user file, then trusted project file: [`Config::permission_rules`]);
+//! [`mcp`] the MCP servers of the `mcp` block ([`Config::mcp_servers`]).
 //!
 //! [`check`] reads each layer on its own with the loader's code, keeping
 //! every problem instead of stopping at the first (`smith doctor`).
@@ -35,6 +36,7 @@ mod file;
 pub mod nesting;
 pub mod options;
 pub mod paths;
+pub mod mcp;
 pub mod permissions;
 pub mod plugin;
 mod resolve;

@@ -28,6 +28,12 @@ pub const INSTRUCTIONS: &[u8] = include_bytes!(concat!(
     "/smith_plugin_instructions.wasm"
 ));
 
+/// The smith/mcp extension component (the Model Context Protocol client).
+pub const MCP: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_mcp.wasm"
+));
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -134,6 +140,13 @@ pub const BUILTINS: &[Builtin] = &[
         description: "Project instructions: SMITH.md, AGENTS.md and CLAUDE.md from the config folder and the repository down to the working folder, in the system prompt",
         component: INSTRUCTIONS,
         capabilities: &[("ui", ""), ("permissions", "")],
+    },
+    Builtin {
+        name: "smith/mcp",
+        world: "extension",
+        description: "Model Context Protocol client: the tools of the MCP servers configured in smith's `mcp` block or a trusted project's .mcp.json, as mcp__SERVER__TOOL",
+        component: MCP,
+        capabilities: &[("ui", ""), ("permissions", ""), ("spawn", "")],
     },
 ];
 
