@@ -76,6 +76,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
             "[test/lifecycle] plugin-loaded smith/product",
             "[test/lifecycle] plugin-loaded smith/permissions",
             "[test/lifecycle] plugin-loaded smith/instructions",
+            "[test/lifecycle] plugin-loaded smith/mcp",
             "[test/lifecycle] plugin-loaded test/lifecycle",
             session_start.as_str(),
             "[test/lifecycle] before-provider-request mock-1",
@@ -92,8 +93,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     // Every intent shown or kept is a `ui` effect with its intent and
-    // completion records: the six notices released together at the end of
-    // the turn (four plugin-loaded, session-start, before-provider-request:
+    // completion records: the seven notices released together at the end of
+    // the turn (five plugin-loaded, session-start, before-provider-request:
     // their intents in one write, then their completions in one write), the
     // kept question after the run's record, then the session-shutdown
     // notice.
@@ -104,8 +105,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         "user_message",
         "assistant_message",
     ];
-    expected.extend(["effect_intent"; 6]);
-    expected.extend(["effect_completion"; 6]);
+    expected.extend(["effect_intent"; 7]);
+    expected.extend(["effect_completion"; 7]);
     expected.push("metadata");
     expected.extend(ui);
     expected.push("plugin_intent");
