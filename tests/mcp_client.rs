@@ -42,7 +42,9 @@ fn require_python_sdk() {
         .args(["-c", "import mcp.server.mcpserver"])
         .output()
     {
-        Err(e) => panic!("python3 could not be started ({e}); install Python 3.10 or newer, then {INSTALL}"),
+        Err(e) => panic!(
+            "python3 could not be started ({e}); install Python 3.10 or newer, then {INSTALL}"
+        ),
         Ok(out) if !out.status.success() => panic!(
             "the MCP Python SDK is not importable ({}); {INSTALL}",
             String::from_utf8_lossy(&out.stderr).trim()
@@ -117,8 +119,16 @@ fn eval(home: &Path, json: &str) -> (String, String, String) {
     );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "smith eval:\n{stdout}\n{stderr}");
-    (stdout, stderr, std::fs::read_to_string(&log).unwrap_or_default())
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "smith eval:\n{stdout}\n{stderr}"
+    );
+    (
+        stdout,
+        stderr,
+        std::fs::read_to_string(&log).unwrap_or_default(),
+    )
 }
 
 fn tool_ends(out: &str) -> Vec<Value> {
@@ -139,8 +149,14 @@ fn starts(state: &Path) -> Vec<i32> {
 
 fn alive(pid: i32) -> bool {
     // A zombie is gone for our purpose: it runs nothing.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }
 
 /// Every process of the groups `pgids` (the fixture's pid leads its group).
@@ -204,7 +220,10 @@ fn a_python_sdk_server_over_stdio_serves_tools_through_the_gate_and_the_journal(
     );
     assert!(ends[2]["content"].as_str().unwrap().contains("token=set"));
     // The server really ran the mutating tool.
-    assert_eq!(std::fs::read_to_string(state.join("note.txt")).unwrap(), "hello");
+    assert_eq!(
+        std::fs::read_to_string(state.join("note.txt")).unwrap(),
+        "hello"
+    );
     // The results reached the model in the next request.
     let requests = std::fs::read_to_string(home.path().join("requests.jsonl")).unwrap();
     let second = requests.lines().nth(1).expect("a second request");
@@ -212,14 +231,21 @@ fn a_python_sdk_server_over_stdio_serves_tools_through_the_gate_and_the_journal(
     assert!(second.contains("wrote 5 bytes to note.txt"), "{second}");
     // The first request offered the tools with the server's schemas.
     let first: Value = serde_json::from_str(requests.lines().next().unwrap()).unwrap();
-    let first = if first.get("request").is_some() { &first["request"] } else { &first };
+    let first = if first.get("request").is_some() {
+        &first["request"]
+    } else {
+        &first
+    };
     let add_tool = first["tools"]
         .as_array()
         .unwrap()
         .iter()
         .find(|t| t["name"] == "mcp__fixture__add")
         .unwrap_or_else(|| panic!("no mcp__fixture__add in {}", first["tools"]));
-    assert_eq!(add_tool["parameters"]["required"], serde_json::json!(["a", "b"]));
+    assert_eq!(
+        add_tool["parameters"]["required"],
+        serde_json::json!(["a", "b"])
+    );
     // Journaled: each call is an effect; its lines to the server are its
     // children.
     let entries = common::dump(home.path(), "mcp");
@@ -236,17 +262,25 @@ fn a_python_sdk_server_over_stdio_serves_tools_through_the_gate_and_the_journal(
     assert!(
         intents
             .iter()
-            .any(|i| i["parent"] == call["effect_id"] && i["tool"] == "plugin.server-process.write-line"),
+            .any(|i| i["parent"] == call["effect_id"]
+                && i["tool"] == "plugin.server-process.write-line"),
         "{intents:?}"
     );
     assert!(
-        intents.iter().any(|i| i["tool"] == "plugin.server-process.spawn"
-            && i["input"]["env"] == serde_json::json!(["FIXTURE_TOKEN"])),
+        intents
+            .iter()
+            .any(|i| i["tool"] == "plugin.server-process.spawn"
+                && i["input"]["env"] == serde_json::json!(["FIXTURE_TOKEN"])),
         "{intents:?}"
     );
     // The env value never shows; the server's stderr went to the log.
     let dumped = serde_json::to_string(&entries).unwrap();
-    for (what, text) in [("stdout", &out), ("stderr", &err), ("log", &log), ("session", &dumped)] {
+    for (what, text) in [
+        ("stdout", &out),
+        ("stderr", &err),
+        ("log", &log),
+        ("session", &dumped),
+    ] {
         assert!(!text.contains(SECRET), "the env value leaked into {what}");
     }
     assert!(!err.contains("fixture server starting"), "{err}");
@@ -279,7 +313,10 @@ fn two_calls_of_one_batch_each_get_their_own_answer() {
     assert!(by_id("s1").contains("slow first done"), "{ends:?}");
     assert!(by_id("s2").contains("slow second done"), "{ends:?}");
     // Progress notifications are mapped to the log.
-    assert!(log.contains("progress") && log.contains("second step"), "{log}");
+    assert!(
+        log.contains("progress") && log.contains("second step"),
+        "{log}"
+    );
     assert_gone(&starts(&state));
 }
 
@@ -309,7 +346,11 @@ fn a_crashed_server_is_started_again_once_then_reported() {
         "{}",
         text(0)
     );
-    assert!(text(0).contains("crashes on purpose"), "its stderr is quoted: {}", text(0));
+    assert!(
+        text(0).contains("crashes on purpose"),
+        "its stderr is quoted: {}",
+        text(0)
+    );
     assert_eq!(ends[1]["status"], "ok", "restarted: {}", ends[1]);
     assert!(text(1).contains("survived"));
     assert_eq!(ends[2]["status"], "error");
@@ -337,11 +378,16 @@ fn a_server_that_cannot_start_is_tried_twice_and_named() {
     assert_eq!(starts(&state).len(), 2, "{out}\n{err}");
     let all = format!("{out}\n{err}");
     assert!(
-        all.contains("MCP server fixture") && all.contains("is not available") && all.contains("refuses to start"),
+        all.contains("MCP server fixture")
+            && all.contains("is not available")
+            && all.contains("refuses to start"),
         "{all}"
     );
     let requests = std::fs::read_to_string(home.path().join("requests.jsonl")).unwrap();
-    assert!(!requests.contains("mcp__fixture__"), "no tool of a failed server is offered");
+    assert!(
+        !requests.contains("mcp__fixture__"),
+        "no tool of a failed server is offered"
+    );
 }
 
 #[test]
@@ -368,11 +414,22 @@ fn a_projects_mcp_json_starts_only_once_the_project_is_trusted() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains(".mcp.json") && text.contains("not trusted") && text.contains("smith trust"), "{text}");
-    assert!(starts(&state).is_empty(), "an untrusted project's server was started");
+    assert!(
+        text.contains(".mcp.json") && text.contains("not trusted") && text.contains("smith trust"),
+        "{text}"
+    );
+    assert!(
+        starts(&state).is_empty(),
+        "an untrusted project's server was started"
+    );
     common::run(home.path(), &["trust", &project.display().to_string()], 0);
     let out = smith_in(home.path(), &project, &["mcp", "list", "--json"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     let server = &listing["servers"][0];
     assert_eq!(server["name"], "proj", "{listing}");
@@ -385,8 +442,16 @@ fn a_projects_mcp_json_starts_only_once_the_project_is_trusted() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert!(tools.contains(&"mcp__proj__add") && tools.contains(&"mcp__proj__write_note"), "{tools:?}");
-    let add = server["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__proj__add").unwrap();
+    assert!(
+        tools.contains(&"mcp__proj__add") && tools.contains(&"mcp__proj__write_note"),
+        "{tools:?}"
+    );
+    let add = server["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__proj__add")
+        .unwrap();
     assert_eq!(add["read_only"], true);
     assert_gone(&starts(&state));
 }
@@ -396,7 +461,12 @@ fn smith_mcp_list_shows_a_configured_server_its_state_and_tools() {
     let (home, state) = home_with_fixture("");
     let out = smith_in(home.path(), home.path(), &["mcp", "list"], &[]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let first = text.lines().next().unwrap_or_default();
     assert!(first.starts_with("fixture  ready  python3 "), "{text}");
     assert!(first.contains("config.kdl:2"), "{text}");
@@ -475,11 +545,19 @@ fn the_reference_server_everything_lists_and_echoes() {
     )
     .unwrap();
     let out = smith_in(home.path(), home.path(), &["mcp", "list", "--json"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     let server = &listing["servers"][0];
     assert_eq!(server["state"], "ready", "{listing}");
-    assert_eq!(server["server_info"], "mcp-servers/everything 2.0.0", "{listing}");
+    assert_eq!(
+        server["server_info"], "mcp-servers/everything 2.0.0",
+        "{listing}"
+    );
     let pid = i32::try_from(server["pid"].as_u64().unwrap()).unwrap();
     let echo = server["tools"]
         .as_array()
@@ -502,9 +580,16 @@ fn the_reference_server_everything_lists_and_echoes() {
     assert_eq!(ends[0]["status"], "ok", "{}", ends[0]);
     let text = ends[0]["content"].as_str().unwrap();
     assert!(
-        text.starts_with("<untrusted source=\"mcp:everything/echo\">") && text.contains("Echo: ping from smith"),
+        text.starts_with("<untrusted source=\"mcp:everything/echo\">")
+            && text.contains("Echo: ping from smith"),
         "{text}"
     );
     let requests = std::fs::read_to_string(home.path().join("requests.jsonl")).unwrap();
-    assert!(requests.lines().nth(1).unwrap().contains("Echo: ping from smith"));
+    assert!(
+        requests
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("Echo: ping from smith")
+    );
 }

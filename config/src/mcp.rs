@@ -75,7 +75,11 @@ impl std::fmt::Debug for McpServer {
             .field("url", &self.url)
             .field(
                 "headers",
-                &self.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+                &self
+                    .headers
+                    .iter()
+                    .map(|(k, _)| k.as_str())
+                    .collect::<Vec<_>>(),
             )
             .field("origin", &self.origin)
             .finish()
@@ -330,7 +334,9 @@ fn server(node: &KdlNode, text: &str, path: &Path) -> Result<McpServer, ConfigEr
                 text,
                 path,
                 node,
-                format!("the server {name:?} has the url {url:?}, which is not http:// or https://"),
+                format!(
+                    "the server {name:?} has the url {url:?}, which is not http:// or https://"
+                ),
             ))
         }
         _ => Ok(server),
@@ -389,7 +395,10 @@ mod tests {
     fn a_bad_server_is_refused_naming_file_line_and_fix() {
         for (text, why) in [
             ("mcp {\n  server \"a__b\" { command \"x\" }\n}", "rename it"),
-            ("mcp {\n  server \"a\" { }\n}", "neither `command` nor `url`"),
+            (
+                "mcp {\n  server \"a\" { }\n}",
+                "neither `command` nor `url`",
+            ),
             (
                 "mcp {\n  server \"a\" { command \"x\"\n url \"http://h\" }\n}",
                 "both",

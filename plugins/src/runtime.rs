@@ -963,7 +963,8 @@ impl bindings::provider::smith::plugin::host::HostServerProcess for State {
         this: Resource<ServerProcess>,
         timeout_ms: u32,
     ) -> Result<Option<String>, host::EffectError> {
-        let timeout = Duration::from_millis(u64::from(timeout_ms)).min(crate::effects::MAX_READ_WAIT);
+        let timeout =
+            Duration::from_millis(u64::from(timeout_ms)).min(crate::effects::MAX_READ_WAIT);
         // The wait is the program's time, not the plugin's: the deadline
         // is paused while it lasts; only a cancellation ends it early.
         let control = Arc::clone(&self.control);

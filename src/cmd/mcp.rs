@@ -104,8 +104,9 @@ pub fn list(args: &ListArgs) -> anyhow::Result<u8> {
     drop(plugins);
     let mut out = std::io::stdout().lock();
     if args.json {
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|err| anyhow::anyhow!("smith/mcp answered a listing that is not JSON: {err}"))?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
+            anyhow::anyhow!("smith/mcp answered a listing that is not JSON: {err}")
+        })?;
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         for warning in &warnings {

@@ -53,11 +53,11 @@ pub use secrets::{
     MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretRegistration, SecretSink, SecretSource,
 };
 pub use session::{MAX_SESSION_PAGE, SessionSource};
+pub use smith_config::permissions::PermissionRule;
 pub use spawn::{
     INHERITED_ENV, MAX_LIVE, MAX_READ_WAIT, ServerProcess, SpawnRequest, kill_all as kill_spawned,
     live_groups as spawned_groups,
 };
-pub use smith_config::permissions::PermissionRule;
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.

@@ -254,9 +254,9 @@ impl ServerProcess {
                     while self.ended().is_none() && Instant::now() < deadline {
                         std::thread::sleep(Duration::from_millis(5));
                     }
-                    let how = self.ended().unwrap_or_else(|| {
-                        "closed its standard output but still runs".to_owned()
-                    });
+                    let how = self
+                        .ended()
+                        .unwrap_or_else(|| "closed its standard output but still runs".to_owned());
                     return Err(EffectError::Failed(format!(
                         "read-line from {} (pid {}): the program {how}",
                         self.program, self.pid
@@ -357,7 +357,9 @@ impl Effects {
             ))
         };
         if program.is_empty() || program.contains('\0') {
-            return Err(invalid("the program name is empty or holds a NUL character"));
+            return Err(invalid(
+                "the program name is empty or holds a NUL character",
+            ));
         }
         if request.args.iter().any(|a| a.contains('\0'))
             || request.env.iter().any(|(k, v)| {
@@ -377,7 +379,8 @@ impl Effects {
         let dir = if request.cwd.is_empty() {
             root
         } else if let Some(rest) = request.cwd.strip_prefix("~/") {
-            std::env::var_os("HOME").map_or_else(|| root.join(rest), |h| PathBuf::from(h).join(rest))
+            std::env::var_os("HOME")
+                .map_or_else(|| root.join(rest), |h| PathBuf::from(h).join(rest))
         } else {
             root.join(&request.cwd)
         };
@@ -465,7 +468,11 @@ impl Effects {
     }
 }
 
-fn start(plugin: &str, request: &SpawnRequest, dir: &std::path::Path) -> Result<ServerProcess, String> {
+fn start(
+    plugin: &str,
+    request: &SpawnRequest,
+    dir: &std::path::Path,
+) -> Result<ServerProcess, String> {
     let mut command = Command::new(&request.program);
     command
         .args(&request.args)
@@ -494,7 +501,11 @@ fn start(plugin: &str, request: &SpawnRequest, dir: &std::path::Path) -> Result<
     }
     let stderr = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(pipe) = child.stderr.take() {
-        log_stderr(pipe, Arc::clone(&stderr), format!("{plugin}: {}[{pid}]", request.program));
+        log_stderr(
+            pipe,
+            Arc::clone(&stderr),
+            format!("{plugin}: {}[{pid}]", request.program),
+        );
     }
     let mut process = ServerProcess {
         plugin: plugin.to_owned(),
@@ -516,7 +527,10 @@ fn start(plugin: &str, request: &SpawnRequest, dir: &std::path::Path) -> Result<
     Ok(process)
 }
 
-fn read_lines(stdout: impl std::io::Read + Send + 'static, sender: SyncSender<Result<String, String>>) {
+fn read_lines(
+    stdout: impl std::io::Read + Send + 'static,
+    sender: SyncSender<Result<String, String>>,
+) {
     let _ = std::thread::Builder::new()
         .name("smith-server-stdout".to_owned())
         .spawn(move || {

@@ -328,7 +328,10 @@ impl Server {
         if !tail.is_empty() {
             let last: Vec<&str> = tail.lines().rev().take(3).collect();
             let last: Vec<&str> = last.into_iter().rev().collect();
-            text.push_str(&format!("; its standard error ends with: {}", last.join(" | ")));
+            text.push_str(&format!(
+                "; its standard error ends with: {}",
+                last.join(" | ")
+            ));
         }
         text
     }
@@ -545,7 +548,12 @@ impl Server {
             let page = self
                 .request("tools/list", params, START_WAIT_MS)
                 .map_err(|failure| self.failure_text("tools/list", failure))?;
-            for tool in page.get("tools").and_then(Value::as_array).into_iter().flatten() {
+            for tool in page
+                .get("tools")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let Some(name) = tool.get("name").and_then(Value::as_str) else {
                     continue;
                 };
@@ -616,7 +624,8 @@ impl Server {
                 Ok(()) => return,
                 Err(why) => {
                     self.stop();
-                    if self.restarts < RESTARTS && matches!(self.transport, Transport::Stdio { .. }) {
+                    if self.restarts < RESTARTS && matches!(self.transport, Transport::Stdio { .. })
+                    {
                         self.restarts += 1;
                         log(
                             host::LogLevel::Warn,
@@ -846,7 +855,9 @@ fn listing() -> Value {
             .iter()
             .map(|s| {
                 let (transport, target) = match &s.transport {
-                    Transport::Stdio { command, args, env, .. } => (
+                    Transport::Stdio {
+                        command, args, env, ..
+                    } => (
                         "stdio",
                         json!({
                             "command": command,
@@ -937,8 +948,9 @@ impl ext::Guest for Mcp {
         ext::Contributions {
             commands: vec![ext::Command {
                 name: "mcp".to_owned(),
-                description: "The MCP servers, their state and their tools (`/mcp --json` for JSON)"
-                    .to_owned(),
+                description:
+                    "The MCP servers, their state and their tools (`/mcp --json` for JSON)"
+                        .to_owned(),
                 usage: "[--json]".to_owned(),
                 complete: "none".to_owned(),
             }],
