@@ -593,3 +593,33 @@ fn the_reference_server_everything_lists_and_echoes() {
             .contains("Echo: ping from smith")
     );
 }
+
+#[test]
+fn resources_and_prompts_are_reached_through_tools_of_their_own() {
+    let (home, state) = home_with_fixture("");
+    let (out, err, _) = eval(
+        home.path(),
+        r#"[
+  [{"tool_call": {"id": "r1", "name": "mcp__fixture__list_resources", "arguments": {}}},
+   {"tool_call": {"id": "r2", "name": "mcp__fixture__read_resource", "arguments": {"uri": "fixture://greeting"}}},
+   {"tool_call": {"id": "p1", "name": "mcp__fixture__get_prompt", "arguments": {"name": "review", "arguments": {"code": "x = 1"}}}},
+   {"tool_call": {"id": "r3", "name": "mcp__fixture__read_resource", "arguments": {"uri": "fixture://missing"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let ends = tool_ends(&out);
+    assert_eq!(ends.len(), 4, "{out}\n{err}");
+    let text = |i: usize| ends[i]["content"].as_str().unwrap_or_default().to_owned();
+    assert!(text(0).contains("fixture://greeting"), "{}", text(0));
+    assert!(
+        text(1).starts_with("<untrusted source=\"mcp:fixture/read_resource\">")
+            && text(1).contains("hello from the fixture resource"),
+        "{}",
+        text(1)
+    );
+    assert!(text(2).contains("[user] Please review: x = 1"), "{}", text(2));
+    assert_eq!(ends[3]["status"], "error", "{}", ends[3]);
+    assert!(text(3).contains("could not answer read_resource"), "{}", text(3));
+    assert_gone(&starts(&state));
+}
