@@ -623,3 +623,39 @@ fn resources_and_prompts_are_reached_through_tools_of_their_own() {
     assert!(text(3).contains("could not answer read_resource"), "{}", text(3));
     assert_gone(&starts(&state));
 }
+
+#[test]
+fn smith_doctor_reports_whether_each_server_answers() {
+    let (home, state) = home_with_fixture("");
+    let config = std::fs::read_to_string(home.path().join("config.kdl")).unwrap();
+    let broken = config.replace("server \"fixture\"", "server \"broken\"").replace(
+        "env \"FIXTURE_TOKEN\"",
+        "env \"FIXTURE_FAIL_START\" \"1\"\n        env \"FIXTURE_TOKEN\"",
+    );
+    // Both servers in one `mcp` block.
+    let both = format!(
+        "{}{}",
+        config.trim_end().trim_end_matches('}'),
+        broken.trim_start_matches("mcp {")
+    );
+    std::fs::write(home.path().join("config.kdl"), both).unwrap();
+    let out = smith_in(home.path(), home.path(), &["doctor", "--json"], &[]);
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let text = doc.to_string();
+    let findings: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .iter()
+        .filter(|f| f["check"] == "plugins.mcp-server")
+        .collect();
+    assert_eq!(findings.len(), 2, "{text}");
+    let fixture = findings.iter().find(|f| f["details"]["server"] == "fixture").unwrap();
+    assert_eq!(fixture["severity"], "ok", "{fixture}");
+    assert!(fixture["what"].as_str().unwrap().contains("ready"), "{fixture}");
+    let broken = findings.iter().find(|f| f["details"]["server"] == "broken").unwrap();
+    assert_eq!(broken["severity"], "warning", "{broken}");
+    assert!(broken["why"].as_str().unwrap().contains("refuses to start"), "{broken}");
+    assert!(!text.contains(SECRET));
+    assert_gone(&starts(&state));
+}
