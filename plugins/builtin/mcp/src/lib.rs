@@ -243,7 +243,7 @@ fn configured() -> (Vec<Server>, Vec<String>) {
         .unwrap_or_else(|_| ".mcp.json".to_owned());
     match host::peek_file(".mcp.json") {
         Ok(Some(_)) if !trusted => notices.push(format!(
-            "the project's MCP servers in {path} were not started: the project is not trusted, and a project's servers are programs it would run; review the file, then run `smith trust` in the project to start them"
+            "the project's MCP servers in {path} were not started: the project is not trusted, and a project's servers are programs it would run; review the file, then run `smith trust` in the project to start them (trust needs a .smith folder at the project's root: create one first if there is none)"
         )),
         Ok(Some(text)) => match serde_json::from_str::<Value>(&text) {
             Ok(doc) => {
