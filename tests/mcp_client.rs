@@ -618,9 +618,17 @@ fn resources_and_prompts_are_reached_through_tools_of_their_own() {
         "{}",
         text(1)
     );
-    assert!(text(2).contains("[user] Please review: x = 1"), "{}", text(2));
+    assert!(
+        text(2).contains("[user] Please review: x = 1"),
+        "{}",
+        text(2)
+    );
     assert_eq!(ends[3]["status"], "error", "{}", ends[3]);
-    assert!(text(3).contains("could not answer read_resource"), "{}", text(3));
+    assert!(
+        text(3).contains("could not answer read_resource"),
+        "{}",
+        text(3)
+    );
     assert_gone(&starts(&state));
 }
 
@@ -628,10 +636,12 @@ fn resources_and_prompts_are_reached_through_tools_of_their_own() {
 fn smith_doctor_reports_whether_each_server_answers() {
     let (home, state) = home_with_fixture("");
     let config = std::fs::read_to_string(home.path().join("config.kdl")).unwrap();
-    let broken = config.replace("server \"fixture\"", "server \"broken\"").replace(
-        "env \"FIXTURE_TOKEN\"",
-        "env \"FIXTURE_FAIL_START\" \"1\"\n        env \"FIXTURE_TOKEN\"",
-    );
+    let broken = config
+        .replace("server \"fixture\"", "server \"broken\"")
+        .replace(
+            "env \"FIXTURE_TOKEN\"",
+            "env \"FIXTURE_FAIL_START\" \"1\"\n        env \"FIXTURE_TOKEN\"",
+        );
     // Both servers in one `mcp` block.
     let both = format!(
         "{}{}",
@@ -650,12 +660,24 @@ fn smith_doctor_reports_whether_each_server_answers() {
         .filter(|f| f["check"] == "plugins.mcp-server")
         .collect();
     assert_eq!(findings.len(), 2, "{text}");
-    let fixture = findings.iter().find(|f| f["details"]["server"] == "fixture").unwrap();
+    let fixture = findings
+        .iter()
+        .find(|f| f["details"]["server"] == "fixture")
+        .unwrap();
     assert_eq!(fixture["severity"], "ok", "{fixture}");
-    assert!(fixture["what"].as_str().unwrap().contains("ready"), "{fixture}");
-    let broken = findings.iter().find(|f| f["details"]["server"] == "broken").unwrap();
+    assert!(
+        fixture["what"].as_str().unwrap().contains("ready"),
+        "{fixture}"
+    );
+    let broken = findings
+        .iter()
+        .find(|f| f["details"]["server"] == "broken")
+        .unwrap();
     assert_eq!(broken["severity"], "warning", "{broken}");
-    assert!(broken["why"].as_str().unwrap().contains("refuses to start"), "{broken}");
+    assert!(
+        broken["why"].as_str().unwrap().contains("refuses to start"),
+        "{broken}"
+    );
     assert!(!text.contains(SECRET));
     assert_gone(&starts(&state));
 }

@@ -230,7 +230,8 @@ fn mcp_servers(cx: &Context, out: &mut Vec<Finding>) {
         let name = server["name"].as_str().unwrap_or("?");
         let origin = server["origin"].as_str().unwrap_or("?");
         let tools = server["tools"].as_array().map_or(0, Vec::len);
-        let details = json!({"server": name, "origin": origin, "state": server["state"], "tools": tools});
+        let details =
+            json!({"server": name, "origin": origin, "state": server["state"], "tools": tools});
         out.push(match server["error"].as_str() {
             None => Finding::ok(
                 AREA,
@@ -251,7 +252,19 @@ fn mcp_servers(cx: &Context, out: &mut Vec<Finding>) {
             .details(details),
         });
     }
-    for notice in listing["notices"].as_array().into_iter().flatten() {
+    let errors: Vec<&str> = listing["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["error"].as_str())
+        .collect();
+    // A failed server's notice repeats its error, reported above.
+    for notice in listing["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| !errors.contains(&n.as_str().unwrap_or_default()))
+    {
         out.push(Finding::info(
             AREA,
             check,

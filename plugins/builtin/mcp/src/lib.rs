@@ -325,7 +325,9 @@ impl Server {
         let ended = process.ended();
         let tail = process.stderr_tail();
         let mut text = what.to_owned();
-        if let Some(ended) = ended {
+        if let Some(ended) = ended
+            && !text.contains(&ended)
+        {
             text.push_str(&format!("; the program {ended}"));
         }
         if !tail.is_empty() {
