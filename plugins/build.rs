@@ -22,6 +22,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-product",
         "smith-plugin-instructions",
         "smith-plugin-skills",
+        "smith-plugin-mcp",
         "smith-plugin-kit",
         "smith-plugin-hello",
     ],

@@ -77,6 +77,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
             "[test/lifecycle] plugin-loaded smith/permissions",
             "[test/lifecycle] plugin-loaded smith/instructions",
             "[test/lifecycle] plugin-loaded smith/skills",
+            "[test/lifecycle] plugin-loaded smith/mcp",
             "[test/lifecycle] plugin-loaded test/lifecycle",
             session_start.as_str(),
             "[test/lifecycle] before-provider-request mock-1",

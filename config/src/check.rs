@@ -78,7 +78,11 @@ pub(crate) fn file(level: Level, path: &Path) -> LayerCheck {
             return check;
         }
     };
-    check.state = match crate::file::parse(&text, path, &mut check.problems) {
+    let parsed = crate::file::parse(&text, path, &mut check.problems).and_then(|parsed| {
+        // The `mcp` block is read by the loader too: a broken one stops a run.
+        crate::mcp::from_text(&text, path).map(|_| parsed)
+    });
+    check.state = match parsed {
         Ok((settings, rules)) => LayerState::Read {
             settings: settings.len(),
             rules: rules.len(),

@@ -221,6 +221,28 @@ rule and what is valid. Answering a question "always in this project"
 appends an exact allow rule to the trusted project's file and re-records
 its trust digest.
 
+## MCP servers
+
+An `mcp` block declares the Model Context Protocol servers whose tools the
+built-in plugin smith/mcp offers to the model (docs/mcp.md, "smith as an
+MCP client"):
+
+```kdl
+mcp {
+    server "files" {
+        command "npx"
+        args "-y" "@modelcontextprotocol/server-filesystem" "/srv/docs"
+        env "LOG_LEVEL" "debug"
+    }
+}
+```
+
+A server has `command` (with `args`, `env "NAME" "VALUE"`, `cwd`) or
+`url` (with `header "NAME" "VALUE"`). The user file's servers start
+everywhere; a project's only while the project is trusted. A server that
+is not one of these shapes stops loading with a diagnostic naming the
+file, the line and the fix.
+
 ## Directories
 
 | | `SMITH_HOME` set | Linux, BSD | macOS | Windows |

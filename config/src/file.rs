@@ -232,7 +232,11 @@ impl Walker<'_> {
     fn document(&mut self, doc: &KdlDocument, prefix: &str) -> Result<(), ConfigError> {
         for node in doc.nodes() {
             // Permission rules are not options: `crate::permissions` reads them.
-            if prefix.is_empty() && node.name().value() == crate::permissions::BLOCK {
+            // Nor are MCP servers: `crate::mcp` reads them.
+            if prefix.is_empty()
+                && (node.name().value() == crate::permissions::BLOCK
+                    || node.name().value() == crate::mcp::BLOCK)
+            {
                 continue;
             }
             self.node(node, prefix)?;

@@ -18,7 +18,8 @@
 //! `smith config set`) writes, keeping comments and formatting.
 //!
 //! [`permissions`] reads the permission rules of the `permissions` block
-//! (user file, then trusted project file: [`Config::permission_rules`]).
+//! (user file, then trusted project file: [`Config::permission_rules`]);
+//! [`mcp`] the MCP servers of the `mcp` block ([`Config::mcp_servers`]).
 //!
 //! [`check`] reads each layer on its own with the loader's code, keeping
 //! every problem instead of stopping at the first (`smith doctor`).
@@ -32,6 +33,7 @@ pub mod docs;
 pub mod edit;
 mod error;
 mod file;
+pub mod mcp;
 pub mod nesting;
 pub mod options;
 pub mod paths;

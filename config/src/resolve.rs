@@ -172,10 +172,12 @@ impl Loader {
             settings.push((decl, checked(decl, value.clone(), &source)?, source));
         }
         let mut permission_rules = Vec::new();
+        let mut mcp_servers = Vec::new();
         let user_file = self.paths.user_config_file();
         if let Some(text) = read_optional(&user_file)? {
             let (parsed, rules) = file::parse(&text, &user_file, &mut warnings)?;
             permission_rules.extend(rules);
+            mcp_servers.extend(crate::mcp::from_text(&text, &user_file)?);
             for s in parsed {
                 let source = Source::User {
                     path: user_file.clone(),
@@ -192,6 +194,7 @@ impl Loader {
                 if let Some(text) = read_optional(&config_file)? {
                     let (parsed, rules) = file::parse(&text, &config_file, &mut warnings)?;
                     permission_rules.extend(rules);
+                    mcp_servers.extend(crate::mcp::from_text(&text, &config_file)?);
                     for s in parsed {
                         let source = Source::Project {
                             path: config_file.clone(),
@@ -261,6 +264,7 @@ impl Loader {
             warnings,
             project: project_state,
             permission_rules,
+            mcp_servers,
         };
         for (decl, value, source) in settings {
             config.push(decl, value, source);
@@ -456,6 +460,7 @@ pub struct Config {
     warnings: Vec<Diagnostic>,
     project: Option<(Project, TrustStatus)>,
     permission_rules: Vec<PermissionRule>,
+    mcp_servers: Vec<crate::mcp::McpServer>,
 }
 
 impl Config {
@@ -620,6 +625,12 @@ impl Config {
     /// trusted project) the project file's, each in file order.
     pub fn permission_rules(&self) -> &[PermissionRule] {
         &self.permission_rules
+    }
+
+    /// The MCP servers configured (`mcp` blocks): the user file's, then
+    /// (only in a trusted project) the project file's, each in file order.
+    pub fn mcp_servers(&self) -> &[crate::mcp::McpServer] {
+        &self.mcp_servers
     }
 
     /// The project, only when it is trusted and unchanged: the gate for

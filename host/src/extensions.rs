@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product, smith/permissions, smith/instructions, smith/skills), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/permissions, smith/instructions, smith/skills, smith/mcp), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.
@@ -112,6 +112,7 @@ fn configure_permissions(access: &mut PermissionAccess, paths: &Paths) -> Option
     match loaded {
         Ok(config) => {
             access.rules = config.permission_rules().to_vec();
+            access.mcp_servers = config.mcp_servers().to_vec();
             access.trusted = config.trusted_project().map(|project| TrustedProject {
                 project: project.clone(),
                 trust_file: paths.trust_file(),
@@ -292,6 +293,7 @@ fn load_with(
             ui: granted("ui"),
             permissions: granted("permissions"),
             local_read: granted("local-read"),
+            spawn: granted("spawn"),
             ..Grants::default()
         };
         let mut builtin_effects = effects(builtin.name, grants);

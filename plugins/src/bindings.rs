@@ -6,6 +6,9 @@ pub mod provider {
     wasmtime::component::bindgen!({
         world: "provider-plugin",
         path: "wit",
+        with: {
+            "smith:plugin/host.server-process": crate::effects::ServerProcess,
+        },
     });
 }
 

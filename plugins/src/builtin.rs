@@ -35,6 +35,12 @@ pub const SKILLS: &[u8] = include_bytes!(concat!(
     "/smith_plugin_skills.wasm"
 ));
 
+/// The smith/mcp extension component (the Model Context Protocol client).
+pub const MCP: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_mcp.wasm"
+));
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -148,6 +154,13 @@ pub const BUILTINS: &[Builtin] = &[
         description: "Skills: SKILL.md folders of the project and the user, their names and descriptions in the system prompt, the `skill` tool that loads one, `/name` and `$name` to invoke one, `/skills` to list them",
         component: SKILLS,
         capabilities: &[("ui", ""), ("local-read", "")],
+    },
+    Builtin {
+        name: "smith/mcp",
+        world: "extension",
+        description: "Model Context Protocol client: the tools of the MCP servers configured in smith's `mcp` block or a trusted project's .mcp.json, as mcp__SERVER__TOOL",
+        component: MCP,
+        capabilities: &[("ui", ""), ("permissions", ""), ("spawn", "")],
     },
 ];
 

@@ -8,13 +8,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
 use wasmtime::{Config, Engine, Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings;
-use crate::effects::{Denial, EffectError, Effects, EntryKind, ProcessEnd, ProcessRequest};
+use crate::effects::{
+    Denial, EffectError, Effects, EntryKind, ProcessEnd, ProcessRequest, ServerProcess,
+};
 use crate::error::{ErrorKind, Phase, PluginError};
 
 /// How often the ticker advances the engine's epoch.
@@ -874,6 +876,14 @@ impl bindings::provider::smith::plugin::host::Host for State {
         self.record_for_guest(result)
     }
 
+    fn mcp_servers(&mut self) -> Result<String, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.mcp_servers(),
+            None => Err(self.no_grants("permissions", "mcp-servers".to_owned())),
+        };
+        self.record_for_guest(result)
+    }
+
     fn permission_rules(&mut self) -> Result<String, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.permission_rules(),
@@ -915,6 +925,105 @@ impl bindings::provider::smith::plugin::host::Host for State {
             )),
         };
         self.record_for_guest(result)
+    }
+}
+
+impl bindings::provider::smith::plugin::host::HostServerProcess for State {
+    fn spawn(
+        &mut self,
+        program: String,
+        args: Vec<String>,
+        cwd: String,
+        env: Vec<(String, String)>,
+    ) -> Result<Resource<ServerProcess>, host::EffectError> {
+        let request = crate::effects::SpawnRequest {
+            program,
+            args,
+            cwd,
+            env,
+        };
+        let result = match &self.effects {
+            Some(effects) => effects.spawn_server(&request),
+            None => Err(self.no_grants(
+                "spawn",
+                format!("server-process.spawn {:?}", request.program),
+            )),
+        };
+        let process = self.record_for_guest(result)?;
+        self.table.push(process).map_err(|err| {
+            host::EffectError::Failed(format!(
+                "server-process.spawn: the plugin holds too many handles ({err}); nothing is kept running"
+            ))
+        })
+    }
+
+    fn id(&mut self, this: Resource<ServerProcess>) -> u32 {
+        self.table.get(&this).map_or(0, ServerProcess::id)
+    }
+
+    fn write_line(
+        &mut self,
+        this: Resource<ServerProcess>,
+        line: String,
+    ) -> Result<(), host::EffectError> {
+        let result = match (self.effects.clone(), self.table.get_mut(&this)) {
+            (_, Err(err)) => Err(EffectError::Invalid(format!(
+                "write-line: the handle is not a live server process ({err})"
+            ))),
+            (Some(effects), Ok(process)) => effects.server_write_line(process, &line),
+            (None, Ok(process)) => process.write_line(&line),
+        };
+        self.record_for_guest(result)
+    }
+
+    fn read_line(
+        &mut self,
+        this: Resource<ServerProcess>,
+        timeout_ms: u32,
+    ) -> Result<Option<String>, host::EffectError> {
+        let timeout =
+            Duration::from_millis(u64::from(timeout_ms)).min(crate::effects::MAX_READ_WAIT);
+        // The wait is the program's time, not the plugin's: the deadline
+        // is paused while it lasts; only a cancellation ends it early.
+        let control = Arc::clone(&self.control);
+        let stop = move || control.cancelled();
+        let paused = Runtime::global().map(|runtime| runtime.pause_deadline(&self.control));
+        let result = match self.table.get_mut(&this) {
+            Ok(process) => process.read_line(timeout, &stop),
+            Err(err) => Err(EffectError::Invalid(format!(
+                "read-line: the handle is not a live server process ({err})"
+            ))),
+        };
+        if let (Ok(runtime), Ok(remaining)) = (Runtime::global(), paused) {
+            runtime.resume_deadline(&self.control, remaining);
+        }
+        self.record_for_guest(result)
+    }
+
+    fn ended(&mut self, this: Resource<ServerProcess>) -> Option<String> {
+        self.table
+            .get_mut(&this)
+            .ok()
+            .and_then(ServerProcess::ended)
+    }
+
+    fn stderr_tail(&mut self, this: Resource<ServerProcess>) -> String {
+        self.table
+            .get(&this)
+            .map(ServerProcess::stderr_tail)
+            .unwrap_or_default()
+    }
+
+    fn kill(&mut self, this: Resource<ServerProcess>) {
+        if let Ok(process) = self.table.get_mut(&this) {
+            process.kill();
+        }
+    }
+
+    fn drop(&mut self, this: Resource<ServerProcess>) -> wasmtime::Result<()> {
+        // Dropping the process kills its group.
+        self.table.delete(this)?;
+        Ok(())
     }
 }
 
@@ -976,7 +1085,7 @@ impl State {
             capability,
             missing_grant: match capability {
                 "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write"
-                | "permissions" | "local-read" => capability.to_owned(),
+                | "permissions" | "local-read" | "spawn" => capability.to_owned(),
                 "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },

@@ -75,9 +75,10 @@ config.environment, config.models-file, credentials.auth-store, credentials.slot
 credentials.local-server, credentials.secrets, credentials.provider, credentials.live,
 terminal.tty, terminal.term, terminal.color, terminal.keyboard, terminal.synchronized,
 terminal.clipboard, terminal.mouse, sandbox.kernel, sandbox.policy, sandbox.bash,
-sandbox.layers, plugins.plugin, plugins.project, plugins.cache, sessions.store, sessions.file,
-sessions.leftovers. Not checked yet: whether MCP servers are reachable (smith has no MCP client
-yet).";
+sandbox.layers, plugins.plugin, plugins.project, plugins.cache, plugins.mcp-server (each
+configured MCP server, started and initialized by smith/mcp: ok when it answers, a warning
+saying why when it does not; checked only when servers are configured), sessions.store,
+sessions.file, sessions.leftovers.";
 
 /// `smith doctor`.
 #[derive(Debug, clap::Args)]

@@ -21,7 +21,11 @@ use smith_rpc::{McpOptions, McpServer, Output, SessionChoice};
 
 /// Serve the Model Context Protocol on standard input and output.
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    /// Without a subcommand, serve MCP on stdio.
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
     /// Record tool effects in this session (a name, an id or a unique id prefix).
     #[arg(long, value_name = "REF", conflicts_with = "name")]
     pub session: Option<String>,
@@ -45,6 +49,74 @@ pub struct Args {
     pub approval: Option<String>,
 }
 
+/// What `smith mcp` does besides serving.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum McpCommand {
+    /// List the MCP servers smith/mcp starts as a client (from the `mcp` block of the configuration and a trusted project's .mcp.json): their state and their tools.
+    List(ListArgs),
+}
+
+/// `smith mcp list`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ListArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `smith mcp list`: loads the extension plugins as a run does (so
+/// smith/mcp starts the configured servers and lists their tools), asks
+/// smith/mcp for its `/mcp` listing, prints it, and exits (the servers
+/// stop with the plugins).
+///
+/// # Errors
+///
+/// When smith/mcp is disabled or failed to load (the message says how to
+/// enable it), or standard output cannot be written.
+pub fn list(args: &ListArgs) -> anyhow::Result<u8> {
+    use std::io::Write as _;
+    let journal: std::sync::Arc<dyn smith_engine::journal::EffectJournal> =
+        std::sync::Arc::new(smith_engine::journal::MemoryJournal::new());
+    let ids = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1));
+    let (mut plugins, warnings) = smith_host::extensions::load_into(&journal, &ids, None);
+    let Some(plugin) = plugins.iter_mut().find(|p| p.name() == "smith/mcp") else {
+        for warning in &warnings {
+            smith_host::extensions::warn(warning);
+        }
+        anyhow::bail!(
+            "smith/mcp, the built-in MCP client, is not loaded (disabled, or it failed to load: see the warnings above), so no server can be listed; run `smith plugin enable smith/mcp`"
+        );
+    };
+    let argument = if args.json { "--json" } else { "" };
+    let actions = plugin
+        .run_command("mcp", argument)
+        .map_err(|err| anyhow::anyhow!("smith/mcp could not list its servers: {err}"))?;
+    let text = actions
+        .into_iter()
+        .find_map(|action| match action {
+            smith_plugins::extension::Action::Ui(intent) => match intent.kind {
+                smith_plugins::extension::IntentKind::Notify(text) => Some(text),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap_or_default();
+    drop(plugins);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
+            anyhow::anyhow!("smith/mcp answered a listing that is not JSON: {err}")
+        })?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        for warning in &warnings {
+            smith_host::extensions::warn(warning);
+        }
+        write!(out, "{text}")?;
+    }
+    Ok(0)
+}
+
 /// Runs the server until standard input ends.
 ///
 /// # Errors
@@ -52,6 +124,9 @@ pub struct Args {
 /// When the session or working directory cannot be used, or standard input
 /// or output fail.
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    if let Some(McpCommand::List(list_args)) = &args.command {
+        return list(list_args);
+    }
     let cwd = match args.cwd {
         Some(dir) => super::enter_cwd(&dir, [])?,
         None => std::env::current_dir()

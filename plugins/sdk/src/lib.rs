@@ -101,8 +101,14 @@ pub mod host {
     pub use raw::{
         Answer, AnswerSource, DiffText, DirEntry, DirListing, EffectError, EntryKind,
         FileStat, HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, ResolvedPath,
-        SessionEntry,
+        ServerProcess, SessionEntry,
     };
+
+    /// The MCP servers configured in smith's KDL configuration, as a JSON
+    /// array (see host.wit `mcp-servers`); needs `permissions`.
+    pub fn mcp_servers() -> Result<String, EffectError> {
+        raw::mcp_servers()
+    }
 
     /// Asks the user and waits for the answer (needs `ui`): a confirmation
     /// (`yes`/`no`), a selection or text. The wait does not count against

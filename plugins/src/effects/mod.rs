@@ -13,7 +13,7 @@
 //! [`Effects`] is one type; its methods live in one module per capability:
 //! `fs` (`read-file`, `list-dir`, `write-file`, `edit-file`), `process`
 //! (`run-process`), `http` (`http-request`), `secrets`, `session`
-//! (`session-entries`), `vcs`, `ui` and `permissions`. The grant check and the journal
+//! (`session-entries`), `vcs`, `ui`, `permissions` and `spawn` (`server-process`). The grant check and the journal
 //! records every capability shares are in `journal`.
 
 use std::path::{Path, PathBuf};
@@ -34,6 +34,7 @@ mod process;
 mod project;
 mod secrets;
 mod session;
+mod spawn;
 mod ui;
 mod vcs;
 
@@ -53,6 +54,10 @@ pub use secrets::{
 };
 pub use session::{MAX_SESSION_PAGE, SessionSource};
 pub use smith_config::permissions::PermissionRule;
+pub use spawn::{
+    INHERITED_ENV, MAX_LIVE, MAX_READ_WAIT, ServerProcess, SpawnRequest, kill_all as kill_spawned,
+    live_groups as spawned_groups,
+};
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.
@@ -97,6 +102,11 @@ pub struct Grants {
     /// whether the project is trusted). Built-in plugins only; a manifest
     /// cannot ask for it. `permissions` includes it.
     pub local_read: bool,
+    /// Whether the plugin may start long-lived programs it talks to over
+    /// pipes (`server-process`; `spawn`: built-in plugins only, since the
+    /// program runs outside the tool sandbox for the whole runtime; a
+    /// manifest cannot ask for it).
+    pub spawn: bool,
 }
 
 impl Grants {

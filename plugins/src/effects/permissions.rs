@@ -42,6 +42,9 @@ pub struct PermissionAccess {
     /// The trusted project, its configuration file and the trust store:
     /// where project rules are saved (none in an untrusted project).
     pub trusted: Option<TrustedProject>,
+    /// The MCP servers configured (user file, then the trusted
+    /// project's), for `mcp-servers`.
+    pub mcp_servers: Vec<smith_config::mcp::McpServer>,
 }
 
 /// What `stat-file` reports about a path.
@@ -77,6 +80,7 @@ impl PermissionAccess {
             rules: Vec::new(),
             user_config: None,
             trusted: None,
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -407,6 +411,22 @@ impl Effects {
         let rules: Vec<serde_json::Value> =
             access.rules.iter().map(PermissionRule::to_json).collect();
         Ok(serde_json::Value::from(rules).to_string())
+    }
+
+    /// `mcp-servers`: the configured MCP servers as a JSON array (with
+    /// their env and header values, which the plugin must not show).
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant.
+    pub fn mcp_servers(&self) -> Result<String, EffectError> {
+        let access = self.permission_access(|| "mcp-servers".to_owned())?;
+        let servers: Vec<serde_json::Value> = access
+            .mcp_servers
+            .iter()
+            .map(smith_config::mcp::McpServer::to_json)
+            .collect();
+        Ok(serde_json::Value::from(servers).to_string())
     }
 
     /// `project-trusted`: whether the runtime works in a trusted project.

@@ -177,6 +177,102 @@ pub fn check(cx: &Context, out: &mut Vec<Finding>) {
         ));
     }
     cache(paths, &components, out);
+    if !is_disabled("smith/mcp") {
+        mcp_servers(cx, out);
+    }
+}
+
+/// Whether each configured MCP server answers: only when servers are
+/// configured (the `mcp` block, or a `.mcp.json` in the working folder),
+/// the plugins are loaded as a run loads them, smith/mcp starts the
+/// servers, and each one's state becomes a finding; they stop again.
+fn mcp_servers(cx: &Context, out: &mut Vec<Finding>) {
+    let configured = cx.config.is_some_and(|c| !c.mcp_servers().is_empty())
+        || cx.cwd.join(".mcp.json").is_file();
+    if !configured {
+        return;
+    }
+    let check = "plugins.mcp-server";
+    let journal: std::sync::Arc<dyn smith_engine::journal::EffectJournal> =
+        std::sync::Arc::new(smith_engine::journal::MemoryJournal::new());
+    let ids = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1));
+    let (mut plugins, _) = smith_host::extensions::load_into(&journal, &ids, None);
+    let listing = plugins
+        .iter_mut()
+        .find(|p| p.name() == "smith/mcp")
+        .and_then(|p| p.run_command("mcp", "--json").ok())
+        .and_then(|actions| {
+            actions.into_iter().find_map(|action| match action {
+                smith_plugins::extension::Action::Ui(intent) => match intent.kind {
+                    smith_plugins::extension::IntentKind::Notify(text) => {
+                        serde_json::from_str::<serde_json::Value>(&text).ok()
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+        });
+    drop(plugins);
+    let Some(listing) = listing else {
+        out.push(Finding::problem(
+            AREA,
+            check,
+            Diagnostic::warning(
+                check,
+                "the MCP servers could not be checked",
+                "smith/mcp did not load or did not answer",
+                "see the plugin warnings of `smith mcp list`",
+            ),
+        ));
+        return;
+    };
+    for server in listing["servers"].as_array().into_iter().flatten() {
+        let name = server["name"].as_str().unwrap_or("?");
+        let origin = server["origin"].as_str().unwrap_or("?");
+        let tools = server["tools"].as_array().map_or(0, Vec::len);
+        let details =
+            json!({"server": name, "origin": origin, "state": server["state"], "tools": tools});
+        out.push(match server["error"].as_str() {
+            None => Finding::ok(
+                AREA,
+                check,
+                format!("MCP server {name} ({origin}): {}, {tools} tools", server["state"].as_str().unwrap_or("?")),
+            )
+            .details(details),
+            Some(error) => Finding::problem(
+                AREA,
+                check,
+                Diagnostic::warning(
+                    check,
+                    format!("MCP server {name} ({origin}) is not available"),
+                    error.to_owned(),
+                    "run its command on its own to see why, fix it in the configuration, then check again with `smith mcp list`",
+                ),
+            )
+            .details(details),
+        });
+    }
+    let errors: Vec<&str> = listing["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["error"].as_str())
+        .collect();
+    // A failed server's notice repeats its error, reported above.
+    for notice in listing["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| !errors.contains(&n.as_str().unwrap_or_default()))
+    {
+        out.push(Finding::info(
+            AREA,
+            check,
+            notice.as_str().unwrap_or_default().to_owned(),
+            "smith/mcp left it out",
+            "see docs/mcp.md, \"smith as an MCP client\"",
+        ));
+    }
 }
 
 fn capability(kind: &str, value: &str) -> serde_json::Value {
