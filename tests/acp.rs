@@ -465,6 +465,18 @@ fn drive(peer: &mut Peer, fx: &Fixture) -> Vec<Value> {
             break;
         }
     }
+    // The approval mode and the model, through the protocol's modes and
+    // configuration options.
+    peer.send(json!({"jsonrpc": "2.0", "id": 9, "method": "session/set_mode", "params": {"sessionId": session, "modeId": "workspace"}}));
+    answers.push(peer.next());
+    peer.send(json!({"jsonrpc": "2.0", "id": 10, "method": "session/set_config_option", "params": {"sessionId": session, "configId": "model", "value": "mock-1"}}));
+    loop {
+        let record = peer.next();
+        if record["id"] == 10 {
+            answers.push(record);
+            break;
+        }
+    }
     // Errors: an unknown session, a relative cwd, an unknown method.
     peer.send(json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]}}));
     answers.push(peer.next());
@@ -519,14 +531,15 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
     let status = child.wait().unwrap();
     assert!(status.success(), "smith acp ends cleanly when its input ends: {status}");
 
-    // Every record sent, by what it is.
-    let methods = ["initialize", "session/new", "session/prompt", "session/prompt", "session/load"];
+    // Every record sent, by what it is: results by their request's id.
     let responses = [
-        "InitializeResponse",
-        "NewSessionResponse",
-        "PromptResponse",
-        "PromptResponse",
-        "LoadSessionResponse",
+        (1, "InitializeResponse"),
+        (2, "NewSessionResponse"),
+        (3, "PromptResponse"),
+        (4, "PromptResponse"),
+        (5, "LoadSessionResponse"),
+        (9, "SetSessionModeResponse"),
+        (10, "SetSessionConfigOptionResponse"),
     ];
     let mut kinds = std::collections::BTreeMap::new();
     for record in &sent {
@@ -544,9 +557,10 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
             None if record.get("error").is_some() => schema.fits("Error", &record["error"], record),
             None => {
                 let id = record["id"].as_u64().unwrap();
-                let index = usize::try_from(id - 1).unwrap();
-                assert!(index < methods.len(), "a result for request {id}: {record}");
-                schema.fits(responses[index], &record["result"], record);
+                let Some((_, def)) = responses.iter().find(|(i, _)| *i == id) else {
+                    panic!("an unexpected result for request {id}: {record}");
+                };
+                schema.fits(def, &record["result"], record);
             }
         }
     }
@@ -561,13 +575,29 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
     }
     assert_eq!(answers[2]["result"]["stopReason"], "end_turn");
     assert_eq!(answers[3]["result"]["stopReason"], "cancelled");
-    assert_eq!(answers[4]["result"], json!({}));
-    let unknown = &answers[5]["error"];
+    let modes = &answers[1]["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "ask", "{modes}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ask", "workspace", "read-only", "full"]);
+    assert_eq!(answers[1]["result"]["configOptions"][0]["currentValue"], "mock-1");
+    assert_eq!(answers[4]["result"]["modes"]["currentModeId"], "ask");
+    assert_eq!(answers[5]["result"], json!({}), "set_mode answers");
+    assert_eq!(
+        answers[6]["result"]["configOptions"][0]["currentValue"],
+        "mock-1",
+        "set_config_option answers with the options"
+    );
+    let unknown = &answers[7]["error"];
     assert_eq!(unknown["code"], -32602, "{unknown}");
     assert!(unknown["message"].as_str().unwrap().contains("\"nope\""), "{unknown}");
-    let relative = &answers[6]["error"];
+    let relative = &answers[8]["error"];
     assert!(relative["message"].as_str().unwrap().contains("relative/dir"), "{relative}");
-    let method = &answers[7]["error"];
+    let method = &answers[9]["error"];
     assert_eq!(method["code"], -32601, "{method}");
     assert!(method["message"].as_str().unwrap().contains("session/prompt"), "{method}");
     assert!(!fx.work.join("denied.txt").exists());

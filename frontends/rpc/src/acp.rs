@@ -35,6 +35,7 @@ use smith_engine::approval::{Approval, ApprovalCell};
 use smith_engine::protocol::{Command, ErrorInfo, Event, Header, Role, StopCause};
 use smith_engine::provider::{Message, ToolCall};
 use smith_host::questions::Asking;
+use smith_plugins::hooks::Commands;
 use smith_host::{Runtime, RuntimeOptions, SessionChoice};
 
 use crate::jsonrpc::{
@@ -58,6 +59,20 @@ pub const METHODS: &[&str] = &[
     "session/new",
     "session/load",
     "session/prompt",
+    "session/set_mode",
+    "session/set_config_option",
+];
+
+/// The session modes: smith's approval modes, with what each lets tools do.
+const MODES: [(&str, &str, &str); 4] = [
+    ("ask", "Ask", "ask before every call that can change something"),
+    (
+        "workspace",
+        "Workspace",
+        "edit inside the project and run sandboxed commands without asking",
+    ),
+    ("read-only", "Read only", "refuse every call that can change something"),
+    ("full", "Full access", "run everything unsandboxed without asking"),
 ];
 
 /// The notifications `smith acp` takes.
@@ -99,6 +114,10 @@ pub(crate) struct St {
     pub(crate) calls: Vec<LiveCall>,
     /// Who waits for a `messages` answer.
     messages: Option<Sender<Vec<Message>>>,
+    /// The id of a `session/set_config_option` waiting for its switch.
+    model_waiter: Option<Value>,
+    /// The models offered, for the answer to a model change.
+    models: Vec<String>,
 }
 
 /// What a session's pump, its permission asker and the request loop share.
@@ -107,6 +126,8 @@ pub(crate) struct SessionShared {
     name: OnceLock<String>,
     cwd: PathBuf,
     out: Output,
+    /// The model the runtime uses now.
+    model: Mutex<String>,
     pub(crate) st: Mutex<St>,
     /// Signalled when a call is announced.
     pub(crate) changed: Condvar,
@@ -127,11 +148,41 @@ impl SessionShared {
 struct Session {
     shared: Arc<SessionShared>,
     handle: Arc<AgentHandle>,
+    /// The approval mode the runtime's tools and permission policy share.
+    approval: ApprovalCell,
+    /// The extensions' commands (`/approval` sets the mode).
+    commands: Option<Commands>,
+    /// The models the provider offers.
+    models: Vec<String>,
     stop: Arc<AtomicBool>,
     pump: Option<JoinHandle<()>>,
 }
 
 impl Session {
+    /// The `modes` of a session response.
+    fn modes(&self) -> Value {
+        json!({
+            "currentModeId": self.approval.get().as_str(),
+            "availableModes": MODES
+                .iter()
+                .map(|(id, name, description)| json!({"id": id, "name": name, "description": description}))
+                .collect::<Vec<_>>(),
+        })
+    }
+
+    /// The `configOptions` of a session: the model.
+    fn config_options(&self) -> Value {
+        let current = lock(&self.shared.model).clone();
+        json!([{
+            "id": "model",
+            "name": "Model",
+            "category": "model",
+            "type": "select",
+            "currentValue": current,
+            "options": self.models.iter().map(|m| json!({"value": m, "name": m})).collect::<Vec<_>>(),
+        }])
+    }
+
     fn shutdown(mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(pump) = self.pump.take() {
@@ -445,7 +496,12 @@ impl AcpServer {
                 let dir = cwd(method, params)?;
                 let name = format!("acp-{}", smith_store::now_ms());
                 let session_id = self.open(&SessionChoice::New(Some(name)), dir, None)?;
-                Ok(Some(json!({"sessionId": session_id})))
+                let session = &self.sessions[&session_id];
+                Ok(Some(json!({
+                    "sessionId": session_id,
+                    "modes": session.modes(),
+                    "configOptions": session.config_options(),
+                })))
             }
             "session/load" => {
                 let dir = cwd(method, params)?;
@@ -474,7 +530,10 @@ impl AcpServer {
                         )
                     })?;
                 }
-                Ok(Some(json!({})))
+                Ok(Some(json!({
+                    "modes": session.modes(),
+                    "configOptions": session.config_options(),
+                })))
             }
             "session/prompt" => {
                 let text = prompt_text(method, params)?;
@@ -498,6 +557,99 @@ impl AcpServer {
                 }
                 Ok(None)
             }
+            "session/set_mode" => {
+                let mode = req_str(method, params, "modeId")?;
+                let Some(approval) = Approval::parse(mode) else {
+                    let known: Vec<&str> = MODES.iter().map(|m| m.0).collect();
+                    return Err(RpcError::invalid_params(
+                        method,
+                        format!("there is no mode {mode:?}"),
+                        &format!("\"modeId\" as one of: {}", known.join(", ")),
+                    ));
+                };
+                let session = self.session(method, params)?;
+                match &session.commands {
+                    // Through the permission policy's `/approval`, so the
+                    // policy and the tools change together. On a thread
+                    // of its own: the policy may be waiting for the
+                    // answer to a permission request, which this loop
+                    // must go on reading.
+                    Some(commands) if commands.owner("approval").is_some() => {
+                        let (commands, out, id, mode) = (
+                            commands.clone(),
+                            self.out.clone(),
+                            id.clone(),
+                            mode.to_owned(),
+                        );
+                        let settled = !lock(&session.shared.st).running;
+                        std::thread::Builder::new()
+                            .name("smith-acp-mode".into())
+                            .spawn(move || {
+                                let _ = match commands.run("approval", &mode, settled) {
+                                    Ok(_) => out.result(&id, json!({})),
+                                    Err(why) => out.error(
+                                        &id,
+                                        &RpcError::new(
+                                            RUNTIME_ERROR,
+                                            "mode",
+                                            format!("the mode did not change to {mode:?}"),
+                                            why,
+                                            "check `smith plugin list` for smith/permissions",
+                                        ),
+                                    ),
+                                };
+                            })
+                            .map_err(|e| {
+                                RpcError::new(
+                                    RUNTIME_ERROR,
+                                    "thread",
+                                    "the mode could not be changed",
+                                    format!("no thread could be started: {e}"),
+                                    "try again",
+                                )
+                            })?;
+                        Ok(None)
+                    }
+                    _ => {
+                        session.approval.set(approval);
+                        Ok(Some(json!({})))
+                    }
+                }
+            }
+            "session/set_config_option" => {
+                let config = req_str(method, params, "configId")?;
+                if config != "model" {
+                    return Err(RpcError::invalid_params(
+                        method,
+                        format!("there is no option {config:?}"),
+                        "\"configId\": \"model\"",
+                    ));
+                }
+                let model = req_str(method, params, "value")?.to_owned();
+                let session = self.session(method, params)?;
+                if !session.models.contains(&model) {
+                    return Err(RpcError::invalid_params(
+                        method,
+                        format!("the provider has no model {model:?}"),
+                        &format!("\"value\" as one of: {}", session.models.join(", ")),
+                    ));
+                }
+                {
+                    let mut st = lock(&session.shared.st);
+                    if st.running {
+                        return Err(busy("a model change"));
+                    }
+                    st.model_waiter = Some(id.clone());
+                    st.running = true;
+                }
+                if let Err(e) = session.handle.send(Command::SetModel { model }) {
+                    let mut st = lock(&session.shared.st);
+                    st.model_waiter = None;
+                    st.running = false;
+                    return Err(runtime_stopped(e));
+                }
+                Ok(None)
+            }
             _ => Err(RpcError::method_not_found(method, METHODS)),
         }
     }
@@ -515,12 +667,14 @@ impl AcpServer {
             name: OnceLock::new(),
             cwd: dir.clone(),
             out: self.out.clone(),
+            model: Mutex::new(String::new()),
             st: Mutex::new(St::default()),
             changed: Condvar::new(),
         });
         let mut options = self.options.clone();
         options.cwd = dir;
-        options.approval = ApprovalCell::new(self.approval);
+        let approval = ApprovalCell::new(self.approval);
+        options.approval = approval.clone();
         if options.extensions.is_some() {
             let (client, session) = (Arc::clone(&self.client), Arc::clone(&shared));
             options.questions = Some(Asking(Arc::new(move |plugin, question, stop| {
@@ -531,6 +685,9 @@ impl AcpServer {
             handle,
             journal,
             name,
+            model,
+            provider,
+            commands,
             ..
         } = options
             .start(choice)
@@ -538,6 +695,9 @@ impl AcpServer {
         let id = key.unwrap_or_else(|| journal.session_id().to_hex());
         let _ = shared.id.set(id.clone());
         let _ = shared.name.set(name);
+        *lock(&shared.model) = model;
+        let models: Vec<String> = provider.models.iter().map(|m| m.id.clone()).collect();
+        lock(&shared.st).models.clone_from(&models);
         let handle = Arc::new(handle);
         let stop = Arc::new(AtomicBool::new(false));
         let pump = {
@@ -558,6 +718,9 @@ impl AcpServer {
             Session {
                 shared,
                 handle,
+                approval,
+                commands,
+                models,
                 stop,
                 pump: Some(pump),
             },
@@ -723,6 +886,34 @@ fn forward(shared: &SessionShared, event: Event) -> std::io::Result<()> {
                 "content": body,
                 "rawOutput": raw,
             }))?;
+        }
+        Event::ModelChanged { model, .. } => {
+            lock(&shared.model).clone_from(&model);
+            if let Some(id) = st.model_waiter.take() {
+                let options = json!([{
+                    "id": "model",
+                    "name": "Model",
+                    "category": "model",
+                    "type": "select",
+                    "currentValue": model,
+                    "options": st.models.iter().map(|m| json!({"value": m, "name": m})).collect::<Vec<_>>(),
+                }]);
+                shared.out.result(&id, json!({"configOptions": options}))?;
+            }
+        }
+        Event::Error(info) if st.model_waiter.is_some() && st.prompt.is_none() => {
+            if let Some(id) = st.model_waiter.take() {
+                shared.out.error(
+                    &id,
+                    &RpcError::new(
+                        RUNTIME_ERROR,
+                        "model",
+                        "the model did not change",
+                        format!("{}: {}", info.kind, info.message),
+                        "fix the cause named here and choose the model again",
+                    ),
+                )?;
+            }
         }
         Event::Error(info) => st.error = Some(info),
         Event::AgentEnd { stop, .. } => st.stop = Some(stop),
