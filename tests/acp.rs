@@ -32,7 +32,9 @@ const TS_SDK: &str = "@agentclientprotocol/sdk@2.4.0";
 fn cache_dir() -> PathBuf {
     match std::env::var_os("SMITH_TEST_CACHE") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/smith-test"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/smith-test")
+        }
     }
 }
 
@@ -96,11 +98,18 @@ fn check_summary(summary: &Value, fx: &Fixture) {
     assert_eq!(summary["load_session"], true, "{summary}");
     assert_eq!(summary["agent"], "smith", "{summary}");
     assert_eq!(summary["first_stop"], "end_turn", "{summary}");
-    assert_eq!(summary["thoughts"], "Plan: edit, write, check.", "{summary}");
+    assert_eq!(
+        summary["thoughts"], "Plan: edit, write, check.",
+        "{summary}"
+    );
     assert_eq!(summary["text"], "Tidying the notes.All done.", "{summary}");
     assert_eq!(
         summary["calls"],
-        json!([["c1", "edit", "pending"], ["c2", "edit", "pending"], ["c3", "execute", "pending"]]),
+        json!([
+            ["c1", "edit", "pending"],
+            ["c2", "edit", "pending"],
+            ["c3", "execute", "pending"]
+        ]),
         "{summary}"
     );
     assert_eq!(
@@ -116,7 +125,10 @@ fn check_summary(summary: &Value, fx: &Fixture) {
     let write = &summary["write_diff"][0];
     assert_eq!(write["path"], new, "{summary}");
     assert_eq!(write["newText"], "fresh\n", "{summary}");
-    assert!(write["oldText"].is_null(), "a new file has no old text: {summary}");
+    assert!(
+        write["oldText"].is_null(),
+        "a new file has no old text: {summary}"
+    );
     assert!(
         summary["denied_text"]
             .as_str()
@@ -167,8 +179,14 @@ fn check_summary(summary: &Value, fx: &Fixture) {
         std::fs::read_to_string(fx.work.join("new.txt")).unwrap(),
         "fresh\n"
     );
-    assert!(!fx.work.join("denied.txt").exists(), "the rejected command ran");
-    assert!(!fx.work.join("late.txt").exists(), "the cancelled command finished");
+    assert!(
+        !fx.work.join("denied.txt").exists(),
+        "the rejected command ran"
+    );
+    assert!(
+        !fx.work.join("late.txt").exists(),
+        "the cancelled command finished"
+    );
 }
 
 fn run_client(mut command: Command, fx: &Fixture) -> Value {
@@ -221,7 +239,9 @@ fn the_official_python_sdk_drives_smith_acp() {
 #[test]
 fn the_official_typescript_sdk_drives_smith_acp() {
     match Command::new("node").arg("--version").output() {
-        Err(e) => missing(&format!("node could not be started ({e}); install Node.js 20 or newer")),
+        Err(e) => missing(&format!(
+            "node could not be started ({e}); install Node.js 20 or newer"
+        )),
         Ok(out) if !out.status.success() => missing("node --version failed"),
         Ok(_) => {}
     }
@@ -388,7 +408,9 @@ impl Schema {
 
     fn fits(&self, def: &str, value: &Value, record: &Value) {
         if let Err(why) = self.check(self.def(def), value, def) {
-            panic!("a record smith acp sent does not fit the ACP schema's {def}: {why}\nrecord: {record}");
+            panic!(
+                "a record smith acp sent does not fit the ACP schema's {def}: {why}\nrecord: {record}"
+            );
         }
     }
 }
@@ -492,7 +514,14 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
     let schema = Schema::load();
     let fx = fixture();
     let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
-        .args(["acp", "--provider", "mock", "--approval", "ask", "--mock-script"])
+        .args([
+            "acp",
+            "--provider",
+            "mock",
+            "--approval",
+            "ask",
+            "--mock-script",
+        ])
         .arg(&fx.script)
         .current_dir(&fx.work)
         .env("SMITH_HOME", &fx.home)
@@ -520,7 +549,10 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
     };
     let started = Instant::now();
     let answers = drive(&mut peer, &fx);
-    assert!(started.elapsed() < Duration::from_secs(25), "the cancel ended the slow command");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the cancel ended the slow command"
+    );
     let Peer {
         mut child,
         stdin,
@@ -529,7 +561,10 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
     } = peer;
     drop(stdin);
     let status = child.wait().unwrap();
-    assert!(status.success(), "smith acp ends cleanly when its input ends: {status}");
+    assert!(
+        status.success(),
+        "smith acp ends cleanly when its input ends: {status}"
+    );
 
     // Every record sent, by what it is: results by their request's id.
     let responses = [
@@ -547,7 +582,9 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
         match record["method"].as_str() {
             Some("session/update") => {
                 schema.fits("SessionNotification", &record["params"], record);
-                let kind = record["params"]["update"]["sessionUpdate"].as_str().unwrap();
+                let kind = record["params"]["update"]["sessionUpdate"]
+                    .as_str()
+                    .unwrap();
                 *kinds.entry(kind.to_owned()).or_insert(0) += 1;
             }
             Some("session/request_permission") => {
@@ -584,22 +621,39 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
         .map(|m| m["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["ask", "workspace", "read-only", "full"]);
-    assert_eq!(answers[1]["result"]["configOptions"][0]["currentValue"], "mock-1");
+    assert_eq!(
+        answers[1]["result"]["configOptions"][0]["currentValue"],
+        "mock-1"
+    );
     assert_eq!(answers[4]["result"]["modes"]["currentModeId"], "ask");
     assert_eq!(answers[5]["result"], json!({}), "set_mode answers");
     assert_eq!(
-        answers[6]["result"]["configOptions"][0]["currentValue"],
-        "mock-1",
+        answers[6]["result"]["configOptions"][0]["currentValue"], "mock-1",
         "set_config_option answers with the options"
     );
     let unknown = &answers[7]["error"];
     assert_eq!(unknown["code"], -32602, "{unknown}");
-    assert!(unknown["message"].as_str().unwrap().contains("\"nope\""), "{unknown}");
+    assert!(
+        unknown["message"].as_str().unwrap().contains("\"nope\""),
+        "{unknown}"
+    );
     let relative = &answers[8]["error"];
-    assert!(relative["message"].as_str().unwrap().contains("relative/dir"), "{relative}");
+    assert!(
+        relative["message"]
+            .as_str()
+            .unwrap()
+            .contains("relative/dir"),
+        "{relative}"
+    );
     let method = &answers[9]["error"];
     assert_eq!(method["code"], -32601, "{method}");
-    assert!(method["message"].as_str().unwrap().contains("session/prompt"), "{method}");
+    assert!(
+        method["message"]
+            .as_str()
+            .unwrap()
+            .contains("session/prompt"),
+        "{method}"
+    );
     assert!(!fx.work.join("denied.txt").exists());
     assert!(!fx.work.join("late.txt").exists());
 }

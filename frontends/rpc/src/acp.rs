@@ -35,8 +35,8 @@ use smith_engine::approval::{Approval, ApprovalCell};
 use smith_engine::protocol::{Command, ErrorInfo, Event, Header, Role, StopCause};
 use smith_engine::provider::{Message, ToolCall};
 use smith_host::questions::Asking;
-use smith_plugins::hooks::Commands;
 use smith_host::{Runtime, RuntimeOptions, SessionChoice};
+use smith_plugins::hooks::Commands;
 
 use crate::jsonrpc::{
     self, BUSY, INVALID_PARAMS, Incoming, Output, RUNTIME_ERROR, Reader, Record, RpcError, req_str,
@@ -65,14 +65,26 @@ pub const METHODS: &[&str] = &[
 
 /// The session modes: smith's approval modes, with what each lets tools do.
 const MODES: [(&str, &str, &str); 4] = [
-    ("ask", "Ask", "ask before every call that can change something"),
+    (
+        "ask",
+        "Ask",
+        "ask before every call that can change something",
+    ),
     (
         "workspace",
         "Workspace",
         "edit inside the project and run sandboxed commands without asking",
     ),
-    ("read-only", "Read only", "refuse every call that can change something"),
-    ("full", "Full access", "run everything unsandboxed without asking"),
+    (
+        "read-only",
+        "Read only",
+        "refuse every call that can change something",
+    ),
+    (
+        "full",
+        "Full access",
+        "run everything unsandboxed without asking",
+    ),
 ];
 
 /// The notifications `smith acp` takes.
@@ -465,7 +477,12 @@ impl AcpServer {
     }
 
     /// One request; `None` when its answer comes later (a prompt's).
-    fn call(&mut self, id: &Value, method: &str, params: &Value) -> Result<Option<Value>, RpcError> {
+    fn call(
+        &mut self,
+        id: &Value,
+        method: &str,
+        params: &Value,
+    ) -> Result<Option<Value>, RpcError> {
         match method {
             "initialize" => {
                 self.client_capabilities = params

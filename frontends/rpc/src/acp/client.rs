@@ -54,7 +54,9 @@ impl Client {
 
     /// A fresh number for a question about no announced call.
     pub(crate) fn next_question(&self) -> u64 {
-        self.questions.fetch_add(1, Ordering::SeqCst).saturating_add(1)
+        self.questions
+            .fetch_add(1, Ordering::SeqCst)
+            .saturating_add(1)
     }
 
     /// Sends a request; its reply arrives on the receiver.

@@ -205,9 +205,9 @@ pub(crate) fn replay(messages: &[Message], cwd: &Path) -> Vec<Value> {
                             let mut update = tool_call(call, cwd, None);
                             if call.name == "write" {
                                 // The old text is not known any more.
-                                update
-                                    .as_object_mut()
-                                    .map(|u| u.remove("content"));
+                                if let Some(fields) = update.as_object_mut() {
+                                    fields.remove("content");
+                                }
                             }
                             updates.push(update);
                         }
@@ -268,7 +268,11 @@ mod tests {
         );
         assert_eq!(write["content"][0]["oldText"], Value::Null);
         assert_eq!(write["content"][0]["path"], "/abs/b.txt");
-        let bash = tool_call(&call("bash", json!({"command": "sleep 5\necho"})), cwd, None);
+        let bash = tool_call(
+            &call("bash", json!({"command": "sleep 5\necho"})),
+            cwd,
+            None,
+        );
         assert_eq!(bash["kind"], "execute");
         assert_eq!(bash["title"], "`sleep 5…`");
         assert!(bash.get("content").is_none());
