@@ -3,7 +3,7 @@
 //!
 //! One scripted scenario (the mock provider, docs/mock-provider.md) in the
 //! `ask` approval mode: the first prompt's "model" thinks, says something,
-//! edits notes.txt (the client allows it once), writes new.txt (allowed
+//! reads notes.txt (nothing asked: it only observes), edits it (the client allows it once), writes new.txt (allowed
 //! always in this session) and runs a command (rejected: the call is
 //! blocked and the file it would write never appears); the second prompt
 //! runs `sleep 30`, which the client cancels as soon as the call reports
@@ -56,7 +56,9 @@ fn missing(what: &str) -> ! {
 const SCRIPT: &str = r#"[
   [{"thinking": "Plan: edit, write, check."},
    {"text": "Tidying the notes."},
-   {"tool_call": {"id": "c1", "name": "edit", "arguments": {"path": "notes.txt", "old_text": "hello", "new_text": "goodbye"}}},
+   {"tool_call": {"id": "c0", "name": "read", "arguments": {"path": "notes.txt"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "c1", "name": "edit", "arguments": {"path": "notes.txt", "old_text": "hello", "new_text": "goodbye"}}},
    {"stop": {"reason": "tool_use"}}],
   [{"tool_call": {"id": "c2", "name": "write", "arguments": {"path": "new.txt", "content": "fresh\n"}}},
    {"stop": {"reason": "tool_use"}}],
@@ -106,6 +108,7 @@ fn check_summary(summary: &Value, fx: &Fixture) {
     assert_eq!(
         summary["calls"],
         json!([
+            ["c0", "read", "pending"],
             ["c1", "edit", "pending"],
             ["c2", "edit", "pending"],
             ["c3", "execute", "pending"]
@@ -114,12 +117,18 @@ fn check_summary(summary: &Value, fx: &Fixture) {
     );
     assert_eq!(
         summary["final_status"],
-        json!({"c1": "completed", "c2": "completed", "c3": "failed"}),
+        json!({"c0": "completed", "c1": "completed", "c2": "completed", "c3": "failed"}),
         "{summary}"
     );
     let notes = fx.work.join("notes.txt").to_string_lossy().into_owned();
     let edit = json!([{"type": "diff", "path": notes, "oldText": "hello", "newText": "goodbye"}]);
     assert_eq!(summary["edit_diff"], edit, "{summary}");
+    assert!(
+        summary["edit_text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Edited notes.txt")),
+        "{summary}"
+    );
     assert_eq!(summary["announced_edit_diff"], edit, "{summary}");
     let new = fx.work.join("new.txt").to_string_lossy().into_owned();
     let write = &summary["write_diff"][0];
@@ -163,12 +172,12 @@ fn check_summary(summary: &Value, fx: &Fixture) {
     );
     assert_eq!(
         summary["replay_calls"],
-        json!(["c1", "c2", "c3", "c4"]),
+        json!(["c0", "c1", "c2", "c3", "c4"]),
         "{summary}"
     );
     assert_eq!(
         summary["replay_status"],
-        json!({"c1": "completed", "c2": "completed", "c3": "failed", "c4": "failed"}),
+        json!({"c0": "completed", "c1": "completed", "c2": "completed", "c3": "failed", "c4": "failed"}),
         "{summary}"
     );
     assert_eq!(

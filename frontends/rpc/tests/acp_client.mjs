@@ -105,9 +105,9 @@ const summary = await app.connectWith(stream, async (ctx) => {
   s.final_status = Object.fromEntries(Object.entries(done).map(([k, v]) => [k, v.status]));
   s.edit_diff = (done.c1?.content ?? []).filter((c) => c.type === "diff");
   s.write_diff = (done.c2?.content ?? []).filter((c) => c.type === "diff");
-  s.announced_edit_diff = calls[0]?.content ?? null;
+  s.announced_edit_diff = calls.find((c) => c.toolCallId === "c1")?.content ?? null;
   s.denied_text = (done.c3?.content ?? []).map((c) => c.content?.text ?? "").join("");
-  s.permissions = [...permissions];
+  s.edit_text = (done.c1?.content ?? []).map((c) => c.content?.text ?? "").join("");
 
   updates.length = 0;
   cancelOn = "c4";
@@ -120,6 +120,7 @@ const summary = await app.connectWith(stream, async (ctx) => {
   s.cancel_seconds = (Date.now() - started) / 1000;
   if (!cancelSent) fail("the slow call never went in_progress", updates);
   s.cancelled_status = finals(updates).c4?.status ?? null;
+  s.permissions = [...permissions];
 
   updates.length = 0;
   await ctx.request(acp.methods.agent.session.load, { cwd: work, sessionId, mcpServers: [] });
@@ -134,6 +135,11 @@ const summary = await app.connectWith(stream, async (ctx) => {
 });
 
 console.log(JSON.stringify(summary));
+// The end of its input ends smith acp; it must exit on its own.
+const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
 child.stdin.end();
-child.kill("SIGTERM");
+const timer = setTimeout(() => fail("smith acp did not exit when its input ended", {}), 20000);
+const code = await exited;
+clearTimeout(timer);
+if (code !== 0) fail(`smith acp exited with ${code} when its input ended`, {});
 process.exit(0);

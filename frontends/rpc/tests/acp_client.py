@@ -4,7 +4,7 @@ Usage: acp_client.py SMITH WORK SCRIPT
 
 Spawns `SMITH acp --provider mock --mock-script SCRIPT` in WORK and plays
 the scenario tests/acp.rs describes: a prompt whose scripted model edits
-notes.txt (allowed once), writes new.txt (allowed always in this session)
+notes.txt after reading it (allowed once), writes new.txt (allowed always in this session)
 and runs a bash command (rejected); a second prompt running a slow bash
 command that is cancelled mid-tool; then session/load replaying the
 session. Checks what it can itself and prints one JSON summary line.
@@ -141,11 +141,15 @@ async def main(smith, work, script):
         summary["write_diff"] = [
             c for c in finals.get("c2", {}).get("content", []) if c.get("type") == "diff"
         ]
-        summary["announced_edit_diff"] = calls[0].get("content") if calls else None
+        summary["announced_edit_diff"] = next(
+            (c.get("content") for c in calls if c["toolCallId"] == "c1"), None
+        )
         summary["denied_text"] = "".join(
             c.get("content", {}).get("text", "") for c in finals.get("c3", {}).get("content", [])
         )
-        summary["permissions"] = list(client.permissions)
+        summary["edit_text"] = "".join(
+            c.get("content", {}).get("text", "") for c in finals.get("c1", {}).get("content", [])
+        )
 
         # The second prompt runs a slow command; the client cancels it as
         # soon as it reports in_progress.
@@ -162,6 +166,7 @@ async def main(smith, work, script):
             if u.get("status") in ("completed", "failed")
         }
         summary["cancelled_status"] = finals.get("c4")
+        summary["permissions"] = list(client.permissions)
 
         # session/load replays the whole conversation.
         client.updates.clear()
