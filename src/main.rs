@@ -156,6 +156,8 @@ enum Command {
     Rpc(cmd::rpc::Args),
     /// Serve the Model Context Protocol on stdio: built-in tools, sessions as resources.
     Mcp(cmd::mcp::Args),
+    /// Serve the Agent Client Protocol on stdio for editors (Zed, JetBrains, Neovim): sessions, streamed updates, permission requests.
+    Acp(cmd::acp::Args),
     /// Checkpoints of the project around each write, edit and bash call: `checkpoint list | turns | diff [FROM [TO]] | undo [fx-N | --turn N] | redo [fx-N | --turn N] | restore ID|fx-N | rewind TURN|@ENTRY [--force] [--dry-run]`.
     Checkpoint(cmd::checkpoint::Args),
     /// Play a recorded session back without a provider: `replay REF [--speed N | --realtime | --instant] [--turns A..B] [--compare] [--json]`.
@@ -195,6 +197,7 @@ fn main() -> ExitCode {
         Command::Secret(args) => cmd::secret::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
+        Command::Acp(args) => cmd::acp::run(args),
         Command::Checkpoint(args) => cmd::checkpoint::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Plugin(args) => cmd::plugin::run(args),

@@ -21,7 +21,7 @@
 //!   edit distance 1 of a command, an alias or a top-level option spelled
 //!   without its dashes (`sesion list`, `continue the refactor`) — words of
 //!   4 letters or more only — or is a command other tools have and smith
-//!   has not (`acp`, `login`).
+//!   has not (`login`, `signin`).
 //! * Any later word that is, or is within edit distance 1 of, a long option
 //!   of `smith` or `smith eval` (`smith fix it --modle gpt-5`) is refused:
 //!   options go before the prompt, and after its first word they would be
@@ -45,10 +45,6 @@ use smith_diag::{Diagnostic, Surface};
 /// Commands other tools have that smith does not, and what to use instead.
 /// Checked whatever follows them.
 const MISSING: &[(&str, &str)] = &[
-    (
-        "acp",
-        "an editor can drive smith over JSON-RPC (`smith rpc`) or the Model Context Protocol (`smith mcp`)",
-    ),
     ("login", "store a credential with `smith auth set PROVIDER`"),
     (
         "signin",
@@ -421,7 +417,10 @@ mod tests {
     fn missing_commands_and_lone_bare_words_are_refused() {
         let d = refused("docter");
         assert!(d.next().contains("did you mean `smith doctor`?"), "{d}");
-        assert!(refused("acp").next().contains("smith rpc"));
+        // `acp` is a command now: a prompt starting with it is refused as
+        // one that swallowed a command, never sent.
+        let d = refused("acp fix it");
+        assert!(d.next().contains("smith acp"), "{d}");
         assert!(refused("login anthropic").next().contains("smith auth set"));
         let d = refused("undo");
         assert!(

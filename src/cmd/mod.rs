@@ -1,5 +1,6 @@
 //! Subcommands. One module per command; each exposes `Args` and `run`.
 
+pub mod acp;
 pub mod auth;
 pub mod bench;
 pub mod checkpoint;

@@ -161,8 +161,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
 }
 
 /// Providers for the server's runtimes: `first` for the first, then one
-/// from `build` for each later runtime.
-fn first_then(
+/// from `build` for each later runtime (`smith acp` starts one per
+/// session the same way).
+pub(crate) fn first_then(
     first: Live,
     build: impl Fn() -> anyhow::Result<Live> + Send + Sync + 'static,
 ) -> LiveProviders {

@@ -1,6 +1,6 @@
-//! Machine frontends over the smith agent runtime: JSON-RPC and MCP.
+//! Machine frontends over the smith agent runtime: JSON-RPC, MCP and ACP.
 //!
-//! Both speak JSON-RPC 2.0 over standard input and output with strictly
+//! All speak JSON-RPC 2.0 over standard input and output with strictly
 //! LF-delimited records ([`jsonrpc`]: framing, parsing, correlated errors
 //! with what/why/next diagnostics, a shared writer), and both record every
 //! effect in a session before it runs (the runtime is started through
@@ -16,12 +16,17 @@
 //!   cancelled; with extension plugins loaded, their `tool-call`
 //!   decisions run before each call and their questions are asked through
 //!   MCP elicitation. See `docs/mcp.md`.
+//! - [`acp`] — `smith acp`: the Agent Client Protocol, for editors. Each
+//!   ACP session is a runtime over a smith session; runtime events stream
+//!   out as `session/update`s, approvals are `session/request_permission`.
+//!   See `docs/acp.md`.
 //!
 //! Standard output carries protocol records only; everything else goes to
 //! standard error.
 
 #![deny(missing_docs)]
 
+pub mod acp;
 mod diag;
 mod elicit;
 pub mod jsonrpc;
@@ -29,6 +34,7 @@ pub mod mcp;
 pub mod rpc;
 mod setup;
 
+pub use acp::{AcpInterrupter, AcpServer};
 pub use diag::DIAGNOSABLE;
 pub use jsonrpc::{Output, RpcError};
 pub use mcp::{McpInterrupter, McpOptions, McpServer};

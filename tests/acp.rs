@@ -1,0 +1,668 @@
+//! `smith acp` end to end, with both official ACP SDKs as clients and
+//! with every record checked against the ACP schema.
+//!
+//! One scripted scenario (the mock provider, docs/mock-provider.md) in the
+//! `ask` approval mode: the first prompt's "model" thinks, says something,
+//! reads notes.txt (nothing asked: it only observes), edits it (the client allows it once), writes new.txt (allowed
+//! always in this session) and runs a command (rejected: the call is
+//! blocked and the file it would write never appears); the second prompt
+//! runs `sleep 30`, which the client cancels as soon as the call reports
+//! `in_progress`; then `session/load` replays the session.
+//!
+//! The Python client needs `agent-client-protocol` (PyPI) importable by
+//! python3, the TypeScript client node and `@agentclientprotocol/sdk`
+//! (npm) under the test cache; the schema check reads the schema that
+//! package ships. `scripts/setup` installs both; when one is missing the
+//! test fails and says so.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const PYTHON_SDK: &str = "agent-client-protocol==0.12.1";
+const TS_SDK: &str = "@agentclientprotocol/sdk@2.4.0";
+
+/// Where scripts/setup installs the npm packages the tests use.
+fn cache_dir() -> PathBuf {
+    match std::env::var_os("SMITH_TEST_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/smith-test")
+        }
+    }
+}
+
+fn ts_sdk_dir() -> PathBuf {
+    cache_dir().join("acp-ts")
+}
+
+fn ts_sdk_package() -> PathBuf {
+    ts_sdk_dir().join("node_modules/@agentclientprotocol/sdk")
+}
+
+fn missing(what: &str) -> ! {
+    panic!(
+        "{what}; run scripts/setup (it installs {PYTHON_SDK} for python3 and {TS_SDK} under {}), then run the tests again",
+        ts_sdk_dir().display()
+    )
+}
+
+const SCRIPT: &str = r#"[
+  [{"thinking": "Plan: edit, write, check."},
+   {"text": "Tidying the notes."},
+   {"tool_call": {"id": "c0", "name": "read", "arguments": {"path": "notes.txt"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "c1", "name": "edit", "arguments": {"path": "notes.txt", "old_text": "hello", "new_text": "goodbye"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "c2", "name": "write", "arguments": {"path": "new.txt", "content": "fresh\n"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "c3", "name": "bash", "arguments": {"command": "echo denied > denied.txt"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "All done."}, {"stop": {"reason": "end"}}],
+  [{"tool_call": {"id": "c4", "name": "bash", "arguments": {"command": "sleep 30; echo late > late.txt"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "never sent"}, {"stop": {"reason": "end"}}]
+]"#;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    script: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), "hello world\n").unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, SCRIPT).unwrap();
+    Fixture {
+        _dir: dir,
+        home,
+        work,
+        script,
+    }
+}
+
+/// What both SDK clients must have seen, and what the files say.
+fn check_summary(summary: &Value, fx: &Fixture) {
+    assert_eq!(summary["protocol_version"], 1, "{summary}");
+    assert_eq!(summary["load_session"], true, "{summary}");
+    assert_eq!(summary["agent"], "smith", "{summary}");
+    assert_eq!(summary["first_stop"], "end_turn", "{summary}");
+    assert_eq!(
+        summary["thoughts"], "Plan: edit, write, check.",
+        "{summary}"
+    );
+    assert_eq!(summary["text"], "Tidying the notes.All done.", "{summary}");
+    assert_eq!(
+        summary["calls"],
+        json!([
+            ["c0", "read", "pending"],
+            ["c1", "edit", "pending"],
+            ["c2", "edit", "pending"],
+            ["c3", "execute", "pending"]
+        ]),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["final_status"],
+        json!({"c0": "completed", "c1": "completed", "c2": "completed", "c3": "failed"}),
+        "{summary}"
+    );
+    let notes = fx.work.join("notes.txt").to_string_lossy().into_owned();
+    let edit = json!([{"type": "diff", "path": notes, "oldText": "hello", "newText": "goodbye"}]);
+    assert_eq!(summary["edit_diff"], edit, "{summary}");
+    assert!(
+        summary["edit_text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Edited notes.txt")),
+        "{summary}"
+    );
+    assert_eq!(summary["announced_edit_diff"], edit, "{summary}");
+    let new = fx.work.join("new.txt").to_string_lossy().into_owned();
+    let write = &summary["write_diff"][0];
+    assert_eq!(write["path"], new, "{summary}");
+    assert_eq!(write["newText"], "fresh\n", "{summary}");
+    assert!(
+        write["oldText"].is_null(),
+        "a new file has no old text: {summary}"
+    );
+    assert!(
+        summary["denied_text"]
+            .as_str()
+            .is_some_and(|t| t.contains("smith/permissions") && t.contains("declined")),
+        "the denial is recorded as smith records any: {summary}"
+    );
+    let permissions = summary["permissions"].as_array().unwrap();
+    let asked: Vec<&str> = permissions
+        .iter()
+        .map(|p| p["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["c1", "c2", "c3", "c4"], "{summary}");
+    assert_eq!(
+        permissions[0]["options"],
+        json!([
+            ["yes", "allow_once"],
+            ["no", "reject_once"],
+            ["always in this session", "allow_always"]
+        ]),
+        "{summary}"
+    );
+    assert_eq!(summary["second_stop"], "cancelled", "{summary}");
+    assert!(
+        summary["cancel_seconds"].as_f64().unwrap() < 20.0,
+        "the cancel ended the 30 s command: {summary}"
+    );
+    assert_eq!(summary["cancelled_status"], "failed", "{summary}");
+    assert_eq!(
+        summary["replay_user"],
+        json!(["tidy the notes, then check", "run the slow check"]),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["replay_calls"],
+        json!(["c0", "c1", "c2", "c3", "c4"]),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["replay_status"],
+        json!({"c0": "completed", "c1": "completed", "c2": "completed", "c3": "failed", "c4": "failed"}),
+        "{summary}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.work.join("notes.txt")).unwrap(),
+        "goodbye world\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.work.join("new.txt")).unwrap(),
+        "fresh\n"
+    );
+    assert!(
+        !fx.work.join("denied.txt").exists(),
+        "the rejected command ran"
+    );
+    assert!(
+        !fx.work.join("late.txt").exists(),
+        "the cancelled command finished"
+    );
+}
+
+fn run_client(mut command: Command, fx: &Fixture) -> Value {
+    let out = command
+        .env("SMITH_HOME", &fx.home)
+        .output()
+        .expect("the client script starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the ACP client failed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("the client prints a JSON summary ({e}):\n{stdout}\n{stderr}"))
+}
+
+#[test]
+fn the_official_python_sdk_drives_smith_acp() {
+    let probe = Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.metadata as m, acp; print(m.version('agent-client-protocol'))",
+        ])
+        .output();
+    match probe {
+        Err(e) => missing(&format!("python3 could not be started ({e})")),
+        Ok(out) if !out.status.success() => missing(&format!(
+            "the ACP Python SDK is not importable ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Ok(out) if String::from_utf8_lossy(&out.stdout).trim() != "0.12.1" => missing(&format!(
+            "python3 has agent-client-protocol {}, not the pinned 0.12.1",
+            String::from_utf8_lossy(&out.stdout).trim()
+        )),
+        Ok(_) => {}
+    }
+    let fx = fixture();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("frontends/rpc/tests/acp_client.py");
+    let mut command = Command::new("python3");
+    command
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_smith"))
+        .arg(&fx.work)
+        .arg(&fx.script);
+    let summary = run_client(command, &fx);
+    check_summary(&summary, &fx);
+}
+
+#[test]
+fn the_official_typescript_sdk_drives_smith_acp() {
+    match Command::new("node").arg("--version").output() {
+        Err(e) => missing(&format!(
+            "node could not be started ({e}); install Node.js 20 or newer"
+        )),
+        Ok(out) if !out.status.success() => missing("node --version failed"),
+        Ok(_) => {}
+    }
+    let manifest = ts_sdk_package().join("package.json");
+    let version = std::fs::read_to_string(&manifest)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v["version"].as_str().map(str::to_owned));
+    match version.as_deref() {
+        Some("2.4.0") => {}
+        Some(other) => missing(&format!(
+            "{} is version {other}, not the pinned 2.4.0",
+            manifest.display()
+        )),
+        None => missing(&format!("{} was not found", manifest.display())),
+    }
+    let fx = fixture();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("frontends/rpc/tests/acp_client.mjs");
+    let mut command = Command::new("node");
+    command
+        .arg(&script)
+        .arg(ts_sdk_dir())
+        .arg(env!("CARGO_BIN_EXE_smith"))
+        .arg(&fx.work)
+        .arg(&fx.script);
+    let summary = run_client(command, &fx);
+    check_summary(&summary, &fx);
+}
+
+// ---- the schema check ----
+
+/// A small JSON Schema evaluator for the constructs the ACP schema uses:
+/// `$ref`, `allOf`, `anyOf`, `oneOf`, `const`, `enum`, `type`,
+/// `required`, `properties`, `items`, `additionalProperties`, `minimum`.
+struct Schema {
+    root: Value,
+}
+
+impl Schema {
+    fn load() -> Schema {
+        let path = ts_sdk_package().join("schema/v1/schema.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            missing(&format!(
+                "the ACP schema {} could not be read ({e})",
+                path.display()
+            ))
+        });
+        Schema {
+            root: serde_json::from_str(&text).unwrap(),
+        }
+    }
+
+    fn def(&self, name: &str) -> &Value {
+        self.root["$defs"]
+            .get(name)
+            .unwrap_or_else(|| panic!("the ACP schema has no definition {name}"))
+    }
+
+    /// Why `value` does not fit `schema`, if it does not.
+    fn check(&self, schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+        let Value::Object(s) = schema else {
+            return Ok(());
+        };
+        if let Some(Value::String(r)) = s.get("$ref") {
+            let name = r.trim_start_matches("#/$defs/");
+            self.check(self.def(name), value, at)?;
+        }
+        if let Some(Value::Array(all)) = s.get("allOf") {
+            for sub in all {
+                self.check(sub, value, at)?;
+            }
+        }
+        if let Some(Value::Array(any)) = s.get("anyOf")
+            && !any.iter().any(|sub| self.check(sub, value, at).is_ok())
+        {
+            let why: Vec<String> = any
+                .iter()
+                .filter_map(|sub| self.check(sub, value, at).err())
+                .collect();
+            return Err(format!("{at}: fits no anyOf branch: {}", why.join(" | ")));
+        }
+        if let Some(Value::Array(one)) = s.get("oneOf") {
+            let fits = one
+                .iter()
+                .filter(|sub| self.check(sub, value, at).is_ok())
+                .count();
+            if fits != 1 {
+                let why: Vec<String> = one
+                    .iter()
+                    .filter_map(|sub| self.check(sub, value, at).err())
+                    .collect();
+                return Err(format!(
+                    "{at}: fits {fits} oneOf branches, not exactly one: {}",
+                    why.join(" | ")
+                ));
+            }
+        }
+        if let Some(c) = s.get("const")
+            && c != value
+        {
+            return Err(format!("{at}: is {value}, not {c}"));
+        }
+        if let Some(Value::Array(options)) = s.get("enum")
+            && !options.contains(value)
+        {
+            return Err(format!("{at}: {value} is not one of {options:?}"));
+        }
+        if let Some(t) = s.get("type") {
+            let types: Vec<&str> = match t {
+                Value::String(one) => vec![one.as_str()],
+                Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let fits = types.iter().any(|t| match *t {
+                "object" => value.is_object(),
+                "array" => value.is_array(),
+                "string" => value.is_string(),
+                "boolean" => value.is_boolean(),
+                "null" => value.is_null(),
+                "integer" => value.is_i64() || value.is_u64(),
+                "number" => value.is_number(),
+                _ => true,
+            });
+            if !fits {
+                return Err(format!("{at}: {value} is not of type {types:?}"));
+            }
+        }
+        if let Some(min) = s.get("minimum").and_then(Value::as_f64)
+            && value.as_f64().is_some_and(|v| v < min)
+        {
+            return Err(format!("{at}: {value} is below {min}"));
+        }
+        if let Value::Object(obj) = value {
+            if let Some(Value::Array(required)) = s.get("required") {
+                for key in required.iter().filter_map(Value::as_str) {
+                    if !obj.contains_key(key) {
+                        return Err(format!("{at}: the required {key:?} is missing"));
+                    }
+                }
+            }
+            let props = s.get("properties").and_then(Value::as_object);
+            for (key, v) in obj {
+                match props.and_then(|p| p.get(key)) {
+                    Some(sub) => self.check(sub, v, &format!("{at}.{key}"))?,
+                    None => match s.get("additionalProperties") {
+                        Some(Value::Bool(false)) => {
+                            return Err(format!("{at}: {key:?} is not allowed"));
+                        }
+                        Some(sub @ Value::Object(_)) => {
+                            self.check(sub, v, &format!("{at}.{key}"))?;
+                        }
+                        _ => {}
+                    },
+                }
+            }
+        }
+        if let (Value::Array(items), Some(sub)) = (value, s.get("items")) {
+            for (i, item) in items.iter().enumerate() {
+                self.check(sub, item, &format!("{at}[{i}]"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn fits(&self, def: &str, value: &Value, record: &Value) {
+        if let Err(why) = self.check(self.def(def), value, def) {
+            panic!(
+                "a record smith acp sent does not fit the ACP schema's {def}: {why}\nrecord: {record}"
+            );
+        }
+    }
+}
+
+struct Peer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: Receiver<String>,
+    sent: Vec<Value>,
+}
+
+impl Peer {
+    fn send(&mut self, value: Value) {
+        writeln!(self.stdin, "{value}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("smith acp answers within 60 s");
+        let value: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("smith acp wrote a line that is not JSON ({e}): {line}"));
+        self.sent.push(value.clone());
+        value
+    }
+}
+
+/// Plays the scenario over raw stdio; answers permission requests by call
+/// id and cancels `c4` when it is in progress. Returns each answer by
+/// request id.
+fn drive(peer: &mut Peer, fx: &Fixture) -> Vec<Value> {
+    let work = fx.work.to_string_lossy().into_owned();
+    let choices = json!({"c1": "yes", "c2": "always in this session", "c3": "no", "c4": "yes"});
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": work, "mcpServers": []}}),
+    ];
+    let mut answers = Vec::new();
+    let mut session = String::new();
+    for request in requests {
+        peer.send(request);
+        let answer = peer.next();
+        if let Some(id) = answer["result"]["sessionId"].as_str() {
+            session = id.to_owned();
+        }
+        answers.push(answer);
+    }
+    for (id, text) in [(3, "tidy the notes, then check"), (4, "run the slow check")] {
+        peer.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}));
+        loop {
+            let record = peer.next();
+            if record["method"] == "session/request_permission" {
+                let call = record["params"]["toolCall"]["toolCallId"].as_str().unwrap();
+                let choice = choices[call].clone();
+                peer.send(json!({"jsonrpc": "2.0", "id": record["id"], "result": {"outcome": {"outcome": "selected", "optionId": choice}}}));
+            } else if record["method"] == "session/update" {
+                let update = &record["params"]["update"];
+                if update["toolCallId"] == "c4" && update["status"] == "in_progress" {
+                    peer.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+                }
+            } else if record["id"] == id {
+                answers.push(record);
+                break;
+            }
+        }
+    }
+    peer.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/load", "params": {"sessionId": session, "cwd": work, "mcpServers": []}}));
+    loop {
+        let record = peer.next();
+        if record["id"] == 5 {
+            answers.push(record);
+            break;
+        }
+    }
+    // The approval mode and the model, through the protocol's modes and
+    // configuration options.
+    peer.send(json!({"jsonrpc": "2.0", "id": 9, "method": "session/set_mode", "params": {"sessionId": session, "modeId": "workspace"}}));
+    answers.push(peer.next());
+    peer.send(json!({"jsonrpc": "2.0", "id": 10, "method": "session/set_config_option", "params": {"sessionId": session, "configId": "model", "value": "mock-1"}}));
+    loop {
+        let record = peer.next();
+        if record["id"] == 10 {
+            answers.push(record);
+            break;
+        }
+    }
+    // Errors: an unknown session, a relative cwd, an unknown method.
+    peer.send(json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]}}));
+    answers.push(peer.next());
+    peer.send(json!({"jsonrpc": "2.0", "id": 7, "method": "session/new", "params": {"cwd": "relative/dir", "mcpServers": []}}));
+    answers.push(peer.next());
+    peer.send(json!({"jsonrpc": "2.0", "id": 8, "method": "session/fly", "params": {}}));
+    answers.push(peer.next());
+    answers
+}
+
+#[test]
+fn every_record_smith_acp_sends_fits_the_acp_schema() {
+    let schema = Schema::load();
+    let fx = fixture();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args([
+            "acp",
+            "--provider",
+            "mock",
+            "--approval",
+            "ask",
+            "--mock-script",
+        ])
+        .arg(&fx.script)
+        .current_dir(&fx.work)
+        .env("SMITH_HOME", &fx.home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut peer = Peer {
+        child,
+        stdin,
+        lines,
+        sent: Vec::new(),
+    };
+    let started = Instant::now();
+    let answers = drive(&mut peer, &fx);
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the cancel ended the slow command"
+    );
+    let Peer {
+        mut child,
+        stdin,
+        sent,
+        ..
+    } = peer;
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "smith acp ends cleanly when its input ends: {status}"
+    );
+
+    // Every record sent, by what it is: results by their request's id.
+    let responses = [
+        (1, "InitializeResponse"),
+        (2, "NewSessionResponse"),
+        (3, "PromptResponse"),
+        (4, "PromptResponse"),
+        (5, "LoadSessionResponse"),
+        (9, "SetSessionModeResponse"),
+        (10, "SetSessionConfigOptionResponse"),
+    ];
+    let mut kinds = std::collections::BTreeMap::new();
+    for record in &sent {
+        assert_eq!(record["jsonrpc"], "2.0", "{record}");
+        match record["method"].as_str() {
+            Some("session/update") => {
+                schema.fits("SessionNotification", &record["params"], record);
+                let kind = record["params"]["update"]["sessionUpdate"]
+                    .as_str()
+                    .unwrap();
+                *kinds.entry(kind.to_owned()).or_insert(0) += 1;
+            }
+            Some("session/request_permission") => {
+                schema.fits("RequestPermissionRequest", &record["params"], record);
+            }
+            Some(other) => panic!("smith acp sent an unexpected request {other}: {record}"),
+            None if record.get("error").is_some() => schema.fits("Error", &record["error"], record),
+            None => {
+                let id = record["id"].as_u64().unwrap();
+                let Some((_, def)) = responses.iter().find(|(i, _)| *i == id) else {
+                    panic!("an unexpected result for request {id}: {record}");
+                };
+                schema.fits(def, &record["result"], record);
+            }
+        }
+    }
+    for kind in [
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "user_message_chunk",
+    ] {
+        assert!(kinds.contains_key(kind), "no {kind} was sent: {kinds:?}");
+    }
+    assert_eq!(answers[2]["result"]["stopReason"], "end_turn");
+    assert_eq!(answers[3]["result"]["stopReason"], "cancelled");
+    let modes = &answers[1]["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "ask", "{modes}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ask", "workspace", "read-only", "full"]);
+    assert_eq!(
+        answers[1]["result"]["configOptions"][0]["currentValue"],
+        "mock-1"
+    );
+    assert_eq!(answers[4]["result"]["modes"]["currentModeId"], "ask");
+    assert_eq!(answers[5]["result"], json!({}), "set_mode answers");
+    assert_eq!(
+        answers[6]["result"]["configOptions"][0]["currentValue"], "mock-1",
+        "set_config_option answers with the options"
+    );
+    let unknown = &answers[7]["error"];
+    assert_eq!(unknown["code"], -32602, "{unknown}");
+    assert!(
+        unknown["message"].as_str().unwrap().contains("\"nope\""),
+        "{unknown}"
+    );
+    let relative = &answers[8]["error"];
+    assert!(
+        relative["message"]
+            .as_str()
+            .unwrap()
+            .contains("relative/dir"),
+        "{relative}"
+    );
+    let method = &answers[9]["error"];
+    assert_eq!(method["code"], -32601, "{method}");
+    assert!(
+        method["message"]
+            .as_str()
+            .unwrap()
+            .contains("session/prompt"),
+        "{method}"
+    );
+    assert!(!fx.work.join("denied.txt").exists());
+    assert!(!fx.work.join("late.txt").exists());
+}
