@@ -27,7 +27,8 @@
 //! The host services (`log`, `cancelled`, and the capability-checked
 //! effects `read_file`, `list_dir`, `write_file`, `edit_file`,
 //! `run_process`, `session_entries`, `http_request` and the others host.wit
-//! lists, the built-in-only `permissions` ones among them) are in [`host`]. See
+//! lists, the built-in-only `permissions` and `local-read` ones among them)
+//! are in [`host`]. See
 //! docs/plugins.md for the walkthrough: write, build, install, test.
 #![deny(missing_docs)]
 
