@@ -137,7 +137,9 @@ fn a_mistyped_command_line_runs_nothing_and_says_what_was_meant() {
             "did you mean `smith completions bash`?",
         ),
         (&["docter"], "did you mean `smith doctor`?"),
-        (&["acp"], "smith has no command `acp`"),
+        (&["login"], "smith has no command `login`"),
+        // `acp` is a command: after top-level options it is refused.
+        (&["acp"], "did you mean `smith acp`?"),
         (&["list"], "did you mean `smith session list`"),
         (
             &["continue", "the", "refactor"],
