@@ -100,8 +100,8 @@ pub mod host {
     use crate::provider::smith::plugin::host as raw;
 
     pub use raw::{
-        Answer, AnswerSource, DiffText, DirEntry, DirListing, EffectError, EntryKind,
-        FileStat, HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, ResolvedPath,
+        Answer, AnswerSource, DiffText, DirEntry, DirListing, EffectError, EntryKind, FileStat,
+        HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, ResolvedPath,
         ServerProcess, SessionEntry,
     };
 

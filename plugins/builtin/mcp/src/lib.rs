@@ -627,7 +627,8 @@ impl Server {
         ];
         for (capability, tool, what, schema) in synthetic {
             let exposed = exposed_name(&self.name, tool);
-            if capabilities.get(capability).is_none() || tools.iter().any(|t| t.exposed == exposed) {
+            if capabilities.get(capability).is_none() || tools.iter().any(|t| t.exposed == exposed)
+            {
                 continue;
             }
             tools.push(McpTool {
@@ -953,7 +954,9 @@ fn synthetic_call(server: &mut Server, tool: &str, arguments: &Value) -> pro::To
             let body = body.replace("</untrusted", "<\\/untrusted");
             pro::ToolOutput {
                 text: format!("<untrusted source=\"mcp:{name}/{tool}\">\n{body}\n</untrusted>"),
-                structured: Some(json!({"server": name, "untrusted": true, "result": result}).to_string()),
+                structured: Some(
+                    json!({"server": name, "untrusted": true, "result": result}).to_string(),
+                ),
                 is_error: false,
             }
         }
