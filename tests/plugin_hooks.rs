@@ -94,8 +94,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     // Every intent shown or kept is a `ui` effect with its intent and
-    // completion records: the seven notices released together at the end of
-    // the turn (five plugin-loaded, session-start, before-provider-request:
+    // completion records: the eight notices released together at the end of
+    // the turn (six plugin-loaded, session-start, before-provider-request:
     // their intents in one write, then their completions in one write), the
     // kept question after the run's record, then the session-shutdown
     // notice.
@@ -106,8 +106,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         "user_message",
         "assistant_message",
     ];
-    expected.extend(["effect_intent"; 7]);
-    expected.extend(["effect_completion"; 7]);
+    expected.extend(["effect_intent"; 8]);
+    expected.extend(["effect_completion"; 8]);
     expected.push("metadata");
     expected.extend(ui);
     expected.push("plugin_intent");
