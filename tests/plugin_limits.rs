@@ -197,7 +197,7 @@ fn the_journal_cap_drops_effects_unrecorded_and_the_caps_are_configurable() {
             "dropped": [
                 {"kind": "ui-intents", "limit": 300, "dropped": FLOOD - 300},
                 {"kind": "log-lines", "limit": 1000, "dropped": FLOOD - 1000},
-                {"kind": "journal-entries", "limit": 100, "dropped": (300 - 44) * 2},
+                {"kind": "journal-entries", "limit": 100, "dropped": (300 - 43) * 2},
             ],
         })]
     );

@@ -184,9 +184,12 @@ fn loader_child(case: &str) {
             assert!(warnings.is_empty(), "{warnings:?}");
             assert_eq!(commands.last(), Some(&"hello"));
             // smith/product's commands, smith/permissions' `/approval`,
-            // then the user plugin's.
-            assert_eq!(commands.len(), fixture.commands.len() + 2);
-            assert!(commands.contains(&"approval"), "{commands:?}");
+            // smith/skills' `/skills`, smith/mcp's `/mcp`, then the user
+            // plugin's.
+            assert_eq!(commands.len(), fixture.commands.len() + 4);
+            for built_in in ["approval", "skills", "mcp"] {
+                assert!(commands.contains(&built_in), "{commands:?}");
+            }
             assert_eq!(p.keys, fixture.keys);
             assert_eq!(p.theme, fixture.theme);
             assert_eq!(p.layout, fixture.layout);
