@@ -196,18 +196,29 @@ fn loader_child(case: &str) {
         }
         "no-plugins" => {
             // `--no-plugins`: only the built-ins contribute: smith/product
-            // everything but `/approval`, which is smith/permissions'.
+            // everything but `/approval` (smith/permissions'), `/skills` and
+            // the `skill` tool's presentation (smith/skills') and `/mcp`
+            // (smith/mcp's).
             assert!(warnings.is_empty(), "{warnings:?}");
             let mut p = p;
-            let approval = p.commands.iter().position(|c| c.name == "approval");
-            p.commands
-                .remove(approval.expect("smith/permissions contributes /approval"));
+            for (name, from) in [
+                ("approval", "smith/permissions"),
+                ("skills", "smith/skills"),
+                ("mcp", "smith/mcp"),
+            ] {
+                let at = p.commands.iter().position(|c| c.name == name);
+                p.commands
+                    .remove(at.unwrap_or_else(|| panic!("{from} contributes /{name}")));
+            }
+            let skill = p.tools.iter().position(|t| t.tool == "skill");
+            p.tools
+                .remove(skill.expect("smith/skills presents its `skill` tool"));
             assert_eq!(p, fixture);
         }
         "disabled" => {
             // Without smith/product: the user plugin's command, the
             // recovery layout and keys, and a warning saying what to do.
-            assert_eq!(commands, ["approval", "hello"]);
+            assert_eq!(commands, ["approval", "skills", "mcp", "hello"]);
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
             let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();
             assert_eq!(keys, ["enter", "esc", "ctrl+c"]);
