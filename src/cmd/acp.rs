@@ -17,9 +17,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use smith_engine::journal::store::StoreJournal;
-use smith_engine::provider::HostTransport;
 use smith_host::extensions::Headless;
-use smith_host::{Extensions, Live, RuntimeOptions, choose_provider, mock};
+use smith_host::{Extensions, RuntimeOptions};
 use smith_plugins::hooks::Frontend;
 use smith_rpc::{AcpServer, Output};
 
@@ -67,42 +66,11 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         }
     }
     smith_host::catalog::start_background_refresh();
-    let scripted = args.mock_script.is_some()
-        || args.mock_record.is_some()
-        || args.choice.provider.as_deref() == Some("mock");
-    let live = if scripted {
-        let script = args.mock_script.clone();
-        let record = args.mock_record.clone();
-        let build = move || -> anyhow::Result<Live> {
-            Ok(Live {
-                provider: mock::provider(script.as_deref(), record.as_deref())?,
-                transport: Arc::new(HostTransport),
-                model: None,
-            })
-        };
-        // A bad script fails before serving, like a bad provider choice.
-        super::rpc::first_then(build()?, build)
-    } else {
-        let super::eval::ProviderChoice {
-            provider,
-            model,
-            base_url,
-        } = args.choice.clone();
-        let choose = move || {
-            choose_provider(
-                provider.as_deref(),
-                model.as_deref(),
-                base_url.as_deref(),
-                || mock::provider(None, None),
-            )
-        };
-        let first = choose()?;
-        if let Some(note) = &first.note {
-            eprintln!("{note}");
-            smith_diag::log::note(smith_diag::log::Level::Info, "provider.chosen", note);
-        }
-        super::rpc::first_then(first.live, move || choose().map(|chosen| chosen.live))
-    };
+    let live = super::rpc::live_providers(
+        args.mock_script.clone(),
+        args.mock_record.clone(),
+        &args.choice,
+    )?;
     let approval = smith_host::settings::approval_mode(
         smith_host::settings::config()?,
         args.approval.as_deref(),

@@ -66,49 +66,11 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
             .context("could not read the current directory; pass --cwd DIR")?,
     };
     smith_host::catalog::start_background_refresh();
-    // A mock script or recording, or `--provider mock`, means the scripted
-    // provider (the smith/mock plugin, started afresh with each runtime so
-    // its script plays from the start); otherwise the provider is chosen as
-    // for `smith eval`, once now (so a bad choice fails before serving) and
-    // afresh for each runtime.
-    let scripted = args.mock_script.is_some()
-        || args.mock_record.is_some()
-        || args.choice.provider.as_deref() == Some("mock");
-    let live = if scripted {
-        let script = args.mock_script.clone();
-        let record = args.mock_record.clone();
-        let build = move || -> anyhow::Result<Live> {
-            Ok(Live {
-                provider: mock::provider(script.as_deref(), record.as_deref())?,
-                transport: Arc::new(HostTransport),
-                model: None,
-            })
-        };
-        // A bad script fails before serving, like a bad provider choice.
-        first_then(build()?, build)
-    } else {
-        let super::eval::ProviderChoice {
-            provider,
-            model,
-            base_url,
-        } = args.choice.clone();
-        let choose = move || {
-            choose_provider(
-                provider.as_deref(),
-                model.as_deref(),
-                base_url.as_deref(),
-                || mock::provider(None, None),
-            )
-        };
-        let first = choose()?;
-        if let Some(note) = &first.note {
-            eprintln!("{note}");
-            smith_diag::log::note(smith_diag::log::Level::Info, "provider.chosen", note);
-        }
-        // The first runtime takes the provider chosen above; later ones
-        // choose afresh.
-        first_then(first.live, move || choose().map(|chosen| chosen.live))
-    };
+    let live = live_providers(
+        args.mock_script.clone(),
+        args.mock_record.clone(),
+        &args.choice,
+    )?;
     // Standard output carries the responses, the notifications and the
     // extensions' questions (`ui_question`), one record per line.
     let out = Output::new(std::io::stdout());
@@ -158,6 +120,58 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
     crate::signals::finish(watcher);
     served.context("standard input or output failed; the client may have gone away")?;
     Ok(0)
+}
+
+/// The providers a server's runtimes use (`smith rpc`, `smith acp`).
+pub(crate) fn live_providers(
+    mock_script: Option<PathBuf>,
+    mock_record: Option<PathBuf>,
+    choice: &super::eval::ProviderChoice,
+) -> anyhow::Result<LiveProviders> {
+    // A mock script or recording, or `--provider mock`, means the scripted
+    // provider (the smith/mock plugin, started afresh with each runtime so
+    // its script plays from the start); otherwise the provider is chosen as
+    // for `smith eval`, once now (so a bad choice fails before serving) and
+    // afresh for each runtime.
+    let scripted = mock_script.is_some()
+        || mock_record.is_some()
+        || choice.provider.as_deref() == Some("mock");
+    if scripted {
+        let (script, record) = (mock_script, mock_record);
+        let build = move || -> anyhow::Result<Live> {
+            Ok(Live {
+                provider: mock::provider(script.as_deref(), record.as_deref())?,
+                transport: Arc::new(HostTransport),
+                model: None,
+            })
+        };
+        // A bad script fails before serving, like a bad provider choice.
+        Ok(first_then(build()?, build))
+    } else {
+        let super::eval::ProviderChoice {
+            provider,
+            model,
+            base_url,
+        } = choice.clone();
+        let choose = move || {
+            choose_provider(
+                provider.as_deref(),
+                model.as_deref(),
+                base_url.as_deref(),
+                || mock::provider(None, None),
+            )
+        };
+        let first = choose()?;
+        if let Some(note) = &first.note {
+            eprintln!("{note}");
+            smith_diag::log::note(smith_diag::log::Level::Info, "provider.chosen", note);
+        }
+        // The first runtime takes the provider chosen above; later ones
+        // choose afresh.
+        Ok(first_then(first.live, move || {
+            choose().map(|chosen| chosen.live)
+        }))
+    }
 }
 
 /// Providers for the server's runtimes: `first` for the first, then one
