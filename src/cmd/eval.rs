@@ -280,6 +280,9 @@ pub struct ProviderChoice {
     /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1; replaces a local server's preset address).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How much the model thinks: off or a catalog level (minimal, low, medium, high, max); sent only as far as the model's catalog entry lists the level, else the nearest it lists or none, with a warning (default: the thinking option, SMITH_THINKING, else off).
+    #[arg(long, value_name = "LEVEL", value_parser = ["off", "minimal", "low", "medium", "high", "max"])]
+    pub thinking: Option<String>,
 }
 
 /// The exit code of a run that ended with `stop`: 128 plus the signal's
@@ -556,6 +559,7 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         explicit,
         args.choice.model.as_deref(),
         args.choice.base_url.as_deref(),
+        args.choice.thinking.as_deref(),
         || mock::provider(args.mock_script.as_deref(), args.mock_record.as_deref()),
     )?;
     if let Some(note) = &chosen.note {
