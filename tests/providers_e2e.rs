@@ -1428,7 +1428,8 @@ fn the_thinking_option_applies_and_the_flag_wins() {
     assert_eq!(budget(&body), 8192, "{body}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("; thinking medium (from config file ") && stderr.contains("config.kdl"),
+        stderr.contains("; thinking medium (from user config ")
+            && stderr.contains("config.kdl:1:10)"),
         "{stderr}"
     );
 
@@ -1471,9 +1472,9 @@ fn an_invalid_thinking_level_names_the_value_its_source_and_the_levels() {
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("'hgh'")
-            && stderr.contains("--thinking")
-            && stderr.contains("off, minimal, low, medium, high, max"),
+        stderr.contains(
+            "invalid value 'hgh' for '--thinking <LEVEL>': \"hgh\" is not a thinking level; the levels are off, minimal, low, medium, high, max"
+        ) && stderr.contains("at: command-line flag --thinking"),
         "{stderr}"
     );
 
