@@ -1031,12 +1031,15 @@ fn thinking_shows_its_last_lines_while_it_streams_then_collapses() {
         "only the last three lines show: {screen}"
     );
     assert!(!screen.contains("thinking (4 lines"), "{screen}");
+    // The style in effect where the line was written: the last one set
+    // before it.
     let out = s.output();
     let at = rfind(&out, b"the tests come first").unwrap();
-    let before = String::from_utf8_lossy(&out[at.saturating_sub(40)..at]);
+    let set = rfind(&out[..at], b"\x1b[0").unwrap();
+    let style = String::from_utf8_lossy(&out[set..at]);
     assert!(
-        before.contains('3') && before.contains("90"),
-        "thinking is drawn italic and dim (bright black): {before:?}"
+        style.starts_with("\x1b[0;3;90m"),
+        "thinking is drawn in its style, italic bright black: {style:?}"
     );
     let screen = s.wait_for_screen("the answer is 42").join("\n");
     assert!(
