@@ -1351,13 +1351,26 @@ fn thinking_high_reaches_each_vendor_in_its_own_encoding() {
             && stderr.contains("; thinking high (from --thinking)"),
         "{stderr}"
     );
-    assert!(!stderr.contains("gate.thinking") && !stderr.contains("warning"), "{stderr}");
+    assert!(
+        !stderr.contains("gate.thinking") && !stderr.contains("warning"),
+        "{stderr}"
+    );
 
     let (_, body) = vendor_run("openai", "gpt-5-mini", &["--thinking", "high"], &[], None);
-    assert_eq!(body["reasoning"], json!({"effort": "high", "summary": "auto"}), "{body}");
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"}),
+        "{body}"
+    );
     assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
 
-    let (_, body) = vendor_run("google", "gemini-2.5-flash", &["--thinking", "high"], &[], None);
+    let (_, body) = vendor_run(
+        "google",
+        "gemini-2.5-flash",
+        &["--thinking", "high"],
+        &[],
+        None,
+    );
     assert_eq!(
         body["generationConfig"]["thinkingConfig"],
         json!({"includeThoughts": true, "thinkingBudget": 24576}),
@@ -1371,7 +1384,11 @@ fn thinking_high_reaches_each_vendor_in_its_own_encoding() {
     assert_eq!(body.get("reasoning"), None, "{body}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("thinking"));
     let (_, body) = vendor_run("google", "gemini-2.5-flash", &[], &[], None);
-    assert_eq!(body["generationConfig"].get("thinkingConfig"), None, "{body}");
+    assert_eq!(
+        body["generationConfig"].get("thinkingConfig"),
+        None,
+        "{body}"
+    );
 }
 
 /// A level the model does not list: the gate's warning is on standard
@@ -1407,7 +1424,13 @@ fn a_level_the_model_does_not_list_is_degraded_with_the_gates_warning() {
         "{stderr}"
     );
     // gemini-2.5-flash lists nothing below low: minimal becomes low.
-    let (out, body) = vendor_run("google", "gemini-2.5-flash", &["--thinking", "minimal"], &[], None);
+    let (out, body) = vendor_run(
+        "google",
+        "gemini-2.5-flash",
+        &["--thinking", "minimal"],
+        &[],
+        None,
+    );
     assert_eq!(
         body["generationConfig"]["thinkingConfig"]["thinkingBudget"], 2048,
         "{body}"
@@ -1433,7 +1456,13 @@ fn the_thinking_option_applies_and_the_flag_wins() {
         "{stderr}"
     );
 
-    let (out, body) = vendor_run("anthropic", model, &[], &[("SMITH_THINKING", "low")], config);
+    let (out, body) = vendor_run(
+        "anthropic",
+        model,
+        &[],
+        &[("SMITH_THINKING", "low")],
+        config,
+    );
     assert_eq!(budget(&body), 2048, "{body}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("; thinking low (from env SMITH_THINKING)"),

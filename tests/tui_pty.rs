@@ -1085,7 +1085,9 @@ fn the_thinking_command_shows_and_sets_the_level_the_next_request_carries() {
     s.send(b"/thinking\r");
     let text = s.wait_for_text("offers low, medium, high");
     assert!(
-        text.contains("thinking off · anthropic/claude-sonnet-4-5-20250929 offers low, medium, high"),
+        text.contains(
+            "thinking off · anthropic/claude-sonnet-4-5-20250929 offers low, medium, high"
+        ),
         "{text}"
     );
     s.send(b"/thinking loud\r");

@@ -240,7 +240,7 @@ options! {
         env: "SMITH_THINKING",
         kind: Kind::Enum(&["off", "minimal", "low", "medium", "high", "max"]),
         default: None,
-        unset: "off: requests ask for no thinking",
+        unset: "requests ask for no thinking (`off`)",
         help: "How much the model thinks before it answers: `off`, or a level of the catalog (`minimal`, `low`, `medium`, `high`, `max`). A request carries the vendor's encoding (Anthropic's thinking budget, OpenAI's reasoning effort, Google's thinking budget) only when the model's catalog entry lists the level; otherwise the nearest level it lists below (else its lowest) is used, or none for a model listed without thinking, with warning `gate.thinking`. `/thinking LEVEL` changes it in the interface.",
     };
     /// When to color terminal output.

@@ -104,11 +104,11 @@ pub fn product_spec() -> ProductSpec {
             command("search", "search the transcript", "[TEXT]", "none"),
             command("copy", "copy the last answer", "", "none"),
             command(
-            "thinking",
-            "show or set the thinking level",
-            "[LEVEL]",
-            "none",
-        ),
+                "thinking",
+                "show or set the thinking level",
+                "[LEVEL]",
+                "none",
+            ),
             command("quit", "exit smith", "", "none"),
         ],
         keys: vec![

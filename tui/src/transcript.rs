@@ -771,7 +771,11 @@ mod tests {
         // A paragraph without line breaks shows its end only, from a word.
         let long = "word ".repeat(200);
         let (tail, _) = t.shown(i, &long);
-        assert!(tail.len() <= LIVE_THINKING_BYTES && tail.len() > 250, "{}", tail.len());
+        assert!(
+            tail.len() <= LIVE_THINKING_BYTES && tail.len() > 250,
+            "{}",
+            tail.len()
+        );
         assert!(tail.starts_with("word"), "{tail:?}");
         // The answer starts: the thinking collapses to its one line.
         t.append(EntryKind::Assistant, "answer");

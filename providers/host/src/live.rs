@@ -1237,8 +1237,7 @@ mod tests {
         let env = [("OPENAI_API_KEY", "sk-openai-unit-0004")];
         let s = setup(&env, Routes::new());
         let dial = s.thinking.clone();
-        let mut p =
-            LiveProvider::pinned(s, Vendor::OpenAi, Some("gpt-5-mini")).unwrap();
+        let mut p = LiveProvider::pinned(s, Vendor::OpenAi, Some("gpt-5-mini")).unwrap();
         let offered = dial.offered().unwrap();
         assert_eq!(offered.reference, "openai/gpt-5-mini");
         assert_eq!(
