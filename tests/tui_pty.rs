@@ -1099,8 +1099,9 @@ fn the_thinking_command_shows_and_sets_the_level_the_next_request_carries() {
     s.send(b"/thinking max\r");
     let text = s.wait_for_text("requests carry thinking high");
     assert!(
-        text.contains("thinking max set")
-            && text.contains(
+        text.contains(
+            "thinking max set · anthropic/claude-sonnet-4-5-20250929 offers low, medium, high"
+        ) && text.contains(
                 "warning: thinking level `max` is not offered by `anthropic/claude-sonnet-4-5-20250929`; using `high`"
             ),
         "{text}"
