@@ -565,13 +565,11 @@ impl LiveProvider {
                     .map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
             },
             thinking: gated.needs.thinking.map(|level| match level {
-                smith_catalog::ThinkingLevel::Minimal | smith_catalog::ThinkingLevel::Low => {
-                    smith_providers::ThinkingLevel::Low
-                }
+                smith_catalog::ThinkingLevel::Minimal => smith_providers::ThinkingLevel::Minimal,
+                smith_catalog::ThinkingLevel::Low => smith_providers::ThinkingLevel::Low,
                 smith_catalog::ThinkingLevel::Medium => smith_providers::ThinkingLevel::Medium,
-                smith_catalog::ThinkingLevel::High | smith_catalog::ThinkingLevel::Max => {
-                    smith_providers::ThinkingLevel::High
-                }
+                smith_catalog::ThinkingLevel::High => smith_providers::ThinkingLevel::High,
+                smith_catalog::ThinkingLevel::Max => smith_providers::ThinkingLevel::Max,
             }),
         };
         let mut target_request = request.clone();
