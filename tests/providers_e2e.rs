@@ -1364,7 +1364,13 @@ fn thinking_high_reaches_each_vendor_in_its_own_encoding() {
     );
     assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
     // gpt-5-mini lists minimal: OpenAI's own minimal effort.
-    let (out, body) = vendor_run("openai", "gpt-5-mini", &["--thinking", "minimal"], &[], None);
+    let (out, body) = vendor_run(
+        "openai",
+        "gpt-5-mini",
+        &["--thinking", "minimal"],
+        &[],
+        None,
+    );
     assert_eq!(body["reasoning"]["effort"], "minimal", "{body}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 
