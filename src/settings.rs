@@ -37,6 +37,7 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("provider", "host/src/provider.rs", "choose"),
     ("approval", "host/src/settings.rs", "approval_mode"),
     ("model", "host/src/provider.rs", "choose"),
+    ("thinking", "host/src/provider.rs", "thinking_level"),
     ("color", "frontends/interface/src/config.rs", "load_options"),
     ("log.level", "host/src/settings.rs", "log_settings"),
     ("log.file", "host/src/settings.rs", "log_settings"),

@@ -88,7 +88,7 @@ group "main" "openai-compatible/busy-model" "openai-compatible/test-model"
     dir
 }
 
-const VENDOR_VARS: [&str; 15] = [
+const VENDOR_VARS: [&str; 16] = [
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "GEMINI_API_KEY",
@@ -104,6 +104,7 @@ const VENDOR_VARS: [&str; 15] = [
     "LLAMA_CPP_BASE_URL",
     "LMSTUDIO_BASE_URL",
     "VLLM_BASE_URL",
+    "SMITH_THINKING",
 ];
 
 fn smith(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -1430,6 +1431,287 @@ fn a_server_refusing_assumed_tools_is_not_retried_and_the_fix_is_named() {
 }
 
 /// A live request to a vendor when its key is set.
+/// Runs `smith eval --provider VENDOR --model MODEL ARGS hello` against a
+/// local server replaying a recorded text stream of the vendor, with the
+/// vendor's key and base URL and `env`, in a home whose config.kdl is
+/// `config` when given. Returns the output and the one request body the
+/// server received.
+fn vendor_run(
+    vendor: &str,
+    model: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    config: Option<&str>,
+) -> (Output, Value) {
+    let (recording, key, base_var, prefix) = match vendor {
+        "anthropic" => (
+            "anthropic/basic_response.txt",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "",
+        ),
+        "openai" => (
+            "openai-responses/conf-text.sse",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "/v1",
+        ),
+        "google" => (
+            "google/text_stream.sse",
+            "GOOGLE_API_KEY",
+            "GEMINI_BASE_URL",
+            "",
+        ),
+        other => panic!("no recording for {other}"),
+    };
+    let home = home();
+    if let Some(config) = config {
+        std::fs::write(home.path().join("config.kdl"), config).unwrap();
+    }
+    let body = fixture(recording);
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(body.clone())));
+    let base = server.url(prefix);
+    let mut all = vec![
+        "eval",
+        "--provider",
+        vendor,
+        "--model",
+        model,
+        "--no-session",
+        "--json",
+    ];
+    all.extend_from_slice(args);
+    all.push("hello");
+    let mut vars = vec![(key, "test-key-thinking-0001"), (base_var, base.as_str())];
+    vars.extend_from_slice(env);
+    let out = run(home.path(), &all, &vars);
+    assert!(out.status.success(), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "{}", describe(&out));
+    (out, seen[0].body.clone())
+}
+
+/// `--thinking high` to a model whose catalog entry lists `high`: each
+/// vendor's request carries its own encoding of the level (Anthropic's
+/// budget, OpenAI's reasoning effort, Google's thinking budget), and the
+/// startup line says so; without `--thinking` none of them carries any.
+#[test]
+fn thinking_high_reaches_each_vendor_in_its_own_encoding() {
+    let (out, body) = vendor_run(
+        "anthropic",
+        "claude-sonnet-4-5-20250929",
+        &["--thinking", "high"],
+        &[],
+        None,
+    );
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 24576}),
+        "{body}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("model anthropic/claude-sonnet-4-5-20250929; credential from")
+            && stderr.contains("; thinking high (from --thinking)"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("gate.thinking") && !stderr.contains("warning"),
+        "{stderr}"
+    );
+
+    let (_, body) = vendor_run("openai", "gpt-5-mini", &["--thinking", "high"], &[], None);
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"}),
+        "{body}"
+    );
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    // gpt-5-mini lists minimal: OpenAI's own minimal effort.
+    let (out, body) = vendor_run(
+        "openai",
+        "gpt-5-mini",
+        &["--thinking", "minimal"],
+        &[],
+        None,
+    );
+    assert_eq!(body["reasoning"]["effort"], "minimal", "{body}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+
+    let (_, body) = vendor_run(
+        "google",
+        "gemini-2.5-flash",
+        &["--thinking", "high"],
+        &[],
+        None,
+    );
+    assert_eq!(
+        body["generationConfig"]["thinkingConfig"],
+        json!({"includeThoughts": true, "thinkingBudget": 24576}),
+        "{body}"
+    );
+
+    // Off (the default, and `--thinking off`): no encoding at all.
+    let (_, body) = vendor_run("anthropic", "claude-sonnet-4-5-20250929", &[], &[], None);
+    assert_eq!(body.get("thinking"), None, "{body}");
+    let (out, body) = vendor_run("openai", "gpt-5-mini", &["--thinking", "off"], &[], None);
+    assert_eq!(body.get("reasoning"), None, "{body}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("thinking"));
+    let (_, body) = vendor_run("google", "gemini-2.5-flash", &[], &[], None);
+    assert_eq!(
+        body["generationConfig"].get("thinkingConfig"),
+        None,
+        "{body}"
+    );
+}
+
+/// A level the model does not list: the gate's warning is on standard
+/// error, and the request carries what the gate decided: nothing for a
+/// model listed without thinking, the nearest listed level below for one
+/// that lists others.
+#[test]
+fn a_level_the_model_does_not_list_is_degraded_with_the_gates_warning() {
+    let (out, body) = vendor_run(
+        "anthropic",
+        "claude-3-5-haiku-20241022",
+        &["--thinking", "high"],
+        &[],
+        None,
+    );
+    assert_eq!(body.get("thinking"), None, "{body}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "smith: warning: thinking is off for `anthropic/claude-3-5-haiku-20241022`: `anthropic/claude-3-5-haiku-20241022` is listed without thinking; choose an offered level, or a thinking model, to silence this; requests carry thinking off"
+        ),
+        "{stderr}"
+    );
+
+    // gpt-5.1 lists low, medium and high: max becomes high.
+    let (out, body) = vendor_run("openai", "gpt-5.1", &["--thinking", "max"], &[], None);
+    assert_eq!(body["reasoning"]["effort"], "high", "{body}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "smith: warning: thinking level `max` is not offered by `openai/gpt-5.1`; using `high`: `openai/gpt-5.1` offers only low, medium, high"
+        ),
+        "{stderr}"
+    );
+    // gemini-2.5-flash lists nothing below low: minimal becomes low.
+    let (out, body) = vendor_run(
+        "google",
+        "gemini-2.5-flash",
+        &["--thinking", "minimal"],
+        &[],
+        None,
+    );
+    assert_eq!(
+        body["generationConfig"]["thinkingConfig"]["thinkingBudget"], 2048,
+        "{body}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("using `low`"));
+}
+
+/// The `thinking` option: from config.kdl and from SMITH_THINKING (which
+/// wins over the file), and `--thinking` wins over both; the startup line
+/// names where the level came from.
+#[test]
+fn the_thinking_option_applies_and_the_flag_wins() {
+    let model = "claude-sonnet-4-5-20250929";
+    let config = Some("thinking \"medium\"\n");
+    let budget = |body: &Value| body["thinking"]["budget_tokens"].clone();
+
+    let (out, body) = vendor_run("anthropic", model, &[], &[], config);
+    assert_eq!(budget(&body), 8192, "{body}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("; thinking medium (from user config ")
+            && stderr.contains("config.kdl:1:10)"),
+        "{stderr}"
+    );
+
+    let (out, body) = vendor_run(
+        "anthropic",
+        model,
+        &[],
+        &[("SMITH_THINKING", "low")],
+        config,
+    );
+    assert_eq!(budget(&body), 2048, "{body}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("; thinking low (from env SMITH_THINKING)"),
+        "{}",
+        describe(&out)
+    );
+
+    let (out, body) = vendor_run(
+        "anthropic",
+        model,
+        &["--thinking", "high"],
+        &[("SMITH_THINKING", "low")],
+        config,
+    );
+    assert_eq!(budget(&body), 24576, "{body}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("; thinking high (from --thinking)"));
+
+    // `--thinking off` turns a configured level off.
+    let (_, body) = vendor_run("anthropic", model, &["--thinking", "off"], &[], config);
+    assert_eq!(body.get("thinking"), None, "{body}");
+}
+
+/// An invalid level is refused before anything is sent, naming the value,
+/// where it came from and the valid levels.
+#[test]
+fn an_invalid_thinking_level_names_the_value_its_source_and_the_levels() {
+    let home = home();
+    let server = Server::start(Box::new(|_, _| Reply::Stream(Vec::new())));
+    let base = server.url("");
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key-thinking-0002"),
+        ("ANTHROPIC_BASE_URL", base.as_str()),
+    ];
+    let args = ["eval", "--no-session", "--thinking", "hgh", "hello"];
+    let out = run(home.path(), &args, &vars);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "invalid value 'hgh' for '--thinking <LEVEL>': \"hgh\" is not a thinking level; the levels are off, minimal, low, medium, high, max"
+        ) && stderr.contains("at: command-line flag --thinking"),
+        "{stderr}"
+    );
+
+    let out = run(
+        home.path(),
+        &["eval", "--no-session", "hello"],
+        &[vars[0], vars[1], ("SMITH_THINKING", "loud")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SMITH_THINKING")
+            && stderr.contains("loud")
+            && stderr.contains("`off`, `minimal`, `low`, `medium`, `high`, `max`"),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        home.path().join("config.kdl"),
+        "// levels\nthinking \"very-high\"\n",
+    )
+    .unwrap();
+    let out = run(home.path(), &["eval", "--no-session", "hello"], &vars);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("config.kdl:2")
+            && stderr.contains("very-high")
+            && stderr.contains("`off`, `minimal`, `low`, `medium`, `high`, `max`"),
+        "{stderr}"
+    );
+    assert!(server.seen().is_empty(), "nothing is sent");
+}
+
 fn live(vendor: &str, vars: &[&str]) {
     let Some(key_var) = vars
         .iter()

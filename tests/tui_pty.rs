@@ -14,6 +14,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "common/http.rs"]
+mod http;
+
 struct Pty {
     master: std::fs::File,
     slave: OwnedFd,
@@ -93,6 +96,19 @@ fn start_prepared_with(
     prepare: impl FnOnce(&std::path::Path),
     args: &[&str],
 ) -> Session {
+    start_provider(fault, ignored, prepare, &["--provider", "mock"], args, &[])
+}
+
+/// Starts `smith tui` with `provider` (its arguments), `args` and the
+/// variables `env`, after `prepare` has set up its home.
+fn start_provider(
+    fault: Option<&str>,
+    ignored: Option<i32>,
+    prepare: impl FnOnce(&std::path::Path),
+    provider: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Session {
     let pty = open_pty();
     let before = termios(pty.slave.as_raw_fd());
     let home = tempfile::tempdir().unwrap();
@@ -102,15 +118,16 @@ fn start_prepared_with(
     let slave = pty.slave.as_raw_fd();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
     cmd.arg("tui")
-        .arg("--provider")
-        .arg("mock")
+        .args(provider)
         .arg("--cwd")
         .arg(work.path())
         .args(args)
         .env("SMITH_HOME", home.path())
         .env("TERM", "xterm-256color")
         .env_remove("SMITH_TUI_CAPS")
-        .env_remove("NO_COLOR");
+        .env_remove("NO_COLOR")
+        .env_remove("SMITH_THINKING")
+        .envs(env.iter().copied());
     if let Some(fault) = fault {
         cmd.env("SMITH_TUI_TEST_FAULT", fault);
     }
@@ -256,6 +273,29 @@ impl Session {
                 Instant::now() < deadline,
                 "{needle:?} never appeared on the screen:\n{}",
                 screen.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until `needle` is in the drawn screen's text, its rows
+    /// joined with a space (so a line the interface wrapped still
+    /// matches); returns that text.
+    fn wait_for_text(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = render(&self.output(), 24, 80)
+                .iter()
+                .map(|row| row.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never appeared on the screen:\n{}",
+                render(&self.output(), 24, 80).join("\n")
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -983,6 +1023,117 @@ fn a_mentioned_file_is_completed_and_attached_to_the_prompt() {
     // The demo quotes the prompt as a JSON string.
     s.wait_for_screen("<attachments>\\n<file path=\\\"README.md\\\">\\n#");
     s.wait_for_screen("</file>\\n</attachments>");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Thinking shows as it streams: its last lines, in the thinking style,
+/// while the model thinks; when the answer starts it collapses to its one
+/// line.
+#[test]
+fn thinking_shows_its_last_lines_while_it_streams_then_collapses() {
+    let (_dir, path) = script(
+        r#"[[{"thinking": "first I look at the files\n"}, {"thinking": "then I weigh the options\nthe tests come first\nthen the fix"}, {"delay_ms": 2500}, {"text": "the answer is 42"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"think it over\r");
+    let screen = s.wait_for_screen("the tests come first").join("\n");
+    assert!(
+        screen.contains("~ then I weigh the options") && screen.contains("then the fix"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("first I look at the files"),
+        "only the last three lines show: {screen}"
+    );
+    assert!(!screen.contains("thinking (4 lines"), "{screen}");
+    // The style in effect where the line was written: the last one set
+    // before it.
+    let out = s.output();
+    let at = rfind(&out, b"the tests come first").unwrap();
+    let set = rfind(&out[..at], b"\x1b[0").unwrap();
+    let style = String::from_utf8_lossy(&out[set..at]);
+    assert!(
+        style.starts_with("\x1b[0;3;90m"),
+        "thinking is drawn in its style, italic bright black: {style:?}"
+    );
+    let screen = s.wait_for_screen("the answer is 42").join("\n");
+    assert!(
+        screen.contains("~ thinking (4 lines, ctrl+t)"),
+        "collapsed once the answer starts: {screen}"
+    );
+    assert!(!screen.contains("the tests come first"), "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// `/thinking` shows the level and what the model offers, `/thinking
+/// LEVEL` sets it with the gate's warning when the model does not offer
+/// it, and the next request carries what the gate decided; a word that is
+/// not a level changes nothing and says why.
+#[test]
+fn the_thinking_command_shows_and_sets_the_level_the_next_request_carries() {
+    let body = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("providers/tests/fixtures/anthropic/basic_response.txt"),
+    )
+    .unwrap();
+    let server = http::Server::start(Box::new(move |_, _| http::Reply::Stream(body.clone())));
+    let base = server.url("");
+    let mut s = start_provider(
+        None,
+        None,
+        |_| {},
+        &[
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-sonnet-4-5-20250929",
+        ],
+        &[],
+        &[
+            ("ANTHROPIC_API_KEY", "test-key-thinking-pty-0001"),
+            ("ANTHROPIC_BASE_URL", &base),
+        ],
+    );
+    s.ready();
+    s.send(b"/thinking\r");
+    let text = s.wait_for_text("offers low, medium, high");
+    assert!(
+        text.contains(
+            "thinking off · anthropic/claude-sonnet-4-5-20250929 offers low, medium, high"
+        ),
+        "{text}"
+    );
+    s.send(b"/thinking loud\r");
+    let text = s.wait_for_text("is not a thinking level");
+    assert!(
+        text.contains("/thinking loud: \"loud\" is not a thinking level; the levels are off, minimal, low, medium, high, max; nothing changed, the level stays off"),
+        "{text}"
+    );
+    s.send(b"/thinking max\r");
+    let text = s.wait_for_text("requests carry thinking high");
+    assert!(
+        text.contains(
+            "thinking max set · anthropic/claude-sonnet-4-5-20250929 offers low, medium, high"
+        ) && text.contains(
+                "warning: thinking level `max` is not offered by `anthropic/claude-sonnet-4-5-20250929`; using `high`"
+            ),
+        "{text}"
+    );
+    s.send(b"hello\r");
+    s.wait_for_screen("Hello there!");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].body["thinking"],
+        serde_json::json!({"type": "enabled", "budget_tokens": 24576}),
+        "{}",
+        seen[0].body
+    );
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

@@ -233,6 +233,16 @@ options! {
         unset: "the provider's default model",
         help: "Model to request: a catalog model name or an alias. Resolution is offline and deterministic.",
     };
+    /// Thinking level to ask for.
+    THINKING = OptionDecl {
+        key: "thinking",
+        flag: "--thinking",
+        env: "SMITH_THINKING",
+        kind: Kind::Enum(&["off", "minimal", "low", "medium", "high", "max"]),
+        default: None,
+        unset: "requests ask for no thinking (`off`)",
+        help: "How much the model thinks before it answers: `off`, or a level of the catalog (`minimal`, `low`, `medium`, `high`, `max`). A request carries the vendor's encoding (Anthropic's thinking budget, OpenAI's reasoning effort, Google's thinking budget) only when the model's catalog entry lists the level; otherwise the nearest level it lists below (else its lowest) is used, or none for a model listed without thinking, with warning `gate.thinking`. `/thinking LEVEL` changes it in the interface.",
+    };
     /// When to color terminal output.
     COLOR = OptionDecl {
         key: "color",

@@ -63,6 +63,13 @@ pub mod settings;
 pub mod stream_json;
 
 pub use provider::{Chosen, LiveChoice, choose_live, choose_provider};
+/// The thinking level of a live provider, shared with its frontend.
+pub mod thinking {
+    pub use smith_catalog::ThinkingLevel;
+    pub use smith_provider_host::thinking::{
+        LEVEL_NAMES, Offered, ThinkingDial, level_name, parse_level,
+    };
+}
 pub use runtime::{
     Extensions, Live, LiveProviders, Runtime, RuntimeOptions, StartError, SurfaceFn,
 };

@@ -19,32 +19,45 @@ pub struct Chosen {
     pub live: Live,
     /// A line for standard error saying what was chosen and why.
     pub note: Option<String>,
+    /// The thinking level the live provider's requests ask for, shared
+    /// with the frontend (`/thinking`); `None` for the scripted provider,
+    /// which plays its script as written.
+    pub thinking: Option<smith_provider_host::ThinkingDial>,
 }
 
-/// Chooses the provider from `provider` (`--provider`), `model` and
-/// `base_url`; `mock` builds the scripted provider when that is the choice.
-/// Starts the background catalog refresh when it is configured.
+/// Chooses the provider from `provider` (`--provider`), `model`,
+/// `base_url` and `thinking` (`--thinking`: `off` or a level; without it the
+/// `thinking` option); `mock` builds the scripted provider when that is the
+/// choice. Starts the background catalog refresh when it is configured.
 ///
 /// # Errors
 ///
 /// An unknown or unusable provider or model, a base URL for the scripted
-/// provider, a disabled provider plugin, or an HTTP engine that cannot be
-/// set up; each says what to do next.
+/// provider, a disabled provider plugin, a thinking level that is not one,
+/// or an HTTP engine that cannot be set up; each says what to do next.
 pub fn choose_provider(
     provider: Option<&str>,
     model: Option<&str>,
     base_url: Option<&str>,
+    thinking: Option<&str>,
     mock: impl FnOnce() -> anyhow::Result<Box<dyn Provider>>,
 ) -> anyhow::Result<Chosen> {
     crate::catalog::start_background_refresh();
-    match choose(provider, model, base_url)? {
+    let asked = thinking_level(thinking)?;
+    match choose(provider, model, base_url, asked.as_ref())? {
         None => Ok(Chosen {
             live: Live {
                 provider: mock()?,
                 transport: Arc::new(HostTransport),
                 model: None,
             },
-            note: None,
+            note: asked.filter(|(level, _)| level.is_some()).map(|(level, source)| {
+                format!(
+                    "smith: notice: thinking {} ({source}) is not sent: the provider is mock (the offline scripted provider), which plays its script as written",
+                    smith_provider_host::level_name(level)
+                )
+            }),
+            thinking: None,
         }),
         Some(chosen) => Ok(Chosen {
             live: Live {
@@ -53,8 +66,66 @@ pub fn choose_provider(
                 transport: Arc::new(chosen.transport),
             },
             note: Some(chosen.note),
+            thinking: Some(chosen.thinking),
         }),
     }
+}
+
+/// The thinking level asked for and where it came from: `flag`
+/// (`--thinking`) when given, else the `thinking` option from a source
+/// other than its default; `None` when neither says.
+///
+/// # Errors
+///
+/// `cli.invalid-value` naming the value, the flag and the valid levels.
+/// (A configured value was checked against the same names when the
+/// configuration loaded; a configuration that did not load is reported
+/// where the provider is chosen.)
+fn thinking_level(
+    flag: Option<&str>,
+) -> anyhow::Result<Option<(Option<smith_catalog::ThinkingLevel>, String)>> {
+    if let Some(given) = flag {
+        let level = smith_provider_host::parse_level(given).map_err(|why| {
+            smith_diag::Diagnostic::error(
+                "cli.invalid-value",
+                format!("--thinking {given} is not a thinking level"),
+                why,
+                format!(
+                    "give one of {} (e.g. --thinking high); `smith models` lists the levels each model offers",
+                    smith_provider_host::thinking::LEVEL_NAMES.join(", ")
+                ),
+            )
+            .with_value(given)
+            .with_surface(smith_diag::Surface::flag("--thinking"))
+        })?;
+        return Ok(Some((level, "from --thinking".to_owned())));
+    }
+    let Ok(config) = crate::settings::config() else {
+        return Ok(None);
+    };
+    let decl = &smith_config::options::THINKING;
+    let Some(source) = config.source(decl) else {
+        return Ok(None);
+    };
+    if source.level() == smith_config::Level::Default {
+        return Ok(None);
+    }
+    let Some(value) = config.str(decl) else {
+        return Ok(None);
+    };
+    let level = smith_provider_host::parse_level(value).map_err(|why| {
+        smith_diag::Diagnostic::error(
+            "config.invalid-value",
+            format!("thinking {value} ({source}) is not a thinking level"),
+            why,
+            format!(
+                "set `thinking` to one of {}",
+                smith_provider_host::thinking::LEVEL_NAMES.join(", ")
+            ),
+        )
+        .with_value(value)
+    })?;
+    Ok(Some((level, format!("from {source}"))))
 }
 
 /// A live provider as [`choose_live`] chose it.
@@ -68,6 +139,8 @@ pub struct LiveChoice {
     pub vendor: Vendor,
     /// The lines for standard error saying what was chosen and why.
     pub note: String,
+    /// The thinking level the provider's requests ask for.
+    pub thinking: smith_provider_host::ThinkingDial,
 }
 
 /// Chooses a live provider exactly as [`choose_provider`] does, for a
@@ -82,7 +155,7 @@ pub fn choose_live(
     model: Option<&str>,
     base_url: Option<&str>,
 ) -> anyhow::Result<LiveChoice> {
-    match choose(provider, model, base_url)? {
+    match choose(provider, model, base_url, None)? {
         Some(chosen) => Ok(chosen),
         None => bail!(
             "the provider is mock (the offline scripted provider), which sends no request, so there is nothing to check live; name a live provider, e.g. smith auth check anthropic --live"
@@ -90,11 +163,13 @@ pub fn choose_live(
     }
 }
 
-/// The choice: `None` for the scripted provider.
+/// The choice: `None` for the scripted provider. `thinking` is the level
+/// asked for and where it came from ([`thinking_level`]).
 fn choose(
     provider: Option<&str>,
     model: Option<&str>,
     base_url: Option<&str>,
+    thinking: Option<&(Option<smith_catalog::ThinkingLevel>, String)>,
 ) -> anyhow::Result<Option<LiveChoice>> {
     let failed = <anyhow::Error as From<smith_diag::Diagnostic>>::from;
     let paths = smith_config::Paths::from_process().map_err(|e| failed(e.into_diagnostic()))?;
@@ -210,13 +285,14 @@ fn choose(
         smith_diag::log::report(&warning);
         notices.push(smith_provider_host::diagnostic_message(&warning));
     }
+    let dial = smith_provider_host::ThinkingDial::new(thinking.and_then(|(level, _)| *level));
     let setup = Setup {
         snapshot: catalog.snapshot(),
         routes,
         resolver: resolver.clone(),
         base_urls,
         policy: smith_catalog::failover::Policy::default(),
-        thinking: None,
+        thinking: dial.clone(),
         plugin_settings,
         learned: Some(std::sync::Arc::new(learned)),
     };
@@ -293,6 +369,21 @@ fn choose(
     for notice in notices {
         note.push_str(&format!("\nsmith: notice: {notice}"));
     }
+    if let Some((level, source)) = thinking.filter(|(level, _)| level.is_some()) {
+        let (sent, warning) = dial.effective();
+        note.push_str(&format!(
+            "; thinking {} ({source})",
+            smith_provider_host::level_name(*level)
+        ));
+        if let Some(w) = warning {
+            note.push_str(&format!(
+                "\nsmith: warning: {}; requests carry thinking {}",
+                smith_provider_host::diagnostic_message(&w),
+                smith_provider_host::level_name(sent)
+            ));
+            smith_diag::log::report(&w);
+        }
+    }
     for assumed in live.assumptions() {
         note.push_str(&format!("\nsmith: notice: {assumed}"));
     }
@@ -301,6 +392,7 @@ fn choose(
         transport,
         vendor,
         note,
+        thinking: dial,
     }))
 }
 

@@ -10,33 +10,42 @@ use serde_json::Value;
 use crate::sse::{SseEvent, SseParser};
 use crate::types::{ProviderError, ProviderErrorKind, StreamEvent};
 
-/// How much reasoning to ask for, when the model advertises thinking.
+/// How much reasoning to ask for, when the model advertises thinking: the
+/// catalog's levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThinkingLevel {
+    /// The smallest budget (OpenAI's `minimal` effort).
+    Minimal,
     /// A small budget.
     Low,
     /// A medium budget.
     Medium,
     /// A large budget.
     High,
+    /// The largest budget; sent as `high` effort to vendors whose efforts
+    /// end there.
+    Max,
 }
 
 impl ThinkingLevel {
     /// The token budget used by vendors that take one.
     pub fn budget_tokens(self) -> u32 {
         match self {
+            ThinkingLevel::Minimal => 1_024,
             ThinkingLevel::Low => 2_048,
             ThinkingLevel::Medium => 8_192,
             ThinkingLevel::High => 24_576,
+            ThinkingLevel::Max => 32_768,
         }
     }
 
     /// The effort name used by vendors that take one.
     pub fn effort(self) -> &'static str {
         match self {
+            ThinkingLevel::Minimal => "minimal",
             ThinkingLevel::Low => "low",
             ThinkingLevel::Medium => "medium",
-            ThinkingLevel::High => "high",
+            ThinkingLevel::High | ThinkingLevel::Max => "high",
         }
     }
 }

@@ -14,7 +14,7 @@
 //! | `thinking` | `true` or `false` | `capabilities.thinking` |
 //! | `prompt-cache` | `true` or `false` | `capabilities.prompt_cache` |
 //! | `max-output-tokens` | a positive integer | `capabilities.max_output_tokens` |
-//! | `thinking-level` | `low`, `medium` or `high` | `thinking` |
+//! | `thinking-level` | `minimal`, `low`, `medium`, `high` or `max` | `thinking` |
 //!
 //! A setting left out keeps the default (no base URL override, the
 //! vendor's default credential slot, nothing advertised, no thinking).
@@ -33,17 +33,26 @@ pub const SETTINGS: [&str; 7] = [
 ];
 
 impl ThinkingLevel {
-    /// The level's setting value (`low`, `medium`, `high`).
+    /// The level's setting value (`minimal`, `low`, `medium`, `high`,
+    /// `max`).
     pub fn name(self) -> &'static str {
-        self.effort()
+        match self {
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::Max => "max",
+        }
     }
 
-    /// The level named `name` (`low`, `medium`, `high`).
+    /// The level named `name` (`minimal`, `low`, `medium`, `high`, `max`).
     pub fn from_name(name: &str) -> Option<ThinkingLevel> {
         match name {
+            "minimal" => Some(ThinkingLevel::Minimal),
             "low" => Some(ThinkingLevel::Low),
             "medium" => Some(ThinkingLevel::Medium),
             "high" => Some(ThinkingLevel::High),
+            "max" => Some(ThinkingLevel::Max),
             _ => None,
         }
     }
@@ -132,7 +141,7 @@ impl Config {
             "thinking-level" => {
                 self.thinking = Some(ThinkingLevel::from_name(value).ok_or_else(|| {
                     format!(
-                        "setting \"thinking-level\" is {value:?}; give \"low\", \"medium\" or \"high\""
+                        "setting \"thinking-level\" is {value:?}; give \"minimal\", \"low\", \"medium\", \"high\" or \"max\""
                     )
                 })?);
             }
@@ -189,9 +198,11 @@ mod tests {
         assert!(Config::default().settings().is_empty());
         assert_eq!(apply(&[]).unwrap(), Config::default());
         for level in [
+            ThinkingLevel::Minimal,
             ThinkingLevel::Low,
             ThinkingLevel::Medium,
             ThinkingLevel::High,
+            ThinkingLevel::Max,
         ] {
             assert_eq!(ThinkingLevel::from_name(level.name()), Some(level));
         }
@@ -205,7 +216,10 @@ mod tests {
         };
         assert!(refused(&mut config, "tool-use", "yes").contains("\"tool-use\" is \"yes\""));
         assert!(refused(&mut config, "max-output-tokens", "0").contains("positive integer"));
-        assert!(refused(&mut config, "thinking-level", "max").contains("\"low\", \"medium\""));
+        assert!(
+            refused(&mut config, "thinking-level", "extreme")
+                .contains("\"minimal\", \"low\", \"medium\", \"high\" or \"max\"")
+        );
         assert!(refused(&mut config, "base-url", "localhost:11434").contains("http://"));
         // A secret passed where the handle belongs is refused without
         // being repeated.

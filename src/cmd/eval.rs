@@ -280,6 +280,19 @@ pub struct ProviderChoice {
     /// The provider's API base URL (required for openai-compatible, e.g. http://localhost:11434/v1; replaces a local server's preset address).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How much the model thinks: off or a catalog level (minimal, low, medium, high, max); sent only as far as the model's catalog entry lists the level, else the nearest it lists or none, with a warning (default: the thinking option, SMITH_THINKING, else off).
+    #[arg(long, value_name = "LEVEL", value_parser = thinking_level)]
+    pub thinking: Option<String>,
+}
+
+/// Parses a `--thinking` value: `off` or a catalog level, as written.
+///
+/// # Errors
+///
+/// When `given` is not one of them; the message names it and the levels.
+pub fn thinking_level(given: &str) -> Result<String, String> {
+    smith_provider_host::parse_level(given)
+        .map(|level| smith_provider_host::level_name(level).to_owned())
 }
 
 /// The exit code of a run that ended with `stop`: 128 plus the signal's
@@ -556,6 +569,7 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         explicit,
         args.choice.model.as_deref(),
         args.choice.base_url.as_deref(),
+        args.choice.thinking.as_deref(),
         || mock::provider(args.mock_script.as_deref(), args.mock_record.as_deref()),
     )?;
     if let Some(note) = &chosen.note {

@@ -152,12 +152,14 @@ pub(crate) fn live_providers(
             provider,
             model,
             base_url,
+            thinking,
         } = choice.clone();
         let choose = move || {
             choose_provider(
                 provider.as_deref(),
                 model.as_deref(),
                 base_url.as_deref(),
+                thinking.as_deref(),
                 || mock::provider(None, None),
             )
         };

@@ -59,6 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             provider: choice.provider,
             model: choice.model,
             base_url: choice.base_url,
+            thinking: choice.thinking,
         },
         mock_script,
         session,

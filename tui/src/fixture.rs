@@ -103,7 +103,12 @@ pub fn product_spec() -> ProductSpec {
             command("context", "show what every request carries", "", "none"),
             command("search", "search the transcript", "[TEXT]", "none"),
             command("copy", "copy the last answer", "", "none"),
-            command("thinking", "expand or collapse details", "", "none"),
+            command(
+                "thinking",
+                "show or set the thinking level",
+                "[LEVEL]",
+                "none",
+            ),
             command("quit", "exit smith", "", "none"),
         ],
         keys: vec![

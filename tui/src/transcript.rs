@@ -32,7 +32,8 @@ pub enum EntryKind {
     User,
     /// Assistant text.
     Assistant,
-    /// Model thinking (collapsed by default).
+    /// Model thinking: its last lines show while it streams, then it
+    /// collapses to one line (expanded with the details).
     Thinking,
     /// A tool call: name and argument summary.
     Tool,
@@ -135,6 +136,43 @@ pub struct Transcript {
     session: Option<Arc<dyn EntryText>>,
     /// Scratch for measuring a session-backed entry, reset after each.
     scratch: Bump,
+    /// The thinking entry streaming now: it shows its last lines until
+    /// something else arrives or [`Transcript::end_live_thinking`].
+    live_thinking: Option<usize>,
+}
+
+/// Source lines of a streaming thinking entry shown while it streams.
+pub const LIVE_THINKING_LINES: usize = 3;
+/// At most this many bytes of a streaming thinking entry are shown (a
+/// paragraph without line breaks would otherwise fill the view).
+const LIVE_THINKING_BYTES: usize = 320;
+
+/// The end of `text` a streaming thinking entry shows: its last
+/// [`LIVE_THINKING_LINES`] lines, at most [`LIVE_THINKING_BYTES`] of them,
+/// starting at a word when it had to be cut.
+fn live_tail(text: &str) -> &str {
+    let text = text.trim_end_matches('\n');
+    let mut start = 0;
+    let mut lines = 0;
+    for (at, _) in text.rmatch_indices('\n') {
+        lines += 1;
+        if lines == LIVE_THINKING_LINES {
+            start = at + 1;
+            break;
+        }
+    }
+    if text.len() - start > LIVE_THINKING_BYTES {
+        let mut cut = text.len() - LIVE_THINKING_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        // From the next word on, when there is one near.
+        if let Some(space) = text[cut..].find(' ').filter(|s| *s < 40) {
+            cut += space + 1;
+        }
+        start = cut;
+    }
+    &text[start..]
 }
 
 impl Transcript {
@@ -220,6 +258,7 @@ impl Transcript {
     }
 
     fn push_record(&mut self, kind: EntryKind, source: Source) -> usize {
+        self.end_live_thinking();
         self.records.push(EntryRecord {
             kind,
             tool: if kind == EntryKind::Tool {
@@ -257,7 +296,14 @@ impl Transcript {
 
     /// Appends `text` to the last entry if it is of `kind`, else starts a
     /// new entry of `kind`.
+    ///
+    /// Thinking appended this way is *streaming*: it shows its last lines
+    /// until anything else is appended or pushed, or
+    /// [`Transcript::end_live_thinking`]; then it collapses.
     pub fn append(&mut self, kind: EntryKind, text: &str) -> usize {
+        if kind != EntryKind::Thinking {
+            self.end_live_thinking();
+        }
         if let Some(last) = self.records.last_mut()
             && last.kind == kind
             && let Source::Local { start, len } = &mut last.source
@@ -268,9 +314,36 @@ impl Transcript {
             let i = self.records.len() - 1;
             self.heights[i] = UNKNOWN;
             self.generation += 1;
+            if kind == EntryKind::Thinking {
+                self.live_thinking = Some(i);
+            }
             return i;
         }
-        self.push(kind, text)
+        let i = self.push(kind, text);
+        if kind == EntryKind::Thinking {
+            self.live_thinking = Some(i);
+        }
+        i
+    }
+
+    /// The streaming thinking entry (if any) is complete: it collapses.
+    pub fn end_live_thinking(&mut self) {
+        if let Some(i) = self.live_thinking.take() {
+            if let Some(h) = self.heights.get_mut(i) {
+                *h = UNKNOWN;
+            }
+            self.generation += 1;
+        }
+    }
+
+    /// Whether entry `i` is thinking shown as one collapsed line: not
+    /// expanded and not streaming.
+    pub fn folded_thinking(&self, i: usize) -> bool {
+        self.live_thinking != Some(i)
+            && self
+                .records
+                .get(i)
+                .is_some_and(|r| r.kind == EntryKind::Thinking && !r.expanded)
     }
 
     /// Sets a tool entry's state.
@@ -317,6 +390,9 @@ impl Transcript {
             return ("", 0);
         };
         match r.kind {
+            EntryKind::Thinking if !r.expanded && self.live_thinking == Some(i) => {
+                (live_tail(text), 0)
+            }
             EntryKind::Thinking if !r.expanded => (&text[..0], text.lines().count()),
             EntryKind::ToolOutput if !r.expanded => {
                 let mut cut = text.len();
@@ -342,10 +418,7 @@ impl Transcript {
 
     fn measure(&self, i: usize, width: u16, bump: &Bump) -> u32 {
         let (shown, hidden) = self.shown(i, self.text_in(i, bump));
-        let collapsed_thinking = self
-            .records
-            .get(i)
-            .is_some_and(|r| r.kind == EntryKind::Thinking && !r.expanded);
+        let collapsed_thinking = self.folded_thinking(i);
         let body = if collapsed_thinking {
             1
         } else {
@@ -683,5 +756,37 @@ mod tests {
         t.prepare(16, 40);
         assert_eq!(t.cached_height(1), 21);
         assert_eq!(t.cached_height(2), 3);
+    }
+
+    #[test]
+    fn streaming_thinking_shows_its_last_lines_then_collapses() {
+        let mut t = Transcript::new();
+        let i = t.append(EntryKind::Thinking, "one\ntwo\n");
+        t.append(EntryKind::Thinking, "three\nfour");
+        assert!(!t.folded_thinking(i));
+        assert_eq!(t.shown(i, "one\ntwo\nthree\nfour"), ("two\nthree\nfour", 0));
+        t.prepare(40, 20);
+        // The last three lines and the blank line after them.
+        assert_eq!(t.cached_height(i), 4);
+        // A paragraph without line breaks shows its end only, from a word.
+        let long = "word ".repeat(200);
+        let (tail, _) = t.shown(i, &long);
+        assert!(
+            tail.len() <= LIVE_THINKING_BYTES && tail.len() > 250,
+            "{}",
+            tail.len()
+        );
+        assert!(tail.starts_with("word"), "{tail:?}");
+        // The answer starts: the thinking collapses to its one line.
+        t.append(EntryKind::Assistant, "answer");
+        assert!(t.folded_thinking(i));
+        t.prepare(40, 20);
+        assert_eq!(t.cached_height(i), 2);
+        assert_eq!(t.shown(i, "one\ntwo\nthree\nfour"), ("", 4));
+        // Thinking that ends with its message collapses as well.
+        let j = t.append(EntryKind::Thinking, "alone");
+        assert!(!t.folded_thinking(j));
+        t.end_live_thinking();
+        assert!(t.folded_thinking(j));
     }
 }

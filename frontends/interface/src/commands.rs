@@ -98,7 +98,12 @@ pub(super) static BUILTINS: [Builtin; 17] = [
     ),
     row("search", "[TEXT]", "search the transcript", None),
     row("copy", "", "copy the last answer", None),
-    row("thinking", "", "expand or collapse details", None),
+    row(
+        "thinking",
+        "[LEVEL]",
+        "show or set the thinking level",
+        Some(thinking),
+    ),
     row("quit", "", "exit smith", None),
 ];
 
@@ -212,6 +217,65 @@ fn model(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
         .and_then(|m| m.context_window);
     rt.handle
         .send(smith_engine::protocol::Command::SetModel { model: arg })?;
+    Ok(Flow::Continue)
+}
+
+/// `/thinking` shows the thinking level requests ask for and the levels
+/// the current model offers; `/thinking LEVEL` sets it (`off` or a catalog
+/// level) for the next request on, and for every runtime started after.
+/// The capability gate's warning shows when the model does not offer the
+/// level; what is sent then is what the gate decides.
+fn thinking(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    use super::host::thinking::{LEVEL_NAMES, level_name, parse_level};
+    let Some(rt) = ctl.runtime.as_ref() else {
+        return Ok(Flow::Exit);
+    };
+    let Some(dial) = rt.thinking.as_ref() else {
+        app.notice(
+            "thinking: the provider is mock (the offline scripted provider), which plays its script as written and takes no thinking level; start smith with a live provider (--provider) to choose one",
+        );
+        return Ok(Flow::Continue);
+    };
+    if !arg.is_empty() {
+        match parse_level(&arg) {
+            Ok(level) => {
+                dial.set(level);
+                super::runtime::remember_thinking(level);
+            }
+            Err(why) => {
+                app.error(&format!(
+                    "/thinking {arg}: {why}; nothing changed, the level stays {}",
+                    level_name(dial.level())
+                ));
+                return Ok(Flow::Continue);
+            }
+        }
+    }
+    let offered = dial.offered();
+    let levels = match offered.as_ref().map(|o| o.levels.as_deref()) {
+        Some(Some([])) => "no thinking levels".to_owned(),
+        Some(Some(levels)) => levels
+            .iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(None) | None => "levels the catalog does not list".to_owned(),
+    };
+    let model = offered.map_or_else(|| "the model".to_owned(), |o| o.reference);
+    let (sent, warning) = dial.effective();
+    let set = if arg.is_empty() { "" } else { " set" };
+    app.notice(&format!(
+        "thinking {}{set} · {model} offers {levels} · /thinking LEVEL sets one of {}; Ctrl+T expands thinking",
+        level_name(dial.level()),
+        LEVEL_NAMES.join(", ")
+    ));
+    if let Some(warning) = warning {
+        app.notice(&format!(
+            "{} · requests carry thinking {}",
+            super::runtime::thinking_warning(&warning),
+            level_name(sent)
+        ));
+    }
     Ok(Flow::Continue)
 }
 

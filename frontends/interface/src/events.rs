@@ -53,7 +53,9 @@ pub(super) fn apply(
     status.retry_at = None;
     match event {
         Event::AgentStart => status.busy = true,
+        Event::MessageEnd { usage: None, .. } => app.message_done(),
         Event::AgentEnd { stop, cost, .. } => {
+            app.message_done();
             status.busy = false;
             if let Some(c) = cost {
                 status.cost = Some(status.cost.unwrap_or(0.0) + c);
@@ -71,6 +73,7 @@ pub(super) fn apply(
             role: Role::Assistant,
         } => app.assistant_delta(""),
         Event::MessageEnd { usage: Some(u), .. } => {
+            app.message_done();
             let used = u.input.unwrap_or(0)
                 + u.cache_read.unwrap_or(0)
                 + u.cache_write.unwrap_or(0)

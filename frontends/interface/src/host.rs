@@ -7,6 +7,13 @@ pub(super) mod eval {
     pub(crate) use smith_host::{Chosen, choose_provider};
 }
 
+/// The thinking level the live provider's requests ask for.
+pub(super) mod thinking {
+    pub(crate) use smith_host::thinking::{
+        LEVEL_NAMES, ThinkingDial, ThinkingLevel, level_name, parse_level,
+    };
+}
+
 /// The scripted provider with a mock script.
 pub(super) mod mock {
     pub(crate) use smith_host::mock::provider;

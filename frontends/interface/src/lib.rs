@@ -83,6 +83,8 @@ pub struct ProviderChoice {
     pub model: Option<String>,
     /// The provider's base URL.
     pub base_url: Option<String>,
+    /// The thinking level (`--thinking`: `off` or a catalog level).
+    pub thinking: Option<String>,
 }
 
 /// How the fullscreen interface starts.

@@ -43,6 +43,33 @@ pub(super) struct Runtime {
     pub(super) gate: Option<smith_engine::agent::SessionGate>,
     /// The questions its extension plugins wait for.
     pub(super) questions: host::questions::Broker,
+    /// The thinking level its live provider's requests ask for; `None` for
+    /// the scripted provider.
+    pub(super) thinking: Option<host::thinking::ThinkingDial>,
+}
+
+/// The thinking level chosen with `/thinking` in this process, if any: it
+/// holds for every runtime started after (`/new`, `/resume`, a branch
+/// switch), over `--thinking` and the `thinking` option.
+static THINKING: std::sync::Mutex<Option<Option<host::thinking::ThinkingLevel>>> =
+    std::sync::Mutex::new(None);
+
+/// The line the interface shows for the capability gate's `gate.thinking`
+/// warning.
+pub(super) fn thinking_warning(warning: &smith_diag::Diagnostic) -> String {
+    format!(
+        "warning: {}: {}; {}",
+        warning.what(),
+        warning.why(),
+        warning.next()
+    )
+}
+
+/// Remembers `level` as chosen with `/thinking` ([`THINKING`]).
+pub(super) fn remember_thinking(level: Option<host::thinking::ThinkingLevel>) {
+    if let Ok(mut chosen) = THINKING.lock() {
+        *chosen = Some(level);
+    }
 }
 
 impl Runtime {
@@ -88,6 +115,7 @@ fn provider(args: &Args) -> anyhow::Result<host::eval::Chosen> {
         explicit,
         args.choice.model.as_deref(),
         args.choice.base_url.as_deref(),
+        args.choice.thinking.as_deref(),
         || host::mock::provider(args.mock_script.as_deref(), None),
     )
 }
@@ -150,6 +178,13 @@ pub(super) fn start(
     app: &mut App,
 ) -> anyhow::Result<(Runtime, ProviderInfo)> {
     let chosen = provider(args)?;
+    if let (Some(dial), Ok(Some(level))) = (&chosen.thinking, THINKING.lock().map(|c| *c)) {
+        dial.set(level);
+    }
+    let thinking = chosen.thinking.clone();
+    if let Some(warning) = thinking.as_ref().and_then(|dial| dial.effective().1) {
+        app.notice(&thinking_warning(&warning));
+    }
     let frontend_tx = tx.clone();
     let questions = host::questions::Broker::new();
     questions.set_presenter(Arc::new(Overlays {
@@ -237,6 +272,7 @@ pub(super) fn start(
             commands,
             gate,
             questions,
+            thinking,
         },
         info,
     ))

@@ -24,10 +24,12 @@ pub mod live;
 pub mod refresh;
 pub mod retry_hint;
 pub mod select;
+pub mod thinking;
 pub mod transport;
 pub mod vendor;
 
 pub use live::{LiveProvider, Setup, diagnostic_message, failure_of, provider_plugin_limits};
 pub use select::{Selection, select};
+pub use thinking::{ThinkingDial, level_name, parse_level};
 pub use transport::{NetTransport, Timeouts};
 pub use vendor::{Vendor, builtin_slots};

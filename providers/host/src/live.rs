@@ -61,8 +61,9 @@ pub struct Setup {
     pub base_urls: BTreeMap<String, String>,
     /// Retry and failover bounds.
     pub policy: Policy,
-    /// The thinking level to ask for, if any (degraded by the gate).
-    pub thinking: Option<smith_catalog::ThinkingLevel>,
+    /// The thinking level to ask for (degraded by the gate per request),
+    /// shared with the frontend that may change it.
+    pub thinking: crate::ThinkingDial,
     /// Plugin settings by provider id beyond those the catalog gives each
     /// target, e.g. `api` = `chat` for `openai` (the `openai.api` option).
     /// Applied after the target's own; the plugin refuses any it does not
@@ -391,7 +392,17 @@ impl LiveProvider {
         self.current = 0;
         self.retries = 0;
         self.recovering = false;
+        self.track_thinking();
         Ok(())
+    }
+
+    /// Tells the thinking dial which target requests go to now.
+    fn track_thinking(&self) {
+        if let Some(t) = self.targets.get(self.current) {
+            self.setup
+                .thinking
+                .track(t.target.reference(), &t.model, t.family.as_ref());
+        }
     }
 
     fn prepare(&self, target: Target) -> Result<Prepared, Diagnostic> {
@@ -535,9 +546,12 @@ impl LiveProvider {
                 ),
             ));
         };
+        self.setup
+            .thinking
+            .track(t.target.reference(), &t.model, t.family.as_ref());
         let needs = RequestNeeds {
             tools: !request.tools.is_empty(),
-            thinking: self.setup.thinking,
+            thinking: self.setup.thinking.level(),
             cache_breakpoints: t.vendor.cache_breakpoints(),
             max_output: request.max_output_tokens.map(u64::from),
             ..RequestNeeds::default()
@@ -583,13 +597,11 @@ impl LiveProvider {
                     .map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
             },
             thinking: gated.needs.thinking.map(|level| match level {
-                smith_catalog::ThinkingLevel::Minimal | smith_catalog::ThinkingLevel::Low => {
-                    smith_providers::ThinkingLevel::Low
-                }
+                smith_catalog::ThinkingLevel::Minimal => smith_providers::ThinkingLevel::Minimal,
+                smith_catalog::ThinkingLevel::Low => smith_providers::ThinkingLevel::Low,
                 smith_catalog::ThinkingLevel::Medium => smith_providers::ThinkingLevel::Medium,
-                smith_catalog::ThinkingLevel::High | smith_catalog::ThinkingLevel::Max => {
-                    smith_providers::ThinkingLevel::High
-                }
+                smith_catalog::ThinkingLevel::High => smith_providers::ThinkingLevel::High,
+                smith_catalog::ThinkingLevel::Max => smith_providers::ThinkingLevel::Max,
             }),
         };
         let mut target_request = request.clone();
@@ -976,7 +988,7 @@ mod tests {
             resolver: Arc::new(resolver),
             base_urls,
             policy: Policy::default(),
-            thinking: None,
+            thinking: crate::ThinkingDial::default(),
             plugin_settings: BTreeMap::new(),
             learned: None,
         }
@@ -1307,6 +1319,35 @@ mod tests {
         let e = p.encode(&request(p.model_name())).unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::InvalidRequest);
         assert!(e.message.contains("\"completions\""), "{}", e.message);
+    }
+
+    /// The dial is read for each request: a level set between two
+    /// requests (`/thinking`) changes the second, and the dial learns the
+    /// target's levels when the model resolves.
+    #[test]
+    fn the_thinking_dial_decides_each_request_and_knows_the_target() {
+        let env = [("OPENAI_API_KEY", "sk-openai-unit-0004")];
+        let s = setup(&env, Routes::new());
+        let dial = s.thinking.clone();
+        let mut p = LiveProvider::pinned(s, Vendor::OpenAi, Some("gpt-5-mini")).unwrap();
+        let offered = dial.offered().unwrap();
+        assert_eq!(offered.reference, "openai/gpt-5-mini");
+        assert_eq!(
+            offered.levels.as_deref().map(<[_]>::len),
+            Some(4),
+            "minimal, low, medium, high"
+        );
+        let body = |p: &mut LiveProvider| -> serde_json::Value {
+            let exchange = p.encode(&request(p.model_name())).unwrap();
+            serde_json::from_slice(&http(&exchange).body).unwrap()
+        };
+        assert_eq!(body(&mut p).get("reasoning"), None, "off by default");
+        dial.set(Some(smith_catalog::ThinkingLevel::High));
+        let sent = body(&mut p);
+        assert_eq!(sent["reasoning"]["effort"], "high");
+        assert_eq!(sent["include"][0], "reasoning.encrypted_content");
+        dial.set(None);
+        assert_eq!(body(&mut p).get("reasoning"), None, "off again");
     }
 
     #[test]

@@ -608,7 +608,7 @@ fn setup() -> Setup {
         resolver: Arc::new(resolver),
         base_urls,
         policy: Policy::default(),
-        thinking: None,
+        thinking: smith_provider_host::ThinkingDial::default(),
         plugin_settings: BTreeMap::new(),
         learned: None,
     }

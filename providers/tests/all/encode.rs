@@ -383,3 +383,66 @@ fn credentials_appear_only_as_handles_and_foreign_thinking_is_dropped() {
         assert_eq!(auth.len(), 1, "{:?}", exchange.headers);
     }
 }
+
+/// Every thinking level in each vendor's encoding: Anthropic's and
+/// Google's token budgets, OpenAI's effort (Responses and Chat
+/// Completions), where `max` is the `high` effort (OpenAI's efforts end
+/// there) and `minimal` is OpenAI's `minimal`.
+#[test]
+fn every_thinking_level_in_each_vendors_encoding() {
+    let levels = [
+        (ThinkingLevel::Minimal, 1_024, "minimal"),
+        (ThinkingLevel::Low, 2_048, "low"),
+        (ThinkingLevel::Medium, 8_192, "medium"),
+        (ThinkingLevel::High, 24_576, "high"),
+        (ThinkingLevel::Max, 32_768, "high"),
+    ];
+    for (level, budget, effort) in levels {
+        let config = Config {
+            capabilities: Capabilities {
+                tool_use: true,
+                thinking: true,
+                max_output_tokens: Some(64_000),
+                ..Capabilities::default()
+            },
+            thinking: Some(level),
+            ..Config::default()
+        };
+        let body = |exchange: Result<
+            smith_providers::HttpExchange,
+            smith_providers::ProviderError,
+        >|
+         -> Value { exchange.unwrap().body_json().unwrap() };
+        // A conversation that does not continue a tool loop, which
+        // Anthropic's thinking needs (see the test above).
+        let asked = Request {
+            model: "m".into(),
+            system: None,
+            messages: vec![Message::User {
+                text: "think first".into(),
+            }],
+            tools: Vec::new(),
+            max_output_tokens: Some(50_000),
+        };
+        let sent = body(anthropic::encode(&asked, &config));
+        assert_eq!(
+            sent["thinking"],
+            json!({"type": "enabled", "budget_tokens": budget}),
+            "{level:?}"
+        );
+        let sent = body(google::encode(&request(), &config));
+        assert_eq!(
+            sent["generationConfig"]["thinkingConfig"],
+            json!({"includeThoughts": true, "thinkingBudget": budget}),
+            "{level:?}"
+        );
+        let sent = body(openai::encode(&request(), &config));
+        assert_eq!(
+            sent["reasoning"],
+            json!({"effort": effort, "summary": "auto"}),
+            "{level:?}"
+        );
+        let sent = body(openai::encode_chat(&request(), &config));
+        assert_eq!(sent["reasoning_effort"], effort, "{level:?}");
+    }
+}

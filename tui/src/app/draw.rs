@@ -116,8 +116,7 @@ impl App {
         while y < area.bottom() && i < self.transcript.len() {
             let (marker, style) = self.entry_style(i);
             let record = self.transcript.record(i).copied();
-            let collapsed_thinking =
-                record.is_some_and(|r| r.kind == EntryKind::Thinking && !r.expanded);
+            let collapsed_thinking = self.transcript.folded_thinking(i);
             // A session-backed entry's text is decoded into the frame's
             // arena (or borrowed from the session's), only for what is drawn.
             let full = self.transcript.text_in(i, bump);

@@ -773,7 +773,7 @@ impl App {
 type LocalCommand = fn(&mut App, &str) -> Option<Option<Output>>;
 
 /// The slash commands the interface carries out itself, by name.
-const LOCAL_COMMANDS: [(&str, LocalCommand); 6] = [
+const LOCAL_COMMANDS: [(&str, LocalCommand); 5] = [
     ("help", |app, _| {
         app.overlay = Overlay::Help;
         app.help_scroll = 0;
@@ -787,10 +787,6 @@ const LOCAL_COMMANDS: [(&str, LocalCommand); 6] = [
         Some(None)
     }),
     ("copy", |app, _| Some(app.copy())),
-    ("thinking", |app, _| {
-        app.transcript.toggle_details();
-        Some(None)
-    }),
     ("model", App::model_picker),
 ];
 

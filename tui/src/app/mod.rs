@@ -544,9 +544,14 @@ impl App {
         self.transcript.append(EntryKind::Assistant, text);
     }
 
-    /// Appends streamed thinking.
+    /// Appends streamed thinking: its last lines show while it streams.
     pub fn thinking_delta(&mut self, text: &str) {
         self.transcript.append(EntryKind::Thinking, text);
+    }
+
+    /// The message that was streaming ended: its thinking collapses.
+    pub fn message_done(&mut self) {
+        self.transcript.end_live_thinking();
     }
 
     /// Shows a tool call starting.

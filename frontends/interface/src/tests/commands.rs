@@ -55,5 +55,5 @@ fn the_interface_carries_out_the_rows_without_a_function() {
         .filter(|b| b.run.is_none())
         .map(|b| b.name)
         .collect();
-    assert_eq!(local, ["help", "search", "copy", "thinking", "quit"]);
+    assert_eq!(local, ["help", "search", "copy", "quit"]);
 }
