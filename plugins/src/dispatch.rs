@@ -659,7 +659,7 @@ pub fn text_fallback(kind: &IntentKind) -> String {
             text.clone()
         }
         IntentKind::SetStatus(text) => format!("status: {text}"),
-        IntentKind::SetWidget((name, text)) => format!("{name}: {text}"),
+        IntentKind::SetWidget((name, text)) => format!("{name}: {}", text.replace('\n', " | ")),
         IntentKind::Select((prompt, options)) => format!("{prompt} [{}]", options.join(" / ")),
         IntentKind::Confirm(prompt) => format!("{prompt} [yes / no]"),
         IntentKind::Progress((label, value)) => {
@@ -678,7 +678,11 @@ fn plain_intent(intent: UiIntent) -> UiIntent {
     let kind = match intent.kind {
         IntentKind::Notify(t) => IntentKind::Notify(plain(&t)),
         IntentKind::SetStatus(t) => IntentKind::SetStatus(plain(&t)),
-        IntentKind::SetWidget((n, t)) => IntentKind::SetWidget((plain(&n), plain(&t))),
+        // A widget is a panel of lines: its line breaks stay.
+        IntentKind::SetWidget((n, t)) => IntentKind::SetWidget((
+            plain(&n),
+            t.split('\n').map(plain).collect::<Vec<_>>().join("\n"),
+        )),
         IntentKind::Select((p, o)) => {
             IntentKind::Select((plain(&p), o.iter().map(|o| plain(o)).collect()))
         }
