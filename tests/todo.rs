@@ -1,7 +1,8 @@
 //! smith/todo end to end through the built binary with the scripted
 //! provider: `todo_write` writing the list (the next recorded request
 //! carries the tool's summary and the list in the system prompt, the
-//! session a `plugin_state` entry); `smith eval -c` giving the model the
+//! session a `plugin_state` entry); continuing the session (`smith eval
+//! --session`) giving the model the
 //! list again; a compaction over rpc keeping it; a list with two items in
 //! progress refused with what to fix and nothing kept; `smith plugin
 //! list` showing the built-in; disabling it removing the
@@ -185,10 +186,10 @@ fn todo_write_keeps_the_list_in_the_session_and_a_continued_eval_gives_it_to_the
         ]})
     );
 
-    // `smith eval -c` continues the session: the first request of the new
-    // run already tells the model the list.
+    // Continuing the session (`smith eval --session todo`) the first
+    // request of the new run already tells the model the list.
     let s = script(home.path(), "more.json", &json!([answer("going on")]));
-    let (requests, err) = eval(home.path(), &s, &["-c"], "go on");
+    let (requests, err) = eval(home.path(), &s, &["--session", "todo"], "go on");
     assert_eq!(requests.len(), 1, "{err}");
     let first = system(&requests[0]);
     for line in PLAN_LINES {
@@ -206,7 +207,7 @@ fn todo_write_keeps_the_list_in_the_session_and_a_continued_eval_gives_it_to_the
         "done.json",
         &json!([write_call("c2", &done), answer("all done")]),
     );
-    let (requests, err) = eval(home.path(), &s, &["-c"], "finish");
+    let (requests, err) = eval(home.path(), &s, &["--session", "todo"], "finish");
     assert_eq!(requests.len(), 2, "{err}");
     assert!(system(&requests[0]).contains(PLAN_LINES[1]));
     assert_eq!(
@@ -283,7 +284,7 @@ fn response(c: &mut Client, id: u64) -> Value {
 }
 
 #[test]
-fn a_compaction_keeps_the_list_before_the_model_and_todo_shows_it() {
+fn a_compaction_keeps_the_list_before_the_model() {
     let home = home();
     let s = script(
         home.path(),
@@ -329,10 +330,14 @@ fn a_compaction_keeps_the_list_before_the_model_and_todo_shows_it() {
     // The first prompt's four messages (the todo_write call among them)
     // are summarized; the last turn is kept.
     assert_eq!(compacted["result"]["summarized_messages"], 4, "{compacted}");
-    c.send(id + 1, "prompt", json!({"text": "what is left?"}));
+    // The compaction is answered before the runtime settles.
+    c.send(id + 1, "wait_settled", json!({}));
     response(&mut c, id + 1);
-    c.send(id + 2, "wait_settled", json!({}));
-    response(&mut c, id + 2);
+    c.send(id + 2, "prompt", json!({"text": "what is left?"}));
+    let started = response(&mut c, id + 2);
+    assert_eq!(started["result"]["started"], true, "{started}");
+    c.send(id + 3, "wait_settled", json!({}));
+    response(&mut c, id + 3);
     let (_, err) = c.finish();
     let requests = requests(&record);
     // Three requests of the first two prompts, the summary request, and

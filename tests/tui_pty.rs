@@ -1015,3 +1015,49 @@ fn the_todo_list_shows_as_a_panel_above_the_editor_and_todo_lists_it() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_session_that_keeps_a_todo_list_opens_with_its_panel() {
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            let script = home.join("script.json");
+            std::fs::write(
+                &script,
+                r#"[[{"tool_call": {"id": "c1", "name": "todo_write", "arguments": {"todos": [
+                    {"content": "Write the migration", "status": "in_progress"},
+                    {"content": "Update the docs", "status": "pending"}]}}},
+                   {"stop": {"reason": "tool_use"}}],
+                  [{"text": "planned"}, {"stop": {"reason": "end"}}]]"#,
+            )
+            .unwrap();
+            let done = Command::new(env!("CARGO_BIN_EXE_smith"))
+                .env("SMITH_HOME", home)
+                .current_dir(home)
+                .args(["eval", "--name", "todo-tui", "--mock-script"])
+                .arg(&script)
+                .arg("plan the migration")
+                .output()
+                .unwrap();
+            assert!(done.status.success(), "{done:?}");
+        },
+        &["--session", "todo-tui"],
+    );
+    s.ready();
+    // Nothing was sent: the panel shows as the session opens.
+    let screen = s.wait_for_screen("[>] Write the migration");
+    let rows = screen.join("\n");
+    assert!(rows.contains("── todo ──"), "{rows}");
+    assert!(rows.contains("0/2 done"), "{rows}");
+    assert!(rows.contains("[ ] Update the docs"), "{rows}");
+    // /new leaves it: the new session keeps no list.
+    s.send(b"/new\r");
+    s.wait_for_screen("session tui-");
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = render(&s.output(), 24, 80).join("\n");
+    assert!(!screen.contains("── todo ──"), "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

@@ -356,6 +356,30 @@ impl Dispatcher {
         self.apply(surface)
     }
 
+    /// Releases only the queued panels (`set-widget` intents) now, keeping
+    /// every other action queued, in order, for the next safe point. For
+    /// an idle runtime whose frontend shows a session's panels as soon as
+    /// it opens ([`crate::hooks::Frontend::shows_panels_at_start`]).
+    pub fn release_panels(&mut self, surface: &mut dyn Surface) -> Released {
+        let (panels, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, action)| {
+                matches!(
+                    action,
+                    Action::Ui(UiIntent {
+                        kind: IntentKind::SetWidget(_),
+                        ..
+                    })
+                )
+            });
+        self.pending = panels;
+        let released = self.apply(surface);
+        let mut rest = rest;
+        rest.append(&mut self.pending);
+        self.pending = rest;
+        released
+    }
+
     fn apply(&mut self, surface: &mut dyn Surface) -> Released {
         let batch = std::mem::take(&mut self.pending);
         let mut released = Released {

@@ -267,4 +267,9 @@ impl smith_plugins::hooks::Frontend for TuiFrontend {
         smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", message);
         self.send(Feed::Problem(message.to_owned()));
     }
+    /// The user watches the session open: the panels plugins set for it
+    /// (a todo list it keeps) show at once.
+    fn shows_panels_at_start(&self) -> bool {
+        true
+    }
 }
