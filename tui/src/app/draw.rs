@@ -54,25 +54,25 @@ impl App {
 
     /// Draws the plugins' panels: each a rule with its name, then its
     /// lines; what does not fit ends in a line saying how much more there
-    /// is.
+    /// is. Allocates nothing beyond the frame's arena.
     fn draw_panel(&self, buf: &mut Buffer, area: Rect, bump: &Bump) {
         if area.is_empty() {
             return;
         }
-        let mut rows: Vec<(bool, &str)> = Vec::new();
-        for widget in &self.widgets {
-            rows.push((true, widget.name.as_str()));
-            rows.extend(widget.lines.iter().map(|l| (false, l.as_str())));
-        }
+        let total: usize = self.widgets.iter().map(|w| w.lines.len() + 1).sum();
         let fits = usize::from(area.height);
-        let hidden = rows.len().saturating_sub(fits);
-        for (n, (title, text)) in rows.iter().take(fits).enumerate() {
+        let hidden = total.saturating_sub(fits);
+        let rows = self.widgets.iter().flat_map(|w| {
+            std::iter::once((true, w.name.as_str()))
+                .chain(w.lines.iter().map(|l| (false, l.as_str())))
+        });
+        for (n, (title, text)) in rows.take(fits).enumerate() {
             let y = area.y + n as u16;
             if hidden > 0 && n + 1 == fits {
                 let mut s = bumpalo::collections::String::new_in(bump);
                 let _ = write!(s, "  … {} more lines", hidden + 1);
                 buf.put_str(area.x, y, &s, self.theme.notice, area.right());
-            } else if *title {
+            } else if title {
                 let mut s = bumpalo::collections::String::new_in(bump);
                 s.push_str("── ");
                 s.push_str(text);
@@ -83,7 +83,8 @@ impl App {
                 }
                 buf.put_str(area.x, y, &s, self.theme.border, area.right());
             } else {
-                buf.put_str(area.x + 2.min(area.width), y, text, self.theme.notice, area.right());
+                let x = area.x + 2.min(area.width);
+                buf.put_str(x, y, text, self.theme.notice, area.right());
             }
         }
     }
