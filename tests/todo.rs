@@ -152,7 +152,11 @@ fn todo_write_keeps_the_list_in_the_session_and_a_continued_eval_gives_it_to_the
     assert_eq!(requests.len(), 2, "{err}");
     // The model is offered the tool; before any list there is no fragment.
     assert!(tool_names(&requests[0]).contains(&"todo_write".to_owned()));
-    assert!(!system(&requests[0]).contains("Your todo list"), "{}", system(&requests[0]));
+    assert!(
+        !system(&requests[0]).contains("Your todo list"),
+        "{}",
+        system(&requests[0])
+    );
     // The next request carries the tool's summary, and the list.
     assert_eq!(
         tool_results(&requests[1]),
@@ -165,7 +169,11 @@ fn todo_write_keeps_the_list_in_the_session_and_a_continued_eval_gives_it_to_the
     assert!(second.contains("Your todo list"), "{second}");
     let at: Vec<usize> = PLAN_LINES
         .iter()
-        .map(|l| second.find(l).unwrap_or_else(|| panic!("{l} missing from {second}")))
+        .map(|l| {
+            second
+                .find(l)
+                .unwrap_or_else(|| panic!("{l} missing from {second}"))
+        })
         .collect();
     assert!(at[0] < at[1] && at[1] < at[2], "{second}");
     // The panel is a widget: eval has no panels and drops it silently.
@@ -214,7 +222,11 @@ fn todo_write_keeps_the_list_in_the_session_and_a_continued_eval_gives_it_to_the
         tool_results(&requests[1]).last().unwrap().0,
         "Todo list updated: 3 items (3 completed, 0 in progress, 0 pending). Every item is completed."
     );
-    assert!(!system(&requests[1]).contains("Your todo list"), "{}", system(&requests[1]));
+    assert!(
+        !system(&requests[1]).contains("Your todo list"),
+        "{}",
+        system(&requests[1])
+    );
     assert_eq!(states(home.path(), "todo").len(), 2);
 }
 

@@ -499,7 +499,9 @@ impl StateAccess for JournalState {
                 key: key.to_owned(),
                 value: value.to_owned(),
             })
-            .map_err(|err| format!("the entry could not be written to the session: {err}; nothing was stored"))
+            .map_err(|err| {
+                format!("the entry could not be written to the session: {err}; nothing was stored")
+            })
     }
 }
 

@@ -886,6 +886,55 @@ mod tests {
     }
 
     #[test]
+    fn the_newest_plugin_state_of_a_plugin_and_key_is_in_effect_after_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("state")).unwrap();
+        let journal = StoreJournal::new(store.clone(), session);
+        let state = |plugin: &str, key: &str, value: &str| PluginState {
+            plugin: plugin.to_owned(),
+            key: key.to_owned(),
+            value: value.to_owned(),
+        };
+        assert_eq!(
+            journal.with_session(|s| plugin_state(s, "a/x", "list")),
+            None
+        );
+        journal
+            .record_plugin_state(&state("a/x", "list", "one"))
+            .unwrap();
+        journal
+            .record_plugin_state(&state("a/y", "list", "other plugin"))
+            .unwrap();
+        journal
+            .record_plugin_state(&state("a/x", "mode", "other key"))
+            .unwrap();
+        journal
+            .record_plugin_state(&state("a/x", "list", "two"))
+            .unwrap();
+        // Newer metadata of another type is passed over.
+        journal
+            .record_plugin_limits(&PluginLimits {
+                plugin: "a/x".to_owned(),
+                dropped: Vec::new(),
+            })
+            .unwrap();
+        let loaded = store.load("state").unwrap();
+        assert_eq!(plugin_state(&loaded, "a/x", "list").as_deref(), Some("two"));
+        assert_eq!(
+            plugin_state(&loaded, "a/y", "list").as_deref(),
+            Some("other plugin")
+        );
+        assert_eq!(
+            plugin_state(&loaded, "a/x", "mode").as_deref(),
+            Some("other key")
+        );
+        assert_eq!(plugin_state(&loaded, "a/z", "list"), None);
+        // Resume skips the entries: they are not conversation.
+        assert!(resume(&loaded).unwrap().history.is_empty());
+    }
+
+    #[test]
     fn records_round_trip_through_a_session_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();

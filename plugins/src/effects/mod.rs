@@ -54,12 +54,12 @@ pub use secrets::{
     MAX_REGISTERED_SECRET, MIN_REGISTERED_SECRET, SecretRegistration, SecretSink, SecretSource,
 };
 pub use session::{MAX_SESSION_PAGE, SessionSource};
-pub use state::{MAX_STATE_KEY, MAX_STATE_VALUE, SharedState, StateAccess};
 pub use smith_config::permissions::PermissionRule;
 pub use spawn::{
     INHERITED_ENV, MAX_LIVE, MAX_READ_WAIT, ServerProcess, SpawnRequest, kill_all as kill_spawned,
     live_groups as spawned_groups,
 };
+pub use state::{MAX_STATE_KEY, MAX_STATE_VALUE, SharedState, StateAccess};
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.

@@ -85,3 +85,97 @@ impl Effects {
             .map_err(|why| EffectError::Failed(format!("set-session-state {key:?}: {why}")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use smith_engine::journal::MemoryJournal;
+
+    use super::*;
+    use crate::effects::Grants;
+    use crate::rate::{Budget, RateLimits};
+
+    /// A session as a list of (plugin, key, value), newest last.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<(String, String, String)>>);
+
+    impl StateAccess for Kept {
+        fn get(&self, plugin: &str, key: &str) -> Option<String> {
+            let kept = self.0.lock().unwrap();
+            kept.iter()
+                .rev()
+                .find(|(p, k, _)| p == plugin && k == key)
+                .map(|(_, _, v)| v.clone())
+        }
+        fn set(&self, plugin: &str, key: &str, value: &str) -> Result<(), String> {
+            self.0
+                .lock()
+                .unwrap()
+                .push((plugin.to_owned(), key.to_owned(), value.to_owned()));
+            Ok(())
+        }
+    }
+
+    fn effects(plugin: &str) -> Effects {
+        Effects::new(
+            plugin,
+            Grants::none(),
+            Arc::new(MemoryJournal::new()),
+            Arc::default(),
+            1,
+        )
+    }
+
+    #[test]
+    fn a_plugin_keeps_and_reads_its_own_state_without_a_grant_within_bounds() {
+        let kept: Arc<Kept> = Arc::default();
+        let shared: SharedState = kept.clone();
+        let a = effects("a/x").with_state(Arc::clone(&shared));
+        let b = effects("a/y").with_state(shared);
+        assert_eq!(a.session_state("list"), None);
+        a.set_session_state("list", "[1]").unwrap();
+        b.set_session_state("list", "[2]").unwrap();
+        assert_eq!(a.session_state("list").as_deref(), Some("[1]"));
+        assert_eq!(b.session_state("list").as_deref(), Some("[2]"));
+        let long_key = "k".repeat(MAX_STATE_KEY + 1);
+        for (key, value) in [
+            ("", "v".to_owned()),
+            (long_key.as_str(), "v".to_owned()),
+            ("list", "v".repeat(MAX_STATE_VALUE + 1)),
+        ] {
+            let err = a.set_session_state(key, &value).unwrap_err();
+            assert!(
+                matches!(&err, EffectError::Invalid(m) if m.contains("nothing was stored")),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            kept.0.lock().unwrap().len(),
+            2,
+            "nothing out of bounds is kept"
+        );
+        // Without a session: nothing to read, and writing fails saying so.
+        let none = effects("a/x");
+        assert_eq!(none.session_state("list"), None);
+        let err = none.set_session_state("list", "[1]").unwrap_err();
+        assert!(
+            matches!(&err, EffectError::Failed(m) if m.contains("no session to keep plugin state in")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn each_write_counts_one_journal_entry_against_the_cap() {
+        let kept: Arc<Kept> = Arc::default();
+        let budget = Arc::new(Budget::new(RateLimits {
+            journal_entries: 2,
+            ..RateLimits::default()
+        }));
+        let a = effects("a/x").with_state(kept.clone()).with_budget(budget);
+        a.set_session_state("list", "1").unwrap();
+        a.set_session_state("list", "2").unwrap();
+        assert_eq!(a.set_session_state("list", "3"), Err(EffectError::Limited));
+        assert_eq!(a.session_state("list").as_deref(), Some("2"));
+    }
+}

@@ -802,8 +802,11 @@ fn the_help_scrolls_when_it_does_not_fit() {
 #[test]
 fn a_plugins_panel_sits_above_the_status_line_is_capped_and_goes_when_emptied() {
     let mut s = screen(numbered(30), 40, 16);
-    s.app
-        .set_widget("smith/todo", "todo", "1/2 done\n[x] read\n[>] fix \u{1b}[31mit");
+    s.app.set_widget(
+        "smith/todo",
+        "todo",
+        "1/2 done\n[x] read\n[>] fix \u{1b}[31mit",
+    );
     let text = s.text();
     let rows: Vec<&str> = text.lines().collect();
     let at = |needle: &str| {
