@@ -207,7 +207,10 @@ fn summary(items: &[Item]) -> String {
         items.len()
     );
     if let Some(current) = items.iter().find(|i| i.status == Status::InProgress) {
-        text.push_str(&format!(" In progress: {} (id {}).", current.content, current.id));
+        text.push_str(&format!(
+            " In progress: {} (id {}).",
+            current.content, current.id
+        ));
     }
     if let Some(next) = items.iter().find(|i| i.status == Status::Pending) {
         text.push_str(&format!(" Next: {} (id {}).", next.content, next.id));
@@ -405,11 +408,11 @@ impl ext::Guest for Todo {
         if !carries_actions(&event) {
             return ext::HandlerResult::None;
         }
-        let mut actions: Vec<ext::Action> =
-            STATE.with(|state| std::mem::take(&mut state.borrow_mut().notices))
-                .into_iter()
-                .map(notify)
-                .collect();
+        let mut actions: Vec<ext::Action> = STATE
+            .with(|state| std::mem::take(&mut state.borrow_mut().notices))
+            .into_iter()
+            .map(notify)
+            .collect();
         actions.extend(panel_action());
         if actions.is_empty() {
             ext::HandlerResult::None
