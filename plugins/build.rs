@@ -23,6 +23,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-instructions",
         "smith-plugin-skills",
         "smith-plugin-mcp",
+        "smith-plugin-mentions",
         "smith-plugin-todo",
         "smith-plugin-kit",
         "smith-plugin-hello",

@@ -137,8 +137,10 @@ enum Command {
     /// Say what is wrong with this setup: configuration, credentials, terminal, sandbox, plugins, sessions, each finding with what to do: `doctor [--json] [--live]`.
     #[command(after_long_help = cmd::doctor::HELP)]
     Doctor(cmd::doctor::Args),
-    /// Manage stored sessions: list, info, dump, import, fork, rename, delete, prune, repair.
+    /// Manage stored sessions: list, info, dump, export, import, fork, rename, delete, prune, search, repair.
     Session(cmd::session::Args),
+    /// Show how many sessions and runs are stored, and tokens and cost by provider and model (unknown counts stay unknown): `stats [--json]`.
+    Stats(cmd::stats::Args),
     /// List the skills (SKILL.md folders) smith/skills finds here: source, level, shadowing, unreadable files: `skills list [--json]`.
     Skills(cmd::skills::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json | --output-format stream-json|json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
@@ -189,6 +191,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Skills(args) => cmd::skills::run(args),
+        Command::Stats(args) => cmd::stats::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Tui(args) => cmd::tui::run(args),

@@ -476,6 +476,76 @@ fn text_that_arrived_before_a_connection_cut_is_kept() {
     );
 }
 
+/// A response that runs past the HTTP engine's 64 MiB body bound after
+/// some text: the text that arrived is kept in the failed turn (message,
+/// result), nothing is sent again, and usage that was never stated stays
+/// unknown.
+#[test]
+fn text_that_arrived_before_the_response_bound_is_kept() {
+    let home = home();
+    let body = fixture(&format!("{CHAT_TEXT}.bin"));
+    let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
+    let recorded = String::from_utf8_lossy(&body).into_owned();
+    let mut at = 0;
+    for _ in 0..3 {
+        at += recorded[at..]
+            .find("\"content\":\"")
+            .expect("the recording has three content deltas")
+            + 1;
+    }
+    let cut = at
+        + recorded[at..]
+            .find("\n\n")
+            .expect("events end with a blank line")
+        + 2;
+    // Then SSE comment lines, which carry nothing, past the bound.
+    let mut stream = body[..cut].to_vec();
+    let pad = format!(": {}\n", "x".repeat(1021));
+    while stream.len() <= 65 << 20 {
+        stream.extend_from_slice(pad.as_bytes());
+    }
+    let len = stream.len();
+    let server = Server::start(Box::new(move |_, _| Reply::Cut(stream.clone(), len)));
+    let base = server.url("/v1");
+    let out = run(
+        home.path(),
+        &compatible_args(&base, "test-model", "weather?"),
+        &[],
+    );
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        server.seen().len(),
+        1,
+        "content arrived: nothing is sent twice"
+    );
+    let events = events(&out);
+    let error = events
+        .iter()
+        .find(|e| e["type"] == "error")
+        .unwrap_or_else(|| panic!("no error event: {}", describe(&out)));
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("67108864-byte body bound"), "{message}");
+    assert!(
+        !message.contains("Limits::"),
+        "says what a user can do: {message}"
+    );
+    let messages = assistant_messages(&events);
+    assert_eq!(messages.len(), 1, "{}", describe(&out));
+    assert_eq!(messages[0]["stop"], "error");
+    let kept = messages[0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        !kept.is_empty() && text.starts_with(kept),
+        "kept {kept:?} of {text:?}"
+    );
+    let result = events.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["text"], kept);
+    assert!(result["usage"]["output"].is_null(), "{result}");
+    assert!(result["cost"].is_null(), "{result}");
+}
+
 /// The connection is cut before any content, on every attempt: usage each
 /// attempt's stream stated first (Anthropic's `message_start`) counts in
 /// the result; a stream that stated none leaves the result's usage and cost
@@ -1235,6 +1305,100 @@ fn an_unlisted_local_model_is_offered_tools_with_a_notice() {
             .count(),
         1,
         "{stderr}"
+    );
+}
+
+/// The first answer to a request offering tools settles the assumption:
+/// kept in the cache's learned-models.json, so the next run offers tools
+/// without announcing the assumption again.
+#[test]
+fn an_assumed_tool_use_the_server_honoured_is_announced_once() {
+    let home = home();
+    let server = Server::start(Box::new(|_, _| {
+        Reply::Stream(fixture(&format!("{CHAT_TEXT}.bin")))
+    }));
+    let base = server.url("/v1");
+    let notice = "smith: notice: tool use of `openai-compatible/qwen2.5-coder:7b` is assumed";
+    let learned = home.path().join("cache/learned-models.json");
+    for (run_index, notices) in [(0, 1), (1, 0)] {
+        let out = run(
+            home.path(),
+            &compatible_args(&base, "qwen2.5-coder:7b", "weather?"),
+            &[],
+        );
+        assert!(out.status.success(), "{}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.matches(notice).count(),
+            notices,
+            "run {run_index}: {stderr}"
+        );
+        let seen = server.seen();
+        assert!(
+            seen[run_index].body["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty()),
+            "run {run_index}: tools are offered"
+        );
+        let file: Value = serde_json::from_slice(&std::fs::read(&learned).unwrap()).unwrap();
+        assert_eq!(
+            file["models"]["openai-compatible/qwen2.5-coder:7b"]["tools"], true,
+            "{file}"
+        );
+    }
+}
+
+/// A server that refuses the assumed tools: the refusal is kept, and the
+/// next run refuses before sending, saying what was learned, when, where
+/// it is kept and how to try again.
+#[test]
+fn a_refusal_of_assumed_tools_is_kept_and_not_paid_for_again() {
+    let home = home();
+    let refusal = br#"{"error":"registry.ollama.ai/library/gemma3:1b does not support tools"}"#;
+    let server = Server::start(Box::new(move |_, _| {
+        Reply::Json(400, Vec::new(), refusal.to_vec())
+    }));
+    let base = server.url("/v1");
+    let learned = home.path().join("cache/learned-models.json");
+    let error = |out: &Output| {
+        let error = events(out)
+            .into_iter()
+            .find(|e| e["type"] == "error")
+            .unwrap_or_else(|| panic!("no error event: {}", describe(out)));
+        error["message"].as_str().unwrap().to_owned()
+    };
+    let first = run(home.path(), &compatible_args(&base, "gemma3:1b", "hi"), &[]);
+    assert_eq!(first.status.code(), Some(1), "{}", describe(&first));
+    let message = error(&first);
+    assert!(
+        message.contains(&format!("smith keeps this in {}", learned.display())),
+        "{message}"
+    );
+    let second = run(home.path(), &compatible_args(&base, "gemma3:1b", "hi"), &[]);
+    assert_eq!(second.status.code(), Some(1), "{}", describe(&second));
+    assert_eq!(server.seen().len(), 1, "the second run sends nothing");
+    let message = error(&second);
+    assert!(message.contains("does not call tools"), "{message}");
+    assert!(
+        message.contains("when the server refused a request offering tools"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&learned.display().to_string()),
+        "{message}"
+    );
+    assert!(
+        message.contains("declare `model \"gemma3:1b\" { tools #true }`"),
+        "{message}"
+    );
+    // Forgetting it (deleting the file) tries tools again.
+    std::fs::remove_file(&learned).unwrap();
+    let third = run(home.path(), &compatible_args(&base, "gemma3:1b", "hi"), &[]);
+    assert_eq!(third.status.code(), Some(1), "{}", describe(&third));
+    assert_eq!(
+        server.seen().len(),
+        2,
+        "asked again after the file was deleted"
     );
 }
 

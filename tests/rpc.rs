@@ -864,3 +864,25 @@ fn checkpoint_methods_list_turns_undo_by_turn_and_rewind_files_and_transcript() 
     );
     c.close();
 }
+
+/// A prompt sent over rpc goes through the same plugins as eval's:
+/// smith/mentions attaches the mentioned file to the user message.
+#[test]
+fn an_rpc_prompt_with_a_mention_carries_the_file() {
+    let (dir, home, work) = fixture();
+    let s = script(
+        dir.path(),
+        json!([[{"text": "Read."}, {"stop": {"reason": "end"}}]]),
+    );
+    let mut c = Client::spawn(&home, &work, &["--mock-script", &s]);
+    c.call("initialize", json!({}));
+    c.call("prompt", json!({"text": "what does @hello.txt say"}));
+    c.call("wait_settled", json!({}));
+    let messages = all_messages(&mut c);
+    assert_eq!(
+        text_of(&messages[0]),
+        "what does @hello.txt say\n\n<attachments>\n<file path=\"hello.txt\">\nhi from the file\n</file>\n</attachments>",
+        "{messages:?}"
+    );
+    c.close();
+}

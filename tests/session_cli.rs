@@ -650,3 +650,157 @@ fn search_finds_text_in_every_session_with_smart_case() {
     let dump = ok(h, &["session", "dump", "alpha"]);
     assert!(dump.matches("zebra-42").count() >= 2, "{dump}");
 }
+
+/// `session export` writes the selected branch as Markdown a person reads:
+/// prompt, thinking, the tool call with its arguments, its result in a
+/// fence no backticks in the output can close, the answer and the run's
+/// end; `--json` holds the same items in order; `--out` writes the file.
+#[test]
+fn export_writes_the_branch_as_markdown_and_json() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    record_scripted(
+        h,
+        "exported",
+        serde_json::json!([
+            [
+                {"thinking": "Check the fence first."},
+                {"text": "Printing it."},
+                {"tool_call": {"id": "c1", "name": "bash",
+                    "arguments": {"command": "printf 'a ```b``` c\\n'"}}},
+                {"usage": {"input": 10, "output": 5}},
+                {"stop": {"reason": "tool_use"}}
+            ],
+            [{"text": "It printed backticks."}, {"usage": {"input": 20, "output": 7}}, {"stop": {"reason": "end"}}]
+        ]),
+        "show me backticks",
+    );
+    let md = ok(h, &["session", "export", "exported"]);
+    assert!(md.starts_with("# exported\n"), "{md}");
+    let expected = [
+        "## User\n\nshow me backticks\n",
+        "## Assistant\n\n<details><summary>Thinking</summary>\n\nCheck the fence first.\n\n</details>\n\nPrinting it.\n\n**Tool call** `bash`\n\n````json\n{\n  \"command\": \"printf 'a ```b``` c\\\\n'\"\n}\n````\n",
+        "**Result** of `bash` (ok):\n\n````\na ```b``` c\n[exit code 0]\n````\n",
+        "## Assistant\n\nIt printed backticks.\n",
+        "*Run ended (done): 30 input, 12 output tokens; cost unknown*",
+    ];
+    let mut at = 0;
+    for part in expected {
+        let found = md[at..]
+            .find(part)
+            .unwrap_or_else(|| panic!("{part:?} after byte {at} of:\n{md}"));
+        at += found + part.len();
+    }
+    // The same document into a file.
+    let file = h.join("out.md");
+    ok(
+        h,
+        &[
+            "session",
+            "export",
+            "exported",
+            "--markdown",
+            "--out",
+            &file.display().to_string(),
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), md);
+    // JSON: the items in order.
+    let doc: serde_json::Value =
+        serde_json::from_str(&ok(h, &["session", "export", "exported", "--json"])).unwrap();
+    let types: Vec<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "model",
+            "user",
+            "assistant",
+            "tool_result",
+            "assistant",
+            "run_end"
+        ],
+        "{doc}"
+    );
+    assert_eq!(doc["items"][3]["content"], "a ```b``` c\n[exit code 0]");
+    assert_eq!(doc["items"][5]["usage"]["input"], 30);
+    // Both formats at once are a usage error.
+    let o = smith(
+        h,
+        &["session", "export", "exported", "--markdown", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// `smith stats` sums what the sessions recorded by provider and model;
+/// what no provider stated stays unknown.
+#[test]
+fn stats_sums_tokens_by_model_and_keeps_the_unknown_unknown() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let empty = ok(h, &["stats"]);
+    assert!(empty.starts_with("0 session(s) in "), "{empty}");
+    record_scripted(
+        h,
+        "one",
+        serde_json::json!([[{"text": "a"}, {"usage": {"input": 100, "output": 10, "cache_read": 5}}, {"stop": {"reason": "end"}}]]),
+        "first",
+    );
+    record_scripted(
+        h,
+        "two",
+        serde_json::json!([[{"text": "b"}, {"usage": {"input": 1000, "output": 20}}, {"stop": {"reason": "end"}}]]),
+        "second",
+    );
+    let v: serde_json::Value = serde_json::from_str(&ok(h, &["stats", "--json"])).unwrap();
+    assert_eq!(v["sessions"], 2, "{v}");
+    assert_eq!(v["empty_sessions"], 0, "{v}");
+    let models = v["models"].as_array().unwrap();
+    assert_eq!(models.len(), 1, "{v}");
+    let m = &models[0];
+    assert_eq!(
+        (m["provider"].as_str(), m["model"].as_str()),
+        (Some("mock"), Some("mock-1"))
+    );
+    assert_eq!(m["runs"], 2);
+    assert_eq!(m["messages"], 2);
+    assert_eq!(m["input"], serde_json::json!({"known": 1100, "unknown": 0}));
+    assert_eq!(m["output"], serde_json::json!({"known": 30, "unknown": 0}));
+    assert_eq!(
+        m["cache_read"],
+        serde_json::json!({"known": 5, "unknown": 1})
+    );
+    assert_eq!(
+        m["cache_write"],
+        serde_json::json!({"known": 0, "unknown": 2})
+    );
+    assert_eq!(
+        m["cost"]["unknown"], 2,
+        "the scripted provider has no price"
+    );
+    assert_eq!(v["total"]["input"]["known"], 1100);
+    let table = ok(h, &["stats"]);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("mock/mock-1"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "mock/mock-1",
+            "2",
+            "2",
+            "1,100",
+            "30",
+            "5+?",
+            "unknown",
+            "unknown"
+        ],
+        "{table}"
+    );
+}

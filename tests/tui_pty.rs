@@ -1061,3 +1061,21 @@ fn a_session_that_keeps_a_todo_list_opens_with_its_panel() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// `@` completes a path with Tab as before, and on sending smith/mentions
+/// attaches the file: the mock provider echoes the prompt it received,
+/// attachment included.
+#[test]
+fn a_mentioned_file_is_completed_and_attached_to_the_prompt() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"summarize @READ\t");
+    s.wait_for_screen("summarize @README.md");
+    s.send(b"\r");
+    // The demo quotes the prompt as a JSON string.
+    s.wait_for_screen("<attachments>\\n<file path=\\\"README.md\\\">\\n#");
+    s.wait_for_screen("</file>\\n</attachments>");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

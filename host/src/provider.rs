@@ -203,6 +203,13 @@ fn choose(
         }
         other => other,
     };
+    // What earlier runs learned about models no catalog describes: a
+    // damaged file is only a cache, skipped with a warning.
+    let (learned, damaged) = smith_provider_host::learned::Learned::open(&paths.cache_dir);
+    if let Some(warning) = damaged {
+        smith_diag::log::report(&warning);
+        notices.push(smith_provider_host::diagnostic_message(&warning));
+    }
     let setup = Setup {
         snapshot: catalog.snapshot(),
         routes,
@@ -211,6 +218,7 @@ fn choose(
         policy: smith_catalog::failover::Policy::default(),
         thinking: None,
         plugin_settings,
+        learned: Some(std::sync::Arc::new(learned)),
     };
     // A provider the user named (`--provider`, or the `provider` option
     // from a source other than its default) is never replaced by a model

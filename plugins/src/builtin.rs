@@ -48,6 +48,13 @@ pub const MCP: &[u8] = include_bytes!(concat!(
     "/smith_plugin_mcp.wasm"
 ));
 
+/// The smith/mentions extension component (`@path` in a prompt attaches
+/// the file's text or the folder's listing).
+pub const MENTIONS: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_mentions.wasm"
+));
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -168,6 +175,13 @@ pub const BUILTINS: &[Builtin] = &[
         description: "Model Context Protocol client: the tools of the MCP servers configured in smith's `mcp` block or a trusted project's .mcp.json, as mcp__SERVER__TOOL",
         component: MCP,
         capabilities: &[("ui", ""), ("permissions", ""), ("spawn", "")],
+    },
+    Builtin {
+        name: "smith/mentions",
+        world: "extension",
+        description: "Mentions: `@path` in a prompt attaches the project file's text (or the folder's listing) within per-file and total budgets; paths outside the project are refused",
+        component: MENTIONS,
+        capabilities: &[("local-read", "")],
     },
     Builtin {
         name: "smith/todo",

@@ -9,6 +9,7 @@ pub mod config;
 pub mod context;
 pub mod doctor;
 pub mod eval;
+pub mod export;
 pub mod help;
 pub mod mcp;
 pub mod models;
@@ -19,6 +20,7 @@ pub mod sandbox;
 pub mod secret;
 pub mod session;
 pub mod skills;
+pub mod stats;
 pub mod trust;
 pub mod tui;
 

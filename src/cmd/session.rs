@@ -1,5 +1,5 @@
-//! `smith session ...`: list, inspect, dump, import, fork, rename, delete,
-//! prune and repair sessions in the session store.
+//! `smith session ...`: list, inspect, dump, export, import, fork, rename,
+//! delete, prune, search and repair sessions in the session store.
 //!
 //! The store lives in the `session.dir` option's directory, else in
 //! `<data dir>/sessions` (`$SMITH_HOME/data/sessions`, else
@@ -42,6 +42,23 @@ enum Sub {
         /// Session name or id.
         #[arg(value_name = "REF")]
         session: String,
+        /// Write to this file instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Write a session's selected branch as a readable document: messages,
+    /// thinking, tool calls and results, compactions and each run's usage
+    /// and cost, in order.
+    Export {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
+        /// Markdown (the default).
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
+        /// One JSON object (`session`, `title`, `cwd`, `items`) instead of Markdown.
+        #[arg(long)]
+        json: bool,
         /// Write to this file instead of standard output.
         #[arg(long, value_name = "FILE")]
         out: Option<std::path::PathBuf>,
@@ -230,6 +247,40 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     "smith: the dump of {session} omits {} corrupt frame(s) and {} byte(s) of torn tail, because they hold no complete, verified frame; run `smith session repair {session}` to drop them from the file too",
                     report.corrupt_skipped, report.torn_tail_bytes
                 );
+            }
+        }
+        Sub::Export {
+            session,
+            markdown: _,
+            json,
+            out: path,
+        } => {
+            let id = store.resolve(&session)?;
+            let s = store.load(&id.to_hex())?;
+            let title = store.name_of(id).unwrap_or_else(|| format!("Session {id}"));
+            let created = smith_diag::log::utc_minute(s.created_ms());
+            let write = |w: &mut dyn std::io::Write| -> anyhow::Result<()> {
+                let mut w = std::io::BufWriter::new(w);
+                if json {
+                    crate::cmd::export::json(&s, &title, &mut w)?;
+                } else {
+                    crate::cmd::export::markdown(&s, &title, &created, &mut w)?;
+                }
+                w.flush()?;
+                Ok(())
+            };
+            match &path {
+                Some(p) => {
+                    let mut file = std::fs::File::create(p).with_context(|| {
+                        format!(
+                            "creating the export file {}; check the directory exists and is writable",
+                            p.display()
+                        )
+                    })?;
+                    write(&mut file)
+                        .with_context(|| format!("writing the export file {}", p.display()))?;
+                }
+                None => write(&mut out)?,
             }
         }
         Sub::Import { file, name } => {

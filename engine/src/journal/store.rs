@@ -626,6 +626,20 @@ fn entry_content<'s>(
 }
 
 /// Decodes an entry's canonical CBOR content as JSON.
+/// One entry's content as JSON (the form `smith session dump` shows), for
+/// readers outside the engine: exports and statistics.
+///
+/// # Errors
+///
+/// When the content cannot be read or is not valid canonical CBOR; the
+/// error names the entry.
+pub fn entry_json(
+    session: &Session,
+    record: &smith_store::Record,
+) -> Result<serde_json::Value, JournalError> {
+    decode_json(session, record)
+}
+
 pub(crate) fn decode_json(
     session: &Session,
     record: &smith_store::Record,

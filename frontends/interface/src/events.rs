@@ -48,6 +48,9 @@ pub(super) fn apply(
     window: Option<u64>,
 ) {
     let mut status = app.status.clone();
+    // A retry's countdown ends with whatever comes next (the retried
+    // exchange's events, another retry, the end of the run).
+    status.retry_at = None;
     match event {
         Event::AgentStart => status.busy = true,
         Event::AgentEnd { stop, cost, .. } => {
@@ -160,6 +163,8 @@ pub(super) fn apply(
                 format!("sending again in {} s", wait_ms.div_ceil(1000))
             };
             app.notice(&format!("{}: {} · {when}", error.kind, error.message));
+            status.retry_at =
+                Some(std::time::Instant::now() + std::time::Duration::from_millis(wait_ms));
         }
         Event::Error(info) => {
             smith_diag::log::report(&info.to_diagnostic());

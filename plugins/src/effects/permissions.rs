@@ -297,6 +297,18 @@ impl Effects {
     pub fn peek_file(&self, path: &str) -> Result<Option<String>, EffectError> {
         let access = self.read_access(|| format!("peek-file {path:?}"))?;
         let resolved = resolve(&access.root, path);
+        // Only a regular file is read: opening a FIFO nobody writes would
+        // block the plugin's call, a device could never end.
+        match std::fs::metadata(&resolved.absolute) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(EffectError::Invalid(format!(
+                    "peek-file {path:?}: {} is not a regular file (a folder, pipe or device), so it is not read",
+                    resolved.absolute.display()
+                )));
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => {}
+        }
         let file = match std::fs::File::open(&resolved.absolute) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -19,6 +19,7 @@
 
 #![deny(missing_docs)]
 
+pub mod learned;
 pub mod live;
 pub mod refresh;
 pub mod retry_hint;

@@ -35,6 +35,7 @@ use smith_engine::provider::{
 use smith_plugins::{AbortHandle, InstantiateError, Limits, WasmProvider};
 use smith_providers::{Capabilities, Config};
 
+use crate::learned::{Fact, Learned};
 use crate::vendor::Vendor;
 
 /// One line of a diagnostic for an error message: what, why, next.
@@ -67,6 +68,9 @@ pub struct Setup {
     /// Applied after the target's own; the plugin refuses any it does not
     /// take.
     pub plugin_settings: BTreeMap<String, Vec<(String, String)>>,
+    /// What earlier runs learned about models no catalog describes
+    /// (whether they call tools); `None` learns nothing and keeps nothing.
+    pub learned: Option<Arc<Learned>>,
 }
 
 impl std::fmt::Debug for Setup {
@@ -93,6 +97,9 @@ struct Prepared {
     /// Tool use is assumed, not known: an OpenAI-compatible model the
     /// catalog does not describe (see [`LiveProvider::assumptions`]).
     assumed_tools: bool,
+    /// What an earlier run learned about the target's tool use, when the
+    /// catalog says nothing and that decides.
+    learned: Option<Fact>,
     /// The target's vendor plugin instance and the settings it was
     /// configured with; created on the target's first request.
     plugin: Option<(Vec<(String, String)>, WasmProvider)>,
@@ -110,6 +117,8 @@ pub struct LiveProvider {
     retries: u32,
     recovering: bool,
     gate_failed: bool,
+    /// The request in flight offered tools.
+    offered_tools: bool,
     attempts: Vec<String>,
     /// The target whose plugin instance decodes the response in flight.
     decoding: Option<usize>,
@@ -223,6 +232,7 @@ impl LiveProvider {
             retries: 0,
             recovering: false,
             gate_failed: false,
+            offered_tools: false,
             attempts: Vec::new(),
             decoding: None,
             plugin_cache: None,
@@ -409,12 +419,19 @@ impl LiveProvider {
         // catalog, tool use is assumed (and said so) rather than refused, so
         // a local model works without configuration. A stated `tools
         // #false` still decides.
-        let assumed_tools = vendor.is_compatible()
+        // What an earlier run learned settles it instead, without a word:
+        // the server answered tools (so the notice is said once), or
+        // refused them (so the refusal is not paid for again).
+        let unknown = vendor.is_compatible()
             && smith_catalog::gate::effective(&model, family.as_ref())
                 .tools
                 .is_none();
-        if assumed_tools {
-            model.tools = Some(true);
+        let learned = unknown
+            .then(|| self.setup.learned.as_ref()?.get(&model_key(&target)))
+            .flatten();
+        let assumed_tools = unknown && learned.is_none();
+        if unknown {
+            model.tools = Some(learned.as_ref().is_none_or(|f| f.tools));
         }
         // A local server's preset address goes to the OpenAI-compatible
         // plugin, which has no default of its own.
@@ -456,6 +473,7 @@ impl LiveProvider {
         };
         Ok(Prepared {
             assumed_tools,
+            learned,
             target,
             vendor,
             model,
@@ -524,9 +542,23 @@ impl LiveProvider {
             max_output: request.max_output_tokens.map(u64::from),
             ..RequestNeeds::default()
         };
+        self.offered_tools = needs.tools;
         let gated = smith_catalog::gate(&t.model, t.family.as_ref(), &needs).map_err(|d| {
             self.gate_failed = true;
-            ProviderError::new(ProviderErrorKind::InvalidRequest, diagnostic_message(&d))
+            let mut message = diagnostic_message(&d);
+            if let (Some(fact), Some(learned)) = (&t.learned, &self.setup.learned)
+                && !fact.tools
+            {
+                message.push_str(&format!(
+                    " (smith learned this on {} when {}, and keeps it in {}: to try tools again, declare `model \"{}\" {{ tools #true }}` under `provider \"{}\"` in models.kdl, or delete that file)",
+                    smith_diag::log::utc_minute(fact.at.saturating_mul(1000)),
+                    fact.how,
+                    learned.path().display(),
+                    t.target.model,
+                    t.target.provider
+                ));
+            }
+            ProviderError::new(ProviderErrorKind::InvalidRequest, message)
         })?;
         let effective = smith_catalog::gate::effective(&t.model, t.family.as_ref());
         if let Some(handle) = &t.credential {
@@ -633,6 +665,30 @@ impl LiveProvider {
     }
 
     /// The plugin instance decoding the response in flight.
+    /// A response that ended well, to a request that offered tools, proves
+    /// the tool use assumed of its target: kept, so the assumption is
+    /// announced once and not on every run.
+    fn learn_from(&mut self, events: &[StreamEvent]) {
+        if !self.offered_tools || !events.iter().any(|e| matches!(e, StreamEvent::Stop { .. })) {
+            return;
+        }
+        let (Some(index), Some(learned)) = (self.decoding, &self.setup.learned) else {
+            return;
+        };
+        if let Some(t) = self.targets.get_mut(index)
+            && t.assumed_tools
+        {
+            t.assumed_tools = false;
+            if let Err(d) = learned.record(
+                &model_key(&t.target),
+                true,
+                "the server answered a request offering tools",
+            ) {
+                smith_diag::log::report(&d);
+            }
+        }
+    }
+
     fn decoding_plugin(&mut self) -> Option<&mut WasmProvider> {
         let index = self.decoding?;
         self.targets
@@ -650,6 +706,24 @@ fn engine_pricing(model: &CatalogModel) -> Option<Pricing> {
         cache_read: p.cache_read?,
         cache_write: p.cache_write?,
     })
+}
+
+/// Whether a refusal's message says the server does not take tools (as
+/// Ollama's "does not support tools", llama.cpp's "tools param requires
+/// --jinja flag" and vLLM's "\"auto\" tool choice requires
+/// --enable-auto-tool-choice" do), rather than refusing something else.
+fn refuses_tools(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("tool")
+        && ["support", "requires", "enable"]
+            .iter()
+            .any(|w| m.contains(w))
+}
+
+/// The key of what is learned about a target's model: `provider/model`
+/// (a bucket shares its model's facts).
+fn model_key(target: &Target) -> String {
+    format!("{}/{}", target.provider, target.model)
 }
 
 /// The notice for a target whose tool use is assumed.
@@ -746,19 +820,23 @@ impl Provider for LiveProvider {
     }
 
     fn decode(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
-        match self.decoding_plugin() {
+        let events = match self.decoding_plugin() {
             Some(plugin) => plugin.decode(chunk),
             None => vec![StreamEvent::Error(ProviderError::malformed(
                 "a response body arrived for no encoded request; this is a host defect, report it",
             ))],
-        }
+        };
+        self.learn_from(&events);
+        events
     }
 
     fn finish(&mut self) -> Vec<StreamEvent> {
-        match self.decoding_plugin() {
+        let events = match self.decoding_plugin() {
             Some(plugin) => plugin.finish(),
             None => Vec::new(),
-        }
+        };
+        self.learn_from(&events);
+        events
     }
 
     fn interrupter(&self) -> Option<Interrupt> {
@@ -786,13 +864,28 @@ impl Provider for LiveProvider {
         self.attempts
             .push(format!("{reference}: {}", error.kind.as_str()));
         if error.kind == ProviderErrorKind::InvalidRequest
-            && let Some(t) = self.targets.get(self.current)
+            && let Some(t) = self.targets.get_mut(self.current)
             && t.assumed_tools
             && !self.gate_failed
         {
+            let refused_tools = self.offered_tools && refuses_tools(&error.message);
             error
                 .message
                 .push_str(&format!(" ({})", assumed_tools_note(&t.target)));
+            // A refusal that speaks of tools, of a request that offered
+            // them, disproves the assumption: kept, so the next run says
+            // so before sending instead of paying for the refusal again.
+            if refused_tools && let Some(learned) = &self.setup.learned {
+                let key = model_key(&t.target);
+                match learned.record(&key, false, "the server refused a request offering tools") {
+                    Ok(()) => error.message.push_str(&format!(
+                        " (smith keeps this in {}: later runs refuse tools for `{key}` before sending)",
+                        learned.path().display()
+                    )),
+                    Err(d) => smith_diag::log::report(&d),
+                }
+                t.assumed_tools = false;
+            }
         }
         let next = self.current + 1 < self.targets.len();
         let hint = error.retry_after_ms.map(Duration::from_millis);
@@ -885,6 +978,7 @@ mod tests {
             policy: Policy::default(),
             thinking: None,
             plugin_settings: BTreeMap::new(),
+            learned: None,
         }
     }
 

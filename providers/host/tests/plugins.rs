@@ -610,6 +610,7 @@ fn setup() -> Setup {
         policy: Policy::default(),
         thinking: None,
         plugin_settings: BTreeMap::new(),
+        learned: None,
     }
 }
 

@@ -258,6 +258,14 @@ impl App {
         } else {
             s.push_str(if st.busy { " working" } else { " ready" });
         }
+        if let Some(at) = st.retry_at {
+            let left = at.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                s.push_str(" · retrying");
+            } else {
+                let _ = write!(s, " · retrying in {} s", left.as_millis().div_ceil(1000));
+            }
+        }
         if let Some(hint) = self.exit_hint() {
             s.push_str(" · ");
             s.push_str(hint);

@@ -75,6 +75,10 @@ pub struct Status {
     /// What the host is doing besides a turn (`compacting`, `replaying`),
     /// shown in place of "working" / "ready"; empty for nothing.
     pub activity: String,
+    /// When the provider will be asked again after a failure it asked to
+    /// wait out (a rate limit's `Retry-After`, a back-off): the status line
+    /// counts down to it. `None` when no retry is pending.
+    pub retry_at: Option<std::time::Instant>,
 }
 
 /// A list to choose from.
@@ -453,6 +457,10 @@ impl App {
     /// ends [`DOUBLE_CTRL_C`] after the press. Hosts call it when no event
     /// arrived for a while.
     pub fn tick(&mut self) {
+        // A pending retry's countdown moves on.
+        if self.status.retry_at.is_some() {
+            self.touch();
+        }
         if self
             .last_ctrl_c
             .is_some_and(|t| t.elapsed() > DOUBLE_CTRL_C)

@@ -227,3 +227,42 @@ fn status_line_shows_the_host_activity() {
     let mut s = screen(a, 60, 6);
     check("status_compacting", &s.text());
 }
+
+/// A provider retry counts down in the status line, and the countdown
+/// moves on with the idle tick; a passed deadline reads "retrying".
+#[test]
+fn status_line_counts_down_to_a_provider_retry() {
+    let mut a = app();
+    let mut status = a.status.clone();
+    status.busy = true;
+    status.retry_at = Some(std::time::Instant::now() + std::time::Duration::from_millis(12_500));
+    a.set_status(status);
+    let before = a.generation();
+    a.tick();
+    assert_ne!(
+        a.generation(),
+        before,
+        "a pending retry redraws on the tick"
+    );
+    let mut s = screen(a, 80, 6);
+    let text = s.text();
+    let line = text.lines().find(|l| l.contains(" working")).unwrap();
+    assert!(line.contains(" working · retrying in 13 s · "), "{line}");
+    let mut status = s.app.status.clone();
+    status.retry_at = Some(std::time::Instant::now());
+    s.app.set_status(status);
+    let text = s.text();
+    let line = text.lines().find(|l| l.contains(" working")).unwrap();
+    assert!(line.contains(" working · retrying · "), "{line}");
+    let mut status = s.app.status.clone();
+    status.retry_at = None;
+    s.app.set_status(status);
+    let before = s.app.generation();
+    s.app.tick();
+    assert_eq!(
+        s.app.generation(),
+        before,
+        "nothing pending, nothing redrawn"
+    );
+    assert!(!s.text().contains("retrying"));
+}

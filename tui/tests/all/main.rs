@@ -26,6 +26,7 @@ pub fn app() -> App {
         busy: false,
         queue: 0,
         activity: String::new(),
+        retry_at: None,
     });
     app
 }

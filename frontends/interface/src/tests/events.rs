@@ -155,3 +155,43 @@ fn agent_events_become_transcript_entries_and_status() {
     assert_eq!(app.status.cost, Some(0.5));
     assert_eq!(app.transcript.text(4), "interrupted");
 }
+
+/// A provider retry starts the status line's countdown at the wait the
+/// provider asked for; the retried exchange's first event ends it.
+#[test]
+fn a_provider_retry_counts_down_until_the_next_event() {
+    let mut app = App::new(smith_tui::fixture::product(), Options::default());
+    let mut summaries = Vec::new();
+    let asked = std::time::Instant::now();
+    apply(
+        &mut app,
+        Event::ProviderRetry {
+            wait_ms: 30_000,
+            error: ErrorInfo {
+                kind: "rate_limit".into(),
+                message: "slow down".into(),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: Some(30_000),
+            },
+        },
+        &mut summaries,
+        None,
+    );
+    let at = app.status.retry_at.expect("a countdown");
+    let wait = at - asked;
+    assert!(
+        wait >= std::time::Duration::from_secs(30) && wait < std::time::Duration::from_secs(31),
+        "{wait:?}"
+    );
+    assert!(app.transcript.text(0).contains("sending again in 30 s"));
+    apply(
+        &mut app,
+        Event::MessageStart {
+            role: smith_engine::protocol::Role::Assistant,
+        },
+        &mut summaries,
+        None,
+    );
+    assert_eq!(app.status.retry_at, None);
+}
