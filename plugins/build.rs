@@ -24,6 +24,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-skills",
         "smith-plugin-mcp",
         "smith-plugin-mentions",
+        "smith-plugin-todo",
         "smith-plugin-kit",
         "smith-plugin-hello",
     ],

@@ -1010,6 +1010,98 @@ fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
     assert_eq!(status.code(), Some(0));
 }
 
+#[test]
+fn the_todo_list_shows_as_a_panel_above_the_editor_and_todo_lists_it() {
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[[{"tool_call": {"id": "c1", "name": "todo_write", "arguments": {"todos": [
+            {"content": "Read the parser", "status": "completed"},
+            {"content": "Fix the off-by-one in the lexer", "status": "in_progress"},
+            {"content": "Run the parser tests", "status": "pending"}]}}},
+           {"stop": {"reason": "tool_use"}}],
+          [{"text": "planned the fix"}, {"stop": {"reason": "end"}}]]"#,
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &script]);
+    s.ready();
+    // /help and completion list the command.
+    s.send(b"/tod");
+    s.wait_for_screen("show the agent's todo list");
+    s.send(b"\x15");
+    s.send(b"plan the fix\r");
+    s.wait_for_screen("planned the fix");
+    // The panel: a rule with its name, then the list, right above the
+    // status line and the editor.
+    let screen = s.wait_for_screen("[>] Fix the off-by-one in the lexer");
+    let row = |needle: &str| {
+        screen
+            .iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} is not on the screen:\n{}", screen.join("\n")))
+    };
+    let rule = row("── todo ──");
+    assert_eq!(row("1/3 done"), rule + 1, "{}", screen.join("\n"));
+    assert_eq!(row("[x] Read the parser"), rule + 2);
+    assert_eq!(row("[>] Fix the off-by-one in the lexer"), rule + 3);
+    assert_eq!(row("[ ] Run the parser tests"), rule + 4);
+    assert_eq!(row(" ready ·"), rule + 5, "{}", screen.join("\n"));
+    // /todo lists it in the transcript too.
+    s.send(b"/todo\r");
+    s.wait_for_screen("· [smith/todo] [ ] Run the parser tests");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_session_that_keeps_a_todo_list_opens_with_its_panel() {
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            let script = home.join("script.json");
+            std::fs::write(
+                &script,
+                r#"[[{"tool_call": {"id": "c1", "name": "todo_write", "arguments": {"todos": [
+                    {"content": "Write the migration", "status": "in_progress"},
+                    {"content": "Update the docs", "status": "pending"}]}}},
+                   {"stop": {"reason": "tool_use"}}],
+                  [{"text": "planned"}, {"stop": {"reason": "end"}}]]"#,
+            )
+            .unwrap();
+            let done = Command::new(env!("CARGO_BIN_EXE_smith"))
+                .env("SMITH_HOME", home)
+                .current_dir(home)
+                .args(["eval", "--name", "todo-tui", "--mock-script"])
+                .arg(&script)
+                .arg("plan the migration")
+                .output()
+                .unwrap();
+            assert!(done.status.success(), "{done:?}");
+        },
+        &["--session", "todo-tui"],
+    );
+    s.ready();
+    // Nothing was sent: the panel shows as the session opens.
+    let screen = s.wait_for_screen("[>] Write the migration");
+    let rows = screen.join("\n");
+    assert!(rows.contains("── todo ──"), "{rows}");
+    assert!(rows.contains("0/2 done"), "{rows}");
+    assert!(rows.contains("[ ] Update the docs"), "{rows}");
+    // /new leaves it: the new session keeps no list.
+    s.send(b"/new\r");
+    s.wait_for_screen("session tui-");
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = render(&s.output(), 24, 80).join("\n");
+    assert!(!screen.contains("── todo ──"), "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
 /// `@` completes a path with Tab as before, and on sending smith/mentions
 /// attaches the file: the mock provider echoes the prompt it received,
 /// attachment included.

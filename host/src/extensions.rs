@@ -17,14 +17,16 @@ use smith_engine::agent::{DeclaredPolicy, Delivery, QueuePolicy};
 use smith_engine::approval::{Approval, ApprovalCell};
 use smith_engine::journal::EffectJournal;
 use smith_engine::journal::store::{
-    LimitDrops, PluginIntent, PluginLimits, StoreJournal, plugin_intents, resume,
+    LimitDrops, PluginIntent, PluginLimits, PluginState, StoreJournal, plugin_intents,
+    plugin_state, resume,
 };
 use smith_engine::provider::Message;
 use smith_engine::tools::{Access, ToolSet};
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::dispatch::{Surface, is_question};
 use smith_plugins::effects::{
-    Effects, Grants, PermissionAccess, SecretSource, SessionSource, TrustedProject,
+    Effects, Grants, PermissionAccess, SecretSource, SessionSource, SharedState, StateAccess,
+    TrustedProject,
 };
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
@@ -88,8 +90,17 @@ pub fn load_for_session(
     asking: Option<&Asking>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let session = session_source(Arc::clone(journal));
+    let state = session_state(journal);
     let journal: Arc<dyn EffectJournal> = journal.clone();
-    load_configured(&journal, ids, Some(session), asking)
+    load_with(
+        &journal,
+        ids,
+        Some(session),
+        asking,
+        default_permissions(),
+        None,
+        (None, Some(state)),
+    )
 }
 
 /// The permission policy's view of a runtime working in the process's
@@ -157,7 +168,7 @@ pub fn load_configured(
         asking,
         default_permissions(),
         None,
-        None,
+        (None, None),
     )
 }
 
@@ -195,6 +206,7 @@ pub fn load_for_checkpointed_runtime(
     checkpoints: Option<Arc<smith_engine::checkpoint::Checkpoints>>,
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let session = session_source(Arc::clone(journal));
+    let state = session_state(journal);
     let journal: Arc<dyn EffectJournal> = journal.clone();
     let permissions = PermissionAccess::new(sandbox.1.clone(), cwd.to_path_buf());
     load_with(
@@ -204,7 +216,7 @@ pub fn load_for_checkpointed_runtime(
         asking,
         permissions,
         Some(sandbox),
-        checkpoints,
+        (checkpoints, Some(state)),
     )
 }
 
@@ -215,7 +227,10 @@ fn load_with(
     asking: Option<&Asking>,
     mut permissions: PermissionAccess,
     sandbox: Option<&RuntimeSandbox>,
-    checkpoints: Option<Arc<smith_engine::checkpoint::Checkpoints>>,
+    (checkpoints, state): (
+        Option<Arc<smith_engine::checkpoint::Checkpoints>>,
+        Option<SharedState>,
+    ),
 ) -> (Vec<WasmExtension>, Arc<PluginConfig>, Vec<String>) {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
@@ -244,6 +259,9 @@ fn load_with(
             API_GENERATION,
         )
         .with_config(config.clone());
+        if let Some(state) = &state {
+            effects = effects.with_state(Arc::clone(state));
+        }
         if reads_session && let Some(source) = &session {
             effects = effects.with_session(Arc::clone(source));
         }
@@ -457,6 +475,34 @@ fn session_source(journal: Arc<StoreJournal>) -> SessionSource {
             })
             .collect()
     })
+}
+
+/// The runtime's session as the plugins' state store: `session-state`
+/// reads the newest `plugin_state` entry of the plugin and key on the
+/// selected branch, `set-session-state` appends one.
+fn session_state(journal: &Arc<StoreJournal>) -> SharedState {
+    Arc::new(JournalState(Arc::clone(journal)))
+}
+
+struct JournalState(Arc<StoreJournal>);
+
+impl StateAccess for JournalState {
+    fn get(&self, plugin: &str, key: &str) -> Option<String> {
+        self.0
+            .with_session(|session| plugin_state(session, plugin, key))
+    }
+
+    fn set(&self, plugin: &str, key: &str, value: &str) -> Result<(), String> {
+        self.0
+            .record_plugin_state(&PluginState {
+                plugin: plugin.to_owned(),
+                key: key.to_owned(),
+                value: value.to_owned(),
+            })
+            .map_err(|err| {
+                format!("the entry could not be written to the session: {err}; nothing was stored")
+            })
+    }
 }
 
 /// The HTTP engine plugins' granted requests go through, under the

@@ -35,6 +35,13 @@ pub const SKILLS: &[u8] = include_bytes!(concat!(
     "/smith_plugin_skills.wasm"
 ));
 
+/// The smith/todo extension component (the `todo_write` tool, the list
+/// kept in the session, its prompt fragment and panel, `/todo`).
+pub const TODO: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_todo.wasm"
+));
+
 /// The smith/mcp extension component (the Model Context Protocol client).
 pub const MCP: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
@@ -175,6 +182,13 @@ pub const BUILTINS: &[Builtin] = &[
         description: "Mentions: `@path` in a prompt attaches the project file's text (or the folder's listing) within per-file and total budgets; paths outside the project are refused",
         component: MENTIONS,
         capabilities: &[("local-read", "")],
+    },
+    Builtin {
+        name: "smith/todo",
+        world: "extension",
+        description: "Todo list: the `todo_write` tool, the list kept in the session across compaction and resume, told to the model while an item is open, shown as a panel and by /todo",
+        component: TODO,
+        capabilities: &[("ui", "")],
     },
 ];
 

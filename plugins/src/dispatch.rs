@@ -356,6 +356,30 @@ impl Dispatcher {
         self.apply(surface)
     }
 
+    /// Releases only the queued panels (`set-widget` intents) now, keeping
+    /// every other action queued, in order, for the next safe point. For
+    /// an idle runtime whose frontend shows a session's panels as soon as
+    /// it opens ([`crate::hooks::Frontend::shows_panels_at_start`]).
+    pub fn release_panels(&mut self, surface: &mut dyn Surface) -> Released {
+        let (panels, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, action)| {
+                matches!(
+                    action,
+                    Action::Ui(UiIntent {
+                        kind: IntentKind::SetWidget(_),
+                        ..
+                    })
+                )
+            });
+        self.pending = panels;
+        let released = self.apply(surface);
+        let mut rest = rest;
+        rest.append(&mut self.pending);
+        self.pending = rest;
+        released
+    }
+
     fn apply(&mut self, surface: &mut dyn Surface) -> Released {
         let batch = std::mem::take(&mut self.pending);
         let mut released = Released {
@@ -659,7 +683,7 @@ pub fn text_fallback(kind: &IntentKind) -> String {
             text.clone()
         }
         IntentKind::SetStatus(text) => format!("status: {text}"),
-        IntentKind::SetWidget((name, text)) => format!("{name}: {text}"),
+        IntentKind::SetWidget((name, text)) => format!("{name}: {}", text.replace('\n', " | ")),
         IntentKind::Select((prompt, options)) => format!("{prompt} [{}]", options.join(" / ")),
         IntentKind::Confirm(prompt) => format!("{prompt} [yes / no]"),
         IntentKind::Progress((label, value)) => {
@@ -678,7 +702,11 @@ fn plain_intent(intent: UiIntent) -> UiIntent {
     let kind = match intent.kind {
         IntentKind::Notify(t) => IntentKind::Notify(plain(&t)),
         IntentKind::SetStatus(t) => IntentKind::SetStatus(plain(&t)),
-        IntentKind::SetWidget((n, t)) => IntentKind::SetWidget((plain(&n), plain(&t))),
+        // A widget is a panel of lines: its line breaks stay.
+        IntentKind::SetWidget((n, t)) => IntentKind::SetWidget((
+            plain(&n),
+            t.split('\n').map(plain).collect::<Vec<_>>().join("\n"),
+        )),
         IntentKind::Select((p, o)) => {
             IntentKind::Select((plain(&p), o.iter().map(|o| plain(o)).collect()))
         }

@@ -55,6 +55,17 @@ pub trait Frontend: Surface + Send {
     fn report(&mut self, diagnostic: &smith_diag::Diagnostic) {
         self.diagnostic(&diagnostic.render_plain());
     }
+
+    /// Whether the panels (`set-widget` intents) plugins return while the
+    /// session starts (`plugin-loaded`, `session-start`) are shown right
+    /// away — the runtime is idle then — rather than at the first safe
+    /// point. A frontend that draws panels and that a user watches from
+    /// the start (the interface) says yes, so a panel about the session
+    /// (a todo list it keeps) shows when it opens. Every other action
+    /// still waits for the first safe point. By default no.
+    fn shows_panels_at_start(&self) -> bool {
+        false
+    }
 }
 
 /// Records in the session what a plugin's caps dropped in a run (the
@@ -406,6 +417,16 @@ impl Hooks for PluginHooks {
             inner.notify(&LifecycleEvent::PluginLoaded(name));
         }
         inner.notify(&LifecycleEvent::SessionStart(id));
+        if inner.frontend.shows_panels_at_start() {
+            // Idle before the first run: the panels show now; everything
+            // else waits for the first safe point.
+            let inner = &mut *inner;
+            let released = inner
+                .dispatcher
+                .release_panels(&mut SurfaceOf(&mut *inner.frontend));
+            let actions = inner.release(released);
+            debug_assert!(actions.is_empty(), "only panels were released");
+        }
     }
 
     fn session_shutdown(&mut self) {

@@ -734,6 +734,22 @@ impl bindings::provider::smith::plugin::host::Host for State {
         self.record_for_guest(result)
     }
 
+    fn session_state(&mut self, key: String) -> Option<String> {
+        self.effects
+            .as_ref()
+            .and_then(|effects| effects.session_state(&key))
+    }
+
+    fn set_session_state(&mut self, key: String, value: String) -> Result<(), host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.set_session_state(&key, &value),
+            None => Err(EffectError::Failed(format!(
+                "set-session-state {key:?}: this plugin runs without a runtime, so it has no session to keep state in; nothing was stored"
+            ))),
+        };
+        self.record_for_guest(result)
+    }
+
     fn project_list_dir(&mut self, path: String) -> Result<host::DirListing, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.project_list_dir(&path).map(listing_to_wit),

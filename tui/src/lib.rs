@@ -54,7 +54,7 @@ pub mod term;
 pub mod transcript;
 pub mod wrap;
 
-pub use app::{App, Options, Output, Overlay, Picker, Status, Tree, TreeRow};
+pub use app::{App, Options, Output, Overlay, Picker, Status, Tree, TreeRow, Widget};
 pub use buffer::{Buffer, Cell};
 /// The terminal library whose events [`App::handle`] takes, so hosts can
 /// build them without depending on it themselves.

@@ -19,6 +19,7 @@
 //! | a checkpoint around a mutating effect, an undo, redo, restore or rewind | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, turn?, effects?, entry?, before, after, target?, changed, forced?, error?}`) |
 //! | a plugin's UI intent kept for a later frontend | `plugin_intent` | 0 | the [`PluginIntent`]'s JSON projection (`{plugin, id, kind, text, surface}`) |
 //! | what a plugin's caps per run dropped, at the end of the run | `metadata` | 0 | the [`PluginLimits`]' JSON projection (`{"type": "plugin_limits", plugin, dropped: [{kind, limit, dropped}]}`) |
+//! | a value a plugin keeps in the session (`set-session-state`) | `metadata` | 0 | the [`PluginState`]'s JSON projection (`{"type": "plugin_state", plugin, key, value}`) |
 //! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
 //!
 //! [`resume`] reads a session back: the conversation of the selected
@@ -176,6 +177,54 @@ impl StoreJournal {
             &[NewEntry::new(EntryKind::Metadata, &content)],
         )
     }
+}
+
+/// A value a plugin keeps in the session under a key of its own
+/// (`set-session-state`): recorded as a `metadata` entry of type
+/// `plugin_state`; the newest one of a plugin and key on the selected
+/// branch is the value in effect ([`plugin_state`]), whatever compaction
+/// did since. Replay and resume skip it (it is not a run record).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename = "plugin_state")]
+pub struct PluginState {
+    /// The plugin that stored it.
+    pub plugin: String,
+    /// Its key, within the plugin.
+    pub key: String,
+    /// The value, as the plugin gave it.
+    pub value: String,
+}
+
+impl StoreJournal {
+    /// Records `state` durably in the session, under the selected leaf.
+    ///
+    /// # Errors
+    ///
+    /// When the entry cannot be written.
+    pub fn record_plugin_state(&self, state: &PluginState) -> Result<(), JournalError> {
+        let content = json_content(state, "plugin state")?;
+        self.append(
+            "plugin state",
+            &[NewEntry::new(EntryKind::Metadata, &content)],
+        )
+    }
+}
+
+/// The value `plugin` last stored under `key` on the selected branch of
+/// `session` (the newest `plugin_state` entry of theirs); none when it
+/// stored none. Only `metadata` entries are decoded, newest first, until
+/// one matches; an entry this build cannot read is skipped.
+pub fn plugin_state(session: &Session, plugin: &str, key: &str) -> Option<String> {
+    session
+        .branch()
+        .iter()
+        .rev()
+        .filter(|r| r.entry_kind() == EntryKind::Metadata)
+        .filter_map(|record| decode_json(session, record).ok())
+        .filter(|value| value.get("type").and_then(|t| t.as_str()) == Some("plugin_state"))
+        .filter_map(|value| serde_json::from_value::<PluginState>(value).ok())
+        .find(|state| state.plugin == plugin && state.key == key)
+        .map(|state| state.value)
 }
 
 impl StoreJournal {
@@ -848,6 +897,55 @@ mod tests {
             !bytes.windows(VALUE.len()).any(|w| w == VALUE.as_bytes()),
             "the session file holds the value"
         );
+    }
+
+    #[test]
+    fn the_newest_plugin_state_of_a_plugin_and_key_is_in_effect_after_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("state")).unwrap();
+        let journal = StoreJournal::new(store.clone(), session);
+        let state = |plugin: &str, key: &str, value: &str| PluginState {
+            plugin: plugin.to_owned(),
+            key: key.to_owned(),
+            value: value.to_owned(),
+        };
+        assert_eq!(
+            journal.with_session(|s| plugin_state(s, "a/x", "list")),
+            None
+        );
+        journal
+            .record_plugin_state(&state("a/x", "list", "one"))
+            .unwrap();
+        journal
+            .record_plugin_state(&state("a/y", "list", "other plugin"))
+            .unwrap();
+        journal
+            .record_plugin_state(&state("a/x", "mode", "other key"))
+            .unwrap();
+        journal
+            .record_plugin_state(&state("a/x", "list", "two"))
+            .unwrap();
+        // Newer metadata of another type is passed over.
+        journal
+            .record_plugin_limits(&PluginLimits {
+                plugin: "a/x".to_owned(),
+                dropped: Vec::new(),
+            })
+            .unwrap();
+        let loaded = store.load("state").unwrap();
+        assert_eq!(plugin_state(&loaded, "a/x", "list").as_deref(), Some("two"));
+        assert_eq!(
+            plugin_state(&loaded, "a/y", "list").as_deref(),
+            Some("other plugin")
+        );
+        assert_eq!(
+            plugin_state(&loaded, "a/x", "mode").as_deref(),
+            Some("other key")
+        );
+        assert_eq!(plugin_state(&loaded, "a/z", "list"), None);
+        // Resume skips the entries: they are not conversation.
+        assert!(resume(&loaded).unwrap().history.is_empty());
     }
 
     #[test]

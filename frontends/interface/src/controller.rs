@@ -81,6 +81,7 @@ impl Controller<'_> {
                 }
                 Some(Feed::Notice(text)) => app.notice(&text),
                 Some(Feed::Problem(text)) => app.error(&text),
+                Some(Feed::Widget(plugin, name, text)) => app.set_widget(&plugin, &name, &text),
                 Some(Feed::Question(plugin, intent)) => {
                     if let Some(overlay) = question_overlay(tag, &plugin, &intent) {
                         app.ask(overlay);
@@ -130,6 +131,7 @@ impl Controller<'_> {
             Some(
                 Feed::Notice(_)
                 | Feed::Problem(_)
+                | Feed::Widget(..)
                 | Feed::Question(..)
                 | Feed::Waiting(_)
                 | Feed::Withdrawn(..)

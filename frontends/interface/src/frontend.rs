@@ -33,6 +33,9 @@ pub(super) enum Feed {
     /// A plugin problem: a failed handler, a conflicting batch, a denied
     /// effect, a plugin left out.
     Problem(String),
+    /// A plugin's panel (a `set-widget` intent): the plugin, the panel's
+    /// name and its text (empty removes it).
+    Widget(String, String, String),
     /// A plugin's question (a `select`, `confirm` or `input` intent) to ask
     /// the user: the plugin and the intent.
     Question(String, smith_plugins::extension::UiIntent),
@@ -220,12 +223,18 @@ impl smith_plugins::dispatch::Surface for TuiFrontend {
     }
     fn can_show(&self, kind: &smith_plugins::extension::IntentKind) -> bool {
         use smith_plugins::extension::IntentKind;
-        matches!(kind, IntentKind::Notify(_) | IntentKind::SetStatus(_))
-            || smith_plugins::dispatch::is_question(kind)
+        matches!(
+            kind,
+            IntentKind::Notify(_) | IntentKind::SetStatus(_) | IntentKind::SetWidget(_)
+        ) || smith_plugins::dispatch::is_question(kind)
     }
     fn show(&mut self, plugin: &str, intent: &smith_plugins::extension::UiIntent) {
         if smith_plugins::dispatch::is_question(&intent.kind) {
             self.send(Feed::Question(plugin.to_owned(), intent.clone()));
+            return;
+        }
+        if let smith_plugins::extension::IntentKind::SetWidget((name, text)) = &intent.kind {
+            self.send(Feed::Widget(plugin.to_owned(), name.clone(), text.clone()));
             return;
         }
         let text = smith_plugins::dispatch::text_fallback(&intent.kind);
@@ -257,5 +266,10 @@ impl smith_plugins::hooks::Frontend for TuiFrontend {
     fn diagnostic(&mut self, message: &str) {
         smith_diag::log::note(smith_diag::log::Level::Warn, "plugin.warning", message);
         self.send(Feed::Problem(message.to_owned()));
+    }
+    /// The user watches the session open: the panels plugins set for it
+    /// (a todo list it keeps) show at once.
+    fn shows_panels_at_start(&self) -> bool {
+        true
     }
 }

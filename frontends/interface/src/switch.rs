@@ -190,6 +190,8 @@ fn restart(ctl: &mut Controller<'_>, app: &mut App, target: Target) -> Step {
     replay::stop(ctl);
     ctl.generation += 1;
     app.transcript = smith_tui::Transcript::new();
+    // The next runtime's plugins set their own panels.
+    app.clear_widgets();
     ctl.summaries.clear();
     match start(ctl.args, ctl.cwd, target, ctl.generation, &ctl.tx, app) {
         Ok((rt, _)) => {

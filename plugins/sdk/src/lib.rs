@@ -142,6 +142,19 @@ pub mod host {
         raw::config_set(key, value)
     }
 
+    /// The value the plugin last stored under `key` in the current session
+    /// (on its selected branch); none when it stored none. No grant.
+    pub fn session_state(key: &str) -> Option<String> {
+        raw::session_state(key)
+    }
+
+    /// Stores `value` (at most 64 KiB) under `key` (1 to 64 bytes) for the
+    /// plugin in the current session, as one durable session entry that
+    /// survives resume and compaction. No grant.
+    pub fn set_session_state(key: &str, value: &str) -> Result<(), EffectError> {
+        raw::set_session_state(key, value)
+    }
+
     /// Lists a folder of the project (`path` relative to the project root,
     /// `""` for the root); needs `project-read`.
     pub fn project_list_dir(path: &str) -> Result<DirListing, EffectError> {

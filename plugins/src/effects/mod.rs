@@ -13,7 +13,7 @@
 //! [`Effects`] is one type; its methods live in one module per capability:
 //! `fs` (`read-file`, `list-dir`, `write-file`, `edit-file`), `process`
 //! (`run-process`), `http` (`http-request`), `secrets`, `session`
-//! (`session-entries`), `vcs`, `ui`, `permissions` and `spawn` (`server-process`). The grant check and the journal
+//! (`session-entries`), `state` (`session-state`, `set-session-state`), `vcs`, `ui`, `permissions` and `spawn` (`server-process`). The grant check and the journal
 //! records every capability shares are in `journal`.
 
 use std::path::{Path, PathBuf};
@@ -35,6 +35,7 @@ mod project;
 mod secrets;
 mod session;
 mod spawn;
+mod state;
 mod ui;
 mod vcs;
 
@@ -58,6 +59,7 @@ pub use spawn::{
     INHERITED_ENV, MAX_LIVE, MAX_READ_WAIT, ServerProcess, SpawnRequest, kill_all as kill_spawned,
     live_groups as spawned_groups,
 };
+pub use state::{MAX_STATE_KEY, MAX_STATE_VALUE, SharedState, StateAccess};
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.
@@ -214,6 +216,8 @@ pub struct Effects {
     pending: Arc<std::sync::Mutex<std::collections::HashMap<String, PendingCheckpoint>>>,
     asker: Option<Asker>,
     config: Option<SharedConfig>,
+    /// Where the plugin's session state is kept (`session-state`).
+    state: Option<SharedState>,
     permissions: Option<Arc<PermissionAccess>>,
     generation: u32,
     call: Arc<std::sync::Mutex<ToolCallScope>>,
@@ -319,6 +323,7 @@ impl Effects {
             pending: Arc::default(),
             asker: None,
             config: None,
+            state: None,
             permissions: None,
             generation,
             call: Arc::default(),

@@ -41,8 +41,52 @@ impl App {
             };
             self.rects[slot] = split[i];
         }
+        // The panels take rows at the foot of the transcript, above the
+        // editor and status line: a title row and the lines of each.
+        let wanted: usize = self.widgets.iter().map(|w| w.lines.len() + 1).sum();
+        let t = self.rects[0];
+        let rows = (wanted.min(usize::from(super::MAX_PANEL_ROWS)) as u16).min(t.height / 2);
+        self.panel = Rect::new(t.x, t.y + t.height - rows, t.width, rows);
+        self.rects[0].height -= rows;
         let t = self.rects[0];
         self.transcript.prepare(t.width, t.height);
+    }
+
+    /// Draws the plugins' panels: each a rule with its name, then its
+    /// lines; what does not fit ends in a line saying how much more there
+    /// is. Allocates nothing beyond the frame's arena.
+    fn draw_panel(&self, buf: &mut Buffer, area: Rect, bump: &Bump) {
+        if area.is_empty() {
+            return;
+        }
+        let total: usize = self.widgets.iter().map(|w| w.lines.len() + 1).sum();
+        let fits = usize::from(area.height);
+        let hidden = total.saturating_sub(fits);
+        let rows = self.widgets.iter().flat_map(|w| {
+            std::iter::once((true, w.name.as_str()))
+                .chain(w.lines.iter().map(|l| (false, l.as_str())))
+        });
+        for (n, (title, text)) in rows.take(fits).enumerate() {
+            let y = area.y + n as u16;
+            if hidden > 0 && n + 1 == fits {
+                let mut s = bumpalo::collections::String::new_in(bump);
+                let _ = write!(s, "  … {} more lines", hidden + 1);
+                buf.put_str(area.x, y, &s, self.theme.notice, area.right());
+            } else if title {
+                let mut s = bumpalo::collections::String::new_in(bump);
+                s.push_str("── ");
+                s.push_str(text);
+                s.push(' ');
+                let used = str_width(&s) as u16;
+                for _ in used..area.width {
+                    s.push('─');
+                }
+                buf.put_str(area.x, y, &s, self.theme.border, area.right());
+            } else {
+                let x = area.x + 2.min(area.width);
+                buf.put_str(x, y, text, self.theme.notice, area.right());
+            }
+        }
     }
 
     /// Draws the screen. Allocation-free when nothing grows: scratch text
@@ -51,6 +95,7 @@ impl App {
         buf.clear();
         let [transcript, status, input] = self.rects;
         self.draw_transcript(buf, transcript, bump);
+        self.draw_panel(buf, self.panel, bump);
         match &self.overlay {
             Overlay::Search { query } => self.draw_search_bar(buf, status, query, bump),
             _ => self.draw_status(buf, status, bump),

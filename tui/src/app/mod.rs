@@ -293,7 +293,27 @@ pub struct App {
     /// The first help row shown (the help overlay scrolls when it does not
     /// fit the screen).
     help_scroll: u16,
+    /// The panels plugins set (`set-widget`), in the order they first
+    /// appeared; drawn above the editor.
+    widgets: Vec<Widget>,
+    /// Where the panels are drawn this frame (empty without panels).
+    panel: Rect,
 }
+
+/// A plugin's panel: a title and lines of plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Widget {
+    /// The plugin that set it.
+    pub plugin: String,
+    /// Its name within the plugin (its title).
+    pub name: String,
+    /// Its lines.
+    pub lines: Vec<String>,
+}
+
+/// The most rows the panels take; the transcript keeps at least half the
+/// screen's transcript area whatever the panels hold.
+pub const MAX_PANEL_ROWS: u16 = 12;
 
 /// The editing keys help lists after the bound keys: the editor's own,
 /// which no binding changes.
@@ -383,7 +403,54 @@ impl App {
             last_ctrl_c: None,
             exit_hint,
             help_scroll: 0,
+            widgets: Vec::new(),
+            panel: Rect::default(),
         }
+    }
+
+    /// Sets `plugin`'s panel `name` to the lines of `text` (a
+    /// `set-widget` intent); empty text removes it. Control characters are
+    /// not drawn.
+    pub fn set_widget(&mut self, plugin: &str, name: &str, text: &str) {
+        let at = self
+            .widgets
+            .iter()
+            .position(|w| w.plugin == plugin && w.name == name);
+        if text.trim().is_empty() {
+            if let Some(at) = at {
+                self.widgets.remove(at);
+                self.touch();
+            }
+            return;
+        }
+        let lines: Vec<String> = text
+            .lines()
+            .map(|line| line.chars().filter(|c| !c.is_control()).collect())
+            .collect();
+        match at {
+            Some(at) if self.widgets[at].lines == lines => return,
+            Some(at) => self.widgets[at].lines = lines,
+            None => self.widgets.push(Widget {
+                plugin: plugin.to_owned(),
+                name: name.to_owned(),
+                lines,
+            }),
+        }
+        self.touch();
+    }
+
+    /// Removes every panel (the interface moved to another session, whose
+    /// plugins set their own).
+    pub fn clear_widgets(&mut self) {
+        if !self.widgets.is_empty() {
+            self.widgets.clear();
+            self.touch();
+        }
+    }
+
+    /// The panels shown, in order.
+    pub fn widgets(&self) -> &[Widget] {
+        &self.widgets
     }
 
     /// Lets time-limited state lapse: a pending "press again to exit"

@@ -798,3 +798,44 @@ fn the_help_scrolls_when_it_does_not_fit() {
     assert!(text.contains("help — any key closes"), "{text}");
     assert!(text.contains("/quit         exit smith"), "{text}");
 }
+
+#[test]
+fn a_plugins_panel_sits_above_the_status_line_is_capped_and_goes_when_emptied() {
+    let mut s = screen(numbered(30), 40, 16);
+    s.app.set_widget(
+        "smith/todo",
+        "todo",
+        "1/2 done\n[x] read\n[>] fix \u{1b}[31mit",
+    );
+    let text = s.text();
+    let rows: Vec<&str> = text.lines().collect();
+    let at = |needle: &str| {
+        rows.iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} missing:\n{text}"))
+    };
+    let rule = at("── todo ──");
+    assert_eq!(at("1/2 done"), rule + 1);
+    assert_eq!(at("[x] read"), rule + 2);
+    // Control characters are not drawn.
+    assert!(rows[rule + 3].contains("[>] fix [31mit"), "{text}");
+    assert_eq!(at(" ready"), rule + 4, "{text}");
+    // The newest transcript line is still shown, above the panel.
+    assert!(at("notice 29") < rule, "{text}");
+    // A long panel takes at most half of the transcript's rows and says
+    // how much is left out.
+    let long: Vec<String> = (0..40).map(|i| format!("item {i}")).collect();
+    s.app.set_widget("smith/todo", "todo", &long.join("\n"));
+    let text = s.text();
+    let rows: Vec<&str> = text.lines().collect();
+    let rule = rows.iter().position(|r| r.contains("── todo ──")).unwrap();
+    let status = rows.iter().position(|r| r.contains(" ready")).unwrap();
+    let panel = status - rule;
+    assert_eq!(panel, (status / 2).min(12), "{text}");
+    assert!(rows[status - 1].contains("more lines"), "{text}");
+    // Empty text removes it.
+    s.app.set_widget("smith/todo", "todo", "");
+    let text = s.text();
+    assert!(!text.contains("── todo"), "{text}");
+    assert!(s.app.widgets().is_empty());
+}

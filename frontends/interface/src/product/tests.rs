@@ -184,10 +184,10 @@ fn loader_child(case: &str) {
             assert!(warnings.is_empty(), "{warnings:?}");
             assert_eq!(commands.last(), Some(&"hello"));
             // smith/product's commands, smith/permissions' `/approval`,
-            // smith/skills' `/skills`, smith/mcp's `/mcp`, then the user
-            // plugin's.
-            assert_eq!(commands.len(), fixture.commands.len() + 4);
-            for built_in in ["approval", "skills", "mcp"] {
+            // smith/skills' `/skills`, smith/mcp's `/mcp`, smith/todo's
+            // `/todo`, then the user plugin's.
+            assert_eq!(commands.len(), fixture.commands.len() + 5);
+            for built_in in ["approval", "skills", "mcp", "todo"] {
                 assert!(commands.contains(&built_in), "{commands:?}");
             }
             assert_eq!(p.keys, fixture.keys);
@@ -197,14 +197,16 @@ fn loader_child(case: &str) {
         "no-plugins" => {
             // `--no-plugins`: only the built-ins contribute: smith/product
             // everything but `/approval` (smith/permissions'), `/skills` and
-            // the `skill` tool's presentation (smith/skills') and `/mcp`
-            // (smith/mcp's).
+            // the `skill` tool's presentation (smith/skills'), `/mcp`
+            // (smith/mcp's) and `/todo` and the `todo_write` tool's
+            // presentation (smith/todo's).
             assert!(warnings.is_empty(), "{warnings:?}");
             let mut p = p;
             for (name, from) in [
                 ("approval", "smith/permissions"),
                 ("skills", "smith/skills"),
                 ("mcp", "smith/mcp"),
+                ("todo", "smith/todo"),
             ] {
                 let at = p.commands.iter().position(|c| c.name == name);
                 p.commands
@@ -213,12 +215,15 @@ fn loader_child(case: &str) {
             let skill = p.tools.iter().position(|t| t.tool == "skill");
             p.tools
                 .remove(skill.expect("smith/skills presents its `skill` tool"));
+            let todo = p.tools.iter().position(|t| t.tool == "todo_write");
+            p.tools
+                .remove(todo.expect("smith/todo presents its `todo_write` tool"));
             assert_eq!(p, fixture);
         }
         "disabled" => {
             // Without smith/product: the user plugin's command, the
             // recovery layout and keys, and a warning saying what to do.
-            assert_eq!(commands, ["approval", "skills", "mcp", "hello"]);
+            assert_eq!(commands, ["approval", "skills", "mcp", "todo", "hello"]);
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
             let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();
             assert_eq!(keys, ["enter", "esc", "ctrl+c"]);

@@ -58,7 +58,7 @@ const ORDER: i32 = 300;
 
 /// Command names smith and its built-ins carry: a skill of one of these
 /// names is invoked as `$name` (the command stays smith's).
-const RESERVED: [&str; 21] = [
+const RESERVED: [&str; 22] = [
     "help",
     "model",
     "new",
@@ -80,6 +80,7 @@ const RESERVED: [&str; 21] = [
     "approval",
     "skills",
     "permissions",
+    "todo",
 ];
 
 /// One SKILL.md found, with what its frontmatter said.
