@@ -6,29 +6,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::{recorded_requests, smith_in};
 use serde_json::Value;
-
-fn smith_in(home: &Path, cwd: &Path, args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_smith"))
-        .env("SMITH_HOME", home.join("smith"))
-        .env("HOME", home)
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_CONFIG_HOME")
-        .env("NO_COLOR", "1")
-        .current_dir(cwd)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 fn setup() -> (tempfile::TempDir, PathBuf) {
     let home = tempfile::tempdir().unwrap();
@@ -70,18 +53,7 @@ fn eval(home: &Path, cwd: &Path, prompt: &str) -> (i32, Vec<Value>, String) {
             prompt,
         ],
     );
-    let requests = std::fs::read_to_string(&record)
-        .unwrap_or_default()
-        .lines()
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            if v.get("request").is_some() {
-                v["request"].clone()
-            } else {
-                v
-            }
-        })
-        .collect();
+    let requests = recorded_requests(&record);
     (code, requests, err)
 }
 

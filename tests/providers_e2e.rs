@@ -426,19 +426,7 @@ fn text_that_arrived_before_a_connection_cut_is_kept() {
     let body = fixture(&format!("{CHAT_TEXT}.bin"));
     let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
     // Cut just after the event that carries the fifth content delta.
-    let recorded = String::from_utf8_lossy(&body).into_owned();
-    let mut at = 0;
-    for _ in 0..5 {
-        at += recorded[at..]
-            .find("\"content\":\"")
-            .expect("the recording has five content deltas")
-            + 1;
-    }
-    let cut = at
-        + recorded[at..]
-            .find("\n\n")
-            .expect("events end with a blank line")
-        + 2;
+    let cut = after_deltas(&body, 5);
     assert!(
         cut < body.len() - 100,
         "the cut leaves most of the stream out"
@@ -477,6 +465,23 @@ fn text_that_arrived_before_a_connection_cut_is_kept() {
     );
 }
 
+/// Where the event carrying the `n`th content delta of a recorded Chat
+/// Completions stream ends (after its blank line).
+fn after_deltas(body: &[u8], n: usize) -> usize {
+    let recorded = String::from_utf8_lossy(body);
+    let mut at = 0;
+    for _ in 0..n {
+        at += recorded[at..]
+            .find("\"content\":\"")
+            .unwrap_or_else(|| panic!("the recording has {n} content deltas"))
+            + 1;
+    }
+    at + recorded[at..]
+        .find("\n\n")
+        .expect("events end with a blank line")
+        + 2
+}
+
 /// A response that runs past the HTTP engine's 64 MiB body bound after
 /// some text: the text that arrived is kept in the failed turn (message,
 /// result), nothing is sent again, and usage that was never stated stays
@@ -486,19 +491,7 @@ fn text_that_arrived_before_the_response_bound_is_kept() {
     let home = home();
     let body = fixture(&format!("{CHAT_TEXT}.bin"));
     let (text, _) = golden(&format!("{CHAT_TEXT}.jsonl"));
-    let recorded = String::from_utf8_lossy(&body).into_owned();
-    let mut at = 0;
-    for _ in 0..3 {
-        at += recorded[at..]
-            .find("\"content\":\"")
-            .expect("the recording has three content deltas")
-            + 1;
-    }
-    let cut = at
-        + recorded[at..]
-            .find("\n\n")
-            .expect("events end with a blank line")
-        + 2;
+    let cut = after_deltas(&body, 3);
     // Then SSE comment lines, which carry nothing, past the bound.
     let mut stream = body[..cut].to_vec();
     let pad = format!(": {}\n", "x".repeat(1021));

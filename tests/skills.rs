@@ -16,7 +16,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Client;
+use common::{Client, recorded_requests as requests};
 use serde_json::{Value, json};
 
 /// Runs `smith ARGS` with `home` as smith's home and the user's home, in
@@ -99,22 +99,6 @@ fn script(home: &Path, json: &str) -> String {
 }
 
 const ANSWER: &str = r#"[[{"text": "done"}, {"stop": {"reason": "end"}}]]"#;
-
-/// The recorded requests, in order.
-fn requests(record: &Path) -> Vec<Value> {
-    std::fs::read_to_string(record)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            if v.get("request").is_some() {
-                v["request"].clone()
-            } else {
-                v
-            }
-        })
-        .collect()
-}
 
 /// `smith eval PROMPT` in `cwd` with `script`, recording requests; the
 /// requests and standard error.

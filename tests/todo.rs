@@ -15,29 +15,13 @@ mod common;
 
 use std::path::Path;
 
-use common::{Client, dump, run};
+use common::{Client, dump, recorded_requests as requests, run};
 use serde_json::{Value, json};
 
 fn script(home: &Path, name: &str, value: &Value) -> String {
     let path = home.join(name);
     std::fs::write(&path, value.to_string()).unwrap();
     path.display().to_string()
-}
-
-/// The recorded requests, in order.
-fn requests(record: &Path) -> Vec<Value> {
-    std::fs::read_to_string(record)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            if v.get("request").is_some() {
-                v["request"].clone()
-            } else {
-                v
-            }
-        })
-        .collect()
 }
 
 /// `smith eval ARGS... PROMPT` with `script`, recording requests; the

@@ -38,6 +38,45 @@ pub fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
     (out, err)
 }
 
+/// Runs `smith ARGS` in the project folder `cwd`, with `home/smith` as
+/// smith's home and `home` as the user's (where other agents keep global
+/// files), without color; the exit code, standard output and error.
+pub fn smith_in(home: &Path, cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home.join("smith"))
+        .env("HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env("NO_COLOR", "1")
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The requests the scripted provider recorded (`--mock-record FILE`), in
+/// order; none when the file was never written.
+pub fn recorded_requests(record: &Path) -> Vec<Value> {
+    std::fs::read_to_string(record)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if v.get("request").is_some() {
+                v["request"].clone()
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
 /// Installs the test guest `wasm` (a file of the guest build) into `home`
 /// as the user plugin `name` of world `extension`, granted the
 /// `capabilities` block's lines (each line ending in a newline).
