@@ -43,7 +43,7 @@ fn the_product_base_fragment_and_the_built_in_tools() {
         cwd.display()
     );
     assert_eq!(base["bytes"], text.len());
-    assert_eq!(base["tokens"], text.len().div_ceil(4));
+    assert_eq!(base["tokens"], text.len().div_ceil(3));
     assert_eq!(base["kind"], "static");
     assert_eq!(base["order"], 0);
     assert_eq!(context["prompt"]["bytes"], text.len());

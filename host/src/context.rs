@@ -156,7 +156,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "Context for {} (tokens estimated as bytes / 4)\n",
+            "Context for {} (tokens estimated as bytes / 3)\n",
             self.cwd.display()
         );
         out.push_str("Prompt fragments, in prompt order:\n");
@@ -262,7 +262,7 @@ mod tests {
         let bytes = read.name.len() + read.description.len() + read.parameters.to_string().len();
         assert_eq!(
             (share.source.as_str(), share.bytes, share.tokens),
-            ("built-in", bytes, bytes.div_ceil(4))
+            ("built-in", bytes, bytes.div_ceil(3))
         );
     }
 }

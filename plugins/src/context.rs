@@ -18,18 +18,19 @@
 //! it hands back the cached `Arc<str>` without allocating or touching text.
 //!
 //! Sizes are reported per piece ([`PieceReport`]) with an estimate of its
-//! tokens: [`estimate_tokens`], the byte length divided by four, rounded
-//! up (a conservative average for English prose and code).
+//! tokens: [`estimate_tokens`], the byte length divided by three, rounded
+//! up: the runtime's own estimate (`smith_engine::agent::compact::BYTES_PER_TOKEN`),
+//! so what `smith context` reports is what compaction reckons with.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::extension::{Fragment, PromptFragment};
 
-/// The estimated token count of a text of `bytes` bytes: `bytes / 4`
-/// rounded up.
+/// The estimated token count of a text of `bytes` bytes: `bytes / 3`
+/// rounded up, as the runtime estimates.
 pub fn estimate_tokens(bytes: usize) -> usize {
-    bytes.div_ceil(4)
+    usize::try_from(smith_engine::agent::compact::tokens_of_bytes(bytes)).unwrap_or(usize::MAX)
 }
 
 /// One piece of the assembled context, as reported by
@@ -287,7 +288,7 @@ mod tests {
         assert_eq!(&*a.prompt(), text);
         let piece = &a.pieces()[0];
         assert_eq!(piece.bytes, text.len());
-        assert_eq!(piece.tokens, text.len().div_ceil(4));
+        assert_eq!(piece.tokens, text.len().div_ceil(3));
         assert_eq!((piece.order, piece.id.as_str()), (0, "base"));
     }
 

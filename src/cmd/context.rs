@@ -7,7 +7,7 @@
 //! id, order, size in bytes, estimated tokens, static or per-turn — then
 //! each tool definition's share (the built-in tools, then each plugin's),
 //! and the totals ([`smith_host::context::Report`]). Tokens are estimated
-//! as bytes / 4, rounded up.
+//! as bytes / 3, rounded up, as the runtime estimates them.
 
 use std::io::Write as _;
 use std::sync::Arc;
