@@ -300,7 +300,8 @@ impl RuntimeOptions {
         }
         tool_context = tool_context.with_approval(self.approval.clone());
         // What earlier runs left in the output folder (killed runs' files,
-        // full outputs past their day) is removed off the start's path.
+        // full outputs past their day) and killed runs' sandbox temporary
+        // directories are removed off the start's path.
         let outputs = tool_context.output_dir().to_owned();
         let _ = std::thread::Builder::new()
             .name("smith-sweep".to_owned())
@@ -308,7 +309,8 @@ impl RuntimeOptions {
                 smith_engine::tools::bash::sweep_outputs(
                     &outputs,
                     smith_engine::tools::bash::KEEP_OUTPUTS,
-                )
+                );
+                smith_engine::tools::sandbox::sweep_temp_dirs(&std::env::temp_dir());
             });
         // The sandbox the tools and the plugins' processes run in while the
         // approval mode is sandboxed (every mode but `full`).

@@ -715,7 +715,7 @@ pub fn sweep_outputs(dir: &Path, keep: Duration) -> usize {
 }
 
 /// Whether process `pid` exists (it may belong to another user).
-fn process_alive(pid: libc::pid_t) -> bool {
+pub(crate) fn process_alive(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     let found = unsafe { libc::kill(pid, 0) } == 0;
     found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

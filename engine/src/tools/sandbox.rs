@@ -141,6 +141,51 @@ impl std::fmt::Debug for Sandbox {
     }
 }
 
+/// How a sandbox's temporary directory is named under the system's:
+/// `smith-sandbox-<pid>-<random>`, so that [`sweep_temp_dirs`] can tell a
+/// killed run's from a live one's.
+pub const TEMP_PREFIX: &str = "smith-sandbox-";
+
+/// Removes from `parent` (the system temporary directory) the sandbox
+/// temporary directories of runs that ended without removing their own
+/// (killed): those named `smith-sandbox-<pid>-...` whose process no longer
+/// exists, owned by this user, and real directories (a symbolic link is
+/// left alone, and nothing inside one is followed). Returns how many were
+/// removed.
+pub fn sweep_temp_dirs(parent: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return 0;
+    };
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            .filter(|&pid| pid > 0)
+        else {
+            continue;
+        };
+        if u32::try_from(pid).ok() == Some(std::process::id())
+            || crate::tools::bash::process_alive(pid)
+        {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if meta.is_dir() && meta.uid() == me && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 impl Sandbox {
     /// A sandbox for `builder`'s paths with a fresh temporary directory
     /// (made under the system's, added as the session temporary write
@@ -151,7 +196,9 @@ impl Sandbox {
     /// temporary directory that cannot be made) does not fail here: every
     /// sandboxed call is refused with its diagnostic instead.
     pub fn new(builder: PolicyBuilder, network: NetworkSetting) -> Sandbox {
-        let temp = tempfile::Builder::new().prefix("smith-sandbox-").tempdir();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+            .tempdir();
         let (builder, temp_dir, guard, made) = match temp {
             Ok(dir) => {
                 let path = dir.path().to_path_buf();

@@ -1209,3 +1209,31 @@ fn output_files_of_ended_runs_are_swept_and_live_ones_kept() {
     assert!(recent.exists() && mine.exists() && other.exists());
     assert_eq!(sweep_outputs(dir.path(), KEEP_OUTPUTS), 0);
 }
+
+#[test]
+fn sandbox_temp_dirs_of_killed_runs_are_swept_and_live_ones_kept() {
+    use smith_engine::tools::sandbox::{TEMP_PREFIX, sweep_temp_dirs};
+    let parent = tempfile::tempdir().expect("tempdir");
+    let dir = |name: &str| {
+        let p = parent.path().join(name);
+        fs::create_dir_all(p.join("work")).expect("mkdir");
+        fs::write(p.join("work/file"), "left behind").expect("write");
+        p
+    };
+    // A process id no process has (above the largest the kernel hands out).
+    let dead = 4_194_304 + 17;
+    let killed = dir(&format!("{TEMP_PREFIX}{dead}-a1b2c3"));
+    let mine = dir(&format!("{TEMP_PREFIX}{}-d4e5f6", std::process::id()));
+    // Named without a process id (an older smith's): not known to be dead.
+    let unnamed = dir(&format!("{TEMP_PREFIX}x7y8z9"));
+    let other = dir("notes");
+    // A link with a dead process's name is not followed or removed.
+    let target = dir("target");
+    let link = parent.path().join(format!("{TEMP_PREFIX}{dead}-link"));
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    assert_eq!(sweep_temp_dirs(parent.path()), 1);
+    assert!(!killed.exists());
+    assert!(mine.exists() && unnamed.exists() && other.exists());
+    assert!(link.symlink_metadata().is_ok() && target.join("work/file").exists());
+    assert_eq!(sweep_temp_dirs(parent.path()), 0);
+}
