@@ -234,6 +234,12 @@ fn a_json_deny_blocks_and_updated_input_rewrites_the_arguments() {
                 r#"jq -c '{hookSpecificOutput: {hookEventName: "PreToolUse", updatedInput: (.tool_input + {file_path: "b.txt"})}}'"#,
                 None,
             )]),
+        ],
+        "PostToolUse": [
+            group(Some("Write"), &[(
+                r#"echo '{"decision": "block", "reason": "b.txt needs a licence header"}'"#,
+                None,
+            )]),
         ]}),
     );
     trust(home.path(), &proj);
@@ -243,6 +249,7 @@ fn a_json_deny_blocks_and_updated_input_rewrites_the_arguments() {
             bash_call("c2", "echo original > original.txt"),
             json!({"tool_call": {"id": "c3", "name": "write", "arguments": {"path": "a.txt", "content": "written\n"}}}),
         ]),
+        tool_use(vec![bash_call("c4", "true")]),
         answer("done"),
     ]);
     let (code, requests, _, err) = eval(home.path(), &proj, "json", &responses, "go");
@@ -266,9 +273,20 @@ fn a_json_deny_blocks_and_updated_input_rewrites_the_arguments() {
     );
     assert!(!results[1].1, "{results:?}");
     assert!(!results[2].1, "{results:?}");
-    // Three calls, each asked the hooks whose matcher fits it: the deny
-    // and rewrite hooks for both bash calls, the write hook for the write.
-    assert_eq!(hook_runs(home.path(), &proj, "json").len(), 5);
+    // The PostToolUse hook's feedback reaches the model with the next
+    // request, and only that one.
+    let feedback = "A PostToolUse hook reported on the write call c3: b.txt needs a licence header";
+    assert!(
+        system(&requests[1]).contains(feedback),
+        "{}",
+        system(&requests[1])
+    );
+    assert!(!system(&requests[0]).contains(feedback));
+    assert!(!system(&requests[2]).contains(feedback));
+    // Each call asked the hooks whose matcher fits it: the deny and
+    // rewrite hooks for the three bash calls, the rewrite hook before the
+    // write and the feedback hook after it.
+    assert_eq!(hook_runs(home.path(), &proj, "json").len(), 8);
 }
 
 #[test]
@@ -351,6 +369,28 @@ fn a_stop_hook_keeps_the_agent_going_once() {
     assert_eq!(stops[0]["hook_event_name"], "Stop");
     assert_eq!(stops[0]["stop_hook_active"], false);
     assert_eq!(stops[1]["stop_hook_active"], true);
+    // A run stopped at its turn limit did not end by itself: no Stop hook.
+    let script = home.path().join("limited.json");
+    std::fs::write(
+        &script,
+        json!([tool_use(vec![bash_call("c1", "true")]), answer("never")]).to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = smith_in(
+        home.path(),
+        &proj,
+        &[
+            "eval",
+            "--max-turns",
+            "1",
+            "--mock-script",
+            &script.display().to_string(),
+            "go",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    let lines = std::fs::read_to_string(proj.join("stops.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
 }
 
 #[test]
@@ -362,6 +402,7 @@ fn an_untrusted_projects_hooks_do_not_run_and_say_so_once() {
         &json!({
             "SessionStart": [group(None, &[("touch project-session-marker", None)])],
             "PreToolUse": [group(Some("Bash"), &[("touch project-hook-marker; exit 2", None)])],
+            "Notification": [group(None, &[("notify-send hi", None)])],
         }),
     );
     // The user's own hooks run in any project.
@@ -372,7 +413,10 @@ fn an_untrusted_projects_hooks_do_not_run_and_say_so_once() {
     )
     .unwrap();
     let responses = json!([
-        tool_use(vec![bash_call("c1", "touch tool-marker")]),
+        tool_use(vec![bash_call(
+            "c1",
+            "touch tool-marker && echo tool-said-hello"
+        )]),
         answer("done"),
     ]);
     let (code, _, _, err) = eval(home.path(), &proj, "untrusted", &responses, "go");
@@ -385,8 +429,19 @@ fn an_untrusted_projects_hooks_do_not_run_and_say_so_once() {
             .unwrap();
     assert_eq!(post["hook_event_name"], "PostToolUse");
     assert_eq!(post["tool_name"], "Bash");
-    assert_eq!(post["tool_input"]["command"], "touch tool-marker");
+    assert_eq!(
+        post["tool_input"]["command"],
+        "touch tool-marker && echo tool-said-hello"
+    );
     assert_eq!(post["tool_response"]["success"], true);
+    assert_eq!(post["tool_response"]["status"], "ok");
+    assert!(
+        post["tool_response"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("tool-said-hello"),
+        "{post}"
+    );
     let notices = notices(&err);
     assert_eq!(notices.len(), 1, "{err}");
     assert!(notices[0].contains("not trusted"), "{err}");
@@ -398,6 +453,33 @@ fn an_untrusted_projects_hooks_do_not_run_and_say_so_once() {
         notices[0].contains(&format!("run `smith trust {}`", proj.display())),
         "{err}"
     );
+    // `smith hooks list` (the plugin's `/hooks`) says which run and why.
+    let (code, out, err) = smith_in(home.path(), &proj, &["hooks", "list"]);
+    assert_eq!(code, 0, "{err}");
+    let settings = proj.join(".claude/settings.json").display().to_string();
+    let untrusted = format!(
+        "not run (the project is not trusted; run `smith trust {}`)",
+        proj.display()
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "3 hooks configured:".to_owned(),
+            format!(
+                "PostToolUse [Bash]: `cat > \"$CLAUDE_PROJECT_DIR/post-input.json\"` (timeout 60 s) from {}: active",
+                home.path().join("smith/hooks.json").display()
+            ),
+            format!(
+                "SessionStart: `touch project-session-marker` (timeout 60 s) from {settings}: {untrusted}"
+            ),
+            format!(
+                "PreToolUse [Bash]: `touch project-hook-marker; exit 2` (timeout 60 s) from {settings}: {untrusted}"
+            ),
+            format!(
+                "not run: {settings}: event \"Notification\" is not one smith runs hooks at (it runs SessionStart, UserPromptSubmit, PreToolUse, PostToolUse and Stop, or session_start, user_prompt_submit, pre_tool_use, post_tool_use and stop)"
+            ),
+        ]
+    );
 }
 
 #[test]
@@ -406,7 +488,12 @@ fn a_hanging_hook_is_killed_at_its_timeout_with_a_notice() {
     hooks_file(
         &proj,
         ".smith/hooks.json",
-        &json!({"PreToolUse": [group(Some("*"), &[("sleep 30", Some(1))])]}),
+        &json!({"PreToolUse": [group(Some("*"), &[
+            ("sleep 30", Some(1)),
+            // Longer than a plugin call's default deadline (2 s): a hook
+            // may take its whole timeout.
+            (r#"sleep 3; echo '{"systemMessage": "the slow check passed"}'"#, Some(10)),
+        ])]}),
     );
     trust(home.path(), &proj);
     let responses = json!([
@@ -424,7 +511,15 @@ fn a_hanging_hook_is_killed_at_its_timeout_with_a_notice() {
     // The hook decided nothing: the call ran.
     assert!(proj.join("tool-marker").exists(), "{err}");
     let notices = notices(&err);
-    assert_eq!(notices.len(), 1, "{err}");
+    assert_eq!(notices.len(), 2, "{err}");
+    assert_eq!(
+        notices[1],
+        format!(
+            "[smith/hooks] the PreToolUse hook `sleep 3; echo '{{\"systemMessage\": \"the slow check passed\"}}'` ({}): the slow check passed",
+            proj.join(".smith/hooks.json").display()
+        ),
+        "{err}"
+    );
     assert!(
         notices[0].contains(&format!(
             "the PreToolUse hook `sleep 30` ({}) ran past its timeout of 1 s and was killed",
@@ -434,8 +529,9 @@ fn a_hanging_hook_is_killed_at_its_timeout_with_a_notice() {
     );
     assert!(notices[0].contains("raise its \"timeout\""), "{err}");
     let runs = hook_runs(home.path(), &proj, "timeout");
-    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs.len(), 2, "{runs:?}");
     assert_eq!(runs[0]["input"]["timeout_ms"], 1000);
+    assert_eq!(runs[1]["input"]["timeout_ms"], 10_000);
 }
 
 #[test]

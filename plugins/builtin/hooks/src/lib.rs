@@ -838,6 +838,22 @@ fn tool_call(state: &mut State, call: ext::ToolCallEvent) -> ext::HandlerResult 
     }
 }
 
+/// What a finished call gave, as PostToolUse's `tool_response`: the
+/// host's details of the call (its output, status and facts) when it has
+/// them, with `success`.
+fn tool_response(failed: bool) -> Value {
+    let details = host::event_details()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .unwrap_or(Value::Null);
+    let mut response = json!({"success": !failed});
+    for (key, field) in [("output", "content"), ("status", "status"), ("details", "details")] {
+        if let Some(value) = details.get(field) {
+            response[key] = value.clone();
+        }
+    }
+    response
+}
+
 /// `post_tool_use`: feedback (a block's reason, context) goes to the model
 /// with its next request.
 fn tool_end(state: &mut State, id: &str, failed: bool) {
@@ -852,7 +868,7 @@ fn tool_end(state: &mut State, id: &str, failed: bool) {
         json!({
             "tool_name": claude_tool(&name),
             "tool_input": claude_input(&name, &arguments),
-            "tool_response": {"success": !failed},
+            "tool_response": tool_response(failed),
             "tool_use_id": id,
         }),
     );
@@ -864,9 +880,15 @@ fn tool_end(state: &mut State, id: &str, failed: bool) {
     state.turn_context.extend(outcome.context);
 }
 
-/// `stop`: a block keeps the agent going with the hook's reason.
+/// `stop`: a block keeps the agent going with the hook's reason. Stop
+/// hooks run only after a run that ended by itself (not aborted, failed or
+/// stopped at a limit).
 fn agent_end(state: &mut State) -> Vec<ext::Action> {
-    if state.run_failed {
+    let stop = host::event_details()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|details| details.get("stop").and_then(Value::as_str).map(str::to_owned));
+    if state.run_failed || stop.is_some_and(|stop| stop != "done") {
+        state.continuing = None;
         return Vec::new();
     }
     let outcome = run_event(
