@@ -636,7 +636,18 @@ fn read_output(state: &mut State, hook: &Hook, stdout: &str, outcome: &mut Outco
     if out.get("continue").and_then(Value::as_bool) == Some(false) {
         let reason = text(out.get("stopReason"))
             .unwrap_or_else(|| format!("{} answered continue: false", described(hook)));
-        outcome.block.get_or_insert(reason);
+        match hook.event {
+            // Stopping is what happens anyway.
+            Event::Stop => {}
+            Event::UserPromptSubmit | Event::PreToolUse => {
+                outcome.block.get_or_insert(reason);
+            }
+            Event::SessionStart | Event::PostToolUse => state.notices.push(format!(
+                "{} answered continue: false ({reason}); smith does not stop a session or a run from {} hooks, so the agent went on",
+                described(hook),
+                hook.event.claude()
+            )),
+        }
         return;
     }
     let reason = text(out.get("reason"));
@@ -756,6 +767,11 @@ fn session_start(state: &mut State, id: String) -> ext::HandlerResult {
         json!({"source": "startup"}),
     );
     state.session_context = outcome.context;
+    if let Some(reason) = outcome.block {
+        state.notices.push(format!(
+            "a SessionStart hook asked to block, which a session's start cannot be; the session went on: {reason}"
+        ));
+    }
     actions(notices(state))
 }
 
