@@ -582,3 +582,78 @@ fn claude_code_hook_scripts_run_unchanged() {
     }
     assert!(notices(&err).is_empty(), "{err}");
 }
+
+#[test]
+fn a_hook_asking_first_blocks_where_nobody_answers_and_runs_when_answered() {
+    let (home, proj) = setup();
+    hooks_file(
+        &proj,
+        ".smith/hooks.json",
+        &json!({"PreToolUse": [group(Some("Bash"), &[(
+            r#"echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "it touches the build"}}'"#,
+            None,
+        )])]}),
+    );
+    trust(home.path(), &proj);
+    let responses = json!([
+        tool_use(vec![bash_call("c1", "touch asked-marker")]),
+        answer("done"),
+    ]);
+    // `smith eval` has nobody to ask: the call is blocked, saying why.
+    let (code, requests, _, err) = eval(home.path(), &proj, "unasked", &responses, "go");
+    assert_eq!(code, 0, "{err}");
+    assert!(!proj.join("asked-marker").exists());
+    let results = tool_results(&requests[1]);
+    assert!(
+        results[0].1
+            && results[0].0.contains(
+                "a hook asked the user first (it touches the build), and no one could answer"
+            ),
+        "{results:?}"
+    );
+    // Answered yes, it runs.
+    let script = home.path().join("script.json");
+    let (code, _, err) = smith_in(
+        home.path(),
+        &proj,
+        &[
+            "eval",
+            "--answer",
+            "A hook asks before this bash call runs: it touches the build\nAllow it?=yes",
+            "--mock-script",
+            &script.display().to_string(),
+            "go",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(proj.join("asked-marker").exists(), "{err}");
+}
+
+#[test]
+fn a_hooks_file_that_is_not_json_is_named_and_runs_nothing() {
+    let (home, proj) = setup();
+    std::fs::write(proj.join(".smith/hooks.json"), "{\"hooks\": {\"Stop\": [").unwrap();
+    trust(home.path(), &proj);
+    let (code, _, _, err) = eval(home.path(), &proj, "broken", &json!([answer("done")]), "go");
+    assert_eq!(code, 0, "{err}");
+    let notices = notices(&err);
+    assert_eq!(notices.len(), 1, "{err}");
+    let file = proj.join(".smith/hooks.json").display().to_string();
+    assert!(
+        notices[0].starts_with(&format!("[smith/hooks] {file} is not valid JSON (")),
+        "{err}"
+    );
+    assert!(
+        notices[0].contains("so none of its hooks run; fix it"),
+        "{err}"
+    );
+    let (code, out, err) = smith_in(home.path(), &proj, &["hooks", "list"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("No hooks are configured."), "{out}");
+    assert!(
+        lines[1].starts_with(&format!("problem: {file} is not valid JSON (")),
+        "{out}"
+    );
+}
