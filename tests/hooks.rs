@@ -168,10 +168,14 @@ fn a_pre_tool_use_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
     hooks_file(
         &proj,
         ".smith/hooks.json",
-        &json!({"pre_tool_use": [group(Some("Bash"), &[(
-            "cat > \"$CLAUDE_PROJECT_DIR/pre-input.json\"; echo 'no touching in this repository, says the hook' >&2; exit 2",
-            None,
-        )])]}),
+        &json!({
+            "pre_tool_use": [group(Some("Bash"), &[(
+                "cat > \"$CLAUDE_PROJECT_DIR/pre-input.json\"; echo 'no touching in this repository, says the hook' >&2; exit 2",
+                None,
+            )])],
+            // A call that did not run has no PostToolUse.
+            "post_tool_use": [group(Some("Bash"), &[("touch post-marker", None)])],
+        }),
     );
     trust(home.path(), &proj);
     let responses = json!([
@@ -182,6 +186,7 @@ fn a_pre_tool_use_hook_exiting_2_blocks_the_call_and_the_model_reads_why() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim_end(), "understood");
     assert!(!proj.join("ran-marker").exists(), "the blocked command ran");
+    assert!(!proj.join("post-marker").exists());
     assert_eq!(requests.len(), 2, "{requests:?}");
     let results = tool_results(&requests[1]);
     assert_eq!(results.len(), 1, "{results:?}");

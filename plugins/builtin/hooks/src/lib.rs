@@ -855,12 +855,9 @@ fn tool_call(state: &mut State, call: ext::ToolCallEvent) -> ext::HandlerResult 
 }
 
 /// What a finished call gave, as PostToolUse's `tool_response`: the
-/// host's details of the call (its output, status and facts) when it has
+/// host's `details` of the call (its output, status and facts) when it has
 /// them, with `success`.
-fn tool_response(failed: bool) -> Value {
-    let details = host::event_details()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .unwrap_or(Value::Null);
+fn tool_response(details: &Value, failed: bool) -> Value {
     let mut response = json!({"success": !failed});
     for (key, field) in [("output", "content"), ("status", "status"), ("details", "details")] {
         if let Some(value) = details.get(field) {
@@ -870,13 +867,24 @@ fn tool_response(failed: bool) -> Value {
     response
 }
 
-/// `post_tool_use`: feedback (a block's reason, context) goes to the model
-/// with its next request.
+/// `post_tool_use`, after a call that succeeded (as Claude Code runs it):
+/// feedback (a block's reason, context) goes to the model with its next
+/// request.
 fn tool_end(state: &mut State, id: &str, failed: bool) {
     let Some((_, name, arguments)) = state.calls.iter().find(|(call, ..)| call == id).cloned()
     else {
         return;
     };
+    let details = host::event_details()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .unwrap_or(Value::Null);
+    let succeeded = match details.get("status").and_then(Value::as_str) {
+        Some(status) => status == "ok",
+        None => !failed,
+    };
+    if !succeeded {
+        return;
+    }
     let outcome = run_event(
         state,
         Event::PostToolUse,
@@ -884,7 +892,7 @@ fn tool_end(state: &mut State, id: &str, failed: bool) {
         json!({
             "tool_name": claude_tool(&name),
             "tool_input": claude_input(&name, &arguments),
-            "tool_response": tool_response(failed),
+            "tool_response": tool_response(&details, failed),
             "tool_use_id": id,
         }),
     );
