@@ -15,7 +15,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{recorded_requests, smith_in};
+use common::{Client, recorded_requests, smith_in};
 use serde_json::{Value, json};
 
 /// A home (smith's in `home/smith`) and a project `home/proj` with `.git`
@@ -661,4 +661,67 @@ fn a_hooks_file_that_is_not_json_is_named_and_runs_nothing() {
         lines[1].starts_with(&format!("problem: {file} is not valid JSON (")),
         "{out}"
     );
+}
+
+#[test]
+fn over_rpc_a_users_stop_hook_keeps_the_agent_going_and_it_settles() {
+    // The user's hooks (smith's configuration folder is SMITH_HOME here)
+    // run without a trusted project.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("hooks.json"),
+        json!({"hooks": {"stop": [group(None, &[(
+            r#"jq -e '.stop_hook_active' >/dev/null && exit 0; echo 'Check the changelog too.' >&2; exit 2"#,
+            None,
+        )])]}})
+        .to_string(),
+    )
+    .unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!([answer("first"), answer("changelog checked")]).to_string(),
+    )
+    .unwrap();
+    let mut c = Client::start(
+        home.path(),
+        &["--mock-script", &script.display().to_string()],
+    );
+    let response =
+        |c: &mut Client, id: u64| c.until(|r| r.get("method").is_none() && r["id"] == id);
+    c.send(1, "initialize", json!({}));
+    response(&mut c, 1);
+    c.send(2, "prompt", json!({"text": "update the docs"}));
+    response(&mut c, 2);
+    c.send(3, "wait_settled", json!({}));
+    response(&mut c, 3);
+    c.send(4, "messages", json!({}));
+    let messages = response(&mut c, 4);
+    let texts: Vec<(String, String)> = messages["result"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default().to_owned(),
+                m["text"]
+                    .as_str()
+                    .or_else(|| m["content"][0]["text"].as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("user", "update the docs"),
+        ("assistant", "first"),
+        ("user", "Check the changelog too."),
+        ("assistant", "changelog checked"),
+    ]
+    .iter()
+    .map(|(role, text)| ((*role).to_owned(), (*text).to_owned()))
+    .collect();
+    assert_eq!(texts, expected, "{messages}");
+    let (_, err) = c.finish();
+    assert!(!err.contains("[smith/hooks]"), "{err}");
 }
