@@ -1,13 +1,19 @@
 //! smith/hooks end to end through the built binary, the scripted provider
 //! calling the tools: a PreToolUse hook blocking a bash call with exit
-//! status 2 (the model reads the reason, the command never ran) or with a
-//! JSON deny; `updatedInput` rewriting a call's arguments (the tool ran
-//! with the new ones, Claude Code's `file_path` mapped to smith's `path`);
+//! status 2 (the model reads the reason, the command never ran, no
+//! PostToolUse for it) or with a JSON deny; `updatedInput` rewriting a
+//! call's arguments (the tool ran with the new ones, Claude Code's
+//! `file_path` mapped to smith's `path`); PostToolUse feedback reaching the
+//! next request only, and its `tool_response` carrying the tool's output;
+//! a hook's `ask` blocked where nobody answers and run when answered;
 //! UserPromptSubmit adding context and blocking a prompt; a Stop hook
-//! keeping the agent going once; an untrusted project's hooks not run,
-//! with one notice; a hanging hook killed at its timeout with a clear
-//! notice; real Claude Code hook scripts run unchanged; every run recorded
-//! in the session's effect journal.
+//! keeping the agent going once (in eval and over rpc), and none after a
+//! run stopped at its turn limit; an untrusted project's hooks not run,
+//! with one notice, and listed by `smith hooks list`; a hooks file that is
+//! not JSON named; a hanging hook killed at its timeout with a clear notice
+//! while a slow one (past a plugin call's default deadline) finishes; real
+//! Claude Code hook scripts run unchanged; every run recorded in the
+//! session's effect journal.
 
 #![allow(clippy::unwrap_used)]
 
