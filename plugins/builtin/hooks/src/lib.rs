@@ -777,8 +777,14 @@ fn session_start(state: &mut State, id: String) -> ext::HandlerResult {
 
 /// `user_prompt_submit`: a block stops the prompt; context is added to it.
 fn input(state: &mut State, prompt: String) -> ext::HandlerResult {
-    if state.continuing.as_deref() == Some(prompt.as_str()) {
-        // The message a Stop hook asked for: not the user's prompt.
+    // The message a Stop hook asked for (plugins before this one may have
+    // added to it, as smith/mentions adds attachments): not the user's
+    // prompt.
+    if state
+        .continuing
+        .as_deref()
+        .is_some_and(|reason| prompt.starts_with(reason))
+    {
         state.continuing = None;
         state.stop_hook_active = true;
         return ext::HandlerResult::None;
