@@ -731,3 +731,75 @@ fn over_rpc_a_users_stop_hook_keeps_the_agent_going_and_it_settles() {
     let (_, err) = c.finish();
     assert!(!err.contains("[smith/hooks]"), "{err}");
 }
+
+#[test]
+fn an_abort_stops_a_running_hook_and_no_stop_hook_runs() {
+    let (home, proj) = setup();
+    let marker = |name: &str| proj.join(name);
+    std::fs::write(
+        home.path().join("smith/hooks.json"),
+        json!({"hooks": {
+            "PreToolUse": [group(Some("Bash"), &[(
+                r#"touch "$CLAUDE_PROJECT_DIR/hook-started"; sleep 30; touch "$CLAUDE_PROJECT_DIR/hook-finished""#,
+                None,
+            )])],
+            "Stop": [group(None, &[(r#"touch "$CLAUDE_PROJECT_DIR/stop-ran""#, None)])],
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            tool_use(vec![bash_call("c1", "touch tool-ran")]),
+            answer("never"),
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let mut c = Client::start_in(
+        &home.path().join("smith"),
+        &proj,
+        &["--mock-script", &script.display().to_string()],
+    );
+    let response =
+        |c: &mut Client, id: u64| c.until(|r| r.get("method").is_none() && r["id"] == id);
+    c.send(1, "initialize", json!({}));
+    response(&mut c, 1);
+    c.send(2, "prompt", json!({"text": "go"}));
+    response(&mut c, 2);
+    // The hook is running once it has left its mark.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !marker("hook-started").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let aborted_at = std::time::Instant::now();
+    c.send(3, "abort", json!({}));
+    let aborted = response(&mut c, 3);
+    assert_eq!(aborted["result"]["aborted"], true, "{aborted}");
+    let end = c.until(|r| r["method"] == "agent_end");
+    assert_eq!(end["params"]["stop"], "aborted", "{end}");
+    assert!(
+        aborted_at.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        aborted_at.elapsed()
+    );
+    c.send(4, "wait_settled", json!({}));
+    response(&mut c, 4);
+    let (_, err) = c.finish();
+    assert!(!marker("hook-finished").exists(), "the hook was not killed");
+    assert!(!marker("tool-ran").exists(), "the call ran");
+    assert!(
+        !marker("stop-ran").exists(),
+        "a Stop hook ran after an abort"
+    );
+    assert!(
+        err.contains("was stopped because the run was cancelled; it decided nothing"),
+        "{err}"
+    );
+}

@@ -724,6 +724,10 @@ fn run_event(state: &mut State, event: Event, tool: Option<&str>, input: Value) 
     }
     let started = Instant::now();
     for hook in &hooks {
+        // An aborted run starts no more hooks.
+        if host::cancelled() {
+            break;
+        }
         let left = EVENT_BUDGET.saturating_sub(started.elapsed());
         run_hook(state, hook, &input, left, &mut outcome);
     }
