@@ -11,7 +11,8 @@
 //! run stopped at its turn limit; an untrusted project's hooks not run,
 //! with one notice, and listed by `smith hooks list`; a hooks file that is
 //! not JSON named; a hanging hook killed at its timeout with a clear notice
-//! while a slow one (past a plugin call's default deadline) finishes; real
+//! while a slow one (past a plugin call's default deadline) finishes; an
+//! abort killing a running hook, with no Stop hook after it; real
 //! Claude Code hook scripts run unchanged; every run recorded in the
 //! session's effect journal.
 
