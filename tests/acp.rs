@@ -666,3 +666,132 @@ fn every_record_smith_acp_sends_fits_the_acp_schema() {
     assert!(!fx.work.join("denied.txt").exists());
     assert!(!fx.work.join("late.txt").exists());
 }
+
+/// The agent's todo list (smith/todo's `todo_write`) reaches the editor
+/// as the ACP plan: each write that succeeds is followed by a `plan`
+/// update with the whole list, and `session/load` replays it after the
+/// call. Every record fits the schema.
+#[test]
+fn the_todo_list_is_sent_as_the_plan_and_replayed_on_load() {
+    let schema = Schema::load();
+    let fx = fixture();
+    std::fs::write(
+        &fx.script,
+        json!([
+            [
+                {"tool_call": {"id": "t1", "name": "todo_write", "arguments": {"todos": [
+                    {"content": "Read the notes", "status": "in_progress"},
+                    {"content": "Tidy them", "status": "pending"}
+                ]}}},
+                {"stop": {"reason": "tool_use"}}
+            ],
+            [
+                {"tool_call": {"id": "t2", "name": "todo_write", "arguments": {"todos": [
+                    {"content": "Read the notes", "status": "completed"},
+                    {"content": "Tidy them", "status": "in_progress"}
+                ]}}},
+                {"stop": {"reason": "tool_use"}}
+            ],
+            [{"text": "Planned."}, {"stop": {"reason": "end"}}]
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args([
+            "acp",
+            "--provider",
+            "mock",
+            "--approval",
+            "full",
+            "--mock-script",
+        ])
+        .arg(&fx.script)
+        .current_dir(&fx.work)
+        .env("SMITH_HOME", &fx.home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut peer = Peer {
+        child,
+        stdin,
+        lines,
+        sent: Vec::new(),
+    };
+    let work = fx.work.to_string_lossy().into_owned();
+    peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    assert_eq!(peer.next()["id"], 1);
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": work, "mcpServers": []}}));
+    let session = peer.next()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The updates of one request, up to its answer.
+    let until_answer = |peer: &mut Peer, id: u64| {
+        let mut updates = Vec::new();
+        loop {
+            let record = peer.next();
+            if record["id"] == id {
+                assert!(record.get("error").is_none(), "{record}");
+                return updates;
+            }
+            if record["method"] == "session/update" {
+                schema.fits("SessionNotification", &record["params"], &record);
+                updates.push(record["params"]["update"].clone());
+            }
+        }
+    };
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "plan it"}]}}));
+    let live = until_answer(&mut peer, 3);
+    let first = json!({"sessionUpdate": "plan", "entries": [
+        {"content": "Read the notes", "priority": "medium", "status": "in_progress"},
+        {"content": "Tidy them", "priority": "medium", "status": "pending"}
+    ]});
+    let second = json!({"sessionUpdate": "plan", "entries": [
+        {"content": "Read the notes", "priority": "medium", "status": "completed"},
+        {"content": "Tidy them", "priority": "medium", "status": "in_progress"}
+    ]});
+    let plans: Vec<&Value> = live
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "plan")
+        .collect();
+    assert_eq!(plans, [&first, &second], "{live:#?}");
+    // Each plan follows the completion of the call that wrote it.
+    let at = |pred: &dyn Fn(&Value) -> bool| live.iter().position(pred).unwrap();
+    let done = |id: &'static str| {
+        move |u: &Value| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == id
+                && u["status"] == "completed"
+        }
+    };
+    assert!(at(&done("t1")) < at(&|u: &Value| *u == first));
+    assert!(at(&|u: &Value| *u == first) < at(&done("t2")));
+    assert!(at(&done("t2")) < at(&|u: &Value| *u == second));
+    // Loading the session replays both, in place.
+    peer.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/load", "params": {"sessionId": session, "cwd": work, "mcpServers": []}}));
+    let replayed = until_answer(&mut peer, 4);
+    let plans: Vec<&Value> = replayed
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "plan")
+        .collect();
+    assert_eq!(plans, [&first, &second], "{replayed:#?}");
+    let Peer {
+        mut child, stdin, ..
+    } = peer;
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

@@ -1316,7 +1316,47 @@ const CASES: &[Case] = &[
     },
     Case {
         surface: "plugin behaviors",
-        name: "an extension sending 100,000 notices and log lines in one handler",
+        name: "an extension returning 100,000 notices from one handler",
+        setup: |home| {
+            lifecycle_guest(home);
+            let script = write_script(
+                home,
+                &serde_json::json!([[{"text": "done"}, {"stop": {"reason": "end"}}]]),
+            );
+            (
+                args(&[
+                    "eval",
+                    "--name",
+                    "flooded",
+                    "--mock-script",
+                    &script,
+                    "flood notices",
+                ]),
+                vec![],
+            )
+        },
+        code: 0,
+        stderr: &[
+            "[plugin.rate-limited]",
+            "plugin test/lifecycle sent more than 500 UI intents in one run",
+        ],
+        after: |home| {
+            let limits: Vec<Value> = common::dump(home, "flooded")
+                .into_iter()
+                .filter(|e| e["content"]["type"] == "plugin_limits")
+                .collect();
+            assert_eq!(limits.len(), 1, "{limits:?}");
+            assert_eq!(
+                limits[0]["content"]["dropped"][0]["dropped"], 99_500,
+                "{limits:?}"
+            );
+        },
+        cwd: "",
+        signal: 0,
+    },
+    Case {
+        surface: "plugin behaviors",
+        name: "an extension writing 100,000 log lines (and 100,000 notices) in one handler",
         setup: |home| {
             lifecycle_guest(home);
             let script = write_script(
@@ -1338,8 +1378,8 @@ const CASES: &[Case] = &[
         code: 0,
         stderr: &[
             "[plugin.rate-limited]",
-            "plugin test/lifecycle sent more than 500 UI intents in one run",
             "plugin test/lifecycle sent more than 1000 log lines in one run",
+            "after 1000 in one call had been dropped (a call keeps at most 1000, a run 1000: `plugins.max-log-lines`), so the call was stopped and the plugin destroyed",
         ],
         after: |home| {
             let limits: Vec<Value> = common::dump(home, "flooded")
@@ -1348,7 +1388,8 @@ const CASES: &[Case] = &[
                 .collect();
             assert_eq!(limits.len(), 1, "{limits:?}");
             assert_eq!(
-                limits[0]["content"]["dropped"][0]["dropped"], 99_500,
+                limits[0]["content"]["dropped"],
+                serde_json::json!([{"kind": "log-lines", "limit": 1000, "dropped": 1000}]),
                 "{limits:?}"
             );
         },

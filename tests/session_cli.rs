@@ -804,3 +804,99 @@ fn stats_sums_tokens_by_model_and_keeps_the_unknown_unknown() {
         "{table}"
     );
 }
+
+/// A session served by one smith (here `smith rpc`) is refused to a second
+/// runtime in another process, with a diagnostic naming the process and
+/// offering a fork; it is not deleted or pruned under it; once the first
+/// ends, the session opens again.
+#[test]
+fn a_second_runtime_on_a_session_in_use_is_refused_and_offered_a_fork() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .current_dir(home)
+        .args(["rpc", "--provider", "mock", "--name", "busy"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    // Once it answers, its runtime serves the session.
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{}}}}"#
+    )
+    .unwrap();
+    let answer = lines.next().unwrap().unwrap();
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    let pid = server.id();
+
+    for args in [
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "busy",
+            "hi there",
+        ][..],
+        &["rpc", "--provider", "mock", "--session", "busy"][..],
+    ] {
+        let err = fails(home, args);
+        assert!(
+            err.contains(&format!(
+                "session busy is in use by another smith (process {pid}, running on it for"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("fork it to go on in a copy (`smith session fork busy`, then open the fork), or end the other smith first"),
+            "{args:?}: {err}"
+        );
+    }
+    let err = fails(home, &["session", "delete", "busy"]);
+    assert!(
+        err.contains("session busy is in use by another smith"),
+        "{err}"
+    );
+    // A fork is the way on, while it is in use.
+    ok(home, &["session", "fork", "busy", "--name", "copy"]);
+    ok(
+        home,
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "copy",
+            "hi there",
+        ],
+    );
+    // Pruning empty sessions keeps the one in use (it has no entries yet).
+    ok(home, &["session", "prune", "--empty"]);
+    assert!(
+        list_json(home).iter().any(|s| s["name"] == "busy"),
+        "{:?}",
+        list_json(home)
+    );
+
+    drop(stdin);
+    assert!(server.wait().unwrap().success());
+    let out = ok(
+        home,
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "busy",
+            "hi there",
+        ],
+    );
+    assert!(out.contains("offline demo"), "{out}");
+}

@@ -336,6 +336,112 @@ fn an_idle_rpc_server_exits_with_the_signal_code() {
     );
 }
 
+/// `smith acp` running a prompt's bash command: each ending signal cancels
+/// the prompt as `session/cancel` does (the prompt answers `cancelled`, the
+/// call reports `failed`), its end is recorded, the command that continues
+/// the session is printed, and smith exits with 128 plus the signal's
+/// number.
+#[test]
+fn every_ending_signal_cancels_an_acp_prompt() {
+    for (number, name) in SIGNALS {
+        let home = tempfile::tempdir().unwrap();
+        let work = Work::new(home.path(), name);
+        let script = work.script(home.path(), name);
+        let mut child = smith_command(home.path())
+            .args(["acp", "--approval", "full", "--mock-script"])
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Kept open: the end of the input would end the server.
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let cwd = home.path().display().to_string();
+        let mut session = String::new();
+        for request in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}),
+        ] {
+            writeln!(stdin, "{request}").unwrap();
+            let answer: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert_eq!(answer["id"], request["id"], "{name}: {answer}");
+            if let Some(id) = answer["result"]["sessionId"].as_str() {
+                session = id.to_owned();
+            }
+        }
+        assert!(!session.is_empty(), "{name}: session/new named no session");
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}})
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        for line in lines.by_ref() {
+            let record: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let update = &record["params"]["update"];
+            let running = update["toolCallId"] == "c1" && update["status"] == "in_progress";
+            seen.push(record);
+            if running {
+                break;
+            }
+        }
+        let group = work.running();
+        signal(&child, number);
+        let rest: Vec<Value> = lines
+            .map_while(Result::ok)
+            .map(|l| serde_json::from_str(&l).unwrap())
+            .collect();
+        let status = exit_within(&mut child, Duration::from_secs(10), name);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        drop(stdin);
+        assert_eq!(
+            status.code(),
+            Some(128 + number),
+            "{name}: {seen:?}\n{rest:?}\n{stderr}"
+        );
+        if number != libc::SIGHUP {
+            // (After a hangup the output goes nowhere.)
+            let answer = rest
+                .iter()
+                .find(|r| r["id"] == 3)
+                .unwrap_or_else(|| panic!("{name}: the prompt was never answered: {rest:?}"));
+            assert_eq!(
+                answer["result"]["stopReason"], "cancelled",
+                "{name}: {answer}"
+            );
+            let failed = rest.iter().any(|r| {
+                r["params"]["update"]["toolCallId"] == "c1"
+                    && r["params"]["update"]["status"] == "failed"
+            });
+            assert!(failed, "{name}: the call's end was not reported: {rest:?}");
+            let last = stderr.lines().last().unwrap_or_default().to_owned();
+            assert!(
+                last.starts_with("smith: interrupted; session acp-")
+                    && last.ends_with(&format!(
+                        "continue it with: smith --session {}",
+                        last.split(' ').nth(3).unwrap_or_default()
+                    )),
+                "{name}: {stderr}"
+            );
+        }
+        work.never_finishes(group, name);
+        assert_eq!(
+            recorded_end(home.path(), &session),
+            ("cancelled".to_owned(), "unknown".to_owned()),
+            "{name}"
+        );
+    }
+}
+
 /// `smith mcp` running a `tools/call` of bash: each ending signal cancels
 /// the call as `notifications/cancelled` does, its completion is recorded
 /// and answered, and smith exits with 128 plus the signal's number.

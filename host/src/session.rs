@@ -97,6 +97,14 @@ pub enum SessionError {
     },
     /// No temporary store could be created.
     Temporary(std::io::Error),
+    /// Another smith serves the session (or its claim could not be taken).
+    Busy {
+        /// The name, id or id prefix given (the new session's name, or its
+        /// id, for a session just created).
+        reference: String,
+        /// Why.
+        source: StoreError,
+    },
 }
 
 impl std::fmt::Display for SessionError {
@@ -125,6 +133,9 @@ impl std::fmt::Display for SessionError {
                 f,
                 "could not create a temporary session store: {source}; check that the temporary directory is writable"
             ),
+            SessionError::Busy { reference, source } => {
+                write!(f, "could not open session {reference:?}: {source}")
+            }
         }
     }
 }
@@ -134,7 +145,8 @@ impl std::error::Error for SessionError {
         match self {
             SessionError::Store { source, .. }
             | SessionError::Create { source, .. }
-            | SessionError::Load { source, .. } => Some(source),
+            | SessionError::Load { source, .. }
+            | SessionError::Busy { source, .. } => Some(source),
             SessionError::Resume { source, .. } => Some(source),
             SessionError::Broken { diagnostic, .. } => Some(diagnostic),
             SessionError::Temporary(source) => Some(source),
@@ -172,6 +184,7 @@ impl SessionError {
             SessionError::Temporary(source) => anyhow::Error::new(source).context(
                 "could not create a temporary session store for --no-session; check that the temporary directory is writable",
             ),
+            SessionError::Busy { source, .. } => source.into(),
         }
     }
 }
@@ -190,15 +203,25 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
             source,
         })
     };
-    let fresh = |store: Store, root: &Path, name: Option<&str>, temp| {
+    let fresh = |store: Store, root: &Path, name: Option<&str>, temp: Option<tempfile::TempDir>| {
         let session = store.create(name).map_err(|source| SessionError::Create {
             name: name.map(str::to_owned),
             root: root.to_owned(),
             source,
         })?;
+        let shown = name.map_or_else(|| session.id().to_hex(), str::to_owned);
+        // A temporary store is this process's alone.
+        let journal = if temp.is_some() {
+            StoreJournal::new(store, session)
+        } else {
+            StoreJournal::claimed(store, session).map_err(|source| SessionError::Busy {
+                reference: shown.clone(),
+                source,
+            })?
+        };
         Ok(Destination {
-            name: name.map_or_else(|| session.id().to_hex(), str::to_owned),
-            journal: Arc::new(StoreJournal::new(store, session)),
+            name: shown,
+            journal: Arc::new(journal),
             history: Vec::new(),
             last_effect_seq: 0,
             model: None,
@@ -222,6 +245,18 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
         SessionChoice::New(name) => fresh(open_store(root)?, root, name.as_deref(), None),
         SessionChoice::Open(reference) => {
             let store = open_store(root)?;
+            // Claimed before it is read: what a second runtime would read
+            // could change under it.
+            let id = store
+                .resolve(reference)
+                .map_err(|source| SessionError::Load {
+                    reference: reference.clone(),
+                    source,
+                })?;
+            let claim = store.claim(id).map_err(|source| SessionError::Busy {
+                reference: reference.clone(),
+                source,
+            })?;
             let mut session = store.load(reference).map_err(|source| SessionError::Load {
                 reference: reference.clone(),
                 source,
@@ -248,8 +283,14 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
             let name = store
                 .name_of(session.id())
                 .unwrap_or_else(|| session.id().to_hex());
+            let journal =
+                StoreJournal::claimed(store, session).map_err(|source| SessionError::Busy {
+                    reference: reference.clone(),
+                    source,
+                })?;
+            drop(claim);
             Ok(Destination {
-                journal: Arc::new(StoreJournal::new(store, session)),
+                journal: Arc::new(journal),
                 name,
                 history: resumed.history,
                 last_effect_seq: resumed.last_effect_seq,

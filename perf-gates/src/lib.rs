@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod entries;
+pub mod flood_gates;
 pub mod gate;
 pub mod load;
 pub mod machine;

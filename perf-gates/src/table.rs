@@ -197,6 +197,7 @@ pub const GROUPS: &[&[Gate]] = &[
     STORE,
     crate::session_gates::SESSION,
     crate::plugin_gates::PLUGINS,
+    crate::flood_gates::FLOOD,
     crate::secret_gates::SECRETS,
     crate::sandbox_gates::SANDBOX,
     crate::permission_gates::PERMISSIONS,

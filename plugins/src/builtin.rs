@@ -76,6 +76,14 @@ pub const EXAMPLE_HELLO: &[u8] = include_bytes!(concat!(
     "/smith_plugin_hello.wasm"
 ));
 
+/// test/lifecycle, the test guest that reports lifecycle events and floods
+/// the host when asked. Not a built-in: `smith bench` measures what a
+/// flooding plugin costs a run with it.
+pub const TEST_LIFECYCLE: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_lifecycle.wasm"
+));
+
 /// The smith/anthropic provider component (the Anthropic Messages API).
 pub const ANTHROPIC: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),

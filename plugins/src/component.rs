@@ -120,7 +120,14 @@ pub(crate) struct Instance<'a, P> {
     pub(crate) control: &'a CallControl,
     pub(crate) scope: &'a smith_alloc::Scope,
     pub(crate) live: &'a mut Option<(Store<State>, P)>,
+    /// Where the log lines of an instance that a failure destroyed are
+    /// kept for the next drain, with how many it dropped.
+    pub(crate) left_log: &'a mut LeftLog,
 }
+
+/// Log lines left by a destroyed instance, and how many it dropped because
+/// its buffer was full.
+pub(crate) type LeftLog = (Vec<(crate::LogLevel, String)>, u64);
 
 impl<P> Instance<'_, P> {
     /// Calls `f` on the live instance under the deadline, inside the
@@ -147,12 +154,19 @@ impl<P> Instance<'_, P> {
         let _guard = self.scope.enter();
         runtime.arm(self.control, self.limits);
         store.data_mut().stop = None;
+        store.data_mut().call_log_dropped = 0;
         let result = f(store, plugin);
         runtime.disarm(self.control);
         match result {
             Ok(value) => Ok(value),
             Err(err) => {
                 let error = call_error(store.data(), Phase::Call(export), self.limits, &err);
+                // What it wrote before it failed is still written.
+                let state = store.data_mut();
+                self.left_log.0.append(&mut state.log);
+                let dropped = std::mem::take(&mut state.log_dropped);
+                state.budget.count_dropped(crate::rate::Kind::Log, dropped);
+                self.left_log.1 += dropped;
                 *self.live = None;
                 Err(error)
             }

@@ -34,6 +34,7 @@ impl ErrorKind {
             ErrorKind::AbortGrace => "abort-grace",
             ErrorKind::Memory => "memory",
             ErrorKind::Trap => "trap",
+            ErrorKind::Flood => "flood",
             ErrorKind::Destroyed => "destroyed",
             ErrorKind::Guest => "guest",
             ErrorKind::Unsupported => "unsupported",
@@ -63,6 +64,9 @@ impl ErrorKind {
             }
             ErrorKind::Trap => {
                 "the state of an instance that trapped cannot be trusted, so the host destroyed it"
+            }
+            ErrorKind::Flood => {
+                "what a plugin sends past its caps per run is dropped, and a call that goes on sending as much again is stopped, so that a flooding plugin cannot slow the run"
             }
             ErrorKind::Destroyed => {
                 "the instance was destroyed by an earlier failure and serves no more calls"
@@ -94,6 +98,9 @@ impl ErrorKind {
             }
             ErrorKind::Memory => {
                 "raise `memory-limit-mib` in the plugin's plugin.kdl if it needs more, or report it to its author"
+            }
+            ErrorKind::Flood => {
+                "report it to the plugin's author; if it is legitimately that chatty, raise its cap (`smith config set plugins.max-log-lines N`), or turn it off with `smith plugin disable NAME`"
             }
             ErrorKind::Trap | ErrorKind::Destroyed => {
                 "run `smith plugin reload NAME` to start a fresh instance, and report the failure to the plugin's author"
@@ -198,7 +205,7 @@ mod tests {
     use super::*;
     use smith_diag::Value;
 
-    const KINDS: [ErrorKind; 10] = [
+    const KINDS: [ErrorKind; 11] = [
         ErrorKind::Invalid,
         ErrorKind::Io,
         ErrorKind::Component,
@@ -206,6 +213,7 @@ mod tests {
         ErrorKind::AbortGrace,
         ErrorKind::Memory,
         ErrorKind::Trap,
+        ErrorKind::Flood,
         ErrorKind::Destroyed,
         ErrorKind::Guest,
         ErrorKind::Unsupported,

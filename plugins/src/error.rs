@@ -47,6 +47,9 @@ pub enum ErrorKind {
     Memory,
     /// The plugin trapped (panic, unreachable, bad access) and was destroyed.
     Trap,
+    /// The plugin went on flooding the host within one call after its cap
+    /// per run was reached, and was stopped and destroyed.
+    Flood,
     /// The plugin's instance was destroyed earlier; reload it.
     Destroyed,
     /// The plugin returned an error of its own.

@@ -5,15 +5,17 @@
 use std::sync::Arc;
 
 use wasmtime::Store;
-use wasmtime::component::{InstancePre, Linker};
+use wasmtime::component::{Func, InstancePre, Linker, TypedFunc};
 
 use crate::bindings::extension::exports::smith::plugin::extension as wit;
 use crate::bindings::extension::{ExtensionPlugin, ExtensionPluginPre};
 use crate::bindings::provide::ProvideExports;
 use crate::bindings::provide::exports::smith::plugin::provide as provide_wit;
+use crate::capped::CappedResult;
 use crate::component::{Instance, PluginComponent, World};
 use crate::effects::{Denial, Effects};
 use crate::error::{ErrorKind, Phase, PluginError};
+use crate::rate::Kind;
 use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
 use crate::scope::plugin_scope;
 
@@ -77,10 +79,15 @@ impl PluginComponent<ExtensionWorld> {
                 .instantiate(&mut store)
                 .and_then(|instance| {
                     let base = ExtensionPlugin::new(&mut store, &instance)?;
+                    let handle = capped_handle(&mut store, &instance)?;
                     // A component of the `extension-plugin` world alone has
                     // no `provide` exports: it loads as it always did.
                     let provide = ProvideExports::new(&mut store, &instance).ok();
-                    Ok(Exports { base, provide })
+                    Ok(Exports {
+                        base,
+                        provide,
+                        handle,
+                    })
                 });
             runtime.disarm(&control);
             let instance = instance
@@ -96,6 +103,7 @@ impl PluginComponent<ExtensionWorld> {
             contributions: None,
             provided: None,
             scope,
+            left_log: Default::default(),
         };
         let contributions = extension.call("contribute", |store, plugin| {
             plugin.base.smith_plugin_extension().call_contribute(store)
@@ -122,6 +130,28 @@ impl PluginComponent<ExtensionWorld> {
 pub(crate) struct Exports {
     base: ExtensionPlugin,
     provide: Option<ProvideExports>,
+    /// `extension.handle`, type-checked at instantiation as returning a
+    /// [`CappedResult`].
+    handle: Func,
+}
+
+/// The instance's `extension.handle`, checked to return what a
+/// [`CappedResult`] lifts.
+fn capped_handle(
+    store: &mut Store<State>,
+    instance: &wasmtime::component::Instance,
+) -> wasmtime::Result<Func> {
+    let missing =
+        || wasmtime::format_err!("the component exports no `smith:plugin/extension@1.0.0.handle`");
+    let interface = instance
+        .get_export_index(&mut *store, None, "smith:plugin/extension@1.0.0")
+        .ok_or_else(missing)?;
+    let index = instance
+        .get_export_index(&mut *store, Some(&interface), "handle")
+        .ok_or_else(missing)?;
+    let func = instance.get_func(&mut *store, index).ok_or_else(missing)?;
+    func.typed::<(&LifecycleEvent,), (CappedResult,)>(&*store)?;
+    Ok(func)
 }
 
 /// The `provide` exports of an instance whose `provided` is set (checked
@@ -153,6 +183,7 @@ pub struct WasmExtension {
     contributions: Option<Contributions>,
     provided: Option<Provided>,
     scope: smith_alloc::Scope,
+    left_log: crate::component::LeftLog,
 }
 
 impl std::fmt::Debug for WasmExtension {
@@ -262,15 +293,17 @@ impl WasmExtension {
     /// dropped because the buffer between two drains was full (those count
     /// as dropped in the instance's [`crate::rate::Budget`] as well).
     pub fn take_log(&mut self) -> (Vec<(crate::LogLevel, String)>, u64) {
-        self.live
-            .as_mut()
-            .map(|(store, _)| {
-                let state = store.data_mut();
-                let dropped = std::mem::take(&mut state.log_dropped);
-                state.budget.count_dropped(crate::rate::Kind::Log, dropped);
-                (std::mem::take(&mut state.log), dropped)
-            })
-            .unwrap_or_default()
+        // The lines of an instance a failure destroyed; their drops were
+        // counted in its budget (which the dispatcher holds) below.
+        let (mut lines, left_dropped) = std::mem::take(&mut self.left_log);
+        let dropped = self.live.as_mut().map_or(0, |(store, _)| {
+            let state = store.data_mut();
+            lines.append(&mut state.log);
+            let dropped = std::mem::take(&mut state.log_dropped);
+            state.budget.count_dropped(crate::rate::Kind::Log, dropped);
+            dropped
+        });
+        (lines, dropped + left_dropped)
     }
 
     /// The instance's caps and counters per run ([`crate::rate`]); none
@@ -330,12 +363,32 @@ impl WasmExtension {
     /// # Errors
     ///
     /// When the plugin fails; callers treat that as "no decision".
+    ///
+    /// Of the UI intents it returns, only as many as its cap per run still
+    /// has room for are taken from the plugin; the rest are counted as
+    /// dropped ([`crate::capped`]).
     pub fn handle(&mut self, event: &LifecycleEvent) -> Result<HandlerResult, PluginError> {
         self.call("handle", |store, plugin| {
-            plugin
-                .base
-                .smith_plugin_extension()
-                .call_handle(store, event)
+            // SAFETY: the signature was checked at instantiation
+            // (`capped_handle`).
+            let callee = unsafe {
+                TypedFunc::<(&LifecycleEvent,), (CappedResult,)>::new_unchecked(plugin.handle)
+            };
+            let budget = Arc::clone(&store.data().budget);
+            let (result,) = crate::capped::with_ui_room(budget.room(Kind::Ui), || {
+                callee.call(&mut *store, (event,))
+            })?;
+            Ok(match result {
+                CappedResult::None => HandlerResult::None,
+                CappedResult::Decision(decision) => HandlerResult::Decision(decision),
+                CappedResult::Actions(actions) => {
+                    if actions.skipped > 0 {
+                        // Over the room: counted as dropped.
+                        budget.count_dropped(Kind::Ui, actions.skipped);
+                    }
+                    HandlerResult::Actions(actions.kept)
+                }
+            })
         })
     }
 
@@ -350,6 +403,7 @@ impl WasmExtension {
             control: &self.control,
             scope: &self.scope,
             live: &mut self.live,
+            left_log: &mut self.left_log,
         }
         .call(export, f)
     }

@@ -34,6 +34,7 @@
 
 mod bindings;
 pub mod builtin;
+mod capped;
 pub mod component;
 pub mod context;
 mod diag;

@@ -93,6 +93,7 @@ impl PluginComponent<ProviderWorld> {
             },
             scope,
             last_error: None,
+            left_log: Default::default(),
         };
         let settings = settings.to_vec();
         provider
@@ -165,6 +166,7 @@ pub struct WasmProvider {
     live: Option<(Store<State>, ProviderPlugin)>,
     info: engine::ProviderInfo,
     scope: smith_alloc::Scope,
+    left_log: crate::component::LeftLog,
     last_error: Option<PluginError>,
 }
 
@@ -198,16 +200,14 @@ impl WasmProvider {
 
     /// Drains the plugin's log lines, with how many were dropped.
     pub fn take_log(&mut self) -> (Vec<(crate::LogLevel, String)>, u64) {
-        match &mut self.live {
-            Some((store, _)) => {
-                let state = store.data_mut();
-                (
-                    std::mem::take(&mut state.log),
-                    std::mem::take(&mut state.log_dropped),
-                )
-            }
-            None => (Vec::new(), 0),
-        }
+        // The lines of an instance a failure destroyed come first.
+        let (mut lines, left_dropped) = std::mem::take(&mut self.left_log);
+        let dropped = self.live.as_mut().map_or(0, |(store, _)| {
+            let state = store.data_mut();
+            lines.append(&mut state.log);
+            std::mem::take(&mut state.log_dropped)
+        });
+        (lines, dropped + left_dropped)
     }
 
     /// The failure that destroyed the instance, if one did.
@@ -236,6 +236,7 @@ impl WasmProvider {
             control: &self.control,
             scope: &self.scope,
             live: &mut self.live,
+            left_log: &mut self.left_log,
         }
         .call(export, f);
         // The failure that destroyed the instance is kept; later calls

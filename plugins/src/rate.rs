@@ -151,6 +151,13 @@ impl Budget {
         false
     }
 
+    /// How many more items of `kind` fit under the cap this run.
+    pub fn room(&self, kind: Kind) -> u64 {
+        self.limits
+            .get(kind)
+            .saturating_sub(self.offered[kind.index()].load(Ordering::Relaxed))
+    }
+
     /// Counts `n` items of `kind` that were dropped for another reason (a
     /// full buffer) as dropped.
     pub fn count_dropped(&self, kind: Kind, n: u64) {

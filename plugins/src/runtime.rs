@@ -128,6 +128,7 @@ impl Runtime {
             &mut provider_linker,
             |s| s,
         )
+        .and_then(|()| crate::capped::link_log(&mut provider_linker))
         .map_err(|e| fail("host imports", e))?;
         let mut extension_linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut extension_linker)
@@ -136,6 +137,7 @@ impl Runtime {
             &mut extension_linker,
             |s| s,
         )
+        .and_then(|()| crate::capped::link_log(&mut extension_linker))
         .map_err(|e| fail("host imports", e))?;
         let compat = compatibility_key(&engine);
         let ticker = engine.weak();
@@ -297,6 +299,7 @@ impl Runtime {
             log_dropped: 0,
             budget,
             stop: None,
+            call_log_dropped: 0,
             effects,
             denials: Vec::new(),
             vcs_operations: Vec::new(),
@@ -395,6 +398,9 @@ impl Runtime {
 pub(crate) enum Stop {
     Deadline,
     AbortGrace,
+    /// The call dropped this many log lines, as many as a run keeps
+    /// ([`State::flood_threshold`]).
+    Flood(u64),
 }
 
 /// Shared between a plugin's store and its abort handles.
@@ -481,6 +487,9 @@ pub struct State {
     /// The instance's caps and counters for the current run.
     pub(crate) budget: Arc<crate::rate::Budget>,
     pub(crate) stop: Option<Stop>,
+    /// Log lines dropped during the current call (over the cap, or over
+    /// the buffer of [`LOG_LINES`]); reset when a call starts.
+    pub(crate) call_log_dropped: u64,
     pub(crate) effects: Option<Effects>,
     pub(crate) denials: Vec<Denial>,
     /// The working-tree operations this plugin made through `vcs` since
@@ -500,13 +509,43 @@ impl WasiView for State {
     }
 }
 
-impl bindings::provider::smith::plugin::host::Host for State {
-    fn log(&mut self, level: bindings::provider::smith::plugin::host::LogLevel, message: String) {
-        // Over the run's cap: counted, nothing else.
-        if !self.budget.admit(crate::rate::Kind::Log, 1) {
-            return;
+impl State {
+    /// How many log lines one call may have dropped before it is stopped
+    /// ([`Stop::Flood`]): as many as a run keeps, and never fewer than one
+    /// call can keep ([`LOG_LINES`]).
+    pub(crate) fn flood_threshold(&self) -> u64 {
+        self.budget
+            .limits()
+            .log_lines
+            .max(u64::try_from(LOG_LINES).unwrap_or(u64::MAX))
+    }
+
+    /// Counts a log line dropped over the cap in the current call: an
+    /// error (which stops the call) once the call dropped
+    /// [`State::flood_threshold`] lines.
+    pub(crate) fn log_dropped_in_call(&mut self) -> wasmtime::Result<()> {
+        self.call_log_dropped += 1;
+        if self.call_log_dropped >= self.flood_threshold() {
+            self.stop = Some(Stop::Flood(self.call_log_dropped));
+            wasmtime::bail!("the plugin flooded the host with log lines");
         }
-        if self.log.len() >= LOG_LINES {
+        Ok(())
+    }
+
+    /// Whether the buffer of log lines the current call wrote is full.
+    pub(crate) fn log_full(&self) -> bool {
+        self.log.len() >= LOG_LINES
+    }
+
+    /// Keeps a log line the plugin's cap admitted, in the buffer drained
+    /// after each call (cut to [`LOG_LINE_BYTES`]; counted as dropped
+    /// when the buffer is full).
+    pub(crate) fn keep_log(
+        &mut self,
+        level: bindings::provider::smith::plugin::host::LogLevel,
+        message: String,
+    ) {
+        if self.log_full() {
             self.log_dropped += 1;
             return;
         }
@@ -519,6 +558,17 @@ impl bindings::provider::smith::plugin::host::Host for State {
             message.truncate(cut);
         }
         self.log.push((level, message));
+    }
+}
+
+impl bindings::provider::smith::plugin::host::Host for State {
+    fn log(&mut self, level: bindings::provider::smith::plugin::host::LogLevel, message: String) {
+        // Over the run's cap: counted, nothing else. (The linkers use
+        // `crate::capped::link_log`, which counts before the message is
+        // copied out of the plugin; this is the same rule.)
+        if self.budget.admit(crate::rate::Kind::Log, 1) {
+            self.keep_log(level, message);
+        }
     }
 
     fn cancelled(&mut self) -> bool {
@@ -1162,6 +1212,15 @@ pub(crate) fn call_error(
             format!(
                 "the plugin ran past its {} ms deadline and was destroyed; report it to the plugin's author, or raise its deadline if the work is legitimately long",
                 limits.call_deadline.as_millis()
+            ),
+        ),
+        Some(Stop::Flood(dropped)) => PluginError::new(
+            plugin,
+            phase,
+            ErrorKind::Flood,
+            format!(
+                "the plugin went on writing log lines after {dropped} in one call had been dropped (a call keeps at most {LOG_LINES}, a run {}: `plugins.max-log-lines`), so the call was stopped and the plugin destroyed",
+                limits.rate.log_lines
             ),
         ),
         Some(Stop::AbortGrace) => PluginError::new(

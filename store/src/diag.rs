@@ -56,7 +56,7 @@ impl ErrorKind {
             ErrorKind::AlreadyExists => "session names and ids are unique within a store",
             ErrorKind::Invalid => "the value does not satisfy the store's rules",
             ErrorKind::Locked => {
-                "another process holds the session's lock, and writers are serialized"
+                "another smith runtime serves the session, and two runtimes on one session would interleave their conversations on one branch"
             }
             ErrorKind::Malformed => "stored content does not decode to what its frame declares",
         }
@@ -84,7 +84,9 @@ impl ErrorKind {
                 "choose another name, or delete or rename the existing session"
             }
             ErrorKind::Invalid => "correct the value as the message describes",
-            ErrorKind::Locked => "wait for the other process to finish, then retry",
+            ErrorKind::Locked => {
+                "fork the session (`smith session fork REF`) and open the fork, or end the other smith first"
+            }
         }
     }
 }

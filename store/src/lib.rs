@@ -117,6 +117,6 @@ pub use format::SessionId;
 pub use scan::{Limits, ScanReport};
 pub use session::{BrokenBranch, LoadReport, Origin, Session};
 pub use store::{
-    EXTENSION, LockGuard, PruneOptions, PruneReport, SessionInfo, Store, TEMP_GRACE_MS, now_ms,
-    rewrite, validate_name,
+    Claim, EXTENSION, LockGuard, PruneOptions, PruneReport, SessionInfo, Store, TEMP_GRACE_MS,
+    now_ms, rewrite, validate_name,
 };

@@ -6,6 +6,9 @@
 //! ```text
 //! <root>/<id>.smith      one session file per session (id = 32 hex digits)
 //! <root>/<id>.lock       the session's writer lock (fs4 exclusive lock)
+//! <root>/<id>.owner      the runtime serving the session ([`Store::claim`]):
+//!                         an exclusive lock held while it runs, and its
+//!                         process id and start time
 //! <root>/names/<name>    a name, holding the id it refers to
 //! <root>/store.lock      serialises name changes, creation and deletion
 //! <root>/.tmp-*          publications in flight (or left by a crash)
@@ -112,6 +115,49 @@ fn lock(path: &Path) -> Result<LockGuard> {
     Ok(LockGuard(f))
 }
 
+/// A runtime's claim on a session ([`Store::claim`]), released when the
+/// last holder in the process drops it.
+#[derive(Debug)]
+pub struct Claim(std::fs::File);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = self.0.set_len(0);
+        let _ = self.0.unlock();
+    }
+}
+
+/// The claims this process holds, by claim file.
+fn claims() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, std::sync::Weak<Claim>>>
+{
+    static CLAIMS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, std::sync::Weak<Claim>>>,
+    > = std::sync::OnceLock::new();
+    CLAIMS.get_or_init(Default::default)
+}
+
+/// The refusal of a claim another process holds; `owner` is what its
+/// claim file says (`PID START_MS`).
+fn busy(session: &str, owner: &str) -> StoreError {
+    let mut words = owner.split_whitespace();
+    let holder = match (
+        words.next().and_then(|p| p.parse::<u32>().ok()),
+        words.next().and_then(|t| t.parse::<u64>().ok()),
+    ) {
+        (Some(pid), Some(since)) => {
+            let ago = now_ms().saturating_sub(since) / 1000;
+            format!("another smith (process {pid}, running on it for {ago} s)")
+        }
+        _ => "another smith".to_owned(),
+    };
+    StoreError::new(
+        ErrorKind::Locked,
+        format!(
+            "session {session} is in use by {holder}: two runtimes on one session would interleave their conversations on one branch, so a second one is refused; fork it to go on in a copy (`smith session fork {session}`, then open the fork), or end the other smith first"
+        ),
+    )
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -196,6 +242,60 @@ impl Store {
 
     fn lock_path(&self, id: SessionId) -> PathBuf {
         self.root.join(format!("{id}.lock"))
+    }
+
+    fn owner_path(&self, id: SessionId) -> PathBuf {
+        self.root.join(format!("{id}.owner"))
+    }
+
+    /// Claims session `id` for the runtime that serves it: at most one
+    /// process at a time holds a session's claim, so two runtimes never
+    /// interleave their conversations on one branch. The claim is an
+    /// exclusive lock on `<id>.owner` (released by the kernel when the
+    /// process ends, however it ends), which also says which process holds
+    /// it. Claims in one process are shared: a process may open its own
+    /// session again (the interface switching back to it).
+    ///
+    /// # Errors
+    /// `Locked` when another process holds the claim (its process id and
+    /// start time named); `Io` when the claim file cannot be opened.
+    pub fn claim(&self, id: SessionId) -> Result<std::sync::Arc<Claim>> {
+        let path = self.owner_path(id);
+        let mut held = claims()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.retain(|_, claim| claim.strong_count() > 0);
+        if let Some(claim) = held.get(&path).and_then(std::sync::Weak::upgrade) {
+            return Ok(claim);
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| StoreError::io("open the session's claim file", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut owner = String::new();
+                let _ = std::io::Read::read_to_string(&mut file, &mut owner);
+                let shown = self.name_of(id).unwrap_or_else(|| id.to_hex());
+                return Err(busy(&shown, &owner));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StoreError::io("lock the session's claim file", &path, e));
+            }
+        }
+        // Who holds it, for the next one refused.
+        let owner = format!("{} {}\n", std::process::id(), now_ms());
+        let written = file
+            .set_len(0)
+            .and_then(|()| std::io::Write::write_all(&mut &file, owner.as_bytes()));
+        written.map_err(|e| StoreError::io("write the session's claim file", &path, e))?;
+        let claim = std::sync::Arc::new(Claim(file));
+        held.insert(path, std::sync::Arc::downgrade(&claim));
+        Ok(claim)
     }
 
     fn name_path(&self, name: &str) -> PathBuf {
@@ -764,6 +864,8 @@ impl Store {
     }
 
     fn delete_id(&self, id: SessionId) -> Result<()> {
+        // A session another smith serves is not deleted under it.
+        let _claim = self.claim(id)?;
         let _s = self.lock_store()?;
         {
             let _g = self.lock_session(id)?;
@@ -775,6 +877,7 @@ impl Store {
             let _ = std::fs::remove_file(self.name_path(&n));
         }
         let _ = std::fs::remove_file(self.lock_path(id));
+        let _ = std::fs::remove_file(self.owner_path(id));
         publish::sync_dir(&self.root)
     }
 
@@ -806,8 +909,12 @@ impl Store {
                 .is_some_and(|ms| now.saturating_sub(info.modified_ms) >= ms);
             let empty = opts.empty && self.entry_count(info.id)? == 0;
             if old || empty {
-                self.delete_id(info.id)?;
-                rep.sessions.push(info.id);
+                match self.delete_id(info.id) {
+                    Ok(()) => rep.sessions.push(info.id),
+                    // In use by another smith: kept.
+                    Err(e) if e.kind() == ErrorKind::Locked => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         let ids = self.ids()?;

@@ -62,6 +62,9 @@ pub fn effect_number(effect_id: &str) -> Option<u64> {
 pub struct StoreJournal {
     store: Store,
     session: Mutex<Session>,
+    /// The runtime's claim on the session ([`Store::claim`]), held as
+    /// long as the journal.
+    _claim: Option<std::sync::Arc<smith_store::Claim>>,
 }
 
 impl std::fmt::Debug for StoreJournal {
@@ -85,7 +88,25 @@ impl StoreJournal {
         Self {
             store,
             session: Mutex::new(session),
+            _claim: None,
         }
+    }
+
+    /// Records into `session` for a runtime that serves it: the session is
+    /// claimed first ([`Store::claim`]), so a second runtime in another
+    /// process is refused while this journal lives.
+    ///
+    /// # Errors
+    ///
+    /// `Locked` when another process serves the session; `Io` when the
+    /// claim cannot be taken.
+    pub fn claimed(store: Store, session: Session) -> Result<Self, smith_store::StoreError> {
+        let claim = store.claim(session.id())?;
+        Ok(Self {
+            store,
+            session: Mutex::new(session),
+            _claim: Some(claim),
+        })
     }
 
     /// The session's id.

@@ -903,6 +903,12 @@ fn forward(shared: &SessionShared, event: Event) -> std::io::Result<()> {
                 "content": body,
                 "rawOutput": raw,
             }))?;
+            // The todo list the call wrote is the agent's plan.
+            if status == smith_engine::protocol::ToolStatus::Ok
+                && let Some(plan) = live.as_ref().and_then(|live| map::plan(&live.call))
+            {
+                shared.notify(plan)?;
+            }
         }
         Event::ModelChanged { model, .. } => {
             lock(&shared.model).clone_from(&model);

@@ -212,3 +212,66 @@ fn conflicting_actions_reject_the_batch_naming_plugins_and_field() {
     );
     assert!(check_batch(&batch[..2]).is_ok());
 }
+
+/// A handler's result keeps as many UI intents as its cap per run has
+/// room for, in the plugin's order, and every other action; the rest are
+/// counted as dropped, never lifted (`smith_plugins::capped`).
+#[test]
+fn a_handler_result_keeps_the_ui_intents_that_fit_and_every_other_action() {
+    let limits = Limits {
+        rate: smith_plugins::rate::RateLimits {
+            ui_intents: 7,
+            ..smith_plugins::rate::RateLimits::DEFAULT
+        },
+        ..Limits::default()
+    };
+    let mut plugin = ExtensionComponent::load(
+        "test/lifecycle",
+        &guest("smith_plugin_lifecycle.wasm"),
+        None,
+        limits,
+    )
+    .unwrap()
+    .instantiate()
+    .unwrap();
+    let budget = plugin.budget().unwrap();
+    // Two of the room taken before: five left.
+    assert!(budget.admit(smith_plugins::rate::Kind::Ui, 2));
+    assert_eq!(
+        plugin
+            .handle(&LifecycleEvent::Input("mixed flood".to_owned()))
+            .unwrap(),
+        HandlerResult::None
+    );
+    let HandlerResult::Actions(actions) = plugin
+        .handle(&LifecycleEvent::BeforeProviderRequest("m".to_owned()))
+        .unwrap()
+    else {
+        panic!("the flood returns actions")
+    };
+    let shown: Vec<String> = actions
+        .iter()
+        .map(|action| match action {
+            Action::Ui(intent) => match &intent.kind {
+                IntentKind::Notify(text) => text.clone(),
+                other => panic!("{other:?}"),
+            },
+            Action::SetTheme(theme) => theme.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let mut expected: Vec<String> = (0..5).map(|n| format!("flood {n}")).collect();
+    expected.extend((0..10).map(|n| format!("theme {}", n * 100 + 99)));
+    assert_eq!(shown, expected);
+    // The 995 over the room are counted as dropped; the five kept count
+    // when the dispatcher admits them.
+    assert_eq!(
+        budget.take_drops(),
+        [smith_plugins::rate::Dropped {
+            kind: smith_plugins::rate::Kind::Ui,
+            limit: 7,
+            dropped: 995,
+        }]
+    );
+    assert_eq!(budget.room(smith_plugins::rate::Kind::Ui), 5);
+}

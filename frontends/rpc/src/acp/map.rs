@@ -183,12 +183,41 @@ pub(crate) fn stop_reason(stop: StopCause, error_kind: Option<&str>) -> Option<&
     }
 }
 
+/// The tool that writes the agent's todo list (the built-in smith/todo).
+pub(crate) const TODO_WRITE: &str = "todo_write";
+
+/// The `plan` update for a `todo_write` call's list (`todos`: each item's
+/// `content` and `status`), or none when the arguments hold no list. The
+/// todo list has no priorities: every entry is `medium`. A status the
+/// protocol does not know is sent as `pending`.
+pub(crate) fn plan(call: &ToolCall) -> Option<Value> {
+    if call.name != TODO_WRITE {
+        return None;
+    }
+    let todos = call.arguments.get("todos")?.as_array()?;
+    let entries: Vec<Value> = todos
+        .iter()
+        .filter_map(|item| {
+            let content = item.get("content")?.as_str()?;
+            let status = item
+                .get("status")
+                .and_then(Value::as_str)
+                .filter(|s| matches!(*s, "in_progress" | "completed"))
+                .unwrap_or("pending");
+            Some(json!({"content": content, "priority": "medium", "status": status}))
+        })
+        .collect();
+    Some(json!({"sessionUpdate": "plan", "entries": entries}))
+}
+
 /// The updates that replay a conversation (`session/load`): each user
 /// message as `user_message_chunk`, each assistant message's reasoning
 /// and text as thought and message chunks and its calls as `tool_call`s
-/// completed with their results.
+/// completed with their results; a `todo_write` that succeeded is followed
+/// by the `plan` it wrote.
 pub(crate) fn replay(messages: &[Message], cwd: &Path) -> Vec<Value> {
     let mut updates = Vec::new();
+    let mut plans: Vec<(String, Value)> = Vec::new();
     for message in messages {
         match message {
             Message::User { text } => updates.push(chunk("user_message_chunk", text)),
@@ -202,6 +231,9 @@ pub(crate) fn replay(messages: &[Message], cwd: &Path) -> Vec<Value> {
                             updates.push(chunk("agent_message_chunk", text));
                         }
                         ContentBlock::ToolCall(call) => {
+                            if let Some(plan) = plan(call) {
+                                plans.push((call.id.clone(), plan));
+                            }
                             let mut update = tool_call(call, cwd, None);
                             if call.name == "write" {
                                 // The old text is not known any more.
@@ -220,12 +252,20 @@ pub(crate) fn replay(messages: &[Message], cwd: &Path) -> Vec<Value> {
                 content,
                 is_error,
                 ..
-            } => updates.push(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": call_id,
-                "status": if *is_error { "failed" } else { "completed" },
-                "content": [self::content(content)],
-            })),
+            } => {
+                updates.push(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call_id,
+                    "status": if *is_error { "failed" } else { "completed" },
+                    "content": [self::content(content)],
+                }));
+                if let Some(i) = plans.iter().position(|(id, _)| id == call_id) {
+                    let (_, plan) = plans.swap_remove(i);
+                    if !*is_error {
+                        updates.push(plan);
+                    }
+                }
+            }
         }
     }
     updates

@@ -20,9 +20,18 @@
 //!   `session-switch` whose target contains `noswitch`, are blocked;
 //! - an input containing `flood` makes the next `before-provider-request`
 //!   write 100,000 warning log lines (`flood N`) and return 100,000 notices
-//!   (id `flood`, text `flood N`): a plugin flooding the host.
+//!   (id `flood`, text `flood N`): a plugin flooding the host;
+//! - an input containing `flood notices` makes it return the 100,000
+//!   notices only; one containing `dry flood` makes it do the same work
+//!   (every notice made) but return only the 500 that the default cap per
+//!   run admits, keeping the rest; one containing `capped flood` makes it
+//!   write 1000 log lines and return 500 notices, what the default caps
+//!   admit. A flood's cost to the host beyond its caps is the difference
+//!   of a flood and its capped twin;
+//! - an input containing `mixed flood` makes it return 1000 notices
+//!   (`flood N`) with a `set-theme` action (`theme N`) after every 100th.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
 
@@ -32,20 +41,59 @@ static BLOCK_CONTEXT: AtomicBool = AtomicBool::new(false);
 static REPLACE_CONTEXT: AtomicBool = AtomicBool::new(false);
 static PERSIST: AtomicBool = AtomicBool::new(false);
 static ASK: AtomicBool = AtomicBool::new(false);
-static FLOOD: AtomicBool = AtomicBool::new(false);
+/// The flood the next `before-provider-request` sends ([`Flood`]).
+static FLOOD: AtomicU8 = AtomicU8::new(Flood::None as u8);
+
+/// What a flood sends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flood {
+    None,
+    /// Log lines and notices.
+    Everything,
+    /// Notices only.
+    Notices,
+    /// As many log lines and notices as the default caps per run admit.
+    Capped,
+    /// The notices made, those the default cap admits returned, the rest
+    /// kept.
+    Dry,
+    /// 1000 notices with a theme change after every 100th.
+    Mixed,
+}
 
 /// How many notices and log lines a flood sends.
-const FLOOD_ITEMS: u32 = 100_000;
+const FLOOD_ITEMS: usize = 100_000;
+/// The default caps per run: UI intents and log lines.
+const CAP_NOTICES: usize = 500;
+const CAP_LOG_LINES: usize = 1000;
 
-fn flood() -> ext::HandlerResult {
-    let mut actions = Vec::with_capacity(FLOOD_ITEMS as usize);
-    for n in 0..FLOOD_ITEMS {
-        smith_plugin_sdk::host::warn(&format!("flood {n}"));
-        actions.push(ext::Action::Ui(ext::UiIntent {
-            id: "flood".to_owned(),
-            kind: ext::IntentKind::Notify(format!("flood {n}")),
-            policy: ext::IntentPolicy::Drop,
-        }));
+fn flood(flood: Flood) -> ext::HandlerResult {
+    let (lines, notices) = match flood {
+        Flood::None => (0, 0),
+        Flood::Everything => (FLOOD_ITEMS, FLOOD_ITEMS),
+        Flood::Notices | Flood::Dry => (0, FLOOD_ITEMS),
+        Flood::Capped => (CAP_LOG_LINES, CAP_NOTICES),
+        Flood::Mixed => (0, 1000),
+    };
+    let mut actions = Vec::with_capacity(notices);
+    for n in 0..lines.max(notices) {
+        if n < lines {
+            smith_plugin_sdk::host::warn(&format!("flood {n}"));
+        }
+        if n < notices {
+            actions.push(ext::Action::Ui(ext::UiIntent {
+                id: "flood".to_owned(),
+                kind: ext::IntentKind::Notify(format!("flood {n}")),
+                policy: ext::IntentPolicy::Drop,
+            }));
+            if flood == Flood::Mixed && n % 100 == 99 {
+                actions.push(ext::Action::SetTheme(format!("theme {n}")));
+            }
+        }
+    }
+    if flood == Flood::Dry {
+        std::hint::black_box(&actions);
+        actions.truncate(CAP_NOTICES);
     }
     ext::HandlerResult::Actions(actions)
 }
@@ -86,7 +134,16 @@ impl ext::Guest for Lifecycle {
             E::PluginLoaded(name) => notice(format!("plugin-loaded {name}")),
             E::SessionStart(id) => notice(format!("session-start {id}")),
             E::SessionShutdown => notice("session-shutdown".to_owned()),
-            E::BeforeProviderRequest(_) if FLOOD.swap(false, Ordering::SeqCst) => flood(),
+            E::BeforeProviderRequest(_) if FLOOD.load(Ordering::SeqCst) != Flood::None as u8 => {
+                let mode = match FLOOD.swap(Flood::None as u8, Ordering::SeqCst) {
+                    1 => Flood::Everything,
+                    2 => Flood::Notices,
+                    3 => Flood::Capped,
+                    4 => Flood::Dry,
+                    _ => Flood::Mixed,
+                };
+                flood(mode)
+            }
             E::BeforeProviderRequest(model) => notice(format!("before-provider-request {model}")),
             E::ModelChange(model) => notice(format!("model-change {model}")),
             E::PluginUnloaded(name) => notice(format!("plugin-unloaded {name}")),
@@ -110,8 +167,21 @@ impl ext::Guest for Lifecycle {
                 if text.contains("ask me") {
                     ASK.store(true, Ordering::SeqCst);
                 }
-                if text.contains("flood") {
-                    FLOOD.store(true, Ordering::SeqCst);
+                let flood = if text.contains("mixed flood") {
+                    Flood::Mixed
+                } else if text.contains("dry flood") {
+                    Flood::Dry
+                } else if text.contains("capped flood") {
+                    Flood::Capped
+                } else if text.contains("flood notices") {
+                    Flood::Notices
+                } else if text.contains("flood") {
+                    Flood::Everything
+                } else {
+                    Flood::None
+                };
+                if flood != Flood::None {
+                    FLOOD.store(flood as u8, Ordering::SeqCst);
                 }
                 ext::HandlerResult::None
             }
