@@ -25,6 +25,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-mcp",
         "smith-plugin-mentions",
         "smith-plugin-todo",
+        "smith-plugin-hooks",
         "smith-plugin-kit",
         "smith-plugin-hello",
     ],

@@ -143,6 +143,8 @@ enum Command {
     Stats(cmd::stats::Args),
     /// List the skills (SKILL.md folders) smith/skills finds here: source, level, shadowing, unreadable files: `skills list [--json]`.
     Skills(cmd::skills::Args),
+    /// List the hook commands smith/hooks runs here (Claude Code's hooks format): event, matcher, command, source file, whether they run: `hooks list`.
+    Hooks(cmd::hooks::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json | --output-format stream-json|json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
     #[command(alias = "run")]
     Eval(cmd::eval::Args),
@@ -191,6 +193,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Skills(args) => cmd::skills::run(args),
+        Command::Hooks(args) => cmd::hooks::run(args),
         Command::Stats(args) => cmd::stats::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),
         Command::Eval(args) => cmd::eval::run(args),

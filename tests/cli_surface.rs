@@ -30,6 +30,7 @@ const COMMANDS: &[&str] = &[
     "doctor",
     "session",
     "skills",
+    "hooks",
     "eval",
     "tui",
     "models",

@@ -982,6 +982,29 @@ fn escape_sequences_in_model_text_are_shown_never_sent_to_the_terminal() {
 }
 
 #[test]
+fn hooks_lists_the_hook_commands_and_a_prompt_hook_adds_context() {
+    let mut s = start_prepared(None, None, |home| {
+        // The user's hooks: smith's configuration folder is its home here.
+        std::fs::write(
+            home.join("hooks.json"),
+            r#"{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo HOOK-CONTEXT-42"}]}]}}"#,
+        )
+        .unwrap();
+    });
+    s.ready();
+    s.send(b"/hooks\r");
+    s.wait_for_screen("[smith/hooks] 1 hook configured:");
+    s.wait_for_screen("UserPromptSubmit: `echo HOOK-CONTEXT-42` (timeout 60 s)");
+    s.send(b"what changed?\r");
+    // The mock provider echoes the prompt it received: the hook's context
+    // follows it.
+    s.wait_for_screen("HOOK-CONTEXT-42");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
 fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
     let mut s = start_prepared(None, None, |home| {
         // A global skill: smith's configuration folder is its home here.

@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product, smith/permissions, smith/instructions, smith/skills, smith/mcp, smith/mentions), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/permissions, smith/instructions, smith/skills, smith/mcp, smith/mentions, smith/todo, smith/hooks), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.
@@ -312,6 +312,9 @@ fn load_with(
             permissions: granted("permissions"),
             local_read: granted("local-read"),
             spawn: granted("spawn"),
+            process: granted("process"),
+            project_read: granted("project-read"),
+            project_write: granted("project-write"),
             ..Grants::default()
         };
         let mut builtin_effects = effects(builtin.name, grants);
@@ -327,6 +330,16 @@ fn load_with(
             }
             builtin_effects = builtin_effects.with_permissions(permissions.clone());
         }
+        // smith/hooks waits for hook commands of up to 10 minutes inside
+        // its calls; the process is bounded by the hook's own timeout.
+        let limits = if builtin.name == "smith/hooks" {
+            Limits {
+                call_deadline: smith_plugins::builtin::HOOKS_CALL_DEADLINE,
+                ..limits
+            }
+        } else {
+            limits
+        };
         match instantiate(
             builtin.name,
             builtin.component,

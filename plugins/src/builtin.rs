@@ -55,6 +55,19 @@ pub const MENTIONS: &[u8] = include_bytes!(concat!(
     "/smith_plugin_mentions.wasm"
 ));
 
+/// The smith/hooks extension component (shell commands run at lifecycle
+/// events, in Claude Code's hooks format).
+pub const HOOKS: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_hooks.wasm"
+));
+
+/// The call deadline of smith/hooks: a hook command may run for up to 10
+/// minutes (its `timeout`, and all the hooks of one event together), and
+/// the host's process call runs under the calling plugin's deadline, so
+/// smith/hooks gets this one instead of the default.
+pub const HOOKS_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(11 * 60);
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -197,6 +210,18 @@ pub const BUILTINS: &[Builtin] = &[
         description: "Todo list: the `todo_write` tool, the list kept in the session across compaction and resume, told to the model while an item is open, shown as a panel and by /todo",
         component: TODO,
         capabilities: &[("ui", "")],
+    },
+    Builtin {
+        name: "smith/hooks",
+        world: "extension",
+        description: "Hook commands: shell commands at session start, prompt submit, before and after tool calls and at stop, configured as Claude Code's hooks (hooks.json in the config folder, a trusted project's .claude/settings.json or .smith/hooks.json); they can block, rewrite a call's arguments, add context or keep the agent going; /hooks lists them",
+        component: HOOKS,
+        capabilities: &[
+            ("ui", ""),
+            ("local-read", ""),
+            ("process", ""),
+            ("project-write", ""),
+        ],
     },
 ];
 

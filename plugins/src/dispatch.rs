@@ -87,6 +87,30 @@ pub fn lifecycle(event: &Event) -> Option<LifecycleEvent> {
     })
 }
 
+/// What `host.event-details` answers while handlers see `event`'s
+/// lifecycle counterpart: how a run ended, a finished tool call's output.
+pub fn details(event: &Event) -> Option<String> {
+    let value = match event {
+        Event::AgentEnd { stop, .. } => serde_json::json!({ "stop": stop }),
+        Event::ToolExecutionEnd {
+            call_id,
+            name,
+            status,
+            content,
+            details,
+            ..
+        } => serde_json::json!({
+            "call_id": call_id,
+            "name": name,
+            "status": status,
+            "content": content,
+            "details": details,
+        }),
+        _ => return None,
+    };
+    Some(value.to_string())
+}
+
 /// A frontend that shows UI intents.
 pub trait Surface {
     /// The surface's name, for diagnostics (`tui`, `eval`, `rpc`).
@@ -199,7 +223,7 @@ impl Dispatcher {
             for name in &dead {
                 let event = LifecycleEvent::PluginUnloaded(name.clone());
                 for index in 0..self.plugins.len() {
-                    self.call(index, &event);
+                    self.call(index, &event, None);
                 }
             }
             all.extend(dead);
@@ -220,7 +244,8 @@ impl Dispatcher {
             self.reset_caps();
         }
         if let Some(lifecycle) = lifecycle(event) {
-            self.deliver(&lifecycle);
+            let details = details(event);
+            self.deliver_with(&lifecycle, details.as_deref());
         }
         safe_point(event).map(|_| self.apply(surface))
     }
@@ -283,6 +308,7 @@ impl Dispatcher {
         self.call(
             index,
             &LifecycleEvent::Answer((id.to_owned(), answer.to_owned())),
+            None,
         );
         self.announce_vcs();
         Ok(())
@@ -308,7 +334,7 @@ impl Dispatcher {
             let event = LifecycleEvent::VcsOperation(operation);
             for index in 0..self.plugins.len() {
                 if self.names[index] != by {
-                    self.call(index, &event);
+                    self.call(index, &event, None);
                 }
             }
         }
@@ -325,17 +351,22 @@ impl Dispatcher {
     }
 
     fn deliver(&mut self, event: &LifecycleEvent) {
+        self.deliver_with(event, None);
+    }
+
+    /// Delivers `event`, with `details` answering `host.event-details`.
+    fn deliver_with(&mut self, event: &LifecycleEvent, details: Option<&str>) {
         for index in 0..self.plugins.len() {
-            self.call(index, event);
+            self.call(index, event, details);
         }
         self.announce_vcs();
     }
 
     /// Delivers `event` to the plugin at `index`, queuing its actions and
     /// keeping its denials and failure as diagnostics.
-    fn call(&mut self, index: usize, event: &LifecycleEvent) {
+    fn call(&mut self, index: usize, event: &LifecycleEvent, details: Option<&str>) {
         let mut handler = lock_plugin(&self.plugins[index]);
-        let result = handler.handle(event);
+        let result = handler.handle_with_details(event, details);
         let denials = handler.take_denials();
         write_log(&mut handler);
         drop(handler);

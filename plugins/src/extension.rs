@@ -337,6 +337,27 @@ impl WasmExtension {
         })
     }
 
+    /// Handles `event` like [`WasmExtension::handle`], with `details` (JSON
+    /// text) as what `host.event-details` answers during the call.
+    ///
+    /// # Errors
+    ///
+    /// As [`WasmExtension::handle`].
+    pub fn handle_with_details(
+        &mut self,
+        event: &LifecycleEvent,
+        details: Option<&str>,
+    ) -> Result<HandlerResult, PluginError> {
+        if let Some((store, _)) = &mut self.live {
+            store.data_mut().event_details = details.map(str::to_owned);
+        }
+        let result = self.handle(event);
+        if let Some((store, _)) = &mut self.live {
+            store.data_mut().event_details = None;
+        }
+        result
+    }
+
     /// Delivers one lifecycle event.
     ///
     /// # Errors

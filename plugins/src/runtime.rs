@@ -303,6 +303,7 @@ impl Runtime {
             effects,
             denials: Vec::new(),
             vcs_operations: Vec::new(),
+            event_details: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -495,6 +496,8 @@ pub struct State {
     /// they were last taken (`snapshot ID`, `restore ID`), announced to the
     /// other plugins as `vcs-operation` events.
     pub(crate) vcs_operations: Vec<String>,
+    /// What `event-details` answers during the handler call in flight.
+    pub(crate) event_details: Option<String>,
 }
 
 impl WasiView for State {
@@ -782,6 +785,10 @@ impl bindings::provider::smith::plugin::host::Host for State {
             ))),
         };
         self.record_for_guest(result)
+    }
+
+    fn event_details(&mut self) -> Option<String> {
+        self.event_details.clone()
     }
 
     fn session_state(&mut self, key: String) -> Option<String> {

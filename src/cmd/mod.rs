@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod eval;
 pub mod export;
 pub mod help;
+pub mod hooks;
 pub mod mcp;
 pub mod models;
 pub mod plugin;

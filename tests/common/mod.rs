@@ -118,11 +118,17 @@ pub struct Client {
 
 impl Client {
     pub fn start(home: &Path, args: &[&str]) -> Client {
+        Client::start_in(home, home, args)
+    }
+
+    /// `smith rpc ARGS` with `home` as smith's home, in the project folder
+    /// `cwd`.
+    pub fn start_in(home: &Path, cwd: &Path, args: &[&str]) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
             .env("SMITH_HOME", home)
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_CACHE_HOME")
-            .current_dir(home)
+            .current_dir(cwd)
             .arg("rpc")
             .args(args)
             .stdin(Stdio::piped())

@@ -142,6 +142,14 @@ pub mod host {
         raw::config_set(key, value)
     }
 
+    /// More about the lifecycle event being handled, as JSON text: how a
+    /// run ended (`agent-end`: `{"stop": ...}`), a finished tool call's
+    /// output (`tool-execution-end`: `call_id`, `name`, `status`,
+    /// `content`, `details`); none otherwise. No grant.
+    pub fn event_details() -> Option<String> {
+        raw::event_details()
+    }
+
     /// The value the plugin last stored under `key` in the current session
     /// (on its selected branch); none when it stored none. No grant.
     pub fn session_state(key: &str) -> Option<String> {

@@ -185,9 +185,9 @@ fn loader_child(case: &str) {
             assert_eq!(commands.last(), Some(&"hello"));
             // smith/product's commands, smith/permissions' `/approval`,
             // smith/skills' `/skills`, smith/mcp's `/mcp`, smith/todo's
-            // `/todo`, then the user plugin's.
-            assert_eq!(commands.len(), fixture.commands.len() + 5);
-            for built_in in ["approval", "skills", "mcp", "todo"] {
+            // `/todo`, smith/hooks' `/hooks`, then the user plugin's.
+            assert_eq!(commands.len(), fixture.commands.len() + 6);
+            for built_in in ["approval", "skills", "mcp", "todo", "hooks"] {
                 assert!(commands.contains(&built_in), "{commands:?}");
             }
             assert_eq!(p.keys, fixture.keys);
@@ -198,8 +198,8 @@ fn loader_child(case: &str) {
             // `--no-plugins`: only the built-ins contribute: smith/product
             // everything but `/approval` (smith/permissions'), `/skills` and
             // the `skill` tool's presentation (smith/skills'), `/mcp`
-            // (smith/mcp's) and `/todo` and the `todo_write` tool's
-            // presentation (smith/todo's).
+            // (smith/mcp's), `/todo` and the `todo_write` tool's
+            // presentation (smith/todo's) and `/hooks` (smith/hooks').
             assert!(warnings.is_empty(), "{warnings:?}");
             let mut p = p;
             for (name, from) in [
@@ -207,6 +207,7 @@ fn loader_child(case: &str) {
                 ("skills", "smith/skills"),
                 ("mcp", "smith/mcp"),
                 ("todo", "smith/todo"),
+                ("hooks", "smith/hooks"),
             ] {
                 let at = p.commands.iter().position(|c| c.name == name);
                 p.commands
@@ -223,7 +224,10 @@ fn loader_child(case: &str) {
         "disabled" => {
             // Without smith/product: the user plugin's command, the
             // recovery layout and keys, and a warning saying what to do.
-            assert_eq!(commands, ["approval", "skills", "mcp", "todo", "hello"]);
+            assert_eq!(
+                commands,
+                ["approval", "skills", "mcp", "todo", "hooks", "hello"]
+            );
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
             let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();
             assert_eq!(keys, ["enter", "esc", "ctrl+c"]);
