@@ -27,6 +27,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-todo",
         "smith-plugin-kit",
         "smith-plugin-hello",
+        "smith-plugin-plan",
     ],
     &[
         "smith-plugin-permissions",

@@ -398,6 +398,16 @@ fn load_with(
                     .and_then(|p| p.effects().map(|e| e.grants().secrets.clone()))
                     .unwrap_or_default()
             });
+            if resolved.bool(&smith_config::options::PLAN) == Some(true)
+                && !loaded.iter().any(|p| p.name() == PLAN_MODE)
+            {
+                warnings.push(format!(
+                    "plan mode is asked for (`--plan` or the `plan` option, from {}) but the built-in plugin {PLAN_MODE}, which provides it, is not loaded, so nothing is blocked; enable it with `smith plugin enable {PLAN_MODE}`",
+                    resolved
+                        .source(&smith_config::options::PLAN)
+                        .map_or_else(|| "the configuration".to_owned(), ToString::to_string)
+                ));
+            }
             config.install(resolved);
             warnings.extend(notes);
         }
@@ -408,6 +418,9 @@ fn load_with(
     }
     (loaded, config, warnings)
 }
+
+/// The built-in plugin that provides plan mode (the `plan` option).
+const PLAN_MODE: &str = "smith/plan";
 
 /// The queue policies the loaded `plugins` contribute, in load order (in
 /// each plugin, in the order it declares them), for the runtime's

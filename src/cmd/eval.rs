@@ -283,6 +283,19 @@ pub struct ProviderChoice {
     /// How much the model thinks: off or a catalog level (minimal, low, medium, high, max); sent only as far as the model's catalog entry lists the level, else the nearest it lists or none, with a warning (default: the thinking option, SMITH_THINKING, else off).
     #[arg(long, value_name = "LEVEL", value_parser = thinking_level)]
     pub thinking: Option<String>,
+    /// Start in plan mode (the built-in plugin smith/plan): the agent researches and proposes a plan, and every tool that can change something is blocked until you approve the plan; kept in the session until then (default: the plan option, SMITH_PLAN, else off).
+    #[arg(long)]
+    pub plan: bool,
+}
+
+impl ProviderChoice {
+    /// Puts the options these flags set for the runtime's plugins (`--plan`)
+    /// in effect for every runtime this process starts.
+    pub fn apply(&self) {
+        if self.plan {
+            smith_host::settings::set_command_line(vec![("--plan".to_owned(), "true".to_owned())]);
+        }
+    }
 }
 
 /// Parses a `--thinking` value: `off` or a catalog level, as written.
@@ -518,6 +531,7 @@ fn formats_refused(what: &str, why: &str, next: &str, flag: &str) -> u8 {
 /// When the provider, script, working directory or session store cannot be
 /// set up; nothing has run then.
 pub fn run(mut args: Args) -> anyhow::Result<u8> {
+    args.choice.apply();
     let output = args.output_format.unwrap_or_default();
     let streamed = args.input_format == Some(InputFormat::StreamJson);
     if streamed && output != OutputFormat::StreamJson {

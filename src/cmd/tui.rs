@@ -50,6 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         no_plugins,
         approval,
     } = args;
+    choice.apply();
     let cwd = match cwd {
         Some(dir) => Some(super::enter_cwd(&dir, [&mut mock_script])?),
         None => None,
