@@ -183,11 +183,12 @@ fn loader_child(case: &str) {
         "hello" => {
             assert!(warnings.is_empty(), "{warnings:?}");
             assert_eq!(commands.last(), Some(&"hello"));
-            // smith/product's commands, smith/permissions' `/approval`,
-            // smith/skills' `/skills`, smith/mcp's `/mcp`, smith/todo's
-            // `/todo`, then the user plugin's.
-            assert_eq!(commands.len(), fixture.commands.len() + 5);
-            for built_in in ["approval", "skills", "mcp", "todo"] {
+            // smith/product's commands, smith/plan's `/plan` and `/normal`,
+            // smith/permissions' `/approval`, smith/skills' `/skills`,
+            // smith/mcp's `/mcp`, smith/todo's `/todo`, then the user
+            // plugin's.
+            assert_eq!(commands.len(), fixture.commands.len() + 7);
+            for built_in in ["plan", "normal", "approval", "skills", "mcp", "todo"] {
                 assert!(commands.contains(&built_in), "{commands:?}");
             }
             assert_eq!(p.keys, fixture.keys);
@@ -198,8 +199,9 @@ fn loader_child(case: &str) {
             // `--no-plugins`: only the built-ins contribute: smith/product
             // everything but `/approval` (smith/permissions'), `/skills` and
             // the `skill` tool's presentation (smith/skills'), `/mcp`
-            // (smith/mcp's) and `/todo` and the `todo_write` tool's
-            // presentation (smith/todo's).
+            // (smith/mcp's), `/todo` and the `todo_write` tool's
+            // presentation (smith/todo's), and `/plan`, `/normal` and the
+            // `exit_plan_mode` tool's presentation (smith/plan's).
             assert!(warnings.is_empty(), "{warnings:?}");
             let mut p = p;
             for (name, from) in [
@@ -207,6 +209,8 @@ fn loader_child(case: &str) {
                 ("skills", "smith/skills"),
                 ("mcp", "smith/mcp"),
                 ("todo", "smith/todo"),
+                ("plan", "smith/plan"),
+                ("normal", "smith/plan"),
             ] {
                 let at = p.commands.iter().position(|c| c.name == name);
                 p.commands
@@ -218,12 +222,18 @@ fn loader_child(case: &str) {
             let todo = p.tools.iter().position(|t| t.tool == "todo_write");
             p.tools
                 .remove(todo.expect("smith/todo presents its `todo_write` tool"));
+            let exit = p.tools.iter().position(|t| t.tool == "exit_plan_mode");
+            p.tools
+                .remove(exit.expect("smith/plan presents its `exit_plan_mode` tool"));
             assert_eq!(p, fixture);
         }
         "disabled" => {
             // Without smith/product: the user plugin's command, the
             // recovery layout and keys, and a warning saying what to do.
-            assert_eq!(commands, ["approval", "skills", "mcp", "todo", "hello"]);
+            assert_eq!(
+                commands,
+                ["plan", "normal", "approval", "skills", "mcp", "todo", "hello"]
+            );
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
             let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();
             assert_eq!(keys, ["enter", "esc", "ctrl+c"]);
