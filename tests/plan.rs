@@ -166,11 +166,7 @@ fn plan_mode_blocks_every_change_and_lets_the_model_read() {
             ("c1", "read", json!({"path": "notes.txt"})),
             write_call("c2"),
         ]),
-        calls(&[(
-            "c3",
-            "bash",
-            json!({"command": "echo ran > ran.txt"})
-        )]),
+        calls(&[("c3", "bash", json!({"command": "echo ran > ran.txt"}))]),
         answer("Here is my plan."),
     ]);
     let (code, requests, err) = eval(
@@ -184,7 +180,11 @@ fn plan_mode_blocks_every_change_and_lets_the_model_read() {
     assert_eq!(requests.len(), 3, "{err}");
     // The model is told it is in plan mode from the first request, and is
     // offered the tool that leaves it.
-    assert!(system(&requests[0]).contains(FRAGMENT), "{}", system(&requests[0]));
+    assert!(
+        system(&requests[0]).contains(FRAGMENT),
+        "{}",
+        system(&requests[0])
+    );
     assert!(tool_names(&requests[0]).contains(&"exit_plan_mode".to_owned()));
     // The read ran; the write was blocked with what to do instead.
     let results = tool_results(&requests[1]);
@@ -237,7 +237,11 @@ fn an_approved_plan_ends_plan_mode_and_the_next_write_runs() {
         )]
     );
     // Plan mode is off: the fragment is gone and the write ran.
-    assert!(!system(&requests[1]).contains(FRAGMENT), "{}", system(&requests[1]));
+    assert!(
+        !system(&requests[1]).contains(FRAGMENT),
+        "{}",
+        system(&requests[1])
+    );
     let (written, is_error) = tool_results(&requests[2]).pop().unwrap();
     assert!(!is_error, "{written}");
     assert_eq!(
@@ -284,7 +288,10 @@ fn a_plan_kept_in_planning_or_nobody_can_approve_leaves_plan_mode_on() {
     );
     assert!(system(&requests[1]).contains(FRAGMENT));
     let (blocked, is_error) = tool_results(&requests[2]).pop().unwrap();
-    assert!(is_error && blocked.contains("plan mode is on and `write`"), "{blocked}");
+    assert!(
+        is_error && blocked.contains("plan mode is on and `write`"),
+        "{blocked}"
+    );
     assert!(!proj.join("out.txt").exists());
     assert_eq!(modes(home.path(), &proj, "keep"), ["plan"]);
 
@@ -334,7 +341,10 @@ fn plan_mode_survives_resume_and_holds_without_the_flag() {
     assert_eq!(code, 0, "{err}");
     assert!(system(&requests[0]).contains(FRAGMENT));
     let (blocked, is_error) = tool_results(&requests[1]).pop().unwrap();
-    assert!(is_error && blocked.contains("plan mode is on and `write`"), "{blocked}");
+    assert!(
+        is_error && blocked.contains("plan mode is on and `write`"),
+        "{blocked}"
+    );
     assert!(!proj.join("out.txt").exists());
     // Starting in plan mode again adds nothing: it is on already.
     let (code, _, err) = eval(

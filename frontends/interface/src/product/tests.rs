@@ -232,7 +232,9 @@ fn loader_child(case: &str) {
             // recovery layout and keys, and a warning saying what to do.
             assert_eq!(
                 commands,
-                ["plan", "normal", "approval", "skills", "mcp", "todo", "hello"]
+                [
+                    "plan", "normal", "approval", "skills", "mcp", "todo", "hello"
+                ]
             );
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
             let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();
