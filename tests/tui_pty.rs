@@ -1289,3 +1289,19 @@ fn plan_mode_blocks_writes_until_the_plan_is_approved_in_the_overlay() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// `smith tui --plan`: the session opens in plan mode, its panel showing
+/// before anything is sent.
+#[test]
+fn the_interface_started_with_plan_opens_in_plan_mode() {
+    let mut s = start_prepared_with(None, None, |_| {}, &["--plan"]);
+    s.ready();
+    let screen = s.wait_for_screen("── plan ──").join("\n");
+    assert!(
+        screen.contains("research only: tools that change anything are blocked"),
+        "{screen}"
+    );
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
