@@ -16,7 +16,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{recorded_requests, smith_in};
+use common::{Client, recorded_requests, smith_in};
 use serde_json::{Value, json};
 
 /// The fragment's first sentence, as the model reads it.
@@ -451,4 +451,100 @@ fn in_the_ask_mode_a_change_is_blocked_before_anyone_is_asked_about_it() {
     let (refused, _) = tool_results(&requests[1]).pop().unwrap();
     assert!(refused.contains("smith/permissions"), "{refused}");
     assert!(err.contains("question refused"), "{err}");
+}
+
+/// Reads records until the response to `id`, and returns it.
+fn response(c: &mut Client, id: u64) -> Value {
+    c.until(|r| r.get("method").is_none() && r["id"] == id)
+}
+
+#[test]
+fn an_rpc_client_turns_plan_mode_on_and_off_with_the_command_method() {
+    let (home, proj) = setup();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            calls(&[write_call("c1")]),
+            answer("blocked"),
+            calls(&[write_call("c2")]),
+            answer("written"),
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let record = home.path().join("requests.jsonl");
+    let (script, record_arg, cwd) = (
+        script.display().to_string(),
+        record.display().to_string(),
+        proj.display().to_string(),
+    );
+    let mut c = Client::start(
+        home.path(),
+        &[
+            "--mock-script",
+            &script,
+            "--mock-record",
+            &record_arg,
+            "--cwd",
+            &cwd,
+        ],
+    );
+    c.send(1, "initialize", json!({}));
+    let init = response(&mut c, 1);
+    assert!(
+        init["result"]["capabilities"]["methods"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("command")),
+        "{init}"
+    );
+    c.send(2, "command", json!({"name": "plan"}));
+    assert_eq!(
+        response(&mut c, 2)["result"],
+        json!({"ran": true, "plugin": "smith/plan"})
+    );
+    c.send(3, "prompt", json!({"text": "write it"}));
+    response(&mut c, 3);
+    c.send(4, "wait_settled", json!({}));
+    response(&mut c, 4);
+    assert!(!proj.join("out.txt").exists());
+    // The slash is optional.
+    c.send(5, "command", json!({"name": "/normal"}));
+    assert_eq!(response(&mut c, 5)["result"]["ran"], true);
+    c.send(6, "prompt", json!({"text": "write it now"}));
+    response(&mut c, 6);
+    c.send(7, "wait_settled", json!({}));
+    response(&mut c, 7);
+    assert_eq!(
+        std::fs::read_to_string(proj.join("out.txt")).unwrap(),
+        "hello\n"
+    );
+    // A command no plugin provides is an error that says so.
+    c.send(8, "command", json!({"name": "nope"}));
+    let refused = response(&mut c, 8);
+    assert!(
+        refused["error"]
+            .to_string()
+            .contains("no loaded extension plugin provides the command /nope"),
+        "{refused}"
+    );
+    let (_, err) = c.finish();
+    // The commands' notices reach standard error.
+    assert!(
+        err.contains("[smith/plan] plan mode on: the agent researches and proposes a plan")
+            && err.contains("[smith/plan] plan mode off"),
+        "{err}"
+    );
+    let requests = recorded_requests(&record);
+    assert_eq!(requests.len(), 4, "{err}");
+    assert!(system(&requests[0]).contains(FRAGMENT));
+    let (blocked, is_error) = tool_results(&requests[1]).pop().unwrap();
+    assert!(
+        is_error && blocked.contains("plan mode is on and `write`"),
+        "{blocked}"
+    );
+    assert!(!system(&requests[2]).contains(FRAGMENT));
+    let (written, is_error) = tool_results(&requests[3]).pop().unwrap();
+    assert!(!is_error, "{written}");
 }
