@@ -397,12 +397,31 @@ fn disabling_smith_plan_removes_plan_mode_and_nothing_else() {
     assert_eq!(after[0]["messages"], before[0]["messages"]);
     assert!(!err.contains("smith/plan"), "{err}");
 
-    // `--plan` then blocks nothing, and says why.
+    // `--plan` then refuses to run: nothing would be blocked.
     let (code, requests, err) = eval(
         home.path(),
         &proj,
         &json!([calls(&[write_call("c1")]), answer("written")]),
         &["--plan", "--name", "off"],
+        "write it",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(requests.is_empty(), "{requests:?}");
+    assert!(
+        err.contains("--plan was refused and nothing ran")
+            && err.contains("plan mode is the built-in plugin smith/plan, which is disabled, so nothing would be blocked")
+            && err.contains("enable it with `smith plugin enable smith/plan`, or leave out --plan"),
+        "{err}"
+    );
+    assert!(!proj.join("out.txt").exists());
+    // The `plan` option from the configuration warns and runs.
+    let (code, _, err) = smith_in(home.path(), &proj, &["config", "set", "plan", "true"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, requests, err) = eval(
+        home.path(),
+        &proj,
+        &json!([calls(&[write_call("c1")]), answer("written")]),
+        &["--name", "off"],
         "write it",
     );
     assert_eq!(code, 0, "{err}");
@@ -411,11 +430,26 @@ fn disabling_smith_plan_removes_plan_mode_and_nothing_else() {
     assert!(!is_error, "{written}");
     assert!(proj.join("out.txt").exists());
     assert!(
-        err.contains("plan mode is asked for (`--plan` or the `plan` option, from ")
+        err.contains("plan mode is asked for (the `plan` option, from ")
             && err.contains("smith plugin enable smith/plan"),
         "{err}"
     );
     assert!(modes(home.path(), &proj, "off").is_empty());
+    // `--no-plugins` and `--plan` together refuse to run as well.
+    let (code, requests, err) = eval(
+        home.path(),
+        &proj,
+        &json!([answer("hi")]),
+        &["--plan", "--no-plugins"],
+        "hi",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(requests.is_empty(), "{requests:?}");
+    assert!(
+        err.contains("--no-plugins runs without extension plugins, so nothing would be blocked")
+            && err.contains("leave out --no-plugins or --plan"),
+        "{err}"
+    );
 }
 
 #[test]

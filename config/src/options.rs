@@ -251,7 +251,7 @@ options! {
         kind: Kind::Bool,
         default: Some(Lit::Bool(false)),
         unset: "",
-        help: "Start every session a run opens in plan mode (the built-in plugin smith/plan): the agent researches and proposes a plan, and every tool that can change something is blocked until the user approves the plan. The mode is kept in the session, so a resumed session stays in it until the plan is approved or `/normal` leaves it; `/plan` turns it on in the interface. Does nothing when smith/plan is disabled.",
+        help: "Start every session a run opens in plan mode (the built-in plugin smith/plan): the agent researches and proposes a plan, and every tool that can change something is blocked until the user approves the plan. The mode is kept in the session, so a resumed session stays in it until the plan is approved or `/normal` leaves it; `/plan` turns it on in the interface. With smith/plan disabled (or `--no-plugins`) `--plan` refuses to run, and the option set otherwise runs with a warning.",
     };
     /// When to color terminal output.
     COLOR = OptionDecl {

@@ -402,7 +402,7 @@ fn load_with(
                 && !loaded.iter().any(|p| p.name() == PLAN_MODE)
             {
                 warnings.push(format!(
-                    "plan mode is asked for (`--plan` or the `plan` option, from {}) but the built-in plugin {PLAN_MODE}, which provides it, is not loaded, so nothing is blocked; enable it with `smith plugin enable {PLAN_MODE}`",
+                    "plan mode is asked for (the `plan` option, from {}) but the built-in plugin {PLAN_MODE}, which provides it, is not loaded, so nothing is blocked; enable it with `smith plugin enable {PLAN_MODE}`, or unset the option",
                     resolved
                         .source(&smith_config::options::PLAN)
                         .map_or_else(|| "the configuration".to_owned(), ToString::to_string)
