@@ -487,6 +487,77 @@ fn in_the_ask_mode_a_change_is_blocked_before_anyone_is_asked_about_it() {
     assert!(err.contains("question refused"), "{err}");
 }
 
+#[test]
+fn in_the_ask_mode_approving_the_plan_can_let_the_changes_run_without_asking() {
+    let (home, proj) = setup();
+    let responses = json!([
+        calls(&[exit_call("c1")]),
+        calls(&[write_call("c2")]),
+        answer("Done."),
+    ]);
+    // Approving with the changes: the approval mode becomes workspace and
+    // the write runs without a question.
+    let answer_arg = format!(
+        "{}=approve, and allow changes in the project without asking",
+        question()
+    );
+    let (code, requests, err) = eval(
+        home.path(),
+        &proj,
+        &responses,
+        &[
+            "--plan",
+            "--approval",
+            "ask",
+            "--name",
+            "edits",
+            "--answer",
+            &answer_arg,
+        ],
+        "add a greeting",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        tool_results(&requests[1]),
+        [(
+            "The user approved your plan and lets changes inside the project run without asking (the approval mode is workspace now). Plan mode is off: carry the plan out now, step by step.".to_owned(),
+            false
+        )]
+    );
+    let (written, is_error) = tool_results(&requests[2]).pop().unwrap();
+    assert!(!is_error, "{written}");
+    assert!(!err.contains("question refused"), "{err}");
+    assert!(proj.join("out.txt").exists());
+    std::fs::remove_file(proj.join("out.txt")).unwrap();
+
+    // Approving the plan alone keeps the ask mode: the write asks (and,
+    // with nobody to answer in eval, is refused).
+    let answer_arg = format!("{}=approve", question());
+    let (code, requests, err) = eval(
+        home.path(),
+        &proj,
+        &responses,
+        &[
+            "--plan",
+            "--approval",
+            "ask",
+            "--name",
+            "asks",
+            "--answer",
+            &answer_arg,
+        ],
+        "add a greeting",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (refused, is_error) = tool_results(&requests[2]).pop().unwrap();
+    assert!(
+        is_error && refused.contains("smith/permissions"),
+        "{refused}"
+    );
+    assert!(err.contains("question refused"), "{err}");
+    assert!(!proj.join("out.txt").exists());
+}
+
 /// Reads records until the response to `id`, and returns it.
 fn response(c: &mut Client, id: u64) -> Value {
     c.until(|r| r.get("method").is_none() && r["id"] == id)

@@ -60,6 +60,7 @@ const MAX_PLAN: usize = 20_000;
 
 /// The answers to the approval question.
 const APPROVE: &str = "approve";
+const APPROVE_CHANGES: &str = "approve, and allow changes in the project without asking";
 const KEEP: &str = "keep planning";
 const KEEP_NOTE: &str = "keep planning, with a note";
 
@@ -395,7 +396,14 @@ fn exit_plan_mode(arguments: &str) -> pro::ToolOutput {
             false,
         );
     }
-    let options = [APPROVE, KEEP, KEEP_NOTE];
+    // In the `ask` mode every change would ask again: offer to approve
+    // the changes in the project with the plan (the `workspace` mode).
+    let asks = host::approval_mode().is_ok_and(|mode| mode == "ask");
+    let options: &[&str] = if asks {
+        &[APPROVE, APPROVE_CHANGES, KEEP, KEEP_NOTE]
+    } else {
+        &[APPROVE, KEEP, KEEP_NOTE]
+    };
     let answer = host::ask(
         &question(plan),
         host::QuestionKind::Select(options.iter().map(|o| (*o).to_owned()).collect()),
@@ -425,6 +433,33 @@ fn exit_plan_mode(arguments: &str) -> pro::ToolOutput {
         }
     };
     match answer.as_str() {
+        APPROVE_CHANGES => match set(false) {
+            Ok(()) => match host::set_approval_mode("workspace") {
+                Ok(()) => output(
+                    "The user approved your plan and lets changes inside the project run without asking (the approval mode is workspace now). Plan mode is off: carry the plan out now, step by step.".to_owned(),
+                    Some(true),
+                    plan,
+                    false,
+                ),
+                Err(err) => output(
+                    format!(
+                        "The user approved your plan. Plan mode is off: carry the plan out now, step by step. The approval mode could not be changed to workspace ({}), so changes still ask the user first.",
+                        text_of(&err)
+                    ),
+                    Some(true),
+                    plan,
+                    false,
+                ),
+            },
+            Err(why) => output(
+                format!(
+                    "The user approved your plan, but {why}. Plan mode is still on; tell the user, who can leave it with /normal."
+                ),
+                Some(true),
+                plan,
+                true,
+            ),
+        },
         APPROVE => match set(false) {
             Ok(()) => output(
                 "The user approved your plan. Plan mode is off: carry the plan out now, step by step. Tools that change files and run commands work again, as the approval mode allows.".to_owned(),
