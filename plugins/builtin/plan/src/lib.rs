@@ -413,7 +413,7 @@ fn exit_plan_mode(arguments: &str) -> pro::ToolOutput {
     let answer = match answer {
         Ok(answer) if answer.source == host::AnswerSource::Timeout => {
             return output(
-                "Nobody answered the question about your plan in time, so plan mode stays on. Give the plan in your answer and end your turn; the user approves it with /normal or asks you to call exit_plan_mode again.".to_owned(),
+                "Nobody answered the question about your plan in time, so plan mode stays on. Give the plan in your answer and end your turn; the user leaves plan mode with /normal or asks you to call exit_plan_mode again.".to_owned(),
                 Some(false),
                 plan,
                 false,
