@@ -28,6 +28,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-hooks",
         "smith-plugin-kit",
         "smith-plugin-hello",
+        "smith-plugin-plan",
     ],
     &[
         "smith-plugin-permissions",

@@ -24,8 +24,8 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 ///
 /// With no arguments on a terminal smith opens the fullscreen interface; with
 /// a prompt (`smith fix the tests`) it runs that prompt as `smith eval` does.
-/// `--provider`, `--model`, `--base-url`, `--thinking`, `-c`/`--continue`,
-/// `--resume [REF]` and `--session REF` apply either way: with a prompt it runs on that
+/// `--provider`, `--model`, `--base-url`, `--thinking`, `--plan`,
+/// `-c`/`--continue`, `--resume [REF]` and `--session REF` apply either way: with a prompt it runs on that
 /// session with that provider, without one the interface opens on them.
 ///
 /// Standard input is read only when it is not a terminal: piped with no
@@ -286,7 +286,8 @@ fn run_default(
         .map(|_| "--provider")
         .or(provider.model.as_ref().map(|_| "--model"))
         .or(provider.base_url.as_ref().map(|_| "--base-url"))
-        .or(provider.thinking.as_ref().map(|_| "--thinking")));
+        .or(provider.thinking.as_ref().map(|_| "--thinking"))
+        .or(provider.plan.then_some("--plan")));
     if let Some(flag) = given {
         report::diagnostic(
             &smith_diag::Diagnostic::error(

@@ -38,6 +38,11 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("approval", "host/src/settings.rs", "approval_mode"),
     ("model", "host/src/provider.rs", "choose"),
     ("thinking", "host/src/provider.rs", "thinking_level"),
+    (
+        "plan",
+        "plugins/builtin/plan/src/lib.rs",
+        "start_in_plan_mode",
+    ),
     ("color", "frontends/interface/src/config.rs", "load_options"),
     ("log.level", "host/src/settings.rs", "log_settings"),
     ("log.file", "host/src/settings.rs", "log_settings"),
@@ -227,6 +232,7 @@ mod tests {
         rust_sources(&root.join("frontends/interface/src"), &mut sources);
         // A built-in plugin reads its option through `host.config-get`.
         rust_sources(&root.join("plugins/builtin/instructions/src"), &mut sources);
+        rust_sources(&root.join("plugins/builtin/plan/src"), &mut sources);
         for (key, file, function) in CONSUMERS {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let body = function_body(&text, function)

@@ -1253,3 +1253,78 @@ fn the_thinking_command_shows_and_sets_the_level_the_next_request_carries() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Plan mode in a real terminal: `/plan TEXT` turns it on (a panel above
+/// the editor) and sends TEXT; the model's write is blocked; the plan
+/// `exit_plan_mode` puts to the user is approved in the question overlay,
+/// which ends plan mode, and the next write runs; `/plan` and `/normal`
+/// turn the panel on and off.
+#[test]
+fn plan_mode_blocks_writes_until_the_plan_is_approved_in_the_overlay() {
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[[{"tool_call": {"id": "c1", "name": "write", "arguments": {"path": "out.txt", "content": "hi\n"}}}, {"stop": {"reason": "tool_use"}}],
+           [{"text": "blocked, planning first"}, {"stop": {"reason": "end"}}],
+           [{"tool_call": {"id": "c2", "name": "exit_plan_mode", "arguments": {"plan": "1. Write out.txt"}}}, {"stop": {"reason": "tool_use"}}],
+           [{"tool_call": {"id": "c3", "name": "write", "arguments": {"path": "out.txt", "content": "hi\n"}}}, {"stop": {"reason": "tool_use"}}],
+           [{"text": "written after approval"}, {"stop": {"reason": "end"}}]]"#,
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &["--mock-script", &script, "--approval", "workspace"],
+    );
+    let work = s._work.path().to_path_buf();
+    s.ready();
+    // /help and completion list the commands.
+    s.send(b"/pla");
+    s.wait_for_screen("plan mode: the agent researches and proposes a plan");
+    s.send(b"\x15");
+    s.send(b"/plan write the file\r");
+    s.wait_for_text("[smith/plan] plan mode on: the agent researches and proposes a plan");
+    let screen = s.wait_for_screen("blocked, planning first").join("\n");
+    assert!(screen.contains("── plan ──"), "{screen}");
+    assert!(screen.contains("research only"), "{screen}");
+    assert!(!work.join("out.txt").exists());
+    // The plan goes to the user as a question; approving it ends plan mode.
+    s.send(b"go\r");
+    s.wait_for_screen("[smith/plan] The agent's plan:");
+    s.send(b"approve\r");
+    let screen = s.wait_for_screen("written after approval").join("\n");
+    assert!(work.join("out.txt").exists());
+    std::thread::sleep(Duration::from_millis(300));
+    let screen_now = render(&s.output(), 24, 80).join("\n");
+    assert!(!screen_now.contains("── plan ──"), "{screen}\n{screen_now}");
+    // /plan shows the panel again, /normal takes it away.
+    s.send(b"/plan\r");
+    s.wait_for_screen("── plan ──");
+    s.send(b"/normal\r");
+    s.wait_for_text("[smith/plan] plan mode off");
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = render(&s.output(), 24, 80).join("\n");
+    assert!(!screen.contains("── plan ──"), "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// `smith tui --plan`: the session opens in plan mode, its panel showing
+/// before anything is sent.
+#[test]
+fn the_interface_started_with_plan_opens_in_plan_mode() {
+    let mut s = start_prepared_with(None, None, |_| {}, &["--plan"]);
+    s.ready();
+    let screen = s.wait_for_screen("── plan ──").join("\n");
+    assert!(
+        screen.contains("research only: tools that change anything are blocked"),
+        "{screen}"
+    );
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}

@@ -243,6 +243,16 @@ options! {
         unset: "requests ask for no thinking (`off`)",
         help: "How much the model thinks before it answers: `off`, or a level of the catalog (`minimal`, `low`, `medium`, `high`, `max`). A request carries the vendor's encoding (Anthropic's thinking budget, OpenAI's reasoning effort, Google's thinking budget) only when the model's catalog entry lists the level; otherwise the nearest level it lists below (else its lowest) is used, or none for a model listed without thinking, with warning `gate.thinking`. `/thinking LEVEL` changes it in the interface.",
     };
+    /// Whether sessions start in plan mode.
+    PLAN = OptionDecl {
+        key: "plan",
+        flag: "--plan",
+        env: "SMITH_PLAN",
+        kind: Kind::Bool,
+        default: Some(Lit::Bool(false)),
+        unset: "",
+        help: "Start every session a run opens in plan mode (the built-in plugin smith/plan): the agent researches and proposes a plan, and every tool that can change something is blocked until the user approves the plan. The mode is kept in the session, so a resumed session stays in it until the plan is approved or `/normal` leaves it; `/plan` turns it on in the interface. With smith/plan disabled (or `--no-plugins`) `--plan` refuses to run, and the option set otherwise runs with a warning.",
+    };
     /// When to color terminal output.
     COLOR = OptionDecl {
         key: "color",

@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product, smith/permissions, smith/instructions, smith/skills, smith/mcp, smith/mentions, smith/todo, smith/hooks), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/plan, smith/permissions, smith/instructions, smith/skills, smith/mcp, smith/mentions, smith/todo, smith/hooks), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.
@@ -411,6 +411,16 @@ fn load_with(
                     .and_then(|p| p.effects().map(|e| e.grants().secrets.clone()))
                     .unwrap_or_default()
             });
+            if resolved.bool(&smith_config::options::PLAN) == Some(true)
+                && !loaded.iter().any(|p| p.name() == PLAN_MODE)
+            {
+                warnings.push(format!(
+                    "plan mode is asked for (the `plan` option, from {}) but the built-in plugin {PLAN_MODE}, which provides it, is not loaded, so nothing is blocked; enable it with `smith plugin enable {PLAN_MODE}`, or unset the option",
+                    resolved
+                        .source(&smith_config::options::PLAN)
+                        .map_or_else(|| "the configuration".to_owned(), ToString::to_string)
+                ));
+            }
             config.install(resolved);
             warnings.extend(notes);
         }
@@ -421,6 +431,9 @@ fn load_with(
     }
     (loaded, config, warnings)
 }
+
+/// The built-in plugin that provides plan mode (the `plan` option).
+const PLAN_MODE: &str = "smith/plan";
 
 /// The queue policies the loaded `plugins` contribute, in load order (in
 /// each plugin, in the order it declares them), for the runtime's

@@ -97,8 +97,9 @@ fn table_value(json: &serde_json::Value) -> Option<Value> {
     }
 }
 
-/// The process's configuration with the contributions of `plugins`
-/// ([`contribute`]). When the contributions make it invalid, it is loaded
+/// The process's configuration, with the options given on its command
+/// line ([`crate::settings::set_command_line`]) and the contributions of
+/// `plugins` ([`contribute`]). When the contributions make it invalid, it is loaded
 /// without them and the warning says why.
 ///
 /// # Errors
@@ -107,7 +108,10 @@ fn table_value(json: &serde_json::Value) -> Option<Value> {
 pub fn resolve(
     plugins: &[WasmExtension],
 ) -> Result<(Config, Vec<String>), smith_config::ConfigError> {
-    resolve_with(Loader::from_process()?, plugins)
+    resolve_with(
+        crate::settings::with_command_line(Loader::from_process()?),
+        plugins,
+    )
 }
 
 /// [`resolve`] from `loader`.

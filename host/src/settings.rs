@@ -39,6 +39,27 @@ pub fn config() -> Result<&'static Config, ConfigError> {
         .map_err(Clone::clone)
 }
 
+/// Options given as command-line flags of the running command, as
+/// `(flag, value)`: set once by the command line, before any runtime starts.
+static COMMAND_LINE: OnceLock<Vec<(String, String)>> = OnceLock::new();
+
+/// Records options given as command-line flags (`("--plan", "true")`) so
+/// that the configuration the runtimes' plugins read ([`with_command_line`])
+/// has them at the flag level, above files and variables. Only the first
+/// call counts: a command line is parsed once.
+pub fn set_command_line(flags: Vec<(String, String)>) {
+    let _ = COMMAND_LINE.set(flags);
+}
+
+/// `loader` with the options [`set_command_line`] recorded.
+pub fn with_command_line(loader: Loader) -> Loader {
+    COMMAND_LINE
+        .get()
+        .into_iter()
+        .flatten()
+        .fold(loader, |loader, (flag, value)| loader.flag(flag, value))
+}
+
 /// Where sessions are stored: `session.dir` when set, else
 /// `<data dir>/sessions`.
 pub fn sessions_dir(config: &Config) -> PathBuf {

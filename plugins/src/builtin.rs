@@ -42,6 +42,15 @@ pub const TODO: &[u8] = include_bytes!(concat!(
     "/smith_plugin_todo.wasm"
 ));
 
+/// The smith/plan extension component (plan mode: tools that change
+/// anything blocked until the user approves the plan `exit_plan_mode`
+/// puts to them, the plan-mode prompt fragment and panel, `/plan`,
+/// `/normal`).
+pub const PLAN: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_plan.wasm"
+));
+
 /// The smith/mcp extension component (the Model Context Protocol client).
 pub const MCP: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
@@ -168,6 +177,13 @@ pub const BUILTINS: &[Builtin] = &[
         description: "The default layout, theme, keybindings, commands and tool presentation",
         component: PRODUCT,
         capabilities: &[("ui", "")],
+    },
+    Builtin {
+        name: "smith/plan",
+        world: "extension",
+        description: "Plan mode (/plan, --plan): research only, every tool that can change something blocked until the user approves the plan the `exit_plan_mode` tool puts to them; /normal leaves it",
+        component: PLAN,
+        capabilities: &[("ui", ""), ("permissions", "")],
     },
     Builtin {
         name: "smith/permissions",

@@ -428,8 +428,10 @@ pub enum Folded {
 }
 
 /// Delivers `event` to `handlers` in load order and folds their decisions:
-/// any block wins over allow; replacements chain; a handler that fails or
-/// times out counts as no decision (its error is returned alongside).
+/// the first block wins over allow and ends the fold (the handlers after
+/// it are not asked: what will not happen needs no one's approval);
+/// replacements chain; a handler that fails or times out counts as no
+/// decision (its error is returned alongside).
 pub fn decide(
     handlers: &mut [WasmExtension],
     event: &LifecycleEvent,
@@ -452,7 +454,7 @@ pub fn decide_shared(
 }
 
 /// Folds the decisions of `count` handlers, `handle(index, event)` asking
-/// one (each sees the previous replacement).
+/// one (each sees the previous replacement) until one blocks.
 fn fold(
     count: usize,
     event: &LifecycleEvent,
@@ -476,9 +478,8 @@ fn fold(
         };
         match handle(index, &current) {
             (name, Ok(HandlerResult::Decision(Decision::Block(reason)))) => {
-                if block.is_none() {
-                    block = Some((name, reason));
-                }
+                block = Some((name, reason));
+                break;
             }
             (name, Ok(HandlerResult::Decision(Decision::Replace(value)))) => {
                 replacement = Some((name, value));

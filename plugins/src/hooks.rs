@@ -5,8 +5,8 @@
 //! The engine calls [`Hooks::input`], [`Hooks::tool_call`],
 //! [`Hooks::compaction`] and [`Hooks::context`] at its decision points
 //! only, and a frontend asks the [`Hooks::session_gate`] before it switches
-//! or forks sessions; every handler sees the event in load order, any
-//! block wins, replacements chain, and a handler that fails or misses its
+//! or forks sessions; the handlers see the event in load order, the first
+//! block wins and ends the fold, replacements chain, and a handler that fails or misses its
 //! deadline is no decision. A replacement where it has no meaning (the
 //! context, a session switch or fork) counts as allow and is reported.
 //!

@@ -52,6 +52,9 @@ pub struct Args {
 /// When the provider or the settings cannot be set up, or standard input
 /// or output fail.
 pub fn run(mut args: Args) -> anyhow::Result<u8> {
+    if let Some(code) = args.choice.apply(args.no_plugins) {
+        return Ok(code);
+    }
     let cwd = std::env::current_dir().context(
         "could not read the current directory; start smith acp from an existing directory",
     )?;

@@ -283,6 +283,54 @@ pub struct ProviderChoice {
     /// How much the model thinks: off or a catalog level (minimal, low, medium, high, max); sent only as far as the model's catalog entry lists the level, else the nearest it lists or none, with a warning (default: the thinking option, SMITH_THINKING, else off).
     #[arg(long, value_name = "LEVEL", value_parser = thinking_level)]
     pub thinking: Option<String>,
+    /// Start in plan mode (the built-in plugin smith/plan): the agent researches and proposes a plan, and every tool that can change something is blocked until you approve the plan; kept in the session until then (default: the plan option, SMITH_PLAN, else off).
+    #[arg(long)]
+    pub plan: bool,
+}
+
+impl ProviderChoice {
+    /// Puts the options these flags set for the runtime's plugins (`--plan`)
+    /// in effect for every runtime this process starts; `no_plugins` is
+    /// whether the command runs without extension plugins.
+    ///
+    /// When `--plan` is given but smith/plan, which provides plan mode, will
+    /// not run (`--no-plugins`, or the user disabled it), it reports why and
+    /// returns the exit code (2): running anyway would let the agent change
+    /// what plan mode was asked to protect.
+    pub fn apply(&self, no_plugins: bool) -> Option<u8> {
+        if !self.plan {
+            return None;
+        }
+        let refused = |why: &str, next: &str| {
+            crate::report::diagnostic(
+                &smith_diag::Diagnostic::error(
+                    "cli.plan",
+                    "--plan was refused and nothing ran",
+                    why,
+                    next,
+                )
+                .with_surface(smith_diag::Surface::flag("--plan")),
+            );
+            Some(2)
+        };
+        if no_plugins {
+            return refused(
+                "plan mode is the built-in plugin smith/plan, and --no-plugins runs without extension plugins, so nothing would be blocked",
+                "leave out --no-plugins or --plan",
+            );
+        }
+        let disabled = smith_config::Paths::from_process()
+            .map(|paths| smith_host::plugins::disabled(&paths))
+            .unwrap_or_default();
+        if disabled.iter().any(|name| name == "smith/plan") {
+            return refused(
+                "plan mode is the built-in plugin smith/plan, which is disabled, so nothing would be blocked",
+                "enable it with `smith plugin enable smith/plan`, or leave out --plan",
+            );
+        }
+        smith_host::settings::set_command_line(vec![("--plan".to_owned(), "true".to_owned())]);
+        None
+    }
 }
 
 /// Parses a `--thinking` value: `off` or a catalog level, as written.
@@ -518,6 +566,9 @@ fn formats_refused(what: &str, why: &str, next: &str, flag: &str) -> u8 {
 /// When the provider, script, working directory or session store cannot be
 /// set up; nothing has run then.
 pub fn run(mut args: Args) -> anyhow::Result<u8> {
+    if let Some(code) = args.choice.apply(args.no_plugins) {
+        return Ok(code);
+    }
     let output = args.output_format.unwrap_or_default();
     let streamed = args.input_format == Some(InputFormat::StreamJson);
     if streamed && output != OutputFormat::StreamJson {

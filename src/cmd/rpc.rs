@@ -60,6 +60,9 @@ pub struct Args {
 ///
 /// When the first runtime cannot start, or standard input or output fail.
 pub fn run(mut args: Args) -> anyhow::Result<u8> {
+    if let Some(code) = args.choice.apply(args.no_plugins) {
+        return Ok(code);
+    }
     let cwd = match args.cwd.clone() {
         Some(dir) => super::enter_cwd(&dir, [&mut args.mock_script, &mut args.mock_record])?,
         None => std::env::current_dir()
@@ -153,6 +156,7 @@ pub(crate) fn live_providers(
             model,
             base_url,
             thinking,
+            plan: _,
         } = choice.clone();
         let choose = move || {
             choose_provider(

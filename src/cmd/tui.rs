@@ -50,6 +50,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         no_plugins,
         approval,
     } = args;
+    if let Some(code) = choice.apply(no_plugins) {
+        return Ok(code);
+    }
     let cwd = match cwd {
         Some(dir) => Some(super::enter_cwd(&dir, [&mut mock_script])?),
         None => None,

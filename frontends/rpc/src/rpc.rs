@@ -77,6 +77,7 @@ pub const METHODS: &[&str] = &[
     "compact",
     "config/get",
     "ui/answer",
+    "command",
     "checkpoint/list",
     "checkpoint/turns",
     "checkpoint/diff",
@@ -184,6 +185,9 @@ struct Current {
     provider: smith_engine::provider::ProviderInfo,
     gate: Option<SessionGate>,
     answerer: Option<Answerer>,
+    /// The commands the runtime's extensions provide (none without
+    /// extensions).
+    commands: Option<smith_plugins::hooks::Commands>,
     /// The modes input can be queued under (the runtime's queue policies).
     queue_modes: Vec<String>,
     stop: Arc<AtomicBool>,
@@ -406,6 +410,7 @@ impl RpcServer {
             provider,
             gate,
             answerer,
+            commands,
             queue_modes,
             ..
         } = self.options.start(choice)?;
@@ -435,6 +440,7 @@ impl RpcServer {
             provider,
             gate,
             answerer,
+            commands,
             queue_modes,
             stop,
             pump: Some(pump),
@@ -488,6 +494,12 @@ impl RpcServer {
                         }
                         continue;
                     }
+                    if method == "command" {
+                        if let Err(error) = self.command(&id, &params) {
+                            out.error(&id, &error)?;
+                        }
+                        continue;
+                    }
                     let shutdown = method == "shutdown";
                     match self.call(&method, &params) {
                         Ok(result) => out.result(&id, result)?,
@@ -514,6 +526,102 @@ impl RpcServer {
         } else {
             self.shared.out.result(&id, json!({"settled": true}))
         }
+    }
+
+    /// Runs the extension command `name` (`/plan`, `/todo`...) with
+    /// `argument`, as the interface's `/NAME ARGUMENT` does, on a thread of
+    /// its own: a command may ask a question that waits, whose answer this
+    /// loop must go on reading. The response is written when it returns;
+    /// the actions it released apply then (a model switch, a message that
+    /// starts a run when the runtime is idle).
+    fn command(&self, id: &Value, params: &Value) -> Result<(), RpcError> {
+        let method = "command";
+        let name = req_str(method, params, "name")?;
+        let name = name.strip_prefix('/').unwrap_or(name).to_owned();
+        let argument = opt_str(method, params, "argument")?
+            .unwrap_or_default()
+            .to_owned();
+        self.not_while_waiting(method)?;
+        let current = self.current()?;
+        let Some(commands) = current.commands.clone() else {
+            return Err(RpcError::invalid_params(
+                method,
+                format!(
+                    "no extension plugin runs in session {}, so there is no command /{name}",
+                    current.name
+                ),
+                "the name of a command an extension plugin contributes (smith rpc without --no-plugins)",
+            ));
+        };
+        let Some(plugin) = commands.owner(&name) else {
+            return Err(RpcError::invalid_params(
+                method,
+                format!("no loaded extension plugin provides the command /{name}"),
+                "the name of a command an extension plugin contributes, without the slash (`plan`, `normal`, `todo`...); `smith plugin list` shows the plugins and their state",
+            ));
+        };
+        let (handle, shared, id) = (
+            Arc::clone(&current.handle),
+            Arc::clone(&self.shared),
+            id.clone(),
+        );
+        let idle = !lock(&shared.st).running;
+        let shown = format!("/{name}");
+        std::thread::Builder::new()
+            .name("smith-rpc-command".into())
+            .spawn(move || {
+                let answer = match commands.run(&name, &argument, idle) {
+                    Ok(actions) => {
+                        let mut sent = Ok(());
+                        for action in actions {
+                            // Like queued input, a switch or a message
+                            // sent while idle starts the runtime working.
+                            lock(&shared.st).running = true;
+                            let command = match action {
+                                HookAction::SetModel { model, .. } => Command::SetModel { model },
+                                HookAction::FollowUp { text, .. } => Command::FollowUp { text },
+                            };
+                            if let Err(e) = handle.send(command) {
+                                sent = Err(e.message);
+                                break;
+                            }
+                        }
+                        match sent {
+                            Ok(()) => Ok(json!({"ran": true, "plugin": plugin})),
+                            Err(why) => Err(RpcError::new(
+                                RUNTIME_ERROR,
+                                "runtime_stopped",
+                                format!("/{name} ran, but what it asked for did not reach the runtime"),
+                                why,
+                                "call session/open to start it again",
+                            )),
+                        }
+                    }
+                    Err(why) => Err(RpcError::new(
+                        RUNTIME_ERROR,
+                        "command_failed",
+                        format!("/{name} of plugin {plugin} did not run"),
+                        why,
+                        "check the command's name and argument; `smith plugin list` shows the plugin's state",
+                    )),
+                };
+                // A client that went away cannot read the answer; the
+                // server notices the closed output itself.
+                let _ = match answer {
+                    Ok(result) => shared.out.result(&id, result),
+                    Err(error) => shared.out.error(&id, &error),
+                };
+            })
+            .map_err(|e| {
+                RpcError::new(
+                    RUNTIME_ERROR,
+                    "thread",
+                    format!("{shown} did not run"),
+                    format!("no thread could be started for it: {e}"),
+                    "try again",
+                )
+            })?;
+        Ok(())
     }
 
     /// Starts a manual compaction; the response is written when its

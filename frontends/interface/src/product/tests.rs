@@ -183,11 +183,12 @@ fn loader_child(case: &str) {
         "hello" => {
             assert!(warnings.is_empty(), "{warnings:?}");
             assert_eq!(commands.last(), Some(&"hello"));
-            // smith/product's commands, smith/permissions' `/approval`,
-            // smith/skills' `/skills`, smith/mcp's `/mcp`, smith/todo's
-            // `/todo`, smith/hooks' `/hooks`, then the user plugin's.
-            assert_eq!(commands.len(), fixture.commands.len() + 6);
-            for built_in in ["approval", "skills", "mcp", "todo", "hooks"] {
+            // smith/product's commands, smith/plan's `/plan` and `/normal`,
+            // smith/permissions' `/approval`, smith/skills' `/skills`,
+            // smith/mcp's `/mcp`, smith/todo's `/todo`, smith/hooks'
+            // `/hooks`, then the user plugin's.
+            assert_eq!(commands.len(), fixture.commands.len() + 8);
+            for built_in in ["plan", "normal", "approval", "skills", "mcp", "todo", "hooks"] {
                 assert!(commands.contains(&built_in), "{commands:?}");
             }
             assert_eq!(p.keys, fixture.keys);
@@ -199,7 +200,9 @@ fn loader_child(case: &str) {
             // everything but `/approval` (smith/permissions'), `/skills` and
             // the `skill` tool's presentation (smith/skills'), `/mcp`
             // (smith/mcp's), `/todo` and the `todo_write` tool's
-            // presentation (smith/todo's) and `/hooks` (smith/hooks').
+            // presentation (smith/todo's), `/plan`, `/normal` and the
+            // `exit_plan_mode` tool's presentation (smith/plan's) and
+            // `/hooks` (smith/hooks').
             assert!(warnings.is_empty(), "{warnings:?}");
             let mut p = p;
             for (name, from) in [
@@ -207,6 +210,8 @@ fn loader_child(case: &str) {
                 ("skills", "smith/skills"),
                 ("mcp", "smith/mcp"),
                 ("todo", "smith/todo"),
+                ("plan", "smith/plan"),
+                ("normal", "smith/plan"),
                 ("hooks", "smith/hooks"),
             ] {
                 let at = p.commands.iter().position(|c| c.name == name);
@@ -219,6 +224,9 @@ fn loader_child(case: &str) {
             let todo = p.tools.iter().position(|t| t.tool == "todo_write");
             p.tools
                 .remove(todo.expect("smith/todo presents its `todo_write` tool"));
+            let exit = p.tools.iter().position(|t| t.tool == "exit_plan_mode");
+            p.tools
+                .remove(exit.expect("smith/plan presents its `exit_plan_mode` tool"));
             assert_eq!(p, fixture);
         }
         "disabled" => {
@@ -226,7 +234,9 @@ fn loader_child(case: &str) {
             // recovery layout and keys, and a warning saying what to do.
             assert_eq!(
                 commands,
-                ["approval", "skills", "mcp", "todo", "hooks", "hello"]
+                [
+                    "plan", "normal", "approval", "skills", "mcp", "todo", "hooks", "hello"
+                ]
             );
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
             let keys: Vec<&str> = p.keys.iter().map(|k| k.chord.as_str()).collect();

@@ -46,9 +46,10 @@ thread_local! {
     /// Whether each tool asked about so far only observes (a handful of
     /// tools: a list searched in order beats hashing the name).
     static TOOLS: RefCell<Vec<(String, bool)>> = const { RefCell::new(Vec::new()) };
-    /// The approval mode, read from the host on the first call and kept
-    /// in step by `/approval`, the only way it changes while a runtime
-    /// runs.
+    /// The approval mode, read from the host on the first call of each
+    /// turn and kept in step by `/approval` (another plugin with
+    /// `permissions`, such as smith/plan approving a plan, may change it
+    /// between turns).
     static MODE: std::cell::Cell<Option<Mode>> = const { std::cell::Cell::new(None) };
 }
 
@@ -405,6 +406,11 @@ impl ext::Guest for Permissions {
     fn handle(event: ext::LifecycleEvent) -> ext::HandlerResult {
         match event {
             ext::LifecycleEvent::ToolCall(call) => tool_call(&call),
+            ext::LifecycleEvent::TurnStart(_) => {
+                // Read again at the turn's first call.
+                MODE.set(None);
+                ext::HandlerResult::None
+            }
             _ => ext::HandlerResult::None,
         }
     }
