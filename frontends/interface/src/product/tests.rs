@@ -188,7 +188,9 @@ fn loader_child(case: &str) {
             // smith/mcp's `/mcp`, smith/todo's `/todo`, smith/hooks'
             // `/hooks`, then the user plugin's.
             assert_eq!(commands.len(), fixture.commands.len() + 8);
-            for built_in in ["plan", "normal", "approval", "skills", "mcp", "todo", "hooks"] {
+            for built_in in [
+                "plan", "normal", "approval", "skills", "mcp", "todo", "hooks",
+            ] {
                 assert!(commands.contains(&built_in), "{commands:?}");
             }
             assert_eq!(p.keys, fixture.keys);
