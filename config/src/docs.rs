@@ -85,6 +85,10 @@ default and help, and this page is generated from it.
   current directory and its parents. The search stops at the repository root
   (the first directory containing `.git`) and never looks at the home
   directory itself. It applies only once the project is trusted (below).
+- **Hook commands** (smith/hooks): `hooks.json` in the same folder as the
+  user configuration, and in a trusted project `.claude/settings.json`,
+  `.claude/settings.local.json` and `.smith/hooks.json`, in Claude Code's
+  JSON hooks format ([plugins.md](plugins.md#hooks-smithhooks)).
 
 An option is a node with one value; a section is a node with a block:
 
