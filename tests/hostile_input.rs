@@ -412,6 +412,21 @@ fn a_fifo_under_dot_smith_is_named_never_waited_on() {
 /// command's process group is ended (its work never finishes), the call
 /// ends as aborted, the run is recorded as aborted, and the exit code is
 /// 128 plus the signal's number.
+/// Starts `command` with the ending signals at their default dispositions,
+/// whatever the test runner inherited: a job started under `nohup` or in
+/// the background ignores SIGHUP or SIGINT, which smith rightly keeps.
+fn default_signals(command: &mut Command) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+}
+
 #[test]
 fn every_ending_signal_aborts_eval_like_ctrl_c() {
     use std::io::BufRead;
@@ -433,7 +448,9 @@ fn every_ending_signal_aborts_eval_like_ctrl_c() {
                 [{"text": "done"}, {"stop": {"reason": "end"}}]
             ]),
         );
-        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_smith"));
+        default_signals(&mut command);
+        let mut child = command
             .env("SMITH_HOME", home.path())
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_CACHE_HOME")
@@ -1487,18 +1504,7 @@ fn the_hostile_input_table() {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                // Default dispositions, whatever the test runner inherited
-                // (a background job starts with SIGINT ignored, which smith
-                // rightly keeps).
-                for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                    libc::signal(signal, libc::SIG_DFL);
-                }
-                Ok(())
-            });
-        }
+        default_signals(&mut command);
         for (k, v) in &env {
             command.env(k, v);
         }
