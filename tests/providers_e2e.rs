@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -119,6 +120,18 @@ fn smith(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     }
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Default dispositions, whatever the test runner inherited (a
+            // background job starts with SIGINT and SIGQUIT ignored, and
+            // smith keeps an ignored signal ignored).
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
     }
     cmd
 }
