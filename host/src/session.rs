@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use smith_engine::journal::JournalError;
 use smith_engine::journal::store::{StoreJournal, resume};
-use smith_engine::journal::{EffectState, JournalError};
 use smith_engine::provider::Message;
 use smith_store::{Store, StoreError};
 
@@ -266,12 +266,6 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
                 reference: reference.clone(),
                 source,
             })?;
-            let unknown_effects = resumed
-                .effects
-                .iter()
-                .filter(|(_, s)| *s == EffectState::Unknown)
-                .map(|(id, _)| id.clone())
-                .collect();
             let compaction_summary = resumed
                 .compaction
                 .as_ref()
@@ -295,7 +289,7 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
                 history: resumed.history,
                 last_effect_seq: resumed.last_effect_seq,
                 model: resumed.model.map(|(_, m)| m),
-                unknown_effects,
+                unknown_effects: resumed.unknown_effects,
                 resumed: true,
                 compaction_summary,
                 temp: None,

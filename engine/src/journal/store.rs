@@ -24,8 +24,9 @@
 //!
 //! [`resume`] reads a session back: the conversation of the selected
 //! branch from its compaction boundary (the newest compaction's summary
-//! first, then the entries it kept), every effect's recovered state (an intent without completion is
-//! [`EffectState::Unknown`]) and the last effect number.
+//! first, then the entries it kept), the effects whose intent has no
+//! completion (their state is [`super::EffectState::Unknown`]; completions are
+//! matched by record pairing and never decoded) and the last effect number.
 
 use std::sync::Mutex;
 
@@ -34,8 +35,8 @@ use smith_secrets::Registration;
 use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
 
 use super::{
-    EffectCompletion, EffectIntent, EffectJournal, EffectState, JournalError, MessageMeta, Outcome,
-    RunRecord, SessionEvent, SessionSink, canonical_cbor, lock,
+    EffectCompletion, EffectIntent, EffectJournal, JournalError, MessageMeta, Outcome, RunRecord,
+    SessionEvent, SessionSink, canonical_cbor, lock,
 };
 use crate::agent::compact::{CompactionRecord, summary_message};
 use crate::checkpoint::{Step, VcsRecord};
@@ -619,8 +620,11 @@ impl StoreJournal {
 pub struct Resumed {
     /// The conversation on the selected branch, oldest first.
     pub history: Vec<Message>,
-    /// Every effect on the branch with its recovered state, in intent order.
-    pub effects: Vec<(String, EffectState)>,
+    /// The effects on the branch whose intent has no completion (their
+    /// outcome is unknown: they may or may not have happened), in intent
+    /// order. A completion is matched by its record's pairing alone; its
+    /// content (a whole tool output) is never read on resume.
+    pub unknown_effects: Vec<String>,
     /// The highest effect number recorded (new effects continue after it).
     pub last_effect_seq: u64,
     /// The last recorded `(provider, model)`.
@@ -791,9 +795,11 @@ pub fn check_entries(session: &Session) -> Result<(), JournalError> {
 /// When an entry's content cannot be decoded; the error names the entry.
 pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
     let mut out = Resumed::default();
-    // Effect number to its index in `out.effects`: a completion finds its
-    // intent in constant time, whatever the number of effects.
+    // Effect number to whether a completion was seen, in intent order: a
+    // completion finds its intent in constant time, whatever the number of
+    // effects, and is never decoded.
     let mut effect_index: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut effects: Vec<(u64, bool)> = Vec::new();
     let boundary = session.compaction_boundary();
     let newest_compaction = session
         .branch()
@@ -837,22 +843,22 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
             }
             EntryKind::EffectIntent => {
                 out.last_effect_seq = out.last_effect_seq.max(record.pairing);
-                effect_index.insert(record.pairing, out.effects.len());
-                out.effects
-                    .push((format!("fx-{}", record.pairing), EffectState::Unknown));
+                effect_index.insert(record.pairing, effects.len());
+                effects.push((record.pairing, false));
             }
             EntryKind::EffectCompletion => {
-                // Only the two outcome fields are read, straight from the
-                // canonical CBOR: the output beside them (a whole tool
-                // output) is skipped, not converted.
-                let (outcome, mutation) = completion_outcome(session, record)?;
                 if let Some(&i) = effect_index.get(&record.pairing) {
-                    out.effects[i].1 = EffectState::Completed { outcome, mutation };
+                    effects[i].1 = true;
                 }
             }
             _ => {}
         }
     }
+    out.unknown_effects = effects
+        .into_iter()
+        .filter(|&(_, completed)| !completed)
+        .map(|(n, _)| format!("fx-{n}"))
+        .collect();
     if out.compaction.is_some() {
         // A result recorded after the boundary for a call that was
         // summarized (a repaired dangling call) has no call in the context.
@@ -1054,19 +1060,8 @@ mod tests {
         assert_eq!(resumed.meta.last(), Some(&meta));
         assert_eq!(resumed.model, Some(("mock".into(), "mock-1".into())));
         assert_eq!(resumed.last_effect_seq, 2);
-        assert_eq!(
-            resumed.effects,
-            vec![
-                (
-                    "fx-1".into(),
-                    EffectState::Completed {
-                        outcome: Outcome::Ok,
-                        mutation: Mutation::Applied
-                    }
-                ),
-                ("fx-2".into(), EffectState::Unknown),
-            ]
-        );
+        // fx-1 completed, fx-2 did not: only fx-2 is unknown.
+        assert_eq!(resumed.unknown_effects, ["fx-2"]);
         assert_eq!(session.open_intents().len(), 1);
         // The call and its result pair by record alone.
         let kinds: Vec<(EntryKind, u64)> = session
