@@ -39,6 +39,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub mod backend;
 pub mod bash;
 mod context;
 mod diff;
@@ -54,6 +55,9 @@ mod schema;
 mod walk;
 pub mod write;
 
+pub use backend::{
+    CommandEnding, CommandOutcome, CommandRequest, CommandRunner, FileAccess, ToolBackends,
+};
 pub use context::{
     CancelCheck, CancelToken, Fingerprint, FingerprintHasher, Limits, OutputSink, ReadTracker,
     ToolContext,
