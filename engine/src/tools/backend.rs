@@ -161,3 +161,178 @@ impl std::fmt::Debug for ToolBackends {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::approval::{Approval, ApprovalCell};
+    use crate::tools::{Mutation, Tool, ToolErrorKind};
+
+    /// An owner of files that keeps them in memory and logs each request.
+    #[derive(Default)]
+    struct Buffers {
+        files: Mutex<HashMap<PathBuf, String>>,
+        log: Mutex<Vec<String>>,
+    }
+
+    impl FileAccess for Buffers {
+        fn reads(&self) -> bool {
+            true
+        }
+
+        fn writes(&self) -> bool {
+            true
+        }
+
+        fn read_text(
+            &self,
+            tool: &str,
+            path: &Path,
+            shown: &str,
+            _cx: &ToolContext,
+        ) -> Result<String, ToolError> {
+            self.log.lock().unwrap().push(format!("read {shown}"));
+            self.files
+                .lock()
+                .unwrap()
+                .get(path)
+                .cloned()
+                .ok_or_else(|| {
+                    ToolError::new(
+                        ToolErrorKind::NotFound,
+                        format!("{tool}: no buffer {shown}"),
+                        "the test's buffers do not hold it",
+                        "open it",
+                    )
+                })
+        }
+
+        fn write_text(
+            &self,
+            _tool: &str,
+            path: &Path,
+            shown: &str,
+            content: &str,
+            _cx: &ToolContext,
+        ) -> Result<(), ToolError> {
+            self.log.lock().unwrap().push(format!("write {shown}"));
+            self.files
+                .lock()
+                .unwrap()
+                .insert(path.to_owned(), content.to_owned());
+            Ok(())
+        }
+    }
+
+    /// A runner that answers every command with the same output.
+    #[derive(Default)]
+    struct Terminal {
+        runs: Mutex<Vec<String>>,
+    }
+
+    impl CommandRunner for Terminal {
+        fn run(
+            &self,
+            request: &CommandRequest<'_>,
+            _cx: &ToolContext,
+        ) -> Result<CommandOutcome, ToolError> {
+            self.runs.lock().unwrap().push(request.command.to_owned());
+            Ok(CommandOutcome {
+                output: "from the terminal".to_owned(),
+                truncated: false,
+                exit_code: Some(3),
+                signal: None,
+                ending: CommandEnding::Exited,
+                handle: "t1".to_owned(),
+            })
+        }
+    }
+
+    #[test]
+    fn the_file_tools_read_and_write_through_the_backend_and_leave_the_disk_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let buffers = Arc::new(Buffers::default());
+        let cx = ToolContext::new(dir.path())
+            .unwrap()
+            .with_backends(ToolBackends {
+                files: Some(Arc::clone(&buffers) as Arc<dyn FileAccess>),
+                commands: None,
+            });
+        let notes = cx.cwd().join("notes.txt");
+        std::fs::write(&notes, "on disk\n").unwrap();
+        buffers
+            .files
+            .lock()
+            .unwrap()
+            .insert(notes.clone(), "in the buffer\n".to_owned());
+
+        let read = crate::tools::read::ReadTool::new().execute(&json!({"path": "notes.txt"}), &cx);
+        assert_eq!(read.content, "in the buffer");
+        let edit = crate::tools::edit::EditTool::new().execute(
+            &json!({"path": "notes.txt", "old_text": "buffer", "new_text": "editor"}),
+            &cx,
+        );
+        assert!(!edit.is_error, "{}", edit.content);
+        assert_eq!(edit.mutation, Mutation::Applied);
+        let write = crate::tools::write::WriteTool::new()
+            .execute(&json!({"path": "sub/new.txt", "content": "fresh\n"}), &cx);
+        assert!(!write.is_error, "{}", write.content);
+        let outside = crate::tools::read::ReadTool::new().execute(&json!({"path": "../x"}), &cx);
+        assert!(outside.is_error);
+
+        assert_eq!(
+            *buffers.log.lock().unwrap(),
+            [
+                "read notes.txt",
+                "read notes.txt",
+                "write notes.txt",
+                "write sub/new.txt"
+            ]
+        );
+        assert_eq!(
+            buffers
+                .files
+                .lock()
+                .unwrap()
+                .get(&notes)
+                .map(String::as_str),
+            Some("in the editor\n")
+        );
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "on disk\n");
+        assert!(!cx.cwd().join("sub").exists());
+    }
+
+    #[test]
+    fn bash_hands_commands_to_the_runner_only_while_unsandboxed() {
+        let dir = tempfile::tempdir().unwrap();
+        let terminal = Arc::new(Terminal::default());
+        let approval = ApprovalCell::new(Approval::Full);
+        let cx = ToolContext::new(dir.path())
+            .unwrap()
+            .with_approval(approval.clone())
+            .with_backends(ToolBackends {
+                files: None,
+                commands: Some(Arc::clone(&terminal) as Arc<dyn CommandRunner>),
+            });
+        let bash = crate::tools::bash::BashTool::new();
+        let full = bash.execute(&json!({"command": "echo here > here.txt"}), &cx);
+        assert_eq!(full.content, "from the terminal\n[exit code 3]");
+        assert!(full.is_error);
+        assert_eq!(full.details["terminal"], "t1");
+        assert!(!cx.cwd().join("here.txt").exists());
+
+        approval.set(Approval::Workspace);
+        let local = bash.execute(&json!({"command": "echo here > here.txt"}), &cx);
+        assert!(!local.is_error, "{}", local.content);
+        assert!(cx.cwd().join("here.txt").exists());
+        assert_eq!(*terminal.runs.lock().unwrap(), ["echo here > here.txt"]);
+    }
+}
