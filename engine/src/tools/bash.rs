@@ -20,7 +20,10 @@
 //! network namespace) with `TMPDIR` set to the sandbox's temporary
 //! directory; a command the kernel cannot confine is refused there (see
 //! [`super::sandbox`]). Otherwise (`full`) the command is not confined:
-//! only its working directory is checked against the allowed roots.
+//! only its working directory is checked against the allowed roots, and
+//! when the context has a [`CommandRunner`](super::CommandRunner) (an
+//! editor's terminal) the command runs there instead
+//! ([`ToolContext::command_runner`]).
 //! Background processes that outlive a shell which exited normally are left
 //! running.
 
@@ -239,10 +242,9 @@ fn run(shell: &Path, args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolE
     // of the sandboxed modes' commands (`ToolContext::command_runner`).
     if let Some(runner) = cx.command_runner() {
         cx.cancel().check(NAME, "starting the command")?;
-        let shell_name = shell.to_string_lossy();
         let shell_args = ["-c", command];
         let request = super::CommandRequest {
-            shell: Path::new(shell_name.as_ref()),
+            shell,
             args: &shell_args,
             command,
             cwd: &cwd,
