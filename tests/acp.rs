@@ -1028,7 +1028,8 @@ fn the_typescript_sdk_as_an_editor_gets_the_file_and_terminal_requests() {
 /// `terminal/wait_for_exit` is followed by `terminal/kill`,
 /// `terminal/output` and `terminal/release`; both prompts answer
 /// `cancelled`, the journal records both effects cancelled, a late
-/// answer is ignored, and every record fits the ACP schema.
+/// answer is ignored. A command past its timeout is killed the same way.
+/// Every record fits the ACP schema.
 #[test]
 fn a_cancel_ends_the_waits_on_the_editor() {
     let schema = Schema::load();
@@ -1038,7 +1039,8 @@ fn a_cancel_ends_the_waits_on_the_editor() {
         r#"[
   [{"tool_call": {"id": "w0", "name": "read", "arguments": {"path": "notes.txt"}}}, {"stop": {"reason": "tool_use"}}],
   [{"tool_call": {"id": "w1", "name": "bash", "arguments": {"command": "sleep 30"}}}, {"stop": {"reason": "tool_use"}}],
-  [{"text": "never sent"}, {"stop": {"reason": "end"}}]
+  [{"tool_call": {"id": "w2", "name": "bash", "arguments": {"command": "sleep 30", "timeout": 1}}}, {"stop": {"reason": "tool_use"}}],
+  [{"text": "It timed out."}, {"stop": {"reason": "end"}}]
 ]"#,
     )
     .unwrap();
@@ -1174,6 +1176,58 @@ fn a_cancel_ends_the_waits_on_the_editor() {
         "{end}"
     );
 
+    // A command past its timeout (1 s): the editor never says it exited.
+    let started = Instant::now();
+    peer.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it briefly"}]}}));
+    let mut methods = Vec::new();
+    let mut end = Value::Null;
+    let third = loop {
+        let record = peer.next();
+        let method = record["method"].as_str().unwrap_or_default().to_owned();
+        let answer =
+            |result: Value| json!({"jsonrpc": "2.0", "id": record["id"], "result": result});
+        match method.as_str() {
+            "terminal/create" => {
+                methods.push(method);
+                peer.send(answer(json!({"terminalId": "term-10"})));
+            }
+            "terminal/wait_for_exit" => methods.push(method),
+            "terminal/kill" | "terminal/release" => {
+                methods.push(method);
+                peer.send(answer(json!({})));
+            }
+            "terminal/output" => {
+                methods.push(method);
+                peer.send(answer(json!({"output": "slow\n", "truncated": false})));
+            }
+            "session/update" => {
+                let update = &record["params"]["update"];
+                if update["toolCallId"] == "w2" && update["status"] == "failed" {
+                    end = update.clone();
+                }
+            }
+            _ if record["id"] == 5 => break record,
+            _ => {}
+        }
+    };
+    assert_eq!(third["result"]["stopReason"], "end_turn", "{third}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        methods,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/kill",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    assert_eq!(
+        end["content"][1]["content"]["text"],
+        "slow\n[timed out after 1 s; the terminal was killed]",
+        "{end}"
+    );
+
     let Peer {
         mut child,
         stdin,
@@ -1195,7 +1249,7 @@ fn a_cancel_ends_the_waits_on_the_editor() {
             None => match record["id"].as_u64() {
                 Some(1) => "InitializeResponse",
                 Some(2) => "NewSessionResponse",
-                Some(3 | 4) => "PromptResponse",
+                Some(3..=5) => "PromptResponse",
                 _ => panic!("an unexpected record: {record}"),
             },
         };
@@ -1238,6 +1292,11 @@ fn a_cancel_ends_the_waits_on_the_editor() {
                 "cancelled".to_owned(),
                 "unknown".to_owned(),
                 "cancelled".to_owned()
+            ),
+            (
+                "error".to_owned(),
+                "unknown".to_owned(),
+                "timed-out".to_owned()
             )
         ],
         "{completions:#?}"
