@@ -15,6 +15,12 @@
 //! the call they concern ([`permission`]); the request loop keeps reading
 //! while they wait, so the client's answer (and a cancel) get through.
 //!
+//! What the client's `initialize` offers of its files and terminals
+//! becomes the session's tool backends ([`editor`]): the file tools read
+//! and write through `fs/*`, and `bash` runs in `terminal/*` while the
+//! mode is `full`; the request loop routes the answers to the waiting
+//! tool.
+//!
 //! Two kinds of thread write: the request loop (responses, the replay of
 //! `session/load`) and one event pump per session (updates, and the
 //! `session/prompt` answer right after the run's last update). The
