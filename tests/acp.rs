@@ -795,3 +795,510 @@ fn the_todo_list_is_sent_as_the_plan_and_replayed_on_load() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+// ---- the editor's files and terminals ----
+
+/// The scenario of an editor that owns the files and the terminals: in
+/// mode `full`, a read, an edit and a write through the editor, a read
+/// the editor fails, a read outside the project, a command in the
+/// editor's terminal; then, in mode `workspace`, a command smith runs
+/// itself.
+const EDITOR_SCRIPT: &str = r#"[
+  [{"tool_call": {"id": "e0", "name": "read", "arguments": {"path": "notes.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "e1", "name": "edit", "arguments": {"path": "notes.txt", "old_text": "hello", "new_text": "goodbye"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "e2", "name": "write", "arguments": {"path": "new.txt", "content": "fresh\n"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "e3", "name": "read", "arguments": {"path": "broken.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "e4", "name": "read", "arguments": {"path": "../outside.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "e5", "name": "bash", "arguments": {"command": "echo from smith"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"text": "Edited in the editor."}, {"stop": {"reason": "end"}}],
+  [{"tool_call": {"id": "e6", "name": "bash", "arguments": {"command": "echo local > local.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"text": "Ran here."}, {"stop": {"reason": "end"}}]
+]"#;
+
+/// What the pretend editor terminal prints (the client scripts' own).
+const TERMINAL_OUTPUT: &str = "from the editor's terminal\n";
+
+/// The fixture with the editor scenario, its project path canonical (the
+/// paths smith sends are), and a file beside the project.
+fn editor_fixture() -> Fixture {
+    let mut fx = fixture();
+    fx.work = std::fs::canonicalize(&fx.work).unwrap();
+    std::fs::write(&fx.script, EDITOR_SCRIPT).unwrap();
+    std::fs::write(fx.work.with_file_name("outside.txt"), "outside\n").unwrap();
+    fx
+}
+
+/// The session's journal as `smith session dump` prints it.
+fn dump(fx: &Fixture, session: &str) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(["session", "dump", session])
+        .current_dir(&fx.work)
+        .env("SMITH_HOME", &fx.home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "smith session dump {session} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// What both SDK clients must have seen as the editor, what the disk and
+/// the editor's buffers say, and what the journal recorded.
+fn check_editor_summary(summary: &Value, fx: &Fixture) {
+    let work = fx.work.to_string_lossy().into_owned();
+    let notes = format!("{work}/notes.txt");
+    let new = format!("{work}/new.txt");
+    assert_eq!(summary["first_stop"], "end_turn", "{summary}");
+    let requests = &summary["first_requests"];
+    let shell = requests[5]["command"].as_str().unwrap_or_default();
+    assert!(
+        shell.starts_with('/') && shell.ends_with("sh"),
+        "the terminal runs the shell by its path: {summary}"
+    );
+    // No request about ../outside.txt: the roots refused it first.
+    assert_eq!(
+        *requests,
+        json!([
+            {"method": "fs/read_text_file", "path": notes},
+            // The edit reads the buffer it changes, then writes it.
+            {"method": "fs/read_text_file", "path": notes},
+            {"method": "fs/write_text_file", "path": notes, "content": "goodbye buffer\n"},
+            {"method": "fs/write_text_file", "path": new, "content": "fresh\n"},
+            {"method": "fs/read_text_file", "path": format!("{work}/broken.txt")},
+            {"method": "terminal/create", "command": shell, "args": ["-c", "echo from smith"], "cwd": work, "outputByteLimit": 51200},
+            {"method": "terminal/wait_for_exit", "terminalId": "term-1"},
+            {"method": "terminal/output", "terminalId": "term-1"},
+            {"method": "terminal/release", "terminalId": "term-1"}
+        ]),
+        "{summary}"
+    );
+    let calls = &summary["first_calls"];
+    let status: Vec<(&str, &str)> = ["e0", "e1", "e2", "e3", "e4", "e5"]
+        .iter()
+        .map(|id| (*id, calls[id]["status"].as_str().unwrap_or("none")))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("e0", "completed"),
+            ("e1", "completed"),
+            ("e2", "completed"),
+            ("e3", "failed"),
+            ("e4", "failed"),
+            ("e5", "completed")
+        ],
+        "{summary}"
+    );
+    let text = |id: &str| calls[id]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(
+        text("e0"),
+        "hello buffer",
+        "the read saw the buffer: {summary}"
+    );
+    assert!(
+        text("e1").contains("-hello buffer\n+goodbye buffer"),
+        "{summary}"
+    );
+    assert!(
+        text("e3").contains("fs/read_text_file")
+            && text("e3").contains("no such buffer: broken.txt"),
+        "the client's error is the tool's: {summary}"
+    );
+    assert!(
+        text("e4").contains("outside the allowed roots"),
+        "{summary}"
+    );
+    assert_eq!(
+        text("e5"),
+        format!("{TERMINAL_OUTPUT}[exit code 0]"),
+        "the output is the terminal's: {summary}"
+    );
+    let terminals = calls["e5"]["terminals"].as_array().unwrap();
+    assert!(
+        !terminals.is_empty() && terminals.iter().all(|t| t == "term-1"),
+        "the call shows the terminal: {summary}"
+    );
+    // In `workspace` smith runs the command itself, sandboxed.
+    assert_eq!(summary["second_stop"], "end_turn", "{summary}");
+    assert_eq!(summary["second_requests"], json!([]), "{summary}");
+    assert_eq!(
+        summary["second_calls"]["e6"]["status"], "completed",
+        "{summary}"
+    );
+    assert!(
+        summary["second_calls"]["e6"]["terminals"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{summary}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.work.join("local.txt")).unwrap(),
+        "local\n"
+    );
+    // The writes landed in the editor, not on disk.
+    assert_eq!(
+        summary["buffers"],
+        json!({notes.clone(): "goodbye buffer\n", new.clone(): "fresh\n"}),
+        "{summary}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.work.join("notes.txt")).unwrap(),
+        "hello world\n",
+        "smith left the file on disk to the editor"
+    );
+    assert!(!fx.work.join("new.txt").exists(), "smith created new.txt");
+
+    // The journal records each effect as it happened.
+    let entries = dump(fx, summary["session_id"].as_str().unwrap());
+    let completions: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "effect_completion")
+        .map(|e| &e["content"])
+        .collect();
+    let outcome = |i: usize| {
+        let c = completions[i];
+        (
+            c["outcome"].as_str().unwrap_or_default(),
+            c["mutation"].as_str().unwrap_or_default(),
+        )
+    };
+    assert!(completions.len() >= 6, "{completions:#?}");
+    assert_eq!(outcome(0), ("ok", "not-applied"), "{completions:#?}");
+    assert_eq!(completions[0]["output"]["content"], "hello buffer");
+    assert_eq!(outcome(1), ("ok", "applied"), "{completions:#?}");
+    assert_eq!(outcome(2), ("ok", "applied"), "{completions:#?}");
+    assert_eq!(outcome(3), ("error", "not-applied"), "{completions:#?}");
+    assert!(
+        completions[3]["output"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("no such buffer: broken.txt"),
+        "{completions:#?}"
+    );
+    assert_eq!(outcome(4), ("error", "not-applied"), "{completions:#?}");
+    assert_eq!(outcome(5), ("ok", "applied"), "{completions:#?}");
+    assert_eq!(completions[5]["output"]["details"]["terminal"], "term-1");
+}
+
+#[test]
+fn the_python_sdk_as_an_editor_gets_the_file_and_terminal_requests() {
+    let fx = editor_fixture();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("frontends/rpc/tests/acp_editor_client.py");
+    let mut command = Command::new("python3");
+    command
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_smith"))
+        .arg(&fx.work)
+        .arg(&fx.script);
+    let summary = run_client(command, &fx);
+    check_editor_summary(&summary, &fx);
+}
+
+#[test]
+fn the_typescript_sdk_as_an_editor_gets_the_file_and_terminal_requests() {
+    if !ts_sdk_package().join("package.json").is_file() {
+        missing(&format!(
+            "{} was not found",
+            ts_sdk_package().join("package.json").display()
+        ));
+    }
+    let fx = editor_fixture();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("frontends/rpc/tests/acp_editor_client.mjs");
+    let mut command = Command::new("node");
+    command
+        .arg(&script)
+        .arg(ts_sdk_dir())
+        .arg(env!("CARGO_BIN_EXE_smith"))
+        .arg(&fx.work)
+        .arg(&fx.script);
+    let summary = run_client(command, &fx);
+    check_editor_summary(&summary, &fx);
+}
+
+/// A run cancelled while a tool waits on the editor ends at once: an
+/// unanswered `fs/read_text_file` stops waiting, and an unanswered
+/// `terminal/wait_for_exit` is followed by `terminal/kill`,
+/// `terminal/output` and `terminal/release`; both prompts answer
+/// `cancelled`, the journal records both effects cancelled, a late
+/// answer is ignored. A command past its timeout is killed the same way.
+/// Every record fits the ACP schema.
+#[test]
+fn a_cancel_ends_the_waits_on_the_editor() {
+    let schema = Schema::load();
+    let fx = editor_fixture();
+    std::fs::write(
+        &fx.script,
+        r#"[
+  [{"tool_call": {"id": "w0", "name": "read", "arguments": {"path": "notes.txt"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "w1", "name": "bash", "arguments": {"command": "sleep 30"}}}, {"stop": {"reason": "tool_use"}}],
+  [{"tool_call": {"id": "w2", "name": "bash", "arguments": {"command": "sleep 30", "timeout": 1}}}, {"stop": {"reason": "tool_use"}}],
+  [{"text": "It timed out."}, {"stop": {"reason": "end"}}]
+]"#,
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args([
+            "acp",
+            "--provider",
+            "mock",
+            "--approval",
+            "full",
+            "--mock-script",
+        ])
+        .arg(&fx.script)
+        .current_dir(&fx.work)
+        .env("SMITH_HOME", &fx.home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut peer = Peer {
+        child,
+        stdin,
+        lines,
+        sent: Vec::new(),
+    };
+    let work = fx.work.to_string_lossy().into_owned();
+    peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}}));
+    assert_eq!(peer.next()["id"], 1);
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": work, "mcpServers": []}}));
+    let session = peer.next()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}});
+
+    // The read waits on the editor, which never answers; the user cancels.
+    let started = Instant::now();
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read it"}]}}));
+    let mut unanswered = None;
+    let first = loop {
+        let record = peer.next();
+        if record["method"] == "fs/read_text_file" {
+            assert_eq!(
+                record["params"]["path"],
+                format!("{work}/notes.txt"),
+                "{record}"
+            );
+            unanswered = Some(record["id"].clone());
+            peer.send(cancel.clone());
+        } else if record["id"] == 3 {
+            break record;
+        }
+    };
+    assert_eq!(first["result"]["stopReason"], "cancelled", "{first}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    // The answer that comes after the cancel is ignored.
+    let late = unanswered.expect("smith asked the editor for notes.txt");
+    peer.send(json!({"jsonrpc": "2.0", "id": late, "result": {"content": "late"}}));
+
+    // The command waits in the editor's terminal; the user cancels.
+    let started = Instant::now();
+    peer.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}}));
+    let mut methods = Vec::new();
+    let mut end = Value::Null;
+    let second = loop {
+        let record = peer.next();
+        let method = record["method"].as_str().unwrap_or_default().to_owned();
+        let answer =
+            |result: Value| json!({"jsonrpc": "2.0", "id": record["id"], "result": result});
+        match method.as_str() {
+            "terminal/create" => {
+                methods.push(method);
+                peer.send(answer(json!({"terminalId": "term-9"})));
+            }
+            "terminal/wait_for_exit" => {
+                methods.push(method);
+                peer.send(cancel.clone());
+            }
+            "terminal/kill" | "terminal/release" => {
+                methods.push(method);
+                peer.send(answer(json!({})));
+            }
+            "terminal/output" => {
+                methods.push(method);
+                peer.send(answer(json!({"output": "partial\n", "truncated": true, "exitStatus": {"exitCode": null, "signal": "SIGTERM"}})));
+            }
+            "session/update" => {
+                let update = &record["params"]["update"];
+                if update["toolCallId"] == "w1" && update["status"] == "failed" {
+                    end = update.clone();
+                }
+            }
+            _ if record["id"] == 4 => break record,
+            _ => {}
+        }
+    };
+    assert_eq!(second["result"]["stopReason"], "cancelled", "{second}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        methods,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/kill",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    let content = end["content"].as_array().unwrap();
+    assert_eq!(
+        content[0],
+        json!({"type": "terminal", "terminalId": "term-9"}),
+        "{end}"
+    );
+    let text = content[1]["content"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "partial\n[output truncated: the terminal kept the last 51200 bytes]\n[cancelled after"
+        ),
+        "{end}"
+    );
+
+    // A command past its timeout (1 s): the editor never says it exited.
+    let started = Instant::now();
+    peer.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run it briefly"}]}}));
+    let mut methods = Vec::new();
+    let mut end = Value::Null;
+    let third = loop {
+        let record = peer.next();
+        let method = record["method"].as_str().unwrap_or_default().to_owned();
+        let answer =
+            |result: Value| json!({"jsonrpc": "2.0", "id": record["id"], "result": result});
+        match method.as_str() {
+            "terminal/create" => {
+                methods.push(method);
+                peer.send(answer(json!({"terminalId": "term-10"})));
+            }
+            "terminal/wait_for_exit" => methods.push(method),
+            "terminal/kill" | "terminal/release" => {
+                methods.push(method);
+                peer.send(answer(json!({})));
+            }
+            "terminal/output" => {
+                methods.push(method);
+                peer.send(answer(json!({"output": "slow\n", "truncated": false})));
+            }
+            "session/update" => {
+                let update = &record["params"]["update"];
+                if update["toolCallId"] == "w2" && update["status"] == "failed" {
+                    end = update.clone();
+                }
+            }
+            _ if record["id"] == 5 => break record,
+            _ => {}
+        }
+    };
+    assert_eq!(third["result"]["stopReason"], "end_turn", "{third}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        methods,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/kill",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    assert_eq!(
+        end["content"][1]["content"]["text"],
+        "slow\n[timed out after 1 s; the terminal was killed]",
+        "{end}"
+    );
+
+    let Peer {
+        mut child,
+        stdin,
+        sent,
+        ..
+    } = peer;
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    for record in &sent {
+        let def = match record["method"].as_str() {
+            Some("session/update") => "SessionNotification",
+            Some("fs/read_text_file") => "ReadTextFileRequest",
+            Some("terminal/create") => "CreateTerminalRequest",
+            Some("terminal/wait_for_exit") => "WaitForTerminalExitRequest",
+            Some("terminal/kill") => "KillTerminalRequest",
+            Some("terminal/output") => "TerminalOutputRequest",
+            Some("terminal/release") => "ReleaseTerminalRequest",
+            Some(other) => panic!("smith acp sent an unexpected request {other}: {record}"),
+            None => match record["id"].as_u64() {
+                Some(1) => "InitializeResponse",
+                Some(2) => "NewSessionResponse",
+                Some(3..=5) => "PromptResponse",
+                _ => panic!("an unexpected record: {record}"),
+            },
+        };
+        let params = if record.get("method").is_some() {
+            &record["params"]
+        } else {
+            &record["result"]
+        };
+        schema.fits(def, params, record);
+    }
+
+    let entries = dump(&fx, &session);
+    let completions: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "effect_completion")
+        .map(|e| &e["content"])
+        .collect();
+    let summary: Vec<(String, String, String)> = completions
+        .iter()
+        .map(|c| {
+            (
+                c["outcome"].as_str().unwrap_or_default().to_owned(),
+                c["mutation"].as_str().unwrap_or_default().to_owned(),
+                c["output"]["details"]["error"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "cancelled".to_owned(),
+                "not-applied".to_owned(),
+                "cancelled".to_owned()
+            ),
+            (
+                "cancelled".to_owned(),
+                "unknown".to_owned(),
+                "cancelled".to_owned()
+            ),
+            (
+                "error".to_owned(),
+                "unknown".to_owned(),
+                "timed-out".to_owned()
+            )
+        ],
+        "{completions:#?}"
+    );
+}

@@ -125,6 +125,10 @@ pub struct RuntimeOptions {
     /// The approval mode the runtime's tools and permission policy share
     /// (`--approval`, configuration, `/approval`).
     pub approval: smith_engine::approval::ApprovalCell,
+    /// Who reads and writes the file tools' files and runs `bash`'s
+    /// unsandboxed commands instead of the tools (an editor, through
+    /// `smith acp`); the default: the tools themselves.
+    pub backends: smith_engine::tools::ToolBackends,
 }
 
 /// The built-in plugin that asks before tools run and applies the
@@ -169,6 +173,7 @@ impl RuntimeOptions {
             approval: smith_engine::approval::ApprovalCell::new(
                 smith_engine::approval::Approval::Workspace,
             ),
+            backends: smith_engine::tools::ToolBackends::default(),
         }
     }
 }
@@ -298,7 +303,9 @@ impl RuntimeOptions {
         {
             tool_context = tool_context.with_checkpoints(c);
         }
-        tool_context = tool_context.with_approval(self.approval.clone());
+        tool_context = tool_context
+            .with_approval(self.approval.clone())
+            .with_backends(self.backends.clone());
         // What earlier runs left in the output folder (killed runs' files,
         // full outputs past their day) and killed runs' sandbox temporary
         // directories are removed off the start's path.

@@ -20,7 +20,10 @@
 //! network namespace) with `TMPDIR` set to the sandbox's temporary
 //! directory; a command the kernel cannot confine is refused there (see
 //! [`super::sandbox`]). Otherwise (`full`) the command is not confined:
-//! only its working directory is checked against the allowed roots.
+//! only its working directory is checked against the allowed roots, and
+//! when the context has a [`CommandRunner`](super::CommandRunner) (an
+//! editor's terminal) the command runs there instead
+//! ([`ToolContext::command_runner`]).
 //! Background processes that outlive a shell which exited normally are left
 //! running.
 
@@ -234,6 +237,31 @@ fn run(shell: &Path, args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolE
             dir
         }
     };
+    // Unsandboxed (`full`), a frontend's runner (an editor's terminal)
+    // may run the command; it cannot apply the sandbox, so it gets none
+    // of the sandboxed modes' commands (`ToolContext::command_runner`).
+    if let Some(runner) = cx.command_runner() {
+        cx.cancel().check(NAME, "starting the command")?;
+        let shell_args = ["-c", command];
+        let request = super::CommandRequest {
+            shell,
+            args: &shell_args,
+            command,
+            cwd: &cwd,
+            timeout,
+            output_bytes: limits.bash_output_bytes,
+        };
+        let started = Instant::now();
+        let outcome = runner.run(&request, cx)?;
+        return Ok(delegated(
+            command,
+            &cx.display(&cwd),
+            timeout,
+            started.elapsed(),
+            limits.bash_output_bytes,
+            outcome,
+        ));
+    }
     let confined = match cx.sandbox() {
         Some(sandbox) => Some(Confined {
             confinement: sandbox.for_command(NAME, cx.approval())?,
@@ -595,6 +623,110 @@ fn spawn_and_wait(
         is_error,
         mutation,
     })
+}
+
+/// The result of a command a [`CommandRunner`](super::CommandRunner) ran,
+/// shaped as a local run's: the output, then how it ended.
+fn delegated(
+    command: &str,
+    shown_cwd: &str,
+    timeout: Duration,
+    elapsed: Duration,
+    kept: usize,
+    outcome: super::CommandOutcome,
+) -> ToolResult {
+    use super::CommandEnding;
+    let output_bytes = outcome.output.len();
+    let mut text = outcome.output;
+    if text.is_empty() {
+        text.push_str("(no output)");
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if outcome.truncated {
+        text.push_str(&format!(
+            "[output truncated: the terminal kept the last {kept} bytes]\n"
+        ));
+    }
+    let (mutation, error) = match outcome.ending {
+        CommandEnding::Exited => {
+            match (outcome.exit_code, &outcome.signal) {
+                (Some(code), _) => text.push_str(&format!("[exit code {code}]")),
+                (None, Some(sig)) => text.push_str(&format!("[killed by signal {sig}]")),
+                (None, None) => text.push_str("[exit status unknown]"),
+            }
+            let error = (outcome.exit_code != Some(0)).then(|| {
+                (
+                    ToolErrorKind::CommandFailed,
+                    match (outcome.exit_code, &outcome.signal) {
+                        (Some(code), _) => format!("the command exited with code {code}"),
+                        (None, Some(sig)) => format!("the command was killed by signal {sig}"),
+                        (None, None) => "the command's exit status is unknown".to_owned(),
+                    },
+                    "read the output above to see why it failed",
+                )
+            });
+            (Mutation::Applied, error)
+        }
+        CommandEnding::TimedOut => {
+            text.push_str(&format!(
+                "[timed out after {} s; the terminal was killed]",
+                fmt_secs(timeout)
+            ));
+            (
+                Mutation::Unknown,
+                Some((
+                    ToolErrorKind::TimedOut,
+                    format!("the command did not finish within {} s", fmt_secs(timeout)),
+                    "pass a larger timeout, or run long jobs in the background with output redirected to a file",
+                )),
+            )
+        }
+        CommandEnding::Cancelled => {
+            text.push_str(&format!(
+                "[cancelled after {} s; the terminal was killed]",
+                fmt_secs(elapsed)
+            ));
+            (
+                Mutation::Unknown,
+                Some((
+                    ToolErrorKind::Cancelled,
+                    "the command was cancelled while running".to_owned(),
+                    "whatever it did before it was stopped stays done; check the state before running it again",
+                )),
+            )
+        }
+    };
+    let mut details = json!({
+        "command": command,
+        "cwd": shown_cwd,
+        "terminal": outcome.handle,
+        "exit_code": outcome.exit_code,
+        "signal": outcome.signal,
+        "timed_out": outcome.ending == CommandEnding::TimedOut,
+        "cancelled": outcome.ending == CommandEnding::Cancelled,
+        "duration_ms": elapsed.as_millis() as u64,
+        "output_bytes": output_bytes,
+        "truncated": outcome.truncated,
+        "full_output_path": Value::Null,
+        "pipe_held_open": false,
+    });
+    let is_error = error.is_some();
+    if let Some((kind, what, next)) = error
+        && let Some(obj) = details.as_object_mut()
+    {
+        obj.insert(
+            "error".into(),
+            json!({"kind": kind.as_str(), "what": what, "why": "", "next": next}),
+        );
+    }
+    ToolResult {
+        content: text,
+        details,
+        is_error,
+        mutation,
+    }
 }
 
 /// Whether any live (non-zombie) process remains in group `pgid`.

@@ -220,6 +220,8 @@ pub struct ToolContext {
     approval: Option<crate::approval::ApprovalCell>,
     /// The sandbox the tools run in while the mode is sandboxed.
     sandbox: Option<Arc<super::Sandbox>>,
+    /// Who reads and writes files and runs commands instead of the tools.
+    backends: super::ToolBackends,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -258,6 +260,7 @@ impl ToolContext {
             effect: None,
             approval: None,
             sandbox: None,
+            backends: super::ToolBackends::default(),
         })
     }
 
@@ -292,6 +295,34 @@ impl ToolContext {
         self.sandbox
             .as_deref()
             .filter(|_| self.approval().sandboxed())
+    }
+
+    /// Hands the file tools' reads and writes and `bash`'s unsandboxed
+    /// commands to `backends` (see [`super::backend`]).
+    #[must_use]
+    pub fn with_backends(mut self, backends: super::ToolBackends) -> Self {
+        self.backends = backends;
+        self
+    }
+
+    /// The backend the file tools' reads go through, if one serves them.
+    pub fn file_reads(&self) -> Option<&dyn super::FileAccess> {
+        self.backends.files.as_deref().filter(|f| f.reads())
+    }
+
+    /// The backend the file tools' writes go through, if one serves them.
+    pub fn file_writes(&self) -> Option<&dyn super::FileAccess> {
+        self.backends.files.as_deref().filter(|f| f.writes())
+    }
+
+    /// The runner `bash` hands its command to: the context's runner while
+    /// the approval mode runs commands unsandboxed, else none (a runner
+    /// cannot apply the sandbox, so sandboxed commands stay local).
+    pub fn command_runner(&self) -> Option<&dyn super::CommandRunner> {
+        self.backends
+            .commands
+            .as_deref()
+            .filter(|_| !self.approval().sandboxed())
     }
 
     /// The paths a directory walk leaves out: the sandbox's read-denied

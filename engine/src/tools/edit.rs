@@ -118,28 +118,41 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let shown = cx.display(&path);
     cx.cancel().check(NAME, &format!("reading {shown}"))?;
 
-    let meta = std::fs::metadata(&path).map_err(|e| {
-        let mut err = io_error(NAME, "opening", &shown, &e);
-        if err.kind == ToolErrorKind::NotFound {
-            err.next = format!("check the path, or use write to create {shown}");
-        }
-        err
-    })?;
-    require_regular(NAME, &meta, &shown)?;
     let max = cx.limits().edit_max_file_bytes;
-    if meta.len() > max {
-        return Err(ToolError::new(
+    let too_large = |len: u64| {
+        ToolError::new(
             ToolErrorKind::TooLarge,
-            format!(
-                "edit: {shown} is {} bytes, over the {max}-byte edit limit",
-                meta.len()
-            ),
+            format!("edit: {shown} is {len} bytes, over the {max}-byte edit limit"),
             "edit loads the whole file into memory",
             "change it with bash (e.g. sed) instead",
         )
-        .with_extra("path", Value::from(shown)));
-    }
-    let old = std::fs::read(&path).map_err(|e| io_error(NAME, "reading", &shown, &e))?;
+        .with_extra("path", Value::from(shown.clone()))
+    };
+    let old = match cx.file_reads() {
+        // The text's owner (an editor with unsaved buffers) has the text
+        // the edit applies to.
+        Some(files) => {
+            let text = files.read_text(NAME, &path, &shown, cx)?;
+            if text.len() as u64 > max {
+                return Err(too_large(text.len() as u64));
+            }
+            text.into_bytes()
+        }
+        None => {
+            let meta = std::fs::metadata(&path).map_err(|e| {
+                let mut err = io_error(NAME, "opening", &shown, &e);
+                if err.kind == ToolErrorKind::NotFound {
+                    err.next = format!("check the path, or use write to create {shown}");
+                }
+                err
+            })?;
+            require_regular(NAME, &meta, &shown)?;
+            if meta.len() > max {
+                return Err(too_large(meta.len()));
+            }
+            std::fs::read(&path).map_err(|e| io_error(NAME, "reading", &shown, &e))?
+        }
+    };
     if let Some(reason) = binary_reason(&old) {
         return Err(ToolError::new(
             ToolErrorKind::Binary,
@@ -228,7 +241,21 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     }
     new.extend_from_slice(&old[last..]);
 
-    atomic_replace(NAME, &path, &shown, &new, cx.cancel())?;
+    match cx.file_writes() {
+        Some(files) => {
+            let text = std::str::from_utf8(&new).map_err(|e| {
+                ToolError::new(
+                    ToolErrorKind::Binary,
+                    format!("edit: the edited text of {shown} is not valid UTF-8 ({e})"),
+                    "the file's owner (the editor) takes text only, and the file on disk holds bytes that are not UTF-8",
+                    "change this file with bash instead",
+                )
+                .with_extra("path", Value::from(shown.clone()))
+            })?;
+            files.write_text(NAME, &path, &shown, text, cx)?;
+        }
+        None => atomic_replace(NAME, &path, &shown, &new, cx.cancel())?,
+    }
     cx.reads().record(&path, Fingerprint::of(&new));
 
     let limits = cx.limits();

@@ -21,7 +21,9 @@
 //!    `edit` and `write` can refuse stale input.
 //!    While the runtime's approval mode is sandboxed, its [`Sandbox`]
 //!    checks the file tools' paths in process and confines `bash`
-//!    ([`sandbox`]).
+//!    ([`sandbox`]). A frontend may hand the file tools' bytes and the
+//!    unsandboxed `bash` commands to its own [`backend`]s (an editor's
+//!    buffers and terminals); every check above still comes first.
 //!
 //! Every outcome is a [`ToolResult`]: bounded text for the model, structured
 //! `details` for frontends, `is_error`, and the three-state [`Mutation`]
@@ -39,6 +41,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub mod backend;
 pub mod bash;
 mod context;
 mod diff;
@@ -54,6 +57,9 @@ mod schema;
 mod walk;
 pub mod write;
 
+pub use backend::{
+    CommandEnding, CommandOutcome, CommandRequest, CommandRunner, FileAccess, ToolBackends,
+};
 pub use context::{
     CancelCheck, CancelToken, Fingerprint, FingerprintHasher, Limits, OutputSink, ReadTracker,
     ToolContext,

@@ -79,22 +79,46 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let shown = cx.display(&path);
     cx.cancel().check(NAME, &format!("opening {shown}"))?;
 
+    // The text's owner (an editor with unsaved buffers) serves the
+    // read: the whole text, so the fingerprint guards a later edit.
+    if let Some(files) = cx.file_reads() {
+        let text = files.read_text(NAME, &path, &shown, cx)?;
+        let size = text.len() as u64;
+        let mut reader = std::io::Cursor::new(text.into_bytes());
+        return window(&mut reader, size, &path, shown, offset, max_lines, cx);
+    }
     let meta = std::fs::metadata(&path).map_err(|e| io_error(NAME, "opening", &shown, &e))?;
     require_regular(NAME, &meta, &shown)?;
     let file = File::open(&path).map_err(|e| io_error(NAME, "opening", &shown, &e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
+    window(&mut reader, meta.len(), &path, shown, offset, max_lines, cx)
+}
+
+/// The window of `offset` and `max_lines` lines of the text `reader`
+/// yields (`size` bytes in all), with the fingerprint of the whole text
+/// recorded for `path`.
+fn window(
+    reader: &mut impl BufRead,
+    size: u64,
+    path: &std::path::Path,
+    shown: String,
+    offset: usize,
+    max_lines: usize,
+    cx: &ToolContext,
+) -> Result<ToolResult, ToolError> {
+    let limits = cx.limits();
     let head = reader
         .fill_buf()
         .map_err(|e| io_error(NAME, "reading", &shown, &e))?;
     if let Some(reason) = binary_reason(head) {
         return Err(ToolError::new(
             ToolErrorKind::Binary,
-            format!("read: {shown} is a binary file ({} bytes)", meta.len()),
+            format!("read: {shown} is a binary file ({size} bytes)"),
             format!("{reason}; read shows text only"),
             "inspect it with bash (e.g. `file`, `xxd | head`) if its bytes matter",
         )
         .with_extra("path", Value::from(shown))
-        .with_extra("bytes", Value::from(meta.len())));
+        .with_extra("bytes", Value::from(size)));
     }
 
     let mut hasher = FingerprintHasher::default();
@@ -112,7 +136,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let keep = limits.read_line_chars.saturating_mul(4).saturating_add(2);
     loop {
         line.clear();
-        let (n, dropped_chars) = next_line(&mut reader, &mut line, keep, &mut hasher)
+        let (n, dropped_chars) = next_line(reader, &mut line, keep, &mut hasher)
             .map_err(|e| io_error(NAME, "reading", &shown, &e))?;
         if n == 0 {
             break;
@@ -163,7 +187,7 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     }
     let total = line_no;
     let fingerprint = hasher.finish();
-    cx.reads().record(&path, fingerprint);
+    cx.reads().record(path, fingerprint);
 
     if offset > total.max(1) {
         return Err(ToolError::new(

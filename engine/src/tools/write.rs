@@ -76,23 +76,43 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let existed = match std::fs::metadata(&path) {
         Ok(meta) => {
             require_regular(NAME, &meta, &shown)?;
-            check_fresh(NAME, cx, &path, &shown, None)?;
+            // The text the agent saw is compared with the owner's current
+            // text when an editor serves reads (its unsaved buffer), else
+            // with the disk's.
+            let current = match cx.file_reads() {
+                Some(files) if cx.reads().get(&path).is_some() => Some(Fingerprint::of(
+                    files.read_text(NAME, &path, &shown, cx)?.as_bytes(),
+                )),
+                _ => None,
+            };
+            check_fresh(NAME, cx, &path, &shown, current)?;
             true
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(io_error(NAME, "inspecting", &shown, &e)),
     };
 
-    let created = create_parents(&path)
-        .map_err(|e| io_error(NAME, "creating the parent directories of", &shown, &e))?;
-    if let Err(e) = atomic_replace(NAME, &path, &shown, content.as_bytes(), cx.cancel()) {
-        let mutation = if remove_created(&created) {
-            Mutation::NotApplied
-        } else {
-            Mutation::Unknown
-        };
-        return Err(e.with_mutation(mutation));
-    }
+    let created = match cx.file_writes() {
+        // The file's owner (an editor) creates the file; smith touches
+        // nothing on disk.
+        Some(files) => {
+            files.write_text(NAME, &path, &shown, content, cx)?;
+            Vec::new()
+        }
+        None => {
+            let created = create_parents(&path)
+                .map_err(|e| io_error(NAME, "creating the parent directories of", &shown, &e))?;
+            if let Err(e) = atomic_replace(NAME, &path, &shown, content.as_bytes(), cx.cancel()) {
+                let mutation = if remove_created(&created) {
+                    Mutation::NotApplied
+                } else {
+                    Mutation::Unknown
+                };
+                return Err(e.with_mutation(mutation));
+            }
+            created
+        }
+    };
     cx.reads()
         .record(&path, Fingerprint::of(content.as_bytes()));
 

@@ -15,6 +15,12 @@
 //! the call they concern ([`permission`]); the request loop keeps reading
 //! while they wait, so the client's answer (and a cancel) get through.
 //!
+//! What the client's `initialize` offers of its files and terminals
+//! becomes the session's tool backends ([`editor`]): the file tools read
+//! and write through `fs/*`, and `bash` runs in `terminal/*` while the
+//! mode is `full`; the request loop routes the answers to the waiting
+//! tool.
+//!
 //! Two kinds of thread write: the request loop (responses, the replay of
 //! `session/load`) and one event pump per session (updates, and the
 //! `session/prompt` answer right after the run's last update). The
@@ -44,6 +50,7 @@ use crate::jsonrpc::{
 use crate::setup::SetupError;
 
 mod client;
+mod editor;
 pub(crate) mod map;
 mod permission;
 
@@ -105,6 +112,10 @@ pub(crate) struct LiveCall {
     old: Option<String>,
     /// Live output so far (the tail).
     output: String,
+    /// The journal's effect id of the call, once it started.
+    pub(crate) effect: Option<String>,
+    /// The editor's terminal the call's command runs in.
+    pub(crate) terminal: Option<String>,
 }
 
 #[derive(Default)]
@@ -692,6 +703,9 @@ impl AcpServer {
         options.cwd = dir;
         let approval = ApprovalCell::new(self.approval);
         options.approval = approval.clone();
+        // What the client offered: its files for the file tools, its
+        // terminals for unsandboxed commands.
+        options.backends = editor::backends(&self.client_capabilities, &self.client, &shared);
         if options.extensions.is_some() {
             let (client, session) = (Arc::clone(&self.client), Arc::clone(&shared));
             options.questions = Some(Asking(Arc::new(move |plugin, question, stop| {
@@ -840,15 +854,24 @@ fn forward(shared: &SessionShared, event: Event) -> std::io::Result<()> {
                 asked: false,
                 old,
                 output: String::new(),
+                effect: None,
+                terminal: None,
             });
             shared.changed.notify_all();
         }
-        Event::ToolExecutionStart { call_id, .. } => {
+        Event::ToolExecutionStart {
+            call_id, effect_id, ..
+        } => {
             shared.notify(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call_id,
                 "status": "in_progress",
             }))?;
+            // An editor terminal the call opens is shown in it.
+            if let Some(live) = st.calls.iter_mut().find(|c| c.call.id == call_id) {
+                live.effect = Some(effect_id);
+                shared.changed.notify_all();
+            }
         }
         Event::ToolExecutionUpdate { call_id, output } => {
             if let Some(live) = st.calls.iter_mut().find(|c| c.call.id == call_id) {
@@ -880,6 +903,10 @@ fn forward(shared: &SessionShared, event: Event) -> std::io::Result<()> {
             let index = st.calls.iter().position(|c| c.call.id == call_id);
             let live = index.map(|i| st.calls.remove(i));
             let mut body = Vec::new();
+            // The editor keeps showing a released terminal's output.
+            if let Some(terminal) = live.as_ref().and_then(|l| l.terminal.as_deref()) {
+                body.push(json!({"type": "terminal", "terminalId": terminal}));
+            }
             if status == smith_engine::protocol::ToolStatus::Ok
                 && let Some(live) = &live
                 && let Some(diff) = map::diff(&live.call, &shared.cwd, live.old.as_deref())
