@@ -209,6 +209,19 @@ fn run_client(mut command: Command, fx: &Fixture) -> Value {
         out.status.success(),
         "the ACP client failed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
+    // The session went to the test's own store, not the user's: an SDK
+    // that starts the agent with a trimmed environment drops SMITH_HOME.
+    let recorded = std::fs::read_dir(fx.home.join("data/sessions"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .any(|e| e.path().extension().is_some_and(|x| x == "smith"))
+        })
+        .unwrap_or(false);
+    assert!(
+        recorded,
+        "the client's smith recorded no session under SMITH_HOME ({}): the client must pass its environment on",
+        fx.home.display()
+    );
     serde_json::from_str(stdout.lines().last().unwrap_or(""))
         .unwrap_or_else(|e| panic!("the client prints a JSON summary ({e}):\n{stdout}\n{stderr}"))
 }

@@ -12,6 +12,7 @@ session. Checks what it can itself and prints one JSON summary line.
 
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -104,6 +105,9 @@ async def main(smith, work, script):
         "--approval",
         "ask",
         cwd=work,
+        # The SDK passes a trimmed environment by default; smith needs
+        # SMITH_HOME to record into the test's own store.
+        env=dict(os.environ),
     ) as (conn, _process):
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
