@@ -1056,6 +1056,9 @@ fn the_todo_list_shows_as_a_panel_above_the_editor_and_todo_lists_it() {
     s.send(b"\x15");
     s.send(b"plan the fix\r");
     s.wait_for_screen("planned the fix");
+    // The answer shows before the run ends: the status turns back to
+    // ready after it, and the panel (set during the tool call) is there.
+    s.wait_for_screen(" ready ·");
     // The panel: a rule with its name, then the list, right above the
     // status line and the editor.
     let screen = s.wait_for_screen("[>] Fix the off-by-one in the lexer");
