@@ -900,3 +900,70 @@ fn a_second_runtime_on_a_session_in_use_is_refused_and_offered_a_fork() {
     );
     assert!(out.contains("offline demo"), "{out}");
 }
+
+#[test]
+fn an_eval_session_is_named_after_its_prompt() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    std::fs::write(home.join("README.md"), "# hello project\n").unwrap();
+    let run = |prompt: &str| {
+        let out = ok(home, &["eval", "--provider", "mock", "--json", prompt]);
+        let result: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        result["session"]["name"].as_str().unwrap().to_owned()
+    };
+    // The first words, lowercased, letters and digits joined with '-'.
+    assert_eq!(
+        run("Fix the lexer's off-by-one!"),
+        "fix-the-lexer-s-off-by-one"
+    );
+    // The same prompt again gets the first free numbered name.
+    assert_eq!(
+        run("fix the lexer's OFF by one"),
+        "fix-the-lexer-s-off-by-one-2"
+    );
+    // No usable words: eval-<time>.
+    let unnamed = run("¿¡ …");
+    let time = unnamed
+        .strip_prefix("eval-")
+        .unwrap_or_else(|| panic!("{unnamed}"));
+    assert!(time.bytes().all(|b| b.is_ascii_digit()), "{unnamed}");
+    // --name still wins.
+    assert_eq!(
+        run_named(home, "mine", "Fix the lexer's off-by-one!"),
+        "mine"
+    );
+    let names: Vec<String> = list_json(home)
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_owned())
+        .collect();
+    for name in [
+        "fix-the-lexer-s-off-by-one",
+        "fix-the-lexer-s-off-by-one-2",
+        "mine",
+        &unnamed,
+    ] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    // The name resolves like any name.
+    assert_eq!(
+        info(home, "fix-the-lexer-s-off-by-one-2")["name"],
+        "fix-the-lexer-s-off-by-one-2"
+    );
+}
+
+fn run_named(home: &Path, name: &str, prompt: &str) -> String {
+    let out = ok(
+        home,
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--json",
+            "--name",
+            name,
+            prompt,
+        ],
+    );
+    let result: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    result["session"]["name"].as_str().unwrap().to_owned()
+}

@@ -20,6 +20,11 @@ use smith_store::{Store, StoreError};
 pub enum SessionChoice {
     /// A new session with this name (or unnamed).
     New(Option<String>),
+    /// A new session named after this text (the first prompt): its first
+    /// words ([`smith_store::name_from_text`]), numbered `-2`, `-3`… when
+    /// taken; named `PREFIX-<time>` as before when the text has no usable
+    /// words. The first string is the text, the second the prefix.
+    Titled(String, String),
     /// An existing session by name, id or unique id prefix.
     Open(String),
     /// A new unnamed session in a temporary store of its own, removed when
@@ -203,13 +208,25 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
             source,
         })
     };
-    let fresh = |store: Store, root: &Path, name: Option<&str>, temp: Option<tempfile::TempDir>| {
-        let session = store.create(name).map_err(|source| SessionError::Create {
+    let fresh = |store: Store,
+                 root: &Path,
+                 name: Option<&str>,
+                 titled: bool,
+                 temp: Option<tempfile::TempDir>| {
+        let created = if titled {
+            name.map_or_else(
+                || store.create(None).map(|s| (s, None)),
+                |base| store.create_titled(base).map(|(s, n)| (s, Some(n))),
+            )
+        } else {
+            store.create(name).map(|s| (s, name.map(str::to_owned)))
+        };
+        let (session, name) = created.map_err(|source| SessionError::Create {
             name: name.map(str::to_owned),
             root: root.to_owned(),
             source,
         })?;
-        let shown = name.map_or_else(|| session.id().to_hex(), str::to_owned);
+        let shown = name.unwrap_or_else(|| session.id().to_hex());
         // A temporary store is this process's alone.
         let journal = if temp.is_some() {
             StoreJournal::new(store, session)
@@ -240,9 +257,14 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
                 .map_err(SessionError::Temporary)?;
             let store = open_store(dir.path())?;
             let path = dir.path().to_owned();
-            fresh(store, &path, None, Some(dir))
+            fresh(store, &path, None, false, Some(dir))
         }
-        SessionChoice::New(name) => fresh(open_store(root)?, root, name.as_deref(), None),
+        SessionChoice::New(name) => fresh(open_store(root)?, root, name.as_deref(), false, None),
+        SessionChoice::Titled(text, prefix) => {
+            let base = smith_store::name_from_text(text)
+                .unwrap_or_else(|| format!("{prefix}-{}", smith_store::now_ms()));
+            fresh(open_store(root)?, root, Some(&base), true, None)
+        }
         SessionChoice::Open(reference) => {
             let store = open_store(root)?;
             // Claimed before it is read: what a second runtime would read

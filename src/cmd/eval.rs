@@ -81,7 +81,7 @@ pub struct Args {
     /// Continue this session (a name, an id or a unique id prefix).
     #[arg(long, value_name = "REF", conflicts_with_all = ["no_session", "name"])]
     pub session: Option<String>,
-    /// Name the new session (default: eval-<time>).
+    /// Name the new session (default: the prompt's first words, `fix-the-login-bug`, numbered -2, -3… when taken; eval-<time> when it has none).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Record into a temporary session store, removed on a normal exit and kept after an interrupt.
@@ -632,10 +632,12 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
     } else if let Some(reference) = &args.session {
         SessionChoice::Open(reference.clone())
     } else {
-        SessionChoice::New(Some(match &args.name {
-            Some(name) => name.clone(),
-            None => format!("eval-{}", smith_store::now_ms()),
-        }))
+        match &args.name {
+            Some(name) => SessionChoice::New(Some(name.clone())),
+            // Named after the prompt's first words (eval-<time> when it
+            // has none).
+            None => SessionChoice::Titled(first.to_string(), "eval".to_owned()),
+        }
     };
     // Nobody can answer a plugin's question here: the policy given on the
     // command line does.

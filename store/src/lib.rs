@@ -118,5 +118,5 @@ pub use scan::{Limits, ScanReport};
 pub use session::{BrokenBranch, LoadReport, Origin, Session};
 pub use store::{
     Claim, EXTENSION, LockGuard, PruneOptions, PruneReport, SessionInfo, Store, TEMP_GRACE_MS,
-    now_ms, rewrite, validate_name,
+    name_from_text, now_ms, rewrite, validate_name,
 };

@@ -198,6 +198,35 @@ pub fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A session name made from `text` (a first prompt): its first words,
+/// lowercased, ASCII letters and digits joined with `-`, cut at a word
+/// boundary to at most 40 characters (`"Fix the lexer's off-by-one!"` →
+/// `fix-the-lexer-s-off-by-one`). `None` when no letter or digit is left, or
+/// the result would read as a session id.
+#[must_use]
+pub fn name_from_text(text: &str) -> Option<String> {
+    const MAX: usize = 40;
+    let mut name = String::new();
+    let words = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty());
+    for word in words {
+        let word = word.to_ascii_lowercase();
+        let extra = usize::from(!name.is_empty()) + word.len();
+        if name.len() + extra > MAX {
+            if name.is_empty() {
+                name.push_str(&word[..MAX]);
+            }
+            break;
+        }
+        if !name.is_empty() {
+            name.push('-');
+        }
+        name.push_str(&word);
+    }
+    (!name.is_empty() && validate_name(&name).is_ok()).then_some(name)
+}
+
 impl Store {
     /// Opens (creating if needed) the store rooted at `root`.
     ///
@@ -471,11 +500,54 @@ impl Store {
         Ok(s)
     }
 
+    /// Creates and publishes an empty session named `base`, or `base-2`,
+    /// `base-3`… when that name is taken (the first free one, chosen under
+    /// the store's lock): for names made from a prompt
+    /// ([`name_from_text`]). Returns the session and the name it got.
+    ///
+    /// # Errors
+    /// `Invalid` for a bad `base`, `AlreadyExists` when `base` and its
+    /// first 9,999 numbered variants are all taken, `Io`.
+    pub fn create_titled(&self, base: &str) -> Result<(Session, String)> {
+        validate_name(base)?;
+        let mut s = Session::in_memory(SessionId::generate(), now_ms());
+        let mut bytes = Vec::new();
+        s.encode_file(&mut bytes)?;
+        let _g = self.lock_store()?;
+        let name = (1..10_000u32)
+            .map(|n| {
+                if n == 1 {
+                    base.to_owned()
+                } else {
+                    // Cut so that the suffix fits the 64-character limit.
+                    let suffix = format!("-{n}");
+                    let keep = base.len().min(64 - suffix.len());
+                    format!("{}{suffix}", base[..keep].trim_end_matches('-'))
+                }
+            })
+            .find(|candidate| !self.name_path(candidate).exists())
+            .ok_or_else(|| {
+                StoreError::new(
+                    ErrorKind::AlreadyExists,
+                    format!(
+                        "the session name {base:?} and its numbered variants up to {base}-9999 are all taken; name the session yourself (--name) or delete old sessions with `smith session prune`"
+                    ),
+                )
+            })?;
+        self.publish_locked(&mut s, &bytes, Some(&name))?;
+        Ok((s, name))
+    }
+
     fn publish_new(&self, s: &mut Session, bytes: &[u8], name: Option<&str>) -> Result<()> {
         if let Some(n) = name {
             validate_name(n)?;
         }
         let _g = self.lock_store()?;
+        self.publish_locked(s, bytes, name)
+    }
+
+    /// [`Store::publish_new`] with the store's lock held by the caller.
+    fn publish_locked(&self, s: &mut Session, bytes: &[u8], name: Option<&str>) -> Result<()> {
         let path = self.path_of(s.id());
         if path.exists() {
             return Err(StoreError::new(
@@ -1071,6 +1143,56 @@ mod tests {
         let mut v = Vec::new();
         smith_codec::Encoder::new(&mut v).bytes(&vec![7u8; len]);
         v
+    }
+
+    #[test]
+    fn names_from_prompts_are_their_first_words() {
+        assert_eq!(
+            name_from_text("Fix the lexer's off-by-one!").as_deref(),
+            Some("fix-the-lexer-s-off-by-one")
+        );
+        assert_eq!(
+            name_from_text("  explain   src/main.rs\nplease ").as_deref(),
+            Some("explain-src-main-rs-please")
+        );
+        // Cut at a word boundary, at most 40 characters.
+        let long = name_from_text(
+            "refactor the session store so that every name is derived from the prompt",
+        )
+        .unwrap();
+        assert_eq!(long, "refactor-the-session-store-so-that-every");
+        assert!(long.len() <= 40);
+        // One word longer than the limit is cut inside the word.
+        assert_eq!(name_from_text(&"a".repeat(50)).unwrap().len(), 40);
+        // Nothing usable, or what would read as an id.
+        assert_eq!(name_from_text("¿¡ — …"), None);
+        assert_eq!(name_from_text(""), None);
+        assert_eq!(name_from_text(&"ab".repeat(16)), None);
+        assert_eq!(name_from_text("Café crème").as_deref(), Some("caf-cr-me"));
+    }
+
+    #[test]
+    fn titled_sessions_take_the_first_free_numbered_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (a, name_a) = store.create_titled("fix-the-bug").unwrap();
+        let (b, name_b) = store.create_titled("fix-the-bug").unwrap();
+        let (c, name_c) = store.create_titled("fix-the-bug").unwrap();
+        assert_eq!(
+            [name_a.as_str(), &name_b, &name_c],
+            ["fix-the-bug", "fix-the-bug-2", "fix-the-bug-3"]
+        );
+        assert_eq!(store.resolve("fix-the-bug-2").unwrap(), b.id());
+        assert_ne!(a.id(), c.id());
+        // A renamed session frees its name for the next one.
+        store.rename("fix-the-bug", "first").unwrap();
+        assert_eq!(store.create_titled("fix-the-bug").unwrap().1, "fix-the-bug");
+        // A base of the full 64 characters is cut to fit its suffix.
+        let base = "x".repeat(64);
+        store.create_titled(&base).unwrap();
+        let (_, second) = store.create_titled(&base).unwrap();
+        assert_eq!(second, format!("{}-2", "x".repeat(62)));
+        assert!(store.create_titled("-bad").is_err());
     }
 
     fn one(content: &[u8]) -> [NewEntry<'_>; 1] {

@@ -1026,7 +1026,7 @@ impl RpcServer {
                 let to = match &choice {
                     SessionChoice::New(name) => name.clone().unwrap_or_default(),
                     SessionChoice::Open(reference) => reference.clone(),
-                    SessionChoice::Temporary => String::new(),
+                    SessionChoice::Titled(..) | SessionChoice::Temporary => String::new(),
                 };
                 self.ask(method, &SessionOp::Switch(to))?;
                 self.switch(&choice)
