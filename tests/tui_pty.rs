@@ -1331,3 +1331,37 @@ fn the_interface_started_with_plan_opens_in_plan_mode() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_new_session_is_named_after_its_first_prompt() {
+    let mut home = None;
+    let mut s = start_prepared(None, None, |h| home = Some(h.to_owned()));
+    let home = home.unwrap();
+    s.ready();
+    s.send(b"Fix the lexer's off-by-one, please\r");
+    s.wait_for_screen("Done.");
+    s.wait_for_screen(" ready ·");
+    // A second prompt does not rename it again.
+    s.send(b"and now something else\r");
+    s.wait_for_screen(" ready ·");
+    // (Listed while the interface runs: its home goes with it.)
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", &home)
+        .args(["session", "list", "--json"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<String> = listed
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(names, ["fix-the-lexer-s-off-by-one-please"], "{listed}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
