@@ -104,7 +104,8 @@ fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, seen: &Mutex
         format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n")
     };
     let _ = match reply {
-        None => out.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+        None => out
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
         Some(Reply::Full(body)) => out
             .write_all(head(body.len()).as_bytes())
             .and_then(|()| out.write_all(&body)),
@@ -142,27 +143,47 @@ fn fixture() -> &'static Fixture {
         let d = dir.path();
         let (secret, public) = (d.join("throwaway.key"), d.join("throwaway.pub"));
         let out = release_cmd(&["keygen", "--secret"], &secret, &["--public"], &public);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let public_hex = key_line(&std::fs::read_to_string(&public).unwrap());
         // The release binary: the built smith, stripped as scripts/release
         // strips it (it still runs, and its bytes differ from the original).
         let stem = format!("smith-{NEW}-{TARGET}");
         std::fs::create_dir(d.join(&stem)).unwrap();
         let bin = d.join(&stem).join("smith");
-        check(Command::new("objcopy")
-            .args(["--strip-all", env!("CARGO_BIN_EXE_smith")])
-            .arg(&bin));
-        check(Command::new("tar")
-            .current_dir(d)
-            .args(["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf"])
-            .arg(archive_name())
-            .arg(&stem));
-        check(Command::new("sh")
-            .current_dir(d)
-            .arg("-c")
-            .arg(format!("sha256sum {} > SHA256SUMS", archive_name())));
+        check(
+            Command::new("objcopy")
+                .args(["--strip-all", env!("CARGO_BIN_EXE_smith")])
+                .arg(&bin),
+        );
+        check(
+            Command::new("tar")
+                .current_dir(d)
+                .args([
+                    "--sort=name",
+                    "--owner=0",
+                    "--group=0",
+                    "--numeric-owner",
+                    "-czf",
+                ])
+                .arg(archive_name())
+                .arg(&stem),
+        );
+        check(
+            Command::new("sh")
+                .current_dir(d)
+                .arg("-c")
+                .arg(format!("sha256sum {} > SHA256SUMS", archive_name())),
+        );
         let out = release_cmd(&["sign", "--key"], &secret, &[], &d.join("SHA256SUMS"));
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         Fixture {
             public_hex,
             binary: std::fs::read(&bin).unwrap(),
@@ -177,7 +198,11 @@ fn fixture() -> &'static Fixture {
 
 fn check(cmd: &mut Command) {
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn release_cmd(a: &[&str], p: &Path, b: &[&str], q: &Path) -> Output {
@@ -203,10 +228,22 @@ fn key_line(text: &str) -> String {
 fn good_routes() -> HashMap<String, Reply> {
     let f = fixture();
     HashMap::from([
-        ("/releases/latest".to_owned(), Reply::Full(format!("{NEW}\n").into_bytes())),
-        (format!("/releases/{NEW}/SHA256SUMS"), Reply::Full(f.sums.clone())),
-        (format!("/releases/{NEW}/SHA256SUMS.sig"), Reply::Full(f.signature.clone())),
-        (format!("/releases/{NEW}/{}", archive_name()), Reply::Full(f.archive.clone())),
+        (
+            "/releases/latest".to_owned(),
+            Reply::Full(format!("{NEW}\n").into_bytes()),
+        ),
+        (
+            format!("/releases/{NEW}/SHA256SUMS"),
+            Reply::Full(f.sums.clone()),
+        ),
+        (
+            format!("/releases/{NEW}/SHA256SUMS.sig"),
+            Reply::Full(f.signature.clone()),
+        ),
+        (
+            format!("/releases/{NEW}/{}", archive_name()),
+            Reply::Full(f.archive.clone()),
+        ),
     ])
 }
 
@@ -238,9 +275,19 @@ impl Installed {
         }
         let out = installed.run(
             None,
-            &["config", "set", "update.trusted-keys", &fixture().public_hex],
+            &[
+                "config",
+                "set",
+                "update.trusted-keys",
+                &fixture().public_hex,
+            ],
         );
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         installed
     }
 
@@ -279,7 +326,10 @@ impl Installed {
 
     /// The installed binary is the original, with nothing beside it.
     fn assert_untouched(&self) {
-        assert!(std::fs::read(self.exe()).unwrap() == self.original, "the installed binary changed");
+        assert!(
+            std::fs::read(self.exe()).unwrap() == self.original,
+            "the installed binary changed"
+        );
         let mut names: Vec<String> = std::fs::read_dir(self.root.path().join("bin"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -305,15 +355,27 @@ fn a_good_release_is_swapped_in_the_previous_kept_and_rollback_restores_it() {
     let out = smith.run(Some(&server.url()), &["update", "--check"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
-    assert!(stdout.contains(&format!("smith {NEW} is available")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("smith {NEW} is available")),
+        "{stdout}"
+    );
     smith.assert_untouched();
 
     let out = smith.run(Some(&server.url()), &["update"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    assert!(stdout.contains(&format!("updated smith 0.1.0 to {NEW}")), "{stdout}");
-    assert!(std::fs::read(smith.exe()).unwrap() == f.binary, "the release binary is installed");
-    assert!(std::fs::read(smith.previous()).unwrap() == smith.original, "the old one is kept");
+    assert!(
+        stdout.contains(&format!("updated smith 0.1.0 to {NEW}")),
+        "{stdout}"
+    );
+    assert!(
+        std::fs::read(smith.exe()).unwrap() == f.binary,
+        "the release binary is installed"
+    );
+    assert!(
+        std::fs::read(smith.previous()).unwrap() == smith.original,
+        "the old one is kept"
+    );
     assert_eq!(
         std::fs::metadata(smith.exe()).unwrap().permissions().mode() & 0o777,
         0o755
@@ -325,14 +387,23 @@ fn a_good_release_is_swapped_in_the_previous_kept_and_rollback_restores_it() {
     let out = smith.run(None, &["update", "--rollback"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    assert!(std::fs::read(smith.exe()).unwrap() == smith.original, "rollback restores the old binary");
-    assert!(std::fs::read(smith.previous()).unwrap() == f.binary, "and keeps the release");
+    assert!(
+        std::fs::read(smith.exe()).unwrap() == smith.original,
+        "rollback restores the old binary"
+    );
+    assert!(
+        std::fs::read(smith.previous()).unwrap() == f.binary,
+        "and keeps the release"
+    );
 }
 
 #[test]
 fn a_current_version_is_up_to_date_and_nothing_is_downloaded() {
     let mut routes = good_routes();
-    routes.insert("/releases/latest".to_owned(), Reply::Full(b"0.1.0\n".to_vec()));
+    routes.insert(
+        "/releases/latest".to_owned(),
+        Reply::Full(b"0.1.0\n".to_vec()),
+    );
     let server = Server::start(routes);
     let smith = Installed::new();
     let out = smith.run(Some(&server.url()), &["update"]);
@@ -355,8 +426,17 @@ fn an_archive_that_does_not_match_its_signed_checksum_is_not_installed() {
     let out = smith.run(Some(&server.url()), &["update"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stderr.contains(&format!("{}{path}", server.url().trim_end_matches("/releases"))), "{stderr}");
-    assert!(stderr.contains("but the signed SHA256SUMS says"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}{path}",
+            server.url().trim_end_matches("/releases")
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("but the signed SHA256SUMS says"),
+        "{stderr}"
+    );
     assert!(stderr.contains("nothing was installed"), "{stderr}");
     smith.assert_untouched();
 }
@@ -373,7 +453,10 @@ fn a_bad_signature_or_an_untrusted_key_is_refused() {
     let out = smith.run(Some(&server.url()), &["update"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stderr.contains(&format!("{NEW}/SHA256SUMS.sig does not match")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{NEW}/SHA256SUMS.sig does not match")),
+        "{stderr}"
+    );
     assert!(stderr.contains("do not install this release"), "{stderr}");
     smith.assert_untouched();
     assert!(
@@ -393,7 +476,12 @@ fn a_bad_signature_or_an_untrusted_key_is_refused() {
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stderr.contains("update.trusted-keys from environment variable SMITH_UPDATE_TRUSTED_KEYS is ignored"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "update.trusted-keys from environment variable SMITH_UPDATE_TRUSTED_KEYS is ignored"
+        ),
+        "{stderr}"
+    );
     assert!(stderr.contains("does not match"), "{stderr}");
     smith.assert_untouched();
 }
@@ -407,7 +495,10 @@ fn a_truncated_download_is_not_installed() {
     let out = smith.run(Some(&server.url()), &["update"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stderr.contains(&format!("the download of {}", server.url())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the download of {}", server.url())),
+        "{stderr}"
+    );
     assert!(stderr.contains("did not complete"), "{stderr}");
     smith.assert_untouched();
 }
@@ -435,9 +526,19 @@ fn a_folder_smith_cannot_write_is_refused_with_what_to_run() {
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(4), "{stdout}{stderr}");
-    assert!(stderr.contains(&format!("its folder {} is not writable", bin.display())), "{stderr}");
-    assert!(stderr.contains(&format!("sudo {} update", smith.exe().display())), "{stderr}");
-    assert!(server.seen().is_empty(), "nothing is downloaded: {:?}", server.seen());
+    assert!(
+        stderr.contains(&format!("its folder {} is not writable", bin.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("sudo {} update", smith.exe().display())),
+        "{stderr}"
+    );
+    assert!(
+        server.seen().is_empty(),
+        "nothing is downloaded: {:?}",
+        server.seen()
+    );
     smith.assert_untouched();
 }
 
@@ -502,7 +603,10 @@ fn a_development_build_is_refused_before_anything_is_downloaded() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(4), "{stdout}{stderr}");
     assert!(stderr.contains("is a development build"), "{stderr}");
-    assert!(stderr.contains("git pull && cargo build --release"), "{stderr}");
+    assert!(
+        stderr.contains("git pull && cargo build --release"),
+        "{stderr}"
+    );
     assert!(server.seen().is_empty(), "{:?}", server.seen());
     // --check only reports, from anywhere.
     let out = Command::new(env!("CARGO_BIN_EXE_smith"))

@@ -32,7 +32,12 @@ enum Command {
     /// Sign a SHA256SUMS file: writes FILE.sig beside it.
     Sign {
         /// The secret key file.
-        #[arg(long, value_name = "FILE", env = "SMITH_RELEASE_KEY", hide_env_values = true)]
+        #[arg(
+            long,
+            value_name = "FILE",
+            env = "SMITH_RELEASE_KEY",
+            hide_env_values = true
+        )]
         key: PathBuf,
         /// The checksum list to sign.
         sums: PathBuf,
@@ -129,7 +134,11 @@ fn verify(dir: &Path, extra: &[PathBuf]) -> Result<(), Diagnostic> {
     let mut count = 0;
     for name in sums.names() {
         let path = dir.join(name);
-        sums.check(name, &read(&path, "the release file")?, &path.display().to_string())?;
+        sums.check(
+            name,
+            &read(&path, "the release file")?,
+            &path.display().to_string(),
+        )?;
         count += 1;
     }
     println!(

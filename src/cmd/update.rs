@@ -163,10 +163,7 @@ fn update(config: &Config, check_only: bool) -> Result<u8, Failure> {
         &archive_url,
     )?;
     for stale in install.clean_stale()? {
-        println!(
-            "removed {}, left by an interrupted update",
-            stale.display()
-        );
+        println!("removed {}, left by an interrupted update", stale.display());
     }
     install.replace(&binary)?;
     println!(
@@ -220,7 +217,10 @@ fn trusted_keys(config: &Config) -> Result<Vec<PublicKey>, Diagnostic> {
         }
         let origin = format!("update.trusted-keys in {}", source.surface());
         for key in text.split([' ', ',', '\n', '\t']).filter(|k| !k.is_empty()) {
-            keys.push(PublicKey::parse(key, &origin).map_err(|d| d.with_field(UPDATE_TRUSTED_KEYS.key))?);
+            keys.push(
+                PublicKey::parse(key, &origin)
+                    .map_err(|d| d.with_field(UPDATE_TRUSTED_KEYS.key))?,
+            );
         }
     }
     Ok(keys)

@@ -83,10 +83,7 @@ pub fn get(client: &Client, url: &str) -> Result<Vec<u8>, Diagnostic> {
     body.read_complete().map_err(|e| {
         failed(
             format!("the download of {url} did not complete: {}", e.what()),
-            format!(
-                "{}; an incomplete file is never installed",
-                e.why()
-            ),
+            format!("{}; an incomplete file is never installed", e.why()),
             "nothing was changed; run the command again when the connection is stable",
         )
     })

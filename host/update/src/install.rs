@@ -20,7 +20,10 @@ use smith_diag::{Diagnostic, Surface};
 
 /// Folders that belong to a package manager, with what to run instead.
 const MANAGED: &[(&str, &str)] = &[
-    ("/nix/store/", "run `nix profile upgrade smith`, or rebuild the NixOS or home-manager configuration that installed it"),
+    (
+        "/nix/store/",
+        "run `nix profile upgrade smith`, or rebuild the NixOS or home-manager configuration that installed it",
+    ),
     ("/opt/homebrew/", "run `brew upgrade smith`"),
     ("/usr/local/Cellar/", "run `brew upgrade smith`"),
     ("/home/linuxbrew/.linuxbrew/", "run `brew upgrade smith`"),
@@ -253,7 +256,11 @@ impl Install {
         let keep = self.keep_tmp();
         if let Err(e) = link_or_copy(&self.exe, &keep) {
             let _ = std::fs::remove_file(&keep);
-            return Err(io_error(&keep, "the installed binary could not be kept", &e));
+            return Err(io_error(
+                &keep,
+                "the installed binary could not be kept",
+                &e,
+            ));
         }
         std::fs::rename(&keep, self.previous()).map_err(|e| {
             let _ = std::fs::remove_file(&keep);
@@ -343,7 +350,11 @@ mod tests {
         let exe = dir.path().join("target/release/smith");
         std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
         assert_eq!(Install::at(&exe).unwrap_err().code(), "update.dev-build");
-        for path in ["/usr/bin/smith", "/nix/store/abc-smith/bin/smith", "/opt/homebrew/Cellar/smith/1/bin/smith"] {
+        for path in [
+            "/usr/bin/smith",
+            "/nix/store/abc-smith/bin/smith",
+            "/opt/homebrew/Cellar/smith/1/bin/smith",
+        ] {
             let err = Install::at(Path::new(path)).unwrap_err();
             assert_eq!(err.code(), "update.package-manager", "{path}");
             assert!(err.next().contains("smith"), "{path}: {}", err.next());

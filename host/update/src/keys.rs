@@ -114,12 +114,15 @@ pub fn verify<'k>(
         .with_surface(Surface::other(signature_origin.to_owned()))
     };
     let text = std::str::from_utf8(signature_text).ok();
-    let bytes = text.and_then(key_line).and_then(hex::decode::<64>).ok_or_else(|| {
-        fail(
-            format!("the signature {signature_origin} is not a signature"),
-            "an ed25519 signature is 64 bytes written as 128 hex digits on one line".to_owned(),
-        )
-    })?;
+    let bytes = text
+        .and_then(key_line)
+        .and_then(hex::decode::<64>)
+        .ok_or_else(|| {
+            fail(
+                format!("the signature {signature_origin} is not a signature"),
+                "an ed25519 signature is 64 bytes written as 128 hex digits on one line".to_owned(),
+            )
+        })?;
     let signature = Signature::from_bytes(&bytes);
     keys.iter()
         .find(|k| k.key.verify_strict(data, &signature).is_ok())
@@ -267,7 +270,10 @@ pub fn generate(secret: &Path, public: &Path) -> Result<String, Diagnostic> {
     std::fs::write(public, key.public_text()).map_err(|e| {
         fail(
             public,
-            format!("the public key file {} could not be written", public.display()),
+            format!(
+                "the public key file {} could not be written",
+                public.display()
+            ),
             e.to_string(),
             "name a writable path for the public key",
         )
@@ -301,7 +307,9 @@ mod tests {
         let sig = key.sign(b"sums");
         let keys = [PublicKey::compiled_in(), public];
         assert_eq!(
-            verify(&keys, b"sums", "SUMS", sig.as_bytes(), "SIG").unwrap().origin(),
+            verify(&keys, b"sums", "SUMS", sig.as_bytes(), "SIG")
+                .unwrap()
+                .origin(),
             "k.pub"
         );
         let err = verify(&keys, b"sumz", "SUMS", sig.as_bytes(), "SIG").unwrap_err();

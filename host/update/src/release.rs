@@ -11,13 +11,29 @@ use smith_diag::{Diagnostic, Surface};
 pub const TARGET: &str = target();
 
 const fn target() -> &'static str {
-    if cfg!(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")) {
+    if cfg!(all(
+        target_arch = "x86_64",
+        target_os = "linux",
+        target_env = "gnu"
+    )) {
         "x86_64-unknown-linux-gnu"
-    } else if cfg!(all(target_arch = "aarch64", target_os = "linux", target_env = "gnu")) {
+    } else if cfg!(all(
+        target_arch = "aarch64",
+        target_os = "linux",
+        target_env = "gnu"
+    )) {
         "aarch64-unknown-linux-gnu"
-    } else if cfg!(all(target_arch = "x86_64", target_os = "linux", target_env = "musl")) {
+    } else if cfg!(all(
+        target_arch = "x86_64",
+        target_os = "linux",
+        target_env = "musl"
+    )) {
         "x86_64-unknown-linux-musl"
-    } else if cfg!(all(target_arch = "aarch64", target_os = "linux", target_env = "musl")) {
+    } else if cfg!(all(
+        target_arch = "aarch64",
+        target_os = "linux",
+        target_env = "musl"
+    )) {
         "aarch64-unknown-linux-musl"
     } else if cfg!(all(target_arch = "aarch64", target_os = "macos")) {
         "aarch64-apple-darwin"
@@ -169,6 +185,9 @@ mod tests {
             "smith-1.2.3-x86_64-unknown-linux-gnu.tar.gz"
         );
         assert_eq!(join("http://h/r/", "latest"), "http://h/r/latest");
-        assert_eq!(join("http://h/r", "1.2.3/SHA256SUMS"), "http://h/r/1.2.3/SHA256SUMS");
+        assert_eq!(
+            join("http://h/r", "1.2.3/SHA256SUMS"),
+            "http://h/r/1.2.3/SHA256SUMS"
+        );
     }
 }
