@@ -172,7 +172,7 @@ enum Command {
     #[command(after_long_help = cmd::update::HELP)]
     Update(cmd::update::Args),
     /// Release keys, signing and verification for whoever publishes releases (docs/release.md).
-    #[command(hide = true)]
+    #[command(hide = true, name = "release-tool")]
     Release(cmd::release::Args),
     /// Print help: `help COMMAND...` for a command, `help plugins [ITEM]` for the plugin contract.
     Help(cmd::help::Args),
@@ -213,6 +213,12 @@ fn main() -> ExitCode {
         Command::Checkpoint(args) => cmd::checkpoint::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Plugin(args) => cmd::plugin::run(args),
+        // `smith update the readme` is a prompt (prompt_guard::PROMPT_VERBS).
+        Command::Update(args) if !args.prompt.is_empty() => {
+            let mut words = vec!["update".to_owned()];
+            words.extend(args.prompt);
+            return run_default(words, cli.provider, cli.session);
+        }
         Command::Update(args) => cmd::update::run(args),
         Command::Release(args) => cmd::release::run(args),
         Command::Help(args) => cmd::help::run(args, <Cli as clap::CommandFactory>::command()),

@@ -207,7 +207,7 @@ fn check(cmd: &mut Command) {
 
 fn release_cmd(a: &[&str], p: &Path, b: &[&str], q: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_smith"))
-        .arg("release")
+        .arg("release-tool")
         .args(a)
         .arg(p)
         .args(b)
@@ -620,6 +620,22 @@ fn a_development_build_is_refused_before_anything_is_downloaded() {
 }
 
 #[test]
+fn update_followed_by_words_is_a_prompt_not_an_update() {
+    let server = Server::start(good_routes());
+    let smith = Installed::new();
+    std::fs::write(smith.root.path().join("home/README.md"), "# readme\n").unwrap();
+    let out = smith.run(Some(&server.url()), &["update", "the", "readme"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        !stdout.is_empty(),
+        "the scripted provider answered the prompt"
+    );
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    smith.assert_untouched();
+}
+
+#[test]
 fn without_update_url_smith_says_what_to_set() {
     let smith = Installed::new();
     let out = smith.run(None, &["update"]);
@@ -645,7 +661,7 @@ fn release_verify_checks_a_release_folder_with_an_extra_key() {
     std::fs::write(&public, format!("{}\n", f.public_hex)).unwrap();
     let verify = |extra: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
-        cmd.args(["release", "verify"]).arg(dir.path());
+        cmd.args(["release-tool", "verify"]).arg(dir.path());
         if extra {
             cmd.arg("--key").arg(&public);
         }

@@ -1,4 +1,4 @@
-//! `smith release keygen | sign | verify`: the key handling and the
+//! `smith release-tool keygen | sign | verify`: the key handling and the
 //! signature check `scripts/release` and CI use (docs/release.md). Hidden
 //! from the help: it serves whoever publishes releases, not smith's users.
 

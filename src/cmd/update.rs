@@ -40,6 +40,9 @@ pub struct Args {
     /// Put back the binary the last update replaced (kept as `smith.previous` beside it); the replaced one becomes the previous one.
     #[arg(long)]
     rollback: bool,
+    /// Words after `update` make the line a prompt (`smith update the readme`), run as `smith -- update the readme` would be.
+    #[arg(value_name = "PROMPT", trailing_var_arg = true, hide = true, conflicts_with_all = ["check", "rollback"])]
+    pub prompt: Vec<String>,
 }
 
 /// Runs `smith update`.

@@ -41,7 +41,7 @@ impl PublicKey {
                 "update.bad-key",
                 format!("the public key from {origin} cannot be used"),
                 why.to_owned(),
-                "give the key as one line of 64 hex digits, as `smith release keygen` writes it to its .pub file",
+                "give the key as one line of 64 hex digits, as `smith release-tool keygen` writes it to its .pub file",
             )
             .with_surface(Surface::other(origin.to_owned()))
         };
@@ -166,7 +166,7 @@ impl SecretKey {
             bad(
                 format!("the signing key {} cannot be read", path.display()),
                 e.to_string(),
-                "name the secret key file `smith release keygen` wrote (SMITH_RELEASE_KEY or --key)",
+                "name the secret key file `smith release-tool keygen` wrote (SMITH_RELEASE_KEY or --key)",
             )
         })?;
         if meta.permissions().mode() & 0o077 != 0 {
@@ -184,7 +184,7 @@ impl SecretKey {
             bad(
                 format!("the signing key {} cannot be read", path.display()),
                 e.to_string(),
-                "check the file, or generate a new pair with `smith release keygen`",
+                "check the file, or generate a new pair with `smith release-tool keygen`",
             )
         })?);
         let seed = key_line(&text)
@@ -194,7 +194,7 @@ impl SecretKey {
                 bad(
                     format!("the signing key {} holds no secret key", path.display()),
                     "a secret key file holds one line of 64 hex digits".to_owned(),
-                    "name the secret key file `smith release keygen` wrote, not its .pub file",
+                    "name the secret key file `smith release-tool keygen` wrote, not its .pub file",
                 )
             })?;
         Ok(SecretKey {
