@@ -313,6 +313,7 @@ impl Installed {
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")
             .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
             .current_dir(&home);
         if let Some(url) = url {
             cmd.env("SMITH_UPDATE_URL", url);
@@ -674,6 +675,25 @@ fn release_verify_checks_a_release_folder_with_an_extra_key() {
     let out = verify(false);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).1.contains("does not match"), "{}", text(&out).1);
+    // One archive downloaded of the two listed: verified with
+    // --ignore-missing, refused without.
+    std::fs::write(
+        dir.path().join("SHA256SUMS"),
+        [f.sums.as_slice(), format!("{}  other.tar.gz\n", "0".repeat(64)).as_bytes()].concat(),
+    )
+    .unwrap();
+    let sign = release_cmd(&["sign", "--key"], &f.secret, &[], &dir.path().join("SHA256SUMS"));
+    assert!(sign.status.success(), "{}", text(&sign).1);
+    let out = verify(true);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).1.contains("other.tar.gz cannot be read"), "{}", text(&out).1);
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(["release-tool", "verify", "--ignore-missing", "--key"])
+        .arg(&public)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
     // The secret key never shows in any output.
     let secret = key_line(&std::fs::read_to_string(&f.secret).unwrap());
     for out in [verify(true), verify(false)] {

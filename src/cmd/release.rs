@@ -49,6 +49,9 @@ enum Command {
         /// Also trust this public key file (e.g. a throwaway key of a test build).
         #[arg(long, value_name = "FILE")]
         key: Vec<PathBuf>,
+        /// Skip listed files that are not in the folder (one archive downloaded of several); at least one must be there.
+        #[arg(long)]
+        ignore_missing: bool,
     },
 }
 
@@ -67,7 +70,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             );
         }),
         Command::Sign { key, sums } => sign(&key, &sums),
-        Command::Verify { dir, key } => verify(&dir, &key),
+        Command::Verify {
+            dir,
+            key,
+            ignore_missing,
+        } => verify(&dir, &key, ignore_missing),
     };
     Ok(match result {
         Ok(()) => 0,
@@ -110,7 +117,7 @@ fn sign(key: &Path, sums: &Path) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-fn verify(dir: &Path, extra: &[PathBuf]) -> Result<(), Diagnostic> {
+fn verify(dir: &Path, extra: &[PathBuf], ignore_missing: bool) -> Result<(), Diagnostic> {
     let mut keys = vec![PublicKey::compiled_in()];
     for path in extra {
         let text = read(path, "the public key")?;
@@ -134,12 +141,24 @@ fn verify(dir: &Path, extra: &[PathBuf]) -> Result<(), Diagnostic> {
     let mut count = 0;
     for name in sums.names() {
         let path = dir.join(name);
+        if ignore_missing && !path.exists() {
+            continue;
+        }
         sums.check(
             name,
             &read(&path, "the release file")?,
             &path.display().to_string(),
         )?;
         count += 1;
+    }
+    if count == 0 {
+        return Err(Diagnostic::error(
+            "update.io",
+            format!("{} holds none of the files its SHA256SUMS lists", dir.display()),
+            "a signature over a list of checksums vouches only for files that are there to check",
+            "download an archive the list names into the folder, then verify again",
+        )
+        .with_surface(Surface::file(dir)));
     }
     println!(
         "verified {}: signed by {}, {count} files match their checksums",
