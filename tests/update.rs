@@ -679,14 +679,27 @@ fn release_verify_checks_a_release_folder_with_an_extra_key() {
     // --ignore-missing, refused without.
     std::fs::write(
         dir.path().join("SHA256SUMS"),
-        [f.sums.as_slice(), format!("{}  other.tar.gz\n", "0".repeat(64)).as_bytes()].concat(),
+        [
+            f.sums.as_slice(),
+            format!("{}  other.tar.gz\n", "0".repeat(64)).as_bytes(),
+        ]
+        .concat(),
     )
     .unwrap();
-    let sign = release_cmd(&["sign", "--key"], &f.secret, &[], &dir.path().join("SHA256SUMS"));
+    let sign = release_cmd(
+        &["sign", "--key"],
+        &f.secret,
+        &[],
+        &dir.path().join("SHA256SUMS"),
+    );
     assert!(sign.status.success(), "{}", text(&sign).1);
     let out = verify(true);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).1.contains("other.tar.gz cannot be read"), "{}", text(&out).1);
+    assert!(
+        text(&out).1.contains("other.tar.gz cannot be read"),
+        "{}",
+        text(&out).1
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_smith"))
         .args(["release-tool", "verify", "--ignore-missing", "--key"])
         .arg(&public)

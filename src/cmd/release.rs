@@ -154,7 +154,10 @@ fn verify(dir: &Path, extra: &[PathBuf], ignore_missing: bool) -> Result<(), Dia
     if count == 0 {
         return Err(Diagnostic::error(
             "update.io",
-            format!("{} holds none of the files its SHA256SUMS lists", dir.display()),
+            format!(
+                "{} holds none of the files its SHA256SUMS lists",
+                dir.display()
+            ),
             "a signature over a list of checksums vouches only for files that are there to check",
             "download an archive the list names into the folder, then verify again",
         )
