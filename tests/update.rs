@@ -322,7 +322,7 @@ impl Installed {
     }
 
     fn run(&self, url: Option<&str>, args: &[&str]) -> Output {
-        self.command(url, args).output().unwrap()
+        output(&mut self.command(url, args))
     }
 
     /// The installed binary is the original, with nothing beside it.
@@ -338,6 +338,21 @@ impl Installed {
         names.sort();
         assert_eq!(names, ["smith"]);
     }
+}
+
+/// Runs `cmd`. The installed copy was just written, and a test thread
+/// that forks while another writes a binary holds the writing descriptor
+/// until it execs: exec then fails with ETXTBSY for a moment, so retry.
+fn output(cmd: &mut Command) -> Output {
+    for _ in 0..100 {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            result => return result.unwrap(),
+        }
+    }
+    panic!("{cmd:?} stayed busy (ETXTBSY) for 2 s");
 }
 
 fn text(out: &Output) -> (String, String) {
@@ -470,11 +485,11 @@ fn a_bad_signature_or_an_untrusted_key_is_refused() {
     // variable is ignored with a warning, and the signature is refused.
     let server = Server::start(good_routes());
     let smith = Installed::trusting(false);
-    let out = smith
-        .command(Some(&server.url()), &["update"])
-        .env("SMITH_UPDATE_TRUSTED_KEYS", &f.public_hex)
-        .output()
-        .unwrap();
+    let out = output(
+        smith
+            .command(Some(&server.url()), &["update"])
+            .env("SMITH_UPDATE_TRUSTED_KEYS", &f.public_hex),
+    );
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
@@ -523,7 +538,7 @@ fn a_folder_smith_cannot_write_is_refused_with_what_to_run() {
     } else {
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o555)).unwrap();
     }
-    let out = cmd.output().unwrap();
+    let out = output(&mut cmd);
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(4), "{stdout}{stderr}");
@@ -560,12 +575,16 @@ fn an_update_killed_midway_leaves_the_old_binary_and_a_rerun_succeeds() {
     let (tx, rx) = mpsc::channel();
     server.set(&path, Reply::Stall(f.archive.clone(), tx));
     let smith = Installed::new();
-    let mut child = smith
-        .command(Some(&server.url()), &["update"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut command = smith.command(Some(&server.url()), &["update"]);
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = loop {
+        match command.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            result => break result.unwrap(),
+        }
+    };
     rx.recv_timeout(Duration::from_secs(60)).unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
