@@ -168,6 +168,12 @@ enum Command {
     Replay(cmd::replay::Args),
     /// Manage plugins: `plugin list | info NAME | install PATH | uninstall NAME | enable NAME | disable NAME | reload NAME`.
     Plugin(cmd::plugin::Args),
+    /// Install the newest signed release in place of this binary: `update [--check | --rollback]`.
+    #[command(after_long_help = cmd::update::HELP)]
+    Update(cmd::update::Args),
+    /// Release keys, signing and verification for whoever publishes releases (docs/release.md).
+    #[command(hide = true, name = "release-tool")]
+    Release(cmd::release::Args),
     /// Print help: `help COMMAND...` for a command, `help plugins [ITEM]` for the plugin contract.
     Help(cmd::help::Args),
     /// Print a shell completion script: `completions bash|zsh|fish|elvish|powershell` (e.g. `smith completions bash > ~/.local/share/bash-completion/completions/smith`).
@@ -207,6 +213,14 @@ fn main() -> ExitCode {
         Command::Checkpoint(args) => cmd::checkpoint::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Plugin(args) => cmd::plugin::run(args),
+        // `smith update the readme` is a prompt (prompt_guard::PROMPT_VERBS).
+        Command::Update(args) if !args.prompt.is_empty() => {
+            let mut words = vec!["update".to_owned()];
+            words.extend(args.prompt);
+            return run_default(words, cli.provider, cli.session);
+        }
+        Command::Update(args) => cmd::update::run(args),
+        Command::Release(args) => cmd::release::run(args),
         Command::Help(args) => cmd::help::run(args, <Cli as clap::CommandFactory>::command()),
         Command::Completions(args) => {
             cmd::completions::completions(args, <Cli as clap::CommandFactory>::command())

@@ -34,6 +34,10 @@
 //! prompt when top-level options come before it: `smith -c session list`)
 //! is refused, since a command takes no top-level options.
 //!
+//! A first word in [`PROMPT_VERBS`] (`update`) followed by more words is a
+//! prompt, not the command: `smith update the readme` runs, and words
+//! within one edit of it (`updated the docs`) are not refused for it.
+//!
 //! A prompt given with `-c`, `--resume` or `--session` (`smith -c yes`) is
 //! meant for that session, as no command takes those options: only the
 //! option and command rules apply to it.
@@ -41,6 +45,12 @@
 use clap::Command;
 use smith_diag::suggest::distance;
 use smith_diag::{Diagnostic, Surface};
+
+/// Commands named by an everyday verb that also begins prompts: followed
+/// by more words (`smith update the readme`) the line is a prompt, checked
+/// like any other; alone or with its own options (`smith update --check`)
+/// it is the command.
+pub const PROMPT_VERBS: &[&str] = &["update"];
 
 /// Commands other tools have that smith does not, and what to use instead.
 /// Checked whatever follows them.
@@ -64,6 +74,9 @@ pub fn check(words: &[String], root: &Command, for_session: bool) -> Option<Diag
     let first = words.first()?;
     if let Some(d) = option_in_prompt(words, root) {
         return Some(d);
+    }
+    if words.len() > 1 && PROMPT_VERBS.contains(&first.as_str()) {
+        return None;
     }
     if is_bare(first)
         && let Some(command) = root
@@ -122,6 +135,8 @@ pub fn check(words: &[String], root: &Command, for_session: bool) -> Option<Diag
     };
     let near = candidates
         .iter()
+        // `updated the readme` is as much a prompt as `update the readme`.
+        .filter(|c| single || !PROMPT_VERBS.contains(&c.word.as_str()))
         .filter_map(|c| {
             let d = distance(first, &c.word);
             let prefix = single
@@ -479,5 +494,16 @@ mod tests {
         allowed("update the readme");
         allowed("map the modules");
         allowed("—what is this");
+    }
+
+    #[test]
+    fn a_command_named_by_a_verb_begins_a_prompt_when_words_follow() {
+        allowed("update the readme");
+        allowed("updated the docs");
+        assert_eq!(
+            refused("update the readme --modle x").code(),
+            "cli.option-in-prompt"
+        );
+        assert_eq!(refused("updat").code(), "cli.unknown-command");
     }
 }

@@ -41,6 +41,7 @@ const COMMANDS: &[&str] = &[
     "checkpoint",
     "replay",
     "plugin",
+    "update",
     "help",
     "completions",
     "man",

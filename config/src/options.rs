@@ -195,6 +195,12 @@ pub static SECTIONS: &[SectionDecl] = &[
         policy_reason: "a mistyped sandbox setting would silently leave a path writable or readable the user meant to change",
     },
     SectionDecl {
+        path: "update",
+        policy: UnknownPolicy::Reject,
+        help: "`smith update`: where releases are published and which keys may sign them (see docs/release.md).",
+        policy_reason: "a mistyped key setting would silently leave a signing key untrusted, or a release source unused",
+    },
+    SectionDecl {
         path: "bench",
         policy: UnknownPolicy::Reject,
         help: "`smith bench`, the performance gates.",
@@ -463,6 +469,26 @@ options! {
         unset: "only smith's credential store, `~/.ssh`, `~/.aws`, `~/.gnupg` and `~/.config/gcloud`",
         help: "Paths, besides smith's credential store and the secret folders in the home directory, that sandboxed tools may neither read nor write, separated by `:`. A path that does not exist yet is denied when it appears.",
     };
+    /// Where `smith update` looks for releases.
+    UPDATE_URL = OptionDecl {
+        key: "update.url",
+        flag: "--update-url",
+        env: "SMITH_UPDATE_URL",
+        kind: Kind::Str,
+        default: None,
+        unset: "`smith update` has nowhere to look and says to set this",
+        help: "The address releases are published at: `URL/latest` names the newest version and `URL/VERSION/` holds its archives, `SHA256SUMS` and `SHA256SUMS.sig` (docs/release.md). `https://`, or `http://` to this machine only. Whatever serves it, a release is installed only when its signature verifies.",
+    };
+    /// Extra keys `smith update` trusts.
+    UPDATE_TRUSTED_KEYS = OptionDecl {
+        key: "update.trusted-keys",
+        flag: "--update-trusted-keys",
+        env: "SMITH_UPDATE_TRUSTED_KEYS",
+        kind: Kind::Str,
+        default: None,
+        unset: "only the release key compiled into smith",
+        help: "Ed25519 public keys (64 hex digits each, separated by spaces or commas) that `smith update` trusts to sign releases besides the release key compiled into smith, which always applies. Read from the user configuration file only: a value from a project's configuration, a variable or a flag is ignored with a warning, so that no project can choose what smith installs.",
+    };
     /// Benchmark samples.
     BENCH_SAMPLES = OptionDecl {
         key: "bench.samples",
@@ -483,6 +509,7 @@ pub static RESERVED_ENV: &[&str] = &[
     "SMITH_DIAG_LOG",
     "SMITH_DIAG_AUDIT_CHILD",
     "SMITH_INPUT_LIMIT_MIB",
+    "SMITH_RELEASE_KEY",
 ];
 
 /// The option with dotted key `key`.

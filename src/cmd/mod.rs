@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod mcp;
 pub mod models;
 pub mod plugin;
+pub mod release;
 pub mod replay;
 pub mod rpc;
 pub mod sandbox;
@@ -24,6 +25,7 @@ pub mod skills;
 pub mod stats;
 pub mod trust;
 pub mod tui;
+pub mod update;
 
 use std::path::{Path, PathBuf};
 
