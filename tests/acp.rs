@@ -445,6 +445,45 @@ struct Peer {
 }
 
 impl Peer {
+    /// Starts `smith acp` on the fixture's script and folders with the
+    /// approval mode `approval`, its records read on a thread of their own.
+    fn start(fx: &Fixture, approval: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+            .args([
+                "acp",
+                "--provider",
+                "mock",
+                "--approval",
+                approval,
+                "--mock-script",
+            ])
+            .arg(&fx.script)
+            .current_dir(&fx.work)
+            .env("SMITH_HOME", &fx.home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+            sent: Vec::new(),
+        }
+    }
+
     fn send(&mut self, value: Value) {
         writeln!(self.stdin, "{value}").unwrap();
         self.stdin.flush().unwrap();
@@ -535,40 +574,7 @@ fn drive(peer: &mut Peer, fx: &Fixture) -> Vec<Value> {
 fn every_record_smith_acp_sends_fits_the_acp_schema() {
     let schema = Schema::load();
     let fx = fixture();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
-        .args([
-            "acp",
-            "--provider",
-            "mock",
-            "--approval",
-            "ask",
-            "--mock-script",
-        ])
-        .arg(&fx.script)
-        .current_dir(&fx.work)
-        .env("SMITH_HOME", &fx.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut peer = Peer {
-        child,
-        stdin,
-        lines,
-        sent: Vec::new(),
-    };
+    let mut peer = Peer::start(&fx, "ask");
     let started = Instant::now();
     let answers = drive(&mut peer, &fx);
     assert!(
@@ -710,40 +716,7 @@ fn the_todo_list_is_sent_as_the_plan_and_replayed_on_load() {
         .to_string(),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
-        .args([
-            "acp",
-            "--provider",
-            "mock",
-            "--approval",
-            "full",
-            "--mock-script",
-        ])
-        .arg(&fx.script)
-        .current_dir(&fx.work)
-        .env("SMITH_HOME", &fx.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut peer = Peer {
-        child,
-        stdin,
-        lines,
-        sent: Vec::new(),
-    };
+    let mut peer = Peer::start(&fx, "full");
     let work = fx.work.to_string_lossy().into_owned();
     peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
     assert_eq!(peer.next()["id"], 1);
@@ -1057,40 +1030,7 @@ fn a_cancel_ends_the_waits_on_the_editor() {
 ]"#,
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
-        .args([
-            "acp",
-            "--provider",
-            "mock",
-            "--approval",
-            "full",
-            "--mock-script",
-        ])
-        .arg(&fx.script)
-        .current_dir(&fx.work)
-        .env("SMITH_HOME", &fx.home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut peer = Peer {
-        child,
-        stdin,
-        lines,
-        sent: Vec::new(),
-    };
+    let mut peer = Peer::start(&fx, "full");
     let work = fx.work.to_string_lossy().into_owned();
     peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}}));
     assert_eq!(peer.next()["id"], 1);
