@@ -520,8 +520,7 @@ fn replay_plugins_and_branch_commands_in_a_real_terminal() {
     let tree = s.wait_for_screen("branches · enter selects").join("\n");
     assert!(tree.contains("● entry"), "{tree}");
     s.send(b"\r");
-    // (The session took its name from its first prompt.)
-    s.wait_for_screen("· session what-is-in-the-readme");
+    s.wait_for_screen("· session tui-");
     s.wait_for_screen("# Hello from the fixture");
     s.quit();
     let (status, _) = s.finish();
