@@ -342,6 +342,9 @@ impl Session {
     /// Exits as a user does on an idle, empty input: Ctrl+C shows the
     /// hint, a second Ctrl+C exits.
     fn quit(&mut self) {
+        // A run still going ends first: a first Ctrl+C would interrupt it,
+        // and the second then asks whether to exit with work running.
+        self.wait_for_screen(" ready ·");
         self.send(b"\x03");
         self.wait_for_screen("press Ctrl+C again to exit");
         self.send(b"\x03");
@@ -1045,6 +1048,7 @@ fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
     // attached, then the request.
     s.wait_for_screen("DEMO-BODY: say hello.");
     s.wait_for_screen("demo-skill (`/demo-skill`) with this request");
+    s.wait_for_screen("Done. The file starts with");
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
