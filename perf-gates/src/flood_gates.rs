@@ -19,9 +19,11 @@
 //!   the call is stopped once it dropped as many as a run keeps.
 //! - `plugins.flood_notices`: a run whose plugin returns 100,000 notices
 //!   from one handler, against the same run whose plugin makes the same
-//!   100,000 (its own work, which no cap can take away) and returns the
-//!   500 the cap admits; at most 1.10x. The notices over the cap are
-//!   counted from their tags, never copied out of the plugin.
+//!   100,000 and lays them out in its memory as returning them would (the
+//!   canonical ABI's list, which the plugin's own bindings write and free:
+//!   its own work, which no cap can take away) and returns the 500 the cap
+//!   admits; at most 1.10x. The notices over the cap are counted from
+//!   their tags, never copied out of the plugin.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -55,7 +57,7 @@ pub const FLOOD: &[Gate] = &[
         unit: Unit::Nanoseconds,
         limits: &[Limit::RatioAtMost(FLOOD_RATIO)],
         floor: Some(
-            "the same run with the plugin making the same notices and returning the 500 its cap admits",
+            "the same run with the plugin making the same notices, laying them out as returning them would, and returning the 500 its cap admits",
         ),
         run: flood_notices,
         cores: 1,

@@ -23,8 +23,8 @@
 //!   (id `flood`, text `flood N`): a plugin flooding the host;
 //! - an input containing `flood notices` makes it return the 100,000
 //!   notices only; one containing `dry flood` makes it do the same work
-//!   (every notice made) but return only the 500 that the default cap per
-//!   run admits, keeping the rest; one containing `capped flood` makes it
+//!   (every notice made, and laid out as returning them would lay them
+//!   out) but return only the 500 that the default cap per run admits; one containing `capped flood` makes it
 //!   write 1000 log lines and return 500 notices, what the default caps
 //!   admit. A flood's cost to the host beyond its caps is the difference
 //!   of a flood and its capped twin;
@@ -92,10 +92,47 @@ fn flood(flood: Flood) -> ext::HandlerResult {
         }
     }
     if flood == Flood::Dry {
-        std::hint::black_box(&actions);
+        lay_out(&actions);
         actions.truncate(CAP_NOTICES);
     }
     ext::HandlerResult::Actions(actions)
+}
+
+/// What returning `actions` costs the plugin itself, done without
+/// returning them: the bindings' lowering writes the canonical ABI's list,
+/// one 36-byte record per action (the action's case tag; the intent's id
+/// as a pointer and a length; the kind's case tag and its text as a pointer
+/// and a length, padded to the kind's largest case; the policy), into a
+/// buffer allocated while the actions still live, and the post-return
+/// frees it. The dry flood pays that too, so that a flood and its twin
+/// differ only by what the host does with the notices over the cap.
+fn lay_out(actions: &[ext::Action]) {
+    const UI_CASE: u32 = 4;
+    const NOTIFY_CASE: u32 = 0;
+    let mut list: Vec<[u32; 9]> = Vec::with_capacity(actions.len());
+    for action in actions {
+        if let ext::Action::Ui(ext::UiIntent {
+            id,
+            kind: ext::IntentKind::Notify(text),
+            policy,
+        }) = action
+        {
+            // Addresses in a 32-bit linear memory: the casts keep them.
+            #[allow(clippy::cast_possible_truncation)]
+            list.push([
+                UI_CASE,
+                id.as_ptr() as u32,
+                id.len() as u32,
+                NOTIFY_CASE,
+                text.as_ptr() as u32,
+                text.len() as u32,
+                0,
+                0,
+                *policy as u32,
+            ]);
+        }
+    }
+    std::hint::black_box(&list);
 }
 
 fn notice(text: String) -> ext::HandlerResult {
