@@ -527,7 +527,8 @@ fn replay_plugins_and_branch_commands_in_a_real_terminal() {
     let tree = s.wait_for_screen("branches · enter selects").join("\n");
     assert!(tree.contains("● entry"), "{tree}");
     s.send(b"\r");
-    s.wait_for_screen("· session tui-");
+    // (The session took its name from its first prompt.)
+    s.wait_for_screen("· session what-is-in-the-readme");
     s.wait_for_screen("# Hello from the fixture");
     s.quit();
     let (status, _) = s.finish();
@@ -1353,6 +1354,55 @@ fn the_interface_started_with_plan_opens_in_plan_mode() {
         screen.contains("research only: tools that change anything are blocked"),
         "{screen}"
     );
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_new_session_is_named_after_its_first_prompt() {
+    let mut home = None;
+    let mut s = start_prepared(None, None, |h| home = Some(h.to_owned()));
+    let home = home.unwrap();
+    s.ready();
+    s.send(b"Fix the lexer's off-by-one, please\r");
+    s.wait_for_screen("Done.");
+    // A second prompt does not rename it again.
+    s.send(b"and now something else\r");
+    s.wait_for_text("You said \"and now something else\"");
+    // Its run's end: the last answer after that echo.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = render(&s.output(), 24, 80).join(" ");
+        if text
+            .rfind("You said \"and now something else\"")
+            .is_some_and(|at| text[at..].contains("Done."))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the second run never ended:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // (Listed while the interface runs: its home goes with it.)
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", &home)
+        .args(["session", "list", "--json"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<String> = listed
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(names, ["fix-the-lexer-s-off-by-one-please"], "{listed}");
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

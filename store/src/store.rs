@@ -519,6 +519,26 @@ impl Store {
         Ok((s, name))
     }
 
+    /// Renames session `r` after a prompt: to `base`, or the first free of
+    /// `base-2`, `base-3`… (chosen under the store's lock, as in
+    /// [`Store::create_titled`]). Returns the name it got.
+    ///
+    /// # Errors
+    /// As [`Store::rename`] and [`Store::create_titled`].
+    pub fn rename_titled(&self, r: &str, base: &str) -> Result<String> {
+        validate_name(base)?;
+        let id = self.resolve(r)?;
+        let _g = self.lock_store()?;
+        let old = self.name_of(id);
+        let name = self.free_titled_name(base)?;
+        self.write_name(&name, id)?;
+        if let Some(o) = old {
+            let p = self.name_path(&o);
+            std::fs::remove_file(&p).map_err(|e| StoreError::io("remove old name", &p, e))?;
+        }
+        Ok(name)
+    }
+
     /// The first of `base`, `base-2`, `base-3`… no session holds; the
     /// caller holds the store's lock.
     fn free_titled_name(&self, base: &str) -> Result<String> {
@@ -1199,6 +1219,15 @@ mod tests {
         let (_, second) = store.create_titled(&base).unwrap();
         assert_eq!(second, format!("{}-2", "x".repeat(62)));
         assert!(store.create_titled("-bad").is_err());
+        // A session renamed after a prompt gets the first free name too,
+        // and its old name is gone.
+        let (d, _) = store.create_titled("tui-1").unwrap();
+        assert_eq!(
+            store.rename_titled("tui-1", "fix-the-bug").unwrap(),
+            "fix-the-bug-4"
+        );
+        assert_eq!(store.resolve("fix-the-bug-4").unwrap(), d.id());
+        assert!(store.resolve("tui-1").is_err());
     }
 
     fn one(content: &[u8]) -> [NewEntry<'_>; 1] {

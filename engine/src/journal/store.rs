@@ -115,6 +115,18 @@ impl StoreJournal {
         lock(&self.session).id()
     }
 
+    /// Renames the session after a prompt (`base` from
+    /// [`smith_store::name_from_text`]): `base`, or the first free of
+    /// `base-2`, `base-3`…; the name it got.
+    ///
+    /// # Errors
+    ///
+    /// The store's, naming the session and the name.
+    pub fn rename_titled(&self, base: &str) -> Result<String, smith_store::StoreError> {
+        let id = self.session_id().to_hex();
+        self.store.rename_titled(&id, base)
+    }
+
     /// Runs `f` on the session as recorded so far.
     pub fn with_session<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
         f(&lock(&self.session))

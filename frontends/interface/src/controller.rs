@@ -166,6 +166,11 @@ impl Controller<'_> {
             }
             _ => {}
         }
+        if let (Output::Prompt(text), None, Some(rt)) =
+            (&output, &self.replay, self.runtime.as_mut())
+        {
+            name_after_first_prompt(rt, app, text);
+        }
         let Some(rt) = self.runtime.as_ref() else {
             return Flow::Exit;
         };
@@ -305,4 +310,24 @@ pub(super) fn report(app: &mut App, sent: Sent) -> Flow {
         app.error(&err.to_string());
     }
     Flow::Continue
+}
+
+/// A new session's first prompt names it (`tui-<time>` becomes
+/// `fix-the-login-bug`, numbered when taken); a prompt with no usable words
+/// keeps the name it has. A failed rename is said, and the prompt still
+/// goes.
+fn name_after_first_prompt(rt: &mut Runtime, app: &mut App, text: &str) {
+    if !std::mem::take(&mut rt.titled) {
+        return;
+    }
+    let Some(base) = smith_store::name_from_text(text) else {
+        return;
+    };
+    match rt.journal.rename_titled(&base) {
+        Ok(name) => rt.name = name,
+        Err(err) => app.notice(&format!(
+            "the session keeps the name {}: it could not be renamed to {base:?} ({err}); rename it with `smith session rename {} NAME`",
+            rt.name, rt.name
+        )),
+    }
 }

@@ -36,6 +36,9 @@ pub(super) struct Runtime {
     forwarder: Option<JoinHandle<()>>,
     /// The session's name (its id when it has none).
     pub(super) name: String,
+    /// Whether the session still has the name it was created with
+    /// (`tui-<time>`) and takes one from its first prompt.
+    pub(super) titled: bool,
     /// The commands the runtime's extension plugins provide.
     pub(super) commands: Option<smith_plugins::hooks::Commands>,
     /// What the runtime's extension plugins say before a session switch or
@@ -269,6 +272,7 @@ pub(super) fn start(
             journal,
             forwarder: Some(forwarder),
             name,
+            titled: !resumed,
             commands,
             gate,
             questions,
