@@ -263,6 +263,71 @@ fn slash_and_dollar_names_attach_the_skill_to_the_prompt() {
 }
 
 #[test]
+fn invocation_words_fill_the_skills_placeholders_for_the_user_and_the_model() {
+    let (home, proj) = setup();
+    // Claude Code's example skill, whose body says "The user invoked this
+    // with: $ARGUMENTS", and one of positional words.
+    copy_dir(
+        &data("example-command"),
+        &proj.join(".claude/skills/example-command"),
+    );
+    skill(
+        &proj.join(".smith/skills"),
+        "review",
+        "Reviews a file against a branch.",
+        "Review $0 against the branch $1 ($ARGUMENTS[1]); leave $2 and $5 alone.",
+    );
+    trust(home.path(), &proj);
+    let script = script(home.path(), ANSWER);
+    let (requests, err) = eval(
+        home.path(),
+        &proj,
+        &script,
+        "/example-command my-argument 'two words'",
+    );
+    let text = &user_texts(&requests[0])[0];
+    assert!(
+        text.contains("The user invoked this with: my-argument 'two words'\n"),
+        "{text}\n{err}"
+    );
+    assert!(!text.contains("$ARGUMENTS"), "{text}");
+    assert!(
+        text.ends_with(
+            "The user invoked the skill example-command (`/example-command my-argument 'two words'`); its instructions above hold the words given."
+        ),
+        "{text}"
+    );
+    let (requests, _) = eval(
+        home.path(),
+        &proj,
+        &script,
+        "$review src/lib.rs \"main line\"",
+    );
+    let text = &user_texts(&requests[0])[0];
+    assert!(
+        text.contains(
+            "Review src/lib.rs against the branch main line (main line); leave $2 and $5 alone."
+        ),
+        "{text}"
+    );
+    // The model passes the words through the tool's `arguments`.
+    let script = self::script(
+        home.path(),
+        r#"[
+  [{"tool_call": {"id": "c1", "name": "skill", "arguments": {"name": "review", "arguments": "a.rs dev"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let (requests, err) = eval(home.path(), &proj, &script, "review a.rs");
+    let second = requests[1].to_string();
+    assert!(
+        second.contains("Review a.rs against the branch dev (dev); leave $2 and $5 alone."),
+        "{second}\n{err}"
+    );
+}
+
+#[test]
 fn rpc_prompts_invoke_skills_too() {
     let home = tempfile::tempdir().unwrap();
     // Smith's home is the working folder here: a global skill.

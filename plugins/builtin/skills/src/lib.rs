@@ -505,8 +505,14 @@ fn files(dir: &str) -> Vec<String> {
     files
 }
 
-/// The text that loads `entry`: its instructions, folder and files.
-fn load(entry: &Entry) -> Result<(String, serde_json::Value), String> {
+/// The text that loads `entry`: its instructions, folder and files; with
+/// `args`, the invocation's words put in the instructions' placeholders
+/// (`$ARGUMENTS`, `$ARGUMENTS[N]`, `$N`). The flag says whether any was
+/// filled.
+fn load(
+    entry: &Entry,
+    args: Option<&str>,
+) -> Result<(String, serde_json::Value, bool), String> {
     let (declared, text) = read_skill(&entry.path, &entry.dir).map_err(|reason| {
         format!(
             "the skill file {} could not be loaded: {reason}",
@@ -514,6 +520,9 @@ fn load(entry: &Entry) -> Result<(String, serde_json::Value), String> {
         )
     })?;
     let body = &text[declared.body_start..];
+    let filled = args.and_then(|args| format::substitute_arguments(body, args));
+    let substituted = filled.is_some();
+    let body = filled.as_deref().unwrap_or(body);
     let listed = files(&entry.dir);
     if body.trim().len() > BODY_MAX_BYTES {
         STATE.with(|state| {
@@ -541,13 +550,17 @@ fn load(entry: &Entry) -> Result<(String, serde_json::Value), String> {
         "allowed_tools": declared.allowed_tools,
         "files": listed,
     });
-    Ok((loaded, details))
+    Ok((loaded, details, substituted))
 }
 
 /// `/name ARGS` or `$name ARGS` as the prompt the model receives.
 fn invoked(sigil: char, name: &str, args: &str, entry: &Entry) -> Result<String, String> {
-    let (loaded, _) = load(entry)?;
-    let request = if args.is_empty() {
+    let (loaded, _, substituted) = load(entry, Some(args))?;
+    let request = if substituted {
+        format!(
+            "The user invoked the skill {name} (`{sigil}{name} {args}`); its instructions above hold the words given."
+        )
+    } else if args.is_empty() {
         format!(
             "The user invoked the skill {name} (`{sigil}{name}`) without further words: follow its instructions."
         )
@@ -807,7 +820,8 @@ impl pro::Guest for Skills {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "description": "The skill's name, as listed."}
+                    "name": {"type": "string", "description": "The skill's name, as listed."},
+                    "arguments": {"type": "string", "description": "Words for a skill whose instructions take them ($ARGUMENTS, $0, $1...), as a user would type them after /name; omit for none."}
                 },
                 "required": ["name"],
                 "additionalProperties": false
@@ -828,14 +842,18 @@ impl pro::Guest for Skills {
                 "smith/skills has no tool {name}; its tool is `{TOOL}`"
             ));
         }
-        let skill = serde_json::from_str::<serde_json::Value>(&arguments)
-            .ok()
-            .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_owned))
-            .unwrap_or_default();
+        let input = serde_json::from_str::<serde_json::Value>(&arguments).ok();
+        let field = |key: &str| {
+            input
+                .as_ref()
+                .and_then(|v| v.get(key).and_then(|n| n.as_str()).map(str::to_owned))
+        };
+        let skill = field("name").unwrap_or_default();
+        let words = field("arguments");
         let skill = skill.trim().trim_start_matches(['/', '$']);
         match lookup(skill) {
-            Lookup::Found(entry) => match load(&entry) {
-                Ok((text, details)) => pro::ToolOutput {
+            Lookup::Found(entry) => match load(&entry, words.as_deref().map(str::trim)) {
+                Ok((text, details, _)) => pro::ToolOutput {
                     text,
                     structured: Some(details.to_string()),
                     is_error: false,

@@ -260,6 +260,133 @@ pub fn invocation(prompt: &str) -> Option<(char, &str, &str)> {
     Some((sigil, name, rest[end..].trim()))
 }
 
+/// Splits a skill's arguments into words the way a shell would: blanks
+/// separate them; single quotes keep everything up to the next one;
+/// double quotes keep everything up to the next unescaped one, a backslash
+/// escaping `"`, `\\`, `$` and `` ` `` inside them; a backslash outside
+/// quotes keeps the next character. Arguments with an unclosed quote are
+/// split at blanks alone, quotes kept.
+pub fn split_arguments(args: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = args.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return args.split_whitespace().map(str::to_owned).collect(),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(e @ ('"' | '\\' | '$' | '`')) => word.push(e),
+                            Some(other) => {
+                                word.push('\\');
+                                word.push(other);
+                            }
+                            None => return args.split_whitespace().map(str::to_owned).collect(),
+                        },
+                        Some(c) => word.push(c),
+                        None => return args.split_whitespace().map(str::to_owned).collect(),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// `body` with the arguments of an invocation put in its placeholders, the
+/// ones Claude Code's skills and commands use: `$ARGUMENTS` is the
+/// arguments as typed; `$ARGUMENTS[N]` and `$N` are the `N`th word of
+/// [`split_arguments`], counted from 0 (`$N` only where no letter, digit or
+/// `_` follows the number). A word the arguments do not have leaves its
+/// placeholder as written (`$2` in "costs $2" stays). `None` when the body
+/// has no placeholder that was replaced: the arguments then go after the
+/// instructions as the user's request.
+pub fn substitute_arguments(body: &str, args: &str) -> Option<String> {
+    const ALL: &str = "$ARGUMENTS";
+    let words = split_arguments(args);
+    let mut out = String::with_capacity(body.len() + args.len());
+    let mut replaced = false;
+    let mut rest = body;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+        if let Some(after) = tail.strip_prefix(ALL) {
+            if let Some(index) = after.strip_prefix('[') {
+                let n = digits(index);
+                if n > 0 && index[n..].starts_with(']') {
+                    let used = ALL.len() + 1 + n + 1;
+                    match index[..n].parse::<usize>().ok().and_then(|i| words.get(i)) {
+                        Some(word) => {
+                            out.push_str(word);
+                            replaced = true;
+                        }
+                        None => out.push_str(&tail[..used]),
+                    }
+                    rest = &tail[used..];
+                    continue;
+                }
+            }
+            out.push_str(args);
+            replaced = true;
+            rest = after;
+            continue;
+        }
+        let n = digits(&tail[1..]);
+        let follows_word = tail[1 + n..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if n > 0 && !follows_word {
+            match tail[1..=n].parse::<usize>().ok().and_then(|i| words.get(i)) {
+                Some(word) => {
+                    out.push_str(word);
+                    replaced = true;
+                }
+                None => out.push_str(&tail[..=n]),
+            }
+            rest = &tail[1 + n..];
+            continue;
+        }
+        out.push('$');
+        rest = &tail[1..];
+    }
+    out.push_str(rest);
+    replaced.then_some(out)
+}
+
 /// The longest prefix of `text` at most `max` bytes, at a char boundary.
 pub fn prefix(text: &str, max: usize) -> &str {
     let mut end = max.min(text.len());

@@ -248,3 +248,48 @@ fn a_loaded_skill_names_its_folder_files_and_cut() {
     assert!(text.contains("\nDo it.\n\n[cut: the instructions are 17 bytes, more than the 6 sent"));
     assert!(text.contains("- /s/pdf/scripts/fill.py\n</skill>"));
 }
+
+#[test]
+fn arguments_split_as_a_shell_splits_words() {
+    assert_eq!(
+        split_arguments(r#"fix "the lexer" 'it''s' a\ b "q\"x" -"#),
+        ["fix", "the lexer", "its", "a b", "q\"x", "-"]
+    );
+    assert!(split_arguments("   ").is_empty());
+    // An unclosed quote: blanks alone, quotes kept.
+    assert_eq!(split_arguments("say \"hi there"), ["say", "\"hi", "there"]);
+}
+
+#[test]
+fn arguments_fill_the_placeholders_of_claude_code_skills() {
+    // The example skill of Claude Code's official plugins.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../../tests/data/skills/example-command/SKILL.md"
+    ))
+    .unwrap();
+    let out = substitute_arguments(&text, "my-argument two").unwrap();
+    assert!(
+        out.contains("The user invoked this with: my-argument two\n"),
+        "{out}"
+    );
+    assert!(!out.contains("$ARGUMENTS"), "{out}");
+    let body = "Review $0 against $ARGUMENTS[1]; all: $ARGUMENTS. Costs $5, $1x and $ stay.";
+    assert_eq!(
+        substitute_arguments(body, r#"src/lib.rs "main branch""#).unwrap(),
+        r#"Review src/lib.rs against main branch; all: src/lib.rs "main branch". Costs $5, $1x and $ stay."#
+    );
+    // A word the arguments lack keeps its placeholder.
+    assert_eq!(
+        substitute_arguments("$0 and $1 and $ARGUMENTS[2]", "one").unwrap(),
+        "one and $1 and $ARGUMENTS[2]"
+    );
+    // No placeholder replaced: None, so the caller appends the request.
+    assert_eq!(substitute_arguments("Just do it. Costs $5.", "x"), None);
+    assert_eq!(substitute_arguments("No dollars.", "x"), None);
+    // Empty arguments still fill $ARGUMENTS (with nothing).
+    assert_eq!(
+        substitute_arguments("Args: [$ARGUMENTS]", "").unwrap(),
+        "Args: []"
+    );
+}
