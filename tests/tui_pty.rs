@@ -71,6 +71,16 @@ struct Session {
     _work: tempfile::TempDir,
 }
 
+/// A test that fails before smith exits leaves no interface running.
+impl Drop for Session {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn start(fault: Option<&str>) -> Session {
     start_with(fault, None)
 }
