@@ -767,6 +767,16 @@ fn the_todo_list_is_sent_as_the_plan_and_replayed_on_load() {
     assert!(at(&done("t1")) < at(&|u: &Value| *u == first));
     assert!(at(&|u: &Value| *u == first) < at(&done("t2")));
     assert!(at(&done("t2")) < at(&|u: &Value| *u == second));
+    // The new session took its name from its first prompt.
+    let listed = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", &fx.home)
+        .env_remove("XDG_DATA_HOME")
+        .args(["session", "info", &session, "--json"])
+        .output()
+        .unwrap();
+    let info: Value = serde_json::from_slice(&listed.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&listed.stderr)));
+    assert_eq!(info["name"], "plan-it", "{info}");
     // Loading the session replays both, in place.
     peer.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/load", "params": {"sessionId": session, "cwd": work, "mcpServers": []}}));
     let replayed = until_answer(&mut peer, 4);

@@ -38,6 +38,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use smith_engine::agent::AgentHandle;
 use smith_engine::approval::{Approval, ApprovalCell};
+use smith_engine::journal::store::StoreJournal;
 use smith_engine::protocol::{Command, ErrorInfo, Event, Header, Role, StopCause};
 use smith_engine::provider::{Message, ToolCall};
 use smith_host::questions::Asking;
@@ -146,7 +147,9 @@ pub(crate) struct St {
 /// What a session's pump, its permission asker and the request loop share.
 pub(crate) struct SessionShared {
     id: OnceLock<String>,
-    name: OnceLock<String>,
+    /// The session's name: `acp-<time>` until a new session's first prompt
+    /// names it.
+    name: Mutex<String>,
     cwd: PathBuf,
     out: Output,
     /// The model the runtime uses now.
@@ -179,6 +182,12 @@ struct Session {
     models: Vec<String>,
     stop: Arc<AtomicBool>,
     pump: Option<JoinHandle<()>>,
+    /// The session's journal, to name a new session after its first
+    /// prompt.
+    journal: Arc<StoreJournal>,
+    /// Whether the session is new and still has the name it was created
+    /// with (`acp-<time>`).
+    titled: bool,
 }
 
 impl Session {
@@ -247,7 +256,7 @@ impl AcpInterrupter {
             if lock(&shared.st).running {
                 let _ = handle.send(Command::Abort);
                 handle.abort();
-                name = shared.name.get().cloned();
+                name = Some(lock(&shared.name).clone());
             }
         }
         let started = std::time::Instant::now();
@@ -255,7 +264,7 @@ impl AcpInterrupter {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.out.close();
-        name.or_else(|| sessions.last().and_then(|(s, _)| s.name.get().cloned()))
+        name.or_else(|| sessions.last().map(|(s, _)| lock(&s.name).clone()))
     }
 }
 
@@ -487,6 +496,37 @@ impl AcpServer {
         })
     }
 
+    /// A new session's first prompt names it (`acp-<time>` becomes
+    /// `fix-the-login-bug`, numbered when taken); a prompt with no usable
+    /// words keeps the name it has, and a failed rename is logged and
+    /// changes nothing else.
+    fn name_after_first_prompt(
+        &mut self,
+        method: &str,
+        params: &Value,
+        text: &str,
+    ) -> Result<(), RpcError> {
+        self.session(method, params)?;
+        let id = req_str(method, params, "sessionId")?;
+        let Some(session) = self.sessions.get_mut(id) else {
+            return Ok(());
+        };
+        if !std::mem::take(&mut session.titled) {
+            return Ok(());
+        }
+        let Some(base) = smith_store::name_from_text(text) else {
+            return Ok(());
+        };
+        match session.journal.rename_titled(&base) {
+            Ok(name) => *lock(&session.shared.name) = name,
+            Err(err) => eprintln!(
+                "smith acp: the session keeps the name {}: it could not be renamed to {base:?} ({err}); rename it with `smith session rename`",
+                lock(&session.shared.name)
+            ),
+        }
+        Ok(())
+    }
+
     /// One request; `None` when its answer comes later (a prompt's).
     fn call(
         &mut self,
@@ -565,6 +605,7 @@ impl AcpServer {
             }
             "session/prompt" => {
                 let text = prompt_text(method, params)?;
+                self.name_after_first_prompt(method, params, &text)?;
                 let session = self.session(method, params)?;
                 {
                     let mut st = lock(&session.shared.st);
@@ -692,7 +733,7 @@ impl AcpServer {
     ) -> Result<String, RpcError> {
         let shared = Arc::new(SessionShared {
             id: OnceLock::new(),
-            name: OnceLock::new(),
+            name: Mutex::new(String::new()),
             cwd: dir.clone(),
             out: self.out.clone(),
             model: Mutex::new(String::new()),
@@ -725,7 +766,7 @@ impl AcpServer {
             .map_err(|e| setup_error(&SetupError::from(e)))?;
         let id = key.unwrap_or_else(|| journal.session_id().to_hex());
         let _ = shared.id.set(id.clone());
-        let _ = shared.name.set(name);
+        *lock(&shared.name) = name;
         *lock(&shared.model) = model;
         let models: Vec<String> = provider.models.iter().map(|m| m.id.clone()).collect();
         lock(&shared.st).models.clone_from(&models);
@@ -754,6 +795,8 @@ impl AcpServer {
                 models,
                 stop,
                 pump: Some(pump),
+                journal,
+                titled: matches!(choice, SessionChoice::New(_)),
             },
         );
         Ok(id)
