@@ -23,11 +23,14 @@ use std::time::Duration;
 const NEW: &str = "0.2.0";
 const TARGET: &str = target();
 
+/// The archive a Linux smith installs: the static musl build of its
+/// architecture, which releases publish, whichever C library the smith
+/// under test was built with (a glibc build, as a rule, updating to it).
 const fn target() -> &'static str {
     if cfg!(target_arch = "aarch64") {
-        "aarch64-unknown-linux-gnu"
+        "aarch64-unknown-linux-musl"
     } else {
-        "x86_64-unknown-linux-gnu"
+        "x86_64-unknown-linux-musl"
     }
 }
 
@@ -383,6 +386,11 @@ fn a_good_release_is_swapped_in_the_previous_kept_and_rollback_restores_it() {
     assert!(
         stdout.contains(&format!("updated smith 0.1.0 to {NEW}")),
         "{stdout}"
+    );
+    assert_eq!(
+        server.seen().last().map(String::as_str),
+        Some(format!("/releases/{NEW}/{}", archive_name()).as_str()),
+        "the archive downloaded is the musl one of this architecture"
     );
     assert!(
         std::fs::read(smith.exe()).unwrap() == f.binary,

@@ -1,5 +1,15 @@
 //! The global allocator: a header per block naming its scope, and calls to
-//! the system allocator.
+//! the allocator underneath (`Backend`).
+//!
+//! # What it sits on
+//!
+//! On glibc the blocks come from [`System`](std::alloc::System) (glibc's
+//! malloc). On musl they come from mimalloc: musl's own malloc takes a
+//! process-wide lock once a second thread exists and is slower for the many
+//! small, short-lived blocks smith makes (docs/release.md, "The allocator
+//! on musl", has the measurement). The accounting is the same on both: it
+//! counts the calls smith makes, and whatever the allocator underneath does
+//! inside a call is not counted.
 //!
 //! # Block layout
 //!
@@ -30,14 +40,31 @@
 //! Behind a call the optimizer cannot look through, the header is read and
 //! written only by code that sees the block the system allocator returned.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[cfg(not(target_env = "musl"))]
+use std::alloc::System;
+use std::alloc::{GlobalAlloc, Layout};
 use std::ptr;
 
 use crate::table::{self, NO_SLOT};
 use crate::thread;
 
+/// The allocator the blocks come from: the system allocator, except on
+/// musl, whose malloc is slow for many small blocks (module documentation,
+/// "What it sits on").
+#[cfg(not(target_env = "musl"))]
+type Backend = System;
+#[cfg(not(target_env = "musl"))]
+const BACKEND: Backend = System;
+/// The allocator the blocks come from: mimalloc on musl (module
+/// documentation, "What it sits on").
+#[cfg(target_env = "musl")]
+type Backend = mimalloc::MiMalloc;
+#[cfg(target_env = "musl")]
+const BACKEND: Backend = mimalloc::MiMalloc;
+
 /// The accounting allocator: every allocation is charged to the innermost
-/// active scope of the calling thread, then served by [`System`].
+/// active scope of the calling thread, then served by the allocator
+/// underneath ([`System`](std::alloc::System) on glibc, mimalloc on musl).
 ///
 /// Install it once per binary:
 ///
@@ -112,9 +139,9 @@ impl AccountingAllocator {
         // SAFETY: `full` has a non-zero size (at least `h`).
         let base = unsafe {
             if zeroed {
-                System.alloc_zeroed(full)
+                BACKEND.alloc_zeroed(full)
             } else {
-                System.alloc(full)
+                BACKEND.alloc(full)
             }
         };
         if base.is_null() {
@@ -139,11 +166,11 @@ impl AccountingAllocator {
     }
 }
 
-// SAFETY: every block is a `System` block of `size + h` bytes with the
+// SAFETY: every block is a `Backend` block of `size + h` bytes with the
 // caller's alignment, offset by `h` (a multiple of the alignment), so the
 // pointer handed out is valid for `size` bytes at the requested alignment;
 // `dealloc`/`realloc` undo the offset with the same `h` (a function of the
-// alignment alone) and pass `System` the same layout it allocated with.
+// alignment alone) and pass `Backend` the same layout it allocated with.
 unsafe impl GlobalAlloc for AccountingAllocator {
     #[inline(never)] // see the module documentation, "Never inlined"
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -166,11 +193,11 @@ unsafe impl GlobalAlloc for AccountingAllocator {
         if slot != NO_SLOT {
             table::release(slot, thread::id(), layout.size() as u64, true);
         }
-        // SAFETY: `ptr - h` is the `System` block, allocated with this
+        // SAFETY: `ptr - h` is the `Backend` block, allocated with this
         // layout (valid: it was checked when the block was allocated).
         unsafe {
             let full = Layout::from_size_align_unchecked(layout.size() + h, layout.align());
-            System.dealloc(ptr.sub(h), full);
+            BACKEND.dealloc(ptr.sub(h), full);
         }
     }
 
@@ -187,12 +214,12 @@ unsafe impl GlobalAlloc for AccountingAllocator {
         }
         // SAFETY: `ptr` came from this allocator with `layout`.
         let owner = unsafe { read_slot(ptr) };
-        // SAFETY: the `System` block starts `h` bytes before `ptr` and was
+        // SAFETY: the `Backend` block starts `h` bytes before `ptr` and was
         // allocated with `old_size + h` at `align`; `new_full` is non-zero
         // and forms a valid layout with `align` (checked above).
         let base = unsafe {
             let old_full = Layout::from_size_align_unchecked(old_size + h, align);
-            System.realloc(ptr.sub(h), old_full, new_full)
+            BACKEND.realloc(ptr.sub(h), old_full, new_full)
         };
         if base.is_null() {
             return base;

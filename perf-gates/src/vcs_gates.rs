@@ -144,7 +144,9 @@ fn fixture_root() -> (PathBuf, bool) {
         // literal.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
         let ok = unsafe { libc::statfs(c"/dev/shm".as_ptr(), &raw mut st) } == 0;
-        let tmpfs = ok && st.f_type == libc::TMPFS_MAGIC;
+        // Compared as i128: the field and the constant are signed on glibc,
+        // and the field is unsigned on musl.
+        let tmpfs = ok && i128::from(st.f_type) == i128::from(libc::TMPFS_MAGIC);
         let free = (st.f_bavail as u64).saturating_mul(st.f_bsize as u64);
         // SAFETY: access only reads the path.
         let writable = unsafe { libc::access(c"/dev/shm".as_ptr(), libc::W_OK) } == 0;

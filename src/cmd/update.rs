@@ -143,11 +143,15 @@ fn update(config: &Config, check_only: bool) -> Result<u8, Failure> {
     let signature = fetch::get(&client, &sig_url)?;
     let signer = keys::verify(&keys, &sums_bytes, &sums_url, &signature, &sig_url)?;
     let sums = Sums::parse(&sums_bytes, &sums_url)?;
-    let name = release::archive_name(&latest, release::TARGET);
-    if sums.get(&name).is_none() {
+    let targets = release::archive_targets();
+    let Some(target) = release::choose_target(&latest, &targets, |name| sums.get(name).is_some())
+    else {
         return Err(Diagnostic::error(
             "update.no-archive",
-            format!("release {latest} has no archive for this platform ({})", release::TARGET),
+            format!(
+                "release {latest} has no archive for this platform ({})",
+                targets.join(" or ")
+            ),
             format!(
                 "its signed {sums_url} lists {}",
                 sums.names().collect::<Vec<_>>().join(", ")
@@ -156,13 +160,14 @@ fn update(config: &Config, check_only: bool) -> Result<u8, Failure> {
         )
         .with_surface(Surface::other(sums_url))
         .into());
-    }
+    };
+    let name = release::archive_name(&latest, target);
     let archive_url = release::join(&folder, &name);
     let archive_bytes = fetch::get(&client, &archive_url)?;
     sums.check(&name, &archive_bytes, &archive_url)?;
     let binary = archive::binary(
         &archive_bytes,
-        &release::archive_stem(&latest, release::TARGET),
+        &release::archive_stem(&latest, target),
         &archive_url,
     )?;
     for stale in install.clean_stale()? {

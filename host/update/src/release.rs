@@ -44,6 +44,48 @@ const fn target() -> &'static str {
     }
 }
 
+/// The target whose archive `smith update` installs here: on Linux the
+/// static musl build of this architecture, which is what releases publish
+/// and which runs whatever the C library, so a glibc build moves to it too;
+/// elsewhere this binary's own target.
+pub const RELEASE_TARGET: &str = release_target();
+
+const fn release_target() -> &'static str {
+    if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        "x86_64-unknown-linux-musl"
+    } else if cfg!(all(target_arch = "aarch64", target_os = "linux")) {
+        "aarch64-unknown-linux-musl"
+    } else {
+        TARGET
+    }
+}
+
+/// The targets whose archive this binary can install, in the order it
+/// prefers them: [`RELEASE_TARGET`], then [`TARGET`] when that differs (a
+/// glibc build also takes a release that publishes only the glibc archive
+/// of its architecture, such as one packaged from a glibc build).
+pub fn archive_targets() -> Vec<&'static str> {
+    let mut targets = vec![RELEASE_TARGET];
+    if TARGET != RELEASE_TARGET {
+        targets.push(TARGET);
+    }
+    targets
+}
+
+/// The first of `targets` whose archive of `version` `listed` says the
+/// release holds (`listed` is asked about archive names, e.g. whether the
+/// signed checksum list has an entry).
+pub fn choose_target<'t>(
+    version: &Version,
+    targets: &[&'t str],
+    listed: impl Fn(&str) -> bool,
+) -> Option<&'t str> {
+    targets
+        .iter()
+        .copied()
+        .find(|target| listed(&archive_name(version, target)))
+}
+
 /// The name of the pointer file under `update.url` that holds the newest
 /// version.
 pub const LATEST: &str = "latest";
@@ -184,10 +226,56 @@ mod tests {
             archive_name(&version, "x86_64-unknown-linux-gnu"),
             "smith-1.2.3-x86_64-unknown-linux-gnu.tar.gz"
         );
+        assert_eq!(
+            archive_name(&version, "aarch64-unknown-linux-musl"),
+            "smith-1.2.3-aarch64-unknown-linux-musl.tar.gz"
+        );
         assert_eq!(join("http://h/r/", "latest"), "http://h/r/latest");
         assert_eq!(
             join("http://h/r", "1.2.3/SHA256SUMS"),
             "http://h/r/1.2.3/SHA256SUMS"
         );
+    }
+
+    #[test]
+    fn linux_builds_install_the_static_musl_archive_of_their_architecture() {
+        let targets = archive_targets();
+        assert_eq!(targets[0], RELEASE_TARGET);
+        if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            assert_eq!(RELEASE_TARGET, "x86_64-unknown-linux-musl");
+        }
+        if cfg!(all(target_arch = "aarch64", target_os = "linux")) {
+            assert_eq!(RELEASE_TARGET, "aarch64-unknown-linux-musl");
+        }
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            // A glibc build takes its own archive only when the musl one
+            // is missing.
+            assert_eq!(targets.len(), 2);
+            assert_eq!(targets[1], TARGET);
+            assert!(TARGET.ends_with("-unknown-linux-gnu"), "{TARGET}");
+        }
+        if cfg!(target_env = "musl") {
+            assert_eq!(targets, [TARGET]);
+        }
+    }
+
+    #[test]
+    fn the_first_target_the_release_lists_is_chosen() {
+        let version = v("0.2.0");
+        let musl = "x86_64-unknown-linux-musl";
+        let gnu = "x86_64-unknown-linux-gnu";
+        let listing = |names: &'static [&'static str]| move |name: &str| names.contains(&name);
+        let both = listing(&[
+            "smith-0.2.0-aarch64-unknown-linux-musl.tar.gz",
+            "smith-0.2.0-x86_64-unknown-linux-gnu.tar.gz",
+            "smith-0.2.0-x86_64-unknown-linux-musl.tar.gz",
+        ]);
+        assert_eq!(choose_target(&version, &[musl, gnu], both), Some(musl));
+        let glibc_only = listing(&["smith-0.2.0-x86_64-unknown-linux-gnu.tar.gz"]);
+        assert_eq!(choose_target(&version, &[musl, gnu], glibc_only), Some(gnu));
+        assert_eq!(choose_target(&version, &[musl], glibc_only), None);
+        // Another version's archive is not this release's.
+        let other = listing(&["smith-0.1.0-x86_64-unknown-linux-musl.tar.gz"]);
+        assert_eq!(choose_target(&version, &[musl, gnu], other), None);
     }
 }
