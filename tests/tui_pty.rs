@@ -311,6 +311,27 @@ impl Session {
         }
     }
 
+    /// Waits until `needle` is drawn after the last `start` (the screen's
+    /// rows joined with a space): text that was on the screen before
+    /// `start` does not count.
+    fn wait_for_after(&self, start: &str, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = render(&self.output(), 24, 80).join(" ");
+            if text
+                .rfind(start)
+                .is_some_and(|at| text[at..].contains(needle))
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never appeared after {start:?} on the screen:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn send(&mut self, bytes: &[u8]) {
         self.pty.master.write_all(bytes).unwrap();
     }
@@ -1019,21 +1040,7 @@ fn hooks_lists_the_hook_commands_and_a_prompt_hook_adds_context() {
     // command, so the context is looked for after the echo's start, and
     // the run's end is its last answer, not a ` ready` drawn before the
     // run began.)
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = render(&s.output(), 24, 80).join(" ");
-        if text
-            .find("You said")
-            .is_some_and(|at| text[at..].contains("HOOK-CONTEXT-42"))
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the echoed prompt never showed the hook's context:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_for_after("You said", "HOOK-CONTEXT-42");
     s.wait_for_screen("Done. The file starts with");
     s.quit();
     let (status, _) = s.finish();
@@ -1381,21 +1388,7 @@ fn a_new_session_is_named_after_its_first_prompt() {
     s.send(b"and now something else\r");
     s.wait_for_text("You said \"and now something else\"");
     // Its run's end: the last answer after that echo.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = render(&s.output(), 24, 80).join(" ");
-        if text
-            .rfind("You said \"and now something else\"")
-            .is_some_and(|at| text[at..].contains("Done."))
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the second run never ended:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_for_after("You said \"and now something else\"", "Done.");
     // (Listed while the interface runs: its home goes with it.)
     let out = Command::new(env!("CARGO_BIN_EXE_smith"))
         .env("SMITH_HOME", &home)
