@@ -87,7 +87,11 @@ impl Tmux {
             quote(&script),
             quote(&self.work),
         );
-        self.ok(&["new-window", "-t", "t", "-n", "smith", &command]);
+        // `t:` names the session alone. A bare `t` is looked up as a window
+        // name first (by prefix too), and once in seven runs here it named
+        // the first window ("index 0 in use"): that window's automatic
+        // name follows its process, which may briefly be `tmux` itself.
+        self.ok(&["new-window", "-t", "t:", "-n", "smith", &command]);
     }
 
     fn screen(&self) -> String {
