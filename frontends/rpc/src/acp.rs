@@ -519,10 +519,12 @@ impl AcpServer {
         };
         match session.journal.rename_titled(&base) {
             Ok(name) => *lock(&session.shared.name) = name,
-            Err(err) => eprintln!(
-                "smith acp: the session keeps the name {}: it could not be renamed to {base:?} ({err}); rename it with `smith session rename`",
-                lock(&session.shared.name)
-            ),
+            Err(err) => {
+                let name = lock(&session.shared.name).clone();
+                eprintln!(
+                    "smith acp: the session keeps the name {name}: it could not be renamed to {base:?} after its first prompt ({err}); the prompt is sent all the same; rename it with `smith session rename {name} NEW-NAME`"
+                );
+            }
         }
         Ok(())
     }
