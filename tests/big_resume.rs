@@ -249,6 +249,17 @@ fn resume_and_answer(bytes: u64) {
             .is_some_and(|t| t.contains("The conversation before this point was compacted"))),
         "the last request starts from the summary"
     );
+    // Far more than what one compaction summarizes: the summary says how
+    // much it left out (a resume bounded by the window never decoded it).
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["content"]
+                .as_str()
+                .is_some_and(|t| t.contains("oldest messages (")
+                    && t.contains("were left out of this summary"))),
+        "the summary names the messages it left out"
+    );
     // Plain output says that compaction ran and what it saved.
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

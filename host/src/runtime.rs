@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use smith_engine::agent::compact::{BYTES_PER_TOKEN, MAX_SUMMARIZED_WINDOWS};
 use smith_engine::agent::{
     self, AgentConfig, AgentError, AgentHandle, Answerer, Budget, Services, SessionGate,
     default_policies,
@@ -326,7 +327,43 @@ impl RuntimeOptions {
             self.approval.clone(),
         );
         tool_context = tool_context.with_sandbox(Arc::clone(&sandbox.0));
-        let destination = session::open(&self.store_root, choice).map_err(StartError::Session)?;
+        // The model this runtime will use: the resolved model of a live
+        // provider, else the one asked for, else the provider's first; a
+        // resumed session's model when none was asked for.
+        let choose_model = |recorded: Option<&str>| -> String {
+            if self.model.is_none()
+                && let Some(recorded) = recorded
+            {
+                return recorded.to_owned();
+            }
+            match (&live_model, &self.model) {
+                (Some(name), _) => name.clone(),
+                (None, Some(model)) => model.clone(),
+                (None, None) => info
+                    .models
+                    .first()
+                    .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone()),
+            }
+        };
+        // A resumed session's messages are decoded only as far as that
+        // model's context window can use them: what one compaction can
+        // summarize ([`MAX_SUMMARIZED_WINDOWS`] summary requests) plus a
+        // window for what it keeps, and one more for the estimate's error.
+        let resume_budget = |recorded: Option<&str>| -> Option<u64> {
+            let model = choose_model(recorded);
+            let window = info
+                .models
+                .iter()
+                .find(|m| m.id == model)
+                .and_then(|m| m.context_window)?;
+            Some(
+                window
+                    .saturating_mul(BYTES_PER_TOKEN)
+                    .saturating_mul(MAX_SUMMARIZED_WINDOWS + 2),
+            )
+        };
+        let destination = session::open_within(&self.store_root, choice, &resume_budget)
+            .map_err(StartError::Session)?;
         if self.notices_on_stderr {
             session::warn_unknown_effects(&destination);
         }
@@ -334,6 +371,7 @@ impl RuntimeOptions {
             journal,
             name,
             history,
+            history_omitted,
             last_effect_seq,
             model: session_model,
             resumed,
@@ -345,22 +383,7 @@ impl RuntimeOptions {
         if let Some(damage) = &damage {
             smith_diag::log::report(damage);
         }
-        // The resolved model of a live provider, else the one asked for,
-        // else the provider's first; a resumed session's model when none
-        // was asked for.
-        let mut model = match (&live_model, &self.model) {
-            (Some(name), _) => name.clone(),
-            (None, Some(model)) => model.clone(),
-            (None, None) => info
-                .models
-                .first()
-                .map_or_else(|| MOCK_MODEL.to_owned(), |m| m.id.clone()),
-        };
-        if self.model.is_none()
-            && let Some(recorded) = session_model
-        {
-            model = recorded;
-        }
+        let model = choose_model(session_model.as_deref());
         let mut config = AgentConfig::new(model.clone());
         if live_model.is_some() {
             config.pricing = info.models.first().and_then(|m| m.pricing);
@@ -368,6 +391,7 @@ impl RuntimeOptions {
         config.max_turns = self.max_turns;
         config.budget = self.budget;
         config.history = history;
+        config.history_omitted = history_omitted;
         config.first_effect_seq = last_effect_seq;
         // Every credential smith can see is redacted before anything is
         // sent to the provider, recorded or shown.

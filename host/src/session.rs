@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use smith_engine::journal::JournalError;
-use smith_engine::journal::store::{StoreJournal, resume};
+use smith_engine::journal::store::{StoreJournal, recorded_model, resume_within};
 use smith_engine::provider::Message;
 use smith_store::{Store, StoreError};
 
@@ -41,6 +41,9 @@ pub struct Destination {
     pub name: String,
     /// The resumed conversation (empty for a new session).
     pub history: Vec<Message>,
+    /// How many older messages a bounded resume left undecoded before
+    /// `history`, and their bytes (see [`open_within`]).
+    pub history_omitted: Option<(usize, u64)>,
     /// The last effect number used (new effects continue after it).
     pub last_effect_seq: u64,
     /// The recorded model, when resuming.
@@ -195,13 +198,31 @@ impl SessionError {
 }
 
 /// Opens (or creates) the session that will record effects, in the store
-/// at `root` (unused for [`SessionChoice::Temporary`]).
+/// at `root` (unused for [`SessionChoice::Temporary`]); a resumed session's
+/// whole history after its newest compaction is decoded.
 ///
 /// # Errors
 ///
 /// When the store cannot be opened, or the session created, found or
 /// resumed.
 pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionError> {
+    open_within(root, choice, &|_| None)
+}
+
+/// [`open`], decoding at most `budget(recorded model)` bytes of a resumed
+/// session's newest messages (`None`: all of them; see
+/// [`smith_engine::journal::store::resume_within`]). The runtime passes the
+/// bytes its model's context window can use, so a resume costs what the
+/// window holds and not what the session holds.
+///
+/// # Errors
+///
+/// As [`open`].
+pub fn open_within(
+    root: &Path,
+    choice: &SessionChoice,
+    budget: &dyn Fn(Option<&str>) -> Option<u64>,
+) -> Result<Destination, SessionError> {
     let open_store = |root: &Path| {
         Store::open(root).map_err(|source| SessionError::Store {
             root: root.to_owned(),
@@ -240,6 +261,7 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
             name: shown,
             journal: Arc::new(journal),
             history: Vec::new(),
+            history_omitted: None,
             last_effect_seq: 0,
             model: None,
             unknown_effects: Vec::new(),
@@ -284,10 +306,13 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
                 source,
             })?;
             let damage = continue_past_damage(&store, &mut session, reference)?;
-            let resumed = resume(&session).map_err(|source| SessionError::Resume {
+            let resume_error = |source| SessionError::Resume {
                 reference: reference.clone(),
                 source,
-            })?;
+            };
+            let recorded = recorded_model(&session).map_err(resume_error)?;
+            let budget = budget(recorded.as_ref().map(|(_, model)| model.as_str()));
+            let resumed = resume_within(&session, budget).map_err(resume_error)?;
             let compaction_summary = resumed
                 .compaction
                 .as_ref()
@@ -309,6 +334,7 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
                 journal: Arc::new(journal),
                 name,
                 history: resumed.history,
+                history_omitted: resumed.omitted,
                 last_effect_seq: resumed.last_effect_seq,
                 model: resumed.model.map(|(_, m)| m),
                 unknown_effects: resumed.unknown_effects,

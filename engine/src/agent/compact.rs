@@ -1063,7 +1063,14 @@ impl Runner {
         // recent ones, which pruning leaves as they are.
         let mut source = pruned;
         source.truncate(cut);
-        let left_out = self.leave_out_oldest(&mut source);
+        // Messages a bounded resume never decoded are left out as well.
+        let left_out = match (
+            self.leave_out_oldest(&mut source),
+            self.config.history_omitted,
+        ) {
+            (Some((n, b)), Some((m, c))) => Some((n + m, b + c)),
+            (here, before) => here.or(before),
+        };
         detail.messages_left_out = left_out.map_or(0, |(n, _)| n);
         let summarized = self.staged_summary(&source, instructions, cancel);
         drop(source);
@@ -1150,6 +1157,8 @@ impl Runner {
         *lock(&self.shared.messages) = context.clone();
         self.history = context;
         self.last_usage = None;
+        // What a bounded resume left out is now behind the summary.
+        self.config.history_omitted = None;
         self.emit(Event::CompactionEnd {
             reason,
             outcome: CompactionOutcome::Compacted,

@@ -74,6 +74,11 @@ pub struct AgentConfig {
     /// The conversation so far (a resumed session); dangling tool calls get
     /// `aborted` results at spawn.
     pub history: Vec<Message>,
+    /// How many older messages of a resumed session `history` leaves out,
+    /// and their bytes (a resume bounded by the model's window decodes only
+    /// the newest part); the first compaction's summary says they were left
+    /// out.
+    pub history_omitted: Option<(usize, u64)>,
     /// Effects already in the session; new effect ids continue after it.
     pub first_effect_seq: u64,
     /// A counter of effect numbers shared with the other sources of effects
@@ -108,6 +113,7 @@ impl AgentConfig {
             pricing: None,
             max_continuations: 3,
             history: Vec::new(),
+            history_omitted: None,
             first_effect_seq: 0,
             effect_ids: None,
             record_model: true,

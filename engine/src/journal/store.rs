@@ -38,7 +38,7 @@ use super::{
     EffectCompletion, EffectIntent, EffectJournal, JournalError, MessageMeta, Outcome, RunRecord,
     SessionEvent, SessionSink, canonical_cbor, lock,
 };
-use crate::agent::compact::{CompactionRecord, summary_message};
+use crate::agent::compact::{CompactionRecord, PRUNED_RESULT_BYTES, summary_message};
 use crate::checkpoint::{Step, VcsRecord};
 use crate::provider::Message;
 use crate::tools::Mutation;
@@ -646,6 +646,11 @@ pub struct Resumed {
     pub meta: Vec<MessageMeta>,
     /// The newest compaction on the branch, whose summary is `history[0]`.
     pub compaction: Option<CompactionRecord>,
+    /// When a byte budget cut the history (see [`resume_within`]): how many
+    /// messages after the newest compaction (or from the start) were left
+    /// undecoded, oldest first, and their content bytes. They are still in
+    /// the session; the first compaction says it left them out.
+    pub omitted: Option<(usize, u64)>,
 }
 
 /// An entry's content (decompressed when stored compressed).
@@ -800,12 +805,110 @@ pub fn check_entries(session: &Session) -> Result<(), JournalError> {
     Ok(())
 }
 
-/// Reads the selected branch of `session`.
+/// Reads the selected branch of `session`, every message after the newest
+/// compaction decoded (see [`resume_within`] for a bounded read).
 ///
 /// # Errors
 ///
 /// When an entry's content cannot be decoded; the error names the entry.
 pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
+    resume_within(session, None)
+}
+
+/// Whether an entry of `kind` is a conversation message.
+fn is_message(kind: EntryKind) -> bool {
+    matches!(
+        kind,
+        EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult
+    )
+}
+
+/// How much longer than its pruned size a tool result may be: the note
+/// pruning puts between its head and tail.
+const PRUNE_NOTE_BYTES: u64 = 256;
+
+/// The index of the first message [`resume_within`] decodes: the newest
+/// messages after `boundary` whose content fits in `budget` bytes. A
+/// message counts its decoded length (read from the records and the
+/// compressed frames' headers, nothing decompressed), except a tool result,
+/// which counts what compaction's first stage cuts it to
+/// ([`PRUNED_RESULT_BYTES`] and a note), so the tail holds as much of the
+/// conversation as a compaction of the whole history would summarize. The
+/// decoded bytes are bounded all the same: at most four budgets of them.
+/// When the budget cuts, the tail never begins on a tool result (its call
+/// is left out) but at the next user or assistant message.
+fn tail_start(session: &Session, boundary: usize, budget: u64) -> usize {
+    let branch = session.branch();
+    let (mut counted, mut decoded) = (0u64, 0u64);
+    let most_decoded = budget.saturating_mul(4);
+    let mut start = branch.len();
+    let mut cut = false;
+    for (index, record) in branch.iter().enumerate().skip(boundary).rev() {
+        let kind = record.entry_kind();
+        if is_message(kind) {
+            let len = session.content_len(record) as u64;
+            let pruned = if kind == EntryKind::ToolResult {
+                len.min(PRUNED_RESULT_BYTES as u64 + PRUNE_NOTE_BYTES)
+            } else {
+                len
+            };
+            counted = counted.saturating_add(pruned);
+            decoded = decoded.saturating_add(len);
+            if counted > budget || decoded > most_decoded {
+                cut = true;
+                break;
+            }
+        }
+        start = index;
+    }
+    if !cut {
+        return boundary;
+    }
+    while let Some(record) = branch.get(start)
+        && !matches!(
+            record.entry_kind(),
+            EntryKind::UserMessage | EntryKind::AssistantMessage
+        )
+    {
+        start += 1;
+    }
+    start
+}
+
+/// The newest model change on the selected branch: `(provider, model)`.
+/// Reads one entry, found from the leaf back.
+///
+/// # Errors
+///
+/// When that entry's content cannot be decoded.
+pub fn recorded_model(session: &Session) -> Result<Option<(String, String)>, JournalError> {
+    let Some(record) = session
+        .branch()
+        .iter()
+        .rev()
+        .find(|r| r.entry_kind() == EntryKind::ModelChange)
+    else {
+        return Ok(None);
+    };
+    let value = decode_json(session, record)?;
+    Ok(Some((
+        field(&value, "provider").to_owned(),
+        field(&value, "model").to_owned(),
+    )))
+}
+
+/// Reads the selected branch of `session` for resuming, decoding at most
+/// `budget` bytes of message content (`None`: every message after the
+/// newest compaction). The messages that do not fit are the oldest; they
+/// are counted in [`Resumed::omitted`] and never decoded, so the cost of a
+/// resume grows with the budget (what the model's window can use) and not
+/// with the history: the rest of the branch is walked as fixed-size records
+/// only (effect pairing, the newest model change and compaction).
+///
+/// # Errors
+///
+/// When an entry's content cannot be decoded; the error names the entry.
+pub fn resume_within(session: &Session, budget: Option<u64>) -> Result<Resumed, JournalError> {
     let mut out = Resumed::default();
     // Effect number to whether a completion was seen, in intent order: a
     // completion finds its intent in constant time, whatever the number of
@@ -817,6 +920,9 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
         .branch()
         .iter()
         .rposition(|r| r.entry_kind() == EntryKind::Compaction);
+    let start = budget.map_or(boundary, |budget| tail_start(session, boundary, budget));
+    let mut omitted = (0usize, 0u64);
+    out.model = recorded_model(session)?;
     for (index, record) in session.branch().iter().enumerate() {
         match record.entry_kind() {
             EntryKind::Compaction if Some(index) == newest_compaction => {
@@ -834,6 +940,12 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
             }
             EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult
                 if index < boundary => {}
+            EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult
+                if index < start =>
+            {
+                omitted.0 += 1;
+                omitted.1 += session.content_len(record) as u64;
+            }
             EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult => {
                 let value = decode_json(session, record)?;
                 out.meta
@@ -845,13 +957,6 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
                     ))
                 })?;
                 out.history.push(message);
-            }
-            EntryKind::ModelChange => {
-                let value = decode_json(session, record)?;
-                out.model = Some((
-                    field(&value, "provider").to_owned(),
-                    field(&value, "model").to_owned(),
-                ));
             }
             EntryKind::EffectIntent => {
                 out.last_effect_seq = out.last_effect_seq.max(record.pairing);
@@ -871,9 +976,11 @@ pub fn resume(session: &Session) -> Result<Resumed, JournalError> {
         .filter(|&(_, completed)| !completed)
         .map(|(n, _)| format!("fx-{n}"))
         .collect();
-    if out.compaction.is_some() {
+    out.omitted = (omitted.0 > 0).then_some(omitted);
+    if out.compaction.is_some() || out.omitted.is_some() {
         // A result recorded after the boundary for a call that was
-        // summarized (a repaired dangling call) has no call in the context.
+        // summarized (a repaired dangling call), or whose call the budget
+        // left out, has no call in the context.
         let calls: std::collections::HashSet<String> = out
             .history
             .iter()
@@ -1084,5 +1191,101 @@ mod tests {
         let pairing = call_pairing("c1");
         assert!(kinds.contains(&(EntryKind::ToolCall, pairing)));
         assert!(kinds.contains(&(EntryKind::ToolResult, pairing)));
+    }
+
+    #[test]
+    fn a_bounded_resume_decodes_only_the_newest_messages_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("big")).unwrap();
+        let journal = StoreJournal::new(store, session);
+        let record = |message: Message| {
+            journal
+                .record(&SessionEvent::Message {
+                    message,
+                    meta: MessageMeta::default(),
+                })
+                .unwrap();
+        };
+        // 20 turns: a prompt, a call, a 10,000-byte result (pruning would
+        // cut it to about 4 KiB), an answer.
+        for turn in 0..20 {
+            let id = format!("c{turn}");
+            record(Message::User {
+                text: format!("prompt {turn} {}", "p".repeat(200)),
+            });
+            record(Message::Assistant {
+                content: vec![ContentBlock::ToolCall(ToolCall {
+                    id: id.clone(),
+                    name: "read".into(),
+                    arguments: serde_json::json!({"path": format!("f{turn}")}),
+                })],
+                stop: StopReason::ToolUse,
+            });
+            record(Message::ToolResult {
+                call_id: id,
+                name: "read".into(),
+                content: "r".repeat(10_000),
+                is_error: false,
+            });
+            record(Message::Assistant {
+                content: vec![ContentBlock::Text {
+                    text: format!("answer {turn}"),
+                }],
+                stop: StopReason::End,
+            });
+        }
+        journal
+            .record(&SessionEvent::ModelChange {
+                provider: "mock".into(),
+                model: "mock-2".into(),
+            })
+            .unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.load("big").unwrap();
+        let whole = resume(&session).unwrap();
+        assert_eq!(whole.history.len(), 80);
+        assert_eq!(whole.omitted, None);
+        // A budget a whole history fits in changes nothing.
+        assert_eq!(resume_within(&session, Some(10 << 20)).unwrap(), whole);
+        // About five turns' worth, each result counted at its pruned size.
+        let budget = 5 * (4096 + 256 + 300);
+        let tail = resume_within(&session, Some(budget)).unwrap();
+        let kept = tail.history.len();
+        assert!((12..=24).contains(&kept), "{kept} messages kept");
+        assert_eq!(tail.history[..], whole.history[80 - kept..]);
+        assert_eq!(tail.meta.len(), kept);
+        // The tail begins at a prompt or an answer, never at a result whose
+        // call it left out.
+        assert!(!matches!(tail.history[0], Message::ToolResult { .. }));
+        let (messages, bytes) = tail.omitted.unwrap();
+        assert_eq!(messages, 80 - kept);
+        let all: u64 = session
+            .branch()
+            .iter()
+            .filter(|r| is_message(r.entry_kind()))
+            .map(|r| session.content_len(r) as u64)
+            .sum();
+        let tail_bytes: u64 = session
+            .branch()
+            .iter()
+            .filter(|r| is_message(r.entry_kind()))
+            .skip(messages)
+            .map(|r| session.content_len(r) as u64)
+            .sum();
+        assert_eq!(bytes, all - tail_bytes);
+        // The rest of the resume does not depend on the budget.
+        assert_eq!(tail.model, Some(("mock".into(), "mock-2".into())));
+        assert_eq!(tail.last_effect_seq, whole.last_effect_seq);
+        // Decoded bytes stay bounded when results are huge: at most four
+        // budgets' worth, whatever pruning would make of them.
+        let tight = resume_within(&session, Some(5_000)).unwrap();
+        let decoded: usize = tight
+            .history
+            .iter()
+            .map(|m| serde_json::to_vec(m).unwrap().len())
+            .sum();
+        assert!(decoded <= 4 * 5_000 + 1_000, "{decoded} bytes decoded");
+        assert!(tight.omitted.is_some());
     }
 }
