@@ -460,6 +460,15 @@ impl RuntimeOptions {
                 tools.insert(tool);
             }
         }
+        // The agent the main thread runs as keeps only the tools it lists.
+        if let Some(agent) = crate::agents::active() {
+            for warning in crate::agents::restrict(&mut tools, agent) {
+                if self.notices_on_stderr {
+                    eprintln!("{}", warning.render_plain());
+                }
+                smith_diag::log::report(&warning);
+            }
+        }
         let queue_modes = policies.iter().map(|p| p.mode().to_owned()).collect();
         let tool_names = tools.names().map(str::to_owned).collect();
         let services = Services {

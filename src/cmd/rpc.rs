@@ -157,6 +157,7 @@ pub(crate) fn live_providers(
             base_url,
             thinking,
             plan: _,
+            agent: _,
         } = choice.clone();
         let choose = move || {
             choose_provider(

@@ -42,7 +42,7 @@ pub struct Args {
 /// store cannot be set up.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let Args {
-        choice,
+        mut choice,
         mut mock_script,
         session,
         continue_latest,
