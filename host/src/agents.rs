@@ -181,3 +181,79 @@ pub fn restrict(tools: &mut ToolSet, agent: &AgentDef) -> Vec<smith_diag::Diagno
     }
     warnings
 }
+
+/// The custom agents `plugin` (smith/agents) lists, as `(name,
+/// description)`, shadowed ones left out; none when it cannot list them.
+pub fn listed(plugin: &mut smith_plugins::WasmExtension) -> Vec<(String, String)> {
+    let Ok(actions) = plugin.run_command("agents", "--json") else {
+        return Vec::new();
+    };
+    let Some(text) = actions.into_iter().find_map(|action| match action {
+        Action::Ui(intent) => match intent.kind {
+            IntentKind::Notify(text) => Some(text),
+            _ => None,
+        },
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let listing: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    listing["agents"]
+        .as_array()
+        .map(|agents| {
+            agents
+                .iter()
+                .filter(|a| a["shadowed_by"].is_null())
+                .filter_map(|a| {
+                    Some((
+                        a["name"].as_str()?.to_owned(),
+                        a["description"].as_str()?.to_owned(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What lets a runtime recording the session `parent` under `store_root`
+/// start subagents: each child records into a new session of the store,
+/// named after the parent and the task, and a custom agent is resolved
+/// through smith/agents.
+pub fn delegation(
+    store_root: &std::path::Path,
+    parent: &str,
+) -> smith_engine::agent::delegate::Delegation {
+    use smith_engine::agent::delegate::{
+        ChildAgent, ChildSession, Delegation, MAX_DEPTH, MAX_SPAWNS,
+    };
+    let root = store_root.to_owned();
+    let parent = parent.to_owned();
+    Delegation {
+        max_depth: MAX_DEPTH,
+        max_spawns: MAX_SPAWNS,
+        open: Arc::new(move |description: &str| {
+            let choice = crate::session::SessionChoice::Titled(
+                format!("{parent} agent {description}"),
+                "agent".to_owned(),
+            );
+            let destination =
+                crate::session::open(&root, &choice).map_err(|err| err.to_string())?;
+            Ok(ChildSession {
+                journal: destination.journal.clone(),
+                sink: destination.journal,
+                name: destination.name,
+            })
+        }),
+        resolve: Arc::new(|name: &str| {
+            resolve(name).map(|agent| ChildAgent {
+                name: agent.name,
+                path: agent.path,
+                prompt: agent.prompt,
+                tools: agent
+                    .tools
+                    .map(|tools| tools.into_iter().map(|t| t.tool).collect()),
+                model: agent.model,
+            })
+        }),
+    }
+}

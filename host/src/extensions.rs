@@ -148,6 +148,13 @@ fn tool_access(plugins: &[WasmExtension]) -> HashMap<String, bool> {
         for spec in plugin.provided().map_or(&[][..], |p| &p.tools[..]) {
             tools.entry(spec.name.clone()).or_insert(spec.read_only);
         }
+        // smith/agents brings the runtime's `agent` tool, which changes
+        // nothing itself: each of the subagent's calls is decided.
+        if plugin.name() == crate::agents::PLUGIN {
+            tools
+                .entry(smith_engine::agent::delegate::TOOL.to_owned())
+                .or_insert(true);
+        }
     }
     tools
 }

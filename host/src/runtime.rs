@@ -395,8 +395,11 @@ impl RuntimeOptions {
         // declares any.
         let mut policies = default_policies();
         let mut permission_policy = false;
+        // The custom agents there are, when smith/agents is loaded (it
+        // brings the `agent` tool).
+        let mut agents: Option<Vec<(String, String)>> = None;
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, plugin_config, mut warnings) =
+            let (mut plugins, plugin_config, mut warnings) =
                 crate::extensions::load_for_checkpointed_runtime(
                     &journal,
                     &ids,
@@ -406,6 +409,10 @@ impl RuntimeOptions {
                     tool_context.checkpoints().cloned(),
                 );
             permission_policy = plugins.iter().any(|p| p.name() == PERMISSION_POLICY);
+            agents = plugins
+                .iter_mut()
+                .find(|p| p.name() == crate::agents::PLUGIN)
+                .map(crate::agents::listed);
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);
             if !declared.is_empty() {
@@ -459,6 +466,10 @@ impl RuntimeOptions {
             for tool in hooks.tools(&mut taken) {
                 tools.insert(tool);
             }
+        }
+        if let Some(agents) = &agents {
+            tools.insert(Arc::new(agent::delegate::AgentTool::new(agents)));
+            config.delegation = Some(crate::agents::delegation(&self.store_root, &name));
         }
         // The agent the main thread runs as keeps only the tools it lists.
         if let Some(agent) = crate::agents::active() {
