@@ -5,8 +5,15 @@
 //! `--agent NAME` (and `SMITH_AGENT`) changing the recorded request's
 //! system prompt, tools and model, with unknown tools warned about naming
 //! the file; an unknown agent refused with the agents there are; disabling
-//! the plugin removing agents and nothing else. Two of the agents are real
-//! Claude Code files (tests/data/agents, Apache-2.0, see its README).
+//! the plugin removing agents and nothing else. Subagents (the `agent`
+//! tool): a child whose recorded requests show its prompt and tools, its
+//! answer returned as the tool result and its usage added to the parent's;
+//! inspect mode leaving out every tool that writes; a custom agent's
+//! prompt, tools and model in the child's request; the depth limit and the
+//! spawn budget refusing with the reason; plan mode blocking a child's
+//! write; SIGINT reaching a child mid-request; the child's session
+//! replaying. Two of the agents are real Claude Code files
+//! (tests/data/agents, Apache-2.0, see its README).
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -97,13 +104,57 @@ fn trust(home: &Path, proj: &Path) {
 }
 
 fn script(home: &Path) -> String {
+    write_script(home, r#"[[{"text": "done"}, {"stop": {"reason": "end"}}]]"#)
+}
+
+fn write_script(home: &Path, json: &str) -> String {
     let path = home.join("script.json");
-    std::fs::write(
-        &path,
-        r#"[[{"text": "done"}, {"stop": {"reason": "end"}}]]"#,
-    )
-    .unwrap();
+    std::fs::write(&path, json).unwrap();
     path.display().to_string()
+}
+
+/// `smith eval EXTRA... PROMPT` with `script`, recording requests; the
+/// requests, standard output and standard error.
+fn eval_script(
+    home: &Path,
+    cwd: &Path,
+    script: &str,
+    extra: &[&str],
+    code: i32,
+) -> (Vec<Value>, String, String) {
+    let record = home.join("requests.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let script = write_script(home, script);
+    let record_arg = record.display().to_string();
+    let mut args = vec![
+        "eval",
+        "--mock-script",
+        &script,
+        "--mock-record",
+        &record_arg,
+    ];
+    args.extend_from_slice(extra);
+    args.push("delegate it");
+    let (out, err) = smith_in(home, cwd, &args, code);
+    (requests(&record), out, err)
+}
+
+/// The last message of a request, as JSON text.
+fn last_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
+/// The names of the sessions of `home`'s store, newest first.
+fn sessions(home: &Path, cwd: &Path) -> Vec<String> {
+    let (out, _) = smith_in(home, cwd, &["session", "list"], 0);
+    out.lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        .collect()
 }
 
 /// `smith eval EXTRA... PROMPT` with the scripted answer, recording
@@ -356,9 +407,13 @@ fn disabling_the_plugin_removes_agents_and_nothing_else() {
         0,
     );
     let (after, err) = eval(home.path(), &proj, &[], &[], 0);
-    // Without an agent asked for, the plugin changes nothing.
+    // Without an agent asked for, the plugin brings only the `agent` tool:
+    // the prompt is the same, the tools the same but it.
     assert_eq!(system(&after[0]), system(&before[0]));
-    assert_eq!(tool_names(&after[0]), tool_names(&before[0]));
+    let mut tools = tool_names(&before[0]);
+    assert!(tools.contains(&"agent".to_owned()), "{tools:?}");
+    tools.retain(|t| t != "agent");
+    assert_eq!(tool_names(&after[0]), tools);
     assert!(!err.contains("smith/agents"), "{err}");
     // --agent says why it cannot run.
     let (requests, err) = eval(home.path(), &proj, &[], &["--agent", "reviewer"], 2);
@@ -377,4 +432,305 @@ fn disabling_the_plugin_removes_agents_and_nothing_else() {
         2,
     );
     assert!(err.contains("--no-plugins"), "{err}");
+}
+
+/// A parent that delegates a read to an inspecting child, which reads,
+/// tries to write, and answers; then the parent ends.
+const INSPECT: &str = r#"[
+ [{"tool_call": {"id": "p1", "name": "agent", "arguments": {"description": "read a", "prompt": "CHILD-TASK: read a.txt and say what it holds", "mode": "inspect"}}}, {"usage": {"input": 100, "output": 10}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "a.txt"}}}, {"usage": {"input": 50, "output": 5}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "c2", "name": "write", "arguments": {"path": "b.txt", "content": "x"}}}, {"usage": {"input": 60, "output": 6}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "CHILD-ANSWER: a.txt says hello"}, {"usage": {"input": 70, "output": 7}}, {"stop": {"reason": "end"}}],
+ [{"text": "parent done"}, {"usage": {"input": 200, "output": 20}}, {"stop": {"reason": "end"}}]
+]"#;
+
+#[test]
+fn a_subagent_in_inspect_mode_reads_answers_and_cannot_write() {
+    let (home, proj) = setup();
+    std::fs::write(proj.join("a.txt"), "hello\n").unwrap();
+    let (requests, out, err) = eval_script(home.path(), &proj, INSPECT, &[], 0);
+    assert_eq!(requests.len(), 5, "{out}\n{err}");
+    // The parent offers the tool.
+    assert!(tool_names(&requests[0]).contains(&"agent".to_owned()));
+    // The child's first request: the task alone, the subagent prompt, and
+    // only read-only tools.
+    let child = &requests[1];
+    let messages = child["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1, "{child}");
+    assert_eq!(
+        messages[0]["text"],
+        "CHILD-TASK: read a.txt and say what it holds"
+    );
+    let system = system(child);
+    assert!(system.contains("# Subagent"), "{system}");
+    assert!(system.contains("You run in inspect mode"), "{system}");
+    let tools = tool_names(child);
+    assert!(tools.contains(&"read".to_owned()), "{tools:?}");
+    for writer in ["write", "edit", "bash"] {
+        assert!(!tools.contains(&writer.to_owned()), "{tools:?}");
+    }
+    // Its read ran; its write was refused and nothing was written.
+    assert!(last_message(&requests[2]).contains("hello"));
+    assert!(
+        last_message(&requests[3]).contains("there is no active tool named `write`"),
+        "{}",
+        last_message(&requests[3])
+    );
+    assert!(!proj.join("b.txt").exists());
+    // The parent gets the child's answer as the tool result, and continues
+    // its own conversation.
+    let result = last_message(&requests[4]);
+    assert!(result.contains("\"call_id\":\"p1\""), "{result}");
+    assert!(
+        result.contains("CHILD-ANSWER: a.txt says hello"),
+        "{result}"
+    );
+    assert_eq!(requests[4]["messages"].as_array().unwrap().len(), 3);
+    // The child's usage is the parent run's too: 100+50+60+70+200.
+    assert!(
+        err.contains("usage: 480 input, 48 output") || out.contains("usage: 480 input, 48 output"),
+        "{out}\n{err}"
+    );
+    // The child's session is its own, and replays.
+    let names = sessions(home.path(), &proj);
+    let child_session = names
+        .iter()
+        .find(|n| n.contains("agent-read-a"))
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let (out, err) = smith_in(
+        home.path(),
+        &proj,
+        &["replay", child_session, "--instant"],
+        0,
+    );
+    let replayed = format!("{out}{err}");
+    assert!(replayed.contains("[read] ok: hello"), "{replayed}");
+    assert!(
+        replayed.contains("CHILD-ANSWER: a.txt says hello"),
+        "{replayed}"
+    );
+    assert!(
+        replayed.contains("usage: 180 input, 18 output"),
+        "{replayed}"
+    );
+    // And the parent's replay shows the call's result.
+    let parent = names.iter().find(|n| !n.contains("agent")).unwrap();
+    let (out, err) = smith_in(home.path(), &proj, &["replay", parent, "--instant"], 0);
+    let replayed = format!("{out}{err}");
+    assert!(
+        replayed.contains("[agent] ok: CHILD-ANSWER: a.txt says hello"),
+        "{replayed}"
+    );
+}
+
+#[test]
+fn a_custom_agent_child_runs_with_its_prompt_tools_and_model() {
+    let (home, proj) = setup();
+    let script = r#"[
+ [{"tool_call": {"id": "p1", "name": "agent", "arguments": {"description": "review", "prompt": "review the diff", "agent": "reviewer", "mode": "work"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "no bugs"}, {"stop": {"reason": "end"}}],
+ [{"tool_call": {"id": "p2", "name": "agent", "arguments": {"description": "review again", "prompt": "again", "agent": "reveiwer", "mode": "work"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#;
+    let (requests, out, err) = eval_script(home.path(), &proj, script, &[], 0);
+    assert_eq!(requests.len(), 4, "{out}\n{err}");
+    // The tool's description lists the custom agents.
+    let offered = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "agent")
+        .unwrap()
+        .to_string();
+    assert!(
+        offered.contains("- reviewer: Reviews a diff for bugs"),
+        "{offered}"
+    );
+    let child = &requests[1];
+    assert!(system(child).contains("REVIEWER-PROMPT: look for bugs."));
+    assert!(system(child).contains("# Agent: reviewer"));
+    assert_eq!(tool_names(child), ["grep", "read"]);
+    assert_eq!(child["model"], "mock-review");
+    // The parent keeps its own model.
+    assert_eq!(requests[2]["model"], requests[0]["model"]);
+    assert!(last_message(&requests[2]).contains("no bugs"));
+    // An unknown agent is refused with the agents there are.
+    let refused = last_message(&requests[3]);
+    assert!(
+        refused.contains("no agent is named `reveiwer`"),
+        "{refused}"
+    );
+    assert!(refused.contains("Did you mean `reviewer`?"), "{refused}");
+}
+
+#[test]
+fn subagents_nest_two_levels_deep() {
+    let (home, proj) = setup();
+    let call = |id: &str| {
+        format!(
+            r#"[{{"tool_call": {{"id": "{id}", "name": "agent", "arguments": {{"description": "level {id}", "prompt": "go deeper", "mode": "work"}}}}}}, {{"stop": {{"reason": "tool_use"}}}}]"#
+        )
+    };
+    let script = format!(
+        r#"[{}, {}, {}, [{{"text": "grandchild done"}}, {{"stop": {{"reason": "end"}}}}], [{{"text": "child done"}}, {{"stop": {{"reason": "end"}}}}], [{{"text": "done"}}, {{"stop": {{"reason": "end"}}}}]]"#,
+        call("a"),
+        call("b"),
+        call("c")
+    );
+    let (requests, out, err) = eval_script(home.path(), &proj, &script, &[], 0);
+    assert_eq!(requests.len(), 6, "{out}\n{err}");
+    assert!(system(&requests[1]).contains("level 1"));
+    assert!(system(&requests[2]).contains("level 2"));
+    // The grandchild's own call is refused: what, why, what next.
+    let refused = last_message(&requests[3]);
+    assert!(refused.contains("\"call_id\":\"c\""), "{refused}");
+    assert!(
+        refused.contains(
+            "subagents nest at most 2 levels deep and this agent already runs at level 2"
+        ),
+        "{refused}"
+    );
+    assert!(refused.contains("Do this part yourself"), "{refused}");
+    assert!(last_message(&requests[4]).contains("grandchild done"));
+    assert!(last_message(&requests[5]).contains("child done"));
+}
+
+#[test]
+fn one_prompt_starts_at_most_eight_subagents() {
+    let (home, proj) = setup();
+    let calls: Vec<String> = (1..=9)
+        .map(|i| {
+            format!(
+                r#"{{"tool_call": {{"id": "p{i}", "name": "agent", "arguments": {{"description": "task {i}", "prompt": "task {i}", "mode": "inspect"}}}}}}"#
+            )
+        })
+        .collect();
+    let answers: Vec<String> = (1..=8)
+        .map(|i| format!(r#"[{{"text": "answer {i}"}}, {{"stop": {{"reason": "end"}}}}]"#))
+        .collect();
+    let script = format!(
+        r#"[[{}, {{"stop": {{"reason": "tool_use"}}}}], {}, [{{"text": "done"}}, {{"stop": {{"reason": "end"}}}}]]"#,
+        calls.join(", "),
+        answers.join(", ")
+    );
+    let (requests, out, err) = eval_script(home.path(), &proj, &script, &[], 0);
+    assert_eq!(requests.len(), 10, "{out}\n{err}");
+    let last = &requests[9];
+    let results: Vec<&Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 9);
+    for (i, result) in results.iter().take(8).enumerate() {
+        assert_eq!(result["content"], format!("answer {}", i + 1));
+    }
+    let refused = results[8]["content"].as_str().unwrap();
+    assert!(
+        refused.contains("this prompt has started 8 subagents already"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("Do the rest of the work yourself"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn plan_mode_blocks_a_subagents_write() {
+    let (home, proj) = setup();
+    let script = r#"[
+ [{"tool_call": {"id": "p1", "name": "agent", "arguments": {"description": "change it", "prompt": "write b.txt", "mode": "work"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "c1", "name": "write", "arguments": {"path": "b.txt", "content": "x"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "could not write"}, {"stop": {"reason": "end"}}],
+ [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#;
+    let (requests, out, err) = eval_script(home.path(), &proj, script, &["--plan"], 0);
+    assert_eq!(requests.len(), 4, "{out}\n{err}");
+    // The work child has the write tool, but plan mode decides its call.
+    assert!(tool_names(&requests[1]).contains(&"write".to_owned()));
+    let blocked = last_message(&requests[2]);
+    assert!(blocked.contains("smith/plan blocked it"), "{blocked}");
+    assert!(blocked.contains("plan mode is on"), "{blocked}");
+    assert!(!proj.join("b.txt").exists());
+    assert!(last_message(&requests[3]).contains("could not write"));
+}
+
+#[test]
+fn sigint_reaches_a_subagent_mid_request() {
+    use std::os::unix::process::CommandExt as _;
+    let (home, proj) = setup();
+    let script = write_script(
+        home.path(),
+        r#"[
+ [{"tool_call": {"id": "p1", "name": "agent", "arguments": {"description": "slow", "prompt": "take your time", "mode": "inspect"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "CHILD-STARTED "}, {"delay_ms": 20000}, {"text": "never"}, {"stop": {"reason": "end"}}],
+ [{"text": "parent never"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let record = home.path().join("requests.jsonl");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_smith"));
+    command
+        .env("SMITH_HOME", home.path().join("smith"))
+        .env("HOME", home.path())
+        .env_remove("SMITH_AGENT")
+        .env("NO_COLOR", "1")
+        .current_dir(&proj)
+        .args([
+            "eval",
+            "--mock-script",
+            &script,
+            "--mock-record",
+            &record.display().to_string(),
+            "go",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: only resets signal dispositions between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let child = command.spawn().unwrap();
+    // Wait until the subagent's request is under way.
+    let start = std::time::Instant::now();
+    while requests(&record).len() < 2 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the subagent never sent its request"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = std::time::Instant::now();
+    // SAFETY: signals our own child process.
+    assert_eq!(
+        unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGINT) },
+        0
+    );
+    let output = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    let err = String::from_utf8_lossy(&output.stderr);
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "the run took {took:?} to end after SIGINT:\n{out}\n{err}"
+    );
+    assert_ne!(output.status.code(), Some(0), "{out}\n{err}");
+    // The parent never got to its next request; the child's run ended
+    // aborted in its own session.
+    assert_eq!(requests(&record).len(), 2);
+    let names = sessions(home.path(), &proj);
+    let child_session = names
+        .iter()
+        .find(|n| n.contains("agent-slow"))
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let (out, err) = smith_in(home.path(), &proj, &["replay", child_session, "--json"], 0);
+    assert!(
+        out.contains("\"stop\":\"aborted\"") || err.contains("\"stop\":\"aborted\""),
+        "{out}\n{err}"
+    );
 }
