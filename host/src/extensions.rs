@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product, smith/plan, smith/permissions, smith/instructions, smith/skills, smith/mcp, smith/mentions, smith/todo, smith/hooks), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/plan, smith/permissions, smith/instructions, smith/skills, smith/agents, smith/mcp, smith/mentions, smith/todo, smith/hooks), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.

@@ -765,7 +765,7 @@ impl Runner {
             }
         };
         let cost = self.cost(&state.usage);
-        let summary = RunSummary {
+        let mut summary = RunSummary {
             stop,
             usage: state.usage,
             cost,
@@ -780,11 +780,18 @@ impl Runner {
                 None,
             )));
         }
+        // Only a child's caller reads the text afterwards: the main
+        // thread's moves into the event.
+        let text = if self.depth > 0 {
+            summary.text.clone()
+        } else {
+            std::mem::take(&mut summary.text)
+        };
         self.emit(Event::AgentEnd {
             stop: summary.stop,
             usage: summary.usage,
             cost: summary.cost,
-            text: summary.text.clone(),
+            text,
         });
         self.apply_held();
         Some(summary)
