@@ -513,6 +513,28 @@ fn a_subagent_in_inspect_mode_reads_answers_and_cannot_write() {
         replayed.contains("usage: 180 input, 18 output"),
         "{replayed}"
     );
+    // The child's tool calls and results are the agent call's live output,
+    // one line each.
+    let (_, out, _) = eval_script(home.path(), &proj, INSPECT, &["--json"], 0);
+    let updates: Vec<String> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "tool_execution_update" && e["call_id"] == "p1")
+        .map(|e| e["output"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        updates,
+        [
+            "[read a] → read path=a.txt\n",
+            "[read a] ← read ok\n",
+            "[read a] → write path=b.txt content=x\n",
+            "[read a] ← write invalid\n",
+        ],
+        "{out}"
+    );
+    // The child's events are not the parent's: one agent_start, one
+    // agent_end.
+    assert_eq!(out.matches("\"type\":\"agent_end\"").count(), 1, "{out}");
     // And the parent's replay shows the call's result.
     let parent = names.iter().find(|n| !n.contains("agent")).unwrap();
     let (out, err) = smith_in(home.path(), &proj, &["replay", parent, "--instant"], 0);
