@@ -365,6 +365,20 @@ fn the_agent_option_from_the_environment_selects_the_users_agent() {
     );
     assert_eq!(tool_names(&requests[0]), ["grep", "read"]);
     assert_eq!(requests[0]["model"], "mock-review");
+    // Started elsewhere with --cwd, the project's agents are the folder's.
+    trust(home.path(), &proj);
+    let proj_arg = proj.display().to_string();
+    let (requests, err) = eval(
+        home.path(),
+        home.path(),
+        &[],
+        &["--cwd", &proj_arg, "--agent", "conversation-analyzer"],
+        0,
+    );
+    assert!(
+        self::system(&requests[0]).contains("You are a conversation analysis specialist"),
+        "{err}"
+    );
 }
 
 #[test]

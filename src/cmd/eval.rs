@@ -292,21 +292,32 @@ pub struct ProviderChoice {
 }
 
 impl ProviderChoice {
-    /// Puts the options these flags set for the runtime's plugins (`--plan`)
-    /// in effect for every runtime this process starts; `no_plugins` is
-    /// whether the command runs without extension plugins.
+    /// Checks the flags that need a built-in plugin before anything else
+    /// happens; [`ProviderChoice::settle`], once the command works in its
+    /// folder, puts them in effect for every runtime this process starts.
+    /// `no_plugins` is whether the command runs without extension plugins.
     ///
     /// When `--plan` is given but smith/plan, which provides plan mode, will
     /// not run (`--no-plugins`, or the user disabled it), it reports why and
     /// returns the exit code (2): running anyway would let the agent change
     /// what plan mode was asked to protect.
     pub fn apply(&mut self, no_plugins: bool) -> Option<u8> {
+        self.apply_plan(no_plugins)
+    }
+
+    /// The second half of [`ProviderChoice::apply`], once the command works
+    /// in its folder (after `--cwd`): resolves the agent `--agent` (or the
+    /// `agent` option) names, where the project's agents and
+    /// configuration are the folder's, and puts the options these flags
+    /// set for the runtime's plugins in effect. Returns the exit code (2)
+    /// when the agent cannot be used.
+    pub fn settle(&mut self, no_plugins: bool) -> Option<u8> {
         let mut flags = Vec::new();
         if let Some(code) = self.apply_agent(no_plugins, &mut flags) {
             return Some(code);
         }
-        if let Some(code) = self.apply_plan(no_plugins, &mut flags) {
-            return Some(code);
+        if self.plan {
+            flags.push(("--plan".to_owned(), "true".to_owned()));
         }
         if !flags.is_empty() {
             smith_host::settings::set_command_line(flags);
@@ -376,7 +387,7 @@ impl ProviderChoice {
         None
     }
 
-    fn apply_plan(&self, no_plugins: bool, flags: &mut Vec<(String, String)>) -> Option<u8> {
+    fn apply_plan(&self, no_plugins: bool) -> Option<u8> {
         if !self.plan {
             return None;
         }
@@ -407,7 +418,6 @@ impl ProviderChoice {
                 "enable it with `smith plugin enable smith/plan`, or leave out --plan",
             );
         }
-        flags.push(("--plan".to_owned(), "true".to_owned()));
         None
     }
 }
@@ -689,6 +699,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    if let Some(code) = args.choice.settle(args.no_plugins) {
+        return Ok(code);
+    }
     // A script or a request record only makes sense for the scripted
     // provider, so either one chooses it.
     let explicit = match &args.choice.provider {

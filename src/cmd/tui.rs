@@ -57,6 +57,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(dir) => Some(super::enter_cwd(&dir, [&mut mock_script])?),
         None => None,
     };
+    if let Some(code) = choice.settle(no_plugins) {
+        return Ok(code);
+    }
     smith_interface::run(smith_interface::Args {
         choice: smith_interface::ProviderChoice {
             provider: choice.provider,
