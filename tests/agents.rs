@@ -549,6 +549,10 @@ fn a_subagent_in_inspect_mode_reads_answers_and_cannot_write() {
     // The child's events are not the parent's: one agent_start, one
     // agent_end.
     assert_eq!(out.matches("\"type\":\"agent_end\"").count(), 1, "{out}");
+    // With --no-session the children leave nothing behind either.
+    let before = sessions(home.path(), &proj).len();
+    eval_script(home.path(), &proj, INSPECT, &["--no-session"], 0);
+    assert_eq!(sessions(home.path(), &proj).len(), before);
     // And the parent's replay shows the call's result.
     let parent = names.iter().find(|n| !n.contains("agent")).unwrap();
     let (out, err) = smith_in(home.path(), &proj, &["replay", parent, "--instant"], 0);

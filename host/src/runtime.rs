@@ -469,7 +469,13 @@ impl RuntimeOptions {
         }
         if let Some(agents) = &agents {
             tools.insert(Arc::new(agent::delegate::AgentTool::new(agents)));
-            config.delegation = Some(crate::agents::delegation(&self.store_root, &name));
+            // Children record where their parent does: a session kept in
+            // memory only (`--no-session`) keeps its children with it, in
+            // its temporary store.
+            let root = temp
+                .as_ref()
+                .map_or_else(|| self.store_root.clone(), |t| t.path().to_owned());
+            config.delegation = Some(crate::agents::delegation(&root, &name));
         }
         // The agent the main thread runs as keeps only the tools it lists.
         if let Some(agent) = crate::agents::active() {
