@@ -29,6 +29,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-kit",
         "smith-plugin-hello",
         "smith-plugin-plan",
+        "smith-plugin-agents",
     ],
     &[
         "smith-plugin-permissions",

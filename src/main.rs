@@ -24,7 +24,7 @@ static GLOBAL: smith_alloc::AccountingAllocator = smith_alloc::AccountingAllocat
 ///
 /// With no arguments on a terminal smith opens the fullscreen interface; with
 /// a prompt (`smith fix the tests`) it runs that prompt as `smith eval` does.
-/// `--provider`, `--model`, `--base-url`, `--thinking`, `--plan`,
+/// `--provider`, `--model`, `--base-url`, `--thinking`, `--plan`, `--agent`,
 /// `-c`/`--continue`, `--resume [REF]` and `--session REF` apply either way: with a prompt it runs on that
 /// session with that provider, without one the interface opens on them.
 ///
@@ -143,6 +143,8 @@ enum Command {
     Stats(cmd::stats::Args),
     /// List the skills (SKILL.md folders) smith/skills finds here: source, level, shadowing, unreadable files: `skills list [--json]`.
     Skills(cmd::skills::Args),
+    /// List the custom agents (NAME.md files) smith/agents finds here: source, tools, model, shadowing, unreadable files: `agents list [--json]`.
+    Agents(cmd::agents::Args),
     /// List the hook commands smith/hooks runs here (Claude Code's hooks format): event, matcher, command, source file, whether they run: `hooks list`.
     Hooks(cmd::hooks::Args),
     /// Run one prompt without the TUI: `eval "prompt" [--json | --output-format stream-json|json] [--session REF | --no-session] [--provider P] [--model M] [--base-url URL]`.
@@ -199,6 +201,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Skills(args) => cmd::skills::run(args),
+        Command::Agents(args) => cmd::agents::run(args),
         Command::Hooks(args) => cmd::hooks::run(args),
         Command::Stats(args) => cmd::stats::run(args),
         Command::Eval(args) if args.json => return report::exit_json(cmd::eval::run(args)),

@@ -43,6 +43,7 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
         "plugins/builtin/plan/src/lib.rs",
         "start_in_plan_mode",
     ),
+    ("agent", "plugins/builtin/agents/src/lib.rs", "selected"),
     ("color", "frontends/interface/src/config.rs", "load_options"),
     ("log.level", "host/src/settings.rs", "log_settings"),
     ("log.file", "host/src/settings.rs", "log_settings"),
@@ -235,6 +236,7 @@ mod tests {
         // A built-in plugin reads its option through `host.config-get`.
         rust_sources(&root.join("plugins/builtin/instructions/src"), &mut sources);
         rust_sources(&root.join("plugins/builtin/plan/src"), &mut sources);
+        rust_sources(&root.join("plugins/builtin/agents/src"), &mut sources);
         for (key, file, function) in CONSUMERS {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let body = function_body(&text, function)

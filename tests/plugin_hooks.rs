@@ -78,6 +78,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
             "[test/lifecycle] plugin-loaded smith/permissions",
             "[test/lifecycle] plugin-loaded smith/instructions",
             "[test/lifecycle] plugin-loaded smith/skills",
+            "[test/lifecycle] plugin-loaded smith/agents",
             "[test/lifecycle] plugin-loaded smith/mcp",
             "[test/lifecycle] plugin-loaded smith/mentions",
             "[test/lifecycle] plugin-loaded smith/todo",
@@ -98,8 +99,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     // Every intent shown or kept is a `ui` effect with its intent and
-    // completion records: the twelve notices released together at the end
-    // of the turn (ten plugin-loaded, session-start, before-provider-request:
+    // completion records: the thirteen notices released together at the end
+    // of the turn (eleven plugin-loaded, session-start, before-provider-request:
     // their intents in one write, then their completions in one write), the
     // kept question after the run's record, then the session-shutdown
     // notice.
@@ -110,8 +111,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         "user_message",
         "assistant_message",
     ];
-    expected.extend(["effect_intent"; 12]);
-    expected.extend(["effect_completion"; 12]);
+    expected.extend(["effect_intent"; 13]);
+    expected.extend(["effect_completion"; 13]);
     expected.push("metadata");
     expected.extend(ui);
     expected.push("plugin_intent");

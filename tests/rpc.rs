@@ -886,3 +886,58 @@ fn an_rpc_prompt_with_a_mention_carries_the_file() {
     );
     c.close();
 }
+
+#[test]
+fn abort_reaches_a_subagent_and_its_call_ends_aborted() {
+    let (dir, home, work) = fixture();
+    let s = script(
+        dir.path(),
+        json!([
+            [{"tool_call": {"id": "p1", "name": "agent", "arguments": {"description": "slow child", "prompt": "take your time", "mode": "inspect"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "child started "}, {"delay_ms": 20000}, {"text": "late"}, {"stop": {"reason": "end"}}],
+            [{"text": "parent never"}, {"stop": {"reason": "end"}}]
+        ]),
+    );
+    let mut c = Client::spawn(&home, &work, &["--mock-script", &s, "--name", "parent"]);
+    c.call("prompt", json!({"text": "delegate"}));
+    // The child is under way once the agent call's effect has started.
+    loop {
+        let v = c.next();
+        if v["method"] == "tool_execution_start" && v["params"]["call_id"] == "p1" {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let asked = Instant::now();
+    assert_eq!(c.call("abort", json!({}))["aborted"], true);
+    let w = c.send("wait_settled", json!({}));
+    c.response(w);
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "the run took {:?} to settle after abort",
+        asked.elapsed()
+    );
+    let ended = c
+        .notes
+        .iter()
+        .find(|n| n["method"] == "tool_execution_end" && n["params"]["call_id"] == "p1")
+        .expect("the agent call is answered");
+    assert_eq!(ended["params"]["status"], "aborted", "{ended}");
+    assert!(
+        ended["params"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("did not finish: its run ended with `aborted` (the user aborted)"),
+        "{ended}"
+    );
+    // Only one agent_end reaches the client: the child's events are the
+    // call's live output, never the parent's.
+    let ends: Vec<&Value> = c
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "agent_end")
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["params"]["stop"], "aborted");
+    c.close();
+}

@@ -1078,6 +1078,38 @@ fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
 }
 
 #[test]
+fn agents_lists_the_custom_agents_and_the_interface_runs_as_one() {
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            // A global agent: smith's configuration folder is its home here.
+            let dir = home.join("agents");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("demo-agent.md"),
+                "---\ndescription: Demonstrates agents.\ntools: Read, Grep\nmodel: mock-1\n---\nDEMO-AGENT-BODY\n",
+            )
+            .unwrap();
+            std::fs::write(dir.join("broken.md"), "no frontmatter\n").unwrap();
+        },
+        &["--agent", "demo-agent"],
+    );
+    s.ready();
+    // Completion offers the command with its description, as /help lists it.
+    s.send(b"/agen");
+    s.wait_for_screen("list the agents: source, tools, model");
+    s.send(b"\x15");
+    s.send(b"/agents\r");
+    s.wait_for_screen("[smith/agents] demo-agent  global");
+    s.wait_for_screen("tools: Read (read), Grep (grep)");
+    s.wait_for_screen("does not start with a `---` line");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
 fn the_todo_list_shows_as_a_panel_above_the_editor_and_todo_lists_it() {
     let scripts = tempfile::tempdir().unwrap();
     let script = scripts.path().join("script.json");

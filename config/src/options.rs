@@ -259,6 +259,16 @@ options! {
         unset: "",
         help: "Start every session a run opens in plan mode (the built-in plugin smith/plan): the agent researches and proposes a plan, and every tool that can change something is blocked until the user approves the plan. The mode is kept in the session, so a resumed session stays in it until the plan is approved or `/normal` leaves it; `/plan` turns it on in the interface. With smith/plan disabled (or `--no-plugins`) `--plan` refuses to run, and the option set otherwise runs with a warning.",
     };
+    /// The agent the main thread runs as.
+    AGENT = OptionDecl {
+        key: "agent",
+        flag: "--agent",
+        env: "SMITH_AGENT",
+        kind: Kind::Str,
+        default: None,
+        unset: "the main thread runs as smith's default agent",
+        help: "Run the main thread as the custom agent NAME (the built-in plugin smith/agents reads NAME.md from the project's .smith/agents and .claude/agents, then the user's `agents` folder and ~/.claude/agents). Its body is added to the system prompt after everything else, its `tools` become the only tools offered (a name the runtime does not have is warned about), and its `model` and `provider` are used unless --model or --provider is given. An unknown name is an error listing the agents there are; with smith/agents disabled (or `--no-plugins`) `--agent` refuses to run. `smith agents list` lists the agents.",
+    };
     /// When to color terminal output.
     COLOR = OptionDecl {
         key: "color",

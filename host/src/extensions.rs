@@ -1,5 +1,5 @@
 //! Extension plugins for a runtime: the enabled built-in extensions
-//! (smith/product, smith/plan, smith/permissions, smith/instructions, smith/skills, smith/mcp, smith/mentions, smith/todo, smith/hooks), then the enabled user plugins, then — in a trusted
+//! (smith/product, smith/plan, smith/permissions, smith/instructions, smith/skills, smith/agents, smith/mcp, smith/mentions, smith/todo, smith/hooks), then the enabled user plugins, then — in a trusted
 //! project — the project's plugins, each compiled once into the cache and
 //! instantiated with the grants its manifest lists (built-ins with theirs).
 //! Their host effects are recorded in the runtime's session journal.
@@ -147,6 +147,13 @@ fn tool_access(plugins: &[WasmExtension]) -> HashMap<String, bool> {
     for plugin in plugins {
         for spec in plugin.provided().map_or(&[][..], |p| &p.tools[..]) {
             tools.entry(spec.name.clone()).or_insert(spec.read_only);
+        }
+        // smith/agents brings the runtime's `agent` tool, which changes
+        // nothing itself: each of the subagent's calls is decided.
+        if plugin.name() == crate::agents::PLUGIN {
+            tools
+                .entry(smith_engine::agent::delegate::TOOL.to_owned())
+                .or_insert(true);
         }
     }
     tools

@@ -45,6 +45,7 @@
 
 #![deny(missing_docs)]
 
+pub mod agents;
 pub mod catalog;
 pub mod checkpoints;
 pub mod context;

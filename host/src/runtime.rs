@@ -419,8 +419,11 @@ impl RuntimeOptions {
         // declares any.
         let mut policies = default_policies();
         let mut permission_policy = false;
+        // The custom agents there are, when smith/agents is loaded (it
+        // brings the `agent` tool).
+        let mut agents: Option<Vec<(String, String)>> = None;
         let hooks = self.extensions.as_ref().and_then(|surface| {
-            let (plugins, plugin_config, mut warnings) =
+            let (mut plugins, plugin_config, mut warnings) =
                 crate::extensions::load_for_checkpointed_runtime(
                     &journal,
                     &ids,
@@ -430,6 +433,10 @@ impl RuntimeOptions {
                     tool_context.checkpoints().cloned(),
                 );
             permission_policy = plugins.iter().any(|p| p.name() == PERMISSION_POLICY);
+            agents = plugins
+                .iter_mut()
+                .find(|p| p.name() == crate::agents::PLUGIN)
+                .map(crate::agents::listed);
             let (declared, refused) = crate::extensions::queue_policies(&plugins);
             warnings.extend(refused);
             if !declared.is_empty() {
@@ -482,6 +489,25 @@ impl RuntimeOptions {
                 .collect();
             for tool in hooks.tools(&mut taken) {
                 tools.insert(tool);
+            }
+        }
+        if let Some(agents) = &agents {
+            tools.insert(Arc::new(agent::delegate::AgentTool::new(agents)));
+            // Children record where their parent does: a session kept in
+            // memory only (`--no-session`) keeps its children with it, in
+            // its temporary store.
+            let root = temp
+                .as_ref()
+                .map_or_else(|| self.store_root.clone(), |t| t.path().to_owned());
+            config.delegation = Some(crate::agents::delegation(&root, &name));
+        }
+        // The agent the main thread runs as keeps only the tools it lists.
+        if let Some(agent) = crate::agents::active() {
+            for warning in crate::agents::restrict(&mut tools, agent) {
+                if self.notices_on_stderr {
+                    eprintln!("{}", warning.render_plain());
+                }
+                smith_diag::log::report(&warning);
             }
         }
         let queue_modes = policies.iter().map(|p| p.mode().to_owned()).collect();

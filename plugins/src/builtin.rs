@@ -51,6 +51,14 @@ pub const PLAN: &[u8] = include_bytes!(concat!(
     "/smith_plugin_plan.wasm"
 ));
 
+/// The smith/agents extension component (custom agents: `.smith/agents`
+/// and `.claude/agents` files, `/agents`, the prompt of the agent the
+/// main thread runs as).
+pub const AGENTS: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_agents.wasm"
+));
+
 /// The smith/mcp extension component (the Model Context Protocol client).
 pub const MCP: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
@@ -204,6 +212,13 @@ pub const BUILTINS: &[Builtin] = &[
         world: "extension",
         description: "Skills: SKILL.md folders of the project and the user, their names and descriptions in the system prompt, the `skill` tool that loads one, `/name` and `$name` to invoke one, `/skills` to list them",
         component: SKILLS,
+        capabilities: &[("ui", ""), ("local-read", "")],
+    },
+    Builtin {
+        name: "smith/agents",
+        world: "extension",
+        description: "Custom agents: NAME.md files (Claude Code's format) in the project's .smith/agents and .claude/agents and the user's, `--agent NAME` to run the main thread as one, /agents to list them",
+        component: AGENTS,
         capabilities: &[("ui", ""), ("local-read", "")],
     },
     Builtin {

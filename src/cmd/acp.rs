@@ -55,6 +55,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
     if let Some(code) = args.choice.apply(args.no_plugins) {
         return Ok(code);
     }
+    if let Some(code) = args.choice.settle(args.no_plugins) {
+        return Ok(code);
+    }
     let cwd = std::env::current_dir().context(
         "could not read the current directory; start smith acp from an existing directory",
     )?;

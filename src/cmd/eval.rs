@@ -286,18 +286,108 @@ pub struct ProviderChoice {
     /// Start in plan mode (the built-in plugin smith/plan): the agent researches and proposes a plan, and every tool that can change something is blocked until you approve the plan; kept in the session until then (default: the plan option, SMITH_PLAN, else off).
     #[arg(long)]
     pub plan: bool,
+    /// Run the main thread as the custom agent NAME (the built-in plugin smith/agents: NAME.md in the project's .smith/agents or .claude/agents, or the user's): its body joins the system prompt, its `tools` are the only tools offered, its `model` and `provider` apply unless --model or --provider is given; `smith agents list` lists them (default: the agent option, SMITH_AGENT, else none).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 impl ProviderChoice {
-    /// Puts the options these flags set for the runtime's plugins (`--plan`)
-    /// in effect for every runtime this process starts; `no_plugins` is
-    /// whether the command runs without extension plugins.
+    /// Checks the flags that need a built-in plugin before anything else
+    /// happens; [`ProviderChoice::settle`], once the command works in its
+    /// folder, puts them in effect for every runtime this process starts.
+    /// `no_plugins` is whether the command runs without extension plugins.
     ///
     /// When `--plan` is given but smith/plan, which provides plan mode, will
     /// not run (`--no-plugins`, or the user disabled it), it reports why and
     /// returns the exit code (2): running anyway would let the agent change
     /// what plan mode was asked to protect.
-    pub fn apply(&self, no_plugins: bool) -> Option<u8> {
+    pub fn apply(&mut self, no_plugins: bool) -> Option<u8> {
+        self.apply_plan(no_plugins)
+    }
+
+    /// The second half of [`ProviderChoice::apply`], once the command works
+    /// in its folder (after `--cwd`): resolves the agent `--agent` (or the
+    /// `agent` option) names, where the project's agents and
+    /// configuration are the folder's, and puts the options these flags
+    /// set for the runtime's plugins in effect. Returns the exit code (2)
+    /// when the agent cannot be used.
+    pub fn settle(&mut self, no_plugins: bool) -> Option<u8> {
+        let mut flags = Vec::new();
+        if let Some(code) = self.apply_agent(no_plugins, &mut flags) {
+            return Some(code);
+        }
+        if self.plan {
+            flags.push(("--plan".to_owned(), "true".to_owned()));
+        }
+        if !flags.is_empty() {
+            smith_host::settings::set_command_line(flags);
+        }
+        None
+    }
+
+    /// Resolves the agent `--agent` (or the `agent` option) names through
+    /// smith/agents: its model and provider fill in what `--model` and
+    /// `--provider` left open, its tools restrict every runtime's, and the
+    /// plugin learns its name (for the prompt) through `flags`. An unknown
+    /// agent, or agents unavailable, refuses the command (exit code 2).
+    fn apply_agent(&mut self, no_plugins: bool, flags: &mut Vec<(String, String)>) -> Option<u8> {
+        let (name, source) = match &self.agent {
+            Some(name) => (name.clone(), "--agent".to_owned()),
+            None => {
+                let config = crate::settings::config().ok()?;
+                let name = config.str(&smith_config::options::AGENT)?.trim().to_owned();
+                if name.is_empty() {
+                    return None;
+                }
+                let source = config.source(&smith_config::options::AGENT).map_or_else(
+                    || "the agent option".to_owned(),
+                    |s| format!("the agent option ({s})"),
+                );
+                (name, source)
+            }
+        };
+        let refused = |why: String, next: &str| {
+            crate::report::diagnostic(
+                &smith_diag::Diagnostic::error(
+                    "cli.agent",
+                    format!("{source} asked for the agent `{name}`, so nothing ran"),
+                    why,
+                    next,
+                )
+                .with_surface(smith_diag::Surface::flag("--agent")),
+            );
+            Some(2)
+        };
+        if no_plugins {
+            return refused(
+                format!(
+                    "agents come from the built-in plugin {}, and --no-plugins runs without extension plugins",
+                    smith_host::agents::PLUGIN
+                ),
+                "leave out --no-plugins or --agent",
+            );
+        }
+        let agent = match smith_host::agents::resolve(&name) {
+            Ok(agent) => agent,
+            Err(why) => {
+                return refused(
+                    why,
+                    "give the name of an agent `smith agents list` shows, or leave out --agent",
+                );
+            }
+        };
+        if self.model.is_none() {
+            self.model.clone_from(&agent.model);
+        }
+        if self.provider.is_none() {
+            self.provider.clone_from(&agent.provider);
+        }
+        flags.push(("--agent".to_owned(), agent.name.clone()));
+        smith_host::agents::set_active(agent);
+        None
+    }
+
+    fn apply_plan(&self, no_plugins: bool) -> Option<u8> {
         if !self.plan {
             return None;
         }
@@ -328,7 +418,6 @@ impl ProviderChoice {
                 "enable it with `smith plugin enable smith/plan`, or leave out --plan",
             );
         }
-        smith_host::settings::set_command_line(vec![("--plan".to_owned(), "true".to_owned())]);
         None
     }
 }
@@ -610,6 +699,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    if let Some(code) = args.choice.settle(args.no_plugins) {
+        return Ok(code);
+    }
     // A script or a request record only makes sense for the scripted
     // provider, so either one chooses it.
     let explicit = match &args.choice.provider {

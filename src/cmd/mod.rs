@@ -1,6 +1,7 @@
 //! Subcommands. One module per command; each exposes `Args` and `run`.
 
 pub mod acp;
+pub mod agents;
 pub mod auth;
 pub mod bench;
 pub mod checkpoint;

@@ -68,6 +68,9 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    if let Some(code) = args.choice.settle(args.no_plugins) {
+        return Ok(code);
+    }
     smith_host::catalog::start_background_refresh();
     let live = live_providers(
         args.mock_script.clone(),
@@ -157,6 +160,7 @@ pub(crate) fn live_providers(
             base_url,
             thinking,
             plan: _,
+            agent: _,
         } = choice.clone();
         let choose = move || {
             choose_provider(

@@ -42,7 +42,7 @@ pub struct Args {
 /// store cannot be set up.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let Args {
-        choice,
+        mut choice,
         mut mock_script,
         session,
         continue_latest,
@@ -57,6 +57,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(dir) => Some(super::enter_cwd(&dir, [&mut mock_script])?),
         None => None,
     };
+    if let Some(code) = choice.settle(no_plugins) {
+        return Ok(code);
+    }
     smith_interface::run(smith_interface::Args {
         choice: smith_interface::ProviderChoice {
             provider: choice.provider,

@@ -16,6 +16,7 @@
 //! crate's `docs/protocol.md` for what a frontend observes.
 
 pub mod compact;
+pub mod delegate;
 pub mod hooks;
 pub mod queue;
 pub(crate) mod redact;
@@ -99,6 +100,9 @@ pub struct AgentConfig {
     /// `redact`); empty by default. The embedding builds it from every
     /// credential it can see.
     pub redactor: Arc<smith_secrets::Redactor>,
+    /// Subagents (the `agent` tool); `None`: calls of a tool named `agent`
+    /// run as any tool's.
+    pub delegation: Option<delegate::Delegation>,
 }
 
 impl AgentConfig {
@@ -121,6 +125,7 @@ impl AgentConfig {
             command_capacity: 64,
             compaction: CompactionSettings::default(),
             redactor: Arc::new(smith_secrets::Redactor::empty()),
+            delegation: None,
         }
     }
 }

@@ -188,6 +188,30 @@ pub(crate) struct Runner {
     pub(super) model_window: Option<u64>,
     /// The system prompt the hooks assembled last (compared by pointer).
     pub(super) assembled: Option<Arc<str>>,
+    /// The extensions deciding tool calls: the same as the outbox's, kept
+    /// while a child runs with an outbox of its own.
+    pub(super) gate: Option<Arc<HookCell>>,
+    /// The level the running agent is at: 0 for the main thread, 1 for its
+    /// children...
+    pub(super) depth: u32,
+    /// Children started since the top-level prompt began, all levels.
+    pub(super) spawned: u32,
+    /// Usage of children that ended since the running turn's tool batch
+    /// began, added to the run's once the batch is done.
+    pub(super) child_usage: Usage,
+    /// Whether the running agent is a child in inspect mode (its own
+    /// children are too).
+    pub(super) inspect: bool,
+}
+
+/// A usage of zero everywhere (known).
+fn zero_usage() -> Usage {
+    Usage {
+        input: Some(0),
+        output: Some(0),
+        cache_read: Some(0),
+        cache_write: Some(0),
+    }
 }
 
 /// Extensions consulted at decision points and shown every event, with
@@ -205,6 +229,9 @@ pub(super) struct Outbox {
     events: SyncSender<Event>,
     hooks: Option<Arc<HookCell>>,
     redactor: Arc<Redactor>,
+    /// While a child runs: the top-level `agent` call its events are shown
+    /// under, as live output lines, with the child's label.
+    relay: Option<(String, String)>,
 }
 
 impl Outbox {
@@ -215,6 +242,31 @@ impl Outbox {
 
     /// Sends an event that is already redacted.
     fn deliver(&self, event: Event) {
+        if let Some((call_id, label)) = &self.relay {
+            let line = match &event {
+                Event::ToolCall { call } => Some(format!(
+                    "{label} → {} {}",
+                    call.name,
+                    super::delegate::brief(&call.arguments)
+                )),
+                Event::ToolExecutionEnd { name, status, .. } => Some(format!(
+                    "{label} ← {name} {}",
+                    serde_json::to_value(status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                )),
+                Event::Error(info) => Some(format!("{label} error: {}", info.message)),
+                _ => None,
+            };
+            if let Some(line) = line {
+                let _ = self.events.send(Event::ToolExecutionUpdate {
+                    call_id: call_id.clone(),
+                    output: format!("{line}\n"),
+                });
+            }
+            return;
+        }
         let Some(cell) = &self.hooks else {
             // A frontend that stopped listening needs no more events.
             let _ = self.events.send(event);
@@ -268,6 +320,12 @@ impl Runner {
         });
         let model_window = super::compact::model_window(services.provider.as_ref(), &config.model);
         let redactor = Arc::clone(&config.redactor);
+        let hooks = hooks.map(|hooks| {
+            Arc::new(HookCell {
+                hooks: Mutex::new(hooks),
+                held: Mutex::new(Vec::new()),
+            })
+        });
         Self {
             config,
             provider: services.provider,
@@ -281,18 +339,19 @@ impl Runner {
             events: Outbox {
                 events,
                 redactor,
-                hooks: hooks.map(|hooks| {
-                    Arc::new(HookCell {
-                        hooks: Mutex::new(hooks),
-                        held: Mutex::new(Vec::new()),
-                    })
-                }),
+                hooks: hooks.clone(),
+                relay: None,
             },
             work,
             effect_seq,
             last_usage: None,
             model_window,
             assembled: None,
+            gate: hooks,
+            depth: 0,
+            spawned: 0,
+            child_usage: zero_usage(),
+            inspect: false,
         }
     }
 
@@ -489,7 +548,9 @@ impl Runner {
             message: message.clone(),
             meta,
         })?;
-        lock(&self.shared.messages).push(message.clone());
+        if self.depth == 0 {
+            lock(&self.shared.messages).push(message.clone());
+        }
         self.history.push(message);
         Ok(())
     }
@@ -517,6 +578,11 @@ impl Runner {
     }
 
     fn take_queued(&mut self, point: DeliveryPoint) -> Vec<String> {
+        // Queued input is the user's, for the main thread: a child never
+        // takes it.
+        if self.depth > 0 {
+            return Vec::new();
+        }
         let (items, snapshot) = {
             let mut queue = lock(&self.shared.queue);
             let items = queue.take(point);
@@ -569,6 +635,13 @@ impl Runner {
         prompt: Option<String>,
         cancel: &CancelToken,
     ) -> Option<StopCause> {
+        self.spawned = 0;
+        self.child_usage = zero_usage();
+        self.run_full(prompt, cancel).map(|summary| summary.stop)
+    }
+
+    /// [`Runner::run`], answering the run's summary.
+    fn run_full(&mut self, prompt: Option<String>, cancel: &CancelToken) -> Option<RunSummary> {
         let mut inputs: Vec<String> = prompt
             .into_iter()
             .filter_map(|text| self.screen_input(text))
@@ -692,7 +765,7 @@ impl Runner {
             }
         };
         let cost = self.cost(&state.usage);
-        let summary = RunSummary {
+        let mut summary = RunSummary {
             stop,
             usage: state.usage,
             cost,
@@ -707,14 +780,21 @@ impl Runner {
                 None,
             )));
         }
+        // Only a child's caller reads the text afterwards: the main
+        // thread's moves into the event.
+        let text = if self.depth > 0 {
+            summary.text.clone()
+        } else {
+            std::mem::take(&mut summary.text)
+        };
         self.emit(Event::AgentEnd {
             stop: summary.stop,
             usage: summary.usage,
             cost: summary.cost,
-            text: summary.text,
+            text,
         });
         self.apply_held();
-        Some(stop)
+        Some(summary)
     }
 
     /// What replay needs to know about the run about to start.
@@ -938,7 +1018,12 @@ impl Runner {
         for call in &calls {
             self.emit(Event::ToolCall { call: call.clone() });
         }
-        if let Some(cause) = self.run_tools(&calls, cancel) {
+        let stopped = self.run_tools(&calls, cancel);
+        // What the batch's children used is the run's too.
+        state.usage = state
+            .usage
+            .add(&std::mem::replace(&mut self.child_usage, zero_usage()));
+        if let Some(cause) = stopped {
             return TurnOutcome::Stop(cause);
         }
         if turn.stop == StopReason::Limit && (calls.is_empty() || !turn.cut_off.is_empty()) {
@@ -1107,11 +1192,24 @@ impl Runner {
                     });
                     index += 1;
                 }
+                Plan::Ready { input, .. }
+                    if call.name == super::delegate::TOOL && self.config.delegation.is_some() =>
+                {
+                    let (call, input) = (call.clone(), input.clone());
+                    let answer = self.delegate(&call, input, cancel);
+                    if fatal.is_none() {
+                        fatal.clone_from(&answer.fatal);
+                    }
+                    answers[index] = Some(answer);
+                    index += 1;
+                }
                 Plan::Ready { access, .. } => {
                     let mut end = index + 1;
                     if *access == Access::ReadOnly {
                         while end < calls.len()
                             && answers[end].is_none()
+                            && !(calls[end].name == super::delegate::TOOL
+                                && self.config.delegation.is_some())
                             && matches!(
                                 &plans[end],
                                 Plan::Ready {
@@ -1202,7 +1300,7 @@ impl Runner {
         plans: &mut [Plan],
         answers: &mut [Option<Answer>],
     ) {
-        let Some(cell) = &self.events.hooks else {
+        let Some(cell) = &self.gate else {
             return;
         };
         for index in 0..calls.len() {
@@ -1310,6 +1408,266 @@ impl Runner {
             });
         }
         failure.map_or(Ok(()), Err)
+    }
+}
+
+/// What a child swaps out of the runner while it runs.
+struct Parked {
+    history: Vec<Message>,
+    journal: Arc<dyn EffectJournal>,
+    sink: Arc<dyn SessionSink>,
+    tools: ToolSet,
+    system: Option<String>,
+    model: String,
+    events: Outbox,
+    last_usage: Option<(usize, u64)>,
+    assembled: Option<Arc<str>>,
+}
+
+impl Runner {
+    /// Runs one `agent` call: a child agent on this runner, recorded in a
+    /// child session of its own (see [`super::delegate`]).
+    fn delegate(&mut self, call: &ToolCall, input: Vec<u8>, cancel: &CancelToken) -> Answer {
+        use super::delegate::{self, Request};
+        let Some(delegation) = self.config.delegation.clone() else {
+            return Answer::unrun(
+                ToolStatus::Invalid,
+                "the agent tool is not available in this runtime".to_owned(),
+                "invalid_arguments",
+            );
+        };
+        let mut request = Request::from(&call.arguments);
+        // An inspecting agent's children inspect too.
+        request.inspect |= self.inspect;
+        let refuse = |text: String, kind: &str| Answer::unrun(ToolStatus::Error, text, kind);
+        if self.depth >= delegation.max_depth {
+            return refuse(
+                format!(
+                    "Refused: the subagent \"{}\" was not started, because subagents nest at most {} levels deep and this agent already runs at level {}. Nothing ran. Do this part yourself with your other tools, or finish and say what is left so the agent above you can delegate it.",
+                    request.description, delegation.max_depth, self.depth
+                ),
+                "depth",
+            );
+        }
+        if self.spawned >= delegation.max_spawns {
+            return refuse(
+                format!(
+                    "Refused: the subagent \"{}\" was not started, because this prompt has started {} subagents already, the most one prompt may start (counted over every level). Nothing ran. Do the rest of the work yourself with your other tools, or finish and tell the user what is left.",
+                    request.description, delegation.max_spawns
+                ),
+                "budget",
+            );
+        }
+        let agent = match &request.agent {
+            None => None,
+            Some(name) => match (delegation.resolve)(name) {
+                Ok(agent) => Some(agent),
+                Err(why) => {
+                    return refuse(
+                        format!(
+                            "Refused: the subagent \"{}\" was not started: {why}. Nothing ran. Call the agent tool again with one of the agents listed in its description, or without `agent`.",
+                            request.description
+                        ),
+                        "unknown_agent",
+                    );
+                }
+            },
+        };
+        let child = match (delegation.open)(&request.description) {
+            Ok(child) => child,
+            Err(why) => {
+                return refuse(
+                    format!(
+                        "The subagent \"{}\" was not started because its session could not be opened: {why}. Nothing ran. Do the task yourself.",
+                        request.description
+                    ),
+                    "session",
+                );
+            }
+        };
+        self.spawned += 1;
+        let effect_id = self.next_effect_id();
+        let intent = EffectIntent {
+            effect_id: effect_id.clone(),
+            parent: call.id.clone(),
+            tool: call.name.clone(),
+            plugin_generation: crate::journal::BUILTIN_GENERATION,
+            input,
+        };
+        if let Err(err) = self.journal.record_intent(&intent) {
+            let message = format!(
+                "the agent call (effect {effect_id}) did not run because its intent could not be recorded: {err}; nothing was started — fix the session store, then resume"
+            );
+            let mut answer =
+                Answer::unrun(ToolStatus::NotRecorded, message.clone(), "not_recorded");
+            answer.fatal = Some(journal_error_info(
+                message,
+                Some(Mutation::NotApplied),
+                Some(effect_id),
+            ));
+            return answer;
+        }
+        self.events.send(Event::ToolExecutionStart {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            effect_id: effect_id.clone(),
+        });
+        // The child's tools: the caller's, within the custom agent's list,
+        // read-only ones alone in inspect mode.
+        let mut tools = self.tools.clone();
+        let names: Vec<String> = tools.names().map(str::to_owned).collect();
+        for name in names {
+            let listed = agent
+                .as_ref()
+                .and_then(|a| a.tools.as_ref())
+                .is_none_or(|list| list.contains(&name));
+            let mutating = tools
+                .get(&name)
+                .is_some_and(|t| t.definition().access == Access::Mutating);
+            if !listed || (request.inspect && mutating) {
+                tools.remove(&name);
+            }
+        }
+        let depth = self.depth + 1;
+        let label = match &self.events.relay {
+            Some((_, above)) => format!("{above}/{}", request.description),
+            None => format!("[{}]", request.description),
+        };
+        let relay_call = self
+            .events
+            .relay
+            .as_ref()
+            .map_or_else(|| call.id.clone(), |(id, _)| id.clone());
+        let system = delegate::system_prompt(
+            self.config.system.as_deref(),
+            &request,
+            agent.as_ref(),
+            depth,
+        );
+        let relay = Outbox {
+            events: self.events.events.clone(),
+            hooks: None,
+            redactor: Arc::clone(&self.events.redactor),
+            relay: Some((relay_call, label)),
+        };
+        let parked = Parked {
+            history: std::mem::take(&mut self.history),
+            journal: std::mem::replace(&mut self.journal, child.journal),
+            sink: std::mem::replace(&mut self.sink, child.sink),
+            tools: std::mem::replace(&mut self.tools, tools),
+            system: self.config.system.replace(system),
+            model: self.config.model.clone(),
+            events: std::mem::replace(&mut self.events, relay),
+            last_usage: self.last_usage.take(),
+            assembled: self.assembled.clone(),
+        };
+        if let Some(model) = agent.as_ref().and_then(|a| a.model.clone()) {
+            self.config.model = model;
+        }
+        self.depth = depth;
+        let inspect = std::mem::replace(&mut self.inspect, request.inspect);
+        let summary = self.run_full(Some(request.prompt.clone()), cancel);
+        self.depth = depth - 1;
+        self.inspect = inspect;
+        self.history = parked.history;
+        self.journal = parked.journal;
+        self.sink = parked.sink;
+        self.tools = parked.tools;
+        self.config.system = parked.system;
+        self.config.model = parked.model;
+        self.events = parked.events;
+        self.last_usage = parked.last_usage;
+        self.assembled = parked.assembled;
+        let (stop, usage, cost, text) = match summary {
+            Some(s) => (s.stop, s.usage, s.cost, s.text),
+            None => (StopCause::Error, Usage::default(), None, String::new()),
+        };
+        self.child_usage = self.child_usage.add(&usage);
+        let done = stop == StopCause::Done;
+        let stop_name = serde_json::to_value(stop)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let content = if done {
+            delegate::bounded(&text, &child.name)
+        } else {
+            let said = if text.is_empty() {
+                "it gave no answer".to_owned()
+            } else {
+                format!(
+                    "its last words were:\n\n{}",
+                    delegate::bounded(&text, &child.name)
+                )
+            };
+            format!(
+                "The subagent \"{}\" did not finish: its run ended with `{stop_name}` ({}); {said}\n\nIts session {} has what it did.",
+                request.description,
+                match stop {
+                    StopCause::Aborted => "the user aborted",
+                    StopCause::TurnLimit => "it reached the turn limit",
+                    StopCause::Budget => "it went over the budget",
+                    _ => "an error stopped it",
+                },
+                child.name
+            )
+        };
+        let result = ToolResult {
+            content,
+            details: serde_json::json!({
+                "session": child.name,
+                "description": request.description,
+                "agent": agent.as_ref().map(|a| a.name.clone()),
+                "mode": if request.inspect { "inspect" } else { "work" },
+                "depth": depth,
+                "stop": stop_name,
+                "usage": usage,
+                "cost": cost,
+            }),
+            is_error: !done,
+            mutation: if request.inspect {
+                Mutation::NotApplied
+            } else {
+                Mutation::Unknown
+            },
+        };
+        let outcome = match stop {
+            StopCause::Done => Outcome::Ok,
+            StopCause::Aborted => Outcome::Cancelled,
+            _ => Outcome::Error,
+        };
+        let output = canonical_cbor(&serde_json::json!({
+            "content": result.content,
+            "details": result.details,
+            "is_error": result.is_error,
+        }))
+        .unwrap_or_default();
+        let completion = EffectCompletion {
+            effect_id: effect_id.clone(),
+            outcome,
+            mutation: result.mutation,
+            output,
+        };
+        let fatal = self.journal.record_completion(&completion).err().map(|err| {
+            journal_error_info(
+                format!(
+                    "the agent call (effect {effect_id}) finished but its completion could not be recorded: {err}; the session will show this effect as unknown, and the run stops"
+                ),
+                Some(result.mutation),
+                Some(effect_id.clone()),
+            )
+        });
+        let status = match outcome {
+            Outcome::Ok => ToolStatus::Ok,
+            Outcome::Error => ToolStatus::Error,
+            Outcome::Cancelled => ToolStatus::Aborted,
+        };
+        Answer {
+            status,
+            result,
+            effect_id: Some(effect_id),
+            ran: true,
+            fatal,
+        }
     }
 }
 

@@ -8,8 +8,10 @@
 //! `description` and `allowed-tools`, [`resolve`] keeps the first skill of
 //! each name in precedence order and reports the ones it shadows,
 //! [`catalog`] writes the bounded list the model sees, and [`invocation`]
-//! recognizes `/name ARGS` and `$name ARGS` in a prompt.
+//! recognizes `/name ARGS` and `$name ARGS` in a prompt. [`agent`] reads
+//! agent files (`NAME.md` of smith/agents) with the same frontmatter parser.
 
+pub mod agent;
 pub mod frontmatter;
 
 pub use frontmatter::{Value, parse};

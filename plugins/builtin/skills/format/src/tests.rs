@@ -293,3 +293,113 @@ fn arguments_fill_the_placeholders_of_claude_code_skills() {
         "Args: []"
     );
 }
+
+fn real_agent(name: &str) -> String {
+    let path = format!(
+        "{}/../../../../tests/data/agents/{name}.md",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn claude_code_agent_files_read_unchanged() {
+    let text = real_agent("code-explorer");
+    let agent = agent::check_agent(&text, "code-explorer").unwrap();
+    assert_eq!(agent.name, "code-explorer");
+    assert!(
+        agent
+            .description
+            .starts_with("Deeply analyzes existing codebase")
+    );
+    assert_eq!(
+        agent.tools.as_deref().unwrap(),
+        [
+            "Glob",
+            "Grep",
+            "LS",
+            "Read",
+            "NotebookRead",
+            "WebFetch",
+            "TodoWrite",
+            "WebSearch",
+            "KillShell",
+            "BashOutput"
+        ]
+    );
+    assert_eq!(agent.model.as_deref(), Some("sonnet"));
+    assert_eq!(agent.provider, None);
+    assert!(
+        text[agent.body_start..]
+            .trim_start()
+            .starts_with("You are an expert code analyst")
+    );
+
+    let text = real_agent("conversation-analyzer");
+    let agent = agent::check_agent(&text, "conversation-analyzer").unwrap();
+    assert_eq!(agent.tools.as_deref().unwrap(), ["Read", "Grep"]);
+    // `inherit` is the caller's model.
+    assert_eq!(agent.model, None);
+}
+
+#[test]
+fn agent_files_without_a_name_take_the_file_name_and_list_no_tools_as_every_tool() {
+    let agent = agent::check_agent(
+        "---\ndescription: reviews diffs\nprovider: openai\nmodel: gpt-5\n---\nReview.\n",
+        "reviewer",
+    )
+    .unwrap();
+    assert_eq!(agent.name, "reviewer");
+    assert_eq!(agent.tools, None);
+    assert_eq!(agent.model.as_deref(), Some("gpt-5"));
+    assert_eq!(agent.provider.as_deref(), Some("openai"));
+}
+
+#[test]
+fn broken_agent_files_say_what_to_fix() {
+    for (text, says) in [
+        ("You are a reviewer.\n", "does not start with a `---` line"),
+        ("---\nname: r\n---\nbody\n", "no `description`"),
+        (
+            "---\nname: Bad_Name\ndescription: x\n---\n",
+            "the character 'B'",
+        ),
+        (
+            "---\ndescription: x\ntools:\n  read: yes\n---\n",
+            "`tools` is a mapping",
+        ),
+        ("---\ndescription: x\n", "never closed"),
+    ] {
+        let err = agent::check_agent(text, "r").unwrap_err();
+        assert!(err.contains(says), "{text:?}: {err}");
+    }
+}
+
+#[test]
+fn claude_code_tool_names_map_to_smiths() {
+    for (entry, tool) in [
+        ("Read", "read"),
+        ("Glob", "find"),
+        ("LS", "ls"),
+        ("Bash(git log:*)", "bash"),
+        ("MultiEdit", "edit"),
+        ("TodoWrite", "todo_write"),
+        ("Task", "agent"),
+        ("read", "read"),
+        ("mcp__github__search", "mcp__github__search"),
+        ("WebFetch", "WebFetch"),
+    ] {
+        assert_eq!(agent::tool_name(entry), tool, "{entry}");
+    }
+}
+
+#[test]
+fn near_names_suggest_close_agents() {
+    let known = ["code-explorer", "code-reviewer", "planner"];
+    assert_eq!(
+        agent::near_names("code-reveiwer", &known),
+        ["code-reviewer"]
+    );
+    assert_eq!(agent::near_names("plan", &known), ["planner"]);
+    assert!(agent::near_names("zzz", &known).is_empty());
+}
