@@ -209,6 +209,9 @@ pub struct Runtime {
     /// The approval mode shared by the runtime's tools and permission
     /// policy; setting it changes both at once.
     pub approval: smith_engine::approval::ApprovalCell,
+    /// The runtime's background jobs (`bash` with `background: true`);
+    /// they end when the runtime's last holder drops it.
+    pub jobs: Arc<smith_engine::tools::jobs::Jobs>,
     /// Whether an existing session was resumed.
     pub resumed: bool,
     /// When the resumed conversation starts at a compaction: its summary.
@@ -451,6 +454,10 @@ impl RuntimeOptions {
         // The plugins' tools join the built-ins; a clashing name is
         // refused (the frontend hears which plugin and why).
         let mut tools = ToolSet::builtin();
+        // The tools that follow `bash`'s background jobs.
+        for tool in smith_engine::tools::jobs::job_tools() {
+            tools.insert(tool);
+        }
         if let Some(hooks) = &hooks {
             let mut taken: Vec<(String, String)> = tools
                 .names()
@@ -462,6 +469,7 @@ impl RuntimeOptions {
         }
         let queue_modes = policies.iter().map(|p| p.mode().to_owned()).collect();
         let tool_names = tools.names().map(str::to_owned).collect();
+        let jobs = Arc::clone(tool_context.jobs());
         let services = Services {
             provider,
             transport,
@@ -488,6 +496,7 @@ impl RuntimeOptions {
             commands,
             queue_modes,
             approval: self.approval.clone(),
+            jobs,
             resumed,
             compaction_summary,
             temp,
