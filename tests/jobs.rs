@@ -378,8 +378,8 @@ impl Lifetime {
         }
     }
 
-    fn spawn(&self) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_smith"))
+    fn spawn(&self) -> Smith {
+        let child = Command::new(env!("CARGO_BIN_EXE_smith"))
             .env("SMITH_HOME", self.home.path())
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_CACHE_HOME")
@@ -396,7 +396,8 @@ impl Lifetime {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap()
+            .unwrap();
+        Smith(child)
     }
 
     /// The job's group and its two processes' pids, once both are written.
@@ -423,7 +424,20 @@ impl Lifetime {
     }
 }
 
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+/// A smith this test started: killed if the test fails while it runs.
+struct Smith(Child);
+
+impl Drop for Smith {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn wait_exit(child: &mut Smith) -> std::process::ExitStatus {
+    let child = &mut child.0;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -477,7 +491,7 @@ fn no_job_outlives_smith_after_sigterm() {
     std::thread::sleep(Duration::from_millis(300));
     assert_running(&pgid, &pids);
     // SAFETY: signalling the smith this test started, by its pid.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    unsafe { libc::kill(child.0.id() as libc::pid_t, libc::SIGTERM) };
     let status = wait_exit(&mut child);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM));
     all_gone(&pgid, 10).unwrap_or_else(|left| panic!("outlived smith: {left:?}"));
@@ -494,10 +508,76 @@ fn no_job_outlives_smith_after_sigkill() {
     life.wait_requests(2);
     std::thread::sleep(Duration::from_millis(300));
     assert_running(&pgid, &pids);
-    child.kill().unwrap();
+    child.0.kill().unwrap();
     let status = wait_exit(&mut child);
     use std::os::unix::process::ExitStatusExt as _;
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     // The watchdog sends SIGTERM at once and SIGKILL a second later.
     all_gone(&pgid, 10).unwrap_or_else(|left| panic!("outlived smith: {left:?}"));
+}
+
+#[test]
+fn the_options_kill_at_the_timeout_and_bound_the_jobs() {
+    let home = tempfile::tempdir().unwrap();
+    let record = home.path().join("requests.jsonl");
+    let s = script(
+        home.path(),
+        "options",
+        &json!([
+            call(
+                "c1",
+                "bash",
+                json!({"command": "sleep 100", "background": true})
+            ),
+            call(
+                "c2",
+                "bash",
+                json!({"command": "sleep 100", "background": true})
+            ),
+            call(
+                "c3",
+                "bash",
+                json!({"command": "echo begun; sleep 30", "timeout": 0.5})
+            ),
+            answer("done"),
+        ]),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("SMITH_BASH_ON_TIMEOUT", "kill")
+        .env("SMITH_BASH_MAX_JOBS", "1")
+        .current_dir(home.path())
+        .args([
+            "eval",
+            "--mock-script",
+            &s,
+            "--mock-record",
+            &record.display().to_string(),
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = recorded_requests(&record);
+    let refused = last_result(&requests[2]);
+    assert!(
+        refused.contains("bash: no new background job: 1 jobs are already running"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("running: job-1 (`sleep 100`, running "),
+        "{refused}"
+    );
+    let killed = last_result(&requests[3]);
+    assert!(
+        killed.starts_with("begun\n[timed out after 0.5 s; the process group was terminated]"),
+        "{killed}"
+    );
 }

@@ -309,6 +309,11 @@ impl RuntimeOptions {
         tool_context = tool_context
             .with_approval(self.approval.clone())
             .with_backends(self.backends.clone());
+        // `bash.on-timeout` and `bash.max-jobs`.
+        if let Ok(config) = crate::settings::config() {
+            let limits = crate::settings::bash_limits(config, tool_context.limits().clone());
+            tool_context = tool_context.with_limits(limits);
+        }
         // What earlier runs left in the output folder (killed runs' files,
         // full outputs past their day) and killed runs' sandbox temporary
         // directories are removed off the start's path.
