@@ -220,6 +220,14 @@ impl Jobs {
     ///
     /// [`ToolErrorKind::Spawn`] naming the limit and the running jobs.
     pub fn admit(&self, tool: &str, limits: &Limits) -> Result<(), ToolError> {
+        if limits.bash_max_jobs == 0 {
+            return Err(ToolError::new(
+                ToolErrorKind::Spawn,
+                format!("{tool}: background jobs are off here"),
+                "this frontend offers no bash_output or bash_kill to follow a job with (the limit of jobs is 0)",
+                "run the command in the foreground, with a timeout long enough for it",
+            ));
+        }
         if self.running() < limits.bash_max_jobs {
             return Ok(());
         }
@@ -619,6 +627,8 @@ fn follow(job: &Job, started: Started) {
     let mut eof = false;
     let mut status = None;
     let mut exited_at: Option<Instant> = None;
+    // When the group was last looked for in `/proc` (a whole scan).
+    let mut looked = Instant::now();
     loop {
         if eof {
             std::thread::sleep(Duration::from_millis(JOB_TICK_MS as u64));
@@ -669,9 +679,12 @@ fn follow(job: &Job, started: Started) {
         // the pipe, and reading stops after the drain time.
         if let Some(t) = exited_at
             && t.elapsed() >= limits.bash_drain_after_exit
-            && !super::bash::group_alive(job.pgid)
+            && looked.elapsed() >= Duration::from_millis(250)
         {
-            break;
+            looked = Instant::now();
+            if !super::bash::group_alive(job.pgid) {
+                break;
+            }
         }
     }
     if let Some(f) = file {
