@@ -581,3 +581,64 @@ fn the_options_kill_at_the_timeout_and_bound_the_jobs() {
         "{killed}"
     );
 }
+
+#[test]
+fn smith_mcp_keeps_no_jobs() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(["mcp", "--no-plugins", "--approval", "workspace", "--cwd"])
+        .arg(&work)
+        .env("SMITH_HOME", &home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 100","background":true}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo begun; sleep 30","timeout":0.5}}}"#,
+    ];
+    // Input stays open until both answers are in: its end cancels calls
+    // in flight.
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let mut replies: Vec<Value> = Vec::new();
+    while !replies.iter().any(|r| r["id"] == 3) {
+        let line = lines.next().expect("smith mcp ended early").unwrap();
+        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+            replies.push(v);
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    let reply = |id: u64| -> Value {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no reply {id}: {replies:?}"))
+    };
+    let refused = reply(2)["result"].clone();
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("bash: background jobs are off here"),
+        "{text}"
+    );
+    let killed = reply(3)["result"].clone();
+    let text = killed["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("begun\n[timed out after 0.5 s; the process group was terminated]"),
+        "{text}"
+    );
+}
