@@ -479,22 +479,26 @@ fn no_job_outlives_smith_when_it_exits() {
 }
 
 #[test]
-fn no_job_outlives_smith_after_sigterm() {
-    // The second turn waits on the job, so smith is busy when signalled.
-    let life = Lifetime::new(&[
-        call("c2", "bash_output", json!({"job": "job-1", "wait": 600})),
-        answer("done"),
-    ]);
-    let mut child = life.spawn();
-    let (pgid, pids) = life.job();
-    life.wait_requests(2);
-    std::thread::sleep(Duration::from_millis(300));
-    assert_running(&pgid, &pids);
-    // SAFETY: signalling the smith this test started, by its pid.
-    unsafe { libc::kill(child.0.id() as libc::pid_t, libc::SIGTERM) };
-    let status = wait_exit(&mut child);
-    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
-    all_gone(&pgid, 10).unwrap_or_else(|left| panic!("outlived smith: {left:?}"));
+fn no_job_outlives_smith_after_sigterm_or_sigint() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        // The second turn waits on the job, so smith is busy when
+        // signalled.
+        let life = Lifetime::new(&[
+            call("c2", "bash_output", json!({"job": "job-1", "wait": 600})),
+            answer("done"),
+        ]);
+        let mut child = life.spawn();
+        let (pgid, pids) = life.job();
+        life.wait_requests(2);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_running(&pgid, &pids);
+        // SAFETY: signalling the smith this test started, by its pid.
+        unsafe { libc::kill(child.0.id() as libc::pid_t, signal) };
+        let status = wait_exit(&mut child);
+        assert_eq!(status.code(), Some(128 + signal));
+        all_gone(&pgid, 10)
+            .unwrap_or_else(|left| panic!("outlived smith after signal {signal}: {left:?}"));
+    }
 }
 
 #[test]
