@@ -145,28 +145,59 @@ fn jobs_start_are_read_and_killed_and_every_call_is_an_effect_that_replays() {
         .filter(|e| e["kind"] == "effect_intent")
         .map(|e| &e["content"])
         .collect();
-    let tools: Vec<&str> = intents
+    let completion = |intent: &Value| -> Value {
+        entries
+            .iter()
+            .filter(|e| e["kind"] == "effect_completion")
+            .map(|e| &e["content"])
+            .find(|c| c["effect_id"] == intent["effect_id"])
+            .cloned()
+            .unwrap_or_else(|| panic!("no completion of {intent}"))
+    };
+    let calls: Vec<&Value> = intents
         .iter()
-        .map(|i| i["tool"].as_str().unwrap())
+        .copied()
+        .filter(|i| i["tool"] != "bash_job_end")
         .collect();
+    let tools: Vec<&str> = calls.iter().map(|i| i["tool"].as_str().unwrap()).collect();
     assert_eq!(
         tools,
         ["bash", "bash_output", "bash", "bash_kill", "bash_output"]
     );
-    let completions: Vec<&Value> = entries
+    let done: Vec<Value> = calls.iter().map(|i| completion(i)).collect();
+    assert_eq!(done[0]["output"]["details"]["job"], "job-1");
+    assert_eq!(done[0]["mutation"], "applied");
+    assert_eq!(done[1]["output"]["content"], read.as_str());
+    assert_eq!(done[1]["output"]["details"]["state"], "exited");
+    assert_eq!(done[1]["mutation"], "not-applied");
+    assert_eq!(done[3]["output"]["details"]["state"], "killed");
+    assert_eq!(done[3]["mutation"], "applied");
+    assert_eq!(done[4]["outcome"], "error");
+    // Each job's end is an effect of its own, a child of the call that
+    // started the job.
+    let ends: Vec<&Value> = intents
         .iter()
-        .filter(|e| e["kind"] == "effect_completion")
-        .map(|e| &e["content"])
+        .copied()
+        .filter(|i| i["tool"] == "bash_job_end")
         .collect();
-    assert_eq!(completions.len(), 5);
-    assert_eq!(completions[0]["output"]["details"]["job"], "job-1");
-    assert_eq!(completions[0]["mutation"], "applied");
-    assert_eq!(completions[1]["output"]["content"], read.as_str());
-    assert_eq!(completions[1]["output"]["details"]["state"], "exited");
-    assert_eq!(completions[1]["mutation"], "not-applied");
-    assert_eq!(completions[3]["output"]["details"]["state"], "killed");
-    assert_eq!(completions[3]["mutation"], "applied");
-    assert_eq!(completions[4]["outcome"], "error");
+    assert_eq!(ends.len(), 2, "{intents:?}");
+    assert_eq!(ends[0]["parent"], calls[0]["effect_id"]);
+    assert_eq!(ends[1]["parent"], calls[2]["effect_id"]);
+    let first = completion(ends[0]);
+    let text = first["output"]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("job-1 exited with code 0 after "),
+        "{text}"
+    );
+    assert!(text.ends_with("; 16 bytes of output"), "{text}");
+    assert_eq!(first["output"]["details"]["exit_code"], 0);
+    let second = completion(ends[1]);
+    let text = second["output"]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("job-2 was killed by signal 15 after "),
+        "{text}"
+    );
+    assert_eq!(second["output"]["details"]["state"], "killed");
 
     // Replay reproduces every result from the records, running nothing.
     let live = tool_ends(&out);

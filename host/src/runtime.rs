@@ -398,6 +398,11 @@ impl RuntimeOptions {
         // counter, so every fx-N in the session is unique.
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
         config.effect_ids = Some(Arc::clone(&ids));
+        // A background job's end is an effect of its own, numbered with
+        // the rest.
+        tool_context
+            .jobs()
+            .record_ends(journal.clone(), Arc::clone(&ids));
         // The plugins' queue policies (smith/product's steer and
         // follow_up among them); the engine's own two only when no plugin
         // declares any.

@@ -501,7 +501,9 @@ fn spawn_and_wait(
                     total: capture.total,
                     limits: limits.clone(),
                 };
-                let job = cx.jobs().adopt(started_job, command, &shown_cwd);
+                let job = cx
+                    .jobs()
+                    .adopt(started_job, command, &shown_cwd, cx.effect_id());
                 return Ok(moved_result(command, &shown_cwd, timeout, &capture, &job));
             }
             Err(e) => not_moved = Some(e.what),

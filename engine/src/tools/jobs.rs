@@ -80,6 +80,16 @@ const JOB_TICK_MS: i32 = 25;
 /// Called when a job ends, from the job's thread.
 pub type JobListener = Arc<dyn Fn(&JobInfo) + Send + Sync>;
 
+/// Where a job's end is recorded: the runtime's journal and the counter its
+/// effect ids are drawn from.
+type Recorder = (
+    Arc<dyn crate::journal::EffectJournal>,
+    Arc<std::sync::atomic::AtomicU64>,
+);
+
+/// The tool name of the effect that records a job's end.
+pub const JOB_END: &str = "bash_job_end";
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -134,6 +144,8 @@ struct JobState {
 /// One background job.
 pub struct Job {
     id: String,
+    /// The effect id (`fx-N`) of the `bash` call that started the job.
+    started_by: Option<String>,
     command: String,
     cwd: String,
     pgid: libc::pid_t,
@@ -158,6 +170,7 @@ impl std::fmt::Debug for Job {
 pub struct Jobs {
     inner: Mutex<Inner>,
     listener: Arc<Mutex<Option<JobListener>>>,
+    recorder: Arc<Mutex<Option<Recorder>>>,
 }
 
 #[derive(Default)]
@@ -200,6 +213,17 @@ impl Jobs {
     /// Calls `listener` whenever a job ends (replacing an earlier one).
     pub fn set_listener(&self, listener: JobListener) {
         *lock(&self.listener) = Some(listener);
+    }
+
+    /// Records every job's end in `journal` as an effect of its own
+    /// ([`JOB_END`], its parent the effect of the `bash` call that started
+    /// the job), its id drawn from `ids` (the runtime's effect counter).
+    pub fn record_ends(
+        &self,
+        journal: Arc<dyn crate::journal::EffectJournal>,
+        ids: Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        *lock(&self.recorder) = Some((journal, ids));
     }
 
     /// Every job of the runtime, running or ended, in start order.
@@ -310,7 +334,13 @@ impl Jobs {
     /// thread that reads its output and reaps it. The job's read cursor
     /// starts at `started.total` (what the caller already showed).
     #[cfg(unix)]
-    pub(crate) fn adopt(&self, started: Started, command: &str, cwd: &str) -> Arc<Job> {
+    pub(crate) fn adopt(
+        &self,
+        started: Started,
+        command: &str,
+        cwd: &str,
+        started_by: Option<String>,
+    ) -> Arc<Job> {
         let watchdog = Watchdog::spawn(started.pgid);
         let id = {
             let mut inner = lock(&self.inner);
@@ -320,6 +350,7 @@ impl Jobs {
         let output_path = started.file.as_ref().map(|_| started.output_path.clone());
         let job = Arc::new(Job {
             id,
+            started_by,
             command: command.to_owned(),
             cwd: cwd.to_owned(),
             pgid: started.pgid,
@@ -343,11 +374,16 @@ impl Jobs {
         lock(&self.inner).jobs.push(Arc::clone(&job));
         let thread_job = Arc::clone(&job);
         let listener = Arc::clone(&self.listener);
+        let recorder = Arc::clone(&self.recorder);
         let spawned = std::thread::Builder::new()
             .name(format!("smith-{}", job.id))
             .spawn(move || {
                 follow(&thread_job, started);
                 let info = thread_job.info();
+                let recorder = lock(&recorder).clone();
+                if let Some((journal, ids)) = recorder {
+                    record_end(&thread_job, &info, journal.as_ref(), &ids);
+                }
                 let listener = lock(&listener).clone();
                 if let Some(listener) = listener {
                     listener(&info);
@@ -702,6 +738,54 @@ fn follow(job: &Job, started: Started) {
     }
 }
 
+/// Records `job`'s end as an effect: an intent (`{job}`) and at once its
+/// completion (`{content, details, is_error}`, the details a [`JobInfo`]).
+/// A record the journal refuses is dropped: the job is over either way.
+fn record_end(
+    job: &Job,
+    info: &JobInfo,
+    journal: &dyn crate::journal::EffectJournal,
+    ids: &std::sync::atomic::AtomicU64,
+) {
+    use crate::journal::{
+        BUILTIN_GENERATION, EffectCompletion, EffectIntent, Outcome, canonical_cbor,
+    };
+    let effect_id = format!(
+        "fx-{}",
+        ids.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+    );
+    let Ok(input) = canonical_cbor(&json!({"job": info.id})) else {
+        return;
+    };
+    let intent = EffectIntent {
+        effect_id: effect_id.clone(),
+        parent: job.started_by.clone().unwrap_or_else(|| info.id.clone()),
+        tool: JOB_END.to_owned(),
+        plugin_generation: BUILTIN_GENERATION,
+        input,
+    };
+    if journal.record_intent(&intent).is_err() {
+        return;
+    }
+    let content = format!(
+        "{}; {} bytes of output",
+        job.status_line(),
+        info.output_bytes
+    );
+    let details = serde_json::to_value(info).unwrap_or(Value::Null);
+    let Ok(output) =
+        canonical_cbor(&json!({"content": content, "details": details, "is_error": false}))
+    else {
+        return;
+    };
+    let _ = journal.record_completion(&EffectCompletion {
+        effect_id,
+        outcome: Outcome::Ok,
+        mutation: Mutation::Applied,
+        output,
+    });
+}
+
 /// A `/bin/sh` that terminates a job's group when smith's process ends:
 /// it blocks reading a pipe whose write end only smith holds.
 struct Watchdog {
@@ -757,7 +841,7 @@ pub(crate) fn started_result(
     command: &str,
     shown_cwd: &str,
 ) -> ToolResult {
-    let job = cx.jobs().adopt(started, command, shown_cwd);
+    let job = cx.jobs().adopt(started, command, shown_cwd, cx.effect_id());
     // The first moment: enough for a quick error or a first line.
     job.wait_end(Duration::from_millis(300), Some(cx.cancel()));
     let chunk = job.read(None, cx.limits().bash_output_bytes);
