@@ -117,6 +117,8 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
         "policy_builder",
     ),
     ("sandbox.deny-read", "host/src/sandbox.rs", "policy_builder"),
+    ("bash.on-timeout", "host/src/settings.rs", "bash_limits"),
+    ("bash.max-jobs", "host/src/settings.rs", "bash_limits"),
     ("update.url", "src/cmd/update.rs", "release_url"),
     ("update.trusted-keys", "src/cmd/update.rs", "trusted_keys"),
     ("bench.samples", "src/settings.rs", "bench_plan"),

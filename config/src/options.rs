@@ -195,6 +195,12 @@ pub static SECTIONS: &[SectionDecl] = &[
         policy_reason: "a mistyped sandbox setting would silently leave a path writable or readable the user meant to change",
     },
     SectionDecl {
+        path: "bash",
+        policy: UnknownPolicy::Reject,
+        help: "The `bash` tool's background jobs (see docs/tools.md).",
+        policy_reason: "a mistyped job setting would silently kill commands the user meant to keep running, or the reverse",
+    },
+    SectionDecl {
         path: "update",
         policy: UnknownPolicy::Reject,
         help: "`smith update`: where releases are published and which keys may sign them (see docs/release.md).",
@@ -478,6 +484,26 @@ options! {
         default: None,
         unset: "only smith's credential store, `~/.ssh`, `~/.aws`, `~/.gnupg` and `~/.config/gcloud`",
         help: "Paths, besides smith's credential store and the secret folders in the home directory, that sandboxed tools may neither read nor write, separated by `:`. A path that does not exist yet is denied when it appears.",
+    };
+    /// What happens to a `bash` command that outruns its timeout.
+    BASH_ON_TIMEOUT = OptionDecl {
+        key: "bash.on-timeout",
+        flag: "--bash-on-timeout",
+        env: "SMITH_BASH_ON_TIMEOUT",
+        kind: Kind::Enum(&["background", "kill"]),
+        default: Some(Lit::Str("background")),
+        unset: "",
+        help: "What happens to a `bash` command still running at its timeout. `background`: it keeps running as a background job, and the call returns its output so far with the job's id (the model reads on with `bash_output` and stops it with `bash_kill`); `kill`: its process group is terminated (SIGTERM, then SIGKILL after 2 seconds). Commands run in an editor's terminal are always killed.",
+    };
+    /// The most background jobs running at once in one runtime.
+    BASH_MAX_JOBS = OptionDecl {
+        key: "bash.max-jobs",
+        flag: "--bash-max-jobs",
+        env: "SMITH_BASH_MAX_JOBS",
+        kind: Kind::Int { min: 1, max: 256 },
+        default: Some(Lit::Int(16)),
+        unset: "",
+        help: "The most `bash` background jobs one runtime runs at once; past it `bash` with `background: true` is refused and a command that outruns its timeout is killed instead of moved to the background.",
     };
     /// Where `smith update` looks for releases.
     UPDATE_URL = OptionDecl {

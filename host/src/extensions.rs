@@ -144,6 +144,10 @@ fn tool_access(plugins: &[WasmExtension]) -> HashMap<String, bool> {
         .definitions()
         .map(|d| (d.name.clone(), d.access == Access::ReadOnly))
         .collect();
+    for tool in smith_engine::tools::jobs::job_tools() {
+        let d = tool.definition();
+        tools.insert(d.name.clone(), d.access == Access::ReadOnly);
+    }
     for plugin in plugins {
         for spec in plugin.provided().map_or(&[][..], |p| &p.tools[..]) {
             tools.entry(spec.name.clone()).or_insert(spec.read_only);

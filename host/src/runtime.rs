@@ -210,6 +210,9 @@ pub struct Runtime {
     /// The approval mode shared by the runtime's tools and permission
     /// policy; setting it changes both at once.
     pub approval: smith_engine::approval::ApprovalCell,
+    /// The runtime's background jobs (`bash` with `background: true`);
+    /// they end when the runtime's last holder drops it.
+    pub jobs: Arc<smith_engine::tools::jobs::Jobs>,
     /// Whether an existing session was resumed.
     pub resumed: bool,
     /// When the resumed conversation starts at a compaction: its summary.
@@ -307,6 +310,11 @@ impl RuntimeOptions {
         tool_context = tool_context
             .with_approval(self.approval.clone())
             .with_backends(self.backends.clone());
+        // `bash.on-timeout` and `bash.max-jobs`.
+        if let Ok(config) = crate::settings::config() {
+            let limits = crate::settings::bash_limits(config, tool_context.limits().clone());
+            tool_context = tool_context.with_limits(limits);
+        }
         // What earlier runs left in the output folder (killed runs' files,
         // full outputs past their day) and killed runs' sandbox temporary
         // directories are removed off the start's path.
@@ -414,6 +422,11 @@ impl RuntimeOptions {
         // counter, so every fx-N in the session is unique.
         let ids = Arc::new(AtomicU64::new(config.first_effect_seq));
         config.effect_ids = Some(Arc::clone(&ids));
+        // A background job's end is an effect of its own, numbered with
+        // the rest.
+        tool_context
+            .jobs()
+            .record_ends(journal.clone(), Arc::clone(&ids));
         // The plugins' queue policies (smith/product's steer and
         // follow_up among them); the engine's own two only when no plugin
         // declares any.
@@ -482,6 +495,10 @@ impl RuntimeOptions {
         // The plugins' tools join the built-ins; a clashing name is
         // refused (the frontend hears which plugin and why).
         let mut tools = ToolSet::builtin();
+        // The tools that follow `bash`'s background jobs.
+        for tool in smith_engine::tools::jobs::job_tools() {
+            tools.insert(tool);
+        }
         if let Some(hooks) = &hooks {
             let mut taken: Vec<(String, String)> = tools
                 .names()
@@ -512,6 +529,7 @@ impl RuntimeOptions {
         }
         let queue_modes = policies.iter().map(|p| p.mode().to_owned()).collect();
         let tool_names = tools.names().map(str::to_owned).collect();
+        let jobs = Arc::clone(tool_context.jobs());
         let services = Services {
             provider,
             transport,
@@ -538,6 +556,7 @@ impl RuntimeOptions {
             commands,
             queue_modes,
             approval: self.approval.clone(),
+            jobs,
             resumed,
             compaction_summary,
             temp,

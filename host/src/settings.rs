@@ -15,14 +15,15 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use smith_config::options::{
-    APPROVAL, LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S, NET_CONNECT_TIMEOUT_S,
-    NET_HEAD_TIMEOUT_S, OptionDecl, PLUGINS_ABORT_DEADLINE_MS, PLUGINS_MAX_JOURNAL_ENTRIES,
-    PLUGINS_MAX_LOG_LINES, PLUGINS_MAX_UI_INTENTS, SESSION_DIR,
+    APPROVAL, BASH_MAX_JOBS, BASH_ON_TIMEOUT, LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S,
+    NET_CONNECT_TIMEOUT_S, NET_HEAD_TIMEOUT_S, OptionDecl, PLUGINS_ABORT_DEADLINE_MS,
+    PLUGINS_MAX_JOURNAL_ENTRIES, PLUGINS_MAX_LOG_LINES, PLUGINS_MAX_UI_INTENTS, SESSION_DIR,
 };
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{Config, ConfigError, Loader, Paths, Source};
 use smith_diag::log;
 use smith_diag::{Diagnostic, Surface};
+use smith_engine::tools::Limits;
 
 static CONFIG: OnceLock<Result<Config, ConfigError>> = OnceLock::new();
 
@@ -284,6 +285,25 @@ pub fn set(key: &str, value: &str, project_file: bool) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// `limits` with the configured `bash.on-timeout` (what a command that
+/// outruns its timeout comes to) and `bash.max-jobs` (how many background
+/// jobs may run at once); an unset option keeps the limit's default.
+pub fn bash_limits(config: &Config, mut limits: Limits) -> Limits {
+    if let Some(on_timeout) = config
+        .str(&BASH_ON_TIMEOUT)
+        .and_then(smith_engine::tools::jobs::OnTimeout::parse)
+    {
+        limits.bash_on_timeout = on_timeout;
+    }
+    if let Some(n) = config
+        .int(&BASH_MAX_JOBS)
+        .and_then(|n| usize::try_from(n).ok())
+    {
+        limits.bash_max_jobs = n;
+    }
+    limits
 }
 
 #[cfg(test)]

@@ -100,6 +100,7 @@ pub fn product_spec() -> ProductSpec {
                 "none",
             ),
             command("plugins", "list plugins", "", "none"),
+            command("jobs", "list background jobs", "", "none"),
             command("context", "show what every request carries", "", "none"),
             command("search", "search the transcript", "[TEXT]", "none"),
             command("copy", "copy the last answer", "", "none"),

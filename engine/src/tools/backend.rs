@@ -335,4 +335,30 @@ mod tests {
         assert!(cx.cwd().join("here.txt").exists());
         assert_eq!(*terminal.runs.lock().unwrap(), ["echo here > here.txt"]);
     }
+
+    #[test]
+    fn an_editors_terminal_takes_no_background_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let terminal = Arc::new(Terminal::default());
+        let cx = ToolContext::new(dir.path())
+            .unwrap()
+            .with_approval(ApprovalCell::new(Approval::Full))
+            .with_backends(ToolBackends {
+                files: None,
+                commands: Some(Arc::clone(&terminal) as Arc<dyn CommandRunner>),
+            });
+        let bash = crate::tools::bash::BashTool::new();
+        let refused = bash.execute(&json!({"command": "sleep 100", "background": true}), &cx);
+        assert!(refused.is_error);
+        assert_eq!(refused.mutation, Mutation::NotApplied);
+        assert!(
+            refused
+                .content
+                .contains("bash: background jobs cannot run in the editor's terminal"),
+            "{}",
+            refused.content
+        );
+        assert!(terminal.runs.lock().unwrap().is_empty());
+        assert!(cx.jobs().list().is_empty());
+    }
 }

@@ -66,14 +66,18 @@ impl BashTool {
                 name: NAME.into(),
                 description: "Run a shell command (bash -c) in the working directory. stdin is \
                     closed. Output (stdout and stderr together) is bounded to its head and tail; \
-                    the full output is saved to a file when cut. Default timeout 120 seconds."
+                    the full output is saved to a file when cut. Default timeout 120 seconds; a \
+                    command still running then continues as a background job. background: true \
+                    starts a job and returns at once with its id; follow it with bash_output and \
+                    stop it with bash_kill."
                     .into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
                         "command": {"type": "string", "minLength": 1, "description": "The command line to run."},
                         "timeout": {"type": "number", "minimum": 0, "description": "Seconds before the command is killed (default 120, at most 3600)."},
-                        "cwd": {"type": "string", "minLength": 1, "description": "Directory to run in, relative to the working directory (default: the working directory)."}
+                        "cwd": {"type": "string", "minLength": 1, "description": "Directory to run in, relative to the working directory (default: the working directory)."},
+                        "background": {"type": "boolean", "description": "Start the command as a background job and return at once with its id (default false)."}
                     },
                     "required": ["command"],
                     "additionalProperties": false
@@ -197,6 +201,7 @@ impl Capture {
 
 fn run(shell: &Path, args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     let command = args::string(NAME, args, "command")?;
+    let background = args::flag(NAME, args, "background")?;
     let limits = cx.limits();
     let timeout = match args::opt_f64(NAME, args, "timeout")? {
         None => limits.bash_timeout,
@@ -241,6 +246,14 @@ fn run(shell: &Path, args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolE
     // may run the command; it cannot apply the sandbox, so it gets none
     // of the sandboxed modes' commands (`ToolContext::command_runner`).
     if let Some(runner) = cx.command_runner() {
+        if background {
+            return Err(ToolError::new(
+                ToolErrorKind::Spawn,
+                "bash: background jobs cannot run in the editor's terminal",
+                "in this approval mode the editor runs commands in its own terminals, which end with the call; nothing was run",
+                "run the command without background (it is killed at its timeout there), or switch to a sandboxed approval mode, where smith runs commands and keeps jobs",
+            ));
+        }
         cx.cancel().check(NAME, "starting the command")?;
         let shell_args = ["-c", command];
         let request = super::CommandRequest {
@@ -270,7 +283,18 @@ fn run(shell: &Path, args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolE
         None => None,
     };
     cx.cancel().check(NAME, "starting the command")?;
-    spawn_and_wait(shell, command, &cwd, timeout, confined.as_ref(), cx)
+    if background {
+        cx.jobs().admit(NAME, limits)?;
+    }
+    spawn_and_wait(
+        shell,
+        command,
+        &cwd,
+        timeout,
+        confined.as_ref(),
+        background,
+        cx,
+    )
 }
 
 /// The confinement a sandboxed command runs in, and its `TMPDIR`.
@@ -286,6 +310,7 @@ fn spawn_and_wait(
     cwd: &Path,
     timeout: Duration,
     confined: Option<&Confined>,
+    background: bool,
     cx: &ToolContext,
 ) -> Result<ToolResult, ToolError> {
     use std::io::Read as _;
@@ -375,6 +400,22 @@ fn spawn_and_wait(
     };
     let pid = child.id();
     let pgid = pid as libc::pid_t;
+    if background {
+        let started = super::jobs::Started {
+            child,
+            reader,
+            pgid,
+            started,
+            output_path: out_path,
+            file: capture.file.take(),
+            file_error: capture.file_error.take(),
+            total: 0,
+            limits: limits.clone(),
+        };
+        return Ok(super::jobs::started_result(
+            cx, started, command, &shown_cwd,
+        ));
+    }
     let fd = reader.as_raw_fd();
     let mut buf = vec![0u8; 64 * 1024];
     let sink = cx.output_sink().cloned();
@@ -443,6 +484,31 @@ fn spawn_and_wait(
         }
     }
 
+    // A command that outran its timeout keeps running as a job, unless
+    // the configuration says to kill it or the runtime has no room.
+    let mut not_moved = None;
+    if ending == Ending::TimedOut && limits.bash_on_timeout == super::jobs::OnTimeout::Background {
+        match cx.jobs().admit(NAME, limits) {
+            Ok(()) => {
+                let started_job = super::jobs::Started {
+                    child,
+                    reader,
+                    pgid,
+                    started,
+                    output_path: out_path.clone(),
+                    file: capture.file.take(),
+                    file_error: capture.file_error.clone(),
+                    total: capture.total,
+                    limits: limits.clone(),
+                };
+                let job = cx
+                    .jobs()
+                    .adopt(started_job, command, &shown_cwd, cx.effect_id());
+                return Ok(moved_result(command, &shown_cwd, timeout, &capture, &job));
+            }
+            Err(e) => not_moved = Some(e.what),
+        }
+    }
     let mut group_killed_hard = false;
     if ending != Ending::Exited {
         // SAFETY: plain syscall; a negative pid addresses the process group
@@ -552,12 +618,16 @@ fn spawn_and_wait(
         }
         Ending::TimedOut => {
             text.push_str(&format!(
-                "[timed out after {} s; the process group was terminated{}]",
+                "[timed out after {} s; the process group was terminated{}{}]",
                 fmt_secs(timeout),
                 if group_killed_hard {
                     " with SIGKILL"
                 } else {
                     ""
+                },
+                match &not_moved {
+                    Some(why) => format!(" (it could not move to the background: {why})"),
+                    None => String::new(),
                 }
             ));
             (
@@ -623,6 +693,66 @@ fn spawn_and_wait(
         is_error,
         mutation,
     })
+}
+
+/// The result of a command that outran its timeout and moved to the
+/// background as `job`: its output so far, then how to follow it.
+#[cfg(unix)]
+fn moved_result(
+    command: &str,
+    shown_cwd: &str,
+    timeout: Duration,
+    capture: &Capture,
+    job: &super::jobs::Job,
+) -> ToolResult {
+    let truncated = capture.truncated();
+    let (mut text, _, _) = capture.render();
+    if text.is_empty() {
+        text.push_str("(no output yet)");
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let file = job.info().output_path;
+    if truncated {
+        match &file {
+            Some(p) => text.push_str(&format!(
+                "[output truncated: {} bytes so far; the full output is in {p}]\n",
+                capture.total
+            )),
+            None => text.push_str(&format!(
+                "[output truncated: {} bytes so far; the full output could not be saved]\n",
+                capture.total
+            )),
+        }
+    }
+    let id = job.id();
+    text.push_str(&format!(
+        "[still running after the {} s timeout: it continues in the background as {id} (process group {}); read its new output with bash_output {{\"job\": \"{id}\"}} (add \"wait\": SECONDS to wait for its end), stop it with bash_kill {{\"job\": \"{id}\"}}]",
+        fmt_secs(timeout),
+        job.pgid()
+    ));
+    ToolResult {
+        content: text,
+        details: json!({
+            "command": command,
+            "cwd": shown_cwd,
+            "pid": job.pgid(),
+            "exit_code": Value::Null,
+            "signal": Value::Null,
+            "timed_out": true,
+            "cancelled": false,
+            "background": true,
+            "job": id,
+            "duration_ms": timeout.as_millis() as u64,
+            "output_bytes": capture.total,
+            "truncated": truncated,
+            "full_output_path": file,
+            "pipe_held_open": false,
+        }),
+        is_error: false,
+        mutation: Mutation::Applied,
+    }
 }
 
 /// The result of a command a [`CommandRunner`](super::CommandRunner) ran,
@@ -736,7 +866,7 @@ fn delegated(
 /// reap them (common in containers), which would make every cancellation
 /// wait the full grace period.
 #[cfg(target_os = "linux")]
-fn group_alive(pgid: libc::pid_t) -> bool {
+pub(crate) fn group_alive(pgid: libc::pid_t) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         // SAFETY: signal 0 only checks whether the group exists.
         return unsafe { libc::kill(-pgid, 0) } == 0;
@@ -766,7 +896,7 @@ fn group_alive(pgid: libc::pid_t) -> bool {
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]
-fn group_alive(pgid: libc::pid_t) -> bool {
+pub(crate) fn group_alive(pgid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks whether the group exists.
     unsafe { libc::kill(-pgid, 0) == 0 }
 }
@@ -778,6 +908,7 @@ fn spawn_and_wait(
     _cwd: &Path,
     _timeout: Duration,
     _confined: Option<&Confined>,
+    _background: bool,
     _cx: &ToolContext,
 ) -> Result<ToolResult, ToolError> {
     Err(ToolError::new(

@@ -87,6 +87,14 @@ pub struct Limits {
     /// bash: how long output is still read after the shell exited while a
     /// background process keeps the pipe open (1 s).
     pub bash_drain_after_exit: Duration,
+    /// bash: what happens to a command that outruns its timeout: moved to
+    /// the background as a job (the default) or killed.
+    pub bash_on_timeout: super::jobs::OnTimeout,
+    /// bash: most background jobs running at once in one runtime (16).
+    pub bash_max_jobs: usize,
+    /// bash: bytes of a background job's output kept in its output file
+    /// (64 MiB); later output is counted and dropped.
+    pub bash_job_file_bytes: u64,
 }
 
 impl Default for Limits {
@@ -107,6 +115,9 @@ impl Default for Limits {
             bash_output_bytes: 50 * 1024,
             bash_kill_grace: Duration::from_secs(2),
             bash_drain_after_exit: Duration::from_secs(1),
+            bash_on_timeout: super::jobs::OnTimeout::Background,
+            bash_max_jobs: 16,
+            bash_job_file_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -222,6 +233,9 @@ pub struct ToolContext {
     sandbox: Option<Arc<super::Sandbox>>,
     /// Who reads and writes files and runs commands instead of the tools.
     backends: super::ToolBackends,
+    /// The runtime's background jobs (shared by every clone; the last
+    /// clone's drop ends them).
+    jobs: Arc<super::jobs::Jobs>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -261,6 +275,7 @@ impl ToolContext {
             approval: None,
             sandbox: None,
             backends: super::ToolBackends::default(),
+            jobs: Arc::new(super::jobs::Jobs::new()),
         })
     }
 
@@ -477,6 +492,12 @@ impl ToolContext {
     /// The read tracker.
     pub fn reads(&self) -> &ReadTracker {
         &self.reads
+    }
+
+    /// The runtime's background jobs (`bash` with `background: true`,
+    /// `bash_output`, `bash_kill`; see [`super::jobs`]).
+    pub fn jobs(&self) -> &Arc<super::jobs::Jobs> {
+        &self.jobs
     }
 
     /// The full-output directory.

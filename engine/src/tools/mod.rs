@@ -49,6 +49,7 @@ pub mod edit;
 pub mod find;
 mod fsutil;
 pub mod grep;
+pub mod jobs;
 pub mod ls;
 pub mod read;
 mod result;

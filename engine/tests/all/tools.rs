@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use smith_engine::tools::jobs::OnTimeout;
 use smith_engine::tools::{
     CancelToken, Limits, Mutation, ReadTracker, ToolContext, ToolResult, ToolSet,
 };
@@ -35,7 +36,13 @@ impl Env {
             _dir: dir,
             out,
             cx,
-            tools: ToolSet::builtin(),
+            tools: {
+                let mut tools = ToolSet::builtin();
+                for tool in smith_engine::tools::jobs::job_tools() {
+                    tools.insert(tool);
+                }
+                tools
+            },
         }
     }
 
@@ -569,7 +576,10 @@ mod bash {
 
     #[test]
     fn timeout_kills_the_command_and_reports_unknown() {
-        let env = Env::new();
+        let env = Env::with_limits(Limits {
+            bash_on_timeout: OnTimeout::Kill,
+            ..Limits::default()
+        });
         let started = Instant::now();
         let r = env.err(
             "bash",
@@ -599,7 +609,7 @@ mod bash {
 
     /// Processes of group `pgid` that are alive (zombies waiting for a
     /// reaper do not count).
-    fn live_group_members(pgid: i64) -> Vec<i64> {
+    pub(super) fn live_group_members(pgid: i64) -> Vec<i64> {
         let mut out = Vec::new();
         for entry in fs::read_dir("/proc").expect("/proc") {
             let Ok(entry) = entry else { continue };
@@ -687,6 +697,7 @@ mod bash {
     fn a_group_ignoring_sigterm_is_killed_after_the_grace_period() {
         let env = Env::with_limits(Limits {
             bash_kill_grace: Duration::from_millis(300),
+            bash_on_timeout: OnTimeout::Kill,
             ..Limits::default()
         });
         let r = env.err(
@@ -1236,4 +1247,326 @@ fn sandbox_temp_dirs_of_killed_runs_are_swept_and_live_ones_kept() {
     assert!(mine.exists() && unnamed.exists() && other.exists());
     assert!(link.symlink_metadata().is_ok() && target.join("work/file").exists());
     assert_eq!(sweep_temp_dirs(parent.path()), 0);
+}
+
+// ---------------------------------------------------------------- jobs
+
+#[cfg(target_os = "linux")]
+mod jobs {
+    use super::bash::live_group_members;
+    use super::*;
+
+    /// Waits up to 10 s for group `pgid` to have no live member.
+    fn gone(pgid: i64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if live_group_members(pgid).is_empty() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn a_background_job_returns_at_once_and_its_output_is_read_incrementally() {
+        let env = Env::new();
+        let started = Instant::now();
+        let r = env.ok(
+            "bash",
+            json!({"command": "echo first; sleep 1; echo second; echo third", "background": true}),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(r.mutation, Mutation::Applied);
+        assert_eq!(r.details["job"], "job-1");
+        assert_eq!(r.details["background"], true);
+        let pgid = r.details["pid"].as_i64().expect("pid");
+        assert!(
+            r.content.starts_with(&format!(
+                "Started job-1 in the background (process group {pgid}).\nfirst\n[job-1 is running ("
+            )),
+            "{}",
+            r.content
+        );
+        assert!(
+            r.content.contains("bash_output {\"job\": \"job-1\"}"),
+            "{}",
+            r.content
+        );
+
+        // Only what is new since the start's read, once the job ended.
+        let r = env.ok("bash_output", json!({"job": "job-1", "wait": 10}));
+        assert_eq!(r.mutation, Mutation::NotApplied);
+        assert!(
+            r.content
+                .starts_with("second\nthird\n[job-1 exited with code 0 after "),
+            "{}",
+            r.content
+        );
+        assert_eq!(r.details["state"], "exited");
+        assert_eq!(r.details["exit_code"], 0);
+        assert_eq!(r.details["from"], 6);
+        assert_eq!(r.details["next"], 19);
+        // Nothing new, then the whole output again from a cursor.
+        let r = env.ok("bash_output", json!({"job": "job-1"}));
+        assert!(
+            r.content.starts_with("(no new output)\n[job-1 exited"),
+            "{}",
+            r.content
+        );
+        let r = env.ok("bash_output", json!({"job": "1", "since": 0}));
+        assert!(
+            r.content.starts_with("first\nsecond\nthird\n"),
+            "{}",
+            r.content
+        );
+        assert!(gone(pgid));
+        let jobs = env.cx.jobs().list();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].state, "exited");
+        assert_eq!(jobs[0].output_bytes, 19);
+        let file = jobs[0].output_path.as_deref().expect("output file");
+        assert_eq!(
+            fs::read_to_string(file).expect("file"),
+            "first\nsecond\nthird\n"
+        );
+    }
+
+    #[test]
+    fn a_command_that_outruns_its_timeout_moves_to_the_background_with_its_output() {
+        let env = Env::new();
+        let r = env.ok(
+            "bash",
+            json!({"command": "echo begun; sleep 1.5; echo later; exit 3", "timeout": 0.5}),
+        );
+        assert_eq!(r.details["timed_out"], true);
+        assert_eq!(r.details["job"], "job-1");
+        assert!(
+            r.content.starts_with(
+                "begun\n[still running after the 0.5 s timeout: it continues in the background as job-1 (process group "
+            ),
+            "{}",
+            r.content
+        );
+        assert!(
+            r.content.contains("bash_kill {\"job\": \"job-1\"}"),
+            "{}",
+            r.content
+        );
+        let r = env.ok("bash_output", json!({"job": "job-1", "wait": 10}));
+        assert!(
+            r.content
+                .starts_with("later\n[job-1 exited with code 3 after "),
+            "{}",
+            r.content
+        );
+        let r = env.ok("bash_output", json!({"job": "job-1", "since": 0}));
+        assert!(r.content.starts_with("begun\nlater\n"), "{}", r.content);
+    }
+
+    #[test]
+    fn bash_kill_ends_the_whole_group() {
+        let env = Env::new();
+        let pids = env.path("pids");
+        let r = env.ok(
+            "bash",
+            json!({
+                "command": format!("sleep 100 & echo $! > {}; echo up; sleep 100", pids.display()),
+                "background": true,
+            }),
+        );
+        let pgid = r.details["pid"].as_i64().expect("pid");
+        let r = env.ok("bash_kill", json!({"job": "job-1"}));
+        assert_eq!(r.mutation, Mutation::Applied);
+        assert_eq!(r.details["state"], "killed");
+        assert_eq!(r.details["signal"], libc_sigterm());
+        assert!(
+            r.content.contains(&format!(
+                "[sent SIGTERM to process group {pgid}; job-1 was killed by signal 15 after "
+            )),
+            "{}",
+            r.content
+        );
+        assert!(gone(pgid), "{:?}", live_group_members(pgid));
+        // Killing it again changes nothing and says so.
+        let r = env.ok("bash_kill", json!({"job": "job-1"}));
+        assert_eq!(r.mutation, Mutation::NotApplied);
+        assert!(
+            r.content.contains("[job-1 had already ended: "),
+            "{}",
+            r.content
+        );
+    }
+
+    fn libc_sigterm() -> i64 {
+        15
+    }
+
+    #[test]
+    fn a_job_ignoring_sigterm_is_killed_after_the_grace() {
+        let env = Env::with_limits(Limits {
+            bash_kill_grace: Duration::from_millis(300),
+            ..Limits::default()
+        });
+        let r = env.ok(
+            "bash",
+            json!({"command": "trap '' TERM; echo ready; sleep 100 & wait", "background": true}),
+        );
+        let pgid = r.details["pid"].as_i64().expect("pid");
+        let r = env.ok("bash_kill", json!({"job": "job-1"}));
+        assert_eq!(r.details["killed_hard"], true);
+        assert!(
+            r.content.contains("then SIGKILL after the grace"),
+            "{}",
+            r.content
+        );
+        assert!(gone(pgid));
+    }
+
+    #[test]
+    fn unknown_jobs_name_the_running_ones() {
+        let env = Env::new();
+        let r = env.err("bash_output", json!({"job": "job-7"}), "not-found");
+        assert!(
+            r.content
+                .contains("there is no job `job-7` in this runtime"),
+            "{}",
+            r.content
+        );
+        assert!(
+            r.content.contains("jobs running now: none"),
+            "{}",
+            r.content
+        );
+        env.ok("bash", json!({"command": "sleep 100", "background": true}));
+        let r = env.err("bash_kill", json!({"job": "job-7"}), "not-found");
+        assert!(
+            r.content
+                .contains("jobs running now: job-1 (`sleep 100`, running 0 s)"),
+            "{}",
+            r.content
+        );
+        env.ok("bash_kill", json!({"job": "job-1", "signal": "KILL"}));
+    }
+
+    #[test]
+    fn the_job_limit_refuses_more_and_a_timeout_then_kills() {
+        let env = Env::with_limits(Limits {
+            bash_max_jobs: 1,
+            ..Limits::default()
+        });
+        env.ok("bash", json!({"command": "sleep 100", "background": true}));
+        let r = env.err(
+            "bash",
+            json!({"command": "sleep 100", "background": true}),
+            "spawn",
+        );
+        assert!(
+            r.content
+                .contains("no new background job: 1 jobs are already running"),
+            "{}",
+            r.content
+        );
+        let r = env.err(
+            "bash",
+            json!({"command": "sleep 100", "timeout": 0.3}),
+            "timed-out",
+        );
+        assert!(
+            r.content
+                .contains("(it could not move to the background: bash: no new background job"),
+            "{}",
+            r.content
+        );
+        env.ok("bash_kill", json!({"job": "job-1"}));
+        // With the one job ended, there is room again.
+        env.ok("bash", json!({"command": "true", "background": true}));
+    }
+
+    #[test]
+    fn reads_are_bounded_and_continue_where_they_stopped() {
+        let env = Env::new();
+        env.ok(
+            "bash",
+            json!({"command": "sleep 0.5; seq 1 1000", "background": true}),
+        );
+        let r = env.ok(
+            "bash_output",
+            json!({"job": "job-1", "max_bytes": 100, "wait": 10}),
+        );
+        let shown = r.details["shown_bytes"].as_u64().expect("shown");
+        assert!((50..=100).contains(&shown), "{shown}");
+        assert!(r.content.starts_with("1\n2\n3\n"), "{}", r.content);
+        assert!(
+            r.content.contains(&format!(
+                "more bytes not shown; call bash_output {{\"job\": \"job-1\"}} again to read on from byte {shown}]"
+            )),
+            "{}",
+            r.content
+        );
+        // Reading on never repeats or skips a byte.
+        let mut all = String::new();
+        let mut since = 0;
+        loop {
+            let r = env.ok(
+                "bash_output",
+                json!({"job": "job-1", "since": since, "max_bytes": 1000}),
+            );
+            let next = r.details["next"].as_u64().expect("next");
+            let shown = r.details["shown_bytes"].as_u64().expect("shown") as usize;
+            all.push_str(&r.content[..shown]);
+            if next == since {
+                break;
+            }
+            since = next;
+        }
+        let want: String = (1..=1000).map(|n| format!("{n}\n")).collect();
+        assert_eq!(all, want);
+        env.err(
+            "bash_output",
+            json!({"job": "job-1", "since": 999_999}),
+            "invalid-arguments",
+        );
+    }
+
+    #[test]
+    fn the_runtimes_end_ends_its_jobs() {
+        let env = Env::new();
+        let cx = ToolContext::new(env.root())
+            .expect("context")
+            .with_output_dir(env.out.path());
+        let r = env.call_in(
+            &cx,
+            "bash",
+            json!({"command": "sleep 100 & sleep 100", "background": true}),
+        );
+        assert!(!r.is_error, "{}", r.content);
+        let pgid = r.details["pid"].as_i64().expect("pid");
+        assert!(!live_group_members(pgid).is_empty());
+        drop(cx);
+        assert!(gone(pgid), "{:?}", live_group_members(pgid));
+    }
+
+    #[test]
+    fn an_ended_job_notifies_the_listener() {
+        let env = Env::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = Mutex::new(tx);
+        env.cx.jobs().set_listener(Arc::new(move |info| {
+            let _ = tx.lock().expect("lock").send(info.clone());
+        }));
+        env.ok(
+            "bash",
+            json!({"command": "echo hi; exit 4", "background": true}),
+        );
+        let info = rx.recv_timeout(Duration::from_secs(10)).expect("ended");
+        assert_eq!(info.id, "job-1");
+        assert_eq!(info.state, "exited");
+        assert_eq!(info.exit_code, Some(4));
+        assert_eq!(info.output_bytes, 3);
+    }
 }

@@ -47,7 +47,7 @@ pub(super) struct Builtin {
 }
 
 /// The built-in commands, in the order help lists them.
-pub(super) static BUILTINS: [Builtin; 17] = [
+pub(super) static BUILTINS: [Builtin; 18] = [
     row("help", "", "show keys and commands", None),
     row("model", "[ID]", "choose the model", Some(model)),
     row("new", "", "start a new session", Some(switch::new)),
@@ -90,6 +90,7 @@ pub(super) static BUILTINS: [Builtin; 17] = [
         Some(rewind),
     ),
     row("plugins", "", "list plugins", Some(plugins)),
+    row("jobs", "", "list background jobs", Some(jobs)),
     row(
         "context",
         "",
@@ -487,6 +488,52 @@ pub(super) fn rewind_overlay(turns: &[smith_engine::checkpoint::Turn]) -> Overla
 fn plugins(_: &mut Controller<'_>, app: &mut App, _: String) -> Step {
     app.open(plugins_overlay());
     Ok(Flow::Continue)
+}
+
+fn jobs(ctl: &mut Controller<'_>, app: &mut App, _: String) -> Step {
+    let list = ctl
+        .runtime
+        .as_ref()
+        .map(|rt| rt.jobs.list())
+        .unwrap_or_default();
+    app.open(jobs_overlay(&list));
+    Ok(Flow::Continue)
+}
+
+/// The overlay `/jobs` opens: one line per job of the runtime (id, state,
+/// elapsed time, output size, command).
+pub(super) fn jobs_overlay(jobs: &[smith_engine::tools::jobs::JobInfo]) -> Overlay {
+    let mut lines: Vec<String> = jobs
+        .iter()
+        .map(|j| {
+            let state = match (j.state.as_str(), j.exit_code, j.signal) {
+                ("running", _, _) => "running".to_owned(),
+                (state, Some(code), _) => format!("{state} (code {code})"),
+                (state, None, Some(sig)) => format!("{state} (signal {sig})"),
+                (state, None, None) => state.to_owned(),
+            };
+            format!(
+                "{}  {state}  {:.1} s  {} bytes  {}",
+                j.id,
+                j.elapsed_ms as f64 / 1000.0,
+                j.output_bytes,
+                j.command.lines().next().unwrap_or_default()
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push("No background jobs in this session's runtime.".to_owned());
+    }
+    lines.push(String::new());
+    lines.push(
+        "The model starts jobs with bash (background: true, or a command that outruns its \
+         timeout) and follows them with bash_output and bash_kill; they end with the runtime."
+            .to_owned(),
+    );
+    Overlay::Info {
+        title: " jobs · any key closes ".to_owned(),
+        lines,
+    }
 }
 
 fn context(ctl: &mut Controller<'_>, app: &mut App, _: String) -> Step {

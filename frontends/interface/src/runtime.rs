@@ -49,6 +49,8 @@ pub(super) struct Runtime {
     /// The thinking level its live provider's requests ask for; `None` for
     /// the scripted provider.
     pub(super) thinking: Option<host::thinking::ThinkingDial>,
+    /// Its background jobs (`/jobs` lists them).
+    pub(super) jobs: Arc<smith_engine::tools::jobs::Jobs>,
 }
 
 /// The thinking level chosen with `/thinking` in this process, if any: it
@@ -231,6 +233,7 @@ pub(super) fn start(
         resumed,
         compaction_summary,
         damage,
+        jobs,
         ..
     } = options.start(&choice).map_err(|e| e.into_cli(""))?;
     if resumed {
@@ -277,6 +280,7 @@ pub(super) fn start(
             gate,
             questions,
             thinking,
+            jobs,
         },
         info,
     ))

@@ -365,7 +365,15 @@ impl McpServer {
                 message: format!("cannot work in {}: {e}", options.cwd.display()),
             })?
             .with_approval(options.approval.clone())
-            .with_sandbox(Arc::clone(&sandbox));
+            .with_sandbox(Arc::clone(&sandbox))
+            // A client has no bash_output or bash_kill to follow a job
+            // with: no background jobs, and a command is killed at its
+            // timeout.
+            .with_limits(smith_engine::tools::Limits {
+                bash_on_timeout: smith_engine::tools::jobs::OnTimeout::Kill,
+                bash_max_jobs: 0,
+                ..smith_engine::tools::Limits::default()
+            });
         let destination = open_destination(&options.store_root, &options.session)?;
         warn_unknown_effects(&destination);
         let (secrets, recordable) = smith_host::secrets::process_registry();

@@ -85,6 +85,7 @@ pub const METHODS: &[&str] = &[
     "checkpoint/redo",
     "checkpoint/restore",
     "checkpoint/rewind",
+    "jobs/list",
 ];
 
 /// Every notification method `smith rpc` sends (the runtime's event types).
@@ -109,6 +110,7 @@ pub const NOTIFICATIONS: &[&str] = &[
     "provider_retry",
     "error",
     "ui_question",
+    "job_ended",
 ];
 
 /// The most messages one `messages` page returns.
@@ -190,6 +192,8 @@ struct Current {
     commands: Option<smith_plugins::hooks::Commands>,
     /// The modes input can be queued under (the runtime's queue policies).
     queue_modes: Vec<String>,
+    /// The runtime's background jobs.
+    jobs: Arc<smith_engine::tools::jobs::Jobs>,
     stop: Arc<AtomicBool>,
     pump: Option<JoinHandle<()>>,
 }
@@ -412,9 +416,18 @@ impl RpcServer {
             answerer,
             commands,
             queue_modes,
+            jobs,
             ..
         } = self.options.start(choice)?;
         let handle = Arc::new(handle);
+        // A job's end goes out as a `job_ended` notification.
+        {
+            let shared = Arc::clone(&self.shared);
+            jobs.set_listener(Arc::new(move |info| {
+                let params = serde_json::to_value(info).unwrap_or(Value::Null);
+                let _ = shared.out.notify("job_ended", params);
+            }));
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let pump = {
             let (handle, shared, stop) = (
@@ -442,6 +455,7 @@ impl RpcServer {
             answerer,
             commands,
             queue_modes,
+            jobs,
             stop,
             pump: Some(pump),
         });
@@ -801,6 +815,9 @@ impl RpcServer {
                 self.queue_input(Command::Enqueue { mode, text })
             }
             "queue/list" => Ok(json!({"items": self.queue()?})),
+            "jobs/list" => Ok(json!({
+                "jobs": self.current.as_ref().map(|c| c.jobs.list()).unwrap_or_default()
+            })),
             "queue/remove" | "queue/edit" => {
                 let id = opt_u64(method, params, "id")?.ok_or_else(|| {
                     RpcError::invalid_params(method, "\"id\" is missing", "\"id\" from queue/list")

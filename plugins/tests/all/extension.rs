@@ -41,7 +41,7 @@ fn product_contributes_the_default_product() {
         commands,
         [
             "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "undo",
-            "redo", "rewind", "plugins", "context", "search", "copy", "thinking", "quit"
+            "redo", "rewind", "plugins", "jobs", "context", "search", "copy", "thinking", "quit"
         ]
     );
     assert!(c.commands.iter().all(|c| !c.description.is_empty()));

@@ -97,7 +97,7 @@ fn the_fixture_is_the_interface_s_presentation() {
         commands,
         [
             "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "undo",
-            "redo", "rewind", "plugins", "context", "search", "copy", "thinking", "quit"
+            "redo", "rewind", "plugins", "jobs", "context", "search", "copy", "thinking", "quit"
         ]
     );
     let bash = p.tool("bash").unwrap();

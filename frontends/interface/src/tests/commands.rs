@@ -1,6 +1,6 @@
 use smith_tui::product::Command as Listed;
 
-use super::super::commands::{BUILTINS, find, merged};
+use super::super::commands::{BUILTINS, find, jobs_overlay, merged};
 
 fn listed(name: &str, help: &str, usage: &str) -> Listed {
     Listed {
@@ -56,4 +56,41 @@ fn the_interface_carries_out_the_rows_without_a_function() {
         .map(|b| b.name)
         .collect();
     assert_eq!(local, ["help", "search", "copy", "quit"]);
+}
+
+#[test]
+fn the_jobs_overlay_lists_each_job_or_says_there_are_none() {
+    use smith_engine::tools::jobs::JobInfo;
+    let job = |id: &str, state: &str, exit_code: Option<i32>, signal: Option<i32>| JobInfo {
+        id: id.to_owned(),
+        command: "cargo build\n--release".to_owned(),
+        cwd: ".".to_owned(),
+        pgid: 4242,
+        state: state.to_owned(),
+        exit_code,
+        signal,
+        elapsed_ms: 12_345,
+        output_bytes: 678,
+        output_path: None,
+    };
+    let smith_tui::Overlay::Info { title, lines } = jobs_overlay(&[
+        job("job-1", "exited", Some(2), None),
+        job("job-2", "killed", None, Some(15)),
+        job("job-3", "running", None, None),
+    ]) else {
+        panic!("/jobs opens an information overlay");
+    };
+    assert_eq!(title, " jobs · any key closes ");
+    assert_eq!(
+        &lines[..3],
+        [
+            "job-1  exited (code 2)  12.3 s  678 bytes  cargo build",
+            "job-2  killed (signal 15)  12.3 s  678 bytes  cargo build",
+            "job-3  running  12.3 s  678 bytes  cargo build",
+        ]
+    );
+    let smith_tui::Overlay::Info { lines, .. } = jobs_overlay(&[]) else {
+        panic!("/jobs opens an information overlay");
+    };
+    assert_eq!(lines[0], "No background jobs in this session's runtime.");
 }

@@ -320,10 +320,12 @@ fn read_only_reason(tool: &str) -> String {
 }
 
 /// `workspace`: file changes inside the project and commands (confined by
-/// the sandbox) run; everything else is refused with what would allow it.
+/// the sandbox) run, and so does stopping a background job those commands
+/// started (`bash_kill`); everything else is refused with what would
+/// allow it.
 fn workspace(call: &Call<'_>) -> Decision {
     match (call.tool, call.path) {
-        ("bash", _) => Decision::Allow,
+        ("bash" | "bash_kill", _) => Decision::Allow,
         ("write" | "edit", Some(path)) if path.relative.is_some() => Decision::Allow,
         ("write" | "edit", Some(path)) => Decision::Block(format!(
             "in workspace mode only files inside the project change without asking, and {} is outside it; add `allow {:?} path={:?}` to the permissions block of your configuration, use `/approval ask` (or `--approval ask`) to be asked, or `--approval full`",

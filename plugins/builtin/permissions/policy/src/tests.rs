@@ -235,6 +235,27 @@ fn modes_decide_what_no_rule_covers() {
     );
     assert_eq!(decide(&[], &bash("ls"), Mode::Ask), Decision::Ask);
     assert_eq!(decide(&[], &bash("ls"), Mode::Workspace), Decision::Allow);
+    // Stopping a job a sandboxed command started runs as that command did;
+    // reading one is read-only everywhere.
+    let kill = Call {
+        tool: "bash_kill",
+        read_only: false,
+        command: None,
+        path: None,
+    };
+    assert_eq!(decide(&[], &kill, Mode::Workspace), Decision::Allow);
+    assert_eq!(decide(&[], &kill, Mode::Ask), Decision::Ask);
+    assert!(matches!(
+        decide(&[], &kill, Mode::ReadOnly),
+        Decision::Block(_)
+    ));
+    let read = Call {
+        tool: "bash_output",
+        read_only: true,
+        command: None,
+        path: None,
+    };
+    assert_eq!(decide(&[], &read, Mode::ReadOnly), Decision::Allow);
     let Decision::Block(reason) = decide(&[], &file("write", &away), Mode::Workspace) else {
         panic!("workspace mode must refuse a write outside the project");
     };
