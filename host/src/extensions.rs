@@ -738,6 +738,7 @@ mod tests {
         let messages = [
             Message::User {
                 text: "fix the parser".into(),
+                media: Vec::new(),
             },
             Message::Assistant {
                 content: vec![ContentBlock::Text {
@@ -747,6 +748,7 @@ mod tests {
             },
             Message::User {
                 text: "thanks".into(),
+                media: Vec::new(),
             },
         ];
         for message in messages {

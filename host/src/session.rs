@@ -293,7 +293,7 @@ pub fn open(root: &Path, choice: &SessionChoice) -> Result<Destination, SessionE
                 .as_ref()
                 .and(resumed.history.first())
                 .and_then(|m| match m {
-                    Message::User { text } => Some(text.clone()),
+                    Message::User { text, .. } => Some(text.clone()),
                     _ => None,
                 });
             let name = store

@@ -423,6 +423,18 @@ impl engine::Provider for WasmProvider {
         &mut self,
         request: &engine::Request,
     ) -> Result<engine::Exchange, engine::ProviderError> {
+        // The provider contract's messages carry text only: media would be
+        // dropped on the way, so a request with media is refused instead.
+        if let Some(part) = request.media().next() {
+            return Err(engine::ProviderError::new(
+                engine::ProviderErrorKind::InvalidRequest,
+                format!(
+                    "the request carries {} but the provider plugin {} cannot receive images or documents (its contract carries text only); nothing was sent. Remove the attachment (or fork the session before it) and describe the file in text",
+                    part.summary(),
+                    self.name
+                ),
+            ));
+        }
         let request = request_to_wit(request);
         let result = self
             .call("encode", |store, plugin| {
@@ -579,7 +591,7 @@ fn request_to_wit(request: &engine::Request) -> wit::Request {
         .messages
         .iter()
         .map(|message| match message {
-            engine::Message::User { text } => wit::Message::User(text.clone()),
+            engine::Message::User { text, .. } => wit::Message::User(text.clone()),
             engine::Message::Assistant { content, stop } => {
                 wit::Message::Assistant(wit::AssistantMessage {
                     content: content
@@ -611,6 +623,7 @@ fn request_to_wit(request: &engine::Request) -> wit::Request {
                 name,
                 content,
                 is_error,
+                ..
             } => wit::Message::ToolResult(wit::ToolResult {
                 call_id: call_id.clone(),
                 name: name.clone(),

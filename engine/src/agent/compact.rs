@@ -131,13 +131,14 @@ pub const SUMMARY_PREFIX: &str =
 pub fn summary_message(summary: &str) -> Message {
     Message::User {
         text: format!("{SUMMARY_PREFIX}{summary}"),
+        media: Vec::new(),
     }
 }
 
 /// The summary a context's first message carries, if it is one.
 pub fn summary_of(message: &Message) -> Option<&str> {
     match message {
-        Message::User { text } => text.strip_prefix(SUMMARY_PREFIX),
+        Message::User { text, .. } => text.strip_prefix(SUMMARY_PREFIX),
         _ => None,
     }
 }
@@ -163,9 +164,22 @@ pub fn tokens_of_bytes(bytes: usize) -> u64 {
 }
 
 /// The length of a message's JSON projection in bytes, measured without
-/// allocating.
+/// allocating. A media part counts as its token estimate
+/// ([`smith_contract::Media::estimated_tokens`]) times
+/// [`BYTES_PER_TOKEN`], not as the length of its bytes: a model sees an
+/// image as about (width × height) / 750 tokens, whatever its file size.
 pub fn message_bytes(message: &Message) -> u64 {
-    json_len(message) as u64
+    let media = message.media();
+    let all = json_len(message) as u64;
+    if media.is_empty() {
+        return all;
+    }
+    let raw: u64 = media.iter().map(|m| json_len(m) as u64).sum();
+    let estimate: u64 = media
+        .iter()
+        .map(|m| m.estimated_tokens() * BYTES_PER_TOKEN)
+        .sum();
+    all.saturating_sub(raw) + estimate
 }
 
 /// Counts the bytes written to it.
@@ -237,7 +251,7 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
     let mut out = String::new();
     for message in messages {
         match message {
-            Message::User { text } => {
+            Message::User { text, .. } => {
                 out.push_str("[user]: ");
                 out.push_str(text);
             }
@@ -299,7 +313,10 @@ pub fn summary_request(
     Request {
         model: model.to_owned(),
         system: Some(SUMMARY_SYSTEM.to_owned()),
-        messages: vec![Message::User { text }],
+        messages: vec![Message::User {
+            text,
+            media: Vec::new(),
+        }],
         tools: Vec::new(),
         max_output_tokens,
     }
@@ -428,19 +445,22 @@ fn clip_text(text: &str, max: usize) -> String {
 pub fn clipped(message: &Message, budget: u64) -> Message {
     let max = usize::try_from(budget.saturating_mul(BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
     match message {
-        Message::User { text } => Message::User {
+        Message::User { text, media } => Message::User {
             text: clip_text(text, max),
+            media: media.clone(),
         },
         Message::ToolResult {
             call_id,
             name,
             content,
             is_error,
+            media,
         } => Message::ToolResult {
             call_id: call_id.clone(),
             name: name.clone(),
             content: clip_text(content, max),
             is_error: *is_error,
+            media: media.clone(),
         },
         Message::Assistant { content, stop } => {
             let share = max / content.len().max(1);
@@ -587,6 +607,7 @@ pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, Compact
                 name,
                 content,
                 is_error,
+                media,
             } if i < protect_from
                 && (read_superseded.is_some() || content.len() > PRUNED_RESULT_BYTES) =>
             {
@@ -605,6 +626,12 @@ pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, Compact
                     name: name.clone(),
                     content,
                     is_error: *is_error,
+                    // A superseded read leaves its image out too.
+                    media: if read_superseded.is_some() {
+                        Vec::new()
+                    } else {
+                        media.clone()
+                    },
                 }
             }
             other => {
@@ -778,6 +805,7 @@ impl Runner {
                     .enumerate()
                     .map(|(i, summary)| Message::User {
                         text: format!("[summary of part {} of {count}] {summary}", i + 1),
+                        media: Vec::new(),
                     })
                     .collect(),
             );
@@ -1176,7 +1204,7 @@ mod tests {
     use crate::provider::ToolCall;
 
     fn user(text: &str) -> Message {
-        Message::User { text: text.into() }
+        Message::user(text)
     }
 
     fn call(id: &str) -> Message {
@@ -1196,6 +1224,7 @@ mod tests {
             name: "read".into(),
             content: "x".repeat(size),
             is_error: false,
+            media: Vec::new(),
         }
     }
 
@@ -1329,7 +1358,7 @@ mod tests {
             Some(100),
         );
         assert!(is_summary_request(&request));
-        let Message::User { text } = &request.messages[0] else {
+        let Message::User { text, .. } = &request.messages[0] else {
             panic!("a user message");
         };
         assert!(text.contains("[user]: fix the bug"));

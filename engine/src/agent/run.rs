@@ -104,6 +104,7 @@ pub fn dangling_results(history: &[Message]) -> Vec<(usize, Message)> {
                         name: call.name.clone(),
                         content: aborted_result_text(&call.name),
                         is_error: true,
+                        media: Vec::new(),
                     },
                 ));
             }
@@ -151,6 +152,7 @@ impl Answer {
                 details: serde_json::json!({ "error": { "kind": kind } }),
                 is_error: true,
                 mutation: Mutation::NotApplied,
+                media: Vec::new(),
             },
             effect_id: None,
             ran: false,
@@ -497,7 +499,7 @@ impl Runner {
     fn deliver_user(&mut self, mut text: String, notice: bool) -> Result<(), ErrorInfo> {
         self.emit(Event::MessageStart { role: Role::User });
         redact::text(&self.config.redactor, &mut text);
-        let message = Message::User { text };
+        let message = Message::user(text);
         let meta = MessageMeta {
             notice,
             ..MessageMeta::default()
@@ -1273,6 +1275,7 @@ impl Runner {
                 name: call.name.clone(),
                 content: answer.result.content.clone(),
                 is_error: answer.result.is_error,
+                media: answer.result.media.clone(),
             };
             let meta = MessageMeta {
                 usage: None,
@@ -1363,6 +1366,7 @@ impl Executor<'_> {
                                 details: serde_json::json!({"error": {"kind": "internal"}}),
                                 is_error: true,
                                 mutation: Mutation::Unknown,
+                                media: Vec::new(),
                             },
                             effect_id: None,
                             ran: true,
@@ -1557,13 +1561,14 @@ mod tests {
             name: "bash".into(),
             content: "ok".into(),
             is_error: false,
+            media: Vec::new(),
         }
     }
 
     #[test]
     fn dangling_calls_get_aborted_results_after_their_answered_siblings() {
         let history = vec![
-            Message::User { text: "go".into() },
+            Message::user("go"),
             Message::Assistant {
                 content: vec![call("a"), call("b"), call("c")],
                 stop: StopReason::ToolUse,
@@ -1571,6 +1576,7 @@ mod tests {
             result("a"),
             Message::User {
                 text: "later".into(),
+                media: Vec::new(),
             },
             Message::Assistant {
                 content: vec![call("d")],
@@ -1590,7 +1596,7 @@ mod tests {
                 } => {
                     format!("{call_id}:{}", content.starts_with("Aborted"))
                 }
-                Message::User { text } => text.clone(),
+                Message::User { text, .. } => text.clone(),
                 Message::Assistant { .. } => "assistant".into(),
             })
             .collect();

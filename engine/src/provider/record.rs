@@ -147,7 +147,7 @@ mod tests {
         Request {
             model: "mock-1".into(),
             system: None,
-            messages: vec![Message::User { text: text.into() }],
+            messages: vec![Message::user(text)],
             tools: Vec::new(),
             max_output_tokens: None,
         }

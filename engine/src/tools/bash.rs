@@ -622,6 +622,7 @@ fn spawn_and_wait(
         details,
         is_error,
         mutation,
+        media: Vec::new(),
     })
 }
 
@@ -726,6 +727,7 @@ fn delegated(
         details,
         is_error,
         mutation,
+        media: Vec::new(),
     }
 }
 

@@ -222,6 +222,8 @@ pub struct ToolContext {
     sandbox: Option<Arc<super::Sandbox>>,
     /// Who reads and writes files and runs commands instead of the tools.
     backends: super::ToolBackends,
+    /// What media the active model takes (none: unknown images, no PDF).
+    media: Option<super::media::MediaCell>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -261,7 +263,22 @@ impl ToolContext {
             approval: None,
             sandbox: None,
             backends: super::ToolBackends::default(),
+            media: None,
         })
+    }
+
+    /// Shares what media the active model takes with the tools (`read`).
+    #[must_use]
+    pub fn with_media(mut self, media: super::media::MediaCell) -> Self {
+        self.media = Some(media);
+        self
+    }
+
+    /// What media the active model takes (see [`super::media`]).
+    pub fn media(&self) -> super::media::MediaSupport {
+        self.media
+            .as_ref()
+            .map_or_else(Default::default, super::media::MediaCell::get)
     }
 
     /// Shares the runtime's approval mode with the tools (the sandbox

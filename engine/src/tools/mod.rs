@@ -50,6 +50,7 @@ pub mod find;
 mod fsutil;
 pub mod grep;
 pub mod ls;
+pub mod media;
 pub mod read;
 mod result;
 pub mod sandbox;

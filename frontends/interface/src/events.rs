@@ -187,7 +187,7 @@ pub(super) fn apply_replayed(
     window: Option<u64>,
 ) {
     if let Event::MessageEnd {
-        message: Message::User { text },
+        message: Message::User { text, .. },
         ..
     } = &event
     {

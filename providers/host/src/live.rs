@@ -998,7 +998,7 @@ mod tests {
         Request {
             model: model.into(),
             system: None,
-            messages: vec![smith_engine::provider::Message::User { text: "hi".into() }],
+            messages: vec![smith_engine::provider::Message::user("hi")],
             tools: vec![ToolSpec {
                 name: "ls".into(),
                 description: "list".into(),

@@ -6,6 +6,7 @@ fn a_resumed_history_is_shown_as_it_was_recorded() {
     let history = vec![
         Message::User {
             text: "read it".into(),
+            media: Vec::new(),
         },
         Message::Assistant {
             content: vec![
@@ -29,6 +30,7 @@ fn a_resumed_history_is_shown_as_it_was_recorded() {
             name: "read".into(),
             content: "hello".into(),
             is_error: false,
+            media: Vec::new(),
         },
     ];
     // Recorded by the journal exactly as a run records it, then loaded

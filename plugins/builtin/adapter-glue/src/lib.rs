@@ -460,7 +460,7 @@ pub fn request_from_wit(request: wit::Request) -> vendor::Request {
         .messages
         .into_iter()
         .map(|message| match message {
-            wit::Message::User(text) => vendor::Message::User { text },
+            wit::Message::User(text) => vendor::Message::user(text),
             wit::Message::Assistant(assistant) => vendor::Message::Assistant {
                 content: assistant.content.into_iter().map(block_from_wit).collect(),
                 stop: stop_from_wit(assistant.stop),
@@ -470,6 +470,7 @@ pub fn request_from_wit(request: wit::Request) -> vendor::Request {
                 name: result.name,
                 content: result.content,
                 is_error: result.is_error,
+                media: Vec::new(),
             },
         })
         .collect();

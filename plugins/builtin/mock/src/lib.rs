@@ -131,7 +131,7 @@ fn request_from_wit(request: wit::Request) -> Request {
         .messages
         .into_iter()
         .map(|message| match message {
-            wit::Message::User(text) => Message::User { text },
+            wit::Message::User(text) => Message::user(text),
             wit::Message::Assistant(assistant) => Message::Assistant {
                 content: assistant
                     .content
@@ -156,6 +156,7 @@ fn request_from_wit(request: wit::Request) -> Request {
                 name: result.name,
                 content: result.content,
                 is_error: result.is_error,
+                media: Vec::new(),
             },
         })
         .collect();
