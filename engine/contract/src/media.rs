@@ -221,6 +221,57 @@ impl Media {
     }
 }
 
+/// What the active model takes, and where that knowledge came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MediaSupport {
+    /// The model, as `provider/model` (for messages).
+    pub model: String,
+    /// Whether the model reads images: `None` when its catalog entry does
+    /// not say.
+    pub images: Option<bool>,
+    /// Where `images` came from (`the catalog entry of anthropic/...`).
+    pub source: String,
+    /// Whether the provider sends PDFs to this model as documents.
+    pub pdf: bool,
+    /// Whether the provider encodes media at all; without it every media
+    /// part is refused.
+    pub encoder: bool,
+}
+
+impl MediaSupport {
+    /// Why `media_type` cannot go to the model, or `None` when it can. The
+    /// text names the model and where its capability came from. Image
+    /// input the catalog does not state is refused, as the request gate
+    /// refuses it: attaching an image the next request could not carry
+    /// would stop the conversation.
+    pub fn refusal(&self, media_type: MediaType) -> Option<String> {
+        let model = if self.model.is_empty() {
+            "the active model"
+        } else {
+            &self.model
+        };
+        if !self.encoder {
+            return Some(format!(
+                "no media encoder is set up for {model} (its provider cannot be sent images or documents)"
+            ));
+        }
+        let source = if self.source.is_empty() {
+            "its catalog entry"
+        } else {
+            &self.source
+        };
+        match (media_type.is_image(), self.images) {
+            (true, Some(false)) => Some(format!(
+                "{model} does not take image input ({source} says so)"
+            )),
+            (true, None) => Some(format!(
+                "whether {model} takes image input is unknown ({source} does not say)"
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// A size for people: bytes below 1 KiB, else KiB below 1 MiB, else MiB
 /// with one decimal.
 pub fn human_size(bytes: u64) -> String {

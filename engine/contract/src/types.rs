@@ -573,6 +573,14 @@ pub trait Provider: Send {
     fn interrupter(&self) -> Option<Interrupt> {
         None
     }
+
+    /// What media the provider sends to `model` and whether the model
+    /// reads images, with where that came from. The default: no media
+    /// encoder (tools refuse to attach images and documents).
+    fn media_support(&mut self, model: &str) -> crate::media::MediaSupport {
+        let _ = model;
+        crate::media::MediaSupport::default()
+    }
 }
 
 /// Interrupts a call in flight from another thread (see

@@ -866,6 +866,9 @@ impl Runner {
                 });
             },
         );
+        // The tools of this response attach media for the model it came from.
+        let media = self.provider.media_support(&request.model);
+        self.tool_context.set_media(media);
         let turn = match end {
             StreamEnd::Failed(error) => {
                 // The response stated no usage: the run's usage is unknown

@@ -105,6 +105,10 @@ impl Provider for RecordingProvider {
     fn interrupter(&self) -> Option<super::Interrupt> {
         self.inner.interrupter()
     }
+
+    fn media_support(&mut self, model: &str) -> smith_contract::media::MediaSupport {
+        self.inner.media_support(model)
+    }
 }
 
 #[cfg(test)]

@@ -274,6 +274,15 @@ impl ToolContext {
         self
     }
 
+    /// Sets what media the active model takes: in the shared cell when
+    /// there is one, else in a new one.
+    pub fn set_media(&mut self, support: super::media::MediaSupport) {
+        match &self.media {
+            Some(cell) => cell.set(support),
+            None => self.media = Some(super::media::MediaCell::new(support)),
+        }
+    }
+
     /// What media the active model takes (see [`super::media`]).
     pub fn media(&self) -> super::media::MediaSupport {
         self.media

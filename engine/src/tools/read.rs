@@ -132,10 +132,16 @@ fn media(
         .with_extra("media_type", Value::from(media_type.mime()))
     };
     if let Some(why) = support.refusal(media_type) {
+        let declare = if support.encoder && support.images.is_none() {
+            "if it does take images, declare `input \"text\" \"image\"` for it in models.kdl; else "
+        } else {
+            ""
+        };
         return Err(refuse(
             format!("{why}; read hands images and documents to the model only where it takes them"),
-            "switch to a model that takes images (`/model`), or describe what you need from the file in text"
-                .into(),
+            format!(
+                "{declare}switch to a model that takes images (`/model`), or describe what you need from the file in text"
+            ),
         ));
     }
     if media_type == MediaType::Pdf && !support.pdf {
@@ -203,16 +209,6 @@ fn media(
     if let Some((w, h)) = dims {
         details["width"] = Value::from(w);
         details["height"] = Value::from(h);
-    }
-    if media_type.is_image() && support.images.is_none() {
-        details["warning"] = Value::from(format!(
-            "whether {} reads images is unknown (its catalog entry does not say); the image was sent as is",
-            if support.model.is_empty() {
-                "the active model"
-            } else {
-                &support.model
-            }
-        ));
     }
     let mut result = ToolResult::ok(text, details, Mutation::NotApplied);
     result.media.push(part);

@@ -56,7 +56,6 @@ fn a_png_becomes_an_image_part_with_a_line_naming_it() {
     assert_eq!(r.media[0].bytes(), PNG);
     assert_eq!(r.details["summary"], "[image shot.txt · PNG 4×2 · 74 B]");
     assert_eq!(r.details["width"], 4);
-    assert!(r.details.get("warning").is_none());
 }
 
 #[test]
@@ -91,20 +90,22 @@ fn a_model_without_image_input_is_refused_naming_it_and_the_source() {
 }
 
 #[test]
-fn unknown_image_input_sends_with_a_warning() {
+fn unknown_image_input_is_refused_with_the_declaration_that_fixes_it() {
     let env = env(Some(MediaSupport {
         images: None,
         ..takes_images()
     }));
     env.put("shot.png", PNG);
     let r = env.read("shot.png");
-    assert!(!r.is_error, "{}", r.content);
-    assert_eq!(r.media.len(), 1);
+    assert!(r.is_error);
+    assert!(r.media.is_empty());
     assert!(
-        r.details["warning"]
-            .as_str()
-            .expect("test setup")
-            .contains("whether anthropic/claude-x reads images is unknown")
+        r.content
+            .contains("whether anthropic/claude-x takes image input is unknown (the catalog entry of anthropic/claude-x does not say)")
+            && r.content.contains("declare `input \"text\" \"image\"`")
+            && r.content.contains("models.kdl"),
+        "{}",
+        r.content
     );
 }
 

@@ -56,6 +56,24 @@ pub mod provider {
     });
 }
 
+/// Bindings of the optional `media` export of a provider plugin (cargo
+/// feature `media`, with `provider`): implement
+/// `media::exports::smith::plugin::media::Guest` (images and documents in
+/// requests) on the provider's type and call `media::export_media!` as
+/// well as `provider::export_provider!`; the component then has the
+/// exports of the `media-provider-plugin` world.
+#[cfg(feature = "media")]
+#[allow(missing_docs)]
+pub mod media {
+    wit_bindgen::generate!({
+        world: "media-exports",
+        path: "../wit",
+        default_bindings_module: "smith_plugin_sdk::media",
+        pub_export_macro: true,
+        export_macro_name: "export_media",
+    });
+}
+
 /// Bindings of the `extension-plugin` world (cargo feature `extension`): implement
 /// `extension::exports::smith::plugin::extension::Guest` and call
 /// `extension::export_extension!`.
