@@ -166,6 +166,21 @@ fn the_session_keeps_the_image_bytes_and_a_resumed_run_sends_them_again() {
             .any(|w| w == byte_string.as_slice()),
         "{record}"
     );
+    // An export shows the image as its summary line, never its bytes.
+    let (code, out, err) = smith_in(home.path(), &proj, &["session", "export", "pics"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("[image shot.png · PNG 4×2 · 74 B]"), "{out}");
+    assert!(!out.contains("iVBORw0KGgo"), "{out}");
+    let (code, out, err) = smith_in(home.path(), &proj, &["session", "export", "--json", "pics"]);
+    assert_eq!(code, 0, "{err}");
+    let export: Value = serde_json::from_str(&out).unwrap();
+    let result = export["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["media"][0], "[image shot.png · PNG 4×2 · 74 B]");
     // Resuming sends the image again, as recorded.
     let script = home.path().join("again.json");
     std::fs::write(

@@ -182,25 +182,7 @@ impl Media {
     /// The one-line summary people see instead of the bytes:
     /// `[image shot.png · PNG 1280×720 · 412 KiB]`.
     pub fn summary(&self) -> String {
-        let kind = if self.media_type.is_image() {
-            "image"
-        } else {
-            "document"
-        };
-        let mut out = format!("[{kind}");
-        if let Some(name) = &self.name {
-            out.push(' ');
-            out.push_str(name);
-        }
-        out.push_str(" · ");
-        out.push_str(self.media_type.label());
-        if let Some((w, h)) = self.dimensions() {
-            out.push_str(&format!(" {w}×{h}"));
-        }
-        out.push_str(" · ");
-        out.push_str(&human_size(self.bytes().len() as u64));
-        out.push(']');
-        out
+        summary_of(self.media_type, self.name.as_deref(), self.bytes())
     }
 
     /// An estimate of the tokens the part costs a model: an image about
@@ -270,6 +252,31 @@ impl MediaSupport {
             _ => None,
         }
     }
+}
+
+/// The one-line summary of a part of `media_type` named `name` holding
+/// `data` (see [`Media::summary`]), for readers that hold the bytes
+/// without a [`Media`].
+pub fn summary_of(media_type: MediaType, name: Option<&str>, data: &[u8]) -> String {
+    let kind = if media_type.is_image() {
+        "image"
+    } else {
+        "document"
+    };
+    let mut out = format!("[{kind}");
+    if let Some(name) = name {
+        out.push(' ');
+        out.push_str(name);
+    }
+    out.push_str(" · ");
+    out.push_str(media_type.label());
+    if let Some((w, h)) = dimensions(media_type, data) {
+        out.push_str(&format!(" {w}×{h}"));
+    }
+    out.push_str(" · ");
+    out.push_str(&human_size(data.len() as u64));
+    out.push(']');
+    out
 }
 
 /// A size for people: bytes below 1 KiB, else KiB below 1 MiB, else MiB

@@ -187,11 +187,18 @@ pub(super) fn apply_replayed(
     window: Option<u64>,
 ) {
     if let Event::MessageEnd {
-        message: Message::User { text, .. },
+        message: Message::User { text, media },
         ..
     } = &event
     {
-        app.user_message(text);
+        // Attached images and documents show as one line each, never as
+        // bytes.
+        let mut shown = text.clone();
+        for part in media {
+            shown.push('\n');
+            shown.push_str(&part.summary());
+        }
+        app.user_message(&shown);
     }
     apply(app, event, summaries, window);
 }
