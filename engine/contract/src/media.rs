@@ -13,11 +13,9 @@ use serde::{Deserialize, Serialize};
 /// The most bytes one image may have (5 MiB): a larger one is refused,
 /// never scaled down.
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
-/// The most bytes one PDF document may have (32 MiB).
-pub const MAX_DOCUMENT_BYTES: u64 = 32 * 1024 * 1024;
-/// The most media bytes one request may carry in all (12 MiB): base64 makes
-/// them 4/3 as large, and the HTTP engine sends at most 16 MiB.
-pub const MAX_REQUEST_MEDIA_BYTES: u64 = 12 * 1024 * 1024;
+/// The most bytes one PDF document may have (10 MiB): base64 makes it 4/3
+/// as large, and the HTTP engine sends at most 16 MiB a request.
+pub const MAX_DOCUMENT_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The media types smith recognizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

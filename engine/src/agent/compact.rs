@@ -608,6 +608,33 @@ pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, Compact
                 content,
                 is_error,
                 media,
+            } if i < protect_from && !media.is_empty() => {
+                // Older images and documents leave the context, each
+                // replaced by a line naming it: they are what makes a
+                // request too large to send, and the model can read the
+                // file again.
+                detail.results_clipped += 1;
+                let mut content = content.clone();
+                for part in media {
+                    content.push_str(&format!(
+                        "\n[smith] {} was left out when the conversation was compacted; read the file again to see it.",
+                        part.summary()
+                    ));
+                }
+                Message::ToolResult {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content,
+                    is_error: *is_error,
+                    media: Vec::new(),
+                }
+            }
+            Message::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+                media,
             } if i < protect_from
                 && (read_superseded.is_some() || content.len() > PRUNED_RESULT_BYTES) =>
             {
@@ -626,12 +653,7 @@ pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, Compact
                     name: name.clone(),
                     content,
                     is_error: *is_error,
-                    // A superseded read leaves its image out too.
-                    media: if read_superseded.is_some() {
-                        Vec::new()
-                    } else {
-                        media.clone()
-                    },
+                    media: media.clone(),
                 }
             }
             other => {
@@ -1266,6 +1288,47 @@ mod tests {
         assert_eq!(find_cut(&history, 1000, false), Some(7));
         // Up to the first turn's answer fits in 1200.
         assert_eq!(find_cut(&history, 1200, false), Some(3));
+    }
+
+    #[test]
+    fn pruning_leaves_out_older_media_with_a_line_naming_each_and_counts_them_as_estimated() {
+        let png = include_bytes!("../../../tests/data/media-4x2.png");
+        let with_image = |id: &str| Message::ToolResult {
+            call_id: id.into(),
+            name: "read".into(),
+            content: "shot.png: PNG image, 4×2, 74 B, attached.".into(),
+            is_error: false,
+            media: vec![
+                crate::provider::Media::new(crate::provider::MediaType::Png, png.to_vec())
+                    .named("shot.png"),
+            ],
+        };
+        let history = vec![
+            user("look"),
+            call("a"),
+            with_image("a"),
+            answer("seen"),
+            user("again"),
+            call("b"),
+            with_image("b"),
+        ];
+        // An image counts as its token estimate (85 at least), not its
+        // base64: the message is far smaller than 3 bytes per base64 digit.
+        let bytes = message_bytes(&history[2]);
+        let text_only = message_bytes(&result("a", 0));
+        assert!(bytes >= text_only + 85 * BYTES_PER_TOKEN, "{bytes}");
+        let (pruned, detail, _) = prune(&history, 4);
+        let Message::ToolResult { content, media, .. } = &pruned[2] else {
+            panic!("{:?}", pruned[2]);
+        };
+        assert!(media.is_empty());
+        assert_eq!(
+            content,
+            "shot.png: PNG image, 4×2, 74 B, attached.\n[smith] [image shot.png · PNG 4×2 · 74 B] was left out when the conversation was compacted; read the file again to see it."
+        );
+        assert_eq!(detail.results_clipped, 1);
+        // The recent part keeps its image.
+        assert_eq!(pruned[6], history[6]);
     }
 
     #[test]
