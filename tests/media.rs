@@ -231,3 +231,74 @@ fn a_read_pdf_reaches_the_model_as_a_document_part() {
         "spec.pdf: PDF document, 434 B, attached."
     );
 }
+
+/// Runs `eval` on `prompt` with a script that only answers; returns the
+/// exit code, the recorded requests and standard error.
+fn prompt_run(home: &Path, cwd: &Path, prompt: &str) -> (i32, Vec<Value>, String) {
+    let script = home.join("answer.json");
+    std::fs::write(
+        &script,
+        r#"[[{"text": "seen"}, {"stop": {"reason": "end"}}]]"#,
+    )
+    .unwrap();
+    let record = home.join("answer.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let (code, _, err) = smith_in(
+        home,
+        cwd,
+        &[
+            "eval",
+            "--no-session",
+            "--mock-script",
+            &script.display().to_string(),
+            "--mock-record",
+            &record.display().to_string(),
+            prompt,
+        ],
+    );
+    (code, recorded_requests(&record), err)
+}
+
+#[test]
+fn a_mentioned_png_is_attached_to_the_prompt_as_an_image_part() {
+    let (home, proj) = setup();
+    let (code, requests, err) = prompt_run(home.path(), &proj, "what is @shot.png?");
+    assert_eq!(code, 0, "{err}");
+    let user = &requests[0]["messages"][0];
+    assert_eq!(user["role"], "user");
+    assert_eq!(
+        user["text"],
+        "what is @shot.png?\n\n<attachments>\n<file path=\"shot.png\">attached: [image shot.png · PNG 4×2 · 74 B]</file>\n</attachments>"
+    );
+    assert_eq!(user["media"][0]["type"], "image/png");
+    assert_eq!(user["media"][0]["name"], "shot.png");
+    assert_eq!(
+        unbase64url(user["media"][0]["data"]["$bytes"].as_str().unwrap()),
+        PNG
+    );
+    // A text file under an image name stays text.
+    let (code, requests, err) = prompt_run(home.path(), &proj, "and @fake.png");
+    assert_eq!(code, 0, "{err}");
+    let user = &requests[0]["messages"][0];
+    assert!(user.get("media").is_none(), "{user}");
+    assert!(
+        user["text"].as_str().unwrap().contains("plain text"),
+        "{user}"
+    );
+}
+
+#[test]
+fn disabling_smith_mentions_removes_the_attachment_and_nothing_else() {
+    let (home, proj) = setup();
+    let (code, _, err) = smith_in(home.path(), &proj, &["plugin", "disable", "smith/mentions"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, requests, err) = prompt_run(home.path(), &proj, "what is @shot.png?");
+    assert_eq!(code, 0, "{err}");
+    let user = &requests[0]["messages"][0];
+    assert_eq!(user["text"], "what is @shot.png?");
+    assert!(user.get("media").is_none(), "{user}");
+    // The read tool still attaches images.
+    let (code, requests, err) = read_run(home.path(), &proj, "shot.png", None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(tool_result(&requests)["media"][0]["type"], "image/png");
+}

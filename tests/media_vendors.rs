@@ -322,3 +322,31 @@ fn a_pdf_to_a_provider_without_pdf_support_asks_the_model_to_extract_the_text() 
         "{text}"
     );
 }
+
+#[test]
+fn a_mentioned_image_for_a_model_without_image_input_is_refused_before_anything_is_sent() {
+    let (home, proj) = setup();
+    let server = Server::start(Box::new(|_, _| Reply::Stream(chat_text())));
+    let base = server.url("/v1");
+    let out = eval(
+        home.path(),
+        &proj,
+        &[
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &base,
+            "--model",
+            "blind",
+            "what is @shot.png?",
+        ],
+        &[],
+    );
+    let all = describe(&out);
+    assert!(server.seen().is_empty(), "{all}");
+    assert!(
+        all.contains("the input attaches [image shot.png · PNG 4×2 · 74 B], so it was not sent")
+            && all.contains("openai-compatible/blind does not take image input"),
+        "{all}"
+    );
+}

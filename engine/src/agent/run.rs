@@ -45,8 +45,8 @@ use crate::protocol::{
 };
 use crate::provider::transport::{StreamEnd, drive_with};
 use crate::provider::{
-    ContentBlock, Message, Pricing, Provider, ProviderError, Request, StopReason, StreamEvent,
-    ToolCall, ToolSpec, Transport, Usage,
+    ContentBlock, Media, MediaType, Message, Pricing, Provider, ProviderError, Request, StopReason,
+    StreamEvent, ToolCall, ToolSpec, Transport, Usage,
 };
 use crate::tools::{Access, CancelToken, Mutation, Tool, ToolContext, ToolResult, ToolSet};
 
@@ -359,18 +359,48 @@ impl Runner {
     }
 
     /// A decision point: user input about to be sent. Returns the text to
-    /// send, or `None` when an extension blocked it (an `error` event of
-    /// kind `blocked` says who and why).
-    fn screen_input(&self, mut text: String) -> Option<String> {
+    /// send with the media extensions attached to it, or `None` when an
+    /// extension blocked it (an `error` event of kind `blocked` says who
+    /// and why) or the model does not take what was attached.
+    fn screen_input(&mut self, mut text: String) -> Option<(String, Vec<Media>)> {
         // Extensions see the input as the provider will: redacted.
         redact::text(&self.config.redactor, &mut text);
         let Some(cell) = &self.events.hooks else {
-            return Some(text);
+            return Some((text, Vec::new()));
         };
-        let verdict = lock(&cell.hooks).input(&text);
+        let (verdict, media) = {
+            let mut hooks = lock(&cell.hooks);
+            let verdict = hooks.input(&text);
+            (verdict, hooks.take_media())
+        };
+        if !media.is_empty() && !matches!(verdict, Verdict::Block { .. }) {
+            let support = self.provider.media_support(&self.config.model);
+            let refused = media.iter().find_map(|part| {
+                support
+                    .refusal(part.media_type)
+                    .or_else(|| {
+                        (part.media_type == MediaType::Pdf && !support.pdf).then(|| {
+                            format!("the provider does not send PDFs to {}", support.model)
+                        })
+                    })
+                    .map(|why| (part.summary(), why))
+            });
+            if let Some((summary, why)) = refused {
+                self.emit(Event::Error(ErrorInfo {
+                    kind: "blocked".to_owned(),
+                    message: format!(
+                        "the input attaches {summary}, so it was not sent: {why}; remove the mention (or switch to a model that takes it, `/model`) and send it again"
+                    ),
+                    mutation: None,
+                    effect_id: None,
+                    retry_after_ms: None,
+                }));
+                return None;
+            }
+        }
         match verdict {
-            Verdict::Allow => Some(text),
-            Verdict::Replace { value, .. } => Some(value),
+            Verdict::Allow => Some((text, media)),
+            Verdict::Replace { value, .. } => Some((value, media)),
             Verdict::Block { by, reason } => {
                 self.emit(Event::Error(ErrorInfo {
                     kind: "blocked".to_owned(),
@@ -496,10 +526,15 @@ impl Runner {
         Ok(())
     }
 
-    fn deliver_user(&mut self, mut text: String, notice: bool) -> Result<(), ErrorInfo> {
+    fn deliver_user(
+        &mut self,
+        mut text: String,
+        media: Vec<Media>,
+        notice: bool,
+    ) -> Result<(), ErrorInfo> {
         self.emit(Event::MessageStart { role: Role::User });
         redact::text(&self.config.redactor, &mut text);
-        let message = Message::user(text);
+        let message = Message::User { text, media };
         let meta = MessageMeta {
             notice,
             ..MessageMeta::default()
@@ -518,7 +553,7 @@ impl Runner {
         Ok(())
     }
 
-    fn take_queued(&mut self, point: DeliveryPoint) -> Vec<String> {
+    fn take_queued(&mut self, point: DeliveryPoint) -> Vec<(String, Vec<Media>)> {
         let (items, snapshot) = {
             let mut queue = lock(&self.shared.queue);
             let items = queue.take(point);
@@ -571,7 +606,7 @@ impl Runner {
         prompt: Option<String>,
         cancel: &CancelToken,
     ) -> Option<StopCause> {
-        let mut inputs: Vec<String> = prompt
+        let mut inputs: Vec<(String, Vec<Media>)> = prompt
             .into_iter()
             .filter_map(|text| self.screen_input(text))
             .collect();
@@ -610,8 +645,8 @@ impl Runner {
                 break StopCause::Aborted;
             }
             let mut delivered = Ok(());
-            for text in inputs.drain(..) {
-                delivered = self.deliver_user(text, false);
+            for (text, media) in inputs.drain(..) {
+                delivered = self.deliver_user(text, media, false);
                 if delivered.is_err() {
                     break;
                 }
@@ -976,7 +1011,7 @@ impl Runner {
                     "[smith] Your tool call {} was cut off by the output limit before its arguments were complete, so it was discarded and NOT executed. Retry with smaller arguments, for example by splitting the content across several calls.",
                     names.join(", ")
                 );
-                if let Err(info) = self.deliver_user(notice, true) {
+                if let Err(info) = self.deliver_user(notice, Vec::new(), true) {
                     self.emit(Event::Error(info));
                     return TurnOutcome::Stop(StopCause::Error);
                 }

@@ -333,6 +333,14 @@ pub mod host {
         raw::peek_file(path)
     }
 
+    /// Attaches the image or PDF `path` (a project file) to the user input
+    /// the current `input` decision is about; its one-line summary, or
+    /// none when the file is not an image or PDF. Needs `local-read` (or
+    /// `permissions`).
+    pub fn attach_media(path: &str) -> Result<Option<String>, EffectError> {
+        raw::attach_media(path)
+    }
+
     /// The size, modification time and kind of `path` (resolved like
     /// [`resolve_path`]), none when it does not exist; reads no content.
     /// Needs `local-read` (or `permissions`).
