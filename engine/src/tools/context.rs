@@ -222,7 +222,8 @@ pub struct ToolContext {
     sandbox: Option<Arc<super::Sandbox>>,
     /// Who reads and writes files and runs commands instead of the tools.
     backends: super::ToolBackends,
-    /// What media the active model takes (none: unknown images, no PDF).
+    /// What media the active model takes (none: no media encoder; see
+    /// [`super::media`]).
     media: Option<super::media::MediaCell>,
 }
 
