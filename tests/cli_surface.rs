@@ -120,7 +120,7 @@ fn prompts(home: &Path) -> Vec<Vec<String>> {
                 .history
                 .iter()
                 .filter_map(|m| match m {
-                    Message::User { text } => Some(text.clone()),
+                    Message::User { text, .. } => Some(text.clone()),
                     _ => None,
                 })
                 .collect()

@@ -23,7 +23,8 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
     std::fs::write(proj.join("my notes.md"), "# spaced\n").unwrap();
     std::fs::write(proj.join("src/main.rs"), "fn main() {}\n").unwrap();
     std::fs::write(proj.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-    std::fs::write(proj.join("shot.bin"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+    // A binary file that is not an image or PDF (a ZIP header).
+    std::fs::write(proj.join("blob.bin"), b"PK\x03\x04\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
     std::fs::write(home.path().join("outside.txt"), "secret-ish\n").unwrap();
     let proj = proj.canonicalize().unwrap();
     (home, proj)
@@ -86,13 +87,14 @@ fn a_mentioned_file_and_folder_reach_the_model_after_the_prompt() {
          <folder path=\"src\">\ndeep/\nlib.rs\nmain.rs\n</folder>\n\
          </attachments>"
     );
-    // A binary file is named, not attached.
-    let (code, requests, err) = eval(home.path(), &proj, "what is @shot.bin");
+    // A binary file that is not an image or PDF is named, not attached
+    // (images and PDFs: tests/media.rs).
+    let (code, requests, err) = eval(home.path(), &proj, "what is @blob.bin");
     assert_eq!(code, 0, "{err}");
     let text = sent(&requests);
     assert!(
         text.ends_with(
-            "<file path=\"shot.bin\">a binary file of 16 bytes, not attached</file>\n</attachments>"
+            "<file path=\"blob.bin\">a binary file of 16 bytes, not attached</file>\n</attachments>"
         ),
         "{text}"
     );

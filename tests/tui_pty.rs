@@ -1222,6 +1222,26 @@ fn a_mentioned_file_is_completed_and_attached_to_the_prompt() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// `@shot.png` attaches the image to the prompt through smith/mentions, and
+/// the interface shows it as its one-line summary, never its bytes.
+#[test]
+fn a_mentioned_image_shows_as_its_summary_line() {
+    let (_dir, path) = script(r#"[[{"text": "a small picture"}, {"stop": {"reason": "end"}}]]"#);
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    std::fs::write(
+        s._work.path().join("shot.png"),
+        include_bytes!("data/media-4x2.png"),
+    )
+    .unwrap();
+    s.ready();
+    s.send(b"what is @shot.png\r");
+    s.wait_for_screen("[image shot.png · PNG 4×2 · 74 B]");
+    s.wait_for_screen("a small picture");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
 /// Thinking shows as it streams: its last lines, in the thinking style,
 /// while the model thinks; when the answer starts it collapses to its one
 /// line.

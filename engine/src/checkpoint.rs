@@ -1340,7 +1340,7 @@ mod tests {
             use crate::journal::{SessionEvent, SessionSink};
             self.journal
                 .record(&SessionEvent::Message {
-                    message: crate::provider::Message::User { text: text.into() },
+                    message: crate::provider::Message::user(text),
                     meta: Default::default(),
                 })
                 .unwrap();

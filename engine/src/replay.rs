@@ -691,6 +691,7 @@ impl Builder {
             name,
             content,
             is_error,
+            ..
         } = message
         else {
             return;

@@ -749,6 +749,7 @@ mod tests {
         let messages = [
             Message::User {
                 text: "fix the parser".into(),
+                media: Vec::new(),
             },
             Message::Assistant {
                 content: vec![ContentBlock::Text {
@@ -758,6 +759,7 @@ mod tests {
             },
             Message::User {
                 text: "thanks".into(),
+                media: Vec::new(),
             },
         ];
         for message in messages {

@@ -318,7 +318,7 @@ pub fn open_within(
                 .as_ref()
                 .and(resumed.history.first())
                 .and_then(|m| match m {
-                    Message::User { text } => Some(text.clone()),
+                    Message::User { text, .. } => Some(text.clone()),
                     _ => None,
                 });
             let name = store

@@ -534,7 +534,7 @@ mod tests {
             (
                 0,
                 Event::MessageEnd {
-                    message: Message::User { text: "hi".into() },
+                    message: Message::user("hi"),
                     usage: None,
                 },
             ),

@@ -225,6 +225,7 @@ fn template_run(dir: &Path) -> Result<Vec<(u32, u64, Vec<u8>)>, GateError> {
         .record(&event(
             Message::User {
                 text: text(&mut rng, 300),
+                media: Vec::new(),
             },
             MessageMeta::default(),
         ))
@@ -300,6 +301,7 @@ fn template_run(dir: &Path) -> Result<Vec<(u32, u64, Vec<u8>)>, GateError> {
                     name: name.to_owned(),
                     content,
                     is_error: false,
+                    media: Vec::new(),
                 },
                 MessageMeta {
                     status: Some(ToolStatus::Ok),

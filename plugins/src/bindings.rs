@@ -25,6 +25,15 @@ pub mod extension {
     });
 }
 
+/// The optional `media` export of a `media-provider-plugin` component,
+/// looked up on an instantiated provider component.
+pub mod media {
+    wasmtime::component::bindgen!({
+        world: "media-exports",
+        path: "wit",
+    });
+}
+
 /// The optional `provide` exports of a `full-extension-plugin` component,
 /// looked up on an instantiated extension component.
 pub mod provide {

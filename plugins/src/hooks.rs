@@ -477,6 +477,21 @@ impl Hooks for PluginHooks {
         decide(&self.inner, &LifecycleEvent::Input(text.to_owned()))
     }
 
+    fn take_media(&mut self) -> Vec<smith_engine::provider::Media> {
+        let plugins = lock(&self.inner).dispatcher.plugins().to_vec();
+        plugins
+            .iter()
+            .flat_map(|plugin| {
+                plugin
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .effects()
+                    .map(crate::effects::Effects::take_attached)
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
     fn tool_call(&mut self, call: &ToolCall) -> Verdict {
         decide(
             &self.inner,

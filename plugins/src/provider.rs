@@ -8,6 +8,8 @@ use smith_engine::provider as engine;
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Linker};
 
+use crate::bindings::media::MediaExports;
+use crate::bindings::media::exports::smith::plugin::media as wit_media;
 use crate::bindings::provider::exports::smith::plugin::provider as wit;
 use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
 use crate::component::{Instance, PluginComponent, World};
@@ -76,17 +78,30 @@ impl PluginComponent<ProviderWorld> {
             let _guard = scope.enter();
             let mut store = runtime.new_store(&self.name, self.limits, Arc::clone(&control), None);
             runtime.arm(&control, self.limits);
-            let instance = self.pre.instantiate(&mut store);
+            let instance = self
+                .pre
+                .instance_pre()
+                .instantiate(&mut store)
+                .and_then(|instance| {
+                    let base = ProviderPlugin::new(&mut store, &instance)?;
+                    // A component of the `provider-plugin` world alone has
+                    // no `media` export: it loads as it always did.
+                    let media = MediaExports::new(&mut store, &instance).ok().map(Arc::new);
+                    Ok((base, media))
+                });
             runtime.disarm(&control);
             let instance = instance
                 .map_err(|e| call_error(store.data(), Phase::Instantiate, self.limits, &e))?;
             (store, instance)
         };
+        let (instance, media) = instance;
         let mut provider = WasmProvider {
             name: self.name.clone(),
             limits: self.limits,
             control,
             live: Some((store, instance)),
+            media,
+            image_input: Vec::new(),
             info: engine::ProviderInfo {
                 id: String::new(),
                 models: Vec::new(),
@@ -106,6 +121,11 @@ impl PluginComponent<ProviderWorld> {
         let info = provider.call("describe", |store, plugin| {
             plugin.smith_plugin_provider().call_describe(store)
         })?;
+        provider.image_input = info
+            .models
+            .iter()
+            .map(|m| (m.id.clone(), m.image_input))
+            .collect();
         provider.info = info_from_wit(info);
         Ok(provider)
     }
@@ -164,6 +184,10 @@ pub struct WasmProvider {
     limits: Limits,
     control: Arc<CallControl>,
     live: Option<(Store<State>, ProviderPlugin)>,
+    /// The optional `media` export (none for a `provider-plugin` component).
+    media: Option<Arc<MediaExports>>,
+    /// Whether each model of `describe` reads images (none: not stated).
+    image_input: Vec<(String, Option<bool>)>,
     info: engine::ProviderInfo,
     scope: smith_alloc::Scope,
     left_log: crate::component::LeftLog,
@@ -419,10 +443,52 @@ impl engine::Provider for WasmProvider {
         Some(Arc::new(move || handle.interrupt()))
     }
 
+    fn media_support(&mut self, model: &str) -> engine::MediaSupport {
+        let types = self.media_types(model);
+        let images = self
+            .image_input
+            .iter()
+            .find(|(id, _)| id == model)
+            .and_then(|(_, images)| *images);
+        engine::MediaSupport {
+            model: format!("{}/{model}", self.info.id),
+            images: match &types {
+                Some(types) if types.iter().any(|t| t.is_image()) => images,
+                _ => Some(false),
+            },
+            source: format!("the model list of the provider plugin {}", self.name),
+            pdf: types
+                .as_ref()
+                .is_some_and(|t| t.contains(&engine::MediaType::Pdf)),
+            encoder: types.is_some(),
+        }
+    }
+
     fn encode(
         &mut self,
         request: &engine::Request,
     ) -> Result<engine::Exchange, engine::ProviderError> {
+        // The provider interface's messages carry text only: the media go
+        // through the plugin's `media` export, and a plugin without it is
+        // refused a request with media rather than have them dropped.
+        if request.has_media() {
+            let Some(media) = self.media.clone() else {
+                let part = request.media().next().map(engine::Media::summary);
+                return Err(engine::ProviderError::new(
+                    engine::ProviderErrorKind::InvalidRequest,
+                    format!(
+                        "the request carries {} but the provider plugin {} has no `media` export, so it cannot be sent images or documents; nothing was sent. Use a provider that takes them, or remove the attachment (fork the session before it) and describe the file in text",
+                        part.unwrap_or_default(),
+                        self.name
+                    ),
+                ));
+            };
+            let attached = media_to_wit(request);
+            self.call("attach", |store, _| {
+                media.smith_plugin_media().call_attach(store, &attached)
+            })
+            .map_err(|e| encode_failure(&e))?;
+        }
         let request = request_to_wit(request);
         let result = self
             .call("encode", |store, plugin| {
@@ -579,7 +645,7 @@ fn request_to_wit(request: &engine::Request) -> wit::Request {
         .messages
         .iter()
         .map(|message| match message {
-            engine::Message::User { text } => wit::Message::User(text.clone()),
+            engine::Message::User { text, .. } => wit::Message::User(text.clone()),
             engine::Message::Assistant { content, stop } => {
                 wit::Message::Assistant(wit::AssistantMessage {
                     content: content
@@ -611,6 +677,7 @@ fn request_to_wit(request: &engine::Request) -> wit::Request {
                 name,
                 content,
                 is_error,
+                ..
             } => wit::Message::ToolResult(wit::ToolResult {
                 call_id: call_id.clone(),
                 name: name.clone(),
@@ -633,5 +700,47 @@ fn request_to_wit(request: &engine::Request) -> wit::Request {
             })
             .collect(),
         max_output_tokens: request.max_output_tokens,
+    }
+}
+
+/// The media parts of `request`'s messages, by message index.
+fn media_to_wit(request: &engine::Request) -> Vec<wit_media::MessageMedia> {
+    request
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| !message.media().is_empty())
+        .map(|(index, message)| wit_media::MessageMedia {
+            message: u32::try_from(index).unwrap_or(u32::MAX),
+            parts: message
+                .media()
+                .iter()
+                .map(|part| wit_media::MediaPart {
+                    media_type: part.media_type.mime().to_owned(),
+                    data: part.bytes().to_vec(),
+                    name: part.name.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+impl WasmProvider {
+    /// The media types the plugin sends to `model` (its `media.accepts`),
+    /// or `None` when it has no `media` export or the call failed.
+    pub fn media_types(&mut self, model: &str) -> Option<Vec<engine::MediaType>> {
+        let media = self.media.clone()?;
+        let model = model.to_owned();
+        let types = self
+            .call("accepts", |store, _| {
+                media.smith_plugin_media().call_accepts(store, &model)
+            })
+            .ok()?;
+        Some(
+            types
+                .iter()
+                .filter_map(|t| engine::MediaType::from_mime(t))
+                .collect(),
+        )
     }
 }

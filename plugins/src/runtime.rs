@@ -909,6 +909,14 @@ impl bindings::provider::smith::plugin::host::Host for State {
         self.record_for_guest(result)
     }
 
+    fn attach_media(&mut self, path: String) -> Result<Option<String>, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => effects.attach_media(&path),
+            None => Err(self.no_grants("local-read", format!("attach-media {path:?}"))),
+        };
+        self.record_for_guest(result)
+    }
+
     fn stat_file(&mut self, path: String) -> Result<Option<host::FileStat>, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.file_stat(&path).map(|stat| {

@@ -222,6 +222,7 @@ impl Tool for PluginTool {
                         details,
                         is_error: true,
                         mutation: changed,
+                        media: Vec::new(),
                     }
                 } else {
                     ToolResult::ok(output.text, details, changed)

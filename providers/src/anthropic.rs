@@ -136,14 +136,30 @@ fn encode_messages(messages: &[Message]) -> Vec<Value> {
     for message in messages {
         match message {
             // The API rejects empty text blocks.
-            Message::User { text } if text.is_empty() => {}
-            Message::User { text } => push("user", vec![json!({"type": "text", "text": text})]),
+            Message::User { text, media } if text.is_empty() && media.is_empty() => {}
+            Message::User { text, media } => {
+                let mut blocks: Vec<Value> = media.iter().map(media_block).collect();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                push("user", blocks);
+            }
             Message::ToolResult {
                 call_id,
                 content,
                 is_error,
+                media,
                 ..
             } => {
+                // With media, the result's content is a list of blocks: the
+                // text first, then each image or document.
+                let content = if media.is_empty() {
+                    json!(content)
+                } else {
+                    let mut blocks = vec![json!({"type": "text", "text": content})];
+                    blocks.extend(media.iter().map(media_block));
+                    Value::Array(blocks)
+                };
                 let mut block =
                     json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
                 if *is_error {
@@ -606,4 +622,18 @@ impl Decoder for StreamDecoder {
         }
         self.out.take()
     }
+}
+
+/// An `image` block (PNG, JPEG, GIF, WebP) or a `document` block (PDF) with
+/// a base64 source.
+fn media_block(media: &crate::types::Media) -> Value {
+    let kind = if media.media_type.is_image() {
+        "image"
+    } else {
+        "document"
+    };
+    json!({
+        "type": kind,
+        "source": {"type": "base64", "media_type": media.media_type.mime(), "data": media.base64()},
+    })
 }

@@ -15,8 +15,8 @@ use crate::common::{
     self, Body, Config, Frame, Out, advice, end_tool_call, error_object, str_at, u64_at,
 };
 use crate::types::{
-    ContentBlock, HttpExchange, Message, ProviderError, ProviderErrorKind, Request, StopReason,
-    StreamEvent, Usage,
+    ContentBlock, HttpExchange, Media, MediaType, Message, ProviderError, ProviderErrorKind,
+    Request, StopReason, StreamEvent, Usage,
 };
 
 /// What differs between servers speaking the dialect.
@@ -30,6 +30,9 @@ pub(crate) struct Dialect {
     pub(crate) max_tokens_field: &'static str,
     /// Whether `reasoning_effort` may be sent.
     pub(crate) reasoning_effort: bool,
+    /// Whether PDFs may be sent as `file` parts; without it a request
+    /// carrying a PDF is refused before dispatch.
+    pub(crate) pdf: bool,
 }
 
 pub(crate) fn encode(
@@ -45,13 +48,45 @@ pub(crate) fn encode(
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
         messages.push(json!({"role": "system", "content": system}));
     }
+    if !dialect.pdf
+        && let Some(pdf) = request.media().find(|m| m.media_type == MediaType::Pdf)
+    {
+        return Err(ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            format!(
+                "the request carries the PDF {}, and the {} dialect has no way to send a PDF; nothing was sent. Extract its text with a tool (e.g. bash `pdftotext FILE -`) and send that, or use a provider that takes PDFs",
+                pdf.summary(),
+                dialect.vendor
+            ),
+        ));
+    }
+    // A tool message carries text only: the media of a run of tool
+    // results follows the run as one user message.
+    let mut pending: Vec<Value> = Vec::new();
     for message in &request.messages {
+        if !matches!(message, Message::ToolResult { .. }) && !pending.is_empty() {
+            messages.push(tool_media_message(std::mem::take(&mut pending)));
+        }
         match message {
-            Message::User { text } => messages.push(json!({"role": "user", "content": text})),
+            Message::User { text, media } if media.is_empty() => {
+                messages.push(json!({"role": "user", "content": text}));
+            }
+            Message::User { text, media } => {
+                let mut parts: Vec<Value> = media.iter().map(media_part).collect();
+                parts.push(json!({"type": "text", "text": text}));
+                messages.push(json!({"role": "user", "content": parts}));
+            }
             Message::ToolResult {
-                call_id, content, ..
+                call_id,
+                content,
+                media,
+                ..
             } => {
-                messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": content}))
+                messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": content}));
+                if !media.is_empty() {
+                    pending.push(json!({"type": "text", "text": format!("The {} attached to the result of tool call {call_id}:", if media.len() == 1 { "file" } else { "files" })}));
+                    pending.extend(media.iter().map(media_part));
+                }
             }
             Message::Assistant { content, .. } => {
                 let mut text = String::new();
@@ -80,6 +115,9 @@ pub(crate) fn encode(
                 messages.push(out);
             }
         }
+    }
+    if !pending.is_empty() {
+        messages.push(tool_media_message(pending));
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
@@ -431,4 +469,19 @@ impl ChatDecoder {
         }
         self.out.take()
     }
+}
+
+/// An `image_url` part with a data URL, or a `file` part (PDF) with base64
+/// file data.
+fn media_part(media: &Media) -> Value {
+    if media.media_type.is_image() {
+        json!({"type": "image_url", "image_url": {"url": media.data_url()}})
+    } else {
+        json!({"type": "file", "file": {"filename": crate::openai::media_file_name(media), "file_data": media.data_url()}})
+    }
+}
+
+/// The user message that carries the media of a run of tool results.
+fn tool_media_message(parts: Vec<Value>) -> Value {
+    json!({"role": "user", "content": parts})
 }

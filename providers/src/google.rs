@@ -87,12 +87,19 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
     for message in &request.messages {
         match message {
             // The API rejects empty parts.
-            Message::User { text } if text.is_empty() => {}
-            Message::User { text } => push("user", vec![json!({"text": text})]),
+            Message::User { text, media } if text.is_empty() && media.is_empty() => {}
+            Message::User { text, media } => {
+                let mut parts: Vec<Value> = media.iter().map(inline_data).collect();
+                if !text.is_empty() {
+                    parts.push(json!({"text": text}));
+                }
+                push("user", parts);
+            }
             Message::ToolResult {
                 name,
                 content,
                 is_error,
+                media,
                 ..
             } => {
                 let response = if *is_error {
@@ -100,10 +107,12 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
                 } else {
                     json!({"output": content})
                 };
-                push(
-                    "user",
-                    vec![json!({"functionResponse": {"name": name, "response": response}})],
-                );
+                // The media of a result follow its function response as
+                // inline data parts of the same turn.
+                let mut parts =
+                    vec![json!({"functionResponse": {"name": name, "response": response}})];
+                parts.extend(media.iter().map(inline_data));
+                push("user", parts);
             }
             Message::Assistant { content, .. } => push("model", model_parts(content)),
         }
@@ -522,4 +531,10 @@ impl Decoder for StreamDecoder {
         }
         self.out.take()
     }
+}
+
+/// An `inlineData` part: the MIME type (`application/pdf` for a PDF) and
+/// the base64 bytes.
+fn inline_data(media: &crate::types::Media) -> Value {
+    json!({"inlineData": {"mimeType": media.media_type.mime(), "data": media.base64()}})
 }

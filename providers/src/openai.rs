@@ -56,6 +56,7 @@ const CHAT: Dialect = Dialect {
     require_done: true,
     max_tokens_field: "max_completion_tokens",
     reasoning_effort: true,
+    pdf: true,
 };
 
 fn auth(config: &Config) -> String {
@@ -124,16 +125,30 @@ pub fn encode(request: &Request, config: &Config) -> Result<HttpExchange, Provid
     let mut input = Vec::new();
     for message in &request.messages {
         match message {
-            Message::User { text } => {
-                input.push(
-                    json!({"role": "user", "content": [{"type": "input_text", "text": text}]}),
-                );
+            Message::User { text, media } => {
+                let mut parts: Vec<Value> = media.iter().map(input_media).collect();
+                parts.push(json!({"type": "input_text", "text": text}));
+                input.push(json!({"role": "user", "content": parts}));
             }
             Message::ToolResult {
-                call_id, content, ..
-            } => input.push(
-                json!({"type": "function_call_output", "call_id": call_id, "output": content}),
-            ),
+                call_id,
+                content,
+                media,
+                ..
+            } => {
+                // With media, the output is a list of input parts: the text,
+                // then each image or file.
+                let output = if media.is_empty() {
+                    json!(content)
+                } else {
+                    let mut parts = vec![json!({"type": "input_text", "text": content})];
+                    parts.extend(media.iter().map(input_media));
+                    Value::Array(parts)
+                };
+                input.push(
+                    json!({"type": "function_call_output", "call_id": call_id, "output": output}),
+                );
+            }
             Message::Assistant { content, .. } => assistant_items(content, &mut input),
         }
     }
@@ -585,4 +600,26 @@ impl Decoder for StreamDecoder {
         }
         self.out.take()
     }
+}
+
+/// An `input_image` part with a data URL, or an `input_file` part (PDF)
+/// with base64 file data.
+fn input_media(media: &crate::types::Media) -> Value {
+    if media.media_type.is_image() {
+        json!({"type": "input_image", "image_url": media.data_url()})
+    } else {
+        json!({"type": "input_file", "filename": media_file_name(media), "file_data": media.data_url()})
+    }
+}
+
+/// The file name a vendor is told for a document: the last component of
+/// the name it came from, else `document.pdf`.
+pub(crate) fn media_file_name(media: &crate::types::Media) -> String {
+    media
+        .name
+        .as_deref()
+        .and_then(|name| name.rsplit(['/', '\\']).next())
+        .filter(|name| !name.is_empty())
+        .unwrap_or("document.pdf")
+        .to_owned()
 }

@@ -23,6 +23,7 @@ const DIALECT: Dialect = Dialect {
     require_done: false,
     max_tokens_field: "max_tokens",
     reasoning_effort: false,
+    pdf: false,
 };
 
 /// Builds a streaming Chat Completions request for the configured server.

@@ -6,8 +6,8 @@
 //! and JSON shapes. Vendor knowledge never appears here.
 
 pub use smith_contract::{
-    ContentBlock, HttpExchange, Message, OpaqueBytes, ProviderError, ProviderErrorKind, Request,
-    StopReason, StreamEvent, ToolCall, ToolSpec, Usage,
+    ContentBlock, HttpExchange, Media, MediaType, Message, OpaqueBytes, ProviderError,
+    ProviderErrorKind, Request, StopReason, StreamEvent, ToolCall, ToolSpec, Usage,
 };
 
 /// A streaming decoder for one response body: feed every body chunk to

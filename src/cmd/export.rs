@@ -10,12 +10,13 @@ use smith_store::{EntryKind, Session};
 
 /// What the branch holds, in order, for both formats.
 enum Item {
-    User(String),
+    User(String, Vec<String>),
     Assistant(Vec<Value>),
     ToolResult {
         name: String,
         status: String,
         content: String,
+        media: Vec<String>,
     },
     Compaction(String),
     ModelChange(String),
@@ -43,8 +44,19 @@ fn items(session: &Session) -> anyhow::Result<(Vec<Item>, Option<String>)> {
         let v = smith_engine::journal::store::entry_json(session, record)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        // Media appear as their one-line summaries, never as bytes.
+        let media = || {
+            serde_json::from_value::<Vec<smith_engine::provider::Media>>(v["media"].clone())
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .map(smith_engine::provider::Media::summary)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         match kind {
-            EntryKind::UserMessage => out.push(Item::User(text("text"))),
+            EntryKind::UserMessage => out.push(Item::User(text("text"), media())),
             EntryKind::AssistantMessage => out.push(Item::Assistant(
                 v["content"].as_array().cloned().unwrap_or_default(),
             )),
@@ -52,6 +64,7 @@ fn items(session: &Session) -> anyhow::Result<(Vec<Item>, Option<String>)> {
                 name: text("name"),
                 status: text("status"),
                 content: text("content"),
+                media: media(),
             }),
             EntryKind::Compaction => out.push(Item::Compaction(text("summary"))),
             EntryKind::ModelChange => {
@@ -124,11 +137,15 @@ pub fn markdown(
     writeln!(out)?;
     for item in items {
         match item {
-            Item::User(text) => {
+            Item::User(text, media) => {
                 writeln!(out, "## User")?;
                 writeln!(out)?;
                 writeln!(out, "{}", text.trim_end())?;
                 writeln!(out)?;
+                for line in &media {
+                    writeln!(out, "{line}")?;
+                    writeln!(out)?;
+                }
             }
             Item::Assistant(blocks) => {
                 writeln!(out, "## Assistant")?;
@@ -170,10 +187,15 @@ pub fn markdown(
                 name,
                 status,
                 content,
+                media,
             } => {
                 writeln!(out, "**Result** of `{name}` ({status}):")?;
                 writeln!(out)?;
                 fenced(out, "", &content)?;
+                for line in &media {
+                    writeln!(out, "{line}")?;
+                    writeln!(out)?;
+                }
             }
             Item::Compaction(summary) => {
                 writeln!(out, "---")?;
@@ -223,7 +245,12 @@ pub fn json(session: &Session, title: &str, out: &mut impl Write) -> anyhow::Res
     let items: Vec<Value> = items
         .into_iter()
         .map(|item| match item {
-            Item::User(text) => serde_json::json!({"type": "user", "text": text}),
+            Item::User(text, media) if media.is_empty() => {
+                serde_json::json!({"type": "user", "text": text})
+            }
+            Item::User(text, media) => {
+                serde_json::json!({"type": "user", "text": text, "media": media})
+            }
             Item::Assistant(content) => {
                 serde_json::json!({"type": "assistant", "content": content})
             }
@@ -231,7 +258,14 @@ pub fn json(session: &Session, title: &str, out: &mut impl Write) -> anyhow::Res
                 name,
                 status,
                 content,
-            } => serde_json::json!({"type": "tool_result", "name": name, "status": status, "content": content}),
+                media,
+            } => {
+                let mut item = serde_json::json!({"type": "tool_result", "name": name, "status": status, "content": content});
+                if !media.is_empty() {
+                    item["media"] = serde_json::json!(media);
+                }
+                item
+            }
             Item::Compaction(summary) => {
                 serde_json::json!({"type": "compaction", "summary": summary})
             }

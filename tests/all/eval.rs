@@ -67,7 +67,8 @@ fn the_offline_demo_runs_and_records_a_session() {
     assert_eq!(
         resumed.history.first(),
         Some(&Message::User {
-            text: "hello".into()
+            text: "hello".into(),
+            media: Vec::new(),
         })
     );
     assert_eq!(resumed.history.len(), 6, "user, 3 responses, 2 results");

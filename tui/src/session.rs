@@ -146,6 +146,44 @@ fn as_text(item: &[u8]) -> &str {
     }
 }
 
+/// `text` followed by one summary line per part of the message's `media`
+/// (`[image shot.png · PNG 1280×720 · 412 KiB]`), never the bytes; `text`
+/// itself when there are none.
+fn with_media<'a>(bytes: &'a [u8], text: &'a str, bump: &'a Bump) -> Result<&'a str, DecodeError> {
+    let mut media = None;
+    fields(bytes, |key, value| {
+        if key == "media" {
+            media = Some(value);
+        }
+    })?;
+    let Some(media) = media else {
+        return Ok(text);
+    };
+    let mut d = decoder(media);
+    let n = d.array()?;
+    let mut out = text.to_owned();
+    for _ in 0..n {
+        let item = d.skip()?;
+        let (mut mime, mut name, mut data) = ("", None, &[][..]);
+        fields(item, |key, value| match key {
+            "type" => mime = as_text(value),
+            "name" => name = Some(as_text(value)),
+            "data" => {
+                let mut v = decoder(value);
+                if let Ok(Token::Bytes(b)) = v.next() {
+                    data = b;
+                }
+            }
+            _ => {}
+        })?;
+        if let Some(media_type) = smith_contract::MediaType::from_mime(mime) {
+            out.push('\n');
+            out.push_str(&smith_contract::media::summary_of(media_type, name, data));
+        }
+    }
+    Ok(bump.alloc_str(&out))
+}
+
 fn as_bool(item: &[u8]) -> bool {
     decoder(item).bool().unwrap_or(false)
 }
@@ -281,7 +319,9 @@ impl SessionEntries {
         };
         let bytes = self.content(r, bump)?;
         let decoded = match r.entry_kind() {
-            StoreKind::UserMessage => text_field(bytes, "text"),
+            StoreKind::UserMessage => {
+                text_field(bytes, "text").and_then(|text| with_media(bytes, text, bump))
+            }
             StoreKind::ToolResult => text_field(bytes, "content"),
             StoreKind::AssistantMessage => match block(bytes, part) {
                 Ok(Some(item)) => text_field(item, "text"),

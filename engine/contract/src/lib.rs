@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod cancel;
+pub mod media;
 #[cfg(feature = "scripted")]
 pub mod scripted;
 pub mod stream;
@@ -41,6 +42,7 @@ pub mod summary;
 mod types;
 
 pub use cancel::CancelToken;
+pub use media::{Media, MediaBytes, MediaType};
 pub use stream::{AssistantTurn, CutOffCall, Validator};
 pub use types::{
     ContentBlock, Exchange, HttpExchange, Interrupt, LocalChunk, Message, ModelInfo, OpaqueBytes,

@@ -483,7 +483,7 @@ fn demo_response(request: &Request) -> Vec<ScriptEvent> {
         .iter()
         .rev()
         .find_map(|message| match message {
-            Message::User { text } => Some(text.as_str()),
+            Message::User { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .unwrap_or("");

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::media::Media;
+
 /// Opaque bytes (thinking signatures). Projected to JSON as lowercase hex so
 /// they round-trip exactly.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -62,6 +64,10 @@ pub enum Message {
     User {
         /// The text.
         text: String,
+        /// Images and documents attached to the text, in order (an
+        /// `@shot.png` mention); absent in sessions written before media.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<Media>,
     },
     /// A model response.
     Assistant {
@@ -81,10 +87,31 @@ pub enum Message {
         content: String,
         /// Whether the call failed.
         is_error: bool,
+        /// Images and documents the tool returned (a `read` of a PNG),
+        /// after the text; absent in sessions written before media.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<Media>,
     },
 }
 
 impl Message {
+    /// A user message of `text` alone.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User {
+            text: text.into(),
+            media: Vec::new(),
+        }
+    }
+
+    /// The media parts of a user message or tool result (empty for
+    /// others).
+    pub fn media(&self) -> &[Media] {
+        match self {
+            Message::User { media, .. } | Message::ToolResult { media, .. } => media,
+            Message::Assistant { .. } => &[],
+        }
+    }
+
     /// The tool calls of an assistant message, in order (empty for others).
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         let blocks: &[ContentBlock] = match self {
@@ -101,7 +128,7 @@ impl Message {
     /// message's text.
     pub fn text(&self) -> String {
         match self {
-            Message::User { text } => text.clone(),
+            Message::User { text, .. } => text.clone(),
             Message::Assistant { content, .. } => {
                 let mut out = String::new();
                 for block in content {
@@ -176,6 +203,18 @@ pub struct Request {
     /// The output token limit for this response, if set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+}
+
+impl Request {
+    /// The media parts of every message, oldest first.
+    pub fn media(&self) -> impl Iterator<Item = &Media> {
+        self.messages.iter().flat_map(Message::media)
+    }
+
+    /// Whether any message carries media.
+    pub fn has_media(&self) -> bool {
+        self.media().next().is_some()
+    }
 }
 
 /// Token accounting. A field the provider did not report stays `None`;
@@ -533,6 +572,14 @@ pub trait Provider: Send {
     /// code (plugins) return one; the default has none.
     fn interrupter(&self) -> Option<Interrupt> {
         None
+    }
+
+    /// What media the provider sends to `model` and whether the model
+    /// reads images, with where that came from. The default: no media
+    /// encoder (tools refuse to attach images and documents).
+    fn media_support(&mut self, model: &str) -> crate::media::MediaSupport {
+        let _ = model;
+        crate::media::MediaSupport::default()
     }
 }
 

@@ -131,13 +131,14 @@ pub const SUMMARY_PREFIX: &str =
 pub fn summary_message(summary: &str) -> Message {
     Message::User {
         text: format!("{SUMMARY_PREFIX}{summary}"),
+        media: Vec::new(),
     }
 }
 
 /// The summary a context's first message carries, if it is one.
 pub fn summary_of(message: &Message) -> Option<&str> {
     match message {
-        Message::User { text } => text.strip_prefix(SUMMARY_PREFIX),
+        Message::User { text, .. } => text.strip_prefix(SUMMARY_PREFIX),
         _ => None,
     }
 }
@@ -163,9 +164,22 @@ pub fn tokens_of_bytes(bytes: usize) -> u64 {
 }
 
 /// The length of a message's JSON projection in bytes, measured without
-/// allocating.
+/// allocating. A media part counts as its token estimate
+/// ([`smith_contract::Media::estimated_tokens`]) times
+/// [`BYTES_PER_TOKEN`], not as the length of its bytes: a model sees an
+/// image as about (width × height) / 750 tokens, whatever its file size.
 pub fn message_bytes(message: &Message) -> u64 {
-    json_len(message) as u64
+    let media = message.media();
+    let all = json_len(message) as u64;
+    if media.is_empty() {
+        return all;
+    }
+    let raw: u64 = media.iter().map(|m| json_len(m) as u64).sum();
+    let estimate: u64 = media
+        .iter()
+        .map(|m| m.estimated_tokens() * BYTES_PER_TOKEN)
+        .sum();
+    all.saturating_sub(raw) + estimate
 }
 
 /// Counts the bytes written to it.
@@ -237,7 +251,7 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
     let mut out = String::new();
     for message in messages {
         match message {
-            Message::User { text } => {
+            Message::User { text, .. } => {
                 out.push_str("[user]: ");
                 out.push_str(text);
             }
@@ -299,7 +313,10 @@ pub fn summary_request(
     Request {
         model: model.to_owned(),
         system: Some(SUMMARY_SYSTEM.to_owned()),
-        messages: vec![Message::User { text }],
+        messages: vec![Message::User {
+            text,
+            media: Vec::new(),
+        }],
         tools: Vec::new(),
         max_output_tokens,
     }
@@ -428,19 +445,22 @@ fn clip_text(text: &str, max: usize) -> String {
 pub fn clipped(message: &Message, budget: u64) -> Message {
     let max = usize::try_from(budget.saturating_mul(BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
     match message {
-        Message::User { text } => Message::User {
+        Message::User { text, media } => Message::User {
             text: clip_text(text, max),
+            media: media.clone(),
         },
         Message::ToolResult {
             call_id,
             name,
             content,
             is_error,
+            media,
         } => Message::ToolResult {
             call_id: call_id.clone(),
             name: name.clone(),
             content: clip_text(content, max),
             is_error: *is_error,
+            media: media.clone(),
         },
         Message::Assistant { content, stop } => {
             let share = max / content.len().max(1);
@@ -587,6 +607,34 @@ pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, Compact
                 name,
                 content,
                 is_error,
+                media,
+            } if i < protect_from && !media.is_empty() => {
+                // Older images and documents leave the context, each
+                // replaced by a line naming it: they are what makes a
+                // request too large to send, and the model can read the
+                // file again.
+                detail.results_clipped += 1;
+                let mut content = content.clone();
+                for part in media {
+                    content.push_str(&format!(
+                        "\n[smith] {} was left out when the conversation was compacted; read the file again to see it.",
+                        part.summary()
+                    ));
+                }
+                Message::ToolResult {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content,
+                    is_error: *is_error,
+                    media: Vec::new(),
+                }
+            }
+            Message::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+                media,
             } if i < protect_from
                 && (read_superseded.is_some() || content.len() > PRUNED_RESULT_BYTES) =>
             {
@@ -605,6 +653,7 @@ pub fn prune(history: &[Message], protect_from: usize) -> (Vec<Message>, Compact
                     name: name.clone(),
                     content,
                     is_error: *is_error,
+                    media: media.clone(),
                 }
             }
             other => {
@@ -778,6 +827,7 @@ impl Runner {
                     .enumerate()
                     .map(|(i, summary)| Message::User {
                         text: format!("[summary of part {} of {count}] {summary}", i + 1),
+                        media: Vec::new(),
                     })
                     .collect(),
             );
@@ -1185,7 +1235,7 @@ mod tests {
     use crate::provider::ToolCall;
 
     fn user(text: &str) -> Message {
-        Message::User { text: text.into() }
+        Message::user(text)
     }
 
     fn call(id: &str) -> Message {
@@ -1205,6 +1255,7 @@ mod tests {
             name: "read".into(),
             content: "x".repeat(size),
             is_error: false,
+            media: Vec::new(),
         }
     }
 
@@ -1246,6 +1297,47 @@ mod tests {
         assert_eq!(find_cut(&history, 1000, false), Some(7));
         // Up to the first turn's answer fits in 1200.
         assert_eq!(find_cut(&history, 1200, false), Some(3));
+    }
+
+    #[test]
+    fn pruning_leaves_out_older_media_with_a_line_naming_each_and_counts_them_as_estimated() {
+        let png = include_bytes!("../../../tests/data/media-4x2.png");
+        let with_image = |id: &str| Message::ToolResult {
+            call_id: id.into(),
+            name: "read".into(),
+            content: "shot.png: PNG image, 4×2, 74 B, attached.".into(),
+            is_error: false,
+            media: vec![
+                crate::provider::Media::new(crate::provider::MediaType::Png, png.to_vec())
+                    .named("shot.png"),
+            ],
+        };
+        let history = vec![
+            user("look"),
+            call("a"),
+            with_image("a"),
+            answer("seen"),
+            user("again"),
+            call("b"),
+            with_image("b"),
+        ];
+        // An image counts as its token estimate (85 at least), not its
+        // base64: the message is far smaller than 3 bytes per base64 digit.
+        let bytes = message_bytes(&history[2]);
+        let text_only = message_bytes(&result("a", 0));
+        assert!(bytes >= text_only + 85 * BYTES_PER_TOKEN, "{bytes}");
+        let (pruned, detail, _) = prune(&history, 4);
+        let Message::ToolResult { content, media, .. } = &pruned[2] else {
+            panic!("{:?}", pruned[2]);
+        };
+        assert!(media.is_empty());
+        assert_eq!(
+            content,
+            "shot.png: PNG image, 4×2, 74 B, attached.\n[smith] [image shot.png · PNG 4×2 · 74 B] was left out when the conversation was compacted; read the file again to see it."
+        );
+        assert_eq!(detail.results_clipped, 1);
+        // The recent part keeps its image.
+        assert_eq!(pruned[6], history[6]);
     }
 
     #[test]
@@ -1338,7 +1430,7 @@ mod tests {
             Some(100),
         );
         assert!(is_summary_request(&request));
-        let Message::User { text } = &request.messages[0] else {
+        let Message::User { text, .. } = &request.messages[0] else {
             panic!("a user message");
         };
         assert!(text.contains("[user]: fix the bug"));

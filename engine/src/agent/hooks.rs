@@ -133,6 +133,13 @@ pub trait Hooks: Send {
     /// A user input is about to be sent (decision point).
     fn input(&mut self, text: &str) -> Verdict;
 
+    /// The images and documents extensions attached to the input just
+    /// decided (a mention's `attach-media`), in order; asked right after
+    /// [`Hooks::input`]. The default attaches none.
+    fn take_media(&mut self) -> Vec<crate::provider::Media> {
+        Vec::new()
+    }
+
     /// A validated tool call is about to run (decision point). A
     /// replacement's arguments are validated again before anything runs.
     fn tool_call(&mut self, call: &ToolCall) -> Verdict;

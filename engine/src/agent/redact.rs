@@ -64,7 +64,7 @@ pub(crate) fn message(redactor: &Redactor, message: &mut Message) {
         return;
     }
     match message {
-        Message::User { text: t } => text(redactor, t),
+        Message::User { text: t, .. } => text(redactor, t),
         Message::Assistant { content, .. } => {
             for block in content {
                 match block {

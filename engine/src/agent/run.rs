@@ -45,8 +45,8 @@ use crate::protocol::{
 };
 use crate::provider::transport::{StreamEnd, drive_with};
 use crate::provider::{
-    ContentBlock, Message, Pricing, Provider, ProviderError, Request, StopReason, StreamEvent,
-    ToolCall, ToolSpec, Transport, Usage,
+    ContentBlock, Media, MediaType, Message, Pricing, Provider, ProviderError, Request, StopReason,
+    StreamEvent, ToolCall, ToolSpec, Transport, Usage,
 };
 use crate::tools::{Access, CancelToken, Mutation, Tool, ToolContext, ToolResult, ToolSet};
 
@@ -104,6 +104,7 @@ pub fn dangling_results(history: &[Message]) -> Vec<(usize, Message)> {
                         name: call.name.clone(),
                         content: aborted_result_text(&call.name),
                         is_error: true,
+                        media: Vec::new(),
                     },
                 ));
             }
@@ -151,6 +152,7 @@ impl Answer {
                 details: serde_json::json!({ "error": { "kind": kind } }),
                 is_error: true,
                 mutation: Mutation::NotApplied,
+                media: Vec::new(),
             },
             effect_id: None,
             ran: false,
@@ -416,18 +418,48 @@ impl Runner {
     }
 
     /// A decision point: user input about to be sent. Returns the text to
-    /// send, or `None` when an extension blocked it (an `error` event of
-    /// kind `blocked` says who and why).
-    fn screen_input(&self, mut text: String) -> Option<String> {
+    /// send with the media extensions attached to it, or `None` when an
+    /// extension blocked it (an `error` event of kind `blocked` says who
+    /// and why) or the model does not take what was attached.
+    fn screen_input(&mut self, mut text: String) -> Option<(String, Vec<Media>)> {
         // Extensions see the input as the provider will: redacted.
         redact::text(&self.config.redactor, &mut text);
         let Some(cell) = &self.events.hooks else {
-            return Some(text);
+            return Some((text, Vec::new()));
         };
-        let verdict = lock(&cell.hooks).input(&text);
+        let (verdict, media) = {
+            let mut hooks = lock(&cell.hooks);
+            let verdict = hooks.input(&text);
+            (verdict, hooks.take_media())
+        };
+        if !media.is_empty() && !matches!(verdict, Verdict::Block { .. }) {
+            let support = self.provider.media_support(&self.config.model);
+            let refused = media.iter().find_map(|part| {
+                support
+                    .refusal(part.media_type)
+                    .or_else(|| {
+                        (part.media_type == MediaType::Pdf && !support.pdf).then(|| {
+                            format!("the provider does not send PDFs to {}", support.model)
+                        })
+                    })
+                    .map(|why| (part.summary(), why))
+            });
+            if let Some((summary, why)) = refused {
+                self.emit(Event::Error(ErrorInfo {
+                    kind: "blocked".to_owned(),
+                    message: format!(
+                        "the input attaches {summary}, so it was not sent: {why}; remove the mention (or switch to a model that takes it, `/model`) and send it again"
+                    ),
+                    mutation: None,
+                    effect_id: None,
+                    retry_after_ms: None,
+                }));
+                return None;
+            }
+        }
         match verdict {
-            Verdict::Allow => Some(text),
-            Verdict::Replace { value, .. } => Some(value),
+            Verdict::Allow => Some((text, media)),
+            Verdict::Replace { value, .. } => Some((value, media)),
             Verdict::Block { by, reason } => {
                 self.emit(Event::Error(ErrorInfo {
                     kind: "blocked".to_owned(),
@@ -555,10 +587,15 @@ impl Runner {
         Ok(())
     }
 
-    fn deliver_user(&mut self, mut text: String, notice: bool) -> Result<(), ErrorInfo> {
+    fn deliver_user(
+        &mut self,
+        mut text: String,
+        media: Vec<Media>,
+        notice: bool,
+    ) -> Result<(), ErrorInfo> {
         self.emit(Event::MessageStart { role: Role::User });
         redact::text(&self.config.redactor, &mut text);
-        let message = Message::User { text };
+        let message = Message::User { text, media };
         let meta = MessageMeta {
             notice,
             ..MessageMeta::default()
@@ -577,7 +614,7 @@ impl Runner {
         Ok(())
     }
 
-    fn take_queued(&mut self, point: DeliveryPoint) -> Vec<String> {
+    fn take_queued(&mut self, point: DeliveryPoint) -> Vec<(String, Vec<Media>)> {
         // Queued input is the user's, for the main thread: a child never
         // takes it.
         if self.depth > 0 {
@@ -642,7 +679,7 @@ impl Runner {
 
     /// [`Runner::run`], answering the run's summary.
     fn run_full(&mut self, prompt: Option<String>, cancel: &CancelToken) -> Option<RunSummary> {
-        let mut inputs: Vec<String> = prompt
+        let mut inputs: Vec<(String, Vec<Media>)> = prompt
             .into_iter()
             .filter_map(|text| self.screen_input(text))
             .collect();
@@ -681,8 +718,8 @@ impl Runner {
                 break StopCause::Aborted;
             }
             let mut delivered = Ok(());
-            for text in inputs.drain(..) {
-                delivered = self.deliver_user(text, false);
+            for (text, media) in inputs.drain(..) {
+                delivered = self.deliver_user(text, media, false);
                 if delivered.is_err() {
                     break;
                 }
@@ -944,6 +981,9 @@ impl Runner {
                 });
             },
         );
+        // The tools of this response attach media for the model it came from.
+        let media = self.provider.media_support(&request.model);
+        self.tool_context.set_media(media);
         let turn = match end {
             StreamEnd::Failed(error) => {
                 // The response stated no usage: the run's usage is unknown
@@ -1056,7 +1096,7 @@ impl Runner {
                     "[smith] Your tool call {} was cut off by the output limit before its arguments were complete, so it was discarded and NOT executed. Retry with smaller arguments, for example by splitting the content across several calls.",
                     names.join(", ")
                 );
-                if let Err(info) = self.deliver_user(notice, true) {
+                if let Err(info) = self.deliver_user(notice, Vec::new(), true) {
                     self.emit(Event::Error(info));
                     return TurnOutcome::Stop(StopCause::Error);
                 }
@@ -1371,6 +1411,7 @@ impl Runner {
                 name: call.name.clone(),
                 content: answer.result.content.clone(),
                 is_error: answer.result.is_error,
+                media: answer.result.media.clone(),
             };
             let meta = MessageMeta {
                 usage: None,
@@ -1612,6 +1653,7 @@ impl Runner {
             )
         };
         let result = ToolResult {
+            media: Vec::new(),
             content,
             details: serde_json::json!({
                 "session": child.name,
@@ -1721,6 +1763,7 @@ impl Executor<'_> {
                                 details: serde_json::json!({"error": {"kind": "internal"}}),
                                 is_error: true,
                                 mutation: Mutation::Unknown,
+                                media: Vec::new(),
                             },
                             effect_id: None,
                             ran: true,
@@ -1915,13 +1958,14 @@ mod tests {
             name: "bash".into(),
             content: "ok".into(),
             is_error: false,
+            media: Vec::new(),
         }
     }
 
     #[test]
     fn dangling_calls_get_aborted_results_after_their_answered_siblings() {
         let history = vec![
-            Message::User { text: "go".into() },
+            Message::user("go"),
             Message::Assistant {
                 content: vec![call("a"), call("b"), call("c")],
                 stop: StopReason::ToolUse,
@@ -1929,6 +1973,7 @@ mod tests {
             result("a"),
             Message::User {
                 text: "later".into(),
+                media: Vec::new(),
             },
             Message::Assistant {
                 content: vec![call("d")],
@@ -1948,7 +1993,7 @@ mod tests {
                 } => {
                     format!("{call_id}:{}", content.starts_with("Aborted"))
                 }
-                Message::User { text } => text.clone(),
+                Message::User { text, .. } => text.clone(),
                 Message::Assistant { .. } => "assistant".into(),
             })
             .collect();

@@ -361,7 +361,50 @@ fn message_content(message: &Message, meta: &MessageMeta) -> Result<Vec<u8>, Jou
     {
         map.extend(extra);
     }
-    canonical_cbor(&value)
+    let cbor = canonical_cbor(&value)?;
+    if message.media().is_empty() {
+        return Ok(cbor);
+    }
+    media_as_byte_strings(&cbor)
+}
+
+/// Rewrites the `data` of each part in a message's `media` list from its
+/// JSON spelling (`{"$bytes": "<base64url>"}`) to the CBOR byte string it
+/// stands for, so a session file holds media bytes as they are.
+fn media_as_byte_strings(cbor: &[u8]) -> Result<Vec<u8>, JournalError> {
+    use smith_codec::{Limits, Mode, Value};
+    let fail = |why: String| {
+        JournalError::new(format!(
+            "the message's media could not be written as CBOR byte strings: {why}"
+        ))
+    };
+    let mut value =
+        Value::decode(cbor, Mode::Strict, Limits::default()).map_err(|e| fail(e.to_string()))?;
+    let key = |v: &Value, name: &str| matches!(v, Value::Text(t) if t == name);
+    if let Value::Map(pairs) = &mut value {
+        for (_, parts) in pairs.iter_mut().filter(|(k, _)| key(k, "media")) {
+            let Value::Array(parts) = parts else { continue };
+            for part in parts {
+                let Value::Map(fields) = part else { continue };
+                for (_, data) in fields.iter_mut().filter(|(k, _)| key(k, "data")) {
+                    let bytes = match data {
+                        Value::Map(spelled) => match spelled.as_slice() {
+                            [(k, Value::Text(text))]
+                                if key(k, smith_contract::media::BYTES_KEY) =>
+                            {
+                                smith_contract::media::decode_base64(text)
+                                    .ok_or_else(|| fail("a part's data is not base64url".into()))?
+                            }
+                            _ => continue,
+                        },
+                        _ => continue,
+                    };
+                    *data = Value::Bytes(bytes);
+                }
+            }
+        }
+    }
+    value.to_cbor().map_err(|e| fail(e.to_string()))
 }
 
 /// Intent content: a canonical map (keys in bytewise order of their
@@ -1095,6 +1138,60 @@ mod tests {
     }
 
     #[test]
+    fn media_is_written_as_cbor_byte_strings_and_resumes() {
+        let png = include_bytes!("../../../tests/data/media-4x2.png");
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("m")).unwrap();
+        let journal = StoreJournal::new(store, session);
+        let media = smith_contract::Media::new(smith_contract::MediaType::Png, png.to_vec())
+            .named("shot.png");
+        let message = Message::User {
+            text: "look".into(),
+            media: vec![media],
+        };
+        journal
+            .record(&SessionEvent::Message {
+                message: message.clone(),
+                meta: MessageMeta::default(),
+            })
+            .unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.load("m").unwrap();
+        let record = session
+            .branch()
+            .iter()
+            .find(|r| r.kind == EntryKind::UserMessage.code())
+            .unwrap();
+        let content = session.content(record).unwrap();
+        // A CBOR byte string: head 0x58 (one length byte), the length, the
+        // bytes as they are in the file; no base64 anywhere.
+        let mut head = vec![0x58, u8::try_from(png.len()).unwrap()];
+        head.extend_from_slice(png);
+        assert!(content.windows(head.len()).any(|w| w == head.as_slice()));
+        assert!(!content.windows(6).any(|w| w == b"$bytes"));
+        assert_eq!(resume(&session).unwrap().history, vec![message]);
+    }
+
+    #[test]
+    fn a_message_written_before_media_decodes_without_any() {
+        // The JSON projection of a user message and a tool result as
+        // sessions held them before media parts existed.
+        let user: Message = serde_json::from_str(r#"{"role":"user","text":"hi"}"#).unwrap();
+        assert_eq!(user, Message::user("hi"));
+        let result: Message = serde_json::from_str(
+            r#"{"role":"tool_result","call_id":"c1","name":"ls","content":"a","is_error":false}"#,
+        )
+        .unwrap();
+        assert!(result.media().is_empty());
+        // And a message without media is written exactly as before.
+        assert_eq!(
+            serde_json::to_string(&Message::user("hi")).unwrap(),
+            r#"{"role":"user","text":"hi"}"#
+        );
+    }
+
+    #[test]
     fn records_round_trip_through_a_session_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -1106,7 +1203,7 @@ mod tests {
             arguments: serde_json::json!({"command": "true"}),
         };
         let messages = vec![
-            Message::User { text: "go".into() },
+            Message::user("go"),
             Message::Assistant {
                 content: vec![
                     ContentBlock::Text { text: "ok".into() },
@@ -1156,6 +1253,7 @@ mod tests {
             name: "bash".into(),
             content: "done".into(),
             is_error: false,
+            media: Vec::new(),
         };
         let meta = MessageMeta {
             usage: None,
@@ -1213,6 +1311,7 @@ mod tests {
             let id = format!("c{turn}");
             record(Message::User {
                 text: format!("prompt {turn} {}", "p".repeat(200)),
+                media: Vec::new(),
             });
             record(Message::Assistant {
                 content: vec![ContentBlock::ToolCall(ToolCall {
@@ -1227,6 +1326,7 @@ mod tests {
                 name: "read".into(),
                 content: "r".repeat(10_000),
                 is_error: false,
+                media: Vec::new(),
             });
             record(Message::Assistant {
                 content: vec![ContentBlock::Text {

@@ -21,10 +21,11 @@ pub mod record;
 pub mod scripted;
 pub mod transport;
 
+pub use smith_contract::media::MediaSupport;
 pub use smith_contract::stream;
 pub use smith_contract::{
-    AssistantTurn, ContentBlock, Exchange, HttpExchange, Interrupt, LocalChunk, Message, ModelInfo,
-    OpaqueBytes, Pricing, Provider, ProviderError, ProviderErrorKind, ProviderInfo, Request,
-    StopReason, StreamEvent, ToolCall, ToolSpec, Usage, Validator,
+    AssistantTurn, ContentBlock, Exchange, HttpExchange, Interrupt, LocalChunk, Media, MediaType,
+    Message, ModelInfo, OpaqueBytes, Pricing, Provider, ProviderError, ProviderErrorKind,
+    ProviderInfo, Request, StopReason, StreamEvent, ToolCall, ToolSpec, Usage, Validator,
 };
 pub use transport::{HostTransport, Transport};

@@ -105,6 +105,10 @@ impl Provider for RecordingProvider {
     fn interrupter(&self) -> Option<super::Interrupt> {
         self.inner.interrupter()
     }
+
+    fn media_support(&mut self, model: &str) -> smith_contract::media::MediaSupport {
+        self.inner.media_support(model)
+    }
 }
 
 #[cfg(test)]
@@ -147,7 +151,7 @@ mod tests {
         Request {
             model: "mock-1".into(),
             system: None,
-            messages: vec![Message::User { text: text.into() }],
+            messages: vec![Message::user(text)],
             tools: Vec::new(),
             max_output_tokens: None,
         }

@@ -692,6 +692,7 @@ fn spawn_and_wait(
         details,
         is_error,
         mutation,
+        media: Vec::new(),
     })
 }
 
@@ -733,6 +734,7 @@ fn moved_result(
         job.pgid()
     ));
     ToolResult {
+        media: Vec::new(),
         content: text,
         details: json!({
             "command": command,
@@ -856,6 +858,7 @@ fn delegated(
         details,
         is_error,
         mutation,
+        media: Vec::new(),
     }
 }
 

@@ -236,6 +236,9 @@ pub struct ToolContext {
     /// The runtime's background jobs (shared by every clone; the last
     /// clone's drop ends them).
     jobs: Arc<super::jobs::Jobs>,
+    /// What media the active model takes (none: no media encoder; see
+    /// [`super::media`]).
+    media: Option<super::media::MediaCell>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -276,7 +279,31 @@ impl ToolContext {
             sandbox: None,
             backends: super::ToolBackends::default(),
             jobs: Arc::new(super::jobs::Jobs::new()),
+            media: None,
         })
+    }
+
+    /// Shares what media the active model takes with the tools (`read`).
+    #[must_use]
+    pub fn with_media(mut self, media: super::media::MediaCell) -> Self {
+        self.media = Some(media);
+        self
+    }
+
+    /// Sets what media the active model takes: in the shared cell when
+    /// there is one, else in a new one.
+    pub fn set_media(&mut self, support: super::media::MediaSupport) {
+        match &self.media {
+            Some(cell) => cell.set(support),
+            None => self.media = Some(super::media::MediaCell::new(support)),
+        }
+    }
+
+    /// What media the active model takes (see [`super::media`]).
+    pub fn media(&self) -> super::media::MediaSupport {
+        self.media
+            .as_ref()
+            .map_or_else(Default::default, super::media::MediaCell::get)
     }
 
     /// Shares the runtime's approval mode with the tools (the sandbox

@@ -870,6 +870,7 @@ pub(crate) fn started_result(
     }
     let info = job.info();
     ToolResult {
+        media: Vec::new(),
         content: text,
         details: json!({
             "command": command,
@@ -966,6 +967,7 @@ fn bash_output(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> 
     text.push_str(&format!("[{}]", job.status_line()));
     let info = job.info();
     Ok(ToolResult {
+        media: Vec::new(),
         content: text,
         details: json!({
             "job": job.id,
@@ -1080,6 +1082,7 @@ fn bash_kill(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     };
     text.push_str(&what);
     Ok(ToolResult {
+        media: Vec::new(),
         content: text,
         details: json!({
             "job": job.id,

@@ -51,6 +51,7 @@ mod fsutil;
 pub mod grep;
 pub mod jobs;
 pub mod ls;
+pub mod media;
 pub mod read;
 mod result;
 pub mod sandbox;

@@ -7,7 +7,10 @@
 //! `edit` or `write` can tell whether the file changed since.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
+
+use smith_contract::media::human_size;
+use smith_contract::{Media, MediaType};
 
 use serde_json::{Value, json};
 
@@ -40,7 +43,8 @@ impl ReadTool {
                 name: NAME.into(),
                 description: "Read a text file. Returns up to 2000 lines or 50 KiB per call; \
                     when more remains, the output ends with the offset to continue from. \
-                    Binary files are reported, not shown."
+                    Images (PNG, JPEG, GIF, WebP) are attached for you to see; PDFs too where \
+                    the model takes them. Other binary files are reported, not shown."
                     .into(),
                 parameters: json!({
                     "type": "object",
@@ -91,7 +95,124 @@ fn run(args: &Value, cx: &ToolContext) -> Result<ToolResult, ToolError> {
     require_regular(NAME, &meta, &shown)?;
     let file = File::open(&path).map_err(|e| io_error(NAME, "opening", &shown, &e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| io_error(NAME, "reading", &shown, &e))?;
+    if let Some(media_type) = MediaType::sniff(head) {
+        return media(&mut reader, media_type, meta.len(), shown, cx);
+    }
     window(&mut reader, meta.len(), &path, shown, offset, max_lines, cx)
+}
+
+/// An image or PDF (recognized by its magic bytes): one media part for the
+/// model after a line naming it, or a refusal saying why and what to do.
+fn media(
+    reader: &mut impl Read,
+    media_type: MediaType,
+    size: u64,
+    shown: String,
+    cx: &ToolContext,
+) -> Result<ToolResult, ToolError> {
+    let support = cx.media();
+    let kind = if media_type.is_image() {
+        "image"
+    } else {
+        "document"
+    };
+    let label = media_type.label();
+    let refuse = |why: String, next: String| {
+        ToolError::new(
+            ToolErrorKind::Binary,
+            format!("read: {shown} is a {label} {kind} ({})", human_size(size)),
+            why,
+            next,
+        )
+        .with_extra("path", Value::from(shown.clone()))
+        .with_extra("bytes", Value::from(size))
+        .with_extra("media_type", Value::from(media_type.mime()))
+    };
+    if let Some(why) = support.refusal(media_type) {
+        let declare = if support.encoder && support.images.is_none() {
+            "if it does take images, declare `input \"text\" \"image\"` for it in models.kdl; else "
+        } else {
+            ""
+        };
+        return Err(refuse(
+            format!("{why}; read hands images and documents to the model only where it takes them"),
+            format!(
+                "{declare}switch to a model that takes images (`/model`), or describe what you need from the file in text"
+            ),
+        ));
+    }
+    if media_type == MediaType::Pdf && !support.pdf {
+        let model = if support.model.is_empty() {
+            "the active model".to_owned()
+        } else {
+            support.model.clone()
+        };
+        return Err(refuse(
+            format!("the provider does not send PDFs to {model} as documents"),
+            format!(
+                "extract the text with a tool, e.g. bash `pdftotext {shown} -` (poppler-utils), then read that"
+            ),
+        ));
+    }
+    let cap = media_type.max_bytes();
+    if size > cap {
+        return Err(refuse(
+            format!(
+                "it is {} ({size} bytes), over the cap of {} per {kind}; images are never scaled down silently",
+                human_size(size),
+                human_size(cap)
+            ),
+            if media_type.is_image() {
+                "make a smaller copy (e.g. bash `convert IN -resize 50% OUT.png`) and read that"
+                    .into()
+            } else {
+                format!(
+                    "extract the text with a tool, e.g. bash `pdftotext {shown} -`, or split the PDF"
+                )
+            },
+        ));
+    }
+    cx.cancel().check(NAME, &format!("reading {shown}"))?;
+    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    reader
+        .take(cap + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| io_error(NAME, "reading", &shown, &e))?;
+    if data.len() as u64 > cap {
+        return Err(refuse(
+            format!(
+                "it grew past the cap of {} per {kind} while it was read",
+                human_size(cap)
+            ),
+            "read it again once it stops changing".into(),
+        ));
+    }
+    let part = Media::new(media_type, data).named(shown.clone());
+    let dims = part.dimensions();
+    let mut text = format!("{shown}: {label} {kind}");
+    if let Some((w, h)) = dims {
+        text.push_str(&format!(", {w}×{h}"));
+    }
+    text.push_str(&format!(
+        ", {}, attached.",
+        human_size(part.bytes().len() as u64)
+    ));
+    let mut details = json!({
+        "path": shown,
+        "media_type": media_type.mime(),
+        "bytes": part.bytes().len(),
+        "summary": part.summary(),
+    });
+    if let Some((w, h)) = dims {
+        details["width"] = Value::from(w);
+        details["height"] = Value::from(h);
+    }
+    let mut result = ToolResult::ok(text, details, Mutation::NotApplied);
+    result.media.push(part);
+    Ok(result)
 }
 
 /// The window of `offset` and `max_lines` lines of the text `reader`

@@ -58,6 +58,9 @@ pub struct ToolResult {
     pub is_error: bool,
     /// What the invocation did to the world.
     pub mutation: Mutation,
+    /// Images and documents for the model, after `content` (a `read` of a
+    /// PNG); empty for most results.
+    pub media: Vec<smith_contract::Media>,
 }
 
 impl ToolResult {
@@ -68,6 +71,7 @@ impl ToolResult {
             details,
             is_error: false,
             mutation,
+            media: Vec::new(),
         }
     }
 
@@ -222,6 +226,7 @@ impl ToolError {
             details: Value::Object(details),
             is_error: true,
             mutation: self.mutation,
+            media: Vec::new(),
         }
     }
 }

@@ -56,7 +56,7 @@ mod tests {
         )
         .unwrap();
         let mut provider = ScriptedProvider::new(script);
-        let req = request(vec![Message::User { text: "go".into() }]);
+        let req = request(vec![Message::user("go")]);
         let Exchange::Local { chunks } = provider.encode(&req).unwrap() else {
             panic!("local exchange expected");
         };
@@ -121,14 +121,9 @@ mod tests {
         )
         .unwrap();
         let mut provider = ScriptedProvider::new(script);
-        let summary = summary_request(
-            MOCK_MODEL,
-            &[Message::User { text: "a".into() }],
-            None,
-            None,
-        );
+        let summary = summary_request(MOCK_MODEL, &[Message::user("a")], None, None);
         assert_eq!(text_of(&play(&mut provider, &summary)), "the summary");
-        let ordinary = request(vec![Message::User { text: "go".into() }]);
+        let ordinary = request(vec![Message::user("go")]);
         assert_eq!(text_of(&play(&mut provider, &ordinary)), "answer");
         assert_eq!(
             (provider.requests_seen(), provider.summaries_seen()),
@@ -149,6 +144,7 @@ mod tests {
         let history = vec![
             Message::User {
                 text: "fix the parser".into(),
+                media: Vec::new(),
             },
             Message::Assistant {
                 content: vec![smith_engine::provider::ContentBlock::Text {
@@ -158,6 +154,7 @@ mod tests {
             },
             Message::User {
                 text: "and the tests".into(),
+                media: Vec::new(),
             },
         ];
         let summary = summary_request(MOCK_MODEL, &history, Some("keep paths"), None);
@@ -184,6 +181,7 @@ mod tests {
         let mut provider = ScriptedProvider::demo();
         let mut messages = vec![Message::User {
             text: "hello".into(),
+            media: Vec::new(),
         }];
         let first = play(&mut provider, &request(messages.clone()));
         assert!(first.contains(&StreamEvent::ToolCallStart {
@@ -195,6 +193,7 @@ mod tests {
             name: "ls".into(),
             content: "src/\nCargo.toml\nREADME.md\n".into(),
             is_error: false,
+            media: Vec::new(),
         });
         let second = play(&mut provider, &request(messages.clone()));
         assert!(second.contains(&StreamEvent::ToolCallDelta {
@@ -206,6 +205,7 @@ mod tests {
             name: "read".into(),
             content: "# smith\n".into(),
             is_error: false,
+            media: Vec::new(),
         });
         let third = play(&mut provider, &request(messages));
         assert_eq!(

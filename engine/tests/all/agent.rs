@@ -160,7 +160,7 @@ fn record_view(records: &[Record]) -> Vec<String> {
                 compaction.reason, compaction.summarized_messages, compaction.kept_messages
             ),
             Record::Event(SessionEvent::Message { message, .. }) => match message {
-                Message::User { text } => format!("user {text}"),
+                Message::User { text, .. } => format!("user {text}"),
                 Message::Assistant { content, stop } => {
                     let calls: Vec<String> = content
                         .iter()
@@ -566,7 +566,8 @@ fn queued_input_on_an_idle_agent_starts_a_run() {
     assert_eq!(
         h.journal.messages()[0],
         Message::User {
-            text: "later".into()
+            text: "later".into(),
+            media: Vec::new(),
         }
     );
 }
@@ -886,6 +887,7 @@ fn a_resumed_conversation_with_a_dangling_call_gets_aborted_results() {
     config.history = vec![
         Message::User {
             text: "run it".into(),
+            media: Vec::new(),
         },
         Message::Assistant {
             content: vec![ContentBlock::ToolCall(ToolCall {
@@ -1160,7 +1162,7 @@ fn abort_leaves_queued_input_queued() {
         .messages()
         .into_iter()
         .filter_map(|m| match m {
-            Message::User { text } => Some(text),
+            Message::User { text, .. } => Some(text),
             _ => None,
         })
         .collect();

@@ -134,7 +134,7 @@ fn compaction_events(events: &[Event]) -> Vec<&Event> {
 }
 
 fn user(text: &str) -> Message {
-    Message::User { text: text.into() }
+    Message::user(text)
 }
 
 fn answer(text: &str) -> Message {
@@ -225,7 +225,7 @@ fn manual_compaction_records_the_boundary_and_the_next_request_sends_summary_and
     let sent = requests(&rig.record);
     assert_eq!(sent.len(), 4);
     assert!(is_summary_request(&sent[3]));
-    let Message::User { text } = &sent[3].messages[0] else {
+    let Message::User { text, .. } = &sent[3].messages[0] else {
         panic!()
     };
     assert!(text.contains("[user]: first"), "{text}");
@@ -516,7 +516,7 @@ fn crossing_the_threshold_compacts_before_the_next_request_of_the_run() {
     // Later requests of the run build on the compacted context.
     assert_eq!(sent[3].messages.len(), 4);
     assert!(
-        matches!(&sent[3].messages[0], Message::User { text } if text.starts_with(SUMMARY_PREFIX))
+        matches!(&sent[3].messages[0], Message::User { text, .. } if text.starts_with(SUMMARY_PREFIX))
     );
     rig.handle.shutdown();
 }
@@ -557,7 +557,7 @@ fn a_context_overflow_compacts_once_and_retries_the_request() {
     assert_eq!(sent.len(), 4);
     assert!(is_summary_request(&sent[2]));
     assert!(
-        matches!(&sent[3].messages[0], Message::User { text } if text.starts_with(SUMMARY_PREFIX))
+        matches!(&sent[3].messages[0], Message::User { text, .. } if text.starts_with(SUMMARY_PREFIX))
     );
     assert_eq!(sent[3].messages.last(), Some(&user("b")));
 

@@ -261,13 +261,15 @@ fn actions_wait_for_the_safe_point_and_inputs_are_screened() {
     assert_eq!(
         sent[0].messages.last(),
         Some(&Message::User {
-            text: "rewritten  please".into()
+            text: "rewritten  please".into(),
+            media: Vec::new(),
         })
     );
     assert_eq!(
         sent[1].messages.last(),
         Some(&Message::User {
-            text: "and one more thing".into()
+            text: "and one more thing".into(),
+            media: Vec::new(),
         })
     );
     let names: Vec<String> = events
@@ -435,7 +437,7 @@ fn a_compaction_is_blocked_or_given_instructions_at_its_decision_point() {
     // request carrying the extension's instructions.
     let sent = requests_at(&record);
     assert_eq!(sent.len(), before + 1);
-    let Some(Message::User { text }) = sent.last().unwrap().messages.last() else {
+    let Some(Message::User { text, .. }) = sent.last().unwrap().messages.last() else {
         panic!("a summary request ends with a user message");
     };
     assert!(

@@ -3,6 +3,7 @@
 mod agent;
 mod compact;
 mod hooks;
+mod media;
 mod provider;
 mod replay;
 mod secrets;

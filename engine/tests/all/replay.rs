@@ -263,7 +263,8 @@ fn turns_select_session_wide_turns_inside_their_run() {
     let last = replayed(&recording, Some(TurnRange::parse("5").unwrap()));
     assert!(last.contains(&Event::MessageEnd {
         message: Message::User {
-            text: "more".into()
+            text: "more".into(),
+            media: Vec::new(),
         },
         usage: None
     }));
@@ -368,7 +369,7 @@ fn an_effect_recorded_without_completion_replays_as_unknown_and_is_never_run() {
     };
     journal
         .record(&SessionEvent::Message {
-            message: Message::User { text: "go".into() },
+            message: Message::user("go"),
             meta: MessageMeta::default(),
         })
         .unwrap();

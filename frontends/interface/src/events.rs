@@ -53,6 +53,16 @@ pub(super) fn apply(
     status.retry_at = None;
     match event {
         Event::AgentStart => status.busy = true,
+        Event::MessageEnd {
+            message: Message::User { media, .. },
+            usage: None,
+        } if !media.is_empty() => {
+            app.message_done();
+            // What a mention attached: one line each, never the bytes.
+            for part in &media {
+                app.notice(&part.summary());
+            }
+        }
         Event::MessageEnd { usage: None, .. } => app.message_done(),
         Event::AgentEnd { stop, cost, .. } => {
             app.message_done();
@@ -187,10 +197,11 @@ pub(super) fn apply_replayed(
     window: Option<u64>,
 ) {
     if let Event::MessageEnd {
-        message: Message::User { text },
+        message: Message::User { text, .. },
         ..
     } = &event
     {
+        // Its media follow as one line each (`apply`).
         app.user_message(text);
     }
     apply(app, event, summaries, window);

@@ -56,6 +56,24 @@ pub mod provider {
     });
 }
 
+/// Bindings of the optional `media` export of a provider plugin (cargo
+/// feature `media`, with `provider`): implement
+/// `media::exports::smith::plugin::media::Guest` (images and documents in
+/// requests) on the provider's type and call `media::export_media!` as
+/// well as `provider::export_provider!`; the component then has the
+/// exports of the `media-provider-plugin` world.
+#[cfg(feature = "media")]
+#[allow(missing_docs)]
+pub mod media {
+    wit_bindgen::generate!({
+        world: "media-exports",
+        path: "../wit",
+        default_bindings_module: "smith_plugin_sdk::media",
+        pub_export_macro: true,
+        export_macro_name: "export_media",
+    });
+}
+
 /// Bindings of the `extension-plugin` world (cargo feature `extension`): implement
 /// `extension::exports::smith::plugin::extension::Guest` and call
 /// `extension::export_extension!`.
@@ -313,6 +331,14 @@ pub mod host {
     /// `permissions`).
     pub fn peek_file(path: &str) -> Result<Option<String>, EffectError> {
         raw::peek_file(path)
+    }
+
+    /// Attaches the image or PDF `path` (a project file) to the user input
+    /// the current `input` decision is about; its one-line summary, or
+    /// none when the file is not an image or PDF. Needs `local-read` (or
+    /// `permissions`).
+    pub fn attach_media(path: &str) -> Result<Option<String>, EffectError> {
+        raw::attach_media(path)
     }
 
     /// The size, modification time and kind of `path` (resolved like

@@ -219,6 +219,8 @@ pub struct Effects {
     /// Where the plugin's session state is kept (`session-state`).
     state: Option<SharedState>,
     permissions: Option<Arc<PermissionAccess>>,
+    /// The media `attach-media` attached to the input being decided.
+    attached: Arc<std::sync::Mutex<Vec<smith_engine::provider::Media>>>,
     generation: u32,
     call: Arc<std::sync::Mutex<ToolCallScope>>,
     /// The instance's caps per run: each recorded effect counts two
@@ -325,11 +327,24 @@ impl Effects {
             config: None,
             state: None,
             permissions: None,
+            attached: Arc::default(),
             generation,
             call: Arc::default(),
             sandbox: None,
             budget: None,
         }
+    }
+
+    /// Takes the media `attach-media` attached since the last call.
+    pub fn take_attached(&self) -> Vec<smith_engine::provider::Media> {
+        std::mem::take(&mut *self.attached.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub(crate) fn push_attached(&self, media: smith_engine::provider::Media) {
+        self.attached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(media);
     }
 
     /// Counts the journal entries of these effects against `budget` (the

@@ -331,6 +331,71 @@ impl Effects {
         Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
     }
 
+    /// `attach-media`: reads the image or PDF at `path` (a project file)
+    /// and attaches it to the input being decided; its summary, or none
+    /// when the file is not an image or PDF by its first bytes.
+    ///
+    /// # Errors
+    ///
+    /// Denied without the grant; invalid for a file outside the project,
+    /// not a regular file, or over its cap; failed when it cannot be read.
+    pub fn attach_media(&self, path: &str) -> Result<Option<String>, EffectError> {
+        use smith_engine::provider::{Media, MediaType};
+        let access = self.read_access(|| format!("attach-media {path:?}"))?;
+        let resolved = resolve(&access.root, path);
+        let Some(shown) = resolved.project_relative.clone() else {
+            return Err(EffectError::Invalid(format!(
+                "attach-media {path:?}: {} is outside the project, so it is not attached",
+                resolved.absolute.display()
+            )));
+        };
+        let meta = std::fs::metadata(&resolved.absolute).map_err(|err| {
+            EffectError::Failed(format!(
+                "attach-media {path:?}: {} cannot be examined: {err}",
+                resolved.absolute.display()
+            ))
+        })?;
+        if !meta.is_file() {
+            return Err(EffectError::Invalid(format!(
+                "attach-media {path:?}: {} is not a regular file, so it is not attached",
+                resolved.absolute.display()
+            )));
+        }
+        let failed = |err: std::io::Error| {
+            EffectError::Failed(format!(
+                "attach-media {path:?}: {} cannot be read: {err}",
+                resolved.absolute.display()
+            ))
+        };
+        let mut file = std::fs::File::open(&resolved.absolute).map_err(failed)?;
+        let mut head = [0u8; 16];
+        let n = file.read(&mut head).map_err(failed)?;
+        let Some(media_type) = MediaType::sniff(&head[..n]) else {
+            return Ok(None);
+        };
+        let cap = media_type.max_bytes();
+        if meta.len() > cap {
+            return Err(EffectError::Invalid(format!(
+                "attach-media {path:?}: {shown} is {} bytes, over the cap of {cap} bytes for a {}; it is not attached (never scaled down)",
+                meta.len(),
+                media_type.label()
+            )));
+        }
+        let mut data = head[..n].to_vec();
+        file.take(cap + 1 - n as u64)
+            .read_to_end(&mut data)
+            .map_err(failed)?;
+        if data.len() as u64 > cap {
+            return Err(EffectError::Invalid(format!(
+                "attach-media {path:?}: {shown} grew past the cap of {cap} bytes while it was read; it is not attached"
+            )));
+        }
+        let media = Media::new(media_type, data).named(shown);
+        let summary = media.summary();
+        self.push_attached(media);
+        Ok(Some(summary))
+    }
+
     /// `stat-file`: the size, modification time and kind of `path`,
     /// none when it does not exist. Reads no content; not recorded.
     ///

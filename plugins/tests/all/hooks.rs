@@ -144,7 +144,8 @@ fn plugins_block_at_decision_points_and_act_at_safe_points() {
     assert_eq!(
         requests[2].messages.last(),
         Some(&Message::User {
-            text: "look".into()
+            text: "look".into(),
+            media: Vec::new(),
         })
     );
     let turn_end = events

@@ -58,7 +58,7 @@ fn scripts_play_identically_natively_and_as_a_plugin() {
     let mut native = ScriptedProvider::new(parse_script(SCRIPT, "test.json").unwrap());
     let mut wasm = mock_provider(Some((SCRIPT, "test.json")), None, Limits::default()).unwrap();
     assert_eq!(native.describe(), wasm.describe());
-    let conversation = request(vec![Message::User { text: "go".into() }]);
+    let conversation = request(vec![Message::user("go")]);
     // Four scripted responses, then one request too many.
     for round in 0..5 {
         let a = play(&mut native, &conversation);
@@ -111,6 +111,7 @@ fn history() -> Vec<Message> {
     vec![
         Message::User {
             text: "fix the parser".into(),
+            media: Vec::new(),
         },
         Message::Assistant {
             content: vec![ContentBlock::Text {
@@ -120,6 +121,7 @@ fn history() -> Vec<Message> {
         },
         Message::User {
             text: "and the tests".into(),
+            media: Vec::new(),
         },
     ]
 }
@@ -139,7 +141,7 @@ fn object_scripts_with_summaries_play_identically_natively_and_as_a_plugin() {
     let mut native = ScriptedProvider::new(parse_script(OBJECT_SCRIPT, "o.json").unwrap());
     let mut wasm = mock_provider(Some((OBJECT_SCRIPT, "o.json")), None, Limits::default()).unwrap();
     let summary = summary_request("mock-1", &history(), Some("keep paths"), None);
-    let ordinary = request(vec![Message::User { text: "go".into() }]);
+    let ordinary = request(vec![Message::user("go")]);
     // Interleaved: summary, ordinary, summary (one too many), ordinary,
     // ordinary (one too many).
     let order = [&summary, &ordinary, &summary, &ordinary, &ordinary];
@@ -188,7 +190,7 @@ fn generated_summaries_are_identical_natively_and_as_a_plugin() {
         "Mock summary of 3 message(s). The user asked: \"fix the parser\", \"and the tests\". Focus: keep paths"
     );
     // The one scripted response is still there for the ordinary request.
-    let ordinary = request(vec![Message::User { text: "go".into() }]);
+    let ordinary = request(vec![Message::user("go")]);
     let a = play(&mut native, &ordinary);
     assert_eq!(a, play(&mut wasm, &ordinary));
     assert_eq!(text_of(&a.1), "only");
@@ -219,6 +221,7 @@ fn the_demo_plays_identically_through_a_whole_conversation() {
     let mut wasm = mock_provider(None, None, Limits::default()).unwrap();
     let mut messages = vec![Message::User {
         text: "show me".into(),
+        media: Vec::new(),
     }];
     let results = [
         ("ls", "README.md\nsrc/\nCargo.toml\n", false),
@@ -256,6 +259,7 @@ fn the_demo_plays_identically_through_a_whole_conversation() {
             name: name.into(),
             content: content.into(),
             is_error,
+            media: Vec::new(),
         });
     }
     let req = request(messages);

@@ -29,8 +29,8 @@ use smith_catalog::failover::{Decision, Failure, Policy};
 use smith_catalog::{ModelInfo as CatalogModel, RequestNeeds, Routes, Snapshot, Target};
 use smith_diag::Diagnostic;
 use smith_engine::provider::{
-    Exchange, Interrupt, ModelInfo, Pricing, Provider, ProviderError, ProviderErrorKind,
-    ProviderInfo, Request, StreamEvent,
+    Exchange, Interrupt, MediaSupport, ModelInfo, Pricing, Provider, ProviderError,
+    ProviderErrorKind, ProviderInfo, Request, StreamEvent,
 };
 use smith_plugins::{AbortHandle, InstantiateError, Limits, WasmProvider};
 use smith_providers::{Capabilities, Config};
@@ -554,6 +554,7 @@ impl LiveProvider {
             thinking: self.setup.thinking.level(),
             cache_breakpoints: t.vendor.cache_breakpoints(),
             max_output: request.max_output_tokens.map(u64::from),
+            images: request.media().any(|m| m.media_type.is_image()),
             ..RequestNeeds::default()
         };
         self.offered_tools = needs.tools;
@@ -862,6 +863,29 @@ impl Provider for LiveProvider {
         }))
     }
 
+    fn media_support(&mut self, _model: &str) -> MediaSupport {
+        let Some(t) = self.targets.get_mut(self.current) else {
+            return MediaSupport::default();
+        };
+        let effective = smith_catalog::gate::effective(&t.model, t.family.as_ref());
+        let reference = t.target.reference();
+        // The vendor plugin says what it sends once it is instantiated (by
+        // the first request); before that, images only.
+        let types = match &mut t.plugin {
+            Some((_, plugin)) => plugin.media_types(&t.target.model),
+            None => Some(Vec::new()),
+        };
+        MediaSupport {
+            source: format!("the catalog entry of `{reference}`"),
+            model: reference,
+            images: effective.image_input,
+            pdf: types
+                .as_ref()
+                .is_some_and(|t| t.contains(&smith_engine::provider::MediaType::Pdf)),
+            encoder: types.is_some(),
+        }
+    }
+
     fn recover(&mut self, error: &mut ProviderError) -> Option<Duration> {
         let failure = if self.gate_failed {
             // This target cannot serve the request; another may.
@@ -998,7 +1022,7 @@ mod tests {
         Request {
             model: model.into(),
             system: None,
-            messages: vec![smith_engine::provider::Message::User { text: "hi".into() }],
+            messages: vec![smith_engine::provider::Message::user("hi")],
             tools: vec![ToolSpec {
                 name: "ls".into(),
                 description: "list".into(),

@@ -126,7 +126,7 @@ fn user_request(model: &str) -> Request {
     Request {
         model: model.into(),
         system: None,
-        messages: vec![Message::User { text: "hi".into() }],
+        messages: vec![Message::user("hi")],
         tools: Vec::new(),
         max_output_tokens: None,
     }
@@ -325,11 +325,13 @@ fn tools() -> Vec<ToolSpec> {
 fn conversation(recorded: Option<Message>) -> Request {
     let mut messages = vec![Message::User {
         text: "List the files, then read the biggest.".into(),
+        media: Vec::new(),
     }];
     if let Some(message) = recorded {
         messages.push(message);
         messages.push(Message::User {
             text: "go on".into(),
+            media: Vec::new(),
         });
     }
     messages.push(Message::Assistant {
@@ -359,12 +361,14 @@ fn conversation(recorded: Option<Message>) -> Request {
         name: "read".into(),
         content: "fn main() {}\n".into(),
         is_error: false,
+        media: Vec::new(),
     });
     messages.push(Message::ToolResult {
         call_id: "call_2".into(),
         name: "bash".into(),
         content: "arguments are not JSON".into(),
         is_error: true,
+        media: Vec::new(),
     });
     Request {
         model: "model-x".into(),
@@ -735,7 +739,10 @@ fn request_near_the_bound() -> (Request, usize) {
     let bound = usize::try_from(smith_net::Limits::default().max_request_body).unwrap();
     let text = "word ".repeat((bound - (64 << 10)) / 5);
     let request = Request {
-        messages: vec![Message::User { text }],
+        messages: vec![Message::User {
+            text,
+            media: Vec::new(),
+        }],
         ..user_request("model-y")
     };
     (request, bound)

@@ -39,7 +39,7 @@ fn request(model: &str) -> Request {
     Request {
         model: model.into(),
         system: None,
-        messages: vec![Message::User { text: "hi".into() }],
+        messages: vec![Message::user("hi")],
         tools: Vec::new(),
         max_output_tokens: None,
     }

@@ -294,6 +294,7 @@ fn outcome(folder: &str, events: &[smith_providers::StreamEvent]) -> Value {
     let mut messages = vec![
         Message::User {
             text: "question".into(),
+            media: Vec::new(),
         },
         assistant.clone(),
     ];
@@ -304,11 +305,13 @@ fn outcome(folder: &str, events: &[smith_providers::StreamEvent]) -> Value {
             name: call.name.clone(),
             content: format!("result of {}", call.name),
             is_error: false,
+            media: Vec::new(),
         })
         .collect();
     if results.is_empty() {
         messages.push(Message::User {
             text: "next".into(),
+            media: Vec::new(),
         });
     } else {
         messages.extend(results);

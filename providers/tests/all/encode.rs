@@ -16,6 +16,7 @@ fn request() -> Request {
         messages: vec![
             Message::User {
                 text: "list files".into(),
+                media: Vec::new(),
             },
             Message::Assistant {
                 content: vec![
@@ -39,9 +40,11 @@ fn request() -> Request {
                 name: "ls".into(),
                 content: "a\nb".into(),
                 is_error: false,
+                media: Vec::new(),
             },
             Message::User {
                 text: "thanks".into(),
+                media: Vec::new(),
             },
         ],
         tools: vec![ToolSpec {
@@ -311,6 +314,7 @@ fn empty_user_text_is_not_sent_where_the_api_rejects_it() {
     let mut req = request();
     req.messages.push(Message::User {
         text: String::new(),
+        media: Vec::new(),
     });
     let anthropic = anthropic::encode(&req, &full())
         .unwrap()
@@ -420,6 +424,7 @@ fn every_thinking_level_in_each_vendors_encoding() {
             system: None,
             messages: vec![Message::User {
                 text: "think first".into(),
+                media: Vec::new(),
             }],
             tools: Vec::new(),
             max_output_tokens: Some(50_000),

@@ -42,10 +42,12 @@ fn next_body(assistant: Message, encode: fn(&Request, &Config) -> Value) -> Valu
         messages: vec![
             Message::User {
                 text: "question".into(),
+                media: Vec::new(),
             },
             assistant,
             Message::User {
                 text: "next".into(),
+                media: Vec::new(),
             },
         ],
         tools: Vec::new(),

@@ -11,6 +11,7 @@ mod encode;
 mod faults;
 mod golden;
 mod listings;
+mod media;
 mod quirks;
 mod sse;
 mod support;

@@ -328,10 +328,11 @@ fn anthropic_thinking_and_redacted_thinking_round_trip_exactly() {
         model: "claude-sonnet-4-20250514".into(),
         system: None,
         messages: vec![
-            Message::User { text: "q".into() },
+            Message::user("q"),
             message,
             Message::User {
                 text: "more".into(),
+                media: Vec::new(),
             },
         ],
         tools: vec![],
@@ -400,13 +401,14 @@ fn gemini_function_calls_and_signatures_round_trip() {
         model: "gemini-2.5-pro".into(),
         system: None,
         messages: vec![
-            Message::User { text: "q".into() },
+            Message::user("q"),
             message,
             Message::ToolResult {
                 call_id: "r1_1".into(),
                 name: "ls".into(),
                 content: "a b".into(),
                 is_error: false,
+                media: Vec::new(),
             },
         ],
         tools: vec![],
@@ -437,7 +439,7 @@ fn openai_reasoning_items_round_trip() {
     let request = Request {
         model: "o4-mini".into(),
         system: None,
-        messages: vec![Message::User { text: "q".into() }, message],
+        messages: vec![Message::user("q"), message],
         tools: vec![],
         max_output_tokens: None,
     };

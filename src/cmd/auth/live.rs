@@ -113,6 +113,7 @@ pub fn check(
         ),
         messages: vec![Message::User {
             text: "Call the ping tool with the word pong.".to_owned(),
+            media: Vec::new(),
         }],
         tools: vec![ToolSpec {
             name: TOOL.to_owned(),

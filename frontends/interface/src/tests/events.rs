@@ -6,6 +6,7 @@ fn a_resumed_history_is_shown_as_it_was_recorded() {
     let history = vec![
         Message::User {
             text: "read it".into(),
+            media: Vec::new(),
         },
         Message::Assistant {
             content: vec![
@@ -29,6 +30,7 @@ fn a_resumed_history_is_shown_as_it_was_recorded() {
             name: "read".into(),
             content: "hello".into(),
             is_error: false,
+            media: Vec::new(),
         },
     ];
     // Recorded by the journal exactly as a run records it, then loaded
@@ -194,4 +196,43 @@ fn a_provider_retry_counts_down_until_the_next_event() {
         None,
     );
     assert_eq!(app.status.retry_at, None);
+}
+
+#[test]
+fn a_resumed_image_shows_as_its_summary_line_never_its_bytes() {
+    let png = include_bytes!("../../../../tests/data/media-4x2.png");
+    let mut app = App::new(smith_tui::fixture::product(), Options::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let session = store.create(Some("pics")).unwrap();
+    let journal = StoreJournal::new(store, session);
+    {
+        use smith_engine::journal::SessionSink;
+        let media = smith_engine::provider::Media::new(
+            smith_engine::provider::MediaType::Png,
+            png.to_vec(),
+        )
+        .named("shot.png");
+        journal
+            .record(&smith_engine::journal::SessionEvent::Message {
+                message: Message::User {
+                    text: "what is this?".into(),
+                    media: vec![media],
+                },
+                meta: smith_engine::journal::MessageMeta::default(),
+            })
+            .unwrap();
+    }
+    drop(journal);
+    let resumed =
+        smith_host::session::open(tmp.path(), &smith_host::SessionChoice::Open("pics".into()))
+            .unwrap();
+    let session = resumed.journal.with_session(smith_store::Session::clone);
+    show_history(&mut app, &session, resumed.compaction_summary.as_deref());
+    let t = &app.transcript;
+    assert_eq!(t.record(0).unwrap().kind, EntryKind::User);
+    assert_eq!(
+        t.text(0).into_owned(),
+        "what is this?\n[image shot.png · PNG 4×2 · 74 B]"
+    );
 }

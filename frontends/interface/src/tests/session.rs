@@ -6,7 +6,7 @@ use super::*;
 
 fn user(text: &str) -> SessionEvent {
     SessionEvent::Message {
-        message: Message::User { text: text.into() },
+        message: Message::user(text),
         meta: MessageMeta::default(),
     }
 }
@@ -59,7 +59,7 @@ fn selecting_a_leaf_switches_the_stored_branch() {
         .history
         .iter()
         .map(|m| match m {
-            Message::User { text } => text.clone(),
+            Message::User { text, .. } => text.clone(),
             other => other.text(),
         })
         .collect();

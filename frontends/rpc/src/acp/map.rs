@@ -220,7 +220,7 @@ pub(crate) fn replay(messages: &[Message], cwd: &Path) -> Vec<Value> {
     let mut plans: Vec<(String, Value)> = Vec::new();
     for message in messages {
         match message {
-            Message::User { text } => updates.push(chunk("user_message_chunk", text)),
+            Message::User { text, .. } => updates.push(chunk("user_message_chunk", text)),
             Message::Assistant { content, .. } => {
                 for block in content {
                     match block {

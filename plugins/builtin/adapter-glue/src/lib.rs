@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 
+use smith_plugin_sdk::media::exports::smith::plugin::media as wit_media;
 use smith_plugin_sdk::provider::exports::smith::plugin::provider as wit;
 use smith_providers::models::{self, ListedModel, Listing};
 use smith_providers::types as vendor;
@@ -35,6 +36,9 @@ pub trait Adapter {
     const APIS: &'static [&'static str];
     /// The vendor's model listing.
     const LISTING: Listing;
+    /// Whether the vendor takes PDFs as documents (images it always
+    /// takes; the catalog gates which models read them).
+    const PDF: bool = true;
 
     /// Encodes `request` for the API at index `api` of [`Adapter::APIS`].
     ///
@@ -61,6 +65,64 @@ pub struct State {
 
 thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::default());
+    /// The media `attach` handed over for the next `encode`.
+    static MEDIA: RefCell<Vec<wit_media::MessageMedia>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `media.accepts`: every image type, and PDF where the vendor takes it.
+pub fn accepts<A: Adapter>(_model: String) -> Vec<String> {
+    vendor::MediaType::ALL
+        .into_iter()
+        .filter(|t| t.is_image() || A::PDF)
+        .map(|t| t.mime().to_owned())
+        .collect()
+}
+
+/// `media.attach`: keeps the media for the next `encode`.
+pub fn attach(media: Vec<wit_media::MessageMedia>) {
+    MEDIA.with(|pending| *pending.borrow_mut() = media);
+}
+
+/// Puts the attached media into `request`'s messages (consuming them).
+fn take_media<A: Adapter>(request: &mut vendor::Request) -> Result<(), wit::ProviderError> {
+    let attached = MEDIA.with(|pending| std::mem::take(&mut *pending.borrow_mut()));
+    for entry in attached {
+        let index = entry.message as usize;
+        let count = request.messages.len();
+        let target = match request.messages.get_mut(index) {
+            Some(vendor::Message::User { media, .. } | vendor::Message::ToolResult { media, .. }) => {
+                media
+            }
+            _ => {
+                return Err(invalid::<A>(format!(
+                    "media were attached to message {index} of {count}, which is not a user message or a tool result; this is a host defect, report it"
+                )));
+            }
+        };
+        for part in entry.parts {
+            let media_type = vendor::MediaType::from_mime(&part.media_type).ok_or_else(|| {
+                invalid::<A>(format!(
+                    "a media part has the type {:?}, which {} does not send; the types it sends are {}",
+                    part.media_type,
+                    A::PLUGIN,
+                    accepts::<A>(String::new()).join(", ")
+                ))
+            })?;
+            let mut media = vendor::Media::new(media_type, part.data);
+            media.name = part.name;
+            target.push(media);
+        }
+    }
+    Ok(())
+}
+
+fn invalid<A: Adapter>(message: String) -> wit::ProviderError {
+    let _ = A::PLUGIN;
+    wit::ProviderError {
+        kind: wit::ErrorKind::InvalidRequest,
+        message,
+        retry_after_ms: None,
+    }
 }
 
 /// `configure`: replaces the configuration and drops any decoder.
@@ -153,7 +215,8 @@ pub fn describe<A: Adapter>() -> wit::ProviderInfo {
 ///
 /// The adapter's error, as the WIT error.
 pub fn encode<A: Adapter>(request: wit::Request) -> Result<wit::Exchange, wit::ProviderError> {
-    let request = request_from_wit(request);
+    let mut request = request_from_wit(request);
+    take_media::<A>(&mut request)?;
     STATE.with(|state| {
         let mut state = state.borrow_mut();
         state.decoder = None;
@@ -304,7 +367,20 @@ macro_rules! vendor_plugin {
             }
         }
 
+        impl smith_plugin_sdk::media::exports::smith::plugin::media::Guest for Plugin {
+            fn accepts(model: String) -> Vec<String> {
+                $crate::accepts::<$adapter>(model)
+            }
+
+            fn attach(
+                media: Vec<smith_plugin_sdk::media::exports::smith::plugin::media::MessageMedia>,
+            ) {
+                $crate::attach(media)
+            }
+        }
+
         smith_plugin_sdk::provider::export_provider!(Plugin);
+        smith_plugin_sdk::media::export_media!(Plugin);
     };
 }
 
@@ -396,6 +472,7 @@ impl Adapter for OpenAiCompatible {
     const DEFAULT_MODEL: Option<&'static str> = None;
     const APIS: &'static [&'static str] = &[];
     const LISTING: Listing = Listing::OpenAiCompatible;
+    const PDF: bool = false;
 
     fn encode(
         _api: usize,
@@ -460,7 +537,7 @@ pub fn request_from_wit(request: wit::Request) -> vendor::Request {
         .messages
         .into_iter()
         .map(|message| match message {
-            wit::Message::User(text) => vendor::Message::User { text },
+            wit::Message::User(text) => vendor::Message::user(text),
             wit::Message::Assistant(assistant) => vendor::Message::Assistant {
                 content: assistant.content.into_iter().map(block_from_wit).collect(),
                 stop: stop_from_wit(assistant.stop),
@@ -470,6 +547,7 @@ pub fn request_from_wit(request: wit::Request) -> vendor::Request {
                 name: result.name,
                 content: result.content,
                 is_error: result.is_error,
+                media: Vec::new(),
             },
         })
         .collect();

@@ -16,9 +16,12 @@
 //! `<folder path="…">` with its entries (folders end in `/`). Budgets:
 //! [`FILE_BUDGET`] bytes per file and [`TOTAL_BUDGET`] in all; a file over
 //! its share is cut at a line boundary and the cut is said in the block, so
-//! the model knows to read the rest with the read tool. A binary file (a
-//! NUL byte in its first 8 KiB) and anything that is not a regular file or
-//! a folder are named, not attached.
+//! the model knows to read the rest with the read tool. An image (PNG,
+//! JPEG, GIF, WebP) or PDF, told by its first bytes, is attached as a media
+//! part of the prompt (`host.attach-media`) and named in the block by its
+//! one-line summary; the runtime refuses the prompt when the model does not
+//! take it. Another binary file (a NUL byte in its first 8 KiB) and
+//! anything that is not a regular file or a folder are named, not attached.
 
 use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
 use smith_plugin_sdk::extension::exports::smith::plugin::provide as pro;
@@ -152,6 +155,25 @@ fn attach(found: &[Mention]) -> Result<Vec<Attached>, String> {
                 ),
             });
             continue;
+        }
+        // An image or PDF (by its magic bytes) goes to the model as a media
+        // part of the prompt, named in the block by its summary.
+        match host::attach_media(&path) {
+            Ok(Some(summary)) => {
+                out.push(Attached::Named {
+                    path: shown,
+                    why: format!("attached: {summary}"),
+                });
+                continue;
+            }
+            Ok(None) => {}
+            Err(err) => {
+                out.push(Attached::Named {
+                    path: shown,
+                    why: format!("not attached: {}", error_text(&err)),
+                });
+                continue;
+            }
         }
         match host::peek_file(&path) {
             Ok(Some(text)) => {

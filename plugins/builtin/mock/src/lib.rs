@@ -12,6 +12,7 @@
 
 use std::cell::RefCell;
 
+use smith_plugin_sdk::media::exports::smith::plugin::media;
 use smith_plugin_sdk::provider::exports::smith::plugin::provider as wit;
 
 use smith_contract::scripted::{ScriptedProvider, parse_script};
@@ -86,7 +87,8 @@ fn model_to_wit(model: ModelInfo) -> wit::ModelInfo {
         context_window: model.context_window,
         max_output_tokens: model.max_output_tokens,
         text_input: None,
-        image_input: None,
+        // The scripted provider answers whatever the request carries.
+        image_input: Some(true),
         tools: None,
         thinking: None,
         pricing: model.pricing.map(|price| wit::Pricing {
@@ -131,7 +133,7 @@ fn request_from_wit(request: wit::Request) -> Request {
         .messages
         .into_iter()
         .map(|message| match message {
-            wit::Message::User(text) => Message::User { text },
+            wit::Message::User(text) => Message::user(text),
             wit::Message::Assistant(assistant) => Message::Assistant {
                 content: assistant
                     .content
@@ -156,6 +158,7 @@ fn request_from_wit(request: wit::Request) -> Request {
                 name: result.name,
                 content: result.content,
                 is_error: result.is_error,
+                media: Vec::new(),
             },
         })
         .collect();
@@ -210,7 +213,21 @@ impl wit::Guest for Mock {
     }
 
     fn encode(request: wit::Request) -> Result<wit::Exchange, wit::ProviderError> {
-        let request = request_from_wit(request);
+        let mut request = request_from_wit(request);
+        // The attached media join their messages, as a vendor adapter's
+        // would; the script's answers do not depend on them.
+        for entry in MEDIA.with(|pending| std::mem::take(&mut *pending.borrow_mut())) {
+            if let Some(Message::User { media, .. } | Message::ToolResult { media, .. }) =
+                request.messages.get_mut(entry.message as usize)
+            {
+                media.extend(entry.parts.into_iter().filter_map(|part| {
+                    let media_type = smith_contract::MediaType::from_mime(&part.media_type)?;
+                    let mut media = smith_contract::Media::new(media_type, part.data);
+                    media.name = part.name;
+                    Some(media)
+                }));
+            }
+        }
         let exchange = STATE
             .with(|state| state.borrow_mut().encode(&request))
             .map_err(error_to_wit)?;
@@ -264,4 +281,24 @@ impl wit::Guest for Mock {
     }
 }
 
+thread_local! {
+    /// The media `attach` handed over for the next `encode`.
+    static MEDIA: std::cell::RefCell<Vec<media::MessageMedia>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl media::Guest for Mock {
+    fn accepts(_model: String) -> Vec<String> {
+        smith_contract::MediaType::ALL
+            .into_iter()
+            .map(|t| t.mime().to_owned())
+            .collect()
+    }
+
+    fn attach(media: Vec<media::MessageMedia>) {
+        MEDIA.with(|pending| *pending.borrow_mut() = media);
+    }
+}
+
 smith_plugin_sdk::provider::export_provider!(Mock);
+smith_plugin_sdk::media::export_media!(Mock);
