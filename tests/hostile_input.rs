@@ -19,12 +19,11 @@ mod common;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run;
+use common::{default_signals, run};
 use serde_json::Value;
 
 /// `smith ARGS` in `home` (its home and working folder, no color), killed
@@ -412,20 +411,6 @@ fn a_fifo_under_dot_smith_is_named_never_waited_on() {
 /// command's process group is ended (its work never finishes), the call
 /// ends as aborted, the run is recorded as aborted, and the exit code is
 /// 128 plus the signal's number.
-/// Starts `command` with the ending signals at their default dispositions,
-/// whatever the test runner inherited: a job started under `nohup` or in
-/// the background ignores SIGHUP or SIGINT, which smith rightly keeps.
-fn default_signals(command: &mut Command) {
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
-}
 
 #[test]
 fn every_ending_signal_aborts_eval_like_ctrl_c() {

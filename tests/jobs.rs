@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Client, dump, recorded_requests, run};
+use common::{Client, default_signals, dump, recorded_requests, run};
 use serde_json::{Value, json};
 
 fn script(dir: &Path, name: &str, turns: &Value) -> String {
@@ -410,7 +410,9 @@ impl Lifetime {
     }
 
     fn spawn(&self) -> Smith {
-        let child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_smith"));
+        default_signals(&mut command);
+        let child = command
             .env("SMITH_HOME", self.home.path())
             .env_remove("XDG_DATA_HOME")
             .env_remove("XDG_CACHE_HOME")

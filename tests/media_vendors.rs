@@ -350,3 +350,55 @@ fn a_mentioned_image_for_a_model_without_image_input_is_refused_before_anything_
         "{all}"
     );
 }
+
+#[test]
+fn a_pdf_mentioned_in_the_first_prompt_goes_to_anthropic_as_a_document_block() {
+    // No request has been made yet when the mention is checked: the vendor
+    // plugin is asked what it sends before its first request.
+    let (home, proj) = setup();
+    let text = fixture("anthropic/basic_response.txt");
+    let server = Server::start(Box::new(move |_, _| Reply::Stream(text.clone())));
+    let out = eval(
+        home.path(),
+        &proj,
+        &["summarize @spec.pdf"],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-test-media"),
+            ("ANTHROPIC_BASE_URL", &server.url("")),
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "{}", describe(&out));
+    let messages = seen[0].body["messages"].as_array().unwrap();
+    let content = messages.last().unwrap()["content"].as_array().unwrap();
+    let document = content
+        .iter()
+        .find(|block| block["type"] == "document")
+        .unwrap_or_else(|| panic!("no document block in {content:?}"));
+    assert_eq!(document["source"]["type"], "base64");
+    assert_eq!(document["source"]["media_type"], "application/pdf");
+    // The encoder below agrees with `base64` on the PNG fixture.
+    assert_eq!(standard_base64(PNG), PNG_B64);
+    assert_eq!(document["source"]["data"], standard_base64(PDF));
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as Anthropic takes it.
+fn standard_base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

@@ -185,3 +185,18 @@ impl Client {
         )
     }
 }
+
+/// Starts `command` with the ending signals at their default dispositions,
+/// whatever the test runner inherited: a job started under `nohup` or in
+/// the background ignores SIGHUP or SIGINT, which smith rightly keeps.
+pub fn default_signals(command: &mut Command) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, || {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+}

@@ -869,11 +869,23 @@ impl Provider for LiveProvider {
         };
         let effective = smith_catalog::gate::effective(&t.model, t.family.as_ref());
         let reference = t.target.reference();
-        // The vendor plugin says what it sends once it is instantiated (by
-        // the first request); before that, images only.
+        // The vendor plugin says what it sends: the instance of the last
+        // request, or (before the first request, e.g. a PDF mentioned in
+        // the first prompt) an instance made to ask and dropped; when none
+        // can be made, images only.
         let types = match &mut t.plugin {
             Some((_, plugin)) => plugin.media_types(&t.target.model),
-            None => Some(Vec::new()),
+            None => smith_plugins::builtin::vendor_component(
+                t.vendor.plugin(),
+                self.plugin_cache.as_deref(),
+                self.plugin_limits,
+            )
+            .ok()
+            .and_then(|component| component.instantiate_checked(&[]).ok())
+            .map_or_else(
+                || Some(Vec::new()),
+                |mut plugin| plugin.media_types(&t.target.model),
+            ),
         };
         MediaSupport {
             source: format!("the catalog entry of `{reference}`"),

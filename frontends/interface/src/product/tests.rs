@@ -186,10 +186,10 @@ fn loader_child(case: &str) {
             // smith/product's commands, smith/plan's `/plan` and `/normal`,
             // smith/permissions' `/approval`, smith/skills' `/skills`,
             // smith/mcp's `/mcp`, smith/todo's `/todo`, smith/hooks'
-            // `/hooks`, then the user plugin's.
-            assert_eq!(commands.len(), fixture.commands.len() + 8);
+            // `/hooks`, smith/agents' `/agents`, then the user plugin's.
+            assert_eq!(commands.len(), fixture.commands.len() + 9);
             for built_in in [
-                "plan", "normal", "approval", "skills", "mcp", "todo", "hooks",
+                "plan", "normal", "approval", "skills", "mcp", "todo", "hooks", "agents",
             ] {
                 assert!(commands.contains(&built_in), "{commands:?}");
             }
@@ -203,8 +203,8 @@ fn loader_child(case: &str) {
             // the `skill` tool's presentation (smith/skills'), `/mcp`
             // (smith/mcp's), `/todo` and the `todo_write` tool's
             // presentation (smith/todo's), `/plan`, `/normal` and the
-            // `exit_plan_mode` tool's presentation (smith/plan's) and
-            // `/hooks` (smith/hooks').
+            // `exit_plan_mode` tool's presentation (smith/plan's),
+            // `/hooks` (smith/hooks') and `/agents` (smith/agents').
             assert!(warnings.is_empty(), "{warnings:?}");
             let mut p = p;
             for (name, from) in [
@@ -215,6 +215,7 @@ fn loader_child(case: &str) {
                 ("plan", "smith/plan"),
                 ("normal", "smith/plan"),
                 ("hooks", "smith/hooks"),
+                ("agents", "smith/agents"),
             ] {
                 let at = p.commands.iter().position(|c| c.name == name);
                 p.commands
@@ -237,7 +238,8 @@ fn loader_child(case: &str) {
             assert_eq!(
                 commands,
                 [
-                    "plan", "normal", "approval", "skills", "mcp", "todo", "hooks", "hello"
+                    "plan", "normal", "approval", "skills", "agents", "mcp", "todo", "hooks",
+                    "hello"
                 ]
             );
             assert_eq!(p.layout, LayoutSpec::RECOVERY);
