@@ -7,13 +7,6 @@
 //! instance loaded as a run loads it), so the command and the interface
 //! never disagree about discovery.
 
-use std::io::Write as _;
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-
-use smith_engine::journal::{EffectJournal, MemoryJournal};
-use smith_plugins::extension::{Action, IntentKind};
-
 use smith_host::agents::PLUGIN;
 
 /// Manage custom agents (NAME.md files).
@@ -41,33 +34,5 @@ enum Sub {
 /// written.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let Sub::List { json } = args.command;
-    // The instance belongs to no session: its host effects stay in memory.
-    let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
-    let ids = Arc::new(AtomicU64::new(1));
-    let (mut plugins, warnings) = smith_host::extensions::load_into(&journal, &ids, None);
-    for warning in &warnings {
-        smith_host::extensions::warn(warning);
-    }
-    let Some(plugin) = plugins.iter_mut().find(|p| p.name() == PLUGIN) else {
-        anyhow::bail!(
-            "no agents are listed: the built-in plugin {PLUGIN} is not loaded (it is disabled, or failed to load as a warning above says); `smith plugin enable {PLUGIN}` turns it back on"
-        );
-    };
-    let actions = plugin
-        .run_command("agents", if json { "--json" } else { "" })
-        .map_err(|err| anyhow::anyhow!("{PLUGIN} could not list the agents: {err}"))?;
-    let mut out = std::io::stdout().lock();
-    for action in actions {
-        if let Action::Ui(intent) = action
-            && let IntentKind::Notify(text) = intent.kind
-        {
-            if json {
-                let value: serde_json::Value = serde_json::from_str(&text)?;
-                writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
-            } else {
-                writeln!(out, "{text}")?;
-            }
-        }
-    }
-    Ok(0)
+    super::skills::list_through(PLUGIN, "agents", json)
 }

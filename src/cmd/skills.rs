@@ -41,6 +41,18 @@ enum Sub {
 /// written.
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let Sub::List { json } = args.command;
+    list_through(PLUGIN, "skills", json)
+}
+
+/// Prints the listing a built-in plugin's `/NOUN` command gives (`--json`
+/// with `json`), run on an instance that belongs to no session: what
+/// `smith skills list` and `smith agents list` print.
+///
+/// # Errors
+///
+/// When `plugin` is disabled or fails, or standard output cannot be
+/// written.
+pub(crate) fn list_through(plugin: &str, noun: &str, json: bool) -> anyhow::Result<u8> {
     // The instance belongs to no session: its host effects stay in memory.
     let journal: Arc<dyn EffectJournal> = Arc::new(MemoryJournal::new());
     let ids = Arc::new(AtomicU64::new(1));
@@ -48,14 +60,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for warning in &warnings {
         smith_host::extensions::warn(warning);
     }
-    let Some(plugin) = plugins.iter_mut().find(|p| p.name() == PLUGIN) else {
+    let Some(loaded) = plugins.iter_mut().find(|p| p.name() == plugin) else {
         anyhow::bail!(
-            "no skills are listed: the built-in plugin {PLUGIN} is not loaded (it is disabled, or failed to load as a warning above says); `smith plugin enable {PLUGIN}` turns it back on"
+            "no {noun} are listed: the built-in plugin {plugin} is not loaded (it is disabled, or failed to load as a warning above says); `smith plugin enable {plugin}` turns it back on"
         );
     };
-    let actions = plugin
-        .run_command("skills", if json { "--json" } else { "" })
-        .map_err(|err| anyhow::anyhow!("{PLUGIN} could not list the skills: {err}"))?;
+    let actions = loaded
+        .run_command(noun, if json { "--json" } else { "" })
+        .map_err(|err| anyhow::anyhow!("{plugin} could not list the {noun}: {err}"))?;
     let mut out = std::io::stdout().lock();
     for action in actions {
         if let Action::Ui(intent) = action
