@@ -253,12 +253,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 /// after the terminal is entered, so these replace its restore-and-raise
 /// handlers (SIGABRT keeps that one).
 fn watch_signals(tx: std::sync::mpsc::SyncSender<AgentMsg>) {
+    let (installed, on_installed) = std::sync::mpsc::sync_channel::<()>(1);
     let watcher = std::thread::Builder::new()
         .name("smith-tui-signals".to_owned())
         .spawn(move || {
-            // Installed here: without this thread the terminal's handlers
-            // stay (restore, then end by the signal).
-            signals::install();
+            // Waits for the installation below; a signal that arrived
+            // since is waiting in the pipe.
+            if on_installed.recv().is_err() {
+                return;
+            }
             if let Some(signal) = signals::wait() {
                 // The loop may have ended already; nothing is left to tell.
                 let _ = tx.send(Msg::Signal(signal));
@@ -267,14 +270,24 @@ fn watch_signals(tx: std::sync::mpsc::SyncSender<AgentMsg>) {
                 signals::end_by_default(signal);
             }
         });
-    if let Err(err) = watcher {
-        smith_diag::log::note(
+    match watcher {
+        // Installed once the thread that waits exists (without it the
+        // terminal's handlers stay: restore, then end by the signal), and
+        // before this returns: the interface draws its first frame next,
+        // and a signal sent on seeing it must find these handlers, not the
+        // terminal's (which would end the process without ending the
+        // runtime or printing how to continue).
+        Ok(_) => {
+            signals::install();
+            let _ = installed.send(());
+        }
+        Err(err) => smith_diag::log::note(
             smith_diag::log::Level::Warn,
             "tui.signals",
             &format!(
                 "no thread could watch for signals ({err}); a signal ends the interface at once"
             ),
-        );
+        ),
     }
 }
 
