@@ -72,8 +72,9 @@
 //! The workspace builds every function 64-byte aligned on x86_64
 //! (`.cargo/config.toml`), so the walker's timing does not move with
 //! unrelated code linked before it; the walker itself carries no padding or
-//! other placement of its own (docs/benchmarks.md, "Function alignment" and
-//! "The walk by pairs").
+//! other placement of its own (docs/benchmarks.md, "Function alignment",
+//! "The walk by pairs" and "The codec gates on the AMD EPYC (Zen 5): where
+//! the time goes").
 
 use crate::decode::{Limits, MAX_DEPTH, key_order};
 use crate::float::{CANONICAL_NAN_F16, Shortest, f16_to_f64, shortest};
