@@ -174,14 +174,14 @@ impl<'b> Encoder<'b> {
     }
 
     /// An unsigned integer (major type 0).
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self, v: u64) -> &mut Self {
         self.head(MAJOR_UNSIGNED, v);
         self
     }
 
     /// A signed integer: major type 0 when `v >= 0`, else major type 1.
-    #[inline]
+    #[inline(always)]
     pub fn i64(&mut self, v: i64) -> &mut Self {
         if v >= 0 {
             self.head(MAJOR_UNSIGNED, v as u64);
@@ -194,7 +194,7 @@ impl<'b> Encoder<'b> {
 
     /// A negative integer given by its major-type-1 argument `n`; the value is
     /// `-1 - n`, so this reaches down to `-2^64`.
-    #[inline]
+    #[inline(always)]
     pub fn negative(&mut self, n: u64) -> &mut Self {
         self.head(MAJOR_NEGATIVE, n);
         self
@@ -215,7 +215,7 @@ impl<'b> Encoder<'b> {
     }
 
     /// An array header of definite length `len`; the caller writes `len` items.
-    #[inline]
+    #[inline(always)]
     pub fn array(&mut self, len: u64) -> &mut Self {
         self.head(MAJOR_ARRAY, len);
         self
@@ -223,35 +223,35 @@ impl<'b> Encoder<'b> {
 
     /// A map header of `len` pairs; the caller writes the pairs with keys in
     /// canonical (bytewise encoded) order and without duplicates.
-    #[inline]
+    #[inline(always)]
     pub fn map(&mut self, len: u64) -> &mut Self {
         self.head(MAJOR_MAP, len);
         self
     }
 
     /// A tag (major type 6); the caller writes exactly one item after it.
-    #[inline]
+    #[inline(always)]
     pub fn tag(&mut self, tag: u64) -> &mut Self {
         self.head(MAJOR_TAG, tag);
         self
     }
 
     /// `true` (`f5`) or `false` (`f4`).
-    #[inline]
+    #[inline(always)]
     pub fn bool(&mut self, v: bool) -> &mut Self {
         self.put(&[if v { 0xf5 } else { 0xf4 }]);
         self
     }
 
     /// `null` (`f6`).
-    #[inline]
+    #[inline(always)]
     pub fn null(&mut self) -> &mut Self {
         self.put(&[0xf6]);
         self
     }
 
     /// `undefined` (`f7`).
-    #[inline]
+    #[inline(always)]
     pub fn undefined(&mut self) -> &mut Self {
         self.put(&[0xf7]);
         self
