@@ -349,6 +349,7 @@ fn leaf(input: &[u8], pos: usize) -> Option<usize> {
         24 => leaf_arg::<1>(input, pos, b)?,
         25 => leaf_arg::<2>(input, pos, b)?,
         26 => leaf_arg::<4>(input, pos, b)?,
+        // 27: widths 28 to 31 are never leaves (`act::OTHER` above).
         _ => leaf_arg::<8>(input, pos, b)?,
     };
     if kind == act::PLAIN {
