@@ -33,11 +33,14 @@
 //!   keys among the 19,903 items of the gate's corpus, almost all with leaf
 //!   values). Containers, tags, floats and anything not valid go through the
 //!   general head below, from the item the pair could not take.
-//! * **Leaf heads from a table.** One load from a 256-entry table by initial
-//!   byte tells whether an item is a leaf and how many argument bytes its
-//!   head has; the argument is shifted down from one big-endian load of the
-//!   eight bytes after the initial byte, with no decision per width and no
-//!   jump through a table by major type.
+//! * **Leaf kinds from a table, widths from predicted branches.** One load
+//!   from a 256-entry table by initial byte tells whether an item is a leaf
+//!   and which kind (no jump through a table by major type); the argument's
+//!   width is a branch per width whose arms shift the argument down from one
+//!   big-endian load of the eight bytes after the initial byte. The next
+//!   head's position therefore waits for the initial byte only, never for a
+//!   width loaded from the table by it (that second dependent load on every
+//!   head's path cost about 8 % of the gate's time on the AMD EPYC, Zen 5).
 //! * **One-byte integer keys by their byte.** The usual key, an unsigned
 //!   integer below 24, is one byte whose order word is the byte itself above
 //!   a length of 1: no load and no mask.
@@ -69,8 +72,9 @@
 //! The workspace builds every function 64-byte aligned on x86_64
 //! (`.cargo/config.toml`), so the walker's timing does not move with
 //! unrelated code linked before it; the walker itself carries no padding or
-//! other placement of its own (docs/benchmarks.md, "Function alignment" and
-//! "The walk by pairs").
+//! other placement of its own (docs/benchmarks.md, "Function alignment",
+//! "The walk by pairs" and "The codec gates on the AMD EPYC (Zen 5): where
+//! the time goes").
 
 use crate::decode::{Limits, MAX_DEPTH, key_order};
 use crate::float::{CANONICAL_NAN_F16, Shortest, f16_to_f64, shortest};
@@ -309,22 +313,14 @@ mod act {
     pub const OTHER: u8 = 3;
 }
 
-/// Per initial byte: the [`act`] in the high four bits and the number of
-/// argument bytes (0, 1, 2, 4 or 8) in the low four. One load answers both
-/// "is it a leaf" and "how wide is its head".
+/// Per initial byte: its [`act`]. One load tells a leaf from the rest and
+/// which kind of leaf it is.
 static HEAD: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
     while b < 256 {
         let info = b & 0x1f;
-        let width: u8 = match info {
-            24 => 1,
-            25 => 2,
-            26 => 4,
-            27 => 8,
-            _ => 0,
-        };
-        let kind = match b >> 5 {
+        t[b] = match b >> 5 {
             _ if info >= 28 => act::OTHER,
             0 | 1 => act::PLAIN,
             2 => act::BYTES,
@@ -332,7 +328,6 @@ static HEAD: [u8; 256] = {
             7 if info < 24 => act::PLAIN,
             _ => act::OTHER,
         };
-        t[b] = kind << 4 | width;
         b += 1;
     }
     t
@@ -345,24 +340,17 @@ static HEAD: [u8; 256] = {
 #[inline(always)]
 fn leaf(input: &[u8], pos: usize) -> Option<usize> {
     let b = *input.get(pos)?;
-    let head = HEAD[usize::from(b)];
-    let kind = head >> 4;
+    let kind = HEAD[usize::from(b)];
     if kind > act::LAST_LEAF {
         return None;
     }
-    let (arg, after) = if b & 0x1f < 24 {
-        (u64::from(b & 0x1f), pos + 1)
-    } else {
-        // The argument bytes shifted down from the word after the initial
-        // byte: a load and a shift by the table's width, not a decision
-        // per width.
-        let width = usize::from(head & 0x0f);
-        let after = pos + 1 + width;
-        let a = after_head(input, pos) >> (64 - 8 * width);
-        if after > input.len() || a < LEAST[usize::from(b)] {
-            return None;
-        }
-        (a, after)
+    let (arg, after) = match b & 0x1f {
+        info @ 0..24 => (u64::from(info), pos + 1),
+        24 => leaf_arg::<1>(input, pos, b)?,
+        25 => leaf_arg::<2>(input, pos, b)?,
+        26 => leaf_arg::<4>(input, pos, b)?,
+        // 27: widths 28 to 31 are never leaves (`act::OTHER` above).
+        _ => leaf_arg::<8>(input, pos, b)?,
     };
     if kind == act::PLAIN {
         return Some(after);
@@ -373,6 +361,19 @@ fn leaf(input: &[u8], pos: usize) -> Option<usize> {
         return None;
     }
     Some(after + arg as usize)
+}
+
+/// The argument of `W` bytes of the leaf head at `pos` with initial byte
+/// `b`, and the position after the head; `None` when truncated or not in
+/// its shortest form.
+#[inline(always)]
+fn leaf_arg<const W: usize>(input: &[u8], pos: usize, b: u8) -> Option<(u64, usize)> {
+    let after = pos + 1 + W;
+    let a = after_head(input, pos) >> (64 - 8 * W);
+    if after > input.len() || a < LEAST[usize::from(b)] {
+        return None;
+    }
+    Some((a, after))
 }
 
 /// The eight bytes after the initial byte at `pos`, big-endian, zero-padded

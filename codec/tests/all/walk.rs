@@ -483,3 +483,76 @@ fn walker_agrees_on_item_limits_around_the_input_length() {
         }
     }
 }
+
+/// The head of major type `major` with argument `arg` in the given width
+/// (0 for the initial byte, else 1, 2, 4 or 8 argument bytes), shortest or
+/// not; `None` when `arg` does not fit that width.
+fn head_in_width(major: u8, arg: u64, width: usize) -> Option<Vec<u8>> {
+    let info: u8 = match width {
+        0 if arg < 24 => arg as u8,
+        1 if arg <= 0xff => 24,
+        2 if arg <= 0xffff => 25,
+        4 if arg <= 0xffff_ffff => 26,
+        8 => 27,
+        _ => return None,
+    };
+    let mut h = vec![major << 5 | info];
+    h.extend_from_slice(&arg.to_be_bytes()[8 - width..]);
+    Some(h)
+}
+
+#[test]
+fn walker_agrees_on_leaf_heads_of_every_width_at_every_boundary() {
+    // Each argument at both sides of every width boundary, written in every
+    // width it fits (the shortest is canonical, the wider ones are not),
+    // as a map value after an integer key and after a text key (the pair
+    // path), as an array element and as a top-level item (the general
+    // head), for integers of both signs, byte strings and text (whose
+    // declared lengths past the input must be refused), complete and cut
+    // short inside the head.
+    let args = [
+        0u64,
+        1,
+        23,
+        24,
+        255,
+        256,
+        65_535,
+        65_536,
+        u64::from(u32::MAX),
+        u64::from(u32::MAX) + 1,
+        u64::MAX,
+    ];
+    for major in 0u8..=3 {
+        for &arg in &args {
+            for width in [0usize, 1, 2, 4, 8] {
+                let Some(head) = head_in_width(major, arg, width) else {
+                    continue;
+                };
+                let mut item = head.clone();
+                if major >= 2 && arg <= 300 {
+                    item.extend(std::iter::repeat_n(b'a', arg as usize));
+                }
+                let wraps: [(&[u8], &[u8]); 4] = [
+                    (&[0xa1, 0x00], &[]),
+                    (&[0xa2, 0x61, 0x6b], &[0x61, 0x6c, 0x00]),
+                    (&[0x82], &[0x00]),
+                    (&[], &[]),
+                ];
+                for (before, after) in wraps {
+                    let mut bytes = before.to_vec();
+                    bytes.extend_from_slice(&item);
+                    bytes.extend_from_slice(after);
+                    agree(&bytes);
+                    // Cut inside the head: the argument bytes run past the
+                    // end of the input.
+                    for cut in 1..head.len() {
+                        let mut short = before.to_vec();
+                        short.extend_from_slice(&head[..cut]);
+                        agree(&short);
+                    }
+                }
+            }
+        }
+    }
+}
