@@ -667,9 +667,18 @@ impl bindings::provider::smith::plugin::host::Host for State {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<host::HttpResponse, host::EffectError> {
+        // The wait is the server's time, not the plugin's: the deadline is
+        // paused while it lasts, and a cancellation of the call ends the
+        // exchange. An exchange begun after the cancellation (telling a
+        // server the call was cancelled) runs to its end under the
+        // engine's own limits.
+        let control = Arc::clone(&self.control);
+        let cancelled_before = control.cancelled();
+        let stop = move || !cancelled_before && control.cancelled();
+        let paused = Runtime::global().map(|runtime| runtime.pause_deadline(&self.control));
         let result = match &self.effects {
             Some(effects) => effects
-                .http_request(&method, &url, &headers, body)
+                .http_request_until(&method, &url, &headers, body, &stop)
                 .map(|r| host::HttpResponse {
                     status: r.status,
                     headers: r.headers,
@@ -677,6 +686,9 @@ impl bindings::provider::smith::plugin::host::Host for State {
                 }),
             None => Err(self.no_grants("net", format!("http-request {method} {url}"))),
         };
+        if let (Ok(runtime), Ok(remaining)) = (Runtime::global(), paused) {
+            runtime.resume_deadline(&self.control, remaining);
+        }
         self.record_for_guest(result)
     }
 
