@@ -1126,3 +1126,64 @@ fn an_http_server_where_nothing_listens_is_tried_twice_and_named_without_its_que
         );
     }
 }
+
+#[test]
+fn a_trusted_projects_mcp_json_reaches_its_http_server_and_an_untrusted_ones_is_not_contacted() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("proj");
+    std::fs::create_dir_all(project.join(".smith")).unwrap();
+    let port = free_port();
+    let state = home.path().join("remote-state");
+    let _server = fixture_http(&state, port, "sse");
+    const TOKEN: &str = "project-token-Vb61";
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"remote": {
+            "type": "http",
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {"Authorization": "Bearer ${PROJ_TOKEN}"},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let env = [("PROJ_TOKEN", TOKEN)];
+    let out = smith_in(home.path(), &project, &["mcp", "list"], &env);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("not trusted"), "{text}");
+    assert!(
+        received(&state).is_empty(),
+        "an untrusted project's server was contacted"
+    );
+    common::run(home.path(), &["trust", &project.display().to_string()], 0);
+    let out = smith_in(home.path(), &project, &["mcp", "list", "--json"], &env);
+    let listing: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let server = &listing["servers"][0];
+    assert_eq!(server["name"], "remote", "{listing}");
+    assert_eq!(server["state"], "ready", "{listing}");
+    assert!(server["origin"].as_str().unwrap().ends_with(".mcp.json"));
+    assert!(
+        server["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mcp__remote__add"),
+        "{listing}"
+    );
+    let got = received(&state);
+    assert!(!got.is_empty());
+    for request in &got {
+        assert_eq!(
+            request["headers"]["authorization"],
+            format!("Bearer {TOKEN}"),
+            "{request}"
+        );
+    }
+    assert!(!listing.to_string().contains(TOKEN));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(TOKEN));
+}

@@ -111,20 +111,16 @@ impl Endpoint {
     /// POSTs `message`; keeps the session id the server gives.
     pub(crate) fn post(&mut self, message: &Value) -> Result<Reply, HttpFailure> {
         let headers = self.request_headers(true);
-        let response = host::http_request(
-            "POST",
-            &self.url,
-            &headers,
-            message.to_string().as_bytes(),
-        )
-        .map_err(|err| {
-            let text = error_text(&err);
-            if host::cancelled() || text.contains("cancelled") {
-                HttpFailure::Cancelled
-            } else {
-                HttpFailure::Failed(text)
-            }
-        })?;
+        let response =
+            host::http_request("POST", &self.url, &headers, message.to_string().as_bytes())
+                .map_err(|err| {
+                    let text = error_text(&err);
+                    if host::cancelled() || text.contains("cancelled") {
+                        HttpFailure::Cancelled
+                    } else {
+                        HttpFailure::Failed(text)
+                    }
+                })?;
         if response.status == 404 && self.session.is_some() {
             return Err(HttpFailure::Expired);
         }
@@ -226,27 +222,4 @@ pub(crate) fn events(body: &str) -> Vec<String> {
         out.push(done);
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_join_data_lines_and_skip_comments_and_empty_events() {
-        let body = ": keep-alive\r\nid: 1\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\ndata:\n\ndata:{\"b\":2}\n\ndata: {\"c\":3}";
-        assert_eq!(events(body), vec!["{\"a\":\n1}", "{\"b\":2}", "{\"c\":3}"]);
-    }
-
-    #[test]
-    fn shown_urls_lose_credentials_and_queries() {
-        assert_eq!(
-            shown_url("https://user:pw@mcp.example.com:8443/mcp?key=s3cret#x"),
-            "https://mcp.example.com:8443/mcp?…"
-        );
-        assert_eq!(
-            shown_url("http://127.0.0.1:9/mcp"),
-            "http://127.0.0.1:9/mcp"
-        );
-    }
 }

@@ -479,9 +479,7 @@ impl Server {
                         .get("message")
                         .and_then(Value::as_str)
                         .unwrap_or("(no message)");
-                    return Some(Err(Failure::Rpc(format!(
-                        "{text} (JSON-RPC error {code})"
-                    ))));
+                    return Some(Err(Failure::Rpc(format!("{text} (JSON-RPC error {code})"))));
                 }
                 Some(Ok(message.get("result").cloned().unwrap_or(Value::Null)))
             }
@@ -850,7 +848,8 @@ impl Server {
         };
         let check = match &self.transport {
             Transport::Stdio { .. } => {
-                "Check that the command runs on its own, see smith's log for its standard error".to_owned()
+                "Check that the command runs on its own, see smith's log for its standard error"
+                    .to_owned()
             }
             Transport::Http { endpoint } => format!(
                 "Check that the server is running and reachable at {} and that its configured headers are right (their values are not shown)",
