@@ -1187,3 +1187,86 @@ fn a_trusted_projects_mcp_json_reaches_its_http_server_and_an_untrusted_ones_is_
     assert!(!listing.to_string().contains(TOKEN));
     assert!(!String::from_utf8_lossy(&out.stderr).contains(TOKEN));
 }
+
+#[test]
+fn an_aborted_http_call_sends_notifications_cancelled_and_the_session_is_ended() {
+    let home = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let state = home.path().join("fx-state");
+    let _server = fixture_http(&state, port, "sse");
+    std::fs::write(
+        home.path().join("config.kdl"),
+        format!(
+            "mcp {{\n    server \"fx\" {{\n        url \"http://127.0.0.1:{port}/mcp\"\n    }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let script = script(
+        home.path(),
+        r#"[
+  [{"tool_call": {"id": "w1", "name": "mcp__fx__slow", "arguments": {"label": "long", "ms": 30000}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_smith"));
+    command
+        .env("SMITH_HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("NO_COLOR", "1")
+        .current_dir(home.path())
+        .args(["eval", "--json", "--yes", "--mock-script", &script, "wait"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    common::default_signals(&mut command);
+    let child = command.spawn().unwrap();
+    // Wait until the call is with the server.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !received(&state).iter().any(|r| r["rpc"] == "tools/call") {
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let interrupted = Instant::now();
+    // SAFETY: sending SIGINT to the child this test started.
+    unsafe {
+        libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(15),
+        "smith took {:?} to stop",
+        interrupted.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ends = tool_ends(&stdout);
+    assert_eq!(ends.len(), 1, "{stdout}");
+    assert_eq!(ends[0]["status"], "error");
+    assert!(
+        ends[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("was cancelled (the server was sent notifications/cancelled)"),
+        "{}",
+        ends[0]
+    );
+    let got = received(&state);
+    let call = got.iter().find(|r| r["rpc"] == "tools/call").unwrap();
+    let cancelled = got
+        .iter()
+        .find(|r| r["rpc"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no notifications/cancelled: {got:?}"));
+    assert_eq!(
+        cancelled["headers"]["mcp-session-id"],
+        call["headers"]["mcp-session-id"]
+    );
+    assert!(
+        got.iter().any(|r| r["method"] == "DELETE"
+            && r["headers"]["mcp-session-id"] == call["headers"]["mcp-session-id"]),
+        "{got:?}"
+    );
+}
