@@ -1101,6 +1101,23 @@ fn an_http_server_where_nothing_listens_is_tried_twice_and_named_without_its_que
             && text.contains("plain http to a host that is not this machine"),
         "{text}"
     );
+    // `smith doctor` reports it with what to check.
+    let doctor = smith_in(home.path(), home.path(), &["doctor", "--json"], &[]);
+    let doc: Value = serde_json::from_slice(&doctor.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&doctor.stdout)));
+    let finding = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "plugins.mcp-server" && f["details"]["server"] == "nowhere")
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(finding["severity"], "warning", "{finding}");
+    let said = finding.to_string();
+    assert!(
+        said.contains("`initialize` failed") && said.contains("reachable at its URL"),
+        "{said}"
+    );
+    assert!(!doc.to_string().contains("query-secret-55Zr"));
     // A run tries it twice as well (the log says so), names it in a
     // notice, and goes on without it.
     let started = Instant::now();
