@@ -71,6 +71,17 @@ impl Effects {
     }
 }
 
+impl Effects {
+    /// Whether `url` is the endpoint of a configured MCP HTTP server this
+    /// plugin may reach under `mcp-net` (and no `net` grant covers it).
+    pub fn reaches_mcp_endpoint(&self, url: &str) -> bool {
+        smith_net::Url::parse(url).is_ok_and(|parsed| {
+            !self.grants.net.iter().any(|h| h == parsed.host())
+                && matches!(self.mcp_endpoint(&parsed), Ok(Some(_)))
+        })
+    }
+}
+
 /// Whether `host` (lower-cased, IPv6 without brackets) is this machine.
 pub(super) fn loopback(host: &str) -> bool {
     host == "localhost"
