@@ -680,19 +680,22 @@ impl bindings::provider::smith::plugin::host::Host for State {
             .is_some_and(|effects| effects.reaches_mcp_endpoint(&url));
         let control = Arc::clone(&self.control);
         let cancelled_before = control.cancelled();
-        let stop = move || mcp && !cancelled_before && control.cancelled();
+        let stop = move || !cancelled_before && control.cancelled();
         let paused = Runtime::global()
             .ok()
             .filter(|_| mcp)
             .map(|runtime| runtime.pause_deadline(&self.control));
         let result = match &self.effects {
-            Some(effects) => effects
-                .http_request_until(&method, &url, &headers, body, &stop)
-                .map(|r| host::HttpResponse {
-                    status: r.status,
-                    headers: r.headers,
-                    body: r.body,
-                }),
+            Some(effects) => if mcp {
+                effects.http_request_until(&method, &url, &headers, body, &stop)
+            } else {
+                effects.http_request(&method, &url, &headers, body)
+            }
+            .map(|r| host::HttpResponse {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            }),
             None => Err(self.no_grants("net", format!("http-request {method} {url}"))),
         };
         if let (Ok(runtime), Some(remaining)) = (Runtime::global(), paused) {

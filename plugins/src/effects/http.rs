@@ -36,7 +36,7 @@ impl Effects {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<HttpResponse, EffectError> {
-        self.http_request_until(method, url, headers, body, &|| false)
+        self.exchange_with(method, url, headers, body, None)
     }
 
     /// [`Effects::http_request`] that gives up when `stop` turns true (the
@@ -54,6 +54,17 @@ impl Effects {
         headers: &[(String, String)],
         body: Vec<u8>,
         stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<HttpResponse, EffectError> {
+        self.exchange_with(method, url, headers, body, Some(stop))
+    }
+
+    fn exchange_with(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        stop: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<HttpResponse, EffectError> {
         let method = match method.to_ascii_uppercase().as_str() {
             "GET" => smith_net::Method::Get,
@@ -253,28 +264,33 @@ impl Effects {
     }
 }
 
-/// One exchange through `client`, the body read to its end, cancelled
-/// once `stop` turns true (checked every 20 ms by a watcher that ends with
-/// the exchange).
+/// One exchange through `client`, the body read to its end; with `stop`,
+/// cancelled once it turns true (checked every 20 ms by a watcher that
+/// wakes and ends as soon as the exchange does).
 fn send_until(
     client: &smith_net::Client,
     request: smith_net::Request,
-    stop: &(dyn Fn() -> bool + Sync),
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
 ) -> Result<HttpResponse, String> {
     let cancel = smith_net::CancelToken::new();
-    let done = std::sync::atomic::AtomicBool::new(false);
+    let Some(stop) = stop else {
+        return exchange(client, request, &cancel);
+    };
+    let (done, ended) = std::sync::mpsc::channel::<()>();
+    let watched = cancel.clone();
     std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        scope.spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                ended.recv_timeout(std::time::Duration::from_millis(20))
+            {
                 if stop() {
-                    cancel.cancel();
+                    watched.cancel();
                     return;
                 }
-                std::thread::sleep(std::time::Duration::from_millis(20));
             }
         });
         let result = exchange(client, request, &cancel);
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(done);
         result.map_err(|message| {
             if cancel.is_cancelled() {
                 format!("the exchange was cancelled (the call was aborted): {message}")
