@@ -16,6 +16,16 @@
 //! is named and not started, a trusted one's is; `smith mcp list` shows
 //! servers, states and tools; no server process is left once smith exits,
 //! also after SIGTERM.
+//!
+//! Over Streamable HTTP (the reference server's `streamableHttp` mode and
+//! the fixture's `http` mode, which records every request it receives):
+//! listing and calls through the gate with their POSTs journaled as the
+//! call's children; JSON and event-stream answers; the session id and
+//! `MCP-Protocol-Version` on every message after `initialize`; a forgotten
+//! session (404) initialized again once; configured headers received by the
+//! server and never shown by smith; `notifications/cancelled` for an
+//! aborted call; the DELETE at exit; a trusted project's `.mcp.json`
+//! server; and a URL where nothing listens, reported without its query.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
