@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU64;
 
 use smith_config::mcp::McpServer;
 use smith_engine::approval::{Approval, ApprovalCell};
-use smith_engine::journal::MemoryJournal;
+use smith_engine::journal::{MemoryJournal, Record};
 use smith_plugins::effects::{EffectError, Effects, Grants, PermissionAccess};
 
 fn server(url: &str, headers: &[(&str, &str)]) -> McpServer {
@@ -50,6 +50,20 @@ fn mcp_effects(servers: Vec<McpServer>, journal: &Arc<MemoryJournal>) -> Effects
             .build()
             .unwrap(),
     ))
+}
+
+/// The journal's intents and completions as text (CBOR strings show).
+fn journal_text(journal: &MemoryJournal) -> String {
+    journal
+        .records()
+        .iter()
+        .map(|r| match r {
+            Record::Intent(i) => String::from_utf8_lossy(&i.input).into_owned(),
+            Record::Completion(c) => String::from_utf8_lossy(&c.output).into_owned(),
+            Record::Event(e) => format!("{e:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A listener that answers one exchange with 202; the request head.
@@ -101,7 +115,8 @@ fn the_configured_endpoint_is_reached_with_its_headers_variables_put_in() {
         head.contains("x-other: ${smith_test_mcp_net_unset:-mcp-net-key-value-91}\r\n"),
         "{head}"
     );
-    let records = format!("{:?}", journal.records());
+    let records = journal_text(&journal);
+    assert!(records.contains("X-Key"), "{records}");
     assert!(!records.contains("mcp-net-key-value-91"), "{records}");
     assert!(smith_diag::secrets::contains_secret("mcp-net-key-value-91"));
 }
@@ -172,4 +187,46 @@ fn plain_http_to_another_machine_is_refused_even_when_configured() {
         "{err}"
     );
     assert!(journal.records().is_empty());
+}
+
+#[test]
+fn a_secret_named_in_a_configured_header_is_put_in_without_a_secrets_grant() {
+    let (port, served) = accepting();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let written = "Bearer {secret:remote.token}";
+    let journal = Arc::new(MemoryJournal::new());
+    let fx = mcp_effects(vec![server(&url, &[("Authorization", written)])], &journal).with_secrets(
+        Arc::new(|handle: &str| {
+            Ok((handle == "remote.token").then(|| "mcp-net-secret-value-44".to_owned()))
+        }),
+    );
+    fx.http_request(
+        "POST",
+        &url,
+        &[("Authorization".to_owned(), written.to_owned())],
+        b"{}".to_vec(),
+    )
+    .unwrap();
+    let head = served.join().unwrap().to_ascii_lowercase();
+    assert!(
+        head.contains("authorization: bearer mcp-net-secret-value-44\r\n"),
+        "{head}"
+    );
+    let records = journal_text(&journal);
+    assert!(!records.contains("mcp-net-secret-value-44"), "{records}");
+    assert!(records.contains("remote.token"), "the handle is journaled");
+    // The same secret in a header the configuration does not give is
+    // denied: the grant covers the configured headers only.
+    let err = fx
+        .http_request(
+            "POST",
+            &url,
+            &[("X-Other".to_owned(), written.to_owned())],
+            Vec::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, EffectError::Denied(d) if d.capability == "secrets"),
+        "{err}"
+    );
 }
