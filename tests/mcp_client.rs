@@ -16,6 +16,16 @@
 //! is named and not started, a trusted one's is; `smith mcp list` shows
 //! servers, states and tools; no server process is left once smith exits,
 //! also after SIGTERM.
+//!
+//! Over Streamable HTTP (the reference server's `streamableHttp` mode and
+//! the fixture's `http` mode, which records every request it receives):
+//! listing and calls through the gate with their POSTs journaled as the
+//! call's children; JSON and event-stream answers; the session id and
+//! `MCP-Protocol-Version` on every message after `initialize`; a forgotten
+//! session (404) initialized again once; configured headers received by the
+//! server and never shown by smith; `notifications/cancelled` for an
+//! aborted call; the DELETE at exit; a trusted project's `.mcp.json`
+//! server; and a URL where nothing listens, reported without its query.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -680,4 +690,610 @@ fn smith_doctor_reports_whether_each_server_answers() {
     );
     assert!(!text.contains(SECRET));
     assert_gone(&starts(&state));
+}
+
+// Streamable HTTP.
+
+/// A port nothing listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server process the test started; killed when dropped.
+struct Served {
+    child: std::process::Child,
+    what: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `command` and waits until it accepts connections on `port`.
+fn serve(mut command: Command, port: u16, what: &str) -> Served {
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut served = Served {
+        child: command.spawn().unwrap_or_else(|e| panic!("{what}: {e}")),
+        what: what.to_owned(),
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return served;
+        }
+        if let Ok(Some(status)) = served.child.try_wait() {
+            panic!(
+                "{} ended before it listened on port {port}: {status}",
+                served.what
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} did not listen on port {port} within 60 s",
+            served.what
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The reference server in its Streamable HTTP mode on `port` (endpoint
+/// /mcp).
+fn everything_http(port: u16) -> Served {
+    let mut command = Command::new("node");
+    command
+        .arg(everything())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    serve(command, port, "server-everything (streamableHttp)")
+}
+
+/// The Python SDK fixture over Streamable HTTP on `port`, answering with
+/// JSON bodies (`json`) or event streams (`sse`), recording what it
+/// receives into `state`.
+fn fixture_http(state: &Path, port: u16, answers: &str) -> Served {
+    require_python_sdk();
+    let mut command = Command::new("python3");
+    command
+        .arg(fixture())
+        .arg(state)
+        .args(["http", &port.to_string(), answers]);
+    serve(
+        command,
+        port,
+        &format!("the Python fixture over HTTP ({answers})"),
+    )
+}
+
+/// The HTTP requests a fixture received.
+fn received(state: &Path) -> Vec<Value> {
+    std::fs::read_to_string(state.join("requests.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_reference_server_everything_over_streamable_http_lists_echoes_and_reports_progress() {
+    let port = free_port();
+    let _server = everything_http(port);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.kdl"),
+        format!(
+            "mcp {{\n    server \"everything\" {{\n        url \"http://127.0.0.1:{port}/mcp\"\n    }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = smith_in(home.path(), home.path(), &["mcp", "list", "--json"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server = &listing["servers"][0];
+    assert_eq!(server["state"], "ready", "{listing}");
+    assert_eq!(server["transport"], "http", "{listing}");
+    assert_eq!(
+        server["target"]["url"],
+        format!("http://127.0.0.1:{port}/mcp")
+    );
+    assert_eq!(
+        server["server_info"], "mcp-servers/everything 2.0.0",
+        "{listing}"
+    );
+    assert!(server["protocol"].as_str().unwrap().starts_with("2025-"));
+    let tools: Vec<&str> = server["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tool in [
+        "mcp__everything__echo",
+        "mcp__everything__get-sum",
+        "mcp__everything__trigger-long-running-operation",
+    ] {
+        assert!(tools.contains(&tool), "no {tool} in {tools:?}");
+    }
+    let (out, err, log) = eval(
+        home.path(),
+        r#"[
+  [{"tool_call": {"id": "e1", "name": "mcp__everything__echo", "arguments": {"message": "ping over http"}}},
+   {"tool_call": {"id": "e2", "name": "mcp__everything__get-sum", "arguments": {"a": 2, "b": 40}}},
+   {"tool_call": {"id": "e3", "name": "mcp__everything__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 3}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let ends = tool_ends(&out);
+    assert_eq!(ends.len(), 3, "{out}\n{err}");
+    for end in &ends {
+        assert_eq!(end["status"], "ok", "{end}\n{err}");
+    }
+    let text = |i: usize| ends[i]["content"].as_str().unwrap().to_owned();
+    assert!(
+        text(0).starts_with("<untrusted source=\"mcp:everything/echo\">")
+            && text(0).contains("Echo: ping over http"),
+        "{}",
+        text(0)
+    );
+    assert!(
+        text(1).contains("The sum of 2 and 40 is 42."),
+        "{}",
+        text(1)
+    );
+    assert!(
+        text(2).contains("Long running operation completed"),
+        "{}",
+        text(2)
+    );
+    // The progress notifications of the event stream reached the log.
+    assert!(log.contains("MCP server everything progress 3/3"), "{log}");
+    let requests = std::fs::read_to_string(home.path().join("requests.jsonl")).unwrap();
+    let second = requests.lines().nth(1).unwrap();
+    assert!(second.contains("Echo: ping over http"), "{second}");
+    assert!(second.contains("The sum of 2 and 40 is 42."), "{second}");
+    // Journaled: each call's POSTs are children of its effect, with the
+    // session's header named, never its value.
+    let entries = common::dump(home.path(), "mcp");
+    let intents: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "effect_intent")
+        .map(|e| &e["content"])
+        .collect();
+    let call = intents
+        .iter()
+        .find(|i| i["parent"] == "e2")
+        .unwrap_or_else(|| panic!("no effect of the get-sum call: {intents:?}"));
+    assert_eq!(call["tool"], "mcp__everything__get-sum");
+    let post = intents
+        .iter()
+        .find(|i| i["parent"] == call["effect_id"] && i["tool"] == "plugin.http-request")
+        .unwrap_or_else(|| panic!("no http-request under the call: {intents:?}"));
+    assert_eq!(post["input"]["method"], "POST");
+    assert_eq!(post["input"]["url"], format!("http://127.0.0.1:{port}/mcp"));
+    let names = post["input"]["headers"].to_string();
+    assert!(
+        names.contains("Mcp-Session-Id") && names.contains("MCP-Protocol-Version"),
+        "{names}"
+    );
+}
+
+#[test]
+fn a_python_sdk_server_over_streamable_http_answers_in_json_and_event_streams_and_keeps_its_session()
+ {
+    let home = tempfile::tempdir().unwrap();
+    let (json_port, sse_port) = (free_port(), free_port());
+    let (json_state, sse_state) = (home.path().join("json"), home.path().join("sse"));
+    let _json = fixture_http(&json_state, json_port, "json");
+    let _sse = fixture_http(&sse_state, sse_port, "sse");
+    const BEARER: &str = "Bearer http-fixture-secret-7Qk2";
+    const KEY: &str = "env-expanded-key-Xw93";
+    std::fs::write(
+        home.path().join("config.kdl"),
+        format!(
+            "mcp {{\n    server \"js\" {{\n        url \"http://127.0.0.1:{json_port}/mcp\"\n        header \"Authorization\" \"{BEARER}\"\n    }}\n    server \"ev\" {{\n        url \"http://127.0.0.1:{sse_port}/mcp\"\n        header \"X-Api-Key\" \"${{FIXTURE_KEY}}\"\n    }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let script = script(
+        home.path(),
+        r#"[
+  [{"tool_call": {"id": "j1", "name": "mcp__js__add", "arguments": {"a": 20, "b": 22}}},
+   {"tool_call": {"id": "v1", "name": "mcp__ev__slow", "arguments": {"label": "streamed", "ms": 200}}},
+   {"tool_call": {"id": "j2", "name": "mcp__js__expire_session", "arguments": {}}},
+   {"tool_call": {"id": "j3", "name": "mcp__js__write_note", "arguments": {"name": "note.txt", "text": "over http"}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let log = home.path().join("smith.log");
+    let record = home.path().join("requests.jsonl");
+    let out = smith_in(
+        home.path(),
+        home.path(),
+        &[
+            "eval",
+            "--json",
+            "--yes",
+            "--name",
+            "mcp",
+            "--mock-script",
+            &script,
+            "--mock-record",
+            &record.display().to_string(),
+            "use the servers",
+        ],
+        &[
+            ("SMITH_LOG_FILE", &log.display().to_string()),
+            ("SMITH_LOG_LEVEL", "debug"),
+            ("FIXTURE_KEY", KEY),
+        ],
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let ends = tool_ends(&stdout);
+    assert_eq!(ends.len(), 4, "{stdout}\n{stderr}");
+    for end in &ends {
+        assert_eq!(end["status"], "ok", "{end}\n{stderr}");
+    }
+    let text = |i: usize| ends[i]["content"].as_str().unwrap().to_owned();
+    assert!(
+        text(0).starts_with("<untrusted source=\"mcp:js/add\">") && text(0).contains("sum=42"),
+        "{}",
+        text(0)
+    );
+    assert!(text(1).contains("slow streamed done"), "{}", text(1));
+    assert!(text(3).contains("wrote 9 bytes to note.txt"), "{}", text(3));
+    // The server ran the mutating call, in the session made again after
+    // the first one expired.
+    assert_eq!(
+        std::fs::read_to_string(json_state.join("note.txt")).unwrap(),
+        "over http"
+    );
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        log_text.contains("progress") && log_text.contains("streamed step"),
+        "{log_text}"
+    );
+    assert!(
+        log_text.contains("no longer knows smith's session (HTTP 404); initializing again"),
+        "{log_text}"
+    );
+
+    // What the JSON-answering server received: the handshake without a
+    // session id, then every message with it and the agreed revision, the
+    // configured header each time; after the 404 a second handshake and a
+    // new session; the session ended with DELETE at exit.
+    let got = received(&json_state);
+    let posts: Vec<&Value> = got.iter().filter(|r| r["method"] == "POST").collect();
+    assert_eq!(posts[0]["rpc"], "initialize", "{got:?}");
+    assert!(posts[0]["headers"].get("mcp-session-id").is_none());
+    for request in &got {
+        assert_eq!(request["path"], "/mcp");
+        assert_eq!(request["headers"]["authorization"], BEARER, "{request}");
+    }
+    for post in &posts {
+        assert_eq!(
+            post["headers"]["accept"], "application/json, text/event-stream",
+            "{post}"
+        );
+        assert_eq!(post["headers"]["content-type"], "application/json");
+    }
+    let sessions: Vec<&str> = posts
+        .iter()
+        .filter_map(|p| p["headers"]["mcp-session-id"].as_str())
+        .collect();
+    let mut distinct = sessions.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 2, "one session, then a new one: {got:?}");
+    let initializes: Vec<&&Value> = posts.iter().filter(|p| p["rpc"] == "initialize").collect();
+    assert_eq!(initializes.len(), 2, "{got:?}");
+    assert!(posts.iter().any(|p| p["rpc"] == "notifications/initialized"
+        && p["headers"]["mcp-protocol-version"] == "2025-11-25"));
+    let write = posts.iter().rfind(|p| p["rpc"] == "tools/call").unwrap();
+    assert_eq!(write["headers"]["mcp-session-id"], distinct[1]);
+    assert_eq!(write["headers"]["mcp-protocol-version"], "2025-11-25");
+    assert!(
+        got.iter()
+            .any(|r| r["method"] == "DELETE" && r["headers"]["mcp-session-id"] == distinct[1]),
+        "the session is ended at exit: {got:?}"
+    );
+    // The event-stream server got the variable's value in its header.
+    let streamed = received(&sse_state);
+    assert!(!streamed.is_empty());
+    for request in &streamed {
+        assert_eq!(request["headers"]["x-api-key"], KEY, "{request}");
+    }
+
+    // `smith mcp list` shows both servers, their headers by name only.
+    let list = smith_in(
+        home.path(),
+        home.path(),
+        &["mcp", "list"],
+        &[("FIXTURE_KEY", KEY)],
+    );
+    let listed = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert_eq!(list.status.code(), Some(0), "{listed}");
+    assert!(
+        listed.contains(&format!("js  ready  http://127.0.0.1:{json_port}/mcp  ")),
+        "{listed}"
+    );
+    assert!(listed.contains("  mcp__ev__slow (read-only)\n"), "{listed}");
+    let list_json = smith_in(
+        home.path(),
+        home.path(),
+        &["mcp", "list", "--json"],
+        &[("FIXTURE_KEY", KEY)],
+    );
+    let listing: Value = serde_json::from_slice(&list_json.stdout).unwrap();
+    assert_eq!(
+        listing["servers"][0]["target"]["headers"],
+        serde_json::json!(["Authorization"])
+    );
+
+    // No header value shows anywhere smith writes.
+    let dumped = serde_json::to_string(&common::dump(home.path(), "mcp")).unwrap();
+    let list_err = String::from_utf8_lossy(&list.stderr).into_owned();
+    let list_json_text = String::from_utf8_lossy(&list_json.stdout).into_owned();
+    for secret in ["http-fixture-secret-7Qk2", KEY] {
+        for (what, text) in [
+            ("stdout", &stdout),
+            ("stderr", &stderr),
+            ("log", &log_text),
+            ("session", &dumped),
+            ("smith mcp list", &listed),
+            ("smith mcp list stderr", &list_err),
+            ("smith mcp list --json", &list_json_text),
+        ] {
+            assert!(!text.contains(secret), "a header value leaked into {what}");
+        }
+    }
+}
+
+#[test]
+fn an_http_server_where_nothing_listens_is_tried_twice_and_named_without_its_query() {
+    let port = free_port();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.kdl"),
+        format!(
+            "mcp {{\n    server \"nowhere\" {{\n        url \"http://127.0.0.1:{port}/mcp?key=query-secret-55Zr\"\n    }}\n    server \"plain\" {{\n        url \"http://mcp.example.com/mcp\"\n    }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let out = smith_in(home.path(), home.path(), &["mcp", "list"], &[]);
+    let took = started.elapsed();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        took < Duration::from_secs(30),
+        "smith mcp list took {took:?}"
+    );
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("nowhere  failed  http://127.0.0.1:{port}/mcp?…  ")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "MCP server nowhere from http://127.0.0.1:{port}/mcp?… ("
+        )) && text.contains("config.kdl:2")
+            && text.contains("`initialize` failed")
+            && text.contains("started again once")
+            && text.contains("reachable at"),
+        "{text}"
+    );
+    // Plain http to another machine is refused before anything is sent.
+    assert!(
+        text.contains("MCP server plain")
+            && text.contains("plain http to a host that is not this machine"),
+        "{text}"
+    );
+    // `smith doctor` reports it with what to check.
+    let doctor = smith_in(home.path(), home.path(), &["doctor", "--json"], &[]);
+    let doc: Value = serde_json::from_slice(&doctor.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&doctor.stdout)));
+    let finding = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "plugins.mcp-server" && f["details"]["server"] == "nowhere")
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(finding["severity"], "warning", "{finding}");
+    let said = finding.to_string();
+    assert!(
+        said.contains("`initialize` failed") && said.contains("reachable at its URL"),
+        "{said}"
+    );
+    assert!(!doc.to_string().contains("query-secret-55Zr"));
+    // A run tries it twice as well (the log says so), names it in a
+    // notice, and goes on without it.
+    let started = Instant::now();
+    let (out, err, log_text) = eval(
+        home.path(),
+        r#"[[{"text": "done"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        log_text.contains("MCP server nowhere failed (`initialize` failed")
+            && log_text.contains("starting it again (once)"),
+        "{log_text}"
+    );
+    let run = format!("{out}\n{err}");
+    assert!(
+        run.contains("MCP server nowhere") && run.contains("is not available"),
+        "{run}"
+    );
+    for (what, text) in [("output", &text), ("run", &run), ("log", &log_text)] {
+        assert!(
+            !text.contains("query-secret-55Zr"),
+            "the query leaked into {what}"
+        );
+    }
+}
+
+#[test]
+fn a_trusted_projects_mcp_json_reaches_its_http_server_and_an_untrusted_ones_is_not_contacted() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("proj");
+    std::fs::create_dir_all(project.join(".smith")).unwrap();
+    let port = free_port();
+    let state = home.path().join("remote-state");
+    let _server = fixture_http(&state, port, "sse");
+    const TOKEN: &str = "project-token-Vb61";
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"remote": {
+            "type": "http",
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {"Authorization": "Bearer ${PROJ_TOKEN}"},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let env = [("PROJ_TOKEN", TOKEN)];
+    let out = smith_in(home.path(), &project, &["mcp", "list"], &env);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("not trusted"), "{text}");
+    assert!(
+        received(&state).is_empty(),
+        "an untrusted project's server was contacted"
+    );
+    common::run(home.path(), &["trust", &project.display().to_string()], 0);
+    let out = smith_in(home.path(), &project, &["mcp", "list", "--json"], &env);
+    let listing: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let server = &listing["servers"][0];
+    assert_eq!(server["name"], "remote", "{listing}");
+    assert_eq!(server["state"], "ready", "{listing}");
+    assert!(server["origin"].as_str().unwrap().ends_with(".mcp.json"));
+    assert!(
+        server["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mcp__remote__add"),
+        "{listing}"
+    );
+    let got = received(&state);
+    assert!(!got.is_empty());
+    for request in &got {
+        assert_eq!(
+            request["headers"]["authorization"],
+            format!("Bearer {TOKEN}"),
+            "{request}"
+        );
+    }
+    assert!(!listing.to_string().contains(TOKEN));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(TOKEN));
+}
+
+#[test]
+fn an_aborted_http_call_sends_notifications_cancelled_and_the_session_is_ended() {
+    let home = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let state = home.path().join("fx-state");
+    let _server = fixture_http(&state, port, "sse");
+    std::fs::write(
+        home.path().join("config.kdl"),
+        format!(
+            "mcp {{\n    server \"fx\" {{\n        url \"http://127.0.0.1:{port}/mcp\"\n    }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let script = script(
+        home.path(),
+        r#"[
+  [{"tool_call": {"id": "w1", "name": "mcp__fx__slow", "arguments": {"label": "long", "ms": 30000}}},
+   {"stop": {"reason": "tool_use"}}],
+  [{"text": "done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_smith"));
+    command
+        .env("SMITH_HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("NO_COLOR", "1")
+        .current_dir(home.path())
+        .args(["eval", "--json", "--yes", "--mock-script", &script, "wait"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    common::default_signals(&mut command);
+    let child = command.spawn().unwrap();
+    // Wait until the call is with the server.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !received(&state).iter().any(|r| r["rpc"] == "tools/call") {
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let interrupted = Instant::now();
+    // SAFETY: sending SIGINT to the child this test started.
+    unsafe {
+        libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(15),
+        "smith took {:?} to stop",
+        interrupted.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ends = tool_ends(&stdout);
+    assert_eq!(ends.len(), 1, "{stdout}");
+    assert_eq!(ends[0]["status"], "error");
+    assert!(
+        ends[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("was cancelled (the server was sent notifications/cancelled)"),
+        "{}",
+        ends[0]
+    );
+    let got = received(&state);
+    let call = got.iter().find(|r| r["rpc"] == "tools/call").unwrap();
+    let cancelled = got
+        .iter()
+        .find(|r| r["rpc"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no notifications/cancelled: {got:?}"));
+    assert_eq!(
+        cancelled["headers"]["mcp-session-id"],
+        call["headers"]["mcp-session-id"]
+    );
+    assert!(
+        got.iter().any(|r| r["method"] == "DELETE"
+            && r["headers"]["mcp-session-id"] == call["headers"]["mcp-session-id"]),
+        "{got:?}"
+    );
 }

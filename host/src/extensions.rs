@@ -258,9 +258,10 @@ fn load_with(
     let mut client: Option<Option<Arc<smith_net::Client>>> = None;
     let mut net_warnings = Vec::new();
     let mut effects = |name: &str, grants: Grants| {
-        let needs_net = !grants.net.is_empty();
+        let needs_net = !grants.net.is_empty() || grants.mcp_net;
         let reads_session = grants.session_read;
-        let uses_secrets = !grants.secrets.is_empty();
+        // An MCP server's configured headers may name secrets.
+        let uses_secrets = !grants.secrets.is_empty() || grants.mcp_net;
         let uses_project = grants.vcs || grants.project_read || grants.project_write;
         let mut effects = Effects::new(
             name,
@@ -323,6 +324,7 @@ fn load_with(
             permissions: granted("permissions"),
             local_read: granted("local-read"),
             spawn: granted("spawn"),
+            mcp_net: granted("mcp-net"),
             process: granted("process"),
             project_read: granted("project-read"),
             project_write: granted("project-write"),

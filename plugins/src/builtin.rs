@@ -226,7 +226,12 @@ pub const BUILTINS: &[Builtin] = &[
         world: "extension",
         description: "Model Context Protocol client: the tools of the MCP servers configured in smith's `mcp` block or a trusted project's .mcp.json, as mcp__SERVER__TOOL",
         component: MCP,
-        capabilities: &[("ui", ""), ("permissions", ""), ("spawn", "")],
+        capabilities: &[
+            ("ui", ""),
+            ("permissions", ""),
+            ("spawn", ""),
+            ("mcp-net", ""),
+        ],
     },
     Builtin {
         name: "smith/mentions",

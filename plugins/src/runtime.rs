@@ -667,16 +667,40 @@ impl bindings::provider::smith::plugin::host::Host for State {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<host::HttpResponse, host::EffectError> {
+        // To an MCP server's endpoint (`mcp-net`) the wait is the server's
+        // time, as a spawned server's read-line is: the deadline is paused
+        // while it lasts, and a cancellation of the call ends the exchange
+        // so the plugin can tell the server. An exchange begun after the
+        // cancellation (that notice) runs to its end under the engine's
+        // own limits. Other requests keep the plain contract: they run to
+        // their end under the call's deadline.
+        let mcp = self
+            .effects
+            .as_ref()
+            .is_some_and(|effects| effects.reaches_mcp_endpoint(&url));
+        let control = Arc::clone(&self.control);
+        let cancelled_before = control.cancelled();
+        let stop = move || !cancelled_before && control.cancelled();
+        let paused = Runtime::global()
+            .ok()
+            .filter(|_| mcp)
+            .map(|runtime| runtime.pause_deadline(&self.control));
         let result = match &self.effects {
-            Some(effects) => effects
-                .http_request(&method, &url, &headers, body)
-                .map(|r| host::HttpResponse {
-                    status: r.status,
-                    headers: r.headers,
-                    body: r.body,
-                }),
+            Some(effects) => if mcp {
+                effects.http_request_until(&method, &url, &headers, body, &stop)
+            } else {
+                effects.http_request(&method, &url, &headers, body)
+            }
+            .map(|r| host::HttpResponse {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            }),
             None => Err(self.no_grants("net", format!("http-request {method} {url}"))),
         };
+        if let (Ok(runtime), Some(remaining)) = (Runtime::global(), paused) {
+            runtime.resume_deadline(&self.control, remaining);
+        }
         self.record_for_guest(result)
     }
 

@@ -29,6 +29,7 @@ mod config;
 mod fs;
 mod http;
 mod journal;
+mod mcp_net;
 mod permissions;
 mod process;
 mod project;
@@ -109,6 +110,10 @@ pub struct Grants {
     /// program runs outside the tool sandbox for the whole runtime; a
     /// manifest cannot ask for it).
     pub spawn: bool,
+    /// Whether the plugin may send `http-request` to the endpoints of the
+    /// configured MCP servers that speak Streamable HTTP, and to those
+    /// only (`mcp-net`: built-in plugins only; see the `mcp_net` module).
+    pub mcp_net: bool,
 }
 
 impl Grants {

@@ -9,6 +9,7 @@ mod extension;
 mod hooks;
 mod hostile;
 mod manifest;
+mod mcp_net;
 mod mock;
 mod permissions;
 mod provide;

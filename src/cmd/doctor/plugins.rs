@@ -246,7 +246,11 @@ fn mcp_servers(cx: &Context, out: &mut Vec<Finding>) {
                     check,
                     format!("MCP server {name} ({origin}) is not available"),
                     error.to_owned(),
-                    "run its command on its own to see why, fix it in the configuration, then check again with `smith mcp list`",
+                    if server["transport"] == "http" {
+                        "check that the server is up and reachable at its URL and that its configured headers are right, fix it in the configuration, then check again with `smith mcp list`"
+                    } else {
+                        "run its command on its own to see why, fix it in the configuration, then check again with `smith mcp list`"
+                    },
                 ),
             )
             .details(details),

@@ -21,11 +21,17 @@
 //! An aborted call sends `notifications/cancelled`. Output is wrapped in
 //! `<untrusted source="mcp:SERVER/TOOL">` so the model knows it is data.
 //!
+//! Servers with a `url` speak Streamable HTTP instead (the `http` module):
+//! each message is a POST through the host's `http-request`, which lets
+//! smith/mcp reach exactly the configured endpoints (its `mcp-net` grant).
+//!
 //! A server that fails to start or dies is started again once; a second
 //! failure leaves it failed, and its tools answer with a diagnostic naming
 //! the server, its command and origin, and the end of its standard error.
 //! `/mcp` (and `smith mcp list`, which runs it) shows every server, its
 //! state and its tools.
+
+mod http;
 
 use std::cell::RefCell;
 
@@ -61,9 +67,8 @@ enum Transport {
         env: Vec<(String, String)>,
         cwd: String,
     },
-    Http {
-        url: String,
-    },
+    /// Streamable HTTP: the endpoint and the session held with it.
+    Http { endpoint: http::Endpoint },
 }
 
 /// One tool of a server, as offered to the model.
@@ -96,6 +101,9 @@ struct Server {
     next_id: u64,
     protocol: String,
     info: String,
+    /// Over HTTP: whether the last exchange worked (what a live process is
+    /// over stdio).
+    connected: bool,
 }
 
 #[derive(Default)]
@@ -161,7 +169,11 @@ fn entry(name: &str, value: &Value, origin: &str) -> Result<Server, String> {
             ));
         }
         Transport::Http {
-            url: url.to_owned(),
+            endpoint: http::Endpoint {
+                url: url.to_owned(),
+                headers: pairs(value.get("headers")),
+                ..http::Endpoint::default()
+            },
         }
     } else if let Some(command) = value.get("command").and_then(Value::as_str) {
         Transport::Stdio {
@@ -198,6 +210,7 @@ fn entry(name: &str, value: &Value, origin: &str) -> Result<Server, String> {
         next_id: 1,
         protocol: String::new(),
         info: String::new(),
+        connected: false,
     })
 }
 
@@ -313,7 +326,9 @@ impl Server {
                 }
                 format!("`{text}` ({})", self.origin)
             }
-            Transport::Http { url } => format!("{url} ({})", self.origin),
+            Transport::Http { endpoint } => {
+                format!("{} ({})", http::shown_url(&endpoint.url), self.origin)
+            }
         }
     }
 
@@ -342,6 +357,29 @@ impl Server {
     }
 
     fn send(&mut self, message: &Value) -> Result<(), Failure> {
+        if let Transport::Http { endpoint } = &mut self.transport {
+            let reply = endpoint.post(message);
+            return match reply {
+                Ok(http::Reply::Accepted) => Ok(()),
+                Ok(http::Reply::Messages(messages)) => {
+                    for message in messages {
+                        let _ = self.dispatch(message, None);
+                    }
+                    Ok(())
+                }
+                Err(http::HttpFailure::Cancelled) => Err(Failure::Cancelled),
+                Err(http::HttpFailure::Expired) => {
+                    self.connected = false;
+                    Err(Failure::Gone(
+                        "it no longer knows smith's session (HTTP 404)".to_owned(),
+                    ))
+                }
+                Err(http::HttpFailure::Failed(why)) => {
+                    self.connected = false;
+                    Err(Failure::Gone(why))
+                }
+            };
+        }
         let Some(process) = &self.process else {
             return Err(Failure::Gone("it is not running".to_owned()));
         };
@@ -361,7 +399,11 @@ impl Server {
         {
             object.insert("_meta".to_owned(), json!({"progressToken": id}));
         }
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if matches!(self.transport, Transport::Http { .. }) {
+            return self.http_exchange(method, &message, id);
+        }
+        self.send(&message)?;
         let mut left = wait_ms;
         loop {
             if left == 0 {
@@ -403,29 +445,105 @@ impl Server {
                 );
                 continue;
             };
-            let method_of = message.get("method").and_then(Value::as_str);
-            match (method_of, message.get("id")) {
-                (Some(asked), Some(their_id)) => {
-                    let their_id = their_id.clone();
-                    self.answer(asked, their_id);
+            if let Some(outcome) = self.dispatch(message, Some(id)) {
+                return outcome;
+            }
+        }
+    }
+
+    /// Handles one message of the server: answers its requests, logs its
+    /// notifications; the outcome when it is the response to request `id`
+    /// (a response to an earlier request given up on is dropped).
+    fn dispatch(&mut self, message: Value, id: Option<u64>) -> Option<Result<Value, Failure>> {
+        let method_of = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match (method_of, message.get("id")) {
+            (Some(asked), Some(their_id)) => {
+                let their_id = their_id.clone();
+                self.answer(&asked, their_id);
+                None
+            }
+            (Some(notification), None) => {
+                self.notified(&notification, &message);
+                None
+            }
+            (None, Some(answer_id)) => {
+                if id.is_none() || answer_id.as_u64() != id {
+                    return None;
                 }
-                (Some(notification), None) => self.notified(notification, &message),
-                (None, Some(answer_id)) => {
-                    if answer_id.as_u64() != Some(id) {
-                        // The answer to an earlier request given up on.
-                        continue;
-                    }
-                    if let Some(error) = message.get("error") {
-                        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-                        let text = error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("(no message)");
-                        return Err(Failure::Rpc(format!("{text} (JSON-RPC error {code})")));
-                    }
-                    return Ok(message.get("result").cloned().unwrap_or(Value::Null));
+                if let Some(error) = message.get("error") {
+                    let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+                    let text = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(no message)");
+                    return Some(Err(Failure::Rpc(format!("{text} (JSON-RPC error {code})"))));
                 }
-                (None, None) => {}
+                Some(Ok(message.get("result").cloned().unwrap_or(Value::Null)))
+            }
+            (None, None) => None,
+        }
+    }
+
+    /// Request `id` over Streamable HTTP: one POST whose answer holds the
+    /// response (after the server's notifications and requests, handled
+    /// in order). A session the server forgot (404) is initialized again
+    /// once and the request repeated.
+    fn http_exchange(&mut self, method: &str, message: &Value, id: u64) -> Result<Value, Failure> {
+        let mut renewed = false;
+        loop {
+            let Transport::Http { endpoint } = &mut self.transport else {
+                return Err(Failure::Gone("it is not an HTTP server".to_owned()));
+            };
+            let reply = endpoint.post(message);
+            match reply {
+                Ok(http::Reply::Messages(messages)) => {
+                    let mut outcome = None;
+                    for message in messages {
+                        if let Some(answer) = self.dispatch(message, Some(id)) {
+                            outcome.get_or_insert(answer);
+                        }
+                    }
+                    return outcome.unwrap_or_else(|| {
+                        Err(Failure::Gone(format!(
+                            "its answer to `{method}` held no response to request {id}"
+                        )))
+                    });
+                }
+                Ok(http::Reply::Accepted) => {
+                    return Err(Failure::Gone(format!(
+                        "it accepted `{method}` without answering it (no body); a request needs a JSON or event-stream answer"
+                    )));
+                }
+                Err(http::HttpFailure::Cancelled) => {
+                    self.cancel(id, "the user aborted the run");
+                    return Err(Failure::Cancelled);
+                }
+                Err(http::HttpFailure::Expired) if !renewed && method != "initialize" => {
+                    renewed = true;
+                    log(
+                        host::LogLevel::Warn,
+                        &format!(
+                            "MCP server {} ({}) no longer knows smith's session (HTTP 404); initializing again (once)",
+                            self.name,
+                            self.describe()
+                        ),
+                    );
+                    self.handshake().map_err(Failure::Gone)?;
+                }
+                Err(http::HttpFailure::Expired) => {
+                    self.connected = false;
+                    return Err(Failure::Gone(
+                        "it refused smith's session (HTTP 404) again right after a new `initialize`"
+                            .to_owned(),
+                    ));
+                }
+                Err(http::HttpFailure::Failed(why)) => {
+                    self.connected = false;
+                    return Err(Failure::Gone(why));
+                }
             }
         }
     }
@@ -489,22 +607,31 @@ impl Server {
     fn start(&mut self) -> Result<(), String> {
         self.stop();
         self.tools.clear();
-        let Transport::Stdio {
+        if let Transport::Stdio {
             command,
             args,
             env,
             cwd,
         } = self.transport.clone()
-        else {
-            return Err(
-                "smith does not speak the Streamable HTTP transport yet, so the server was not contacted; run it as a program over stdio (`command`) instead"
-                    .to_owned(),
-            );
-        };
-        let process = host::ServerProcess::spawn(&command, &args, &cwd, &env)
-            .map_err(|err| error_text(&err))?;
-        self.process = Some(process);
+        {
+            let process = host::ServerProcess::spawn(&command, &args, &cwd, &env)
+                .map_err(|err| error_text(&err))?;
+            self.process = Some(process);
+        } else {
+            self.connected = true;
+        }
         self.next_id = 1;
+        let capabilities = self.handshake()?;
+        self.list_tools(&capabilities)
+    }
+
+    /// `initialize` and `notifications/initialized`; the server's
+    /// capabilities. Over HTTP it starts a new session.
+    fn handshake(&mut self) -> Result<Value, String> {
+        if let Transport::Http { endpoint } = &mut self.transport {
+            endpoint.session = None;
+            endpoint.protocol.clear();
+        }
         let result = self
             .request(
                 "initialize",
@@ -528,6 +655,9 @@ impl Server {
                 REVISIONS.join(", ")
             ));
         }
+        if let Transport::Http { endpoint } = &mut self.transport {
+            endpoint.protocol.clone_from(&revision);
+        }
         self.protocol = revision;
         let capabilities = result.get("capabilities").cloned().unwrap_or(Value::Null);
         self.info = result
@@ -544,6 +674,12 @@ impl Server {
             .unwrap_or_default();
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .map_err(|failure| self.failure_text("notifications/initialized", failure))?;
+        Ok(capabilities)
+    }
+
+    /// Lists the server's tools (every page) and adds the resource and
+    /// prompt tools its `capabilities` call for.
+    fn list_tools(&mut self, capabilities: &Value) -> Result<(), String> {
         let mut cursor: Option<String> = None;
         let mut tools = Vec::new();
         loop {
@@ -648,6 +784,11 @@ impl Server {
     }
 
     fn failure_text(&mut self, method: &str, failure: Failure) -> String {
+        if matches!(self.transport, Transport::Http { .. })
+            && let Failure::Gone(why) = &failure
+        {
+            return format!("`{method}` failed: {why}");
+        }
         match failure {
             Failure::Gone(why) => self.gone(&format!("it stopped during `{method}`: {why}")),
             Failure::Rpc(why) => format!("it refused `{method}`: {why}"),
@@ -660,10 +801,17 @@ impl Server {
         if let Some(process) = self.process.take() {
             process.kill();
         }
+        if let Transport::Http { endpoint } = &mut self.transport {
+            endpoint.end_session();
+        }
+        self.connected = false;
     }
 
     fn running(&self) -> bool {
-        self.process.as_ref().is_some_and(|p| p.ended().is_none())
+        match &self.transport {
+            Transport::Http { .. } => self.connected,
+            Transport::Stdio { .. } => self.process.as_ref().is_some_and(|p| p.ended().is_none()),
+        }
     }
 
     /// Starts the server, and once more when that fails; the diagnostic
@@ -674,8 +822,7 @@ impl Server {
                 Ok(()) => return,
                 Err(why) => {
                     self.stop();
-                    if self.restarts < RESTARTS && matches!(self.transport, Transport::Stdio { .. })
-                    {
+                    if self.restarts < RESTARTS {
                         self.restarts += 1;
                         log(
                             host::LogLevel::Warn,
@@ -699,8 +846,18 @@ impl Server {
         } else {
             ""
         };
+        let check = match &self.transport {
+            Transport::Stdio { .. } => {
+                "Check that the command runs on its own, see smith's log for its standard error"
+                    .to_owned()
+            }
+            Transport::Http { endpoint } => format!(
+                "Check that the server is running and reachable at {} and that its configured headers are right (their values are not shown)",
+                http::shown_url(&endpoint.url)
+            ),
+        };
         format!(
-            "MCP server {} from {} is not available: {why}{again}; its tools are left out or fail. Check that the command runs on its own, see smith's log for its standard error, then start smith again",
+            "MCP server {} from {} is not available: {why}{again}; its tools are left out or fail. {check}, then start smith again",
             self.name,
             self.describe()
         )
@@ -804,7 +961,11 @@ fn call(exposed: &str, arguments: &str) -> pro::ToolOutput {
             if let Status::Failed(why) = &server.status {
                 return failed(why.clone());
             }
-            let why = server.gone("it is not running any more");
+            let why = if matches!(server.transport, Transport::Http { .. }) {
+                "its last exchange failed".to_owned()
+            } else {
+                server.gone("it is not running any more")
+            };
             if server.restarts >= RESTARTS {
                 server.status = Status::Failed(server.diagnostic(&why));
                 if let Status::Failed(text) = &server.status {
@@ -814,7 +975,10 @@ fn call(exposed: &str, arguments: &str) -> pro::ToolOutput {
             server.restarts += 1;
             log(
                 host::LogLevel::Warn,
-                &format!("MCP server {} died ({why}); starting it again (once)", server.name),
+                &format!(
+                    "MCP server {} stopped or became unreachable ({why}); starting it again (once)",
+                    server.name
+                ),
             );
             let before: Vec<String> = server.tools.iter().map(|t| t.exposed.clone()).collect();
             if let Err(again) = server.start() {
@@ -883,6 +1047,10 @@ fn call(exposed: &str, arguments: &str) -> pro::ToolOutput {
                     Failure::Timeout => format!(
                         "the MCP server {name} did not answer the call of {tool} within {} s; it was sent notifications/cancelled. What it did is unknown; check, then try again or restart smith",
                         CALL_WAIT_MS / 1000
+                    ),
+                    Failure::Gone(why) if matches!(server.transport, Transport::Http { .. }) => format!(
+                        "the MCP server {name} at {} failed during the call of {tool}: {why}. What the call did is unknown; smith initializes a new session with it at the next call (once)",
+                        server.describe()
                     ),
                     Failure::Gone(why) => {
                         let why = server.gone(&why);
@@ -996,7 +1164,13 @@ fn listing() -> Value {
                             "env": env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
                         }),
                     ),
-                    Transport::Http { url } => ("http", json!({"url": url})),
+                    Transport::Http { endpoint } => (
+                        "http",
+                        json!({
+                            "url": http::shown_url(&endpoint.url),
+                            "headers": endpoint.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+                        }),
+                    ),
                 };
                 let (state_name, error) = match &s.status {
                     Status::Ready if s.running() => ("ready", Value::Null),
