@@ -21,7 +21,11 @@ pub enum Kind {
 impl Kind {
     /// The kind `name` (a URL or file name, its query ignored) ends in.
     pub fn of(name: &str) -> Option<Kind> {
-        let name = name.split(['?', '#']).next().unwrap_or(name).to_ascii_lowercase();
+        let name = name
+            .split(['?', '#'])
+            .next()
+            .unwrap_or(name)
+            .to_ascii_lowercase();
         if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
             Some(Kind::TarGz)
         } else if name.ends_with(".zip") {
@@ -124,7 +128,8 @@ fn zip(bytes: &[u8], tree: &mut Tree) -> Result<(), Diagnostic> {
         if u32_at(bytes, at) != Some(0x0201_4b50) {
             return Err(bad("its central directory is damaged"));
         }
-        let field = |off: usize| u16_at(bytes, at + off).ok_or_else(|| bad("its directory is cut short"));
+        let field =
+            |off: usize| u16_at(bytes, at + off).ok_or_else(|| bad("its directory is cut short"));
         let made_by = field(4)?;
         let flags = field(8)?;
         let method = field(10)?;
@@ -135,7 +140,8 @@ fn zip(bytes: &[u8], tree: &mut Tree) -> Result<(), Diagnostic> {
         let extra_len = field(30)? as usize;
         let comment_len = field(32)? as usize;
         let external = u32_at(bytes, at + 38).ok_or_else(|| bad("its directory is cut short"))?;
-        let local = u32_at(bytes, at + 42).ok_or_else(|| bad("its directory is cut short"))? as usize;
+        let local =
+            u32_at(bytes, at + 42).ok_or_else(|| bad("its directory is cut short"))? as usize;
         let name_bytes = bytes
             .get(at + 46..at + 46 + name_len)
             .ok_or_else(|| bad("its directory is cut short"))?;

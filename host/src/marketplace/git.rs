@@ -87,7 +87,9 @@ fn pkt(out: &mut Vec<u8>, line: &str) {
 }
 
 fn text(data: &[u8]) -> String {
-    String::from_utf8_lossy(data).trim_end_matches('\n').to_owned()
+    String::from_utf8_lossy(data)
+        .trim_end_matches('\n')
+        .to_owned()
 }
 
 fn post(client: &Client, url: &str, body: Vec<u8>, origin: &str) -> Result<Vec<u8>, Diagnostic> {
@@ -132,7 +134,10 @@ fn find_ref(
         let Pkt::Data(data) = line else { break };
         let line = text(data);
         if let Some(message) = line.strip_prefix("ERR ") {
-            return Err(protocol_error(origin, format!("the server refused: {message}")));
+            return Err(protocol_error(
+                origin,
+                format!("the server refused: {message}"),
+            ));
         }
         let mut words = line.split(' ');
         let id = words.next().and_then(pack::parse_hex);
@@ -145,9 +150,13 @@ fn find_ref(
         }
     }
     let wanted = match want {
-        Some(name) => [format!("refs/heads/{name}"), format!("refs/tags/{name}"), name.to_owned()]
-            .into_iter()
-            .find_map(|full| refs.iter().find(|(n, _)| *n == full).cloned()),
+        Some(name) => [
+            format!("refs/heads/{name}"),
+            format!("refs/tags/{name}"),
+            name.to_owned(),
+        ]
+        .into_iter()
+        .find_map(|full| refs.iter().find(|(n, _)| *n == full).cloned()),
         None => refs.iter().find(|(n, _)| n == "HEAD").cloned(),
     };
     wanted.map(|(name, id)| (id, name)).ok_or_else(|| {
@@ -183,19 +192,33 @@ fn packfile(answer: &[u8], origin: &str) -> Result<Vec<u8>, Diagnostic> {
                 Some((1, bytes)) => {
                     pack.extend_from_slice(bytes);
                     if pack.len() as u64 > super::tree::MAX_COMPRESSED {
-                        return Err(super::tree::oversize(origin, "its packfile weighs more than 64 MiB"));
+                        return Err(super::tree::oversize(
+                            origin,
+                            "its packfile weighs more than 64 MiB",
+                        ));
                     }
                 }
                 Some((2, _)) => {}
                 Some((3, message)) => {
-                    return Err(protocol_error(origin, format!("the server failed: {}", text(message))));
+                    return Err(protocol_error(
+                        origin,
+                        format!("the server failed: {}", text(message)),
+                    ));
                 }
-                _ => return Err(protocol_error(origin, "a packfile line has no side-band".to_owned())),
+                _ => {
+                    return Err(protocol_error(
+                        origin,
+                        "a packfile line has no side-band".to_owned(),
+                    ));
+                }
             },
             Pkt::Data(data) => {
                 let line = text(data);
                 if let Some(message) = line.strip_prefix("ERR ") {
-                    return Err(protocol_error(origin, format!("the server refused: {message}")));
+                    return Err(protocol_error(
+                        origin,
+                        format!("the server refused: {message}"),
+                    ));
                 }
                 if line == "packfile" {
                     in_pack = true;
@@ -206,7 +229,10 @@ fn packfile(answer: &[u8], origin: &str) -> Result<Vec<u8>, Diagnostic> {
         }
     }
     if !in_pack {
-        return Err(protocol_error(origin, "its fetch answer holds no packfile section".to_owned()));
+        return Err(protocol_error(
+            origin,
+            "its fetch answer holds no packfile section".to_owned(),
+        ));
     }
     Ok(pack)
 }
@@ -286,7 +312,10 @@ mod tests {
     fn pkt_lines_and_side_band_read_back() {
         let mut answer = Vec::new();
         pkt(&mut answer, "shallow-info\n");
-        pkt(&mut answer, "shallow 0123456789012345678901234567890123456789\n");
+        pkt(
+            &mut answer,
+            "shallow 0123456789012345678901234567890123456789\n",
+        );
         answer.extend_from_slice(b"0001");
         pkt(&mut answer, "packfile\n");
         pkt(&mut answer, "\u{2}counting\n");

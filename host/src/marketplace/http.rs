@@ -113,15 +113,13 @@ pub fn fetch(
             )
         });
     }
-    Err(
-        Diagnostic::error(
-            "marketplace.download",
-            format!("{url} redirects more than 5 times"),
-            "a redirect loop, or a chain too long to follow",
-            "use the address the source is finally served at",
-        )
-        .with_surface(Surface::other(origin.to_owned())),
+    Err(Diagnostic::error(
+        "marketplace.download",
+        format!("{url} redirects more than 5 times"),
+        "a redirect loop, or a chain too long to follow",
+        "use the address the source is finally served at",
     )
+    .with_surface(Surface::other(origin.to_owned())))
 }
 
 /// The absolute address a `Location` header names from `base`.
@@ -136,7 +134,10 @@ fn join_location(base: &str, location: &str) -> String {
     if location.starts_with('/') {
         format!("{}{location}", &base[..host_end])
     } else {
-        let dir_end = base.rfind('/').filter(|i| *i >= host_end).unwrap_or(host_end);
+        let dir_end = base
+            .rfind('/')
+            .filter(|i| *i >= host_end)
+            .unwrap_or(host_end);
         format!("{}/{location}", &base[..dir_end])
     }
 }
@@ -166,6 +167,9 @@ mod tests {
         assert!(check_url("http://127.0.0.1:8080/a.tgz", "t").is_ok());
         assert!(check_url("http://localhost/a.tgz", "t").is_ok());
         let e = check_url("http://example.com/a.tgz", "t").err();
-        assert_eq!(e.map(|e| e.code().to_owned()).as_deref(), Some("marketplace.bad-url"));
+        assert_eq!(
+            e.map(|e| e.code().to_owned()).as_deref(),
+            Some("marketplace.bad-url")
+        );
     }
 }

@@ -234,7 +234,7 @@ impl Installed {
                 format!("{} declares {}, which smith does not run", self.id(), parts.join(", ")),
                 "a marketplace plugin's hooks, MCP servers and commands would run programs or reach servers; smith installs only its skills and agents, and enabling the rest is not implemented yet",
                 format!(
-                    "review them in {}; to use an MCP server, add it to smith's `mcp` configuration yourself (`smith mcp add`), and a command can be copied as a skill",
+                    "review them in {}; to use an MCP server, add it to the `mcp` block of smith's configuration yourself (docs/plugins.md, \"The MCP client\"); a command can be copied into a skill",
                     self.dir.display()
                 ),
             )
@@ -272,7 +272,12 @@ impl Installed {
             value
                 .get(k)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         Some(Installed {
@@ -282,7 +287,10 @@ impl Installed {
             description: text("description").unwrap_or_default(),
             source: text("source").unwrap_or_default(),
             revision: text("revision"),
-            installed_at: value.get("installed_at").and_then(Value::as_u64).unwrap_or(0),
+            installed_at: value
+                .get("installed_at")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
             skills: list("skills"),
             agents: list("agents"),
             commands: list("commands"),
@@ -291,6 +299,27 @@ impl Installed {
             dir,
         })
     }
+}
+
+/// `seconds` since the Unix epoch as `YYYY-MM-DD HH:MM UTC`.
+pub fn utc(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let rest = seconds % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60
+    )
 }
 
 fn now() -> u64 {
@@ -348,7 +377,11 @@ fn marketplace_name_problem(name: &str) -> Option<String> {
     }
     name.chars()
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.')))
-        .map(|c| format!("a marketplace name has only a-z, 0-9, `-`, `_` and `.`, and {c:?} is none of these"))
+        .map(|c| {
+            format!(
+                "a marketplace name has only a-z, 0-9, `-`, `_` and `.`, and {c:?} is none of these"
+            )
+        })
 }
 
 /// The checks of the SchemaStore schema (`claude-code-marketplace.json`)
@@ -386,7 +419,12 @@ pub fn check_manifest(manifest: &Value, file: &Path) -> Result<(), Diagnostic> {
         match plugin.get("source") {
             Some(Value::String(_)) => {}
             Some(Value::Object(o)) if o.get("source").and_then(Value::as_str).is_some() => {}
-            _ => return bad(&format!("plugins[{i}].source"), "is missing, or neither a path nor an object with `source`"),
+            _ => {
+                return bad(
+                    &format!("plugins[{i}].source"),
+                    "is missing, or neither a path nor an object with `source`",
+                );
+            }
         }
     }
     Ok(())
@@ -421,7 +459,10 @@ fn staging(parent: &Path, label: &str) -> Result<tempfile::TempDir, Diagnostic> 
 fn place(content: &Path, target: &Path) -> Result<(), Diagnostic> {
     let old = target.with_file_name(format!(
         ".old-{}-{}",
-        target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         std::process::id()
     ));
     let had = target.exists();
@@ -442,19 +483,35 @@ fn place(content: &Path, target: &Path) -> Result<(), Diagnostic> {
 }
 
 /// Fetches `source` into `tree`; answers the revision and notes.
-fn fetch(client: &dyn Fn() -> Result<Client, Diagnostic>, source: &Source, tree: &mut Tree) -> Result<(Option<String>, Vec<String>), Diagnostic> {
+fn fetch(
+    client: &dyn Fn() -> Result<Client, Diagnostic>,
+    source: &Source,
+    tree: &mut Tree,
+) -> Result<(Option<String>, Vec<String>), Diagnostic> {
     match source {
         Source::Local(path) => {
             tree::copy_folder(path, "", tree)?;
             Ok((None, Vec::new()))
         }
         Source::Archive(url, kind) => {
-            let bytes = http::fetch(&client()?, url, tree.origin(), &|a| smith_net::Request::get(a))?;
+            let bytes = http::fetch(&client()?, url, tree.origin(), &|a| {
+                smith_net::Request::get(a)
+            })?;
             let sum = sha2::Sha256::digest(&bytes);
             archive::expand(*kind, &bytes, tree)?;
-            Ok((Some(format!("sha256:{}", sum.iter().map(|b| format!("{b:02x}")).collect::<String>())), Vec::new()))
+            Ok((
+                Some(format!(
+                    "sha256:{}",
+                    sum.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                )),
+                Vec::new(),
+            ))
         }
-        Source::Git { url, reference, path } => {
+        Source::Git {
+            url,
+            reference,
+            path,
+        } => {
             let fetched = git::fetch(&client()?, url, reference.as_deref(), path.as_deref(), tree)?;
             let notes = fetched
                 .skipped
@@ -505,8 +562,13 @@ impl Store {
             .into_iter()
             .filter_map(|e| {
                 let path = e.path();
-                let name = path.file_name()?.to_str()?.strip_suffix(".json")?.to_owned();
-                let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
+                let name = path
+                    .file_name()?
+                    .to_str()?
+                    .strip_suffix(".json")?
+                    .to_owned();
+                let value: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
                 let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_owned);
                 Some(Marketplace {
                     dir: self.marketplaces().join(&name),
@@ -551,7 +613,12 @@ impl Store {
     /// The source cannot be fetched, holds an unsafe entry, is over a
     /// cap, holds no valid marketplace.json, or its name is taken (without
     /// `replace`); nothing is changed then.
-    pub fn add(&self, source: &Source, name: Option<&str>, replace: bool) -> Result<(Marketplace, Vec<String>), Diagnostic> {
+    pub fn add(
+        &self,
+        source: &Source,
+        name: Option<&str>,
+        replace: bool,
+    ) -> Result<(Marketplace, Vec<String>), Diagnostic> {
         let origin = source.describe();
         let stage = staging(&self.marketplaces(), "marketplace")?;
         let mut tree = Tree::new(stage.path(), &origin);
@@ -569,7 +636,10 @@ impl Store {
         }
         let manifest = read_json(&file, "a marketplace's .claude-plugin/marketplace.json")?;
         check_manifest(&manifest, &file)?;
-        let declared = manifest.get("name").and_then(Value::as_str).unwrap_or_default();
+        let declared = manifest
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let name = name.unwrap_or(declared).to_owned();
         if let Some(problem) = marketplace_name_problem(&name) {
             return Err(Diagnostic::error(
@@ -579,7 +649,10 @@ impl Store {
                 "give another name with `--name NAME`",
             )
             .with_value(format!("{name:?}"))
-            .with_example(format!("smith plugin marketplace add {} --name my-marketplace", source.describe())));
+            .with_example(format!(
+                "smith plugin marketplace add {} --name my-marketplace",
+                source.describe()
+            )));
         }
         let target = self.marketplaces().join(&name);
         if !replace && target.exists() {
@@ -613,7 +686,10 @@ impl Store {
     /// As [`Store::add`]; the previous copy stays when the fetch fails.
     pub fn update(&self, name: &str) -> Result<(Marketplace, Vec<String>), Diagnostic> {
         let market = self.find(name)?;
-        let record = read_json(&self.marketplaces().join(format!("{name}.json")), "the marketplace's record")?;
+        let record = read_json(
+            &self.marketplaces().join(format!("{name}.json")),
+            "the marketplace's record",
+        )?;
         let source = record
             .get("source_spec")
             .and_then(source_from_spec)
@@ -635,13 +711,28 @@ impl Store {
     /// It is not added, or plugins installed from it are still installed.
     pub fn remove(&self, name: &str) -> Result<(), Diagnostic> {
         let market = self.find(name)?;
-        let installed: Vec<String> = self.installed().iter().filter(|p| p.marketplace == name).map(Installed::id).collect();
+        let installed: Vec<String> = self
+            .installed()
+            .iter()
+            .filter(|p| p.marketplace == name)
+            .map(Installed::id)
+            .collect();
         if !installed.is_empty() {
             return Err(Diagnostic::error(
                 "marketplace.in-use",
-                format!("the marketplace {name} still has installed plugins: {}", installed.join(", ")),
+                format!(
+                    "the marketplace {name} still has installed plugins: {}",
+                    installed.join(", ")
+                ),
                 "a marketplace is removed only once nothing installed from it is left",
-                format!("uninstall them first: {}", installed.iter().map(|p| format!("`smith plugin uninstall {p}`")).collect::<Vec<_>>().join(", ")),
+                format!(
+                    "uninstall them first: {}",
+                    installed
+                        .iter()
+                        .map(|p| format!("`smith plugin uninstall {p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
         }
         std::fs::remove_dir_all(&market.dir).map_err(|e| io_failed(&market.dir, "removing", &e))?;
@@ -657,8 +748,13 @@ impl Store {
             .into_iter()
             .filter_map(|e| {
                 let path = e.path();
-                let id = path.file_name()?.to_str()?.strip_suffix(".json")?.to_owned();
-                let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
+                let id = path
+                    .file_name()?
+                    .to_str()?
+                    .strip_suffix(".json")?
+                    .to_owned();
+                let value: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
                 Installed::from_json(&value, self.plugins().join(id))
             })
             .collect();
@@ -673,7 +769,10 @@ impl Store {
     /// The marketplace is unknown or its file unreadable.
     pub fn catalog(&self, name: &str) -> Result<Vec<(String, Option<String>, String)>, Diagnostic> {
         let market = self.find(name)?;
-        let manifest = read_json(&market.dir.join(".claude-plugin/marketplace.json"), "the marketplace's file")?;
+        let manifest = read_json(
+            &market.dir.join(".claude-plugin/marketplace.json"),
+            "the marketplace's file",
+        )?;
         Ok(manifest
             .get("plugins")
             .and_then(Value::as_array)
@@ -681,7 +780,11 @@ impl Store {
                 a.iter()
                     .map(|p| {
                         let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
-                        (text("name").unwrap_or_default(), text("version"), text("description").unwrap_or_default())
+                        (
+                            text("name").unwrap_or_default(),
+                            text("version"),
+                            text("description").unwrap_or_default(),
+                        )
                     })
                     .collect()
             })
@@ -699,9 +802,19 @@ impl Store {
         let market = self.find(market_name)?;
         let file = market.dir.join(".claude-plugin/marketplace.json");
         let manifest = read_json(&file, "the marketplace's .claude-plugin/marketplace.json")?;
-        let entries = manifest.get("plugins").and_then(Value::as_array).cloned().unwrap_or_default();
-        let Some(entry) = entries.iter().find(|p| p.get("name").and_then(Value::as_str) == Some(plugin)) else {
-            let names: Vec<&str> = entries.iter().filter_map(|p| p.get("name").and_then(Value::as_str)).collect();
+        let entries = manifest
+            .get("plugins")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let Some(entry) = entries
+            .iter()
+            .find(|p| p.get("name").and_then(Value::as_str) == Some(plugin))
+        else {
+            let names: Vec<&str> = entries
+                .iter()
+                .filter_map(|p| p.get("name").and_then(Value::as_str))
+                .collect();
             return Err(Diagnostic::error(
                 "marketplace.unknown-plugin",
                 format!("the marketplace {market_name} has no plugin named {plugin:?}"),
@@ -750,9 +863,31 @@ impl Store {
         let target = self.plugins().join(&id);
         place(&root, &target)?;
         installed.dir = target;
-        write_record(&self.plugins().join(format!("{id}.json")), &installed.to_json())?;
+        write_record(
+            &self.plugins().join(format!("{id}.json")),
+            &installed.to_json(),
+        )?;
         drop(stage);
         Ok((installed, notes))
+    }
+
+    /// The error for `spec` naming no installed marketplace plugin.
+    pub fn not_installed(&self, spec: &str) -> Diagnostic {
+        let all = self.installed();
+        Diagnostic::error(
+            "marketplace.not-installed",
+            format!("no plugin {spec} is installed from a marketplace"),
+            if all.is_empty() {
+                "no marketplace plugin is installed".to_owned()
+            } else {
+                format!(
+                    "the installed ones are: {}",
+                    all.iter().map(Installed::id).collect::<Vec<_>>().join(", ")
+                )
+            },
+            "run `smith plugin list` to see the installed plugins and pass one as PLUGIN@MARKETPLACE",
+        )
+        .with_value(spec.to_owned())
     }
 
     /// Removes the installed plugin `PLUGIN@MARKETPLACE`.
@@ -761,19 +896,8 @@ impl Store {
     ///
     /// It is not installed.
     pub fn uninstall(&self, spec: &str) -> Result<Installed, Diagnostic> {
-        let all = self.installed();
-        let Some(found) = all.iter().find(|p| p.id() == spec).cloned() else {
-            return Err(Diagnostic::error(
-                "marketplace.not-installed",
-                format!("no plugin {spec} is installed from a marketplace"),
-                if all.is_empty() {
-                    "no marketplace plugin is installed".to_owned()
-                } else {
-                    format!("the installed ones are: {}", all.iter().map(Installed::id).collect::<Vec<_>>().join(", "))
-                },
-                "run `smith plugin list` to see the installed plugins and pass one as PLUGIN@MARKETPLACE",
-            )
-            .with_value(spec.to_owned()));
+        let Some(found) = self.installed().into_iter().find(|p| p.id() == spec) else {
+            return Err(self.not_installed(spec));
         };
         let record = self.plugins().join(format!("{spec}.json"));
         std::fs::remove_file(&record).map_err(|e| io_failed(&record, "removing", &e))?;
@@ -787,7 +911,11 @@ fn source_spec(source: &Source) -> Value {
     match source {
         Source::Local(path) => json!({"local": path.display().to_string()}),
         Source::Archive(url, _) => json!({"archive": url}),
-        Source::Git { url, reference, path } => json!({"git": url, "ref": reference, "path": path}),
+        Source::Git {
+            url,
+            reference,
+            path,
+        } => json!({"git": url, "ref": reference, "path": path}),
     }
 }
 
@@ -808,8 +936,16 @@ fn source_from_spec(value: &Value) -> Option<Source> {
 }
 
 /// Where the marketplace `entry`'s plugin comes from.
-fn plugin_source(entry: &Value, manifest: &Value, market: &Marketplace, file: &Path) -> Result<Source, Diagnostic> {
-    let name = entry.get("name").and_then(Value::as_str).unwrap_or_default();
+fn plugin_source(
+    entry: &Value,
+    manifest: &Value,
+    market: &Marketplace,
+    file: &Path,
+) -> Result<Source, Diagnostic> {
+    let name = entry
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let unsupported = |why: String| {
         Diagnostic::error(
             "marketplace.unsupported-source",
@@ -829,36 +965,55 @@ fn plugin_source(entry: &Value, manifest: &Value, market: &Marketplace, file: &P
                 .filter(|_| !path.starts_with("./"))
                 .unwrap_or("");
             let origin = format!("the marketplace {}", market.name);
-            let relative = tree::relative(&format!("{base}/{path}"), &origin)?;
+            let joined = if base.is_empty() {
+                path.clone()
+            } else {
+                format!("{base}/{path}")
+            };
+            let relative = tree::relative(&joined, &origin)?;
             let dir = market.dir.join(relative);
             let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
             if is_link {
                 return Err(tree::refused(path, &origin, "it is a symbolic link"));
             }
             if !dir.is_dir() {
-                return Err(unsupported(format!("its source {path:?} is not a folder of the marketplace ({} does not exist)", dir.display())));
+                return Err(unsupported(format!(
+                    "its source {path:?} is not a folder of the marketplace ({} does not exist)",
+                    dir.display()
+                )));
             }
             Ok(Source::Local(dir))
         }
         Some(Value::Object(o)) => {
             let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
             let reference = text("sha").or_else(|| text("ref"));
-            let repo_url = |url: String| github(&url).filter(|_| !url.contains("://")).unwrap_or(url);
+            let repo_url =
+                |url: String| github(&url).filter(|_| !url.contains("://")).unwrap_or(url);
             let (url, path) = match text("source").as_deref() {
                 Some("github") => (github(&text("repo").unwrap_or_default()), None),
                 Some("url") => (text("url").map(repo_url), None),
                 Some("git-subdir") => (text("url").map(repo_url), text("path")),
-                Some(other) => return Err(unsupported(format!("its source kind {other:?} is not supported"))),
+                Some(other) => {
+                    return Err(unsupported(format!(
+                        "its source kind {other:?} is not supported"
+                    )));
+                }
                 None => (None, None),
             };
             let Some(url) = url else {
-                return Err(unsupported("its source object has no repository address".to_owned()));
+                return Err(unsupported(
+                    "its source object has no repository address".to_owned(),
+                ));
             };
             http::check_url(&url, &format!("the marketplace {}", market.name))?;
             if let Some(kind) = archive::Kind::of(&url) {
                 return Ok(Source::Archive(url, kind));
             }
-            Ok(Source::Git { url, reference, path })
+            Ok(Source::Git {
+                url,
+                reference,
+                path,
+            })
         }
         _ => Err(unsupported("it has no source".to_owned())),
     }
@@ -871,7 +1026,12 @@ fn markdown_names(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
         .into_iter()
         .filter(|e| e.path().is_file())
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".md").map(str::to_owned))
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".md")
+                .map(str::to_owned)
+        })
         .collect();
     names.sort();
     names
@@ -881,14 +1041,18 @@ fn markdown_names(dir: &Path) -> Vec<String> {
 /// `{EVENT: [...]}`) names.
 fn hook_events(value: &Value) -> Vec<String> {
     let map = value.get("hooks").unwrap_or(value);
-    map.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+    map.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// The server names an MCP value (`{"mcpServers": {...}}` or `{...}`)
 /// names.
 fn mcp_names(value: &Value) -> Vec<String> {
     let map = value.get("mcpServers").unwrap_or(value);
-    map.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+    map.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// What the plugin folder `root` brings and declares.
@@ -902,11 +1066,16 @@ fn inventory(root: &Path, plugin: &str, declared: &Value, entry: &Value) -> Inst
         .filter_map(|e| e.file_name().to_str().map(|n| format!("{plugin}:{n}")))
         .collect();
     skills.sort();
-    let agents = markdown_names(&root.join("agents")).into_iter().map(|n| format!("{plugin}:{n}")).collect();
+    let agents = markdown_names(&root.join("agents"))
+        .into_iter()
+        .map(|n| format!("{plugin}:{n}"))
+        .collect();
     let mut commands = markdown_names(&root.join("commands"));
     match field("commands") {
         Some(Value::String(path)) => commands.push(path.clone()),
-        Some(Value::Array(paths)) => commands.extend(paths.iter().filter_map(Value::as_str).map(str::to_owned)),
+        Some(Value::Array(paths)) => {
+            commands.extend(paths.iter().filter_map(Value::as_str).map(str::to_owned))
+        }
         Some(Value::Object(o)) => commands.extend(o.keys().cloned()),
         _ => {}
     }
@@ -918,7 +1087,12 @@ fn inventory(root: &Path, plugin: &str, declared: &Value, entry: &Value) -> Inst
     match field("hooks") {
         Some(Value::Object(_)) => hooks.extend(field("hooks").map(hook_events).unwrap_or_default()),
         Some(Value::String(path)) => hooks.push(format!("from {path}")),
-        Some(Value::Array(paths)) => hooks.extend(paths.iter().filter_map(Value::as_str).map(|p| format!("from {p}"))),
+        Some(Value::Array(paths)) => hooks.extend(
+            paths
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|p| format!("from {p}")),
+        ),
         _ => {}
     }
     let mut mcp_servers = Vec::new();
@@ -926,9 +1100,16 @@ fn inventory(root: &Path, plugin: &str, declared: &Value, entry: &Value) -> Inst
         mcp_servers.extend(mcp_names(&value));
     }
     match field("mcpServers") {
-        Some(Value::Object(_)) => mcp_servers.extend(field("mcpServers").map(mcp_names).unwrap_or_default()),
+        Some(Value::Object(_)) => {
+            mcp_servers.extend(field("mcpServers").map(mcp_names).unwrap_or_default())
+        }
         Some(Value::String(path)) => mcp_servers.push(format!("from {path}")),
-        Some(Value::Array(paths)) => mcp_servers.extend(paths.iter().filter_map(Value::as_str).map(|p| format!("from {p}"))),
+        Some(Value::Array(paths)) => mcp_servers.extend(
+            paths
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|p| format!("from {p}")),
+        ),
         _ => {}
     }
     for list in [&mut commands, &mut hooks, &mut mcp_servers] {
@@ -958,6 +1139,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn times_read_as_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_709_210_096), "2024-02-29 12:34 UTC");
+    }
+
+    #[test]
     fn sources_read_as_the_user_means_them() {
         let cwd = std::env::temp_dir();
         assert_eq!(
@@ -977,26 +1164,39 @@ mod tests {
             Source::Git { .. }
         ));
         assert_eq!(
-            Source::parse("no such thing at all", &cwd).unwrap_err().code(),
+            Source::parse("no such thing at all", &cwd)
+                .unwrap_err()
+                .code(),
             "marketplace.bad-source"
         );
     }
 
     #[test]
     fn the_real_marketplace_keeps_what_the_schema_requires() {
-        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/marketplace/claude-plugins-official");
+        let data = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/marketplace/claude-plugins-official"
+        );
         let file = Path::new(data).join(".claude-plugin/marketplace.json");
-        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         check_manifest(&manifest, &file).unwrap();
         let schema: Value = serde_json::from_str(
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/marketplace/claude-code-marketplace.schema.json")).unwrap(),
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../tests/data/marketplace/claude-code-marketplace.schema.json"
+            ))
+            .unwrap(),
         )
         .unwrap();
         for key in schema["required"].as_array().unwrap() {
             assert!(manifest.get(key.as_str().unwrap()).is_some(), "{key}");
         }
         let mut broken = manifest.clone();
-        broken["plugins"][0].as_object_mut().unwrap().remove("source");
+        broken["plugins"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("source");
         let e = check_manifest(&broken, &file).unwrap_err();
         assert_eq!(e.field(), Some("plugins[0].source"));
     }

@@ -87,7 +87,8 @@ struct Raw {
 ///
 /// A damaged pack (with the reason), or one expanding past the cap.
 pub fn decode(pack: &[u8], origin: &str) -> Result<Objects, Diagnostic> {
-    let bad = |why: String| super::git::protocol_error(origin, format!("its packfile is damaged: {why}"));
+    let bad =
+        |why: String| super::git::protocol_error(origin, format!("its packfile is damaged: {why}"));
     if pack.len() < 32 || &pack[..4] != b"PACK" {
         return Err(bad("it does not start with PACK".to_owned()));
     }
@@ -106,13 +107,17 @@ pub fn decode(pack: &[u8], origin: &str) -> Result<Objects, Diagnostic> {
     let mut expanded = 0u64;
     for _ in 0..count {
         let offset = at;
-        let mut byte = *body.get(at).ok_or_else(|| bad("an object header is cut short".to_owned()))?;
+        let mut byte = *body
+            .get(at)
+            .ok_or_else(|| bad("an object header is cut short".to_owned()))?;
         at += 1;
         let type_bits = (byte >> 4) & 7;
         let mut size = u64::from(byte & 0x0f);
         let mut shift = 4;
         while byte & 0x80 != 0 {
-            byte = *body.get(at).ok_or_else(|| bad("an object header is cut short".to_owned()))?;
+            byte = *body
+                .get(at)
+                .ok_or_else(|| bad("an object header is cut short".to_owned()))?;
             at += 1;
             if shift > 57 {
                 return Err(bad("an object size is too long".to_owned()));
@@ -126,11 +131,15 @@ pub fn decode(pack: &[u8], origin: &str) -> Result<Objects, Diagnostic> {
             3 => Base::Whole(Kind::Blob),
             4 => Base::Whole(Kind::Tag),
             6 => {
-                let mut byte = *body.get(at).ok_or_else(|| bad("a delta offset is cut short".to_owned()))?;
+                let mut byte = *body
+                    .get(at)
+                    .ok_or_else(|| bad("a delta offset is cut short".to_owned()))?;
                 at += 1;
                 let mut back = u64::from(byte & 0x7f);
                 while byte & 0x80 != 0 {
-                    byte = *body.get(at).ok_or_else(|| bad("a delta offset is cut short".to_owned()))?;
+                    byte = *body
+                        .get(at)
+                        .ok_or_else(|| bad("a delta offset is cut short".to_owned()))?;
                     at += 1;
                     back = ((back + 1) << 7) | u64::from(byte & 0x7f);
                     if back > body.len() as u64 {
@@ -155,7 +164,10 @@ pub fn decode(pack: &[u8], origin: &str) -> Result<Objects, Diagnostic> {
         };
         expanded += size;
         if expanded > MAX_EXPANDED {
-            return Err(oversize(origin, &format!("its objects expand past {} MiB", MAX_EXPANDED >> 20)));
+            return Err(oversize(
+                origin,
+                &format!("its objects expand past {} MiB", MAX_EXPANDED >> 20),
+            ));
         }
         let (data, used) = inflate(&body[at..], size as usize).map_err(&bad)?;
         at += used;
@@ -198,8 +210,13 @@ fn inflate(input: &[u8], size: usize) -> Result<(Vec<u8>, usize), String> {
 
 /// Applies every delta to its base until all are whole objects.
 fn resolve(mut raws: Vec<Raw>, origin: &str) -> Result<Objects, Diagnostic> {
-    let bad = |why: &str| super::git::protocol_error(origin, format!("its packfile is damaged: {why}"));
-    let by_offset: HashMap<usize, usize> = raws.iter().enumerate().map(|(i, r)| (r.offset, i)).collect();
+    let bad =
+        |why: &str| super::git::protocol_error(origin, format!("its packfile is damaged: {why}"));
+    let by_offset: HashMap<usize, usize> = raws
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.offset, i))
+        .collect();
     let mut done: Vec<Option<(Kind, Rc<Vec<u8>>)>> = vec![None; raws.len()];
     let mut objects = Objects::new();
     let mut expanded = 0u64;
@@ -230,7 +247,10 @@ fn resolve(mut raws: Vec<Raw>, origin: &str) -> Result<Objects, Diagnostic> {
                     let data = apply_delta(&base, &raws[i].data).map_err(|why| bad(&why))?;
                     expanded += data.len() as u64;
                     if expanded > MAX_EXPANDED {
-                        return Err(oversize(origin, &format!("its objects expand past {} MiB", MAX_EXPANDED >> 20)));
+                        return Err(oversize(
+                            origin,
+                            &format!("its objects expand past {} MiB", MAX_EXPANDED >> 20),
+                        ));
                     }
                     data
                 }
@@ -244,7 +264,9 @@ fn resolve(mut raws: Vec<Raw>, origin: &str) -> Result<Objects, Diagnostic> {
             return Ok(objects);
         }
         if !progress {
-            return Err(bad("a delta's base is not in the pack (a thin pack, which smith does not ask for)"));
+            return Err(bad(
+                "a delta's base is not in the pack (a thin pack, which smith does not ask for)",
+            ));
         }
     }
 }
@@ -286,13 +308,15 @@ fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
             let mut size = 0usize;
             for bit in 0..4 {
                 if op & (1 << bit) != 0 {
-                    offset |= usize::from(*delta.get(at).ok_or("a delta copy is cut short")?) << (8 * bit);
+                    offset |= usize::from(*delta.get(at).ok_or("a delta copy is cut short")?)
+                        << (8 * bit);
                     at += 1;
                 }
             }
             for bit in 0..3 {
                 if op & (0x10 << bit) != 0 {
-                    size |= usize::from(*delta.get(at).ok_or("a delta copy is cut short")?) << (8 * bit);
+                    size |= usize::from(*delta.get(at).ok_or("a delta copy is cut short")?)
+                        << (8 * bit);
                     at += 1;
                 }
             }
@@ -304,7 +328,9 @@ fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
                 .ok_or("a delta copies from outside its base")?;
             out.extend_from_slice(piece);
         } else if op != 0 {
-            let piece = delta.get(at..at + usize::from(op)).ok_or("a delta insert is cut short")?;
+            let piece = delta
+                .get(at..at + usize::from(op))
+                .ok_or("a delta insert is cut short")?;
             out.extend_from_slice(piece);
             at += usize::from(op);
         } else {
@@ -329,7 +355,10 @@ pub fn commit_tree(objects: &Objects, commit: &Oid, origin: &str) -> Result<Oid,
     let mut id = *commit;
     for _ in 0..8 {
         let (kind, data) = objects.get(&id).ok_or_else(|| {
-            super::git::protocol_error(origin, format!("the object {} is not in the pack the server sent", hex(&id)))
+            super::git::protocol_error(
+                origin,
+                format!("the object {} is not in the pack the server sent", hex(&id)),
+            )
         })?;
         let text = String::from_utf8_lossy(data);
         let field = match kind {
@@ -341,13 +370,21 @@ pub fn commit_tree(objects: &Objects, commit: &Oid, origin: &str) -> Result<Oid,
             .lines()
             .find_map(|l| l.strip_prefix(field))
             .and_then(parse_hex)
-            .ok_or_else(|| super::git::protocol_error(origin, format!("the {} {} names no {field}", kind.name(), hex(&id))))?;
+            .ok_or_else(|| {
+                super::git::protocol_error(
+                    origin,
+                    format!("the {} {} names no {field}", kind.name(), hex(&id)),
+                )
+            })?;
         if *kind == Kind::Commit {
             return Ok(next);
         }
         id = next;
     }
-    Err(super::git::protocol_error(origin, format!("{} is not a commit", hex(commit))))
+    Err(super::git::protocol_error(
+        origin,
+        format!("{} is not a commit", hex(commit)),
+    ))
 }
 
 /// The entries of a tree object: mode, name, id.
@@ -355,12 +392,20 @@ fn entries(data: &[u8]) -> Result<Vec<(u32, String, Oid)>, String> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < data.len() {
-        let space = data[at..].iter().position(|b| *b == b' ').ok_or("a tree entry has no mode")? + at;
+        let space = data[at..]
+            .iter()
+            .position(|b| *b == b' ')
+            .ok_or("a tree entry has no mode")?
+            + at;
         let mode = std::str::from_utf8(&data[at..space])
             .ok()
             .and_then(|m| u32::from_str_radix(m, 8).ok())
             .ok_or("a tree entry's mode is not octal")?;
-        let nul = data[space..].iter().position(|b| *b == 0).ok_or("a tree entry has no name end")? + space;
+        let nul = data[space..]
+            .iter()
+            .position(|b| *b == 0)
+            .ok_or("a tree entry has no name end")?
+            + space;
         let name = String::from_utf8_lossy(&data[space + 1..nul]).into_owned();
         let id: Oid = data
             .get(nul + 1..nul + 21)
@@ -380,9 +425,9 @@ fn entries(data: &[u8]) -> Result<Vec<(u32, String, Oid)>, String> {
 pub fn subtree(objects: &Objects, root: Oid, path: &str, origin: &str) -> Result<Oid, Diagnostic> {
     let mut id = root;
     for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
-        let (_, data) = objects
-            .get(&id)
-            .ok_or_else(|| super::git::protocol_error(origin, format!("the tree {} is not in the pack", hex(&id))))?;
+        let (_, data) = objects.get(&id).ok_or_else(|| {
+            super::git::protocol_error(origin, format!("the tree {} is not in the pack", hex(&id)))
+        })?;
         let found = entries(data)
             .map_err(|why| super::git::protocol_error(origin, why))?
             .into_iter()
@@ -409,22 +454,50 @@ pub fn subtree(objects: &Objects, root: Oid, path: &str, origin: &str) -> Result
 /// # Errors
 ///
 /// A symbolic link, an unsafe name, a missing object or a cap.
-pub fn checkout(objects: &Objects, id: Oid, prefix: &str, tree: &mut Tree, depth: usize) -> Result<Vec<String>, Diagnostic> {
+pub fn checkout(
+    objects: &Objects,
+    id: Oid,
+    prefix: &str,
+    tree: &mut Tree,
+    depth: usize,
+) -> Result<Vec<String>, Diagnostic> {
     let origin = tree.origin().to_owned();
     if depth > 64 {
-        return Err(refused(prefix, &origin, "its folders nest more than 64 deep"));
+        return Err(refused(
+            prefix,
+            &origin,
+            "its folders nest more than 64 deep",
+        ));
     }
-    let (kind, data) = objects
-        .get(&id)
-        .ok_or_else(|| super::git::protocol_error(&origin, format!("the tree {} is not in the pack", hex(&id))))?;
+    let (kind, data) = objects.get(&id).ok_or_else(|| {
+        super::git::protocol_error(&origin, format!("the tree {} is not in the pack", hex(&id)))
+    })?;
     if *kind != Kind::Tree {
-        return Err(super::git::protocol_error(&origin, format!("{} is not a tree", hex(&id))));
+        return Err(super::git::protocol_error(
+            &origin,
+            format!("{} is not a tree", hex(&id)),
+        ));
     }
     let mut skipped = Vec::new();
-    for (mode, name, child) in entries(data).map_err(|why| super::git::protocol_error(&origin, why))? {
-        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-        if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.eq_ignore_ascii_case(".git") {
-            return Err(refused(&path, &origin, "its name is empty, `.`, `..`, `.git` or holds a separator"));
+    for (mode, name, child) in
+        entries(data).map_err(|why| super::git::protocol_error(&origin, why))?
+    {
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if name.is_empty()
+            || name == "."
+            || name == ".."
+            || name.contains('/')
+            || name.eq_ignore_ascii_case(".git")
+        {
+            return Err(refused(
+                &path,
+                &origin,
+                "its name is empty, `.`, `..`, `.git` or holds a separator",
+            ));
         }
         match mode & 0o170_000 {
             0o040_000 => {
@@ -432,17 +505,35 @@ pub fn checkout(objects: &Objects, id: Oid, prefix: &str, tree: &mut Tree, depth
                 skipped.extend(checkout(objects, child, &path, tree, depth + 1)?);
             }
             0o100_000 => {
-                let (kind, blob) = objects
-                    .get(&child)
-                    .ok_or_else(|| super::git::protocol_error(&origin, format!("the blob {} of {path:?} is not in the pack", hex(&child))))?;
+                let (kind, blob) = objects.get(&child).ok_or_else(|| {
+                    super::git::protocol_error(
+                        &origin,
+                        format!("the blob {} of {path:?} is not in the pack", hex(&child)),
+                    )
+                })?;
                 if *kind != Kind::Blob {
-                    return Err(super::git::protocol_error(&origin, format!("{path:?} is not a blob")));
+                    return Err(super::git::protocol_error(
+                        &origin,
+                        format!("{path:?} is not a blob"),
+                    ));
                 }
                 tree.file(&path, &mut blob.as_slice(), mode & 0o111 != 0)?;
             }
-            0o120_000 => return Err(refused(&path, &origin, "it is a symbolic link (mode 120000)")),
+            0o120_000 => {
+                return Err(refused(
+                    &path,
+                    &origin,
+                    "it is a symbolic link (mode 120000)",
+                ));
+            }
             0o160_000 => skipped.push(path),
-            _ => return Err(refused(&path, &origin, &format!("it has the unknown mode {mode:o}"))),
+            _ => {
+                return Err(refused(
+                    &path,
+                    &origin,
+                    &format!("it has the unknown mode {mode:o}"),
+                ));
+            }
         }
     }
     Ok(skipped)
@@ -469,7 +560,12 @@ mod tests {
             hex(&object_id(Kind::Blob, b"")),
             "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
         );
-        assert_eq!(parse_hex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391").map(|o| hex(&o)).as_deref(), Some("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"));
+        assert_eq!(
+            parse_hex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
+                .map(|o| hex(&o))
+                .as_deref(),
+            Some("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
+        );
     }
 
     fn git(dir: &std::path::Path, args: &[&str], stdin: &[u8]) -> Vec<u8> {
@@ -515,25 +611,46 @@ mod tests {
         git(dir, &["commit", "-q", "-m", "one"], b"");
         text.push_str("one more line\n");
         std::fs::write(dir.join("skills/a/SKILL.md"), &text).unwrap();
-        std::fs::write(dir.join("skills/a/copy.md"), text.replace("line 7 ", "LINE 7 ")).unwrap();
+        std::fs::write(
+            dir.join("skills/a/copy.md"),
+            text.replace("line 7 ", "LINE 7 "),
+        )
+        .unwrap();
         git(dir, &["add", "-A"], b"");
         git(dir, &["commit", "-q", "-m", "two"], b"");
         let head = String::from_utf8(git(dir, &["rev-parse", "HEAD"], b"")).unwrap();
         let head = parse_hex(head.trim()).unwrap();
         let objects = git(dir, &["rev-list", "--objects", "--all"], b"");
-        for flags in [&["pack-objects", "-q", "--stdout", "--delta-base-offset"][..], &["pack-objects", "-q", "--stdout"][..]] {
+        for flags in [
+            &["pack-objects", "-q", "--stdout", "--delta-base-offset"][..],
+            &["pack-objects", "-q", "--stdout"][..],
+        ] {
             let bytes = git(dir, flags, &objects);
             let decoded = decode(&bytes, "the test").unwrap();
             let root = commit_tree(&decoded, &head, "the test").unwrap();
             let out = tempfile::tempdir().unwrap();
             let mut tree = Tree::new(out.path(), "the test");
-            assert!(checkout(&decoded, root, "", &mut tree, 0).unwrap().is_empty());
-            assert_eq!(std::fs::read_to_string(out.path().join("skills/a/SKILL.md")).unwrap(), text);
-            assert!(std::fs::read_to_string(out.path().join("skills/a/copy.md")).unwrap().contains("LINE 7 "));
+            assert!(
+                checkout(&decoded, root, "", &mut tree, 0)
+                    .unwrap()
+                    .is_empty()
+            );
+            assert_eq!(
+                std::fs::read_to_string(out.path().join("skills/a/SKILL.md")).unwrap(),
+                text
+            );
+            assert!(
+                std::fs::read_to_string(out.path().join("skills/a/copy.md"))
+                    .unwrap()
+                    .contains("LINE 7 ")
+            );
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;
-                let mode = std::fs::metadata(out.path().join("run.sh")).unwrap().permissions().mode();
+                let mode = std::fs::metadata(out.path().join("run.sh"))
+                    .unwrap()
+                    .permissions()
+                    .mode();
                 assert_ne!(mode & 0o111, 0);
             }
             let sub = subtree(&decoded, root, "skills/a", "the test").unwrap();
@@ -559,10 +676,21 @@ mod tests {
         git(dir, &["commit", "-q", "-m", "one"], b"");
         let head = String::from_utf8(git(dir, &["rev-parse", "HEAD"], b"")).unwrap();
         let objects = git(dir, &["rev-list", "--objects", "--all"], b"");
-        let decoded = decode(&git(dir, &["pack-objects", "-q", "--stdout"], &objects), "t").unwrap();
+        let decoded = decode(
+            &git(dir, &["pack-objects", "-q", "--stdout"], &objects),
+            "t",
+        )
+        .unwrap();
         let root = commit_tree(&decoded, &parse_hex(head.trim()).unwrap(), "t").unwrap();
         let out = tempfile::tempdir().unwrap();
-        let e = checkout(&decoded, root, "", &mut Tree::new(out.path(), "the repo"), 0).unwrap_err();
+        let e = checkout(
+            &decoded,
+            root,
+            "",
+            &mut Tree::new(out.path(), "the repo"),
+            0,
+        )
+        .unwrap_err();
         assert_eq!(e.code(), "marketplace.unsafe-entry");
         assert!(e.what().contains("\"link\""), "{}", e.what());
         assert!(!out.path().join("link").exists());

@@ -219,7 +219,8 @@ pub fn copy_folder(from: &Path, prefix: &str, tree: &mut Tree) -> Result<(), Dia
             format!("{prefix}/{name}")
         };
         let path = item.path();
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| io_failed(&path, "examining", &e))?;
+        let meta =
+            std::fs::symlink_metadata(&path).map_err(|e| io_failed(&path, "examining", &e))?;
         if meta.file_type().is_symlink() {
             return Err(refused(&entry, tree.origin(), "it is a symbolic link"));
         }
@@ -230,7 +231,8 @@ pub fn copy_folder(from: &Path, prefix: &str, tree: &mut Tree) -> Result<(), Dia
             tree.dir(&entry)?;
             copy_folder(&path, &entry, tree)?;
         } else if meta.is_file() {
-            let mut file = std::fs::File::open(&path).map_err(|e| io_failed(&path, "opening", &e))?;
+            let mut file =
+                std::fs::File::open(&path).map_err(|e| io_failed(&path, "opening", &e))?;
             #[cfg(unix)]
             let executable = {
                 use std::os::unix::fs::PermissionsExt;
@@ -257,10 +259,7 @@ mod tests {
 
     #[test]
     fn relative_paths_drop_dots_and_refuse_escapes() {
-        assert_eq!(
-            relative("./a//b/./c", "t").unwrap(),
-            PathBuf::from("a/b/c")
-        );
+        assert_eq!(relative("./a//b/./c", "t").unwrap(), PathBuf::from("a/b/c"));
         for bad in ["/etc/passwd", "a/../../b", "..", "a\\b", "C:/x"] {
             let e = relative(bad, "the test").unwrap_err();
             assert_eq!(e.code(), "marketplace.unsafe-entry", "{bad}");

@@ -292,7 +292,11 @@ fn read_skill(
     root: &str,
 ) -> Result<(format::Declared, String), String> {
     match host::peek_file(path) {
-        Ok(Some(text)) => format::check(&text, folder_name(dir)).map(|mut d| {
+        Ok(Some(text)) => match level {
+            format::Level::Plugin => format::check_plugin_skill(&text, folder_name(dir)),
+            _ => format::check(&text, folder_name(dir)),
+        }
+        .map(|mut d| {
             d.name = format::qualified(level, root, &d.name);
             (d, text)
         }),

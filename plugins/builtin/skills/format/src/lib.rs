@@ -72,9 +72,21 @@ pub fn name_problem(name: &str) -> Option<String> {
 /// `allowed-tools` (a list, or one string of names separated by commas
 /// or spaces). The error says what is wrong and how to fix it.
 pub fn check(text: &str, folder: &str) -> Result<Declared, String> {
+    check_as(text, folder, true)
+}
+
+/// [`check`] for a skill of a plugin installed from a marketplace, as
+/// Claude Code reads those: the skill is named after its folder, whatever
+/// (or whether) its frontmatter says `name`.
+pub fn check_plugin_skill(text: &str, folder: &str) -> Result<Declared, String> {
+    check_as(text, folder, false)
+}
+
+fn check_as(text: &str, folder: &str, strict: bool) -> Result<Declared, String> {
     let (fields, body_start) = parse(text)?;
     let get = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     let name = match get("name") {
+        _ if !strict => folder.to_owned(),
         Some(Value::Text(name)) => name.trim().to_owned(),
         Some(_) => return Err("`name` is not a single string; write `name: my-skill`".to_owned()),
         None => {

@@ -227,6 +227,12 @@ fn marketplace_plugin_names_take_the_plugin_before_a_colon() {
         "example-plugin:example-skill"
     );
     assert_eq!(qualified(Level::Global, root, "pdf"), "pdf");
+    let text = "---\nname: writing-hookify-rules\ndescription: d\n---\nbody\n";
+    assert!(check(text, "writing-rules").is_err());
+    assert_eq!(
+        check_plugin_skill(text, "writing-rules").unwrap().name,
+        "writing-rules"
+    );
     assert_eq!(plugin_of("/c/skills"), None);
     assert_eq!(plugin_of("/c/Bad@m/skills"), None);
 }
