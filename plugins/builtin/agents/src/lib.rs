@@ -204,7 +204,12 @@ fn marketplace_plugins(config: &str) -> Vec<String> {
     listing
         .entries
         .iter()
-        .filter(|e| matches!(e.kind, host::EntryKind::Dir) && e.name.contains('@'))
+        // Staging and set-aside folders start with a dot.
+        .filter(|e| {
+            matches!(e.kind, host::EntryKind::Dir)
+                && e.name.contains('@')
+                && !e.name.starts_with('.')
+        })
         .map(|e| join(&folder, &e.name))
         .collect()
 }
