@@ -368,6 +368,19 @@ fn the_model_sees_the_plugin_skills_and_the_user_invokes_them_and_the_agents() {
         common::recorded_requests(&record)
     };
     let requests = eval("hello", &[]);
+    let delegate = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "agent")
+        .expect("the agent tool")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        delegate.contains("- feature-dev:code-reviewer: Reviews code"),
+        "{delegate}"
+    );
     let system = requests[0]["system"].as_str().unwrap().to_owned();
     assert!(
         system.contains("- example-plugin:example-skill: This skill should be used"),

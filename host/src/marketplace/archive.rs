@@ -275,4 +275,69 @@ mod tests {
         assert!(e.why().contains("symbolic link"), "{}", e.why());
         assert!(!dir.path().join("m/link").exists());
     }
+
+    /// A stored zip of `(name, unix mode, bytes)` entries.
+    fn zip_of(entries: &[(&str, u32, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut central = Vec::new();
+        for (name, mode, bytes) in entries {
+            let mut crc = flate2::Crc::new();
+            crc.update(bytes);
+            let offset = out.len() as u32;
+            let fields = |v: &mut Vec<u8>| {
+                v.extend_from_slice(&crc.sum().to_le_bytes());
+                v.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                v.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                v.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                v.extend_from_slice(&0u16.to_le_bytes());
+            };
+            out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+            out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            fields(&mut out);
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(bytes);
+            central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+            central.extend_from_slice(&[20, 3, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            fields(&mut central);
+            central.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+            central.extend_from_slice(&(mode << 16).to_le_bytes());
+            central.extend_from_slice(&offset.to_le_bytes());
+            central.extend_from_slice(name.as_bytes());
+        }
+        let start = out.len() as u32;
+        out.extend_from_slice(&central);
+        out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+        out.extend_from_slice(&start.to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
+        out
+    }
+
+    #[test]
+    fn a_zip_expands_and_a_symlink_dotdot_or_bad_checksum_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = zip_of(&[("m/a.txt", 0o100_644, b"hi"), ("m/run", 0o100_755, b"x")]);
+        expand(Kind::Zip, &good, &mut Tree::new(dir.path(), "good")).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("m/a.txt")).unwrap(), b"hi");
+        let link = zip_of(&[("m/link", 0o120_777, b"/etc")]);
+        let e = expand(Kind::Zip, &link, &mut Tree::new(dir.path(), "z")).unwrap_err();
+        assert!(e.why().contains("symbolic link"), "{}", e.why());
+        let dotdot = zip_of(&[("../up", 0o100_644, b"x")]);
+        let e = expand(Kind::Zip, &dotdot, &mut Tree::new(dir.path(), "z")).unwrap_err();
+        assert_eq!(e.code(), "marketplace.unsafe-entry");
+        let mut damaged = good.clone();
+        damaged[30 + "m/a.txt".len()] ^= 1;
+        let e = expand(Kind::Zip, &damaged, &mut Tree::new(dir.path(), "z")).unwrap_err();
+        assert!(e.why().contains("checksum"), "{}", e.why());
+        let e = expand(
+            Kind::Zip,
+            b"not a zip at all, not at all",
+            &mut Tree::new(dir.path(), "z"),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "marketplace.corrupt");
+    }
 }
