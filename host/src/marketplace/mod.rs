@@ -620,6 +620,19 @@ impl Store {
         replace: bool,
     ) -> Result<(Marketplace, Vec<String>), Diagnostic> {
         let origin = source.describe();
+        let exists = |name: &str| {
+            Diagnostic::error(
+                "marketplace.exists",
+                format!("a marketplace named {name:?} is already added"),
+                "two marketplaces cannot share a name",
+                format!("run `smith plugin marketplace update {name}` to fetch it again, or add this one under another name with `--name NAME`"),
+            )
+            .with_value(format!("{name:?}"))
+        };
+        // A name given and taken is refused before anything is fetched.
+        if let Some(name) = name.filter(|n| !replace && self.marketplaces().join(n).exists()) {
+            return Err(exists(name));
+        }
         let stage = staging(&self.marketplaces(), "marketplace")?;
         let mut tree = Tree::new(stage.path(), &origin);
         let (revision, notes) = fetch(&engine, source, &mut tree)?;
@@ -656,13 +669,7 @@ impl Store {
         }
         let target = self.marketplaces().join(&name);
         if !replace && target.exists() {
-            return Err(Diagnostic::error(
-                "marketplace.exists",
-                format!("a marketplace named {name:?} is already added"),
-                "two marketplaces cannot share a name",
-                format!("run `smith plugin marketplace update {name}` to fetch it again, or add this one under another name with `--name NAME`"),
-            )
-            .with_value(format!("{name:?}")));
+            return Err(exists(&name));
         }
         place(&root, &target)?;
         let record = json!({

@@ -269,6 +269,16 @@ mod tests {
     }
 
     #[test]
+    fn entries_past_the_count_cap_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tree = Tree::new(dir.path(), "many");
+        tree.entries = MAX_ENTRIES;
+        let e = tree.dir("one-more").unwrap_err();
+        assert_eq!(e.code(), "marketplace.oversize");
+        assert!(e.what().contains("more than 20000 entries"), "{}", e.what());
+    }
+
+    #[test]
     fn a_file_over_the_expanded_cap_is_refused_not_truncated() {
         let dir = tempfile::tempdir().unwrap();
         let mut tree = Tree::new(dir.path(), "bomb");
