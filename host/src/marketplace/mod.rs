@@ -430,10 +430,10 @@ pub fn check_manifest(manifest: &Value, file: &Path) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// The folder of a fetched tree that holds `marker`: the tree itself, or
-/// its one folder (an archive's `repo-main/`).
-fn content_root(staging: &Path, marker: &str) -> PathBuf {
-    if staging.join(marker).exists() {
+/// The folder of a fetched tree that holds `marker`: the tree itself, or,
+/// for an archive, its one folder (GitHub's `repo-main/`).
+fn content_root(source: &Source, staging: &Path, marker: &str) -> PathBuf {
+    if !matches!(source, Source::Archive(..)) || staging.join(marker).exists() {
         return staging.to_owned();
     }
     let entries: Vec<_> = std::fs::read_dir(staging)
@@ -636,7 +636,7 @@ impl Store {
         let stage = staging(&self.marketplaces(), "marketplace")?;
         let mut tree = Tree::new(stage.path(), &origin);
         let (revision, notes) = fetch(&engine, source, &mut tree)?;
-        let root = content_root(stage.path(), ".claude-plugin/marketplace.json");
+        let root = content_root(source, stage.path(), ".claude-plugin/marketplace.json");
         let file = root.join(".claude-plugin/marketplace.json");
         if !file.is_file() {
             return Err(Diagnostic::error(
@@ -845,7 +845,7 @@ impl Store {
         let stage = staging(&self.plugins(), "plugin")?;
         let mut tree = Tree::new(stage.path(), &origin);
         let (revision, notes) = fetch(&engine, &source, &mut tree)?;
-        let root = content_root(stage.path(), ".claude-plugin");
+        let root = content_root(&source, stage.path(), ".claude-plugin");
         let plugin_json = root.join(".claude-plugin/plugin.json");
         let declared = if plugin_json.is_file() {
             read_json(&plugin_json, "a plugin's .claude-plugin/plugin.json")?
@@ -1144,6 +1144,50 @@ fn inventory(root: &Path, plugin: &str, declared: &Value, entry: &Value) -> Inst
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A plugin holding only `skills/` (no plugin.json) installs with its
+    /// skill; a reinstall replaces the copy; uninstall removes it.
+    #[test]
+    fn a_plugin_with_only_skills_installs_and_reinstalls_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let market = dir.path().join("m");
+        std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+        std::fs::write(
+            market.join(".claude-plugin/marketplace.json"),
+            r#"{"name": "local", "owner": {"name": "t"}, "plugins": [{"name": "p", "source": "./p", "version": "1.0.0"}]}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(market.join("p/skills/x")).unwrap();
+        std::fs::write(
+            market.join("p/skills/x/SKILL.md"),
+            "---\nname: x\ndescription: d\n---\n",
+        )
+        .unwrap();
+        let store = Store::new(&dir.path().join("config"));
+        let (added, _) = store
+            .add(&Source::Local(market.clone()), None, false)
+            .unwrap();
+        assert_eq!(added.name, "local");
+        let (installed, _) = store.install("p@local").unwrap();
+        assert_eq!(installed.skills, ["p:x"]);
+        assert_eq!(installed.version.as_deref(), Some("1.0.0"));
+        assert!(installed.not_run().is_none());
+        assert!(installed.dir.join("skills/x/SKILL.md").is_file());
+        let (again, _) = store.install("p@local").unwrap();
+        assert_eq!(again.dir, installed.dir);
+        assert_eq!(store.installed().len(), 1);
+        let err = store
+            .add(&Source::Local(market), Some("local"), false)
+            .unwrap_err();
+        assert_eq!(err.code(), "marketplace.exists");
+        store.uninstall("p@local").unwrap();
+        assert!(!installed.dir.exists());
+        assert!(store.installed().is_empty());
+        assert_eq!(
+            store.uninstall("p@local").unwrap_err().code(),
+            "marketplace.not-installed"
+        );
+    }
 
     #[test]
     fn times_read_as_utc_dates() {
