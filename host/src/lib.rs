@@ -50,6 +50,7 @@ pub mod catalog;
 pub mod checkpoints;
 pub mod context;
 pub mod extensions;
+pub mod marketplace;
 pub mod mock;
 pub mod output;
 pub mod plugin_config;

@@ -1,5 +1,8 @@
 //! `smith plugin list | info NAME | install PATH | uninstall NAME
-//! [--purge-data] | enable NAME | disable NAME | reload NAME`.
+//! [--purge-data] | enable NAME | disable NAME | reload NAME`, and the
+//! marketplaces in Claude Code's format: `smith plugin marketplace add
+//! SOURCE | list | update | remove`, `smith plugin install
+//! PLUGIN@MARKETPLACE` (see [`smith_host::marketplace`]).
 //!
 //! Plugins live in three roots: built-in (embedded), user
 //! (`$DATA/plugins/<org>/<name>/`) and project (`.smith/plugins/<org>/<name>/`,
@@ -8,6 +11,8 @@
 
 use std::path::PathBuf;
 use std::time::Instant;
+
+use smith_host::marketplace::{Installed, Source, Store};
 
 use smith_host::plugins::{component, disabled, discover, not_found, user_root, write_disabled};
 
@@ -26,21 +31,30 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Sub {
-    /// List built-in, user and project plugins with their state.
-    List,
-    /// Show one plugin's manifest, location and state.
+    /// List built-in, user and project plugins with their state, and the
+    /// plugins installed from marketplaces with what they bring.
+    List {
+        /// One JSON document: the plugins installed from marketplaces.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one plugin's manifest, location and state (`org/name`, or
+    /// `PLUGIN@MARKETPLACE`).
     Info {
-        /// The plugin (`org/name`).
+        /// The plugin (`org/name` or `PLUGIN@MARKETPLACE`).
         name: String,
     },
-    /// Install a plugin folder (with plugin.kdl) into the user root.
+    /// Install a plugin folder (with plugin.kdl) into the user root, or
+    /// `PLUGIN@MARKETPLACE` from a marketplace added with `smith plugin
+    /// marketplace add` (its skills and agents become `PLUGIN:NAME`).
     Install {
-        /// The plugin folder.
+        /// The plugin folder, or `PLUGIN@MARKETPLACE`.
         path: PathBuf,
     },
-    /// Remove a user plugin (its data folder stays unless --purge-data).
+    /// Remove a user plugin (its data folder stays unless --purge-data),
+    /// or a plugin installed from a marketplace (`PLUGIN@MARKETPLACE`).
     Uninstall {
-        /// The plugin (`org/name`).
+        /// The plugin (`org/name` or `PLUGIN@MARKETPLACE`).
         name: String,
         /// Also remove the plugin's data folder.
         #[arg(long)]
@@ -62,6 +76,233 @@ enum Sub {
         /// The plugin (`org/name`).
         name: String,
     },
+    /// Marketplaces of plugins in Claude Code's format
+    /// (.claude-plugin/marketplace.json).
+    Marketplace {
+        #[command(subcommand)]
+        command: MarketSub,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum MarketSub {
+    /// Add a marketplace: a local folder, an https:// .tar.gz/.tgz/.zip
+    /// archive, or a git repository (`https://host/owner/repo`, or
+    /// `owner/repo` for GitHub), fetched through smith's HTTP engine.
+    Add {
+        /// The folder, address or `owner/repo`.
+        source: String,
+        /// The name to add it under (default: the name its
+        /// marketplace.json gives).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List the marketplaces added, with their source, revision and
+    /// plugins.
+    List {
+        /// One JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fetch a marketplace (or every one) again from its source; a failed
+    /// fetch leaves the previous copy.
+    Update {
+        /// The marketplace (default: every one).
+        name: Option<String>,
+    },
+    /// Remove a marketplace (once no plugin installed from it is left).
+    Remove {
+        /// The marketplace.
+        name: String,
+    },
+}
+
+/// The marketplace store in smith's configuration folder.
+fn store(paths: &Paths) -> Store {
+    Store::new(&paths.config_dir)
+}
+
+/// `PLUGIN@MARKETPLACE` rather than a folder.
+fn marketplace_spec(text: &str) -> bool {
+    text.contains('@') && !text.contains('/') && !std::path::Path::new(text).exists()
+}
+
+fn when(seconds: u64) -> String {
+    smith_host::marketplace::utc(seconds)
+}
+
+/// What an installed marketplace plugin brings, as lines.
+fn brings(p: &Installed) -> Vec<String> {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items.join(", ")
+        }
+    };
+    let mut lines = vec![
+        format!("skills: {}", list(&p.skills)),
+        format!("agents: {}", list(&p.agents)),
+    ];
+    let mut idle = Vec::new();
+    if !p.hooks.is_empty() {
+        idle.push(format!("hooks {}", p.hooks.join(", ")));
+    }
+    if !p.mcp_servers.is_empty() {
+        idle.push(format!("MCP servers {}", p.mcp_servers.join(", ")));
+    }
+    if !p.commands.is_empty() {
+        idle.push(format!("commands {}", p.commands.join(", ")));
+    }
+    if !idle.is_empty() {
+        lines.push(format!(
+            "declared, not run (enabling them is not implemented): {}",
+            idle.join("; ")
+        ));
+    }
+    lines
+}
+
+fn print_warning(d: Option<smith_diag::Diagnostic>) {
+    if let Some(d) = d {
+        crate::report::diagnostic(&d);
+    }
+}
+
+fn marketplace(paths: &Paths, command: MarketSub) -> anyhow::Result<u8> {
+    let store = store(paths);
+    match command {
+        MarketSub::Add { source, name } => {
+            let cwd = std::env::current_dir()?;
+            let source = Source::parse(&source, &cwd)?;
+            let (added, notes) = store.add(&source, name.as_deref(), false)?;
+            let plugins = store.catalog(&added.name)?;
+            println!(
+                "added the marketplace {} from {} ({} plugins){}",
+                added.name,
+                added.source,
+                plugins.len(),
+                added
+                    .revision
+                    .as_deref()
+                    .map(|r| format!(" at {r}"))
+                    .unwrap_or_default()
+            );
+            for note in notes {
+                println!("  note: {note}");
+            }
+            println!(
+                "  install one with `smith plugin install PLUGIN@{}`; `smith plugin marketplace list` shows its plugins",
+                added.name
+            );
+            Ok(0)
+        }
+        MarketSub::List { json } => {
+            let all = store.list();
+            if json {
+                let value: Vec<serde_json::Value> = all
+                    .iter()
+                    .map(|m| {
+                        let plugins: Vec<serde_json::Value> = store
+                            .catalog(&m.name)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(name, version, description)| {
+                                serde_json::json!({"name": name, "version": version, "description": description})
+                            })
+                            .collect();
+                        serde_json::json!({
+                            "name": m.name,
+                            "source": m.source,
+                            "kind": m.kind,
+                            "revision": m.revision,
+                            "fetched_at": m.fetched_at,
+                            "dir": m.dir.display().to_string(),
+                            "plugins": plugins,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::Value::from(value));
+                return Ok(0);
+            }
+            if all.is_empty() {
+                println!(
+                    "No marketplace added. Add one with `smith plugin marketplace add SOURCE` (a folder, an https:// archive or git repository, or owner/repo)."
+                );
+            }
+            for m in &all {
+                println!(
+                    "{}  {} {}{}  fetched {}",
+                    m.name,
+                    m.kind,
+                    m.source,
+                    m.revision
+                        .as_deref()
+                        .map(|r| format!(" at {r}"))
+                        .unwrap_or_default(),
+                    when(m.fetched_at)
+                );
+                for (name, version, description) in store.catalog(&m.name).unwrap_or_default() {
+                    println!(
+                        "    {name}@{}{}  — {description}",
+                        m.name,
+                        version.map(|v| format!(" {v}")).unwrap_or_default()
+                    );
+                }
+            }
+            Ok(0)
+        }
+        MarketSub::Update { name } => {
+            let names: Vec<String> = match name {
+                Some(name) => vec![name],
+                None => store.list().into_iter().map(|m| m.name).collect(),
+            };
+            let mut failed = false;
+            for name in names {
+                match store.update(&name) {
+                    Ok((m, notes)) => {
+                        println!(
+                            "updated the marketplace {}{}",
+                            m.name,
+                            m.revision
+                                .as_deref()
+                                .map(|r| format!(" to {r}"))
+                                .unwrap_or_default()
+                        );
+                        for note in notes {
+                            println!("  note: {note}");
+                        }
+                        let installed: Vec<String> = store
+                            .installed()
+                            .iter()
+                            .filter(|p| p.marketplace == m.name)
+                            .map(Installed::id)
+                            .collect();
+                        if !installed.is_empty() {
+                            println!(
+                                "  the plugins installed from it stay as they are; install them again to update them: {}",
+                                installed
+                                    .iter()
+                                    .map(|p| format!("`smith plugin install {p}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            );
+                        }
+                    }
+                    Err(d) => {
+                        crate::report::diagnostic(&d);
+                        failed = true;
+                    }
+                }
+            }
+            Ok(u8::from(failed))
+        }
+        MarketSub::Remove { name } => {
+            store.remove(&name)?;
+            println!("removed the marketplace {name}");
+            Ok(0)
+        }
+    }
 }
 
 /// Runs `smith plugin`.
@@ -80,7 +321,78 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => "enabled".to_owned(),
     };
     match args.command {
-        Sub::List => {
+        Sub::Marketplace { command } => marketplace(&paths, command),
+        Sub::List { json: true } => {
+            let value: Vec<serde_json::Value> = store(&paths)
+                .installed()
+                .iter()
+                .map(Installed::to_json_with_dir)
+                .collect();
+            println!("{}", serde_json::json!({ "marketplace_plugins": value }));
+            Ok(0)
+        }
+        Sub::Info { name } if marketplace_spec(&name) => {
+            let Some(p) = store(&paths)
+                .installed()
+                .into_iter()
+                .find(|p| p.id() == name)
+            else {
+                return Err(store(&paths).not_installed(&name).into());
+            };
+            println!(
+                "name: {}\nmarketplace: {}\nversion: {}\nsource: {}\nrevision: {}\ninstalled: {}\nfolder: {}",
+                p.plugin,
+                p.marketplace,
+                p.version.as_deref().unwrap_or("none given"),
+                p.source,
+                p.revision
+                    .as_deref()
+                    .unwrap_or("none (a folder of the marketplace)"),
+                when(p.installed_at),
+                p.dir.display()
+            );
+            for line in brings(&p) {
+                println!("{line}");
+            }
+            println!("{}", p.description);
+            print_warning(p.not_run());
+            Ok(0)
+        }
+        Sub::Install { path } if marketplace_spec(&path.to_string_lossy()) => {
+            let spec = path.to_string_lossy().into_owned();
+            let (p, notes) = store(&paths).install(&spec)?;
+            println!(
+                "installed {}{} into {}",
+                p.id(),
+                p.version
+                    .as_deref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default(),
+                p.dir.display()
+            );
+            for line in brings(&p) {
+                println!("  {line}");
+            }
+            for note in notes {
+                println!("  note: {note}");
+            }
+            print_warning(p.not_run());
+            Ok(0)
+        }
+        Sub::Uninstall { name, .. } if marketplace_spec(&name) => {
+            let p = store(&paths).uninstall(&name)?;
+            println!(
+                "uninstalled {} (its skills and agents are gone: {})",
+                p.id(),
+                if p.skills.is_empty() && p.agents.is_empty() {
+                    "it had none".to_owned()
+                } else {
+                    [p.skills.clone(), p.agents.clone()].concat().join(", ")
+                }
+            );
+            Ok(0)
+        }
+        Sub::List { json: false } => {
             for b in BUILTINS {
                 println!(
                     "{:<24} {:<10} built-in  {}  — {}",
@@ -112,6 +424,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             if let Some(note) = note {
                 println!("\n{note}");
+            }
+            let installed = store(&paths).installed();
+            if !installed.is_empty() {
+                println!("\nFrom marketplaces (skills and agents named PLUGIN:NAME):");
+            }
+            for p in &installed {
+                println!(
+                    "{:<24} {:<10} {}  — {}",
+                    p.id(),
+                    p.version.as_deref().unwrap_or("-"),
+                    p.source,
+                    p.description
+                );
+                for line in brings(p) {
+                    println!("    {line}");
+                }
             }
             Ok(0)
         }

@@ -8,8 +8,11 @@
 //! "Agents"): the project — the working folder, then each parent up to the
 //! repository root (never the home folder) — with, in each folder,
 //! `.smith/agents` then `.claude/agents`; then the user's: `agents` in
-//! smith's configuration folder, then `~/.claude/agents`. Project agents
-//! are read only in a trusted project.
+//! smith's configuration folder, then `~/.claude/agents`; then the
+//! `agents` folder of each plugin installed from a marketplace
+//! (`marketplace-plugins/PLUGIN@MARKETPLACE` in smith's configuration
+//! folder), whose agents are named `PLUGIN:NAME`. Project agents are read
+//! only in a trusted project.
 //!
 //! `/agents` (and `smith agents list`) lists every agent with its source,
 //! tools and model, what shadows what, and the files that could not be
@@ -174,6 +177,13 @@ fn roots() -> (Vec<(String, Level)>, String) {
     if let Some(home) = &home {
         roots.push((join(home, HOME_FOLDER), Level::Global));
     }
+    if let Ok(Some(config)) = host::config_dir() {
+        roots.extend(
+            marketplace_plugins(&config)
+                .into_iter()
+                .map(|plugin| (join(&plugin, "agents"), Level::Plugin)),
+        );
+    }
     let mut seen = Vec::new();
     roots.retain(|(root, _)| {
         let fresh = !seen.contains(root);
@@ -181,6 +191,27 @@ fn roots() -> (Vec<(String, Level)>, String) {
         fresh
     });
     (roots, trust)
+}
+
+/// The folders of the plugins installed from marketplaces
+/// (`marketplace-plugins/PLUGIN@MARKETPLACE` in smith's configuration
+/// folder), sorted by name.
+fn marketplace_plugins(config: &str) -> Vec<String> {
+    let folder = join(config, smith_skill_format::MARKETPLACE_PLUGINS);
+    let Ok(Some(listing)) = host::peek_dir(&folder) else {
+        return Vec::new();
+    };
+    listing
+        .entries
+        .iter()
+        // Staging and set-aside folders start with a dot.
+        .filter(|e| {
+            matches!(e.kind, host::EntryKind::Dir)
+                && e.name.contains('@')
+                && !e.name.starts_with('.')
+        })
+        .map(|e| join(&folder, &e.name))
+        .collect()
 }
 
 /// Every `NAME.md` file in `root`, with size and modification time.
@@ -209,9 +240,13 @@ fn stem(path: &str) -> &str {
 }
 
 /// Reads and checks one agent file, with its text.
-fn read_agent(path: &str) -> Result<(AgentDeclared, String), String> {
+fn read_agent(path: &str, level: Level) -> Result<(AgentDeclared, String), String> {
     match host::peek_file(path) {
-        Ok(Some(text)) => format::check_agent(&text, stem(path)).map(|d| (d, text)),
+        Ok(Some(text)) => format::check_agent(&text, stem(path)).map(|mut d| {
+            let root = parent(path).unwrap_or_default();
+            d.name = smith_skill_format::qualified(level, &root, &d.name);
+            (d, text)
+        }),
         Ok(None) => {
             Err("the file went away while it was read; it is read again next turn".to_owned())
         }
@@ -255,7 +290,7 @@ fn refresh() {
             scan.untrusted.push(path);
             continue;
         }
-        let read = read_agent(&path).map(|(declared, _)| declared);
+        let read = read_agent(&path, level).map(|(declared, _)| declared);
         scan.entries.push(Entry {
             path,
             level,
@@ -401,7 +436,7 @@ fn missing(name: &str, names: &[String]) -> String {
 
 /// The body of `entry`'s file: its system prompt, bounded.
 fn body(entry: &Entry) -> Result<(AgentDeclared, String), String> {
-    let (declared, text) = read_agent(&entry.path)
+    let (declared, text) = read_agent(&entry.path, entry.level)
         .map_err(|reason| format!("the agent file {} could not be read: {reason}", entry.path))?;
     let body = text[declared.body_start..].trim();
     let cut = smith_skill_format::prefix(body, BODY_MAX_BYTES);
@@ -466,7 +501,7 @@ fn tools_text(declared: &AgentDeclared) -> String {
 
 fn listing_lines(scan: &Scan) -> Vec<String> {
     let mut lines = vec![
-        "Agents, first of a name wins: the project (the working folder up to the repository root) before the user's; in each, .smith/agents then .claude/agents (smith's own `agents` folder first among the user's). `smith --agent NAME` runs the main thread as one.".to_owned(),
+        "Agents, first of a name wins: the project (the working folder up to the repository root) before the user's; in each, .smith/agents then .claude/agents (smith's own `agents` folder first among the user's); then those of plugins installed from marketplaces, named PLUGIN:NAME. `smith --agent NAME` runs the main thread as one.".to_owned(),
     ];
     let valid: Vec<&Entry> = scan.entries.iter().filter(|e| e.read.is_ok()).collect();
     if valid.is_empty() {

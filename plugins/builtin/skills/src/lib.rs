@@ -6,7 +6,10 @@
 //! repository root (never the home folder) — with, in each folder,
 //! `.smith/skills`, `.claude/skills`, `.agents/skills`, `.gemini/skills`;
 //! then the user's: `skills` in smith's configuration folder, then
-//! `~/.claude/skills`, `~/.agents/skills`, `~/.gemini/skills`. A skill is
+//! `~/.claude/skills`, `~/.agents/skills`, `~/.gemini/skills`; then the
+//! `skills` folder of each plugin installed from a marketplace
+//! (`marketplace-plugins/PLUGIN@MARKETPLACE` in smith's configuration
+//! folder), whose skills are named `PLUGIN:NAME`. A skill is
 //! a folder `NAME/SKILL.md` in one of these. Project skills are read only
 //! in a trusted project.
 //!
@@ -222,6 +225,13 @@ fn roots() -> (Vec<(String, format::Level)>, String) {
             roots.push((join(home, folder), format::Level::Global));
         }
     }
+    if let Ok(Some(config)) = host::config_dir() {
+        roots.extend(
+            marketplace_plugins(&config)
+                .into_iter()
+                .map(|plugin| (join(&plugin, "skills"), format::Level::Plugin)),
+        );
+    }
     // A folder reached twice (smith's configuration folder inside the
     // project) is read once, at its first place.
     let mut seen = Vec::new();
@@ -231,6 +241,27 @@ fn roots() -> (Vec<(String, format::Level)>, String) {
         fresh
     });
     (roots, trust)
+}
+
+/// The folders of the plugins installed from marketplaces
+/// (`marketplace-plugins/PLUGIN@MARKETPLACE` in smith's configuration
+/// folder), sorted by name.
+fn marketplace_plugins(config: &str) -> Vec<String> {
+    let folder = join(config, format::MARKETPLACE_PLUGINS);
+    let Ok(Some(listing)) = host::peek_dir(&folder) else {
+        return Vec::new();
+    };
+    listing
+        .entries
+        .iter()
+        // Staging and set-aside folders start with a dot.
+        .filter(|e| {
+            matches!(e.kind, host::EntryKind::Dir)
+                && e.name.contains('@')
+                && !e.name.starts_with('.')
+        })
+        .map(|e| join(&folder, &e.name))
+        .collect()
 }
 
 /// Every `NAME/SKILL.md` in `root`, with size and modification time.
@@ -257,10 +288,23 @@ fn folder_name(dir: &str) -> &str {
     dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir)
 }
 
-/// Reads and checks one SKILL.md.
-fn read_skill(path: &str, dir: &str) -> Result<(format::Declared, String), String> {
+/// Reads and checks one SKILL.md (found at `level` in `root`: a
+/// marketplace plugin's skill is named `PLUGIN:NAME`).
+fn read_skill(
+    path: &str,
+    dir: &str,
+    level: format::Level,
+    root: &str,
+) -> Result<(format::Declared, String), String> {
     match host::peek_file(path) {
-        Ok(Some(text)) => format::check(&text, folder_name(dir)).map(|d| (d, text)),
+        Ok(Some(text)) => match level {
+            format::Level::Plugin => format::check_plugin_skill(&text, folder_name(dir)),
+            _ => format::check(&text, folder_name(dir)),
+        }
+        .map(|mut d| {
+            d.name = format::qualified(level, root, &d.name);
+            (d, text)
+        }),
         Ok(None) => {
             Err("the file went away while it was read; it is read again next turn".to_owned())
         }
@@ -304,7 +348,7 @@ fn refresh() -> bool {
             scan.untrusted.push(path);
             continue;
         }
-        let read = read_skill(&path, &dir).map(|(declared, _)| declared);
+        let read = read_skill(&path, &dir, level, &root).map(|(declared, _)| declared);
         scan.entries.push(Entry {
             path,
             dir,
@@ -513,7 +557,7 @@ fn load(
     entry: &Entry,
     args: Option<&str>,
 ) -> Result<(String, serde_json::Value, bool), String> {
-    let (declared, text) = read_skill(&entry.path, &entry.dir).map_err(|reason| {
+    let (declared, text) = read_skill(&entry.path, &entry.dir, entry.level, &entry.root).map_err(|reason| {
         format!(
             "the skill file {} could not be loaded: {reason}",
             entry.path
@@ -573,7 +617,7 @@ fn invoked(sigil: char, name: &str, args: &str, entry: &Entry) -> Result<String,
 /// The listing of `/skills` and `smith skills list`: lines of text.
 fn listing_lines(scan: &Scan) -> Vec<String> {
     let mut lines = vec![
-        "Skills, first of a name wins: the project (the working folder up to the repository root) before the user's; in each, .smith, .claude, .agents, .gemini (smith's own `skills` folder first among the user's).".to_owned(),
+        "Skills, first of a name wins: the project (the working folder up to the repository root) before the user's; in each, .smith, .claude, .agents, .gemini (smith's own `skills` folder first among the user's); then those of plugins installed from marketplaces, named PLUGIN:NAME.".to_owned(),
     ];
     let valid: Vec<&Entry> = scan.entries.iter().filter(|e| e.read.is_ok()).collect();
     if valid.is_empty() {

@@ -72,9 +72,21 @@ pub fn name_problem(name: &str) -> Option<String> {
 /// `allowed-tools` (a list, or one string of names separated by commas
 /// or spaces). The error says what is wrong and how to fix it.
 pub fn check(text: &str, folder: &str) -> Result<Declared, String> {
+    check_as(text, folder, true)
+}
+
+/// [`check`] for a skill of a plugin installed from a marketplace, as
+/// Claude Code reads those: the skill is named after its folder, whatever
+/// (or whether) its frontmatter says `name`.
+pub fn check_plugin_skill(text: &str, folder: &str) -> Result<Declared, String> {
+    check_as(text, folder, false)
+}
+
+fn check_as(text: &str, folder: &str, strict: bool) -> Result<Declared, String> {
     let (fields, body_start) = parse(text)?;
     let get = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     let name = match get("name") {
+        _ if !strict => folder.to_owned(),
         Some(Value::Text(name)) => name.trim().to_owned(),
         Some(_) => return Err("`name` is not a single string; write `name: my-skill`".to_owned()),
         None => {
@@ -182,14 +194,18 @@ pub enum Level {
     Project,
     /// The user's folders.
     Global,
+    /// A plugin installed from a marketplace (`smith plugin install
+    /// NAME@MARKETPLACE`): its names are `PLUGIN:NAME`.
+    Plugin,
 }
 
 impl Level {
-    /// `project` or `global`.
+    /// `project`, `global` or `plugin`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Project => "project",
             Self::Global => "global",
+            Self::Plugin => "plugin",
         }
     }
 }
@@ -256,11 +272,44 @@ pub fn invocation(prompt: &str) -> Option<(char, &str, &str)> {
     let rest = &text[1..];
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let name = &rest[..end];
-    if name_problem(name).is_some() {
+    if qualified_name_problem(name).is_some() {
         return None;
     }
     Some((sigil, name, rest[end..].trim()))
 }
+
+/// Why `name` is neither a name nor `PLUGIN:NAME` (a skill or agent of a
+/// plugin installed from a marketplace, both parts keeping the name
+/// rules), or `None` when it is one of them.
+pub fn qualified_name_problem(name: &str) -> Option<String> {
+    match name.split_once(':') {
+        Some((plugin, name)) => name_problem(plugin).or_else(|| name_problem(name)),
+        None => name_problem(name),
+    }
+}
+
+/// The plugin a skills or agents folder of an installed marketplace
+/// plugin belongs to: `.../PLUGIN@MARKETPLACE/skills` gives `PLUGIN`.
+pub fn plugin_of(root: &str) -> Option<&str> {
+    let folder = root.trim_end_matches('/').rsplit_once('/')?.0;
+    let installed = folder.rsplit('/').next()?;
+    let (plugin, _) = installed.split_once('@')?;
+    name_problem(plugin).is_none().then_some(plugin)
+}
+
+/// The name `name` of a skill or agent found at `level` in `root`
+/// takes: `PLUGIN:NAME` for a marketplace plugin's, `name` otherwise.
+pub fn qualified(level: Level, root: &str, name: &str) -> String {
+    match (level, plugin_of(root)) {
+        (Level::Plugin, Some(plugin)) => format!("{plugin}:{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// The folder (under smith's configuration folder) that holds the
+/// plugins installed from marketplaces, one `PLUGIN@MARKETPLACE` folder
+/// each.
+pub const MARKETPLACE_PLUGINS: &str = "marketplace-plugins";
 
 /// Splits a skill's arguments into words the way a shell would: blanks
 /// separate them; single quotes keep everything up to the next one;

@@ -209,6 +209,32 @@ fn invocations() {
     assert_eq!(invocation("$HOME is set"), None);
     assert_eq!(invocation("fix /pdf"), None);
     assert_eq!(invocation("$5 please"), Some(('$', "5", "please")));
+    assert_eq!(
+        invocation("/feature-dev:code-review now"),
+        Some(('/', "feature-dev:code-review", "now"))
+    );
+    assert_eq!(invocation("/a:b:c"), None);
+    assert_eq!(invocation("$:pdf"), None);
+    assert_eq!(invocation("$pdf:"), None);
+}
+
+#[test]
+fn marketplace_plugin_names_take_the_plugin_before_a_colon() {
+    let root = "/c/marketplace-plugins/example-plugin@claude-plugins-official/skills";
+    assert_eq!(plugin_of(root), Some("example-plugin"));
+    assert_eq!(
+        qualified(Level::Plugin, root, "example-skill"),
+        "example-plugin:example-skill"
+    );
+    assert_eq!(qualified(Level::Global, root, "pdf"), "pdf");
+    let text = "---\nname: writing-hookify-rules\ndescription: d\n---\nbody\n";
+    assert!(check(text, "writing-rules").is_err());
+    assert_eq!(
+        check_plugin_skill(text, "writing-rules").unwrap().name,
+        "writing-rules"
+    );
+    assert_eq!(plugin_of("/c/skills"), None);
+    assert_eq!(plugin_of("/c/Bad@m/skills"), None);
 }
 
 #[test]
