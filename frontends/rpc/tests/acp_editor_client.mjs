@@ -94,6 +94,18 @@ function calls(list) {
   return out;
 }
 
+// The SDK settles a request's promise as soon as its response is read, but
+// runs notification handlers through a chain of awaits, so a session/update
+// smith wrote before the prompt's response can reach `updates` after the
+// prompt's promise settled. Yield to the event loop until every call seen
+// has its final status (smith sends each before the response), or 5 s.
+async function drained(list) {
+  for (let i = 0; i < 250; i++) {
+    await new Promise((resolve) => setTimeout(resolve, i === 0 ? 0 : 20));
+    if (Object.values(calls(list)).every((call) => call.status)) return;
+  }
+}
+
 const summary = await app.connectWith(stream, async (ctx) => {
   const s = {};
   await ctx.request(acp.methods.agent.initialize, {
@@ -108,6 +120,7 @@ const summary = await app.connectWith(stream, async (ctx) => {
     sessionId,
     prompt: [{ type: "text", text: "work in the editor" }],
   });
+  await drained(updates);
   s.first_stop = first.stopReason;
   s.first_requests = [...requests];
   s.first_calls = calls(updates);
@@ -119,6 +132,7 @@ const summary = await app.connectWith(stream, async (ctx) => {
     sessionId,
     prompt: [{ type: "text", text: "run it here" }],
   });
+  await drained(updates);
   s.second_stop = second.stopReason;
   s.second_requests = [...requests];
   s.second_calls = calls(updates);
