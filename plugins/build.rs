@@ -30,6 +30,7 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-hello",
         "smith-plugin-plan",
         "smith-plugin-agents",
+        "smith-plugin-web",
     ],
     &[
         "smith-plugin-permissions",

@@ -258,7 +258,7 @@ fn load_with(
     let mut client: Option<Option<Arc<smith_net::Client>>> = None;
     let mut net_warnings = Vec::new();
     let mut effects = |name: &str, grants: Grants| {
-        let needs_net = !grants.net.is_empty();
+        let needs_net = !grants.net.is_empty() || grants.web;
         let reads_session = grants.session_read;
         let uses_secrets = !grants.secrets.is_empty();
         let uses_project = grants.vcs || grants.project_read || grants.project_write;
@@ -326,6 +326,13 @@ fn load_with(
             process: granted("process"),
             project_read: granted("project-read"),
             project_write: granted("project-write"),
+            web: granted("web"),
+            secrets: builtin
+                .capabilities
+                .iter()
+                .filter(|(kind, _)| *kind == "secrets")
+                .map(|(_, handle)| (*handle).to_owned())
+                .collect(),
             ..Grants::default()
         };
         let mut builtin_effects = effects(builtin.name, grants);
@@ -346,6 +353,15 @@ fn load_with(
         let limits = if builtin.name == "smith/hooks" {
             Limits {
                 call_deadline: smith_plugins::builtin::HOOKS_CALL_DEADLINE,
+                ..limits
+            }
+        } else if builtin.name == "smith/web" {
+            // smith/web converts pages of several MiB of HTML.
+            Limits {
+                call_deadline: smith_plugins::builtin::WEB_CALL_DEADLINE,
+                memory_bytes: limits
+                    .memory_bytes
+                    .max(smith_plugins::builtin::WEB_MEMORY_BYTES),
                 ..limits
             }
         } else {

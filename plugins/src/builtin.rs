@@ -85,6 +85,21 @@ pub const HOOKS: &[u8] = include_bytes!(concat!(
 /// smith/hooks gets this one instead of the default.
 pub const HOOKS_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(11 * 60);
 
+/// The smith/web extension component (`web_fetch` and `web_search`).
+pub const WEB: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_web.wasm"
+));
+
+/// The call deadline of smith/web: converting a page of several MiB of
+/// HTML to Markdown takes longer than the default deadline allows (the
+/// wait for the network does not count: `web-get` pauses the deadline).
+pub const WEB_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The memory limit of smith/web: a page of up to 16 MiB and its parsed
+/// document tree.
+pub const WEB_MEMORY_BYTES: usize = 512 << 20;
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -253,6 +268,13 @@ pub const BUILTINS: &[Builtin] = &[
             ("process", ""),
             ("project-write", ""),
         ],
+    },
+    Builtin {
+        name: "smith/web",
+        world: "extension",
+        description: "Web tools: `web_fetch` (a page as Markdown, public addresses only unless `web.allow-hosts` names the host) and `web_search` (SearXNG or the Brave Search API), their output marked untrusted",
+        component: WEB,
+        capabilities: &[("web", ""), ("secrets", "brave.api_key")],
     },
 ];
 

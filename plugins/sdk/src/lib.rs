@@ -267,6 +267,20 @@ pub mod host {
         raw::http_request(method, url, headers, body)
     }
 
+    /// Sends GET `url` (any http or https host) for the model's web tools;
+    /// needs `web` (built-in plugins only). smith refuses non-public
+    /// addresses after resolving the host unless the user's
+    /// `web.allow-hosts` names it; redirects are not followed; the body
+    /// stops at `max_bytes` and the exchange at `timeout_ms`.
+    pub fn web_get(
+        url: &str,
+        headers: &[(String, String)],
+        timeout_ms: u32,
+        max_bytes: u64,
+    ) -> Result<HttpResponse, EffectError> {
+        raw::web_get(url, headers, timeout_ms, max_bytes)
+    }
+
     /// Whether the secret `handle` (`PROVIDER.SLOT`) has a value; needs
     /// `secrets "HANDLE"`. The value itself never reaches the plugin: put
     /// `{secret:HANDLE}` in an [`http_request`] header value and the host
