@@ -538,7 +538,7 @@ options! {
         env: "SMITH_WEB_ALLOW_HOSTS",
         kind: Kind::Str,
         default: None,
-        unset: "no host: every address must be public",
+        unset: "every host must resolve to public addresses only",
         help: "Hosts (`host` for any port, or `host:port`; `[v6]:port` for IPv6 literals), separated by commas or spaces, that `web_fetch` and `web_search` may reach even though they resolve to a loopback, private, link-local or other non-public address (for example `localhost:8080` or an intranet name). Every other host is refused after DNS resolution when any of its addresses is not public, so that a URL from the model cannot reach this machine, the private network or a cloud metadata service.",
     };
     /// Time cap of one web request.

@@ -80,7 +80,7 @@ impl Effects {
         let max_bytes = usize::try_from(max_bytes)
             .unwrap_or(usize::MAX)
             .min(MAX_EFFECT_BYTES);
-        let allow_hosts = self.web_allow_hosts();
+        let allow_hosts = web_allow_hosts(self);
         let mut request = smith_net::Request::new(smith_net::Method::Get, url)
             .map_err(|e| EffectError::Invalid(format!("web-get: {e}")))?
             .with_address_policy(smith_net::AddressPolicy::PublicOnly(
@@ -134,20 +134,21 @@ impl Effects {
             Err(message) => fail(format!("web-get {url}: {message}")),
         }
     }
+}
 
-    /// The hosts of `web.allow-hosts` (separated by commas or spaces).
-    fn web_allow_hosts(&self) -> Vec<String> {
-        let Some(text) = self.config_get(WEB_ALLOW_HOSTS) else {
-            return Vec::new();
-        };
-        let value: String = serde_json::from_str(&text).unwrap_or_default();
-        split_hosts(&value)
-    }
+/// The hosts of `web.allow-hosts` (separated by commas or spaces) in the
+/// runtime's configuration, which only the user sets.
+fn web_allow_hosts(effects: &Effects) -> Vec<String> {
+    let Some(text) = effects.config_get(WEB_ALLOW_HOSTS) else {
+        return Vec::new();
+    };
+    let value: String = serde_json::from_str(&text).unwrap_or_default();
+    split_hosts(&value)
 }
 
 /// The entries of an allow list: separated by commas or whitespace, empty
 /// ones dropped.
-pub fn split_hosts(value: &str) -> Vec<String> {
+fn split_hosts(value: &str) -> Vec<String> {
     value
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|entry| !entry.is_empty())
