@@ -63,6 +63,11 @@ fn invalid_manifests_name_the_field() {
             GOOD.replace("fs-read", "root-shell"),
             "unknown capability `root-shell`",
         ),
+        // `web` (any host, public addresses only) is smith/web's alone.
+        (
+            GOOD.replace("fs-read \"data\"", "web \"\""),
+            "unknown capability `web`",
+        ),
         (
             GOOD.replace("version \"0.1.0\"", ""),
             "`version` is missing",
