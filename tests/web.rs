@@ -48,7 +48,7 @@ struct Server {
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
-const PAGE: &str = "<!doctype html><html><head><title>Smith  Web Test</title><style>body{color:red}</style><script>var leaked = 'SCRIPT-TEXT';</script></head><body><h1>Hello web</h1><p>A <strong>bold</strong> claim with <a href=\"https://example.com/more\">a link</a>.</p><ul><li>one</li><li>two</li></ul></body></html>";
+const PAGE: &str = "<!doctype html><html><head><title>Smith  Web Test</title><style>body{color:red}</style><script>var leaked = 'SCRIPT-TEXT';</script></head><body><h1>Hello web</h1><p>A <strong>bold</strong> claim with <a href=\"https://example.com/more\">a link</a>.</p><ul><li>one</li><li>two</li></ul><p><a href=\"/docs/intro\">intro</a>, <a href=\"next.html\">next</a>, <a href=\"#top\">top</a></p></body></html>";
 
 fn respond(stream: &mut TcpStream, status: &str, headers: &[(&str, String)], body: &[u8]) {
     let mut head = format!(
@@ -325,6 +325,13 @@ fn web_fetch_turns_a_page_into_markdown_marked_untrusted_once_the_host_is_allowe
     }
     assert!(
         !text.contains("SCRIPT-TEXT") && !text.contains("color:red"),
+        "{text}"
+    );
+    // Relative links are made absolute against the page's URL.
+    assert!(
+        text.contains(&format!(
+            "[intro](http://127.0.0.1:{port}/docs/intro), [next](http://127.0.0.1:{port}/next.html), [top](#top)"
+        )),
         "{text}"
     );
     let (plain, _) = &results["c2"];

@@ -233,7 +233,9 @@ fn fetch(arguments: &Value) -> pro::ToolOutput {
     let converted = match (kind, format) {
         (_, "raw") | (text::Kind::Text, _) => Ok(decoded.clone()),
         (text::Kind::Html, "text") => text::plain(&decoded),
-        (text::Kind::Html, _) => text::markdown(&decoded),
+        (text::Kind::Html, _) => {
+            text::markdown(&decoded).map(|md| text::absolute_links(&md, &fetched.url))
+        }
     };
     let converted = match converted {
         Ok(text) => text,

@@ -161,6 +161,29 @@ fn unlink(line: &str) -> String {
     out
 }
 
+/// Markdown whose relative link and image targets (`[a](/x)`,
+/// `![b](img.png)`) are made absolute against `base`, the page's URL, so
+/// the model can fetch them as they are. Fragments and targets that do not
+/// resolve to http or https are left as they were.
+pub fn absolute_links(markdown: &str, base: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    let mut rest = markdown;
+    while let Some(at) = rest.find("](") {
+        let (before, after) = rest.split_at(at + 2);
+        out.push_str(before);
+        let end = after.find([')', ' ', '\n']).unwrap_or(after.len());
+        let target = &after[..end];
+        let keep = target.is_empty() || target.starts_with('#') || crate::url::is_http(target);
+        match crate::url::join(base, target) {
+            Ok(absolute) if !keep => out.push_str(&absolute),
+            _ => out.push_str(target),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Trailing spaces removed and runs of blank lines folded into one.
 fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
