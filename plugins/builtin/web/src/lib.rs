@@ -72,7 +72,9 @@ fn error(text: String) -> pro::ToolOutput {
 
 fn effect_text(err: host::EffectError) -> String {
     match err {
-        host::EffectError::Denied(t) | host::EffectError::Invalid(t) | host::EffectError::Failed(t) => t,
+        host::EffectError::Denied(t)
+        | host::EffectError::Invalid(t)
+        | host::EffectError::Failed(t) => t,
     }
 }
 
@@ -171,7 +173,11 @@ fn title(html: &str) -> Option<String> {
     let start = lower.find("<title")?;
     let open_end = start + lower[start..].find('>')? + 1;
     let close = open_end + lower[open_end..].find("</title")?;
-    let title = html.get(open_end..close)?.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title = html
+        .get(open_end..close)?
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     (!title.is_empty()).then_some(title)
 }
 
@@ -228,7 +234,11 @@ fn fetch(arguments: &Value) -> pro::ToolOutput {
             ));
         }
     };
-    let charset = charset.or_else(|| (kind == text::Kind::Html).then(|| text::meta_charset(body)).flatten());
+    let charset = charset.or_else(|| {
+        (kind == text::Kind::Html)
+            .then(|| text::meta_charset(body))
+            .flatten()
+    });
     let (decoded, charset_note) = text::decode(body, charset.as_deref());
     let converted = match (kind, format) {
         (_, "raw") | (text::Kind::Text, _) => Ok(decoded.clone()),
@@ -239,7 +249,12 @@ fn fetch(arguments: &Value) -> pro::ToolOutput {
     };
     let converted = match converted {
         Ok(text) => text,
-        Err(why) => return error(format!("web_fetch fetched {} but {why}; try format \"raw\"", fetched.url)),
+        Err(why) => {
+            return error(format!(
+                "web_fetch fetched {} but {why}; try format \"raw\"",
+                fetched.url
+            ));
+        }
     };
     let (shown, cut) = capped(converted);
     let mut head = format!("URL: {}\n", fetched.url);
@@ -250,7 +265,8 @@ fn fetch(arguments: &Value) -> pro::ToolOutput {
         "Status: {status}\nContent-Type: {}\n",
         if media.is_empty() { "(none)" } else { &media }
     ));
-    if kind == text::Kind::Html && format != "raw"
+    if kind == text::Kind::Html
+        && format != "raw"
         && let Some(title) = title(&decoded)
     {
         head.push_str(&format!("Title: {title}\n"));
@@ -262,7 +278,10 @@ fn fetch(arguments: &Value) -> pro::ToolOutput {
     let is_error = !(200..300).contains(&status);
     pro::ToolOutput {
         text: if is_error {
-            format!("web_fetch: {} answered HTTP {status}; the page it sent:\n{text}", fetched.url)
+            format!(
+                "web_fetch: {} answered HTTP {status}; the page it sent:\n{text}",
+                fetched.url
+            )
         } else {
             text
         },
@@ -319,7 +338,11 @@ fn choose_adapter() -> Result<Box<dyn Adapter>, String> {
 }
 
 fn search(arguments: &Value) -> pro::ToolOutput {
-    let Some(query) = arguments.get("query").and_then(Value::as_str).map(str::trim) else {
+    let Some(query) = arguments
+        .get("query")
+        .and_then(Value::as_str)
+        .map(str::trim)
+    else {
         return error("web_search needs `query`, the words to search for".to_owned());
     };
     if query.is_empty() {
@@ -328,7 +351,9 @@ fn search(arguments: &Value) -> pro::ToolOutput {
     let count = arguments
         .get("count")
         .and_then(Value::as_u64)
-        .map_or(5, |c| u32::try_from(c.clamp(1, u64::from(MAX_HITS))).unwrap_or(MAX_HITS));
+        .map_or(5, |c| {
+            u32::try_from(c.clamp(1, u64::from(MAX_HITS))).unwrap_or(MAX_HITS)
+        });
     let adapter = match choose_adapter() {
         Ok(adapter) => adapter,
         Err(text) => return error(text),
@@ -354,9 +379,7 @@ fn search(arguments: &Value) -> pro::ToolOutput {
     let hits = match adapter.hits(&response.body, count) {
         Ok(hits) => hits,
         Err(why) => {
-            return error(format!(
-                "web_search could not read {name}'s answer: {why}"
-            ));
+            return error(format!("web_search could not read {name}'s answer: {why}"));
         }
     };
     let mut body = format!("Search: {query}\nProvider: {name}\n");

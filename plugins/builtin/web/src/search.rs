@@ -69,8 +69,8 @@ impl Adapter for Searxng {
     }
 
     fn hits(&self, body: &[u8], count: u32) -> Result<Vec<Hit>, String> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| format!("its answer is not JSON ({e})"))?;
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| format!("its answer is not JSON ({e})"))?;
         let results = value
             .get("results")
             .and_then(Value::as_array)
@@ -92,7 +92,10 @@ impl Adapter for Searxng {
         if status == 403 {
             "a SearXNG instance answers 403 when its `search.formats` setting does not include `json`; enable it in the instance's settings.yml".to_owned()
         } else {
-            format!("check that `web.searxng-url` ({}) is a SearXNG instance", self.base)
+            format!(
+                "check that `web.searxng-url` ({}) is a SearXNG instance",
+                self.base
+            )
         }
     }
 }
@@ -126,8 +129,8 @@ impl Adapter for Brave {
     }
 
     fn hits(&self, body: &[u8], count: u32) -> Result<Vec<Hit>, String> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| format!("its answer is not JSON ({e})"))?;
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| format!("its answer is not JSON ({e})"))?;
         let Some(results) = value
             .get("web")
             .and_then(|web| web.get("results"))

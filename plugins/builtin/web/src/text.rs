@@ -37,9 +37,7 @@ pub fn kind(media: &str, body: &[u8]) -> Result<Kind, String> {
         if std::str::from_utf8(body).is_ok() {
             return Ok(Kind::Text);
         }
-        return Err(
-            "the server sent no Content-Type and the body is not text".to_owned(),
-        );
+        return Err("the server sent no Content-Type and the body is not text".to_owned());
     }
     if media == "text/html" || media == "application/xhtml+xml" {
         return Ok(Kind::Html);
@@ -82,7 +80,9 @@ pub fn meta_charset(body: &[u8]) -> Option<String> {
 /// charset is unknown and the bytes were read as UTF-8.
 pub fn decode(body: &[u8], charset: Option<&str>) -> (String, Option<String>) {
     match charset.unwrap_or("utf-8") {
-        "utf-8" | "utf8" | "us-ascii" | "ascii" => (String::from_utf8_lossy(body).into_owned(), None),
+        "utf-8" | "utf8" | "us-ascii" | "ascii" => {
+            (String::from_utf8_lossy(body).into_owned(), None)
+        }
         "iso-8859-1" | "latin1" | "latin-1" | "iso8859-1" | "l1" => {
             (body.iter().map(|&b| char::from(b)).collect(), None)
         }
