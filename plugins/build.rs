@@ -38,6 +38,11 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-stuck",
         "smith-plugin-lifecycle",
     ],
+    &[
+        "smith-plugin-searxng",
+        "smith-plugin-brave",
+        "smith-plugin-searcher",
+    ],
 ];
 
 fn main() {

@@ -133,18 +133,18 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ),
     (
         "web.search-provider",
-        "plugins/builtin/web/src/lib.rs",
-        "choose_adapter",
+        "plugins/src/effects/web_search.rs",
+        "search_provider",
     ),
     (
         "web.searxng-url",
-        "plugins/builtin/web/src/lib.rs",
-        "choose_adapter",
+        "plugins/builtin/searxng/src/lib.rs",
+        "ready",
     ),
     (
         "web.brave-url",
-        "plugins/builtin/web/src/lib.rs",
-        "choose_adapter",
+        "plugins/builtin/brave/src/lib.rs",
+        "search",
     ),
     ("bench.samples", "src/settings.rs", "bench_plan"),
 ];
@@ -265,6 +265,8 @@ mod tests {
         rust_sources(&root.join("plugins/builtin/plan/src"), &mut sources);
         rust_sources(&root.join("plugins/builtin/agents/src"), &mut sources);
         rust_sources(&root.join("plugins/builtin/web/src"), &mut sources);
+        rust_sources(&root.join("plugins/builtin/searxng/src"), &mut sources);
+        rust_sources(&root.join("plugins/builtin/brave/src"), &mut sources);
         // The host enforces `web.allow-hosts` in the plugins' effects.
         rust_sources(&root.join("plugins/src/effects"), &mut sources);
         for (key, file, function) in CONSUMERS {

@@ -535,7 +535,7 @@ fn web_search_asks_the_configured_adapter_and_says_what_to_configure_without_one
     assert!(!is_error, "{text}");
     assert_eq!(
         text,
-        "<untrusted source=\"web-search:searxng\">\nSearch: rust wasm & co\nProvider: searxng\n\n1. Rust and WebAssembly\n   https://rustwasm.example/book\n   The book about Rust and wasm.\n\n2. wasm32-wasip2\n   https://target.example/wasip2\n   The component target.\n</untrusted>"
+        "<untrusted source=\"web-search:smith/searxng\">\nSearch: rust wasm & co\nProvider: smith/searxng\n\n1. Rust and WebAssembly\n   https://rustwasm.example/book\n   The book about Rust and wasm.\n\n2. wasm32-wasip2\n   https://target.example/wasip2\n   The component target.\n</untrusted>"
     );
     assert_eq!(
         server.seen().last().unwrap().target,
@@ -576,7 +576,7 @@ fn web_search_asks_the_configured_adapter_and_says_what_to_configure_without_one
     assert!(!is_error, "{text}");
     assert!(
         text.contains(
-            "Provider: brave\n\n1. Brave result\n   https://brave.example/one\n   First & best."
+            "Provider: smith/brave\n\n1. Brave result\n   https://brave.example/one\n   First & best."
         ),
         "{text}"
     );

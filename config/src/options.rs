@@ -551,15 +551,15 @@ options! {
         unset: "",
         help: "Seconds one `web_fetch` request (each redirect hop) or `web_search` request may take, from connecting to the end of the body, before it fails with a message saying so.",
     };
-    /// Which search adapter answers `web_search`.
+    /// Which search provider plugin answers `web_search`.
     WEB_SEARCH_PROVIDER = OptionDecl {
         key: "web.search-provider",
         flag: "--web-search-provider",
         env: "SMITH_WEB_SEARCH_PROVIDER",
-        kind: Kind::Enum(&["searxng", "brave"]),
+        kind: Kind::Str,
         default: None,
-        unset: "the first configured: `searxng` when `web.searxng-url` is set, else `brave` when the secret `brave.api_key` is stored",
-        help: "The search adapter `web_search` asks: `searxng` (a SearXNG instance's JSON API at `web.searxng-url`) or `brave` (the Brave Search API with the key stored by `smith auth set brave`).",
+        unset: "the first enabled search provider plugin that is configured: smith/searxng when `web.searxng-url` is set, else smith/brave when the secret `brave.api_key` is stored, else an installed one",
+        help: "The search provider plugin `web_search` asks, by plugin name: `smith/searxng` (a SearXNG instance's JSON API at `web.searxng-url`), `smith/brave` (the Brave Search API with the key stored by `smith auth set brave`) or an installed plugin of the `search-provider` world; the built-ins may be named without `smith/` (`searxng`, `brave`).",
     };
     /// The SearXNG instance.
     WEB_SEARXNG_URL = OptionDecl {

@@ -30,7 +30,10 @@ use smith_plugins::effects::{
 };
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
-use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
+use smith_plugins::{
+    API_GENERATION, ExtensionComponent, Limits, SearchComponent, SearchProviders, WasmExtension,
+    WasmSearch,
+};
 
 use crate::plugin_config::PluginConfig;
 use crate::questions::Asking;
@@ -307,6 +310,68 @@ fn load_with(
             None => effects,
         }
     };
+    let (found, note) = crate::plugins::discover(&paths);
+    if let Some(note) = note {
+        warnings.push(note);
+    }
+    // The search provider plugins smith/web's `web-search` routes to: the
+    // enabled built-ins, then the installed ones, in that order.
+    let mut searchers = Vec::new();
+    for builtin in BUILTINS.iter().filter(|b| b.world == "search-provider") {
+        if disabled.iter().any(|d| d == builtin.name) {
+            continue;
+        }
+        let grants = builtin_grants(builtin);
+        match instantiate_search(
+            builtin.name,
+            builtin.component,
+            &paths,
+            limits,
+            effects(builtin.name, grants),
+        ) {
+            Ok(plugin) => searchers.push(plugin),
+            Err(message) => warnings.push(message),
+        }
+    }
+    for plugin in &found {
+        let Some(manifest) = &plugin.manifest else {
+            continue;
+        };
+        if manifest.world != "search-provider"
+            || plugin.problem.is_some()
+            || disabled.contains(&manifest.name)
+        {
+            continue;
+        }
+        let path = plugin.dir.join(&manifest.component);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                warnings.push(format!(
+                    "plugin {} was not loaded: cannot read its component {}: {err}; reinstall it with `smith plugin install`",
+                    manifest.name,
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        let limits = Limits {
+            memory_bytes: (manifest.memory_limit_mib as usize) << 20,
+            ..limits
+        };
+        let grants = Grants::from_manifest(manifest, &crate::plugins::user_root(&paths));
+        match instantiate_search(
+            &manifest.name,
+            &bytes,
+            &paths,
+            limits,
+            effects(&manifest.name, grants),
+        ) {
+            Ok(plugin) => searchers.push(plugin),
+            Err(message) => warnings.push(message),
+        }
+    }
+    let searchers = Arc::new(SearchProviders::new(searchers));
     let mut permissions_configured = false;
     for builtin in BUILTINS.iter().filter(|b| b.world == "extension") {
         if disabled.iter().any(|d| d == builtin.name) {
@@ -318,24 +383,11 @@ fn load_with(
                 .iter()
                 .any(|(kind, _)| *kind == capability)
         };
-        let grants = Grants {
-            ui: granted("ui"),
-            permissions: granted("permissions"),
-            local_read: granted("local-read"),
-            spawn: granted("spawn"),
-            process: granted("process"),
-            project_read: granted("project-read"),
-            project_write: granted("project-write"),
-            web: granted("web"),
-            secrets: builtin
-                .capabilities
-                .iter()
-                .filter(|(kind, _)| *kind == "secrets")
-                .map(|(_, handle)| (*handle).to_owned())
-                .collect(),
-            ..Grants::default()
-        };
+        let grants = builtin_grants(builtin);
         let mut builtin_effects = effects(builtin.name, grants);
+        if granted("web-search") {
+            builtin_effects = builtin_effects.with_search(Arc::clone(&searchers));
+        }
         if granted("permissions") || granted("local-read") {
             // Configured once: smith/permissions, smith/instructions and
             // smith/skills share the same view (and a broken file warns
@@ -377,10 +429,6 @@ fn load_with(
             Ok(plugin) => loaded.push(plugin),
             Err(message) => warnings.push(message),
         }
-    }
-    let (found, note) = crate::plugins::discover(&paths);
-    if let Some(note) = note {
-        warnings.push(note);
     }
     for plugin in found {
         let Some(manifest) = &plugin.manifest else {
@@ -584,6 +632,51 @@ fn instantiate(
     effects: Effects,
 ) -> Result<WasmExtension, String> {
     ExtensionComponent::load(name, bytes, Some(&paths.cache_dir), limits)
+        .and_then(|component| component.instantiate_with(Some(effects)))
+        .map_err(|err| {
+            format!(
+                "{err}; the runtime starts without it (`smith plugin disable {name}` stops this warning)"
+            )
+        })
+}
+
+/// The grants of the built-in plugin `builtin`, from its capability list.
+fn builtin_grants(builtin: &smith_plugins::builtin::Builtin) -> Grants {
+    let granted = |capability: &str| {
+        builtin
+            .capabilities
+            .iter()
+            .any(|(kind, _)| *kind == capability)
+    };
+    Grants {
+        ui: granted("ui"),
+        permissions: granted("permissions"),
+        local_read: granted("local-read"),
+        spawn: granted("spawn"),
+        process: granted("process"),
+        project_read: granted("project-read"),
+        project_write: granted("project-write"),
+        web: granted("web"),
+        secrets: builtin
+            .capabilities
+            .iter()
+            .filter(|(kind, _)| *kind == "secrets")
+            .map(|(_, handle)| (*handle).to_owned())
+            .collect(),
+        ..Grants::default()
+    }
+}
+
+/// A search provider plugin (the `search-provider-plugin` world), loaded
+/// and instantiated with `effects`, or the warning saying why not.
+fn instantiate_search(
+    name: &str,
+    bytes: &[u8],
+    paths: &Paths,
+    limits: Limits,
+    effects: Effects,
+) -> Result<WasmSearch, String> {
+    SearchComponent::load(name, bytes, Some(&paths.cache_dir), limits)
         .and_then(|component| component.instantiate_with(Some(effects)))
         .map_err(|err| {
             format!(

@@ -1039,6 +1039,27 @@ impl bindings::provider::smith::plugin::host::Host for State {
         };
         self.record_for_guest(result)
     }
+
+    fn web_search(
+        &mut self,
+        query: String,
+        count: u32,
+    ) -> Result<host::SearchAnswer, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => {
+                // The provider's calls run under its own deadline: the
+                // caller's is paused while it answers.
+                let paused = Runtime::global().map(|runtime| runtime.pause_deadline(&self.control));
+                let result = effects.web_search(&query, count);
+                if let (Ok(runtime), Ok(remaining)) = (Runtime::global(), paused) {
+                    runtime.resume_deadline(&self.control, remaining);
+                }
+                result
+            }
+            None => Err(self.no_grants("web-search", format!("web-search {query:?}"))),
+        };
+        self.record_for_guest(result)
+    }
 }
 
 impl bindings::provider::smith::plugin::host::HostServerProcess for State {
@@ -1198,7 +1219,9 @@ impl State {
             capability,
             missing_grant: match capability {
                 "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write"
-                | "permissions" | "local-read" | "spawn" | "web" => capability.to_owned(),
+                | "permissions" | "local-read" | "spawn" | "web" | "web-search" => {
+                    capability.to_owned()
+                }
                 "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },

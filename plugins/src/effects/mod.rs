@@ -39,6 +39,7 @@ mod state;
 mod ui;
 mod vcs;
 mod web;
+mod web_search;
 
 pub use ask::{Answer, AnswerSource, Asker, MAX_QUESTION_TIMEOUT_MS, Question, QuestionKind};
 pub use config::{ConfigAccess, SharedConfig};
@@ -239,6 +240,9 @@ pub struct Effects {
         Arc<smith_engine::tools::Sandbox>,
         smith_engine::approval::ApprovalCell,
     )>,
+    /// The search provider plugins `web-search` routes to (built-in
+    /// plugins granted `web-search` only).
+    search: Option<Arc<crate::search::SearchProviders>>,
 }
 
 /// A checkpointed effect's tool and `before` snapshot (or why it failed).
@@ -339,6 +343,7 @@ impl Effects {
             call: Arc::default(),
             sandbox: None,
             budget: None,
+            search: None,
         }
     }
 

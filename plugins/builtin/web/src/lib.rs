@@ -11,16 +11,16 @@
 //! and other binary content are refused with the reason. The text for the
 //! model stops at about 100 KiB with a note saying how much was left out.
 //!
-//! `web_search {query, count?}` asks a search adapter ([`search`]):
-//! SearXNG (`web.searxng-url`) or the Brave Search API (the key stored with
-//! `smith auth set brave`), chosen by `web.search-provider` or, unset, the
-//! first configured. With none configured it says what to configure.
+//! `web_search {query, count?}` asks a search provider plugin through the
+//! host's `web-search` (the grant `web-search`): smith/searxng,
+//! smith/brave or an installed plugin of the `search-provider-plugin`
+//! world, chosen by `web.search-provider` or, unset, the first configured.
+//! With none configured the host's message says what to configure.
 //!
 //! Both tools only observe (they are declared read-only: the approval gate
 //! lets them run where reads run) and wrap what they bring back in
 //! `<untrusted source="web:URL">`, so the model treats it as data.
 
-mod search;
 mod text;
 mod url;
 
@@ -28,8 +28,6 @@ use serde_json::{Value, json};
 use smith_plugin_sdk::extension::exports::smith::plugin::extension as ext;
 use smith_plugin_sdk::extension::exports::smith::plugin::provide as pro;
 use smith_plugin_sdk::host;
-
-use search::{Adapter, BRAVE_KEY, Brave, Searxng};
 
 struct Web;
 
@@ -52,13 +50,6 @@ const DEFAULT_TIMEOUT_S: u64 = 30;
 /// smith's options this plugin reads (docs/config.md); `web.allow-hosts`
 /// is read by the host, which enforces it.
 const WEB_TIMEOUT_S: &str = "web.timeout-s";
-const WEB_SEARCH_PROVIDER: &str = "web.search-provider";
-const WEB_SEARXNG_URL: &str = "web.searxng-url";
-const WEB_BRAVE_URL: &str = "web.brave-url";
-
-/// Search answers are small: their size cap.
-const SEARCH_MAX_BYTES: u64 = 2 << 20;
-
 /// The most hits a search returns.
 const MAX_HITS: u32 = 20;
 
@@ -76,14 +67,6 @@ fn effect_text(err: host::EffectError) -> String {
         | host::EffectError::Invalid(t)
         | host::EffectError::Failed(t) => t,
     }
-}
-
-/// A string option of smith's configuration, none when unset or empty.
-fn config_str(key: &str) -> Option<String> {
-    let text = host::config_get(key)?;
-    let value: String = serde_json::from_str(&text).ok()?;
-    let value = value.trim().to_owned();
-    (!value.is_empty()).then_some(value)
 }
 
 /// The time cap in milliseconds (`web.timeout-s`).
@@ -302,41 +285,6 @@ fn fetch(arguments: &Value) -> pro::ToolOutput {
     }
 }
 
-/// The adapter `web_search` asks, or what to configure.
-fn choose_adapter() -> Result<Box<dyn Adapter>, String> {
-    let searxng = config_str(WEB_SEARXNG_URL).map(|base| Searxng { base });
-    let brave = || Brave {
-        endpoint: config_str(WEB_BRAVE_URL)
-            .unwrap_or_else(|| "https://api.search.brave.com/res/v1/web/search".to_owned()),
-    };
-    let brave_key = || host::secret_available(BRAVE_KEY).unwrap_or(false);
-    match config_str(WEB_SEARCH_PROVIDER).as_deref() {
-        Some("searxng") => searxng.map(|a| Box::new(a) as Box<dyn Adapter>).ok_or_else(|| {
-            "web_search is set to use SearXNG (`web.search-provider` is `searxng`) but `web.searxng-url` is not set; set it to the instance's base URL, e.g. `smith config set web.searxng-url https://searx.example.org`".to_owned()
-        }),
-        Some("brave") => {
-            if brave_key() {
-                Ok(Box::new(brave()))
-            } else {
-                Err(format!(
-                    "web_search is set to use the Brave Search API (`web.search-provider` is `brave`) but no key is stored; store one with `smith auth set brave` (it reads the key from standard input; the secret is {BRAVE_KEY})"
-                ))
-            }
-        }
-        _ => {
-            if let Some(searxng) = searxng {
-                Ok(Box::new(searxng))
-            } else if brave_key() {
-                Ok(Box::new(brave()))
-            } else {
-                Err(format!(
-                    "web_search has no search provider configured. Either set `web.searxng-url` to a SearXNG instance whose JSON format is enabled (`smith config set web.searxng-url https://searx.example.org`; an instance on this machine or the private network must also be in `web.allow-hosts`), or store a Brave Search API key with `smith auth set brave` (the secret {BRAVE_KEY}); `web.search-provider` chooses when both are set. Until then, use web_fetch on a page you know"
-                ))
-            }
-        }
-    }
-}
-
 fn search(arguments: &Value) -> pro::ToolOutput {
     let Some(query) = arguments
         .get("query")
@@ -354,34 +302,11 @@ fn search(arguments: &Value) -> pro::ToolOutput {
         .map_or(5, |c| {
             u32::try_from(c.clamp(1, u64::from(MAX_HITS))).unwrap_or(MAX_HITS)
         });
-    let adapter = match choose_adapter() {
-        Ok(adapter) => adapter,
-        Err(text) => return error(text),
+    let answer = match host::web_search(query, count) {
+        Ok(answer) => answer,
+        Err(err) => return error(effect_text(err)),
     };
-    let name = adapter.name();
-    let (url, headers) = adapter.request(query, count);
-    let response = match host::web_get(&url, &headers, timeout_ms(), SEARCH_MAX_BYTES) {
-        Ok(response) => response,
-        Err(err) => {
-            return error(format!(
-                "web_search could not ask {name}: {}",
-                effect_text(err)
-            ));
-        }
-    };
-    if !(200..300).contains(&response.status) {
-        return error(format!(
-            "web_search: {name} answered HTTP {}; {}",
-            response.status,
-            adapter.status_advice(response.status)
-        ));
-    }
-    let hits = match adapter.hits(&response.body, count) {
-        Ok(hits) => hits,
-        Err(why) => {
-            return error(format!("web_search could not read {name}'s answer: {why}"));
-        }
-    };
+    let (name, hits) = (answer.provider.as_str(), answer.hits);
     let mut body = format!("Search: {query}\nProvider: {name}\n");
     if hits.is_empty() {
         body.push_str("\nNo results.\n");

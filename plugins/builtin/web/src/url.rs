@@ -1,5 +1,5 @@
 //! The little URL handling the tools need: the scheme check, a redirect's
-//! `Location` resolved against the URL it came from, and query encoding.
+//! `Location` resolved against the URL it came from.
 //! The host parses every URL again before it sends anything.
 
 /// Whether `url` starts with `http://` or `https://` (any case).
@@ -54,20 +54,4 @@ pub fn join(base: &str, location: &str) -> Result<String, String> {
     }
     let dir = path.rfind('/').map_or("/", |i| &path[..=i]);
     Ok(format!("{origin}{dir}{location}"))
-}
-
-/// `text` percent-encoded for a query value (unreserved characters kept,
-/// spaces as `+`).
-pub fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 3);
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(char::from(byte));
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    out
 }

@@ -1,0 +1,263 @@
+//! Search provider plugins (the `search-provider-plugin` world): `ready`
+//! and `search`, asked by the host's `web-search` on behalf of smith/web's
+//! `web_search`. [`SearchProviders`] holds the enabled ones, in load order
+//! (the built-ins smith/searxng and smith/brave, then installed plugins),
+//! and picks the one the configuration chooses.
+
+use std::sync::{Arc, Mutex};
+
+use wasmtime::Store;
+use wasmtime::component::{InstancePre, Linker};
+
+use crate::bindings::provider::smith::plugin::host::SearchHit;
+use crate::bindings::search::{SearchProviderPlugin, SearchProviderPluginPre};
+use crate::component::{Instance, LeftLog, PluginComponent, World};
+use crate::effects::Effects;
+use crate::error::{Phase, PluginError};
+use crate::runtime::{CallControl, Limits, Runtime, State, call_error};
+use crate::scope::plugin_scope;
+
+/// The search provider world of the contract.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchWorld;
+
+impl World for SearchWorld {
+    const NAME: &'static str = "search-provider";
+    const TYPE_NAME: &'static str = "SearchComponent";
+    type Pre = SearchProviderPluginPre<State>;
+
+    fn linker(runtime: &Runtime) -> &Linker<State> {
+        // The world imports the host interface and WASI, as the extension
+        // world does: the same linker serves it.
+        &runtime.extension_linker
+    }
+
+    fn typed(pre: InstancePre<State>) -> wasmtime::Result<Self::Pre> {
+        SearchProviderPluginPre::new(pre)
+    }
+}
+
+/// A compiled, pre-instantiated search provider component.
+pub type SearchComponent = PluginComponent<SearchWorld>;
+
+impl PluginComponent<SearchWorld> {
+    /// A fresh instance whose host effects run through `effects` (its
+    /// grants, journal and HTTP engine).
+    ///
+    /// # Errors
+    ///
+    /// When instantiation fails.
+    pub fn instantiate_with(&self, effects: Option<Effects>) -> Result<WasmSearch, PluginError> {
+        let runtime = Runtime::global()?;
+        let control = Arc::new(CallControl::default());
+        let scope = plugin_scope(&self.name);
+        let (store, instance) = {
+            let _guard = scope.enter();
+            let mut store =
+                runtime.new_store(&self.name, self.limits, Arc::clone(&control), effects);
+            runtime.arm(&control, self.limits);
+            let instance = self.pre.instantiate(&mut store);
+            runtime.disarm(&control);
+            let instance = instance
+                .map_err(|e| call_error(store.data(), Phase::Instantiate, self.limits, &e))?;
+            (store, instance)
+        };
+        Ok(WasmSearch {
+            name: self.name.clone(),
+            limits: self.limits,
+            control,
+            live: Some((store, instance)),
+            scope,
+            left_log: LeftLog::default(),
+        })
+    }
+}
+
+/// A live search provider instance.
+pub struct WasmSearch {
+    name: String,
+    limits: Limits,
+    control: Arc<CallControl>,
+    live: Option<(Store<State>, SearchProviderPlugin)>,
+    scope: smith_alloc::Scope,
+    left_log: LeftLog,
+}
+
+impl std::fmt::Debug for WasmSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmSearch")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WasmSearch {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `ready`: ok when the provider is configured, else what to
+    /// configure.
+    ///
+    /// # Errors
+    ///
+    /// When the call traps or runs out of time or memory.
+    pub fn ready(&mut self) -> Result<Result<(), String>, PluginError> {
+        self.call("ready", |store, plugin| {
+            plugin.smith_plugin_search().call_ready(store)
+        })
+    }
+
+    /// `search`: at most `count` hits of `query`, or the provider's
+    /// message.
+    ///
+    /// # Errors
+    ///
+    /// When the call traps or runs out of time or memory.
+    pub(crate) fn search(
+        &mut self,
+        query: &str,
+        count: u32,
+    ) -> Result<Result<Vec<SearchHit>, String>, PluginError> {
+        self.call("search", |store, plugin| {
+            plugin
+                .smith_plugin_search()
+                .call_search(store, query, count)
+        })
+    }
+
+    fn call<R>(
+        &mut self,
+        export: &'static str,
+        f: impl FnOnce(&mut Store<State>, &SearchProviderPlugin) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        Instance {
+            name: &self.name,
+            limits: self.limits,
+            control: &self.control,
+            scope: &self.scope,
+            live: &mut self.live,
+            left_log: &mut self.left_log,
+        }
+        .call(export, f)
+    }
+}
+
+/// The enabled search provider plugins, in load order, which `web-search`
+/// chooses from.
+#[derive(Debug, Default)]
+pub struct SearchProviders {
+    providers: Mutex<Vec<WasmSearch>>,
+}
+
+impl SearchProviders {
+    /// The providers `providers`, in the order they are tried.
+    pub fn new(providers: Vec<WasmSearch>) -> Self {
+        Self {
+            providers: Mutex::new(providers),
+        }
+    }
+
+    /// Their names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.lock().iter().map(|p| p.name.clone()).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<WasmSearch>> {
+        self.providers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// At most `count` hits of `query` from the provider `chosen` names
+    /// (`web.search-provider`: a plugin name, or a built-in's name without
+    /// `smith/`), or, with none chosen, from the first whose `ready` says
+    /// it is configured; the provider's name and its hits.
+    ///
+    /// # Errors
+    ///
+    /// What to configure when no provider is ready or the chosen one is
+    /// missing or not configured; the provider's message when its search
+    /// fails.
+    pub(crate) fn search(
+        &self,
+        chosen: Option<&str>,
+        query: &str,
+        count: u32,
+    ) -> Result<(String, Vec<SearchHit>), String> {
+        let mut providers = self.lock();
+        let names: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
+        let failed = |name: &str, err: PluginError| {
+            format!("web_search: the search provider plugin {name} failed: {err}")
+        };
+        let index = match chosen {
+            Some(chosen) => {
+                let Some(index) = providers
+                    .iter()
+                    .position(|p| p.name == chosen || p.name == format!("smith/{chosen}"))
+                else {
+                    return Err(format!(
+                        "web_search is set to use the search provider {chosen:?} (`web.search-provider`) but no enabled search provider plugin has that name; the enabled ones are: {}. Set `web.search-provider` to one of them (`smith plugin list` shows every plugin; a disabled one comes back with `smith plugin enable NAME`)",
+                        if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(", ")
+                        }
+                    ));
+                };
+                let provider = &mut providers[index];
+                match provider.ready() {
+                    Ok(Ok(())) => index,
+                    Ok(Err(advice)) => {
+                        return Err(format!(
+                            "web_search is set to use {} (`web.search-provider` is {chosen:?}) but it is not configured: {advice}",
+                            provider.name
+                        ));
+                    }
+                    Err(err) => return Err(failed(&provider.name, err)),
+                }
+            }
+            None => {
+                if providers.is_empty() {
+                    return Err("web_search has no search provider configured: no search provider plugin is enabled. The built-in ones are smith/searxng (a SearXNG instance at `web.searxng-url`; one on this machine or the private network must also be in `web.allow-hosts`) and smith/brave (the Brave Search API; `smith auth set brave` stores the key): enable one with `smith plugin enable smith/searxng`, or install a plugin of the `search-provider` world (docs/web.md); `web.search-provider` chooses when several are configured. Until then, use web_fetch on a page you know".to_owned());
+                }
+                let mut advice = Vec::new();
+                let mut found = None;
+                for (index, provider) in providers.iter_mut().enumerate() {
+                    match provider.ready() {
+                        Ok(Ok(())) => {
+                            found = Some(index);
+                            break;
+                        }
+                        Ok(Err(what)) => advice.push(format!("{}: {what}", provider.name)),
+                        Err(err) => {
+                            advice.push(format!("{}: its `ready` failed ({err})", provider.name))
+                        }
+                    }
+                }
+                match found {
+                    Some(index) => index,
+                    None => {
+                        return Err(format!(
+                            "web_search has no search provider configured. The enabled search provider plugins say what each needs. {}. `web.search-provider` chooses when several are configured. Until then, use web_fetch on a page you know",
+                            advice.join(". ")
+                        ));
+                    }
+                }
+            }
+        };
+        let provider = &mut providers[index];
+        match provider.search(query, count) {
+            Ok(Ok(mut hits)) => {
+                hits.truncate(count as usize);
+                Ok((provider.name.clone(), hits))
+            }
+            Ok(Err(message)) => Err(format!(
+                "web_search: the search provider {} failed: {message}",
+                provider.name
+            )),
+            Err(err) => Err(failed(&provider.name, err)),
+        }
+    }
+}
