@@ -658,3 +658,210 @@ fn disabling_the_plugin_removes_both_tools_and_nothing_else() {
     assert_eq!(after[0]["messages"], before[0]["messages"]);
     assert!(!err.contains("smith/web"), "{err}");
 }
+
+/// Stores `key` as the Brave Search API key, as a user does.
+fn store_brave_key(home: &Path, key: &str) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .args(["auth", "set", "brave"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(key.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// One `web_search` call: its result text and whether it is an error, and
+/// the tools of the first request.
+fn search_once(home: &Path, query: &str) -> (String, bool, Vec<String>) {
+    let (results, requests, _) = eval_calls(
+        home,
+        vec![call(
+            "c1",
+            "web_search",
+            json!({"query": query, "count": 2}),
+        )],
+    );
+    let (text, is_error) = results["c1"].clone();
+    (text, is_error, tool_names(&requests[0]))
+}
+
+/// The search provider plugin test/searcher as a user installs it: its
+/// plugin.kdl (world `search-provider`, `net "127.0.0.1"`) and component.
+const SEARCHER: &str = r#"name "test/searcher"
+version "0.1.0"
+description "SearXNG through http-request under a net grant"
+api 1
+world "search-provider"
+capabilities {
+    net "127.0.0.1"
+}
+"#;
+
+#[test]
+fn search_providers_are_plugins_that_can_be_disabled_chosen_and_installed() {
+    let server = Server::start();
+    let home = home();
+    let port = server.port;
+    let (out, _) = run(home.path(), &["plugin", "list"], 0);
+    for name in ["smith/searxng", "smith/brave"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{out}"));
+        assert!(
+            line.contains("search-provider")
+                && line.contains("built-in")
+                && line.contains("enabled"),
+            "{line}"
+        );
+    }
+
+    // Both built-ins configured: the first ready one answers.
+    store_brave_key(home.path(), "BSA-test-key-0a1b2c");
+    let both = format!(
+        "    allow-hosts \"127.0.0.1:{port}\"\n    searxng-url \"http://127.0.0.1:{port}\"\n    brave-url \"http://127.0.0.1:{port}/brave\""
+    );
+    configure(home.path(), &both);
+    let (text, is_error, tools_before) = search_once(home.path(), "rust");
+    assert!(!is_error, "{text}");
+    assert!(text.contains("Provider: smith/searxng\n"), "{text}");
+
+    // Disabling smith/searxng takes it out of the choice, and nothing else.
+    run(home.path(), &["plugin", "disable", "smith/searxng"], 0);
+    let (out, _) = run(home.path(), &["plugin", "list"], 0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("smith/searxng"))
+        .unwrap();
+    assert!(line.contains("disabled"), "{line}");
+    let (text, is_error, tools_after) = search_once(home.path(), "rust");
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("Provider: smith/brave\n\n1. Brave result"),
+        "{text}"
+    );
+    assert_eq!(tools_after, tools_before);
+    assert_eq!(
+        server.seen().last().unwrap().target,
+        "/brave?q=rust&count=2"
+    );
+
+    // Choosing the disabled one says which are enabled.
+    configure(
+        home.path(),
+        &format!("{both}\n    search-provider \"searxng\""),
+    );
+    let (text, is_error, _) = search_once(home.path(), "rust");
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("\"searxng\" (`web.search-provider`)")
+            && text.contains("the enabled ones are: smith/brave")
+            && text.contains("smith plugin enable NAME"),
+        "{text}"
+    );
+
+    // With both built-ins disabled and nothing installed: what to do.
+    run(home.path(), &["plugin", "disable", "smith/brave"], 0);
+    configure(home.path(), &both);
+    let (text, is_error, _) = search_once(home.path(), "rust");
+    assert!(is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "web_search has no search provider configured: no search provider plugin is enabled"
+        ) && text.contains("`smith plugin enable smith/searxng`")
+            && text.contains("`search-provider` world"),
+        "{text}"
+    );
+
+    // A user plugin of the search-provider world, installed like any
+    // other: it reaches the instance under its own `net` grant, without
+    // `web.allow-hosts`.
+    let src = tempfile::tempdir().unwrap();
+    let folder = src.path().join("searcher");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("plugin.kdl"), SEARCHER).unwrap();
+    std::fs::copy(
+        Path::new(smith_plugins::GUEST_DIR).join("smith_plugin_searcher.wasm"),
+        folder.join("plugin.wasm"),
+    )
+    .unwrap();
+    let (out, _) = run(
+        home.path(),
+        &["plugin", "install", &folder.display().to_string()],
+        0,
+    );
+    assert!(out.starts_with("installed test/searcher 0.1.0"), "{out}");
+    let (out, _) = run(home.path(), &["plugin", "list"], 0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("test/searcher"))
+        .unwrap();
+    assert!(
+        line.contains("search-provider") && line.contains("enabled"),
+        "{line}"
+    );
+    let only_url = format!("    searxng-url \"http://127.0.0.1:{port}\"");
+    configure(home.path(), &only_url);
+    let (text, is_error, _) = search_once(home.path(), "rust wasm");
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "<untrusted source=\"web-search:test/searcher\">\nSearch: rust wasm\nProvider: test/searcher\n\n1. Rust and WebAssembly\n   https://rustwasm.example/book\n   The book about Rust and wasm.\n\n2. wasm32-wasip2\n   https://target.example/wasip2\n   The component target.\n</untrusted>"
+    );
+    assert_eq!(
+        server.seen().last().unwrap().target,
+        "/search?q=rust+wasm&format=json"
+    );
+
+    // With smith/searxng back, it comes first, and its web-get is under
+    // the public-only policy: refused without `web.allow-hosts`, while the
+    // user plugin named by `web.search-provider` answers.
+    run(home.path(), &["plugin", "enable", "smith/searxng"], 0);
+    let (text, is_error, _) = search_once(home.path(), "rust wasm");
+    assert!(is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "web_search: the search provider smith/searxng failed: could not ask SearXNG: "
+        ) && text.contains("`web.allow-hosts`"),
+        "{text}"
+    );
+    configure(
+        home.path(),
+        &format!("{only_url}\n    search-provider \"test/searcher\""),
+    );
+    let (text, is_error, _) = search_once(home.path(), "rust wasm");
+    assert!(!is_error, "{text}");
+    assert!(text.contains("Provider: test/searcher\n"), "{text}");
+
+    // Each search is an effect in the session's journal (smith's binary
+    // store), with the query and the provider chosen.
+    let kept: Vec<Vec<u8>> = ["data", "state"]
+        .iter()
+        .map(|dir| home.path().join(dir))
+        .filter(|dir| dir.exists())
+        .flat_map(|dir| walk(&dir))
+        .filter_map(|f| std::fs::read(&f).ok())
+        .collect();
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let recorded = kept.iter().any(|bytes| {
+        let mut rest = bytes.as_slice();
+        while let Some(at) = find(rest, b"plugin.web-search") {
+            let window = &rest[at..(at + 400).min(rest.len())];
+            if find(window, b"test/searcher").is_some() && find(window, b"rust wasm").is_some() {
+                return true;
+            }
+            rest = &rest[at + 1..];
+        }
+        false
+    });
+    assert!(
+        recorded,
+        "no plugin.web-search effect with the query and test/searcher was kept"
+    );
+}
