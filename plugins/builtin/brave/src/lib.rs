@@ -52,10 +52,12 @@ impl Guest for Brave {
                 format!("{{secret:{BRAVE_KEY}}}"),
             ),
         ];
-        let value = get_json("the Brave Search API", &url, &headers, |status| match status {
+        let value = get_json("the Brave Search API", &url, &headers, |status| {
+            match status {
             401 | 403 => "the Brave Search API refused the key; store a valid one with `smith auth set brave` (it reads the key from standard input)".to_owned(),
             429 => "the Brave Search API's rate limit or quota was reached; wait, or check the plan".to_owned(),
             _ => "try again later".to_owned(),
+        }
         })?;
         let Some(results) = value
             .get("web")

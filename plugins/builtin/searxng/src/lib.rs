@@ -30,7 +30,9 @@ impl Guest for Searxng {
 
     fn search(query: String, count: u32) -> Result<Vec<SearchHit>, String> {
         let base = config_str(WEB_SEARXNG_URL).ok_or_else(|| {
-            Self::ready().err().unwrap_or_else(|| "`web.searxng-url` is not set".to_owned())
+            Self::ready()
+                .err()
+                .unwrap_or_else(|| "`web.searxng-url` is not set".to_owned())
         })?;
         let trimmed = base.trim_end_matches('/');
         let endpoint = if trimmed.ends_with("/search") {
