@@ -1049,8 +1049,10 @@ impl bindings::provider::smith::plugin::host::Host for State {
             Some(effects) => {
                 // The provider's calls run under its own deadline: the
                 // caller's is paused while it answers.
+                let control = Arc::clone(&self.control);
+                let stop = move || control.cancelled();
                 let paused = Runtime::global().map(|runtime| runtime.pause_deadline(&self.control));
-                let result = effects.web_search(&query, count);
+                let result = effects.web_search(&query, count, &stop);
                 if let (Ok(runtime), Ok(remaining)) = (Runtime::global(), paused) {
                     runtime.resume_deadline(&self.control, remaining);
                 }

@@ -185,6 +185,7 @@ impl SearchProviders {
         chosen: Option<&str>,
         query: &str,
         count: u32,
+        stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<(String, Vec<SearchHit>), String> {
         let mut providers = self.lock();
         let names: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
@@ -248,7 +249,28 @@ impl SearchProviders {
             }
         };
         let provider = &mut providers[index];
-        match provider.search(query, count) {
+        // The caller's cancellation reaches the provider: its call is
+        // interrupted (its request ends at once) when the caller's call is
+        // cancelled.
+        let control = Arc::clone(&provider.control);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let answer = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    if stop() {
+                        if let Ok(runtime) = Runtime::global() {
+                            runtime.interrupt(&control);
+                        }
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            });
+            let answer = provider.search(query, count);
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            answer
+        });
+        match answer {
             Ok(Ok(mut hits)) => {
                 hits.truncate(count as usize);
                 Ok((provider.name.clone(), hits))

@@ -27,13 +27,19 @@ impl Effects {
     }
 
     /// `web-search`: at most `count` hits of `query` from the chosen
-    /// search provider plugin; recorded in the effect journal.
+    /// search provider plugin; `stop` (the caller's call was cancelled)
+    /// interrupts the provider. Recorded in the effect journal.
     ///
     /// # Errors
     ///
     /// Denied without the `web-search` grant; failed with what to
     /// configure when no provider is ready, or with the provider's message.
-    pub(crate) fn web_search(&self, query: &str, count: u32) -> Result<SearchAnswer, EffectError> {
+    pub(crate) fn web_search(
+        &self,
+        query: &str,
+        count: u32,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<SearchAnswer, EffectError> {
         let Some(providers) = &self.search else {
             return Err(self.deny(
                 "web-search",
@@ -46,7 +52,7 @@ impl Effects {
             "plugin.web-search",
             &json!({"plugin": self.plugin, "query": query, "count": count, "provider": chosen}),
         )?;
-        match providers.search(chosen.as_deref(), query, count) {
+        match providers.search(chosen.as_deref(), query, count, stop) {
             Ok((provider, hits)) => {
                 self.complete(
                     effect_id,
