@@ -31,8 +31,8 @@ use smith_plugins::effects::{
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{
-    API_GENERATION, ExtensionComponent, Limits, SearchComponent, SearchProviders, WasmExtension,
-    WasmSearch,
+    API_GENERATION, ExtensionComponent, Limits, SearchComponent, SearchEntry, SearchProviders,
+    WasmExtension,
 };
 
 use crate::plugin_config::PluginConfig;
@@ -322,16 +322,13 @@ fn load_with(
             continue;
         }
         let grants = builtin_grants(builtin);
-        match instantiate_search(
+        searchers.push(search_entry(
             builtin.name,
-            builtin.component,
+            builtin.component.to_vec(),
             &paths,
             limits,
             effects(builtin.name, grants),
-        ) {
-            Ok(plugin) => searchers.push(plugin),
-            Err(message) => warnings.push(message),
-        }
+        ));
     }
     for plugin in &found {
         let Some(manifest) = &plugin.manifest else {
@@ -360,16 +357,13 @@ fn load_with(
             ..limits
         };
         let grants = Grants::from_manifest(manifest, &crate::plugins::user_root(&paths));
-        match instantiate_search(
+        searchers.push(search_entry(
             &manifest.name,
-            &bytes,
+            bytes,
             &paths,
             limits,
             effects(&manifest.name, grants),
-        ) {
-            Ok(plugin) => searchers.push(plugin),
-            Err(message) => warnings.push(message),
-        }
+        ));
     }
     let searchers = Arc::new(SearchProviders::new(searchers));
     let mut permissions_configured = false;
@@ -667,22 +661,30 @@ fn builtin_grants(builtin: &smith_plugins::builtin::Builtin) -> Grants {
     }
 }
 
-/// A search provider plugin (the `search-provider-plugin` world), loaded
-/// and instantiated with `effects`, or the warning saying why not.
-fn instantiate_search(
+/// A search provider plugin (the `search-provider-plugin` world) that is
+/// compiled (or loaded from the cache) and instantiated with `effects`
+/// when `web-search` first needs it; a failure is told to the search.
+fn search_entry(
     name: &str,
-    bytes: &[u8],
+    bytes: Vec<u8>,
     paths: &Paths,
     limits: Limits,
     effects: Effects,
-) -> Result<WasmSearch, String> {
-    SearchComponent::load(name, bytes, Some(&paths.cache_dir), limits)
-        .and_then(|component| component.instantiate_with(Some(effects)))
-        .map_err(|err| {
-            format!(
-                "{err}; the runtime starts without it (`smith plugin disable {name}` stops this warning)"
-            )
-        })
+) -> SearchEntry {
+    let plugin = name.to_owned();
+    let cache_dir = paths.cache_dir.clone();
+    SearchEntry::new(
+        name,
+        Box::new(move || {
+            SearchComponent::load(&plugin, &bytes, Some(&cache_dir), limits)
+                .and_then(|component| component.instantiate_with(Some(effects)))
+                .map_err(|err| {
+                    format!(
+                        "{err}; `smith plugin disable {plugin}` leaves it out of web_search's choice"
+                    )
+                })
+        }),
+    )
 }
 
 /// Reports a plugin warning on stderr and in the product log.

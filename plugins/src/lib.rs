@@ -63,7 +63,9 @@ pub use provider::{
     ProviderWorld, WasmProvider,
 };
 pub use runtime::{Limits, Runtime, compile_count, compile_count_on_this_thread};
-pub use search::{SearchComponent, SearchProviders, SearchWorld, WasmSearch};
+pub use search::{
+    SearchComponent, SearchEntry, SearchLoader, SearchProviders, SearchWorld, WasmSearch,
+};
 
 /// The WIT source of `smith:plugin@1`, file name and text, as embedded.
 pub const WIT: &[(&str, &str)] = &[

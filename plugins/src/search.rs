@@ -2,7 +2,7 @@
 //! and `search`, asked by the host's `web-search` on behalf of smith/web's
 //! `web_search`. [`SearchProviders`] holds the enabled ones, in load order
 //! (the built-ins smith/searxng and smith/brave, then installed plugins),
-//! and picks the one the configuration chooses.
+//! each loaded on first use, and picks the one the configuration chooses.
 
 use std::sync::{Arc, Mutex};
 
@@ -144,16 +144,69 @@ impl WasmSearch {
     }
 }
 
+/// Compiles (or loads from the cache) and instantiates a search provider,
+/// or says why it could not.
+pub type SearchLoader = Box<dyn FnOnce() -> Result<WasmSearch, String> + Send>;
+
+/// A search provider plugin, loaded when `web-search` first needs it (a
+/// run that never searches pays nothing for it).
+pub struct SearchEntry {
+    name: String,
+    state: EntryState,
+}
+
+enum EntryState {
+    Waiting(SearchLoader),
+    Live(WasmSearch),
+    Broken(String),
+}
+
+impl std::fmt::Debug for SearchEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchEntry")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SearchEntry {
+    /// The provider `name`, which `load` loads on first use.
+    pub fn new(name: &str, load: SearchLoader) -> Self {
+        Self {
+            name: name.to_owned(),
+            state: EntryState::Waiting(load),
+        }
+    }
+
+    /// The live instance, loading it first if needed; why it could not be
+    /// loaded (kept, so it is not tried again).
+    fn live(&mut self) -> Result<&mut WasmSearch, String> {
+        let state = std::mem::replace(&mut self.state, EntryState::Broken(String::new()));
+        self.state = match state {
+            EntryState::Waiting(load) => match load() {
+                Ok(provider) => EntryState::Live(provider),
+                Err(why) => EntryState::Broken(why),
+            },
+            other => other,
+        };
+        match &mut self.state {
+            EntryState::Live(provider) => Ok(provider),
+            EntryState::Broken(why) => Err(why.clone()),
+            EntryState::Waiting(_) => Err(format!("{} was not loaded", self.name)),
+        }
+    }
+}
+
 /// The enabled search provider plugins, in load order, which `web-search`
 /// chooses from.
 #[derive(Debug, Default)]
 pub struct SearchProviders {
-    providers: Mutex<Vec<WasmSearch>>,
+    providers: Mutex<Vec<SearchEntry>>,
 }
 
 impl SearchProviders {
     /// The providers `providers`, in the order they are tried.
-    pub fn new(providers: Vec<WasmSearch>) -> Self {
+    pub fn new(providers: Vec<SearchEntry>) -> Self {
         Self {
             providers: Mutex::new(providers),
         }
@@ -164,7 +217,7 @@ impl SearchProviders {
         self.lock().iter().map(|p| p.name.clone()).collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<WasmSearch>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SearchEntry>> {
         self.providers
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -173,13 +226,14 @@ impl SearchProviders {
     /// At most `count` hits of `query` from the provider `chosen` names
     /// (`web.search-provider`: a plugin name, or a built-in's name without
     /// `smith/`), or, with none chosen, from the first whose `ready` says
-    /// it is configured; the provider's name and its hits.
+    /// it is configured; the provider's name and its hits. `stop` (the
+    /// caller's call was cancelled) interrupts the provider's call.
     ///
     /// # Errors
     ///
     /// What to configure when no provider is ready or the chosen one is
-    /// missing or not configured; the provider's message when its search
-    /// fails.
+    /// missing, cannot be loaded or is not configured; the provider's
+    /// message when its search fails.
     pub(crate) fn search(
         &self,
         chosen: Option<&str>,
@@ -207,16 +261,20 @@ impl SearchProviders {
                         }
                     ));
                 };
-                let provider = &mut providers[index];
+                let name = names[index].clone();
+                let provider = providers[index].live().map_err(|why| {
+                    format!(
+                        "web_search is set to use {name} (`web.search-provider` is {chosen:?}) but it could not be loaded: {why}"
+                    )
+                })?;
                 match provider.ready() {
                     Ok(Ok(())) => index,
                     Ok(Err(advice)) => {
                         return Err(format!(
-                            "web_search is set to use {} (`web.search-provider` is {chosen:?}) but it is not configured: {advice}",
-                            provider.name
+                            "web_search is set to use {name} (`web.search-provider` is {chosen:?}) but it is not configured: {advice}"
                         ));
                     }
-                    Err(err) => return Err(failed(&provider.name, err)),
+                    Err(err) => return Err(failed(&name, err)),
                 }
             }
             None => {
@@ -225,16 +283,22 @@ impl SearchProviders {
                 }
                 let mut advice = Vec::new();
                 let mut found = None;
-                for (index, provider) in providers.iter_mut().enumerate() {
+                for (index, entry) in providers.iter_mut().enumerate() {
+                    let name = &names[index];
+                    let provider = match entry.live() {
+                        Ok(provider) => provider,
+                        Err(why) => {
+                            advice.push(format!("{name}: it could not be loaded ({why})"));
+                            continue;
+                        }
+                    };
                     match provider.ready() {
                         Ok(Ok(())) => {
                             found = Some(index);
                             break;
                         }
-                        Ok(Err(what)) => advice.push(format!("{}: {what}", provider.name)),
-                        Err(err) => {
-                            advice.push(format!("{}: its `ready` failed ({err})", provider.name))
-                        }
+                        Ok(Err(what)) => advice.push(format!("{name}: {what}")),
+                        Err(err) => advice.push(format!("{name}: its `ready` failed ({err})")),
                     }
                 }
                 match found {
@@ -248,7 +312,10 @@ impl SearchProviders {
                 }
             }
         };
-        let provider = &mut providers[index];
+        let name = names[index].clone();
+        let provider = providers[index].live().map_err(|why| {
+            format!("web_search: the search provider {name} could not be loaded: {why}")
+        })?;
         // The caller's cancellation reaches the provider: its call is
         // interrupted (its request ends at once) when the caller's call is
         // cancelled.
@@ -273,13 +340,12 @@ impl SearchProviders {
         match answer {
             Ok(Ok(mut hits)) => {
                 hits.truncate(count as usize);
-                Ok((provider.name.clone(), hits))
+                Ok((name, hits))
             }
             Ok(Err(message)) => Err(format!(
-                "web_search: the search provider {} failed: {message}",
-                provider.name
+                "web_search: the search provider {name} failed: {message}"
             )),
-            Err(err) => Err(failed(&provider.name, err)),
+            Err(err) => Err(failed(&name, err)),
         }
     }
 }
