@@ -819,6 +819,41 @@ fn search_providers_are_plugins_that_can_be_disabled_chosen_and_installed() {
         "/search?q=rust+wasm&format=json"
     );
 
+    // A search provider whose component is not of the world is loaded
+    // when first needed, and a search it is chosen for says why it cannot
+    // answer; the others are unaffected.
+    let broken = src.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("plugin.kdl"),
+        SEARCHER
+            .replace("test/searcher", "test/broken")
+            .replace("net \"127.0.0.1\"", ""),
+    )
+    .unwrap();
+    std::fs::write(broken.join("plugin.wasm"), smith_plugins::builtin::PRODUCT).unwrap();
+    run(
+        home.path(),
+        &["plugin", "install", &broken.display().to_string()],
+        0,
+    );
+    configure(
+        home.path(),
+        &format!("{only_url}\n    search-provider \"test/broken\""),
+    );
+    let (text, is_error, _) = search_once(home.path(), "rust wasm");
+    assert!(is_error, "{text}");
+    assert!(
+        text.starts_with("web_search is set to use test/broken (`web.search-provider` is \"test/broken\") but it could not be loaded: ")
+            && text.contains("search-provider-plugin world")
+            && text.contains("`smith plugin disable test/broken`"),
+        "{text}"
+    );
+    configure(home.path(), &only_url);
+    let (text, is_error, _) = search_once(home.path(), "rust wasm");
+    assert!(!is_error, "{text}");
+    assert!(text.contains("Provider: test/searcher\n"), "{text}");
+
     // With smith/searxng back, it comes first, and its web-get is under
     // the public-only policy: refused without `web.allow-hosts`, while the
     // user plugin named by `web.search-provider` answers.
