@@ -5,10 +5,13 @@
 //! (`localhost`) that resolves to a loopback address until
 //! `web.allow-hosts` names them; a redirect from an allowed host to a
 //! refused one refused at the hop; the size and time caps; `web_search`
-//! through the SearXNG and Brave adapters against local fakes (the Brave
-//! key sent by smith in `X-Subscription-Token` and never shown); the
-//! guidance without an adapter; `smith plugin list` showing the built-in;
-//! disabling it removing both tools and nothing else.
+//! through the search provider plugins smith/searxng and smith/brave
+//! against local fakes (the Brave key sent by smith in
+//! `X-Subscription-Token` and never shown); the guidance without a
+//! provider; `smith plugin list` showing the built-in; disabling it
+//! removing both tools and nothing else; search providers disabled, chosen
+//! by name, broken, and installed by the user (test/searcher, under its
+//! `net` grant).
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
