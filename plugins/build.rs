@@ -30,12 +30,18 @@ const GROUPS: &[&[&str]] = &[
         "smith-plugin-hello",
         "smith-plugin-plan",
         "smith-plugin-agents",
+        "smith-plugin-web",
     ],
     &[
         "smith-plugin-permissions",
         "smith-plugin-probe",
         "smith-plugin-stuck",
         "smith-plugin-lifecycle",
+    ],
+    &[
+        "smith-plugin-searxng",
+        "smith-plugin-brave",
+        "smith-plugin-searcher",
     ],
 ];
 

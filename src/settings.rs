@@ -121,6 +121,31 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("bash.max-jobs", "host/src/settings.rs", "bash_limits"),
     ("update.url", "src/cmd/update.rs", "release_url"),
     ("update.trusted-keys", "src/cmd/update.rs", "trusted_keys"),
+    (
+        "web.allow-hosts",
+        "plugins/src/effects/web.rs",
+        "web_allow_hosts",
+    ),
+    (
+        "web.timeout-s",
+        "plugins/builtin/web/src/lib.rs",
+        "timeout_ms",
+    ),
+    (
+        "web.search-provider",
+        "plugins/src/effects/web_search.rs",
+        "search_provider",
+    ),
+    (
+        "web.searxng-url",
+        "plugins/builtin/searxng/src/lib.rs",
+        "ready",
+    ),
+    (
+        "web.brave-url",
+        "plugins/builtin/brave/src/lib.rs",
+        "search",
+    ),
     ("bench.samples", "src/settings.rs", "bench_plan"),
 ];
 
@@ -239,6 +264,11 @@ mod tests {
         rust_sources(&root.join("plugins/builtin/instructions/src"), &mut sources);
         rust_sources(&root.join("plugins/builtin/plan/src"), &mut sources);
         rust_sources(&root.join("plugins/builtin/agents/src"), &mut sources);
+        rust_sources(&root.join("plugins/builtin/web/src"), &mut sources);
+        rust_sources(&root.join("plugins/builtin/searxng/src"), &mut sources);
+        rust_sources(&root.join("plugins/builtin/brave/src"), &mut sources);
+        // The host enforces `web.allow-hosts` in the plugins' effects.
+        rust_sources(&root.join("plugins/src/effects"), &mut sources);
         for (key, file, function) in CONSUMERS {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let body = function_body(&text, function)

@@ -207,6 +207,12 @@ pub static SECTIONS: &[SectionDecl] = &[
         policy_reason: "a mistyped key setting would silently leave a signing key untrusted, or a release source unused",
     },
     SectionDecl {
+        path: "web",
+        policy: UnknownPolicy::Reject,
+        help: "The web tools of smith/web, `web_fetch` and `web_search` (see docs/web.md).",
+        policy_reason: "a mistyped allow list or search setting would silently keep a host refused, or search with a provider the user did not choose",
+    },
+    SectionDecl {
         path: "bench",
         policy: UnknownPolicy::Reject,
         help: "`smith bench`, the performance gates.",
@@ -524,6 +530,56 @@ options! {
         default: None,
         unset: "only the release key compiled into smith",
         help: "Ed25519 public keys (64 hex digits each, separated by spaces or commas) that `smith update` trusts to sign releases besides the release key compiled into smith, which always applies. Read from the user configuration file only: a value from a project's configuration, a variable or a flag is ignored with a warning, so that no project can choose what smith installs.",
+    };
+    /// Hosts the web tools may reach at non-public addresses.
+    WEB_ALLOW_HOSTS = OptionDecl {
+        key: "web.allow-hosts",
+        flag: "--web-allow-hosts",
+        env: "SMITH_WEB_ALLOW_HOSTS",
+        kind: Kind::Str,
+        default: None,
+        unset: "every host must resolve to public addresses only",
+        help: "Hosts (`host` for any port, or `host:port`; `[v6]:port` for IPv6 literals), separated by commas or spaces, that `web_fetch` and `web_search` may reach even though they resolve to a loopback, private, link-local or other non-public address (for example `localhost:8080` or an intranet name). Every other host is refused after DNS resolution when any of its addresses is not public, so that a URL from the model cannot reach this machine, the private network or a cloud metadata service.",
+    };
+    /// Time cap of one web request.
+    WEB_TIMEOUT_S = OptionDecl {
+        key: "web.timeout-s",
+        flag: "--web-timeout-s",
+        env: "SMITH_WEB_TIMEOUT_S",
+        kind: Kind::Int { min: 1, max: 300 },
+        default: Some(Lit::Int(30)),
+        unset: "",
+        help: "Seconds one `web_fetch` request (each redirect hop) or `web_search` request may take, from connecting to the end of the body, before it fails with a message saying so.",
+    };
+    /// Which search provider plugin answers `web_search`.
+    WEB_SEARCH_PROVIDER = OptionDecl {
+        key: "web.search-provider",
+        flag: "--web-search-provider",
+        env: "SMITH_WEB_SEARCH_PROVIDER",
+        kind: Kind::Str,
+        default: None,
+        unset: "the first enabled search provider plugin that is configured: smith/searxng when `web.searxng-url` is set, else smith/brave when the secret `brave.api_key` is stored, else an installed one",
+        help: "The search provider plugin `web_search` asks, by plugin name: `smith/searxng` (a SearXNG instance's JSON API at `web.searxng-url`), `smith/brave` (the Brave Search API with the key stored by `smith auth set brave`) or an installed plugin of the `search-provider` world; the built-ins may be named without `smith/` (`searxng`, `brave`).",
+    };
+    /// The SearXNG instance.
+    WEB_SEARXNG_URL = OptionDecl {
+        key: "web.searxng-url",
+        flag: "--web-searxng-url",
+        env: "SMITH_WEB_SEARXNG_URL",
+        kind: Kind::Str,
+        default: None,
+        unset: "no SearXNG instance",
+        help: "The base URL of a SearXNG instance whose JSON API (`/search?format=json&q=`) answers `web_search` (the instance must allow the `json` format). A self-hosted instance on this machine or the private network must also be listed in `web.allow-hosts`.",
+    };
+    /// The Brave Search API endpoint.
+    WEB_BRAVE_URL = OptionDecl {
+        key: "web.brave-url",
+        flag: "--web-brave-url",
+        env: "SMITH_WEB_BRAVE_URL",
+        kind: Kind::Str,
+        default: Some(Lit::Str("https://api.search.brave.com/res/v1/web/search")),
+        unset: "",
+        help: "The Brave Search API's web search endpoint; change it only to go through a relay or to test against a local server (which `web.allow-hosts` must then list). The key (`smith auth set brave`, the secret `brave.api_key`) is sent as the `X-Subscription-Token` header by smith, never handed to the plugin.",
     };
     /// Benchmark samples.
     BENCH_SAMPLES = OptionDecl {

@@ -30,7 +30,10 @@ use smith_plugins::effects::{
 };
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
-use smith_plugins::{API_GENERATION, ExtensionComponent, Limits, WasmExtension};
+use smith_plugins::{
+    API_GENERATION, ExtensionComponent, Limits, SearchComponent, SearchEntry, SearchProviders,
+    WasmExtension,
+};
 
 use crate::plugin_config::PluginConfig;
 use crate::questions::Asking;
@@ -258,7 +261,7 @@ fn load_with(
     let mut client: Option<Option<Arc<smith_net::Client>>> = None;
     let mut net_warnings = Vec::new();
     let mut effects = |name: &str, grants: Grants| {
-        let needs_net = !grants.net.is_empty() || grants.mcp_net;
+        let needs_net = !grants.net.is_empty() || grants.mcp_net || grants.web;
         let reads_session = grants.session_read;
         // An MCP server's configured headers may name secrets.
         let uses_secrets = !grants.secrets.is_empty() || grants.mcp_net;
@@ -308,6 +311,62 @@ fn load_with(
             None => effects,
         }
     };
+    let (found, note) = crate::plugins::discover(&paths);
+    if let Some(note) = note {
+        warnings.push(note);
+    }
+    // The search provider plugins smith/web's `web-search` routes to: the
+    // enabled built-ins, then the installed ones, in that order.
+    let mut searchers = Vec::new();
+    for builtin in BUILTINS.iter().filter(|b| b.world == "search-provider") {
+        if disabled.iter().any(|d| d == builtin.name) {
+            continue;
+        }
+        let grants = builtin_grants(builtin);
+        searchers.push(search_entry(
+            builtin.name,
+            builtin.component.to_vec(),
+            &paths,
+            limits,
+            effects(builtin.name, grants),
+        ));
+    }
+    for plugin in &found {
+        let Some(manifest) = &plugin.manifest else {
+            continue;
+        };
+        if manifest.world != "search-provider"
+            || plugin.problem.is_some()
+            || disabled.contains(&manifest.name)
+        {
+            continue;
+        }
+        let path = plugin.dir.join(&manifest.component);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                warnings.push(format!(
+                    "plugin {} was not loaded: cannot read its component {}: {err}; reinstall it with `smith plugin install`",
+                    manifest.name,
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        let limits = Limits {
+            memory_bytes: (manifest.memory_limit_mib as usize) << 20,
+            ..limits
+        };
+        let grants = Grants::from_manifest(manifest, &crate::plugins::user_root(&paths));
+        searchers.push(search_entry(
+            &manifest.name,
+            bytes,
+            &paths,
+            limits,
+            effects(&manifest.name, grants),
+        ));
+    }
+    let searchers = Arc::new(SearchProviders::new(searchers));
     let mut permissions_configured = false;
     for builtin in BUILTINS.iter().filter(|b| b.world == "extension") {
         if disabled.iter().any(|d| d == builtin.name) {
@@ -319,18 +378,11 @@ fn load_with(
                 .iter()
                 .any(|(kind, _)| *kind == capability)
         };
-        let grants = Grants {
-            ui: granted("ui"),
-            permissions: granted("permissions"),
-            local_read: granted("local-read"),
-            spawn: granted("spawn"),
-            mcp_net: granted("mcp-net"),
-            process: granted("process"),
-            project_read: granted("project-read"),
-            project_write: granted("project-write"),
-            ..Grants::default()
-        };
+        let grants = builtin_grants(builtin);
         let mut builtin_effects = effects(builtin.name, grants);
+        if granted("web-search") {
+            builtin_effects = builtin_effects.with_search(Arc::clone(&searchers));
+        }
         if granted("permissions") || granted("local-read") {
             // Configured once: smith/permissions, smith/instructions and
             // smith/skills share the same view (and a broken file warns
@@ -350,6 +402,15 @@ fn load_with(
                 call_deadline: smith_plugins::builtin::HOOKS_CALL_DEADLINE,
                 ..limits
             }
+        } else if builtin.name == "smith/web" {
+            // smith/web converts pages of several MiB of HTML.
+            Limits {
+                call_deadline: smith_plugins::builtin::WEB_CALL_DEADLINE,
+                memory_bytes: limits
+                    .memory_bytes
+                    .max(smith_plugins::builtin::WEB_MEMORY_BYTES),
+                ..limits
+            }
         } else {
             limits
         };
@@ -363,10 +424,6 @@ fn load_with(
             Ok(plugin) => loaded.push(plugin),
             Err(message) => warnings.push(message),
         }
-    }
-    let (found, note) = crate::plugins::discover(&paths);
-    if let Some(note) = note {
-        warnings.push(note);
     }
     for plugin in found {
         let Some(manifest) = &plugin.manifest else {
@@ -576,6 +633,60 @@ fn instantiate(
                 "{err}; the runtime starts without it (`smith plugin disable {name}` stops this warning)"
             )
         })
+}
+
+/// The grants of the built-in plugin `builtin`, from its capability list.
+fn builtin_grants(builtin: &smith_plugins::builtin::Builtin) -> Grants {
+    let granted = |capability: &str| {
+        builtin
+            .capabilities
+            .iter()
+            .any(|(kind, _)| *kind == capability)
+    };
+    Grants {
+        ui: granted("ui"),
+        permissions: granted("permissions"),
+        local_read: granted("local-read"),
+        spawn: granted("spawn"),
+        mcp_net: granted("mcp-net"),
+        process: granted("process"),
+        project_read: granted("project-read"),
+        project_write: granted("project-write"),
+        web: granted("web"),
+        secrets: builtin
+            .capabilities
+            .iter()
+            .filter(|(kind, _)| *kind == "secrets")
+            .map(|(_, handle)| (*handle).to_owned())
+            .collect(),
+        ..Grants::default()
+    }
+}
+
+/// A search provider plugin (the `search-provider-plugin` world) that is
+/// compiled (or loaded from the cache) and instantiated with `effects`
+/// when `web-search` first needs it; a failure is told to the search.
+fn search_entry(
+    name: &str,
+    bytes: Vec<u8>,
+    paths: &Paths,
+    limits: Limits,
+    effects: Effects,
+) -> SearchEntry {
+    let plugin = name.to_owned();
+    let cache_dir = paths.cache_dir.clone();
+    SearchEntry::new(
+        name,
+        Box::new(move || {
+            SearchComponent::load(&plugin, &bytes, Some(&cache_dir), limits)
+                .and_then(|component| component.instantiate_with(Some(effects)))
+                .map_err(|err| {
+                    format!(
+                        "{err}; `smith plugin disable {plugin}` leaves it out of web_search's choice"
+                    )
+                })
+        }),
+    )
 }
 
 /// Reports a plugin warning on stderr and in the product log.

@@ -43,3 +43,15 @@ pub mod provide {
         additional_derives: [PartialEq],
     });
 }
+
+/// The `search-provider-plugin` world; it shares the `host` interface (and
+/// its `search-hit` record) with the provider world.
+pub mod search {
+    wasmtime::component::bindgen!({
+        world: "search-provider-plugin",
+        path: "wit",
+        with: {
+            "smith:plugin/host": crate::bindings::provider::smith::plugin::host,
+        },
+    });
+}

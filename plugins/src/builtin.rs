@@ -85,6 +85,34 @@ pub const HOOKS: &[u8] = include_bytes!(concat!(
 /// smith/hooks gets this one instead of the default.
 pub const HOOKS_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(11 * 60);
 
+/// The smith/web extension component (`web_fetch` and `web_search`).
+pub const WEB: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_web.wasm"
+));
+
+/// The call deadline of smith/web: converting a page of several MiB of
+/// HTML to Markdown takes longer than the default deadline allows (the
+/// wait for the network does not count: `web-get` pauses the deadline).
+pub const WEB_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The memory limit of smith/web: a page of up to 16 MiB and its parsed
+/// document tree.
+pub const WEB_MEMORY_BYTES: usize = 512 << 20;
+
+/// The smith/searxng search provider component (a SearXNG instance's
+/// JSON API).
+pub const SEARXNG: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_searxng.wasm"
+));
+
+/// The smith/brave search provider component (the Brave Search API).
+pub const BRAVE: &[u8] = include_bytes!(concat!(
+    env!("SMITH_PLUGIN_GUESTS"),
+    "/smith_plugin_brave.wasm"
+));
+
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
@@ -132,7 +160,7 @@ pub const OPENAI_COMPATIBLE: &[u8] = include_bytes!(concat!(
 pub struct Builtin {
     /// Its name.
     pub name: &'static str,
-    /// Its world (`provider` or `extension`).
+    /// Its world (`provider`, `extension` or `search-provider`).
     pub world: &'static str,
     /// One line about it.
     pub description: &'static str,
@@ -258,6 +286,27 @@ pub const BUILTINS: &[Builtin] = &[
             ("process", ""),
             ("project-write", ""),
         ],
+    },
+    Builtin {
+        name: "smith/web",
+        world: "extension",
+        description: "Web tools: `web_fetch` (a page as Markdown, public addresses only unless `web.allow-hosts` names the host) and `web_search` (through a search provider plugin: smith/searxng, smith/brave or an installed one), their output marked untrusted",
+        component: WEB,
+        capabilities: &[("web", ""), ("web-search", "")],
+    },
+    Builtin {
+        name: "smith/searxng",
+        world: "search-provider",
+        description: "Search provider for `web_search`: a SearXNG instance's JSON API at `web.searxng-url` (one on this machine or the private network must be in `web.allow-hosts`)",
+        component: SEARXNG,
+        capabilities: &[("web", "")],
+    },
+    Builtin {
+        name: "smith/brave",
+        world: "search-provider",
+        description: "Search provider for `web_search`: the Brave Search API, with the key stored by `smith auth set brave` (put in by smith, never seen by the plugin)",
+        component: BRAVE,
+        capabilities: &[("web", ""), ("secrets", "brave.api_key")],
     },
 ];
 

@@ -49,6 +49,7 @@ mod provider;
 pub mod rate;
 pub mod runtime;
 mod scope;
+pub mod search;
 pub mod tools;
 pub mod vcs;
 
@@ -62,6 +63,9 @@ pub use provider::{
     ProviderWorld, WasmProvider,
 };
 pub use runtime::{Limits, Runtime, compile_count, compile_count_on_this_thread};
+pub use search::{
+    SearchComponent, SearchEntry, SearchLoader, SearchProviders, SearchWorld, WasmSearch,
+};
 
 /// The WIT source of `smith:plugin@1`, file name and text, as embedded.
 pub const WIT: &[(&str, &str)] = &[
@@ -70,6 +74,7 @@ pub const WIT: &[(&str, &str)] = &[
     ("extension.wit", include_str!("../wit/extension.wit")),
     ("provide.wit", include_str!("../wit/provide.wit")),
     ("worlds.wit", include_str!("../wit/worlds.wit")),
+    ("search.wit", include_str!("../wit/search.wit")),
 ];
 
 /// The directory build.rs built the guest components into (the built-ins,

@@ -204,11 +204,11 @@ impl Manifest {
             )
         })?;
         let world = required("world", string("world")?)?;
-        if world != "provider" && world != "extension" {
+        if world != "provider" && world != "extension" && world != "search-provider" {
             return Err(invalid(
                 origin,
                 format!(
-                    "{origin}: world {world:?} is neither \"provider\" nor \"extension\"; write `world \"provider\"` for a vendor adapter or `world \"extension\"` for everything else"
+                    "{origin}: world {world:?} is not \"provider\", \"extension\" or \"search-provider\"; write `world \"provider\"` for a vendor adapter, `world \"search-provider\"` for a search provider of `web_search` or `world \"extension\"` for everything else"
                 ),
             ));
         }

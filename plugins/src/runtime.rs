@@ -704,6 +704,38 @@ impl bindings::provider::smith::plugin::host::Host for State {
         self.record_for_guest(result)
     }
 
+    fn web_get(
+        &mut self,
+        url: String,
+        headers: Vec<(String, String)>,
+        timeout_ms: u32,
+        max_bytes: u64,
+    ) -> Result<host::HttpResponse, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => {
+                // The wait is the server's time, bounded by `timeout-ms`:
+                // the deadline is paused while it lasts; a cancellation
+                // ends it early.
+                let control = Arc::clone(&self.control);
+                let stop = move || control.cancelled();
+                let paused = Runtime::global().map(|runtime| runtime.pause_deadline(&self.control));
+                let result = effects
+                    .web_get(&url, &headers, timeout_ms, max_bytes, &stop)
+                    .map(|r| host::HttpResponse {
+                        status: r.status,
+                        headers: r.headers,
+                        body: r.body,
+                    });
+                if let (Ok(runtime), Ok(remaining)) = (Runtime::global(), paused) {
+                    runtime.resume_deadline(&self.control, remaining);
+                }
+                result
+            }
+            None => Err(self.no_grants("web", format!("web-get {url}"))),
+        };
+        self.record_for_guest(result)
+    }
+
     fn secret_available(&mut self, handle: String) -> Result<bool, host::EffectError> {
         let result = match &self.effects {
             Some(effects) => effects.secret_available(&handle),
@@ -1031,6 +1063,29 @@ impl bindings::provider::smith::plugin::host::Host for State {
         };
         self.record_for_guest(result)
     }
+
+    fn web_search(
+        &mut self,
+        query: String,
+        count: u32,
+    ) -> Result<host::SearchAnswer, host::EffectError> {
+        let result = match &self.effects {
+            Some(effects) => {
+                // The provider's calls run under its own deadline: the
+                // caller's is paused while it answers.
+                let control = Arc::clone(&self.control);
+                let stop = move || control.cancelled();
+                let paused = Runtime::global().map(|runtime| runtime.pause_deadline(&self.control));
+                let result = effects.web_search(&query, count, &stop);
+                if let (Ok(runtime), Ok(remaining)) = (Runtime::global(), paused) {
+                    runtime.resume_deadline(&self.control, remaining);
+                }
+                result
+            }
+            None => Err(self.no_grants("web-search", format!("web-search {query:?}"))),
+        };
+        self.record_for_guest(result)
+    }
 }
 
 impl bindings::provider::smith::plugin::host::HostServerProcess for State {
@@ -1190,7 +1245,9 @@ impl State {
             capability,
             missing_grant: match capability {
                 "process" | "session-read" | "ui" | "vcs" | "project-read" | "project-write"
-                | "permissions" | "local-read" | "spawn" => capability.to_owned(),
+                | "permissions" | "local-read" | "spawn" | "web" | "web-search" => {
+                    capability.to_owned()
+                }
                 "secrets" => "secrets \"PROVIDER.SLOT\"".to_owned(),
                 _ => format!("{capability} ..."),
             },

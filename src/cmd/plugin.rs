@@ -570,6 +570,9 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
     let result = if world == "provider" {
         ProviderComponent::load(name, &bytes, Some(&paths.cache_dir), limits)
             .and_then(|c| c.instantiate(&[]).map(|_| ()))
+    } else if world == "search-provider" {
+        smith_plugins::SearchComponent::load(name, &bytes, Some(&paths.cache_dir), limits)
+            .and_then(|c| c.instantiate_with(None).map(|_| ()))
     } else {
         ExtensionComponent::load(name, &bytes, Some(&paths.cache_dir), limits)
             .and_then(|c| c.instantiate().map(|_| ()))

@@ -11,6 +11,7 @@ use crate::conn::{Dialer, Pool, PoolKey, Stream, WaitError, describe_io, read_so
 use crate::error::{NetError, NetErrorKind};
 use crate::http1::{self, Framing, Head, HeadParse};
 use crate::limits::Limits;
+use crate::policy::{AddressPolicy, Resolve, SystemResolver};
 use crate::proxy::ProxySettings;
 use crate::request::{Request, Response};
 use crate::url::Scheme;
@@ -27,6 +28,7 @@ pub struct ClientBuilder {
     proxy_vars: Option<Vec<(String, String)>>,
     extra_roots: Vec<CertificateDer<'static>>,
     without_bundled_roots: bool,
+    resolver: Option<Arc<dyn Resolve>>,
 }
 
 impl ClientBuilder {
@@ -98,6 +100,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Resolves host names with `resolver` instead of the system's
+    /// resolver (tests make a public-looking name resolve to a private
+    /// address with this, to exercise [`AddressPolicy::PublicOnly`]).
+    #[must_use]
+    pub fn resolver(mut self, resolver: Arc<dyn Resolve>) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
     /// Builds the client; proxy variables are read now, once.
     ///
     /// # Errors
@@ -135,6 +146,7 @@ impl ClientBuilder {
                 limits: self.limits,
                 proxy,
                 tls: Arc::new(tls),
+                resolver: self.resolver.unwrap_or_else(|| Arc::new(SystemResolver)),
             }),
         })
     }
@@ -162,6 +174,7 @@ struct Inner {
     proxy: ProxySettings,
     tls: Arc<rustls::ClientConfig>,
     pool: Arc<Pool>,
+    resolver: Arc<dyn Resolve>,
 }
 
 impl std::fmt::Debug for Client {
@@ -214,7 +227,8 @@ impl Client {
     /// Sends `request` and returns the response head with a streaming body.
     ///
     /// Any status (including 4xx and 5xx) is a response. Redirects are not
-    /// followed. The returned [`Body`] is read on a thread of its own and is
+    /// followed. The request's [`AddressPolicy`] is applied to the addresses
+    /// its host resolves to before any connection is opened. The returned [`Body`] is read on a thread of its own and is
     /// bounded by the client's [`Limits`]; `cancel` is observed until the body
     /// ends.
     ///
@@ -251,6 +265,9 @@ impl Client {
             host: request.url.host().to_string(),
             port: request.url.port(),
             proxy: proxy.map(|p| p.authority()),
+            // A connection opened without the address check is never
+            // handed to a request that needs it.
+            guarded: request.policy != AddressPolicy::Any,
         };
         let head = http1::request_head(&request, http_proxy);
         if let Some(stream) = self.inner.pool.take(&key) {
@@ -265,6 +282,8 @@ impl Client {
             tls: &self.inner.tls,
             deadline,
             cancel: &cancel,
+            resolver: self.inner.resolver.as_ref(),
+            policy: &request.policy,
         };
         let stream = dialer.open(&request.url, proxy)?;
         match self.exchange(stream, &request, &head, &key, deadline, &cancel, false) {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use rustls::pki_types::ServerName;
 use crate::error::{NetError, NetErrorKind};
 use crate::http1::{HeadParse, parse_head};
 use crate::limits::Limits;
+use crate::policy::{AddressPolicy, PublicOnly, Resolve};
 use crate::proxy::ProxyServer;
 use crate::url::{Scheme, Url};
 use smith_contract::CancelToken;
@@ -157,6 +158,8 @@ pub(crate) struct Dialer<'a> {
     pub(crate) tls: &'a Arc<rustls::ClientConfig>,
     pub(crate) deadline: Instant,
     pub(crate) cancel: &'a CancelToken,
+    pub(crate) resolver: &'a dyn Resolve,
+    pub(crate) policy: &'a AddressPolicy,
 }
 
 impl Dialer<'_> {
@@ -173,34 +176,32 @@ impl Dialer<'_> {
         )
     }
 
-    /// Resolves and connects to `host:port`; `what` names the peer in errors.
-    fn tcp(
+    /// Resolves `host:port` (the proxy's when `proxy` is set) with the
+    /// client's resolver.
+    fn resolve(
         &self,
         host: &str,
         port: u16,
         err_host: &str,
         proxy: Option<&ProxyServer>,
-    ) -> Result<TcpStream, NetError> {
-        let (dns_kind, connect_kind) = match proxy {
-            Some(_) => (NetErrorKind::Proxy, NetErrorKind::Proxy),
-            None => (NetErrorKind::Dns, NetErrorKind::Connect),
+    ) -> Result<Vec<SocketAddr>, NetError> {
+        let dns_kind = match proxy {
+            Some(_) => NetErrorKind::Proxy,
+            None => NetErrorKind::Dns,
         };
         let peer = match proxy {
             Some(p) => format!("the proxy {} (from {})", p.authority(), p.source()),
             None => format!("{host}:{port}"),
         };
-        let addrs: Vec<SocketAddr> = (host, port)
-            .to_socket_addrs()
-            .map_err(|e| {
-                NetError::new(
-                    dns_kind,
-                    err_host,
-                    format!("could not resolve {peer}"),
-                    e.to_string(),
-                    "check the host name and your DNS or network connection",
-                )
-            })?
-            .collect();
+        let addrs: Vec<SocketAddr> = self.resolver.resolve(host, port).map_err(|e| {
+            NetError::new(
+                dns_kind,
+                err_host,
+                format!("could not resolve {peer}"),
+                e.to_string(),
+                "check the host name and your DNS or network connection",
+            )
+        })?;
         if addrs.is_empty() {
             return Err(NetError::new(
                 dns_kind,
@@ -210,6 +211,26 @@ impl Dialer<'_> {
                 "check the host name and your DNS or network connection",
             ));
         }
+        Ok(addrs)
+    }
+
+    /// Connects to one of `addrs` (the addresses of `host:port`, or of
+    /// the proxy when `proxy` is set); `err_host` names the peer in errors.
+    fn tcp(
+        &self,
+        addrs: Vec<SocketAddr>,
+        (host, port): (&str, u16),
+        err_host: &str,
+        proxy: Option<&ProxyServer>,
+    ) -> Result<TcpStream, NetError> {
+        let connect_kind = match proxy {
+            Some(_) => NetErrorKind::Proxy,
+            None => NetErrorKind::Connect,
+        };
+        let peer = match proxy {
+            Some(p) => format!("the proxy {} (from {})", p.authority(), p.source()),
+            None => format!("{host}:{port}"),
+        };
         let mut last = String::new();
         for addr in addrs {
             if self.cancel.is_cancelled() {
@@ -247,10 +268,32 @@ impl Dialer<'_> {
     /// Opens a connection for `url`, directly or through `proxy`.
     pub(crate) fn open(&self, url: &Url, proxy: Option<&ProxyServer>) -> Result<Stream, NetError> {
         let host = url.authority();
+        // The address check, unless the host is allowed: by name first,
+        // then every resolved address. The connection goes to the very
+        // addresses checked here (no second resolution), except through a
+        // proxy, which resolves the host again itself (docs/net.md).
+        let guard: Option<&PublicOnly> = match self.policy {
+            AddressPolicy::PublicOnly(policy) if !policy.allows(url) => Some(policy),
+            _ => None,
+        };
+        if let Some(policy) = guard {
+            policy.check_name(url)?;
+        }
         let tcp = match proxy {
-            None => self.tcp(url.host(), url.port(), &host, None)?,
+            None => {
+                let addrs = self.resolve(url.host(), url.port(), &host, None)?;
+                if let Some(policy) = guard {
+                    policy.check_addrs(url, &addrs)?;
+                }
+                self.tcp(addrs, (url.host(), url.port()), &host, None)?
+            }
             Some(p) => {
-                let tcp = self.tcp(&p.host, p.port, &host, Some(p))?;
+                if let Some(policy) = guard {
+                    let addrs = self.resolve(url.host(), url.port(), &host, None)?;
+                    policy.check_addrs(url, &addrs)?;
+                }
+                let addrs = self.resolve(&p.host, p.port, &host, Some(p))?;
+                let tcp = self.tcp(addrs, (&p.host, p.port), &host, Some(p))?;
                 if url.scheme() == Scheme::Https {
                     self.tunnel(tcp, url, p)?
                 } else {
@@ -424,6 +467,8 @@ pub(crate) struct PoolKey {
     pub(crate) host: String,
     pub(crate) port: u16,
     pub(crate) proxy: Option<String>,
+    /// Whether the connection was opened under an address policy.
+    pub(crate) guarded: bool,
 }
 
 struct Idle {

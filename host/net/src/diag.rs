@@ -63,6 +63,7 @@ mod tests {
             NetErrorKind::ConnectionLost,
             NetErrorKind::ResponseTooLarge,
             NetErrorKind::Cancelled,
+            NetErrorKind::AddressRefused,
         ];
         for kind in kinds {
             let err = NetError::new(kind, "api.example.invalid:443", "w", "y", "n");

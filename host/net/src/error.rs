@@ -37,6 +37,9 @@ pub enum NetErrorKind {
     ResponseTooLarge,
     /// The caller cancelled the exchange.
     Cancelled,
+    /// The request's [`crate::AddressPolicy`] refused the address its host
+    /// resolved to (or the host's name); nothing was sent.
+    AddressRefused,
 }
 
 impl NetErrorKind {
@@ -55,6 +58,7 @@ impl NetErrorKind {
             Self::ConnectionLost => "connection-lost",
             Self::ResponseTooLarge => "response-too-large",
             Self::Cancelled => "cancelled",
+            Self::AddressRefused => "address-refused",
         }
     }
 }

@@ -159,6 +159,7 @@ pub struct Request {
     pub(crate) url: Url,
     pub(crate) headers: Headers,
     pub(crate) body: Vec<u8>,
+    pub(crate) policy: crate::policy::AddressPolicy,
 }
 
 impl std::fmt::Debug for Request {
@@ -199,7 +200,22 @@ impl Request {
             url: Url::parse(url)?,
             headers: Headers::new(),
             body: Vec::new(),
+            policy: crate::policy::AddressPolicy::Any,
         })
+    }
+
+    /// Applies `policy` to the addresses the URL's host resolves to (the
+    /// default, [`AddressPolicy::Any`](crate::AddressPolicy::Any), checks
+    /// nothing).
+    #[must_use]
+    pub fn with_address_policy(mut self, policy: crate::policy::AddressPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The address policy in force.
+    pub fn address_policy(&self) -> &crate::policy::AddressPolicy {
+        &self.policy
     }
 
     /// `GET url`.

@@ -36,9 +36,12 @@
     all(feature = "provider", feature = "extension"),
     all(feature = "provider", feature = "full-extension"),
     all(feature = "extension", feature = "full-extension"),
+    all(feature = "search-provider", feature = "provider"),
+    all(feature = "search-provider", feature = "extension"),
+    all(feature = "search-provider", feature = "full-extension"),
 ))]
 compile_error!(
-    "enable exactly one of the features `provider`, `extension` and `full-extension`: a plugin implements one world"
+    "enable exactly one of the features `provider`, `extension`, `full-extension` and `search-provider`: a plugin implements one world"
 );
 
 /// Bindings of the `provider-plugin` world (cargo feature `provider`): implement
@@ -107,6 +110,23 @@ pub mod extension {
     });
 }
 
+/// Bindings of the `search-provider-plugin` world (cargo feature
+/// `search-provider`): implement
+/// `search::exports::smith::plugin::search::Guest` (`ready` and `search`)
+/// and call `search::export_search!`; smith/web's `web_search` reaches the
+/// provider through the host (docs/web.md).
+#[cfg(feature = "search-provider")]
+#[allow(missing_docs)]
+pub mod search {
+    wit_bindgen::generate!({
+        world: "search-provider-plugin",
+        path: "../wit",
+        default_bindings_module: "smith_plugin_sdk::search",
+        pub_export_macro: true,
+        export_macro_name: "export_search",
+    });
+}
+
 /// Host services every plugin may call.
 pub mod host {
     #[cfg(any(feature = "extension", feature = "full-extension"))]
@@ -116,11 +136,13 @@ pub mod host {
         not(any(feature = "extension", feature = "full-extension"))
     ))]
     use crate::provider::smith::plugin::host as raw;
+    #[cfg(feature = "search-provider")]
+    use crate::search::smith::plugin::host as raw;
 
     pub use raw::{
         Answer, AnswerSource, DiffText, DirEntry, DirListing, EffectError, EntryKind, FileStat,
         HttpResponse, LogLevel, ProcessEnd, ProcessOutput, Question, QuestionKind, ResolvedPath,
-        ServerProcess, SessionEntry,
+        SearchAnswer, SearchHit, ServerProcess, SessionEntry,
     };
 
     /// The MCP servers configured in smith's KDL configuration, as a JSON
@@ -265,6 +287,27 @@ pub mod host {
         body: &[u8],
     ) -> Result<HttpResponse, EffectError> {
         raw::http_request(method, url, headers, body)
+    }
+
+    /// Sends GET `url` (any http or https host) for the model's web tools;
+    /// needs `web` (built-in plugins only). smith refuses non-public
+    /// addresses after resolving the host unless the user's
+    /// `web.allow-hosts` names it; redirects are not followed; the body
+    /// stops at `max_bytes` and the exchange at `timeout_ms`.
+    pub fn web_get(
+        url: &str,
+        headers: &[(String, String)],
+        timeout_ms: u32,
+        max_bytes: u64,
+    ) -> Result<HttpResponse, EffectError> {
+        raw::web_get(url, headers, timeout_ms, max_bytes)
+    }
+
+    /// Asks the search provider plugin the configuration chooses
+    /// (`web.search-provider`, or the first ready one) for at most `count`
+    /// hits of `query`; needs `web-search` (built-in plugins only).
+    pub fn web_search(query: &str, count: u32) -> Result<SearchAnswer, EffectError> {
+        raw::web_search(query, count)
     }
 
     /// Whether the secret `handle` (`PROVIDER.SLOT`) has a value; needs

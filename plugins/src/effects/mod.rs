@@ -13,7 +13,7 @@
 //! [`Effects`] is one type; its methods live in one module per capability:
 //! `fs` (`read-file`, `list-dir`, `write-file`, `edit-file`), `process`
 //! (`run-process`), `http` (`http-request`), `secrets`, `session`
-//! (`session-entries`), `state` (`session-state`, `set-session-state`), `vcs`, `ui`, `permissions` and `spawn` (`server-process`). The grant check and the journal
+//! (`session-entries`), `state` (`session-state`, `set-session-state`), `vcs`, `ui`, `permissions`, `spawn` (`server-process`) and `web` (`web-get`). The grant check and the journal
 //! records every capability shares are in `journal`.
 
 use std::path::{Path, PathBuf};
@@ -39,6 +39,8 @@ mod spawn;
 mod state;
 mod ui;
 mod vcs;
+mod web;
+mod web_search;
 
 pub use ask::{Answer, AnswerSource, Asker, MAX_QUESTION_TIMEOUT_MS, Question, QuestionKind};
 pub use config::{ConfigAccess, SharedConfig};
@@ -61,6 +63,7 @@ pub use spawn::{
     live_groups as spawned_groups,
 };
 pub use state::{MAX_STATE_KEY, MAX_STATE_VALUE, SharedState, StateAccess};
+pub use web::{MAX_WEB_TIMEOUT, WEB_ALLOW_HOSTS};
 
 /// The largest file `read-file` returns and the largest HTTP body
 /// `http-request` sends or returns.
@@ -114,6 +117,11 @@ pub struct Grants {
     /// configured MCP servers that speak Streamable HTTP, and to those
     /// only (`mcp-net`: built-in plugins only; see the `mcp_net` module).
     pub mcp_net: bool,
+    /// Whether the plugin may fetch any http or https URL under the
+    /// public-only address policy (`web-get`; `web`: built-in plugins
+    /// only, since the URLs come from the model; a manifest cannot ask for
+    /// it — a user plugin names its hosts with `net`).
+    pub web: bool,
 }
 
 impl Grants {
@@ -237,6 +245,9 @@ pub struct Effects {
         Arc<smith_engine::tools::Sandbox>,
         smith_engine::approval::ApprovalCell,
     )>,
+    /// The search provider plugins `web-search` routes to (built-in
+    /// plugins granted `web-search` only).
+    search: Option<Arc<crate::search::SearchProviders>>,
 }
 
 /// A checkpointed effect's tool and `before` snapshot (or why it failed).
@@ -337,6 +348,7 @@ impl Effects {
             call: Arc::default(),
             sandbox: None,
             budget: None,
+            search: None,
         }
     }
 

@@ -15,6 +15,7 @@ mod permissions;
 mod provide;
 mod reload;
 mod tools;
+mod web;
 
 use std::path::PathBuf;
 

@@ -46,6 +46,19 @@ fn a_valid_manifest_parses() {
 }
 
 #[test]
+fn a_search_provider_manifest_parses() {
+    let text = GOOD
+        .replace("world \"extension\"", "world \"search-provider\"")
+        .replace("fs-read \"data\"", "net \"api.example.com\"");
+    let m = Manifest::parse(&text, "plugin.kdl").unwrap();
+    assert_eq!(m.world, "search-provider");
+    assert_eq!(
+        m.capabilities,
+        vec![("net".to_owned(), "api.example.com".to_owned())]
+    );
+}
+
+#[test]
 fn invalid_manifests_name_the_field() {
     let cases = [
         (GOOD.replace("example/hello", "Hello"), "name \"Hello\""),
@@ -62,6 +75,16 @@ fn invalid_manifests_name_the_field() {
         (
             GOOD.replace("fs-read", "root-shell"),
             "unknown capability `root-shell`",
+        ),
+        // `web` (any host, public addresses only) is smith/web's alone.
+        (
+            GOOD.replace("fs-read \"data\"", "web \"\""),
+            "unknown capability `web`",
+        ),
+        // `web-search` (asking the search providers) is smith/web's alone.
+        (
+            GOOD.replace("fs-read \"data\"", "web-search"),
+            "unknown capability `web-search`",
         ),
         (
             GOOD.replace("version \"0.1.0\"", ""),

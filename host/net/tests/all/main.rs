@@ -3,4 +3,5 @@
 #![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
 
 mod http;
+mod policy;
 mod server;
