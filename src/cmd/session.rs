@@ -412,18 +412,17 @@ fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> 
         }
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = list
+    let rows: Vec<[String; 8]> = list
         .iter()
         .map(|s| {
             let m = s.summary.as_ref();
             [
-                s.name
-                    .clone()
-                    .unwrap_or_else(|| s.id.to_hex()[..8].to_owned()),
+                s.id.to_hex(),
+                s.name.clone().unwrap_or_else(|| "-".to_owned()),
                 human_date(s.modified_ms, now),
                 m.map_or_else(|| "?".to_owned(), |m| m.messages.to_string()),
                 m.and_then(|m| m.cost)
-                    .map_or_else(|| "unknown".to_owned(), |c| format!("${c:.2}")),
+                    .map_or_else(|| "unknown".to_owned(), dollars),
                 human_size(s.bytes),
                 m.and_then(|m| m.cwd.as_deref()).map_or_else(
                     || "unknown".to_owned(),
@@ -435,6 +434,7 @@ fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> 
         })
         .collect();
     let head = [
+        "ID",
         "NAME",
         "WHEN",
         "MSGS",
@@ -450,10 +450,10 @@ fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> 
             .max()
             .unwrap_or(0)
     };
-    let w: Vec<usize> = (0..6).map(width).collect();
-    let line = |r: [&str; 7]| {
+    let w: Vec<usize> = (0..7).map(width).collect();
+    let line = |r: [&str; 8]| {
         format!(
-            "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:>w4$}  {:<w5$}  {}",
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:>w4$}  {:>w5$}  {:<w6$}  {}",
             r[0],
             r[1],
             r[2],
@@ -461,12 +461,14 @@ fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> 
             r[4],
             r[5],
             r[6],
+            r[7],
             w0 = w[0],
             w1 = w[1],
             w2 = w[2],
             w3 = w[3],
             w4 = w[4],
-            w5 = w[5]
+            w5 = w[5],
+            w6 = w[6]
         )
         .trim_end()
         .to_owned()
@@ -476,7 +478,7 @@ fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> 
         writeln!(
             out,
             "{}",
-            line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]])
+            line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7]])
         )?;
     }
     if hidden > 0 {
@@ -486,6 +488,15 @@ fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> 
         )?;
     }
     Ok(())
+}
+
+/// A cost for people: `$1.25`, and below a cent `$0.0042`.
+fn dollars(cost: f64) -> String {
+    if cost > 0.0 && cost < 0.01 {
+        format!("${cost:.4}")
+    } else {
+        format!("${cost:.2}")
+    }
 }
 
 /// Whether a session recorded in `cwd` belongs to the project `here`: the
