@@ -366,17 +366,12 @@ const PROMPT_WIDTH: usize = 60;
 /// `smith session list`: the sessions of the current project (those whose
 /// project is unknown too, since they cannot be placed), or all of them.
 fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> anyhow::Result<()> {
-    use smith_store::summary::{human_date, listing_now_ms, one_line, project_label};
+    use smith_store::summary::{human_date, in_project, listing_now_ms, one_line, project_label};
     let here = std::env::current_dir().ok();
     let mut list = store.list()?;
     let total = list.len();
     if !all && let Some(here) = &here {
-        list.retain(|s| {
-            s.summary
-                .as_ref()
-                .and_then(|m| m.cwd.as_deref())
-                .is_none_or(|cwd| same_project(cwd, here))
-        });
+        list.retain(|s| in_project(s, here));
     }
     let hidden = total - list.len();
     let now = listing_now_ms();
@@ -497,17 +492,6 @@ fn dollars(cost: f64) -> String {
     } else {
         format!("${cost:.2}")
     }
-}
-
-/// Whether a session recorded in `cwd` belongs to the project `here`: the
-/// same folder, compared as written and then resolved (symbolic links).
-pub(crate) fn same_project(cwd: &str, here: &std::path::Path) -> bool {
-    let cwd = std::path::Path::new(cwd);
-    cwd == here
-        || matches!(
-            (std::fs::canonicalize(cwd), std::fs::canonicalize(here)),
-            (Ok(a), Ok(b)) if a == b
-        )
 }
 
 /// Collects the checkpoint stores of `roots` (the projects the removed

@@ -150,6 +150,64 @@ pub fn one_line(text: &str, max: usize) -> String {
     cut
 }
 
+/// Whether a session recorded in `cwd` belongs to the project `here`: the
+/// same folder, compared as written and then resolved (symbolic links).
+#[must_use]
+pub fn same_project(cwd: &str, here: &Path) -> bool {
+    let cwd = Path::new(cwd);
+    cwd == here
+        || matches!(
+            (std::fs::canonicalize(cwd), std::fs::canonicalize(here)),
+            (Ok(a), Ok(b)) if a == b
+        )
+}
+
+/// Whether a listing of the project `here` shows `info`: a session of that
+/// project, or one whose project is unknown (it cannot be placed).
+#[must_use]
+pub fn in_project(info: &crate::SessionInfo, here: &Path) -> bool {
+    info.summary
+        .as_ref()
+        .and_then(|m| m.cwd.as_deref())
+        .is_none_or(|cwd| same_project(cwd, here))
+}
+
+/// One row of a session picker: `name · when · N msgs · $cost · first
+/// prompt · project`, dates against `now_ms`.
+#[must_use]
+pub fn picker_row(info: &crate::SessionInfo, now_ms: u64, home: Option<&Path>) -> String {
+    let m = info.summary.as_ref();
+    let name = info
+        .name
+        .clone()
+        .unwrap_or_else(|| info.id.to_hex()[..8].to_owned());
+    let messages = m.map_or_else(|| "? msgs".to_owned(), |m| format!("{} msgs", m.messages));
+    let cost = m.and_then(|m| m.cost).map_or_else(
+        || "cost unknown".to_owned(),
+        |c| {
+            if c > 0.0 && c < 0.01 {
+                format!("${c:.4}")
+            } else {
+                format!("${c:.2}")
+            }
+        },
+    );
+    let project = m
+        .and_then(|m| m.cwd.as_deref())
+        .map_or_else(|| "project unknown".to_owned(), |c| project_label(c, home));
+    let mut row = format!(
+        "{name} · {} · {messages} · {cost}",
+        human_date(info.modified_ms, now_ms)
+    );
+    if let Some(prompt) = m.and_then(|m| m.first_prompt.as_deref()) {
+        row.push_str(" · ");
+        row.push_str(&one_line(prompt, 40));
+    }
+    row.push_str(" · ");
+    row.push_str(&project);
+    row
+}
+
 /// Reads the sidecar at `path`; `None` when it is missing or unreadable.
 pub(crate) fn read(path: &Path) -> Option<Summary> {
     let bytes = std::fs::read(path).ok()?;
