@@ -1441,9 +1441,11 @@ fn a_new_session_is_named_after_its_first_prompt() {
     s.wait_for_text("You said \"and now something else\"");
     // Its run's end: the last answer after that echo.
     s.wait_for_after("You said \"and now something else\"", "Done.");
-    // (Listed while the interface runs: its home goes with it.)
+    // (Listed while the interface runs: its home goes with it; in its
+    // project, whose sessions a listing shows.)
     let out = Command::new(env!("CARGO_BIN_EXE_smith"))
         .env("SMITH_HOME", &home)
+        .current_dir(s._work.path())
         .args(["session", "list", "--json"])
         .output()
         .unwrap();
