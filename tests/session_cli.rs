@@ -967,3 +967,169 @@ fn run_named(home: &Path, name: &str, prompt: &str) -> String {
     let result: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     result["session"]["name"].as_str().unwrap().to_owned()
 }
+
+/// `smith` in `cwd` (a project folder) with `HOME` at `home`, so that
+/// projects under it read as `~/...`, and a fixed listing clock.
+fn smith_at(home: &Path, cwd: &Path, now_ms: u64, args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env("HOME", home)
+        .env("SMITH_NOW_MS", now_ms.to_string())
+        .env_remove("XDG_DATA_HOME")
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "smith {args:?} failed:\nstdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// `session list` shows each session's project, a human date, its first
+/// prompt, message count and cost, from the summary the runtime keeps;
+/// only the current project's sessions unless `--all`; a session whose
+/// summary is missing says "unknown", is listed everywhere, and gets its
+/// summary back from its entries when it is resumed.
+#[test]
+fn list_shows_project_date_first_prompt_messages_and_cost() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let (p1, p2) = (h.join("p1"), h.join("p2"));
+    std::fs::create_dir_all(&p1).unwrap();
+    std::fs::create_dir_all(&p2).unwrap();
+    let eval = |cwd: &Path, prompt: &str| {
+        smith_at(h, cwd, 0, &["eval", "--provider", "mock", prompt]);
+    };
+    eval(&p1, "Fix the lexer's off-by-one\nand the parser too");
+    eval(&p1, "second task");
+    eval(&p2, "elsewhere");
+    // Two days after the newest, by the listing's clock.
+    let newest = smith_at(h, &p1, 0, &["session", "list", "--all", "--json"])
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["modified_ms"]
+                .as_u64()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    let now = newest + 2 * 86_400_000;
+    let table = smith_at(h, &p1, now, &["session", "list"]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    let head: Vec<&str> = lines[0].split("  ").filter(|c| !c.is_empty()).collect();
+    assert_eq!(
+        head.iter().map(|c| c.trim()).collect::<Vec<_>>(),
+        [
+            "ID",
+            "NAME",
+            "WHEN",
+            "MSGS",
+            "COST",
+            "SIZE",
+            "PROJECT",
+            "FIRST PROMPT"
+        ],
+        "{table}"
+    );
+    assert!(
+        lines[1][32..].trim_start().starts_with("second-task "),
+        "{table}"
+    );
+    // The name is the prompt's first words, cut at 40 characters.
+    assert!(
+        lines[2][32..]
+            .trim_start()
+            .starts_with("fix-the-lexer-s-off-by-one-and-the "),
+        "{table}"
+    );
+    for row in &lines[1..3] {
+        assert!(row.contains("  2 days ago  "), "{table}");
+        assert!(row.contains("  ~/p1  "), "{table}");
+        // The scripted provider has no price.
+        assert!(row.contains("  unknown  "), "{table}");
+    }
+    assert!(
+        lines[2].ends_with("  Fix the lexer's off-by-one and the parser too"),
+        "the first prompt on one line: {table}"
+    );
+    assert_eq!(
+        lines[3],
+        "1 session(s) of other projects not shown; `smith session list --all` shows them"
+    );
+    let all = smith_at(h, &p1, now, &["session", "list", "--all"]);
+    assert_eq!(all.lines().count(), 4, "{all}");
+    assert!(
+        all.contains("  ~/p2  ") && all.contains("elsewhere"),
+        "{all}"
+    );
+    // The other project sees its own session only.
+    let other = smith_at(h, &p2, now, &["session", "list"]);
+    assert!(
+        other.contains("elsewhere") && !other.contains("second task"),
+        "{other}"
+    );
+    // JSON carries the same fields.
+    let json = smith_at(h, &p1, now, &["session", "list", "--json"]);
+    let rows: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{json}");
+    let first = &rows[1];
+    assert_eq!(first["project"], p1.display().to_string(), "{first}");
+    assert_eq!(
+        first["first_prompt"], "Fix the lexer's off-by-one\nand the parser too",
+        "{first}"
+    );
+    assert_eq!(first["modified"], "2 days ago", "{first}");
+    let messages = first["messages"].as_u64().unwrap();
+    assert!(messages >= 2, "a prompt and an answer at least: {first}");
+    assert_eq!(first["cost"], serde_json::Value::Null, "{first}");
+    // Within the day: the time; the day before: yesterday.
+    let created = first["modified_ms"].as_u64().unwrap();
+    let today = smith_at(h, &p1, created + 1000, &["session", "list", "--json"]);
+    assert!(today.contains("\"modified\":\"today "), "{today}");
+
+    // A session without its summary (recorded before summaries): unknown,
+    // listed in every project.
+    let id = first["id"].as_str().unwrap();
+    let sidecar = h.join("data/sessions").join(format!("{id}.summary"));
+    assert!(sidecar.is_file(), "{}", sidecar.display());
+    std::fs::remove_file(&sidecar).unwrap();
+    let other = smith_at(h, &p2, now, &["session", "list"]);
+    let row = other
+        .lines()
+        .find(|l| l.contains(" fix-the-lexer"))
+        .unwrap_or_else(|| panic!("{other}"));
+    assert!(
+        row.contains("  unknown  ") && row.contains("  ?  "),
+        "{other}"
+    );
+    assert!(row.ends_with("  -"), "{other}");
+    // Resuming it writes the summary again from its entries.
+    let name = first["name"].as_str().unwrap();
+    smith_at(
+        h,
+        &p1,
+        0,
+        &["eval", "--provider", "mock", "--session", name, "again"],
+    );
+    let json = smith_at(h, &p1, now, &["session", "list", "--json"]);
+    let back: serde_json::Value = json
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["id"] == id)
+        .unwrap();
+    assert_eq!(back["project"], p1.display().to_string(), "{back}");
+    assert_eq!(
+        back["first_prompt"], "Fix the lexer's off-by-one\nand the parser too",
+        "{back}"
+    );
+    assert!(back["messages"].as_u64().unwrap() > messages, "{back}");
+}

@@ -1441,9 +1441,11 @@ fn a_new_session_is_named_after_its_first_prompt() {
     s.wait_for_text("You said \"and now something else\"");
     // Its run's end: the last answer after that echo.
     s.wait_for_after("You said \"and now something else\"", "Done.");
-    // (Listed while the interface runs: its home goes with it.)
+    // (Listed while the interface runs: its home goes with it; in its
+    // project, whose sessions a listing shows.)
     let out = Command::new(env!("CARGO_BIN_EXE_smith"))
         .env("SMITH_HOME", &home)
+        .current_dir(s._work.path())
         .args(["session", "list", "--json"])
         .output()
         .unwrap();
@@ -1458,6 +1460,51 @@ fn a_new_session_is_named_after_its_first_prompt() {
         })
         .collect();
     assert_eq!(names, ["fix-the-lexer-s-off-by-one-please"], "{listed}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// `/resume` lists the current project's sessions with their date,
+/// messages, cost, project and first prompt; Tab (shown in the footer)
+/// lists every project's; choosing a row opens that session.
+#[test]
+fn the_resume_picker_shows_this_projects_sessions_and_tab_shows_every_project() {
+    let mut s = start_prepared(None, None, |home| {
+        let other = home.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
+        cmd.args(["eval", "--provider", "mock", "somewhere else entirely"])
+            .current_dir(&other)
+            .env("SMITH_HOME", home);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    });
+    s.ready();
+    s.send(b"alpha task\r");
+    s.wait_for_screen("Done.");
+    s.send(b"/resume\r");
+    let screen = s.wait_for_screen("Sessions · this project (1 of 2)");
+    let text = screen.join("\n");
+    // The prompt, the offline demo's two answers and its tool result.
+    assert!(
+        text.contains("alpha-task · today ")
+            && text.contains(" · 4 msgs · cost unknown · alpha task · /"),
+        "{text}"
+    );
+    assert!(text.contains("Tab: every project"), "{text}");
+    assert!(!text.contains("somewhere"), "{text}");
+    s.send(b"\t");
+    let screen = s.wait_for_screen("Sessions · every project (2)");
+    let text = screen.join("\n");
+    assert!(
+        text.contains("somewhere-else-entirely · today ")
+            && text.contains(" · 3 msgs · cost unknown · somewhere"),
+        "{text}"
+    );
+    assert!(text.contains("Tab: this project only"), "{text}");
+    s.send(b"somewhere\r");
+    s.wait_for_screen("session somewhere-else-entirely");
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

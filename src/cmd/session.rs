@@ -21,8 +21,13 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Sub {
-    /// List sessions, newest first (reads headers only).
+    /// List the sessions of the current project, newest first: name,
+    /// when, messages, cost, project and first prompt (read from each
+    /// session's header and summary, never its entries).
     List {
+        /// List the sessions of every project.
+        #[arg(long)]
+        all: bool,
         /// Print one JSON object per session instead of a table.
         #[arg(long)]
         json: bool,
@@ -145,33 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let store = open_store()?;
     let mut out = std::io::stdout().lock();
     match args.command {
-        Sub::List { json } => {
-            let list = store.list()?;
-            if json {
-                for s in &list {
-                    let v = serde_json::json!({"id": s.id.to_hex(), "name": s.name, "created_ms": s.created_ms, "modified_ms": s.modified_ms, "bytes": s.bytes});
-                    writeln!(out, "{v}")?;
-                }
-            } else if list.is_empty() {
-                writeln!(out, "no sessions in {}", store.root().display())?;
-            } else {
-                writeln!(
-                    out,
-                    "{:<32}  {:<24}  {:>9}  {:<16}",
-                    "ID", "NAME", "SIZE", "MODIFIED (UTC)"
-                )?;
-                for s in &list {
-                    writeln!(
-                        out,
-                        "{:<32}  {:<24}  {:>9}  {:<16}",
-                        s.id.to_hex(),
-                        s.name.as_deref().unwrap_or("-"),
-                        human_size(s.bytes),
-                        smith_diag::log::utc_minute(s.modified_ms)
-                    )?;
-                }
-            }
-        }
+        Sub::List { all, json } => list(&store, &mut out, all, json)?,
         Sub::Search {
             text,
             session,
@@ -379,6 +358,140 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// The widest first prompt a listing row shows, in characters.
+const PROMPT_WIDTH: usize = 60;
+
+/// `smith session list`: the sessions of the current project (those whose
+/// project is unknown too, since they cannot be placed), or all of them.
+fn list(store: &Store, out: &mut impl std::io::Write, all: bool, json: bool) -> anyhow::Result<()> {
+    use smith_store::summary::{human_date, in_project, listing_now_ms, one_line, project_label};
+    let here = std::env::current_dir().ok();
+    let mut list = store.list()?;
+    let total = list.len();
+    if !all && let Some(here) = &here {
+        list.retain(|s| in_project(s, here));
+    }
+    let hidden = total - list.len();
+    let now = listing_now_ms();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    if json {
+        for s in &list {
+            let m = s.summary.as_ref();
+            let v = serde_json::json!({
+                "id": s.id.to_hex(),
+                "name": s.name,
+                "created_ms": s.created_ms,
+                "modified_ms": s.modified_ms,
+                "modified": human_date(s.modified_ms, now),
+                "bytes": s.bytes,
+                "project": m.and_then(|m| m.cwd.clone()),
+                "first_prompt": m.and_then(|m| m.first_prompt.clone()),
+                "messages": m.map(|m| m.messages),
+                "cost": m.and_then(|m| m.cost),
+            });
+            writeln!(out, "{v}")?;
+        }
+        return Ok(());
+    }
+    if list.is_empty() {
+        if hidden > 0 {
+            writeln!(
+                out,
+                "no sessions of this project in {}; {hidden} of other projects (`smith session list --all` shows them)",
+                store.root().display()
+            )?;
+        } else {
+            writeln!(out, "no sessions in {}", store.root().display())?;
+        }
+        return Ok(());
+    }
+    let rows: Vec<[String; 8]> = list
+        .iter()
+        .map(|s| {
+            let m = s.summary.as_ref();
+            [
+                s.id.to_hex(),
+                s.name.clone().unwrap_or_else(|| "-".to_owned()),
+                human_date(s.modified_ms, now),
+                m.map_or_else(|| "?".to_owned(), |m| m.messages.to_string()),
+                m.and_then(|m| m.cost)
+                    .map_or_else(|| "unknown".to_owned(), dollars),
+                human_size(s.bytes),
+                m.and_then(|m| m.cwd.as_deref()).map_or_else(
+                    || "unknown".to_owned(),
+                    |c| project_label(c, home.as_deref()),
+                ),
+                m.and_then(|m| m.first_prompt.as_deref())
+                    .map_or_else(|| "-".to_owned(), |p| one_line(p, PROMPT_WIDTH)),
+            ]
+        })
+        .collect();
+    let head = [
+        "ID",
+        "NAME",
+        "WHEN",
+        "MSGS",
+        "COST",
+        "SIZE",
+        "PROJECT",
+        "FIRST PROMPT",
+    ];
+    let width = |k: usize| {
+        rows.iter()
+            .map(|r| r[k].chars().count())
+            .chain([head[k].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let w: Vec<usize> = (0..7).map(width).collect();
+    let line = |r: [&str; 8]| {
+        format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:>w4$}  {:>w5$}  {:<w6$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3],
+            w4 = w[4],
+            w5 = w[5],
+            w6 = w[6]
+        )
+        .trim_end()
+        .to_owned()
+    };
+    writeln!(out, "{}", line(head))?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{}",
+            line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7]])
+        )?;
+    }
+    if hidden > 0 {
+        writeln!(
+            out,
+            "{hidden} session(s) of other projects not shown; `smith session list --all` shows them"
+        )?;
+    }
+    Ok(())
+}
+
+/// A cost for people: `$1.25`, and below a cent `$0.0042`.
+fn dollars(cost: f64) -> String {
+    if cost > 0.0 && cost < 0.01 {
+        format!("${cost:.4}")
+    } else {
+        format!("${cost:.2}")
+    }
 }
 
 /// Collects the checkpoint stores of `roots` (the projects the removed

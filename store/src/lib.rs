@@ -41,6 +41,7 @@ pub mod scan;
 pub mod search;
 mod session;
 mod store;
+pub mod summary;
 mod tail;
 mod window;
 
@@ -120,3 +121,4 @@ pub use store::{
     Claim, EXTENSION, LockGuard, PruneOptions, PruneReport, SessionInfo, Store, TEMP_GRACE_MS,
     name_from_text, now_ms, rewrite, validate_name,
 };
+pub use summary::Summary;

@@ -9,6 +9,8 @@
 //! <root>/<id>.owner      the runtime serving the session ([`Store::claim`]):
 //!                         an exclusive lock held while it runs, and its
 //!                         process id and start time
+//! <root>/<id>.summary    what a listing shows ([`crate::Summary`]): project,
+//!                         first prompt, message count, cost
 //! <root>/names/<name>    a name, holding the id it refers to
 //! <root>/store.lock      serialises name changes, creation and deletion
 //! <root>/.tmp-*          publications in flight (or left by a crash)
@@ -46,7 +48,7 @@ pub struct Store {
 }
 
 /// A session as listed: metadata only, no content read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionInfo {
     /// The session's id.
     pub id: SessionId,
@@ -58,6 +60,8 @@ pub struct SessionInfo {
     pub modified_ms: u64,
     /// The file's size in bytes.
     pub bytes: u64,
+    /// The session's summary sidecar, when it has a readable one.
+    pub summary: Option<crate::Summary>,
 }
 
 /// What to prune.
@@ -277,6 +281,34 @@ impl Store {
         self.root.join(format!("{id}.owner"))
     }
 
+    fn summary_path(&self, id: SessionId) -> PathBuf {
+        self.root.join(format!("{id}.summary"))
+    }
+
+    /// Session `id`'s summary sidecar, when it has a readable one.
+    pub fn summary(&self, id: SessionId) -> Option<crate::Summary> {
+        crate::summary::read(&self.summary_path(id))
+    }
+
+    /// Replaces session `id`'s summary sidecar (a temporary file renamed
+    /// over it, so a reader sees the old or the new one whole). Not
+    /// flushed: the sidecar is a cache of the session's entries.
+    ///
+    /// # Errors
+    /// `Io` when the sidecar cannot be written.
+    pub fn write_summary(&self, id: SessionId, summary: &crate::Summary) -> Result<()> {
+        let path = self.summary_path(id);
+        let tmp = self
+            .root
+            .join(format!("{TEMP_PREFIX}{id}.summary.{}", std::process::id()));
+        std::fs::write(&tmp, summary.to_json())
+            .map_err(|e| StoreError::io("write the session's summary", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            StoreError::io("replace the session's summary", &path, e)
+        })
+    }
+
     /// Claims session `id` for the runtime that serves it: at most one
     /// process at a time holds a session's claim, so two runtimes never
     /// interleave their conversations on one branch. The claim is an
@@ -461,6 +493,7 @@ impl Store {
                 created_ms: header.created_ms,
                 modified_ms: mtime_ms(&meta),
                 bytes: meta.len(),
+                summary: crate::summary::read(&self.summary_path(id)),
             });
         }
         out.sort_by(|a, b| b.modified_ms.cmp(&a.modified_ms).then(b.id.cmp(&a.id)));
@@ -976,6 +1009,7 @@ impl Store {
         }
         let _ = std::fs::remove_file(self.lock_path(id));
         let _ = std::fs::remove_file(self.owner_path(id));
+        let _ = std::fs::remove_file(self.summary_path(id));
         publish::sync_dir(&self.root)
     }
 

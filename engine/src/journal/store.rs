@@ -32,7 +32,7 @@ use std::sync::Mutex;
 
 use smith_codec::Encoder;
 use smith_secrets::Registration;
-use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
+use smith_store::{EntryKind, NewEntry, Session, SessionId, Store, Summary};
 
 use super::{
     EffectCompletion, EffectIntent, EffectJournal, JournalError, MessageMeta, Outcome, RunRecord,
@@ -66,6 +66,9 @@ pub struct StoreJournal {
     /// The runtime's claim on the session ([`Store::claim`]), held as
     /// long as the journal.
     _claim: Option<std::sync::Arc<smith_store::Claim>>,
+    /// What `smith session list` shows about the session, kept in its
+    /// summary sidecar ([`Store::write_summary`]).
+    summary: Mutex<Summary>,
 }
 
 impl std::fmt::Debug for StoreJournal {
@@ -86,10 +89,12 @@ fn store_error(what: &str, err: smith_store::StoreError) -> JournalError {
 impl StoreJournal {
     /// Records into `session` (created or loaded from `store`).
     pub fn new(store: Store, session: Session) -> Self {
+        let summary = Mutex::new(initial_summary(&store, &session));
         Self {
             store,
             session: Mutex::new(session),
             _claim: None,
+            summary,
         }
     }
 
@@ -103,11 +108,24 @@ impl StoreJournal {
     /// claim cannot be taken.
     pub fn claimed(store: Store, session: Session) -> Result<Self, smith_store::StoreError> {
         let claim = store.claim(session.id())?;
+        let summary = Mutex::new(initial_summary(&store, &session));
         Ok(Self {
             store,
             session: Mutex::new(session),
             _claim: Some(claim),
+            summary,
         })
+    }
+
+    /// Updates the session's summary with `f` and, when `write`, rewrites
+    /// its sidecar. A sidecar that cannot be written is not an error of
+    /// the run (it is a cache of the entries, written again on resume).
+    fn note(&self, write: bool, f: impl FnOnce(&mut Summary)) {
+        let mut summary = lock(&self.summary);
+        f(&mut summary);
+        if write {
+            let _ = self.store.write_summary(self.session_id(), &summary);
+        }
     }
 
     /// The session's id.
@@ -597,10 +615,17 @@ impl SessionSink for StoreJournal {
             SessionEvent::Message { message, meta } => {
                 let content = message_content(message, meta)?;
                 match message {
-                    Message::User { .. } => self.append(
-                        "user message",
-                        &[NewEntry::new(EntryKind::UserMessage, &content)],
-                    ),
+                    Message::User { text, .. } => {
+                        self.append(
+                            "user message",
+                            &[NewEntry::new(EntryKind::UserMessage, &content)],
+                        )?;
+                        self.note(false, |s| {
+                            s.messages += 1;
+                            s.note_prompt(text);
+                        });
+                        Ok(())
+                    }
                     Message::ToolResult { call_id, .. } => {
                         let mut entry = NewEntry::new(EntryKind::ToolResult, &content);
                         entry.pairing = call_pairing(call_id);
@@ -621,7 +646,9 @@ impl SessionSink for StoreJournal {
                             entries.push(entry);
                         }
                         // One append: the message and its calls are durable together.
-                        self.append("assistant message", &entries)
+                        self.append("assistant message", &entries)?;
+                        self.note(false, |s| s.messages += 1);
+                        Ok(())
                     }
                 }
             }
@@ -629,7 +656,15 @@ impl SessionSink for StoreJournal {
     }
 
     fn record_run(&self, record: &RunRecord) -> Result<(), JournalError> {
-        self.record_run_entry(record)
+        self.record_run_entry(record)?;
+        match record {
+            RunRecord::RunStart(info) => self.note(true, |s| {
+                s.cwd.get_or_insert_with(|| info.cwd.clone());
+            }),
+            RunRecord::RunEnd(end) => self.note(true, |s| s.note_run_end(end.cost)),
+            RunRecord::Error(_) => {}
+        }
+        Ok(())
     }
 }
 
@@ -694,6 +729,49 @@ pub struct Resumed {
     /// undecoded, oldest first, and their content bytes. They are still in
     /// the session; the first compaction says it left them out.
     pub omitted: Option<(usize, u64)>,
+}
+
+/// The summary a journal starts from: the session's sidecar, or, for a
+/// session that has none (recorded before sidecars, or its sidecar lost),
+/// one read from its entries — the runtime has loaded them anyway — and
+/// written, so the next listing shows it.
+fn initial_summary(store: &Store, session: &Session) -> Summary {
+    if let Some(summary) = store.summary(session.id()) {
+        return summary;
+    }
+    let mut summary = Summary::default();
+    for record in session.records() {
+        match record.entry_kind() {
+            EntryKind::UserMessage => {
+                summary.messages += 1;
+                if summary.first_prompt.is_none()
+                    && let Ok(value) = decode_json(session, record)
+                {
+                    summary.note_prompt(field(&value, "text"));
+                }
+            }
+            EntryKind::AssistantMessage => summary.messages += 1,
+            EntryKind::Metadata => {
+                let Ok(value) = decode_json(session, record) else {
+                    continue;
+                };
+                match field(&value, "type") {
+                    "run_start" if summary.cwd.is_none() => {
+                        summary.cwd = Some(field(&value, "cwd").to_owned());
+                    }
+                    "run_end" => {
+                        summary.note_run_end(value.get("cost").and_then(serde_json::Value::as_f64));
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    if !session.records().is_empty() {
+        let _ = store.write_summary(session.id(), &summary);
+    }
+    summary
 }
 
 /// An entry's content (decompressed when stored compressed).

@@ -292,27 +292,57 @@ fn branch(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
     Ok(Flow::Continue)
 }
 
-/// `/resume` lists the stored sessions, newest first; `/resume REF` opens
-/// one.
+/// `/resume` lists the current project's stored sessions (and those whose
+/// project is unknown), newest first — name, date, messages, cost,
+/// project, first prompt; Tab (or `/resume --all`) lists every project's;
+/// `/resume REF` opens one.
 fn resume(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
-    if !arg.is_empty() {
-        return switch::resume(ctl, app, arg);
-    }
+    let all = match arg.as_str() {
+        "--all" => true,
+        "" | "--project" => false,
+        _ => return switch::resume(ctl, app, arg),
+    };
     match open_store().and_then(|s| Ok(s.list()?)) {
         Ok(mut list) => {
+            use smith_store::summary::{in_project, listing_now_ms, picker_row};
             list.sort_by_key(|s| std::cmp::Reverse(s.modified_ms));
+            let total = list.len();
+            if !all {
+                list.retain(|s| in_project(s, ctl.cwd));
+            }
+            let now = listing_now_ms();
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
             let items = list
                 .iter()
-                .map(|s| s.name.clone().unwrap_or_else(|| s.id.to_hex()))
+                .map(|s| picker_row(s, now, home.as_deref()))
                 .collect();
+            let args = list.iter().map(|s| s.id.to_hex()).collect();
+            let (title, hint, other) = if all {
+                (
+                    format!("Sessions · every project ({total})"),
+                    "Tab: this project only",
+                    "--project",
+                )
+            } else {
+                (
+                    format!("Sessions · this project ({} of {total})", list.len()),
+                    "Tab: every project",
+                    "--all",
+                )
+            };
             app.open(Overlay::Picker(Picker {
-                title: "Sessions".to_owned(),
-                detail: Vec::new(),
+                title,
                 command: "resume".to_owned(),
                 items,
-                filter: String::new(),
-                selected: 0,
-                cancel: None,
+                args,
+                toggle: Some((
+                    hint.to_owned(),
+                    smith_tui::Output::Command {
+                        name: "resume".to_owned(),
+                        arg: other.to_owned(),
+                    },
+                )),
+                ..Picker::default()
             }));
         }
         Err(err) => app.error(&format!("could not list sessions: {err}")),
@@ -481,6 +511,7 @@ pub(super) fn rewind_overlay(turns: &[smith_engine::checkpoint::Turn]) -> Overla
         filter: String::new(),
         selected: 0,
         cancel: None,
+        ..Picker::default()
     })
 }
 

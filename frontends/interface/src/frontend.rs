@@ -117,6 +117,7 @@ pub(super) fn waiting_overlay(generation: u64, waiting: &host::questions::Waitin
                 .position(|o| *o == question.default)
                 .unwrap_or(0),
             cancel: Some(answer(&question.default)),
+            ..Picker::default()
         }),
         QuestionKind::Input => Overlay::Prompt {
             message: title,
@@ -173,6 +174,7 @@ pub(super) fn question_overlay(
             filter: String::new(),
             selected: 0,
             cancel: Some(answer("")),
+            ..Picker::default()
         }),
         IntentKind::Confirm(prompt) => Overlay::Confirm {
             message: format!("[{plugin}] {prompt}"),

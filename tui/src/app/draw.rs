@@ -468,7 +468,13 @@ impl App {
         // A question's detail (a command, a diff) gets the rows the items
         // leave, and a wider box.
         let wanted = u16::try_from(p.detail.len()).unwrap_or(u16::MAX);
-        let (width, detail_rows) = if p.detail.is_empty() {
+        let footer = u16::from(p.toggle.is_some());
+        let (width, detail_rows) = if !p.args.is_empty() && p.detail.is_empty() {
+            let longest = p.items.iter().map(|i| i.chars().count()).max().unwrap_or(0);
+            let longest = u16::try_from(longest).unwrap_or(u16::MAX).saturating_add(4);
+            let widest = screen.width.saturating_sub(4).max(50);
+            (longest.clamp(50, widest), 0)
+        } else if p.detail.is_empty() {
             (50, 0)
         } else {
             let room = screen.height.saturating_sub(n.min(12) + 6);
@@ -477,11 +483,21 @@ impl App {
                 wanted.saturating_add(1).min(room),
             )
         };
-        let area = screen.centered(width, n.min(12) + 4 + detail_rows);
+        let area = screen.centered(width, n.min(12) + 4 + detail_rows + footer);
         if area.width < 4 || area.height < 4 {
             return;
         }
-        let inner = self.draw_box(buf, area, &p.title);
+        let mut inner = self.draw_box(buf, area, &p.title);
+        if let Some((hint, _)) = &p.toggle {
+            inner.height = inner.height.saturating_sub(1);
+            buf.put_str(
+                inner.x + 1,
+                inner.y + inner.height,
+                hint,
+                self.theme.popup,
+                inner.right(),
+            );
+        }
         // The detail lines, then one blank row; when they do not all fit,
         // the last row shown says so.
         let shown = detail_rows.saturating_sub(1);

@@ -582,6 +582,7 @@ impl App {
             filter: String::new(),
             selected: 0,
             cancel: None,
+            ..Picker::default()
         });
         Some(None)
     }
@@ -650,10 +651,15 @@ impl App {
                 p.selected = 0;
             }
             KeyCode::Enter => {
-                let choice = p.filtered().nth(p.selected).cloned();
+                let choice = p.chosen();
                 let command = p.command.clone();
                 self.overlay = Overlay::None;
                 return choice.map(|arg| Output::Command { name: command, arg });
+            }
+            KeyCode::Tab if p.toggle.is_some() => {
+                let out = p.toggle.take().map(|(_, out)| out);
+                self.overlay = Overlay::None;
+                return out;
             }
             _ => {}
         }

@@ -82,7 +82,7 @@ pub struct Status {
 }
 
 /// A list to choose from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Picker {
     /// Title.
     pub title: String,
@@ -101,13 +101,31 @@ pub struct Picker {
     /// What Esc emits (a plugin's question is answered with nothing);
     /// `None` just closes the list.
     pub cancel: Option<Output>,
+    /// The argument the command gets for each item, index for index (a
+    /// session's id for its descriptive row); empty: the item itself. A
+    /// picker with arguments is a table, as wide as the screen allows.
+    pub args: Vec<String>,
+    /// What Tab emits, and the footer that says so (`Tab: every
+    /// project`); `None`: no footer, and Tab does nothing.
+    pub toggle: Option<(String, Output)>,
 }
 
 impl Picker {
     fn filtered(&self) -> impl Iterator<Item = &String> {
-        self.items
-            .iter()
-            .filter(move |i| find_all(i, &self.filter).next().is_some() || self.filter.is_empty())
+        self.filtered_indices().map(|k| &self.items[k])
+    }
+
+    /// The indices of the items the filter keeps, in order.
+    fn filtered_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.items.iter().enumerate().filter_map(move |(k, i)| {
+            (self.filter.is_empty() || find_all(i, &self.filter).next().is_some()).then_some(k)
+        })
+    }
+
+    /// The argument of the selected item, if any item is left.
+    fn chosen(&self) -> Option<String> {
+        let k = self.filtered_indices().nth(self.selected)?;
+        Some(self.args.get(k).unwrap_or(&self.items[k]).clone())
     }
 }
 

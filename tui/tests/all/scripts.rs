@@ -605,6 +605,7 @@ fn plugin_questions_wait_their_turn_and_answer_even_when_dismissed() {
         filter: String::new(),
         selected: 0,
         cancel: Some(answer("")),
+        ..Picker::default()
     }));
     assert_eq!(*s.app.overlay(), Overlay::Help);
     // Closing help opens the first question; "n" answers it with no.
@@ -650,6 +651,7 @@ fn a_withdrawn_question_closes_open_or_queued_and_the_next_takes_focus() {
         filter: String::new(),
         selected: 0,
         cancel: Some(answer("q-2", "staging")),
+        ..Picker::default()
     }));
     s.app.ask(Overlay::Prompt {
         message: "Release name?".into(),
@@ -701,6 +703,7 @@ fn a_question_shows_its_detail_lines_above_the_choices() {
             filter: String::new(),
             selected: 0,
             cancel: Some(answer("no")),
+            ..Picker::default()
         })
     };
     let mut s = screen(app(), 80, 24);
