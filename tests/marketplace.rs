@@ -688,3 +688,160 @@ fn a_git_repository_over_smart_http_adds_without_a_git_executable_and_a_git_subd
         assert_eq!(json(&out)[0]["revision"], head.as_str());
     }
 }
+
+const ENABLE: &str = "enable-test";
+
+/// A copy of tests/data/marketplace-enable in `home/market`, with the MCP
+/// fixture server in the plugin's `server/` folder.
+fn enable_market(home: &Path) -> PathBuf {
+    let market = home.join("market");
+    copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/marketplace-enable"),
+        &market,
+    );
+    let server = market.join("plugins/tools/server");
+    std::fs::create_dir_all(&server).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py"),
+        server.join("mcp_server.py"),
+    )
+    .unwrap();
+    market
+}
+
+/// `smith eval PROMPT` with the scripted answer; the recorded requests and
+/// standard error.
+fn eval_recorded(home: &Path, prompt: &str) -> (Vec<Value>, String) {
+    let script = home.join("script.json");
+    std::fs::write(&script, ANSWER).unwrap();
+    let record = home.join("requests.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let (_, err) = ok(
+        home,
+        &[
+            "eval",
+            "--mock-script",
+            script.to_str().unwrap(),
+            "--mock-record",
+            record.to_str().unwrap(),
+            prompt,
+        ],
+    );
+    (common::recorded_requests(&record), err)
+}
+
+/// A plugin's declared hooks run only once enabled, with
+/// `${CLAUDE_PLUGIN_ROOT}` and in the project; disabling stops them; an
+/// update that changes hooks.json disables them again, saying why.
+#[test]
+fn a_marketplace_plugins_hooks_run_only_once_enabled_and_until_what_they_declare_changes() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let market = enable_market(home);
+    ok(
+        home,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            &market.display().to_string(),
+        ],
+    );
+    let id = format!("tools@{ENABLE}");
+    let (_, err) = ok(home, &["plugin", "install", &id]);
+    assert!(err.contains("warning[marketplace.not-run]"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "smith plugin enable {id} --hooks --mcp --commands"
+        )),
+        "{err}"
+    );
+    let root = home.join("smith/marketplace-plugins").join(&id);
+    let project = home.join("project");
+    let ran = format!(
+        "plugin hook from-hooks-json ran: root={} cwd={}",
+        root.display(),
+        project.display()
+    );
+
+    let (requests, _) = eval_recorded(home, "hello");
+    let text = requests[0].to_string();
+    assert!(!text.contains("plugin hook"), "{text}");
+
+    // Enabling nothing is refused, naming the flags.
+    let (code, _, err) = smith(home, &["plugin", "enable", &id]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "smith plugin enable {id} --hooks --mcp --commands"
+        )),
+        "{err}"
+    );
+    let (out, err) = ok(home, &["plugin", "enable", &id, "--hooks"]);
+    assert!(out.contains(&format!("enabled the hooks of {id}")), "{out}");
+    assert!(out.contains("enabled: hooks UserPromptSubmit"), "{out}");
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --mcp --commands")),
+        "{err}"
+    );
+    assert!(err.contains("its hooks are enabled"), "{err}");
+    let (out, _) = ok(home, &["plugin", "info", &id]);
+    assert!(out.contains("enabled: hooks UserPromptSubmit"), "{out}");
+    let (out, _) = ok(home, &["plugin", "list", "--json"]);
+    let listed = json(&out)["marketplace_plugins"][0].clone();
+    assert!(
+        listed["enabled"]["hooks"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+
+    let (requests, _) = eval_recorded(home, "hello");
+    let text = requests[0].to_string();
+    assert!(text.contains(&ran), "{ran} in {text}");
+
+    // A reinstall of the same content keeps the choice.
+    let (_, err) = ok(home, &["plugin", "install", &id]);
+    assert!(!err.contains("disabled-again"), "{err}");
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(requests[0].to_string().contains(&ran));
+
+    // Disabling stops them.
+    let (out, _) = ok(home, &["plugin", "disable", &id, "--hooks"]);
+    assert!(
+        out.contains(&format!("disabled the hooks of {id}")),
+        "{out}"
+    );
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(!requests[0].to_string().contains("plugin hook"));
+
+    // An update whose hooks.json runs another command disables them again.
+    ok(home, &["plugin", "enable", &id, "--hooks"]);
+    let hooks = market.join("plugins/tools/hooks/hooks.json");
+    let changed = std::fs::read_to_string(&hooks)
+        .unwrap()
+        .replace("from-hooks-json", "changed-upstream");
+    std::fs::write(&hooks, changed).unwrap();
+    ok(home, &["plugin", "marketplace", "update", ENABLE]);
+    let (_, err) = ok(home, &["plugin", "install", &id]);
+    assert!(err.contains("warning[marketplace.disabled-again]"), "{err}");
+    assert!(
+        err.contains("you approved other commands than these"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --hooks")),
+        "{err}"
+    );
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(!requests[0].to_string().contains("plugin hook"));
+    ok(home, &["plugin", "enable", &id, "--hooks"]);
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(
+        requests[0]
+            .to_string()
+            .contains("plugin hook changed-upstream ran"),
+        "{}",
+        requests[0]
+    );
+}
