@@ -845,3 +845,73 @@ fn a_marketplace_plugins_hooks_run_only_once_enabled_and_until_what_they_declare
         requests[0]
     );
 }
+
+/// The names of the tools offered in `request`.
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A plugin's declared stdio MCP server (the Python SDK fixture, started
+/// through `${CLAUDE_PLUGIN_ROOT}`) is started by smith/mcp only once its
+/// MCP servers are enabled, named `plugin_PLUGIN_SERVER`; disabling stops
+/// offering its tools.
+#[test]
+fn a_marketplace_plugins_mcp_server_starts_only_once_enabled() {
+    let sdk = Command::new("python3")
+        .args(["-c", "import mcp.server.mcpserver"])
+        .output()
+        .expect("python3 starts (install Python 3.10 or newer)");
+    assert!(
+        sdk.status.success(),
+        "the MCP Python SDK is not importable: run scripts/setup (it installs `mcp==2.3.0`)"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let market = enable_market(home);
+    ok(
+        home,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            &market.display().to_string(),
+        ],
+    );
+    let id = format!("tools@{ENABLE}");
+    ok(home, &["plugin", "install", &id]);
+    let tool = "mcp__plugin_tools_fixture__add";
+
+    let (requests, _) = eval_recorded(home, "hello");
+    let tools = tool_names(&requests[0]);
+    assert!(!tools.iter().any(|t| t.contains("fixture")), "{tools:?}");
+
+    let (out, err) = ok(home, &["plugin", "enable", &id, "--mcp"]);
+    assert!(out.contains("enabled: MCP servers fixture"), "{out}");
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --hooks --commands")),
+        "{err}"
+    );
+    let (requests, err) = eval_recorded(home, "hello");
+    let tools = tool_names(&requests[0]);
+    assert!(
+        tools.iter().any(|t| t == tool),
+        "{tool} in {tools:?}\n{err}"
+    );
+    // The fixture wrote its state under the plugin's folder, where
+    // ${CLAUDE_PLUGIN_ROOT} in its arguments pointed.
+    let state = home
+        .join("smith/marketplace-plugins")
+        .join(&id)
+        .join("server/state");
+    assert!(state.exists(), "{} was not created", state.display());
+
+    ok(home, &["plugin", "disable", &id, "--mcp"]);
+    let (requests, _) = eval_recorded(home, "hello");
+    let tools = tool_names(&requests[0]);
+    assert!(!tools.iter().any(|t| t.contains("fixture")), "{tools:?}");
+}
