@@ -7,7 +7,11 @@
 //! `smith agents list`, the model's catalog and `--agent`; the warning for
 //! hooks, MCP servers and commands; refusals of `..`, absolute paths,
 //! symlinks and oversize archives with the previous install intact; and
-//! uninstall.
+//! uninstall. With a plugin of tests/data/marketplace-enable: its hook,
+//! MCP server and command run only after `smith plugin enable PLUGIN@MKT
+//! --hooks|--mcp|--commands` (the hook and server through
+//! `${CLAUDE_PLUGIN_ROOT}`), stop after `disable`, and an update that
+//! changes hooks.json disables the hooks again with a warning.
 // Test code: unwraps and expects are the assertions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -914,4 +918,60 @@ fn a_marketplace_plugins_mcp_server_starts_only_once_enabled() {
     let (requests, _) = eval_recorded(home, "hello");
     let tools = tool_names(&requests[0]);
     assert!(!tools.iter().any(|t| t.contains("fixture")), "{tools:?}");
+}
+
+/// A plugin's commands (commands/*.md) become `/PLUGIN:COMMAND` only once
+/// enabled: the body is sent with `$ARGUMENTS` and `$1` filled; disabling
+/// sends the line as typed again.
+#[test]
+fn a_marketplace_plugins_commands_are_offered_only_once_enabled() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let market = enable_market(home);
+    ok(
+        home,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            &market.display().to_string(),
+        ],
+    );
+    let id = format!("tools@{ENABLE}");
+    ok(home, &["plugin", "install", &id]);
+    let line = "/tools:greet Ada good morning";
+    let filled = "Greet Ada warmly. The whole request was: Ada good morning";
+
+    let (requests, _) = eval_recorded(home, line);
+    let text = requests[0].to_string();
+    assert!(!text.contains(filled), "{text}");
+    assert!(text.contains(line), "{text}");
+
+    let (out, err) = ok(home, &["plugin", "enable", &id, "--commands"]);
+    assert!(out.contains("enabled: commands greet"), "{out}");
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --hooks --mcp")),
+        "{err}"
+    );
+    let (requests, _) = eval_recorded(home, line);
+    let text = requests[0].to_string();
+    assert!(text.contains(filled), "{filled} in {text}");
+    assert!(!text.contains("argument-hint"), "{text}");
+
+    // Every kind enabled: no warning is left.
+    let (_, err) = ok(home, &["plugin", "enable", &id, "--hooks", "--mcp"]);
+    assert!(!err.contains("not-run"), "{err}");
+    let (out, _) = ok(home, &["plugin", "info", &id]);
+    assert!(!out.contains("declared, not run"), "{out}");
+    ok(home, &["plugin", "disable", &id, "--mcp", "--hooks"]);
+
+    ok(home, &["plugin", "disable", &id, "--commands"]);
+    let (requests, _) = eval_recorded(home, line);
+    let text = requests[0].to_string();
+    assert!(!text.contains(filled), "{text}");
+
+    // The flags belong to marketplace plugins only.
+    let (code, _, err) = smith(home, &["plugin", "enable", "smith/skills", "--hooks"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("plugin.extras-of-wasm"), "{err}");
 }

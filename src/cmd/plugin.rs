@@ -2,7 +2,8 @@
 //! [--purge-data] | enable NAME | disable NAME | reload NAME`, and the
 //! marketplaces in Claude Code's format: `smith plugin marketplace add
 //! SOURCE | list | update | remove`, `smith plugin install
-//! PLUGIN@MARKETPLACE` (see [`smith_host::marketplace`]).
+//! PLUGIN@MARKETPLACE`, `smith plugin enable|disable PLUGIN@MARKETPLACE
+//! --hooks --mcp --commands` (see [`smith_host::marketplace`]).
 //!
 //! Plugins live in three roots: built-in (embedded), user
 //! (`$DATA/plugins/<org>/<name>/`) and project (`.smith/plugins/<org>/<name>/`,

@@ -17,7 +17,10 @@
 //! `marketplace-plugins/PLUGIN@MARKETPLACE/` with its record beside it.
 //! smith/skills and smith/agents read the `skills/` and `agents/` folders
 //! of the installed plugins, as `PLUGIN:NAME`. Hooks, MCP servers and
-//! commands a plugin declares are listed, never run.
+//! commands a plugin declares are listed, and run only once the user
+//! enables them ([`Store::set_enabled`]: `enabled.KIND` in the record, the
+//! digest of what was approved), by smith/hooks, smith/mcp and
+//! smith/skills; a reinstall that changes them disables them again.
 //!
 //! Every fetch fills a staging folder first ([`tree::Tree`] refuses
 //! absolute paths, `..`, links and devices, and stops at the caps); only a
@@ -1050,7 +1053,17 @@ impl Store {
             if !on {
                 continue;
             }
-            let Some((_, digest)) = found.digests.iter().find(|(k, _)| k == kind) else {
+            let digest = found.digests.iter().find(|(k, _)| k == kind);
+            if digest.is_none() && !found.declared(*kind).is_empty() {
+                return Err(Diagnostic::error(
+                    "marketplace.reinstall-to-enable",
+                    format!("{spec}'s {} cannot be enabled: its record predates enabling", kind.noun()),
+                    "enabling records the digest of what the plugin declares, which an install from before this smith version did not keep",
+                    format!("run `smith plugin install {spec}`, then `smith plugin enable {spec} {}`", kind.flag()),
+                )
+                .with_value(spec.to_owned()));
+            }
+            let Some((_, digest)) = digest else {
                 let declares: Vec<&str> = EXTRAS
                     .into_iter()
                     .filter(|k| !found.declared(*k).is_empty())
