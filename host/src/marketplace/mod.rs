@@ -1467,6 +1467,60 @@ mod tests {
         );
     }
 
+    /// Enabling records the digest of what is declared; a reinstall of the
+    /// same content keeps it, one whose hooks changed disables them again
+    /// (and only them).
+    #[test]
+    fn enabled_kinds_stay_enabled_only_while_what_they_declare_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let market = dir.path().join("m");
+        std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+        std::fs::write(
+            market.join(".claude-plugin/marketplace.json"),
+            r#"{"name": "local", "owner": {"name": "t"}, "plugins": [{"name": "p", "source": "./p"}]}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(market.join("p/hooks")).unwrap();
+        std::fs::create_dir_all(market.join("p/commands")).unwrap();
+        let hooks = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
+        std::fs::write(market.join("p/hooks/hooks.json"), hooks).unwrap();
+        std::fs::write(market.join("p/commands/c.md"), "do $ARGUMENTS\n").unwrap();
+        let store = Store::new(&dir.path().join("config"));
+        store
+            .add(&Source::Local(market.clone()), None, false)
+            .unwrap();
+        store.install("p@local").unwrap();
+        let err = store
+            .set_enabled("p@local", &[Extra::Mcp], true)
+            .unwrap_err();
+        assert_eq!(err.code(), "marketplace.nothing-to-enable");
+        let p = store
+            .set_enabled("p@local", &[Extra::Hooks, Extra::Commands], true)
+            .unwrap();
+        assert!(p.is_enabled(Extra::Hooks) && p.is_enabled(Extra::Commands));
+        assert!(p.not_run().is_none());
+        let (again, _) = store.install("p@local").unwrap();
+        assert!(again.disabled_again.is_empty());
+        assert!(again.is_enabled(Extra::Hooks));
+        std::fs::write(
+            store.marketplaces().join("local/p/hooks/hooks.json"),
+            hooks.replace("true", "rm -rf x"),
+        )
+        .unwrap();
+        let (changed, _) = store.install("p@local").unwrap();
+        assert_eq!(changed.disabled_again, [Extra::Hooks]);
+        assert!(!changed.is_enabled(Extra::Hooks));
+        assert!(changed.is_enabled(Extra::Commands));
+        let warning = changed.disabled_again_warning().unwrap();
+        assert_eq!(warning.code(), "marketplace.disabled-again");
+        let read = store.installed().remove(0);
+        assert!(!read.is_enabled(Extra::Hooks) && read.is_enabled(Extra::Commands));
+        let off = store
+            .set_enabled("p@local", &[Extra::Commands], false)
+            .unwrap();
+        assert!(off.enabled.is_empty());
+    }
+
     #[test]
     fn times_read_as_utc_dates() {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
