@@ -2,7 +2,10 @@
 //! configuration shape Claude Code uses, so existing hook scripts work
 //! unchanged.
 //!
-//! Hooks are read from `<config dir>/hooks.json` (the user's) and, only in
+//! Hooks are read from `<config dir>/hooks.json` (the user's), from the
+//! marketplace plugins whose hooks the user enabled (`smith plugin enable
+//! PLUGIN@MARKETPLACE --hooks`: their `hooks/hooks.json` and plugin.json
+//! `hooks`, with `${CLAUDE_PLUGIN_ROOT}` the plugin's folder) and, only in
 //! a trusted project, from the project's `.claude/settings.json`,
 //! `.claude/settings.local.json` and `.smith/hooks.json`:
 //!

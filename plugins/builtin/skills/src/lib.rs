@@ -13,6 +13,12 @@
 //! a folder `NAME/SKILL.md` in one of these. Project skills are read only
 //! in a trusted project.
 //!
+//! It also offers the commands (Claude Code's `commands/NAME.md`) of the
+//! marketplace plugins whose commands the user enabled (`smith plugin
+//! enable PLUGIN@MARKETPLACE --commands`) as `/PLUGIN:NAME`: the file's
+//! body, `$ARGUMENTS` and `$1`..`$9` filled, is sent as the prompt. A
+//! skill of the same name wins.
+//!
 //! The model sees the catalog (names and descriptions) as a prompt
 //! fragment and loads a skill with the `skill` tool; the user invokes one
 //! with `/name ARGS` or `$name ARGS` (the input decision point replaces
