@@ -7,7 +7,11 @@
 //! `smith agents list`, the model's catalog and `--agent`; the warning for
 //! hooks, MCP servers and commands; refusals of `..`, absolute paths,
 //! symlinks and oversize archives with the previous install intact; and
-//! uninstall.
+//! uninstall. With a plugin of tests/data/marketplace-enable: its hook,
+//! MCP server and command run only after `smith plugin enable PLUGIN@MKT
+//! --hooks|--mcp|--commands` (the hook and server through
+//! `${CLAUDE_PLUGIN_ROOT}`), stop after `disable`, and an update that
+//! changes hooks.json disables the hooks again with a warning.
 // Test code: unwraps and expects are the assertions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -687,4 +691,287 @@ fn a_git_repository_over_smart_http_adds_without_a_git_executable_and_a_git_subd
         let (out, _) = ok(home, &["plugin", "marketplace", "list", "--json"]);
         assert_eq!(json(&out)[0]["revision"], head.as_str());
     }
+}
+
+const ENABLE: &str = "enable-test";
+
+/// A copy of tests/data/marketplace-enable in `home/market`, with the MCP
+/// fixture server in the plugin's `server/` folder.
+fn enable_market(home: &Path) -> PathBuf {
+    let market = home.join("market");
+    copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/marketplace-enable"),
+        &market,
+    );
+    let server = market.join("plugins/tools/server");
+    std::fs::create_dir_all(&server).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py"),
+        server.join("mcp_server.py"),
+    )
+    .unwrap();
+    market
+}
+
+/// `smith eval PROMPT` with the scripted answer; the recorded requests and
+/// standard error.
+fn eval_recorded(home: &Path, prompt: &str) -> (Vec<Value>, String) {
+    let script = home.join("script.json");
+    std::fs::write(&script, ANSWER).unwrap();
+    let record = home.join("requests.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let (_, err) = ok(
+        home,
+        &[
+            "eval",
+            "--mock-script",
+            script.to_str().unwrap(),
+            "--mock-record",
+            record.to_str().unwrap(),
+            prompt,
+        ],
+    );
+    (common::recorded_requests(&record), err)
+}
+
+/// A plugin's declared hooks run only once enabled, with
+/// `${CLAUDE_PLUGIN_ROOT}` and in the project; disabling stops them; an
+/// update that changes hooks.json disables them again, saying why.
+#[test]
+fn a_marketplace_plugins_hooks_run_only_once_enabled_and_until_what_they_declare_changes() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let market = enable_market(home);
+    ok(
+        home,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            &market.display().to_string(),
+        ],
+    );
+    let id = format!("tools@{ENABLE}");
+    let (_, err) = ok(home, &["plugin", "install", &id]);
+    assert!(err.contains("warning[marketplace.not-run]"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "smith plugin enable {id} --hooks --mcp --commands"
+        )),
+        "{err}"
+    );
+    let root = home.join("smith/marketplace-plugins").join(&id);
+    let project = home.join("project");
+    let ran = format!(
+        "plugin hook from-hooks-json ran: root={} cwd={}",
+        root.display(),
+        project.display()
+    );
+
+    let (requests, _) = eval_recorded(home, "hello");
+    let text = requests[0].to_string();
+    assert!(!text.contains("plugin hook"), "{text}");
+
+    // Enabling nothing is refused, naming the flags.
+    let (code, _, err) = smith(home, &["plugin", "enable", &id]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "smith plugin enable {id} --hooks --mcp --commands"
+        )),
+        "{err}"
+    );
+    let (out, err) = ok(home, &["plugin", "enable", &id, "--hooks"]);
+    assert!(out.contains(&format!("enabled the hooks of {id}")), "{out}");
+    assert!(out.contains("enabled: hooks UserPromptSubmit"), "{out}");
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --mcp --commands")),
+        "{err}"
+    );
+    assert!(err.contains("its hooks are enabled"), "{err}");
+    let (out, _) = ok(home, &["plugin", "info", &id]);
+    assert!(out.contains("enabled: hooks UserPromptSubmit"), "{out}");
+    let (out, _) = ok(home, &["plugin", "list", "--json"]);
+    let listed = json(&out)["marketplace_plugins"][0].clone();
+    assert!(
+        listed["enabled"]["hooks"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+
+    let (requests, _) = eval_recorded(home, "hello");
+    let text = requests[0].to_string();
+    assert!(text.contains(&ran), "{ran} in {text}");
+
+    // A reinstall of the same content keeps the choice.
+    let (_, err) = ok(home, &["plugin", "install", &id]);
+    assert!(!err.contains("disabled-again"), "{err}");
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(requests[0].to_string().contains(&ran));
+
+    // Disabling stops them.
+    let (out, _) = ok(home, &["plugin", "disable", &id, "--hooks"]);
+    assert!(
+        out.contains(&format!("disabled the hooks of {id}")),
+        "{out}"
+    );
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(!requests[0].to_string().contains("plugin hook"));
+
+    // An update whose hooks.json runs another command disables them again.
+    ok(home, &["plugin", "enable", &id, "--hooks"]);
+    let hooks = market.join("plugins/tools/hooks/hooks.json");
+    let changed = std::fs::read_to_string(&hooks)
+        .unwrap()
+        .replace("from-hooks-json", "changed-upstream");
+    std::fs::write(&hooks, changed).unwrap();
+    ok(home, &["plugin", "marketplace", "update", ENABLE]);
+    let (_, err) = ok(home, &["plugin", "install", &id]);
+    assert!(err.contains("warning[marketplace.disabled-again]"), "{err}");
+    assert!(
+        err.contains("you approved other commands than these"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --hooks")),
+        "{err}"
+    );
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(!requests[0].to_string().contains("plugin hook"));
+    ok(home, &["plugin", "enable", &id, "--hooks"]);
+    let (requests, _) = eval_recorded(home, "hello");
+    assert!(
+        requests[0]
+            .to_string()
+            .contains("plugin hook changed-upstream ran"),
+        "{}",
+        requests[0]
+    );
+}
+
+/// The names of the tools offered in `request`.
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A plugin's declared stdio MCP server (the Python SDK fixture, started
+/// through `${CLAUDE_PLUGIN_ROOT}`) is started by smith/mcp only once its
+/// MCP servers are enabled, named `plugin_PLUGIN_SERVER`; disabling stops
+/// offering its tools.
+#[test]
+fn a_marketplace_plugins_mcp_server_starts_only_once_enabled() {
+    let sdk = Command::new("python3")
+        .args(["-c", "import mcp.server.mcpserver"])
+        .output()
+        .expect("python3 starts (install Python 3.10 or newer)");
+    assert!(
+        sdk.status.success(),
+        "the MCP Python SDK is not importable: run scripts/setup (it installs `mcp==2.3.0`)"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let market = enable_market(home);
+    ok(
+        home,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            &market.display().to_string(),
+        ],
+    );
+    let id = format!("tools@{ENABLE}");
+    ok(home, &["plugin", "install", &id]);
+    let tool = "mcp__plugin_tools_fixture__add";
+
+    let (requests, _) = eval_recorded(home, "hello");
+    let tools = tool_names(&requests[0]);
+    assert!(!tools.iter().any(|t| t.contains("fixture")), "{tools:?}");
+
+    let (out, err) = ok(home, &["plugin", "enable", &id, "--mcp"]);
+    assert!(out.contains("enabled: MCP servers fixture"), "{out}");
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --hooks --commands")),
+        "{err}"
+    );
+    let (requests, err) = eval_recorded(home, "hello");
+    let tools = tool_names(&requests[0]);
+    assert!(
+        tools.iter().any(|t| t == tool),
+        "{tool} in {tools:?}\n{err}"
+    );
+    // The fixture wrote its state under the plugin's folder, where
+    // ${CLAUDE_PLUGIN_ROOT} in its arguments pointed.
+    let state = home
+        .join("smith/marketplace-plugins")
+        .join(&id)
+        .join("server/state");
+    assert!(state.exists(), "{} was not created", state.display());
+
+    ok(home, &["plugin", "disable", &id, "--mcp"]);
+    let (requests, _) = eval_recorded(home, "hello");
+    let tools = tool_names(&requests[0]);
+    assert!(!tools.iter().any(|t| t.contains("fixture")), "{tools:?}");
+}
+
+/// A plugin's commands (commands/*.md) become `/PLUGIN:COMMAND` only once
+/// enabled: the body is sent with `$ARGUMENTS` and `$1` filled; disabling
+/// sends the line as typed again.
+#[test]
+fn a_marketplace_plugins_commands_are_offered_only_once_enabled() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let market = enable_market(home);
+    ok(
+        home,
+        &[
+            "plugin",
+            "marketplace",
+            "add",
+            &market.display().to_string(),
+        ],
+    );
+    let id = format!("tools@{ENABLE}");
+    ok(home, &["plugin", "install", &id]);
+    let line = "/tools:greet Ada good morning";
+    let filled = "Greet Ada warmly. The whole request was: Ada good morning";
+
+    let (requests, _) = eval_recorded(home, line);
+    let text = requests[0].to_string();
+    assert!(!text.contains(filled), "{text}");
+    assert!(text.contains(line), "{text}");
+
+    let (out, err) = ok(home, &["plugin", "enable", &id, "--commands"]);
+    assert!(out.contains("enabled: commands greet"), "{out}");
+    assert!(
+        err.contains(&format!("smith plugin enable {id} --hooks --mcp")),
+        "{err}"
+    );
+    let (requests, _) = eval_recorded(home, line);
+    let text = requests[0].to_string();
+    assert!(text.contains(filled), "{filled} in {text}");
+    assert!(!text.contains("argument-hint"), "{text}");
+
+    // Every kind enabled: no warning is left.
+    let (_, err) = ok(home, &["plugin", "enable", &id, "--hooks", "--mcp"]);
+    assert!(!err.contains("not-run"), "{err}");
+    let (out, _) = ok(home, &["plugin", "info", &id]);
+    assert!(!out.contains("declared, not run"), "{out}");
+    ok(home, &["plugin", "disable", &id, "--mcp", "--hooks"]);
+
+    ok(home, &["plugin", "disable", &id, "--commands"]);
+    let (requests, _) = eval_recorded(home, line);
+    let text = requests[0].to_string();
+    assert!(!text.contains(filled), "{text}");
+
+    // The flags belong to marketplace plugins only.
+    let (code, _, err) = smith(home, &["plugin", "enable", "smith/skills", "--hooks"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("plugin.extras-of-wasm"), "{err}");
 }

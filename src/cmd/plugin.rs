@@ -2,7 +2,8 @@
 //! [--purge-data] | enable NAME | disable NAME | reload NAME`, and the
 //! marketplaces in Claude Code's format: `smith plugin marketplace add
 //! SOURCE | list | update | remove`, `smith plugin install
-//! PLUGIN@MARKETPLACE` (see [`smith_host::marketplace`]).
+//! PLUGIN@MARKETPLACE`, `smith plugin enable|disable PLUGIN@MARKETPLACE
+//! --hooks --mcp --commands` (see [`smith_host::marketplace`]).
 //!
 //! Plugins live in three roots: built-in (embedded), user
 //! (`$DATA/plugins/<org>/<name>/`) and project (`.smith/plugins/<org>/<name>/`,
@@ -12,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use smith_host::marketplace::{Installed, Source, Store};
+use smith_host::marketplace::{EXTRAS, Extra, Installed, Source, Store};
 
 use smith_host::plugins::{component, disabled, discover, not_found, user_root, write_disabled};
 
@@ -60,15 +61,21 @@ enum Sub {
         #[arg(long)]
         purge_data: bool,
     },
-    /// Enable a disabled plugin.
+    /// Enable a disabled plugin, or what a marketplace plugin declares:
+    /// `smith plugin enable PLUGIN@MARKETPLACE --hooks --mcp --commands`.
     Enable {
-        /// The plugin (`org/name`).
+        /// The plugin (`org/name` or `PLUGIN@MARKETPLACE`).
         name: String,
+        #[command(flatten)]
+        extras: ExtraFlags,
     },
-    /// Disable a plugin without removing it.
+    /// Disable a plugin without removing it, or (`PLUGIN@MARKETPLACE
+    /// --hooks --mcp --commands`) what a marketplace plugin declares.
     Disable {
-        /// The plugin (`org/name`).
+        /// The plugin (`org/name` or `PLUGIN@MARKETPLACE`).
         name: String,
+        #[command(flatten)]
+        extras: ExtraFlags,
     },
     /// Compile (or load from the cache) and instantiate a plugin afresh, as
     /// a reload does, and report how long it took.
@@ -82,6 +89,75 @@ enum Sub {
         #[command(subcommand)]
         command: MarketSub,
     },
+}
+
+/// What of a marketplace plugin `enable` and `disable` act on.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct ExtraFlags {
+    /// Its hooks (hooks/hooks.json, plugin.json `hooks`), run by
+    /// smith/hooks.
+    #[arg(long)]
+    hooks: bool,
+    /// Its MCP servers (.mcp.json, plugin.json `mcpServers`), started by
+    /// smith/mcp.
+    #[arg(long)]
+    mcp: bool,
+    /// Its commands (commands/*.md), offered as /PLUGIN:COMMAND.
+    #[arg(long)]
+    commands: bool,
+}
+
+impl ExtraFlags {
+    fn kinds(self) -> Vec<Extra> {
+        [
+            (self.hooks, Extra::Hooks),
+            (self.mcp, Extra::Mcp),
+            (self.commands, Extra::Commands),
+        ]
+        .into_iter()
+        .filter_map(|(on, kind)| on.then_some(kind))
+        .collect()
+    }
+}
+
+/// `smith plugin enable|disable PLUGIN@MARKETPLACE --hooks --mcp
+/// --commands`.
+fn enable_extras(paths: &Paths, name: &str, extras: ExtraFlags, on: bool) -> anyhow::Result<u8> {
+    let store = store(paths);
+    let kinds = extras.kinds();
+    let verb = if on { "enable" } else { "disable" };
+    if kinds.is_empty() {
+        let Some(p) = store.installed().into_iter().find(|p| p.id() == name) else {
+            return Err(store.not_installed(name).into());
+        };
+        let declared: Vec<&str> = EXTRAS
+            .into_iter()
+            .filter(|k| !p.declared(*k).is_empty())
+            .map(Extra::flag)
+            .collect();
+        let d = Diagnostic::error(
+            "marketplace.what-to-enable",
+            format!("`smith plugin {verb} {name}` names nothing to {verb}"),
+            "a marketplace plugin's skills and agents are always on; its hooks, MCP servers and commands are enabled each by a flag",
+            if declared.is_empty() {
+                format!("{name} declares no hooks, MCP servers or commands; there is nothing to {verb}")
+            } else {
+                format!("run `smith plugin {verb} {name} {}` (or fewer of the flags)", declared.join(" "))
+            },
+        )
+        .with_surface(Surface::other("the command line"))
+        .with_example(format!("smith plugin {verb} {name} --hooks"));
+        crate::report::diagnostic(&d);
+        return Ok(2);
+    }
+    let p = store.set_enabled(name, &kinds, on)?;
+    let nouns: Vec<&str> = kinds.iter().map(|k| k.noun()).collect();
+    println!("{verb}d the {} of {}", nouns.join(" and "), p.id());
+    for line in brings(&p) {
+        println!("  {line}");
+    }
+    print_warning(p.not_run());
+    Ok(0)
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -144,20 +220,27 @@ fn brings(p: &Installed) -> Vec<String> {
         format!("skills: {}", list(&p.skills)),
         format!("agents: {}", list(&p.agents)),
     ];
-    let mut idle = Vec::new();
-    if !p.hooks.is_empty() {
-        idle.push(format!("hooks {}", p.hooks.join(", ")));
+    let named = |kinds: Vec<Extra>| -> Vec<String> {
+        kinds
+            .into_iter()
+            .map(|k| format!("{} {}", k.noun(), p.declared(k).join(", ")))
+            .collect()
+    };
+    let enabled = named(
+        EXTRAS
+            .into_iter()
+            .filter(|k| p.is_enabled(*k) && !p.declared(*k).is_empty())
+            .collect(),
+    );
+    if !enabled.is_empty() {
+        lines.push(format!("enabled: {}", enabled.join("; ")));
     }
-    if !p.mcp_servers.is_empty() {
-        idle.push(format!("MCP servers {}", p.mcp_servers.join(", ")));
-    }
-    if !p.commands.is_empty() {
-        idle.push(format!("commands {}", p.commands.join(", ")));
-    }
+    let idle = p.idle();
     if !idle.is_empty() {
         lines.push(format!(
-            "declared, not run (enabling them is not implemented): {}",
-            idle.join("; ")
+            "declared, not run until enabled (`{}`): {}",
+            p.enable_command(&idle),
+            named(idle.clone()).join("; ")
         ));
     }
     lines
@@ -376,6 +459,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             for note in notes {
                 println!("  note: {note}");
             }
+            print_warning(p.disabled_again_warning());
             print_warning(p.not_run());
             Ok(0)
         }
@@ -511,7 +595,25 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 Err(e) => Err(anyhow::Error::from(e).context("smith plugin uninstall")),
             }
         }
-        Sub::Enable { name } | Sub::Disable { name } if !manifest::valid_name(&name) => {
+        Sub::Enable { name, extras } if marketplace_spec(&name) => {
+            enable_extras(&paths, &name, extras, true)
+        }
+        Sub::Disable { name, extras } if marketplace_spec(&name) => {
+            enable_extras(&paths, &name, extras, false)
+        }
+        Sub::Enable { extras, .. } | Sub::Disable { extras, .. } if !extras.kinds().is_empty() => {
+            let d = Diagnostic::error(
+                "plugin.extras-of-wasm",
+                "--hooks, --mcp and --commands apply to a plugin installed from a marketplace",
+                "a wasm plugin is enabled or disabled whole",
+                "pass PLUGIN@MARKETPLACE (see `smith plugin list`), or leave the flags out",
+            )
+            .with_surface(Surface::other("the command line"))
+            .with_example("smith plugin enable hookify@claude-plugins-official --hooks");
+            crate::report::diagnostic(&d);
+            Ok(2)
+        }
+        Sub::Enable { name, .. } | Sub::Disable { name, .. } if !manifest::valid_name(&name) => {
             let d = Diagnostic::error(
                 "plugin.invalid-name",
                 format!("{name:?} is not a plugin name"),
@@ -524,13 +626,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             crate::report::diagnostic(&d);
             Ok(2)
         }
-        Sub::Enable { name } => {
+        Sub::Enable { name, .. } => {
             let list: Vec<String> = disabled_list.into_iter().filter(|d| *d != name).collect();
             write_disabled(&paths, &list)?;
             println!("enabled {name}");
             Ok(0)
         }
-        Sub::Disable { name } => {
+        Sub::Disable { name, .. } => {
             let mut list = disabled_list;
             if !list.contains(&name) {
                 list.push(name.clone());

@@ -17,7 +17,10 @@
 //! `marketplace-plugins/PLUGIN@MARKETPLACE/` with its record beside it.
 //! smith/skills and smith/agents read the `skills/` and `agents/` folders
 //! of the installed plugins, as `PLUGIN:NAME`. Hooks, MCP servers and
-//! commands a plugin declares are listed, never run.
+//! commands a plugin declares are listed, and run only once the user
+//! enables them ([`Store::set_enabled`]: `enabled.KIND` in the record, the
+//! digest of what was approved), by smith/hooks, smith/mcp and
+//! smith/skills; a reinstall that changes them disables them again.
 //!
 //! Every fetch fills a staging folder first ([`tree::Tree`] refuses
 //! absolute paths, `..`, links and devices, and stops at the caps); only a
@@ -202,8 +205,66 @@ pub struct Installed {
     pub hooks: Vec<String>,
     /// The MCP servers it declares.
     pub mcp_servers: Vec<String>,
+    /// What the user enabled ([`Extra`]), each with the digest of the
+    /// declared content they approved.
+    pub enabled: Vec<(Extra, String)>,
+    /// The digest of what it declares now, by kind (none: nothing
+    /// declared).
+    pub digests: Vec<(Extra, String)>,
+    /// What a reinstall disabled again because what it declares changed
+    /// since the user enabled it (not kept in the record).
+    pub disabled_again: Vec<Extra>,
     /// Its folder.
     pub dir: PathBuf,
+}
+
+/// What a marketplace plugin declares that runs only once the user
+/// enables it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extra {
+    /// Hook commands (`hooks/hooks.json`, plugin.json `hooks`).
+    Hooks,
+    /// MCP servers (`.mcp.json`, plugin.json `mcpServers`).
+    Mcp,
+    /// Slash commands (`commands/*.md`, plugin.json `commands`).
+    Commands,
+}
+
+/// Every kind, in the order they are shown.
+pub const EXTRAS: [Extra; 3] = [Extra::Hooks, Extra::Mcp, Extra::Commands];
+
+impl Extra {
+    /// The key in the install record (`enabled.hooks`...), which
+    /// smith/hooks, smith/mcp and smith/skills read.
+    pub fn key(self) -> &'static str {
+        match self {
+            Extra::Hooks => "hooks",
+            Extra::Mcp => "mcp",
+            Extra::Commands => "commands",
+        }
+    }
+
+    /// The command-line flag that names it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Extra::Hooks => "--hooks",
+            Extra::Mcp => "--mcp",
+            Extra::Commands => "--commands",
+        }
+    }
+
+    /// How it is named in messages.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Extra::Hooks => "hooks",
+            Extra::Mcp => "MCP servers",
+            Extra::Commands => "commands",
+        }
+    }
+
+    fn from_key(key: &str) -> Option<Extra> {
+        EXTRAS.into_iter().find(|e| e.key() == key)
+    }
 }
 
 impl Installed {
@@ -212,30 +273,94 @@ impl Installed {
         format!("{}@{}", self.plugin, self.marketplace)
     }
 
-    /// The warning naming what the plugin declares that smith does not
-    /// run, or none when it declares nothing of the kind.
-    pub fn not_run(&self) -> Option<Diagnostic> {
-        let mut parts = Vec::new();
-        if !self.hooks.is_empty() {
-            parts.push(format!("hooks ({})", self.hooks.join(", ")));
+    /// The names of what it declares of `kind`.
+    pub fn declared(&self, kind: Extra) -> &[String] {
+        match kind {
+            Extra::Hooks => &self.hooks,
+            Extra::Mcp => &self.mcp_servers,
+            Extra::Commands => &self.commands,
         }
-        if !self.mcp_servers.is_empty() {
-            parts.push(format!("MCP servers ({})", self.mcp_servers.join(", ")));
-        }
-        if !self.commands.is_empty() {
-            parts.push(format!("commands ({})", self.commands.join(", ")));
-        }
-        if parts.is_empty() {
+    }
+
+    /// Whether the user enabled `kind`.
+    pub fn is_enabled(&self, kind: Extra) -> bool {
+        self.enabled.iter().any(|(k, _)| *k == kind)
+    }
+
+    /// The kinds it declares and the user has not enabled.
+    pub fn idle(&self) -> Vec<Extra> {
+        EXTRAS
+            .into_iter()
+            .filter(|k| !self.declared(*k).is_empty() && !self.is_enabled(*k))
+            .collect()
+    }
+
+    /// The warning that a reinstall disabled what was enabled, because
+    /// what the plugin declares changed; none when nothing was.
+    pub fn disabled_again_warning(&self) -> Option<Diagnostic> {
+        if self.disabled_again.is_empty() {
             return None;
         }
+        let nouns: Vec<&str> = self.disabled_again.iter().map(|k| k.noun()).collect();
+        Some(
+            Diagnostic::warning(
+                "marketplace.disabled-again",
+                format!(
+                    "{}'s {} are disabled again: what it declares of them changed since you enabled them",
+                    self.id(),
+                    nouns.join(" and ")
+                ),
+                "you approved other commands than these; smith runs a plugin's hooks, MCP servers and commands only as the user enabled them",
+                format!(
+                    "review them in {}, then run `{}` to enable them again",
+                    self.dir.display(),
+                    self.enable_command(&self.disabled_again)
+                ),
+            )
+            .with_surface(Surface::other(self.id())),
+        )
+    }
+
+    /// The command that enables `kinds`.
+    pub fn enable_command(&self, kinds: &[Extra]) -> String {
+        let flags: Vec<&str> = kinds.iter().map(|k| k.flag()).collect();
+        format!("smith plugin enable {} {}", self.id(), flags.join(" "))
+    }
+
+    /// The warning naming what the plugin declares that smith does not
+    /// run (not enabled), or none when there is nothing of the kind.
+    pub fn not_run(&self) -> Option<Diagnostic> {
+        let idle = self.idle();
+        if idle.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = idle
+            .iter()
+            .map(|k| format!("{} ({})", k.noun(), self.declared(*k).join(", ")))
+            .collect();
+        let enabled: Vec<&str> = EXTRAS
+            .into_iter()
+            .filter(|k| self.is_enabled(*k))
+            .map(Extra::noun)
+            .collect();
+        let enabled = if enabled.is_empty() {
+            String::new()
+        } else {
+            format!("; its {} are enabled", enabled.join(" and "))
+        };
         Some(
             Diagnostic::warning(
                 "marketplace.not-run",
-                format!("{} declares {}, which smith does not run", self.id(), parts.join(", ")),
-                "a marketplace plugin's hooks, MCP servers and commands would run programs or reach servers; smith installs only its skills and agents, and enabling the rest is not implemented yet",
                 format!(
-                    "review them in {}; to use an MCP server, add it to the `mcp` block of smith's configuration yourself (docs/plugins.md, \"The MCP client\"); a command can be copied into a skill",
-                    self.dir.display()
+                    "{} declares {}, which smith does not run until you enable them{enabled}",
+                    self.id(),
+                    parts.join(", ")
+                ),
+                "a marketplace plugin's hooks, MCP servers and commands run programs, reach servers or put prompts in your name; smith takes only its skills and agents until you enable the rest",
+                format!(
+                    "review them in {}, then run `{}` (or name fewer of the flags)",
+                    self.dir.display(),
+                    self.enable_command(&idle)
                 ),
             )
             .with_surface(Surface::other(self.id())),
@@ -256,6 +381,8 @@ impl Installed {
             "commands": self.commands,
             "hooks": self.hooks,
             "mcp_servers": self.mcp_servers,
+            "enabled": self.enabled.iter().map(|(k, d)| (k.key().to_owned(), json!(d))).collect::<serde_json::Map<_, _>>(),
+            "digests": self.digests.iter().map(|(k, d)| (k.key().to_owned(), json!(d))).collect::<serde_json::Map<_, _>>(),
         })
     }
 
@@ -280,6 +407,19 @@ impl Installed {
                 })
                 .unwrap_or_default()
         };
+        let kinds = |k: &str| -> Vec<(Extra, String)> {
+            value
+                .get(k)
+                .and_then(Value::as_object)
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(key, d)| {
+                            Some((Extra::from_key(key)?, d.as_str()?.to_owned()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         Some(Installed {
             plugin: text("plugin")?,
             marketplace: text("marketplace")?,
@@ -296,6 +436,9 @@ impl Installed {
             commands: list("commands"),
             hooks: list("hooks"),
             mcp_servers: list("mcp_servers"),
+            enabled: kinds("enabled"),
+            digests: kinds("digests"),
+            disabled_again: Vec::new(),
             dir,
         })
     }
@@ -867,6 +1010,18 @@ impl Store {
         installed.revision = revision;
         installed.installed_at = now();
         let id = installed.id();
+        // What was enabled stays enabled only while what it declares is
+        // the same content the user approved.
+        if let Some(before) = self.installed().into_iter().find(|p| p.id() == id) {
+            for (kind, approved) in before.enabled {
+                let now = installed.digests.iter().find(|(k, _)| *k == kind);
+                if now.is_some_and(|(_, d)| *d == approved) {
+                    installed.enabled.push((kind, approved));
+                } else {
+                    installed.disabled_again.push(kind);
+                }
+            }
+        }
         let target = self.plugins().join(&id);
         place(&root, &target)?;
         installed.dir = target;
@@ -876,6 +1031,71 @@ impl Store {
         )?;
         drop(stage);
         Ok((installed, notes))
+    }
+
+    /// Enables (`on`) or disables `kinds` of the installed plugin `spec`;
+    /// an enabled kind records the digest of what it declares now.
+    ///
+    /// # Errors
+    ///
+    /// It is not installed, or (enabling) declares nothing of a kind.
+    pub fn set_enabled(
+        &self,
+        spec: &str,
+        kinds: &[Extra],
+        on: bool,
+    ) -> Result<Installed, Diagnostic> {
+        let Some(mut found) = self.installed().into_iter().find(|p| p.id() == spec) else {
+            return Err(self.not_installed(spec));
+        };
+        for kind in kinds {
+            found.enabled.retain(|(k, _)| k != kind);
+            if !on {
+                continue;
+            }
+            let digest = found.digests.iter().find(|(k, _)| k == kind);
+            if digest.is_none() && !found.declared(*kind).is_empty() {
+                return Err(Diagnostic::error(
+                    "marketplace.reinstall-to-enable",
+                    format!("{spec}'s {} cannot be enabled: its record predates enabling", kind.noun()),
+                    "enabling records the digest of what the plugin declares, which an install from before this smith version did not keep",
+                    format!("run `smith plugin install {spec}`, then `smith plugin enable {spec} {}`", kind.flag()),
+                )
+                .with_value(spec.to_owned()));
+            }
+            let Some((_, digest)) = digest else {
+                let declares: Vec<&str> = EXTRAS
+                    .into_iter()
+                    .filter(|k| !found.declared(*k).is_empty())
+                    .map(Extra::flag)
+                    .collect();
+                return Err(Diagnostic::error(
+                    "marketplace.nothing-to-enable",
+                    format!(
+                        "{spec} declares no {}, so `{}` has nothing to enable",
+                        kind.noun(),
+                        kind.flag()
+                    ),
+                    "only what a plugin declares can be enabled",
+                    if declares.is_empty() {
+                        "it declares no hooks, MCP servers or commands; nothing needs enabling"
+                            .to_owned()
+                    } else {
+                        format!("run `smith plugin enable {spec} {}`", declares.join(" "))
+                    },
+                )
+                .with_value(kind.flag().to_owned()));
+            };
+            found.enabled.push((*kind, digest.clone()));
+        }
+        found
+            .enabled
+            .sort_by_key(|(k, _)| EXTRAS.iter().position(|e| e == k));
+        write_record(
+            &self.plugins().join(format!("{spec}.json")),
+            &found.to_json(),
+        )?;
+        Ok(found)
     }
 
     /// The error for `spec` naming no installed marketplace plugin.
@@ -1136,8 +1356,66 @@ fn inventory(root: &Path, plugin: &str, declared: &Value, entry: &Value) -> Inst
         commands,
         hooks,
         mcp_servers,
+        enabled: Vec::new(),
+        disabled_again: Vec::new(),
+        digests: EXTRAS
+            .into_iter()
+            .filter_map(|kind| Some((kind, digest(root, declared, entry, kind)?)))
+            .collect(),
         dir: root.to_owned(),
     }
+}
+
+/// The SHA-256 of what the plugin at `root` declares of `kind` (the files
+/// and plugin.json's field), or none when it declares nothing: an enabled
+/// kind stays enabled across a reinstall only while this is unchanged.
+fn digest(root: &Path, declared: &Value, entry: &Value, kind: Extra) -> Option<String> {
+    use sha2::Digest;
+    let (field, files): (&str, Vec<PathBuf>) = match kind {
+        Extra::Hooks => ("hooks", vec![root.join("hooks/hooks.json")]),
+        Extra::Mcp => ("mcpServers", vec![root.join(".mcp.json")]),
+        Extra::Commands => (
+            "commands",
+            markdown_names(&root.join("commands"))
+                .into_iter()
+                .map(|n| root.join("commands").join(format!("{n}.md")))
+                .collect(),
+        ),
+    };
+    let mut hash = sha2::Sha256::new();
+    let mut any = false;
+    let value = declared.get(field).or_else(|| entry.get(field));
+    if let Some(value) = value {
+        any = true;
+        hash.update(format!("{field}={value}\n").as_bytes());
+        // Files the field names, relative to the plugin.
+        let paths: Vec<&str> = match value {
+            Value::String(p) => vec![p.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for path in paths {
+            if let Ok(bytes) = std::fs::read(root.join(path.trim_start_matches("./"))) {
+                hash.update(path.as_bytes());
+                hash.update(&bytes);
+            }
+        }
+    }
+    for file in files {
+        if let Ok(bytes) = std::fs::read(&file) {
+            any = true;
+            hash.update(
+                file.strip_prefix(root)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string()
+                    .as_bytes(),
+            );
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(&bytes);
+        }
+    }
+    any.then(|| format!("sha256:{:x}", hash.finalize()))
 }
 
 #[cfg(test)]
@@ -1187,6 +1465,60 @@ mod tests {
             store.uninstall("p@local").unwrap_err().code(),
             "marketplace.not-installed"
         );
+    }
+
+    /// Enabling records the digest of what is declared; a reinstall of the
+    /// same content keeps it, one whose hooks changed disables them again
+    /// (and only them).
+    #[test]
+    fn enabled_kinds_stay_enabled_only_while_what_they_declare_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let market = dir.path().join("m");
+        std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+        std::fs::write(
+            market.join(".claude-plugin/marketplace.json"),
+            r#"{"name": "local", "owner": {"name": "t"}, "plugins": [{"name": "p", "source": "./p"}]}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(market.join("p/hooks")).unwrap();
+        std::fs::create_dir_all(market.join("p/commands")).unwrap();
+        let hooks = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
+        std::fs::write(market.join("p/hooks/hooks.json"), hooks).unwrap();
+        std::fs::write(market.join("p/commands/c.md"), "do $ARGUMENTS\n").unwrap();
+        let store = Store::new(&dir.path().join("config"));
+        store
+            .add(&Source::Local(market.clone()), None, false)
+            .unwrap();
+        store.install("p@local").unwrap();
+        let err = store
+            .set_enabled("p@local", &[Extra::Mcp], true)
+            .unwrap_err();
+        assert_eq!(err.code(), "marketplace.nothing-to-enable");
+        let p = store
+            .set_enabled("p@local", &[Extra::Hooks, Extra::Commands], true)
+            .unwrap();
+        assert!(p.is_enabled(Extra::Hooks) && p.is_enabled(Extra::Commands));
+        assert!(p.not_run().is_none());
+        let (again, _) = store.install("p@local").unwrap();
+        assert!(again.disabled_again.is_empty());
+        assert!(again.is_enabled(Extra::Hooks));
+        std::fs::write(
+            store.marketplaces().join("local/p/hooks/hooks.json"),
+            hooks.replace("true", "rm -rf x"),
+        )
+        .unwrap();
+        let (changed, _) = store.install("p@local").unwrap();
+        assert_eq!(changed.disabled_again, [Extra::Hooks]);
+        assert!(!changed.is_enabled(Extra::Hooks));
+        assert!(changed.is_enabled(Extra::Commands));
+        let warning = changed.disabled_again_warning().unwrap();
+        assert_eq!(warning.code(), "marketplace.disabled-again");
+        let read = store.installed().remove(0);
+        assert!(!read.is_enabled(Extra::Hooks) && read.is_enabled(Extra::Commands));
+        let off = store
+            .set_enabled("p@local", &[Extra::Commands], false)
+            .unwrap();
+        assert!(off.enabled.is_empty());
     }
 
     #[test]

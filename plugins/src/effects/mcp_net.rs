@@ -48,7 +48,12 @@ impl Effects {
             return Ok(None);
         };
         let project = access.trusted.is_some().then_some(access.root.as_path());
-        for (configured, headers) in endpoints(&access.mcp_servers, project) {
+        let config = access.user_config.as_deref().and_then(Path::parent);
+        let mut all = endpoints(&access.mcp_servers, project);
+        if let Some(config) = config {
+            all.extend(marketplace_endpoints(config));
+        }
+        for (configured, headers) in all {
             let Ok(parsed) = smith_net::Url::parse(&configured) else {
                 continue;
             };
@@ -91,6 +96,77 @@ pub(super) fn loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The HTTP endpoints (and headers) of the marketplace plugins whose MCP
+/// servers the user enabled (`enabled.mcp` in the install records in
+/// `config/marketplace-plugins`), from each plugin's `.mcp.json` and
+/// plugin.json's `mcpServers` (inline, or the files it names), with
+/// `${CLAUDE_PLUGIN_ROOT}` replaced by the plugin's folder, as smith/mcp
+/// reads them.
+fn marketplace_endpoints(config: &Path) -> Vec<(String, Vec<(String, String)>)> {
+    let folder = config.join("marketplace-plugins");
+    let read = |path: &Path| -> Option<serde_json::Value> {
+        let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_PEEK_BYTES);
+        small
+            .then(|| std::fs::read_to_string(path).ok())
+            .flatten()
+            .and_then(|text| serde_json::from_str(&text).ok())
+    };
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return out;
+    };
+    let mut records: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    records.sort();
+    for record_path in records {
+        let Some(id) = record_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+            .filter(|id| id.contains('@') && !id.starts_with('.'))
+        else {
+            continue;
+        };
+        let Some(record) = read(&record_path) else {
+            continue;
+        };
+        let enabled = record
+            .get("enabled")
+            .and_then(|e| e.get("mcp"))
+            .is_some_and(serde_json::Value::is_string);
+        if !enabled {
+            continue;
+        }
+        let root = folder.join(id);
+        let mut docs = Vec::new();
+        docs.extend(read(&root.join(".mcp.json")));
+        match read(&root.join(".claude-plugin/plugin.json"))
+            .and_then(|m| m.get("mcpServers").cloned())
+        {
+            Some(inline @ serde_json::Value::Object(_)) => docs.push(inline),
+            Some(serde_json::Value::String(path)) => {
+                docs.extend(read(&root.join(path.trim_start_matches("./"))));
+            }
+            Some(serde_json::Value::Array(paths)) => {
+                for path in paths.iter().filter_map(serde_json::Value::as_str) {
+                    docs.extend(read(&root.join(path.trim_start_matches("./"))));
+                }
+            }
+            _ => {}
+        }
+        let root_text = root.to_string_lossy();
+        for doc in docs {
+            for (url, headers) in http_servers(&doc) {
+                let expand = |t: &str| t.replace("${CLAUDE_PLUGIN_ROOT}", &root_text);
+                out.push((
+                    expand(&url),
+                    headers.into_iter().map(|(k, v)| (k, expand(&v))).collect(),
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// The endpoints of the configured HTTP servers and their headers: the
 /// configuration's, then those of `.mcp.json` in `project` (a trusted
 /// project's root), as smith/mcp reads them.
@@ -114,6 +190,14 @@ fn endpoints(
     else {
         return out;
     };
+    out.extend(http_servers(&doc));
+    out
+}
+
+/// The Streamable HTTP servers of an `mcpServers` document: their URL
+/// and headers.
+fn http_servers(doc: &serde_json::Value) -> Vec<(String, Vec<(String, String)>)> {
+    let mut out = Vec::new();
     let map = doc
         .get("mcpServers")
         .and_then(serde_json::Value::as_object)
@@ -224,5 +308,37 @@ mod tests {
             )]
         );
         assert!(endpoints(&[], None).is_empty());
+    }
+
+    #[test]
+    fn enabled_marketplace_plugins_add_their_http_endpoints_with_the_plugin_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = dir.path().join("marketplace-plugins");
+        for (id, enabled) in [("on@m", r#"{"mcp": "sha256:0"}"#), ("off@m", "{}")] {
+            std::fs::create_dir_all(plugins.join(id)).unwrap();
+            std::fs::write(
+                plugins.join(format!("{id}.json")),
+                format!(r#"{{"plugin": "x", "enabled": {enabled}}}"#),
+            )
+            .unwrap();
+            std::fs::write(
+                plugins.join(id).join(".mcp.json"),
+                format!(
+                    r#"{{"mcpServers": {{"s": {{"type": "http", "url": "http://127.0.0.1:9/{id}", "headers": {{"X-Root": "${{CLAUDE_PLUGIN_ROOT}}"}}}}}}}}"#
+                ),
+            )
+            .unwrap();
+        }
+        let found = marketplace_endpoints(dir.path());
+        assert_eq!(
+            found,
+            vec![(
+                "http://127.0.0.1:9/on@m".to_owned(),
+                vec![(
+                    "X-Root".to_owned(),
+                    plugins.join("on@m").to_string_lossy().into_owned()
+                )]
+            )]
+        );
     }
 }

@@ -2,7 +2,10 @@
 //! configuration shape Claude Code uses, so existing hook scripts work
 //! unchanged.
 //!
-//! Hooks are read from `<config dir>/hooks.json` (the user's) and, only in
+//! Hooks are read from `<config dir>/hooks.json` (the user's), from the
+//! marketplace plugins whose hooks the user enabled (`smith plugin enable
+//! PLUGIN@MARKETPLACE --hooks`: their `hooks/hooks.json` and plugin.json
+//! `hooks`, with `${CLAUDE_PLUGIN_ROOT}` the plugin's folder) and, only in
 //! a trusted project, from the project's `.claude/settings.json`,
 //! `.claude/settings.local.json` and `.smith/hooks.json`:
 //!
@@ -125,6 +128,10 @@ struct Hook {
     timeout_s: u64,
     /// The file it comes from, as shown.
     source: String,
+    /// The install folder of the marketplace plugin that declares it:
+    /// `${CLAUDE_PLUGIN_ROOT}` in its command, and the variable
+    /// `CLAUDE_PLUGIN_ROOT` it runs with.
+    plugin_root: Option<String>,
 }
 
 /// What the hooks files hold.
@@ -213,26 +220,40 @@ fn bounded(text: &str) -> String {
 /// Reads one hooks file into `config`: `hooks` go to `config.hooks` when
 /// `run` is true, else to `config.untrusted`.
 fn read_file(config: &mut Config, path: &str, shown: &str, run: bool) {
+    if let Some(value) = parse_file(config, path, shown) {
+        read_value(config, &value, shown, run, None);
+    }
+}
+
+/// The JSON of the file at `path`, none when it is absent or unusable (a
+/// problem is noted then).
+fn parse_file(config: &mut Config, path: &str, shown: &str) -> Option<Value> {
     let text = match host::peek_file(path) {
         Ok(Some(text)) => text,
-        Ok(None) => return,
+        Ok(None) => return None,
         Err(err) => {
             config.problems.push(format!(
                 "{shown} was not read: {}; fix the file or remove it",
                 error_text(&err)
             ));
-            return;
+            return None;
         }
     };
-    let value: Value = match serde_json::from_str(&text) {
-        Ok(value) => value,
+    match serde_json::from_str(&text) {
+        Ok(value) => Some(value),
         Err(err) => {
             config.problems.push(format!(
                 "{shown} is not valid JSON ({err}), so none of its hooks run; fix it (the format is Claude Code's settings: {{\"hooks\": {{\"PreToolUse\": [{{\"matcher\": \"Bash\", \"hooks\": [{{\"type\": \"command\", \"command\": \"...\"}}]}}]}}}})"
             ));
-            return;
+            None
         }
-    };
+    }
+}
+
+/// Reads the hooks of one parsed file (`{"hooks": {EVENT: [...]}}`) into
+/// `config`, as [`read_file`] does; `plugin_root` is the install folder of
+/// the marketplace plugin they come from.
+fn read_value(config: &mut Config, value: &Value, shown: &str, run: bool, plugin_root: Option<&str>) {
     let Some(hooks) = value.get("hooks") else {
         return;
     };
@@ -315,6 +336,7 @@ fn read_file(config: &mut Config, path: &str, shown: &str, run: bool) {
                     command: command.to_owned(),
                     timeout_s,
                     source: shown.to_owned(),
+                    plugin_root: plugin_root.map(str::to_owned),
                 };
                 if run {
                     config.hooks.push(hook);
@@ -339,6 +361,83 @@ fn trust_hint(cwd: &str) -> String {
     }
 }
 
+/// Where smith keeps the plugins installed from marketplaces, in its
+/// configuration folder: `PLUGIN@MARKETPLACE/` and its record
+/// `PLUGIN@MARKETPLACE.json`.
+const MARKETPLACE_PLUGINS: &str = "marketplace-plugins";
+
+/// Reads the hooks of the marketplace plugins whose hooks the user enabled
+/// (`smith plugin enable PLUGIN@MARKETPLACE --hooks`, which sets
+/// `enabled.hooks` in the install record): the plugin's
+/// `hooks/hooks.json` and plugin.json's `hooks` (an object in the same
+/// shape, or paths of such files in the plugin).
+fn read_marketplace(config: &mut Config, dir: &str) {
+    let folder = join(dir, MARKETPLACE_PLUGINS);
+    let Ok(Some(listing)) = host::peek_dir(&folder) else {
+        return;
+    };
+    for entry in &listing.entries {
+        let Some(id) = entry.name.strip_suffix(".json") else {
+            continue;
+        };
+        if !id.contains('@') || id.starts_with('.') {
+            continue;
+        }
+        let record = join(&folder, &entry.name);
+        let Ok(Some(text)) = host::peek_file(&record) else {
+            continue;
+        };
+        let Ok(record) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let enabled = record
+            .get("enabled")
+            .and_then(|e| e.get("hooks"))
+            .is_some_and(Value::is_string);
+        if !enabled {
+            continue;
+        }
+        let root = join(&folder, id);
+        let file = join(&root, "hooks/hooks.json");
+        if let Some(value) = parse_file(config, &file, &file) {
+            read_value(config, &value, &format!("{id} ({file})"), true, Some(&root));
+        }
+        let manifest = join(&root, ".claude-plugin/plugin.json");
+        let Ok(Some(text)) = host::peek_file(&manifest) else {
+            continue;
+        };
+        let Ok(manifest_value) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let shown = format!("{id} ({manifest}, `hooks`)");
+        match manifest_value.get("hooks") {
+            Some(inline @ Value::Object(o)) => {
+                let value = if o.contains_key("hooks") {
+                    inline.clone()
+                } else {
+                    json!({ "hooks": inline })
+                };
+                read_value(config, &value, &shown, true, Some(&root));
+            }
+            Some(Value::String(path)) => {
+                let path = join(&root, path.trim_start_matches("./"));
+                if let Some(value) = parse_file(config, &path, &path) {
+                    read_value(config, &value, &format!("{id} ({path})"), true, Some(&root));
+                }
+            }
+            Some(Value::Array(paths)) => {
+                for path in paths.iter().filter_map(Value::as_str) {
+                    let path = join(&root, path.trim_start_matches("./"));
+                    if let Some(value) = parse_file(config, &path, &path) {
+                        read_value(config, &value, &format!("{id} ({path})"), true, Some(&root));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Reads every hooks file.
 fn load(cwd: &str) -> Config {
     let mut config = Config::default();
@@ -346,6 +445,7 @@ fn load(cwd: &str) -> Config {
         Ok(Some(dir)) => {
             let path = join(&dir, GLOBAL_FILE);
             read_file(&mut config, &path, &path, true);
+            read_marketplace(&mut config, &dir);
         }
         Ok(None) => {}
         Err(err) => config.problems.push(format!(
@@ -541,7 +641,14 @@ fn run_hook(state: &mut State, hook: &Hook, input: &Value, left: Duration, outco
     if let Some(home) = &state.home {
         args.push(format!("HOME={home}"));
     }
-    args.extend(["sh".to_owned(), "-c".to_owned(), hook.command.clone()]);
+    let command = match &hook.plugin_root {
+        Some(root) => {
+            args.push(format!("CLAUDE_PLUGIN_ROOT={root}"));
+            hook.command.replace("${CLAUDE_PLUGIN_ROOT}", root)
+        }
+        None => hook.command.clone(),
+    };
+    args.extend(["sh".to_owned(), "-c".to_owned(), command]);
     let stdin = input.to_string();
     let output = match host::project_run_process("env", &args, "", timeout_ms, stdin.as_bytes()) {
         Ok(output) => output,

@@ -150,15 +150,27 @@ fn pairs(value: Option<&Value>) -> Vec<(String, String)> {
 
 /// A server of an `mcpServers` entry, or why it is left out.
 fn entry(name: &str, value: &Value, origin: &str) -> Result<Server, String> {
+    entry_within(name, value, origin, MAX_SERVER_NAME)
+}
+
+/// The longest server name a configuration gives.
+const MAX_SERVER_NAME: usize = 32;
+
+/// The longest name of a marketplace plugin's server,
+/// `plugin_PLUGIN_SERVER` (its tools' names are cut to [`MAX_TOOL_NAME`]).
+const MAX_PLUGIN_SERVER_NAME: usize = 56;
+
+/// [`entry`] with names of up to `longest` bytes.
+fn entry_within(name: &str, value: &Value, origin: &str, longest: usize) -> Result<Server, String> {
     let valid = !name.is_empty()
-        && name.len() <= 32
+        && name.len() <= longest
         && !name.contains("__")
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if !valid {
         return Err(format!(
-            "the MCP server {name:?} ({origin}) is left out: its name is not 1 to 32 letters, digits, `-` or `_` (without `__`), which its tools' names mcp__SERVER__TOOL need; rename it"
+            "the MCP server {name:?} ({origin}) is left out: its name is not 1 to {longest} letters, digits, `-` or `_` (without `__`), which its tools' names mcp__SERVER__TOOL need; rename it"
         ));
     }
     let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
@@ -250,6 +262,7 @@ fn configured() -> (Vec<Server>, Vec<String>) {
             error_text(&err)
         )),
     }
+    marketplace_servers(&mut servers, &mut notices);
     let trusted = host::project_trusted().unwrap_or(false);
     let path = host::resolve_path(".mcp.json")
         .map(|p| p.absolute)
@@ -283,6 +296,133 @@ fn configured() -> (Vec<Server>, Vec<String>) {
         _ => {}
     }
     (servers, notices)
+}
+
+/// Where smith keeps the plugins installed from marketplaces, in its
+/// configuration folder: `PLUGIN@MARKETPLACE/` and its record
+/// `PLUGIN@MARKETPLACE.json`.
+const MARKETPLACE_PLUGINS: &str = "marketplace-plugins";
+
+/// `value` with `${CLAUDE_PLUGIN_ROOT}` replaced by `root` in every string.
+fn with_plugin_root(value: &Value, root: &str) -> Value {
+    match value {
+        Value::String(text) => Value::String(text.replace("${CLAUDE_PLUGIN_ROOT}", root)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| with_plugin_root(v, root)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), with_plugin_root(v, root)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The servers of an `mcpServers` document (`{"mcpServers": {...}}` or the
+/// map itself).
+fn server_map(doc: &Value) -> serde_json::Map<String, Value> {
+    doc.get("mcpServers")
+        .and_then(Value::as_object)
+        .or_else(|| doc.as_object())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The servers of the marketplace plugins whose MCP servers the user
+/// enabled (`smith plugin enable PLUGIN@MARKETPLACE --mcp`, which sets
+/// `enabled.mcp` in the install record): the plugin's `.mcp.json` and
+/// plugin.json's `mcpServers` (an object, or paths of such files in the
+/// plugin), each named `plugin_PLUGIN_SERVER` as Claude Code names them,
+/// with `${CLAUDE_PLUGIN_ROOT}` replaced by the plugin's install folder (a
+/// stdio server also gets it as the variable `CLAUDE_PLUGIN_ROOT`).
+fn marketplace_servers(servers: &mut Vec<Server>, notices: &mut Vec<String>) {
+    let Ok(Some(dir)) = host::config_dir() else {
+        return;
+    };
+    let folder = format!("{}/{MARKETPLACE_PLUGINS}", dir.trim_end_matches('/'));
+    let Ok(Some(listing)) = host::peek_dir(&folder) else {
+        return;
+    };
+    let read = |path: &str| -> Option<Value> {
+        serde_json::from_str(&host::peek_file(path).ok()??).ok()
+    };
+    for item in &listing.entries {
+        let Some(id) = item.name.strip_suffix(".json") else {
+            continue;
+        };
+        if !id.contains('@') || id.starts_with('.') {
+            continue;
+        }
+        let Some(record) = read(&format!("{folder}/{}", item.name)) else {
+            continue;
+        };
+        let enabled = record
+            .get("enabled")
+            .and_then(|e| e.get("mcp"))
+            .is_some_and(Value::is_string);
+        let plugin = record.get("plugin").and_then(Value::as_str).unwrap_or("");
+        if !enabled || plugin.is_empty() {
+            continue;
+        }
+        let root = format!("{folder}/{id}");
+        let mut files = vec![format!("{root}/.mcp.json")];
+        let mut found: Vec<(String, Value, String)> = Vec::new();
+        let manifest = format!("{root}/.claude-plugin/plugin.json");
+        match read(&manifest).as_ref().and_then(|m| m.get("mcpServers")) {
+            Some(inline @ Value::Object(_)) => {
+                for (name, value) in server_map(inline) {
+                    found.push((name, value, format!("{id} ({manifest}, `mcpServers`)")));
+                }
+            }
+            Some(Value::String(path)) => {
+                files.push(format!("{root}/{}", path.trim_start_matches("./")));
+            }
+            Some(Value::Array(paths)) => files.extend(
+                paths
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|p| format!("{root}/{}", p.trim_start_matches("./"))),
+            ),
+            _ => {}
+        }
+        for file in files {
+            match host::peek_file(&file) {
+                Ok(Some(text)) => match serde_json::from_str::<Value>(&text) {
+                    Ok(doc) => {
+                        for (name, value) in server_map(&doc) {
+                            found.push((name, value, format!("{id} ({file})")));
+                        }
+                    }
+                    Err(err) => notices.push(format!(
+                        "the MCP servers of {id} in {file} were not started: the file is not JSON ({err}); reinstall the plugin or ask its maintainer to fix it"
+                    )),
+                },
+                _ => continue,
+            }
+        }
+        for (name, value, origin) in found {
+            if !value.is_object() {
+                continue;
+            }
+            let mut value = with_plugin_root(&value, &root);
+            if value.get("command").is_some() {
+                let env = value
+                    .as_object_mut()
+                    .and_then(|o| {
+                        o.entry("env")
+                            .or_insert_with(|| json!({}))
+                            .as_object_mut()
+                    });
+                if let Some(env) = env {
+                    env.insert("CLAUDE_PLUGIN_ROOT".to_owned(), json!(root));
+                }
+            }
+            let named = format!("plugin_{plugin}_{name}");
+            match entry_within(&named, &value, &origin, MAX_PLUGIN_SERVER_NAME) {
+                Ok(server) => add(servers, server),
+                Err(notice) => notices.push(notice),
+            }
+        }
+    }
 }
 
 /// `mcp__SERVER__TOOL`, with characters a tool name cannot hold made `_`

@@ -13,6 +13,12 @@
 //! a folder `NAME/SKILL.md` in one of these. Project skills are read only
 //! in a trusted project.
 //!
+//! It also offers the commands (Claude Code's `commands/NAME.md`) of the
+//! marketplace plugins whose commands the user enabled (`smith plugin
+//! enable PLUGIN@MARKETPLACE --commands`) as `/PLUGIN:NAME`: the file's
+//! body, `$ARGUMENTS` and `$1`..`$9` filled, is sent as the prompt. A
+//! skill of the same name wins.
+//!
 //! The model sees the catalog (names and descriptions) as a prompt
 //! fragment and loads a skill with the `skill` tool; the user invokes one
 //! with `/name ARGS` or `$name ARGS` (the input decision point replaces
@@ -262,6 +268,204 @@ fn marketplace_plugins(config: &str) -> Vec<String> {
         })
         .map(|e| join(&folder, &e.name))
         .collect()
+}
+
+/// A command of a marketplace plugin whose commands the user enabled
+/// (`smith plugin enable PLUGIN@MARKETPLACE --commands`): Claude Code's
+/// `commands/NAME.md`, offered as `/PLUGIN:NAME`.
+#[derive(Clone, Debug)]
+struct PluginCommand {
+    /// `PLUGIN:NAME`.
+    name: String,
+    /// The file.
+    path: String,
+    /// The frontmatter's `description`.
+    description: String,
+    /// The frontmatter's `argument-hint`.
+    hint: String,
+}
+
+/// The frontmatter fields of a command file (`key: value` lines between
+/// `---` lines) and where its body starts.
+fn command_parts(text: &str) -> (Vec<(String, String)>, &str) {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return (Vec::new(), text);
+    };
+    let Some(end) = rest.find("\n---") else {
+        return (Vec::new(), text);
+    };
+    let fields = rest[..end]
+        .lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+            Some((key.trim().to_owned(), value.to_owned()))
+        })
+        .collect();
+    let body = &rest[end + 4..];
+    let body = body.split_once('\n').map_or("", |(_, b)| b);
+    (fields, body)
+}
+
+/// The enabled commands of the marketplace plugins: each plugin's
+/// `commands/*.md` and the `.md` files plugin.json's `commands` names,
+/// for the plugins whose install record has `enabled.commands`.
+fn plugin_commands() -> Vec<PluginCommand> {
+    let Ok(Some(config)) = host::config_dir() else {
+        return Vec::new();
+    };
+    let folder = join(&config, format::MARKETPLACE_PLUGINS);
+    let Ok(Some(listing)) = host::peek_dir(&folder) else {
+        return Vec::new();
+    };
+    let read = |path: &str| -> Option<serde_json::Value> {
+        serde_json::from_str(&host::peek_file(path).ok()??).ok()
+    };
+    let mut out = Vec::new();
+    for item in &listing.entries {
+        let Some(id) = item.name.strip_suffix(".json") else {
+            continue;
+        };
+        let Some((plugin, _)) = id.split_once('@') else {
+            continue;
+        };
+        if id.starts_with('.') || format::name_problem(plugin).is_some() {
+            continue;
+        }
+        let Some(record) = read(&join(&folder, &item.name)) else {
+            continue;
+        };
+        let enabled = record
+            .get("enabled")
+            .and_then(|e| e.get("commands"))
+            .is_some_and(serde_json::Value::is_string);
+        if !enabled {
+            continue;
+        }
+        let root = join(&folder, id);
+        let mut files: Vec<String> = Vec::new();
+        if let Ok(Some(listing)) = host::peek_dir(&join(&root, "commands")) {
+            files.extend(
+                listing
+                    .entries
+                    .iter()
+                    .filter(|e| matches!(e.kind, host::EntryKind::File) && e.name.ends_with(".md"))
+                    .map(|e| join(&join(&root, "commands"), &e.name)),
+            );
+        }
+        let manifest = read(&join(&root, ".claude-plugin/plugin.json"));
+        let named: Vec<String> = match manifest.as_ref().and_then(|m| m.get("commands")) {
+            Some(serde_json::Value::String(p)) => vec![p.clone()],
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        for path in named {
+            let path = join(&root, path.trim_start_matches("./"));
+            if path.ends_with(".md") && !path.contains("/../") && !files.contains(&path) {
+                files.push(path);
+            }
+        }
+        for path in files {
+            let stem = path
+                .rsplit('/')
+                .next()
+                .and_then(|f| f.strip_suffix(".md"))
+                .unwrap_or_default();
+            if format::name_problem(stem).is_some() {
+                continue;
+            }
+            let Ok(Some(text)) = host::peek_file(&path) else {
+                continue;
+            };
+            let (fields, _) = command_parts(&text);
+            let field = |key: &str| {
+                fields
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
+            out.push(PluginCommand {
+                name: format!("{plugin}:{stem}"),
+                path: path.clone(),
+                description: field("description"),
+                hint: field("argument-hint"),
+            });
+        }
+    }
+    out
+}
+
+/// The prompt `/PLUGIN:NAME ARGS` sends: the command file's body with
+/// `$ARGUMENTS` replaced by the arguments as typed and `$1`..`$9` by their
+/// words (as Claude Code's commands number them); when the body has no
+/// placeholder, the arguments follow it as `ARGUMENTS: ...`, as Claude
+/// Code does.
+fn command_prompt(command: &PluginCommand, args: &str) -> Result<String, String> {
+    let text = match host::peek_file(&command.path) {
+        Ok(Some(text)) => text,
+        Ok(None) => {
+            return Err(format!(
+                "the command {} ({}) is gone; reinstall its plugin (`smith plugin list` shows it)",
+                command.name, command.path
+            ));
+        }
+        Err(err) => {
+            return Err(format!(
+                "the command {} ({}) could not be read: {}",
+                command.name,
+                command.path,
+                error_text(&err)
+            ));
+        }
+    };
+    let (_, body) = command_parts(&text);
+    let words = format::split_arguments(args);
+    let mut out = String::with_capacity(body.len() + args.len());
+    let mut replaced = false;
+    let mut rest = body;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 1..];
+        if let Some(after) = tail.strip_prefix("ARGUMENTS") {
+            out.push_str(args);
+            replaced = true;
+            rest = after;
+            continue;
+        }
+        let digit = tail.as_bytes().first().copied().filter(u8::is_ascii_digit);
+        let next = tail.as_bytes().get(1).copied();
+        let alone = !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_');
+        match digit {
+            Some(d) if d != b'0' && alone => {
+                let index = usize::from(d - b'1');
+                if let Some(word) = words.get(index) {
+                    out.push_str(word);
+                    replaced = true;
+                } else {
+                    out.push_str(&rest[at..at + 2]);
+                }
+                rest = &tail[1..];
+            }
+            _ => {
+                out.push('$');
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    let mut prompt = out.trim().to_owned();
+    if !replaced && !args.is_empty() {
+        prompt.push_str(&format!("\n\nARGUMENTS: {args}"));
+    }
+    Ok(prompt)
 }
 
 /// Every `NAME/SKILL.md` in `root`, with size and modification time.
@@ -772,6 +976,17 @@ impl ext::Guest for Skills {
                 }
             }
         });
+        for command in plugin_commands() {
+            if commands.iter().any(|c| c.name == command.name) {
+                continue;
+            }
+            commands.push(ext::Command {
+                name: command.name.clone(),
+                description: format!("command: {}", one_line(&command.description, 80)),
+                usage: command.hint.clone(),
+                complete: "none".to_owned(),
+            });
+        }
         ext::Contributions {
             commands,
             keybindings: Vec::new(),
@@ -811,6 +1026,15 @@ impl ext::Guest for Skills {
             Lookup::Found(entry) => invoked('/', &name, argument.trim(), &entry)
                 .map(|text| vec![ext::Action::SendMessage(text)]),
             Lookup::Broken(reason) => Err(reason),
+            Lookup::Missing(_) if name.contains(':') => {
+                match plugin_commands().into_iter().find(|c| c.name == name) {
+                    Some(command) => command_prompt(&command, argument.trim())
+                        .map(|text| vec![ext::Action::SendMessage(text)]),
+                    None => Err(format!(
+                        "no skill or enabled command is named {name} any more; `/skills` lists the skills, `smith plugin list` the plugins' commands"
+                    )),
+                }
+            }
             Lookup::Missing(_) => Err(format!(
                 "no skill is named {name} any more (its SKILL.md was moved or renamed); `/skills` lists the skills there are"
             )),
@@ -839,6 +1063,20 @@ impl ext::Guest for Skills {
                         return ext::HandlerResult::Decision(ext::Decision::Block(format!(
                             "{reason}; fix it (`smith skills list` shows every problem), or start the line with a space to send it as written"
                         )));
+                    }
+                    Lookup::Missing(_) if sigil == '/' && name.contains(':') => {
+                        if let Some(command) =
+                            plugin_commands().into_iter().find(|c| c.name == name)
+                        {
+                            return match command_prompt(&command, args) {
+                                Ok(prompt) => {
+                                    ext::HandlerResult::Decision(ext::Decision::Replace(prompt))
+                                }
+                                Err(reason) => {
+                                    ext::HandlerResult::Decision(ext::Decision::Block(reason))
+                                }
+                            };
+                        }
                     }
                     Lookup::Missing(_) => {}
                 }
