@@ -278,7 +278,7 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "smith/hooks",
         world: "extension",
-        description: "Hook commands: shell commands at session start, prompt submit, before and after tool calls and at stop, configured as Claude Code's hooks (hooks.json in the config folder, a trusted project's .claude/settings.json or .smith/hooks.json); they can block, rewrite a call's arguments, add context or keep the agent going; /hooks lists them",
+        description: "Hook commands: shell commands at session start, prompt submit, before and after tool calls and at stop, configured as Claude Code's hooks (hooks.json in the config folder, a trusted project's .claude/settings.json or .smith/hooks.json, and the marketplace plugins whose hooks the user enabled); they can block, rewrite a call's arguments, add context or keep the agent going; /hooks lists them",
         component: HOOKS,
         capabilities: &[
             ("ui", ""),

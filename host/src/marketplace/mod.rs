@@ -1415,7 +1415,57 @@ fn digest(root: &Path, declared: &Value, entry: &Value, kind: Extra) -> Option<S
             hash.update(&bytes);
         }
     }
+    // Hooks and servers run the plugin's own code (hookify's `hooks/*.py`,
+    // a server's scripts and packages): every file they could run is part
+    // of what was approved. Skills, agents and commands are text the model
+    // reads, and the plugin's top-level Markdown and `.claude-plugin` are
+    // its description, so a version bump alone keeps the choice.
+    if any && kind != Extra::Commands {
+        let mut code = Vec::new();
+        code_files(root, root, &mut code);
+        code.sort();
+        for file in code {
+            if let Ok(bytes) = std::fs::read(root.join(&file)) {
+                hash.update(file.as_bytes());
+                hash.update((bytes.len() as u64).to_le_bytes());
+                hash.update(&bytes);
+            }
+        }
+    }
     any.then(|| format!("sha256:{:x}", hash.finalize()))
+}
+
+/// The files under `dir` (relative to `root`, `/`-separated) that hooks or
+/// MCP servers could run: all but `skills/`, `agents/`, `commands/`,
+/// `.claude-plugin/` and Markdown at the top. Installs hold no symlinks.
+fn code_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(relative) = path.strip_prefix(root) else {
+            continue;
+        };
+        let name = relative.to_string_lossy().replace('\\', "/");
+        let top = dir == root;
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if top
+                && matches!(
+                    name.as_str(),
+                    "skills" | "agents" | "commands" | ".claude-plugin"
+                )
+            {
+                continue;
+            }
+            code_files(root, &path, out);
+        } else if kind.is_file() && !(top && name.ends_with(".md")) {
+            out.push(name);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1513,6 +1563,24 @@ mod tests {
         assert!(changed.is_enabled(Extra::Commands));
         let warning = changed.disabled_again_warning().unwrap();
         assert_eq!(warning.code(), "marketplace.disabled-again");
+        // A script the hooks run is part of what was approved too; a new
+        // README or skill is not.
+        store.set_enabled("p@local", &[Extra::Hooks], true).unwrap();
+        let installed = store.marketplaces().join("local/p");
+        std::fs::write(installed.join("README.md"), "about p\n").unwrap();
+        std::fs::create_dir_all(installed.join("skills/s")).unwrap();
+        std::fs::write(
+            installed.join("skills/s/SKILL.md"),
+            "---\nname: s\ndescription: d\n---\n",
+        )
+        .unwrap();
+        let (kept, _) = store.install("p@local").unwrap();
+        assert!(kept.disabled_again.is_empty());
+        assert!(kept.is_enabled(Extra::Hooks));
+        std::fs::write(installed.join("hooks/stop.py"), "print('changed')\n").unwrap();
+        let (script, _) = store.install("p@local").unwrap();
+        assert_eq!(script.disabled_again, [Extra::Hooks]);
+        assert!(script.is_enabled(Extra::Commands));
         let read = store.installed().remove(0);
         assert!(!read.is_enabled(Extra::Hooks) && read.is_enabled(Extra::Commands));
         let off = store
