@@ -83,6 +83,7 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
             "[test/lifecycle] plugin-loaded smith/mentions",
             "[test/lifecycle] plugin-loaded smith/todo",
             "[test/lifecycle] plugin-loaded smith/hooks",
+            "[test/lifecycle] plugin-loaded smith/web",
             "[test/lifecycle] plugin-loaded test/lifecycle",
             session_start.as_str(),
             "[test/lifecycle] before-provider-request mock-1",
@@ -99,8 +100,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     // Every intent shown or kept is a `ui` effect with its intent and
-    // completion records: the thirteen notices released together at the end
-    // of the turn (eleven plugin-loaded, session-start, before-provider-request:
+    // completion records: the fourteen notices released together at the end
+    // of the turn (twelve plugin-loaded, session-start, before-provider-request:
     // their intents in one write, then their completions in one write), the
     // kept question after the run's record, then the session-shutdown
     // notice.
@@ -111,8 +112,8 @@ fn eval_raises_the_session_lifecycle_and_keeps_a_persist_intent_in_the_session()
         "user_message",
         "assistant_message",
     ];
-    expected.extend(["effect_intent"; 13]);
-    expected.extend(["effect_completion"; 13]);
+    expected.extend(["effect_intent"; 14]);
+    expected.extend(["effect_completion"; 14]);
     expected.push("metadata");
     expected.extend(ui);
     expected.push("plugin_intent");

@@ -245,17 +245,17 @@ fn the_journal_cap_drops_effects_unrecorded_and_the_caps_are_configurable() {
         ],
     );
     assert_eq!(out.trim_end(), "done");
-    // 100 entries are 50 `plugin.ui` effects in the run: the twelve notices
-    // queued before it (eleven plugin-loaded, session-start) and 38 of the
-    // flood's 300; then the shutdown notice, after the run.
+    // 100 entries are 50 `plugin.ui` effects in the run: the thirteen
+    // notices queued before it (twelve plugin-loaded, session-start) and 37
+    // of the flood's 300; then the shutdown notice, after the run.
     let recorded = ui_effects(home.path(), "flooded");
     assert_eq!(recorded.len(), 51);
-    assert_eq!(recorded.iter().filter(|i| i["id"] == "flood").count(), 38);
+    assert_eq!(recorded.iter().filter(|i| i["id"] == "flood").count(), 37);
     let shown = err
         .lines()
         .filter(|l| l.starts_with("[test/lifecycle] flood "))
         .count();
-    assert_eq!(shown, 38);
+    assert_eq!(shown, 37);
     assert_eq!(
         err.matches("warning[plugin.rate-limited]").count(),
         2,
@@ -273,7 +273,7 @@ fn the_journal_cap_drops_effects_unrecorded_and_the_caps_are_configurable() {
             "plugin": "test/lifecycle",
             "dropped": [
                 {"kind": "ui-intents", "limit": 300, "dropped": FLOOD - 300},
-                {"kind": "journal-entries", "limit": 100, "dropped": (300 - 38) * 2},
+                {"kind": "journal-entries", "limit": 100, "dropped": (300 - 37) * 2},
             ],
         })]
     );

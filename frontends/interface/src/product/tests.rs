@@ -204,7 +204,8 @@ fn loader_child(case: &str) {
             // (smith/mcp's), `/todo` and the `todo_write` tool's
             // presentation (smith/todo's), `/plan`, `/normal` and the
             // `exit_plan_mode` tool's presentation (smith/plan's),
-            // `/hooks` (smith/hooks') and `/agents` (smith/agents').
+            // `/hooks` (smith/hooks'), `/agents` (smith/agents') and the
+            // `web_fetch` and `web_search` tools' presentations (smith/web's).
             assert!(warnings.is_empty(), "{warnings:?}");
             let mut p = p;
             for (name, from) in [
@@ -230,6 +231,11 @@ fn loader_child(case: &str) {
             let exit = p.tools.iter().position(|t| t.tool == "exit_plan_mode");
             p.tools
                 .remove(exit.expect("smith/plan presents its `exit_plan_mode` tool"));
+            for tool in ["web_fetch", "web_search"] {
+                let at = p.tools.iter().position(|t| t.tool == tool);
+                p.tools
+                    .remove(at.unwrap_or_else(|| panic!("smith/web presents its `{tool}` tool")));
+            }
             assert_eq!(p, fixture);
         }
         "disabled" => {
