@@ -1133,3 +1133,59 @@ fn list_shows_project_date_first_prompt_messages_and_cost() {
     );
     assert!(back["messages"].as_u64().unwrap() > messages, "{back}");
 }
+
+/// `smith mcp` with `input` on standard input (JSON-RPC lines), in `home`.
+fn mcp_with(home: &Path, input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .current_dir(home)
+        .args(["mcp", "--no-plugins"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A `smith mcp` connection that called no tool leaves no session behind
+/// (and says so); one that called a tool keeps its session.
+#[test]
+fn an_mcp_connection_without_calls_stores_no_session() {
+    let home = tempfile::tempdir().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+"#;
+    let out = mcp_with(home.path(), init);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no tool was called; the empty session"),
+        "{}",
+        stderr(&out)
+    );
+    let listed = ok(home.path(), &["session", "list", "--all", "--json"]);
+    assert_eq!(listed.trim(), "", "{listed}");
+    std::fs::write(home.path().join("notes.txt"), "kept\n").unwrap();
+    let call = format!(
+        "{init}{}\n",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":{"path":"notes.txt"}}}"#
+    );
+    let out = mcp_with(home.path(), &call);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // (Standard input ends right after the call, which may cancel it:
+    // recorded either way.)
+    assert!(stdout(&out).contains(r#""id":3"#), "{}", stdout(&out));
+    assert!(!stderr(&out).contains("was not kept"), "{}", stderr(&out));
+    let listed = ok(home.path(), &["session", "list", "--all", "--json"]);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains("\"mcp-"), "{listed}");
+}

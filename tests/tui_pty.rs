@@ -67,7 +67,7 @@ struct Session {
     output: Arc<Mutex<Vec<u8>>>,
     before: (u32, u32, u32, u32, Vec<u8>),
     started: Instant,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
     _work: tempfile::TempDir,
 }
 
@@ -187,7 +187,7 @@ fn start_provider(
         output,
         before,
         started,
-        _home: home,
+        home,
         _work: work,
     }
 }
@@ -381,6 +381,13 @@ impl Session {
         self.send(b"\x03");
     }
 
+    /// [`Session::finish`], keeping smith's home to look at afterwards.
+    fn finish_keeping_home(mut self) -> (ExitStatus, String, tempfile::TempDir) {
+        let home = std::mem::replace(&mut self.home, tempfile::tempdir().unwrap());
+        let (status, out) = self.finish();
+        (status, out, home)
+    }
+
     fn finish(mut self) -> (ExitStatus, String) {
         let deadline = Instant::now() + Duration::from_secs(20);
         let status = loop {
@@ -464,16 +471,55 @@ fn killed_by(signal: i32) {
     s.ready();
     // SAFETY: signals our own child.
     assert_eq!(unsafe { libc::kill(s.child.id() as i32, signal) }, 0);
-    let (status, out) = s.finish();
+    let (status, out, home) = s.finish_keeping_home();
     // Ended like an interrupt: 128 plus the signal's number, after the
     // terminal was restored.
     assert_eq!(status.code(), Some(128 + signal), "{out}");
-    if signal != libc::SIGHUP {
-        let printed = out
-            .rfind("continue it with: smith tui --session tui-")
-            .unwrap_or_else(|| panic!("no resume command: {out}"));
-        assert!(printed > out.rfind("\x1b[?1049l").unwrap(), "{out}");
-    }
+    // Nothing was asked, so nothing was recorded: no session is kept, and
+    // none is offered to continue.
+    assert!(
+        !out.contains("continue it with"),
+        "a resume command for an empty session: {out}"
+    );
+    assert_eq!(stored_sessions(home.path()), Vec::<String>::new());
+}
+
+/// The names of the sessions stored in `home` (every project's).
+fn stored_sessions(home: &std::path::Path) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(["session", "list", "--all", "--json"])
+        .env("SMITH_HOME", home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Opening the interface and leaving it (or switching away with /new)
+/// before any prompt stores no session; a session with a prompt stays.
+#[test]
+fn sessions_left_without_a_prompt_are_not_stored() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"/new\r");
+    s.wait_for_screen("session tui-");
+    s.send(b"keep this one\r");
+    s.wait_for_screen("Done.");
+    s.send(b"/new\r");
+    s.wait_for_screen("session tui-");
+    s.quit();
+    let (status, out, home) = s.finish_keeping_home();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(stored_sessions(home.path()), ["keep-this-one"], "{out}");
 }
 
 #[test]
@@ -1505,6 +1551,51 @@ fn the_resume_picker_shows_this_projects_sessions_and_tab_shows_every_project() 
     assert!(text.contains("Tab: this project only"), "{text}");
     s.send(b"somewhere\r");
     s.wait_for_screen("session somewhere-else-entirely");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// `/search-all TEXT` searches every stored session, every project's: the
+/// hit names the session, the entry and its kind; choosing it opens that
+/// session with the transcript search set to the text. Without text it
+/// says what to type; text no session holds is said so, with what was
+/// searched.
+#[test]
+fn search_all_lists_hits_from_every_project_and_opens_the_chosen_session() {
+    let mut s = start_prepared(None, None, |home| {
+        let other = home.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
+        cmd.args(["eval", "--provider", "mock", "find the zebra crossing"])
+            .current_dir(&other)
+            .env("SMITH_HOME", home);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    });
+    s.ready();
+    s.send(b"/search-all\r");
+    s.wait_for_screen("/search-all needs the text to look for");
+    s.send(b"/search-all okapi\r");
+    s.wait_for_screen("no stored session holds \"okapi\" (searched ");
+    // Smart case: an upper-case letter makes the search case-sensitive.
+    s.send(b"/search-all ZEBRA\r");
+    s.wait_for_screen("no stored session holds \"ZEBRA\"");
+    s.send(b"/search-all zebra\r");
+    // The prompt and the offline demo's answer, which quotes it.
+    let screen = s.wait_for_screen("Search \"zebra\" · 2 hits in ");
+    let text = screen.join("\n");
+    assert!(
+        text.contains("find-the-zebra-crossing  #")
+            && text.contains("user  find the zebra crossing"),
+        "{text}"
+    );
+    s.send(b"\r");
+    s.wait_for_screen("session find-the-zebra-crossing");
+    let screen = s.wait_for_screen(" search: zebra");
+    let text = screen.join("\n");
+    assert!(text.contains("find the zebra crossing"), "{text}");
+    s.send(b"\x1b");
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));

@@ -132,6 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => std::env::current_dir()
             .context("could not read the current directory; pass --cwd DIR")?,
     };
+    let opened = args.session.is_some();
     let session = match args.session {
         Some(reference) => SessionChoice::Open(reference),
         None => SessionChoice::New(Some(
@@ -179,8 +180,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         },
         |name| format!("smith mcp --session {name}"),
     );
+    let created = (!opened).then(|| server.session_id());
+    let store_root = options.store_root.clone();
     let served = server.serve(std::io::stdin().lock());
     crate::signals::finish(watcher);
+    // A connection that made no call recorded nothing: the session it
+    // created is deleted rather than stored empty. A store that cannot be
+    // read here leaves it for `smith session prune --empty`.
+    if let Some(id) = created
+        && let Ok(store) = smith_store::Store::open(&store_root)
+        && let Ok(sid) = store.resolve(&id)
+        && store.discard_if_empty(sid).unwrap_or(false)
+    {
+        eprintln!("smith mcp: no tool was called; the empty session {id} was not kept");
+    }
     served.context("standard input or output failed; the client may have gone away")?;
     Ok(0)
 }

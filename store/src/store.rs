@@ -1013,6 +1013,40 @@ impl Store {
         publish::sync_dir(&self.root)
     }
 
+    /// Deletes the session `id` when it holds nothing of a conversation:
+    /// no entry at all, or only model changes (the model a frontend chose
+    /// as it opened), as a session opened and left without a prompt or a
+    /// call is. A session with any other entry is kept. Returns whether it
+    /// was deleted. Another process's session is never touched: its claim
+    /// is refused and the result is `Ok(false)`.
+    ///
+    /// # Errors
+    /// `Io` when the file cannot be read or removed; `Corrupt` when it
+    /// cannot be loaded (it is kept then).
+    pub fn discard_if_empty(&self, id: SessionId) -> Result<bool> {
+        /// A file longer than this holds more than a few model changes.
+        const SMALL: u64 = 64 << 10;
+        let Ok(_claim) = self.claim(id) else {
+            return Ok(false);
+        };
+        let path = self.path_of(id);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() <= SMALL => {}
+            _ => return Ok(false),
+        }
+        let session = self.load(&id.to_hex())?;
+        let empty = session
+            .records()
+            .iter()
+            .all(|r| r.entry_kind() == EntryKind::ModelChange);
+        drop(session);
+        if !empty {
+            return Ok(false);
+        }
+        self.delete_id(id)?;
+        Ok(true)
+    }
+
     /// Prunes: empty or old sessions as asked, plus stray temporary files
     /// older than [`TEMP_GRACE_MS`] and names of vanished sessions.
     ///
@@ -1272,6 +1306,44 @@ mod tests {
             pairing: 0,
             content,
         }]
+    }
+
+    /// A session left with its header only, or with model changes only,
+    /// is deleted (file, name, summary); one with any other entry is kept,
+    /// whatever its name.
+    #[test]
+    fn only_sessions_without_entries_are_discarded() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path().join("sessions")).expect("store");
+        let (empty, _) = store.create_titled("tui-1").expect("create");
+        let (mut kept, _) = store.create_titled("tui-2").expect("create");
+        store
+            .append(&mut kept, &one(&bytes_item(10)))
+            .expect("append");
+        // The model a frontend chose as it opened is not a conversation.
+        let (mut chose, _) = store.create_titled("tui-3").expect("create");
+        let model = bytes_item(4);
+        store
+            .append(
+                &mut chose,
+                &[NewEntry {
+                    kind: EntryKind::ModelChange,
+                    parent: None,
+                    timestamp_ms: Some(1),
+                    pairing: 0,
+                    content: &model,
+                }],
+            )
+            .expect("append");
+        assert!(store.discard_if_empty(chose.id()).expect("discard"));
+        assert!(store.discard_if_empty(empty.id()).expect("discard"));
+        assert!(!store.path_of(empty.id()).exists());
+        assert!(store.resolve("tui-1").is_err());
+        assert!(!store.discard_if_empty(kept.id()).expect("keep"));
+        assert_eq!(store.resolve("tui-2").expect("still there"), kept.id());
+        // Gone already: nothing to do.
+        assert!(!store.discard_if_empty(empty.id()).expect("again"));
+        assert_eq!(store.list().expect("list").len(), 1);
     }
 
     /// The frame buffer and the zstd context stay with the session between

@@ -103,6 +103,7 @@ pub fn product_spec() -> ProductSpec {
             command("jobs", "list background jobs", "", "none"),
             command("context", "show what every request carries", "", "none"),
             command("search", "search the transcript", "[TEXT]", "none"),
+            command("search-all", "search every stored session", "TEXT", "none"),
             command("copy", "copy the last answer", "", "none"),
             command(
                 "thinking",

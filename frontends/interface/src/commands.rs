@@ -47,7 +47,7 @@ pub(super) struct Builtin {
 }
 
 /// The built-in commands, in the order help lists them.
-pub(super) static BUILTINS: [Builtin; 18] = [
+pub(super) static BUILTINS: [Builtin; 19] = [
     row("help", "", "show keys and commands", None),
     row("model", "[ID]", "choose the model", Some(model)),
     row("new", "", "start a new session", Some(switch::new)),
@@ -98,6 +98,12 @@ pub(super) static BUILTINS: [Builtin; 18] = [
         Some(context),
     ),
     row("search", "[TEXT]", "search the transcript", None),
+    row(
+        "search-all",
+        "TEXT",
+        "search every stored session",
+        Some(search_all),
+    ),
     row("copy", "", "copy the last answer", None),
     row(
         "thinking",
@@ -348,6 +354,135 @@ fn resume(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
         Err(err) => app.error(&format!("could not list sessions: {err}")),
     }
     Ok(Flow::Continue)
+}
+
+/// The most hits `/search-all` lists; the title says when there were more.
+const SEARCH_ALL_SHOWN: usize = 200;
+
+/// `/search-all TEXT` searches the text of every stored session (every
+/// project's, newest first, as `smith session search` does) and lists the
+/// hits — session, date, kind of entry, the text around the match; choosing
+/// one opens that session with the transcript search set to TEXT. The
+/// picker hands its choice back as `/search-all --open ID TEXT`.
+fn search_all(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
+    if let Some(rest) = arg.strip_prefix("--open ") {
+        let (id, text) = rest.split_once(' ').unwrap_or((rest, ""));
+        let step = switch::resume(ctl, app, id.to_owned())?;
+        if !text.is_empty() {
+            app.open(Overlay::Search {
+                query: text.to_owned(),
+            });
+        }
+        return Ok(step);
+    }
+    if arg.is_empty() {
+        app.error("/search-all needs the text to look for: type /search-all TEXT (/search TEXT searches this session's transcript only)");
+        return Ok(Flow::Continue);
+    }
+    let query = match smith_store::search::Query::new(&arg) {
+        Ok(query) => query,
+        Err(err) => {
+            app.error(&format!("/search-all {arg:?}: {err}"));
+            return Ok(Flow::Continue);
+        }
+    };
+    let store = match open_store() {
+        Ok(store) => store,
+        Err(err) => {
+            app.error(&format!(
+                "/search-all could not open the session store: {err:#}"
+            ));
+            return Ok(Flow::Continue);
+        }
+    };
+    let mut sessions = match store.list() {
+        Ok(list) => list,
+        Err(err) => {
+            app.error(&format!(
+                "/search-all could not list the stored sessions: {err}"
+            ));
+            return Ok(Flow::Continue);
+        }
+    };
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.modified_ms));
+    let now = smith_store::summary::listing_now_ms();
+    let started = std::time::Instant::now();
+    let mut items = Vec::new();
+    let mut args = Vec::new();
+    let searched = smith_store::search::search_sessions(&store, &sessions, &query, |info, hit| {
+        if items.len() >= SEARCH_ALL_SHOWN {
+            return false;
+        }
+        let name = info
+            .name
+            .clone()
+            .unwrap_or_else(|| info.id.to_hex()[..8].to_owned());
+        items.push(format!(
+            "{name}  #{}  {}  {}  {}",
+            hit.entry,
+            smith_store::summary::human_date(hit.timestamp_ms, now),
+            search_kind(hit.kind),
+            hit.snippet
+        ));
+        args.push(format!("--open {} {arg}", info.id.to_hex()));
+        true
+    });
+    let searched = match searched {
+        Ok(searched) => searched,
+        Err(err) => {
+            app.error(&format!("/search-all stopped: {err}"));
+            return Ok(Flow::Continue);
+        }
+    };
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mb = searched.within.bytes as f64 / 1e6;
+    if items.is_empty() {
+        app.notice(&format!(
+            "no stored session holds {arg:?} (searched {}, {mb:.1} MB in {ms:.0} ms)",
+            sessions_word(searched.sessions)
+        ));
+        return Ok(Flow::Continue);
+    }
+    let shown = if items.len() >= SEARCH_ALL_SHOWN {
+        format!("the first {SEARCH_ALL_SHOWN} hits")
+    } else if items.len() == 1 {
+        "1 hit".to_owned()
+    } else {
+        format!("{} hits", items.len())
+    };
+    app.open(Overlay::Picker(Picker {
+        title: format!(
+            "Search {arg:?} · {shown} in {} ({mb:.1} MB in {ms:.0} ms)",
+            sessions_word(sessions.len() as u64)
+        ),
+        command: "search-all".to_owned(),
+        items,
+        args,
+        ..Picker::default()
+    }));
+    Ok(Flow::Continue)
+}
+
+/// "1 session", "N sessions".
+fn sessions_word(n: u64) -> String {
+    if n == 1 {
+        "1 session".to_owned()
+    } else {
+        format!("{n} sessions")
+    }
+}
+
+/// A short word for a hit's entry kind.
+fn search_kind(kind: smith_store::EntryKind) -> &'static str {
+    use smith_store::EntryKind as K;
+    match kind {
+        K::UserMessage => "user",
+        K::AssistantMessage => "assistant",
+        K::ToolCall => "tool call",
+        K::ToolResult => "tool result",
+        K::Compaction => "summary",
+        _ => "entry",
+    }
 }
 
 /// `/compact [INSTRUCTIONS]` compacts the context once the runtime is idle.

@@ -240,7 +240,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // wakes up and ends.
     drop(rx);
     if let Some(rt) = ctl.runtime.take() {
-        rt.stop();
+        rt.stop_discarding_empty();
     }
     result.context("the terminal could not be written")?;
     Ok(0)
@@ -335,11 +335,13 @@ fn end_by_signal(
     drop(term);
     signals::detach_after_hangup(signal);
     drop(rx);
-    let name = ctl.runtime.as_ref().map(|rt| rt.name.clone());
+    let mut name = ctl.runtime.as_ref().map(|rt| rt.name.clone());
     if let Some(rt) = ctl.runtime.take()
         && settled
+        && rt.stop_discarding_empty()
     {
-        rt.stop();
+        // Nothing was recorded: there is no session to go on with.
+        name = None;
     }
     if let Some(name) = name {
         // Standard error may be gone: the exit code still says what

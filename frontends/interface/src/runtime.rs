@@ -95,7 +95,30 @@ impl Runtime {
     }
 
     /// Stops the runtime: shuts it down and waits for its forwarder.
-    pub(super) fn stop(mut self) {
+    pub(super) fn stop(self) {
+        drop(self.halt());
+    }
+
+    /// Stops the runtime ([`Runtime::stop`]) and deletes its session when
+    /// it holds no entry (the interface opened and left, or switched away
+    /// from, before any prompt), so that no empty session is stored;
+    /// returns whether it was deleted.
+    pub(super) fn stop_discarding_empty(self) -> bool {
+        let journal = self.halt();
+        let id = journal.session_id();
+        drop(journal);
+        // A store that cannot be read here leaves the empty session in
+        // place, which `smith session prune --empty` removes; nothing is
+        // lost either way.
+        super::config::open_store()
+            .ok()
+            .and_then(|store| store.discard_if_empty(id).ok())
+            .unwrap_or(false)
+    }
+
+    /// Shuts the runtime down, waits for its forwarder and hands back its
+    /// journal.
+    fn halt(mut self) -> Arc<StoreJournal> {
         // Ignoring the result: a runtime that already stopped needs nothing.
         let _ = self.handle.send(Command::Shutdown);
         self.handle.abort();
@@ -106,6 +129,7 @@ impl Runtime {
         if let Ok(handle) = Arc::try_unwrap(self.handle) {
             handle.shutdown();
         }
+        self.journal
     }
 }
 

@@ -185,7 +185,19 @@ fn switch(ctl: &mut Controller<'_>, app: &mut App, name: &str, target: Target) -
 /// runtime on `target`; the interface exits when it cannot start.
 fn restart(ctl: &mut Controller<'_>, app: &mut App, target: Target) -> Step {
     if let Some(old) = ctl.runtime.take() {
-        old.stop();
+        // Switching away from a session that holds nothing deletes it;
+        // reopening the same one keeps it.
+        let same = match &target {
+            Target::New => false,
+            Target::Existing(reference) => open_store()
+                .and_then(|store| Ok(store.resolve(reference)?))
+                .is_ok_and(|id| id == old.journal.session_id()),
+        };
+        if same {
+            old.stop();
+        } else {
+            old.stop_discarding_empty();
+        }
     }
     replay::stop(ctl);
     ctl.generation += 1;

@@ -40,8 +40,25 @@ fn product_contributes_the_default_product() {
     assert_eq!(
         commands,
         [
-            "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "undo",
-            "redo", "rewind", "plugins", "jobs", "context", "search", "copy", "thinking", "quit"
+            "help",
+            "model",
+            "new",
+            "resume",
+            "continue",
+            "branch",
+            "compact",
+            "replay",
+            "undo",
+            "redo",
+            "rewind",
+            "plugins",
+            "jobs",
+            "context",
+            "search",
+            "search-all",
+            "copy",
+            "thinking",
+            "quit"
         ]
     );
     assert!(c.commands.iter().all(|c| !c.description.is_empty()));

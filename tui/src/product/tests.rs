@@ -96,8 +96,25 @@ fn the_fixture_is_the_interface_s_presentation() {
     assert_eq!(
         commands,
         [
-            "help", "model", "new", "resume", "continue", "branch", "compact", "replay", "undo",
-            "redo", "rewind", "plugins", "jobs", "context", "search", "copy", "thinking", "quit"
+            "help",
+            "model",
+            "new",
+            "resume",
+            "continue",
+            "branch",
+            "compact",
+            "replay",
+            "undo",
+            "redo",
+            "rewind",
+            "plugins",
+            "jobs",
+            "context",
+            "search",
+            "search-all",
+            "copy",
+            "thinking",
+            "quit"
         ]
     );
     let bash = p.tool("bash").unwrap();

@@ -107,6 +107,7 @@ fn commands() -> Vec<ext::Command> {
         command("jobs", "list background jobs", "", "none"),
         command("context", "show what every request carries", "", "none"),
         command("search", "search the transcript", "[TEXT]", "none"),
+        command("search-all", "search every stored session", "TEXT", "none"),
         command("copy", "copy the last answer", "", "none"),
         command(
             "thinking",
@@ -218,7 +219,7 @@ impl ext::Guest for Product {
             }
             "model" if !argument.is_empty() => Ok(vec![ext::Action::SetModel(argument.to_owned())]),
             "new" | "resume" | "continue" | "branch" | "compact" | "replay" | "undo" | "redo"
-            | "rewind" | "plugins" | "jobs" | "context" | "search" | "copy" | "thinking" | "quit" | "model" => Err(format!(
+            | "rewind" | "plugins" | "jobs" | "context" | "search" | "search-all" | "copy" | "thinking" | "quit" | "model" => Err(format!(
                 "/{name} is carried out by the host, not by smith/product; the host runs it directly"
             )),
             other => Err(format!(
