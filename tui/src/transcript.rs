@@ -18,12 +18,14 @@
 //! down to the end (or [`Transcript::follow`]) follows again.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bumpalo::Bump;
 
+use crate::render::{Kind, Rendered, render};
 use crate::session::EntryText;
-use crate::wrap::wrap;
+use crate::wrap::{clip, wrap};
 
 /// What an entry shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +141,16 @@ pub struct Transcript {
     /// The thinking entry streaming now: it shows its last lines until
     /// something else arrives or [`Transcript::end_live_thinking`].
     live_thinking: Option<usize>,
+    /// Entries rendered (Markdown, diffs) by index: `None` for one that
+    /// draws its text as it is. Filled when an entry is first measured or
+    /// drawn, dropped when its text grows; emptied when it holds more
+    /// than [`RENDERED_CAP`] entries (scrolling far), before a frame is
+    /// laid out.
+    rendered: HashMap<usize, Option<Rendered>>,
 }
+
+/// The most rendered entries kept; the view needs only the ones on screen.
+pub const RENDERED_CAP: usize = 4096;
 
 /// Source lines of a streaming thinking entry shown while it streams.
 pub const LIVE_THINKING_LINES: usize = 3;
@@ -212,6 +223,7 @@ impl Transcript {
     /// pushed with [`Transcript::push_session`] name records of it.
     pub fn set_session(&mut self, source: Arc<dyn EntryText>) {
         self.session = Some(source);
+        self.rendered.clear();
         self.generation += 1;
     }
 
@@ -313,6 +325,7 @@ impl Transcript {
             *len += text.len() as u32;
             let i = self.records.len() - 1;
             self.heights[i] = UNKNOWN;
+            self.rendered.remove(&i);
             self.generation += 1;
             if kind == EntryKind::Thinking {
                 self.live_thinking = Some(i);
@@ -383,9 +396,61 @@ impl Transcript {
         self.generation += 1;
     }
 
+    /// How entry `i` is rendered, if it is: assistant text as Markdown,
+    /// tool output holding a unified diff as a diff.
+    fn render_kind(&self, i: usize) -> Option<Kind> {
+        match self.records.get(i)?.kind {
+            EntryKind::Assistant => Some(Kind::Markdown),
+            EntryKind::ToolOutput => Some(Kind::Diff),
+            _ => None,
+        }
+    }
+
+    /// Renders entry `i` unless it is rendered already (once per entry,
+    /// again only after its text grew).
+    pub fn ensure_rendered(&mut self, i: usize) {
+        if self.rendered.contains_key(&i) {
+            return;
+        }
+        let Some(kind) = self.render_kind(i) else {
+            return;
+        };
+        let rendered = render(kind, self.text_in(i, &self.scratch));
+        self.scratch.reset();
+        self.rendered.insert(i, rendered);
+    }
+
+    /// Entry `i` as rendered, when it is drawn other than as its text.
+    pub fn rendered(&self, i: usize) -> Option<&Rendered> {
+        self.rendered.get(&i).and_then(Option::as_ref)
+    }
+
+    /// What entry `i` draws: its rendered text when it has one (and where
+    /// a collapsed view of it starts), else its text (from 0).
+    pub fn display_in<'a>(&'a self, i: usize, bump: &'a Bump) -> (&'a str, usize) {
+        match self.rendered(i) {
+            Some(r) => (r.text.as_str(), r.focus as usize),
+            None => (self.text_in(i, bump), 0),
+        }
+    }
+
+    /// Whether entry `i` is collapsed tool output, whose lines are drawn
+    /// one row each, cut with an ellipsis when wider than the view.
+    pub fn clipped(&self, i: usize) -> bool {
+        self.records
+            .get(i)
+            .is_some_and(|r| r.kind == EntryKind::ToolOutput && !r.expanded)
+    }
+
     /// The part of entry `i`'s text `text` (from [`Transcript::text_in`])
     /// that is shown, and how many source lines were hidden.
     pub fn shown<'t>(&self, i: usize, text: &'t str) -> (&'t str, usize) {
+        self.shown_from(i, text, 0)
+    }
+
+    /// As [`Transcript::shown`] for text whose collapsed view starts at
+    /// byte `focus` (a line start; from [`Transcript::display_in`]).
+    pub fn shown_from<'t>(&self, i: usize, text: &'t str, focus: usize) -> (&'t str, usize) {
         let Some(r) = self.records.get(i) else {
             return ("", 0);
         };
@@ -395,6 +460,13 @@ impl Transcript {
             }
             EntryKind::Thinking if !r.expanded => (&text[..0], text.lines().count()),
             EntryKind::ToolOutput if !r.expanded => {
+                let focus = if text.is_char_boundary(focus) {
+                    focus
+                } else {
+                    0
+                };
+                let before = text[..focus].matches('\n').count();
+                let text = &text[focus..];
                 let mut cut = text.len();
                 let mut n = 0;
                 for (at, _) in text.match_indices('\n') {
@@ -406,9 +478,12 @@ impl Transcript {
                 }
                 let text = text.trim_end_matches('\n');
                 if cut >= text.len() {
-                    (text, 0)
+                    (text, before)
                 } else {
-                    (&text[..cut], text[cut..].lines().count().saturating_sub(1))
+                    (
+                        &text[..cut],
+                        before + text[cut..].lines().count().saturating_sub(1),
+                    )
                 }
             }
             EntryKind::ToolOutput => (text.trim_end_matches('\n'), 0),
@@ -417,12 +492,16 @@ impl Transcript {
     }
 
     fn measure(&self, i: usize, width: u16, bump: &Bump) -> u32 {
-        let (shown, hidden) = self.shown(i, self.text_in(i, bump));
+        let (full, focus) = self.display_in(i, bump);
+        let (shown, hidden) = self.shown_from(i, full, focus);
         let collapsed_thinking = self.folded_thinking(i);
+        let width = width.saturating_sub(GUTTER).max(1);
         let body = if collapsed_thinking {
             1
+        } else if self.clipped(i) {
+            clip(shown, width, |_, _, _| {})
         } else {
-            wrap(shown, width.saturating_sub(GUTTER).max(1), |_, _| {})
+            wrap(shown, width, |_, _| {})
         };
         // Body, the summary line when something is hidden, one blank line.
         body + u32::from(!collapsed_thinking && hidden > 0) + 1
@@ -432,6 +511,7 @@ impl Transcript {
     pub fn height(&mut self, i: usize) -> u32 {
         match self.heights.get(i).copied() {
             Some(UNKNOWN) => {
+                self.ensure_rendered(i);
                 let h = self.measure(i, self.cache_width, &self.scratch);
                 self.scratch.reset();
                 self.heights[i] = h;
@@ -456,6 +536,9 @@ impl Transcript {
     /// every entry that will be drawn. Work is proportional to what is on
     /// screen, not to the number of entries.
     pub fn prepare(&mut self, width: u16, height: u16) {
+        if self.rendered.len() > RENDERED_CAP {
+            self.rendered.clear();
+        }
         if width != self.cache_width {
             self.cache_width = width;
             self.heights.fill(UNKNOWN);
@@ -485,6 +568,8 @@ impl Transcript {
         let mut i = self.top.entry;
         let mut skip = self.top.line;
         while rows > 0 && i < self.records.len() {
+            // Rendered again if it was dropped while its height stayed.
+            self.ensure_rendered(i);
             let h = self.height(i).saturating_sub(skip);
             rows = rows.saturating_sub(h);
             skip = 0;
@@ -580,9 +665,10 @@ impl Transcript {
     pub fn reveal(&mut self, entry: usize, offset: usize) {
         let width = self.cache_width.saturating_sub(GUTTER).max(1);
         let mut line = 0u32;
+        self.ensure_rendered(entry);
         {
-            let full = self.text_in(entry, &self.scratch);
-            let (shown, _) = self.shown(entry, full);
+            let (full, focus) = self.display_in(entry, &self.scratch);
+            let (shown, _) = self.shown_from(entry, full, focus);
             // Offsets are into the whole text; the shown part starts it.
             let mut n = 0u32;
             wrap(shown, width, |a, _| {

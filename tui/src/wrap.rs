@@ -51,6 +51,41 @@ pub fn wrap(text: &str, width: u16, mut line: impl FnMut(usize, usize)) -> u32 {
     count
 }
 
+/// Calls `line` with the byte range of each line of `text` as one display
+/// row at `width` cells: a line wider than that is cut to `width - 1`
+/// cells and `cut` is true (the caller draws an ellipsis in the last
+/// cell). So a collapsed entry takes one row per line whatever its lines
+/// hold. Returns the number of rows. Allocates nothing.
+pub fn clip(text: &str, width: u16, mut line: impl FnMut(usize, usize, bool)) -> u32 {
+    let width = usize::from(width.max(1));
+    let mut count = 0u32;
+    for segment in text.split('\n') {
+        let base = segment.as_ptr() as usize - text.as_ptr() as usize;
+        let mut used = 0usize;
+        // The end of the part that fits before an ellipsis.
+        let mut keep = base;
+        let mut cut = false;
+        for (i, c) in Sanitized::new(segment) {
+            let w = char_width(c);
+            if used + w <= width.saturating_sub(1) {
+                keep = base + i + c.len_utf8();
+            }
+            used += w;
+            if used > width {
+                cut = true;
+                break;
+            }
+        }
+        if cut {
+            line(base, keep, true);
+        } else {
+            line(base, base + segment.len(), false);
+        }
+        count += 1;
+    }
+    count
+}
+
 /// The number of display lines of `text` at `width`.
 pub fn line_count(text: &str, width: u16) -> u32 {
     wrap(text, width, |_, _| {})
@@ -74,6 +109,28 @@ mod tests {
         assert_eq!(lines("", 4), vec![""]);
         assert_eq!(line_count("世界世界", 3), 4);
         assert_eq!(line_count("世界世界", 4), 2);
+    }
+
+    #[test]
+    fn clipping_keeps_one_row_per_line() {
+        let long = "x".repeat(5000);
+        let text = format!("short\n{long}\nend");
+        let mut rows = Vec::new();
+        let n = clip(&text, 10, |a, b, cut| rows.push((&text[a..b], cut)));
+        assert_eq!(n, 3);
+        assert_eq!(
+            rows,
+            vec![("short", false), ("xxxxxxxxx", true), ("end", false)]
+        );
+        // Exactly the width fits without a cut; wide characters never split.
+        let mut rows = Vec::new();
+        clip("abcdefghij\n世界世界世", 10, |a, b, cut| {
+            rows.push((a, b, cut))
+        });
+        assert_eq!(rows, vec![(0, 10, false), (11, 26, false)]);
+        let mut rows = Vec::new();
+        clip("世界世界世界", 9, |a, b, cut| rows.push((a, b, cut)));
+        assert_eq!(rows, vec![(0, 12, true)]);
     }
 
     #[test]

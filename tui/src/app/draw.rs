@@ -12,7 +12,11 @@ use crate::layout::{Rect, split_vertical};
 use crate::product::Region;
 use crate::style::{Attrs, Style};
 use crate::transcript::{EntryKind, GUTTER, Match, ToolState, find_all};
-use crate::wrap::wrap;
+use crate::wrap::{clip, wrap};
+
+/// The match offset given for a line of rendered text, whose offsets are
+/// not the entry's text's.
+const RENDERED_LINE: usize = usize::MAX - 1;
 
 impl App {
     /// Lays out a `width` × `height` screen: splits the regions and
@@ -157,51 +161,90 @@ impl App {
         let mut y = area.y;
         let mut skip = top.line;
         let text_width = area.width.saturating_sub(GUTTER).max(1);
+        let color = self.options.color;
         let mut i = top.entry;
         while y < area.bottom() && i < self.transcript.len() {
             let (marker, style) = self.entry_style(i);
             let record = self.transcript.record(i).copied();
             let collapsed_thinking = self.transcript.folded_thinking(i);
-            // A session-backed entry's text is decoded into the frame's
-            // arena (or borrowed from the session's), only for what is drawn.
-            let full = self.transcript.text_in(i, bump);
-            let (shown, hidden) = self.transcript.shown(i, full);
+            // What the entry draws: its rendered text (Markdown, a diff),
+            // computed when it was first laid out, or its text — a
+            // session-backed entry's decoded into the frame's arena (or
+            // borrowed from the session's), only for what is drawn.
+            let rendered = self.transcript.rendered(i);
+            let (full, focus) = self.transcript.display_in(i, bump);
+            let (shown, hidden) = self.transcript.shown_from(i, full, focus);
             let base = (shown.as_ptr() as usize).saturating_sub(full.as_ptr() as usize);
             let mut line_no = 0u32;
             let selected = self.selected == Some(i);
             let every_line = selected || record.is_some_and(|r| r.kind == EntryKind::ToolOutput);
             // The selection shows as a reversed gutter on every line.
             let marker_style = if selected { self.theme.selected } else { style };
-            let mut draw_line =
-                |buf: &mut Buffer, y: &mut u16, text: &str, start: usize, first: bool| {
-                    if line_no >= skip && *y < area.bottom() {
-                        let x = if first || every_line {
-                            let m = if first || !selected { marker } else { "  " };
-                            buf.put_str(area.x, *y, m, marker_style, area.right())
-                        } else {
-                            area.x + GUTTER
-                        };
-                        let x = x.max(area.x + GUTTER.min(area.width));
-                        buf.put_str(x, *y, text, style, area.right());
-                        self.highlight_line(buf, *y, x, text, i, start);
-                        *y += 1;
+            // `at`: where the line lies in `full` (`None` for a label).
+            let mut draw_line = |buf: &mut Buffer,
+                                 y: &mut u16,
+                                 text: &str,
+                                 at: Option<usize>,
+                                 first: bool,
+                                 cut: bool| {
+                if line_no >= skip && *y < area.bottom() {
+                    let x = if first || every_line {
+                        let m = if first || !selected { marker } else { "  " };
+                        buf.put_str(area.x, *y, m, marker_style, area.right())
+                    } else {
+                        area.x + GUTTER
+                    };
+                    let x = x.max(area.x + GUTTER.min(area.width));
+                    let end = match (rendered, at) {
+                        (Some(r), Some(a)) => {
+                            let mut cx = x;
+                            r.pieces(a, a + text.len(), |piece, look| {
+                                cx = buf.put_str(
+                                    cx,
+                                    *y,
+                                    piece,
+                                    look.apply(style, color),
+                                    area.right(),
+                                );
+                            });
+                            cx
+                        }
+                        _ => buf.put_str(x, *y, text, style, area.right()),
+                    };
+                    if cut {
+                        buf.put_str(end, *y, "…", style.attrs(Attrs::DIM), area.right());
                     }
-                    line_no += 1;
-                };
+                    let start = match at {
+                        None => usize::MAX,
+                        Some(_) if rendered.is_some() => RENDERED_LINE,
+                        Some(a) => a,
+                    };
+                    self.highlight_line(buf, *y, x, text, i, start);
+                    *y += 1;
+                }
+                line_no += 1;
+            };
             if collapsed_thinking {
                 let mut tmp = [0u8; 64];
                 let label = thinking_label(&mut tmp, hidden);
-                draw_line(buf, &mut y, label, usize::MAX, true);
+                draw_line(buf, &mut y, label, None, true, false);
             } else {
                 let mut first = true;
-                wrap(shown, text_width, |a, b| {
-                    draw_line(buf, &mut y, &shown[a..b], base + a, first);
-                    first = false;
-                });
+                if self.transcript.clipped(i) {
+                    clip(shown, text_width, |a, b, cut| {
+                        draw_line(buf, &mut y, &shown[a..b], Some(base + a), first, cut);
+                        first = false;
+                    });
+                } else {
+                    wrap(shown, text_width, |a, b| {
+                        draw_line(buf, &mut y, &shown[a..b], Some(base + a), first, false);
+                        first = false;
+                    });
+                }
                 if hidden > 0 {
                     let mut tmp = [0u8; 64];
                     let label = summary_label(&mut tmp, hidden);
-                    draw_line(buf, &mut y, label, usize::MAX, false);
+                    draw_line(buf, &mut y, label, None, false, false);
                 }
             }
             // The blank separator line.
@@ -227,14 +270,21 @@ impl App {
         if self.highlight.is_empty() || start == usize::MAX {
             return;
         }
+        // A rendered line's offsets are not the text's: every match in the
+        // current match's entry is shown as current.
+        let rendered = start == RENDERED_LINE;
         for at in find_all(text, &self.highlight) {
             let col = x + str_width(&text[..at]) as u16;
             let w = str_width(&text[at..at + self.highlight.len()]) as u16;
-            let current = self.current_match
-                == Some(Match {
-                    entry,
-                    offset: start + at,
-                });
+            let current = if rendered {
+                self.current_match.is_some_and(|m| m.entry == entry)
+            } else {
+                self.current_match
+                    == Some(Match {
+                        entry,
+                        offset: start + at,
+                    })
+            };
             let extra = if current {
                 self.theme.current_match.attrs
             } else {

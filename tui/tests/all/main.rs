@@ -6,6 +6,7 @@
 
 mod allocs;
 mod golden;
+mod render;
 mod scripts;
 mod session;
 mod trust;

@@ -1,0 +1,126 @@
+//! What rendering draws, cell by cell: Markdown's styles in assistant
+//! text, diffs coloured with line numbers, collapsed tool output one row
+//! a line, `NO_COLOR` keeping only attributes.
+
+use smith_tui::style::{Attrs, Color};
+use smith_tui::{App, Buffer, Options};
+
+use crate::{app, screen};
+
+/// The row holding `needle` and the column it starts at.
+fn find(buf: &Buffer, needle: &str) -> Option<(u16, u16)> {
+    for y in 0..buf.height() {
+        let row = buf.row_text(y);
+        if let Some(at) = row.find(needle) {
+            let col = row[..at].chars().count() as u16;
+            return Some((col, y));
+        }
+    }
+    None
+}
+
+fn cell_style(buf: &Buffer, needle: &str) -> smith_tui::style::Style {
+    let (x, y) =
+        find(buf, needle).unwrap_or_else(|| panic!("{needle:?} not on screen:\n{}", buf.to_text()));
+    buf.get(x, y).unwrap().style
+}
+
+const EDIT: &str = "Edited src/lib.rs: replaced 1 occurrence (line 11).\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -8,7 +8,7 @@\n one\n two\n three\n-let old = 1;\n+let new = 2;\n four\n five\n six";
+
+#[test]
+fn markdown_headings_emphasis_code_and_links_are_styled() {
+    let mut a = app();
+    a.assistant_delta(
+        "# Plan\n\nFirst **build** it, then *test* with `cargo test`; see [the docs](https://example.org).\n\n- one\n- two\n\n```rust\nfn main() {}\n```",
+    );
+    let mut s = screen(a, 80, 24);
+    let buf = s.frame().clone();
+    let text = buf.to_text();
+    assert!(!text.contains("# Plan") && !text.contains("**"), "{text}");
+    let heading = cell_style(&buf, "Plan");
+    assert!(heading.attrs.contains(Attrs::BOLD) && heading.attrs.contains(Attrs::UNDERLINE));
+    assert_eq!(heading.fg, Color::Indexed(6));
+    assert!(cell_style(&buf, "build").attrs.contains(Attrs::BOLD));
+    assert!(cell_style(&buf, "test with").attrs.contains(Attrs::ITALIC));
+    assert_eq!(cell_style(&buf, "cargo test").fg, Color::Indexed(3));
+    let link = cell_style(&buf, "the docs");
+    assert!(link.attrs.contains(Attrs::UNDERLINE));
+    assert!(
+        cell_style(&buf, "(https://example.org)")
+            .attrs
+            .contains(Attrs::DIM)
+    );
+    assert!(
+        text.contains("• one\n") && text.contains("• two\n"),
+        "{text}"
+    );
+    // The fence: indented, its keyword highlighted.
+    assert!(text.contains("    fn main() {}"), "{text}");
+    assert_eq!(cell_style(&buf, "fn main").fg, Color::Indexed(5));
+    assert_eq!(cell_style(&buf, "main()").fg, Color::Indexed(4));
+}
+
+#[test]
+fn without_colors_markdown_keeps_its_attributes() {
+    let mut a = App::new(
+        smith_tui::fixture::product(),
+        Options {
+            color: false,
+            ..Options::default()
+        },
+    );
+    a.assistant_delta("# Plan\n\nsome **bold** and `code`");
+    let mut s = screen(a, 60, 10);
+    let buf = s.frame().clone();
+    let heading = cell_style(&buf, "Plan");
+    assert!(heading.attrs.contains(Attrs::BOLD));
+    assert_eq!(heading.fg, Color::Reset);
+    assert!(cell_style(&buf, "bold").attrs.contains(Attrs::BOLD));
+    assert_eq!(cell_style(&buf, "code").fg, Color::Reset);
+}
+
+#[test]
+fn an_edit_shows_its_changed_lines_coloured_with_line_numbers_while_collapsed() {
+    let mut a = app();
+    a.tool_start("c1", "edit", "src/lib.rs");
+    a.tool_end("c1", true, EDIT);
+    let mut s = screen(a, 70, 40);
+    let buf = s.frame().clone();
+    let text = buf.to_text();
+    // Collapsed: from one context line before the change, the removed and
+    // added lines with their old and new numbers.
+    assert!(text.contains("│ 10 10   three\n"), "{text}");
+    assert!(text.contains("│ 11    - let old = 1;\n"), "{text}");
+    assert!(text.contains("│    11 + let new = 2;\n"), "{text}");
+    assert!(!text.contains("+++"), "{text}");
+    assert_eq!(cell_style(&buf, "- let old").fg, Color::Indexed(1));
+    assert_eq!(cell_style(&buf, "+ let new").fg, Color::Indexed(2));
+    assert!(cell_style(&buf, "  three").attrs.contains(Attrs::DIM));
+    assert!(cell_style(&buf, "11    -").attrs.contains(Attrs::DIM));
+    assert!(text.contains("more lines (ctrl+t)"), "{text}");
+    // Expanded: the whole result, headers and the hunk line included.
+    s.key(
+        smith_tui::crossterm::event::KeyCode::Char('t'),
+        smith_tui::crossterm::event::KeyModifiers::CONTROL,
+    );
+    let buf = s.frame().clone();
+    let text = buf.to_text();
+    assert!(text.contains("│ Edited src/lib.rs"), "{text}");
+    assert!(text.contains("│ @@ -8,7 +8,7 @@"), "{text}");
+    assert!(text.contains("│ 14 14   six"), "{text}");
+    assert_eq!(cell_style(&buf, "@@ -8").fg, Color::Indexed(6));
+}
+
+#[test]
+fn a_long_line_collapsed_takes_one_row_cut_with_an_ellipsis() {
+    let mut a = app();
+    a.tool_start("c1", "bash", "cat big");
+    let long = "y".repeat(5000);
+    a.tool_end("c1", true, &format!("start\n{long}\nend\n"));
+    let mut s = screen(a, 60, 40);
+    let text = s.text();
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("│ ")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(rows[1], format!("│ {}…", "y".repeat(57)));
+    assert_eq!(s.app.transcript.cached_height(1), 4);
+}
