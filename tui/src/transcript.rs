@@ -442,6 +442,38 @@ impl Transcript {
             .is_some_and(|r| r.kind == EntryKind::ToolOutput && !r.expanded)
     }
 
+    /// Expands or collapses entry `i` alone.
+    pub fn toggle(&mut self, i: usize) {
+        if let Some(r) = self.records.get_mut(i) {
+            r.expanded = !r.expanded;
+            self.heights[i] = UNKNOWN;
+            self.generation += 1;
+        }
+    }
+
+    /// The entry whose details entry `i` stands for: itself when it is
+    /// thinking or tool output, a call's output for the call's title
+    /// (the next tool output before another call).
+    pub fn details_of(&self, i: usize) -> Option<usize> {
+        let r = self.records.get(i)?;
+        match r.kind {
+            EntryKind::Thinking | EntryKind::ToolOutput => Some(i),
+            EntryKind::Tool => self.records[i + 1..]
+                .iter()
+                .position(|r| r.kind != EntryKind::Notice)
+                .map(|k| i + 1 + k)
+                .filter(|&j| self.records[j].kind == EntryKind::ToolOutput),
+            _ => None,
+        }
+    }
+
+    /// The latest thinking or tool-output entry.
+    pub fn latest_details(&self) -> Option<usize> {
+        self.records
+            .iter()
+            .rposition(|r| matches!(r.kind, EntryKind::Thinking | EntryKind::ToolOutput))
+    }
+
     /// The part of entry `i`'s text `text` (from [`Transcript::text_in`])
     /// that is shown, and how many source lines were hidden.
     pub fn shown<'t>(&self, i: usize, text: &'t str) -> (&'t str, usize) {

@@ -481,6 +481,21 @@ impl App {
                 self.transcript.toggle_details();
                 None
             }
+            Action::ToggleEntry => {
+                // The selected entry (a call's title stands for its
+                // output), else the latest thinking or tool output.
+                let target = match self.selected {
+                    Some(i) => self.transcript.details_of(i),
+                    None => self.transcript.latest_details(),
+                };
+                if let Some(i) = target {
+                    self.transcript.toggle(i);
+                    if self.selected.is_some() {
+                        self.selected = Some(i);
+                    }
+                }
+                None
+            }
             Action::Copy => self.copy(),
             Action::SelectPrev | Action::SelectNext => {
                 let n = self.transcript.len();

@@ -124,3 +124,38 @@ fn a_long_line_collapsed_takes_one_row_cut_with_an_ellipsis() {
     assert_eq!(rows[1], format!("│ {}…", "y".repeat(57)));
     assert_eq!(s.app.transcript.cached_height(1), 4);
 }
+
+#[test]
+fn ctrl_o_toggles_the_selected_entry_alone_and_ctrl_t_all() {
+    use smith_tui::crossterm::event::{KeyCode, KeyModifiers};
+    let mut a = app();
+    let output: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    a.tool_start("c1", "bash", "first");
+    a.tool_end("c1", true, &output);
+    a.tool_start("c2", "bash", "second");
+    a.tool_end("c2", true, &output);
+    let mut s = screen(a, 60, 60);
+    let count = |s: &mut smith_tui::headless::Headless| s.text().matches("line 12").count();
+    assert_eq!(count(&mut s), 0);
+    // Without a selection: the latest output.
+    s.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
+    assert_eq!(count(&mut s), 1);
+    assert!(s.app.transcript.record(3).unwrap().expanded);
+    assert!(!s.app.transcript.record(1).unwrap().expanded);
+    s.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
+    assert_eq!(count(&mut s), 0);
+    // Select the first call's title (Alt+Up from the last entry on
+    // screen, three times): Ctrl+O opens its output only.
+    for _ in 0..4 {
+        s.key(KeyCode::Up, KeyModifiers::ALT);
+    }
+    s.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
+    assert!(s.app.transcript.record(1).unwrap().expanded);
+    assert!(!s.app.transcript.record(3).unwrap().expanded);
+    assert_eq!(count(&mut s), 1);
+    // Ctrl+T still expands (then collapses) every entry.
+    s.key(KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(count(&mut s), 2);
+    s.key(KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(count(&mut s), 0);
+}
