@@ -301,11 +301,22 @@ impl App {
         buf.fill(area, self.theme.status);
         let mut s = bumpalo::collections::String::new_in(bump);
         let st = &self.status;
+        // While work runs: a spinner and how long it has run.
+        let running = self.busy_since.map(|t| t.elapsed());
+        if let Some(ran) = running {
+            let frame = (ran.as_millis() / super::SPIN_INTERVAL.as_millis()) as usize;
+            s.push(' ');
+            s.push(super::SPINNER[frame % super::SPINNER.len()]);
+        }
         if !st.activity.is_empty() {
             s.push(' ');
             s.push_str(&st.activity);
         } else {
             s.push_str(if st.busy { " working" } else { " ready" });
+        }
+        if let Some(ran) = running {
+            s.push(' ');
+            push_elapsed(&mut s, ran.as_secs());
         }
         if let Some(at) = st.retry_at {
             let left = at.saturating_duration_since(std::time::Instant::now());
@@ -334,6 +345,9 @@ impl App {
                 &st.model
             }
         );
+        if !st.thinking.is_empty() {
+            let _ = write!(s, " · thinking {}", st.thinking);
+        }
         match st.cost {
             Some(c) => {
                 let _ = write!(s, " · ${c:.4}");
@@ -342,7 +356,11 @@ impl App {
         }
         if let Some((used, window)) = st.context {
             let pct = used.saturating_mul(100).checked_div(window).unwrap_or(0);
-            let _ = write!(s, " · ctx {pct}%");
+            s.push_str(" · ctx ");
+            push_tokens(&mut s, used);
+            s.push('/');
+            push_tokens(&mut s, window);
+            let _ = write!(s, " {pct}%");
         }
         buf.put_str(area.x, area.y, &s, self.theme.status, area.right());
         let hint = " F1 help ";
@@ -742,6 +760,25 @@ impl App {
             inner.right(),
         );
     }
+}
+
+/// `12s`, `3m05s`, `1h02m`.
+fn push_elapsed(s: &mut bumpalo::collections::String<'_>, secs: u64) {
+    let _ = match secs {
+        0..60 => write!(s, "{secs}s"),
+        60..3600 => write!(s, "{}m{:02}s", secs / 60, secs % 60),
+        _ => write!(s, "{}h{:02}m", secs / 3600, secs % 3600 / 60),
+    };
+}
+
+/// A token count in a few characters: `950`, `1.2k`, `12k`, `1.5M`.
+fn push_tokens(s: &mut bumpalo::collections::String<'_>, n: u64) {
+    let _ = match n {
+        0..1000 => write!(s, "{n}"),
+        1000..10_000 => write!(s, "{}.{}k", n / 1000, n % 1000 / 100),
+        10_000..1_000_000 => write!(s, "{}k", n / 1000),
+        _ => write!(s, "{}.{}M", n / 1_000_000, n % 1_000_000 / 100_000),
+    };
 }
 
 /// "thinking (N lines)" into a stack buffer.

@@ -68,8 +68,12 @@ pub struct Status {
     pub cost: Option<f64>,
     /// Context tokens used and the window size, when known.
     pub context: Option<(u64, u64)>,
-    /// Whether the agent is working.
+    /// Whether the agent is working (the status line shows a spinner and
+    /// how long the work has run).
     pub busy: bool,
+    /// The thinking level requests ask for (`off`, `high`); empty when
+    /// the provider takes none (not shown).
+    pub thinking: String,
     /// Queued follow-ups.
     pub queue: usize,
     /// What the host is doing besides a turn (`compacting`, `replaying`),
@@ -316,7 +320,19 @@ pub struct App {
     widgets: Vec<Widget>,
     /// Where the panels are drawn this frame (empty without panels).
     panel: Rect,
+    /// Since when the agent has been busy: the status line's elapsed time
+    /// and spinner count from it.
+    busy_since: Option<std::time::Instant>,
 }
+
+/// The spinner's frames, one per [`SPIN_INTERVAL`] while work runs.
+pub const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// How often the spinner moves (and the loop ticks while work runs).
+pub const SPIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How often the loop ticks while idle (time-limited hints lapse).
+pub const IDLE_TICK: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A plugin's panel: a title and lines of plain text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -423,6 +439,7 @@ impl App {
             help_scroll: 0,
             widgets: Vec::new(),
             panel: Rect::default(),
+            busy_since: None,
         }
     }
 
@@ -475,8 +492,9 @@ impl App {
     /// ends [`DOUBLE_CTRL_C`] after the press. Hosts call it when no event
     /// arrived for a while.
     pub fn tick(&mut self) {
-        // A pending retry's countdown moves on.
-        if self.status.retry_at.is_some() {
+        // A pending retry's countdown, the spinner and the elapsed time
+        // move on; an idle screen is not drawn again.
+        if self.status.retry_at.is_some() || self.busy_since.is_some() {
             self.touch();
         }
         if self
@@ -516,6 +534,22 @@ impl App {
     /// The first help row shown, kept within what the size allows.
     pub(crate) fn help_first_row(&self) -> u16 {
         self.help_scroll.min(self.help_max_scroll())
+    }
+
+    /// How long the host's loop waits for an event before it calls
+    /// [`App::tick`]: the spinner's interval while work runs, else
+    /// [`IDLE_TICK`].
+    pub fn tick_interval(&self) -> std::time::Duration {
+        if self.busy_since.is_some() {
+            SPIN_INTERVAL
+        } else {
+            IDLE_TICK
+        }
+    }
+
+    /// Since when the agent has been busy, while it is.
+    pub fn busy_since(&self) -> Option<std::time::Instant> {
+        self.busy_since
     }
 
     /// The hint the status line shows while a second Ctrl+C would exit.
@@ -778,6 +812,11 @@ impl App {
 
     /// Updates the status line.
     pub fn set_status(&mut self, status: Status) {
+        match (status.busy, self.busy_since) {
+            (true, None) => self.busy_since = Some(std::time::Instant::now()),
+            (false, Some(_)) => self.busy_since = None,
+            _ => {}
+        }
         if status != self.status {
             self.status = status;
             self.touch();

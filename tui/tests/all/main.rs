@@ -28,6 +28,7 @@ pub fn app() -> App {
         queue: 0,
         activity: String::new(),
         retry_at: None,
+        thinking: "high".to_owned(),
     });
     app
 }

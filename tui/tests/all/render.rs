@@ -159,3 +159,59 @@ fn ctrl_o_toggles_the_selected_entry_alone_and_ctrl_t_all() {
     s.key(KeyCode::Char('t'), KeyModifiers::CONTROL);
     assert_eq!(count(&mut s), 0);
 }
+
+#[test]
+fn the_status_line_shows_model_thinking_context_cost_and_a_spinner_while_busy() {
+    use smith_tui::Status;
+    let mut a = app();
+    let line = |s: &mut smith_tui::headless::Headless| {
+        let text = s.text();
+        text.lines()
+            .find(|l| l.contains("mock-model"))
+            .unwrap_or_else(|| panic!("no status line:\n{text}"))
+            .to_owned()
+    };
+    a.set_status(Status {
+        model: "mock-model".to_owned(),
+        cost: Some(0.0123),
+        context: Some((12_345, 200_000)),
+        thinking: "high".to_owned(),
+        ..Status::default()
+    });
+    // Idle: no spinner, no elapsed time, and a tick redraws nothing.
+    assert_eq!(a.tick_interval(), smith_tui::app::IDLE_TICK);
+    let before = a.generation();
+    a.tick();
+    assert_eq!(a.generation(), before);
+    let mut s = screen(a, 100, 8);
+    let idle = line(&mut s);
+    assert!(
+        idle.starts_with(" ready · mock-model · thinking high · $0.0123 · ctx 12k/200k 6%"),
+        "{idle}"
+    );
+    assert!(!idle.contains(smith_tui::app::SPINNER));
+    // Busy: a spinner and the elapsed time, moved on by the tick.
+    let mut status = s.app.status.clone();
+    status.busy = true;
+    s.app.set_status(status);
+    assert_eq!(s.app.tick_interval(), smith_tui::app::SPIN_INTERVAL);
+    let first = line(&mut s);
+    let spinner = |l: &str| l.chars().nth(1).unwrap();
+    assert!(
+        smith_tui::app::SPINNER.contains(&spinner(&first)),
+        "{first}"
+    );
+    assert!(first.contains(" working 0s · mock-model"), "{first}");
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    let before = s.app.generation();
+    s.app.tick();
+    assert_ne!(s.app.generation(), before, "the tick redraws while busy");
+    let second = line(&mut s);
+    assert_ne!(spinner(&first), spinner(&second), "{first} / {second}");
+    // Done: the spinner goes.
+    let mut status = s.app.status.clone();
+    status.busy = false;
+    s.app.set_status(status);
+    assert!(line(&mut s).starts_with(" ready · "));
+    assert!(s.app.busy_since().is_none());
+}
