@@ -34,7 +34,7 @@ pub enum EntryKind {
     User,
     /// Assistant text.
     Assistant,
-    /// Model thinking: its last lines show while it streams, then it
+    /// Model thinking: it shows whole while it streams, then it
     /// collapses to one line (expanded with the details).
     Thinking,
     /// A tool call: name and argument summary.
@@ -147,43 +147,38 @@ pub struct Transcript {
     /// than [`RENDERED_CAP`] entries (scrolling far), before a frame is
     /// laid out.
     rendered: HashMap<usize, Option<Rendered>>,
+    /// The text of tool output streaming now (a running call's), by
+    /// entry, kept apart from the arena until the call's result replaces
+    /// it ([`Transcript::set_text`]).
+    live: HashMap<usize, String>,
 }
 
 /// The most rendered entries kept; the view needs only the ones on screen.
 pub const RENDERED_CAP: usize = 4096;
 
-/// Source lines of a streaming thinking entry shown while it streams.
-pub const LIVE_THINKING_LINES: usize = 3;
-/// At most this many bytes of a streaming thinking entry are shown (a
-/// paragraph without line breaks would otherwise fill the view).
-const LIVE_THINKING_BYTES: usize = 320;
+/// Bytes of streamed output kept for a running call (its last lines are
+/// what shows); the call's result replaces them when it ends.
+pub const LIVE_OUTPUT_BYTES: usize = 64 * 1024;
 
-/// The end of `text` a streaming thinking entry shows: its last
-/// [`LIVE_THINKING_LINES`] lines, at most [`LIVE_THINKING_BYTES`] of them,
-/// starting at a word when it had to be cut.
-fn live_tail(text: &str) -> &str {
+/// The last `n` lines of `text` (without a trailing line break), and how
+/// many lines come before them.
+fn tail_lines(text: &str, n: usize) -> (&str, usize) {
     let text = text.trim_end_matches('\n');
     let mut start = 0;
     let mut lines = 0;
     for (at, _) in text.rmatch_indices('\n') {
         lines += 1;
-        if lines == LIVE_THINKING_LINES {
+        if lines == n {
             start = at + 1;
             break;
         }
     }
-    if text.len() - start > LIVE_THINKING_BYTES {
-        let mut cut = text.len() - LIVE_THINKING_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut += 1;
-        }
-        // From the next word on, when there is one near.
-        if let Some(space) = text[cut..].find(' ').filter(|s| *s < 40) {
-            cut += space + 1;
-        }
-        start = cut;
-    }
-    &text[start..]
+    let before = if start == 0 {
+        0
+    } else {
+        text[..start].matches('\n').count()
+    };
+    (&text[start..], before)
 }
 
 impl Transcript {
@@ -244,6 +239,11 @@ impl Transcript {
     /// text from the arena, a session-backed entry's decoded into `bump`
     /// (or borrowed from the session's arena).
     pub fn text_in<'a>(&'a self, i: usize, bump: &'a Bump) -> &'a str {
+        if !self.live.is_empty()
+            && let Some(live) = self.live.get(&i)
+        {
+            return live;
+        }
         match self.records.get(i).map(|r| r.source) {
             Some(Source::Local { start, len }) => {
                 let start = start as usize;
@@ -337,6 +337,65 @@ impl Transcript {
             self.live_thinking = Some(i);
         }
         i
+    }
+
+    /// Replaces entry `i`'s text with `text` (a call's result over its
+    /// placeholder or its streamed output). The old text stays in the
+    /// arena unused.
+    pub fn set_text(&mut self, i: usize, text: &str) {
+        if i >= self.records.len() {
+            return;
+        }
+        let start = self.text.len() as u64;
+        self.text.push_str(text);
+        self.records[i].source = Source::Local {
+            start,
+            len: text.len() as u32,
+        };
+        self.live.remove(&i);
+        self.changed(i);
+    }
+
+    /// Points entry `i` at part `part` of session record `record` (a
+    /// resumed call's result over its placeholder).
+    pub fn set_session_source(&mut self, i: usize, record: u32, part: u32) {
+        if let Some(r) = self.records.get_mut(i) {
+            r.source = Source::Session { record, part };
+            self.live.remove(&i);
+            self.changed(i);
+        }
+    }
+
+    /// Appends streamed output to entry `i` (a running call's output):
+    /// it shows its last lines until [`Transcript::set_text`] gives it
+    /// the call's result. At most [`LIVE_OUTPUT_BYTES`] of the latest
+    /// output are kept.
+    pub fn stream(&mut self, i: usize, chunk: &str) {
+        if i >= self.records.len() {
+            return;
+        }
+        let live = self.live.entry(i).or_default();
+        live.push_str(chunk);
+        if live.len() > 2 * LIVE_OUTPUT_BYTES {
+            let mut cut = live.len() - LIVE_OUTPUT_BYTES;
+            while !live.is_char_boundary(cut) {
+                cut += 1;
+            }
+            live.drain(..cut);
+        }
+        self.changed(i);
+    }
+
+    /// Whether entry `i` is output streaming now.
+    pub fn is_live(&self, i: usize) -> bool {
+        self.live.contains_key(&i)
+    }
+
+    /// Entry `i` changed: its height and rendering are computed again.
+    fn changed(&mut self, i: usize) {
+        self.heights[i] = UNKNOWN;
+        self.rendered.remove(&i);
+        self.generation += 1;
     }
 
     /// The streaming thinking entry (if any) is complete: it collapses.
@@ -487,8 +546,11 @@ impl Transcript {
             return ("", 0);
         };
         match r.kind {
-            EntryKind::Thinking if !r.expanded && self.live_thinking == Some(i) => {
-                (live_tail(text), 0)
+            // Thinking shows whole while it streams.
+            EntryKind::Thinking if !r.expanded && self.live_thinking == Some(i) => (text, 0),
+            // A running call's output shows its latest lines.
+            EntryKind::ToolOutput if !r.expanded && self.is_live(i) => {
+                tail_lines(text, usize::from(r.preview))
             }
             EntryKind::Thinking if !r.expanded => (&text[..0], text.lines().count()),
             EntryKind::ToolOutput if !r.expanded => {
@@ -525,6 +587,15 @@ impl Transcript {
 
     fn measure(&self, i: usize, width: u16, bump: &Bump) -> u32 {
         let (full, focus) = self.display_in(i, bump);
+        // A call's output before it has any (a placeholder) takes no room.
+        if full.is_empty()
+            && self
+                .records
+                .get(i)
+                .is_some_and(|r| r.kind == EntryKind::ToolOutput)
+        {
+            return 0;
+        }
         let (shown, hidden) = self.shown_from(i, full, focus);
         let collapsed_thinking = self.folded_thinking(i);
         let width = width.saturating_sub(GUTTER).max(1);
@@ -858,6 +929,41 @@ mod tests {
     }
 
     #[test]
+    fn streamed_output_shows_its_last_lines_until_the_result_replaces_it() {
+        let mut t = Transcript::new();
+        t.push(EntryKind::Tool, "bash make");
+        // A placeholder takes no room until output arrives.
+        let o = t.push(EntryKind::ToolOutput, "");
+        t.set_preview(o, 3);
+        t.push(EntryKind::Tool, "bash other");
+        t.prepare(40, 20);
+        assert_eq!(t.cached_height(o), 0);
+        t.stream(o, "a\nb\n");
+        t.stream(o, "c\nd\ne\n");
+        assert!(t.is_live(o));
+        assert_eq!(t.text(o), "a\nb\nc\nd\ne\n");
+        let bump = Bump::new();
+        let (full, _) = t.display_in(o, &bump);
+        assert_eq!(t.shown_from(o, full, 0), ("c\nd\ne", 2));
+        t.prepare(40, 20);
+        // Three lines, the summary line and the blank line.
+        assert_eq!(t.cached_height(o), 5);
+        // Far more output than is kept: the latest stays.
+        let big = "x".repeat(LIVE_OUTPUT_BYTES);
+        for _ in 0..3 {
+            t.stream(o, &big);
+        }
+        t.stream(o, "\nlast\n");
+        assert!(t.text(o).len() <= 2 * LIVE_OUTPUT_BYTES);
+        assert!(t.text(o).ends_with("\nlast\n"));
+        t.set_text(o, "result\n");
+        assert!(!t.is_live(o));
+        assert_eq!(t.text(o), "result\n");
+        t.prepare(40, 20);
+        assert_eq!(t.cached_height(o), 2);
+    }
+
+    #[test]
     fn heights_follow_width_and_collapse() {
         let mut t = Transcript::new();
         t.push(EntryKind::Assistant, "aaaa bbbb cccc");
@@ -877,24 +983,18 @@ mod tests {
     }
 
     #[test]
-    fn streaming_thinking_shows_its_last_lines_then_collapses() {
+    fn streaming_thinking_shows_whole_then_collapses() {
         let mut t = Transcript::new();
         let i = t.append(EntryKind::Thinking, "one\ntwo\n");
         t.append(EntryKind::Thinking, "three\nfour");
         assert!(!t.folded_thinking(i));
-        assert_eq!(t.shown(i, "one\ntwo\nthree\nfour"), ("two\nthree\nfour", 0));
-        t.prepare(40, 20);
-        // The last three lines and the blank line after them.
-        assert_eq!(t.cached_height(i), 4);
-        // A paragraph without line breaks shows its end only, from a word.
-        let long = "word ".repeat(200);
-        let (tail, _) = t.shown(i, &long);
-        assert!(
-            tail.len() <= LIVE_THINKING_BYTES && tail.len() > 250,
-            "{}",
-            tail.len()
+        assert_eq!(
+            t.shown(i, "one\ntwo\nthree\nfour"),
+            ("one\ntwo\nthree\nfour", 0)
         );
-        assert!(tail.starts_with("word"), "{tail:?}");
+        t.prepare(40, 20);
+        // Every line and the blank line after them.
+        assert_eq!(t.cached_height(i), 5);
         // The answer starts: the thinking collapses to its one line.
         t.append(EntryKind::Assistant, "answer");
         assert!(t.folded_thinking(i));

@@ -164,6 +164,12 @@ impl App {
         let color = self.options.color;
         let mut i = top.entry;
         while y < area.bottom() && i < self.transcript.len() {
+            // An output placeholder before any output takes no room.
+            if self.transcript.cached_height(i) == 0 {
+                skip = 0;
+                i += 1;
+                continue;
+            }
             let (marker, style) = self.entry_style(i);
             let record = self.transcript.record(i).copied();
             let collapsed_thinking = self.transcript.folded_thinking(i);

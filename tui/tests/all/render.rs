@@ -215,3 +215,53 @@ fn the_status_line_shows_model_thinking_context_cost_and_a_spinner_while_busy() 
     assert!(line(&mut s).starts_with(" ready · "));
     assert!(s.app.busy_since().is_none());
 }
+
+#[test]
+fn parallel_calls_show_each_output_under_its_own_title_and_stream_their_latest_lines() {
+    let mut a = app();
+    a.tool_start("c1", "bash", "make one");
+    a.tool_start("c2", "bash", "make two");
+    a.tool_update("c2", "building two\n");
+    a.tool_update(
+        "c1",
+        "step 1\nstep 2\nstep 3\nstep 4\nstep 5\nstep 6\nstep 7\nstep 8\n",
+    );
+    let mut s = screen(a, 60, 30);
+    let text = s.text();
+    // Streaming: the latest lines of each, under its title.
+    let one = text.find("bash make one").unwrap();
+    let two = text.find("bash make two").unwrap();
+    let seven = text.find("step 8").unwrap();
+    let building = text.find("building two").unwrap();
+    assert!(one < seven && seven < two && two < building, "{text}");
+    assert!(!text.contains("step 2"), "{text}");
+    assert!(text.contains("… 2 more lines"), "{text}");
+    // The second ends first; each result replaces its streamed output.
+    s.app.tool_end("c2", true, "two done\n");
+    s.app.tool_end("c1", false, "one failed\n");
+    let text = s.text();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let at = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap();
+    assert_eq!(at("✗ bash make one") + 1, at("│ one failed"), "{text}");
+    assert_eq!(at("✓ bash make two") + 1, at("│ two done"), "{text}");
+    assert!(
+        !text.contains("step 8") && !text.contains("building two"),
+        "{text}"
+    );
+}
+
+#[test]
+fn thinking_shows_whole_while_it_streams_then_folds() {
+    let mut a = app();
+    a.thinking_delta("first line\nsecond line\nthird line\nfourth line\nfifth line");
+    let mut s = screen(a, 60, 20);
+    let text = s.text();
+    assert!(
+        text.contains("~ first line") && text.contains("  fifth line"),
+        "{text}"
+    );
+    s.app.message_done();
+    let text = s.text();
+    assert!(text.contains("~ thinking (5 lines, ctrl+t)"), "{text}");
+    assert!(!text.contains("first line"), "{text}");
+}
