@@ -386,6 +386,17 @@ impl Transcript {
         self.changed(i);
     }
 
+    /// Whether entry `i` is an empty answer or call output (a message
+    /// that has not streamed text yet, a call without output yet): it
+    /// takes no room and is never selected.
+    pub fn is_blank(&self, i: usize) -> bool {
+        self.records.get(i).is_some_and(|r| {
+            matches!(r.kind, EntryKind::Assistant | EntryKind::ToolOutput)
+                && matches!(r.source, Source::Local { len: 0, .. })
+                && !self.is_live(i)
+        })
+    }
+
     /// Whether entry `i` is output streaming now.
     pub fn is_live(&self, i: usize) -> bool {
         self.live.contains_key(&i)
@@ -586,16 +597,12 @@ impl Transcript {
     }
 
     fn measure(&self, i: usize, width: u16, bump: &Bump) -> u32 {
-        let (full, focus) = self.display_in(i, bump);
-        // A call's output before it has any (a placeholder) takes no room.
-        if full.is_empty()
-            && self
-                .records
-                .get(i)
-                .is_some_and(|r| r.kind == EntryKind::ToolOutput)
-        {
+        // A call's output before it has any (a placeholder), or an
+        // answer before its first text, takes no room.
+        if self.is_blank(i) {
             return 0;
         }
+        let (full, focus) = self.display_in(i, bump);
         let (shown, hidden) = self.shown_from(i, full, focus);
         let collapsed_thinking = self.folded_thinking(i);
         let width = width.saturating_sub(GUTTER).max(1);

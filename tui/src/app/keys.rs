@@ -503,10 +503,17 @@ impl App {
                     return None;
                 }
                 let last_visible = self.last_visible_entry();
+                // Entries that take no room are stepped over.
+                let t = &self.transcript;
                 let i = match (self.selected, action) {
-                    (None, _) => last_visible,
-                    (Some(i), Action::SelectPrev) => i.saturating_sub(1),
-                    (Some(i), _) => (i + 1).min(n - 1),
+                    (None, _) => (0..=last_visible)
+                        .rev()
+                        .find(|&k| !t.is_blank(k))
+                        .unwrap_or(last_visible),
+                    (Some(i), Action::SelectPrev) => {
+                        (0..i).rev().find(|&k| !t.is_blank(k)).unwrap_or(i)
+                    }
+                    (Some(i), _) => (i + 1..n).find(|&k| !t.is_blank(k)).unwrap_or(i),
                 };
                 self.selected = Some(i);
                 // Keep the selection on screen.
