@@ -1364,10 +1364,12 @@ fn wait_until(s: &Session, what: &str, ok: impl Fn(&str) -> bool) -> String {
     }
 }
 
-/// The status line's row on `screen`.
+/// The status line's row on `screen`: the last one naming the help key
+/// (the first notice names it too).
 fn status_row(screen: &str) -> &str {
     screen
         .lines()
+        .rev()
         .find(|l| l.contains("F1 help") || l.contains(" · $"))
         .unwrap_or_else(|| panic!("no status line:\n{screen}"))
 }
@@ -1380,7 +1382,7 @@ fn status_row(screen: &str) -> &str {
 fn bash_output_streams_under_its_title_while_the_spinner_and_elapsed_time_move() {
     let (_dir, path) = script(
         r#"[
- [{"tool_call": {"id": "b1", "name": "bash", "arguments": {"command": "echo first-line; sleep 3; echo second-line"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "b1", "name": "bash", "arguments": {"command": "echo first-line; sleep 3; printf 'second%sline\\n' -"}}}, {"stop": {"reason": "tool_use"}}],
  [{"text": "all done"}, {"stop": {"reason": "end"}}]
 ]"#,
     );
@@ -1517,7 +1519,8 @@ fn ctrl_o_expands_the_latest_or_the_selected_output_alone() {
         s.send(b"\x1b[1;3A");
     }
     s.send(b"\x0f");
-    let screen = wait_until(&s, "a12 shown", |screen| screen.contains("│ a12"));
+    // (The selected entry's gutter is drawn reversed, without `│`.)
+    let screen = wait_until(&s, "a12 shown", |screen| screen.contains("a12"));
     assert!(!screen.contains("b12"), "{screen}");
     s.quit();
     let (status, _) = s.finish();
