@@ -1070,7 +1070,9 @@ fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
     // The mock provider echoes the prompt it received: the instructions
     // attached, then the request.
     s.wait_for_screen("DEMO-BODY: say hello.");
-    s.wait_for_screen("demo-skill (`/demo-skill`) with this request");
+    // (The answer is Markdown: the backticks around the command are drawn
+    // as inline code, without them.)
+    s.wait_for_screen("demo-skill (/demo-skill) with this request");
     s.wait_for_screen("Done. The file starts with");
     s.quit();
     let (status, _) = s.finish();
@@ -1214,8 +1216,9 @@ fn a_mentioned_file_is_completed_and_attached_to_the_prompt() {
     s.send(b"summarize @READ\t");
     s.wait_for_screen("summarize @README.md");
     s.send(b"\r");
-    // The demo quotes the prompt as a JSON string.
-    s.wait_for_screen("<attachments>\\n<file path=\\\"README.md\\\">\\n#");
+    // The demo quotes the prompt as a JSON string, which the answer's
+    // Markdown draws with its escaped quotes unescaped.
+    s.wait_for_screen("<attachments>\\n<file path=\"README.md\">\\n#");
     s.wait_for_screen("</file>\\n</attachments>");
     s.quit();
     let (status, _) = s.finish();

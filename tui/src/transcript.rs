@@ -504,8 +504,14 @@ impl Transcript {
         }
     }
 
-    /// Whether entry `i` is collapsed tool output, whose lines are drawn
-    /// one row each, cut with an ellipsis when wider than the view.
+    /// The most rows collapsed entry `i` takes (its preview lines).
+    pub fn preview_rows(&self, i: usize) -> u32 {
+        self.records.get(i).map_or(1, |r| u32::from(r.preview))
+    }
+
+    /// Whether entry `i` is collapsed tool output, which takes at most
+    /// [`Transcript::preview_rows`] rows: a longer line is cut with an
+    /// ellipsis at the last of them.
     pub fn clipped(&self, i: usize) -> bool {
         self.records
             .get(i)
@@ -606,15 +612,15 @@ impl Transcript {
         let (shown, hidden) = self.shown_from(i, full, focus);
         let collapsed_thinking = self.folded_thinking(i);
         let width = width.saturating_sub(GUTTER).max(1);
-        let body = if collapsed_thinking {
-            1
+        let (body, more) = if collapsed_thinking {
+            (1, 0)
         } else if self.clipped(i) {
-            clip(shown, width, |_, _, _| {})
+            clip(shown, width, self.preview_rows(i), |_, _, _| {})
         } else {
-            wrap(shown, width, |_, _| {})
+            (wrap(shown, width, |_, _| {}), 0)
         };
         // Body, the summary line when something is hidden, one blank line.
-        body + u32::from(!collapsed_thinking && hidden > 0) + 1
+        body + u32::from(!collapsed_thinking && hidden + more > 0) + 1
     }
 
     /// The height of entry `i` at the cached width, computing it if needed.

@@ -236,8 +236,10 @@ impl App {
                 draw_line(buf, &mut y, label, None, true, false);
             } else {
                 let mut first = true;
+                let mut more = 0;
                 if self.transcript.clipped(i) {
-                    clip(shown, text_width, |a, b, cut| {
+                    let rows = self.transcript.preview_rows(i);
+                    (_, more) = clip(shown, text_width, rows, |a, b, cut| {
                         draw_line(buf, &mut y, &shown[a..b], Some(base + a), first, cut);
                         first = false;
                     });
@@ -247,9 +249,9 @@ impl App {
                         first = false;
                     });
                 }
-                if hidden > 0 {
+                if hidden + more > 0 {
                     let mut tmp = [0u8; 64];
-                    let label = summary_label(&mut tmp, hidden);
+                    let label = summary_label(&mut tmp, hidden + more);
                     draw_line(buf, &mut y, label, None, false, false);
                 }
             }

@@ -112,7 +112,7 @@ fn an_edit_shows_its_changed_lines_coloured_with_line_numbers_while_collapsed() 
 }
 
 #[test]
-fn a_long_line_collapsed_takes_one_row_cut_with_an_ellipsis() {
+fn a_long_line_collapsed_takes_at_most_the_preview_rows_cut_with_an_ellipsis() {
     let mut a = app();
     a.tool_start("c1", "bash", "cat big");
     let long = "y".repeat(5000);
@@ -120,9 +120,26 @@ fn a_long_line_collapsed_takes_one_row_cut_with_an_ellipsis() {
     let mut s = screen(a, 60, 40);
     let text = s.text();
     let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("│ ")).collect();
-    assert_eq!(rows.len(), 3, "{text}");
-    assert_eq!(rows[1], format!("│ {}…", "y".repeat(57)));
-    assert_eq!(s.app.transcript.cached_height(1), 4);
+    // Six rows (the preview), the last cut with an ellipsis, then what was
+    // not shown whole: the long line and `end`.
+    assert_eq!(rows.len(), 7, "{text}");
+    assert_eq!(rows[0], "│ start");
+    assert_eq!(rows[1], format!("│ {}", "y".repeat(58)));
+    assert_eq!(rows[5], format!("│ {}…", "y".repeat(57)));
+    assert_eq!(rows[6], "│ … 2 more lines (ctrl+t)");
+    assert!(!text.contains("end"), "{text}");
+    // Title, its blank line; six rows, the summary and a blank line.
+    assert_eq!(s.app.transcript.cached_height(1), 8);
+    // Expanded, it wraps whole.
+    s.key(
+        smith_tui::crossterm::event::KeyCode::Char('o'),
+        smith_tui::crossterm::event::KeyModifiers::CONTROL,
+    );
+    s.frame();
+    assert_eq!(
+        s.app.transcript.cached_height(1),
+        1 + 5000_u32.div_ceil(58) + 1 + 1
+    );
 }
 
 #[test]
