@@ -5,7 +5,9 @@
 //! never at startup (the first frame does not wait for them), and each
 //! fence is highlighted once, when its entry is rendered.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use syntect::parsing::{ParseState, Scope, ScopeStack, SyntaxSet};
 
@@ -15,6 +17,17 @@ use crate::style::Attrs;
 /// Fences longer than this are drawn without highlighting (the
 /// highlighter's regular expressions are not free).
 pub const MAX_BYTES: usize = 64 * 1024;
+
+/// Fences highlighted lately, by a hash of their language and text: an
+/// answer that streams is rendered again as it grows, and its finished
+/// fences are not highlighted again. Emptied when it holds [`CACHED`].
+static DONE: Mutex<Option<HashMap<u64, Arc<Looks>>>> = Mutex::new(None);
+
+/// The most fences [`DONE`] holds.
+pub const CACHED: usize = 256;
+
+/// A fence's styled byte ranges.
+pub type Looks = Vec<(usize, usize, Look)>;
 
 static SYNTAXES: OnceLock<SyntaxSet> = OnceLock::new();
 static LOOKS: OnceLock<Vec<(Scope, Look)>> = OnceLock::new();
@@ -62,12 +75,35 @@ fn look_of(stack: &ScopeStack, table: &[(Scope, Look)]) -> Look {
 
 /// The styled byte ranges of `code` in language `lang` (a fence's info
 /// word: `rust`, `py`, `sh`...), ascending; empty for no language, an
-/// unknown one, or a fence over [`MAX_BYTES`].
-pub fn highlight(lang: &str, code: &str) -> Vec<(usize, usize, Look)> {
-    let mut out: Vec<(usize, usize, Look)> = Vec::new();
+/// unknown one, or a fence over [`MAX_BYTES`]. A fence highlighted lately
+/// is not highlighted again.
+pub fn highlight(lang: &str, code: &str) -> Arc<Looks> {
     if lang.is_empty() || code.len() > MAX_BYTES {
-        return out;
+        return Arc::default();
     }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (lang, code).hash(&mut hasher);
+    let key = hasher.finish();
+    if let Some(done) = DONE
+        .lock()
+        .ok()
+        .and_then(|d| d.as_ref().and_then(|d| d.get(&key).cloned()))
+    {
+        return done;
+    }
+    let looks = Arc::new(compute(lang, code));
+    if let Ok(mut done) = DONE.lock() {
+        let done = done.get_or_insert_with(HashMap::new);
+        if done.len() >= CACHED {
+            done.clear();
+        }
+        done.insert(key, Arc::clone(&looks));
+    }
+    looks
+}
+
+fn compute(lang: &str, code: &str) -> Looks {
+    let mut out: Looks = Vec::new();
     let set = SYNTAXES.get_or_init(SyntaxSet::load_defaults_nonewlines);
     let Some(syntax) = set
         .find_syntax_by_token(lang)
@@ -131,5 +167,14 @@ mod tests {
         assert!(loaded());
         assert!(highlight("no-such-language", code).is_empty());
         assert!(highlight("", code).is_empty());
+    }
+
+    #[test]
+    fn a_fence_highlighted_lately_is_not_highlighted_again() {
+        let code = "let cached = 1;";
+        let first = highlight("rust", code);
+        assert!(!first.is_empty());
+        assert!(Arc::ptr_eq(&first, &highlight("rust", code)));
+        assert!(!Arc::ptr_eq(&first, &highlight("rust", "let other = 2;")));
     }
 }
