@@ -1729,6 +1729,9 @@ fn the_resume_picker_shows_this_projects_sessions_and_tab_shows_every_project() 
     s.ready();
     s.send(b"alpha task\r");
     s.wait_for_screen("Done.");
+    // The run's end, which writes the session's summary (its start wrote
+    // one with no messages yet).
+    s.wait_for_screen(" ready ·");
     s.send(b"/resume\r");
     let screen = s.wait_for_screen("Sessions · this project (1 of 2)");
     let text = screen.join("\n");
