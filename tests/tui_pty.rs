@@ -1116,7 +1116,9 @@ fn a_skill_is_a_command_listed_by_skills_and_sent_with_its_instructions() {
     // The mock provider echoes the prompt it received: the instructions
     // attached, then the request.
     s.wait_for_screen("DEMO-BODY: say hello.");
-    s.wait_for_screen("demo-skill (`/demo-skill`) with this request");
+    // (The answer is Markdown: the backticks around the command are drawn
+    // as inline code, without them.)
+    s.wait_for_screen("demo-skill (/demo-skill) with this request");
     s.wait_for_screen("Done. The file starts with");
     s.quit();
     let (status, _) = s.finish();
@@ -1260,8 +1262,9 @@ fn a_mentioned_file_is_completed_and_attached_to_the_prompt() {
     s.send(b"summarize @READ\t");
     s.wait_for_screen("summarize @README.md");
     s.send(b"\r");
-    // The demo quotes the prompt as a JSON string.
-    s.wait_for_screen("<attachments>\\n<file path=\\\"README.md\\\">\\n#");
+    // The demo quotes the prompt as a JSON string, which the answer's
+    // Markdown draws with its escaped quotes unescaped.
+    s.wait_for_screen("<attachments>\\n<file path=\"README.md\">\\n#");
     s.wait_for_screen("</file>\\n</attachments>");
     s.quit();
     let (status, _) = s.finish();
@@ -1292,7 +1295,7 @@ fn a_mentioned_image_shows_as_its_summary_line() {
 /// while the model thinks; when the answer starts it collapses to its one
 /// line.
 #[test]
-fn thinking_shows_its_last_lines_while_it_streams_then_collapses() {
+fn thinking_shows_whole_while_it_streams_then_collapses() {
     let (_dir, path) = script(
         r#"[[{"thinking": "first I look at the files\n"}, {"thinking": "then I weigh the options\nthe tests come first\nthen the fix"}, {"delay_ms": 2500}, {"text": "the answer is 42"}, {"stop": {"reason": "end"}}]]"#,
     );
@@ -1301,12 +1304,10 @@ fn thinking_shows_its_last_lines_while_it_streams_then_collapses() {
     s.send(b"think it over\r");
     let screen = s.wait_for_screen("the tests come first").join("\n");
     assert!(
-        screen.contains("~ then I weigh the options") && screen.contains("then the fix"),
-        "{screen}"
-    );
-    assert!(
-        !screen.contains("first I look at the files"),
-        "only the last three lines show: {screen}"
+        screen.contains("~ first I look at the files")
+            && screen.contains("then I weigh the options")
+            && screen.contains("then the fix"),
+        "the whole thinking shows while it streams: {screen}"
     );
     assert!(!screen.contains("thinking (4 lines"), "{screen}");
     // The style in effect where the line was written: the last one set
@@ -1325,6 +1326,251 @@ fn thinking_shows_its_last_lines_while_it_streams_then_collapses() {
         "collapsed once the answer starts: {screen}"
     );
     assert!(!screen.contains("the tests come first"), "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// The SGR sequence in effect where `text` was last written: the last one
+/// set before it.
+fn style_before(out: &[u8], text: &str) -> String {
+    let at = rfind(out, text.as_bytes()).unwrap_or_else(|| {
+        panic!(
+            "{text:?} was never written:\n{}",
+            String::from_utf8_lossy(out)
+        )
+    });
+    let set = rfind(&out[..at], b"\x1b[0").unwrap();
+    let end = out[set..].iter().position(|&b| b == b'm').unwrap();
+    String::from_utf8_lossy(&out[set..=set + end]).into_owned()
+}
+
+/// An edit's result is a diff with old and new line numbers, the removed
+/// line red and the added green, shown while collapsed; so is a write's
+/// (every line added for a new file); the answer's Markdown is drawn (a
+/// bold cyan underlined heading, no `#`).
+#[test]
+fn edits_and_writes_show_coloured_diffs_with_line_numbers_and_the_answer_renders_markdown() {
+    let (_dir, path) = script(
+        r##"[
+ [{"tool_call": {"id": "r1", "name": "read", "arguments": {"path": "README.md"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "e1", "name": "edit", "arguments": {"path": "README.md", "old_text": "Hello from the fixture", "new_text": "Hello, edited"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "w1", "name": "write", "arguments": {"path": "notes.txt", "content": "alpha\nbeta\n"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "# Changed\n\nThe readme now says **Hello, edited**."}, {"stop": {"reason": "end"}}]
+]"##,
+    );
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &["--approval", "workspace", "--mock-script", &path],
+    );
+    s.ready();
+    s.send(b"edit the readme\r");
+    let screen = s.wait_for_screen("The readme now says").join("\n");
+    assert!(screen.contains("✓ edit README.md"), "{screen}");
+    assert!(
+        screen.contains("│ 1   - # Hello from the fixture"),
+        "the removed line with its old number: {screen}"
+    );
+    assert!(
+        screen.contains("│   1 + # Hello, edited"),
+        "the added line with its new number: {screen}"
+    );
+    assert!(!screen.contains("+++ b/README.md"), "collapsed: {screen}");
+    assert!(screen.contains("✓ write notes.txt"), "{screen}");
+    assert!(
+        screen.contains("│   1 + alpha") && screen.contains("│   2 + beta"),
+        "the written lines, added: {screen}"
+    );
+    assert!(
+        screen.contains("  Changed") && !screen.contains("# Changed"),
+        "{screen}"
+    );
+    let out = s.output();
+    assert_eq!(
+        style_before(&out, "- # Hello from the fixture"),
+        "\x1b[0;31m"
+    );
+    assert_eq!(style_before(&out, "+ # Hello, edited"), "\x1b[0;32m");
+    assert_eq!(style_before(&out, "+ beta"), "\x1b[0;32m");
+    assert_eq!(style_before(&out, "Changed"), "\x1b[0;1;4;36m");
+    assert!(find(&out, b"**Hello").is_none(), "no markup is drawn");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+/// Waits until `ok` holds for the drawn screen's rows; returns them.
+fn wait_until(s: &Session, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let screen = render(&s.output(), 24, 80).join("\n");
+        if ok(&screen) {
+            return screen;
+        }
+        assert!(Instant::now() < deadline, "never {what}:\n{screen}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The status line's row on `screen`: the last one naming the help key
+/// (the first notice names it too).
+fn status_row(screen: &str) -> &str {
+    screen
+        .lines()
+        .rev()
+        .find(|l| l.contains("F1 help") || l.contains(" · $"))
+        .unwrap_or_else(|| panic!("no status line:\n{screen}"))
+}
+
+/// A command's output shows under its title while it runs, and the status
+/// line shows a spinner and the elapsed time that move on while it runs,
+/// beside the model and the cost; the result replaces the streamed output
+/// and the spinner goes.
+#[test]
+fn bash_output_streams_under_its_title_while_the_spinner_and_elapsed_time_move() {
+    let (_dir, path) = script(
+        r#"[
+ [{"tool_call": {"id": "b1", "name": "bash", "arguments": {"command": "echo first-line; sleep 3; printf 'second%sline\\n' -"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "all done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &["--approval", "full", "--mock-script", &path],
+    );
+    s.ready();
+    let idle = s.wait_for_screen(" ready ·").join("\n");
+    let idle = status_row(&idle).to_owned();
+    assert!(!idle.contains(" working"), "{idle}");
+    s.send(b"run it\r");
+    let screen = s.wait_for_screen("│ first-line").join("\n");
+    assert!(!screen.contains("second-line"), "{screen}");
+    let rows: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let title = rows
+        .iter()
+        .position(|l| l.contains("⋯ bash echo first-line"))
+        .unwrap_or_else(|| panic!("the running call's title: {screen}"));
+    assert!(rows[title + 1].contains("│ first-line"), "{screen}");
+    let first = status_row(&screen).to_owned();
+    let spinner = |row: &str| row.chars().nth(1).unwrap();
+    assert!(
+        "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏".contains(spinner(&first)),
+        "a spinner leads the status line: {first:?}"
+    );
+    assert!(
+        first.contains(" working ") && first.contains("s · "),
+        "{first}"
+    );
+    // The model and the cost as the idle line showed them.
+    let model = idle.split(" · ").nth(1).unwrap();
+    assert!(first.contains(model), "{first} / {idle}");
+    // It moves on by itself while the command runs (no event arrives).
+    let later = wait_until(&s, "a moved spinner", |screen| {
+        let row = status_row(screen);
+        row.contains(" working ") && spinner(row) != spinner(&first)
+    });
+    assert!(!later.contains("second-line"), "{later}");
+    s.wait_for_screen("all done");
+    let done = wait_until(&s, "idle again", |screen| {
+        status_row(screen).contains(" ready ·")
+    });
+    assert!(
+        done.contains("│ first-line") && done.contains("second-line"),
+        "{done}"
+    );
+    assert!(!"⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏".contains(spinner(status_row(&done))), "{done}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Calls made together show each output directly under its own title; a
+/// call rejected before it ran (an unknown tool) has its title too.
+#[test]
+fn parallel_calls_and_a_rejected_call_each_show_their_output_under_their_title() {
+    let (_dir, path) = script(
+        r#"[
+ [{"tool_call": {"id": "r1", "name": "read", "arguments": {"path": "README.md"}}}, {"tool_call": {"id": "x1", "name": "no_such_tool", "arguments": {"path": "x"}}}, {"tool_call": {"id": "l1", "name": "ls", "arguments": {"path": "."}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "all done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &["--approval", "workspace", "--mock-script", &path],
+    );
+    s.ready();
+    s.send(b"look around\r");
+    s.wait_for_screen("all done");
+    let screen = wait_until(&s, "idle", |screen| status_row(screen).contains(" ready ·"));
+    let rows: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let at = |needle: &str| {
+        rows.iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} not on screen:\n{screen}"))
+    };
+    let read = at("✓ read README.md");
+    let rejected = at("✗ no_such_tool x");
+    let ls = at("✓ ls .");
+    assert!(read < rejected && rejected < ls, "{screen}");
+    assert!(
+        rows[read + 1].starts_with("│ ") && rows[read + 1].contains("Hello from the fixture"),
+        "{screen}"
+    );
+    assert!(rows[rejected + 1].starts_with("│ "), "{screen}");
+    assert!(
+        rows[ls + 1].starts_with("│ ") && rows[ls + 1..].iter().any(|l| l.contains("README.md")),
+        "{screen}"
+    );
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Ctrl+O expands or collapses one entry: the latest output without a
+/// selection, else the one selected with Alt+Up as an xterm sends it.
+#[test]
+fn ctrl_o_expands_the_latest_or_the_selected_output_alone() {
+    let (_dir, path) = script(
+        r#"[
+ [{"tool_call": {"id": "a", "name": "bash", "arguments": {"command": "seq -f a%g 1 12"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "b", "name": "bash", "arguments": {"command": "seq -f b%g 1 12"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "all done"}, {"stop": {"reason": "end"}}]
+]"#,
+    );
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &["--approval", "full", "--mock-script", &path],
+    );
+    s.ready();
+    s.send(b"count\r");
+    s.wait_for_screen("all done");
+    let screen = wait_until(&s, "idle", |screen| status_row(screen).contains(" ready ·"));
+    assert!(
+        screen.contains("│ b6") && !screen.contains("b12"),
+        "{screen}"
+    );
+    // Ctrl+O: byte 0x0f. The latest output opens, the other stays.
+    s.send(b"\x0f");
+    let screen = wait_until(&s, "b12 shown", |screen| screen.contains("│ b12"));
+    assert!(!screen.contains("a12"), "{screen}");
+    s.send(b"\x0f");
+    wait_until(&s, "b12 folded again", |screen| !screen.contains("b12"));
+    // Alt+Up (ESC [1;3A) four times: the answer, b's output, b's call,
+    // a's output.
+    for _ in 0..4 {
+        s.send(b"\x1b[1;3A");
+    }
+    s.send(b"\x0f");
+    // (The selected entry's gutter is drawn reversed, without `│`.)
+    let screen = wait_until(&s, "a12 shown", |screen| screen.contains("a12"));
+    assert!(!screen.contains("b12"), "{screen}");
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
@@ -1529,8 +1775,8 @@ fn the_resume_picker_shows_this_projects_sessions_and_tab_shows_every_project() 
     s.ready();
     s.send(b"alpha task\r");
     s.wait_for_screen("Done.");
-    // The run's end (which writes the summary the picker reads) is
-    // recorded before the interface is idle again.
+    // The run's end, which writes the session's summary (its start wrote
+    // one with no messages yet).
     s.wait_for_screen(" ready ·");
     s.send(b"/resume\r");
     let screen = s.wait_for_screen("Sessions · this project (1 of 2)");

@@ -4,7 +4,8 @@
 //! answer lands in tmux's paste buffer and the interface says so; with
 //! tmux's default (`external`, no passthrough) tmux would drop the write,
 //! so nothing is sent and the interface says why and which command
-//! changes it — never "copied".
+//! changes it — never "copied". Ctrl+O and Alt+Up as tmux sends them
+//! expand one entry.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -74,14 +75,19 @@ impl Tmux {
     /// Starts `smith tui` in a new window answering every prompt with
     /// `answer`.
     fn smith(&self, answer: &str) {
+        self.smith_script(
+            &format!(r#"[[{{"text": "{answer}"}}, {{"stop": {{"reason": "end"}}}}]]"#),
+            "",
+        );
+    }
+
+    /// Starts `smith tui` in a new window playing the mock `script`, with
+    /// `args` (already quoted) after it.
+    fn smith_script(&self, script_json: &str, args: &str) {
         let script = self.home.join("script.json");
-        std::fs::write(
-            &script,
-            format!(r#"[[{{"text": "{answer}"}}, {{"stop": {{"reason": "end"}}}}]]"#),
-        )
-        .unwrap();
+        std::fs::write(&script, script_json).unwrap();
         let command = format!(
-            "env SMITH_HOME={} NO_COLOR=1 SMITH_TUI_CAPS=probe=off {} tui --provider mock --mock-script {} --cwd {}",
+            "env SMITH_HOME={} NO_COLOR=1 SMITH_TUI_CAPS=probe=off {} tui --provider mock --mock-script {} --cwd {} {args}",
             quote(&self.home),
             quote(Path::new(env!("CARGO_BIN_EXE_smith"))),
             quote(&script),
@@ -176,4 +182,42 @@ fn with_tmux_defaults_nothing_is_sent_and_the_user_is_told_the_command() {
     assert!(flat.contains("tmux set -g set-clipboard on"), "{screen}");
     assert!(!flat.contains("copied to the clipboard"), "{screen}");
     assert_eq!(tmux.buffer(), None, "something reached tmux's buffer");
+}
+
+/// Inside tmux (keys as tmux sends them, no kitty protocol): Ctrl+O opens
+/// the latest output alone; Alt+Up selects entries and Ctrl+O opens the
+/// selected one.
+#[test]
+fn ctrl_o_and_alt_up_expand_one_entry_in_tmux() {
+    let tmux = Tmux::start();
+    tmux.smith_script(
+        r#"[
+ [{"tool_call": {"id": "a", "name": "bash", "arguments": {"command": "seq -f a%g 1 12"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"tool_call": {"id": "b", "name": "bash", "arguments": {"command": "seq -f b%g 1 12"}}}, {"stop": {"reason": "tool_use"}}],
+ [{"text": "all done"}, {"stop": {"reason": "end"}}]
+]"#,
+        "--approval full",
+    );
+    tmux.wait_for("F1 help");
+    tmux.keys(&["count", "Enter"]);
+    tmux.wait_for("all done");
+    let screen = tmux.wait_for(" ready ·");
+    assert!(screen.contains("b6") && !screen.contains("b12"), "{screen}");
+    tmux.keys(&["C-o"]);
+    let screen = tmux.wait_for("b12");
+    assert!(!screen.contains("a12"), "{screen}");
+    tmux.keys(&["C-o"]);
+    let start = Instant::now();
+    while tmux.screen().contains("b12") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The answer, b's output, b's call, a's output.
+    tmux.keys(&["M-Up", "M-Up", "M-Up", "M-Up", "C-o"]);
+    let screen = tmux.wait_for("a12");
+    assert!(!screen.contains("b12"), "{screen}");
 }

@@ -130,6 +130,7 @@ pub fn product_spec() -> ProductSpec {
             key("ctrl+f", "search", "global"),
             key("f1", "help", "global"),
             key("ctrl+t", "toggle-details", "transcript"),
+            key("ctrl+o", "toggle-entry", "transcript"),
             key("ctrl+y", "copy", "transcript"),
             key("alt+up", "select-prev", "transcript"),
             key("alt+down", "select-next", "transcript"),

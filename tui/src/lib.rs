@@ -16,6 +16,9 @@
 //! * [`transcript`] — the entry table with its width-keyed height cache,
 //!   scroll anchoring and search; entries hold their text (local) or refer
 //!   to a session's records ([`session`]), decoded only when drawn.
+//! * [`render`] — Markdown for assistant text, unified diffs with line
+//!   numbers for tool output, code fences highlighted: computed once per
+//!   entry and cached by the transcript.
 //! * [`editor`] — the multi-line input with history and paste.
 //! * [`app`] — keys, overlays (help, search, pickers, project trust, confirm and input
 //!   intents), the command popup, `@` path completion and the status line.
@@ -45,6 +48,7 @@ pub mod fixture;
 pub mod headless;
 pub mod layout;
 pub mod product;
+pub mod render;
 pub mod run;
 pub mod sanitize;
 pub mod session;

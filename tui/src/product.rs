@@ -385,6 +385,9 @@ pub enum Action {
     Help,
     /// Expand or collapse thinking and tool output.
     ToggleDetails,
+    /// Expand or collapse the selected entry (without a selection, the
+    /// latest thinking or tool output).
+    ToggleEntry,
     /// Copy the selected entry (or the current search match, or the last
     /// assistant message).
     Copy,
@@ -400,7 +403,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, each with its name.
-    pub const ALL: [(&'static str, Action); 19] = [
+    pub const ALL: [(&'static str, Action); 20] = [
         ("submit", Action::Submit),
         ("queue-follow-up", Action::QueueFollowUp),
         ("newline", Action::Newline),
@@ -415,6 +418,7 @@ impl Action {
         ("search", Action::Search),
         ("help", Action::Help),
         ("toggle-details", Action::ToggleDetails),
+        ("toggle-entry", Action::ToggleEntry),
         ("copy", Action::Copy),
         ("select-prev", Action::SelectPrev),
         ("select-next", Action::SelectNext),
@@ -446,7 +450,8 @@ impl Action {
             Action::Latest => "back to the latest output",
             Action::Search => "search the transcript",
             Action::Help => "this help",
-            Action::ToggleDetails => "expand or collapse details",
+            Action::ToggleDetails => "expand or collapse every entry's details",
+            Action::ToggleEntry => "expand/collapse the selected or last entry",
             Action::Copy => "copy the selection (or match, or answer)",
             Action::SelectPrev => "select the previous entry",
             Action::SelectNext => "select the next entry",

@@ -3,7 +3,7 @@
 //! model changed.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossterm::event::Event;
 
@@ -72,17 +72,22 @@ pub fn run_loop<E>(
     mut on_output: impl FnMut(&mut App, &mut Terminal, Output) -> Flow,
 ) -> std::io::Result<()> {
     let mut drawn = u64::MAX;
+    let mut ticked = Instant::now();
     loop {
+        // The spinner and time-limited hints move on even while events
+        // keep arriving.
+        if ticked.elapsed() >= app.tick_interval() {
+            app.tick();
+            ticked = Instant::now();
+        }
         if app.generation() != drawn {
             term.draw(app)?;
             drawn = app.generation();
         }
-        let first = match rx.recv_timeout(Duration::from_millis(500)) {
+        let wait = app.tick_interval().saturating_sub(ticked.elapsed());
+        let first = match rx.recv_timeout(wait.max(Duration::from_millis(1))) {
             Ok(m) => m,
-            Err(RecvTimeoutError::Timeout) => {
-                app.tick();
-                continue;
-            }
+            Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return Ok(()),
         };
         let mut next = Some(first);

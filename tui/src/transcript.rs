@@ -18,12 +18,14 @@
 //! down to the end (or [`Transcript::follow`]) follows again.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bumpalo::Bump;
 
+use crate::render::{Kind, Rendered, render};
 use crate::session::EntryText;
-use crate::wrap::wrap;
+use crate::wrap::{clip, wrap};
 
 /// What an entry shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +34,7 @@ pub enum EntryKind {
     User,
     /// Assistant text.
     Assistant,
-    /// Model thinking: its last lines show while it streams, then it
+    /// Model thinking: it shows whole while it streams, then it
     /// collapses to one line (expanded with the details).
     Thinking,
     /// A tool call: name and argument summary.
@@ -139,40 +141,44 @@ pub struct Transcript {
     /// The thinking entry streaming now: it shows its last lines until
     /// something else arrives or [`Transcript::end_live_thinking`].
     live_thinking: Option<usize>,
+    /// Entries rendered (Markdown, diffs) by index: `None` for one that
+    /// draws its text as it is. Filled when an entry is first measured or
+    /// drawn, dropped when its text grows; emptied when it holds more
+    /// than [`RENDERED_CAP`] entries (scrolling far), before a frame is
+    /// laid out.
+    rendered: HashMap<usize, Option<Rendered>>,
+    /// The text of tool output streaming now (a running call's), by
+    /// entry, kept apart from the arena until the call's result replaces
+    /// it ([`Transcript::set_text`]).
+    live: HashMap<usize, String>,
 }
 
-/// Source lines of a streaming thinking entry shown while it streams.
-pub const LIVE_THINKING_LINES: usize = 3;
-/// At most this many bytes of a streaming thinking entry are shown (a
-/// paragraph without line breaks would otherwise fill the view).
-const LIVE_THINKING_BYTES: usize = 320;
+/// The most rendered entries kept; the view needs only the ones on screen.
+pub const RENDERED_CAP: usize = 4096;
 
-/// The end of `text` a streaming thinking entry shows: its last
-/// [`LIVE_THINKING_LINES`] lines, at most [`LIVE_THINKING_BYTES`] of them,
-/// starting at a word when it had to be cut.
-fn live_tail(text: &str) -> &str {
+/// Bytes of streamed output kept for a running call (its last lines are
+/// what shows); the call's result replaces them when it ends.
+pub const LIVE_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// The last `n` lines of `text` (without a trailing line break), and how
+/// many lines come before them.
+fn tail_lines(text: &str, n: usize) -> (&str, usize) {
     let text = text.trim_end_matches('\n');
     let mut start = 0;
     let mut lines = 0;
     for (at, _) in text.rmatch_indices('\n') {
         lines += 1;
-        if lines == LIVE_THINKING_LINES {
+        if lines == n {
             start = at + 1;
             break;
         }
     }
-    if text.len() - start > LIVE_THINKING_BYTES {
-        let mut cut = text.len() - LIVE_THINKING_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut += 1;
-        }
-        // From the next word on, when there is one near.
-        if let Some(space) = text[cut..].find(' ').filter(|s| *s < 40) {
-            cut += space + 1;
-        }
-        start = cut;
-    }
-    &text[start..]
+    let before = if start == 0 {
+        0
+    } else {
+        text[..start].matches('\n').count()
+    };
+    (&text[start..], before)
 }
 
 impl Transcript {
@@ -212,6 +218,7 @@ impl Transcript {
     /// pushed with [`Transcript::push_session`] name records of it.
     pub fn set_session(&mut self, source: Arc<dyn EntryText>) {
         self.session = Some(source);
+        self.rendered.clear();
         self.generation += 1;
     }
 
@@ -232,6 +239,11 @@ impl Transcript {
     /// text from the arena, a session-backed entry's decoded into `bump`
     /// (or borrowed from the session's arena).
     pub fn text_in<'a>(&'a self, i: usize, bump: &'a Bump) -> &'a str {
+        if !self.live.is_empty()
+            && let Some(live) = self.live.get(&i)
+        {
+            return live;
+        }
         match self.records.get(i).map(|r| r.source) {
             Some(Source::Local { start, len }) => {
                 let start = start as usize;
@@ -313,6 +325,7 @@ impl Transcript {
             *len += text.len() as u32;
             let i = self.records.len() - 1;
             self.heights[i] = UNKNOWN;
+            self.rendered.remove(&i);
             self.generation += 1;
             if kind == EntryKind::Thinking {
                 self.live_thinking = Some(i);
@@ -324,6 +337,76 @@ impl Transcript {
             self.live_thinking = Some(i);
         }
         i
+    }
+
+    /// Replaces entry `i`'s text with `text` (a call's result over its
+    /// placeholder or its streamed output). The old text stays in the
+    /// arena unused.
+    pub fn set_text(&mut self, i: usize, text: &str) {
+        if i >= self.records.len() {
+            return;
+        }
+        let start = self.text.len() as u64;
+        self.text.push_str(text);
+        self.records[i].source = Source::Local {
+            start,
+            len: text.len() as u32,
+        };
+        self.live.remove(&i);
+        self.changed(i);
+    }
+
+    /// Points entry `i` at part `part` of session record `record` (a
+    /// resumed call's result over its placeholder).
+    pub fn set_session_source(&mut self, i: usize, record: u32, part: u32) {
+        if let Some(r) = self.records.get_mut(i) {
+            r.source = Source::Session { record, part };
+            self.live.remove(&i);
+            self.changed(i);
+        }
+    }
+
+    /// Appends streamed output to entry `i` (a running call's output):
+    /// it shows its last lines until [`Transcript::set_text`] gives it
+    /// the call's result. At most [`LIVE_OUTPUT_BYTES`] of the latest
+    /// output are kept.
+    pub fn stream(&mut self, i: usize, chunk: &str) {
+        if i >= self.records.len() {
+            return;
+        }
+        let live = self.live.entry(i).or_default();
+        live.push_str(chunk);
+        if live.len() > 2 * LIVE_OUTPUT_BYTES {
+            let mut cut = live.len() - LIVE_OUTPUT_BYTES;
+            while !live.is_char_boundary(cut) {
+                cut += 1;
+            }
+            live.drain(..cut);
+        }
+        self.changed(i);
+    }
+
+    /// Whether entry `i` is an empty answer or call output (a message
+    /// that has not streamed text yet, a call without output yet): it
+    /// takes no room and is never selected.
+    pub fn is_blank(&self, i: usize) -> bool {
+        self.records.get(i).is_some_and(|r| {
+            matches!(r.kind, EntryKind::Assistant | EntryKind::ToolOutput)
+                && matches!(r.source, Source::Local { len: 0, .. })
+                && !self.is_live(i)
+        })
+    }
+
+    /// Whether entry `i` is output streaming now.
+    pub fn is_live(&self, i: usize) -> bool {
+        self.live.contains_key(&i)
+    }
+
+    /// Entry `i` changed: its height and rendering are computed again.
+    fn changed(&mut self, i: usize) {
+        self.heights[i] = UNKNOWN;
+        self.rendered.remove(&i);
+        self.generation += 1;
     }
 
     /// The streaming thinking entry (if any) is complete: it collapses.
@@ -383,18 +466,118 @@ impl Transcript {
         self.generation += 1;
     }
 
+    /// How entry `i` is rendered, if it is: assistant text as Markdown,
+    /// tool output holding a unified diff as a diff.
+    fn render_kind(&self, i: usize) -> Option<Kind> {
+        match self.records.get(i)?.kind {
+            EntryKind::Assistant => Some(Kind::Markdown),
+            EntryKind::ToolOutput => Some(Kind::Diff),
+            _ => None,
+        }
+    }
+
+    /// Renders entry `i` unless it is rendered already (once per entry,
+    /// again only after its text grew).
+    pub fn ensure_rendered(&mut self, i: usize) {
+        if self.rendered.contains_key(&i) {
+            return;
+        }
+        let Some(kind) = self.render_kind(i) else {
+            return;
+        };
+        let rendered = render(kind, self.text_in(i, &self.scratch));
+        self.scratch.reset();
+        self.rendered.insert(i, rendered);
+    }
+
+    /// Entry `i` as rendered, when it is drawn other than as its text.
+    pub fn rendered(&self, i: usize) -> Option<&Rendered> {
+        self.rendered.get(&i).and_then(Option::as_ref)
+    }
+
+    /// What entry `i` draws: its rendered text when it has one (and where
+    /// a collapsed view of it starts), else its text (from 0).
+    pub fn display_in<'a>(&'a self, i: usize, bump: &'a Bump) -> (&'a str, usize) {
+        match self.rendered(i) {
+            Some(r) => (r.text.as_str(), r.focus as usize),
+            None => (self.text_in(i, bump), 0),
+        }
+    }
+
+    /// The most rows collapsed entry `i` takes (its preview lines).
+    pub fn preview_rows(&self, i: usize) -> u32 {
+        self.records.get(i).map_or(1, |r| u32::from(r.preview))
+    }
+
+    /// Whether entry `i` is collapsed tool output, which takes at most
+    /// [`Transcript::preview_rows`] rows: a longer line is cut with an
+    /// ellipsis at the last of them.
+    pub fn clipped(&self, i: usize) -> bool {
+        self.records
+            .get(i)
+            .is_some_and(|r| r.kind == EntryKind::ToolOutput && !r.expanded)
+    }
+
+    /// Expands or collapses entry `i` alone.
+    pub fn toggle(&mut self, i: usize) {
+        if let Some(r) = self.records.get_mut(i) {
+            r.expanded = !r.expanded;
+            self.heights[i] = UNKNOWN;
+            self.generation += 1;
+        }
+    }
+
+    /// The entry whose details entry `i` stands for: itself when it is
+    /// thinking or tool output, a call's output for the call's title
+    /// (the next tool output before another call).
+    pub fn details_of(&self, i: usize) -> Option<usize> {
+        let r = self.records.get(i)?;
+        match r.kind {
+            EntryKind::Thinking | EntryKind::ToolOutput => Some(i),
+            EntryKind::Tool => self.records[i + 1..]
+                .iter()
+                .position(|r| r.kind != EntryKind::Notice)
+                .map(|k| i + 1 + k)
+                .filter(|&j| self.records[j].kind == EntryKind::ToolOutput),
+            _ => None,
+        }
+    }
+
+    /// The latest thinking or tool-output entry.
+    pub fn latest_details(&self) -> Option<usize> {
+        self.records
+            .iter()
+            .rposition(|r| matches!(r.kind, EntryKind::Thinking | EntryKind::ToolOutput))
+    }
+
     /// The part of entry `i`'s text `text` (from [`Transcript::text_in`])
     /// that is shown, and how many source lines were hidden.
     pub fn shown<'t>(&self, i: usize, text: &'t str) -> (&'t str, usize) {
+        self.shown_from(i, text, 0)
+    }
+
+    /// As [`Transcript::shown`] for text whose collapsed view starts at
+    /// byte `focus` (a line start; from [`Transcript::display_in`]).
+    pub fn shown_from<'t>(&self, i: usize, text: &'t str, focus: usize) -> (&'t str, usize) {
         let Some(r) = self.records.get(i) else {
             return ("", 0);
         };
         match r.kind {
-            EntryKind::Thinking if !r.expanded && self.live_thinking == Some(i) => {
-                (live_tail(text), 0)
+            // Thinking shows whole while it streams.
+            EntryKind::Thinking if !r.expanded && self.live_thinking == Some(i) => (text, 0),
+            // A running call's output shows its latest lines.
+            EntryKind::ToolOutput if !r.expanded && self.is_live(i) => {
+                tail_lines(text, usize::from(r.preview))
             }
             EntryKind::Thinking if !r.expanded => (&text[..0], text.lines().count()),
             EntryKind::ToolOutput if !r.expanded => {
+                let focus = if text.is_char_boundary(focus) {
+                    focus
+                } else {
+                    0
+                };
+                let before = text[..focus].matches('\n').count();
+                let text = &text[focus..];
                 let mut cut = text.len();
                 let mut n = 0;
                 for (at, _) in text.match_indices('\n') {
@@ -406,9 +589,12 @@ impl Transcript {
                 }
                 let text = text.trim_end_matches('\n');
                 if cut >= text.len() {
-                    (text, 0)
+                    (text, before)
                 } else {
-                    (&text[..cut], text[cut..].lines().count().saturating_sub(1))
+                    (
+                        &text[..cut],
+                        before + text[cut..].lines().count().saturating_sub(1),
+                    )
                 }
             }
             EntryKind::ToolOutput => (text.trim_end_matches('\n'), 0),
@@ -417,21 +603,31 @@ impl Transcript {
     }
 
     fn measure(&self, i: usize, width: u16, bump: &Bump) -> u32 {
-        let (shown, hidden) = self.shown(i, self.text_in(i, bump));
+        // A call's output before it has any (a placeholder), or an
+        // answer before its first text, takes no room.
+        if self.is_blank(i) {
+            return 0;
+        }
+        let (full, focus) = self.display_in(i, bump);
+        let (shown, hidden) = self.shown_from(i, full, focus);
         let collapsed_thinking = self.folded_thinking(i);
-        let body = if collapsed_thinking {
-            1
+        let width = width.saturating_sub(GUTTER).max(1);
+        let (body, more) = if collapsed_thinking {
+            (1, 0)
+        } else if self.clipped(i) {
+            clip(shown, width, self.preview_rows(i), |_, _, _| {})
         } else {
-            wrap(shown, width.saturating_sub(GUTTER).max(1), |_, _| {})
+            (wrap(shown, width, |_, _| {}), 0)
         };
         // Body, the summary line when something is hidden, one blank line.
-        body + u32::from(!collapsed_thinking && hidden > 0) + 1
+        body + u32::from(!collapsed_thinking && hidden + more > 0) + 1
     }
 
     /// The height of entry `i` at the cached width, computing it if needed.
     pub fn height(&mut self, i: usize) -> u32 {
         match self.heights.get(i).copied() {
             Some(UNKNOWN) => {
+                self.ensure_rendered(i);
                 let h = self.measure(i, self.cache_width, &self.scratch);
                 self.scratch.reset();
                 self.heights[i] = h;
@@ -456,6 +652,9 @@ impl Transcript {
     /// every entry that will be drawn. Work is proportional to what is on
     /// screen, not to the number of entries.
     pub fn prepare(&mut self, width: u16, height: u16) {
+        if self.rendered.len() > RENDERED_CAP {
+            self.rendered.clear();
+        }
         if width != self.cache_width {
             self.cache_width = width;
             self.heights.fill(UNKNOWN);
@@ -485,6 +684,8 @@ impl Transcript {
         let mut i = self.top.entry;
         let mut skip = self.top.line;
         while rows > 0 && i < self.records.len() {
+            // Rendered again if it was dropped while its height stayed.
+            self.ensure_rendered(i);
             let h = self.height(i).saturating_sub(skip);
             rows = rows.saturating_sub(h);
             skip = 0;
@@ -580,9 +781,10 @@ impl Transcript {
     pub fn reveal(&mut self, entry: usize, offset: usize) {
         let width = self.cache_width.saturating_sub(GUTTER).max(1);
         let mut line = 0u32;
+        self.ensure_rendered(entry);
         {
-            let full = self.text_in(entry, &self.scratch);
-            let (shown, _) = self.shown(entry, full);
+            let (full, focus) = self.display_in(entry, &self.scratch);
+            let (shown, _) = self.shown_from(entry, full, focus);
             // Offsets are into the whole text; the shown part starts it.
             let mut n = 0u32;
             wrap(shown, width, |a, _| {
@@ -740,6 +942,41 @@ mod tests {
     }
 
     #[test]
+    fn streamed_output_shows_its_last_lines_until_the_result_replaces_it() {
+        let mut t = Transcript::new();
+        t.push(EntryKind::Tool, "bash make");
+        // A placeholder takes no room until output arrives.
+        let o = t.push(EntryKind::ToolOutput, "");
+        t.set_preview(o, 3);
+        t.push(EntryKind::Tool, "bash other");
+        t.prepare(40, 20);
+        assert_eq!(t.cached_height(o), 0);
+        t.stream(o, "a\nb\n");
+        t.stream(o, "c\nd\ne\n");
+        assert!(t.is_live(o));
+        assert_eq!(t.text(o), "a\nb\nc\nd\ne\n");
+        let bump = Bump::new();
+        let (full, _) = t.display_in(o, &bump);
+        assert_eq!(t.shown_from(o, full, 0), ("c\nd\ne", 2));
+        t.prepare(40, 20);
+        // Three lines, the summary line and the blank line.
+        assert_eq!(t.cached_height(o), 5);
+        // Far more output than is kept: the latest stays.
+        let big = "x".repeat(LIVE_OUTPUT_BYTES);
+        for _ in 0..3 {
+            t.stream(o, &big);
+        }
+        t.stream(o, "\nlast\n");
+        assert!(t.text(o).len() <= 2 * LIVE_OUTPUT_BYTES);
+        assert!(t.text(o).ends_with("\nlast\n"));
+        t.set_text(o, "result\n");
+        assert!(!t.is_live(o));
+        assert_eq!(t.text(o), "result\n");
+        t.prepare(40, 20);
+        assert_eq!(t.cached_height(o), 2);
+    }
+
+    #[test]
     fn heights_follow_width_and_collapse() {
         let mut t = Transcript::new();
         t.push(EntryKind::Assistant, "aaaa bbbb cccc");
@@ -759,24 +996,18 @@ mod tests {
     }
 
     #[test]
-    fn streaming_thinking_shows_its_last_lines_then_collapses() {
+    fn streaming_thinking_shows_whole_then_collapses() {
         let mut t = Transcript::new();
         let i = t.append(EntryKind::Thinking, "one\ntwo\n");
         t.append(EntryKind::Thinking, "three\nfour");
         assert!(!t.folded_thinking(i));
-        assert_eq!(t.shown(i, "one\ntwo\nthree\nfour"), ("two\nthree\nfour", 0));
-        t.prepare(40, 20);
-        // The last three lines and the blank line after them.
-        assert_eq!(t.cached_height(i), 4);
-        // A paragraph without line breaks shows its end only, from a word.
-        let long = "word ".repeat(200);
-        let (tail, _) = t.shown(i, &long);
-        assert!(
-            tail.len() <= LIVE_THINKING_BYTES && tail.len() > 250,
-            "{}",
-            tail.len()
+        assert_eq!(
+            t.shown(i, "one\ntwo\nthree\nfour"),
+            ("one\ntwo\nthree\nfour", 0)
         );
-        assert!(tail.starts_with("word"), "{tail:?}");
+        t.prepare(40, 20);
+        // Every line and the blank line after them.
+        assert_eq!(t.cached_height(i), 5);
         // The answer starts: the thinking collapses to its one line.
         t.append(EntryKind::Assistant, "answer");
         assert!(t.folded_thinking(i));

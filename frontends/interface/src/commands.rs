@@ -270,6 +270,9 @@ fn thinking(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
     };
     let model = offered.map_or_else(|| "the model".to_owned(), |o| o.reference);
     let (sent, warning) = dial.effective();
+    let mut status = app.status.clone();
+    status.thinking = level_name(sent).to_owned();
+    app.set_status(status);
     let set = if arg.is_empty() { "" } else { " set" };
     app.notice(&format!(
         "thinking {}{set} · {model} offers {levels} · /thinking LEVEL sets one of {}; Ctrl+T expands thinking",

@@ -41,8 +41,8 @@ pub(super) struct Controller<'a> {
     pub(super) info: ProviderInfo,
     /// The runtime now; `None` once it failed to start again.
     pub(super) runtime: Option<Runtime>,
-    /// Tool calls announced but not started: call id and summary.
-    pub(super) summaries: Vec<(String, String)>,
+    /// Tool calls announced and not answered yet.
+    pub(super) summaries: super::events::Calls,
     /// The generation of the runtime now; events of others are dropped.
     pub(super) generation: u64,
     /// The replay playing now: its tag and the flag that stops it.

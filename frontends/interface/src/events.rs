@@ -8,6 +8,101 @@ use smith_engine::protocol::{
 use smith_engine::provider::Message;
 use smith_tui::App;
 
+/// What the interface keeps about a batch's tool calls between their
+/// events.
+#[derive(Debug, Default)]
+pub(super) struct Calls {
+    /// Calls announced but not started: call id and summary.
+    summaries: Vec<(String, String)>,
+    /// `write` calls announced, for the diff shown with the result.
+    writes: Vec<Write>,
+    /// The directory relative paths resolve in; `None` reads no files
+    /// (tests).
+    cwd: Option<std::path::PathBuf>,
+}
+
+/// A `write` call as announced.
+#[derive(Debug)]
+struct Write {
+    /// The call id.
+    id: String,
+    /// The target as the call names it.
+    path: String,
+    /// Its text before the call (`None`: absent, not UTF-8 or over
+    /// [`MAX_DIFF_FILE`]).
+    old: Option<String>,
+    /// The text the call writes.
+    new: String,
+}
+
+/// A `write`'s target larger than this shows no diff.
+pub(super) const MAX_DIFF_FILE: u64 = 1024 * 1024;
+
+impl Calls {
+    /// Calls of the runtime working in `cwd`.
+    pub(super) fn new(cwd: &std::path::Path) -> Calls {
+        Calls {
+            cwd: Some(cwd.to_owned()),
+            ..Calls::default()
+        }
+    }
+
+    /// Forgets every call (another session or replay starts).
+    pub(super) fn clear(&mut self) {
+        self.summaries.clear();
+        self.writes.clear();
+    }
+
+    fn take_summary(&mut self, call_id: &str) -> String {
+        self.summaries
+            .iter()
+            .position(|(id, _)| id == call_id)
+            .map(|i| self.summaries.swap_remove(i).1)
+            .unwrap_or_default()
+    }
+
+    /// Remembers a `write`'s target as it is before the call runs.
+    fn announce_write(&mut self, call: &smith_engine::provider::ToolCall) {
+        let Some(cwd) = &self.cwd else {
+            return;
+        };
+        let arg = |name: &str| call.arguments.get(name).and_then(|v| v.as_str());
+        let (Some(path), Some(new)) = (arg("path"), arg("content")) else {
+            return;
+        };
+        if new.len() as u64 > MAX_DIFF_FILE {
+            return;
+        }
+        let full = cwd.join(path);
+        let old = std::fs::metadata(&full)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= MAX_DIFF_FILE)
+            .and_then(|_| std::fs::read(&full).ok())
+            .and_then(|bytes| String::from_utf8(bytes).ok());
+        self.writes.push(Write {
+            id: call.id.clone(),
+            path: path.to_owned(),
+            old,
+            new: new.to_owned(),
+        });
+    }
+
+    /// The unified diff of a finished `write`: its target as announced
+    /// against the content it wrote (every line added for a new file).
+    fn write_diff(&mut self, call_id: &str) -> Option<String> {
+        let at = self.writes.iter().position(|w| w.id == call_id)?;
+        let Write { path, old, new, .. } = self.writes.swap_remove(at);
+        let old = old.unwrap_or_default();
+        let diff = similar::TextDiff::from_lines(old.as_str(), new.as_str());
+        let text = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string();
+        (!text.is_empty()).then_some(text)
+    }
+}
+
 /// One line describing a tool call's arguments: the `subject` argument the
 /// tool's presentation names, else the first of command, path, pattern and
 /// url.
@@ -41,12 +136,13 @@ fn compaction_reason(reason: CompactionReason) -> &'static str {
 }
 
 /// Applies one agent event to the interface.
-pub(super) fn apply(
-    app: &mut App,
-    event: Event,
-    summaries: &mut Vec<(String, String)>,
-    window: Option<u64>,
-) {
+pub(super) fn apply(app: &mut App, event: Event, calls: &mut Calls, window: Option<u64>) {
+    apply_event(app, event, calls, window, true);
+}
+
+/// [`apply`]; `live` is false for a replayed event (no file is read for
+/// it: the file's state now is not the state it had then).
+fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u64>, live: bool) {
     let mut status = app.status.clone();
     // A retry's countdown ends with whatever comes next (the retried
     // exchange's events, another retry, the end of the run).
@@ -90,27 +186,50 @@ pub(super) fn apply(
                 + u.output.unwrap_or(0);
             status.context = window.map(|w| (used, w));
         }
+        // A batch's calls are titled as the model made them, in order,
+        // before any runs: each call's output then shows under its own
+        // title, and a call rejected before it ran has one too.
         Event::ToolCall { call } => {
             let subject = app
                 .product()
                 .tool(&call.name)
                 .and_then(|t| t.subject.as_deref());
-            summaries.push((call.id.clone(), summarize(&call.arguments, subject)));
+            let summary = summarize(&call.arguments, subject);
+            app.tool_start(&call.id, &call.name, &summary);
+            if live && call.name == "write" {
+                calls.announce_write(&call);
+            }
+            calls.summaries.push((call.id, summary));
         }
         Event::ToolExecutionStart { call_id, name, .. } => {
-            let summary = summaries
-                .iter()
-                .position(|(id, _)| *id == call_id)
-                .map(|i| summaries.swap_remove(i).1)
-                .unwrap_or_default();
-            app.tool_start(&call_id, &name, &summary);
+            let summary = calls.take_summary(&call_id);
+            if !app.tool_running(&call_id) {
+                app.tool_start(&call_id, &name, &summary);
+            }
         }
+        Event::ToolExecutionUpdate { call_id, output } => app.tool_update(&call_id, &output),
         Event::ToolExecutionEnd {
             call_id,
+            name,
             status: tool_status,
             content,
             ..
-        } => app.tool_end(&call_id, tool_status == ToolStatus::Ok, &content),
+        } => {
+            // A call that never started (rejected, skipped, blocked,
+            // aborted before it ran) has its title from `tool_call`; one
+            // whose `tool_call` was not seen gets one now.
+            let summary = calls.take_summary(&call_id);
+            if !app.tool_running(&call_id) {
+                app.tool_start(&call_id, &name, &summary);
+            }
+            let ok = tool_status == ToolStatus::Ok;
+            // A write's result shows the diff of what it wrote.
+            let diff = calls.write_diff(&call_id);
+            match diff.filter(|_| ok) {
+                Some(diff) => app.tool_end(&call_id, ok, &format!("{content}\n{diff}")),
+                None => app.tool_end(&call_id, ok, &content),
+            }
+        }
         Event::CompactionStart {
             reason,
             tokens_before,
@@ -190,12 +309,7 @@ pub(super) fn apply(
 
 /// Applies one replayed event: as a live one, plus the user messages a
 /// live session shows from the editor.
-pub(super) fn apply_replayed(
-    app: &mut App,
-    event: Event,
-    summaries: &mut Vec<(String, String)>,
-    window: Option<u64>,
-) {
+pub(super) fn apply_replayed(app: &mut App, event: Event, calls: &mut Calls, window: Option<u64>) {
     if let Event::MessageEnd {
         message: Message::User { text, .. },
         ..
@@ -204,5 +318,5 @@ pub(super) fn apply_replayed(
         // Its media follow as one line each (`apply`).
         app.user_message(text);
     }
-    apply(app, event, summaries, window);
+    apply_event(app, event, calls, window, false);
 }

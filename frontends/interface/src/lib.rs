@@ -211,7 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         paths,
         info,
         runtime: Some(runtime),
-        summaries: Vec::new(),
+        summaries: events::Calls::new(&cwd),
         generation: 1,
         replay: None,
         replays: 0,

@@ -292,6 +292,10 @@ pub(super) fn start(
     status.model = model;
     status.busy = false;
     status.queue = 0;
+    // The level requests carry (none shown for a provider that takes none).
+    status.thinking = thinking.as_ref().map_or_else(String::new, |dial| {
+        host::thinking::level_name(dial.effective().0).to_owned()
+    });
     app.set_status(status);
     Ok((
         Runtime {

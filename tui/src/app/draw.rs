@@ -12,7 +12,11 @@ use crate::layout::{Rect, split_vertical};
 use crate::product::Region;
 use crate::style::{Attrs, Style};
 use crate::transcript::{EntryKind, GUTTER, Match, ToolState, find_all};
-use crate::wrap::wrap;
+use crate::wrap::{clip, wrap};
+
+/// The match offset given for a line of rendered text, whose offsets are
+/// not the entry's text's.
+const RENDERED_LINE: usize = usize::MAX - 1;
 
 impl App {
     /// Lays out a `width` × `height` screen: splits the regions and
@@ -157,51 +161,98 @@ impl App {
         let mut y = area.y;
         let mut skip = top.line;
         let text_width = area.width.saturating_sub(GUTTER).max(1);
+        let color = self.options.color;
         let mut i = top.entry;
         while y < area.bottom() && i < self.transcript.len() {
+            // An output placeholder before any output takes no room.
+            if self.transcript.cached_height(i) == 0 {
+                skip = 0;
+                i += 1;
+                continue;
+            }
             let (marker, style) = self.entry_style(i);
             let record = self.transcript.record(i).copied();
             let collapsed_thinking = self.transcript.folded_thinking(i);
-            // A session-backed entry's text is decoded into the frame's
-            // arena (or borrowed from the session's), only for what is drawn.
-            let full = self.transcript.text_in(i, bump);
-            let (shown, hidden) = self.transcript.shown(i, full);
+            // What the entry draws: its rendered text (Markdown, a diff),
+            // computed when it was first laid out, or its text — a
+            // session-backed entry's decoded into the frame's arena (or
+            // borrowed from the session's), only for what is drawn.
+            let rendered = self.transcript.rendered(i);
+            let (full, focus) = self.transcript.display_in(i, bump);
+            let (shown, hidden) = self.transcript.shown_from(i, full, focus);
             let base = (shown.as_ptr() as usize).saturating_sub(full.as_ptr() as usize);
             let mut line_no = 0u32;
             let selected = self.selected == Some(i);
             let every_line = selected || record.is_some_and(|r| r.kind == EntryKind::ToolOutput);
             // The selection shows as a reversed gutter on every line.
             let marker_style = if selected { self.theme.selected } else { style };
-            let mut draw_line =
-                |buf: &mut Buffer, y: &mut u16, text: &str, start: usize, first: bool| {
-                    if line_no >= skip && *y < area.bottom() {
-                        let x = if first || every_line {
-                            let m = if first || !selected { marker } else { "  " };
-                            buf.put_str(area.x, *y, m, marker_style, area.right())
-                        } else {
-                            area.x + GUTTER
-                        };
-                        let x = x.max(area.x + GUTTER.min(area.width));
-                        buf.put_str(x, *y, text, style, area.right());
-                        self.highlight_line(buf, *y, x, text, i, start);
-                        *y += 1;
+            // `at`: where the line lies in `full` (`None` for a label).
+            let mut draw_line = |buf: &mut Buffer,
+                                 y: &mut u16,
+                                 text: &str,
+                                 at: Option<usize>,
+                                 first: bool,
+                                 cut: bool| {
+                if line_no >= skip && *y < area.bottom() {
+                    let x = if first || every_line {
+                        let m = if first || !selected { marker } else { "  " };
+                        buf.put_str(area.x, *y, m, marker_style, area.right())
+                    } else {
+                        area.x + GUTTER
+                    };
+                    let x = x.max(area.x + GUTTER.min(area.width));
+                    let end = match (rendered, at) {
+                        (Some(r), Some(a)) => {
+                            let mut cx = x;
+                            r.pieces(a, a + text.len(), |piece, look| {
+                                cx = buf.put_str(
+                                    cx,
+                                    *y,
+                                    piece,
+                                    look.apply(style, color),
+                                    area.right(),
+                                );
+                            });
+                            cx
+                        }
+                        _ => buf.put_str(x, *y, text, style, area.right()),
+                    };
+                    if cut {
+                        buf.put_str(end, *y, "…", style.attrs(Attrs::DIM), area.right());
                     }
-                    line_no += 1;
-                };
+                    let start = match at {
+                        None => usize::MAX,
+                        Some(_) if rendered.is_some() => RENDERED_LINE,
+                        Some(a) => a,
+                    };
+                    self.highlight_line(buf, *y, x, text, i, start);
+                    *y += 1;
+                }
+                line_no += 1;
+            };
             if collapsed_thinking {
                 let mut tmp = [0u8; 64];
                 let label = thinking_label(&mut tmp, hidden);
-                draw_line(buf, &mut y, label, usize::MAX, true);
+                draw_line(buf, &mut y, label, None, true, false);
             } else {
                 let mut first = true;
-                wrap(shown, text_width, |a, b| {
-                    draw_line(buf, &mut y, &shown[a..b], base + a, first);
-                    first = false;
-                });
-                if hidden > 0 {
+                let mut more = 0;
+                if self.transcript.clipped(i) {
+                    let rows = self.transcript.preview_rows(i);
+                    (_, more) = clip(shown, text_width, rows, |a, b, cut| {
+                        draw_line(buf, &mut y, &shown[a..b], Some(base + a), first, cut);
+                        first = false;
+                    });
+                } else {
+                    wrap(shown, text_width, |a, b| {
+                        draw_line(buf, &mut y, &shown[a..b], Some(base + a), first, false);
+                        first = false;
+                    });
+                }
+                if hidden + more > 0 {
                     let mut tmp = [0u8; 64];
-                    let label = summary_label(&mut tmp, hidden);
-                    draw_line(buf, &mut y, label, usize::MAX, false);
+                    let label = summary_label(&mut tmp, hidden + more);
+                    draw_line(buf, &mut y, label, None, false, false);
                 }
             }
             // The blank separator line.
@@ -227,14 +278,21 @@ impl App {
         if self.highlight.is_empty() || start == usize::MAX {
             return;
         }
+        // A rendered line's offsets are not the text's: every match in the
+        // current match's entry is shown as current.
+        let rendered = start == RENDERED_LINE;
         for at in find_all(text, &self.highlight) {
             let col = x + str_width(&text[..at]) as u16;
             let w = str_width(&text[at..at + self.highlight.len()]) as u16;
-            let current = self.current_match
-                == Some(Match {
-                    entry,
-                    offset: start + at,
-                });
+            let current = if rendered {
+                self.current_match.is_some_and(|m| m.entry == entry)
+            } else {
+                self.current_match
+                    == Some(Match {
+                        entry,
+                        offset: start + at,
+                    })
+            };
             let extra = if current {
                 self.theme.current_match.attrs
             } else {
@@ -251,11 +309,22 @@ impl App {
         buf.fill(area, self.theme.status);
         let mut s = bumpalo::collections::String::new_in(bump);
         let st = &self.status;
+        // While work runs: a spinner and how long it has run.
+        let running = self.busy_since.map(|t| t.elapsed());
+        if let Some(ran) = running {
+            let frame = (ran.as_millis() / super::SPIN_INTERVAL.as_millis()) as usize;
+            s.push(' ');
+            s.push(super::SPINNER[frame % super::SPINNER.len()]);
+        }
         if !st.activity.is_empty() {
             s.push(' ');
             s.push_str(&st.activity);
         } else {
             s.push_str(if st.busy { " working" } else { " ready" });
+        }
+        if let Some(ran) = running {
+            s.push(' ');
+            push_elapsed(&mut s, ran.as_secs());
         }
         if let Some(at) = st.retry_at {
             let left = at.saturating_duration_since(std::time::Instant::now());
@@ -284,6 +353,9 @@ impl App {
                 &st.model
             }
         );
+        if !st.thinking.is_empty() {
+            let _ = write!(s, " · thinking {}", st.thinking);
+        }
         match st.cost {
             Some(c) => {
                 let _ = write!(s, " · ${c:.4}");
@@ -292,7 +364,11 @@ impl App {
         }
         if let Some((used, window)) = st.context {
             let pct = used.saturating_mul(100).checked_div(window).unwrap_or(0);
-            let _ = write!(s, " · ctx {pct}%");
+            s.push_str(" · ctx ");
+            push_tokens(&mut s, used);
+            s.push('/');
+            push_tokens(&mut s, window);
+            let _ = write!(s, " {pct}%");
         }
         buf.put_str(area.x, area.y, &s, self.theme.status, area.right());
         let hint = " F1 help ";
@@ -692,6 +768,25 @@ impl App {
             inner.right(),
         );
     }
+}
+
+/// `12s`, `3m05s`, `1h02m`.
+fn push_elapsed(s: &mut bumpalo::collections::String<'_>, secs: u64) {
+    let _ = match secs {
+        0..60 => write!(s, "{secs}s"),
+        60..3600 => write!(s, "{}m{:02}s", secs / 60, secs % 60),
+        _ => write!(s, "{}h{:02}m", secs / 3600, secs % 3600 / 60),
+    };
+}
+
+/// A token count in a few characters: `950`, `1.2k`, `12k`, `1.5M`.
+fn push_tokens(s: &mut bumpalo::collections::String<'_>, n: u64) {
+    let _ = match n {
+        0..1000 => write!(s, "{n}"),
+        1000..10_000 => write!(s, "{}.{}k", n / 1000, n % 1000 / 100),
+        10_000..1_000_000 => write!(s, "{}k", n / 1000),
+        _ => write!(s, "{}.{}M", n / 1_000_000, n % 1_000_000 / 100_000),
+    };
 }
 
 /// "thinking (N lines)" into a stack buffer.

@@ -481,6 +481,21 @@ impl App {
                 self.transcript.toggle_details();
                 None
             }
+            Action::ToggleEntry => {
+                // The selected entry (a call's title stands for its
+                // output), else the latest thinking or tool output.
+                let target = match self.selected {
+                    Some(i) => self.transcript.details_of(i),
+                    None => self.transcript.latest_details(),
+                };
+                if let Some(i) = target {
+                    self.transcript.toggle(i);
+                    if self.selected.is_some() {
+                        self.selected = Some(i);
+                    }
+                }
+                None
+            }
             Action::Copy => self.copy(),
             Action::SelectPrev | Action::SelectNext => {
                 let n = self.transcript.len();
@@ -488,10 +503,17 @@ impl App {
                     return None;
                 }
                 let last_visible = self.last_visible_entry();
+                // Entries that take no room are stepped over.
+                let t = &self.transcript;
                 let i = match (self.selected, action) {
-                    (None, _) => last_visible,
-                    (Some(i), Action::SelectPrev) => i.saturating_sub(1),
-                    (Some(i), _) => (i + 1).min(n - 1),
+                    (None, _) => (0..=last_visible)
+                        .rev()
+                        .find(|&k| !t.is_blank(k))
+                        .unwrap_or(last_visible),
+                    (Some(i), Action::SelectPrev) => {
+                        (0..i).rev().find(|&k| !t.is_blank(k)).unwrap_or(i)
+                    }
+                    (Some(i), _) => (i + 1..n).find(|&k| !t.is_blank(k)).unwrap_or(i),
                 };
                 self.selected = Some(i);
                 // Keep the selection on screen.

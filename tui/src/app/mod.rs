@@ -68,8 +68,12 @@ pub struct Status {
     pub cost: Option<f64>,
     /// Context tokens used and the window size, when known.
     pub context: Option<(u64, u64)>,
-    /// Whether the agent is working.
+    /// Whether the agent is working (the status line shows a spinner and
+    /// how long the work has run).
     pub busy: bool,
+    /// The thinking level requests ask for (`off`, `high`); empty when
+    /// the provider takes none (not shown).
+    pub thinking: String,
     /// Queued follow-ups.
     pub queue: usize,
     /// What the host is doing besides a turn (`compacting`, `replaying`),
@@ -316,7 +320,19 @@ pub struct App {
     widgets: Vec<Widget>,
     /// Where the panels are drawn this frame (empty without panels).
     panel: Rect,
+    /// Since when the agent has been busy: the status line's elapsed time
+    /// and spinner count from it.
+    busy_since: Option<std::time::Instant>,
 }
+
+/// The spinner's frames, one per [`SPIN_INTERVAL`] while work runs.
+pub const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// How often the spinner moves (and the loop ticks while work runs).
+pub const SPIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How often the loop ticks while idle (time-limited hints lapse).
+pub const IDLE_TICK: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A plugin's panel: a title and lines of plain text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -423,6 +439,7 @@ impl App {
             help_scroll: 0,
             widgets: Vec::new(),
             panel: Rect::default(),
+            busy_since: None,
         }
     }
 
@@ -475,8 +492,9 @@ impl App {
     /// ends [`DOUBLE_CTRL_C`] after the press. Hosts call it when no event
     /// arrived for a while.
     pub fn tick(&mut self) {
-        // A pending retry's countdown moves on.
-        if self.status.retry_at.is_some() {
+        // A pending retry's countdown, the spinner and the elapsed time
+        // move on; an idle screen is not drawn again.
+        if self.status.retry_at.is_some() || self.busy_since.is_some() {
             self.touch();
         }
         if self
@@ -516,6 +534,22 @@ impl App {
     /// The first help row shown, kept within what the size allows.
     pub(crate) fn help_first_row(&self) -> u16 {
         self.help_scroll.min(self.help_max_scroll())
+    }
+
+    /// How long the host's loop waits for an event before it calls
+    /// [`App::tick`]: the spinner's interval while work runs, else
+    /// [`IDLE_TICK`].
+    pub fn tick_interval(&self) -> std::time::Duration {
+        if self.busy_since.is_some() {
+            SPIN_INTERVAL
+        } else {
+            IDLE_TICK
+        }
+    }
+
+    /// Since when the agent has been busy, while it is.
+    pub fn busy_since(&self) -> Option<std::time::Instant> {
+        self.busy_since
     }
 
     /// The hint the status line shows while a second Ctrl+C would exit.
@@ -629,7 +663,8 @@ impl App {
         self.transcript.append(EntryKind::Assistant, text);
     }
 
-    /// Appends streamed thinking: its last lines show while it streams.
+    /// Appends streamed thinking: it shows whole while it streams, then
+    /// collapses to one line.
     pub fn thinking_delta(&mut self, text: &str) {
         self.transcript.append(EntryKind::Thinking, text);
     }
@@ -643,10 +678,31 @@ impl App {
     /// The line is the tool's presentation title with `summary` (the
     /// subject argument's value) in its placeholder, or the tool's name and
     /// `summary` for a tool without a presentation.
+    ///
+    /// An empty output entry follows the title at once (it takes no room
+    /// until output arrives), so each call's output shows directly under
+    /// its own title even when calls run in parallel.
     pub fn tool_start(&mut self, call_id: &str, name: &str, summary: &str) {
         let (line, preview) = self.tool_line(name, summary);
         let i = self.transcript.push(EntryKind::Tool, &line);
+        let out = self.transcript.push(EntryKind::ToolOutput, "");
+        self.transcript.set_preview(out, preview);
         self.running_tools.push((call_id.to_owned(), i, preview));
+    }
+
+    /// Whether call `call_id` was started ([`App::tool_start`]) and has
+    /// not ended.
+    pub fn tool_running(&self, call_id: &str) -> bool {
+        self.running_tools.iter().any(|(id, _, _)| id == call_id)
+    }
+
+    /// Shows output a running call streams (a command's output as it
+    /// runs): its latest lines show under the call's title until the
+    /// result replaces them.
+    pub fn tool_update(&mut self, call_id: &str, output: &str) {
+        if let Some(&(_, i, _)) = self.running_tools.iter().find(|(id, _, _)| id == call_id) {
+            self.transcript.stream(i + 1, output);
+        }
     }
 
     /// A tool call's line and its output's preview lines.
@@ -728,41 +784,54 @@ impl App {
                 }
             }
             if let Some((call_id, is_error, blank)) = result {
-                let preview = self.end_call(&call_id, !is_error);
-                if !blank {
-                    let i = self
-                        .transcript
-                        .push_session(EntryKind::ToolOutput, record, 0);
-                    self.transcript.set_preview(i, preview);
+                // Into the output entry under the call's title.
+                match self.end_call(&call_id, !is_error) {
+                    Some(out) if !blank => self.transcript.set_session_source(out, record, 0),
+                    Some(_) => {}
+                    None if !blank => {
+                        let i = self
+                            .transcript
+                            .push_session(EntryKind::ToolOutput, record, 0);
+                        self.transcript
+                            .set_preview(i, crate::transcript::COLLAPSED_LINES);
+                    }
+                    None => {}
                 }
             }
         }
         Ok(self.transcript.len() - before)
     }
 
-    /// Marks a running tool call finished; returns its output's preview
-    /// lines.
-    fn end_call(&mut self, call_id: &str, ok: bool) -> u8 {
-        let mut preview = crate::transcript::COLLAPSED_LINES;
-        if let Some(at) = self
+    /// Marks a running tool call finished; returns its output entry (the
+    /// one under its title).
+    fn end_call(&mut self, call_id: &str, ok: bool) -> Option<usize> {
+        let at = self
             .running_tools
             .iter()
-            .position(|(id, _, _)| id == call_id)
-        {
-            let (_, i, lines) = self.running_tools.swap_remove(at);
-            preview = lines;
-            self.transcript
-                .set_tool_state(i, if ok { ToolState::Ok } else { ToolState::Failed });
-        }
-        preview
+            .position(|(id, _, _)| id == call_id)?;
+        let (_, i, _) = self.running_tools.swap_remove(at);
+        self.transcript
+            .set_tool_state(i, if ok { ToolState::Ok } else { ToolState::Failed });
+        Some(i + 1)
     }
 
-    /// Shows a tool call's result.
+    /// Shows a tool call's result under its title (replacing what it
+    /// streamed). A call that never started ([`App::tool_start`]) shows
+    /// its result after the last entry.
     pub fn tool_end(&mut self, call_id: &str, ok: bool, output: &str) {
-        let preview = self.end_call(call_id, ok);
-        if !output.trim().is_empty() {
-            let i = self.transcript.push(EntryKind::ToolOutput, output);
-            self.transcript.set_preview(i, preview);
+        let out = self.end_call(call_id, ok);
+        let output = if output.trim().is_empty() { "" } else { output };
+        match out {
+            Some(i) if !output.is_empty() || self.transcript.is_live(i) => {
+                self.transcript.set_text(i, output);
+            }
+            Some(_) => {}
+            None if !output.is_empty() => {
+                let i = self.transcript.push(EntryKind::ToolOutput, output);
+                self.transcript
+                    .set_preview(i, crate::transcript::COLLAPSED_LINES);
+            }
+            None => {}
         }
     }
 
@@ -778,6 +847,11 @@ impl App {
 
     /// Updates the status line.
     pub fn set_status(&mut self, status: Status) {
+        match (status.busy, self.busy_since) {
+            (true, None) => self.busy_since = Some(std::time::Instant::now()),
+            (false, Some(_)) => self.busy_since = None,
+            _ => {}
+        }
         if status != self.status {
             self.status = status;
             self.touch();

@@ -85,6 +85,7 @@ fn the_fixture_is_the_interface_s_presentation() {
             ("ctrl+f", "search"),
             ("f1", "help"),
             ("ctrl+t", "toggle-details"),
+            ("ctrl+o", "toggle-entry"),
             ("ctrl+y", "copy"),
             ("alt+up", "select-prev"),
             ("alt+down", "select-next"),

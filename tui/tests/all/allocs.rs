@@ -117,3 +117,21 @@ fn a_keystroke_frame_allocates_nothing_at_a_million_entries() {
     assert!(bytes > 0);
     assert_eq!(stats.allocations, 0);
 }
+
+#[test]
+fn a_steady_state_frame_of_rendered_markdown_and_diffs_allocates_nothing() {
+    let mut a = app();
+    for k in 0..30 {
+        a.user_message("change it");
+        a.assistant_delta(&format!(
+            "## Step {k}\n\nI will **edit** `src/lib.rs`, see [docs](https://example.org).\n\n```rust\nfn main() {{ let x = {k}; }}\n```"
+        ));
+        a.tool_start(&format!("c{k}"), "edit", "src/lib.rs");
+        a.tool_end(
+            &format!("c{k}"),
+            true,
+            "Edited src/lib.rs: replaced 1 occurrence (line 2).\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n one\n-old\n+new\n three",
+        );
+    }
+    steady_frames(&mut a);
+}

@@ -247,15 +247,18 @@ fn status_line_counts_down_to_a_provider_retry() {
     let mut s = screen(a, 80, 6);
     let text = s.text();
     let line = text.lines().find(|l| l.contains(" working")).unwrap();
-    assert!(line.contains(" working · retrying in 13 s · "), "{line}");
+    assert!(line.contains(" · retrying in 13 s · "), "{line}");
     let mut status = s.app.status.clone();
     status.retry_at = Some(std::time::Instant::now());
     s.app.set_status(status);
     let text = s.text();
     let line = text.lines().find(|l| l.contains(" working")).unwrap();
-    assert!(line.contains(" working · retrying · "), "{line}");
+    assert!(line.contains(" · retrying · "), "{line}");
+    // The run ends: nothing pending (no retry, no spinner while idle),
+    // nothing redrawn.
     let mut status = s.app.status.clone();
     status.retry_at = None;
+    status.busy = false;
     s.app.set_status(status);
     let before = s.app.generation();
     s.app.tick();

@@ -6,6 +6,7 @@
 
 mod allocs;
 mod golden;
+mod render;
 mod scripts;
 mod session;
 mod trust;
@@ -27,6 +28,7 @@ pub fn app() -> App {
         queue: 0,
         activity: String::new(),
         retry_at: None,
+        thinking: "high".to_owned(),
     });
     app
 }

@@ -139,7 +139,7 @@ fn ctrl_c_interrupts_or_clears_then_a_second_press_exits() {
     assert_eq!(s.key(KeyCode::Char('c'), CTRL), Some(Output::Interrupt));
     assert_eq!(s.app.editor.text(), "next");
     assert!(
-        s.text().contains("working · press Ctrl+C again to exit"),
+        s.text().contains(" working ") && s.text().contains(" · press Ctrl+C again to exit"),
         "{}",
         s.text()
     );

@@ -85,7 +85,7 @@ fn a_resumed_history_is_shown_as_it_was_recorded() {
 #[test]
 fn agent_events_become_transcript_entries_and_status() {
     let mut app = App::new(smith_tui::fixture::product(), Options::default());
-    let mut summaries = Vec::new();
+    let mut summaries = crate::events::Calls::default();
     let events = [
         Event::AgentStart,
         Event::MessageDelta {
@@ -163,7 +163,7 @@ fn agent_events_become_transcript_entries_and_status() {
 #[test]
 fn a_provider_retry_counts_down_until_the_next_event() {
     let mut app = App::new(smith_tui::fixture::product(), Options::default());
-    let mut summaries = Vec::new();
+    let mut summaries = crate::events::Calls::default();
     let asked = std::time::Instant::now();
     apply(
         &mut app,
@@ -235,4 +235,97 @@ fn a_resumed_image_shows_as_its_summary_line_never_its_bytes() {
         t.text(0).into_owned(),
         "what is this?\n[image shot.png · PNG 4×2 · 74 B]"
     );
+}
+
+/// A batch's calls are titled in the order the model made them; each
+/// output (streamed, then the result) lands under its own title, a call
+/// rejected before it ran included; a write's result carries the diff of
+/// what it wrote against the file as it was when announced.
+#[test]
+fn calls_show_their_output_under_their_own_title_and_a_write_its_diff() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f.txt"), "one\ntwo\nthree\n").unwrap();
+    let mut app = App::new(smith_tui::fixture::product(), Options::default());
+    let mut calls = crate::events::Calls::new(tmp.path());
+    let call = |id: &str, name: &str, arguments: serde_json::Value| Event::ToolCall {
+        call: ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        },
+    };
+    let start = |id: &str, name: &str| Event::ToolExecutionStart {
+        call_id: id.into(),
+        name: name.into(),
+        effect_id: format!("fx-{id}"),
+    };
+    let end = |id: &str, name: &str, status: ToolStatus, content: &str| Event::ToolExecutionEnd {
+        call_id: id.into(),
+        name: name.into(),
+        status,
+        content: content.into(),
+        details: serde_json::json!({}),
+        mutation: None,
+        effect_id: None,
+    };
+    for event in [
+        Event::AgentStart,
+        call("a", "bash", serde_json::json!({"command": "make"})),
+        call("x", "no_such_tool", serde_json::json!({"path": "y"})),
+        call(
+            "w",
+            "write",
+            serde_json::json!({"path": "f.txt", "content": "one\nTWO\nthree\n"}),
+        ),
+        start("a", "bash"),
+        start("w", "write"),
+        Event::ToolExecutionUpdate {
+            call_id: "a".into(),
+            output: "compiling\n".into(),
+        },
+    ] {
+        apply(&mut app, event, &mut calls, None);
+    }
+    assert_eq!(app.transcript.text(1), "compiling\n");
+    assert!(app.transcript.is_live(1));
+    // The file changes as the write runs; the diff is against what it was.
+    std::fs::write(tmp.path().join("f.txt"), "one\nTWO\nthree\n").unwrap();
+    for event in [
+        end(
+            "x",
+            "no_such_tool",
+            ToolStatus::Invalid,
+            "unknown tool no_such_tool",
+        ),
+        end(
+            "w",
+            "write",
+            ToolStatus::Ok,
+            "Replaced f.txt (14 bytes, 3 lines).",
+        ),
+        end("a", "bash", ToolStatus::Ok, "compiling\nbuilt\n"),
+    ] {
+        apply(&mut app, event, &mut calls, None);
+    }
+    let t = &app.transcript;
+    let entries: Vec<(EntryKind, String)> = (0..t.len())
+        .map(|i| (t.record(i).unwrap().kind, t.text(i).into_owned()))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            (EntryKind::Tool, "bash make".to_owned()),
+            (EntryKind::ToolOutput, "compiling\nbuilt\n".to_owned()),
+            (EntryKind::Tool, "no_such_tool y".to_owned()),
+            (EntryKind::ToolOutput, "unknown tool no_such_tool".to_owned()),
+            (EntryKind::Tool, "write f.txt".to_owned()),
+            (
+                EntryKind::ToolOutput,
+                "Replaced f.txt (14 bytes, 3 lines).\n--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(t.record(2).unwrap().tool, ToolState::Failed);
+    assert_eq!(t.record(4).unwrap().tool, ToolState::Ok);
+    assert!(!t.is_live(1));
 }

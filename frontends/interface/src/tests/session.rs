@@ -135,7 +135,7 @@ fn replay_plays_the_session_into_the_transcript_and_ends() {
     )
     .unwrap();
     let mut app = App::new(smith_tui::fixture::product(), Options::default());
-    let mut summaries = Vec::new();
+    let mut summaries = crate::events::Calls::default();
     let mut ended = false;
     while let Ok(msg) = rx.recv() {
         let Msg::Agent((t, event)) = msg else {
@@ -202,7 +202,7 @@ fn a_stopped_replay_still_ends() {
 fn compaction_shows_in_the_status_line_and_the_transcript() {
     use smith_engine::protocol::{CompactionOutcome, CompactionReason};
     let mut app = App::new(smith_tui::fixture::product(), Options::default());
-    let mut summaries = Vec::new();
+    let mut summaries = crate::events::Calls::default();
     apply(
         &mut app,
         Event::CompactionStart {

@@ -137,6 +137,7 @@ const KEYS: &[(&str, &str, &str)] = &[
     ("ctrl+f", "search", "global"),
     ("f1", "help", "global"),
     ("ctrl+t", "toggle-details", "transcript"),
+    ("ctrl+o", "toggle-entry", "transcript"),
     ("ctrl+y", "copy", "transcript"),
     ("alt+up", "select-prev", "transcript"),
     ("alt+down", "select-next", "transcript"),
