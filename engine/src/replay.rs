@@ -267,12 +267,12 @@ struct Builder {
     unanswered: Vec<String>,
 }
 
+fn field<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
 fn field_str(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+    field(value, key).to_owned()
 }
 
 fn non_null(details: Value) -> Value {
@@ -663,14 +663,14 @@ impl Builder {
         });
     }
 
-    fn completion(&mut self, value: &Value) {
-        let effect_id = field_str(value, "effect_id");
-        let outcome = match field_str(value, "outcome").as_str() {
+    fn completion(&mut self, mut value: Value) {
+        let effect_id = field_str(&value, "effect_id");
+        let outcome = match field(&value, "outcome") {
             "ok" => Outcome::Ok,
             "cancelled" => Outcome::Cancelled,
             _ => Outcome::Error,
         };
-        let mutation = match field_str(value, "mutation").as_str() {
+        let mutation = match field(&value, "mutation") {
             "applied" => Mutation::Applied,
             "not-applied" => Mutation::NotApplied,
             _ => Mutation::Unknown,
@@ -680,7 +680,11 @@ impl Builder {
             effect.completion = Some(RecordedCompletion {
                 outcome,
                 mutation,
-                output: value.get("output").cloned().unwrap_or(Value::Null),
+                // Moved out, not copied: it holds the tool's whole output.
+                output: value
+                    .get_mut("output")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null),
             });
         }
     }
@@ -887,7 +891,7 @@ fn feed(
             b.compaction(record);
         }
         EntryKind::EffectIntent => b.intent(&value),
-        EntryKind::EffectCompletion => b.completion(&value),
+        EntryKind::EffectCompletion => b.completion(value),
         _ => {
             // Read from the value in place: a clone would copy the whole
             // message (a tool result's output) once more.

@@ -541,7 +541,7 @@ fn replay(path: &Path) -> Result<(u64, u64), GateError> {
         events += 1;
         settled = *event == Event::Settled;
         lines
-            .write(event)
+            .write_event(event)
             .map_err(|e| smith_engine::replay::ReplayError {
                 message: format!("writing the replay to /dev/null: {e}"),
             })
