@@ -276,6 +276,93 @@ fn write_str(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// Appends `s` to `out` as a JSON string, quotes included, with exactly the
+/// escapes serde_json writes: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and
+/// `\u00xx` (lowercase hex) for the other control characters below
+/// U+0020; everything else (DEL, U+2028, U+2029, all non-ASCII) as it is.
+///
+/// Built for throughput on long text: eight bytes are tested at a time
+/// for the three kinds of byte that need an escape, and runs of clean
+/// bytes are copied whole, so clean text costs about a copy.
+pub fn push_json_string(out: &mut Vec<u8>, s: &str) {
+    let s = s.as_bytes();
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    // `run` is where the clean bytes not yet copied start.
+    let (mut run, mut i) = (0, 0);
+    while let Some(chunk) = s.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let hits = needs_escape(u64::from_le_bytes(word));
+        if hits == 0 {
+            i += 8;
+            continue;
+        }
+        // The lowest flagged byte is exact (see `needs_escape`).
+        let at = i + (hits.trailing_zeros() / 8) as usize;
+        out.extend_from_slice(&s[run..at]);
+        push_escape(out, s[at]);
+        i = at + 1;
+        run = i;
+    }
+    for (k, &b) in s[i..].iter().enumerate() {
+        if ESCAPES[b as usize] != 0 {
+            out.extend_from_slice(&s[run..i + k]);
+            push_escape(out, b);
+            run = i + k + 1;
+        }
+    }
+    out.extend_from_slice(&s[run..]);
+    out.push(b'"');
+}
+
+/// The high bit of each byte of `w` that is below 0x20, `"` or `\`, and
+/// possibly of bytes above such a byte (a borrow carries upward), never of
+/// a byte below the first one: the lowest set bit marks the first byte
+/// that needs an escape, and 0 means none does.
+fn needs_escape(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGH;
+    below(w, 0x20)
+        | below(w ^ (ONES * u64::from(b'"')), 1)
+        | below(w ^ (ONES * u64::from(b'\\')), 1)
+}
+
+/// What each byte becomes inside a JSON string: 0 for itself, else the
+/// letter of its two-character escape, or `u` for `\u00xx`.
+const ESCAPES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+fn push_escape(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match ESCAPES[b as usize] {
+        b'u' => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 15)],
+        ]),
+        e => out.extend_from_slice(&[b'\\', e]),
+    }
+}
+
 /// RFC 4648 §5 base64url without padding.
 fn base64url(bytes: &[u8], out: &mut String) {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -675,6 +762,92 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// serde_json's string, the reference [`push_json_string`] matches.
+    fn serde_string(s: &str) -> String {
+        serde_json::to_string(s).unwrap()
+    }
+
+    fn pushed(s: &str) -> String {
+        let mut out = b"prefix".to_vec();
+        push_json_string(&mut out, s);
+        String::from_utf8(out)
+            .unwrap()
+            .strip_prefix("prefix")
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn json_strings_are_escaped_exactly_as_serde_json_escapes_them() {
+        let controls: String = (0u8..0x20).map(char::from).collect();
+        for s in [
+            "",
+            "a",
+            "plain text longer than one word of eight bytes",
+            "\"",
+            "\\",
+            "quote \" backslash \\ slash / del \u{7f}",
+            "tab\tnewline\ncarriage\rback\u{8}form\u{c}",
+            controls.as_str(),
+            "ünïcödé — 日本語 😀",
+            // Not escaped by serde_json, so not here either.
+            "\u{2028}\u{2029}",
+            "\u{7f}\u{80}\u{ff}\u{100}",
+            "\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"",
+            "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n",
+        ] {
+            assert_eq!(pushed(s), serde_string(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn every_escape_at_every_offset_of_an_eight_byte_word_matches_serde_json() {
+        // Each byte that needs an escape (and the bytes next to the
+        // thresholds that do not), at every offset across two words, in
+        // clean ASCII and beside multibyte characters whose bytes straddle
+        // the word boundary.
+        let mut special: Vec<char> = (0u8..0x20).map(char::from).collect();
+        special.extend(['"', '\\', ' ', '!', '#', '[', ']', '\u{7f}', 'é', '€', '😀']);
+        for fill in ["abcdefghijklmnopqrstuvwx", "é€😀ab€é😀xyzé€😀"] {
+            for c in &special {
+                for at in 0..=fill.chars().count() {
+                    let s: String = fill
+                        .chars()
+                        .take(at)
+                        .chain(std::iter::once(*c))
+                        .chain(fill.chars().skip(at))
+                        .collect();
+                    assert_eq!(pushed(&s), serde_string(&s), "{s:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_generated_text_is_escaped_exactly_as_serde_json_escapes_it() {
+        // A deterministic mix of clean runs, escapes and multibyte text.
+        let pieces = [
+            "word ",
+            "\n",
+            "\t",
+            "\"q\"",
+            "\\",
+            "\u{1}",
+            "ü",
+            "日本",
+            "😀",
+            "\u{2028}",
+            "abcdefghijk",
+        ];
+        let mut s = String::new();
+        let mut x: u32 = 12_345;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            s.push_str(pieces[(x >> 16) as usize % pieces.len()]);
+        }
+        assert_eq!(pushed(&s), serde_string(&s));
+    }
 
     fn hex(json: &str) -> String {
         let mut out = Vec::new();

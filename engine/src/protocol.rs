@@ -480,6 +480,8 @@ pub enum Event {
 #[derive(Debug)]
 pub struct JsonLines<W: std::io::Write> {
     out: W,
+    /// [`JsonLines::write_event`]'s line, reused.
+    line: Vec<u8>,
 }
 
 impl<W: std::io::Write> JsonLines<W> {
@@ -499,7 +501,10 @@ impl<W: std::io::Write> JsonLines<W> {
     /// When writing fails.
     pub fn start_with(mut out: W, header: &Header) -> std::io::Result<Self> {
         write_line(&mut out, header)?;
-        Ok(Self { out })
+        Ok(Self {
+            out,
+            line: Vec::new(),
+        })
     }
 
     /// Writes one record (an [`Event`] or any other serializable record).
@@ -511,16 +516,306 @@ impl<W: std::io::Write> JsonLines<W> {
         write_line(&mut self.out, record)
     }
 
+    /// Writes one [`Event`]: the same line as [`JsonLines::write`] gives
+    /// it, built by [`Event::write_json`] into a reused buffer and handed
+    /// to the writer in one write.
+    ///
+    /// # Errors
+    ///
+    /// When writing fails.
+    pub fn write_event(&mut self, event: &Event) -> std::io::Result<()> {
+        self.line.clear();
+        event.write_json(&mut self.line);
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
+        // One event's text is not kept past its line: a huge tool output
+        // does not pin its size for the rest of the stream.
+        if self.line.capacity() > LINE_KEEP {
+            self.line = Vec::new();
+        }
+        self.out.flush()
+    }
+
     /// The underlying writer.
     pub fn into_inner(self) -> W {
         self.out
     }
 }
 
+/// The most of [`JsonLines`]' line buffer kept between lines.
+const LINE_KEEP: usize = 1 << 20;
+
 fn write_line<W: std::io::Write, T: Serialize>(out: &mut W, record: &T) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, record).map_err(std::io::Error::other)?;
     out.write_all(b"\n")?;
     out.flush()
+}
+
+/// Appends `s` as a JSON string (serde_json's escapes).
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    smith_codec::json::push_json_string(out, s);
+}
+
+/// Appends `,"key":` (`key` needs no escape).
+fn push_key(out: &mut Vec<u8>, key: &str) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// Appends any serializable value as serde_json writes it.
+fn push_serde<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing into a Vec cannot fail, and every type here serializes.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+fn push_opt_u64(out: &mut Vec<u8>, n: Option<u64>) {
+    match n {
+        Some(n) => push_u64(out, n),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn push_usage(out: &mut Vec<u8>, usage: &Usage) {
+    out.extend_from_slice(b"{\"input\":");
+    push_opt_u64(out, usage.input);
+    out.extend_from_slice(b",\"output\":");
+    push_opt_u64(out, usage.output);
+    out.extend_from_slice(b",\"cache_read\":");
+    push_opt_u64(out, usage.cache_read);
+    out.extend_from_slice(b",\"cache_write\":");
+    push_opt_u64(out, usage.cache_write);
+    out.push(b'}');
+}
+
+fn push_call(out: &mut Vec<u8>, call: &ToolCall) {
+    out.extend_from_slice(b"\"id\":");
+    push_str(out, &call.id);
+    out.extend_from_slice(b",\"name\":");
+    push_str(out, &call.name);
+    out.extend_from_slice(b",\"arguments\":");
+    push_serde(out, &call.arguments);
+}
+
+/// Appends `message` as its JSON projection; `false`, with nothing
+/// written, for the forms [`Event::write_json`] leaves to serde (media,
+/// thinking signatures).
+fn push_message(out: &mut Vec<u8>, message: &Message) -> bool {
+    use crate::provider::ContentBlock;
+    match message {
+        Message::User { text, media } if media.is_empty() => {
+            out.extend_from_slice(b"{\"role\":\"user\",\"text\":");
+            push_str(out, text);
+        }
+        Message::Assistant { content, stop } => {
+            let plain = content.iter().all(|block| {
+                !matches!(
+                    block,
+                    ContentBlock::Thinking {
+                        signature: Some(_),
+                        ..
+                    }
+                )
+            });
+            if !plain {
+                return false;
+            }
+            out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
+            for (i, block) in content.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                match block {
+                    ContentBlock::Text { text } => {
+                        out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                        push_str(out, text);
+                    }
+                    ContentBlock::Thinking { text, .. } => {
+                        out.extend_from_slice(b"{\"type\":\"thinking\",\"text\":");
+                        push_str(out, text);
+                    }
+                    ContentBlock::ToolCall(call) => {
+                        out.extend_from_slice(b"{\"type\":\"tool_call\",");
+                        push_call(out, call);
+                    }
+                }
+                out.push(b'}');
+            }
+            out.extend_from_slice(b"],\"stop\":");
+            push_serde(out, stop);
+        }
+        Message::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+            media,
+        } if media.is_empty() => {
+            out.extend_from_slice(b"{\"role\":\"tool_result\",\"call_id\":");
+            push_str(out, call_id);
+            out.extend_from_slice(b",\"name\":");
+            push_str(out, name);
+            out.extend_from_slice(b",\"content\":");
+            push_str(out, content);
+            out.extend_from_slice(if *is_error {
+                b",\"is_error\":true"
+            } else {
+                b",\"is_error\":false"
+            });
+        }
+        _ => return false,
+    }
+    out.push(b'}');
+    true
+}
+
+impl Event {
+    /// Appends this event's JSON projection to `out`: byte for byte what
+    /// serde_json writes for it, without a line end. The events a replay
+    /// or a run streams most (deltas, messages, tool calls and their ends)
+    /// are written directly, their text with
+    /// [`smith_codec::json::push_json_string`] (runs of clean bytes copied
+    /// whole); the rest, and rare forms (media, thinking signatures), go
+    /// through serde_json.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let done = match self {
+            Event::AgentStart => {
+                out.extend_from_slice(b"{\"type\":\"agent_start\"}");
+                true
+            }
+            Event::Settled => {
+                out.extend_from_slice(b"{\"type\":\"settled\"}");
+                true
+            }
+            Event::TurnStart { turn } | Event::TurnEnd { turn } => {
+                out.extend_from_slice(if matches!(self, Event::TurnStart { .. }) {
+                    b"{\"type\":\"turn_start\",\"turn\":"
+                } else {
+                    b"{\"type\":\"turn_end\",\"turn\":"
+                });
+                push_u64(out, u64::from(*turn));
+                out.push(b'}');
+                true
+            }
+            Event::MessageStart { role } => {
+                out.extend_from_slice(match role {
+                    Role::User => b"{\"type\":\"message_start\",\"role\":\"user\"}",
+                    Role::Assistant => b"{\"type\":\"message_start\",\"role\":\"assistant\"}",
+                });
+                true
+            }
+            Event::MessageDelta { text } | Event::ThinkingDelta { text } => {
+                out.extend_from_slice(if matches!(self, Event::MessageDelta { .. }) {
+                    b"{\"type\":\"message_delta\",\"text\":"
+                } else {
+                    b"{\"type\":\"thinking_delta\",\"text\":"
+                });
+                push_str(out, text);
+                out.push(b'}');
+                true
+            }
+            Event::MessageEnd { message, usage } => {
+                out.extend_from_slice(b"{\"type\":\"message_end\",\"message\":");
+                let done = push_message(out, message);
+                if done {
+                    if let Some(usage) = usage {
+                        push_key(out, "usage");
+                        push_usage(out, usage);
+                    }
+                    out.push(b'}');
+                }
+                done
+            }
+            Event::ToolCall { call } => {
+                out.extend_from_slice(b"{\"type\":\"tool_call\",\"call\":{");
+                push_call(out, call);
+                out.extend_from_slice(b"}}");
+                true
+            }
+            Event::ToolExecutionStart {
+                call_id,
+                name,
+                effect_id,
+            } => {
+                out.extend_from_slice(b"{\"type\":\"tool_execution_start\",\"call_id\":");
+                push_str(out, call_id);
+                push_key(out, "name");
+                push_str(out, name);
+                push_key(out, "effect_id");
+                push_str(out, effect_id);
+                out.push(b'}');
+                true
+            }
+            Event::ToolExecutionEnd {
+                call_id,
+                name,
+                status,
+                content,
+                details,
+                mutation,
+                effect_id,
+            } => {
+                out.extend_from_slice(b"{\"type\":\"tool_execution_end\",\"call_id\":");
+                push_str(out, call_id);
+                push_key(out, "name");
+                push_str(out, name);
+                push_key(out, "status");
+                push_serde(out, status);
+                push_key(out, "content");
+                push_str(out, content);
+                push_key(out, "details");
+                push_serde(out, details);
+                if let Some(mutation) = mutation {
+                    push_key(out, "mutation");
+                    push_serde(out, mutation);
+                }
+                if let Some(effect_id) = effect_id {
+                    push_key(out, "effect_id");
+                    push_str(out, effect_id);
+                }
+                out.push(b'}');
+                true
+            }
+            Event::AgentEnd {
+                stop,
+                usage,
+                cost,
+                text,
+            } => {
+                out.extend_from_slice(b"{\"type\":\"agent_end\",\"stop\":");
+                push_serde(out, stop);
+                push_key(out, "usage");
+                push_usage(out, usage);
+                push_key(out, "cost");
+                push_serde(out, cost);
+                push_key(out, "text");
+                push_str(out, text);
+                out.push(b'}');
+                true
+            }
+            _ => false,
+        };
+        if !done {
+            out.truncate(start);
+            push_serde(out, self);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -539,6 +834,200 @@ mod tests {
         let cmd: Command = serde_json::from_str(r#"{"type":"abort"}"#).unwrap();
         assert_eq!(cmd, Command::Abort);
         assert!(serde_json::from_str::<Command>(r#"{"type":"launch"}"#).is_err());
+    }
+
+    /// Every event form [`Event::write_json`] writes itself, and some it
+    /// leaves to serde, with text that needs every kind of escape.
+    fn events() -> Vec<Event> {
+        use crate::provider::{ContentBlock, StopReason};
+        let controls: String = (0u8..0x20).map(char::from).collect();
+        let texts = [
+            String::new(),
+            "plain".to_owned(),
+            "quote \" backslash \\ del \u{7f} tab\t nl\n cr\r".to_owned(),
+            controls,
+            "ünïcödé — 日本語 😀 \u{2028}\u{2029}".to_owned(),
+            "long line of text with a \"quote\" every so often\n".repeat(300),
+        ];
+        let usage = Usage {
+            input: Some(12),
+            output: None,
+            cache_read: Some(0),
+            cache_write: Some(u64::MAX),
+        };
+        let call = |t: &str| ToolCall {
+            id: format!("call_{t}"),
+            name: "bash".into(),
+            arguments: serde_json::json!({"command": t, "n": [1, 2.5, null, true], "z": {"a": "\u{1}"}}),
+        };
+        let media = crate::provider::Media::new(crate::provider::MediaType::Png, vec![1, 2, 3]);
+        let mut all = vec![
+            Event::AgentStart,
+            Event::Settled,
+            Event::TurnStart { turn: 1 },
+            Event::TurnEnd { turn: u32::MAX },
+            Event::MessageStart { role: Role::User },
+            Event::MessageStart {
+                role: Role::Assistant,
+            },
+            Event::ToolExecutionUpdate {
+                call_id: "c".into(),
+                output: "x\n".into(),
+            },
+            Event::ModelChanged {
+                provider: "p".into(),
+                model: "m\"".into(),
+            },
+            Event::Error(ErrorInfo {
+                kind: "interrupted".into(),
+                message: "m".into(),
+                mutation: None,
+                effect_id: None,
+                retry_after_ms: Some(5),
+            }),
+        ];
+        for stop in [
+            StopCause::Done,
+            StopCause::TurnLimit,
+            StopCause::Budget,
+            StopCause::Aborted,
+            StopCause::Error,
+        ] {
+            for cost in [None, Some(0.0125), Some(1e-7), Some(3.0), Some(f64::NAN)] {
+                all.push(Event::AgentEnd {
+                    stop,
+                    usage,
+                    cost,
+                    text: "done \"now\"".into(),
+                });
+            }
+        }
+        for t in &texts {
+            all.push(Event::MessageDelta { text: t.clone() });
+            all.push(Event::ThinkingDelta { text: t.clone() });
+            all.push(Event::ToolCall { call: call(t) });
+            all.push(Event::ToolExecutionStart {
+                call_id: t.clone(),
+                name: t.clone(),
+                effect_id: t.clone(),
+            });
+            for status in [
+                ToolStatus::Ok,
+                ToolStatus::Error,
+                ToolStatus::Invalid,
+                ToolStatus::Skipped,
+                ToolStatus::Aborted,
+                ToolStatus::NotRecorded,
+                ToolStatus::Blocked,
+            ] {
+                for (mutation, effect_id) in [
+                    (None, None),
+                    (Some(MutationState::Applied), Some("fx-1".to_owned())),
+                    (Some(MutationState::NotApplied), None),
+                    (Some(MutationState::Unknown), Some(t.clone())),
+                ] {
+                    all.push(Event::ToolExecutionEnd {
+                        call_id: "c1".into(),
+                        name: "bash".into(),
+                        status,
+                        content: t.clone(),
+                        details: serde_json::json!({"exit_code": 0, "path": t, "nested": {"k": [t]}}),
+                        mutation,
+                        effect_id,
+                    });
+                }
+            }
+            let messages = [
+                Message::User {
+                    text: t.clone(),
+                    media: Vec::new(),
+                },
+                Message::User {
+                    text: t.clone(),
+                    media: vec![media.clone()],
+                },
+                Message::ToolResult {
+                    call_id: "c\"1".into(),
+                    name: "read".into(),
+                    content: t.clone(),
+                    is_error: true,
+                    media: Vec::new(),
+                },
+                Message::ToolResult {
+                    call_id: "c1".into(),
+                    name: "read".into(),
+                    content: t.clone(),
+                    is_error: false,
+                    media: vec![media.clone()],
+                },
+                Message::Assistant {
+                    content: Vec::new(),
+                    stop: StopReason::End,
+                },
+                Message::Assistant {
+                    content: vec![
+                        ContentBlock::Thinking {
+                            text: t.clone(),
+                            signature: None,
+                        },
+                        ContentBlock::Text { text: t.clone() },
+                        ContentBlock::ToolCall(call(t)),
+                        ContentBlock::ToolCall(call("second")),
+                    ],
+                    stop: StopReason::ToolUse,
+                },
+                Message::Assistant {
+                    content: vec![ContentBlock::Thinking {
+                        text: t.clone(),
+                        signature: Some(crate::provider::OpaqueBytes(vec![0, 255])),
+                    }],
+                    stop: StopReason::Limit,
+                },
+            ];
+            for message in messages {
+                for stop in [StopReason::Abort, StopReason::Error] {
+                    if let Message::Assistant { content, .. } = &message {
+                        all.push(Event::MessageEnd {
+                            message: Message::Assistant {
+                                content: content.clone(),
+                                stop,
+                            },
+                            usage: None,
+                        });
+                    }
+                }
+                all.push(Event::MessageEnd {
+                    message: message.clone(),
+                    usage: None,
+                });
+                all.push(Event::MessageEnd {
+                    message,
+                    usage: Some(usage),
+                });
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn events_are_written_byte_for_byte_as_serde_json_writes_them() {
+        let mut out = Vec::new();
+        for event in events() {
+            out.clear();
+            event.write_json(&mut out);
+            let want = serde_json::to_string(&event).unwrap();
+            assert_eq!(String::from_utf8(out.clone()).unwrap(), want);
+        }
+        // Through the stream: the same lines as `write`.
+        let (mut fast, mut slow) = (
+            JsonLines::start(Vec::new()).unwrap(),
+            JsonLines::start(Vec::new()).unwrap(),
+        );
+        for event in events() {
+            fast.write_event(&event).unwrap();
+            slow.write(&event).unwrap();
+        }
+        assert_eq!(fast.into_inner(), slow.into_inner());
     }
 
     #[test]

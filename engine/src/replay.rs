@@ -267,12 +267,12 @@ struct Builder {
     unanswered: Vec<String>,
 }
 
+fn field<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
 fn field_str(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+    field(value, key).to_owned()
 }
 
 fn non_null(details: Value) -> Value {
@@ -628,9 +628,21 @@ impl Builder {
     }
 
     fn intent(&mut self, value: &Value) {
-        let effect_id = field_str(value, "effect_id");
-        let tool = field_str(value, "tool");
-        let parent = field_str(value, "parent");
+        let input = if self.streaming {
+            Value::Null
+        } else {
+            value.get("input").cloned().unwrap_or(Value::Null)
+        };
+        self.intent_of(
+            field_str(value, "effect_id"),
+            field_str(value, "tool"),
+            field_str(value, "parent"),
+            input,
+        );
+    }
+
+    /// An effect intent's fields (its `input` only when not streaming).
+    fn intent_of(&mut self, effect_id: String, tool: String, parent: String, input: Value) {
         let scope = self.scope();
         let cwd = self.run.as_ref().and_then(|run| run.cwd.clone());
         self.push(
@@ -648,11 +660,7 @@ impl Builder {
             effect_id,
             tool,
             parent,
-            input: if self.streaming {
-                Value::Null
-            } else {
-                value.get("input").cloned().unwrap_or(Value::Null)
-            },
+            input,
             completion: None,
             turn: if matches!(scope, Scope::Turn { .. }) {
                 self.out.turns
@@ -663,24 +671,36 @@ impl Builder {
         });
     }
 
-    fn completion(&mut self, value: &Value) {
-        let effect_id = field_str(value, "effect_id");
-        let outcome = match field_str(value, "outcome").as_str() {
+    fn completion(&mut self, mut value: Value) {
+        // Moved out, not copied: it holds the tool's whole output.
+        let output = value.get_mut("output").map(Value::take);
+        self.completion_of(
+            field(&value, "effect_id"),
+            field(&value, "outcome"),
+            field(&value, "mutation"),
+            output.unwrap_or(Value::Null),
+        );
+    }
+
+    /// An effect completion's fields; `output` is the recorded
+    /// `{content, details, is_error}`.
+    fn completion_of(&mut self, effect_id: &str, outcome: &str, mutation: &str, output: Value) {
+        let outcome = match outcome {
             "ok" => Outcome::Ok,
             "cancelled" => Outcome::Cancelled,
             _ => Outcome::Error,
         };
-        let mutation = match field_str(value, "mutation").as_str() {
+        let mutation = match mutation {
             "applied" => Mutation::Applied,
             "not-applied" => Mutation::NotApplied,
             _ => Mutation::Unknown,
         };
-        if let Some(&i) = self.by_id.get(&effect_id) {
+        if let Some(&i) = self.by_id.get(effect_id) {
             let effect = &mut self.out.effects[i];
             effect.completion = Some(RecordedCompletion {
                 outcome,
                 mutation,
-                output: value.get("output").cloned().unwrap_or(Value::Null),
+                output,
             });
         }
     }
@@ -837,6 +857,258 @@ fn json_item(d: &mut smith_codec::Decoder<'_>) -> Option<Value> {
     })
 }
 
+/// Feeds one entry of a streamed replay straight from its canonical CBOR,
+/// without building a JSON value of it: the entries a session holds most
+/// (assistant messages, tool results, effect intents and completions) in
+/// the exact form smith writes them. Returns `false`, having fed nothing,
+/// for any other entry or form (an unknown field, a type or value the
+/// derived readers would treat otherwise, media, thinking signatures,
+/// content that is not canonical); [`feed`] then reads it through the
+/// JSON value, as it reads everything else, so both ways give the same
+/// events.
+fn feed_direct(b: &mut Builder, kind: EntryKind, at: u64, content: &[u8]) -> bool {
+    match kind {
+        EntryKind::AssistantMessage => {
+            let Some((message, meta)) = direct::assistant(content) else {
+                return false;
+            };
+            b.at = at;
+            b.assistant(message, &meta);
+        }
+        EntryKind::ToolResult => {
+            let Some((message, meta)) = direct::tool_result(content) else {
+                return false;
+            };
+            b.at = at;
+            b.tool_result(message, meta);
+        }
+        EntryKind::EffectIntent if b.streaming => {
+            let Some([effect_id, tool, parent]) = direct::intent(content) else {
+                return false;
+            };
+            b.at = at;
+            b.intent_of(
+                effect_id.to_owned(),
+                tool.to_owned(),
+                parent.to_owned(),
+                Value::Null,
+            );
+        }
+        EntryKind::EffectCompletion => {
+            let Some((effect_id, outcome, mutation, output)) = direct::completion(content) else {
+                return false;
+            };
+            b.at = at;
+            b.completion_of(effect_id, outcome, mutation, output);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// The readers behind [`feed_direct`]. Each accepts only what the
+/// derived (serde) readers accept and reads it to the same values;
+/// anything else is `None`, never an error.
+mod direct {
+    use serde::de::value::{Error, StrDeserializer};
+    use serde_json::Value;
+    use smith_codec::{Decoder, Token};
+
+    use super::json_item;
+    use crate::journal::MessageMeta;
+    use crate::protocol::ToolStatus;
+    use crate::provider::{ContentBlock, Message, StopReason, ToolCall, Usage};
+
+    /// Calls `field` with each key of the top-level map of `content` and
+    /// the decoder at its value, which `field` reads whole. `None` when
+    /// the content is not one canonical map with text keys, or `field`
+    /// refuses a value.
+    fn each_field<'a>(
+        content: &'a [u8],
+        mut field: impl FnMut(&'a str, &mut Decoder<'a>) -> Option<()>,
+    ) -> Option<()> {
+        let mut d = Decoder::strict(content);
+        let n = d.map().ok()?;
+        for _ in 0..n {
+            let key = d.str().ok()?;
+            field(key, &mut d)?;
+        }
+        d.is_at_end().then_some(())
+    }
+
+    fn text<'a>(d: &mut Decoder<'a>) -> Option<&'a str> {
+        d.str().ok()
+    }
+
+    /// A unit enum by its serde name.
+    fn named<T: serde::de::DeserializeOwned>(d: &mut Decoder<'_>) -> Option<T> {
+        T::deserialize(StrDeserializer::<Error>::new(d.str().ok()?)).ok()
+    }
+
+    /// A usage map: each field a whole number or null (unknown).
+    fn usage(d: &mut Decoder<'_>) -> Option<Usage> {
+        let n = d.map().ok()?;
+        let mut usage = Usage::default();
+        for _ in 0..n {
+            let key = d.str().ok()?;
+            let value = match d.peek().ok()? {
+                Token::Unsigned(_) => Some(d.u64().ok()?),
+                Token::Null => {
+                    d.null().ok()?;
+                    None
+                }
+                _ => return None,
+            };
+            match key {
+                "input" => usage.input = value,
+                "output" => usage.output = value,
+                "cache_read" => usage.cache_read = value,
+                "cache_write" => usage.cache_write = value,
+                _ => return None,
+            }
+        }
+        Some(usage)
+    }
+
+    /// One content block: text, thinking without a signature, or a tool
+    /// call.
+    fn block(d: &mut Decoder<'_>) -> Option<ContentBlock> {
+        let n = d.map().ok()?;
+        let (mut kind, mut body, mut id, mut name, mut arguments) = (None, None, None, None, None);
+        for _ in 0..n {
+            match d.str().ok()? {
+                "type" => kind = Some(text(d)?),
+                "text" => body = Some(text(d)?),
+                "id" => id = Some(text(d)?),
+                "name" => name = Some(text(d)?),
+                "arguments" => arguments = Some(json_item(d)?),
+                _ => return None,
+            }
+        }
+        let call_fields = id.is_some() || name.is_some() || arguments.is_some();
+        match kind? {
+            "text" if !call_fields => Some(ContentBlock::Text {
+                text: body?.to_owned(),
+            }),
+            "thinking" if !call_fields => Some(ContentBlock::Thinking {
+                text: body?.to_owned(),
+                signature: None,
+            }),
+            "tool_call" if body.is_none() => Some(ContentBlock::ToolCall(ToolCall {
+                id: id?.to_owned(),
+                name: name?.to_owned(),
+                arguments: arguments?,
+            })),
+            _ => None,
+        }
+    }
+
+    /// An assistant message entry: `{role, content, stop}` and its usage.
+    pub(super) fn assistant(content: &[u8]) -> Option<(Message, MessageMeta)> {
+        let (mut role, mut blocks, mut stop, mut used) = (None, None, None, None);
+        each_field(content, |key, d| {
+            match key {
+                "role" => role = Some(text(d)?),
+                "content" => {
+                    let n = d.array().ok()?;
+                    let mut all = Vec::with_capacity(usize::try_from(n).ok()?.min(64));
+                    for _ in 0..n {
+                        all.push(block(d)?);
+                    }
+                    blocks = Some(all);
+                }
+                "stop" => stop = Some(named::<StopReason>(d)?),
+                "usage" => used = Some(usage(d)?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        (role? == "assistant").then_some(())?;
+        let meta = MessageMeta {
+            usage: used,
+            ..MessageMeta::default()
+        };
+        Some((
+            Message::Assistant {
+                content: blocks?,
+                stop: stop?,
+            },
+            meta,
+        ))
+    }
+
+    /// A tool result entry: `{role, call_id, name, content, is_error}`
+    /// with its status and effect id.
+    pub(super) fn tool_result(content: &[u8]) -> Option<(Message, MessageMeta)> {
+        let (mut role, mut call_id, mut name, mut body, mut is_error) =
+            (None, None, None, None, None);
+        let (mut status, mut effect_id) = (None, None);
+        each_field(content, |key, d| {
+            match key {
+                "role" => role = Some(text(d)?),
+                "call_id" => call_id = Some(text(d)?),
+                "name" => name = Some(text(d)?),
+                "content" => body = Some(text(d)?),
+                "is_error" => is_error = Some(d.bool().ok()?),
+                "status" => status = Some(named::<ToolStatus>(d)?),
+                "effect_id" => effect_id = Some(text(d)?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        (role? == "tool_result").then_some(())?;
+        let meta = MessageMeta {
+            status,
+            effect_id: effect_id.map(str::to_owned),
+            ..MessageMeta::default()
+        };
+        Some((
+            Message::ToolResult {
+                call_id: call_id?.to_owned(),
+                name: name?.to_owned(),
+                content: body?.to_owned(),
+                is_error: is_error?,
+                media: Vec::new(),
+            },
+            meta,
+        ))
+    }
+
+    /// An effect intent's effect id, tool and parent call; its other
+    /// fields (the input) are checked, not kept.
+    pub(super) fn intent(content: &[u8]) -> Option<[&str; 3]> {
+        let (mut effect_id, mut tool, mut parent) = (None, None, None);
+        each_field(content, |key, d| {
+            match key {
+                "effect_id" => effect_id = Some(text(d)?),
+                "tool" => tool = Some(text(d)?),
+                "parent" => parent = Some(text(d)?),
+                _ => {
+                    d.skip().ok()?;
+                }
+            }
+            Some(())
+        })?;
+        Some([effect_id?, tool?, parent?])
+    }
+
+    /// An effect completion's effect id, outcome, mutation and output.
+    pub(super) fn completion(content: &[u8]) -> Option<(&str, &str, &str, Value)> {
+        let (mut effect_id, mut outcome, mut mutation, mut output) = (None, None, None, None);
+        each_field(content, |key, d| {
+            match key {
+                "effect_id" => effect_id = Some(text(d)?),
+                "outcome" => outcome = Some(text(d)?),
+                "mutation" => mutation = Some(text(d)?),
+                "output" => output = Some(json_item(d)?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        Some((effect_id?, outcome?, mutation?, output?))
+    }
+}
+
 fn decode<T: serde::de::DeserializeOwned>(
     value: Value,
     id: u64,
@@ -887,7 +1159,7 @@ fn feed(
             b.compaction(record);
         }
         EntryKind::EffectIntent => b.intent(&value),
-        EntryKind::EffectCompletion => b.completion(&value),
+        EntryKind::EffectCompletion => b.completion(value),
         _ => {
             // Read from the value in place: a clone would copy the whole
             // message (a tool result's output) once more.
@@ -1024,8 +1296,10 @@ pub fn stream_file<E: From<ReplayError>>(
         if !replayed(kind) {
             return Ok(());
         }
-        let value = value_of(content, head.id, kind).map_err(Stop::Read)?;
-        feed(&mut b, head.id, kind, head.timestamp_ms, value).map_err(Stop::Read)?;
+        if !feed_direct(&mut b, kind, head.timestamp_ms, content) {
+            let value = value_of(content, head.id, kind).map_err(Stop::Read)?;
+            feed(&mut b, head.id, kind, head.timestamp_ms, value).map_err(Stop::Read)?;
+        }
         play(&mut b).map_err(Stop::Sink)
     });
     match linear {
@@ -1430,6 +1704,239 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<u64, ReplayError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records, through the session journal, runs with every form the
+    /// direct readers take (text, thinking, tool calls with nested
+    /// arguments, usage with unknown fields, results with and without an
+    /// effect, completions of every outcome, escapes and multibyte text)
+    /// and forms they leave to the JSON value (media, thinking signatures,
+    /// a notice, details of a call that did not run, a result whose effect
+    /// has no completion, a run left open); returns the session file.
+    fn recorded_session(dir: &Path) -> std::path::PathBuf {
+        use crate::journal::store::StoreJournal;
+        use crate::journal::{
+            EffectCompletion, EffectIntent, EffectJournal, RunSummary, SessionEvent, SessionSink,
+            canonical_cbor,
+        };
+        use crate::provider::{Media, MediaType, OpaqueBytes};
+        let store = smith_store::Store::open(dir).unwrap();
+        let session = store.create(None).unwrap();
+        let id = session.id().to_hex();
+        let journal = StoreJournal::new(store, session);
+        let message = |message: Message, meta: MessageMeta| {
+            journal
+                .record(&SessionEvent::Message { message, meta })
+                .unwrap();
+        };
+        let odd = "quote \" backslash \\ tab\t nl\n \u{1} \u{7f} ünï 日本 😀 \u{2028}";
+        let long = format!("{odd} and clean text after it\n").repeat(400);
+        for run in 0..3u32 {
+            journal
+                .record_run(&RunRecord::RunStart(RunInfo {
+                    provider: "p".into(),
+                    model: format!("m{}", run % 2),
+                    system: Some(odd.into()),
+                    tools: Vec::new(),
+                    cwd: "/w".into(),
+                }))
+                .unwrap();
+            message(
+                Message::User {
+                    text: odd.into(),
+                    media: if run == 1 {
+                        vec![Media::new(MediaType::Png, vec![0x89, b'P', b'N', b'G'])]
+                    } else {
+                        Vec::new()
+                    },
+                },
+                MessageMeta::default(),
+            );
+            let usage = Usage {
+                input: Some(10),
+                output: None,
+                cache_read: Some(u64::MAX),
+                cache_write: None,
+            };
+            for k in 0..4u32 {
+                let call_id = format!("call_{run}_{k}");
+                let call = ToolCall {
+                    id: call_id.clone(),
+                    name: "bash".into(),
+                    arguments: serde_json::json!({"command": odd, "n": [1, -2, 2.5, null, true], "deep": {"b": {}, "a": []}}),
+                };
+                let mut content = vec![
+                    ContentBlock::Thinking {
+                        text: odd.into(),
+                        signature: (k == 3).then(|| OpaqueBytes(vec![1, 2])),
+                    },
+                    ContentBlock::Text { text: long.clone() },
+                    ContentBlock::ToolCall(call),
+                ];
+                if k == 1 {
+                    content.remove(0);
+                }
+                message(
+                    Message::Assistant {
+                        content,
+                        stop: StopReason::ToolUse,
+                    },
+                    MessageMeta {
+                        usage: (k != 2).then_some(usage),
+                        ..MessageMeta::default()
+                    },
+                );
+                let effect_id = format!("fx-{}", run * 10 + k + 1);
+                let ran = k != 1;
+                if ran {
+                    journal
+                        .record_intent(&EffectIntent {
+                            effect_id: effect_id.clone(),
+                            parent: call_id.clone(),
+                            tool: "bash".into(),
+                            plugin_generation: crate::journal::BUILTIN_GENERATION,
+                            input: canonical_cbor(&serde_json::json!({"command": odd})).unwrap(),
+                        })
+                        .unwrap();
+                }
+                // The last call of the last run is left without completion
+                // or result: the run closes as interrupted.
+                if run == 2 && k == 3 {
+                    continue;
+                }
+                if ran && k != 2 {
+                    journal
+                        .record_completion(&EffectCompletion {
+                            effect_id: effect_id.clone(),
+                            outcome: [Outcome::Ok, Outcome::Error, Outcome::Ok, Outcome::Cancelled]
+                                [k as usize],
+                            mutation: [
+                                Mutation::Applied,
+                                Mutation::NotApplied,
+                                Mutation::Unknown,
+                                Mutation::Unknown,
+                            ][k as usize],
+                            output: canonical_cbor(&serde_json::json!({
+                                "content": long,
+                                "details": {"exit_code": k, "path": odd, "list": [1.5, "x"]},
+                                "is_error": k == 3,
+                            }))
+                            .unwrap(),
+                        })
+                        .unwrap();
+                }
+                message(
+                    Message::ToolResult {
+                        call_id,
+                        name: "bash".into(),
+                        content: long.clone(),
+                        is_error: k == 3,
+                        media: Vec::new(),
+                    },
+                    MessageMeta {
+                        status: Some(if k == 3 {
+                            ToolStatus::Error
+                        } else {
+                            ToolStatus::Ok
+                        }),
+                        effect_id: ran.then(|| effect_id.clone()),
+                        details: (!ran).then(|| serde_json::json!({"error": {"kind": "invalid"}})),
+                        ..MessageMeta::default()
+                    },
+                );
+            }
+            message(
+                Message::User {
+                    text: "notice".into(),
+                    media: Vec::new(),
+                },
+                MessageMeta {
+                    notice: true,
+                    ..MessageMeta::default()
+                },
+            );
+            if run < 2 {
+                message(
+                    Message::Assistant {
+                        content: vec![ContentBlock::Text { text: odd.into() }],
+                        stop: StopReason::End,
+                    },
+                    MessageMeta::default(),
+                );
+                journal
+                    .record_run(&RunRecord::RunEnd(RunSummary {
+                        stop: StopCause::Done,
+                        usage,
+                        cost: Some(0.5),
+                        text: odd.into(),
+                    }))
+                    .unwrap();
+            }
+        }
+        dir.join(format!("{id}.smith"))
+    }
+
+    #[test]
+    fn streaming_straight_from_the_records_plays_what_the_recording_plays() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = recorded_session(dir.path());
+        let file = smith_store::SessionFile::open(&path).unwrap();
+        let limits = smith_store::Limits::default();
+        let session = file.load(&limits).unwrap();
+        let recording = Recording::from_session(&session).unwrap();
+        let mut want = Vec::new();
+        recording
+            .play(None, Pace::Instant, |e: &Event| {
+                want.push(e.clone());
+                Ok::<(), ReplayError>(())
+            })
+            .unwrap();
+        let mut got = Vec::new();
+        let streamed = stream_file(&file, &limits, Pace::Instant, |e: &Event| {
+            got.push(e.clone());
+            Ok::<(), ReplayError>(())
+        })
+        .unwrap();
+        assert!(streamed, "a linear session streams from the file");
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "event {i}");
+        }
+        // The JSON lines are the same bytes.
+        let json = |events: &[Event]| {
+            let mut out = Vec::new();
+            for e in events {
+                e.write_json(&mut out);
+                out.push(b'\n');
+            }
+            out
+        };
+        assert_eq!(json(&got), json(&want));
+        // The direct readers took the common forms and left the others to
+        // the JSON value.
+        let (mut direct_taken, mut left) = (0, 0);
+        for record in session.branch() {
+            let kind = record.entry_kind();
+            let content = session.content(record).unwrap();
+            let taken = match kind {
+                EntryKind::AssistantMessage => direct::assistant(&content).is_some(),
+                EntryKind::ToolResult => direct::tool_result(&content).is_some(),
+                EntryKind::EffectIntent => direct::intent(&content).is_some(),
+                EntryKind::EffectCompletion => direct::completion(&content).is_some(),
+                _ => continue,
+            };
+            if taken {
+                direct_taken += 1;
+            } else {
+                left += 1;
+            }
+        }
+        // Per run: assistants 4 + 1 (3 in the last run, whose final answer
+        // is missing), results 4 (3 in the last run), 3 intents, 2
+        // completions (1 in the last run); signed thinking (one assistant
+        // a run) and the un-run call's result with details go the long way.
+        assert_eq!(direct_taken, (4 + 3 + 3 + 2) * 2 + (3 + 2 + 3 + 1));
+        assert_eq!(left, 2 * 3);
+    }
 
     #[test]
     fn turn_ranges_parse_inclusive_and_one_based() {

@@ -211,7 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut end: Option<(StopCause, Usage, Option<f64>, String)> = None;
     let each = |event: &Event| -> anyhow::Result<()> {
         match &mut json {
-            Some(lines) => lines.write(event)?,
+            Some(lines) => lines.write_event(event)?,
             None => {
                 printer.event(&mut out, event)?;
                 if let Event::AgentEnd { .. } = event {

@@ -86,54 +86,10 @@ fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// What each byte becomes inside a JSON string: 0 for itself, else the
-/// letter of its two-character escape, or `u` for `\u00XX`. The same
-/// escapes as serde_json and smith-codec write.
-const ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = b'u';
-        i += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-/// Appends `s` as a JSON string.
-fn push_str(out: &mut Vec<u8>, s: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.reserve(s.len() + 2);
-    out.push(b'"');
-    let mut run = 0;
-    for (i, &b) in s.iter().enumerate() {
-        let e = ESCAPE[b as usize];
-        if e == 0 {
-            continue;
-        }
-        out.extend_from_slice(&s[run..i]);
-        if e == b'u' {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 15) as usize],
-            ]);
-        } else {
-            out.extend_from_slice(&[b'\\', e]);
-        }
-        run = i + 1;
-    }
-    out.extend_from_slice(&s[run..]);
-    out.push(b'"');
+/// Appends `s` as a JSON string: runs of clean bytes are copied whole
+/// (see [`smith_codec::json::push_json_string`]), with serde_json's escapes.
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    smith_codec::json::push_json_string(out, s);
 }
 
 /// Appends `bytes` as a JSON string of standard base64.
@@ -222,7 +178,7 @@ fn write_content(out: &mut Vec<u8>, stack: &mut Vec<Open>, content: &[u8]) -> Op
                 Err(_) => push_f64(out, -((u128::from(n) + 1) as f64)),
             },
             Token::Float(x) if x.is_finite() => push_f64(out, x),
-            Token::Text(s) => push_str(out, s.as_bytes()),
+            Token::Text(s) => push_str(out, s),
             Token::Array(n) => {
                 out.push(b'[');
                 if n == 0 {
@@ -289,7 +245,7 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
     b.extend_from_slice(b"{\"type\":\"header\",\"format\":");
     push_u64(b, u64::from(format::FORMAT_VERSION));
     b.extend_from_slice(b",\"id\":");
-    push_str(b, header.id.to_hex().as_bytes());
+    push_str(b, &header.id.to_hex());
     b.extend_from_slice(b",\"created_ms\":");
     push_u64(b, header.created_ms);
     b.push(b'}');
@@ -305,7 +261,7 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
         if v.kind == KIND_ORIGIN && v.flags == 0 && v.link == 0 {
             if let Some((s, leaf)) = format::decode_origin(v.payload) {
                 b.extend_from_slice(b"{\"type\":\"origin\",\"session\":");
-                push_str(b, s.to_hex().as_bytes());
+                push_str(b, &s.to_hex());
                 b.extend_from_slice(b",\"leaf\":");
                 push_u64(b, leaf);
                 b.push(b'}');
@@ -322,7 +278,7 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
             push_u64(b, h.timestamp_ms);
             b.extend_from_slice(b",\"kind\":");
             match EntryKind::from_code(h.kind).name() {
-                Some(n) => push_str(b, n.as_bytes()),
+                Some(n) => push_str(b, n),
                 None => push_u64(b, u64::from(h.kind)),
             }
             b.extend_from_slice(b",\"pairing\":");
@@ -755,6 +711,32 @@ mod tests {
                 e.map(1).str(s).str(s);
             }));
         }
+        // Text longer than the dump's output block, with escapes and
+        // multibyte characters at every offset of the escaper's 8-byte
+        // words, so runs of clean bytes, escapes and UTF-8 sequences
+        // straddle word and block boundaries.
+        let pieces = [
+            "word ",
+            "\n",
+            "\"q\"",
+            "\\",
+            "\u{1}",
+            "\u{1f}",
+            "ü",
+            "日本",
+            "😀",
+            "\u{2028}",
+            "abcdefghi",
+        ];
+        let mut long = String::new();
+        let mut x: u32 = 7;
+        while long.len() < FLUSH_AT + 4096 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            long.push_str(pieces[(x >> 16) as usize % pieces.len()]);
+        }
+        all.push(enc(|e| {
+            e.map(1).str("content").str(&long);
+        }));
         // Containers: empty, nested maps and arrays, canonical key order
         // (shorter keys first), the literals.
         all.push(enc(|e| {
