@@ -7,15 +7,19 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use smith_engine::journal::store::StoreJournal;
+use smith_engine::journal::store::{
+    StoreJournal, check_entries, entry_json, resume, resume_within, timeline,
+};
 use smith_engine::journal::{
     EffectCompletion, EffectIntent, EffectJournal, MessageMeta, Outcome, RunInfo, RunRecord,
     RunSummary, SessionEvent, SessionSink, canonical_cbor,
 };
-use smith_engine::protocol::{StopCause, ToolStatus};
+use smith_engine::protocol::{Event, StopCause, ToolStatus};
 use smith_engine::provider::{ContentBlock, Message, StopReason, ToolCall, ToolSpec, Usage};
+use smith_engine::replay::{Pace, Recording, ReplayError, Scope, stream, stream_file};
 use smith_engine::tools::Mutation;
-use smith_store::Store;
+use smith_store::search::{Query, search_session};
+use smith_store::{EntryKind, Limits, Session, SessionFile, Store};
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -66,7 +70,12 @@ fn code(rng: &mut Rng, len: usize) -> String {
     while out.len() < len {
         let indent = "    ".repeat(rng.below(4) as usize);
         let line = match rng.below(9) {
-            0 => format!("{indent}let {} = {}(&{});", ident(rng), ident(rng), ident(rng)),
+            0 => format!(
+                "{indent}let {} = {}(&{});",
+                ident(rng),
+                ident(rng),
+                ident(rng)
+            ),
             1 => format!(
                 "{indent}if {}.{}() > {} {{",
                 ident(rng),
@@ -229,11 +238,12 @@ fn conversation(seed: u64, runs: usize, calls: usize) -> Vec<Step> {
             let mut tool_calls = Vec::new();
             for _ in 0..batch {
                 call_no += 1;
-                let name = ["read", "bash", "grep", "edit", "read", "bash"]
-                    [rng.below(6) as usize]
+                let name = ["read", "bash", "grep", "edit", "read", "bash"][rng.below(6) as usize]
                     .to_owned();
                 let arguments = match name.as_str() {
-                    "bash" => json!({"command": format!("cargo test -p {} --quiet", ident(&mut rng))}),
+                    "bash" => {
+                        json!({"command": format!("cargo test -p {} --quiet", ident(&mut rng))})
+                    }
                     "grep" => json!({"pattern": ident(&mut rng), "path": "src"}),
                     "edit" => json!({
                         "path": format!("src/{}.rs", ident(&mut rng)),
@@ -395,19 +405,6 @@ fn record(root: &Path, name: &str, steps: &[Step]) -> PathBuf {
         }
     }
     store.path_of(journal.session_id())
-}
-
-/// Writes the session file of the conversation the way this build's
-/// journal records it, for `tests/data/session-v1-full-results.smith`
-/// (see the test below that reads it).
-#[test]
-fn write_v1_fixture() {
-    let Ok(out) = std::env::var("SMITH_WRITE_V1_FIXTURE") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let path = record(dir.path(), "v1", &conversation(0x5e55_10f1, 3, 4));
-    std::fs::copy(path, out).unwrap();
 }
 
 /// pi's session id and entry ids: a UUID, and 8 hex digits per entry.
@@ -583,9 +580,344 @@ fn pi_jsonl(steps: &[Step]) -> Vec<u8> {
                 })
             }
         };
-        entry(&mut rng, at, "message", json!({ "message": message }), &mut out);
+        entry(
+            &mut rng,
+            at,
+            "message",
+            json!({ "message": message }),
+            &mut out,
+        );
     }
     out
+}
+
+fn load(path: &Path) -> Session {
+    SessionFile::open(path)
+        .unwrap()
+        .load(&Limits::default())
+        .unwrap()
+}
+
+/// The conversation of `tests/data/session-v1-full-results.smith`, which
+/// the journal wrote before tool results referred to their effect's
+/// output and run starts to earlier definitions: every tool output twice,
+/// the system prompt and tool list in every run start.
+const V1_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/session-v1-full-results.smith"
+);
+
+fn v1_steps() -> Vec<Step> {
+    conversation(0x5e55_10f1, 3, 4)
+}
+
+/// The record's content as stored (nothing resolved).
+fn stored(session: &Session, record: &smith_store::Record) -> Value {
+    let mut text = String::new();
+    smith_codec::json::from_cbor(&session.content(record).unwrap(), &mut text).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn events(recording: &Recording) -> Vec<(Scope, Event)> {
+    recording
+        .steps
+        .iter()
+        .map(|s| (s.scope, s.event.clone()))
+        .collect()
+}
+
+fn hits(session: &Session, query: &str) -> Vec<(u64, EntryKind, String, (usize, usize))> {
+    let query = Query::new(query).unwrap();
+    let mut out = Vec::new();
+    search_session(session, &query, &mut Vec::new(), |hit| {
+        out.push((hit.entry, hit.kind, hit.snippet, hit.matched));
+        true
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn a_session_written_in_full_reads_the_same_as_one_that_refers_to_each_value_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = v1_steps();
+    let new_path = record(dir.path(), "v2", &steps);
+    let (old, new) = (load(Path::new(V1_FIXTURE)), load(&new_path));
+    let old_len = std::fs::metadata(V1_FIXTURE).unwrap().len();
+    let new_len = std::fs::metadata(&new_path).unwrap().len();
+    assert!(
+        new_len * 10 < old_len * 7,
+        "{new_len} bytes against {old_len} written in full"
+    );
+
+    // Entry for entry, the same kinds; what the new one stores refers to
+    // the outputs and definitions the old one repeats.
+    assert_eq!(old.records().len(), new.records().len());
+    let results = |s: &Session| {
+        s.records()
+            .iter()
+            .filter(|r| r.entry_kind() == EntryKind::ToolResult)
+            .filter(|r| smith_store::refs::content_ref(&s.content(r).unwrap()).is_some())
+            .count()
+    };
+    let with_effect = steps
+        .iter()
+        .filter(|s| matches!(s, Step::Message(Message::ToolResult { .. }, meta) if meta.effect_id.is_some()))
+        .count();
+    assert_eq!(with_effect, 11);
+    assert_eq!((results(&old), results(&new)), (0, with_effect));
+    let starts: Vec<Value> = new
+        .records()
+        .iter()
+        .filter(|r| r.entry_kind() == EntryKind::Metadata)
+        .map(|r| stored(&new, r))
+        .filter(|v| v["type"] == "run_start")
+        .collect();
+    assert_eq!(starts.len(), 3);
+    fn keys(v: &Value) -> Vec<&str> {
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        keys
+    }
+    assert_eq!(
+        keys(&starts[0]),
+        ["cwd", "model", "provider", "system", "tools", "type"]
+    );
+    // Run 2 keeps both definitions of run 1; run 3 has a new tool list.
+    assert_eq!(
+        keys(&starts[1]),
+        ["cwd", "model", "provider", "type", "unchanged"]
+    );
+    assert_eq!(keys(&starts[1]["unchanged"]), ["system", "tools"]);
+    assert_eq!(
+        keys(&starts[2]),
+        ["cwd", "model", "provider", "tools", "type", "unchanged"]
+    );
+    let holder = new
+        .records()
+        .iter()
+        .find(|r| stored(&new, r)["type"] == "run_start")
+        .unwrap()
+        .id;
+    assert_eq!(starts[2]["unchanged"]["system"]["entry"], holder);
+    assert_eq!(starts[1]["unchanged"]["tools"]["entry"], holder);
+
+    // Every entry reads as the one written in full (`entry_json`, which
+    // exports and statistics read).
+    for (o, n) in old.records().iter().zip(new.records()) {
+        assert_eq!(o.entry_kind(), n.entry_kind());
+        assert_eq!(
+            entry_json(&old, o).unwrap(),
+            entry_json(&new, n).unwrap(),
+            "entry {}",
+            n.id
+        );
+    }
+    // Resume, whole and within a budget; the timeline.
+    assert_eq!(resume(&old).unwrap(), resume(&new).unwrap());
+    let messages = steps
+        .iter()
+        .filter(|s| matches!(s, Step::Message(..)))
+        .count();
+    assert_eq!(resume(&new).unwrap().history.len(), messages);
+    for budget in [2_000, 20_000, 60_000] {
+        let (o, n) = (
+            resume_within(&old, Some(budget)).unwrap(),
+            resume_within(&new, Some(budget)).unwrap(),
+        );
+        assert_eq!((&o.history, &o.meta), (&n.history, &n.meta), "{budget}");
+        // The same messages are left out; a referring result counts the
+        // completion it refers to (the output and a little more).
+        assert_eq!(o.omitted.map(|o| o.0), n.omitted.map(|n| n.0), "{budget}");
+        if let (Some(o), Some(n)) = (o.omitted, n.omitted) {
+            assert!(n.1.abs_diff(o.1) * 20 < o.1, "{n:?} against {o:?}");
+        }
+    }
+    assert_eq!(timeline(&old).unwrap(), timeline(&new).unwrap());
+    assert_eq!(check_entries(&new), Ok(()));
+
+    // Replay, from a loaded session and streamed from the file.
+    let (old_play, new_play) = (
+        Recording::from_session(&old).unwrap(),
+        Recording::from_session(&new).unwrap(),
+    );
+    assert_eq!(events(&old_play), events(&new_play));
+    assert_eq!(old_play.effects, new_play.effects);
+    assert_eq!(old_play.runs, new_play.runs);
+    assert_eq!(new_play.runs.len(), 3);
+    assert!(new_play.runs.iter().all(|r| {
+        r.as_ref()
+            .is_some_and(|r| r.system.is_some() && !r.tools.is_empty())
+    }));
+    let mut streamed = Vec::new();
+    let linear = stream_file(
+        &SessionFile::open(&new_path).unwrap(),
+        &Limits::default(),
+        Pace::Instant,
+        |event| {
+            streamed.push(event.clone());
+            Ok::<(), ReplayError>(())
+        },
+    )
+    .unwrap();
+    assert!(linear);
+    let mut played = Vec::new();
+    stream(&old, Pace::Instant, |event| {
+        played.push(event.clone());
+        Ok::<(), ReplayError>(())
+    })
+    .unwrap();
+    assert_eq!(streamed, played);
+
+    // Search finds text of an output in the result, as before.
+    let Some(Step::Completion(done)) = steps.iter().find(|s| matches!(s, Step::Completion(_)))
+    else {
+        panic!("no completion");
+    };
+    let output = smith_store::refs::output_text(&done.output)
+        .unwrap()
+        .to_owned();
+    let needle: String = output
+        .lines()
+        .nth(2)
+        .unwrap()
+        .trim()
+        .chars()
+        .take(24)
+        .collect();
+    let found = hits(&new, &needle);
+    assert!(!found.is_empty(), "{needle:?}");
+    assert!(found.iter().all(|h| h.1 == EntryKind::ToolResult));
+    assert_eq!(hits(&old, &needle), found);
+
+    // The interface's transcript shows each result's text.
+    let (old_rows, new_rows) = (
+        smith_tui::session::SessionEntries::new(old.clone()),
+        smith_tui::session::SessionEntries::new(new.clone()),
+    );
+    let bump = bumpalo::Bump::new();
+    let mut shown = 0;
+    for (i, r) in new.records().iter().enumerate() {
+        if r.entry_kind() != EntryKind::ToolResult {
+            continue;
+        }
+        let i = u32::try_from(i).unwrap();
+        use smith_tui::session::EntryText;
+        assert_eq!(old_rows.text_in(i, 0, &bump), new_rows.text_in(i, 0, &bump));
+        let parts = |rows: &smith_tui::session::SessionEntries| {
+            let mut out = Vec::new();
+            rows.parts(i, &bump, |p| out.push(format!("{p:?}")))
+                .unwrap();
+            out
+        };
+        assert_eq!(parts(&old_rows), parts(&new_rows));
+        shown += 1;
+    }
+    assert_eq!(shown, 12);
+
+    // A fork keeps the branch, and with it what its entries refer to.
+    let fork = new.fork(smith_store::SessionId([7; 16]), 0);
+    assert_eq!(resume(&fork).unwrap(), resume(&new).unwrap());
+    assert_eq!(
+        events(&Recording::from_session(&fork).unwrap()),
+        events(&new_play)
+    );
+
+    // The dump shows what is stored: the references.
+    let mut dumped = Vec::new();
+    let bytes = std::fs::read(&new_path).unwrap();
+    smith_store::dump::dump(&bytes, &Limits::default(), "v2", &mut dumped).unwrap();
+    let dumped = String::from_utf8(dumped).unwrap();
+    assert_eq!(dumped.matches("\"content_ref\":\"fx-").count(), with_effect);
+    assert_eq!(dumped.matches("\"unchanged\":").count(), 2);
+}
+
+#[test]
+fn a_reopened_journal_keeps_definitions_once_and_a_changed_result_is_written_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = conversation(0x0dd_ba11, 1, 2);
+    let path = record(dir.path(), "again", &steps);
+    // A new journal on the session (a resume in a new process).
+    let store = Store::open(dir.path()).unwrap();
+    let journal = StoreJournal::new(store.clone(), store.load("again").unwrap());
+    let Some(Step::RunStart(info)) = steps.first() else {
+        panic!("no run start");
+    };
+    journal
+        .record_run(&RunRecord::RunStart(info.clone()))
+        .unwrap();
+    // A result whose text is not its effect's output (a hook changed it).
+    let call = "call_changed";
+    journal
+        .record_intent(&EffectIntent {
+            effect_id: "fx-90".into(),
+            parent: call.into(),
+            tool: "bash".into(),
+            plugin_generation: 0,
+            input: canonical_cbor(&json!({"command": "ls"})).unwrap(),
+        })
+        .unwrap();
+    journal
+        .record_completion(&EffectCompletion {
+            effect_id: "fx-90".into(),
+            outcome: Outcome::Ok,
+            mutation: Mutation::NotApplied,
+            output: canonical_cbor(&json!({"content": "a\nb\n", "details": {}, "is_error": false}))
+                .unwrap(),
+        })
+        .unwrap();
+    let meta = MessageMeta {
+        status: Some(ToolStatus::Ok),
+        effect_id: Some("fx-90".into()),
+        ..MessageMeta::default()
+    };
+    journal
+        .record(&SessionEvent::Message {
+            message: Message::ToolResult {
+                call_id: call.into(),
+                name: "bash".into(),
+                content: "a\nb\n[edited by a hook]".into(),
+                is_error: false,
+                media: Vec::new(),
+            },
+            meta,
+        })
+        .unwrap();
+    drop(journal);
+    let session = load(&path);
+    let records = session.records();
+    let start = &records[records.len() - 4];
+    let value = stored(&session, start);
+    assert_eq!(value["type"], "run_start");
+    assert_eq!(value.get("tools"), None);
+    assert_eq!(value.get("system"), None);
+    let first = records
+        .iter()
+        .find(|r| stored(&session, r)["type"] == "run_start")
+        .unwrap();
+    assert_eq!(value["unchanged"]["tools"]["entry"], first.id);
+    let resolved = entry_json(&session, start).unwrap();
+    assert_eq!(
+        resolved["tools"],
+        serde_json::to_value(&info.tools).unwrap()
+    );
+    assert_eq!(resolved["system"], json!(info.system));
+    let result = records.last().unwrap();
+    assert_eq!(result.entry_kind(), EntryKind::ToolResult);
+    assert_eq!(
+        stored(&session, result)["content"],
+        "a\nb\n[edited by a hook]"
+    );
+    assert_eq!(
+        resume(&session).unwrap().history.last(),
+        Some(&Message::ToolResult {
+            call_id: call.into(),
+            name: "bash".into(),
+            content: "a\nb\n[edited by a hook]".into(),
+            is_error: false,
+            media: Vec::new(),
+        })
+    );
 }
 
 /// A larger session of the same kind: 12 runs of 24 tool calls each.
@@ -593,12 +925,63 @@ fn big() -> Vec<Step> {
     conversation(0xb16_5e55, 12, 24)
 }
 
+/// The size of the big conversation's session file as this build wrote it
+/// before each value was stored once (every tool output in its result too,
+/// definitions in every run start): measured with that build.
+const BEFORE_BYTES: u64 = 2_651_688;
+
 #[test]
-fn print_sizes() {
+fn a_session_file_is_at_most_pi_s_jsonl_for_the_same_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let steps = big();
     let path = record(dir.path(), "big", &steps);
     let smith = std::fs::metadata(&path).unwrap().len();
-    let pi = pi_jsonl(&steps).len();
-    println!("smith {smith} pi {pi}");
+    let pi = pi_jsonl(&steps).len() as u64;
+    let session = load(&path);
+    // What the store compressed: the entries of at least its threshold.
+    let compressed = session
+        .records()
+        .iter()
+        .filter(|r| r.is_compressed())
+        .count();
+    let eligible = session
+        .records()
+        .iter()
+        .filter(|r| session.content_len(r) >= smith_store::compress::THRESHOLD)
+        .count();
+    println!(
+        "smith {smith} bytes (before: {BEFORE_BYTES}), pi {pi} bytes; {compressed} of {} entries compressed, {eligible} eligible",
+        session.records().len()
+    );
+    assert_eq!(compressed, eligible);
+    // The same file with every payload stored as it is.
+    let uncompressed = smith
+        + session
+            .records()
+            .iter()
+            .filter(|r| r.is_compressed())
+            .map(|r| session.content_len(r) as u64 - u64::from(r.payload_len))
+            .sum::<u64>();
+    println!(
+        "uncompressed {uncompressed} bytes ({:.3} of pi's)",
+        uncompressed as f64 / pi as f64
+    );
+    assert!(compressed > 0);
+    assert!(smith <= pi, "smith {smith} bytes, pi {pi}");
+    // Each output is stored once: before, the file was larger than pi's.
+    assert!(BEFORE_BYTES > pi);
+    assert!(
+        10 * smith < 6 * BEFORE_BYTES,
+        "smith {smith} bytes, before {BEFORE_BYTES}"
+    );
+    // And it reads the conversation back whole.
+    let resumed = resume(&session).unwrap();
+    let messages: Vec<&Message> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Message(m, _) => Some(m),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resumed.history.iter().collect::<Vec<_>>(), messages);
 }
