@@ -18,6 +18,8 @@ use smith_engine::protocol::{Event, StopCause, ToolStatus};
 use smith_engine::provider::{ContentBlock, Message, StopReason, ToolCall, ToolSpec, Usage};
 use smith_engine::replay::{Pace, Recording, ReplayError, Scope, stream, stream_file};
 use smith_engine::tools::Mutation;
+use smith_store::compress::Compressor;
+use smith_store::format::{self, EntryHead, KIND_ENTRY};
 use smith_store::search::{Query, search_session};
 use smith_store::{EntryKind, Limits, Session, SessionFile, Store};
 
@@ -984,4 +986,73 @@ fn a_session_file_is_at_most_pi_s_jsonl_for_the_same_conversation() {
         })
         .collect();
     assert_eq!(resumed.history.iter().collect::<Vec<_>>(), messages);
+}
+
+/// The size of `session`'s file were every entry written in full (what
+/// readers resolve it to, encoded and compressed as the store writes):
+/// the file the journal wrote before values were stored once.
+fn written_in_full(session: &Session) -> u64 {
+    let mut comp = Compressor::new().unwrap();
+    let (mut map, mut frame) = (Vec::new(), Vec::new());
+    let mut len = format::HEADER_LEN as u64;
+    for r in session.records() {
+        let content = canonical_cbor(&entry_json(session, r).unwrap()).unwrap();
+        let head = EntryHead {
+            id: r.id,
+            parent: r.parent,
+            timestamp_ms: r.timestamp_ms,
+            kind: r.kind,
+            pairing: r.pairing,
+        };
+        map.clear();
+        format::encode_entry(&mut map, &head, &content);
+        frame.clear();
+        comp.frame(&mut frame, KIND_ENTRY, 0, &map);
+        len += frame.len() as u64;
+    }
+    len
+}
+
+#[test]
+fn the_perf_gates_session_fixture_stores_each_output_once() {
+    // The measure is exact: the fixture written in full measures what it is.
+    let v1 = load(Path::new(V1_FIXTURE));
+    let v1_len = std::fs::metadata(V1_FIXTURE).unwrap().len();
+    assert_eq!(written_in_full(&v1), v1_len);
+    let dir = tempfile::tempdir().unwrap();
+    let v2 = load(&record(dir.path(), "v2", &v1_steps()));
+    assert_eq!(written_in_full(&v2), v1_len);
+
+    // The `session.*` gates' fixture (`smith_perf::session_gates`): one
+    // run recorded through the journal, repeated.
+    let path = dir.path().join("fixture.smith");
+    let (entries, runs) =
+        smith_perf::session_gates::write_fixture(&dir.path().join("scratch"), &path, 4_000_000)
+            .unwrap();
+    let after = std::fs::metadata(&path).unwrap().len();
+    let fixture = load(&path);
+    assert_eq!(fixture.records().len() as u64, entries);
+    let before = written_in_full(&fixture);
+    println!(
+        "session fixture: {entries} entries in {runs} runs, {after} bytes ({} a run); written in full {before} bytes ({} a run)",
+        after / runs,
+        before / runs
+    );
+    assert!(10 * after < 7 * before, "{after} bytes against {before}");
+    // It reads as written in full.
+    let streamed = |s: &Session| {
+        let mut out = Vec::new();
+        stream(s, Pace::Instant, |e| {
+            out.push(e.clone());
+            Ok::<(), ReplayError>(())
+        })
+        .unwrap();
+        out
+    };
+    let played = streamed(&fixture);
+    assert!(
+        played.iter().any(
+            |e| matches!(e, Event::ToolExecutionEnd { content, .. } if content.len() >= 12_000)
+        )
+    );
 }

@@ -10,10 +10,10 @@
 //! |---|---|---|---|
 //! | user / assistant message | `user_message` / `assistant_message` | 0 | the message's JSON projection |
 //! | each tool call of an assistant message | `tool_call` | [`call_pairing`] of the call id | `{id, name, arguments}` |
-//! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection |
+//! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection; when its text is exactly the output of the effect whose completion this journal recorded just before, without `content` and with `"content_ref": "fx-N"` (the output is stored once, in the completion) |
 //! | model change | `model_change` | 0 | `{provider, model}` |
 //! | compaction | `compaction` | the id of the first kept entry (0 when none is kept) | the [`CompactionRecord`]'s JSON projection |
-//! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`) |
+//! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`); a run start leaves out a `system` or `tools` equal to the previous run start's and names it in `unchanged` (`{"system": {"entry", "digest"}, "tools": …}`) |
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
 //! | a checkpoint around a mutating effect, an undo, redo, restore or rewind | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, turn?, effects?, entry?, before, after, target?, changed, forced?, error?}`) |
@@ -21,6 +21,10 @@
 //! | what a plugin's caps per run dropped, at the end of the run | `metadata` | 0 | the [`PluginLimits`]' JSON projection (`{"type": "plugin_limits", plugin, dropped: [{kind, limit, dropped}]}`) |
 //! | a value a plugin keeps in the session (`set-session-state`) | `metadata` | 0 | the [`PluginState`]'s JSON projection (`{"type": "plugin_state", plugin, key, value}`) |
 //! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
+//!
+//! Readers resolve both references ([`entry_json`], [`resolve_result`],
+//! [`resolve_run_start`]; docs/session-format.md §4.1), so what they read is
+//! what an entry written in full holds.
 //!
 //! [`resume`] reads a session back: the conversation of the selected
 //! branch from its compaction boundary (the newest compaction's summary
