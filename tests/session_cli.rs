@@ -647,8 +647,12 @@ fn search_finds_text_in_every_session_with_smart_case() {
     let out = ok(h, &["session", "search", "seq 1 2000"]);
     assert_eq!(out.lines().count(), 1, "{out}");
     assert!(out.contains("  assistant  "), "{out}");
+    // The output is stored once, in the effect's completion: the result
+    // refers to it (docs/session-format.md §4.1), and the hit above names
+    // the result.
     let dump = ok(h, &["session", "dump", "alpha"]);
-    assert!(dump.matches("zebra-42").count() >= 2, "{dump}");
+    assert_eq!(dump.matches("zebra-42").count(), 1, "{dump}");
+    assert!(dump.contains("\"content_ref\":\"fx-"), "{dump}");
 }
 
 /// `session export` writes the selected branch as Markdown a person reads:

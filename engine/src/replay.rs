@@ -265,6 +265,10 @@ struct Builder {
     /// were last let go; a later run's result for one of them (a repaired
     /// call) still finds its effect.
     unanswered: Vec<String>,
+    /// The newest run start's definitions held in full (`system`, `tools`),
+    /// each with its digest, for the run starts that keep them unchanged
+    /// (docs/session-format.md §4.1).
+    definitions: [Option<(String, Value)>; 2],
 }
 
 fn field<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -461,6 +465,67 @@ impl Builder {
             self.by_id.insert(e.effect_id.clone(), i);
             self.by_call.insert(e.parent.clone(), i);
         }
+    }
+
+    /// Fills a run start's `unchanged` definitions from the run start that
+    /// held them (the newest one holding each, whose digest must match)
+    /// and remembers the definitions it holds in full. A definition that
+    /// cannot be found is left out (a run without its tool list still
+    /// replays as a run).
+    fn resolve_run_start(&mut self, value: &mut Value) {
+        let Value::Object(map) = value else { return };
+        if map.get("type").and_then(Value::as_str) != Some("run_start") {
+            return;
+        }
+        let unchanged = match map.remove(crate::journal::store::UNCHANGED) {
+            Some(Value::Object(unchanged)) => unchanged,
+            _ => serde_json::Map::new(),
+        };
+        for (slot, key) in ["system", "tools"].into_iter().enumerate() {
+            if let Some(held) = map.get(key) {
+                let digest = crate::journal::canonical_cbor(held)
+                    .map(|cbor| crate::journal::store::digest(&cbor))
+                    .unwrap_or_default();
+                self.definitions[slot] = Some((digest, held.clone()));
+            } else if let Some(reference) = unchanged.get(key) {
+                let wanted = reference.get("digest").and_then(Value::as_str);
+                match &self.definitions[slot] {
+                    Some((digest, held)) if Some(digest.as_str()) == wanted => {
+                        map.insert(key.to_owned(), held.clone());
+                    }
+                    _ if key == "tools" => {
+                        map.insert(key.to_owned(), Value::Array(Vec::new()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Replaces a tool result's `content_ref` by the output text of the
+    /// effect it names (its completion was replayed before it).
+    fn resolve_output(&self, value: &mut Value) {
+        let Value::Object(map) = value else { return };
+        let Some(effect_id) = map
+            .get(smith_store::refs::CONTENT_REF)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        let text = self
+            .effect(&effect_id)
+            .and_then(|e| e.completion.as_ref())
+            .and_then(|done| done.output.get("content"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| {
+                crate::journal::store::missing_output(
+                    crate::journal::store::effect_number(&effect_id).unwrap_or(0),
+                )
+            });
+        map.remove(smith_store::refs::CONTENT_REF);
+        map.insert("content".to_owned(), Value::String(text));
     }
 
     fn run_record(&mut self, record: RunRecord) {
@@ -1148,6 +1213,8 @@ fn feed(
     b.at = at;
     match kind {
         EntryKind::Metadata => {
+            let mut value = value;
+            b.resolve_run_start(&mut value);
             // Metadata of other kinds (a future writer's) is not ours.
             if let Ok(run) = serde_json::from_value::<RunRecord>(value) {
                 b.run_record(run);
@@ -1161,6 +1228,10 @@ fn feed(
         EntryKind::EffectIntent => b.intent(&value),
         EntryKind::EffectCompletion => b.completion(value),
         _ => {
+            let mut value = value;
+            if kind == EntryKind::ToolResult {
+                b.resolve_output(&mut value);
+            }
             // Read from the value in place: a clone would copy the whole
             // message (a tool result's output) once more.
             let meta = MessageMeta::deserialize(&value).unwrap_or_default();

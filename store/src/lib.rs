@@ -37,6 +37,7 @@ mod file;
 pub mod format;
 mod helper;
 pub mod publish;
+pub mod refs;
 pub mod scan;
 pub mod search;
 mod session;

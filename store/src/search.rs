@@ -2,8 +2,10 @@
 //! `/search-all`).
 //!
 //! What is searched: the text a user reads in a conversation — user and
-//! assistant messages (with their tool calls' arguments), tool results and
-//! compaction summaries. Tool-call entries (which repeat a call the
+//! assistant messages (with their tool calls' arguments), tool results
+//! (a result that refers to its effect's output for its text, §4.1 of
+//! docs/session-format.md, is searched in that output) and compaction
+//! summaries. Tool-call entries (which repeat a call the
 //! assistant message holds), effect records (which repeat a tool's
 //! output), run metadata (which repeats the system prompt and tool list on
 //! every run) and plugin entries are not, so a hit names the entry a user
@@ -237,17 +239,35 @@ pub fn search_session(
     mut on_hit: impl FnMut(Hit) -> bool,
 ) -> Result<Searched> {
     let mut searched = Searched::default();
-    for record in session.records() {
+    // A referred output's content, when it is stored compressed.
+    let mut output_scratch = Vec::new();
+    for (index, record) in session.records().iter().enumerate() {
         if !searched_kind(record.entry_kind()) {
             continue;
         }
         let content = content(session, record, scratch)?;
         searched.entries += 1;
         searched.bytes += content.len() as u64;
-        if query.find(content).is_none() {
-            continue;
+        let mut found = None;
+        if query.find(content).is_some() {
+            found = confirm(content, query);
         }
-        let Some((snippet, matched)) = confirm(content, query) else {
+        if found.is_none()
+            && record.entry_kind() == EntryKind::ToolResult
+            && let Some(effect) = crate::refs::content_ref(content)
+            && let Some(completion) = crate::refs::completion_before(session, index, effect)
+        {
+            // The result's text is its effect's output (§4.1): searched
+            // there, and the hit is the result's.
+            let output = self::content(session, completion, &mut output_scratch)?;
+            if let Some(text) = crate::refs::output_content(output) {
+                searched.bytes += text.len() as u64;
+                if let Some((start, end)) = query.find(text.as_bytes()) {
+                    found = Some(snippet(text, start, end));
+                }
+            }
+        }
+        let Some((snippet, matched)) = found else {
             continue;
         };
         searched.hits += 1;

@@ -212,6 +212,29 @@ impl SessionEntries {
         }
     }
 
+    /// A tool result's text: its `content`, or, for a result that refers to
+    /// its effect's output (docs/session-format.md §4.1), that output's
+    /// text, read from the completion entry before it.
+    fn result_text<'a>(
+        &'a self,
+        record: u32,
+        bytes: &'a [u8],
+        bump: &'a Bump,
+    ) -> Result<&'a str, String> {
+        let Some(effect) = smith_store::refs::content_ref(bytes) else {
+            return text_field(bytes, "content").map_err(|err| err.to_string());
+        };
+        let Some(completion) =
+            smith_store::refs::completion_before(&self.session, record as usize, effect)
+        else {
+            return Ok(bump.alloc_str(&format!(
+                "[the output of effect fx-{effect} is not in this session: its effect completion entry is missing or damaged]"
+            )));
+        };
+        let output = self.content(completion, bump)?;
+        Ok(smith_store::refs::output_content(output).unwrap_or(""))
+    }
+
     /// The record indexes of the selected branch, root first.
     pub fn branch_indexes(&self) -> Vec<u32> {
         let records = self.session.records();
@@ -263,13 +286,18 @@ impl SessionEntries {
             StoreKind::UserMessage => each(Part::User),
             StoreKind::ToolResult => {
                 let (mut call_id, mut is_error, mut blank) = ("", false, true);
+                let mut referred = false;
                 fields(bytes, |key, value| match key {
                     "call_id" => call_id = as_text(value),
                     "is_error" => is_error = as_bool(value),
                     "content" => blank = as_text(value).trim().is_empty(),
+                    smith_store::refs::CONTENT_REF => referred = true,
                     _ => {}
                 })
                 .map_err(bad)?;
+                if referred {
+                    blank = self.result_text(record, bytes, bump)?.trim().is_empty();
+                }
                 each(Part::Result {
                     call_id,
                     is_error,
@@ -322,7 +350,7 @@ impl SessionEntries {
             StoreKind::UserMessage => {
                 text_field(bytes, "text").and_then(|text| with_media(bytes, text, bump))
             }
-            StoreKind::ToolResult => text_field(bytes, "content"),
+            StoreKind::ToolResult => return self.result_text(record, bytes, bump),
             StoreKind::AssistantMessage => match block(bytes, part) {
                 Ok(Some(item)) => text_field(item, "text"),
                 Ok(None) => Ok(""),

@@ -10,10 +10,10 @@
 //! |---|---|---|---|
 //! | user / assistant message | `user_message` / `assistant_message` | 0 | the message's JSON projection |
 //! | each tool call of an assistant message | `tool_call` | [`call_pairing`] of the call id | `{id, name, arguments}` |
-//! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection |
+//! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection; when its text is exactly the output of the effect whose completion this journal recorded just before, without `content` and with `"content_ref": "fx-N"` (the output is stored once, in the completion) |
 //! | model change | `model_change` | 0 | `{provider, model}` |
 //! | compaction | `compaction` | the id of the first kept entry (0 when none is kept) | the [`CompactionRecord`]'s JSON projection |
-//! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`) |
+//! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`); a run start leaves out a `system` or `tools` equal to the previous run start's and names it in `unchanged` (`{"system": {"entry", "digest"}, "tools": …}`) |
 //! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
 //! | a checkpoint around a mutating effect, an undo, redo, restore or rewind | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, turn?, effects?, entry?, before, after, target?, changed, forced?, error?}`) |
@@ -21,6 +21,10 @@
 //! | what a plugin's caps per run dropped, at the end of the run | `metadata` | 0 | the [`PluginLimits`]' JSON projection (`{"type": "plugin_limits", plugin, dropped: [{kind, limit, dropped}]}`) |
 //! | a value a plugin keeps in the session (`set-session-state`) | `metadata` | 0 | the [`PluginState`]'s JSON projection (`{"type": "plugin_state", plugin, key, value}`) |
 //! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
+//!
+//! Readers resolve both references ([`entry_json`], [`resolve_result`],
+//! [`resolve_run_start`]; docs/session-format.md §4.1), so what they read is
+//! what an entry written in full holds.
 //!
 //! [`resume`] reads a session back: the conversation of the selected
 //! branch from its compaction boundary (the newest compaction's summary
@@ -69,6 +73,31 @@ pub struct StoreJournal {
     /// What `smith session list` shows about the session, kept in its
     /// summary sidecar ([`Store::write_summary`]).
     summary: Mutex<Summary>,
+    /// What lets each value be written once (see [`Written`]).
+    written: Mutex<Written>,
+}
+
+/// What the journal keeps so that a value is written once
+/// (docs/session-format.md §4.1): the output text of each effect whose
+/// completion is recorded and whose result is not yet, and the definitions
+/// (system prompt, tools) of the run start it wrote last.
+#[derive(Debug, Default)]
+struct Written {
+    /// Effect number to the completion's entry id and its output's
+    /// `content` text.
+    outputs: std::collections::HashMap<u64, (u64, String)>,
+    /// The last run start this journal wrote: its entry id and its
+    /// definitions.
+    defs: Option<(u64, RunDefs)>,
+}
+
+/// A run start's system prompt and tool list, each as the id of the entry
+/// that holds it in full and the canonical CBOR of its JSON projection
+/// (`None`: no system prompt, or one whose holder is unknown).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct RunDefs {
+    system: Option<(u64, Vec<u8>)>,
+    tools: Option<(u64, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for StoreJournal {
@@ -95,6 +124,7 @@ impl StoreJournal {
             session: Mutex::new(session),
             _claim: None,
             summary,
+            written: Mutex::default(),
         }
     }
 
@@ -114,6 +144,7 @@ impl StoreJournal {
             session: Mutex::new(session),
             _claim: Some(claim),
             summary,
+            written: Mutex::default(),
         })
     }
 
@@ -151,10 +182,14 @@ impl StoreJournal {
     }
 
     fn append(&self, what: &str, entries: &[NewEntry<'_>]) -> Result<(), JournalError> {
+        self.append_ids(what, entries).map(|_| ())
+    }
+
+    /// As `append`, returning the new entries' ids.
+    fn append_ids(&self, what: &str, entries: &[NewEntry<'_>]) -> Result<Vec<u64>, JournalError> {
         let mut session = lock(&self.session);
         self.store
             .append(&mut session, entries)
-            .map(|_| ())
             .map_err(|err| store_error(what, err))
     }
 }
@@ -371,6 +406,29 @@ fn json_content(value: &impl serde::Serialize, what: &str) -> Result<Vec<u8>, Jo
 /// its [`MessageMeta`] (`usage`, `status`, `effect_id`) as extra keys, which
 /// message readers ignore.
 fn message_content(message: &Message, meta: &MessageMeta) -> Result<Vec<u8>, JournalError> {
+    message_cbor(message_value(message, meta)?, message)
+}
+
+/// A tool result's content that refers to the output of effect `fx-n` for
+/// its text instead of repeating it: the message's content without
+/// `content`, with `"content_ref": "fx-n"` (docs/session-format.md §4.1).
+fn result_ref_content(
+    message: &Message,
+    meta: &MessageMeta,
+    n: u64,
+) -> Result<Vec<u8>, JournalError> {
+    let mut value = message_value(message, meta)?;
+    if let serde_json::Value::Object(map) = &mut value {
+        map.remove("content");
+        map.insert(
+            smith_store::refs::CONTENT_REF.to_owned(),
+            serde_json::Value::String(format!("fx-{n}")),
+        );
+    }
+    message_cbor(value, message)
+}
+
+fn message_value(message: &Message, meta: &MessageMeta) -> Result<serde_json::Value, JournalError> {
     let mut value = serde_json::to_value(message).map_err(|err| {
         JournalError::new(format!("the message could not be projected to JSON: {err}"))
     })?;
@@ -379,6 +437,10 @@ fn message_content(message: &Message, meta: &MessageMeta) -> Result<Vec<u8>, Jou
     {
         map.extend(extra);
     }
+    Ok(value)
+}
+
+fn message_cbor(value: serde_json::Value, message: &Message) -> Result<Vec<u8>, JournalError> {
     let cbor = canonical_cbor(&value)?;
     if message.media().is_empty() {
         return Ok(cbor);
@@ -467,6 +529,41 @@ fn pairing_of(effect_id: &str) -> Result<u64, JournalError> {
     })
 }
 
+impl StoreJournal {
+    /// Remembers each completion's output text and entry id until its
+    /// tool result is recorded, which then refers to it instead of
+    /// repeating it.
+    fn note_outputs(&self, completions: &[EffectCompletion], ids: &[u64]) {
+        let mut written = lock(&self.written);
+        for (completion, &id) in completions.iter().zip(ids) {
+            let (Some(n), Some(text)) = (
+                effect_number(&completion.effect_id),
+                smith_store::refs::output_text(&completion.output),
+            ) else {
+                continue;
+            };
+            written.outputs.insert(n, (id, text.to_owned()));
+        }
+    }
+
+    /// The effect a tool result about to be recorded can refer to for its
+    /// text: the one its meta names, when this journal recorded its
+    /// completion with exactly that output text and a reader walking back
+    /// from the result finds that very completion first.
+    fn output_ref(&self, content: &str, meta: &MessageMeta) -> Option<u64> {
+        let n = effect_number(meta.effect_id.as_deref()?)?;
+        let (id, text) = lock(&self.written).outputs.remove(&n)?;
+        if text != content {
+            return None;
+        }
+        let session = lock(&self.session);
+        let leaf = session.leaf()?;
+        let index = smith_store::refs::index_of(&session, leaf)?;
+        let found = smith_store::refs::completion_from(&session, index, n)?;
+        (found.id == id).then_some(n)
+    }
+}
+
 impl EffectJournal for StoreJournal {
     fn record_intent(&self, intent: &EffectIntent) -> Result<(), JournalError> {
         let content = intent_content(intent);
@@ -479,7 +576,9 @@ impl EffectJournal for StoreJournal {
         let content = completion_content(completion);
         let mut entry = NewEntry::new(EntryKind::EffectCompletion, &content);
         entry.pairing = pairing_of(&completion.effect_id)?;
-        self.append("effect completion", &[entry])
+        let ids = self.append_ids("effect completion", &[entry])?;
+        self.note_outputs(std::slice::from_ref(completion), &ids);
+        Ok(())
     }
 
     fn record_intents(&self, intents: &[EffectIntent]) -> Result<(), JournalError> {
@@ -513,7 +612,9 @@ impl EffectJournal for StoreJournal {
                 Ok(entry)
             })
             .collect::<Result<Vec<_>, JournalError>>()?;
-        self.append("effect completions", &entries)
+        let ids = self.append_ids("effect completions", &entries)?;
+        self.note_outputs(completions, &ids);
+        Ok(())
     }
 
     fn record_vcs(&self, record: &VcsRecord) -> Result<(), JournalError> {
@@ -613,7 +714,13 @@ impl SessionSink for StoreJournal {
                 )
             }
             SessionEvent::Message { message, meta } => {
-                let content = message_content(message, meta)?;
+                // A tool result's content is built below: in full, or
+                // referring to its effect's output.
+                let content = if matches!(message, Message::ToolResult { .. }) {
+                    Vec::new()
+                } else {
+                    message_content(message, meta)?
+                };
                 match message {
                     Message::User { text, .. } => {
                         self.append(
@@ -626,7 +733,15 @@ impl SessionSink for StoreJournal {
                         });
                         Ok(())
                     }
-                    Message::ToolResult { call_id, .. } => {
+                    Message::ToolResult {
+                        call_id,
+                        content: text,
+                        ..
+                    } => {
+                        let content = match self.output_ref(text, meta) {
+                            Some(n) => result_ref_content(message, meta, n)?,
+                            None => message_content(message, meta)?,
+                        };
                         let mut entry = NewEntry::new(EntryKind::ToolResult, &content);
                         entry.pairing = call_pairing(call_id);
                         self.append("tool result", &[entry])
@@ -697,11 +812,100 @@ impl StoreJournal {
     }
 
     fn record_run_entry(&self, record: &RunRecord) -> Result<(), JournalError> {
-        let content = json_content(record, "run record")?;
-        self.append(
+        let RunRecord::RunStart(info) = record else {
+            if matches!(record, RunRecord::RunEnd(_)) {
+                // Outputs whose results were never recorded (the run
+                // failed first) are not referred to any more.
+                lock(&self.written).outputs.clear();
+            }
+            let content = json_content(record, "run record")?;
+            return self.append(
+                "run record",
+                &[NewEntry::new(EntryKind::Metadata, &content)],
+            );
+        };
+        let system = info
+            .system
+            .as_ref()
+            .map(|s| canonical_cbor(&serde_json::Value::String(s.clone())))
+            .transpose()?;
+        let tools = canonical_cbor(&serde_json::to_value(&info.tools).map_err(|err| {
+            JournalError::new(format!(
+                "the run's tool list could not be projected to JSON: {err}"
+            ))
+        })?)?;
+        // Definitions that cannot be read back are written in full.
+        let previous = self.previous_defs().ok().flatten().unwrap_or_default();
+        let mut value = serde_json::to_value(record).map_err(|err| {
+            JournalError::new(format!(
+                "the run record could not be projected to JSON: {err}"
+            ))
+        })?;
+        let mut unchanged = serde_json::Map::new();
+        // Each definition equal to the previous run start's is kept there:
+        // its holder's id and digest stand for it.
+        let mut keep =
+            |key: &str, now: Option<&Vec<u8>>, before: &Option<(u64, Vec<u8>)>| match (now, before)
+            {
+                (Some(now), Some((holder, before))) if now == before => {
+                    unchanged.insert(
+                        key.to_owned(),
+                        serde_json::json!({"entry": holder, "digest": digest(now)}),
+                    );
+                    Some(*holder)
+                }
+                _ => None,
+            };
+        let system_kept = keep("system", system.as_ref(), &previous.system);
+        let tools_kept = keep("tools", Some(&tools), &previous.tools);
+        if let serde_json::Value::Object(map) = &mut value
+            && !unchanged.is_empty()
+        {
+            for key in unchanged.keys() {
+                map.remove(key);
+            }
+            map.insert(UNCHANGED.to_owned(), serde_json::Value::Object(unchanged));
+        }
+        let content = canonical_cbor(&value)?;
+        let ids = self.append_ids(
             "run record",
             &[NewEntry::new(EntryKind::Metadata, &content)],
-        )
+        )?;
+        if let Some(&id) = ids.first() {
+            let defs = RunDefs {
+                system: system.map(|cbor| (system_kept.unwrap_or(id), cbor)),
+                tools: Some((tools_kept.unwrap_or(id), tools)),
+            };
+            lock(&self.written).defs = Some((id, defs));
+        }
+        Ok(())
+    }
+
+    /// The definitions of the newest run start on the selected branch:
+    /// those this journal wrote last when that is still it, else read (and
+    /// resolved) from the session; `None` before any run start.
+    fn previous_defs(&self) -> Result<Option<RunDefs>, JournalError> {
+        let session = lock(&self.session);
+        let Some((record, value)) = newest_run_start(&session) else {
+            return Ok(None);
+        };
+        if let Some((id, defs)) = &lock(&self.written).defs
+            && *id == record.id
+        {
+            return Ok(Some(defs.clone()));
+        }
+        let mut value = value;
+        let [system_at, tools_at] = resolve_definitions(&session, &record, &mut value)?;
+        let cbor_of = |key: &str, holder: Option<u64>| -> Result<_, JournalError> {
+            match (holder, value.get(key)) {
+                (Some(holder), Some(definition)) => Ok(Some((holder, canonical_cbor(definition)?))),
+                _ => Ok(None),
+            }
+        };
+        Ok(Some(RunDefs {
+            system: cbor_of("system", system_at)?,
+            tools: cbor_of("tools", tools_at)?,
+        }))
     }
 }
 
@@ -788,9 +992,11 @@ fn entry_content<'s>(
     })
 }
 
-/// Decodes an entry's canonical CBOR content as JSON.
-/// One entry's content as JSON (the form `smith session dump` shows), for
-/// readers outside the engine: exports and statistics.
+/// One entry's content as JSON, for readers outside the engine: exports
+/// and statistics. What the entry refers to is resolved (a tool result's
+/// output text, a run start's unchanged definitions; see
+/// [`decode_json`]), so the value is the one an entry written in full
+/// gives; `smith session dump` shows the entry as stored.
 ///
 /// # Errors
 ///
@@ -803,7 +1009,187 @@ pub fn entry_json(
     decode_json(session, record)
 }
 
+/// One entry's content as JSON, with what it refers to resolved
+/// (docs/session-format.md §4.1): a tool result's `content_ref` replaced by
+/// the text of its effect's output, a run start's `unchanged` definitions
+/// by those of the earlier run start that holds them. The value is the
+/// one an entry written in full would give.
+///
+/// # Errors
+///
+/// As [`entry_json`]; a run start whose definitions cannot be found.
 pub(crate) fn decode_json(
+    session: &Session,
+    record: &smith_store::Record,
+) -> Result<serde_json::Value, JournalError> {
+    let mut value = decode_raw(session, record)?;
+    match record.entry_kind() {
+        EntryKind::ToolResult => resolve_result(session, record, &mut value)?,
+        EntryKind::Metadata => resolve_run_start(session, record, &mut value)?,
+        _ => {}
+    }
+    Ok(value)
+}
+
+/// The key of a run start's definitions that are not repeated: a map from
+/// `system` and `tools` to the [`digest`] of the value they have.
+pub const UNCHANGED: &str = "unchanged";
+
+/// The digest a run start's `unchanged` map gives for a definition: 16
+/// lowercase hex digits of the 64-bit FNV-1a hash of the definition's
+/// canonical CBOR. It identifies which earlier definition is meant and
+/// lets a reader check it found that one; it is not a security measure.
+pub fn digest(cbor: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in cbor {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// The text a tool result shows when the output it refers to is not in
+/// the session (its completion entry was lost with a damaged frame).
+pub fn missing_output(effect: u64) -> String {
+    format!(
+        "[the output of effect fx-{effect} is not in this session: its effect completion entry, which holds it, is missing or damaged; `smith session info` counts damaged frames]"
+    )
+}
+
+/// Replaces a tool result's `content_ref` by the text of the output it
+/// names (see [`smith_store::refs`]). A result without one is unchanged.
+///
+/// # Errors
+///
+/// When the completion's content cannot be read.
+pub fn resolve_result(
+    session: &Session,
+    record: &smith_store::Record,
+    value: &mut serde_json::Value,
+) -> Result<(), JournalError> {
+    let serde_json::Value::Object(map) = value else {
+        return Ok(());
+    };
+    let Some(effect) = map
+        .get(smith_store::refs::CONTENT_REF)
+        .and_then(serde_json::Value::as_str)
+        .and_then(effect_number)
+    else {
+        return Ok(());
+    };
+    let completion = smith_store::refs::index_of(session, record)
+        .and_then(|index| smith_store::refs::completion_before(session, index, effect));
+    let text = match completion {
+        Some(completion) => {
+            let content = entry_content(session, completion)?;
+            smith_store::refs::output_content(&content)
+                .map_or_else(|| missing_output(effect), str::to_owned)
+        }
+        None => missing_output(effect),
+    };
+    map.remove(smith_store::refs::CONTENT_REF);
+    map.insert("content".to_owned(), serde_json::Value::String(text));
+    Ok(())
+}
+
+/// Fills a run start's `unchanged` definitions (`system`, `tools`) from
+/// the earlier run start that holds each in full, and removes the
+/// `unchanged` key; other metadata is left as it is. Each definition names
+/// its holder's entry id and digest (`{"entry": N, "digest": D}`): the
+/// holder is looked up by id; when that entry is not a run start holding
+/// a definition with that digest (a copy that renumbered entries), the
+/// nearest earlier run start on the branch that does is used.
+///
+/// # Errors
+///
+/// When no earlier run start on the branch holds a definition with that
+/// digest (the session was cut or rewritten without it); the error names
+/// the entry and the definition.
+pub fn resolve_run_start(
+    session: &Session,
+    record: &smith_store::Record,
+    value: &mut serde_json::Value,
+) -> Result<(), JournalError> {
+    resolve_definitions(session, record, value).map(|_| ())
+}
+
+/// [`resolve_run_start`], returning the id of the entry holding each
+/// definition (`system`, `tools`) in full: the run start itself for those
+/// it holds.
+fn resolve_definitions(
+    session: &Session,
+    record: &smith_store::Record,
+    value: &mut serde_json::Value,
+) -> Result<[Option<u64>; 2], JournalError> {
+    let serde_json::Value::Object(map) = value else {
+        return Ok([None, None]);
+    };
+    if map.get("type").and_then(serde_json::Value::as_str) != Some("run_start") {
+        return Ok([None, None]);
+    }
+    let mut holders = [
+        map.contains_key("system").then_some(record.id),
+        map.contains_key("tools").then_some(record.id),
+    ];
+    let Some(serde_json::Value::Object(unchanged)) = map.remove(UNCHANGED) else {
+        return Ok(holders);
+    };
+    let holds = |r: &smith_store::Record, key: &str, wanted: &str| -> Option<serde_json::Value> {
+        if r.entry_kind() != EntryKind::Metadata {
+            return None;
+        }
+        let mut earlier = decode_raw(session, r).ok()?;
+        if field(&earlier, "type") != "run_start" {
+            return None;
+        }
+        let definition = earlier.get_mut(key)?.take();
+        (digest(&canonical_cbor(&definition).ok()?) == wanted).then_some(definition)
+    };
+    for (key, reference) in unchanged {
+        let wanted = field(&reference, "digest");
+        let direct = reference
+            .get("entry")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|id| {
+                let records = session.records();
+                let i = records.binary_search_by_key(&id, |r| r.id).ok()?;
+                holds(&records[i], &key, wanted).map(|d| (d, id))
+            });
+        let found = direct.or_else(|| {
+            let index = smith_store::refs::index_of(session, record)?;
+            session
+                .ancestors(index)
+                .skip(1)
+                .find_map(|r| holds(r, &key, wanted).map(|d| (d, r.id)))
+        });
+        let Some((definition, holder)) = found else {
+            return Err(JournalError::new(format!(
+                "session entry {} (run start) keeps the {key} of an earlier run start (digest {wanted}), but no earlier run start on its branch holds it: the session was cut or rewritten without that entry; inspect it with `smith session dump`",
+                record.id
+            )));
+        };
+        holders[usize::from(key == "tools")] = Some(holder);
+        map.insert(key, definition);
+    }
+    Ok(holders)
+}
+
+/// The newest run start on the selected branch and its content as
+/// recorded (not resolved).
+fn newest_run_start(session: &Session) -> Option<(smith_store::Record, serde_json::Value)> {
+    session
+        .branch()
+        .iter()
+        .rev()
+        .filter(|r| r.entry_kind() == EntryKind::Metadata)
+        .find_map(|r| {
+            let value = decode_raw(session, r).ok()?;
+            (field(&value, "type") == "run_start").then_some((*r, value))
+        })
+}
+
+/// One entry's content as JSON, as it is stored.
+fn decode_raw(
     session: &Session,
     record: &smith_store::Record,
 ) -> Result<serde_json::Value, JournalError> {
@@ -967,7 +1353,7 @@ fn tail_start(session: &Session, boundary: usize, budget: u64) -> usize {
     for (index, record) in branch.iter().enumerate().skip(boundary).rev() {
         let kind = record.entry_kind();
         if is_message(kind) {
-            let len = session.content_len(record) as u64;
+            let len = read_len(session, branch, index);
             let pruned = if kind == EntryKind::ToolResult {
                 len.min(PRUNED_RESULT_BYTES as u64 + PRUNE_NOTE_BYTES)
             } else {
@@ -994,6 +1380,37 @@ fn tail_start(session: &Session, boundary: usize, budget: u64) -> usize {
         start += 1;
     }
     start
+}
+
+/// The length of the message at `index` of `branch` as read: its content's
+/// length, and for a tool result that refers to its effect's output
+/// (docs/session-format.md §4.1) that output's completion entry's too,
+/// found from records alone (the result itself is small and read in
+/// place; nothing is decompressed).
+fn read_len(session: &Session, branch: &[smith_store::Record], index: usize) -> u64 {
+    let record = &branch[index];
+    let len = session.content_len(record) as u64;
+    if record.entry_kind() != EntryKind::ToolResult {
+        return len;
+    }
+    let Some(effect) = session
+        .content_plain(record)
+        .and_then(smith_store::refs::content_ref)
+    else {
+        return len;
+    };
+    let completion = branch[..index]
+        .iter()
+        .rev()
+        .filter(|r| r.pairing == effect)
+        .find(|r| {
+            matches!(
+                r.entry_kind(),
+                EntryKind::EffectCompletion | EntryKind::EffectIntent
+            )
+        })
+        .filter(|r| r.entry_kind() == EntryKind::EffectCompletion);
+    len + completion.map_or(0, |c| session.content_len(c) as u64)
 }
 
 /// The newest model change on the selected branch: `(provider, model)`.
@@ -1065,7 +1482,7 @@ pub fn resume_within(session: &Session, budget: Option<u64>) -> Result<Resumed, 
                 if index < start =>
             {
                 omitted.0 += 1;
-                omitted.1 += session.content_len(record) as u64;
+                omitted.1 += read_len(session, session.branch(), index);
             }
             EntryKind::UserMessage | EntryKind::AssistantMessage | EntryKind::ToolResult => {
                 let value = decode_json(session, record)?;
