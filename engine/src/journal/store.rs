@@ -145,9 +145,51 @@ impl StoreJournal {
         self.store.rename_titled(&id, base)
     }
 
-    /// Runs `f` on the session as recorded so far.
+    /// Runs `f` on the session as recorded so far: the whole session. A
+    /// session opened at its selected leaf ([`resume_from_leaf`]) is
+    /// loaded fully first, once (see [`StoreJournal::whole`]).
     pub fn with_session<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        f(&self.whole())
+    }
+
+    /// Runs `f` on the session as this journal holds it, without loading
+    /// it fully: for a session opened at its selected leaf, the newest
+    /// part of its selected branch (everything a resume read, and every
+    /// entry recorded since); otherwise the whole session.
+    pub fn with_opened<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
         f(&lock(&self.session))
+    }
+
+    /// Whether the journal still holds its session as opened at the
+    /// selected leaf (nothing has needed the whole session yet).
+    pub fn opened_at_leaf(&self) -> bool {
+        lock(&self.session).opened_at_leaf()
+    }
+
+    /// The session, loaded fully first when it was opened at its selected
+    /// leaf: the whole file is read ([`Store::load`]), entries this
+    /// journal appended included. When that load fails, the opened part
+    /// is kept (whatever reads it sees the newest part of the branch only)
+    /// and the failure is reported.
+    fn whole(&self) -> std::sync::MutexGuard<'_, Session> {
+        let mut session = lock(&self.session);
+        if session.opened_at_leaf() {
+            let id = session.id().to_hex();
+            match self.store.load(&id) {
+                Ok(whole) => *session = whole,
+                Err(err) => smith_diag::log::report(&smith_diag::Diagnostic::warning(
+                    "session.whole-load",
+                    format!(
+                        "session {id} could not be loaded whole; what reads it sees only the part its resume opened"
+                    ),
+                    format!("the session store refused the full load: {err}"),
+                    format!(
+                        "nothing recorded is lost; check the session with `smith session info {id}` and `smith session repair {id}`"
+                    ),
+                )),
+            }
+        }
+        session
     }
 
     fn append(&self, what: &str, entries: &[NewEntry<'_>]) -> Result<(), JournalError> {
@@ -255,6 +297,12 @@ impl StoreJournal {
     /// When the entry cannot be written.
     pub fn record_plugin_state(&self, state: &PluginState) -> Result<(), JournalError> {
         let content = json_content(state, "plugin state")?;
+        // The summary names the key before the entry is written: it may
+        // name a key the session does not hold, never the reverse.
+        let unnamed = !lock(&self.summary).may_hold_state(&state.plugin, &state.key);
+        if unnamed {
+            self.note(true, |s| s.note_state_key(&state.plugin, &state.key));
+        }
         self.append(
             "plugin state",
             &[NewEntry::new(EntryKind::Metadata, &content)],
@@ -280,6 +328,31 @@ pub fn plugin_state(session: &Session, plugin: &str, key: &str) -> Option<String
 }
 
 impl StoreJournal {
+    /// The value `plugin` last stored under `key` on the selected branch
+    /// ([`plugin_state`]): looked for in the part a leaf-opened session
+    /// holds first, and in the whole session only when it is not there.
+    ///
+    /// A key the session's summary rules out ([`Summary::may_hold_state`]:
+    /// no entry of it was ever written) is answered without reading the
+    /// session; one that it does not rule out and the opened part does not
+    /// hold loads the session whole, and the summary learns every key the
+    /// session holds, so the next resume rules out the rest.
+    pub fn plugin_state(&self, plugin: &str, key: &str) -> Option<String> {
+        if let Some(value) = self.with_opened(|s| plugin_state(s, plugin, key)) {
+            return Some(value);
+        }
+        if !self.opened_at_leaf() || !lock(&self.summary).may_hold_state(plugin, key) {
+            return None;
+        }
+        let (value, keys) = self.with_session(|s| (plugin_state(s, plugin, key), state_keys(s)));
+        if lock(&self.summary).state_keys.is_none() {
+            self.note(true, |summary| summary.state_keys = Some(keys));
+        }
+        value
+    }
+}
+
+impl StoreJournal {
     /// Records each of `registrations` the session's selected branch does
     /// not hold yet (the same fingerprint under the same key) as a *secret
     /// registration* entry, under the selected leaf: its content is
@@ -293,7 +366,10 @@ impl StoreJournal {
         &self,
         registrations: impl IntoIterator<Item = &'a Registration>,
     ) -> Result<usize, JournalError> {
-        let known = self.with_session(secret_registrations);
+        // Checked against the entries the journal holds without loading the
+        // whole session: a registration older than a leaf-opened part is
+        // recorded again (one small entry), never a full load per resume.
+        let known = self.with_opened(secret_registrations);
         let contents: Vec<Vec<u8>> = registrations
             .into_iter()
             .filter(|r| {
@@ -313,6 +389,32 @@ impl StoreJournal {
         self.append("secret registration", &entries)?;
         Ok(contents.len())
     }
+}
+
+/// Every plugin and key with a `plugin_state` entry anywhere in `session`
+/// (every branch), each once: what [`Summary::state_keys`] holds. Only
+/// `metadata` entries are decoded; one this build cannot read is skipped.
+pub fn state_keys(session: &Session) -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for record in session.records() {
+        if record.entry_kind() != EntryKind::Metadata {
+            continue;
+        }
+        let Some(state) = decode_json(session, record)
+            .ok()
+            .filter(|v| field(v, "type") == "plugin_state")
+            .and_then(|v| serde_json::from_value::<PluginState>(v).ok())
+        else {
+            continue;
+        };
+        if !keys
+            .iter()
+            .any(|(p, k)| *p == state.plugin && *k == state.key)
+        {
+            keys.push((state.plugin, state.key));
+        }
+    }
+    keys
 }
 
 /// The secret registrations on the selected branch of `session`, oldest
@@ -576,7 +678,7 @@ impl StoreJournal {
     ///
     /// When the entry is not part of the session or the store cannot write.
     pub fn select_leaf(&self, entry: u64) -> Result<u64, JournalError> {
-        let mut session = lock(&self.session);
+        let mut session = self.whole();
         self.store
             .select_leaf(&mut session, entry, None)
             .map_err(|err| store_error("leaf switch", err))
@@ -739,7 +841,19 @@ fn initial_summary(store: &Store, session: &Session) -> Summary {
     if let Some(summary) = store.summary(session.id()) {
         return summary;
     }
-    let mut summary = Summary::default();
+    if session.opened_at_leaf() {
+        // The opened part does not hold the session's first prompt and
+        // counts: read them from the whole session, once (the sidecar is
+        // written, so the next resume finds it).
+        return match store.load(&session.id().to_hex()) {
+            Ok(whole) => initial_summary(store, &whole),
+            Err(_) => Summary::default(),
+        };
+    }
+    let mut summary = Summary {
+        state_keys: Some(Vec::new()),
+        ..Summary::default()
+    };
     for record in session.records() {
         match record.entry_kind() {
             EntryKind::UserMessage => {
@@ -761,6 +875,9 @@ fn initial_summary(store: &Store, session: &Session) -> Summary {
                     }
                     "run_end" => {
                         summary.note_run_end(value.get("cost").and_then(serde_json::Value::as_f64));
+                    }
+                    "plugin_state" => {
+                        summary.note_state_key(field(&value, "plugin"), field(&value, "key"));
                     }
                     _ => {}
                 }
@@ -1118,6 +1235,182 @@ pub fn resume_within(session: &Session, budget: Option<u64>) -> Result<Resumed, 
         out.meta.retain(|_| *flags.next().unwrap_or(&true));
     }
     Ok(out)
+}
+
+/// How many entries a leaf-opened resume ([`resume_from_leaf`]) walks
+/// past the point where the model's window is full, looking for what it
+/// still needs (the newest compaction and the first entry it keeps, the
+/// newest model change, the newest effect intent), before it gives up and
+/// the session is loaded whole: some 75 MB of a session recorded the way
+/// `smith eval` records one (about 1,150 bytes an entry).
+pub const LEAF_LOOKBACK_ENTRIES: usize = 65_536;
+
+/// Opens `file`'s session at its selected leaf and resumes it from there
+/// ([`SessionFile::open_at_leaf`], then [`resume_within`] over the part
+/// opened): the walk back from the leaf stops once it holds the newest
+/// compaction and the first entry that compaction keeps (or the branch's
+/// root), the newest model change and the newest effect intent, so the
+/// resume reads the entries after the compaction boundary and no others,
+/// whatever the session's size. `budget` gives the resume's byte budget
+/// for the recorded model (`None` for a session with no model change),
+/// as for [`resume_within`].
+///
+/// The result is the part opened (a session to record into: appends go
+/// under its leaf) and the resume, which is the one [`resume_within`] makes
+/// over the whole session, with one difference: the effects whose outcome
+/// is unknown are those of the part opened, the effects recorded after the
+/// newest compaction's boundary; an older one was reported by the resume
+/// that came before that compaction.
+///
+/// `Ok(None)` when a resume from the leaf cannot vouch for its answer and
+/// the session must be loaded whole: the file's end or a frame on the way
+/// is damaged ([`SessionFile::open_at_leaf`]), the budget is unbounded
+/// (`None`: every message after the compaction is decoded anyway), or
+/// what the walk needs lies more than [`LEAF_LOOKBACK_ENTRIES`] entries
+/// past the point where the window is full (a long session never
+/// compacted, or one without effects or model changes).
+///
+/// # Errors
+///
+/// When an entry the resume reads cannot be decoded; the error names the
+/// entry.
+pub fn resume_from_leaf(
+    file: &smith_store::SessionFile,
+    limits: &smith_store::Limits,
+    budget: &dyn Fn(Option<&str>) -> Option<u64>,
+) -> Result<Option<(Session, Resumed)>, JournalError> {
+    let mut walk = LeafWalk::default();
+    let opened = file
+        .open_at_leaf(limits, |session, record| walk.step(session, record, budget))
+        .map_err(|err| {
+            JournalError::new(format!(
+                "session file {} could not be opened at its leaf: {err}",
+                file.path().display()
+            ))
+        })?;
+    if let Some(err) = walk.error {
+        return Err(err);
+    }
+    let Some(session) = opened else {
+        return Ok(None);
+    };
+    if session.opened_at_leaf() && !walk.complete() {
+        return Ok(None);
+    }
+    let recorded = walk.model.flatten();
+    let budget = budget(recorded.as_ref().map(|(_, model)| model.as_str()));
+    if budget.is_none() && session.opened_at_leaf() {
+        return Ok(None);
+    }
+    let resumed = resume_within(&session, budget)?;
+    Ok(Some((session, resumed)))
+}
+
+/// What a leaf-opened resume's walk has found so far (see
+/// [`resume_from_leaf`]), newest entry first.
+#[derive(Default)]
+struct LeafWalk {
+    /// The newest model change: `Some(None)` once looked for and absent
+    /// (never set here: the root ends the walk), `Some(Some(..))` found.
+    model: Option<Option<(String, String)>>,
+    /// The resume's budget, once the model is known.
+    budget: Option<Option<u64>>,
+    /// The id of the first entry the newest compaction keeps (0: none),
+    /// once a compaction was walked over.
+    kept: Option<u64>,
+    /// The compaction boundary was reached: the compaction and the first
+    /// entry it keeps are both in the part walked.
+    boundary: bool,
+    /// An effect intent was walked over (the newest carries the highest
+    /// effect number: numbers only grow along a branch).
+    intent: bool,
+    /// Message content bytes walked over before the boundary: as the
+    /// window counts them (a tool result at its pruned size), and whole.
+    counted: u64,
+    decoded: u64,
+    /// Entries walked, and how many when the window was full.
+    walked: usize,
+    full_at: Option<usize>,
+    /// An entry the walk had to read could not be.
+    error: Option<JournalError>,
+}
+
+impl LeafWalk {
+    /// Whether the walk holds what a resume needs.
+    fn complete(&self) -> bool {
+        self.boundary && self.intent && matches!(self.model, Some(Some(_)))
+    }
+
+    /// Takes in the next record back; `false` to stop the walk.
+    fn step(
+        &mut self,
+        session: &Session,
+        record: &smith_store::Record,
+        budget: &dyn Fn(Option<&str>) -> Option<u64>,
+    ) -> bool {
+        self.walked += 1;
+        let kind = record.entry_kind();
+        match kind {
+            EntryKind::ModelChange if self.model.is_none() => match decode_json(session, record) {
+                Ok(value) => {
+                    let model = (
+                        field(&value, "provider").to_owned(),
+                        field(&value, "model").to_owned(),
+                    );
+                    self.budget = Some(budget(Some(&model.1)));
+                    self.model = Some(Some(model));
+                }
+                Err(err) => {
+                    self.error = Some(err);
+                    return false;
+                }
+            },
+            EntryKind::Compaction if self.kept.is_none() => {
+                self.kept = Some(record.pairing);
+                self.boundary = record.pairing == 0;
+            }
+            EntryKind::EffectIntent => self.intent = true,
+            _ => {}
+        }
+        if !self.boundary && self.kept.is_some_and(|kept| kept == record.id) {
+            self.boundary = true;
+        }
+        if !self.boundary && self.kept.is_none() && is_message(kind) {
+            let len = session.content_len(record) as u64;
+            self.decoded = self.decoded.saturating_add(len);
+            self.counted = self
+                .counted
+                .saturating_add(if kind == EntryKind::ToolResult {
+                    len.min(PRUNED_RESULT_BYTES as u64 + PRUNE_NOTE_BYTES)
+                } else {
+                    len
+                });
+        }
+        if self.complete() {
+            return false;
+        }
+        match self.budget {
+            // An unbounded resume decodes everything after the compaction:
+            // the whole load serves it.
+            Some(None) => return false,
+            Some(Some(budget))
+                if self.full_at.is_none()
+                    && (self.counted > budget || self.decoded > budget.saturating_mul(4)) =>
+            {
+                self.full_at = Some(self.walked);
+            }
+            _ => {}
+        }
+        // Without a model change yet the window is not known: the walk
+        // still gives up once it has gone as far past the start.
+        let from = self.full_at.unwrap_or(0);
+        if self.walked - from > LEAF_LOOKBACK_ENTRIES
+            && (self.full_at.is_some() || self.model.is_none())
+        {
+            return false;
+        }
+        true
+    }
 }
 
 #[cfg(test)]
