@@ -1662,6 +1662,241 @@ mod tests {
         assert!(kinds.contains(&(EntryKind::ToolResult, pairing)));
     }
 
+    /// Records `turns` turns into `journal`, each: a model change, a
+    /// prompt, a call with its effect (completed unless `open` names its
+    /// turn), its result and an answer; a compaction keeping the answer
+    /// before it at the start of every turn in `compact_at`.
+    fn record_turns(journal: &StoreJournal, turns: u64, compact_at: &[u64], open: &[u64]) {
+        let record = |message: Message, meta: MessageMeta| {
+            journal
+                .record(&SessionEvent::Message { message, meta })
+                .unwrap();
+        };
+        for turn in 0..turns {
+            if compact_at.contains(&turn) {
+                journal
+                    .record(&SessionEvent::Compaction {
+                        compaction: CompactionRecord {
+                            summary: format!("summary before turn {turn}"),
+                            reason: "threshold".into(),
+                            kept_messages: 1,
+                            kept_heads: 1,
+                            ..CompactionRecord::default()
+                        },
+                    })
+                    .unwrap();
+            }
+            journal
+                .record(&SessionEvent::ModelChange {
+                    provider: "mock".into(),
+                    model: format!("mock-{}", turn % 3),
+                })
+                .unwrap();
+            let id = format!("c{turn}");
+            record(
+                Message::user(format!("prompt {turn}")),
+                MessageMeta::default(),
+            );
+            record(
+                Message::Assistant {
+                    content: vec![ContentBlock::ToolCall(ToolCall {
+                        id: id.clone(),
+                        name: "read".into(),
+                        arguments: serde_json::json!({"path": format!("f{turn}")}),
+                    })],
+                    stop: StopReason::ToolUse,
+                },
+                MessageMeta::default(),
+            );
+            let effect_id = format!("fx-{}", turn + 1);
+            journal
+                .record_intent(&EffectIntent {
+                    effect_id: effect_id.clone(),
+                    parent: id.clone(),
+                    tool: "read".into(),
+                    plugin_generation: BUILTIN_GENERATION,
+                    input: canonical_cbor(&serde_json::json!({"path": "f"})).unwrap(),
+                })
+                .unwrap();
+            if !open.contains(&turn) {
+                journal
+                    .record_completion(&EffectCompletion {
+                        effect_id: effect_id.clone(),
+                        outcome: Outcome::Ok,
+                        mutation: Mutation::NotApplied,
+                        output: canonical_cbor(
+                            &serde_json::json!({"content": "r", "details": {}, "is_error": false}),
+                        )
+                        .unwrap(),
+                    })
+                    .unwrap();
+            }
+            record(
+                Message::ToolResult {
+                    call_id: id,
+                    name: "read".into(),
+                    content: "r".repeat(2_000),
+                    is_error: false,
+                    media: Vec::new(),
+                },
+                MessageMeta {
+                    effect_id: Some(effect_id),
+                    ..MessageMeta::default()
+                },
+            );
+            record(
+                Message::Assistant {
+                    content: vec![ContentBlock::Text {
+                        text: format!("answer {turn}"),
+                    }],
+                    stop: StopReason::End,
+                },
+                MessageMeta::default(),
+            );
+        }
+    }
+
+    #[test]
+    fn a_resume_from_the_leaf_reads_back_to_the_compaction_and_matches_a_whole_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("leaf")).unwrap();
+        let id = session.id();
+        let journal = StoreJournal::new(store.clone(), session);
+        // The effect of turn 3 (before the newest compaction) and of turn
+        // 37 (after it) never completed.
+        record_turns(&journal, 40, &[10, 30], &[3, 37]);
+        drop(journal);
+        let whole = store.load("leaf").unwrap();
+        for budget in [10 << 20, 6_000] {
+            let full = resume_within(&whole, Some(budget)).unwrap();
+            let file = smith_store::SessionFile::open(&store.path_of(id)).unwrap();
+            let asked = std::cell::RefCell::new(Vec::new());
+            let (opened, resumed) = resume_from_leaf(&file, store.limits(), &|model| {
+                asked.borrow_mut().push(model.map(str::to_owned));
+                Some(budget)
+            })
+            .unwrap()
+            .expect("resumed from the leaf");
+            // The budget was asked for the newest model change's model.
+            assert_eq!(asked.borrow()[0].as_deref(), Some("mock-0"));
+            assert!(opened.opened_at_leaf());
+            // From the answer the compaction keeps (turn 29's) to the leaf:
+            // the answer, the compaction and 10 turns of 8 entries (turn
+            // 37's without its completion), nothing older.
+            assert_eq!(opened.records().len(), 1 + 1 + 10 * 8 - 1, "budget {budget}");
+            assert_eq!(
+                opened.records()[0].entry_kind(),
+                EntryKind::AssistantMessage
+            );
+            assert_eq!(resumed.history, full.history, "budget {budget}");
+            assert_eq!(resumed.meta, full.meta);
+            assert_eq!(resumed.model, full.model);
+            assert_eq!(resumed.compaction, full.compaction);
+            assert_eq!(resumed.omitted, full.omitted);
+            assert_eq!(resumed.last_effect_seq, full.last_effect_seq);
+            assert_eq!(full.unknown_effects, ["fx-4", "fx-38"]);
+            // Only the effect after the compaction boundary: fx-4 was
+            // reported by the resume before that compaction.
+            assert_eq!(resumed.unknown_effects, ["fx-38"]);
+        }
+        // The budget cut inside the part after the compaction.
+        let full = resume_within(&whole, Some(6_000)).unwrap();
+        assert!(full.omitted.is_some());
+    }
+
+    #[test]
+    fn a_leaf_opened_session_is_recorded_into_without_loading_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("rec")).unwrap();
+        let id = session.id();
+        let journal = StoreJournal::new(store.clone(), session);
+        journal
+            .record_plugin_state(&PluginState {
+                plugin: "a/x".into(),
+                key: "old".into(),
+                value: "kept".into(),
+            })
+            .unwrap();
+        record_turns(&journal, 12, &[8], &[]);
+        drop(journal);
+        let leaf_before = store.load("rec").unwrap().leaf().unwrap().id;
+        let file = smith_store::SessionFile::open(&store.path_of(id)).unwrap();
+        let (opened, _) = resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+            .unwrap()
+            .unwrap();
+        drop(file);
+        let held = opened.records().len();
+        let journal = StoreJournal::claimed(store.clone(), opened).unwrap();
+        journal
+            .record(&SessionEvent::Message {
+                message: Message::user("after the resume"),
+                meta: MessageMeta::default(),
+            })
+            .unwrap();
+        // A key the session never held is ruled out by its summary.
+        assert_eq!(journal.plugin_state("a/x", "never"), None);
+        assert!(journal.opened_at_leaf());
+        assert_eq!(journal.with_opened(|s| s.records().len()), held + 1);
+        // The new entry continues the old leaf, in the file.
+        let whole = store.load("rec").unwrap();
+        let new = whole.leaf().unwrap();
+        assert_eq!(new.parent, leaf_before);
+        assert_eq!(
+            resume(&whole).unwrap().history.last(),
+            Some(&Message::user("after the resume"))
+        );
+        // A value stored before the opened part is found in the whole
+        // session, which the journal then holds.
+        assert_eq!(journal.plugin_state("a/x", "old").as_deref(), Some("kept"));
+        assert!(!journal.opened_at_leaf());
+        assert_eq!(
+            journal.with_opened(|s| s.records().len()),
+            whole.records().len()
+        );
+    }
+
+    #[test]
+    fn a_resume_from_the_leaf_gives_way_to_a_whole_load_when_it_cannot_vouch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("w")).unwrap();
+        let id = session.id();
+        let journal = StoreJournal::new(store.clone(), session);
+        record_turns(&journal, 6, &[], &[1]);
+        drop(journal);
+        let path = store.path_of(id);
+        let file = smith_store::SessionFile::open(&path).unwrap();
+        // Without a compaction the walk reaches the root: the whole branch,
+        // the same resume as a whole load's.
+        let (opened, resumed) = resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+            .unwrap()
+            .unwrap();
+        assert!(!opened.opened_at_leaf());
+        let whole = store.load("w").unwrap();
+        assert_eq!(opened.records().len(), whole.records().len());
+        assert_eq!(resumed, resume_within(&whole, Some(1 << 20)).unwrap());
+        // An unbounded resume decodes everything anyway: a whole load.
+        assert!(
+            resume_from_leaf(&file, store.limits(), &|_| None)
+                .unwrap()
+                .is_none()
+        );
+        drop(file);
+        // A damaged last frame: the whole load recovers and reports it.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 20] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let file = smith_store::SessionFile::open(&path).unwrap();
+        assert!(
+            resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+                .unwrap()
+                .is_none()
+        );
+    }
+
     #[test]
     fn a_bounded_resume_decodes_only_the_newest_messages_and_counts_the_rest() {
         let dir = tempfile::tempdir().unwrap();
