@@ -27,6 +27,10 @@
 //! first, then the entries it kept), the effects whose intent has no
 //! completion (their state is [`super::EffectState::Unknown`]; completions are
 //! matched by record pairing and never decoded) and the last effect number.
+//! [`resume_from_leaf`] does the same from a session opened at its selected
+//! leaf (the newest part of the branch back to the compaction boundary,
+//! read from the end of the file), which the journal then records into
+//! without the whole record table.
 
 use std::sync::Mutex;
 
