@@ -246,7 +246,16 @@ impl Context {
                 figures: None,
             };
             fixtures.big = write_home(&dir, "big", scaled(&self.plan, BIG_BYTES))?;
-            fixtures.small = write_home(&dir, "small", scaled(&self.plan, SMALL_BYTES))?;
+            // Under the small plans both fixtures hold a compaction and the
+            // same window's worth after it, as the full-size ones do (1 MiB
+            // and 768 KiB rather than 1 MiB and 97 KB).
+            let small = scaled(&self.plan, SMALL_BYTES);
+            let small = if small < SMALL_BYTES {
+                small.max(768 << 10)
+            } else {
+                small
+            };
+            fixtures.small = write_home(&dir, "small", small)?;
             // One compiled-component cache for both homes: the first
             // unmeasured run fills it, the second finds it.
             #[cfg(unix)]

@@ -1788,7 +1788,11 @@ mod tests {
             // From the answer the compaction keeps (turn 29's) to the leaf:
             // the answer, the compaction and 10 turns of 8 entries (turn
             // 37's without its completion), nothing older.
-            assert_eq!(opened.records().len(), 1 + 1 + 10 * 8 - 1, "budget {budget}");
+            assert_eq!(
+                opened.records().len(),
+                1 + 1 + 10 * 8 - 1,
+                "budget {budget}"
+            );
             assert_eq!(
                 opened.records()[0].entry_kind(),
                 EntryKind::AssistantMessage
