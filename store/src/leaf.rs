@@ -106,6 +106,10 @@ impl SessionFile {
         // Leaf first.
         let mut walked: Vec<Record> = Vec::new();
         let mut frames = 0u64;
+        // Whether the frames walked are every frame of the file: the leaf's
+        // ends the file, each parent's ends where its child's begins, and
+        // the root's begins the file (after the origin frame, if any).
+        let mut every_frame = frame.offset as usize + frame.raw.len() == bytes.len();
         loop {
             if frame.content_len > limits.max_content_len {
                 return Ok(None);
@@ -123,6 +127,11 @@ impl SessionFile {
             walked.push(r);
             if r.parent == 0 {
                 // The root: the branch is whole.
+                let first = match format::probe(bytes, start, max_body) {
+                    Probe::Good(v) if v.kind == KIND_ORIGIN => start + v.raw.len(),
+                    _ => start,
+                };
+                every_frame &= frame.offset as usize == first;
                 break;
             }
             if frame.link == 0 || frame.link > frame.offset {
@@ -135,17 +144,21 @@ impl SessionFile {
             if target < start {
                 return Ok(None);
             }
+            let child_at = frame.offset as usize;
             frame = match format::probe(bytes, target, max_body) {
                 Probe::Good(v) if v.kind == KIND_ENTRY => v,
                 _ => return Ok(None),
             };
+            every_frame &= frame.offset as usize + frame.raw.len() == child_at;
         }
         walked.reverse();
         for (i, r) in walked.iter_mut().enumerate() {
             r.parent_index = if i == 0 { NONE } else { (i - 1) as u32 };
         }
         s.max_id = walked.last().map_or(0, |r| r.id);
-        s.from_leaf = walked.first().is_some_and(|r| r.parent != 0);
+        // Only a walk over every frame of the file holds the whole session
+        // (other branches, and frames of other kinds, are not walked).
+        s.from_leaf = !(every_frame && walked.first().is_some_and(|r| r.parent == 0));
         s.records = walked;
         report.scan = ScanReport {
             frames,
@@ -163,7 +176,8 @@ impl Session {
     /// its selected branch: its records, branch and leaves are that part's,
     /// and a caller that needs the whole session loads it
     /// ([`crate::Store::load`]). `false` for a loaded, created or forked
-    /// session, and for one opened at its leaf whose walk reached the root.
+    /// session, and for one opened at its leaf whose walk went over every
+    /// frame of the file (one line of history, from its root).
     pub fn opened_at_leaf(&self) -> bool {
         self.from_leaf
     }

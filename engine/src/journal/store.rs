@@ -1892,6 +1892,33 @@ mod tests {
                 .is_none()
         );
         drop(file);
+        // A branch off an older entry: the walk from the new leaf reaches
+        // the root without going over every frame, so the part it opened
+        // is not the whole session, and without a compaction to stop at
+        // the session is loaded whole.
+        let journal = StoreJournal::new(store.clone(), store.load("w").unwrap());
+        let first = journal.with_session(|s| s.records()[2].id);
+        journal.select_leaf(first).unwrap();
+        journal
+            .record(&SessionEvent::Message {
+                message: Message::user("on a new branch"),
+                meta: MessageMeta::default(),
+            })
+            .unwrap();
+        drop(journal);
+        let file = smith_store::SessionFile::open(&path).unwrap();
+        assert!(
+            resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+                .unwrap()
+                .is_none()
+        );
+        let opened = file
+            .open_at_leaf(store.limits(), |_, _| true)
+            .unwrap()
+            .unwrap();
+        assert!(opened.opened_at_leaf());
+        assert_eq!(opened.records().len(), 3 + 2);
+        drop(file);
         // A damaged last frame: the whole load recovers and reports it.
         let mut bytes = std::fs::read(&path).unwrap();
         let n = bytes.len();
