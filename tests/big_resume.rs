@@ -1,5 +1,5 @@
 //! Resuming a very large session and answering one prompt: `smith eval
-//! --session` over sessions of 10 MB and 100 MB (written by the
+//! --session` over sessions of 10 MB, 100 MB and 1 GiB (written by the
 //! performance gates' session generator, `smith_perf::session_gates`)
 //! against a local OpenAI-compatible server that records every request.
 //! No request may be larger than the model's context window (counted as
@@ -23,6 +23,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_smith");
 
 /// The model's window, in tokens: a common local model's 128k.
 const WINDOW: u64 = 128_000;
+
+/// The sessions' shape: every run starts with its model change, and a
+/// compaction every 16 MB, the newest 16 MB before the end (none in the
+/// 10 MB session), so the history after it is far larger than the window
+/// and the resume compacts again.
+const SHAPE: smith_perf::session_gates::Shape = smith_perf::session_gates::Shape {
+    model_changes: true,
+    compactions: Some((16 << 20, 16 << 20)),
+};
 
 const ANSWER: &str = "The answer, after the compacted history.";
 
@@ -161,7 +170,8 @@ fn resume_and_answer(bytes: u64) {
     std::fs::create_dir_all(&scratch).unwrap();
     let file = sessions.join(format!("{}.smith", "5e".repeat(16)));
     let started = std::time::Instant::now();
-    let (entries, runs) = smith_perf::session_gates::write_fixture(&scratch, &file, bytes).unwrap();
+    let (entries, runs) =
+        smith_perf::session_gates::write_fixture_shaped(&scratch, &file, bytes, &SHAPE).unwrap();
     let written = std::fs::metadata(&file).unwrap().len();
     eprintln!(
         "{written} bytes, {entries} entries in {runs} runs, written in {:?}",
@@ -286,4 +296,9 @@ fn resuming_a_10_mb_session_sends_no_request_over_the_window_and_answers() {
 #[test]
 fn resuming_a_100_mb_session_sends_no_request_over_the_window_and_answers() {
     resume_and_answer(100 << 20);
+}
+
+#[test]
+fn resuming_a_1_gib_session_sends_no_request_over_the_window_and_answers() {
+    resume_and_answer(1 << 30);
 }

@@ -17,8 +17,7 @@ use smith_engine::agent::{DeclaredPolicy, Delivery, QueuePolicy};
 use smith_engine::approval::{Approval, ApprovalCell};
 use smith_engine::journal::EffectJournal;
 use smith_engine::journal::store::{
-    LimitDrops, PluginIntent, PluginLimits, PluginState, StoreJournal, plugin_intents,
-    plugin_state, resume,
+    LimitDrops, PluginIntent, PluginLimits, PluginState, StoreJournal, plugin_intents, resume,
 };
 use smith_engine::provider::Message;
 use smith_engine::tools::{Access, ToolSet};
@@ -584,8 +583,7 @@ struct JournalState(Arc<StoreJournal>);
 
 impl StateAccess for JournalState {
     fn get(&self, plugin: &str, key: &str) -> Option<String> {
-        self.0
-            .with_session(|session| plugin_state(session, plugin, key))
+        self.0.plugin_state(plugin, key)
     }
 
     fn set(&self, plugin: &str, key: &str, value: &str) -> Result<(), String> {

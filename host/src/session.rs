@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use smith_engine::journal::JournalError;
-use smith_engine::journal::store::{StoreJournal, recorded_model, resume_within};
+use smith_engine::journal::store::{StoreJournal, recorded_model, resume_from_leaf, resume_within};
 use smith_engine::provider::Message;
 use smith_store::{Store, StoreError};
 
@@ -301,18 +301,39 @@ pub fn open_within(
                 reference: reference.clone(),
                 source,
             })?;
-            let mut session = store.load(reference).map_err(|source| SessionError::Load {
-                reference: reference.clone(),
-                source,
-            })?;
-            let damage = continue_past_damage(&store, &mut session, reference)?;
             let resume_error = |source| SessionError::Resume {
                 reference: reference.clone(),
                 source,
             };
-            let recorded = recorded_model(&session).map_err(resume_error)?;
-            let budget = budget(recorded.as_ref().map(|(_, model)| model.as_str()));
-            let resumed = resume_within(&session, budget).map_err(resume_error)?;
+            // Opened at its selected leaf: only the entries the resume
+            // needs are read, whatever the session's size. A session the
+            // walk from the leaf cannot vouch for is loaded whole (and its
+            // damage, if any, reported).
+            let file = store
+                .open_file(&id.to_hex())
+                .map_err(|source| SessionError::Load {
+                    reference: reference.clone(),
+                    source,
+                })?;
+            let (session, resumed, damage) =
+                match resume_from_leaf(&file, store.limits(), budget).map_err(resume_error)? {
+                    Some((session, resumed)) => (session, resumed, None),
+                    None => {
+                        drop(file);
+                        let mut session =
+                            store
+                                .load(&id.to_hex())
+                                .map_err(|source| SessionError::Load {
+                                    reference: reference.clone(),
+                                    source,
+                                })?;
+                        let damage = continue_past_damage(&store, &mut session, reference)?;
+                        let recorded = recorded_model(&session).map_err(resume_error)?;
+                        let budget = budget(recorded.as_ref().map(|(_, model)| model.as_str()));
+                        let resumed = resume_within(&session, budget).map_err(resume_error)?;
+                        (session, resumed, damage)
+                    }
+                };
             let compaction_summary = resumed
                 .compaction
                 .as_ref()

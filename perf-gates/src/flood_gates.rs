@@ -171,7 +171,7 @@ impl Fixture {
 /// Waits for `child`: its exit code (128 plus the signal's number when a
 /// signal ended it) and the CPU time it and its threads used.
 #[cfg(unix)]
-fn wait_cpu(child: std::process::Child) -> Result<(i32, u64), GateError> {
+pub(crate) fn wait_cpu(child: std::process::Child) -> Result<(i32, u64), GateError> {
     let pid = i32::try_from(child.id())
         .map_err(|_| GateError::new("a child's process id does not fit a pid_t"))?;
     let mut status = 0;
@@ -203,7 +203,7 @@ fn wait_cpu(child: std::process::Child) -> Result<(i32, u64), GateError> {
 }
 
 #[cfg(not(unix))]
-fn wait_cpu(mut child: std::process::Child) -> Result<(i32, u64), GateError> {
+pub(crate) fn wait_cpu(mut child: std::process::Child) -> Result<(i32, u64), GateError> {
     let _ = child.wait();
     Err(GateError::new(
         "the flood gates need a child's CPU time, which this platform's gate runner does not read",

@@ -36,6 +36,7 @@ pub mod machine;
 pub mod measure;
 pub mod permission_gates;
 pub mod plugin_gates;
+pub mod resume_gates;
 pub mod rng;
 pub mod sandbox_gates;
 pub mod secret_gates;

@@ -203,15 +203,29 @@ fn tool(name: &str, description: &str) -> ToolSpec {
 
 /// Records one representative run through [`StoreJournal`] into a scratch
 /// store under `dir` and returns its entries (kind, pairing, content).
-fn template_run(dir: &Path) -> Result<Vec<(u32, u64, Vec<u8>)>, GateError> {
-    let store = Store::open(dir.join("template"))
-        .map_err(|e| gate_error("could not open a scratch session store", e))?;
+fn template_run(dir: &Path, model_change: bool) -> Result<Vec<(u32, u64, Vec<u8>)>, GateError> {
+    let store = Store::open(dir.join(if model_change {
+        "template-model"
+    } else {
+        "template"
+    }))
+    .map_err(|e| gate_error("could not open a scratch session store", e))?;
     let session = store
         .create(None)
         .map_err(|e| gate_error("could not create the template session", e))?;
     let journal = StoreJournal::new(store, session);
     let fail = |e: smith_engine::journal::JournalError| gate_error("recording the template run", e);
     let mut rng = Rng::new(0x5e55_1011);
+    if model_change {
+        // What every run of `smith eval` records first (the agent records
+        // its model as it starts).
+        journal
+            .record(&SessionEvent::ModelChange {
+                provider: "llama.cpp".to_owned(),
+                model: "local-model".to_owned(),
+            })
+            .map_err(fail)?;
+    }
     journal
         .record_run(&RunRecord::RunStart(RunInfo {
             provider: "openai-compatible".to_owned(),
@@ -359,7 +373,69 @@ fn template_run(dir: &Path) -> Result<Vec<(u32, u64, Vec<u8>)>, GateError> {
 ///
 /// When the scratch store or the file cannot be written.
 pub fn write_fixture(dir: &Path, path: &Path, bytes: u64) -> Result<(u64, u64), GateError> {
-    let template = template_run(dir)?;
+    write_fixture_shaped(dir, path, bytes, &Shape::PLAIN)
+}
+
+/// What a fixture holds beyond the repeated run (see
+/// [`write_fixture_shaped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Each run starts with a model change entry, as every run of `smith
+    /// eval` does.
+    pub model_changes: bool,
+    /// Compaction entries, as a long session has them: `(every, last)`,
+    /// one at the start of the first run at or after each point `every`
+    /// bytes apart, the last of them `last` bytes before the fixture's
+    /// size (none when the fixture is smaller). Each keeps the previous
+    /// run's final answer (its `kept_heads` is 1, its pairing that
+    /// message's entry id) and summarizes everything before it.
+    pub compactions: Option<(u64, u64)>,
+}
+
+impl Shape {
+    /// The dump and replay gates' fixture: runs only.
+    pub const PLAIN: Shape = Shape {
+        model_changes: false,
+        compactions: None,
+    };
+}
+
+/// The content of a compaction entry summarizing `summarized` messages
+/// and keeping one.
+fn compaction_content(rng: &mut Rng, summarized: u64) -> Result<Vec<u8>, GateError> {
+    let record = smith_engine::agent::compact::CompactionRecord {
+        summary: text(rng, 2_000),
+        reason: "threshold".to_owned(),
+        instructions: None,
+        summarized_messages: usize::try_from(summarized).unwrap_or(usize::MAX),
+        kept_messages: 1,
+        kept_heads: 1,
+        tokens_before: 120_000,
+        tokens_after: 1_200,
+        usage: Usage {
+            input: Some(120_000),
+            output: Some(700),
+            cache_read: Some(0),
+            cache_write: Some(0),
+        },
+    };
+    let value = serde_json::to_value(&record)
+        .map_err(|e| gate_error("projecting a compaction record to JSON", e))?;
+    canonical_cbor(&value).map_err(|e| gate_error("encoding a compaction record", e))
+}
+
+/// [`write_fixture`] with `shape`'s model changes and compactions.
+///
+/// # Errors
+///
+/// As [`write_fixture`].
+pub fn write_fixture_shaped(
+    dir: &Path,
+    path: &Path,
+    bytes: u64,
+    shape: &Shape,
+) -> Result<(u64, u64), GateError> {
+    let template = template_run(dir, shape.model_changes)?;
     let io = |e: std::io::Error| {
         gate_error(
             &format!(
@@ -381,10 +457,60 @@ pub fn write_fixture(dir: &Path, path: &Path, bytes: u64) -> Result<(u64, u64), 
     let mut written = format::HEADER_LEN as u64;
     let (mut id, mut runs) = (0u64, 0u64);
     let mut prev_at: Option<u64> = None;
+    // Where the next compaction goes, the last one's place, and the final
+    // answer of the run before.
+    let mut next_compaction = shape.compactions.and_then(|(every, last)| {
+        let last = bytes.checked_sub(last)?;
+        let first = last % every.max(1);
+        Some((if first == 0 { every } else { first }, every.max(1), last))
+    });
+    let mut last_answer = 0u64;
+    let mut messages = 0u64;
+    let mut rng = Rng::new(0xc0_4ac7);
+    let assistant = smith_store::EntryKind::AssistantMessage.code();
+    let is_message = |kind: u32| {
+        [
+            smith_store::EntryKind::UserMessage.code(),
+            assistant,
+            smith_store::EntryKind::ToolResult.code(),
+        ]
+        .contains(&kind)
+    };
+    let compaction_kind = smith_store::EntryKind::Compaction.code();
+    // How each template entry is stored, once known.
+    enum Stored {
+        Plain,
+        Compressed(Vec<u8>),
+    }
+    let mut stored: Vec<Option<Stored>> = template.iter().map(|_| None).collect();
     while written < bytes {
         runs += 1;
-        for (kind, pairing, content) in &template {
+        let compaction = match next_compaction {
+            Some((at, every, last)) if written >= at && last_answer != 0 => {
+                next_compaction = (at + every <= last).then_some((at + every, every, last));
+                Some(compaction_content(&mut rng, messages.saturating_sub(1))?)
+            }
+            _ => None,
+        };
+        let kept = last_answer;
+        let entries = compaction
+            .iter()
+            .map(|c| (compaction_kind, kept, c, None))
+            .chain(
+                template
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, p, c))| (*k, *p, c, Some(i))),
+            );
+        for (kind, pairing, content, slot) in entries {
+            let (kind, pairing) = (&kind, &pairing);
             id += 1;
+            if is_message(*kind) {
+                messages += 1;
+            }
+            if *kind == assistant {
+                last_answer = id;
+            }
             let head = EntryHead {
                 id,
                 parent: id - 1,
@@ -395,12 +521,35 @@ pub fn write_fixture(dir: &Path, path: &Path, bytes: u64) -> Result<(u64, u64), 
             map.clear();
             format::encode_entry(&mut map, &head, content);
             frame.clear();
-            comp.frame(
-                &mut frame,
-                KIND_ENTRY,
-                prev_at.map_or(0, |p| written - p),
-                &map,
-            );
+            let link = prev_at.map_or(0, |p| written - p);
+            // A template entry's content is compressed once: zstd is a
+            // pure function of it, so the frames are the ones a fresh
+            // compression writes, and a 1 GiB fixture takes seconds.
+            let at = map.len() - content.len();
+            match slot.and_then(|i| stored[i].as_ref()) {
+                Some(Stored::Compressed(zstd)) => format::encode_frame_parts(
+                    &mut frame,
+                    KIND_ENTRY,
+                    format::FLAG_ZSTD_CONTENT,
+                    map.len() as u32,
+                    link,
+                    &[&map[..at], zstd],
+                ),
+                Some(Stored::Plain) => {
+                    format::encode_frame(&mut frame, KIND_ENTRY, 0, map.len() as u32, link, &map);
+                }
+                None => {
+                    comp.frame(&mut frame, KIND_ENTRY, link, &map);
+                    if let Some(i) = slot {
+                        stored[i] = Some(if frame[5] == format::FLAG_ZSTD_CONTENT {
+                            let end = frame.len() - format::FRAME_SUFFIX;
+                            Stored::Compressed(frame[format::FRAME_PREFIX + at..end].to_vec())
+                        } else {
+                            Stored::Plain
+                        });
+                    }
+                }
+            }
             prev_at = Some(written);
             w.write_all(&frame).map_err(io)?;
             written += frame.len() as u64;

@@ -77,6 +77,9 @@ pub struct Context {
     /// The session fixture of the session gates, written on first use and
     /// removed with the context.
     pub(crate) session_fixture: Option<crate::session_gates::Fixture>,
+    /// The resume gates' fixtures, written on first use and removed with
+    /// the context.
+    pub(crate) resume_fixtures: Option<crate::resume_gates::Fixtures>,
 }
 
 impl Context {
@@ -87,6 +90,7 @@ impl Context {
             corpus: None,
             timed_load: None,
             session_fixture: None,
+            resume_fixtures: None,
         }
     }
 
@@ -196,6 +200,7 @@ pub const GROUPS: &[&[Gate]] = &[
     crate::tui_gates::TUI,
     STORE,
     crate::session_gates::SESSION,
+    crate::resume_gates::RESUME,
     crate::plugin_gates::PLUGINS,
     crate::flood_gates::FLOOD,
     crate::secret_gates::SECRETS,

@@ -806,7 +806,7 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
     // The ending signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) abort the run
     // below; a second one stops waiting for it.
     signals::install();
-    let session_id = journal.with_session(|s| s.id().to_hex());
+    let session_id = journal.session_id().to_hex();
     let session_record = match &temp {
         None => serde_json::json!({"name": name, "id": session_id}),
         Some(_) => serde_json::Value::Null,

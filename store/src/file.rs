@@ -20,14 +20,14 @@ use crate::session::{self, Session};
 /// A session file mapped read-only.
 #[derive(Debug)]
 pub struct SessionFile {
-    map: std::sync::Arc<crate::helper::Mapping>,
+    pub(crate) map: std::sync::Arc<crate::helper::Mapping>,
     /// The file, kept open: a full load reads it through buffers unless
     /// the page cache holds it in huge pages (see `crate::window`).
     file: std::fs::File,
-    header: Header,
-    path: PathBuf,
+    pub(crate) header: Header,
+    pub(crate) path: PathBuf,
     /// The mapped file's identity (see `session::file_id`).
-    id: Option<crate::session::FileId>,
+    pub(crate) id: Option<crate::session::FileId>,
 }
 
 /// One entry read straight from a file, content borrowed from the mapping or

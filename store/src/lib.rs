@@ -36,6 +36,7 @@ mod error;
 mod file;
 pub mod format;
 mod helper;
+mod leaf;
 pub mod publish;
 pub mod refs;
 pub mod scan;

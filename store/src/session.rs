@@ -124,6 +124,19 @@ impl Arena {
         }
     }
 
+    /// An arena over the mapping of the session's own file `file`, with
+    /// an empty owned buffer.
+    pub(crate) fn mapped(
+        map: std::sync::Arc<crate::helper::Mapping>,
+        file: Option<FileId>,
+    ) -> Self {
+        Self {
+            map: Some(map),
+            owned: std::sync::Arc::new(Vec::new()),
+            file,
+        }
+    }
+
     /// True when bytes appended to the file `id` can be addressed by
     /// mapping that file again: nothing is owned (owned bytes sit after
     /// the mapping, so a longer mapping would move them) and the current
@@ -260,6 +273,10 @@ pub struct Session {
     pub(crate) max_id: u64,
     /// Reused between appends to the session's file.
     pub(crate) writer: Writer,
+    /// The session was opened at its selected leaf
+    /// ([`crate::SessionFile::open_at_leaf`]): the record table holds the
+    /// newest part of the selected branch only, not the whole session.
+    pub(crate) from_leaf: bool,
 }
 
 struct Counts {
@@ -1067,6 +1084,7 @@ impl Session {
             path: None,
             max_id: 0,
             writer: Writer::default(),
+            from_leaf: false,
         }
     }
 
@@ -1253,6 +1271,7 @@ impl Session {
             path: None,
             max_id: 0,
             writer: Writer::default(),
+            from_leaf: false,
         };
         // The largest id, and whether the history is one line (each
         // record's parent the record before it), whose selected branch is
@@ -1731,6 +1750,7 @@ impl Session {
             path: None,
             max_id: self.max_id,
             writer: Writer::default(),
+            from_leaf: false,
         }
     }
 

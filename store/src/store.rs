@@ -862,6 +862,16 @@ impl Store {
         }
         s.known_len = r.valid_end;
         s.rebuild_branch();
+        if s.from_leaf && !s.linear {
+            // Opened at its leaf, the session holds only the newest part of
+            // its branch; entries that do not continue it cannot be placed.
+            return Err(StoreError::new(
+                ErrorKind::Invalid,
+                format!(
+                    "{what}: another writer appended entries that do not continue the selected leaf this session was opened at, so the opened part cannot take them; load the session again (its whole record table) and retry"
+                ),
+            ));
+        }
         Ok(())
     }
 

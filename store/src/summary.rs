@@ -24,6 +24,13 @@ pub struct Summary {
     pub cost: Option<f64>,
     /// How many runs ended.
     pub runs: u64,
+    /// Every plugin and key (`(plugin, key)`) with a `plugin_state` entry
+    /// anywhere in the session file, or more: the recorder adds a key
+    /// before it writes the entry. A lookup of a plugin's session state
+    /// that this list rules out needs no read of the session. `None` when
+    /// not known (a sidecar written by an earlier build): a lookup then
+    /// reads the session.
+    pub state_keys: Option<Vec<(String, String)>>,
 }
 
 /// The longest first prompt kept in a summary, in bytes (cut at a
@@ -40,6 +47,7 @@ impl Summary {
             "messages": self.messages,
             "cost": self.cost,
             "runs": self.runs,
+            "state_keys": self.state_keys,
         })
         .to_string()
     }
@@ -59,7 +67,33 @@ impl Summary {
                 .get("runs")
                 .and_then(serde_json::Value::as_u64)
                 .unwrap_or(0),
+            state_keys: o
+                .get("state_keys")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
         })
+    }
+
+    /// Whether the session may hold a `plugin_state` entry of `plugin` and
+    /// `key`: `false` only when [`Summary::state_keys`] is known and does
+    /// not name them.
+    #[must_use]
+    pub fn may_hold_state(&self, plugin: &str, key: &str) -> bool {
+        self.state_keys.as_ref().is_none_or(|keys| {
+            keys.iter()
+                .any(|(p, k)| p.as_str() == plugin && k.as_str() == key)
+        })
+    }
+
+    /// Adds `plugin` and `key` to [`Summary::state_keys`] when it is known
+    /// and does not name them yet.
+    pub fn note_state_key(&mut self, plugin: &str, key: &str) {
+        if let Some(keys) = &mut self.state_keys
+            && !keys
+                .iter()
+                .any(|(p, k)| p.as_str() == plugin && k.as_str() == key)
+        {
+            keys.push((plugin.to_owned(), key.to_owned()));
+        }
     }
 
     /// Keeps the first prompt when none is kept yet (cut to

@@ -31,6 +31,10 @@
 //! first, then the entries it kept), the effects whose intent has no
 //! completion (their state is [`super::EffectState::Unknown`]; completions are
 //! matched by record pairing and never decoded) and the last effect number.
+//! [`resume_from_leaf`] does the same from a session opened at its selected
+//! leaf (the newest part of the branch back to the compaction boundary,
+//! read from the end of the file), which the journal then records into
+//! without the whole record table.
 
 use std::sync::Mutex;
 
@@ -176,9 +180,51 @@ impl StoreJournal {
         self.store.rename_titled(&id, base)
     }
 
-    /// Runs `f` on the session as recorded so far.
+    /// Runs `f` on the session as recorded so far: the whole session. A
+    /// session opened at its selected leaf ([`resume_from_leaf`]) is
+    /// loaded fully first, once (see [`StoreJournal::whole`]).
     pub fn with_session<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        f(&self.whole())
+    }
+
+    /// Runs `f` on the session as this journal holds it, without loading
+    /// it fully: for a session opened at its selected leaf, the newest
+    /// part of its selected branch (everything a resume read, and every
+    /// entry recorded since); otherwise the whole session.
+    pub fn with_opened<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
         f(&lock(&self.session))
+    }
+
+    /// Whether the journal still holds its session as opened at the
+    /// selected leaf (nothing has needed the whole session yet).
+    pub fn opened_at_leaf(&self) -> bool {
+        lock(&self.session).opened_at_leaf()
+    }
+
+    /// The session, loaded fully first when it was opened at its selected
+    /// leaf: the whole file is read ([`Store::load`]), entries this
+    /// journal appended included. When that load fails, the opened part
+    /// is kept (whatever reads it sees the newest part of the branch only)
+    /// and the failure is reported.
+    fn whole(&self) -> std::sync::MutexGuard<'_, Session> {
+        let mut session = lock(&self.session);
+        if session.opened_at_leaf() {
+            let id = session.id().to_hex();
+            match self.store.load(&id) {
+                Ok(whole) => *session = whole,
+                Err(err) => smith_diag::log::report(&smith_diag::Diagnostic::warning(
+                    "session.whole-load",
+                    format!(
+                        "session {id} could not be loaded whole; what reads it sees only the part its resume opened"
+                    ),
+                    format!("the session store refused the full load: {err}"),
+                    format!(
+                        "nothing recorded is lost; check the session with `smith session info {id}` and `smith session repair {id}`"
+                    ),
+                )),
+            }
+        }
+        session
     }
 
     fn append(&self, what: &str, entries: &[NewEntry<'_>]) -> Result<(), JournalError> {
@@ -290,6 +336,12 @@ impl StoreJournal {
     /// When the entry cannot be written.
     pub fn record_plugin_state(&self, state: &PluginState) -> Result<(), JournalError> {
         let content = json_content(state, "plugin state")?;
+        // The summary names the key before the entry is written: it may
+        // name a key the session does not hold, never the reverse.
+        let unnamed = !lock(&self.summary).may_hold_state(&state.plugin, &state.key);
+        if unnamed {
+            self.note(true, |s| s.note_state_key(&state.plugin, &state.key));
+        }
         self.append(
             "plugin state",
             &[NewEntry::new(EntryKind::Metadata, &content)],
@@ -315,6 +367,31 @@ pub fn plugin_state(session: &Session, plugin: &str, key: &str) -> Option<String
 }
 
 impl StoreJournal {
+    /// The value `plugin` last stored under `key` on the selected branch
+    /// ([`plugin_state`]): looked for in the part a leaf-opened session
+    /// holds first, and in the whole session only when it is not there.
+    ///
+    /// A key the session's summary rules out ([`Summary::may_hold_state`]:
+    /// no entry of it was ever written) is answered without reading the
+    /// session; one that it does not rule out and the opened part does not
+    /// hold loads the session whole, and the summary learns every key the
+    /// session holds, so the next resume rules out the rest.
+    pub fn plugin_state(&self, plugin: &str, key: &str) -> Option<String> {
+        if let Some(value) = self.with_opened(|s| plugin_state(s, plugin, key)) {
+            return Some(value);
+        }
+        if !self.opened_at_leaf() || !lock(&self.summary).may_hold_state(plugin, key) {
+            return None;
+        }
+        let (value, keys) = self.with_session(|s| (plugin_state(s, plugin, key), state_keys(s)));
+        if lock(&self.summary).state_keys.is_none() {
+            self.note(true, |summary| summary.state_keys = Some(keys));
+        }
+        value
+    }
+}
+
+impl StoreJournal {
     /// Records each of `registrations` the session's selected branch does
     /// not hold yet (the same fingerprint under the same key) as a *secret
     /// registration* entry, under the selected leaf: its content is
@@ -328,7 +405,10 @@ impl StoreJournal {
         &self,
         registrations: impl IntoIterator<Item = &'a Registration>,
     ) -> Result<usize, JournalError> {
-        let known = self.with_session(secret_registrations);
+        // Checked against the entries the journal holds without loading the
+        // whole session: a registration older than a leaf-opened part is
+        // recorded again (one small entry), never a full load per resume.
+        let known = self.with_opened(secret_registrations);
         let contents: Vec<Vec<u8>> = registrations
             .into_iter()
             .filter(|r| {
@@ -348,6 +428,32 @@ impl StoreJournal {
         self.append("secret registration", &entries)?;
         Ok(contents.len())
     }
+}
+
+/// Every plugin and key with a `plugin_state` entry anywhere in `session`
+/// (every branch), each once: what [`Summary::state_keys`] holds. Only
+/// `metadata` entries are decoded; one this build cannot read is skipped.
+pub fn state_keys(session: &Session) -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for record in session.records() {
+        if record.entry_kind() != EntryKind::Metadata {
+            continue;
+        }
+        let Some(state) = decode_json(session, record)
+            .ok()
+            .filter(|v| field(v, "type") == "plugin_state")
+            .and_then(|v| serde_json::from_value::<PluginState>(v).ok())
+        else {
+            continue;
+        };
+        if !keys
+            .iter()
+            .any(|(p, k)| *p == state.plugin && *k == state.key)
+        {
+            keys.push((state.plugin, state.key));
+        }
+    }
+    keys
 }
 
 /// The secret registrations on the selected branch of `session`, oldest
@@ -677,7 +783,7 @@ impl StoreJournal {
     ///
     /// When the entry is not part of the session or the store cannot write.
     pub fn select_leaf(&self, entry: u64) -> Result<u64, JournalError> {
-        let mut session = lock(&self.session);
+        let mut session = self.whole();
         self.store
             .select_leaf(&mut session, entry, None)
             .map_err(|err| store_error("leaf switch", err))
@@ -943,7 +1049,19 @@ fn initial_summary(store: &Store, session: &Session) -> Summary {
     if let Some(summary) = store.summary(session.id()) {
         return summary;
     }
-    let mut summary = Summary::default();
+    if session.opened_at_leaf() {
+        // The opened part does not hold the session's first prompt and
+        // counts: read them from the whole session, once (the sidecar is
+        // written, so the next resume finds it).
+        return match store.load(&session.id().to_hex()) {
+            Ok(whole) => initial_summary(store, &whole),
+            Err(_) => Summary::default(),
+        };
+    }
+    let mut summary = Summary {
+        state_keys: Some(Vec::new()),
+        ..Summary::default()
+    };
     for record in session.records() {
         match record.entry_kind() {
             EntryKind::UserMessage => {
@@ -965,6 +1083,9 @@ fn initial_summary(store: &Store, session: &Session) -> Summary {
                     }
                     "run_end" => {
                         summary.note_run_end(value.get("cost").and_then(serde_json::Value::as_f64));
+                    }
+                    "plugin_state" => {
+                        summary.note_state_key(field(&value, "plugin"), field(&value, "key"));
                     }
                     _ => {}
                 }
@@ -1537,6 +1658,182 @@ pub fn resume_within(session: &Session, budget: Option<u64>) -> Result<Resumed, 
     Ok(out)
 }
 
+/// How many entries a leaf-opened resume ([`resume_from_leaf`]) walks
+/// past the point where the model's window is full, looking for what it
+/// still needs (the newest compaction and the first entry it keeps, the
+/// newest model change, the newest effect intent), before it gives up and
+/// the session is loaded whole: some 75 MB of a session recorded the way
+/// `smith eval` records one (about 1,150 bytes an entry).
+pub const LEAF_LOOKBACK_ENTRIES: usize = 65_536;
+
+/// Opens `file`'s session at its selected leaf and resumes it from there
+/// ([`SessionFile::open_at_leaf`], then [`resume_within`] over the part
+/// opened): the walk back from the leaf stops once it holds the newest
+/// compaction and the first entry that compaction keeps (or the branch's
+/// root), the newest model change and the newest effect intent, so the
+/// resume reads the entries after the compaction boundary and no others,
+/// whatever the session's size. `budget` gives the resume's byte budget
+/// for the recorded model (`None` for a session with no model change),
+/// as for [`resume_within`].
+///
+/// The result is the part opened (a session to record into: appends go
+/// under its leaf) and the resume, which is the one [`resume_within`] makes
+/// over the whole session, with one difference: the effects whose outcome
+/// is unknown are those of the part opened, the effects recorded after the
+/// newest compaction's boundary; an older one was reported by the resume
+/// that came before that compaction.
+///
+/// `Ok(None)` when a resume from the leaf cannot vouch for its answer and
+/// the session must be loaded whole: the file's end or a frame on the way
+/// is damaged ([`SessionFile::open_at_leaf`]), the budget is unbounded
+/// (`None`: every message after the compaction is decoded anyway), or
+/// what the walk needs lies more than [`LEAF_LOOKBACK_ENTRIES`] entries
+/// past the point where the window is full (a long session never
+/// compacted, or one without effects or model changes).
+///
+/// # Errors
+///
+/// When an entry the resume reads cannot be decoded; the error names the
+/// entry.
+pub fn resume_from_leaf(
+    file: &smith_store::SessionFile,
+    limits: &smith_store::Limits,
+    budget: &dyn Fn(Option<&str>) -> Option<u64>,
+) -> Result<Option<(Session, Resumed)>, JournalError> {
+    let mut walk = LeafWalk::default();
+    let opened = file
+        .open_at_leaf(limits, |session, record| walk.step(session, record, budget))
+        .map_err(|err| {
+            JournalError::new(format!(
+                "session file {} could not be opened at its leaf: {err}",
+                file.path().display()
+            ))
+        })?;
+    if let Some(err) = walk.error {
+        return Err(err);
+    }
+    let Some(session) = opened else {
+        return Ok(None);
+    };
+    if session.opened_at_leaf() && !walk.complete() {
+        return Ok(None);
+    }
+    let recorded = walk.model.flatten();
+    let budget = budget(recorded.as_ref().map(|(_, model)| model.as_str()));
+    if budget.is_none() && session.opened_at_leaf() {
+        return Ok(None);
+    }
+    let resumed = resume_within(&session, budget)?;
+    Ok(Some((session, resumed)))
+}
+
+/// What a leaf-opened resume's walk has found so far (see
+/// [`resume_from_leaf`]), newest entry first.
+#[derive(Default)]
+struct LeafWalk {
+    /// The newest model change: `Some(None)` once looked for and absent
+    /// (never set here: the root ends the walk), `Some(Some(..))` found.
+    model: Option<Option<(String, String)>>,
+    /// The resume's budget, once the model is known.
+    budget: Option<Option<u64>>,
+    /// The id of the first entry the newest compaction keeps (0: none),
+    /// once a compaction was walked over.
+    kept: Option<u64>,
+    /// The compaction boundary was reached: the compaction and the first
+    /// entry it keeps are both in the part walked.
+    boundary: bool,
+    /// An effect intent was walked over (the newest carries the highest
+    /// effect number: numbers only grow along a branch).
+    intent: bool,
+    /// Message content bytes walked over before the boundary: as the
+    /// window counts them (a tool result at its pruned size), and whole.
+    counted: u64,
+    decoded: u64,
+    /// Entries walked, and how many when the window was full.
+    walked: usize,
+    full_at: Option<usize>,
+    /// An entry the walk had to read could not be.
+    error: Option<JournalError>,
+}
+
+impl LeafWalk {
+    /// Whether the walk holds what a resume needs.
+    fn complete(&self) -> bool {
+        self.boundary && self.intent && matches!(self.model, Some(Some(_)))
+    }
+
+    /// Takes in the next record back; `false` to stop the walk.
+    fn step(
+        &mut self,
+        session: &Session,
+        record: &smith_store::Record,
+        budget: &dyn Fn(Option<&str>) -> Option<u64>,
+    ) -> bool {
+        self.walked += 1;
+        let kind = record.entry_kind();
+        match kind {
+            EntryKind::ModelChange if self.model.is_none() => match decode_json(session, record) {
+                Ok(value) => {
+                    let model = (
+                        field(&value, "provider").to_owned(),
+                        field(&value, "model").to_owned(),
+                    );
+                    self.budget = Some(budget(Some(&model.1)));
+                    self.model = Some(Some(model));
+                }
+                Err(err) => {
+                    self.error = Some(err);
+                    return false;
+                }
+            },
+            EntryKind::Compaction if self.kept.is_none() => {
+                self.kept = Some(record.pairing);
+                self.boundary = record.pairing == 0;
+            }
+            EntryKind::EffectIntent => self.intent = true,
+            _ => {}
+        }
+        if !self.boundary && self.kept.is_some_and(|kept| kept == record.id) {
+            self.boundary = true;
+        }
+        if !self.boundary && self.kept.is_none() && is_message(kind) {
+            let len = session.content_len(record) as u64;
+            self.decoded = self.decoded.saturating_add(len);
+            self.counted = self
+                .counted
+                .saturating_add(if kind == EntryKind::ToolResult {
+                    len.min(PRUNED_RESULT_BYTES as u64 + PRUNE_NOTE_BYTES)
+                } else {
+                    len
+                });
+        }
+        if self.complete() {
+            return false;
+        }
+        match self.budget {
+            // An unbounded resume decodes everything after the compaction:
+            // the whole load serves it.
+            Some(None) => return false,
+            Some(Some(budget))
+                if self.full_at.is_none()
+                    && (self.counted > budget || self.decoded > budget.saturating_mul(4)) =>
+            {
+                self.full_at = Some(self.walked);
+            }
+            _ => {}
+        }
+        // Without a model change yet the window is not known: the walk
+        // still gives up once it has gone as far past the start.
+        let from = self.full_at.unwrap_or(0);
+        if self.walked - from > LEAF_LOOKBACK_ENTRIES
+            && (self.full_at.is_some() || self.model.is_none())
+        {
+            return false;
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1784,6 +2081,272 @@ mod tests {
         let pairing = call_pairing("c1");
         assert!(kinds.contains(&(EntryKind::ToolCall, pairing)));
         assert!(kinds.contains(&(EntryKind::ToolResult, pairing)));
+    }
+
+    /// Records `turns` turns into `journal`, each: a model change, a
+    /// prompt, a call with its effect (completed unless `open` names its
+    /// turn), its result and an answer; a compaction keeping the answer
+    /// before it at the start of every turn in `compact_at`.
+    fn record_turns(journal: &StoreJournal, turns: u64, compact_at: &[u64], open: &[u64]) {
+        let record = |message: Message, meta: MessageMeta| {
+            journal
+                .record(&SessionEvent::Message { message, meta })
+                .unwrap();
+        };
+        for turn in 0..turns {
+            if compact_at.contains(&turn) {
+                journal
+                    .record(&SessionEvent::Compaction {
+                        compaction: CompactionRecord {
+                            summary: format!("summary before turn {turn}"),
+                            reason: "threshold".into(),
+                            kept_messages: 1,
+                            kept_heads: 1,
+                            ..CompactionRecord::default()
+                        },
+                    })
+                    .unwrap();
+            }
+            journal
+                .record(&SessionEvent::ModelChange {
+                    provider: "mock".into(),
+                    model: format!("mock-{}", turn % 3),
+                })
+                .unwrap();
+            let id = format!("c{turn}");
+            record(
+                Message::user(format!("prompt {turn}")),
+                MessageMeta::default(),
+            );
+            record(
+                Message::Assistant {
+                    content: vec![ContentBlock::ToolCall(ToolCall {
+                        id: id.clone(),
+                        name: "read".into(),
+                        arguments: serde_json::json!({"path": format!("f{turn}")}),
+                    })],
+                    stop: StopReason::ToolUse,
+                },
+                MessageMeta::default(),
+            );
+            let effect_id = format!("fx-{}", turn + 1);
+            journal
+                .record_intent(&EffectIntent {
+                    effect_id: effect_id.clone(),
+                    parent: id.clone(),
+                    tool: "read".into(),
+                    plugin_generation: BUILTIN_GENERATION,
+                    input: canonical_cbor(&serde_json::json!({"path": "f"})).unwrap(),
+                })
+                .unwrap();
+            if !open.contains(&turn) {
+                journal
+                    .record_completion(&EffectCompletion {
+                        effect_id: effect_id.clone(),
+                        outcome: Outcome::Ok,
+                        mutation: Mutation::NotApplied,
+                        output: canonical_cbor(
+                            &serde_json::json!({"content": "r", "details": {}, "is_error": false}),
+                        )
+                        .unwrap(),
+                    })
+                    .unwrap();
+            }
+            record(
+                Message::ToolResult {
+                    call_id: id,
+                    name: "read".into(),
+                    content: "r".repeat(2_000),
+                    is_error: false,
+                    media: Vec::new(),
+                },
+                MessageMeta {
+                    effect_id: Some(effect_id),
+                    ..MessageMeta::default()
+                },
+            );
+            record(
+                Message::Assistant {
+                    content: vec![ContentBlock::Text {
+                        text: format!("answer {turn}"),
+                    }],
+                    stop: StopReason::End,
+                },
+                MessageMeta::default(),
+            );
+        }
+    }
+
+    #[test]
+    fn a_resume_from_the_leaf_reads_back_to_the_compaction_and_matches_a_whole_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("leaf")).unwrap();
+        let id = session.id();
+        let journal = StoreJournal::new(store.clone(), session);
+        // The effect of turn 3 (before the newest compaction) and of turn
+        // 37 (after it) never completed.
+        record_turns(&journal, 40, &[10, 30], &[3, 37]);
+        drop(journal);
+        let whole = store.load("leaf").unwrap();
+        for budget in [10 << 20, 6_000] {
+            let full = resume_within(&whole, Some(budget)).unwrap();
+            let file = smith_store::SessionFile::open(&store.path_of(id)).unwrap();
+            let asked = std::cell::RefCell::new(Vec::new());
+            let (opened, resumed) = resume_from_leaf(&file, store.limits(), &|model| {
+                asked.borrow_mut().push(model.map(str::to_owned));
+                Some(budget)
+            })
+            .unwrap()
+            .expect("resumed from the leaf");
+            // The budget was asked for the newest model change's model.
+            assert_eq!(asked.borrow()[0].as_deref(), Some("mock-0"));
+            assert!(opened.opened_at_leaf());
+            // From the answer the compaction keeps (turn 29's) to the leaf:
+            // the answer, the compaction and 10 turns of 8 entries (turn
+            // 37's without its completion), nothing older.
+            assert_eq!(
+                opened.records().len(),
+                1 + 1 + 10 * 8 - 1,
+                "budget {budget}"
+            );
+            assert_eq!(
+                opened.records()[0].entry_kind(),
+                EntryKind::AssistantMessage
+            );
+            assert_eq!(resumed.history, full.history, "budget {budget}");
+            assert_eq!(resumed.meta, full.meta);
+            assert_eq!(resumed.model, full.model);
+            assert_eq!(resumed.compaction, full.compaction);
+            assert_eq!(resumed.omitted, full.omitted);
+            assert_eq!(resumed.last_effect_seq, full.last_effect_seq);
+            assert_eq!(full.unknown_effects, ["fx-4", "fx-38"]);
+            // Only the effect after the compaction boundary: fx-4 was
+            // reported by the resume before that compaction.
+            assert_eq!(resumed.unknown_effects, ["fx-38"]);
+        }
+        // The budget cut inside the part after the compaction.
+        let full = resume_within(&whole, Some(6_000)).unwrap();
+        assert!(full.omitted.is_some());
+    }
+
+    #[test]
+    fn a_leaf_opened_session_is_recorded_into_without_loading_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("rec")).unwrap();
+        let id = session.id();
+        let journal = StoreJournal::new(store.clone(), session);
+        journal
+            .record_plugin_state(&PluginState {
+                plugin: "a/x".into(),
+                key: "old".into(),
+                value: "kept".into(),
+            })
+            .unwrap();
+        record_turns(&journal, 12, &[8], &[]);
+        drop(journal);
+        let leaf_before = store.load("rec").unwrap().leaf().unwrap().id;
+        let file = smith_store::SessionFile::open(&store.path_of(id)).unwrap();
+        let (opened, _) = resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+            .unwrap()
+            .unwrap();
+        drop(file);
+        let held = opened.records().len();
+        let journal = StoreJournal::claimed(store.clone(), opened).unwrap();
+        journal
+            .record(&SessionEvent::Message {
+                message: Message::user("after the resume"),
+                meta: MessageMeta::default(),
+            })
+            .unwrap();
+        // A key the session never held is ruled out by its summary.
+        assert_eq!(journal.plugin_state("a/x", "never"), None);
+        assert!(journal.opened_at_leaf());
+        assert_eq!(journal.with_opened(|s| s.records().len()), held + 1);
+        // The new entry continues the old leaf, in the file.
+        let whole = store.load("rec").unwrap();
+        let new = whole.leaf().unwrap();
+        assert_eq!(new.parent, leaf_before);
+        assert_eq!(
+            resume(&whole).unwrap().history.last(),
+            Some(&Message::user("after the resume"))
+        );
+        // A value stored before the opened part is found in the whole
+        // session, which the journal then holds.
+        assert_eq!(journal.plugin_state("a/x", "old").as_deref(), Some("kept"));
+        assert!(!journal.opened_at_leaf());
+        assert_eq!(
+            journal.with_opened(|s| s.records().len()),
+            whole.records().len()
+        );
+    }
+
+    #[test]
+    fn a_resume_from_the_leaf_gives_way_to_a_whole_load_when_it_cannot_vouch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let session = store.create(Some("w")).unwrap();
+        let id = session.id();
+        let journal = StoreJournal::new(store.clone(), session);
+        record_turns(&journal, 6, &[], &[1]);
+        drop(journal);
+        let path = store.path_of(id);
+        let file = smith_store::SessionFile::open(&path).unwrap();
+        // Without a compaction the walk reaches the root: the whole branch,
+        // the same resume as a whole load's.
+        let (opened, resumed) = resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+            .unwrap()
+            .unwrap();
+        assert!(!opened.opened_at_leaf());
+        let whole = store.load("w").unwrap();
+        assert_eq!(opened.records().len(), whole.records().len());
+        assert_eq!(resumed, resume_within(&whole, Some(1 << 20)).unwrap());
+        // An unbounded resume decodes everything anyway: a whole load.
+        assert!(
+            resume_from_leaf(&file, store.limits(), &|_| None)
+                .unwrap()
+                .is_none()
+        );
+        drop(file);
+        // A branch off an older entry: the walk from the new leaf reaches
+        // the root without going over every frame, so the part it opened
+        // is not the whole session, and without a compaction to stop at
+        // the session is loaded whole.
+        let journal = StoreJournal::new(store.clone(), store.load("w").unwrap());
+        let first = journal.with_session(|s| s.records()[2].id);
+        journal.select_leaf(first).unwrap();
+        journal
+            .record(&SessionEvent::Message {
+                message: Message::user("on a new branch"),
+                meta: MessageMeta::default(),
+            })
+            .unwrap();
+        drop(journal);
+        let file = smith_store::SessionFile::open(&path).unwrap();
+        assert!(
+            resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+                .unwrap()
+                .is_none()
+        );
+        let opened = file
+            .open_at_leaf(store.limits(), |_, _| true)
+            .unwrap()
+            .unwrap();
+        assert!(opened.opened_at_leaf());
+        assert_eq!(opened.records().len(), 3 + 2);
+        drop(file);
+        // A damaged last frame: the whole load recovers and reports it.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 20] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let file = smith_store::SessionFile::open(&path).unwrap();
+        assert!(
+            resume_from_leaf(&file, store.limits(), &|_| Some(1 << 20))
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
