@@ -513,19 +513,27 @@ impl Builder {
         else {
             return;
         };
-        let text = self
-            .effect(&effect_id)
+        let text = self.output_text(&effect_id);
+        map.remove(smith_store::refs::CONTENT_REF);
+        map.insert("content".to_owned(), Value::String(text));
+    }
+
+    /// The output text of the effect `effect_id` names, which a tool
+    /// result's `content_ref` refers to (its completion was replayed
+    /// before the result).
+    fn output_text(&self, effect_id: &str) -> String {
+        self.effect(effect_id)
             .and_then(|e| e.completion.as_ref())
             .and_then(|done| done.output.get("content"))
             .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| {
-                crate::journal::store::missing_output(
-                    crate::journal::store::effect_number(&effect_id).unwrap_or(0),
-                )
-            });
-        map.remove(smith_store::refs::CONTENT_REF);
-        map.insert("content".to_owned(), Value::String(text));
+            .map_or_else(
+                || {
+                    crate::journal::store::missing_output(
+                        crate::journal::store::effect_number(effect_id).unwrap_or(0),
+                    )
+                },
+                str::to_owned,
+            )
     }
 
     fn run_record(&mut self, record: RunRecord) {
@@ -941,9 +949,14 @@ fn feed_direct(b: &mut Builder, kind: EntryKind, at: u64, content: &[u8]) -> boo
             b.assistant(message, &meta);
         }
         EntryKind::ToolResult => {
-            let Some((message, meta)) = direct::tool_result(content) else {
+            let Some((mut message, meta, content_ref)) = direct::tool_result(content) else {
                 return false;
             };
+            if let (Some(effect_id), Message::ToolResult { content, .. }) =
+                (content_ref, &mut message)
+            {
+                *content = b.output_text(effect_id);
+            }
             b.at = at;
             b.tool_result(message, meta);
         }
@@ -1103,17 +1116,20 @@ mod direct {
     }
 
     /// A tool result entry: `{role, call_id, name, content, is_error}`
-    /// with its status and effect id.
-    pub(super) fn tool_result(content: &[u8]) -> Option<(Message, MessageMeta)> {
+    /// with its status and effect id; or with `content_ref` (the effect
+    /// whose output is its text) in place of `content`, returned third
+    /// for the caller to resolve (the content is then empty).
+    pub(super) fn tool_result(content: &[u8]) -> Option<(Message, MessageMeta, Option<&str>)> {
         let (mut role, mut call_id, mut name, mut body, mut is_error) =
             (None, None, None, None, None);
-        let (mut status, mut effect_id) = (None, None);
+        let (mut status, mut effect_id, mut content_ref) = (None, None, None);
         each_field(content, |key, d| {
             match key {
                 "role" => role = Some(text(d)?),
                 "call_id" => call_id = Some(text(d)?),
                 "name" => name = Some(text(d)?),
                 "content" => body = Some(text(d)?),
+                smith_store::refs::CONTENT_REF => content_ref = Some(text(d)?),
                 "is_error" => is_error = Some(d.bool().ok()?),
                 "status" => status = Some(named::<ToolStatus>(d)?),
                 "effect_id" => effect_id = Some(text(d)?),
@@ -1122,6 +1138,12 @@ mod direct {
             Some(())
         })?;
         (role? == "tool_result").then_some(())?;
+        // Exactly one of the text and the reference.
+        let body = match (body, content_ref) {
+            (Some(body), None) => body,
+            (None, Some(_)) => "",
+            _ => return None,
+        };
         let meta = MessageMeta {
             status,
             effect_id: effect_id.map(str::to_owned),
@@ -1131,11 +1153,12 @@ mod direct {
             Message::ToolResult {
                 call_id: call_id?.to_owned(),
                 name: name?.to_owned(),
-                content: body?.to_owned(),
+                content: body.to_owned(),
                 is_error: is_error?,
                 media: Vec::new(),
             },
             meta,
+            content_ref,
         ))
     }
 

@@ -124,7 +124,7 @@ fn product_contributes_the_default_product() {
     let selected = &c.themes[0].styles[11];
     assert!(selected.reverse && !selected.underline && selected.fg.is_none());
     assert!(c.themes[0].styles[12].underline);
-    assert_eq!(c.keybindings.len(), 21);
+    assert_eq!(c.keybindings.len(), 22);
     assert!(
         c.keybindings
             .iter()

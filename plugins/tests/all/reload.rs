@@ -27,7 +27,7 @@ fn reload(cache: &std::path::Path, times: usize) {
         )
         .unwrap();
         let extension = component.instantiate().unwrap();
-        assert_eq!(extension.contributions().unwrap().commands.len(), 18);
+        assert_eq!(extension.contributions().unwrap().commands.len(), 19);
     }
 }
 
