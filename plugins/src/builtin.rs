@@ -1,5 +1,15 @@
 //! The built-in plugins, compiled from plugins/builtin/* for wasm32-wasip2
-//! by build.rs and embedded in the binary.
+//! by build.rs and embedded in the binary, each both as its component and
+//! precompiled for this target ([`PRECOMPILED`]).
+
+/// Every built-in plugin of [`BUILTINS`] compiled ahead of time by
+/// plugins/build.rs with the runtime's engine configuration, keyed on the
+/// sha256 of its component: [`crate::Runtime::load_component`] deserializes
+/// these instead of compiling, so a first start on a fresh `SMITH_HOME`
+/// compiles nothing. Empty in a build for an architecture other than the
+/// build machine's (docs/plugins.md, "Precompiled built-ins").
+pub const PRECOMPILED: &[crate::Precompiled] =
+    include!(concat!(env!("OUT_DIR"), "/precompiled.rs"));
 
 /// The smith/mock provider component (the scripted provider).
 pub const MOCK: &[u8] = include_bytes!(concat!(
