@@ -206,22 +206,24 @@ fn help_is_a_command_for_commands_and_the_plugin_contract() {
 }
 
 #[test]
-fn the_mock_provider_is_the_smith_mock_plugin_compiled_once_into_the_cache() {
+fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith() {
     let home = tempfile::tempdir().unwrap();
     let cache = home.path().join("cache").join("plugins");
     assert!(!cache.exists());
-    // The first offline run compiles smith/mock into the cache directory...
+    // The first offline run on a fresh home compiles nothing: smith/mock
+    // and the other built-ins come precompiled in the binary, and nothing
+    // is written to the compiled-component cache...
     let (out, _) = run(
         home.path(),
         &["eval", "--no-session", "--provider", "mock", "hello"],
         0,
     );
     assert!(out.contains("offline demo"), "{out}");
-    let cached: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
-    assert_eq!(cached.len(), 1, "one compiled component in {cache:?}");
-    // ...which is the component `smith plugin reload smith/mock` finds there.
+    assert!(!cache.exists(), "nothing compiled into {cache:?}");
+    // ...and `smith plugin reload smith/mock` loads that artifact.
     let (out, _) = run(home.path(), &["plugin", "reload", "smith/mock"], 0);
-    assert!(out.contains("from the cache"), "{out}");
+    assert!(out.contains("(precompiled in smith)"), "{out}");
+    assert!(!cache.exists(), "nothing compiled into {cache:?}");
     // A script the plugin refuses is a mock-script error naming the file.
     let script = home.path().join("bad.json");
     std::fs::write(&script, "[[{\"nope\": 1}]]").unwrap();

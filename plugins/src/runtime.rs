@@ -86,13 +86,41 @@ pub fn precompiled_load_count() -> u64 {
 }
 
 /// A component compiled ahead of time: the sha256 of the component's bytes
-/// and the artifact `Engine::precompile_component` made of them.
+/// and the artifact `Engine::precompile_component` made of them, compressed
+/// with zstd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Precompiled {
     /// The sha256 of the component (`.wasm`) the artifact was compiled from.
     pub component_sha256: [u8; 32],
-    /// The artifact (`.cwasm`).
-    pub artifact: &'static [u8],
+    /// The artifact's size in bytes, uncompressed.
+    pub artifact_len: usize,
+    /// The artifact (`.cwasm`), one zstd frame.
+    pub artifact_zstd: &'static [u8],
+}
+
+impl Precompiled {
+    /// The artifact, decompressed; `None` when the bytes are no zstd frame
+    /// of `artifact_len` bytes.
+    fn artifact(&self) -> Option<Vec<u8>> {
+        zstd::bulk::decompress(self.artifact_zstd, self.artifact_len)
+            .ok()
+            .filter(|artifact| artifact.len() == self.artifact_len)
+    }
+
+    /// The artifact deserialized into `engine`; `None` when it is no zstd
+    /// frame or wasmtime refuses it (another version or configuration, a
+    /// processor feature this machine lacks, no artifact at all).
+    ///
+    /// # Safety
+    ///
+    /// As [`Runtime::load_component_with`]: the decompressed bytes are the
+    /// unmodified output of `Engine::precompile_component`, or bytes
+    /// wasmtime rejects as no artifact.
+    unsafe fn deserialize(&self, engine: &Engine) -> Option<Component> {
+        let artifact = self.artifact()?;
+        // SAFETY: the caller's guarantee.
+        unsafe { Component::deserialize(engine, &artifact) }.ok()
+    }
 }
 
 /// The process-wide runtime.
@@ -239,7 +267,8 @@ impl Runtime {
     /// [`Runtime::load_component`] with `precompiled` as the table of
     /// artifacts to try before the cache: the entry whose
     /// `component_sha256` is the sha256 of `bytes`, when there is one, is
-    /// deserialized; when wasmtime refuses it (another wasmtime version or
+    /// decompressed and deserialized; when it is no zstd frame or wasmtime
+    /// refuses it (another wasmtime version or
     /// engine configuration, a processor feature this machine lacks, bytes
     /// that are no artifact) the component is compiled and cached as if
     /// there were none.
@@ -250,10 +279,10 @@ impl Runtime {
     ///
     /// # Safety
     ///
-    /// Every artifact in `precompiled` must be the unmodified output of
-    /// `Engine::precompile_component` (of any wasmtime version and engine
-    /// configuration: those wasmtime checks), or bytes wasmtime rejects as
-    /// no artifact at all. wasmtime cannot check that the machine code in
+    /// Every artifact in `precompiled`, decompressed, must be the unmodified
+    /// output of `Engine::precompile_component` (of any wasmtime version and
+    /// engine configuration: those wasmtime checks), or bytes wasmtime
+    /// rejects as no artifact at all. wasmtime cannot check that the machine code in
     /// an artifact was not altered, and runs it as it is
     /// (`Component::deserialize`).
     pub unsafe fn load_component_with(
@@ -277,7 +306,7 @@ impl Runtime {
             // entry ties it to exactly these component bytes, and
             // `deserialize` refuses it unless its wasmtime version, engine
             // settings and processor features fit this engine and machine.
-            if let Ok(component) = unsafe { Component::deserialize(&self.engine, entry.artifact) } {
+            if let Some(component) = unsafe { entry.deserialize(&self.engine) } {
                 PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
                 PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
                 return Ok(component);
@@ -334,7 +363,7 @@ impl Runtime {
             .find(|p| p.component_sha256 == digest)
             // SAFETY: as in `load_component`: the build's own artifacts,
             // embedded by `include_bytes!`.
-            .is_some_and(|p| unsafe { Component::deserialize(&self.engine, p.artifact) }.is_ok())
+            .is_some_and(|p| unsafe { p.deserialize(&self.engine) }.is_some())
     }
 
     /// The cache file the component `bytes` is compiled into (or loaded

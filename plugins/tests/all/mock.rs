@@ -280,8 +280,13 @@ fn components_compile_once_then_load_from_the_cache() {
     let hostile = crate::guest("smith_plugin_hostile.wasm");
     let cache = tempfile::tempdir().unwrap();
     let start = compile_count_on_this_thread();
-    ProviderComponent::load("test/hostile", &hostile, Some(cache.path()), Limits::default())
-        .unwrap();
+    ProviderComponent::load(
+        "test/hostile",
+        &hostile,
+        Some(cache.path()),
+        Limits::default(),
+    )
+    .unwrap();
     assert_eq!(
         compile_count_on_this_thread(),
         start + 1,

@@ -13,6 +13,16 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     sha2::Sha256::digest(bytes).into()
 }
 
+/// A table entry for `component` holding `artifact`, compressed as the
+/// build compresses it.
+fn entry(component: &[u8], artifact: &[u8]) -> Precompiled {
+    Precompiled {
+        component_sha256: sha256(component),
+        artifact_len: artifact.len(),
+        artifact_zstd: Vec::leak(zstd::bulk::compress(artifact, 3).unwrap()),
+    }
+}
+
 fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -95,15 +105,12 @@ fn an_artifact_of_another_engine_configuration_is_compiled_instead() {
     let mut config = wasmtime::Config::new();
     config.wasm_component_model(true);
     let other = wasmtime::Engine::new(&config).unwrap();
-    let artifact: &'static [u8] = Vec::leak(other.precompile_component(MOCK).unwrap());
-    let table = [Precompiled {
-        component_sha256: sha256(MOCK),
-        artifact,
-    }];
+    let artifact = other.precompile_component(MOCK).unwrap();
+    let table = [entry(MOCK, &artifact)];
     let runtime = Runtime::global().unwrap();
     assert!(
         // SAFETY: the artifact is `precompile_component`'s output, unmodified.
-        unsafe { wasmtime::component::Component::deserialize(runtime.engine(), artifact) }
+        unsafe { wasmtime::component::Component::deserialize(runtime.engine(), &artifact) }
             .is_err(),
         "the runtime's engine must refuse another configuration's artifact"
     );
@@ -111,10 +118,9 @@ fn an_artifact_of_another_engine_configuration_is_compiled_instead() {
     let compiles = compile_count_on_this_thread();
     let loads = precompiled_load_count_on_this_thread();
     // SAFETY: the table's one artifact is `precompile_component`'s output.
-    let component = unsafe {
-        runtime.load_component_with("smith/mock", MOCK, Some(cache.path()), &table)
-    }
-    .unwrap();
+    let component =
+        unsafe { runtime.load_component_with("smith/mock", MOCK, Some(cache.path()), &table) }
+            .unwrap();
     assert_eq!(compile_count_on_this_thread() - compiles, 1);
     assert_eq!(precompiled_load_count_on_this_thread() - loads, 0);
     assert_mock_works(&component);
@@ -124,10 +130,9 @@ fn an_artifact_of_another_engine_configuration_is_compiled_instead() {
         vec![runtime.cache_file_of(cache.path(), MOCK)]
     );
     // SAFETY: as above.
-    let again = unsafe {
-        runtime.load_component_with("smith/mock", MOCK, Some(cache.path()), &table)
-    }
-    .unwrap();
+    let again =
+        unsafe { runtime.load_component_with("smith/mock", MOCK, Some(cache.path()), &table) }
+            .unwrap();
     assert_eq!(compile_count_on_this_thread() - compiles, 1);
     assert_mock_works(&again);
 }
@@ -135,16 +140,27 @@ fn an_artifact_of_another_engine_configuration_is_compiled_instead() {
 #[test]
 fn bytes_that_are_no_artifact_are_compiled_instead() {
     let runtime = Runtime::global().unwrap();
-    for artifact in [&[0u8; 4096][..], b"\x7fELF", b""] {
-        let table = [Precompiled {
-            component_sha256: sha256(MOCK),
-            artifact: Vec::leak(artifact.to_vec()),
-        }];
+    let not_zstd = Precompiled {
+        component_sha256: sha256(MOCK),
+        artifact_len: 4096,
+        artifact_zstd: &[0u8; 64],
+    };
+    let mut wrong_length = entry(MOCK, &[0u8; 4096]);
+    wrong_length.artifact_len = 100;
+    let tables = [
+        entry(MOCK, &[0u8; 4096]),
+        entry(MOCK, b"\x7fELF"),
+        entry(MOCK, b""),
+        not_zstd,
+        wrong_length,
+    ];
+    for table in tables {
+        let table = [table];
         let compiles = compile_count_on_this_thread();
-        // SAFETY: the bytes are no artifact: wasmtime rejects them when it
-        // parses the header, before anything runs.
-        let component = unsafe { runtime.load_component_with("smith/mock", MOCK, None, &table) }
-            .unwrap();
+        // SAFETY: the bytes are no artifact (or no zstd frame): wasmtime
+        // rejects them when it parses the header, before anything runs.
+        let component =
+            unsafe { runtime.load_component_with("smith/mock", MOCK, None, &table) }.unwrap();
         assert_eq!(compile_count_on_this_thread() - compiles, 1);
         assert_mock_works(&component);
     }
@@ -160,7 +176,7 @@ fn an_artifact_is_used_only_for_the_component_it_was_compiled_from() {
     // The mock's real artifact, filed under another component's digest.
     let table = [Precompiled {
         component_sha256: sha256(b"another component"),
-        artifact: mock.artifact,
+        ..*mock
     }];
     let compiles = compile_count_on_this_thread();
     let loads = precompiled_load_count_on_this_thread();

@@ -4,8 +4,12 @@
 //! runs), and the compiled-component cache: where it is, how big, which
 //! components are compiled for this build, and which files are stale —
 //! compiled by another wasmtime build, or for a component no plugin has
-//! any more. The cache keys are the runtime's own
-//! ([`smith_plugins::Runtime::cache_file_of`]); nothing is compiled.
+//! any more. The built-in plugins come precompiled in the binary
+//! ([`smith_plugins::builtin::PRECOMPILED`]) and need no cache file when
+//! their artifact loads on this machine
+//! ([`smith_plugins::Runtime::loads_precompiled`]). The cache keys are the
+//! runtime's own ([`smith_plugins::Runtime::cache_file_of`]); nothing is
+//! compiled.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -303,7 +307,12 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
         }
     };
     let current = runtime.cache_folder(&paths.cache_dir);
-    let wanted: BTreeSet<PathBuf> = components
+    // The components that load from the binary's own precompiled artifacts
+    // never use the cache; the others are compiled into it.
+    let (precompiled, cached): (Vec<&Component>, Vec<&Component>) = components
+        .iter()
+        .partition(|c| runtime.loads_precompiled(&c.bytes));
+    let wanted: BTreeSet<PathBuf> = cached
         .iter()
         .map(|c| runtime.cache_file_of(&paths.cache_dir, &c.bytes))
         .collect();
@@ -325,7 +334,8 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
             }
         }
     }
-    let missing: Vec<&str> = components
+    let precompiled = precompiled.iter().filter(|c| c.enabled).count();
+    let missing: Vec<&str> = cached
         .iter()
         .filter(|c| c.enabled && !runtime.cache_file_of(&paths.cache_dir, &c.bytes).is_file())
         .map(|c| c.plugin.as_str())
@@ -338,13 +348,14 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
         "files": files,
         "bytes": bytes,
         "compiled": enabled - missing.len(),
+        "precompiled": precompiled,
         "components": enabled,
         "not_compiled": missing,
         "stale": stale.iter().map(|(p, b)| json!({"path": p.display().to_string(), "bytes": b})).collect::<Vec<_>>(),
         "stale_bytes": stale_bytes,
     });
     let summary = format!(
-        "compiled-component cache {}: {files} file(s), {}; {} of {enabled} enabled plugin component(s) compiled for this build",
+        "compiled-component cache {}: {files} file(s), {}; {} of {enabled} enabled plugin component(s) compiled for this build ({precompiled} built in precompiled, the others in the cache)",
         root.display(),
         size_text(bytes),
         enabled - missing.len(),
