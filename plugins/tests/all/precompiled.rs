@@ -3,6 +3,7 @@
 //! artifact this engine refuses falls back to compiling and the cache.
 
 use sha2::Digest;
+use smith_engine::provider::Provider;
 use smith_plugins::builtin::{BUILTINS, MOCK, PRECOMPILED, mock_provider};
 use smith_plugins::{
     Limits, Precompiled, ProviderComponent, Runtime, compile_count_on_this_thread,
