@@ -214,24 +214,37 @@ fn help_is_a_command_for_commands_and_the_plugin_contract() {
 }
 
 #[test]
-fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith() {
+fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith_and_cached() {
     let home = tempfile::tempdir().unwrap();
     let cache = home.path().join("cache").join("plugins");
     assert!(!cache.exists());
     // The first offline run on a fresh home compiles nothing: smith/mock
-    // and the other built-ins come precompiled in the binary, and nothing
-    // is written to the compiled-component cache...
+    // and the other built-ins come precompiled in the binary, and what it
+    // writes to the compiled-component cache are those artifacts,
+    // decompressed...
     let (out, _) = run(
         home.path(),
         &["eval", "--no-session", "--provider", "mock", "hello"],
         0,
     );
     assert!(out.contains("offline demo"), "{out}");
-    assert!(!cache.exists(), "nothing compiled into {cache:?}");
-    // ...and `smith plugin reload smith/mock` loads that artifact.
+    let embedded: Vec<Vec<u8>> = smith_plugins::builtin::PRECOMPILED
+        .iter()
+        .map(|p| p.artifact().unwrap())
+        .collect();
+    let cached = cached_files(&cache);
+    assert!(!cached.is_empty());
+    for file in &cached {
+        assert!(
+            embedded.contains(&std::fs::read(file).unwrap()),
+            "{} is no embedded artifact: it was compiled",
+            file.display()
+        );
+    }
+    // ...which `smith plugin reload smith/mock` then loads.
     let (out, _) = run(home.path(), &["plugin", "reload", "smith/mock"], 0);
-    assert!(out.contains("(precompiled in smith)"), "{out}");
-    assert!(!cache.exists(), "nothing compiled into {cache:?}");
+    assert!(out.contains("(from the cache)"), "{out}");
+    assert_eq!(cached_files(&cache), cached);
     // A script the plugin refuses is a mock-script error naming the file.
     let script = home.path().join("bad.json");
     std::fs::write(&script, "[[{\"nope\": 1}]]").unwrap();
@@ -254,7 +267,25 @@ fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith() {
         err.contains(&format!("mock script {script} is not valid")),
         "{err}"
     );
-    assert!(!cache.exists(), "nothing compiled into {cache:?}");
+    assert_eq!(cached_files(&cache), cached);
+}
+
+/// The files under `dir`, sorted.
+fn cached_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 const HELLO: &str = r#"name "example/hello"

@@ -101,7 +101,7 @@ pub struct Precompiled {
 impl Precompiled {
     /// The artifact, decompressed; `None` when the bytes are no zstd frame
     /// of `artifact_len` bytes.
-    fn artifact(&self) -> Option<Vec<u8>> {
+    pub fn artifact(&self) -> Option<Vec<u8>> {
         zstd::bulk::decompress(self.artifact_zstd, self.artifact_len)
             .ok()
             .filter(|artifact| artifact.len() == self.artifact_len)
@@ -238,14 +238,16 @@ impl Runtime {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Loads the component `bytes`: a built-in plugin from its artifact
-    /// precompiled by the build ([`crate::builtin::PRECOMPILED`]), anything
-    /// else compiled or loaded from `cache_dir`, keyed on the compatibility
-    /// key and the component's sha256. A built-in whose embedded artifact
-    /// does not fit this machine (its processor lacks a feature the
-    /// artifact uses) is compiled like any other component. Precompiled
-    /// artifacts passed in as `bytes` are refused: only the build's own and
-    /// the cache's own files are deserialized.
+    /// Loads the component `bytes` from `cache_dir`, keyed on the
+    /// compatibility key and the component's sha256; when it is not there,
+    /// a built-in plugin from its artifact precompiled by the build
+    /// ([`crate::builtin::PRECOMPILED`], decompressed and written to the
+    /// cache), anything else compiled (and written to the cache). A
+    /// built-in whose embedded artifact does not fit this machine (its
+    /// processor lacks a feature the artifact uses) is compiled like any
+    /// other component. Precompiled artifacts passed in as `bytes` are
+    /// refused: only the build's own and the cache's own files are
+    /// deserialized.
     ///
     /// # Errors
     ///
@@ -265,7 +267,7 @@ impl Runtime {
     }
 
     /// [`Runtime::load_component`] with `precompiled` as the table of
-    /// artifacts to try before the cache: the entry whose
+    /// artifacts to try before compiling: the entry whose
     /// `component_sha256` is the sha256 of `bytes`, when there is one, is
     /// decompressed and deserialized; when it is no zstd frame or wasmtime
     /// refuses it (another wasmtime version or
@@ -300,27 +302,45 @@ impl Runtime {
             ));
         }
         let digest: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(entry) = precompiled.iter().find(|p| p.component_sha256 == digest) {
-            // SAFETY: the caller guarantees the artifact is the output of
-            // `precompile_component` (or no artifact at all); its sha256
-            // entry ties it to exactly these component bytes, and
-            // `deserialize` refuses it unless its wasmtime version, engine
-            // settings and processor features fit this engine and machine.
-            if let Some(component) = unsafe { entry.deserialize(&self.engine) } {
-                PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
-                PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
-                return Ok(component);
-            }
-        }
         let cached = cache_dir.map(|dir| self.cache_file(dir, &hex(&digest)));
         if let Some(path) = &cached
             && path.is_file()
         {
             // SAFETY: the file lives in smith's own cache directory, under a
             // name derived from this engine's compatibility hash and the
-            // component's sha256, and was written by `Component::serialize`
-            // of this same wasmtime build; nothing else writes there.
+            // component's sha256, and was written by this function of this
+            // same wasmtime build: `Component::serialize`'s output, or an
+            // artifact of `precompiled` (see below); nothing else writes
+            // there.
             if let Ok(component) = unsafe { Component::deserialize_file(&self.engine, path) } {
+                return Ok(component);
+            }
+        }
+        if let Some(entry) = precompiled.iter().find(|p| p.component_sha256 == digest)
+            && let Some(artifact) = entry.artifact()
+        {
+            // SAFETY: the caller guarantees the artifact is the output of
+            // `precompile_component` (or no artifact at all); its sha256
+            // entry ties it to exactly these component bytes, and
+            // `deserialize` refuses it unless its wasmtime version, engine
+            // settings and processor features fit this engine and machine.
+            if let Ok(component) = unsafe { Component::deserialize(&self.engine, &artifact) } {
+                PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
+                PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
+                // Decompressed once into the cache: later starts map the
+                // file instead of decompressing again (docs/plugins.md,
+                // "Precompiled built-ins").
+                if let Some(path) = cached {
+                    write_atomically(&path, &artifact).map_err(|e| {
+                        err(
+                            ErrorKind::Io,
+                            format!(
+                                "could not write the plugin cache file {}: {e}; check that the cache directory is writable",
+                                path.display()
+                            ),
+                        )
+                    })?;
+                }
                 return Ok(component);
             }
         }
@@ -354,8 +374,8 @@ impl Runtime {
 
     /// Whether the component `bytes` loads from an artifact the build
     /// precompiled ([`crate::builtin::PRECOMPILED`]) on this machine, so
-    /// that it is never compiled nor cached. Deserializes the artifact to
-    /// find out (wasmtime's checks of version, settings and processor).
+    /// that it is never compiled. Deserializes the artifact to find out
+    /// (wasmtime's checks of version, settings and processor).
     pub fn loads_precompiled(&self, bytes: &[u8]) -> bool {
         let digest: [u8; 32] = Sha256::digest(bytes).into();
         crate::builtin::PRECOMPILED

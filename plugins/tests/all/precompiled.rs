@@ -1,6 +1,7 @@
 //! The built-in plugins load from the artifacts the build precompiled: a
-//! fresh cache directory compiles none of them and gets no file; an
-//! artifact this engine refuses falls back to compiling and the cache.
+//! fresh cache directory compiles none of them and gets those artifacts,
+//! decompressed; an artifact this engine refuses falls back to compiling
+//! and the cache.
 
 use sha2::Digest;
 use smith_engine::provider::Provider;
@@ -79,7 +80,7 @@ fn every_builtin_is_embedded_precompiled() {
 }
 
 #[test]
-fn a_fresh_cache_directory_compiles_no_builtin_and_gets_no_file() {
+fn a_fresh_cache_directory_compiles_no_builtin() {
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::global().unwrap();
     let compiles = compile_count_on_this_thread();
@@ -89,14 +90,43 @@ fn a_fresh_cache_directory_compiles_no_builtin_and_gets_no_file() {
             .load_component(builtin.name, builtin.component, Some(cache.path()))
             .unwrap();
     }
-    let provider = mock_provider(None, Some(cache.path()), Limits::default()).unwrap();
-    assert_eq!(provider.describe().id, "mock");
     assert_eq!(compile_count_on_this_thread() - compiles, 0);
     assert_eq!(
         precompiled_load_count_on_this_thread() - loads,
-        BUILTINS.len() as u64 + 1
+        BUILTINS.len() as u64
     );
-    assert_eq!(files_under(cache.path()), Vec::<std::path::PathBuf>::new());
+    // Each artifact is decompressed into the cache once, byte for byte.
+    let mut expected: Vec<std::path::PathBuf> = BUILTINS
+        .iter()
+        .map(|b| runtime.cache_file_of(cache.path(), b.component))
+        .collect();
+    expected.sort();
+    let mut found = files_under(cache.path());
+    found.sort();
+    assert_eq!(found, expected);
+    for builtin in BUILTINS {
+        let embedded = PRECOMPILED
+            .iter()
+            .find(|p| p.component_sha256 == sha256(builtin.component))
+            .unwrap();
+        assert_eq!(
+            std::fs::read(runtime.cache_file_of(cache.path(), builtin.component)).unwrap(),
+            embedded.artifact().unwrap(),
+            "{}",
+            builtin.name
+        );
+    }
+    // Later starts load those files: no decompression, no compilation.
+    let loads = precompiled_load_count_on_this_thread();
+    for builtin in BUILTINS {
+        runtime
+            .load_component(builtin.name, builtin.component, Some(cache.path()))
+            .unwrap();
+    }
+    let provider = mock_provider(None, Some(cache.path()), Limits::default()).unwrap();
+    assert_eq!(provider.describe().id, "mock");
+    assert_eq!(precompiled_load_count_on_this_thread() - loads, 0);
+    assert_eq!(compile_count_on_this_thread() - compiles, 0);
 }
 
 #[test]

@@ -5,11 +5,11 @@
 //! components are compiled for this build, and which files are stale —
 //! compiled by another wasmtime build, or for a component no plugin has
 //! any more. The built-in plugins come precompiled in the binary
-//! ([`smith_plugins::builtin::PRECOMPILED`]) and need no cache file when
-//! their artifact loads on this machine
-//! ([`smith_plugins::Runtime::loads_precompiled`]). The cache keys are the
-//! runtime's own ([`smith_plugins::Runtime::cache_file_of`]); nothing is
-//! compiled.
+//! ([`smith_plugins::builtin::PRECOMPILED`]): when their artifact loads on
+//! this machine ([`smith_plugins::Runtime::loads_precompiled`]) they count
+//! as compiled before the first run decompresses them into the cache. The
+//! cache keys are the runtime's own
+//! ([`smith_plugins::Runtime::cache_file_of`]); nothing is compiled.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -307,15 +307,15 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
         }
     };
     let current = runtime.cache_folder(&paths.cache_dir);
-    // The components that load from the binary's own precompiled artifacts
-    // never use the cache; the others are compiled into it.
-    let (precompiled, cached): (Vec<&Component>, Vec<&Component>) = components
-        .iter()
-        .partition(|c| runtime.loads_precompiled(&c.bytes));
-    let wanted: BTreeSet<PathBuf> = cached
+    let wanted: BTreeSet<PathBuf> = components
         .iter()
         .map(|c| runtime.cache_file_of(&paths.cache_dir, &c.bytes))
         .collect();
+    // The components that load from the binary's own precompiled artifacts
+    // are never compiled, cached or not; the others are compiled into it.
+    let (precompiled, cached): (Vec<&Component>, Vec<&Component>) = components
+        .iter()
+        .partition(|c| runtime.loads_precompiled(&c.bytes));
     let mut files = 0u64;
     let mut bytes = 0u64;
     let mut stale: Vec<(PathBuf, u64)> = Vec::new();
@@ -355,7 +355,7 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
         "stale_bytes": stale_bytes,
     });
     let summary = format!(
-        "compiled-component cache {}: {files} file(s), {}; {} of {enabled} enabled plugin component(s) compiled for this build ({precompiled} built in precompiled, the others in the cache)",
+        "compiled-component cache {}: {files} file(s), {}; {} of {enabled} enabled plugin component(s) compiled for this build ({precompiled} built in precompiled)",
         root.display(),
         size_text(bytes),
         enabled - missing.len(),
