@@ -4,11 +4,13 @@
 
 /// Every built-in plugin of [`BUILTINS`] compiled ahead of time by
 /// plugins/build.rs with the runtime's engine configuration, keyed on the
-/// sha256 of its component: [`crate::Runtime::load_component`] deserializes
-/// these instead of compiling, so a first start on a fresh `SMITH_HOME`
-/// compiles nothing. Empty in a build for an architecture other than the
-/// build machine's (docs/plugins.md, "Precompiled built-ins").
-pub const PRECOMPILED: &[crate::Precompiled] =
+/// sha256 of its component and compressed with zstd:
+/// [`crate::Runtime::load_component`] decompresses these into the cache
+/// instead of compiling, so a first start on a fresh `SMITH_HOME` compiles
+/// nothing. Empty in a build for an architecture other than the build
+/// machine's (docs/plugins.md, "Precompiled built-ins"). A `static`, not a
+/// `const`: a constant's bytes would be copied into every crate using it.
+pub static PRECOMPILED: &[crate::Precompiled] =
     include!(concat!(env!("OUT_DIR"), "/precompiled.rs"));
 
 /// The smith/mock provider component (the scripted provider).
