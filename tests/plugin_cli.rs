@@ -228,7 +228,7 @@ fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith_and_cached(
         0,
     );
     assert!(out.contains("offline demo"), "{out}");
-    let embedded: Vec<Vec<u8>> = smith_plugins::builtin::PRECOMPILED
+    let embedded: Vec<&[u8]> = smith_plugins::builtin::PRECOMPILED
         .iter()
         .map(|p| p.artifact().unwrap())
         .collect();
@@ -236,7 +236,7 @@ fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith_and_cached(
     assert!(!cached.is_empty());
     for file in &cached {
         assert!(
-            embedded.contains(&std::fs::read(file).unwrap()),
+            embedded.contains(&std::fs::read(file).unwrap().as_slice()),
             "{} is no embedded artifact: it was compiled",
             file.display()
         );

@@ -790,7 +790,7 @@ fn compiled_components_under(dir: &Path) -> Vec<PathBuf> {
 fn first_frame_fresh_home(cx: &mut Context) -> Result<Measurement, GateError> {
     let exe = smith_exe()?;
     let work = TempDir::new("work")?;
-    let embedded: Vec<Vec<u8>> = smith_plugins::builtin::PRECOMPILED
+    let embedded: Vec<&[u8]> = smith_plugins::builtin::PRECOMPILED
         .iter()
         .filter_map(smith_plugins::Precompiled::artifact)
         .collect();
@@ -805,7 +805,9 @@ fn first_frame_fresh_home(cx: &mut Context) -> Result<Measurement, GateError> {
         // nothing else: anything else was compiled by this first start.
         let compiled: Vec<PathBuf> = compiled_components_under(&home.0)
             .into_iter()
-            .filter(|path| std::fs::read(path).map_or(true, |bytes| !embedded.contains(&bytes)))
+            .filter(|path| {
+                std::fs::read(path).map_or(true, |bytes| !embedded.contains(&bytes.as_slice()))
+            })
             .collect();
         if !compiled.is_empty() {
             return Err(GateError::new(format!(

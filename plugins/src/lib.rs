@@ -66,7 +66,7 @@ pub use provider::{
     ProviderWorld, WasmProvider,
 };
 pub use runtime::{
-    Limits, Precompiled, Runtime, compile_count, compile_count_on_this_thread,
+    Limits, Precompiled, PrecompiledBlob, Runtime, compile_count, compile_count_on_this_thread,
     precompiled_load_count, precompiled_load_count_on_this_thread,
 };
 pub use search::{

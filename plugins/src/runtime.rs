@@ -85,26 +85,67 @@ pub fn precompiled_load_count() -> u64 {
     PRECOMPILED_LOADS.load(Ordering::Relaxed)
 }
 
+/// Artifacts compiled ahead of time, one after the other in one zstd
+/// frame, decompressed at most once per process, when an artifact is first
+/// needed.
+pub struct PrecompiledBlob {
+    zstd: &'static [u8],
+    len: usize,
+    decompressed: OnceLock<Option<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for PrecompiledBlob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrecompiledBlob")
+            .field("zstd_bytes", &self.zstd.len())
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PrecompiledBlob {
+    /// The artifacts of `zstd`, one zstd frame of `len` bytes.
+    pub const fn new(zstd: &'static [u8], len: usize) -> Self {
+        Self {
+            zstd,
+            len,
+            decompressed: OnceLock::new(),
+        }
+    }
+
+    /// The decompressed bytes; `None` when `zstd` is no zstd frame of
+    /// `len` bytes.
+    fn bytes(&self) -> Option<&[u8]> {
+        self.decompressed
+            .get_or_init(|| {
+                zstd::bulk::decompress(self.zstd, self.len)
+                    .ok()
+                    .filter(|bytes| bytes.len() == self.len)
+            })
+            .as_deref()
+    }
+}
+
 /// A component compiled ahead of time: the sha256 of the component's bytes
-/// and the artifact `Engine::precompile_component` made of them, compressed
-/// with zstd.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// and where the artifact `Engine::precompile_component` made of them lies
+/// in its [`PrecompiledBlob`].
+#[derive(Clone, Copy, Debug)]
 pub struct Precompiled {
     /// The sha256 of the component (`.wasm`) the artifact was compiled from.
     pub component_sha256: [u8; 32],
-    /// The artifact's size in bytes, uncompressed.
+    /// The artifacts the artifact is one of.
+    pub blob: &'static PrecompiledBlob,
+    /// Where the artifact (`.cwasm`) starts in the blob, decompressed.
+    pub offset: usize,
+    /// The artifact's size in bytes.
     pub artifact_len: usize,
-    /// The artifact (`.cwasm`), one zstd frame.
-    pub artifact_zstd: &'static [u8],
 }
 
 impl Precompiled {
-    /// The artifact, decompressed; `None` when the bytes are no zstd frame
-    /// of `artifact_len` bytes.
-    pub fn artifact(&self) -> Option<Vec<u8>> {
-        zstd::bulk::decompress(self.artifact_zstd, self.artifact_len)
-            .ok()
-            .filter(|artifact| artifact.len() == self.artifact_len)
+    /// The artifact; `None` when the blob is no zstd frame or too short.
+    pub fn artifact(&self) -> Option<&'static [u8]> {
+        let end = self.offset.checked_add(self.artifact_len)?;
+        self.blob.bytes()?.get(self.offset..end)
     }
 
     /// The artifact deserialized into `engine`; `None` when it is no zstd
@@ -119,7 +160,7 @@ impl Precompiled {
     unsafe fn deserialize(&self, engine: &Engine) -> Option<Component> {
         let artifact = self.artifact()?;
         // SAFETY: the caller's guarantee.
-        unsafe { Component::deserialize(engine, &artifact) }.ok()
+        unsafe { Component::deserialize(engine, artifact) }.ok()
     }
 }
 
@@ -324,14 +365,14 @@ impl Runtime {
             // entry ties it to exactly these component bytes, and
             // `deserialize` refuses it unless its wasmtime version, engine
             // settings and processor features fit this engine and machine.
-            if let Ok(component) = unsafe { Component::deserialize(&self.engine, &artifact) } {
+            if let Ok(component) = unsafe { Component::deserialize(&self.engine, artifact) } {
                 PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
                 PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
                 // Decompressed once into the cache: later starts map the
                 // file instead of decompressing again (docs/plugins.md,
                 // "Precompiled built-ins").
                 if let Some(path) = cached {
-                    write_atomically(&path, &artifact).map_err(|e| {
+                    write_atomically(&path, artifact).map_err(|e| {
                         err(
                             ErrorKind::Io,
                             format!(

@@ -7,7 +7,7 @@ use sha2::Digest;
 use smith_engine::provider::Provider;
 use smith_plugins::builtin::{BUILTINS, MOCK, PRECOMPILED, mock_provider};
 use smith_plugins::{
-    Limits, Precompiled, ProviderComponent, Runtime, compile_count_on_this_thread,
+    Limits, Precompiled, PrecompiledBlob, ProviderComponent, Runtime, compile_count_on_this_thread,
     precompiled_load_count_on_this_thread,
 };
 
@@ -16,12 +16,14 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// A table entry for `component` holding `artifact`, compressed as the
-/// build compresses it.
+/// build compresses it (here alone in its blob).
 fn entry(component: &[u8], artifact: &[u8]) -> Precompiled {
+    let zstd = Vec::leak(zstd::bulk::compress(artifact, 3).unwrap());
     Precompiled {
         component_sha256: sha256(component),
+        blob: Box::leak(Box::new(PrecompiledBlob::new(zstd, artifact.len()))),
+        offset: 0,
         artifact_len: artifact.len(),
-        artifact_zstd: Vec::leak(zstd::bulk::compress(artifact, 3).unwrap()),
     }
 }
 
@@ -111,7 +113,7 @@ fn a_fresh_cache_directory_compiles_no_builtin() {
             .unwrap();
         assert_eq!(
             std::fs::read(runtime.cache_file_of(cache.path(), builtin.component)).unwrap(),
-            embedded.artifact().unwrap(),
+            embedded.artifact().unwrap().to_vec(),
             "{}",
             builtin.name
         );
@@ -173,17 +175,18 @@ fn bytes_that_are_no_artifact_are_compiled_instead() {
     let runtime = Runtime::global().unwrap();
     let not_zstd = Precompiled {
         component_sha256: sha256(MOCK),
+        blob: Box::leak(Box::new(PrecompiledBlob::new(&[0u8; 64], 4096))),
+        offset: 0,
         artifact_len: 4096,
-        artifact_zstd: &[0u8; 64],
     };
-    let mut wrong_length = entry(MOCK, &[0u8; 4096]);
-    wrong_length.artifact_len = 100;
+    let mut past_the_end = entry(MOCK, &[0u8; 4096]);
+    past_the_end.offset = 4000;
     let tables = [
         entry(MOCK, &[0u8; 4096]),
         entry(MOCK, b"\x7fELF"),
         entry(MOCK, b""),
         not_zstd,
-        wrong_length,
+        past_the_end,
     ];
     for table in tables {
         let table = [table];
