@@ -4,8 +4,39 @@
 //! crate where the components are. Nothing here needs more than rustup and
 //! cargo: the wasm32-wasip2 target links components directly.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+#[path = "src/engine_config.rs"]
+mod engine_config;
+
+/// The built-in plugins (`builtin::BUILTINS`, by file stem), compiled here
+/// ahead of time with the runtime's engine configuration and embedded
+/// precompiled. A test (`every_builtin_is_embedded_precompiled`) keeps
+/// this list and `BUILTINS` the same.
+const PRECOMPILED: &[&str] = &[
+    "smith_plugin_mock",
+    "smith_plugin_anthropic",
+    "smith_plugin_openai",
+    "smith_plugin_google",
+    "smith_plugin_openai_compatible",
+    "smith_plugin_product",
+    "smith_plugin_plan",
+    "smith_plugin_permissions",
+    "smith_plugin_instructions",
+    "smith_plugin_skills",
+    "smith_plugin_agents",
+    "smith_plugin_mcp",
+    "smith_plugin_mentions",
+    "smith_plugin_todo",
+    "smith_plugin_hooks",
+    "smith_plugin_web",
+    "smith_plugin_searxng",
+    "smith_plugin_brave",
+];
 
 /// Guests built together share one cargo invocation; the SDK's world
 /// features must not unify across worlds, so each world builds separately.
@@ -64,6 +95,8 @@ fn main() {
         "../providers/Cargo.toml",
         "../diagnostics/src",
         "../diagnostics/Cargo.toml",
+        // The engine configuration the built-ins are precompiled with.
+        "src/engine_config.rs",
     ] {
         println!(
             "cargo:rerun-if-changed={}",
@@ -109,6 +142,95 @@ fn main() {
     }
     let release = target_dir.join("wasm32-wasip2").join("release");
     println!("cargo:rustc-env=SMITH_PLUGIN_GUESTS={}", release.display());
+    precompile(&release, &out_dir);
+}
+
+/// The zstd level of the embedded artifacts: together they shrink about
+/// 5.4 times (10.9 MB to 2.0 MB for the built-ins), which keeps the release
+/// within its size budget (docs/release.md); decompressing them on a first
+/// start costs far less than compiling (docs/plugins.md, "Precompiled
+/// built-ins").
+const ZSTD_LEVEL: i32 = 19;
+
+/// Compiles every built-in of [`PRECOMPILED`] with the runtime's engine
+/// configuration ([`engine_config::engine_config`]) for the target being
+/// built, and writes `precompiled.rs` into `out_dir`: a table of each
+/// component's sha256 and where its artifact lies in one zstd frame of all
+/// of them (`include_bytes!` of `precompiled.cwasm.zst` written beside
+/// it), which `builtin::PRECOMPILED` includes.
+///
+/// The wasmtime this runs is the build dependency of the same version as
+/// the runtime's (one Cargo.lock), and in a build for the host it is the
+/// very same compiled crate (docs/plugins.md, "Precompiled built-ins").
+/// When this wasmtime cannot compile for the target (a cross build to
+/// another architecture: the build dependency carries only the host's code
+/// generator), the table is empty and the runtime compiles the built-ins on
+/// first use into the cache, as it does for user plugins.
+fn precompile(guests: &Path, out_dir: &Path) {
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let mut entries = String::new();
+    let mut all = Vec::new();
+    match engine_config::engine_config(Some(&target)).and_then(|c| wasmtime::Engine::new(&c)) {
+        Ok(engine) => {
+            for stem in PRECOMPILED {
+                let wasm = guests.join(format!("{stem}.wasm"));
+                let bytes = std::fs::read(&wasm).unwrap_or_else(|e| {
+                    fail(&format!(
+                        "could not read the built-in plugin {} that the guest build just wrote: {e}",
+                        wasm.display()
+                    ))
+                });
+                let artifact = engine.precompile_component(&bytes).unwrap_or_else(|e| {
+                    fail(&format!(
+                        "precompiling the built-in plugin {} for {target} failed: {e:#}; the component was built above, so this is a wasmtime or engine configuration problem (plugins/src/engine_config.rs)",
+                        wasm.display()
+                    ))
+                });
+                let digest = Sha256::digest(&bytes);
+                let _ = writeln!(
+                    entries,
+                    "    crate::runtime::Precompiled {{ component_sha256: {:?}, blob: &BLOB, offset: {}, artifact_len: {} }},",
+                    digest.as_slice(),
+                    all.len(),
+                    artifact.len(),
+                );
+                all.extend_from_slice(&artifact);
+            }
+        }
+        Err(err) => println!(
+            "cargo:warning=the built-in plugins are not precompiled for {target}: this build's wasmtime cannot compile for it ({err:#}); smith compiles them on first start into its cache instead"
+        ),
+    }
+    // One zstd frame for all of them: the artifacts share much of their
+    // code (the Rust standard library, serde), which compressing each on
+    // its own would store again and again.
+    let compressed = zstd::bulk::compress(&all, ZSTD_LEVEL).unwrap_or_else(|e| {
+        fail(&format!(
+            "compressing the precompiled built-in plugins failed: {e}"
+        ))
+    });
+    let zst = out_dir.join("precompiled.cwasm.zst");
+    write_if_changed(&zst, &compressed);
+    let table = format!(
+        "// Generated by plugins/build.rs: the built-in plugins precompiled for this target.\n{{\nstatic BLOB: crate::runtime::PrecompiledBlob = crate::runtime::PrecompiledBlob::new(include_bytes!({:?}), {});\n&[\n{entries}]\n}}\n",
+        zst.display().to_string(),
+        all.len()
+    );
+    write_if_changed(&out_dir.join("precompiled.rs"), table.as_bytes());
+}
+
+/// Writes `bytes` to `path` unless it already holds them, so an unchanged
+/// artifact keeps its modification time.
+fn write_if_changed(path: &Path, bytes: &[u8]) {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return;
+    }
+    std::fs::write(path, bytes).unwrap_or_else(|e| {
+        fail(&format!(
+            "could not write {} in the build's output directory: {e}",
+            path.display()
+        ))
+    });
 }
 
 /// Removes the outer build's settings that would leak into the guest build:

@@ -72,6 +72,7 @@ fn bench_smoke_json_reports_every_gate() {
         let two = [
             "store.load_throughput",
             "tui.first_frame",
+            "tui.first_frame_fresh_home",
             "vcs.undo_1000",
             "vcs.snapshot_one_change",
         ];

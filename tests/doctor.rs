@@ -564,6 +564,14 @@ fn stale_plugin_cache_entries_are_found_and_cost_nothing() {
         .find(|f| f["details"]["path"].is_string())
         .unwrap();
     assert_eq!(summary["details"]["files"], 1, "{summary:#}");
+    // The built-ins come precompiled: none is missing from the cache.
+    assert_eq!(summary["severity"], "ok", "{summary:#}");
+    assert_eq!(summary["details"]["not_compiled"], serde_json::json!([]));
+    assert_eq!(
+        summary["details"]["precompiled"], summary["details"]["components"],
+        "{summary:#}"
+    );
+    assert!(summary["details"]["precompiled"].as_u64().unwrap() >= 18);
     assert_eq!(summary["details"]["stale_bytes"], 4096);
     assert_eq!(
         summary["details"]["stale"][0]["path"],

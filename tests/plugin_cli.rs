@@ -30,12 +30,20 @@ fn run(home: &Path, args: &[&str], code: i32) -> (String, String) {
     (out, err)
 }
 
-/// A plugin folder with `manifest` and the product component as its wasm.
+/// A plugin folder with `manifest` and the SDK example's component as its
+/// wasm.
 fn plugin_folder(parent: &Path, dir: &str, manifest: &str) -> String {
     let folder = parent.join(dir);
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("plugin.kdl"), manifest).unwrap();
-    std::fs::write(folder.join("plugin.wasm"), smith_plugins::builtin::PRODUCT).unwrap();
+    // The SDK's example extension: a user plugin's component, which smith
+    // compiles into its cache (a built-in's bytes would load from the
+    // artifact precompiled into smith).
+    std::fs::write(
+        folder.join("plugin.wasm"),
+        smith_plugins::builtin::EXAMPLE_HELLO,
+    )
+    .unwrap();
     folder.display().to_string()
 }
 
@@ -206,22 +214,37 @@ fn help_is_a_command_for_commands_and_the_plugin_contract() {
 }
 
 #[test]
-fn the_mock_provider_is_the_smith_mock_plugin_compiled_once_into_the_cache() {
+fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith_and_cached() {
     let home = tempfile::tempdir().unwrap();
     let cache = home.path().join("cache").join("plugins");
     assert!(!cache.exists());
-    // The first offline run compiles smith/mock into the cache directory...
+    // The first offline run on a fresh home compiles nothing: smith/mock
+    // and the other built-ins come precompiled in the binary, and what it
+    // writes to the compiled-component cache are those artifacts,
+    // decompressed...
     let (out, _) = run(
         home.path(),
         &["eval", "--no-session", "--provider", "mock", "hello"],
         0,
     );
     assert!(out.contains("offline demo"), "{out}");
-    let cached: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
-    assert_eq!(cached.len(), 1, "one compiled component in {cache:?}");
-    // ...which is the component `smith plugin reload smith/mock` finds there.
+    let embedded: Vec<&[u8]> = smith_plugins::builtin::PRECOMPILED
+        .iter()
+        .map(|p| p.artifact().unwrap())
+        .collect();
+    let cached = cached_files(&cache);
+    assert!(!cached.is_empty());
+    for file in &cached {
+        assert!(
+            embedded.contains(&std::fs::read(file).unwrap().as_slice()),
+            "{} is no embedded artifact: it was compiled",
+            file.display()
+        );
+    }
+    // ...which `smith plugin reload smith/mock` then loads.
     let (out, _) = run(home.path(), &["plugin", "reload", "smith/mock"], 0);
-    assert!(out.contains("from the cache"), "{out}");
+    assert!(out.contains("(from the cache)"), "{out}");
+    assert_eq!(cached_files(&cache), cached);
     // A script the plugin refuses is a mock-script error naming the file.
     let script = home.path().join("bad.json");
     std::fs::write(&script, "[[{\"nope\": 1}]]").unwrap();
@@ -244,7 +267,25 @@ fn the_mock_provider_is_the_smith_mock_plugin_compiled_once_into_the_cache() {
         err.contains(&format!("mock script {script} is not valid")),
         "{err}"
     );
-    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+    assert_eq!(cached_files(&cache), cached);
+}
+
+/// The files under `dir`, sorted.
+fn cached_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 const HELLO: &str = r#"name "example/hello"

@@ -26,6 +26,12 @@
 //! - `tui.first_frame`: wall time from spawning `smith tui --provider mock`
 //!   in a pseudo-terminal to its first drawn frame (median of several
 //!   launches; see [`time_to_first_frame`]).
+//! - `tui.first_frame_fresh_home`: the same with a brand-new `SMITH_HOME`
+//!   for every launch, as a first start after installing sees it; the
+//!   same limit. The built-in plugins come precompiled in the binary, so a
+//!   first start compiles nothing; the gate fails when a launch writes a
+//!   compiled component (`.cwasm`) into its home that is not one of those
+//!   artifacts.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -147,6 +153,16 @@ pub const TUI: &[Gate] = &[
         run: first_frame,
         // The interface runs in its own process while this one reads its
         // output, timed on the wall clock.
+        cores: 2,
+    },
+    Gate {
+        name: "tui.first_frame_fresh_home",
+        metric: "wall time from spawning `smith tui --provider mock` in a pseudo-terminal to its first drawn frame, a new empty SMITH_HOME for every launch (median of launches)",
+        unit: Unit::Nanoseconds,
+        limits: &[Limit::AtMost(FIRST_FRAME_BUDGET_NS)],
+        floor: None,
+        run: first_frame_fresh_home,
+        // As `tui.first_frame`.
         cores: 2,
     },
 ];
@@ -681,7 +697,9 @@ fn interface_launch(exe: &Path, home: &Path, work: &Path) -> Launch {
     }
 }
 
-fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
+/// The running executable, which the first-frame gates launch as the
+/// interface.
+fn smith_exe() -> Result<PathBuf, GateError> {
     let exe = std::env::current_exe().map_err(|e| {
         GateError::new(format!(
             "could not find the running executable to launch: {e}"
@@ -693,11 +711,42 @@ fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
             exe.display()
         )));
     }
+    Ok(exe)
+}
+
+/// The measurement of first-frame launch times (nanoseconds, any order)
+/// with `extra` notes after min and max.
+fn first_frame_measurement(mut samples: Vec<u64>, extra: Vec<Note>) -> Measurement {
+    samples.sort_unstable();
+    let mut notes = vec![
+        Note {
+            name: "min",
+            value: quantile(&samples, 0.0),
+            unit: Unit::Nanoseconds,
+        },
+        Note {
+            name: "max",
+            value: quantile(&samples, 1.0),
+            unit: Unit::Nanoseconds,
+        },
+    ];
+    notes.extend(extra);
+    Measurement {
+        median: quantile(&samples, 0.5),
+        floor: None,
+        samples: samples.len(),
+        notes,
+    }
+}
+
+fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
+    let exe = smith_exe()?;
     let home = TempDir::new("home")?;
     let work = TempDir::new("work")?;
     let launch = interface_launch(&exe, &home.0, &work.0);
-    // The first start compiles the built-in plugins into the cache under
-    // SMITH_HOME; the gate measures warm starts, as users see them.
+    // The first start fills SMITH_HOME (configuration, state, and the
+    // compile cache of any plugin that is not built in); the gate measures
+    // the starts after it, as users see them every day.
     let cold = time_to_first_frame(&launch)?;
     // Timed on the wall clock: the report carries the machine's load over
     // the warm launches.
@@ -707,29 +756,73 @@ fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
         samples.push(time_to_first_frame(&launch)?.as_nanos() as u64);
     }
     cx.record_load(probe.finish());
-    samples.sort_unstable();
-    Ok(Measurement {
-        median: quantile(&samples, 0.5),
-        floor: None,
-        samples: samples.len(),
-        notes: vec![
-            Note {
-                name: "min",
-                value: quantile(&samples, 0.0),
-                unit: Unit::Nanoseconds,
-            },
-            Note {
-                name: "max",
-                value: quantile(&samples, 1.0),
-                unit: Unit::Nanoseconds,
-            },
-            Note {
-                name: "cold_first_launch",
-                value: cold.as_nanos() as f64,
-                unit: Unit::Nanoseconds,
-            },
-        ],
-    })
+    Ok(first_frame_measurement(
+        samples,
+        vec![Note {
+            name: "cold_first_launch",
+            value: cold.as_nanos() as f64,
+            unit: Unit::Nanoseconds,
+        }],
+    ))
+}
+
+/// The compiled components (`.cwasm` files) anywhere under `dir`.
+fn compiled_components_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "cwasm") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn first_frame_fresh_home(cx: &mut Context) -> Result<Measurement, GateError> {
+    let exe = smith_exe()?;
+    let work = TempDir::new("work")?;
+    let embedded: Vec<&[u8]> = smith_plugins::builtin::PRECOMPILED
+        .iter()
+        .filter_map(smith_plugins::Precompiled::artifact)
+        .collect();
+    let probe = crate::load::Probe::start();
+    let mut samples = Vec::new();
+    for _ in 0..first_frame_launches(&cx.plan) {
+        // A new, empty home for every launch: every launch is a first start.
+        let home = TempDir::new("fresh-home")?;
+        let launch = interface_launch(&exe, &home.0, &work.0);
+        samples.push(time_to_first_frame(&launch)?.as_nanos() as u64);
+        // The cache may hold the embedded artifacts, decompressed, and
+        // nothing else: anything else was compiled by this first start.
+        let compiled: Vec<PathBuf> = compiled_components_under(&home.0)
+            .into_iter()
+            .filter(|path| {
+                std::fs::read(path).map_or(true, |bytes| !embedded.contains(&bytes.as_slice()))
+            })
+            .collect();
+        if !compiled.is_empty() {
+            return Err(GateError::new(format!(
+                "a first start on a fresh SMITH_HOME compiled {} component(s) into its cache ({}), but the built-in plugins are embedded precompiled; check plugins/build.rs (it prints a warning when it cannot precompile for the target) and `cargo test -p smith-plugins precompiled`",
+                compiled.len(),
+                compiled
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    cx.record_load(probe.finish());
+    Ok(first_frame_measurement(samples, Vec::new()))
 }
 
 #[cfg(test)]

@@ -1,6 +1,12 @@
-//! Plugin host benchmarks: loading a built-in from the warm cache,
+//! Plugin host benchmarks: loading a built-in as a start does,
 //! instantiating from a pre-instance, an event dispatch round trip, a
 //! provider decode round trip, and a full reload.
+//!
+//! The built-ins load from the artifacts the build precompiled
+//! (`builtin::PRECOMPILED`), not from the cache directory given here, which
+//! they use only where those artifacts do not fit the machine. The
+//! `*_from_warm_cache` names are kept from when they loaded from the cache,
+//! to compare with the numbers measured then (docs/plugins.md).
 
 use smith_plugins::builtin::{MOCK, PRODUCT};
 use smith_plugins::extension::LifecycleEvent;

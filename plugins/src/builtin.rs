@@ -1,5 +1,17 @@
 //! The built-in plugins, compiled from plugins/builtin/* for wasm32-wasip2
-//! by build.rs and embedded in the binary.
+//! by build.rs and embedded in the binary, each both as its component and
+//! precompiled for this target ([`PRECOMPILED`]).
+
+/// Every built-in plugin of [`BUILTINS`] compiled ahead of time by
+/// plugins/build.rs with the runtime's engine configuration, keyed on the
+/// sha256 of its component and compressed with zstd:
+/// [`crate::Runtime::load_component`] decompresses these into the cache
+/// instead of compiling, so a first start on a fresh `SMITH_HOME` compiles
+/// nothing. Empty in a build for an architecture other than the build
+/// machine's (docs/plugins.md, "Precompiled built-ins"). A `static`, not a
+/// `const`: a constant's bytes would be copied into every crate using it.
+pub static PRECOMPILED: &[crate::Precompiled] =
+    include!(concat!(env!("OUT_DIR"), "/precompiled.rs"));
 
 /// The smith/mock provider component (the scripted provider).
 pub const MOCK: &[u8] = include_bytes!(concat!(

@@ -8,8 +8,10 @@
 //! - [`Runtime`]: one engine per process with epoch interruption driven by a
 //!   ticker thread ([`runtime::TICK`]) for hard deadlines, the linkers built
 //!   once, and the compiled-component cache in smith's cache directory keyed
-//!   on wasmtime's compatibility hash plus the component's sha256.
-//!   Precompiled artifacts from anywhere else are refused.
+//!   on wasmtime's compatibility hash plus the component's sha256. The
+//!   built-in plugins are compiled by the build and embedded precompiled
+//!   ([`builtin::PRECOMPILED`]); precompiled artifacts from anywhere else
+//!   are refused.
 //! - The sandbox: WASI imports are satisfied with no ambient authority (no
 //!   preopens, environment, arguments, sockets or stdio; clocks and
 //!   randomness only); a `ResourceLimiter` caps linear memory ([`Limits`]);
@@ -40,6 +42,7 @@ pub mod context;
 mod diag;
 pub mod dispatch;
 pub mod effects;
+mod engine_config;
 mod error;
 pub mod extension;
 pub mod help;
@@ -62,7 +65,10 @@ pub use provider::{
     AbortHandle, InstantiateError, ListedModel, ListedPricing, ModelPage, ProviderComponent,
     ProviderWorld, WasmProvider,
 };
-pub use runtime::{Limits, Runtime, compile_count, compile_count_on_this_thread};
+pub use runtime::{
+    Limits, Precompiled, PrecompiledBlob, Runtime, compile_count, compile_count_on_this_thread,
+    precompiled_load_count, precompiled_load_count_on_this_thread,
+};
 pub use search::{
     SearchComponent, SearchEntry, SearchLoader, SearchProviders, SearchWorld, WasmSearch,
 };

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
-use wasmtime::{Config, Engine, Store, UpdateDeadline};
+use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -66,6 +66,104 @@ pub fn compile_count_on_this_thread() -> u64 {
     COMPILES_HERE.with(std::cell::Cell::get)
 }
 
+static PRECOMPILED_LOADS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static PRECOMPILED_LOADS_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many components the calling thread has loaded from an artifact the
+/// build precompiled (the built-in plugins), neither compiled nor read from
+/// the cache.
+pub fn precompiled_load_count_on_this_thread() -> u64 {
+    PRECOMPILED_LOADS_HERE.with(std::cell::Cell::get)
+}
+
+/// How many components this process has loaded from an artifact the build
+/// precompiled.
+pub fn precompiled_load_count() -> u64 {
+    PRECOMPILED_LOADS.load(Ordering::Relaxed)
+}
+
+/// Artifacts compiled ahead of time, one after the other in one zstd
+/// frame, decompressed at most once per process, when an artifact is first
+/// needed.
+pub struct PrecompiledBlob {
+    zstd: &'static [u8],
+    len: usize,
+    decompressed: OnceLock<Option<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for PrecompiledBlob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrecompiledBlob")
+            .field("zstd_bytes", &self.zstd.len())
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PrecompiledBlob {
+    /// The artifacts of `zstd`, one zstd frame of `len` bytes.
+    pub const fn new(zstd: &'static [u8], len: usize) -> Self {
+        Self {
+            zstd,
+            len,
+            decompressed: OnceLock::new(),
+        }
+    }
+
+    /// The decompressed bytes; `None` when `zstd` is no zstd frame of
+    /// `len` bytes.
+    fn bytes(&self) -> Option<&[u8]> {
+        self.decompressed
+            .get_or_init(|| {
+                zstd::bulk::decompress(self.zstd, self.len)
+                    .ok()
+                    .filter(|bytes| bytes.len() == self.len)
+            })
+            .as_deref()
+    }
+}
+
+/// A component compiled ahead of time: the sha256 of the component's bytes
+/// and where the artifact `Engine::precompile_component` made of them lies
+/// in its [`PrecompiledBlob`].
+#[derive(Clone, Copy, Debug)]
+pub struct Precompiled {
+    /// The sha256 of the component (`.wasm`) the artifact was compiled from.
+    pub component_sha256: [u8; 32],
+    /// The artifacts the artifact is one of.
+    pub blob: &'static PrecompiledBlob,
+    /// Where the artifact (`.cwasm`) starts in the blob, decompressed.
+    pub offset: usize,
+    /// The artifact's size in bytes.
+    pub artifact_len: usize,
+}
+
+impl Precompiled {
+    /// The artifact; `None` when the blob is no zstd frame or too short.
+    pub fn artifact(&self) -> Option<&'static [u8]> {
+        let end = self.offset.checked_add(self.artifact_len)?;
+        self.blob.bytes()?.get(self.offset..end)
+    }
+
+    /// The artifact deserialized into `engine`; `None` when it is no zstd
+    /// frame or wasmtime refuses it (another version or configuration, a
+    /// processor feature this machine lacks, no artifact at all).
+    ///
+    /// # Safety
+    ///
+    /// As [`Runtime::load_component_with`]: the decompressed bytes are the
+    /// unmodified output of `Engine::precompile_component`, or bytes
+    /// wasmtime rejects as no artifact.
+    unsafe fn deserialize(&self, engine: &Engine) -> Option<Component> {
+        let artifact = self.artifact()?;
+        // SAFETY: the caller's guarantee.
+        unsafe { Component::deserialize(engine, artifact) }.ok()
+    }
+}
+
 /// The process-wide runtime.
 pub struct Runtime {
     engine: Engine,
@@ -117,10 +215,9 @@ impl Runtime {
                 ),
             )
         };
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        config.wasm_component_model(true);
-        let engine = Engine::new(&config).map_err(|e| fail("engine", e))?;
+        let engine = crate::engine_config::engine_config(None)
+            .and_then(|config| Engine::new(&config))
+            .map_err(|e| fail("engine", e))?;
         let mut provider_linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut provider_linker)
             .map_err(|e| fail("WASI imports", e))?;
@@ -182,9 +279,16 @@ impl Runtime {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Compiles `bytes` (a component) or loads it from `cache_dir`, keyed on
-    /// the compatibility key and the component's sha256. Precompiled
-    /// artifacts are refused: only the cache's own files are deserialized.
+    /// Loads the component `bytes` from `cache_dir`, keyed on the
+    /// compatibility key and the component's sha256; when it is not there,
+    /// a built-in plugin from its artifact precompiled by the build
+    /// ([`crate::builtin::PRECOMPILED`], decompressed and written to the
+    /// cache), anything else compiled (and written to the cache). A
+    /// built-in whose embedded artifact does not fit this machine (its
+    /// processor lacks a feature the artifact uses) is compiled like any
+    /// other component. Precompiled artifacts passed in as `bytes` are
+    /// refused: only the build's own and the cache's own files are
+    /// deserialized.
     ///
     /// # Errors
     ///
@@ -196,6 +300,41 @@ impl Runtime {
         bytes: &[u8],
         cache_dir: Option<&Path>,
     ) -> Result<Component, PluginError> {
+        // SAFETY: every artifact of `builtin::PRECOMPILED` was written by
+        // `Engine::precompile_component` in plugins/build.rs and embedded
+        // into this binary by its own build with `include_bytes!`; nothing
+        // else can reach those bytes.
+        unsafe { self.load_component_with(plugin, bytes, cache_dir, crate::builtin::PRECOMPILED) }
+    }
+
+    /// [`Runtime::load_component`] with `precompiled` as the table of
+    /// artifacts to try before compiling: the entry whose
+    /// `component_sha256` is the sha256 of `bytes`, when there is one, is
+    /// decompressed and deserialized; when it is no zstd frame or wasmtime
+    /// refuses it (another wasmtime version or
+    /// engine configuration, a processor feature this machine lacks, bytes
+    /// that are no artifact) the component is compiled and cached as if
+    /// there were none.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::load_component`].
+    ///
+    /// # Safety
+    ///
+    /// Every artifact in `precompiled`, decompressed, must be the unmodified
+    /// output of `Engine::precompile_component` (of any wasmtime version and
+    /// engine configuration: those wasmtime checks), or bytes wasmtime
+    /// rejects as no artifact at all. wasmtime cannot check that the machine code in
+    /// an artifact was not altered, and runs it as it is
+    /// (`Component::deserialize`).
+    pub unsafe fn load_component_with(
+        &self,
+        plugin: &str,
+        bytes: &[u8],
+        cache_dir: Option<&Path>,
+        precompiled: &[Precompiled],
+    ) -> Result<Component, PluginError> {
         let err = |kind, message: String| PluginError::new(plugin, Phase::Compile, kind, message);
         if Engine::detect_precompiled(bytes).is_some() {
             return Err(err(
@@ -203,15 +342,46 @@ impl Runtime {
                 "the plugin ships a precompiled wasmtime artifact, which smith refuses (deserializing untrusted compiled code is unsafe); ship the component's .wasm instead and smith compiles it".to_owned(),
             ));
         }
-        let cached = cache_dir.map(|dir| self.cache_file_of(dir, bytes));
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let cached = cache_dir.map(|dir| self.cache_file(dir, &hex(&digest)));
         if let Some(path) = &cached
             && path.is_file()
         {
             // SAFETY: the file lives in smith's own cache directory, under a
             // name derived from this engine's compatibility hash and the
-            // component's sha256, and was written by `Component::serialize`
-            // of this same wasmtime build; nothing else writes there.
+            // component's sha256, and was written by this function of this
+            // same wasmtime build: `Component::serialize`'s output, or an
+            // artifact of `precompiled` (see below); nothing else writes
+            // there.
             if let Ok(component) = unsafe { Component::deserialize_file(&self.engine, path) } {
+                return Ok(component);
+            }
+        }
+        if let Some(entry) = precompiled.iter().find(|p| p.component_sha256 == digest)
+            && let Some(artifact) = entry.artifact()
+        {
+            // SAFETY: the caller guarantees the artifact is the output of
+            // `precompile_component` (or no artifact at all); its sha256
+            // entry ties it to exactly these component bytes, and
+            // `deserialize` refuses it unless its wasmtime version, engine
+            // settings and processor features fit this engine and machine.
+            if let Ok(component) = unsafe { Component::deserialize(&self.engine, artifact) } {
+                PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
+                PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
+                // Decompressed once into the cache: later starts map the
+                // file instead of decompressing again (docs/plugins.md,
+                // "Precompiled built-ins").
+                if let Some(path) = cached {
+                    write_atomically(&path, artifact).map_err(|e| {
+                        err(
+                            ErrorKind::Io,
+                            format!(
+                                "could not write the plugin cache file {}: {e}; check that the cache directory is writable",
+                                path.display()
+                            ),
+                        )
+                    })?;
+                }
                 return Ok(component);
             }
         }
@@ -241,6 +411,20 @@ impl Runtime {
             })?;
         }
         Ok(component)
+    }
+
+    /// Whether the component `bytes` loads from an artifact the build
+    /// precompiled ([`crate::builtin::PRECOMPILED`]) on this machine, so
+    /// that it is never compiled. Deserializes the artifact to find out
+    /// (wasmtime's checks of version, settings and processor).
+    pub fn loads_precompiled(&self, bytes: &[u8]) -> bool {
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        crate::builtin::PRECOMPILED
+            .iter()
+            .find(|p| p.component_sha256 == digest)
+            // SAFETY: as in `load_component`: the build's own artifacts,
+            // embedded by `include_bytes!`.
+            .is_some_and(|p| unsafe { p.deserialize(&self.engine) }.is_some())
     }
 
     /// The cache file the component `bytes` is compiled into (or loaded

@@ -669,6 +669,7 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
     let (world, bytes, limits) = component(paths, name)?;
     let start = Instant::now();
     let before = smith_plugins::compile_count();
+    let precompiled_before = smith_plugins::precompiled_load_count();
     let result = if world == "provider" {
         ProviderComponent::load(name, &bytes, Some(&paths.cache_dir), limits)
             .and_then(|c| c.instantiate(&[]).map(|_| ()))
@@ -682,11 +683,14 @@ fn reload(paths: &Paths, name: &str) -> anyhow::Result<u8> {
     match result {
         Ok(()) => {
             let compiled = smith_plugins::compile_count() > before;
+            let precompiled = smith_plugins::precompiled_load_count() > precompiled_before;
             println!(
                 "reloaded {name} in {:.2} ms ({})",
                 start.elapsed().as_secs_f64() * 1000.0,
                 if compiled {
                     "compiled and cached"
+                } else if precompiled {
+                    "precompiled in smith"
                 } else {
                     "from the cache"
                 }

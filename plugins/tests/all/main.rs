@@ -12,6 +12,7 @@ mod manifest;
 mod mcp_net;
 mod mock;
 mod permissions;
+mod precompiled;
 mod provide;
 mod reload;
 mod tools;

@@ -275,9 +275,18 @@ fn the_demo_plays_identically_through_a_whole_conversation() {
 
 #[test]
 fn components_compile_once_then_load_from_the_cache() {
+    // A component the build did not precompile (a user plugin's): the
+    // first load compiles it into the cache, later loads read the cache.
+    let hostile = crate::guest("smith_plugin_hostile.wasm");
     let cache = tempfile::tempdir().unwrap();
     let start = compile_count_on_this_thread();
-    ProviderComponent::load("smith/mock", MOCK, Some(cache.path()), Limits::default()).unwrap();
+    ProviderComponent::load(
+        "test/hostile",
+        &hostile,
+        Some(cache.path()),
+        Limits::default(),
+    )
+    .unwrap();
     assert_eq!(
         compile_count_on_this_thread(),
         start + 1,
@@ -286,7 +295,7 @@ fn components_compile_once_then_load_from_the_cache() {
     let runtime = Runtime::global().unwrap();
     let digest = {
         use sha2::Digest;
-        smith_plugins::runtime::hex(&sha2::Sha256::digest(MOCK))
+        smith_plugins::runtime::hex(&sha2::Sha256::digest(&hostile))
     };
     let file = runtime.cache_file(cache.path(), &digest);
     assert!(file.is_file(), "no cache file at {}", file.display());
@@ -299,11 +308,17 @@ fn components_compile_once_then_load_from_the_cache() {
         )
     );
     for _ in 0..20 {
-        let component =
-            ProviderComponent::load("smith/mock", MOCK, Some(cache.path()), Limits::default())
-                .unwrap();
-        let provider = component.instantiate(&[]).unwrap();
-        assert_eq!(provider.describe().id, "mock");
+        let component = ProviderComponent::load(
+            "test/hostile",
+            &hostile,
+            Some(cache.path()),
+            Limits::default(),
+        )
+        .unwrap();
+        let provider = component
+            .instantiate(&[("mode".to_owned(), "ok".to_owned())])
+            .unwrap();
+        assert_eq!(provider.describe().id, "hostile");
     }
     assert_eq!(
         compile_count_on_this_thread(),

@@ -1,9 +1,9 @@
-//! Startup cost of live providers: with smith's cache warm, building a
-//! `LiveProvider` and sending its first request compiles no component (the
-//! vendor plugin loads from the cache); with a cold cache the first request
-//! compiles the one plugin it needs, once, and leaves it in the cache.
-//! A test binary of its own, so no other test has compiled a component in
-//! this process.
+//! Startup cost of live providers: the vendor plugins come precompiled in
+//! the binary, so building a `LiveProvider` and sending its first request
+//! compiles no component, whether smith's cache directory is fresh or not
+//! (a fresh one gets the artifact decompressed, once); nothing is loaded
+//! before the first request. A test binary of its own, so no other test has compiled a
+//! component in this process.
 #![allow(clippy::unwrap_used)] // a test binary: a failed unwrap is a failed test
 
 use std::collections::BTreeMap;
@@ -14,7 +14,9 @@ use smith_catalog::failover::Policy;
 use smith_catalog::{Catalog, Routes};
 use smith_engine::provider::{Exchange, Message, Provider, Request};
 use smith_plugins::builtin::{BUILTINS, VENDORS};
-use smith_plugins::{Limits, Runtime, compile_count_on_this_thread};
+use smith_plugins::{
+    Limits, Runtime, compile_count_on_this_thread, precompiled_load_count_on_this_thread,
+};
 use smith_provider_host::{LiveProvider, Setup, Vendor};
 
 fn setup() -> Setup {
@@ -53,49 +55,53 @@ fn cached_files(cache: &std::path::Path) -> usize {
 }
 
 #[test]
-fn with_a_warm_cache_a_live_provider_compiles_no_component() {
-    // Warm: what an earlier run left in smith's cache directory.
-    let warm = tempfile::tempdir().unwrap();
+fn a_live_provider_compiles_no_component_even_with_a_fresh_cache() {
+    // Every vendor plugin loads from its precompiled artifact, decompressed
+    // into the fresh cache directory: nothing is compiled.
+    let fresh = tempfile::tempdir().unwrap();
     let before = compile_count_on_this_thread();
+    let loads = precompiled_load_count_on_this_thread();
     for name in VENDORS {
         let builtin = BUILTINS.iter().find(|b| b.name == name).unwrap();
         Runtime::global()
             .unwrap()
-            .load_component(name, builtin.component, Some(warm.path()))
+            .load_component(name, builtin.component, Some(fresh.path()))
             .unwrap();
     }
-    assert_eq!(compile_count_on_this_thread() - before, 4);
-    assert_eq!(cached_files(warm.path()), 4);
+    assert_eq!(compile_count_on_this_thread() - before, 0);
+    assert_eq!(precompiled_load_count_on_this_thread() - loads, 4);
+    assert_eq!(cached_files(fresh.path()), 4);
 
-    let before = compile_count_on_this_thread();
     let mut live = LiveProvider::new(setup(), Some(Vendor::Anthropic), None)
         .unwrap()
-        .with_plugins(Some(warm.path().to_path_buf()), Limits::default());
+        .with_plugins(Some(fresh.path().to_path_buf()), Limits::default());
     let model = live.model_name().to_owned();
     let exchange = live.encode(&request(&model)).unwrap();
     assert!(matches!(exchange, Exchange::Http(_)));
     assert_eq!(live.plugin_instances(), 1);
-    assert_eq!(
-        compile_count_on_this_thread(),
-        before,
-        "the vendor plugin loaded from the warm cache"
-    );
+    assert_eq!(compile_count_on_this_thread() - before, 0);
 
-    // Cold: a fresh cache directory; the first request compiles the one
-    // plugin it needs and caches it; a second provider reuses it.
+    // Another fresh cache directory: nothing is loaded before the first
+    // request, which loads the one plugin it needs, still compiling nothing.
     let cold = tempfile::tempdir().unwrap();
-    let before = compile_count_on_this_thread();
+    let loads = precompiled_load_count_on_this_thread();
     let mut live = LiveProvider::new(setup(), Some(Vendor::Google), None)
         .unwrap()
         .with_plugins(Some(cold.path().to_path_buf()), Limits::default());
-    assert_eq!(compile_count_on_this_thread(), before, "nothing before use");
+    assert_eq!(
+        precompiled_load_count_on_this_thread(),
+        loads,
+        "nothing before use"
+    );
     let model = live.model_name().to_owned();
     live.encode(&request(&model)).unwrap();
-    assert_eq!(compile_count_on_this_thread() - before, 1);
-    assert_eq!(cached_files(cold.path()), 1);
+    assert_eq!(precompiled_load_count_on_this_thread() - loads, 1);
     let mut again = LiveProvider::new(setup(), Some(Vendor::Google), None)
         .unwrap()
         .with_plugins(Some(cold.path().to_path_buf()), Limits::default());
     again.encode(&request(&model)).unwrap();
-    assert_eq!(compile_count_on_this_thread() - before, 1);
+    // The compiled component is kept for the process (`vendor_component`).
+    assert_eq!(precompiled_load_count_on_this_thread() - loads, 1);
+    assert_eq!(compile_count_on_this_thread() - before, 0);
+    assert_eq!(cached_files(cold.path()), 1);
 }

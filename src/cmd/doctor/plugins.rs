@@ -4,7 +4,11 @@
 //! runs), and the compiled-component cache: where it is, how big, which
 //! components are compiled for this build, and which files are stale —
 //! compiled by another wasmtime build, or for a component no plugin has
-//! any more. The cache keys are the runtime's own
+//! any more. The built-in plugins come precompiled in the binary
+//! ([`smith_plugins::builtin::PRECOMPILED`]): when their artifact loads on
+//! this machine ([`smith_plugins::Runtime::loads_precompiled`]) they count
+//! as compiled before the first run decompresses them into the cache. The
+//! cache keys are the runtime's own
 //! ([`smith_plugins::Runtime::cache_file_of`]); nothing is compiled.
 
 use std::borrow::Cow;
@@ -307,6 +311,11 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
         .iter()
         .map(|c| runtime.cache_file_of(&paths.cache_dir, &c.bytes))
         .collect();
+    // The components that load from the binary's own precompiled artifacts
+    // are never compiled, cached or not; the others are compiled into it.
+    let (precompiled, cached): (Vec<&Component>, Vec<&Component>) = components
+        .iter()
+        .partition(|c| runtime.loads_precompiled(&c.bytes));
     let mut files = 0u64;
     let mut bytes = 0u64;
     let mut stale: Vec<(PathBuf, u64)> = Vec::new();
@@ -325,7 +334,8 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
             }
         }
     }
-    let missing: Vec<&str> = components
+    let precompiled = precompiled.iter().filter(|c| c.enabled).count();
+    let missing: Vec<&str> = cached
         .iter()
         .filter(|c| c.enabled && !runtime.cache_file_of(&paths.cache_dir, &c.bytes).is_file())
         .map(|c| c.plugin.as_str())
@@ -338,13 +348,14 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
         "files": files,
         "bytes": bytes,
         "compiled": enabled - missing.len(),
+        "precompiled": precompiled,
         "components": enabled,
         "not_compiled": missing,
         "stale": stale.iter().map(|(p, b)| json!({"path": p.display().to_string(), "bytes": b})).collect::<Vec<_>>(),
         "stale_bytes": stale_bytes,
     });
     let summary = format!(
-        "compiled-component cache {}: {files} file(s), {}; {} of {enabled} enabled plugin component(s) compiled for this build",
+        "compiled-component cache {}: {files} file(s), {}; {} of {enabled} enabled plugin component(s) compiled for this build ({precompiled} built in precompiled)",
         root.display(),
         size_text(bytes),
         enabled - missing.len(),
