@@ -1757,20 +1757,27 @@ fn a_new_session_is_named_after_its_first_prompt() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// Records `prompt` with the offline demo in a session of another project
+/// (the folder `other` in `home`) before the interface starts.
+fn record_in_another_project(home: &std::path::Path, prompt: &str) {
+    let other = home.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(["eval", "--provider", "mock", prompt])
+        .current_dir(&other)
+        .env("SMITH_HOME", home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
 /// `/resume` lists the current project's sessions with their date,
 /// messages, cost, project and first prompt; Tab (shown in the footer)
 /// lists every project's; choosing a row opens that session.
 #[test]
 fn the_resume_picker_shows_this_projects_sessions_and_tab_shows_every_project() {
     let mut s = start_prepared(None, None, |home| {
-        let other = home.join("other");
-        std::fs::create_dir_all(&other).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
-        cmd.args(["eval", "--provider", "mock", "somewhere else entirely"])
-            .current_dir(&other)
-            .env("SMITH_HOME", home);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{out:?}");
+        record_in_another_project(home, "somewhere else entirely");
     });
     s.ready();
     s.send(b"alpha task\r");
@@ -1813,14 +1820,7 @@ fn the_resume_picker_shows_this_projects_sessions_and_tab_shows_every_project() 
 #[test]
 fn search_all_lists_hits_from_every_project_and_opens_the_chosen_session() {
     let mut s = start_prepared(None, None, |home| {
-        let other = home.join("other");
-        std::fs::create_dir_all(&other).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_smith"));
-        cmd.args(["eval", "--provider", "mock", "find the zebra crossing"])
-            .current_dir(&other)
-            .env("SMITH_HOME", home);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{out:?}");
+        record_in_another_project(home, "find the zebra crossing");
     });
     s.ready();
     s.send(b"/search-all\r");

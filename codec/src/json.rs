@@ -276,6 +276,21 @@ fn write_str(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// Appends the decimal digits of `n`, as JSON writes an unsigned integer.
+pub fn push_json_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 /// Appends `s` to `out` as a JSON string, quotes included, with exactly the
 /// escapes serde_json writes: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and
 /// `\u00xx` (lowercase hex) for the other control characters below

@@ -569,24 +569,9 @@ fn push_serde<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
-fn push_u64(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 fn push_opt_u64(out: &mut Vec<u8>, n: Option<u64>) {
     match n {
-        Some(n) => push_u64(out, n),
+        Some(n) => smith_codec::json::push_json_u64(out, n),
         None => out.extend_from_slice(b"null"),
     }
 }
@@ -709,7 +694,7 @@ impl Event {
                 } else {
                     b"{\"type\":\"turn_end\",\"turn\":"
                 });
-                push_u64(out, u64::from(*turn));
+                smith_codec::json::push_json_u64(out, u64::from(*turn));
                 out.push(b'}');
                 true
             }

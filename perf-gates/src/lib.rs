@@ -53,3 +53,24 @@ pub use load::Load;
 pub use machine::Machine;
 pub use measure::Plan;
 pub use table::{Context, Corpus, all_gates, run};
+
+/// The running executable, which gates that launch smith as a child
+/// process (`what` they do with it, for the error) need to be `smith`.
+///
+/// # Errors
+/// When the executable cannot be found or is not `smith` (the gates run
+/// from another binary than `smith bench`).
+pub(crate) fn smith_exe(what: &str) -> Result<std::path::PathBuf, GateError> {
+    let exe = std::env::current_exe().map_err(|e| {
+        GateError::new(format!(
+            "could not find the running executable to launch: {e}"
+        ))
+    })?;
+    if exe.file_stem().and_then(|s| s.to_str()) != Some("smith") {
+        return Err(GateError::new(format!(
+            "{what} the running executable, but it is {}, not smith; run them from the `smith` binary (`smith bench`)",
+            exe.display()
+        )));
+    }
+    Ok(exe)
+}

@@ -468,22 +468,6 @@ fn eval(exe: &Path, home: &Home, endpoint: &Endpoint) -> Result<u64, GateError> 
     Ok(cpu)
 }
 
-/// The running executable, which must be `smith`.
-fn smith_exe() -> Result<PathBuf, GateError> {
-    let exe = std::env::current_exe().map_err(|e| {
-        GateError::new(format!(
-            "could not find the running executable to launch: {e}"
-        ))
-    })?;
-    if exe.file_stem().and_then(|s| s.to_str()) != Some("smith") {
-        return Err(GateError::new(format!(
-            "the resume gates run `smith eval` as the running executable, but it is {}, not smith; run them from the `smith` binary (`smith bench`)",
-            exe.display()
-        )));
-    }
-    Ok(exe)
-}
-
 /// Runs of each fixture for `cx`'s plan (odd).
 fn runs(cx: &Context) -> usize {
     if cx.plan.name == "quick" {
@@ -507,7 +491,7 @@ fn note(name: &'static str, value: f64, unit: Unit) -> Note {
 /// first: it warms the compiled-component cache and writes the sessions'
 /// summary sidecars, as any earlier use of a session has).
 fn measure_both(cx: &mut Context) -> Result<(Vec<u64>, Vec<u64>, u64, u64), GateError> {
-    let exe = smith_exe()?;
+    let exe = crate::smith_exe("the resume gates run `smith eval` as")?;
     let n = runs(cx);
     let probe = crate::load::Probe::start();
     let fixtures = cx.resume_fixtures()?;

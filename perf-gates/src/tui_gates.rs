@@ -697,23 +697,6 @@ fn interface_launch(exe: &Path, home: &Path, work: &Path) -> Launch {
     }
 }
 
-/// The running executable, which the first-frame gates launch as the
-/// interface.
-fn smith_exe() -> Result<PathBuf, GateError> {
-    let exe = std::env::current_exe().map_err(|e| {
-        GateError::new(format!(
-            "could not find the running executable to launch: {e}"
-        ))
-    })?;
-    if exe.file_stem().and_then(|s| s.to_str()) != Some("smith") {
-        return Err(GateError::new(format!(
-            "the first-frame gate launches the running executable as the interface, but it is {}, not smith; run the gate from the `smith` binary (`smith bench`)",
-            exe.display()
-        )));
-    }
-    Ok(exe)
-}
-
 /// The measurement of first-frame launch times (nanoseconds, any order)
 /// with `extra` notes after min and max.
 fn first_frame_measurement(mut samples: Vec<u64>, extra: Vec<Note>) -> Measurement {
@@ -740,7 +723,7 @@ fn first_frame_measurement(mut samples: Vec<u64>, extra: Vec<Note>) -> Measureme
 }
 
 fn first_frame(cx: &mut Context) -> Result<Measurement, GateError> {
-    let exe = smith_exe()?;
+    let exe = crate::smith_exe("the first-frame gates launch the interface as")?;
     let home = TempDir::new("home")?;
     let work = TempDir::new("work")?;
     let launch = interface_launch(&exe, &home.0, &work.0);
@@ -788,7 +771,7 @@ fn compiled_components_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn first_frame_fresh_home(cx: &mut Context) -> Result<Measurement, GateError> {
-    let exe = smith_exe()?;
+    let exe = crate::smith_exe("the first-frame gates launch the interface as")?;
     let work = TempDir::new("work")?;
     let embedded: Vec<&[u8]> = smith_plugins::builtin::PRECOMPILED
         .iter()

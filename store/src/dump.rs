@@ -71,21 +71,6 @@ impl<W: Write> Lines<'_, W> {
     }
 }
 
-/// Appends the decimal digits of `n`.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 /// Appends `s` as a JSON string: runs of clean bytes are copied whole
 /// (see [`smith_codec::json::push_json_string`]), with serde_json's escapes.
 fn push_str(out: &mut Vec<u8>, s: &str) {
@@ -168,11 +153,11 @@ fn write_content(out: &mut Vec<u8>, stack: &mut Vec<Open>, content: &[u8]) -> Op
         }
         let mut opened = false;
         match tok {
-            Token::Unsigned(n) => push_u64(out, n),
+            Token::Unsigned(n) => smith_codec::json::push_json_u64(out, n),
             Token::Negative(n) => match i64::try_from(n) {
                 Ok(_) => {
                     out.push(b'-');
-                    push_u64(out, n + 1);
+                    smith_codec::json::push_json_u64(out, n + 1);
                 }
                 // Below -2^63 serde_json reads the number as a float.
                 Err(_) => push_f64(out, -((u128::from(n) + 1) as f64)),
@@ -243,11 +228,11 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
     };
     let b = &mut lines.buf;
     b.extend_from_slice(b"{\"type\":\"header\",\"format\":");
-    push_u64(b, u64::from(format::FORMAT_VERSION));
+    smith_codec::json::push_json_u64(b, u64::from(format::FORMAT_VERSION));
     b.extend_from_slice(b",\"id\":");
     push_str(b, &header.id.to_hex());
     b.extend_from_slice(b",\"created_ms\":");
-    push_u64(b, header.created_ms);
+    smith_codec::json::push_json_u64(b, header.created_ms);
     b.push(b'}');
     lines.end_line()?;
     let mut dctx = session::decompressor(what)?;
@@ -263,7 +248,7 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
                 b.extend_from_slice(b"{\"type\":\"origin\",\"session\":");
                 push_str(b, &s.to_hex());
                 b.extend_from_slice(b",\"leaf\":");
-                push_u64(b, leaf);
+                smith_codec::json::push_json_u64(b, leaf);
                 b.push(b'}');
                 done = true;
             }
@@ -271,18 +256,18 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
             && let Some((h, content)) = crate::compress::read_entry(&v, &mut dctx, &mut scratch)
         {
             b.extend_from_slice(b"{\"type\":\"entry\",\"id\":");
-            push_u64(b, h.id);
+            smith_codec::json::push_json_u64(b, h.id);
             b.extend_from_slice(b",\"parent\":");
-            push_u64(b, h.parent);
+            smith_codec::json::push_json_u64(b, h.parent);
             b.extend_from_slice(b",\"timestamp_ms\":");
-            push_u64(b, h.timestamp_ms);
+            smith_codec::json::push_json_u64(b, h.timestamp_ms);
             b.extend_from_slice(b",\"kind\":");
             match EntryKind::from_code(h.kind).name() {
                 Some(n) => push_str(b, n),
-                None => push_u64(b, u64::from(h.kind)),
+                None => smith_codec::json::push_json_u64(b, u64::from(h.kind)),
             }
             b.extend_from_slice(b",\"pairing\":");
-            push_u64(b, h.pairing);
+            smith_codec::json::push_json_u64(b, h.pairing);
             b.extend_from_slice(b",\"content\":");
             if !push_content(b, &mut stack, content) {
                 b.truncate(b.len() - b"\"content\":".len());
@@ -294,13 +279,13 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
         }
         if !done {
             b.extend_from_slice(b"{\"type\":\"frame\",\"kind\":");
-            push_u64(b, u64::from(v.kind));
+            smith_codec::json::push_json_u64(b, u64::from(v.kind));
             b.extend_from_slice(b",\"flags\":");
-            push_u64(b, u64::from(v.flags));
+            smith_codec::json::push_json_u64(b, u64::from(v.flags));
             b.extend_from_slice(b",\"content_len\":");
-            push_u64(b, u64::from(v.content_len));
+            smith_codec::json::push_json_u64(b, u64::from(v.content_len));
             b.extend_from_slice(b",\"link\":");
-            push_u64(b, v.link);
+            smith_codec::json::push_json_u64(b, v.link);
             b.extend_from_slice(b",\"payload\":");
             push_b64(b, v.payload);
             b.push(b'}');

@@ -217,7 +217,7 @@ fn the_gate_table_runs_and_reports_every_gate() {
             // it there); from this test binary it refuses, saying so.
             let error = row["error"].as_str().unwrap_or_default();
             assert!(
-                error.contains("not smith; run the gate from the `smith` binary"),
+                error.contains("not smith; run them from the `smith` binary"),
                 "{error}"
             );
             continue;
