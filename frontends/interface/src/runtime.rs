@@ -100,8 +100,10 @@ impl Runtime {
     }
 
     /// Stops the runtime ([`Runtime::stop`]) and deletes its session when
-    /// it holds no entry (the interface opened and left, or switched away
-    /// from, before any prompt), so that no empty session is stored;
+    /// it holds nothing of a conversation — no entry, or only the model
+    /// change recorded as it opened (the interface opened and left, or
+    /// switched away from, before any prompt; see
+    /// `Store::discard_if_empty`) — so that no empty session is stored;
     /// returns whether it was deleted.
     pub(super) fn stop_discarding_empty(self) -> bool {
         let journal = self.halt();
