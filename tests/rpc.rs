@@ -588,7 +588,16 @@ fn compact_streams_its_lifecycle_wait_settled_waits_for_it_and_the_next_request_
     );
     let init = c.call("initialize", json!({}));
     assert_eq!(init["capabilities"]["compaction"], true);
-    for text in ["first", "second"] {
+    // Long prompts: a summary of the turns before the latest is far
+    // shorter than they are (one no shorter is never used), here and at
+    // the aborted compaction below.
+    let long = |head: &str| {
+        format!(
+            "{head} {}",
+            "and every detail of it, spelled out. ".repeat(30)
+        )
+    };
+    for text in [long("first"), long("second")] {
         c.call("prompt", json!({"text": text}));
         let w = c.send("wait_settled", json!({}));
         c.response(w);
@@ -727,6 +736,80 @@ fn compact_streams_its_lifecycle_wait_settled_waits_for_it_and_the_next_request_
         kinds.iter().filter(|k| k.as_str() == "compaction").count(),
         1,
         "{kinds:?}"
+    );
+    c.close();
+}
+
+#[test]
+fn compact_with_nothing_to_gain_answers_skipped_no_gain_sends_nothing_and_changes_nothing() {
+    let (dir, home, work) = fixture();
+    let s = script(
+        dir.path(),
+        json!([
+            [{"text": "one"}, {"stop": {"reason": "end"}}],
+            [{"text": "two"}, {"stop": {"reason": "end"}}]
+        ]),
+    );
+    let record = dir.path().join("requests.jsonl");
+    let record_arg = record.display().to_string();
+    let mut c = Client::spawn(
+        &home,
+        &work,
+        &[
+            "--mock-script",
+            &s,
+            "--mock-record",
+            &record_arg,
+            "--name",
+            "tiny",
+        ],
+    );
+    c.call("initialize", json!({}));
+    for text in ["a", "b"] {
+        c.call("prompt", json!({"text": text}));
+        let w = c.send("wait_settled", json!({}));
+        c.response(w);
+    }
+    let before = all_messages(&mut c);
+    let from = c.records.len();
+    let answer = c.call("compact", json!({}));
+    let records = c.records[from..].to_vec();
+    let end = position(&records, |r| r["method"] == "compaction_end");
+    let mut end_params = records[end]["params"].clone();
+    end_params.as_object_mut().unwrap().remove("type");
+    assert_eq!(end_params, answer, "the answer is the notification's");
+    assert_eq!(answer["outcome"], "skipped", "{answer}");
+    assert_eq!(answer["reason"], "manual");
+    assert_eq!(answer["error"]["kind"], "no_gain", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    let tokens_before = answer["tokens_before"].as_u64().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "nothing to gain — the conversation is about {tokens_before} tokens and even the shortest useful summary"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("so no summary was asked for and nothing was changed"),
+        "{message}"
+    );
+    for absent in ["summary", "tokens_after", "usage", "summarized_messages"] {
+        assert!(answer.get(absent).is_none(), "{absent} in {answer}");
+    }
+    let w = c.send("wait_settled", json!({}));
+    c.response(w);
+    assert_eq!(all_messages(&mut c), before);
+    // Only the two prompts' requests: no summary request.
+    let requests = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(requests.lines().count(), 2, "{requests}");
+    let dump = c.call("session/dump", json!({}));
+    assert!(
+        !dump["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["kind"] == "compaction"),
+        "{dump}"
     );
     c.close();
 }

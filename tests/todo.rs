@@ -313,7 +313,13 @@ fn a_compaction_keeps_the_list_before_the_model() {
     c.send(1, "initialize", json!({}));
     response(&mut c, 1);
     let mut id = 2;
-    for text in ["fix the lexer", "and then?"] {
+    // A long first prompt: its summary is far shorter than the turn it
+    // replaces (one no shorter is never used).
+    let first = format!(
+        "fix the lexer {}",
+        "so that every token keeps its position. ".repeat(30)
+    );
+    for text in [first.as_str(), "and then?"] {
         c.send(id, "prompt", json!({"text": text}));
         response(&mut c, id);
         c.send(id + 1, "wait_settled", json!({}));

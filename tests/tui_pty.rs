@@ -1008,6 +1008,38 @@ fn a_mistyped_command_and_a_shell_line_are_refused_and_never_reach_the_model() {
 }
 
 #[test]
+fn compact_on_a_tiny_conversation_says_there_is_nothing_to_gain_and_sends_nothing() {
+    // No summaries in the script: a summary request would fail the
+    // compaction ("the mock script has 0 summary response(s)").
+    let (_dir, path) = script(
+        r#"{"responses": [[{"text": "first answer"}, {"stop": {"reason": "end"}}],
+                          [{"text": "second answer"}, {"stop": {"reason": "end"}}]],
+            "summaries": []}"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"one\r");
+    s.wait_for_screen("first answer");
+    s.wait_for_screen(" ready ·");
+    s.send(b"two\r");
+    s.wait_for_screen("second answer");
+    s.wait_for_screen(" ready ·");
+    s.send(b"/compact\r");
+    let text = s.wait_for_text("not compacted: nothing to gain — the conversation is about");
+    assert!(
+        text.contains("so no summary was asked for and nothing was changed"),
+        "{text}"
+    );
+    let screen = s.wait_for_screen(" ready ·").join("\n");
+    // No summary request was sent (it would have failed the compaction).
+    assert!(!screen.contains("compaction failed"), "{screen}");
+    assert!(!screen.contains("summary response"), "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
 fn switching_sessions_never_says_the_runtime_stopped() {
     let mut s = start(None);
     s.ready();

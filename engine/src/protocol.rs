@@ -204,7 +204,9 @@ pub enum CompactionReason {
 pub enum CompactionOutcome {
     /// The summary was recorded and now replaces the older messages.
     Compacted,
-    /// There was nothing to summarize (too few messages).
+    /// Nothing changed: there was nothing to summarize (too few
+    /// messages), a summary would not have made the context smaller (kind
+    /// `no_gain`), or an extension blocked it (see `error`).
     Skipped,
     /// Aborted before the summary was recorded.
     Aborted,
@@ -283,8 +285,8 @@ pub struct ErrorInfo {
     /// A stable kind: a provider error kind (`rate_limit`, ...,
     /// `malformed_stream`), `journal`, `output_limit`, `busy`,
     /// `unknown_queue_mode`, `queue_item_not_found`, `invalid_command`,
-    /// `nothing_to_compact`, `summary_truncated`, `summary_empty`,
-    /// `summary_invalid`, `summary_too_long`.
+    /// `nothing_to_compact`, `no_gain`, `summary_truncated`,
+    /// `summary_empty`, `summary_invalid`, `summary_too_long`.
     pub kind: String,
     /// What happened, why, and what to do next.
     pub message: String,
@@ -427,7 +429,9 @@ pub enum Event {
         /// The summary request's usage (when a request was answered).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
-        /// Why nothing changed (skipped, failed).
+        /// Why nothing changed (skipped, failed); on `compacted` without a
+        /// summary, kind `no_gain`: why only the cheap stage was applied (a
+        /// summary would not have made the context smaller).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ErrorInfo>,
         /// What the cheap stage pruned and the messages' size in bytes

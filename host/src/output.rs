@@ -219,7 +219,7 @@ pub fn compaction_line(event: &Event) -> Option<String> {
             let because = |fallback: &str| {
                 error
                     .as_ref()
-                    .map_or_else(|| fallback.to_owned(), |e| one_line(&e.message, 200))
+                    .map_or_else(|| fallback.to_owned(), |e| one_line(&e.message, 400))
             };
             Some(match outcome {
                 CompactionOutcome::Compacted => {
@@ -244,9 +244,13 @@ pub fn compaction_line(event: &Event) -> Option<String> {
                                     d.messages_left_out
                                 )
                             });
+                    // Why a summary was not used, when it was not.
+                    let note = error
+                        .as_ref()
+                        .map_or_else(String::new, |e| format!("; {}", one_line(&e.message, 400)));
                     match summarized_messages {
                         Some(0) | None => format!(
-                            "smith: compacted: {pruned}nothing summarized; context about {tokens_before} -> {tokens} tokens{bytes}"
+                            "smith: compacted: {pruned}nothing summarized; context about {tokens_before} -> {tokens} tokens{bytes}{note}"
                         ),
                         Some(n) => format!(
                             "smith: compacted: {pruned}{n} messages summarized{left_out}, {} kept; context about {tokens_before} -> {tokens} tokens{bytes}",
@@ -483,6 +487,28 @@ mod tests {
         assert_eq!(
             compaction_line(&pruned_only).unwrap(),
             "smith: compacted: pruned 3 reasoning block(s), 2 long tool result(s) and 1 superseded read(s); nothing summarized; context about 120000 -> 9000 tokens (480000 -> 36000 bytes)"
+        );
+        // A summary that would not have been smaller: the line says why
+        // only the cheap stage was applied.
+        let no_gain = |message: &str| -> smith_engine::protocol::ErrorInfo {
+            serde_json::from_value(serde_json::json!({"kind": "no_gain", "message": message}))
+                .unwrap()
+        };
+        let mut declined = pruned_only.clone();
+        if let Event::CompactionEnd { error, .. } = &mut declined {
+            *error = Some(no_gain(
+                "nothing to gain from a summary — the conversation is about 120000 tokens and with its summary it would be about 9500 tokens, no fewer than the 9000 the cheap stage alone leaves, so the summary was not used; only the cheap stage was applied (it saved about 111000 tokens)",
+            ));
+        }
+        assert_eq!(
+            compaction_line(&declined).unwrap(),
+            "smith: compacted: pruned 3 reasoning block(s), 2 long tool result(s) and 1 superseded read(s); nothing summarized; context about 120000 -> 9000 tokens (480000 -> 36000 bytes); nothing to gain from a summary — the conversation is about 120000 tokens and with its summary it would be about 9500 tokens, no fewer than the 9000 the cheap stage alone leaves, so the summary was not used; only the cheap stage was applied (it saved about 111000 tokens)"
+        );
+        // Nothing to gain and nothing pruned: the whole message, not cut.
+        let skipped = "nothing to gain — the conversation is about 3404 tokens and with its summary it would be about 3441 tokens, so the summary was not used and nothing was changed; compact again when the conversation has grown, or with instructions asking for a shorter summary";
+        assert_eq!(
+            compaction_line(&end(CompactionOutcome::Skipped, Some(no_gain(skipped)))).unwrap(),
+            format!("smith: not compacted: {skipped}")
         );
         let failure: smith_engine::protocol::ErrorInfo =
             serde_json::from_value(serde_json::json!({

@@ -120,6 +120,87 @@ fn write_script(dir: &Path, script: &str) -> std::path::PathBuf {
 }
 
 #[test]
+fn an_overflow_compaction_with_nothing_to_gain_is_reported_and_the_run_fails_with_the_overflow() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // A tool call, then the provider finds the context too large: the only
+    // message a compaction could summarize is the short prompt.
+    let script = write_script(
+        work.path(),
+        r#"[[{"tool_call": {"name": "ls"}}, {"stop": {"reason": "tool_use"}}],
+            [{"error": {"kind": "context_overflow", "message": "prompt is too long"}}],
+            [{"text": "never sent"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let record = work.path().join("requests.jsonl");
+    let run = |json: bool| {
+        let _ = std::fs::remove_file(&record);
+        let mut cmd = smith(home.path(), work.path());
+        cmd.args(["eval", "--no-session", "--mock-script"])
+            .arg(&script)
+            .arg("--mock-record")
+            .arg(&record);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.arg("go").output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The two requests of the run: no summary request, no retry.
+        assert_eq!(std::fs::read_to_string(&record).unwrap().lines().count(), 2);
+        out
+    };
+    // Plain output: the compaction's line says why nothing changed, then
+    // the overflow is the run's error.
+    let out = run(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "smith: compacting the conversation (the provider found the context too large)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("smith: not compacted: nothing to gain — the conversation is about "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("so no summary was asked for and nothing was changed; compact again when the conversation has grown"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error[engine.context_overflow]: prompt is too long"),
+        "{stderr}"
+    );
+    // JSON Lines: the compaction_end event carries the outcome and why.
+    let out = run(true);
+    let lines = json_lines(&out.stdout);
+    let end: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "compaction_end")
+        .collect();
+    assert_eq!(end.len(), 1, "{lines:#?}");
+    assert_eq!(end[0]["reason"], "overflow");
+    assert_eq!(end[0]["outcome"], "skipped");
+    assert_eq!(end[0]["error"]["kind"], "no_gain");
+    assert!(
+        end[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("nothing to gain — the conversation is about "),
+        "{}",
+        end[0]
+    );
+    assert!(end[0].get("summary").is_none(), "{}", end[0]);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["stop"], "error");
+}
+
+#[test]
 fn exit_codes_follow_the_stop_cause() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();

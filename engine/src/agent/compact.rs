@@ -28,7 +28,19 @@
 //!    is kept when it alone exceeds that); a manual compaction keeps at most
 //!    the latest user turn. At least one message is summarized, otherwise
 //!    the outcome is `skipped`.
-//! 4. **The summary** comes from tool-free provider requests: the
+//! 4. **Never larger.** A compaction never grows the context. The
+//!    context with the summary (the estimate before, less the summarized
+//!    messages', plus the summary message's) must be smaller than what the
+//!    cheap stage alone leaves. No summary is asked for when even the
+//!    shortest useful one ([`MIN_SUMMARY_BYTES`]) could not be; a summary
+//!    that comes back no smaller is not used (its usage is still
+//!    reported). Either way nothing is recorded and an error of kind
+//!    `no_gain` says what the sizes were: the outcome is `compacted` with
+//!    no summary when the cheap stage saves anything (it is applied, as in
+//!    rule 2), `skipped` with the context unchanged otherwise. A threshold
+//!    compaction is then not tried again in the run; an overflow one that
+//!    could not gain ends the run with the provider's overflow error.
+//! 5. **The summary** comes from tool-free provider requests: the
 //!    [`SUMMARY_SYSTEM`] prompt and one user message holding the summarized
 //!    messages as text (see [`summary_request`]), plus any custom
 //!    instructions. No request carries more than the context window's
@@ -40,13 +52,13 @@
 //!    request's. Without a known window the summary is one request. A
 //!    summary that was cut off by the output limit, is empty, or failed (at
 //!    any stage) is never recorded.
-//! 5. **The record.** A [`CompactionRecord`] is recorded durably through the
+//! 6. **The record.** A [`CompactionRecord`] is recorded durably through the
 //!    session sink (the store writes a `compaction` entry whose pairing id
 //!    is the first kept entry's id); only then does the context change to
 //!    the summary message ([`summary_message`]) followed by the kept
 //!    messages. An abort before the record leaves context and session
 //!    exactly as they were.
-//! 6. **Lifecycle.** `compaction_start` and exactly one `compaction_end`
+//! 7. **Lifecycle.** `compaction_start` and exactly one `compaction_end`
 //!    with the outcome; the runtime is busy throughout, so `settled` comes
 //!    after.
 
@@ -338,8 +350,13 @@ pub struct CompactionResult {
     pub outcome: CompactionOutcome,
     /// The summary request's usage, when one was answered.
     pub usage: Option<Usage>,
-    /// Why nothing changed.
+    /// Why nothing changed, or (kind `no_gain` on a `compacted` outcome)
+    /// why only the cheap stage was applied.
     pub error: Option<ErrorInfo>,
+    /// A summary would not have made the context smaller (it was written
+    /// and not used, or not asked for): compacting again before the
+    /// conversation grows gains nothing.
+    pub no_gain: bool,
 }
 
 /// The context size a response's usage reports: every known input, cache
@@ -373,6 +390,32 @@ fn failure(kind: &str, message: impl Into<String>) -> ErrorInfo {
         effect_id: None,
         retry_after_ms: None,
     }
+}
+
+/// The fewest bytes of summary text counted as useful when deciding,
+/// before asking, whether a summary could make the context smaller: a
+/// summary that says the user's goals, the decisions, the files and the
+/// work left (what [`SUMMARY_SYSTEM`] asks for) is hardly ever shorter.
+/// When the messages a summary would replace are no larger than a summary
+/// message this long, no summary request is sent.
+pub const MIN_SUMMARY_BYTES: usize = 256;
+
+/// Why a summary is not used (kind `no_gain`): the conversation is about
+/// `before` tokens; `after` says what it would be with the summary;
+/// `saved` is what the cheap stage alone saves (it is applied when not 0,
+/// and the message says so); `done` what became of the summary.
+fn no_gain(before: u64, saved: u64, after: String, done: &str) -> ErrorInfo {
+    let message = if saved == 0 {
+        format!(
+            "nothing to gain — the conversation is about {before} tokens and {after}, so {done} and nothing was changed; compact again when the conversation has grown, or with instructions asking for a shorter summary"
+        )
+    } else {
+        format!(
+            "nothing to gain from a summary — the conversation is about {before} tokens and {after}, no fewer than the {} the cheap stage alone leaves, so {done}; only the cheap stage was applied (it saved about {saved} tokens)",
+            before.saturating_sub(saved)
+        )
+    };
+    failure("no_gain", message)
 }
 
 /// The most summary requests' worth of conversation (each up to the
@@ -944,6 +987,7 @@ impl Runner {
             outcome,
             usage,
             error,
+            no_gain: false,
         }
     }
 
@@ -976,10 +1020,13 @@ impl Runner {
         Some((start - first, bytes))
     }
 
-    /// Ends a compaction whose cheap stage was enough: the context becomes
+    /// Ends a compaction with its cheap stage alone: the context becomes
     /// `pruned`, which saved `saved` tokens. Nothing is recorded (the
     /// durable history is unchanged; a resumed session prunes it again, the
-    /// same way, when it crosses the threshold).
+    /// same way, when it crosses the threshold). `usage` is what a summary
+    /// request used and `note` why its summary was not used (kind
+    /// `no_gain`), when one was asked for or skipped as useless.
+    #[allow(clippy::too_many_arguments)]
     fn end_pruned(
         &mut self,
         reason: CompactionReason,
@@ -988,13 +1035,15 @@ impl Runner {
         pruned: Vec<Message>,
         detail: CompactionDetail,
         cancel: &CancelToken,
+        usage: Option<Usage>,
+        note: Option<ErrorInfo>,
     ) -> CompactionResult {
         if cancel.is_cancelled() {
             return self.end_compaction(
                 reason,
                 tokens_before,
                 CompactionOutcome::Aborted,
-                None,
+                usage,
                 None,
             );
         }
@@ -1019,15 +1068,55 @@ impl Runner {
             summary: None,
             summarized_messages: Some(0),
             kept_messages: Some(kept_messages),
-            usage: None,
-            error: None,
+            usage,
+            error: note.clone(),
             detail: Some(detail),
         });
         CompactionResult {
             outcome: CompactionOutcome::Compacted,
-            usage: None,
-            error: None,
+            usage,
+            no_gain: note.is_some(),
+            error: note,
         }
+    }
+
+    /// Ends a compaction whose summary would not make the context smaller
+    /// (`why`, kind `no_gain`; `usage` is what its request used, if one
+    /// was sent): the cheap stage alone is applied when it saves anything,
+    /// otherwise nothing changes (outcome `skipped`). Nothing is recorded.
+    fn end_no_gain(
+        &mut self,
+        reason: CompactionReason,
+        tokens_before: u64,
+        protect_from: usize,
+        cancel: &CancelToken,
+        usage: Option<Usage>,
+        why: ErrorInfo,
+    ) -> CompactionResult {
+        // The cheap stage again (deterministic: the same as the summary
+        // was written from), kept whole this time.
+        let (pruned, detail, saved) = prune(&self.history, protect_from);
+        if saved > 0 {
+            return self.end_pruned(
+                reason,
+                tokens_before,
+                saved,
+                pruned,
+                detail,
+                cancel,
+                usage,
+                Some(why),
+            );
+        }
+        let mut result = self.end_compaction(
+            reason,
+            tokens_before,
+            CompactionOutcome::Skipped,
+            usage,
+            Some(why),
+        );
+        result.no_gain = true;
+        result
     }
 
     /// Runs one compaction (see the module rules): announces it, asks the
@@ -1078,7 +1167,16 @@ impl Runner {
             && let Some(window) = self.context_window()
             && tokens_before.saturating_sub(saved) <= self.config.compaction.threshold(window)
         {
-            return self.end_pruned(reason, tokens_before, saved, pruned, detail, cancel);
+            return self.end_pruned(
+                reason,
+                tokens_before,
+                saved,
+                pruned,
+                detail,
+                cancel,
+                None,
+                None,
+            );
         }
         let Some(cut) = find_cut(
             &self.history,
@@ -1108,6 +1206,32 @@ impl Runner {
                 None,
                 None,
             );
+        }
+        // What the summary would replace: the messages before the cut. The
+        // context with the summary is `tokens_before` less their estimate
+        // plus the summary message's; the cheap stage alone leaves
+        // `tokens_before - saved`. A summary is used only when it leaves
+        // less than that, and not asked for when even the shortest useful
+        // one could not (no paid request for nothing).
+        let replaced = estimate_all(&self.history[..cut]);
+        let pruned_only = tokens_before.saturating_sub(saved);
+        let with_summary = |summary: u64| {
+            tokens_before
+                .saturating_sub(replaced)
+                .saturating_add(summary)
+        };
+        let shortest = tokens_of_bytes(json_len(&summary_message("")) + MIN_SUMMARY_BYTES);
+        if with_summary(shortest) >= pruned_only {
+            let why = no_gain(
+                tokens_before,
+                saved,
+                format!(
+                    "even the shortest useful summary (about {shortest} tokens, for the {cut} older message(s) it would replace) would leave about {} tokens",
+                    with_summary(shortest)
+                ),
+                "no summary was asked for",
+            );
+            return self.end_no_gain(reason, tokens_before, protect_from, cancel, None, why);
         }
         // The summary is of the pruned messages; the kept ones are the
         // recent ones, which pruning leaves as they are.
@@ -1161,14 +1285,22 @@ impl Runner {
                 None,
             );
         }
+        // The same base as before: the summary replaces what it summarizes.
+        let message = summary_message(&summary);
+        let tokens_after = with_summary(estimate_tokens(&message));
+        if tokens_after >= pruned_only {
+            let why = no_gain(
+                tokens_before,
+                saved,
+                format!("with its summary it would be about {tokens_after} tokens"),
+                "the summary was not used",
+            );
+            return self.end_no_gain(reason, tokens_before, protect_from, cancel, usage, why);
+        }
         let kept = &self.history[cut..];
         let mut context = Vec::with_capacity(kept.len() + 1);
-        context.push(summary_message(&summary));
+        context.push(message);
         context.extend_from_slice(kept);
-        // The same base as before: the summary replaces what it summarizes.
-        let tokens_after = tokens_before
-            .saturating_sub(estimate_all(&self.history[..cut]))
-            .saturating_add(estimate_tokens(&context[0]));
         let record = CompactionRecord {
             summary: summary.clone(),
             reason: reason_name(reason).to_owned(),
@@ -1225,6 +1357,7 @@ impl Runner {
             outcome: CompactionOutcome::Compacted,
             usage,
             error: None,
+            no_gain: false,
         }
     }
 }

@@ -736,7 +736,10 @@ impl Runner {
                 if let Some(usage) = &result.usage {
                     state.usage = state.usage.add(usage);
                 }
-                state.threshold_gave_up = result.outcome != CompactionOutcome::Compacted;
+                // Not tried again in this run when it did not compact, or
+                // only pruned because a summary gains nothing.
+                state.threshold_gave_up =
+                    result.outcome != CompactionOutcome::Compacted || result.no_gain;
                 if cancel.is_cancelled() {
                     break StopCause::Aborted;
                 }

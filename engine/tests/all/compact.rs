@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use smith_engine::agent::compact::{
-    BYTES_PER_TOKEN, MAX_SUMMARIZED_WINDOWS, PRUNED_RESULT_BYTES, SUMMARY_PREFIX, estimate_all,
-    estimate_tokens, is_summary_request, message_bytes, summary_message,
+    BYTES_PER_TOKEN, MAX_SUMMARIZED_WINDOWS, MIN_SUMMARY_BYTES, PRUNED_RESULT_BYTES,
+    SUMMARY_PREFIX, estimate_all, estimate_tokens, is_summary_request, message_bytes,
+    summary_message,
 };
 use smith_engine::agent::{self, AgentConfig, AgentHandle, CompactionRecord, Services};
 use smith_engine::journal::store::{StoreJournal, resume};
@@ -144,6 +145,16 @@ fn answer(text: &str) -> Message {
     }
 }
 
+/// A long prompt: `head` followed by about 1,400 bytes of detail, so that
+/// a summary of it is far shorter than it (a summary no shorter than what
+/// it replaces is never used).
+fn long(head: &str) -> String {
+    format!(
+        "{head} {}",
+        "Keep the parser's error messages as they are and explain each change. ".repeat(20)
+    )
+}
+
 const TWO_TURNS_THEN_ONE: &str = r#"{
   "responses": [
     [{"text": "first answer"}, {"stop": {"reason": "end"}}],
@@ -159,7 +170,7 @@ const TWO_TURNS_THEN_ONE: &str = r#"{
 #[test]
 fn manual_compaction_records_the_boundary_and_the_next_request_sends_summary_and_kept_messages() {
     let rig = rig(TWO_TURNS_THEN_ONE);
-    prompt(&rig, "first");
+    prompt(&rig, &long("first"));
     prompt(&rig, "second");
     let before = messages(&rig);
     assert_eq!(before.len(), 6, "{before:#?}");
@@ -359,7 +370,7 @@ fn an_aborted_compaction_leaves_context_and_session_unchanged() {
         [{"text": "partial "}, {"delay_ms": 10000}, {"text": "never"}, {"stop": {"reason": "end"}}]
       ]
     }"#);
-    prompt(&rig, "a");
+    prompt(&rig, &long("a"));
     prompt(&rig, "b");
     let before = messages(&rig);
     let entries_before = rig.journal.with_session(|s| s.records().len());
@@ -415,7 +426,7 @@ fn a_truncated_or_failed_summary_is_never_recorded() {
         [{"stop": {"reason": "end"}}]
       ]
     }"#);
-    prompt(&rig, "a");
+    prompt(&rig, &long("a"));
     prompt(&rig, "b");
     let before = messages(&rig);
     for expected in ["summary_truncated", "overloaded", "summary_empty"] {
@@ -462,13 +473,18 @@ fn crossing_the_threshold_compacts_before_the_next_request_of_the_run() {
     config.compaction.context_window = Some(10_000);
     config.compaction.reserve_tokens = 2_000;
     config.compaction.keep_recent_tokens = 5;
-    // The first response reports 8,900 tokens of context: over 8,000.
+    // The first response reports 8,900 tokens of context: over 8,000. Its
+    // answer is long, so that a summary of the first turn is far shorter.
+    let one = long("one");
     let rig = rig_with(
-        r#"[
-          [{"text": "one"}, {"usage": {"input": 8880, "output": 20}}, {"stop": {"reason": "end"}}],
+        &(r#"[
+          [{"text": ""#
+            .to_owned()
+            + &one
+            + r#""}, {"usage": {"input": 8880, "output": 20}}, {"stop": {"reason": "end"}}],
           [{"text": "reading"}, {"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}}, {"usage": {"input": 100, "output": 5}}, {"stop": {"reason": "tool_use"}}],
           [{"text": "done"}, {"usage": {"input": 120, "output": 5}}, {"stop": {"reason": "end"}}]
-        ]"#,
+        ]"#),
         config,
     );
     let first = prompt(&rig, "a");
@@ -523,14 +539,25 @@ fn crossing_the_threshold_compacts_before_the_next_request_of_the_run() {
 
 #[test]
 fn a_context_overflow_compacts_once_and_retries_the_request() {
-    let rig = rig(r#"[
-      [{"text": "one"}, {"stop": {"reason": "end"}}],
-      [{"error": {"kind": "context_overflow", "message": "prompt is too long"}}],
-      [{"text": "fits now"}, {"stop": {"reason": "end"}}],
-      [{"error": {"kind": "context_overflow", "message": "prompt is too long"}}],
-      [{"error": {"kind": "context_overflow", "message": "still too long"}}]
-    ]"#);
-    prompt(&rig, "a");
+    // Each summary is far shorter than what it replaces: the long first
+    // prompt, then the first summary.
+    let first_summary = "The user sent a long prompt about the parser. ".repeat(8);
+    let rig = rig(&format!(
+        r#"{{
+      "responses": [
+        [{{"text": "one"}}, {{"stop": {{"reason": "end"}}}}],
+        [{{"error": {{"kind": "context_overflow", "message": "prompt is too long"}}}}],
+        [{{"text": "fits now"}}, {{"stop": {{"reason": "end"}}}}],
+        [{{"error": {{"kind": "context_overflow", "message": "prompt is too long"}}}}],
+        [{{"error": {{"kind": "context_overflow", "message": "still too long"}}}}]
+      ],
+      "summaries": [
+        [{{"text": "{first_summary}"}}, {{"stop": {{"reason": "end"}}}}],
+        [{{"text": "Shorter."}}, {{"stop": {{"reason": "end"}}}}]
+      ]
+    }}"#
+    ));
+    prompt(&rig, &long("a"));
     let events = prompt(&rig, "b");
     assert_eq!(stop_of(&events), StopCause::Done, "{events:#?}");
     assert!(
@@ -666,7 +693,7 @@ fn a_request_too_large_to_send_or_build_compacts_once_and_is_not_sent_again_as_i
               [{{"text": "fits now"}}, {{"stop": {{"reason": "end"}}}}]
             ]"#
         ));
-        prompt(&rig, "a");
+        prompt(&rig, &long("a"));
         let events = prompt(&rig, "b");
         assert_eq!(stop_of(&events), StopCause::Done, "{kind}: {events:#?}");
         let compaction = compaction_events(&events);
@@ -902,5 +929,321 @@ fn a_history_of_many_windows_is_summarized_newest_first_within_a_bounded_number_
         .collect();
     assert!(text.contains("[user]: 38 ppp"), "the newest are summarized");
     assert!(!text.contains("[user]: 00 ppp"), "the oldest are left out");
+    rig.handle.shutdown();
+}
+
+/// The one `compaction_end` among `events`.
+fn end_of(events: &[Event]) -> &Event {
+    let ends: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::CompactionEnd { .. }))
+        .collect();
+    assert_eq!(ends.len(), 1, "{events:#?}");
+    ends[0]
+}
+
+/// Whether the session holds a compaction entry.
+fn has_compaction_entry(rig: &Rig) -> bool {
+    rig.journal.with_session(|s| {
+        s.records()
+            .iter()
+            .any(|r| r.entry_kind() == EntryKind::Compaction)
+    })
+}
+
+#[test]
+fn a_manual_compaction_of_a_tiny_conversation_sends_nothing_changes_nothing_and_says_why() {
+    let rig = rig(r#"[
+      [{"text": "one"}, {"stop": {"reason": "end"}}],
+      [{"text": "two"}, {"stop": {"reason": "end"}}]
+    ]"#);
+    prompt(&rig, "a");
+    prompt(&rig, "b");
+    let before = messages(&rig);
+    let entries_before = rig.journal.with_session(|s| s.records().len());
+
+    rig.handle.compact(None).unwrap();
+    let events = until_settled(&rig, |_| {});
+    assert_eq!(events.len(), 3, "{events:#?}");
+    let Event::CompactionStart {
+        reason: CompactionReason::Manual,
+        tokens_before,
+    } = events[0]
+    else {
+        panic!("{events:#?}")
+    };
+    let Event::CompactionEnd {
+        reason: CompactionReason::Manual,
+        outcome: CompactionOutcome::Skipped,
+        tokens_before: before_again,
+        tokens_after: None,
+        summary: None,
+        summarized_messages: None,
+        kept_messages: None,
+        usage: None,
+        error: Some(error),
+        detail: None,
+    } = &events[1]
+    else {
+        panic!("{events:#?}")
+    };
+    assert_eq!(*before_again, tokens_before);
+    // A manual compaction would summarize the first turn; even the
+    // shortest useful summary is larger than it.
+    let shortest = estimate_tokens(&summary_message(&" ".repeat(MIN_SUMMARY_BYTES)));
+    let would_be = tokens_before - estimate_all(&before[..2]) + shortest;
+    assert!(would_be > tokens_before, "{would_be} {tokens_before}");
+    assert_eq!(error.kind, "no_gain");
+    assert_eq!(
+        error.message,
+        format!(
+            "nothing to gain — the conversation is about {tokens_before} tokens and even the shortest useful summary (about {shortest} tokens, for the 2 older message(s) it would replace) would leave about {would_be} tokens, so no summary was asked for and nothing was changed; compact again when the conversation has grown, or with instructions asking for a shorter summary"
+        )
+    );
+    assert_eq!(events[2], Event::Settled);
+    // No request, no entry, the context as it was.
+    assert_eq!(requests(&rig.record).len(), 2);
+    assert_eq!(messages(&rig), before);
+    assert_eq!(
+        rig.journal.with_session(|s| s.records().len()),
+        entries_before
+    );
+    assert!(!has_compaction_entry(&rig));
+    rig.handle.shutdown();
+}
+
+#[test]
+fn a_summary_no_shorter_than_what_it_replaces_is_not_used_and_nothing_changes() {
+    let summary = "The user asked at length; every detail is worth keeping. ".repeat(40);
+    let rig = rig(&format!(
+        r#"{{
+      "responses": [
+        [{{"text": "one"}}, {{"stop": {{"reason": "end"}}}}],
+        [{{"text": "two"}}, {{"stop": {{"reason": "end"}}}}],
+        [{{"text": "three"}}, {{"stop": {{"reason": "end"}}}}]
+      ],
+      "summaries": [
+        [{{"text": "{summary}"}}, {{"usage": {{"input": 500, "output": 700}}}}, {{"stop": {{"reason": "end"}}}}]
+      ]
+    }}"#
+    ));
+    prompt(&rig, &long("a"));
+    prompt(&rig, "b");
+    let before = messages(&rig);
+    let entries_before = rig.journal.with_session(|s| s.records().len());
+
+    rig.handle.compact(Some("keep everything")).unwrap();
+    let events = until_settled(&rig, |_| {});
+    let Event::CompactionStart { tokens_before, .. } = events[0] else {
+        panic!("{events:#?}")
+    };
+    let Event::CompactionEnd {
+        outcome: CompactionOutcome::Skipped,
+        tokens_after: None,
+        summary: None,
+        usage: Some(usage),
+        error: Some(error),
+        ..
+    } = end_of(&events)
+    else {
+        panic!("{events:#?}")
+    };
+    // The request was answered and paid for: its usage is reported.
+    assert_eq!((usage.input, usage.output), (Some(500), Some(700)));
+    let would_be = tokens_before - estimate_all(&before[..2])
+        + estimate_tokens(&summary_message(summary.trim()));
+    assert!(would_be >= tokens_before, "{would_be} {tokens_before}");
+    assert_eq!(error.kind, "no_gain");
+    assert_eq!(
+        error.message,
+        format!(
+            "nothing to gain — the conversation is about {tokens_before} tokens and with its summary it would be about {would_be} tokens, so the summary was not used and nothing was changed; compact again when the conversation has grown, or with instructions asking for a shorter summary"
+        )
+    );
+    let sent = requests(&rig.record);
+    assert_eq!(sent.iter().filter(|r| is_summary_request(r)).count(), 1);
+    assert_eq!(messages(&rig), before);
+    assert_eq!(
+        rig.journal.with_session(|s| s.records().len()),
+        entries_before
+    );
+    assert!(!has_compaction_entry(&rig));
+    // The next request carries the conversation as it was.
+    prompt(&rig, "c");
+    let sent = requests(&rig.record);
+    let mut expected = before.clone();
+    expected.push(user("c"));
+    assert_eq!(sent.last().unwrap().messages, expected);
+    rig.handle.shutdown();
+}
+
+#[test]
+fn when_a_summary_gains_nothing_the_cheap_stage_alone_is_applied() {
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.compaction.auto = false;
+    config.compaction.keep_recent_tokens = 50;
+    // Longer than the pruned first turn (whose 24,000-byte read result the
+    // cheap stage cuts to about 4,096 bytes), shorter than it was whole.
+    let summary = "Everything the user and the model said, word for word. ".repeat(110);
+    let rig = rig_with(
+        &format!(
+            r#"{{
+          "responses": [
+            [{{"tool_call": {{"id": "r1", "name": "read", "arguments": {{"path": "big.txt"}}}}}}, {{"stop": {{"reason": "tool_use"}}}}],
+            [{{"text": "read it"}}, {{"stop": {{"reason": "end"}}}}],
+            [{{"text": "second answer"}}, {{"stop": {{"reason": "end"}}}}]
+          ],
+          "summaries": [
+            [{{"text": "{summary}"}}, {{"usage": {{"input": 3000, "output": 2000}}}}, {{"stop": {{"reason": "end"}}}}]
+          ]
+        }}"#
+        ),
+        config,
+    );
+    let text: String = (0..1_000)
+        .map(|i| format!("line {i:05} of big.txt ..\n"))
+        .collect();
+    std::fs::write(rig.work.path().join("big.txt"), text).unwrap();
+    prompt(&rig, "read big.txt");
+    prompt(&rig, "and now?");
+    let before = messages(&rig);
+    assert_eq!(before.len(), 6, "{before:#?}");
+
+    rig.handle.compact(None).unwrap();
+    let events = until_settled(&rig, |_| {});
+    let Event::CompactionStart { tokens_before, .. } = events[0] else {
+        panic!("{events:#?}")
+    };
+    let Event::CompactionEnd {
+        reason: CompactionReason::Manual,
+        outcome: CompactionOutcome::Compacted,
+        tokens_after: Some(tokens_after),
+        summary: None,
+        summarized_messages: Some(0),
+        kept_messages: Some(6),
+        usage: Some(usage),
+        error: Some(error),
+        detail: Some(detail),
+        ..
+    } = end_of(&events)
+    else {
+        panic!("{events:#?}")
+    };
+    assert_eq!(usage.output, Some(2000));
+    // The recent turn (from index 4) is kept as it is; the read before it
+    // is cut.
+    let (pruned, _, saved) = smith_engine::agent::compact::prune(&before, 4);
+    assert!(saved > 0);
+    assert_eq!(*tokens_after, tokens_before - saved);
+    assert_eq!(
+        (
+            detail.thinking_dropped,
+            detail.results_clipped,
+            detail.reads_superseded
+        ),
+        (0, 1, 0)
+    );
+    let would_be = tokens_before - estimate_all(&before[..4])
+        + estimate_tokens(&summary_message(summary.trim()));
+    assert!(would_be < tokens_before, "smaller than the whole history");
+    assert!(would_be >= *tokens_after, "but not than the pruned one");
+    assert_eq!(error.kind, "no_gain");
+    assert_eq!(
+        error.message,
+        format!(
+            "nothing to gain from a summary — the conversation is about {tokens_before} tokens and with its summary it would be about {would_be} tokens, no fewer than the {tokens_after} the cheap stage alone leaves, so the summary was not used; only the cheap stage was applied (it saved about {saved} tokens)"
+        )
+    );
+    assert_eq!(messages(&rig), pruned);
+    // Only the context changed: nothing was recorded.
+    assert!(!has_compaction_entry(&rig));
+    rig.handle.shutdown();
+}
+
+#[test]
+fn an_overflow_compaction_that_cannot_gain_ends_the_run_with_the_overflow_error() {
+    let rig = rig(r#"[
+      [{"text": "one"}, {"stop": {"reason": "end"}}],
+      [{"error": {"kind": "context_overflow", "message": "prompt is too long"}}],
+      [{"text": "never sent"}, {"stop": {"reason": "end"}}]
+    ]"#);
+    prompt(&rig, "a");
+    let before = messages(&rig);
+    let events = prompt(&rig, "b");
+    assert_eq!(stop_of(&events), StopCause::Error, "{events:#?}");
+    let compaction = compaction_events(&events);
+    assert_eq!(compaction.len(), 2, "{events:#?}");
+    assert!(
+        matches!(
+            compaction[1],
+            Event::CompactionEnd {
+                reason: CompactionReason::Overflow,
+                outcome: CompactionOutcome::Skipped,
+                error: Some(e),
+                ..
+            } if e.kind == "no_gain"
+        ),
+        "{events:#?}"
+    );
+    let errors: Vec<(&str, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Error(info) => Some((info.kind.as_str(), info.message.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors, vec![("context_overflow", "prompt is too long")]);
+    // a, b: no summary request, no retry.
+    assert_eq!(requests(&rig.record).len(), 2);
+    // Nothing was summarized: the conversation, the prompt and the failed
+    // response as the run records it.
+    let mut expected = before;
+    expected.push(user("b"));
+    expected.push(Message::Assistant {
+        content: Vec::new(),
+        stop: StopReason::Error,
+    });
+    assert_eq!(messages(&rig), expected);
+    assert!(!has_compaction_entry(&rig));
+    rig.handle.shutdown();
+}
+
+#[test]
+fn a_threshold_compaction_that_cannot_gain_is_not_tried_again_in_the_run() {
+    let mut config = AgentConfig::new(MOCK_MODEL);
+    config.compaction.context_window = Some(10_000);
+    config.compaction.reserve_tokens = 2_000;
+    config.compaction.keep_recent_tokens = 5;
+    // Every response reports 8,900 tokens of context: over 8,000 before
+    // each request of the second run.
+    let rig = rig_with(
+        r#"[
+          [{"text": "one"}, {"usage": {"input": 8880, "output": 20}}, {"stop": {"reason": "end"}}],
+          [{"tool_call": {"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}}, {"usage": {"input": 8880, "output": 20}}, {"stop": {"reason": "tool_use"}}],
+          [{"text": "done"}, {"usage": {"input": 8880, "output": 20}}, {"stop": {"reason": "end"}}]
+        ]"#,
+        config,
+    );
+    prompt(&rig, "a");
+    let events = prompt(&rig, "b");
+    assert_eq!(stop_of(&events), StopCause::Done, "{events:#?}");
+    let compaction = compaction_events(&events);
+    assert_eq!(compaction.len(), 2, "one attempt: {events:#?}");
+    assert!(
+        matches!(
+            compaction[1],
+            Event::CompactionEnd {
+                reason: CompactionReason::Threshold,
+                outcome: CompactionOutcome::Skipped,
+                error: Some(e),
+                ..
+            } if e.kind == "no_gain"
+        ),
+        "{events:#?}"
+    );
+    let sent = requests(&rig.record);
+    assert_eq!(sent.len(), 3);
+    assert!(!sent.iter().any(is_summary_request));
+    assert!(!has_compaction_entry(&rig));
     rig.handle.shutdown();
 }

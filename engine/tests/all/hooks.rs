@@ -402,7 +402,13 @@ fn a_compaction_is_blocked_or_given_instructions_at_its_decision_point() {
         Box::new(CompactionGuard { calls: 0 }),
     )
     .unwrap();
-    for text in ["first", "second", "third"] {
+    // A long first prompt: a summary of the turns before the latest is far
+    // shorter than they are (one no shorter is never used).
+    let first = format!(
+        "first {}",
+        "with every detail of the task spelled out. ".repeat(30)
+    );
+    for text in [first.as_str(), "second", "third"] {
         handle.send(Command::Prompt { text: text.into() }).unwrap();
         until_settled(&handle);
     }

@@ -260,7 +260,7 @@ fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u6
             }
             match outcome {
                 CompactionOutcome::Compacted => app.notice(&format!(
-                    "compacted: {} messages summarized, {} kept · context about {tokens_before} → {} tokens{}",
+                    "compacted: {} messages summarized, {} kept · context about {tokens_before} → {} tokens{}{}",
                     summarized_messages.unwrap_or(0),
                     kept_messages.unwrap_or(0),
                     tokens_after.map_or_else(|| "?".to_owned(), |t| t.to_string()),
@@ -274,6 +274,8 @@ fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u6
                         d.results_clipped,
                         d.reads_superseded
                     )),
+                    // Why a summary was not used, when it was not.
+                    error.map_or_else(String::new, |e| format!(" · {}", e.message)),
                 )),
                 CompactionOutcome::Skipped => app.notice(&format!(
                     "not compacted: {}",
