@@ -1849,3 +1849,83 @@ fn search_all_lists_hits_from_every_project_and_opens_the_chosen_session() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Alt+Enter (Esc then Enter, as terminals send it without the kitty
+/// protocol) while the agent works queues a follow-up: it is listed above
+/// the editor until it is sent, then shows as its own message between the
+/// answer before it and its own answer.
+#[test]
+fn a_queued_follow_up_is_listed_until_sent_then_shows_as_its_own_message() {
+    let (_dir, path) = script(
+        r#"[[{"text": "first answer"}, {"delay_ms": 2500}, {"text": " ends here"}, {"stop": {"reason": "end"}}],
+            [{"text": "second answer"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"go\r");
+    s.wait_for_screen("first answer");
+    s.send(b"then the tests");
+    s.wait_for_screen("› then the tests");
+    s.send(b"\x1b\r");
+    let screen = s
+        .wait_for_screen("queued · sent when the current work ends")
+        .join("\n");
+    assert!(screen.contains("  › then the tests"), "{screen}");
+    assert!(screen.contains(" · queue 1 · "), "{screen}");
+    // Not sent yet: the editor is free again and no answer came.
+    assert!(!screen.contains("second answer"), "{screen}");
+    s.wait_for_screen("second answer");
+    s.wait_for_screen(" ready ·");
+    let screen = render(&s.output(), 24, 80).join("\n");
+    // Sent: the panel is gone and the message sits between the answers.
+    assert!(!screen.contains("queued ·"), "{screen}");
+    let first = screen.find("first answer ends here").expect(&screen);
+    let message = screen.find("› then the tests").expect(&screen);
+    let second = screen.find("  second answer").expect(&screen);
+    assert!(first < message && message < second, "{screen}");
+    assert_eq!(screen.matches("then the tests").count(), 1, "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// A replay stopped while a call was running, then `/branch N` and a new
+/// prompt: the new branch's call (the scripted one has the same id) ends
+/// under its own title instead of staying running.
+#[test]
+fn after_a_stopped_replay_and_a_branch_the_first_call_ends_under_its_title() {
+    let (_dir, path) = script(
+        r#"[[{"tool_call": {"id": "a", "name": "bash", "arguments": {"command": "sleep 2; echo slept"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "all done"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &["--mock-script", &path, "--approval", "full"],
+    );
+    s.ready();
+    s.send(b"go\r");
+    s.wait_for_screen("all done");
+    s.wait_for_screen(" ready ·");
+    // Played in real time: the call runs for two seconds; Esc stops the
+    // replay while it does.
+    s.send(b"/replay 1\r");
+    s.wait_for_after("replaying session", "⋯ bash sleep 2; echo slept");
+    s.send(b"\x1b");
+    s.wait_for_screen("replay finished");
+    // Entry 3 is the prompt `go` (a model change and the run's start come
+    // first).
+    s.send(b"/branch 3\r");
+    s.wait_for_screen("· session go");
+    s.send(b"again\r");
+    s.wait_for_after("› again", "all done");
+    let screen = s.wait_for_screen(" ready ·").join("\n");
+    let again = screen.find("› again").expect(&screen);
+    let after = &screen[again..];
+    assert!(after.contains("✓ bash sleep 2; echo slept"), "{screen}");
+    assert!(!after.contains('⋯'), "a call stayed running:\n{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
