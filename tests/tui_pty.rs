@@ -1929,3 +1929,41 @@ fn after_a_stopped_replay_and_a_branch_the_first_call_ends_under_its_title() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Up recalls what was sent in an earlier run of the interface (the
+/// history is kept in smith's state directory), a multi-line prompt
+/// whole, the newest first.
+#[test]
+fn input_history_is_recalled_after_a_restart() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"first prompt\r");
+    s.wait_for_after("› first prompt", "Done.");
+    s.send(b"two\x0alines\r");
+    s.wait_for_after("› two", "Done.");
+    s.quit();
+    let (status, _, home) = s.finish_keeping_home();
+    assert_eq!(status.code(), Some(0));
+    let mut s = start_prepared(None, None, |new| {
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(home.path().join("."))
+            .arg(new)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+    });
+    s.ready();
+    // Up on an empty editor: the newest entry, both of its lines.
+    s.send(b"\x1b[A");
+    let screen = s.wait_for_screen("› two").join("\n");
+    assert!(screen.contains("  lines"), "{screen}");
+    // Up from its first line: the one before.
+    s.send(b"\x1b[A");
+    s.send(b"\x1b[A");
+    s.wait_for_screen("› first prompt");
+    s.send(b"\x03");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
