@@ -1967,3 +1967,134 @@ fn input_history_is_recalled_after_a_restart() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// `/resume NAME`, choosing a branch in the `/branch` tree and
+/// `/branch ENTRY` each replace the runtime; the replaced one's end is
+/// never reported as "the agent runtime stopped".
+#[test]
+fn resuming_and_choosing_a_branch_never_say_the_runtime_stopped() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"hello\r");
+    s.wait_for_after("› hello", "Done.");
+    s.wait_for_screen(" ready ·");
+    let before = s.output().len();
+    for (command, then) in [
+        (&b"/resume hello\r"[..], None),
+        (&b"/branch\r"[..], Some(&b"\r"[..])),
+        (&b"/branch 3\r"[..], None),
+    ] {
+        s.send(command);
+        if let Some(keys) = then {
+            s.wait_for_screen("branches · enter selects");
+            s.send(keys);
+        }
+        s.wait_for_screen("· session hello");
+        // The replaced runtime's end arrives after the switch.
+        std::thread::sleep(Duration::from_millis(1000));
+        let screen = render(&s.output(), 24, 80).join("\n");
+        assert!(screen.contains(" ready ·"), "{screen}");
+        assert!(!screen.contains("branches ·"), "{screen}");
+    }
+    // The last switch took the session back to its prompt, before the
+    // answer.
+    let screen = render(&s.output(), 24, 80).join("\n");
+    assert!(
+        screen.contains("› hello") && !screen.contains("Done."),
+        "{screen}"
+    );
+    let out = s.output();
+    let after = String::from_utf8_lossy(&out[before..]).into_owned();
+    assert!(!after.contains("runtime stopped"), "{after}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// At 60x20 the help overlay does not fit: it says how to scroll, and
+/// PageDown, End and Home (as terminals send them) move through it.
+#[test]
+fn the_help_overlay_scrolls_at_60_by_20() {
+    let mut s = start(None);
+    s.ready();
+    s.resize(20, 60);
+    // F1 as xterm sends it.
+    s.send(b"\x1bOP");
+    let screen_at = |s: &Session, needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = render(&s.output(), 20, 60).join("\n");
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never appeared:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let screen = screen_at(&s, "↑↓ pgup pgdn scroll");
+    assert!(screen.contains("enter         send"), "{screen}");
+    assert!(!screen.contains("/quit"), "{screen}");
+    // End (CSI F): the last command.
+    s.send(b"\x1b[F");
+    let screen = screen_at(&s, "/quit         exit smith");
+    assert!(!screen.contains("enter         send"), "{screen}");
+    // Home (CSI H), then PageDown (CSI 6 ~) leaves the first rows.
+    s.send(b"\x1b[H");
+    screen_at(&s, "enter         send");
+    s.send(b"\x1b[6~");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while render(&s.output(), 20, 60)
+        .join("\n")
+        .contains("enter         send")
+    {
+        assert!(Instant::now() < deadline, "PageDown did not scroll");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Any other key closes it.
+    s.send(b"q");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while render(&s.output(), 20, 60).join("\n").contains("pgup pgdn") {
+        assert!(Instant::now() < deadline, "the help did not close");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.wait_for("F1 help");
+    s.resize(24, 80);
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Ctrl+C (byte 0x03) on a draft clears it without offering to exit; on
+/// a running turn it interrupts, and a second Ctrl+C at once exits.
+#[test]
+fn ctrl_c_clears_a_draft_and_after_an_interrupt_a_second_press_exits() {
+    let (_dir, path) = script(
+        r#"[[{"text": "thinking it over"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"a draft");
+    s.wait_for_screen("› a draft");
+    s.send(b"\x03");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let screen = render(&s.output(), 24, 80).join("\n");
+        if !screen.contains("› a draft") {
+            assert!(!screen.contains("again to exit"), "{screen}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the draft stayed:\n{screen}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.send(b"go\r");
+    s.wait_for_screen("thinking it over");
+    s.send(b"\x03");
+    s.wait_for_screen("interrupted");
+    s.wait_for_screen("press Ctrl+C again to exit");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
