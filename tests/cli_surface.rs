@@ -683,3 +683,42 @@ fn a_prompt_on_a_terminal_never_reads_the_terminal() {
     assert_eq!(status.code(), Some(0), "{seen}");
     assert!(seen.contains("You said \"hello there\""), "{seen}");
 }
+
+/// Output whose reader has gone away (`| head` that ended before smith
+/// wrote) ends each command quietly with status 141, as SIGPIPE would:
+/// a prompt's answer, `eval --json` and `--output-format stream-json`,
+/// the completions and the manual page. Nothing is said on standard
+/// error and nothing panics.
+#[test]
+fn output_to_a_reader_that_went_away_ends_quietly() {
+    let home = home_with_readme();
+    let cases: &[&[&str]] = &[
+        &["--provider", "mock", "say", "hello", "there"],
+        &["eval", "--provider", "mock", "--json", "say hello there"],
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--output-format",
+            "stream-json",
+            "say hello there",
+        ],
+        &["completions", "bash"],
+        &["man"],
+    ];
+    for args in cases {
+        let mut child = smith(home.path())
+            .args(*args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before smith writes anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "smith {args:?}: {stderr}");
+        assert!(stderr.is_empty(), "smith {args:?}: {stderr}");
+    }
+}
