@@ -2098,3 +2098,53 @@ fn ctrl_c_clears_a_draft_and_after_an_interrupt_a_second_press_exits() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// The interface opened on a session another smith's runtime serves is
+/// refused (two runtimes would interleave their conversations on one
+/// branch) with a diagnostic that offers a fork, and the terminal is
+/// restored.
+#[test]
+fn the_interface_on_a_session_in_use_is_refused_and_offered_a_fork() {
+    use std::io::BufRead as _;
+    let mut server = None;
+    let s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+                .env("SMITH_HOME", home)
+                .current_dir(home)
+                .args(["rpc", "--provider", "mock", "--name", "busy"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{}}}}"#
+            )
+            .unwrap();
+            // Once it answers, its runtime serves the session.
+            let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+            let answer = lines.next().unwrap().unwrap();
+            assert!(answer.contains(r#""id":1"#), "{answer}");
+            server = Some((child, stdin));
+        },
+        &["--session", "busy"],
+    );
+    let (status, out) = s.finish();
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("session busy is in use by another smith (process"),
+        "{out}"
+    );
+    assert!(
+        out.contains("fork it to go on in a copy (`smith session fork busy`, then open the fork)"),
+        "{out}"
+    );
+    let (mut child, stdin) = server.unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
