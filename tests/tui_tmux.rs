@@ -330,3 +330,29 @@ fn editing_copy_and_interrupt_keys_work_as_tmux_sends_them() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Alt+Enter as tmux sends it (Esc then Enter) while the agent works
+/// queues a follow-up: listed above the editor until it is sent, then
+/// shown as its own message between the two answers.
+#[test]
+fn a_follow_up_queued_with_alt_enter_in_tmux_is_listed_then_shown() {
+    let tmux = Tmux::start();
+    tmux.smith_script(
+        r#"[[{"text": "first answer"}, {"delay_ms": 2500}, {"text": " ends here"}, {"stop": {"reason": "end"}}],
+            [{"text": "second answer"}, {"stop": {"reason": "end"}}]]"#,
+        "",
+    );
+    tmux.wait_for("F1 help");
+    tmux.keys(&["go", "Enter"]);
+    tmux.wait_for("first answer");
+    tmux.keys(&["then the tests", "M-Enter"]);
+    let screen = tmux.wait_for("queued · sent when the current work ends");
+    assert!(screen.contains("  › then the tests"), "{screen}");
+    tmux.wait_for("second answer");
+    let screen = tmux.wait_for(" ready ·");
+    assert!(!screen.contains("queued ·"), "{screen}");
+    let first = screen.find("first answer ends here").expect(&screen);
+    let message = screen.find("› then the tests").expect(&screen);
+    let second = screen.find("  second answer").expect(&screen);
+    assert!(first < message && message < second, "{screen}");
+}
