@@ -182,6 +182,24 @@ fn a_mistyped_command_line_runs_nothing_and_says_what_was_meant() {
     );
 }
 
+/// A mistyped option before the prompt is refused by the parser with the
+/// option meant: status 2, nothing run, no session.
+#[test]
+fn a_mistyped_option_before_the_prompt_names_the_option_meant() {
+    let home = home_with_readme();
+    let out = run(
+        home.path(),
+        &["--provider", "mock", "--modle", "m", "fix", "it"],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unexpected argument '--modle'"), "{stderr}");
+    assert!(stderr.contains("'--model'"), "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(store(home.path()).list().unwrap().is_empty());
+}
+
 #[test]
 fn a_refusal_never_shows_a_credential_written_into_the_prompt() {
     let home = home_with_readme();

@@ -2067,12 +2067,14 @@ fn the_help_overlay_scrolls_at_60_by_20() {
     assert_eq!(status.code(), Some(0));
 }
 
-/// Ctrl+C (byte 0x03) on a draft clears it without offering to exit; on
-/// a running turn it interrupts, and a second Ctrl+C at once exits.
+/// Ctrl+C (byte 0x03) on a draft clears it without offering to exit; Esc
+/// (a lone 0x1B) interrupts a running turn; Ctrl+C interrupts one too, and
+/// a second Ctrl+C at once exits.
 #[test]
 fn ctrl_c_clears_a_draft_and_after_an_interrupt_a_second_press_exits() {
     let (_dir, path) = script(
-        r#"[[{"text": "thinking it over"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}]]"#,
+        r#"[[{"text": "mulling it over"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}],
+            [{"text": "thinking it over"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}]]"#,
     );
     let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
     s.ready();
@@ -2089,10 +2091,17 @@ fn ctrl_c_clears_a_draft_and_after_an_interrupt_a_second_press_exits() {
         assert!(Instant::now() < deadline, "the draft stayed:\n{screen}");
         std::thread::sleep(Duration::from_millis(20));
     }
+    s.send(b"wait\r");
+    s.wait_for_screen("mulling it over");
+    s.send(b"\x1b");
+    s.wait_for_screen("interrupted");
+    let screen = s.wait_for_screen(" ready ·").join("\n");
+    assert!(!screen.contains("too late"), "{screen}");
+    assert!(!screen.contains("again to exit"), "{screen}");
     s.send(b"go\r");
     s.wait_for_screen("thinking it over");
     s.send(b"\x03");
-    s.wait_for_screen("interrupted");
+    s.wait_for_after("thinking it over", "interrupted");
     s.wait_for_screen("press Ctrl+C again to exit");
     s.send(b"\x03");
     let (status, _) = s.finish();
