@@ -378,24 +378,12 @@ fn exit_code(result: anyhow::Result<u8>) -> ExitCode {
         // head`): the command ends quietly, with the status a process
         // ended by SIGPIPE has (smith ignores the signal so that no run is
         // ever cut short by it).
-        Err(_) if stdout_pipe_is_closed() => ExitCode::from(128 + libc::SIGPIPE as u8),
+        Err(_) if report::stdout_pipe_is_closed() => ExitCode::from(report::SIGPIPE_STATUS),
         Err(err) => {
             report::error(&err);
             ExitCode::from(1)
         }
     }
-}
-
-/// Whether standard output is a pipe whose reading end is closed.
-fn stdout_pipe_is_closed() -> bool {
-    let mut fd = libc::pollfd {
-        fd: libc::STDOUT_FILENO,
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: polls one valid pollfd without waiting.
-    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
-    ready == 1 && fd.revents & libc::POLLERR != 0
 }
 
 /// Prints the command overview (used when smith is not on a terminal).

@@ -140,8 +140,12 @@ pub fn diagnostic(d: &Diagnostic) {
 /// standard output (the `--json` surfaces), and the terminal rendering on
 /// standard error when that is a terminal; the log gets it either way.
 pub fn error_json(err: &anyhow::Error) {
+    use std::io::Write as _;
     let d = diagnose(err);
-    println!(
+    // Standard output may be gone (`smith eval --json ... | head`): the
+    // record is then lost, never a panic.
+    let _ = writeln!(
+        std::io::stdout().lock(),
         "{}",
         serde_json::json!({"type": "error", "error": d.to_json()})
     );
@@ -152,15 +156,35 @@ pub fn error_json(err: &anyhow::Error) {
 }
 
 /// The exit status of a `--json` command: an error is reported with
-/// [`error_json`].
+/// [`error_json`]; a failure because the reader of standard output went
+/// away (`smith eval --json ... | head -1`) ends quietly with status 141,
+/// as one ended by SIGPIPE.
 pub fn exit_json(result: anyhow::Result<u8>) -> std::process::ExitCode {
     match result {
         Ok(code) => std::process::ExitCode::from(code),
+        Err(_) if stdout_pipe_is_closed() => std::process::ExitCode::from(SIGPIPE_STATUS),
         Err(err) => {
             error_json(&err);
             std::process::ExitCode::from(1)
         }
     }
+}
+
+/// The status of a command whose standard output's reader went away:
+/// that of a process ended by SIGPIPE (smith ignores the signal so that no
+/// run is ever cut short by it).
+pub const SIGPIPE_STATUS: u8 = 128 + libc::SIGPIPE as u8;
+
+/// Whether standard output is a pipe whose reading end is closed.
+pub fn stdout_pipe_is_closed() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: polls one valid pollfd without waiting.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready == 1 && fd.revents & libc::POLLERR != 0
 }
 
 /// A protocol event as a `--json` record: an `error` event also carries its

@@ -2,8 +2,11 @@
 //! nothing (status 2, "did you mean", no session) and `--` forces a
 //! prompt; `-c`, `--resume` and `--session` continue a stored session with
 //! a prompt and `--provider` and `-c` reach the interface without one;
-//! standard input is the prompt or is appended to it when piped; and the
-//! shell completions and manual pages name every command.
+//! standard input is the prompt or is appended to it when piped; `--model`
+//! applies with a prompt, piped and in the interface, a bare `--resume` and
+//! `--session` open the interface on their session; output to a reader
+//! that went away ends quietly with status 141; and the shell completions
+//! and manual pages name every command.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -177,6 +180,24 @@ fn a_mistyped_command_line_runs_nothing_and_says_what_was_meant() {
         store(home.path()).list().unwrap().is_empty(),
         "a refused command line made no session"
     );
+}
+
+/// A mistyped option before the prompt is refused by the parser with the
+/// option meant: status 2, nothing run, no session.
+#[test]
+fn a_mistyped_option_before_the_prompt_names_the_option_meant() {
+    let home = home_with_readme();
+    let out = run(
+        home.path(),
+        &["--provider", "mock", "--modle", "m", "fix", "it"],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unexpected argument '--modle'"), "{stderr}");
+    assert!(stderr.contains("'--model'"), "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(store(home.path()).list().unwrap().is_empty());
 }
 
 #[test]
@@ -682,4 +703,102 @@ fn a_prompt_on_a_terminal_never_reads_the_terminal() {
     let seen = text(&output.lock().unwrap());
     assert_eq!(status.code(), Some(0), "{seen}");
     assert!(seen.contains("You said \"hello there\""), "{seen}");
+}
+
+/// Output whose reader has gone away (`| head` that ended before smith
+/// wrote) ends each command quietly with status 141, as SIGPIPE would:
+/// a prompt's answer, `eval --json` and `--output-format stream-json`,
+/// the completions and the manual page. Nothing is said on standard
+/// error and nothing panics.
+#[test]
+fn output_to_a_reader_that_went_away_ends_quietly() {
+    let home = home_with_readme();
+    let cases: &[&[&str]] = &[
+        &["--provider", "mock", "say", "hello", "there"],
+        &["eval", "--provider", "mock", "--json", "say hello there"],
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--output-format",
+            "stream-json",
+            "say hello there",
+        ],
+        &["completions", "bash"],
+        &["man"],
+    ];
+    for args in cases {
+        let mut child = smith(home.path())
+            .args(*args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before smith writes anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "smith {args:?}: {stderr}");
+        assert!(stderr.is_empty(), "smith {args:?}: {stderr}");
+    }
+}
+
+/// `--model` at the top level applies in every mode: with a prompt, with
+/// a piped prompt and in the interface; a bare `--resume` opens the
+/// interface on the latest session and `--session REF` on the one named.
+#[test]
+fn model_session_and_a_bare_resume_apply_at_the_top_level_in_every_mode() {
+    let home = home_with_readme();
+    let h = home.path();
+    ok(
+        h,
+        &[
+            "--provider",
+            "mock",
+            "--model",
+            "mock-large",
+            "first",
+            "question",
+        ],
+        "",
+    );
+    ok(
+        h,
+        &["--provider", "mock", "--model", "mock-large"],
+        "piped question\n",
+    );
+    let store = store(h);
+    let sessions = store.list().unwrap();
+    assert_eq!(sessions.len(), 2);
+    for info in &sessions {
+        let dump = ok(h, &["session", "dump", &info.id.to_hex()], "");
+        let model_changes: Vec<&str> = dump
+            .lines()
+            .filter(|l| l.contains(r#""kind":"model_change""#))
+            .collect();
+        assert!(
+            !model_changes.is_empty()
+                && model_changes
+                    .iter()
+                    .all(|l| l.contains(r#""model":"mock-large""#)),
+            "{dump}"
+        );
+    }
+    let (pty, child, output) =
+        on_terminal(h, &["--provider", "mock", "--model", "mock-large"], &[]);
+    let screen = wait_for(&output, " ready · mock-large ");
+    assert!(screen.contains("F1 help"), "{screen}");
+    quit(pty, child);
+    // The latest session is the piped one.
+    let (pty, child, output) = on_terminal(h, &["--provider", "mock", "--resume"], &[]);
+    wait_for(&output, "session piped-question");
+    quit(pty, child);
+    let (pty, child, output) = on_terminal(
+        h,
+        &["--provider", "mock", "--session", "first-question"],
+        &[],
+    );
+    wait_for(&output, "session first-question");
+    quit(pty, child);
 }

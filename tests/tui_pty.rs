@@ -1881,3 +1881,311 @@ fn search_all_lists_hits_from_every_project_and_opens_the_chosen_session() {
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Alt+Enter (Esc then Enter, as terminals send it without the kitty
+/// protocol) while the agent works queues a follow-up: it is listed above
+/// the editor until it is sent, then shows as its own message between the
+/// answer before it and its own answer.
+#[test]
+fn a_queued_follow_up_is_listed_until_sent_then_shows_as_its_own_message() {
+    let (_dir, path) = script(
+        r#"[[{"text": "first answer"}, {"delay_ms": 2500}, {"text": " ends here"}, {"stop": {"reason": "end"}}],
+            [{"text": "second answer"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"go\r");
+    s.wait_for_screen("first answer");
+    s.send(b"then the tests");
+    s.wait_for_screen("› then the tests");
+    s.send(b"\x1b\r");
+    let screen = s
+        .wait_for_screen("queued · sent when the current work ends")
+        .join("\n");
+    assert!(screen.contains("  › then the tests"), "{screen}");
+    assert!(screen.contains(" · queue 1 · "), "{screen}");
+    // Not sent yet: the editor is free again and no answer came.
+    assert!(!screen.contains("second answer"), "{screen}");
+    s.wait_for_screen("second answer");
+    s.wait_for_screen(" ready ·");
+    let screen = render(&s.output(), 24, 80).join("\n");
+    // Sent: the panel is gone and the message sits between the answers.
+    assert!(!screen.contains("queued ·"), "{screen}");
+    let first = screen.find("first answer ends here").expect(&screen);
+    let message = screen.find("› then the tests").expect(&screen);
+    let second = screen.find("  second answer").expect(&screen);
+    assert!(first < message && message < second, "{screen}");
+    assert_eq!(screen.matches("then the tests").count(), 1, "{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// A replay stopped while a call was running, then `/branch N` and a new
+/// prompt: the new branch's call (the scripted one has the same id) ends
+/// under its own title instead of staying running.
+#[test]
+fn after_a_stopped_replay_and_a_branch_the_first_call_ends_under_its_title() {
+    let (_dir, path) = script(
+        r#"[[{"tool_call": {"id": "a", "name": "bash", "arguments": {"command": "sleep 2; echo slept"}}}, {"stop": {"reason": "tool_use"}}],
+            [{"text": "all done"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(
+        None,
+        None,
+        |_| {},
+        &["--mock-script", &path, "--approval", "full"],
+    );
+    s.ready();
+    s.send(b"go\r");
+    s.wait_for_screen("all done");
+    s.wait_for_screen(" ready ·");
+    // Played in real time: the call runs for two seconds; Esc stops the
+    // replay while it does.
+    s.send(b"/replay 1\r");
+    s.wait_for_after("replaying session", "⋯ bash sleep 2; echo slept");
+    s.send(b"\x1b");
+    s.wait_for_screen("replay finished");
+    // Entry 3 is the prompt `go` (a model change and the run's start come
+    // first).
+    s.send(b"/branch 3\r");
+    s.wait_for_screen("· session go");
+    s.send(b"again\r");
+    s.wait_for_after("› again", "all done");
+    let screen = s.wait_for_screen(" ready ·").join("\n");
+    let again = screen.find("› again").expect(&screen);
+    let after = &screen[again..];
+    assert!(after.contains("✓ bash sleep 2; echo slept"), "{screen}");
+    assert!(!after.contains('⋯'), "a call stayed running:\n{screen}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Up recalls what was sent in an earlier run of the interface (the
+/// history is kept in smith's state directory), a multi-line prompt
+/// whole, the newest first.
+#[test]
+fn input_history_is_recalled_after_a_restart() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"first prompt\r");
+    s.wait_for_after("› first prompt", "Done.");
+    s.send(b"two\x0alines\r");
+    s.wait_for_after("› two", "Done.");
+    s.quit();
+    let (status, _, home) = s.finish_keeping_home();
+    assert_eq!(status.code(), Some(0));
+    let mut s = start_prepared(None, None, |new| {
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(home.path().join("."))
+            .arg(new)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+    });
+    s.ready();
+    // Up on an empty editor: the newest entry, both of its lines.
+    s.send(b"\x1b[A");
+    let screen = s.wait_for_screen("› two").join("\n");
+    assert!(screen.contains("  lines"), "{screen}");
+    // Up from its first line: the one before.
+    s.send(b"\x1b[A");
+    s.send(b"\x1b[A");
+    s.wait_for_screen("› first prompt");
+    s.send(b"\x03");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// `/resume NAME`, choosing a branch in the `/branch` tree and
+/// `/branch ENTRY` each replace the runtime; the replaced one's end is
+/// never reported as "the agent runtime stopped".
+#[test]
+fn resuming_and_choosing_a_branch_never_say_the_runtime_stopped() {
+    let mut s = start(None);
+    s.ready();
+    s.send(b"hello\r");
+    s.wait_for_after("› hello", "Done.");
+    s.wait_for_screen(" ready ·");
+    let before = s.output().len();
+    for (command, then) in [
+        (&b"/resume hello\r"[..], None),
+        (&b"/branch\r"[..], Some(&b"\r"[..])),
+        (&b"/branch 3\r"[..], None),
+    ] {
+        s.send(command);
+        if let Some(keys) = then {
+            s.wait_for_screen("branches · enter selects");
+            s.send(keys);
+        }
+        s.wait_for_screen("· session hello");
+        // The replaced runtime's end arrives after the switch.
+        std::thread::sleep(Duration::from_millis(1000));
+        let screen = render(&s.output(), 24, 80).join("\n");
+        assert!(screen.contains(" ready ·"), "{screen}");
+        assert!(!screen.contains("branches ·"), "{screen}");
+    }
+    // The last switch took the session back to its prompt, before the
+    // answer.
+    let screen = render(&s.output(), 24, 80).join("\n");
+    assert!(
+        screen.contains("› hello") && !screen.contains("Done."),
+        "{screen}"
+    );
+    let out = s.output();
+    let after = String::from_utf8_lossy(&out[before..]).into_owned();
+    assert!(!after.contains("runtime stopped"), "{after}");
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// At 60x20 the help overlay does not fit: it says how to scroll, and
+/// PageDown, End and Home (as terminals send them) move through it.
+#[test]
+fn the_help_overlay_scrolls_at_60_by_20() {
+    let mut s = start(None);
+    s.ready();
+    s.resize(20, 60);
+    // F1 as xterm sends it.
+    s.send(b"\x1bOP");
+    let screen_at = |s: &Session, needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = render(&s.output(), 20, 60).join("\n");
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never appeared:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let screen = screen_at(&s, "↑↓ pgup pgdn scroll");
+    assert!(screen.contains("enter         send"), "{screen}");
+    assert!(!screen.contains("/quit"), "{screen}");
+    // End (CSI F): the last command.
+    s.send(b"\x1b[F");
+    let screen = screen_at(&s, "/quit         exit smith");
+    assert!(!screen.contains("enter         send"), "{screen}");
+    // Home (CSI H), then PageDown (CSI 6 ~) leaves the first rows.
+    s.send(b"\x1b[H");
+    screen_at(&s, "enter         send");
+    s.send(b"\x1b[6~");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while render(&s.output(), 20, 60)
+        .join("\n")
+        .contains("enter         send")
+    {
+        assert!(Instant::now() < deadline, "PageDown did not scroll");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Any other key closes it.
+    s.send(b"q");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while render(&s.output(), 20, 60).join("\n").contains("pgup pgdn") {
+        assert!(Instant::now() < deadline, "the help did not close");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.wait_for("F1 help");
+    s.resize(24, 80);
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// Ctrl+C (byte 0x03) on a draft clears it without offering to exit; Esc
+/// (a lone 0x1B) interrupts a running turn; Ctrl+C interrupts one too, and
+/// a second Ctrl+C at once exits.
+#[test]
+fn ctrl_c_clears_a_draft_and_after_an_interrupt_a_second_press_exits() {
+    let (_dir, path) = script(
+        r#"[[{"text": "mulling it over"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}],
+            [{"text": "thinking it over"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"a draft");
+    s.wait_for_screen("› a draft");
+    s.send(b"\x03");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let screen = render(&s.output(), 24, 80).join("\n");
+        if !screen.contains("› a draft") {
+            assert!(!screen.contains("again to exit"), "{screen}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the draft stayed:\n{screen}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.send(b"wait\r");
+    s.wait_for_screen("mulling it over");
+    s.send(b"\x1b");
+    s.wait_for_screen("interrupted");
+    let screen = s.wait_for_screen(" ready ·").join("\n");
+    assert!(!screen.contains("too late"), "{screen}");
+    assert!(!screen.contains("again to exit"), "{screen}");
+    s.send(b"go\r");
+    s.wait_for_screen("thinking it over");
+    s.send(b"\x03");
+    s.wait_for_after("thinking it over", "interrupted");
+    s.wait_for_screen("press Ctrl+C again to exit");
+    s.send(b"\x03");
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// The interface opened on a session another smith's runtime serves is
+/// refused (two runtimes would interleave their conversations on one
+/// branch) with a diagnostic that offers a fork, and the terminal is
+/// restored.
+#[test]
+fn the_interface_on_a_session_in_use_is_refused_and_offered_a_fork() {
+    use std::io::BufRead as _;
+    let mut server = None;
+    let s = start_prepared_with(
+        None,
+        None,
+        |home| {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_smith"))
+                .env("SMITH_HOME", home)
+                .current_dir(home)
+                .args(["rpc", "--provider", "mock", "--name", "busy"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{}}}}"#
+            )
+            .unwrap();
+            // Once it answers, its runtime serves the session.
+            let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+            let answer = lines.next().unwrap().unwrap();
+            assert!(answer.contains(r#""id":1"#), "{answer}");
+            server = Some((child, stdin));
+        },
+        &["--session", "busy"],
+    );
+    let (status, out) = s.finish();
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("session busy is in use by another smith (process"),
+        "{out}"
+    );
+    assert!(
+        out.contains("fork it to go on in a copy (`smith session fork busy`, then open the fork)"),
+        "{out}"
+    );
+    let (mut child, stdin) = server.unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

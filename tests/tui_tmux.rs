@@ -5,7 +5,8 @@
 //! tmux's default (`external`, no passthrough) tmux would drop the write,
 //! so nothing is sent and the interface says why and which command
 //! changes it — never "copied". Ctrl+O and Alt+Up as tmux sends them
-//! expand one entry.
+//! expand one entry; the editing and interrupt keys (Ctrl+J, `\` then
+//! Enter, Alt+B, Ctrl+C, Esc) and `/copy` work as tmux sends them.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -119,6 +120,22 @@ impl Tmux {
         }
     }
 
+    /// Waits until the screen satisfies `ok` (`what` names it).
+    fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "never showed {what}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "t:smith"];
         args.extend_from_slice(keys);
@@ -220,4 +237,122 @@ fn ctrl_o_and_alt_up_expand_one_entry_in_tmux() {
     tmux.keys(&["M-Up", "M-Up", "M-Up", "M-Up", "C-o"]);
     let screen = tmux.wait_for("a12");
     assert!(!screen.contains("b12"), "{screen}");
+}
+
+/// The editing and interrupt keys inside tmux, as tmux sends them (no
+/// kitty protocol): Ctrl+J and `\` then Enter add lines, Alt+B moves back
+/// a word, Enter sends; `/copy` puts the answer in tmux's buffer; Ctrl+C
+/// clears a draft without offering to exit; Esc interrupts a turn; Ctrl+C
+/// interrupts one and a second Ctrl+C at once exits.
+#[test]
+fn editing_copy_and_interrupt_keys_work_as_tmux_sends_them() {
+    let tmux = Tmux::start();
+    tmux.ok(&["set", "-g", "set-clipboard", "on"]);
+    let slow = r#"[{"text": "working on it"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}]"#;
+    tmux.smith_script(
+        &format!(
+            r#"[[{{"text": "got all lines"}}, {{"stop": {{"reason": "end"}}}}], {slow}, {slow}]"#
+        ),
+        "",
+    );
+    tmux.wait_for("F1 help");
+    tmux.keys(&["first", "C-j", "second"]);
+    tmux.ok(&["send-keys", "-t", "t:smith", "-l", "\\"]);
+    tmux.keys(&["Enter", "third"]);
+    tmux.wait_for("  third");
+    tmux.keys(&["M-b", "very "]);
+    let screen = tmux.wait_for("  very third");
+    assert!(
+        screen.contains("› first") && screen.contains("  second"),
+        "{screen}"
+    );
+    assert!(!screen.contains("second\\"), "{screen}");
+    assert!(!screen.contains("got all lines"), "sent early:\n{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("got all lines");
+    tmux.wait_for(" ready ·");
+    tmux.keys(&["/copy", "Enter"]);
+    tmux.wait_for("copied: tmux keeps it in its paste buffer");
+    let start = Instant::now();
+    while tmux.buffer().as_deref() != Some("got all lines") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "tmux's buffer: {:?}",
+            tmux.buffer()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Ctrl+C on a draft clears it and arms nothing.
+    tmux.keys(&["a draft"]);
+    tmux.wait_for("› a draft");
+    tmux.keys(&["C-c"]);
+    let start = Instant::now();
+    while tmux.screen().contains("› a draft") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !tmux.screen().contains("again to exit"),
+        "{}",
+        tmux.screen()
+    );
+    // Esc interrupts a turn.
+    tmux.keys(&["slow one", "Enter"]);
+    tmux.wait_for("working on it");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("interrupted");
+    let screen = tmux.wait_for(" ready ·");
+    assert!(!screen.contains("too late"), "{screen}");
+    // Ctrl+C interrupts a turn; a second one at once exits.
+    tmux.keys(&["slow two", "Enter"]);
+    tmux.wait_until("the second turn's text", |screen| {
+        screen.matches("working on it").count() == 2
+    });
+    tmux.keys(&["C-c"]);
+    tmux.wait_until("the second interruption", |screen| {
+        screen.matches("interrupted").count() == 2 && screen.contains("again to exit")
+    });
+    tmux.keys(&["C-c"]);
+    let start = Instant::now();
+    while tmux
+        .ok(&["list-windows", "-F", "#{window_name}"])
+        .contains("smith")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "smith did not exit:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Alt+Enter as tmux sends it (Esc then Enter) while the agent works
+/// queues a follow-up: listed above the editor until it is sent, then
+/// shown as its own message between the two answers.
+#[test]
+fn a_follow_up_queued_with_alt_enter_in_tmux_is_listed_then_shown() {
+    let tmux = Tmux::start();
+    tmux.smith_script(
+        r#"[[{"text": "first answer"}, {"delay_ms": 2500}, {"text": " ends here"}, {"stop": {"reason": "end"}}],
+            [{"text": "second answer"}, {"stop": {"reason": "end"}}]]"#,
+        "",
+    );
+    tmux.wait_for("F1 help");
+    tmux.keys(&["go", "Enter"]);
+    tmux.wait_for("first answer");
+    tmux.keys(&["then the tests", "M-Enter"]);
+    let screen = tmux.wait_for("queued · sent when the current work ends");
+    assert!(screen.contains("  › then the tests"), "{screen}");
+    tmux.wait_for("second answer");
+    let screen = tmux.wait_for(" ready ·");
+    assert!(!screen.contains("queued ·"), "{screen}");
+    let first = screen.find("first answer ends here").expect(&screen);
+    let message = screen.find("› then the tests").expect(&screen);
+    let second = screen.find("  second answer").expect(&screen);
+    assert!(first < message && message < second, "{screen}");
 }

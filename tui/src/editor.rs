@@ -13,6 +13,9 @@ pub struct Editor {
     /// Position in history while walking it; `None` when editing the draft.
     walking: Option<usize>,
     draft: String,
+    /// How many history entries the host has been given
+    /// ([`Editor::take_new_history`], [`Editor::set_history`]).
+    handed: usize,
 }
 
 impl Editor {
@@ -240,6 +243,23 @@ impl Editor {
         text
     }
 
+    /// Replaces the history with `entries` (oldest first), such as a
+    /// host kept from earlier runs; none of them is new.
+    pub fn set_history(&mut self, entries: Vec<String>) {
+        self.history = entries;
+        self.handed = self.history.len();
+        self.walking = None;
+    }
+
+    /// The entries recorded since the last call (or
+    /// [`Editor::set_history`]), oldest first: what a host keeping history
+    /// across runs has still to write.
+    pub fn take_new_history(&mut self) -> &[String] {
+        let from = self.handed.min(self.history.len());
+        self.handed = self.history.len();
+        &self.history[from..]
+    }
+
     /// The word under (before) the cursor, with its start offset.
     pub fn current_word(&self) -> (usize, &str) {
         let before = &self.text[..self.cursor];
@@ -316,5 +336,29 @@ mod tests {
         assert!(!e.before_cursor_is('\\'));
         e.insert('\\');
         assert!(e.before_cursor_is('\\'));
+    }
+
+    #[test]
+    fn history_given_by_the_host_is_recalled_and_only_new_entries_are_handed_back() {
+        let mut e = Editor::new();
+        e.set_history(vec!["older".to_owned(), "old\nlines".to_owned()]);
+        assert!(e.take_new_history().is_empty());
+        assert!(e.up());
+        assert_eq!(e.text(), "old\nlines");
+        // Up from the first line of a recalled entry goes further back.
+        e.home();
+        assert!(e.up());
+        assert!(e.up());
+        assert_eq!(e.text(), "older");
+        e.set("new one");
+        assert_eq!(e.take(), "new one");
+        e.set("new one");
+        e.take();
+        e.set("another");
+        e.take();
+        assert_eq!(e.take_new_history(), ["new one", "another"]);
+        assert!(e.take_new_history().is_empty());
+        assert!(e.up());
+        assert_eq!(e.text(), "another");
     }
 }

@@ -61,6 +61,10 @@ pub(super) struct Controller<'a> {
     /// instances are busy until then), so they hear of it when the run
     /// settles.
     pub(super) deferred_resize: Option<(u16, u16)>,
+    /// The file the editor's history is appended to for later runs
+    /// ([`super::history`]); `None` when there is none or it could not be
+    /// written (said once).
+    pub(super) history: Option<std::path::PathBuf>,
 }
 
 impl Controller<'_> {
@@ -149,8 +153,26 @@ impl Controller<'_> {
         }
     }
 
+    /// Appends what the editor recorded since the last output to the
+    /// history file, for later runs; a failure is said once and nothing
+    /// more is written this run.
+    fn save_history(&mut self, app: &mut App) {
+        let new = app.editor.take_new_history().to_vec();
+        if new.is_empty() {
+            return;
+        }
+        let Some(file) = &self.history else {
+            return;
+        };
+        if let Err(message) = super::history::append(file, &new) {
+            self.history = None;
+            app.error(&message);
+        }
+    }
+
     /// Carries out what the interface asks for.
     pub(super) fn output(&mut self, app: &mut App, term: &mut Terminal, output: Output) -> Flow {
+        self.save_history(app);
         // Test hook for the terminal-restore tests: fail in a chosen way
         // while the interface owns the terminal.
         match self.fault.as_str() {

@@ -3,7 +3,7 @@
 //! replay.
 
 use smith_engine::protocol::{
-    CompactionOutcome, CompactionReason, Event, Role, StopCause, ToolStatus,
+    CompactionOutcome, CompactionReason, Event, QueuedItem, Role, StopCause, ToolStatus,
 };
 use smith_engine::provider::Message;
 use smith_tui::App;
@@ -19,7 +19,23 @@ pub(super) struct Calls {
     /// The directory relative paths resolve in; `None` reads no files
     /// (tests).
     cwd: Option<std::path::PathBuf>,
+    /// The runtime's queue as it last listed it: item id and whether it
+    /// is a follow-up (the rest steer).
+    queued: Vec<(u64, bool)>,
+    /// Input the runtime took from its queue whose user message has not
+    /// arrived yet, in order: `true` for a follow-up (shown when its
+    /// message arrives), `false` for a steer (shown when it was sent).
+    taken: std::collections::VecDeque<bool>,
 }
+
+/// The title of the panel listing the queued follow-ups.
+pub(super) const QUEUED_PANEL: &str = "queued · sent when the current work ends";
+
+/// Who owns that panel (a plugin's panels are under the plugin's name).
+const QUEUED_OWNER: &str = "smith";
+
+/// The queue mode of a follow-up (Alt+Enter).
+const FOLLOW_UP: &str = "follow_up";
 
 /// A `write` call as announced.
 #[derive(Debug)]
@@ -47,10 +63,46 @@ impl Calls {
         }
     }
 
-    /// Forgets every call (another session or replay starts).
+    /// Forgets every call and queued input (another session or replay
+    /// starts).
     pub(super) fn clear(&mut self) {
         self.summaries.clear();
         self.writes.clear();
+        self.queued.clear();
+        self.taken.clear();
+    }
+
+    /// The runtime's queue is now `items`: the items that left it are
+    /// noted in order (a follow-up's user message is shown when it
+    /// arrives), and the follow-ups still waiting are listed in a panel
+    /// above the editor.
+    fn queue_changed(&mut self, app: &mut App, items: &[QueuedItem]) {
+        for &(id, follow_up) in &self.queued {
+            if !items.iter().any(|item| item.id == id) {
+                self.taken.push_back(follow_up);
+            }
+        }
+        self.queued = items
+            .iter()
+            .map(|item| (item.id, item.mode == FOLLOW_UP))
+            .collect();
+        let mut panel = String::new();
+        for item in items.iter().filter(|item| item.mode == FOLLOW_UP) {
+            let mut lines = item.text.lines();
+            panel.push_str("› ");
+            panel.push_str(lines.next().unwrap_or(""));
+            if lines.next().is_some() {
+                panel.push_str(" …");
+            }
+            panel.push('\n');
+        }
+        app.set_widget(QUEUED_OWNER, QUEUED_PANEL, &panel);
+    }
+
+    /// A user message arrived: whether it is a follow-up taken from the
+    /// queue (shown now: nothing showed it when it was queued).
+    fn delivered_follow_up(&mut self) -> bool {
+        self.taken.pop_front().unwrap_or(false)
     }
 
     fn take_summary(&mut self, call_id: &str) -> String {
@@ -149,6 +201,19 @@ fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u6
     status.retry_at = None;
     match event {
         Event::AgentStart => status.busy = true,
+        // A follow-up taken from the queue: its message is shown now,
+        // between the answer before it and its own (a prompt or a steer
+        // was shown when it was sent).
+        Event::MessageEnd {
+            message: Message::User { text, media, .. },
+            usage: None,
+        } if live && calls.delivered_follow_up() => {
+            app.message_done();
+            app.user_message(&text);
+            for part in &media {
+                app.notice(&part.summary());
+            }
+        }
         Event::MessageEnd {
             message: Message::User { media, .. },
             usage: None,
@@ -161,6 +226,9 @@ fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u6
         }
         Event::MessageEnd { usage: None, .. } => app.message_done(),
         Event::AgentEnd { stop, cost, .. } => {
+            // Input taken but never delivered (refused by a hook) has no
+            // message to wait for.
+            calls.taken.clear();
             app.message_done();
             status.busy = false;
             if let Some(c) = cost {
@@ -288,7 +356,10 @@ fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u6
                 )),
             }
         }
-        Event::QueueChanged { items } => status.queue = items.len(),
+        Event::QueueChanged { items } => {
+            status.queue = items.len();
+            calls.queue_changed(app, &items);
+        }
         Event::ModelChanged { model, .. } => status.model = model,
         Event::ProviderRetry { wait_ms, error } => {
             let when = if wait_ms == 0 {

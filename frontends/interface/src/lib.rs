@@ -34,6 +34,7 @@
 //!   (`host.ask`), asked in an overlay that owns focus and answered
 //!   through the runtime's question broker;
 //! * [`config`] — the interface's options and the project trust question;
+//! * [`history`] — the editor's input history kept across runs;
 //! * [`product`] — the interface's product, built from the plugins'
 //!   contributions;
 //! * [`host`] — everything used from the host and the settings.
@@ -45,6 +46,7 @@ mod config;
 mod controller;
 mod events;
 mod frontend;
+mod history;
 mod host;
 pub mod product;
 mod replay;
@@ -201,6 +203,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Err(err) => unchecked(&mut app, err),
     }
 
+    // Up recalls what was sent in earlier runs too.
+    let history = paths.as_ref().ok().map(|p| history::path(&p.state_dir));
+    if let Some(file) = &history {
+        match history::load(file) {
+            Ok(entries) => app.editor.set_history(entries),
+            Err(message) => app.error(&message),
+        }
+    }
     spawn_input(tx.clone())?;
     watch_signals(tx.clone());
     // Shared by the two callbacks of the loop.
@@ -219,6 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         failure: None,
         fault: std::env::var("SMITH_TUI_TEST_FAULT").unwrap_or_default(),
         deferred_resize: None,
+        history,
     });
     let result = run_loop(
         &mut term,

@@ -87,7 +87,7 @@ pub(super) fn command(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> S
             ctl.replays += 1;
             let tag = REPLAY_TAG | ctl.replays;
             let stop = Arc::new(AtomicBool::new(false));
-            app.transcript = smith_tui::Transcript::new();
+            app.clear_transcript();
             ctl.summaries.clear();
             app.notice(&format!(
                 "replaying session {} ({} turns) · Esc stops",

@@ -201,7 +201,7 @@ fn restart(ctl: &mut Controller<'_>, app: &mut App, target: Target) -> Step {
     }
     replay::stop(ctl);
     ctl.generation += 1;
-    app.transcript = smith_tui::Transcript::new();
+    app.clear_transcript();
     // The next runtime's plugins set their own panels.
     app.clear_widgets();
     ctl.summaries.clear();

@@ -651,6 +651,22 @@ impl App {
         self.generation += 1;
     }
 
+    /// Empties the transcript: another session, or a replay, is shown
+    /// next. Calls still running in the old transcript are forgotten, so
+    /// a call of the next one with the same id is never taken for one of
+    /// them (its result would go to an entry of the old transcript and
+    /// its own title would stay running); the selection and the search
+    /// match, which point into the old transcript, go too.
+    pub fn clear_transcript(&mut self) {
+        // The new transcript counts its generation from 0: the sum keeps
+        // growing, so the next frame is drawn.
+        self.generation += self.transcript.generation() + 1;
+        self.transcript = Transcript::new();
+        self.running_tools.clear();
+        self.selected = None;
+        self.current_match = None;
+    }
+
     // ---- events from the agent -------------------------------------------
 
     /// Shows a user message.
