@@ -1760,6 +1760,9 @@ fn a_new_session_is_named_after_its_first_prompt() {
     s.ready();
     s.send(b"Fix the lexer's off-by-one, please\r");
     s.wait_for_screen("Done.");
+    // The transcript says the name it has now (its opening line named it
+    // by its time).
+    s.wait_for_screen("session fix-the-lexer-s-off-by-one-please");
     // A second prompt does not rename it again.
     s.send(b"and now something else\r");
     s.wait_for_text("You said \"and now something else\"");

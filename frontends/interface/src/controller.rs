@@ -346,7 +346,12 @@ fn name_after_first_prompt(rt: &mut Runtime, app: &mut App, text: &str) {
         return;
     };
     match rt.journal.rename_titled(&base) {
-        Ok(name) => rt.name = name,
+        Ok(name) => {
+            // The opening line named the session by its time; say the name
+            // it has now, the one `/resume` and `smith session` list.
+            app.notice(&format!("session {name}"));
+            rt.name = name;
+        }
         Err(err) => app.notice(&format!(
             "the session keeps the name {}: it could not be renamed to {base:?} ({err}); rename it with `smith session rename {} NAME`",
             rt.name, rt.name
