@@ -145,7 +145,7 @@ fn main() {
         }
         let total: usize = texts.iter().map(|t| t.len()).sum();
         let mut out = vec![0u8; total + 64];
-        for mode in 0..5 {
+        for mode in 0..3 {
             let (s, f) = paired(
                 rounds,
                 &mut || {
@@ -354,12 +354,6 @@ unsafe fn copy_mode(mode: u32, src: &[u8], dst: *mut u8) {
     let n = src.len();
     let s = src.as_ptr();
     #[cfg(target_arch = "x86_64")]
-    if mode >= 3 {
-        // SAFETY: as in `copy_mode`.
-        unsafe { avx512_copy(s, dst, n, mode == 4) };
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
     if mode == 2 && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is present (checked); the caller's contract covers
         // the bytes.
@@ -412,38 +406,3 @@ unsafe fn avx2_copy(s: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
-/// 64-byte AVX-512 moves, the destination aligned to 64 bytes after a
-/// first unaligned block (mode 3); mode 4 uses non-temporal stores.
-///
-/// # Safety
-///
-/// As [`copy_mode`], and the processor has AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn avx512_copy(s: *const u8, dst: *mut u8, n: usize, nt: bool) {
-    use std::arch::x86_64::{
-        _mm_sfence, _mm512_loadu_si512, _mm512_store_si512, _mm512_storeu_si512,
-        _mm512_stream_si512,
-    };
-    // SAFETY: as in `copy_mode`; the aligned stores are at 64-byte
-    // aligned addresses inside `dst[..n]`.
-    unsafe {
-        let first = _mm512_loadu_si512(s.cast());
-        _mm512_storeu_si512(dst.cast(), first);
-        let mut i = 64 - (dst as usize & 63);
-        while i + 64 <= n {
-            let a = _mm512_loadu_si512(s.add(i).cast());
-            if nt {
-                _mm512_stream_si512(dst.add(i).cast(), a);
-            } else {
-                _mm512_store_si512(dst.add(i).cast(), a);
-            }
-            i += 64;
-        }
-        let last = _mm512_loadu_si512(s.add(n - 64).cast());
-        _mm512_storeu_si512(dst.add(n - 64).cast(), last);
-        if nt {
-            _mm_sfence();
-        }
-    }
-}
