@@ -405,4 +405,3 @@ unsafe fn avx2_copy(s: *const u8, dst: *mut u8, n: usize) {
         _mm256_storeu_si256(dst.add(i + 32).cast(), b);
     }
 }
-

@@ -667,5 +667,8 @@ fn walker_agrees_on_maps_mixing_leaf_and_container_pairs() {
     }
     // Both verdicts are well represented (two thirds of the maps of two
     // pairs or more are built with keys swapped or repeated).
-    assert!(valid > 1000 && invalid > 1000, "{valid} valid, {invalid} invalid");
+    assert!(
+        valid > 1000 && invalid > 1000,
+        "{valid} valid, {invalid} invalid"
+    );
 }
