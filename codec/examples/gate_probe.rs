@@ -2,7 +2,7 @@
 //! that builds with this crate alone (the gate runner pulls in the whole
 //! workspace): the same corpus generator (`perf-gates/src/entries.rs`, built
 //! from its source), the same memcpy floor, subject and floor timed in
-//! alternating batches. For experiments on the codec and on build flags
+//! alternating batches (on the thread's CPU clock on Linux). For experiments on the codec and on build flags
 //! (with a separate `CARGO_TARGET_DIR`); `smith bench` stays the judge.
 //!
 //! `cargo run --release -p smith-codec --example gate_probe -- [walk|encode] [rounds]`
@@ -71,12 +71,39 @@ fn encode_into(entries: &[entries::Entry], buf: &mut Vec<u8>) {
     entries::encode_entries(entries, buf);
 }
 
+/// The calling thread's CPU time in nanoseconds where the platform has a
+/// thread clock (Linux), so that time spent waiting for a core while other
+/// processes run is not counted, as in the gates; else the monotonic clock.
+fn now_ns(start: Instant) -> f64 {
+    #[cfg(target_os = "linux")]
+    {
+        #[repr(C)]
+        struct Timespec {
+            sec: i64,
+            nsec: i64,
+        }
+        unsafe extern "C" {
+            fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+        }
+        const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+        let mut ts = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: `ts` is a valid, writable timespec (two 64-bit fields on
+        // 64-bit Linux), and the clock id is Linux's thread CPU clock.
+        if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            let _ = start;
+            return ts.sec as f64 * 1e9 + ts.nsec as f64;
+        }
+    }
+    start.elapsed().as_nanos() as f64
+}
+
 fn batch(f: &mut dyn FnMut(), n: u32) -> f64 {
-    let t = Instant::now();
+    let start = Instant::now();
+    let t = now_ns(start);
     for _ in 0..n {
         f();
     }
-    t.elapsed().as_nanos() as f64 / f64::from(n)
+    (now_ns(start) - t) / f64::from(n)
 }
 
 fn median(v: &mut [f64]) -> f64 {
