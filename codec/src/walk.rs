@@ -28,11 +28,15 @@
 //! * **A map's key and value read together.** With a key due in a map,
 //!   a leaf key (an integer, a simple value or a string) and a leaf value are
 //!   read one after the other, the key's order checked between them, and the
-//!   pair counted at once: no bookkeeping between the two and no decision on
-//!   which of them just ended. Most items of a session are such pairs (9,317
-//!   keys among the 19,903 items of the gate's corpus, almost all with leaf
-//!   values). Containers, tags, floats and anything not valid go through the
-//!   general head below, from the item the pair could not take.
+//!   pair counted at once (one subtraction of 2): no bookkeeping between the
+//!   two and no decision on which of them just ended. Most items of a session
+//!   are such pairs (9,317 keys among the 19,903 items of the gate's corpus,
+//!   almost all with leaf values). The pairs of one map run in a loop of
+//!   their own, so the next pair does not first re-decide whether a key is
+//!   due, and the start of the next key is recorded only when the general
+//!   head must read it (a key that is not a leaf). Containers, tags, floats
+//!   and anything not valid go through the general head below, from the
+//!   item the pair could not take.
 //! * **Leaf kinds from a table, widths from predicted branches.** One load
 //!   from a 256-entry table by initial byte tells whether an item is a leaf
 //!   and which kind (no jump through a table by major type); the argument's
