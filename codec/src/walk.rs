@@ -440,10 +440,7 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
             // the pair could not take.
             'pair: {
                 if !COUNT && remaining & (MAP | 1) == MAP {
-                    // One pair after another while the map's keys and values
-                    // are leaves, counting pairs: `remaining` is written back
-                    // only when the loop ends.
-                    let mut pairs = (remaining & !MAP) >> 1;
+                    // One pair after another while the map's keys and values are leaves.
                     loop {
                         let end = match input.get(pos) {
                             // The usual key: an unsigned integer below 24, one
@@ -464,7 +461,6 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
                                     // The general head reads this key; the
                                     // closing loop finds it from `mark`.
                                     mark = pos;
-                                    remaining = MAP | (pairs << 1);
                                     break 'pair;
                                 };
                                 let w = key_word(input, pos, end);
@@ -483,20 +479,21 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
                         pos = end;
                         if let Some(end) = leaf(input, pos) {
                             pos = end;
-                            pairs -= 1;
-                            if pairs != 0 {
-                                // The next key's start is not kept here: a key
-                                // the pair cannot take keeps it above, before
-                                // the general head reads it.
+                            if remaining != MAP | 2 {
+                                // Key and value counted at once. The next key's
+                                // start is not kept here: a key the pair cannot
+                                // take keeps it below, before the general head
+                                // reads it.
+                                remaining -= 2;
                                 continue;
                             }
                             // The value completes the map: the closing loop counts
                             // it and ends the map.
-                            remaining = MAP | 1;
+                            remaining -= 1;
                             break 'item;
                         }
                         // The key is counted; the general head reads the value.
-                        remaining = MAP | ((pairs << 1) - 1);
+                        remaining -= 1;
                         break 'pair;
                     }
                 }
