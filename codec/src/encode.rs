@@ -36,9 +36,11 @@ pub struct Encoder<'b> {
     buf: &'b mut Vec<u8>,
     /// `buf.as_mut_ptr()`, refreshed whenever the vector may have grown.
     ptr: *mut u8,
-    /// `buf.capacity()`, refreshed with `ptr`.
-    cap: usize,
-    /// The written length: `buf.len() <= len <= cap`, and every byte of
+    /// `buf.capacity() - 8` (0 below 8 bytes), refreshed with `ptr`: a head
+    /// of at most 9 bytes fits when `len < head_end`, one compare where
+    /// `capacity - len >= 9` takes a subtraction too.
+    head_end: usize,
+    /// The written length: `buf.len() <= len <= capacity`, and every byte of
     /// `buf`'s allocation below `len` is initialized.
     len: usize,
 }
@@ -56,8 +58,13 @@ impl<'b> Encoder<'b> {
     pub fn new(buf: &'b mut Vec<u8>) -> Self {
         let len = buf.len();
         let ptr = buf.as_mut_ptr();
-        let cap = buf.capacity();
-        Self { buf, ptr, cap, len }
+        let head_end = head_end(buf.capacity());
+        Self {
+            buf,
+            ptr,
+            head_end,
+            len,
+        }
     }
 
     /// The buffer written so far (including anything it held before).
@@ -77,10 +84,17 @@ impl<'b> Encoder<'b> {
         unsafe { self.buf.set_len(self.len) }
     }
 
-    /// Spare capacity past the written length.
+    /// Whether `n` bytes and a head of at most 9 bytes fit in the spare
+    /// capacity. (`len + n` cannot overflow: both are at most `isize::MAX`.)
     #[inline(always)]
-    fn spare(&self) -> usize {
-        self.cap - self.len
+    fn fits_with_head(&self, n: usize) -> bool {
+        self.len + n < self.head_end
+    }
+
+    /// Whether a head of at most 9 bytes fits in the spare capacity.
+    #[inline(always)]
+    fn head_fits(&self) -> bool {
+        self.len < self.head_end
     }
 
     /// Appends `bytes` through the vector (it may grow) and takes its new
@@ -94,14 +108,17 @@ impl<'b> Encoder<'b> {
     fn extend_slow(&mut self, bytes: &[u8]) {
         let (ptr, cap, len) = append_slow(self.buf, self.len, bytes);
         self.ptr = ptr;
-        self.cap = cap;
+        self.head_end = head_end(cap);
         self.len = len;
     }
 
     /// Appends `bytes`: plain stores when they fit, else through the vector.
     #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
-        if self.spare() >= bytes.len() {
+        // Room for `bytes` and 8 more (`len + n <= capacity - 8`): exact
+        // capacity is not needed here, as the slow path appends without
+        // growing a buffer that has room.
+        if self.len + bytes.len() <= self.head_end {
             // SAFETY: just checked: room for `bytes` past `len`; the copy
             // initializes them before `len` covers them.
             unsafe {
@@ -123,7 +140,7 @@ impl<'b> Encoder<'b> {
     /// exact capacities too, not only for generous ones.
     #[inline(always)]
     fn head(&mut self, major: u8, arg: u64) {
-        if self.spare() >= 9 {
+        if self.head_fits() {
             // SAFETY: just checked: at least 9 bytes of spare capacity.
             unsafe { self.head_unchecked(major, arg) }
         } else {
@@ -136,7 +153,7 @@ impl<'b> Encoder<'b> {
     fn head_exact(&mut self, major: u8, arg: u64) {
         let (ptr, cap, len) = append_head_slow(self.buf, self.len, major, arg);
         self.ptr = ptr;
-        self.cap = cap;
+        self.head_end = head_end(cap);
         self.len = len;
     }
 
@@ -147,7 +164,7 @@ impl<'b> Encoder<'b> {
     /// The buffer must have at least 9 bytes of spare capacity.
     #[inline(always)]
     unsafe fn head_unchecked(&mut self, major: u8, arg: u64) {
-        debug_assert!(self.spare() >= 9);
+        debug_assert!(self.head_fits());
         // SAFETY: the caller guarantees 9 bytes of spare capacity at `len`.
         self.len += unsafe { write_head(self.ptr.add(self.len), major, arg) };
     }
@@ -162,8 +179,7 @@ impl<'b> Encoder<'b> {
     #[inline(always)]
     fn string(&mut self, major: u8, v: &[u8]) {
         let n = v.len();
-        // `n + 9` cannot overflow: a slice is at most `isize::MAX` bytes.
-        if self.spare() >= n + 9 {
+        if self.fits_with_head(n) {
             // SAFETY: just checked: room for a head of at most 9 bytes
             // followed by `n` payload bytes.
             self.len += unsafe { write_string(self.ptr.add(self.len), major, v) };
@@ -304,6 +320,12 @@ impl<'b> Encoder<'b> {
         self.put(item);
         self
     }
+}
+
+/// The encoder's `head_end` for a buffer of capacity `cap`.
+#[inline(always)]
+fn head_end(cap: usize) -> usize {
+    cap.saturating_sub(8)
 }
 
 /// Writes the head of major type `major` with argument `arg` at `dst` in its
@@ -545,6 +567,141 @@ mod tests {
                 cap,
                 "strings of {n} bytes grew the buffer"
             );
+        }
+    }
+
+    #[test]
+    fn every_item_at_every_fill_around_the_room_check() {
+        // Each kind of item written after 0 to 20 bytes already in the
+        // buffer, with capacity for exactly the prefix and the item, and one
+        // byte less: the room checks (`len < capacity - 8` for a head,
+        // `len + n < capacity - 8` for a string) take the in-place path or
+        // the exact one at every distance from the end, including
+        // capacities below 9 bytes. An exact fit never grows the buffer; the
+        // bytes always match a roomy encoding.
+        const LONG: &str = "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy";
+        type Write = Box<dyn Fn(&mut Encoder<'_>)>;
+        let items: Vec<(&str, Write)> = vec![
+            (
+                "u64 0",
+                Box::new(|e| {
+                    e.u64(0);
+                }),
+            ),
+            (
+                "u64 500",
+                Box::new(|e| {
+                    e.u64(500);
+                }),
+            ),
+            (
+                "u64 max",
+                Box::new(|e| {
+                    e.u64(u64::MAX);
+                }),
+            ),
+            (
+                "i64 min",
+                Box::new(|e| {
+                    e.i64(i64::MIN);
+                }),
+            ),
+            (
+                "empty text",
+                Box::new(|e| {
+                    e.str("");
+                }),
+            ),
+            (
+                "text 3",
+                Box::new(|e| {
+                    e.str("abc");
+                }),
+            ),
+            (
+                "text 24",
+                Box::new(|e| {
+                    e.str("abcdefghijklmnopqrstuvwx");
+                }),
+            ),
+            (
+                "text 40",
+                Box::new(|e| {
+                    e.str(LONG);
+                }),
+            ),
+            (
+                "bytes 9",
+                Box::new(|e| {
+                    e.bytes(&[7; 9]);
+                }),
+            ),
+            (
+                "bool",
+                Box::new(|e| {
+                    e.bool(true);
+                }),
+            ),
+            (
+                "null",
+                Box::new(|e| {
+                    e.null();
+                }),
+            ),
+            (
+                "f64 half",
+                Box::new(|e| {
+                    e.f64(1.5);
+                }),
+            ),
+            (
+                "f64 double",
+                Box::new(|e| {
+                    e.f64(1.1);
+                }),
+            ),
+            (
+                "raw 12",
+                Box::new(|e| {
+                    e.raw(&[0x4b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+                }),
+            ),
+            (
+                "map and pair",
+                Box::new(|e| {
+                    e.map(1).u64(0).str("v");
+                }),
+            ),
+        ];
+        for (name, write) in &items {
+            let mut roomy = Vec::with_capacity(128);
+            write(&mut Encoder::new(&mut roomy));
+            for prefix in 0..=20usize {
+                for short in [0usize, 1] {
+                    let cap = prefix + roomy.len() - short;
+                    let mut buf = Vec::with_capacity(cap);
+                    buf.extend(std::iter::repeat_n(0xaa, prefix));
+                    let before = buf.capacity();
+                    write(&mut Encoder::new(&mut buf));
+                    assert_eq!(
+                        &buf[..prefix],
+                        &vec![0xaa; prefix][..],
+                        "{name} after {prefix}"
+                    );
+                    assert_eq!(
+                        &buf[prefix..],
+                        &roomy[..],
+                        "{name} after {prefix}, short {short}"
+                    );
+                    if short == 0 {
+                        assert_eq!(
+                            buf.capacity(),
+                            before,
+                            "{name} after {prefix} grew an exact buffer"
+                        );
+                    }
+                }
+            }
         }
     }
 

@@ -28,11 +28,15 @@
 //! * **A map's key and value read together.** With a key due in a map,
 //!   a leaf key (an integer, a simple value or a string) and a leaf value are
 //!   read one after the other, the key's order checked between them, and the
-//!   pair counted at once: no bookkeeping between the two and no decision on
-//!   which of them just ended. Most items of a session are such pairs (9,317
-//!   keys among the 19,903 items of the gate's corpus, almost all with leaf
-//!   values). Containers, tags, floats and anything not valid go through the
-//!   general head below, from the item the pair could not take.
+//!   pair counted at once (one subtraction of 2): no bookkeeping between the
+//!   two and no decision on which of them just ended. Most items of a session
+//!   are such pairs (9,317 keys among the 19,903 items of the gate's corpus,
+//!   almost all with leaf values). The pairs of one map run in a loop of
+//!   their own, so the next pair does not first re-decide whether a key is
+//!   due, and the start of the next key is recorded only when the general
+//!   head must read it (a key that is not a leaf). Containers, tags, floats
+//!   and anything not valid go through the general head below, from the
+//!   item the pair could not take.
 //! * **Leaf kinds from a table, widths from predicted branches.** One load
 //!   from a 256-entry table by initial byte tells whether an item is a leaf
 //!   and which kind (no jump through a table by major type); the argument's
@@ -436,49 +440,61 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
             // the pair could not take.
             'pair: {
                 if !COUNT && remaining & (MAP | 1) == MAP {
-                    let end = match input.get(pos) {
-                        // The usual key: an unsigned integer below 24, one
-                        // byte, whose order word is the byte itself above a
-                        // length of 1 (no load, no mask). A one-byte key
-                        // never leaves the order undecided, so its range is
-                        // not kept.
-                        Some(&k) if k < 24 => {
-                            let w = u64::from(k) << 56 | 1;
-                            if w <= prev_word {
-                                return None;
+                    // One pair after another while the map's keys and values are leaves.
+                    loop {
+                        let end = match input.get(pos) {
+                            // The usual key: an unsigned integer below 24, one
+                            // byte, whose order word is the byte itself above a
+                            // length of 1 (no load, no mask). A one-byte key
+                            // never leaves the order undecided, so its range is
+                            // not kept.
+                            Some(&k) if k < 24 => {
+                                let w = u64::from(k) << 56 | 1;
+                                if w <= prev_word {
+                                    return None;
+                                }
+                                prev_word = w;
+                                pos + 1
                             }
-                            prev_word = w;
-                            pos + 1
-                        }
-                        _ => {
-                            let Some(end) = leaf(input, pos) else {
-                                break 'pair;
-                            };
-                            let w = key_word(input, pos, end);
-                            if w <= prev_word
-                                && (w != prev_word
-                                    || w & 0xff != 8
-                                    || !keys_ordered(input, prev_keys[depth], (pos, end)))
-                            {
-                                return None;
+                            _ => {
+                                let Some(end) = leaf(input, pos) else {
+                                    // The general head reads this key; the
+                                    // closing loop finds it from `mark`.
+                                    mark = pos;
+                                    break 'pair;
+                                };
+                                let w = key_word(input, pos, end);
+                                if w <= prev_word
+                                    && (w != prev_word
+                                        || w & 0xff != 8
+                                        || !keys_ordered(input, prev_keys[depth], (pos, end)))
+                                {
+                                    return None;
+                                }
+                                prev_word = w;
+                                prev_keys[depth] = (pos, end);
+                                end
                             }
-                            prev_word = w;
-                            prev_keys[depth] = (pos, end);
-                            end
-                        }
-                    };
-                    remaining -= 1;
-                    pos = end;
-                    if let Some(end) = leaf(input, pos) {
+                        };
                         pos = end;
-                        if remaining != MAP | 1 {
+                        if let Some(end) = leaf(input, pos) {
+                            pos = end;
+                            if remaining != MAP | 2 {
+                                // Key and value counted at once. The next key's
+                                // start is not kept here: a key the pair cannot
+                                // take keeps it below, before the general head
+                                // reads it.
+                                remaining -= 2;
+                                continue;
+                            }
+                            // The value completes the map: the closing loop counts
+                            // it and ends the map.
                             remaining -= 1;
-                            mark = pos;
-                            continue 'next;
+                            break 'item;
                         }
-                        // The value completes the map: the closing loop counts
-                        // it and ends the map.
-                        break 'item;
+                        // The key is counted; the general head reads the value.
+                        remaining -= 1;
+                        break 'pair;
                     }
                 }
             }
