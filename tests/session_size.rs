@@ -11,11 +11,11 @@ use smith_engine::journal::store::{
     StoreJournal, check_entries, entry_json, resume, resume_within, timeline,
 };
 use smith_engine::journal::{
-    EffectCompletion, EffectIntent, EffectJournal, MessageMeta, Outcome, RunInfo, RunRecord,
-    RunSummary, SessionEvent, SessionSink, canonical_cbor,
+    EffectCompletion, EffectIntent, EffectJournal, MessageMeta, Outcome, RunRecord, SessionEvent,
+    SessionSink, canonical_cbor,
 };
-use smith_engine::protocol::{Event, StopCause, ToolStatus};
-use smith_engine::provider::{ContentBlock, Message, StopReason, ToolCall, ToolSpec, Usage};
+use smith_engine::protocol::{Event, ToolStatus};
+use smith_engine::provider::Message;
 use smith_engine::replay::{Pace, Recording, ReplayError, Scope, stream, stream_file};
 use smith_engine::tools::Mutation;
 use smith_store::compress::Compressor;
@@ -23,7 +23,7 @@ use smith_store::format::{self, EntryHead, KIND_ENTRY};
 use smith_store::search::{Query, search_session};
 use smith_store::{EntryKind, Limits, Session, SessionFile, Store};
 // The conversation and its pi JSONL are shared with the search benchmark.
-use smith_perf::conversation::{MODEL, PROVIDER, Step, conversation, pi_jsonl};
+use smith_perf::conversation::{Step, conversation, pi_jsonl};
 
 /// Records `steps` into a new session `name` of the store at `root`.
 fn record(root: &Path, name: &str, steps: &[Step]) -> PathBuf {
