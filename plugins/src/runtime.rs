@@ -205,8 +205,10 @@ impl Runtime {
     /// Loads the component `bytes` from `cache_dir`, keyed on the
     /// compatibility key and the component's sha256; when it is not there,
     /// a built-in plugin from its artifact precompiled by the build
-    /// ([`crate::builtin::PRECOMPILED`], decompressed and written to the
-    /// cache), anything else compiled (and written to the cache). A
+    /// ([`crate::builtin::PRECOMPILED`], decompressed and deserialized
+    /// from memory, its cache file written by a thread of its own: see
+    /// `precompiled.rs`), anything else compiled (and written to the
+    /// cache before this returns). A
     /// built-in whose embedded artifact does not fit this machine (its
     /// processor lacks a feature the artifact uses) is compiled like any
     /// other component. Precompiled artifacts passed in as `bytes` are
