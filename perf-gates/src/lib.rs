@@ -28,6 +28,7 @@
 //! same operations for exploration (`cargo bench -p smith-perf`).
 #![deny(missing_docs)]
 
+pub mod conversation;
 pub mod entries;
 pub mod flood_gates;
 pub mod gate;

@@ -28,10 +28,11 @@
 //!   launches; see [`time_to_first_frame`]).
 //! - `tui.first_frame_fresh_home`: the same with a brand-new `SMITH_HOME`
 //!   for every launch, as a first start after installing sees it; the
-//!   same limit. The built-in plugins come precompiled in the binary, so a
-//!   first start compiles nothing; the gate fails when a launch writes a
-//!   compiled component (`.cwasm`) into its home that is not one of those
-//!   artifacts.
+//!   same limit, and at most [`FRESH_HOME_RATIO`] times a later start
+//!   measured beside it (its floor). The built-in plugins come precompiled
+//!   in the binary, so a first start compiles nothing; the gate fails when
+//!   a launch writes a compiled component (`.cwasm`) into its home that is
+//!   not one of those artifacts, or writes none of them.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -76,6 +77,20 @@ pub const KEYSTROKE_FRAME_BYTES: f64 = 23.0;
 /// The spec's nearest startup budget ("help output starts within 100 ms"):
 /// the interface's first frame must be drawn within it too.
 pub const FIRST_FRAME_BUDGET_NS: f64 = 100_000_000.0;
+
+/// "As fast as later starts": a first start on a fresh `SMITH_HOME` may
+/// take at most this many times a later start's first frame, measured
+/// side by side. A first start does what a later one does, plus creating
+/// its folders and files and deserializing the built-in plugins from the
+/// binary's memory instead of mapping their cache files; their
+/// decompression runs on a thread of its own beside the loads and their
+/// cache files are written by another (docs/plugins.md, "Precompiled
+/// built-ins"). Before that a first start took about twice as long (26.6
+/// to 29.0 ms against 11.5 to 14.2 ms in CI); what is left on its path is
+/// estimated at a few ms over a later start's 12 ms, about 1.25x, and 1.5x
+/// holds that with a margin for the two threads sharing a busy machine's
+/// second core (docs/benchmarks.md, "TUI gates").
+pub const FRESH_HOME_RATIO: f64 = 1.5;
 
 /// Launches timed by `tui.first_frame` with the quick plan (more with the
 /// full plan, see [`first_frame_launches`]).
@@ -159,8 +174,13 @@ pub const TUI: &[Gate] = &[
         name: "tui.first_frame_fresh_home",
         metric: "wall time from spawning `smith tui --provider mock` in a pseudo-terminal to its first drawn frame, a new empty SMITH_HOME for every launch (median of launches)",
         unit: Unit::Nanoseconds,
-        limits: &[Limit::AtMost(FIRST_FRAME_BUDGET_NS)],
-        floor: None,
+        limits: &[
+            Limit::AtMost(FIRST_FRAME_BUDGET_NS),
+            Limit::RatioAtMost(FRESH_HOME_RATIO),
+        ],
+        floor: Some(
+            "the same launch on a home an earlier start filled, each launch right after a fresh one",
+        ),
         run: first_frame_fresh_home,
         // As `tui.first_frame`.
         cores: 2,
@@ -777,17 +797,27 @@ fn first_frame_fresh_home(cx: &mut Context) -> Result<Measurement, GateError> {
         .iter()
         .filter_map(smith_plugins::Precompiled::artifact)
         .collect();
+    // The floor: later starts, on a home the first of them filled.
+    let warm_home = TempDir::new("home")?;
+    let warm = interface_launch(&exe, &warm_home.0, &work.0);
+    time_to_first_frame(&warm)?;
     let probe = crate::load::Probe::start();
     let mut samples = Vec::new();
+    let mut floor = Vec::new();
     for _ in 0..first_frame_launches(&cx.plan) {
-        // A new, empty home for every launch: every launch is a first start.
+        // A new, empty home for every launch: every launch is a first
+        // start. Each is followed by a later start, so both see the same
+        // machine.
         let home = TempDir::new("fresh-home")?;
         let launch = interface_launch(&exe, &home.0, &work.0);
         samples.push(time_to_first_frame(&launch)?.as_nanos() as u64);
-        // The cache may hold the embedded artifacts, decompressed, and
+        floor.push(time_to_first_frame(&warm)?.as_nanos() as u64);
+        // The cache holds the embedded artifacts the start loaded, written
+        // after it drew (the launch has ended, so its writes are done), and
         // nothing else: anything else was compiled by this first start.
-        let compiled: Vec<PathBuf> = compiled_components_under(&home.0)
-            .into_iter()
+        let cached = compiled_components_under(&home.0);
+        let compiled: Vec<&PathBuf> = cached
+            .iter()
             .filter(|path| {
                 std::fs::read(path).map_or(true, |bytes| !embedded.contains(&bytes.as_slice()))
             })
@@ -803,9 +833,18 @@ fn first_frame_fresh_home(cx: &mut Context) -> Result<Measurement, GateError> {
                     .join(", ")
             )));
         }
+        if cached.is_empty() && !embedded.is_empty() {
+            return Err(GateError::new(format!(
+                "a first start on the fresh SMITH_HOME {} wrote none of the built-in plugins it loaded into its compiled-component cache, so every start would unpack them again; the cache files are written by a thread of smith-plugins (plugins/src/precompiled.rs) and awaited at exit: check `cargo test -p smith-plugins precompiled`",
+                home.0.display()
+            )));
+        }
     }
     cx.record_load(probe.finish());
-    Ok(first_frame_measurement(samples, Vec::new()))
+    let mut measurement = first_frame_measurement(samples, Vec::new());
+    floor.sort_unstable();
+    measurement.floor = Some(quantile(&floor, 0.5));
+    Ok(measurement)
 }
 
 #[cfg(test)]
@@ -898,6 +937,10 @@ mod tests {
         assert_eq!(
             find("tui.first_frame"),
             Some(vec![Limit::AtMost(100_000_000.0)])
+        );
+        assert_eq!(
+            find("tui.first_frame_fresh_home"),
+            Some(vec![Limit::AtMost(100_000_000.0), Limit::RatioAtMost(1.5)])
         );
     }
 

@@ -48,6 +48,7 @@ pub mod extension;
 pub mod help;
 pub mod hooks;
 pub mod manifest;
+mod precompiled;
 mod provider;
 pub mod rate;
 pub mod runtime;
@@ -61,6 +62,7 @@ pub use component::{PluginComponent, World};
 pub use diag::DIAGNOSABLE;
 pub use error::{ErrorKind, Phase, PluginError};
 pub use extension::{ExtensionComponent, ExtensionWorld, WasmExtension};
+pub use precompiled::flush_cache_writes;
 pub use provider::{
     AbortHandle, InstantiateError, ListedModel, ListedPricing, ModelPage, ProviderComponent,
     ProviderWorld, WasmProvider,

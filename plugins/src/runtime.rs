@@ -85,84 +85,7 @@ pub fn precompiled_load_count() -> u64 {
     PRECOMPILED_LOADS.load(Ordering::Relaxed)
 }
 
-/// Artifacts compiled ahead of time, one after the other in one zstd
-/// frame, decompressed at most once per process, when an artifact is first
-/// needed.
-pub struct PrecompiledBlob {
-    zstd: &'static [u8],
-    len: usize,
-    decompressed: OnceLock<Option<Vec<u8>>>,
-}
-
-impl std::fmt::Debug for PrecompiledBlob {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PrecompiledBlob")
-            .field("zstd_bytes", &self.zstd.len())
-            .field("len", &self.len)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PrecompiledBlob {
-    /// The artifacts of `zstd`, one zstd frame of `len` bytes.
-    pub const fn new(zstd: &'static [u8], len: usize) -> Self {
-        Self {
-            zstd,
-            len,
-            decompressed: OnceLock::new(),
-        }
-    }
-
-    /// The decompressed bytes; `None` when `zstd` is no zstd frame of
-    /// `len` bytes.
-    fn bytes(&self) -> Option<&[u8]> {
-        self.decompressed
-            .get_or_init(|| {
-                zstd::bulk::decompress(self.zstd, self.len)
-                    .ok()
-                    .filter(|bytes| bytes.len() == self.len)
-            })
-            .as_deref()
-    }
-}
-
-/// A component compiled ahead of time: the sha256 of the component's bytes
-/// and where the artifact `Engine::precompile_component` made of them lies
-/// in its [`PrecompiledBlob`].
-#[derive(Clone, Copy, Debug)]
-pub struct Precompiled {
-    /// The sha256 of the component (`.wasm`) the artifact was compiled from.
-    pub component_sha256: [u8; 32],
-    /// The artifacts the artifact is one of.
-    pub blob: &'static PrecompiledBlob,
-    /// Where the artifact (`.cwasm`) starts in the blob, decompressed.
-    pub offset: usize,
-    /// The artifact's size in bytes.
-    pub artifact_len: usize,
-}
-
-impl Precompiled {
-    /// The artifact; `None` when the blob is no zstd frame or too short.
-    pub fn artifact(&self) -> Option<&'static [u8]> {
-        let end = self.offset.checked_add(self.artifact_len)?;
-        self.blob.bytes()?.get(self.offset..end)
-    }
-
-    /// The artifact deserialized into `engine`; `None` when it is no zstd
-    /// frame or wasmtime refuses it (another version or configuration, a
-    /// processor feature this machine lacks, no artifact at all).
-    ///
-    /// # Safety
-    ///
-    /// As [`Runtime::load_component_with`]: the decompressed bytes are the
-    /// unmodified output of `Engine::precompile_component`, or bytes
-    /// wasmtime rejects as no artifact.
-    unsafe fn deserialize(&self, engine: &Engine) -> Option<Component> {
-        let artifact = self.artifact()?;
-        // SAFETY: the caller's guarantee.
-        unsafe { Component::deserialize(engine, artifact) }.ok()
-    }
-}
+pub use crate::precompiled::{Precompiled, PrecompiledBlob};
 
 /// The process-wide runtime.
 pub struct Runtime {
@@ -282,8 +205,10 @@ impl Runtime {
     /// Loads the component `bytes` from `cache_dir`, keyed on the
     /// compatibility key and the component's sha256; when it is not there,
     /// a built-in plugin from its artifact precompiled by the build
-    /// ([`crate::builtin::PRECOMPILED`], decompressed and written to the
-    /// cache), anything else compiled (and written to the cache). A
+    /// ([`crate::builtin::PRECOMPILED`], decompressed and deserialized
+    /// from memory, its cache file written by a thread of its own: see
+    /// `precompiled.rs`), anything else compiled (and written to the
+    /// cache before this returns). A
     /// built-in whose embedded artifact does not fit this machine (its
     /// processor lacks a feature the artifact uses) is compiled like any
     /// other component. Precompiled artifacts passed in as `bytes` are
@@ -368,19 +293,12 @@ impl Runtime {
             if let Ok(component) = unsafe { Component::deserialize(&self.engine, artifact) } {
                 PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
                 PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
-                // Decompressed once into the cache: later starts map the
-                // file instead of decompressing again (docs/plugins.md,
-                // "Precompiled built-ins").
+                // Written once into the cache, by another thread: later
+                // starts map the file instead of decompressing again, and
+                // this one goes on (docs/plugins.md, "Precompiled
+                // built-ins").
                 if let Some(path) = cached {
-                    write_atomically(&path, artifact).map_err(|e| {
-                        err(
-                            ErrorKind::Io,
-                            format!(
-                                "could not write the plugin cache file {}: {e}; check that the cache directory is writable",
-                                path.display()
-                            ),
-                        )
-                    })?;
+                    crate::precompiled::write_in_background(plugin, path, artifact);
                 }
                 return Ok(component);
             }
@@ -400,7 +318,7 @@ impl Runtime {
                     format!("the compiled component could not be serialized: {e:#}"),
                 )
             })?;
-            write_atomically(&path, &serialized).map_err(|e| {
+            crate::precompiled::write_atomically(&path, &serialized).map_err(|e| {
                 err(
                     ErrorKind::Io,
                     format!(
@@ -1593,18 +1511,6 @@ pub fn hex(bytes: &[u8]) -> String {
         out.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
     }
     out
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("cache"),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

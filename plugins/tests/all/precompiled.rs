@@ -8,7 +8,7 @@ use smith_engine::provider::Provider;
 use smith_plugins::builtin::{BUILTINS, MOCK, PRECOMPILED, mock_provider};
 use smith_plugins::{
     Limits, Precompiled, PrecompiledBlob, ProviderComponent, Runtime, compile_count_on_this_thread,
-    precompiled_load_count_on_this_thread,
+    flush_cache_writes, precompiled_load_count_on_this_thread,
 };
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -97,7 +97,9 @@ fn a_fresh_cache_directory_compiles_no_builtin() {
         precompiled_load_count_on_this_thread() - loads,
         BUILTINS.len() as u64
     );
-    // Each artifact is decompressed into the cache once, byte for byte.
+    // Each artifact is decompressed into the cache once, byte for byte, by
+    // the writer thread: loading did not wait for it.
+    assert!(flush_cache_writes(std::time::Duration::from_secs(60)));
     let mut expected: Vec<std::path::PathBuf> = BUILTINS
         .iter()
         .map(|b| runtime.cache_file_of(cache.path(), b.component))
@@ -225,4 +227,124 @@ fn an_artifact_is_used_only_for_the_component_it_was_compiled_from() {
     assert_eq!(compile_count_on_this_thread() - compiles, 1);
     assert_eq!(precompiled_load_count_on_this_thread() - loads, 1);
     assert_mock_works(&component);
+}
+
+/// Two artifacts as the build lays them out: the second compressed with
+/// the first as its prefix, and where each frame ends.
+fn two_frames(first: &[u8], second: &[u8]) -> (Vec<u8>, [(usize, usize); 2]) {
+    let prefix: &'static [u8] = Vec::leak(first.to_vec());
+    let mut compressor = zstd::bulk::Compressor::new(19).unwrap();
+    let mut blob = compressor.compress(first).unwrap();
+    let first_end = blob.len();
+    compressor.context_mut().ref_prefix(prefix).unwrap();
+    blob.extend(compressor.compress(second).unwrap());
+    let ends = [
+        (first_end, first.len()),
+        (blob.len(), first.len() + second.len()),
+    ];
+    (blob, ends)
+}
+
+fn artifacts_of(blob: &'static PrecompiledBlob, lens: &[usize]) -> Vec<Option<&'static [u8]>> {
+    let mut offset = 0;
+    lens.iter()
+        .map(|&len| {
+            let p = Precompiled {
+                component_sha256: [0; 32],
+                blob,
+                offset,
+                artifact_len: len,
+            };
+            offset += len;
+            p.artifact()
+        })
+        .collect()
+}
+
+#[test]
+fn each_frame_decompresses_after_its_prefix_into_its_place() {
+    // Incompressible alone, but the second mostly repeats the first.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let first: Vec<u8> = (0..300_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let mut second = first[1000..200_000].to_vec();
+    second.extend_from_slice(b"and something of its own");
+    let (bytes, ends) = two_frames(&first, &second);
+    // The prefix is what makes the second frame small.
+    let alone = zstd::bulk::compress(&second, 19).unwrap().len();
+    let with_prefix = ends[1].0 - ends[0].0;
+    assert!(
+        with_prefix * 20 < alone,
+        "{with_prefix} bytes against {alone}"
+    );
+    let total = first.len() + second.len();
+    let ends: &'static [(usize, usize)] = Box::leak(Box::new(ends));
+    for ahead in [0, 1, 2] {
+        let blob = Box::leak(Box::new(PrecompiledBlob::with_frames(
+            Vec::leak(bytes.clone()),
+            ends,
+            total,
+            ahead,
+        )));
+        let got = artifacts_of(blob, &[first.len(), second.len()]);
+        assert_eq!(
+            got,
+            vec![Some(&first[..]), Some(&second[..])],
+            "ahead {ahead}"
+        );
+    }
+    // Asked for in the other order: the second waits for its prefix.
+    let blob = Box::leak(Box::new(PrecompiledBlob::with_frames(
+        Vec::leak(bytes.clone()),
+        ends,
+        total,
+        0,
+    )));
+    let p = |offset, len| Precompiled {
+        component_sha256: [0; 32],
+        blob,
+        offset,
+        artifact_len: len,
+    };
+    assert_eq!(p(first.len(), second.len()).artifact(), Some(&second[..]));
+    assert_eq!(p(0, first.len()).artifact(), Some(&first[..]));
+    // From many threads at once, each gets its artifact.
+    let blob: &'static PrecompiledBlob = Box::leak(Box::new(PrecompiledBlob::with_frames(
+        Vec::leak(bytes.clone()),
+        ends,
+        total,
+        1,
+    )));
+    let (a, b) = (first.len(), second.len());
+    let threads: Vec<_> = (0..8)
+        .map(|i| std::thread::spawn(move || artifacts_of(blob, &[a, b])[i % 2].map(<[u8]>::len)))
+        .collect();
+    for (i, t) in threads.into_iter().enumerate() {
+        assert_eq!(t.join().unwrap(), Some([a, b][i % 2]));
+    }
+    // A second frame cut short: the first artifact is still there, the
+    // second is not (and is compiled instead by `load_component`).
+    let cut = Vec::leak(bytes[..bytes.len() - 10].to_vec());
+    let short: &'static [(usize, usize)] = Box::leak(Box::new([ends[0], (cut.len(), ends[1].1)]));
+    let blob = Box::leak(Box::new(PrecompiledBlob::with_frames(cut, short, total, 2)));
+    assert_eq!(
+        artifacts_of(blob, &[first.len(), second.len()]),
+        vec![Some(&first[..]), None]
+    );
+    // A frame that says it is larger than its place.
+    let wrong: &'static [(usize, usize)] =
+        Box::leak(Box::new([(ends[0].0, first.len() - 1), ends[1]]));
+    let blob = Box::leak(Box::new(PrecompiledBlob::with_frames(
+        Vec::leak(bytes),
+        wrong,
+        total,
+        2,
+    )));
+    assert_eq!(artifacts_of(blob, &[first.len() - 1]), vec![None]);
 }
