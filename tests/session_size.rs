@@ -968,6 +968,7 @@ fn a_session_file_is_at_most_pi_s_jsonl_for_the_same_conversation() {
         "uncompressed {uncompressed} bytes ({:.3} of pi's)",
         uncompressed as f64 / pi as f64
     );
+    print!("{}", breakdown(&session, smith));
     assert!(compressed > 0);
     assert!(smith <= pi, "smith {smith} bytes, pi {pi}");
     // Each output is stored once: before, the file was larger than pi's.
@@ -988,11 +989,50 @@ fn a_session_file_is_at_most_pi_s_jsonl_for_the_same_conversation() {
     assert_eq!(resumed.history.iter().collect::<Vec<_>>(), messages);
 }
 
+/// Where a session file's bytes go: per entry kind (metadata by its
+/// `type`), the entries, their content as stored (compressed where it is)
+/// and decoded, and the rest of the file (header, frame fields, entry
+/// heads).
+fn breakdown(session: &Session, file: u64) -> String {
+    let mut rows: std::collections::BTreeMap<String, (u64, u64, u64)> =
+        std::collections::BTreeMap::new();
+    for r in session.records() {
+        let mut name = format!("{:?}", r.entry_kind());
+        if r.entry_kind() == EntryKind::Metadata {
+            name = format!("Metadata {}", stored(session, r)["type"].as_str().unwrap());
+        }
+        let row = rows.entry(name).or_default();
+        row.0 += 1;
+        row.1 += u64::from(r.payload_len);
+        row.2 += session.content_len(r) as u64;
+    }
+    let mut out = format!(
+        "{:<24} {:>7} {:>10} {:>10} {:>7}\n",
+        "kind", "entries", "stored", "decoded", "share"
+    );
+    let mut content = 0;
+    for (name, (n, stored, decoded)) in &rows {
+        content += stored;
+        out.push_str(&format!(
+            "{name:<24} {n:>7} {stored:>10} {decoded:>10} {:>6.1}%\n",
+            100.0 * *stored as f64 / file as f64
+        ));
+    }
+    out.push_str(&format!(
+        "{:<24} {:>7} {:>10} {:>10} {:>6.1}%\n",
+        "framing and heads",
+        session.records().len(),
+        file - content,
+        "",
+        100.0 * (file - content) as f64 / file as f64
+    ));
+    out
+}
+
 /// The size of `session`'s file were every entry written in full (what
-/// readers resolve it to, encoded and compressed as the store writes):
-/// the file the journal wrote before values were stored once.
-fn written_in_full(session: &Session) -> u64 {
-    let mut comp = Compressor::new().unwrap();
+/// readers resolve it to, encoded and compressed with `comp`): the file
+/// the journal wrote before values were stored once.
+fn written_in_full(session: &Session, comp: &mut Compressor) -> u64 {
     let (mut map, mut frame) = (Vec::new(), Vec::new());
     let mut len = format::HEADER_LEN as u64;
     for r in session.records() {
@@ -1015,13 +1055,16 @@ fn written_in_full(session: &Session) -> u64 {
 
 #[test]
 fn the_perf_gates_session_fixture_stores_each_output_once() {
-    // The measure is exact: the fixture written in full measures what it is.
+    // The measure is exact: the fixture written in full measures what it
+    // is, compressed as the build that wrote it compressed (zstd level -1
+    // from 6144 bytes).
+    let mut then = Compressor::with_params(-1, 6144).unwrap();
     let v1 = load(Path::new(V1_FIXTURE));
     let v1_len = std::fs::metadata(V1_FIXTURE).unwrap().len();
-    assert_eq!(written_in_full(&v1), v1_len);
+    assert_eq!(written_in_full(&v1, &mut then), v1_len);
     let dir = tempfile::tempdir().unwrap();
     let v2 = load(&record(dir.path(), "v2", &v1_steps()));
-    assert_eq!(written_in_full(&v2), v1_len);
+    assert_eq!(written_in_full(&v2, &mut then), v1_len);
 
     // The `session.*` gates' fixture (`smith_perf::session_gates`): one
     // run recorded through the journal, repeated.
@@ -1032,7 +1075,7 @@ fn the_perf_gates_session_fixture_stores_each_output_once() {
     let after = std::fs::metadata(&path).unwrap().len();
     let fixture = load(&path);
     assert_eq!(fixture.records().len() as u64, entries);
-    let before = written_in_full(&fixture);
+    let before = written_in_full(&fixture, &mut Compressor::new().unwrap());
     println!(
         "session fixture: {entries} entries in {runs} runs, {after} bytes ({} a run); written in full {before} bytes ({} a run)",
         after / runs,
