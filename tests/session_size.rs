@@ -1220,7 +1220,10 @@ fn a_session_file_is_at_most_pi_s_jsonl_for_the_same_conversation() {
     // stored as it is, the file is at most pi's JSONL, and as written at
     // most 0.71 of it (half of pi's is not reached, see
     // docs/session-format.md §4.1).
-    assert!(uncompressed <= pi, "uncompressed {uncompressed} bytes, pi {pi}");
+    assert!(
+        uncompressed <= pi,
+        "uncompressed {uncompressed} bytes, pi {pi}"
+    );
     assert!(100 * smith <= 71 * pi, "smith {smith} bytes, pi {pi}");
     // Each output is stored once: before, the file was larger than pi's.
     assert!(BEFORE_BYTES > pi);
