@@ -703,6 +703,14 @@ impl Builder {
     fn intent(&mut self, value: &Value) {
         let input = if self.streaming {
             Value::Null
+        } else if value.get(smith_store::refs::ARGUMENTS_REF) == Some(&Value::Bool(true)) {
+            // The arguments of its call in the assistant message replayed
+            // before it (docs/session-format.md §4.1).
+            let parent = field(value, "parent");
+            self.run
+                .as_ref()
+                .and_then(|run| run.pending.iter().find(|call| call.id == parent))
+                .map_or(Value::Null, |call| call.arguments.clone())
         } else {
             value.get("input").cloned().unwrap_or(Value::Null)
         };

@@ -103,6 +103,8 @@ fn main() {
             rows.push((level, t));
         }
     }
+    // The lower thresholds of docs/session-format.md §4.1 (Sizes).
+    rows.extend([(1, 256), (1, 512), (1, 1024), (1, 2048), (3, 256)]);
     for (level, t) in rows {
         let mut comp = Compressor::with_params(level, t).expect("compressor");
         let ms = median(

@@ -1,6 +1,14 @@
 //! References that keep one copy of a value in a session
 //! (docs/session-format.md §4.1).
 //!
+//! A tool call's arguments are stored once, in the assistant message that
+//! made the call: its `tool_call` entry and its effect's intent hold,
+//! instead of `arguments` (`input` for the intent), the key
+//! [`ARGUMENTS_REF`] with the value `true`, naming the arguments of the
+//! call the entry is about (the call's `id`; the intent's `parent`) in the
+//! nearest `assistant_message` entry among the entry's ancestors
+//! ([`message_before`]).
+//!
 //! A tool's output is stored once, in its effect completion: the tool
 //! result entry written after it holds, instead of its `content`, the key
 //! [`CONTENT_REF`] naming the effect (`"content_ref": "fx-N"`). The text is
@@ -21,6 +29,11 @@ use crate::session::Session;
 
 /// The key of a tool result's content reference.
 pub const CONTENT_REF: &str = "content_ref";
+
+/// The key of a tool call entry's or an effect intent's reference to the
+/// call's arguments in the assistant message that made the call (its
+/// value is `true`).
+pub const ARGUMENTS_REF: &str = "arguments_ref";
 
 fn decoder(bytes: &[u8]) -> Decoder<'_> {
     Decoder::new(bytes, Mode::Lenient, Limits::default())
@@ -65,6 +78,31 @@ pub fn content_ref(result: &[u8]) -> Option<u64> {
         Ok(Token::Text(t)) => t.strip_prefix("fx-")?.parse().ok(),
         _ => None,
     }
+}
+
+/// Whether a tool call entry's or an effect intent's content (its
+/// canonical CBOR map) refers to its call's arguments with
+/// [`ARGUMENTS_REF`] instead of holding them.
+pub fn arguments_ref(content: &[u8]) -> bool {
+    let mut d = decoder(content);
+    seek(&mut d, ARGUMENTS_REF) && matches!(d.next(), Ok(Token::Bool(true)))
+}
+
+/// The assistant message whose call arguments an entry at record index
+/// `index` (in [`Session::records`]) refers to: the nearest
+/// `assistant_message` entry among its ancestors, reading records only.
+/// `None` when there is none (it was lost with a damaged frame).
+pub fn message_before(session: &Session, index: usize) -> Option<&Record> {
+    let parent = session.records().get(index)?.parent_index;
+    message_from(session, parent as usize)
+}
+
+/// As [`message_before`], for an entry to be appended under the record at
+/// `index`: the walk starts at that record itself.
+pub fn message_from(session: &Session, index: usize) -> Option<&Record> {
+    session
+        .ancestors(index)
+        .find(|r| r.entry_kind() == EntryKind::AssistantMessage)
 }
 
 /// The `output.content` text of an effect completion's content; `None`

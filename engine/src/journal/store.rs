@@ -9,12 +9,12 @@
 //! | record | entry kind | pairing | content |
 //! |---|---|---|---|
 //! | user / assistant message | `user_message` / `assistant_message` | 0 | the message's JSON projection |
-//! | each tool call of an assistant message | `tool_call` | [`call_pairing`] of the call id | `{id, name, arguments}` |
+//! | each tool call of an assistant message | `tool_call` | [`call_pairing`] of the call id | `{id, name, arguments_ref: true}`: the arguments are those of the call in the assistant message written just before it (stored once, there); `{id, name, arguments}` when that message does not hold them |
 //! | tool result | `tool_result` | [`call_pairing`] of the call id | the message's JSON projection; when its text is exactly the output of the effect whose completion this journal recorded just before, without `content` and with `"content_ref": "fx-N"` (the output is stored once, in the completion) |
 //! | model change | `model_change` | 0 | `{provider, model}` |
 //! | compaction | `compaction` | the id of the first kept entry (0 when none is kept) | the [`CompactionRecord`]'s JSON projection |
 //! | run start / run end / reported error | `metadata` | 0 | the [`RunRecord`]'s JSON projection (`{"type": "run_start", provider, model, system?, tools, cwd}`, `{"type": "run_end", stop, usage, cost, text}`, `{"type": "error", kind, message, …}`); a run start leaves out a `system` or `tools` equal to the previous run start's and names it in `unchanged` (`{"system": {"entry", "digest"}, "tools": …}`) |
-//! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item |
+//! | intent | `effect_intent` | the effect's number (`fx-N` → N) | `{tool, input, parent, effect_id, plugin_generation}`, `input` the canonical arguments item; when they are exactly the arguments of the call `parent` in the nearest assistant message before it, without `input` and with `"arguments_ref": true` |
 //! | completion | `effect_completion` | the effect's number | `{output, outcome, mutation, effect_id}`, `output` the canonical `{content, details, is_error}` item |
 //! | a checkpoint around a mutating effect, an undo, redo, restore or rewind | `vcs_operation` | the effect's number (0 for a restore) | the [`VcsRecord`]'s JSON projection (`{op, root, effect_id?, tool?, turn?, effects?, entry?, before, after, target?, changed, forced?, error?}`) |
 //! | a plugin's UI intent kept for a later frontend | `plugin_intent` | 0 | the [`PluginIntent`]'s JSON projection (`{plugin, id, kind, text, surface}`) |
@@ -22,9 +22,9 @@
 //! | a value a plugin keeps in the session (`set-session-state`) | `metadata` | 0 | the [`PluginState`]'s JSON projection (`{"type": "plugin_state", plugin, key, value}`) |
 //! | a registered secret (written by the embedding at runtime start) | `secret_registration` | 0 | the [`Registration`]'s JSON projection (`{name, source, fingerprint, key}`), never the value |
 //!
-//! Readers resolve both references ([`entry_json`], [`resolve_result`],
-//! [`resolve_run_start`]; docs/session-format.md §4.1), so what they read is
-//! what an entry written in full holds.
+//! Readers resolve every reference ([`entry_json`], [`resolve_result`],
+//! [`resolve_run_start`], [`resolve_arguments`]; docs/session-format.md
+//! §4.1), so what they read is what an entry written in full holds.
 //!
 //! [`resume`] reads a session back: the conversation of the selected
 //! branch from its compaction boundary (the newest compaction's summary
@@ -93,7 +93,13 @@ struct Written {
     /// The last run start this journal wrote: its entry id and its
     /// definitions.
     defs: Option<(u64, RunDefs)>,
+    /// The last assistant message this journal wrote: its entry id and
+    /// its calls (id, canonical CBOR of the arguments), in order.
+    calls: Option<(u64, Vec<CallArguments>)>,
 }
+
+/// A call's id and the canonical CBOR of its arguments.
+type CallArguments = (String, Vec<u8>);
 
 /// A run start's system prompt and tool list, each as the id of the entry
 /// that holds it in full and the canonical CBOR of its JSON projection
@@ -595,20 +601,26 @@ fn media_as_byte_strings(cbor: &[u8]) -> Result<Vec<u8>, JournalError> {
 
 /// Intent content: a canonical map (keys in bytewise order of their
 /// encodings: shorter keys first).
-fn intent_content(intent: &EffectIntent) -> Vec<u8> {
+fn intent_content(intent: &EffectIntent, by_ref: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(intent.input.len() + 96);
-    Encoder::new(&mut out)
-        .map(5)
-        .str("tool")
-        .str(&intent.tool)
-        .str("input")
-        .raw(&intent.input)
-        .str("parent")
-        .str(&intent.parent)
-        .str("effect_id")
-        .str(&intent.effect_id)
-        .str("plugin_generation")
-        .u64(u64::from(intent.plugin_generation));
+    {
+        let mut e = Encoder::new(&mut out);
+        e.map(5).str("tool").str(&intent.tool);
+        if !by_ref {
+            e.str("input").raw(&intent.input);
+        }
+        e.str("parent")
+            .str(&intent.parent)
+            .str("effect_id")
+            .str(&intent.effect_id);
+        if by_ref {
+            // Canonical order is shorter keys first: `arguments_ref` (13
+            // bytes) after `effect_id` (9), before `plugin_generation` (17).
+            e.str(smith_store::refs::ARGUMENTS_REF).bool(true);
+        }
+        e.str("plugin_generation")
+            .u64(u64::from(intent.plugin_generation));
+    }
     out
 }
 
@@ -670,9 +682,45 @@ impl StoreJournal {
     }
 }
 
+impl StoreJournal {
+    /// For each intent about to be appended (in one batch, under the
+    /// current leaf), whether it can refer to its call's arguments
+    /// instead of repeating them: its parent is a call of the assistant
+    /// message this journal wrote last, the first call of that id there,
+    /// with exactly these arguments, and that message is the nearest
+    /// assistant message a reader walking back from the intent meets.
+    fn arguments_refs(&self, intents: &[EffectIntent]) -> Vec<bool> {
+        // Copied out: the session's lock is never taken under this one.
+        let Some((message, calls)) = lock(&self.written).calls.clone() else {
+            return vec![false; intents.len()];
+        };
+        let nearest = {
+            let session = lock(&self.session);
+            session
+                .leaf()
+                .and_then(|leaf| smith_store::refs::index_of(&session, leaf))
+                .and_then(|index| smith_store::refs::message_from(&session, index))
+                .map(|r| r.id)
+        };
+        if nearest != Some(message) {
+            return vec![false; intents.len()];
+        }
+        intents
+            .iter()
+            .map(|intent| {
+                calls
+                    .iter()
+                    .find(|(id, _)| *id == intent.parent)
+                    .is_some_and(|(_, arguments)| *arguments == intent.input)
+            })
+            .collect()
+    }
+}
+
 impl EffectJournal for StoreJournal {
     fn record_intent(&self, intent: &EffectIntent) -> Result<(), JournalError> {
-        let content = intent_content(intent);
+        let by_ref = self.arguments_refs(std::slice::from_ref(intent));
+        let content = intent_content(intent, by_ref[0]);
         let mut entry = NewEntry::new(EntryKind::EffectIntent, &content);
         entry.pairing = pairing_of(&intent.effect_id)?;
         self.append("effect intent", &[entry])
@@ -691,7 +739,12 @@ impl EffectJournal for StoreJournal {
         if intents.is_empty() {
             return Ok(());
         }
-        let contents: Vec<Vec<u8>> = intents.iter().map(intent_content).collect();
+        let by_ref = self.arguments_refs(intents);
+        let contents: Vec<Vec<u8>> = intents
+            .iter()
+            .zip(by_ref)
+            .map(|(intent, by_ref)| intent_content(intent, by_ref))
+            .collect();
         let entries = intents
             .iter()
             .zip(&contents)
@@ -853,12 +906,33 @@ impl SessionSink for StoreJournal {
                         self.append("tool result", &[entry])
                     }
                     Message::Assistant { .. } => {
+                        // Each call entry refers to the arguments in the
+                        // message (written right before it, in the same
+                        // append) unless an earlier call of the message
+                        // has the same id (a reader takes the first).
                         let calls: Vec<(u64, Vec<u8>)> = message
                             .tool_calls()
                             .map(|call| {
-                                Ok((call_pairing(&call.id), json_content(call, "tool call")?))
+                                let first = message.tool_calls().find(|c| c.id == call.id);
+                                let content = if first.is_some_and(|c| std::ptr::eq(c, call)) {
+                                    json_content(
+                                        &serde_json::json!({
+                                            "id": call.id,
+                                            "name": call.name,
+                                            (smith_store::refs::ARGUMENTS_REF): true,
+                                        }),
+                                        "tool call",
+                                    )?
+                                } else {
+                                    json_content(call, "tool call")?
+                                };
+                                Ok((call_pairing(&call.id), content))
                             })
                             .collect::<Result<_, JournalError>>()?;
+                        let arguments = message
+                            .tool_calls()
+                            .map(|call| Ok((call.id.clone(), canonical_cbor(&call.arguments)?)))
+                            .collect::<Result<Vec<_>, JournalError>>()?;
                         let mut entries = Vec::with_capacity(1 + calls.len());
                         entries.push(NewEntry::new(EntryKind::AssistantMessage, &content));
                         for (pairing, content) in &calls {
@@ -867,7 +941,10 @@ impl SessionSink for StoreJournal {
                             entries.push(entry);
                         }
                         // One append: the message and its calls are durable together.
-                        self.append("assistant message", &entries)?;
+                        let ids = self.append_ids("assistant message", &entries)?;
+                        if let Some(&id) = ids.first() {
+                            lock(&self.written).calls = Some((id, arguments));
+                        }
                         self.note(false, |s| s.messages += 1);
                         Ok(())
                     }
@@ -1147,6 +1224,9 @@ pub(crate) fn decode_json(
     match record.entry_kind() {
         EntryKind::ToolResult => resolve_result(session, record, &mut value)?,
         EntryKind::Metadata => resolve_run_start(session, record, &mut value)?,
+        EntryKind::ToolCall | EntryKind::EffectIntent => {
+            resolve_arguments(session, record, &mut value)?;
+        }
         _ => {}
     }
     Ok(value)
@@ -1210,6 +1290,64 @@ pub fn resolve_result(
     };
     map.remove(smith_store::refs::CONTENT_REF);
     map.insert("content".to_owned(), serde_json::Value::String(text));
+    Ok(())
+}
+
+/// Replaces a tool call entry's or an effect intent's `arguments_ref` by
+/// the arguments it names (see [`smith_store::refs`]): those of the call
+/// the entry is about (a tool call's `id`, an intent's `parent`) in the
+/// nearest assistant message among its ancestors, as the tool call's
+/// `arguments` or the intent's `input`. An entry without one is
+/// unchanged. Arguments that cannot be found (the message was lost with
+/// a damaged frame, or does not hold the call) read as `null`.
+///
+/// # Errors
+///
+/// When the assistant message's content cannot be read.
+pub fn resolve_arguments(
+    session: &Session,
+    record: &smith_store::Record,
+    value: &mut serde_json::Value,
+) -> Result<(), JournalError> {
+    let into = match record.entry_kind() {
+        EntryKind::ToolCall => "arguments",
+        EntryKind::EffectIntent => "input",
+        _ => return Ok(()),
+    };
+    let serde_json::Value::Object(map) = value else {
+        return Ok(());
+    };
+    if map.get(smith_store::refs::ARGUMENTS_REF) != Some(&serde_json::Value::Bool(true)) {
+        return Ok(());
+    }
+    let call = map
+        .get(if into == "input" { "parent" } else { "id" })
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let message = smith_store::refs::index_of(session, record)
+        .and_then(|index| smith_store::refs::message_before(session, index));
+    let arguments = match message {
+        Some(message) => {
+            let mut message = decode_raw(session, message)?;
+            message
+                .get_mut("content")
+                .and_then(serde_json::Value::as_array_mut)
+                .and_then(|blocks| {
+                    blocks.iter_mut().find(|b| {
+                        field(b, "type") == "tool_call" && field(b, "id") == call.as_str()
+                    })
+                })
+                .and_then(|block| block.get_mut("arguments"))
+                .map(serde_json::Value::take)
+        }
+        None => None,
+    };
+    map.remove(smith_store::refs::ARGUMENTS_REF);
+    map.insert(
+        into.to_owned(),
+        arguments.unwrap_or(serde_json::Value::Null),
+    );
     Ok(())
 }
 
