@@ -15,7 +15,7 @@ use smith_engine::journal::{
     SessionSink, canonical_cbor,
 };
 use smith_engine::protocol::{Event, ToolStatus};
-use smith_engine::provider::Message;
+use smith_engine::provider::{ContentBlock, Message, StopReason, ToolCall};
 use smith_engine::replay::{Pace, Recording, ReplayError, Scope, stream, stream_file};
 use smith_engine::tools::Mutation;
 use smith_store::compress::Compressor;
