@@ -266,9 +266,11 @@ struct Builder {
     /// call) still finds its effect.
     unanswered: Vec<String>,
     /// The newest run start's definitions held in full (`system`, `tools`),
-    /// each with its digest, for the run starts that keep them unchanged
-    /// (docs/session-format.md §4.1).
-    definitions: [Option<(String, Value)>; 2],
+    /// for the run starts that keep them unchanged (docs/session-format.md
+    /// §4.1), each with its digest once a reference asked for it: most
+    /// definitions are never referred to, and the digest (canonical CBOR,
+    /// then a byte-wise hash) costs more than reading them.
+    definitions: [Option<(Option<String>, Value)>; 2],
 }
 
 fn field<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -483,14 +485,22 @@ impl Builder {
         };
         for (slot, key) in ["system", "tools"].into_iter().enumerate() {
             if let Some(held) = map.get(key) {
-                let digest = crate::journal::canonical_cbor(held)
-                    .map(|cbor| crate::journal::store::digest(&cbor))
-                    .unwrap_or_default();
-                self.definitions[slot] = Some((digest, held.clone()));
+                self.definitions[slot] = Some((None, held.clone()));
             } else if let Some(reference) = unchanged.get(key) {
                 let wanted = reference.get("digest").and_then(Value::as_str);
+                let matches = match &mut self.definitions[slot] {
+                    Some((digest, held)) => {
+                        let digest = digest.get_or_insert_with(|| {
+                            crate::journal::canonical_cbor(held)
+                                .map(|cbor| crate::journal::store::digest(&cbor))
+                                .unwrap_or_default()
+                        });
+                        Some(digest.as_str()) == wanted
+                    }
+                    None => false,
+                };
                 match &self.definitions[slot] {
-                    Some((digest, held)) if Some(digest.as_str()) == wanted => {
+                    Some((_, held)) if matches => {
                         map.insert(key.to_owned(), held.clone());
                     }
                     _ if key == "tools" => {
