@@ -37,25 +37,24 @@ use crate::rng::Rng;
 use crate::store_gates::scaled;
 use crate::table::Context;
 
-/// The time one MB (10^6 bytes) of session file may take: 8 ms, at least
-/// 125 MB/s. The goal is 500 MB/s (2 ms) and is not met yet: on the 2-core
-/// AMD EPYC family 26 model 2 the dump costs 1.67 ms of CPU per MB (600
-/// MB/s), more than half of it zstd decompressing the stored tool outputs
-/// (docs/benchmarks.md). The older AMD EPYC (family 25) ran the dump 2.3
-/// times slower (about 3.8 ms now), and its wall clock under load measured
-/// 1.3 to 1.7 times its CPU time (up to 6.6 ms); 8 ms holds that worst
-/// case and leaves 40 % above the typical loaded figure (1.5 times,
-/// 5.7 ms).
-pub const NS_PER_MB_LIMIT: f64 = 8_000_000.0;
+/// The time one MB (10^6 bytes) of session file may take: 2 ms, at least
+/// 500 MB/s, issue 28's goal. The dump runs on two threads
+/// (`smith_store`'s read-ahead: frames checked and entries decompressed on
+/// one, lines written on the other), so the gate needs a second free core
+/// and reports the load beside its figure. On the 2-core AMD EPYC family 26
+/// model 2 the reading thread costs about 0.9 ms of CPU per MB and the
+/// writing one 0.55 ms (docs/benchmarks.md), so the wall clock of an
+/// unloaded run is about 0.9 ms per MB: the limit leaves room for a
+/// processor half as fast.
+pub const NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 
-/// The same for replay: 10 ms per MB (at least 100 MB/s). Replay costs
-/// 2.27 ms of CPU per MB on the family 26 EPYC (440 MB/s) since it reads
-/// the common entries straight from their CBOR and writes events without
-/// serde; the older EPYC ran replay 1.7 times slower (about 3.9 ms now),
-/// and its wall clock under load measured 1.2 to 2.5 times its CPU time
-/// (up to 9.75 ms). 10 ms holds that worst case and leaves 70 % above the
-/// typical loaded figure (1.5 times, 5.8 ms).
-pub const REPLAY_NS_PER_MB_LIMIT: f64 = 10_000_000.0;
+/// The same for replay: 4 ms per MB (at least 250 MB/s). Replay reads the
+/// file ahead on a second thread as the dump does; what is left on its own
+/// thread (building and writing the events) costs about 1.8 ms of CPU per
+/// MB on the family 26 EPYC (docs/benchmarks.md), so the issue's 2 ms is
+/// not held yet and the limit is that figure with room for a loaded
+/// machine. Lower it as replay's own thread gets cheaper.
+pub const REPLAY_NS_PER_MB_LIMIT: f64 = 4_000_000.0;
 
 /// The issue's bound on heap while a session is written out, whatever its
 /// size: 64 MiB.
@@ -84,12 +83,12 @@ const MB: f64 = 1_000_000.0;
 pub const SESSION: &[Gate] = &[
     Gate {
         name: "session.dump_throughput",
-        metric: "`smith session dump` of a 256 MB session recorded the way `smith eval` records one, to /dev/null: time per MB (10^6 bytes) of session file (8 ms per MB is 125 MB/s)",
+        metric: "`smith session dump` of a 256 MB session recorded the way `smith eval` records one, to /dev/null: time per MB (10^6 bytes) of session file (2 ms per MB is 500 MB/s)",
         unit: Unit::Nanoseconds,
         limits: &[Limit::AtMost(NS_PER_MB_LIMIT)],
         floor: None,
         run: dump_throughput,
-        cores: 1,
+        cores: 2,
     },
     Gate {
         name: "session.dump_peak_heap",
@@ -102,12 +101,12 @@ pub const SESSION: &[Gate] = &[
     },
     Gate {
         name: "session.replay_throughput",
-        metric: "`smith replay --instant --json` of the 256 MB session (streamed from the file, every event as JSON Lines) to /dev/null: time per MB (10^6 bytes) of session file (10 ms per MB is 100 MB/s)",
+        metric: "`smith replay --instant --json` of the 256 MB session (streamed from the file, every event as JSON Lines) to /dev/null: time per MB (10^6 bytes) of session file (4 ms per MB is 250 MB/s)",
         unit: Unit::Nanoseconds,
         limits: &[Limit::AtMost(REPLAY_NS_PER_MB_LIMIT)],
         floor: None,
         run: replay_throughput,
-        cores: 1,
+        cores: 2,
     },
     Gate {
         name: "session.search_throughput",
@@ -835,8 +834,8 @@ mod tests {
     #[test]
     fn session_gates_carry_the_issue_s_limits() {
         for (name, ns) in [
-            ("session.dump_throughput", 8_000_000.0),
-            ("session.replay_throughput", 10_000_000.0),
+            ("session.dump_throughput", 2_000_000.0),
+            ("session.replay_throughput", 4_000_000.0),
             ("session.search_throughput", 3_000_000.0),
         ] {
             assert_eq!(

@@ -181,11 +181,12 @@ fn read<'a>(
     if abandoned {
         return Err(Stop::Abandoned);
     }
-    let report = report.map_err(Stop::Failed)?;
+    // The frames read before a failure are visited before it is reported,
+    // as a sequential walk visits them.
     if !batch.frames.is_empty() && full.send(batch).is_err() {
         return Err(Stop::Abandoned);
     }
-    Ok(report)
+    report.map_err(Stop::Failed)
 }
 
 /// An entry frame's head and where its content is, decompressing content
@@ -232,5 +233,131 @@ fn entry<'a>(
             }
         }
         None => Content::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::Compressor;
+    use crate::format::{self, FLAG_ZSTD, KIND_ORIGIN, SessionId};
+
+    /// What a sequential walk gives: each frame's offset and, for entries,
+    /// the head and content.
+    type Seen = Vec<(u64, Option<(EntryHead, Vec<u8>)>)>;
+
+    fn sequential(bytes: &[u8], limits: &Limits) -> (Seen, Result<ScanReport>) {
+        let mut dctx = session::decompressor("t").expect("zstd");
+        let mut scratch = Vec::new();
+        let mut seen = Vec::new();
+        let r = scan::scan(bytes, format::HEADER_LEN, limits, "t", |v| {
+            let entry = if v.kind == KIND_ENTRY {
+                compress::read_entry(&v, &mut dctx, &mut scratch).map(|(h, c)| (h, c.to_vec()))
+            } else {
+                None
+            };
+            seen.push((v.offset, entry));
+            Ok(())
+        });
+        (seen, r)
+    }
+
+    fn ahead(bytes: &[u8], limits: &Limits, stop_at: Option<usize>) -> (Seen, Result<ScanReport>) {
+        let mut seen = Vec::new();
+        let r = scan_entries(bytes, format::HEADER_LEN, limits, "t", |v, entry| {
+            if Some(seen.len()) == stop_at {
+                return Err(StoreError::new(
+                    ErrorKind::Io,
+                    "the sink is full".to_owned(),
+                ));
+            }
+            seen.push((v.offset, entry.map(|(h, c)| (h, c.to_vec()))));
+            Ok(())
+        });
+        (seen, r)
+    }
+
+    /// Many batches' worth of entries, stored in clear and compressed
+    /// (some larger than a batch), an origin, a whole-payload compressed
+    /// entry, an unknown frame and an entry frame that is not an entry.
+    fn file() -> Vec<u8> {
+        let mut file = format::encode_header(SessionId([3; 16]), 1).to_vec();
+        let mut p = Vec::new();
+        format::encode_origin(&mut p, SessionId([4; 16]), 2);
+        format::encode_frame(&mut file, KIND_ORIGIN, 0, p.len() as u32, 0, &p);
+        let mut comp = Compressor::new().expect("zstd");
+        let mut map = Vec::new();
+        for id in 1..=400u64 {
+            let len = [10, 7_000, 300, 20_000, 3 * BATCH_BYTES][(id % 5) as usize];
+            let text = "tool output line\n".repeat(len / 17 + 1);
+            let mut content = Vec::new();
+            format::cbor_head(&mut content, 3, text.len() as u64);
+            content.extend_from_slice(text.as_bytes());
+            let head = EntryHead {
+                id,
+                parent: id - 1,
+                timestamp_ms: id,
+                kind: 4,
+                pairing: 0,
+            };
+            map.clear();
+            format::encode_entry(&mut map, &head, &content);
+            if id % 97 == 0 {
+                let z = zstd::bulk::compress(&map, 3).expect("compress");
+                format::encode_frame(&mut file, KIND_ENTRY, FLAG_ZSTD, map.len() as u32, 0, &z);
+            } else {
+                comp.frame(&mut file, KIND_ENTRY, 0, &map);
+            }
+            if id % 131 == 0 {
+                format::encode_frame(&mut file, 200, 0, 5, 0, b"hello");
+                format::encode_frame(&mut file, KIND_ENTRY, 0, 3, 0, b"\x01\x02\x03");
+            }
+        }
+        file
+    }
+
+    #[test]
+    fn frames_and_entries_arrive_as_a_sequential_walk_gives_them() {
+        let file = file();
+        let limits = Limits::default();
+        let (want, want_report) = sequential(&file, &limits);
+        let (got, report) = ahead(&file, &limits, None);
+        assert_eq!(report.expect("walk"), want_report.expect("walk"));
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "the same frames, heads and content in order");
+        let entries = got.iter().filter(|(_, e)| e.is_some()).count();
+        assert_eq!(
+            entries, 400,
+            "every entry read, the frame that is not one not"
+        );
+    }
+
+    #[test]
+    fn a_visit_error_stops_the_walk_and_is_returned() {
+        let file = file();
+        let (want, _) = sequential(&file, &Limits::default());
+        for stop in [0, 1, 57, 300] {
+            let (got, r) = ahead(&file, &Limits::default(), Some(stop));
+            assert_eq!(got[..], want[..stop]);
+            let e = r.expect_err("stops");
+            assert!(e.to_string().contains("the sink is full"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_walk_error_comes_after_the_frames_before_it() {
+        let file = file();
+        // A limit the largest entries exceed: the walk fails at the first.
+        let limits = Limits {
+            max_content_len: 2 * BATCH_BYTES as u32,
+            ..Limits::default()
+        };
+        let (want, want_err) = sequential(&file, &limits);
+        let (got, err) = ahead(&file, &limits, None);
+        assert!(got == want, "the frames before the failing one");
+        assert_eq!(
+            err.expect_err("over the limit").to_string(),
+            want_err.expect_err("over the limit").to_string()
+        );
     }
 }
