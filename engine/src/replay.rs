@@ -2237,6 +2237,36 @@ mod tests {
         // a run) and the un-run call's result with details go the long way.
         assert_eq!(direct_taken, (4 + 3 + 3 + 2) * 2 + (3 + 2 + 3 + 1));
         assert_eq!(left, 2 * 3);
+        // Run starts are read straight from their CBOR, those holding the
+        // definitions and those keeping them unchanged alike; run ends are
+        // not run starts.
+        let metadata: Vec<bool> = session
+            .branch()
+            .iter()
+            .filter(|r| r.entry_kind() == EntryKind::Metadata)
+            .map(|r| direct::run_start(&session.content(r).unwrap()).is_some())
+            .collect();
+        assert_eq!(
+            metadata,
+            [true, false, true, false, true],
+            "run start, run end, run start, run end, run start"
+        );
+        let kept: Vec<[Option<Option<String>>; 2]> = session
+            .branch()
+            .iter()
+            .filter_map(|r| {
+                let content = session.content(r).unwrap();
+                direct::run_start(&content)
+                    .map(|s| s.unchanged.map(|k| k.map(|d| d.map(str::to_owned))))
+            })
+            .collect();
+        assert!(kept[0] == [None, None], "the first run start holds both");
+        assert!(
+            kept[1..]
+                .iter()
+                .all(|k| k.iter().all(|d| matches!(d, Some(Some(_))))),
+            "later ones keep both unchanged: {kept:?}"
+        );
     }
 
     #[test]

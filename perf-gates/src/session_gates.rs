@@ -48,13 +48,16 @@ use crate::table::Context;
 /// processor half as fast.
 pub const NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 
-/// The same for replay: 4 ms per MB (at least 250 MB/s). Replay reads the
-/// file ahead on a second thread as the dump does; what is left on its own
-/// thread (building and writing the events) costs about 1.8 ms of CPU per
-/// MB on the family 26 EPYC (docs/benchmarks.md), so the issue's 2 ms is
-/// not held yet and the limit is that figure with room for a loaded
-/// machine. Lower it as replay's own thread gets cheaper.
-pub const REPLAY_NS_PER_MB_LIMIT: f64 = 4_000_000.0;
+/// The same for replay: 2 ms per MB (at least 500 MB/s). Replay reads the
+/// file ahead on a second thread as the dump does (the gate needs a second
+/// free core); what is left on its own thread (the linear check of the
+/// file, building the events and writing them) costs about 1.4 ms of CPU
+/// per MB on the family 26 EPYC and the reading thread about 0.8 ms
+/// (docs/benchmarks.md), so an unloaded run takes about 1.4 to 1.5 ms per
+/// MB of wall clock. With the others keeping a core busy, both threads
+/// share one and the figure is their sum (about 2.2 ms and more): such a
+/// round measures the neighbours, and is reported with the load.
+pub const REPLAY_NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 
 /// The issue's bound on heap while a session is written out, whatever its
 /// size: 64 MiB.
@@ -101,7 +104,7 @@ pub const SESSION: &[Gate] = &[
     },
     Gate {
         name: "session.replay_throughput",
-        metric: "`smith replay --instant --json` of the 256 MB session (streamed from the file, every event as JSON Lines) to /dev/null: time per MB (10^6 bytes) of session file (4 ms per MB is 250 MB/s)",
+        metric: "`smith replay --instant --json` of the 256 MB session (streamed from the file, every event as JSON Lines) to /dev/null: time per MB (10^6 bytes) of session file (2 ms per MB is 500 MB/s)",
         unit: Unit::Nanoseconds,
         limits: &[Limit::AtMost(REPLAY_NS_PER_MB_LIMIT)],
         floor: None,
@@ -835,7 +838,7 @@ mod tests {
     fn session_gates_carry_the_issue_s_limits() {
         for (name, ns) in [
             ("session.dump_throughput", 2_000_000.0),
-            ("session.replay_throughput", 4_000_000.0),
+            ("session.replay_throughput", 2_000_000.0),
             ("session.search_throughput", 3_000_000.0),
         ] {
             assert_eq!(
