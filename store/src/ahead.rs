@@ -8,8 +8,11 @@
 //! thread visits the frames of each batch in file order while the reader
 //! fills the next. Frames, entries and errors reach `visit` exactly as a
 //! sequential walk gives them; only the work is split. At most [`BATCHES`]
-//! batches exist at once, so memory stays that of a few batches (or of one
-//! entry, when a single entry is larger) whatever the file's size.
+//! batches exist at once, each holding at most about twice
+//! [`BATCH_BYTES`] of decompressed content (an entry stored compressed
+//! that is larger than that is decompressed by the visiting thread when it
+//! reaches it, into one reused buffer), so memory stays that of a few
+//! batches and one entry whatever the file's size.
 
 use std::sync::mpsc;
 
@@ -29,8 +32,8 @@ pub(crate) const BATCH_BYTES: usize = 256 * 1024;
 /// waiting between them.
 pub(crate) const BATCHES: usize = 3;
 
-/// A decompressed batch arena grown past this by one large entry is let go
-/// once visited, so that entry does not pin its size for the rest.
+/// A decompressed batch arena, or the visiting thread's buffer, grown past
+/// this is let go once visited, so it does not pin its size for the rest.
 const ARENA_KEEP: usize = 4 * BATCH_BYTES;
 
 /// Where one frame's entry content is.
@@ -42,6 +45,10 @@ enum Content<'a> {
     Mapped(EntryHead, &'a [u8]),
     /// Decompressed into the batch's arena at `start..start + len`.
     Arena(EntryHead, usize, usize),
+    /// Stored compressed and larger than [`BATCH_BYTES`]: decompressed by
+    /// the visiting thread when it gets there, so the batches never hold
+    /// more than one batch's worth of content beyond their last entry.
+    Later,
 }
 
 #[derive(Default)]
@@ -76,6 +83,8 @@ pub(crate) fn scan_entries<'a>(
     mut visit: impl FnMut(FrameView<'a>, Option<(EntryHead, &[u8])>) -> Result<()>,
 ) -> Result<ScanReport> {
     let mut dctx = session::decompressor(what)?;
+    // The visiting thread's own context and buffer, for large entries.
+    let mut large: Option<(zstd::bulk::Decompressor<'static>, Vec<u8>)> = None;
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch<'a>>(BATCHES);
     let (free_tx, free_rx) = mpsc::sync_channel::<Batch<'a>>(BATCHES);
     for _ in 0..BATCHES {
@@ -95,12 +104,31 @@ pub(crate) fn scan_entries<'a>(
         let mut failed = None;
         for mut batch in full_rx.iter() {
             for &(view, content) in &batch.frames {
+                if let (Content::Later, None) = (content, &large) {
+                    match session::decompressor(what) {
+                        Ok(d) => large = Some((d, Vec::new())),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
                 let entry = match content {
                     Content::None => None,
                     Content::Mapped(head, c) => Some((head, c)),
                     Content::Arena(head, at, len) => Some((head, &batch.arena[at..at + len])),
+                    Content::Later => large
+                        .as_mut()
+                        .and_then(|(d, scratch)| compress::read_entry(&view, d, scratch)),
                 };
-                if let Err(e) = visit(view, entry) {
+                let r = visit(view, entry);
+                if let Some((_, scratch)) = &mut large
+                    && scratch.capacity() > ARENA_KEEP
+                {
+                    // One large entry does not pin its size for the rest.
+                    *scratch = Vec::new();
+                }
+                if let Err(e) = r {
                     failed = Some(e);
                     break;
                 }
@@ -161,7 +189,7 @@ fn read<'a>(
             Content::None
         };
         filled += match content {
-            Content::None => v.payload.len(),
+            Content::None | Content::Later => v.payload.len(),
             Content::Mapped(_, c) => c.len(),
             Content::Arena(_, _, len) => len,
         };
@@ -202,6 +230,8 @@ fn entry<'a>(
             map,
             content_at,
         }) => Content::Mapped(head, &map[content_at..]),
+        Some(StoredEntry::Split { content_len, .. }) if content_len > BATCH_BYTES => Content::Later,
+        Some(StoredEntry::Whole) if v.content_len as usize > BATCH_BYTES => Content::Later,
         Some(StoredEntry::Split {
             head,
             zstd,
@@ -330,6 +360,15 @@ mod tests {
             entries, 400,
             "every entry read, the frame that is not one not"
         );
+        // Entries larger than a batch (decompressed by the visiting
+        // thread) are among them, in both compressed forms.
+        let large = |id: u64| {
+            got.iter().any(|(_, e)| {
+                e.as_ref()
+                    .is_some_and(|(h, c)| h.id == id && c.len() > BATCH_BYTES)
+            })
+        };
+        assert!(large(4) && large(194), "split and whole-payload frames");
     }
 
     #[test]
