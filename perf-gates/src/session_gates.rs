@@ -43,9 +43,9 @@ use crate::table::Context;
 /// one, lines written on the other), so the gate needs a second free core
 /// and reports the load beside its figure. On the 2-core AMD EPYC family 26
 /// model 2 the reading thread costs about 0.9 ms of CPU per MB and the
-/// writing one 0.55 ms (docs/benchmarks.md), so the wall clock of an
-/// unloaded run is about 0.9 ms per MB: the limit leaves room for a
-/// processor half as fast.
+/// writing one 0.55 ms (docs/benchmarks.md); quick runs with the others
+/// idle measured 0.95 and 0.96 ms per MB of wall clock, so the limit
+/// leaves room for a processor half as fast.
 pub const NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 
 /// The same for replay: 2 ms per MB (at least 500 MB/s). Replay reads the
@@ -53,8 +53,9 @@ pub const NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 /// free core); what is left on its own thread (the linear check of the
 /// file, building the events and writing them) costs about 1.4 ms of CPU
 /// per MB on the family 26 EPYC and the reading thread about 0.8 ms
-/// (docs/benchmarks.md), so an unloaded run takes about 1.4 to 1.5 ms per
-/// MB of wall clock. With the others keeping a core busy, both threads
+/// (docs/benchmarks.md); a quick run with the others idle measured 1.41 ms
+/// per MB of wall clock, 0.7 of the limit. With the others keeping a core
+/// busy, both threads
 /// share one and the figure is their sum (about 2.2 ms and more): such a
 /// round measures the neighbours, and is reported with the load.
 pub const REPLAY_NS_PER_MB_LIMIT: f64 = 2_000_000.0;
