@@ -55,9 +55,9 @@ pub const NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 /// per MB on the family 26 EPYC and the reading thread about 0.8 ms
 /// (docs/benchmarks.md); a quick run with the others idle measured 1.41 ms
 /// per MB of wall clock, 0.7 of the limit. With the others keeping a core
-/// busy, both threads
-/// share one and the figure is their sum (about 2.2 ms and more): such a
-/// round measures the neighbours, and is reported with the load.
+/// busy, both threads share one and the figure is their sum (about 2.2 ms
+/// and more): such a round measures the neighbours, and is reported with
+/// the load.
 pub const REPLAY_NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 
 /// The bound on heap while a session is written out, whatever its
