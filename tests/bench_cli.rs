@@ -75,6 +75,8 @@ fn bench_smoke_json_reports_every_gate() {
             "tui.first_frame_fresh_home",
             "vcs.undo_1000",
             "vcs.snapshot_one_change",
+            "session.dump_throughput",
+            "session.replay_throughput",
         ];
         assert_eq!(cores == 2, two.contains(&name.as_str().unwrap()), "{name}");
         if cfg!(target_os = "linux") {

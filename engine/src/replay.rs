@@ -247,6 +247,34 @@ struct OpenRun {
     cwd: Option<String>,
 }
 
+/// A run start's definition held in full, for the run starts that keep it
+/// unchanged.
+enum Held {
+    /// Read through the JSON value.
+    Value(Value),
+    /// Read straight from the CBOR ([`direct::run_start`]): the item's
+    /// canonical CBOR bytes, a JSON-native item (its value is
+    /// [`value_of`] of them, as the value path would have read it).
+    Cbor(Vec<u8>),
+}
+
+impl Held {
+    fn value(&self) -> Value {
+        match self {
+            Held::Value(value) => value.clone(),
+            Held::Cbor(cbor) => value_of(cbor, 0, EntryKind::Metadata).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The digest a reference to it names: of the canonical CBOR of its
+    /// JSON value, as the writer computed it.
+    fn digest(&self) -> String {
+        crate::journal::canonical_cbor(&self.value())
+            .map(|cbor| crate::journal::store::digest(&cbor))
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Default)]
 struct Builder {
     out: Recording,
@@ -266,9 +294,11 @@ struct Builder {
     /// call) still finds its effect.
     unanswered: Vec<String>,
     /// The newest run start's definitions held in full (`system`, `tools`),
-    /// each with its digest, for the run starts that keep them unchanged
-    /// (docs/session-format.md §4.1).
-    definitions: [Option<(String, Value)>; 2],
+    /// for the run starts that keep them unchanged (docs/session-format.md
+    /// §4.1), each with its digest once a reference asked for it: most
+    /// definitions are never referred to, and the digest (canonical CBOR,
+    /// then a byte-wise hash) costs more than reading them.
+    definitions: [Option<(Option<String>, Held)>; 2],
 }
 
 fn field<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -483,15 +513,13 @@ impl Builder {
         };
         for (slot, key) in ["system", "tools"].into_iter().enumerate() {
             if let Some(held) = map.get(key) {
-                let digest = crate::journal::canonical_cbor(held)
-                    .map(|cbor| crate::journal::store::digest(&cbor))
-                    .unwrap_or_default();
-                self.definitions[slot] = Some((digest, held.clone()));
+                self.definitions[slot] = Some((None, Held::Value(held.clone())));
             } else if let Some(reference) = unchanged.get(key) {
                 let wanted = reference.get("digest").and_then(Value::as_str);
-                match &self.definitions[slot] {
-                    Some((digest, held)) if Some(digest.as_str()) == wanted => {
-                        map.insert(key.to_owned(), held.clone());
+                match self.held_matching(slot, wanted) {
+                    Some(held) => {
+                        let held = held.value();
+                        map.insert(key.to_owned(), held);
                     }
                     _ if key == "tools" => {
                         map.insert(key.to_owned(), Value::Array(Vec::new()));
@@ -500,6 +528,61 @@ impl Builder {
                 }
             }
         }
+    }
+
+    /// The held definition of `slot` when its digest is `wanted` (the
+    /// digest is computed on the first reference and kept).
+    fn held_matching(&mut self, slot: usize, wanted: Option<&str>) -> Option<&Held> {
+        let (digest, held) = self.definitions[slot].as_mut()?;
+        let digest = digest.get_or_insert_with(|| held.digest());
+        (Some(digest.as_str()) == wanted).then_some(&*held)
+    }
+
+    /// A run start read straight from its CBOR ([`direct::run_start`]),
+    /// streaming: `false`, having changed nothing, when it needs the
+    /// value path (a definition it keeps unchanged is one the value path
+    /// held, or is missing).
+    fn run_start_direct(&mut self, start: direct::RunStart<'_>) -> bool {
+        // Each definition the record leaves out must resolve as the value
+        // path resolves it, to a held one read the same way or to nothing.
+        for (slot, held, reference) in [
+            (0, start.system.is_some(), start.unchanged[0]),
+            (1, start.tools.is_some(), start.unchanged[1]),
+        ] {
+            if held {
+                continue;
+            }
+            match reference {
+                Some(wanted) => match self.held_matching(slot, wanted) {
+                    Some(Held::Cbor(_)) | None => {}
+                    Some(Held::Value(_)) => return false,
+                },
+                // Without its tool list the record is not a run start.
+                None if slot == 1 => return false,
+                None => {}
+            }
+        }
+        for (slot, item) in [(0, start.system), (1, start.tools)] {
+            if let Some(item) = item {
+                match &mut self.definitions[slot] {
+                    Some((digest, Held::Cbor(bytes))) => {
+                        *digest = None;
+                        bytes.clear();
+                        bytes.extend_from_slice(item);
+                    }
+                    other => *other = Some((None, Held::Cbor(item.to_vec()))),
+                }
+            }
+        }
+        // Streaming keeps only the working directory of a run start.
+        self.run_record(RunRecord::RunStart(RunInfo {
+            provider: String::new(),
+            model: String::new(),
+            system: None,
+            tools: Vec::new(),
+            cwd: start.cwd.to_owned(),
+        }));
+        true
     }
 
     /// Replaces a tool result's `content_ref` by the output text of the
@@ -980,6 +1063,15 @@ fn feed_direct(b: &mut Builder, kind: EntryKind, at: u64, content: &[u8]) -> boo
                 Value::Null,
             );
         }
+        EntryKind::Metadata if b.streaming => {
+            let Some(start) = direct::run_start(content) else {
+                return false;
+            };
+            b.at = at;
+            if !b.run_start_direct(start) {
+                return false;
+            }
+        }
         EntryKind::EffectCompletion => {
             let Some((effect_id, outcome, mutation, output)) = direct::completion(content) else {
                 return false;
@@ -1186,6 +1278,121 @@ mod direct {
             Some(())
         })?;
         Some([effect_id?, tool?, parent?])
+    }
+
+    /// A run start record as streaming replay reads it: the working
+    /// directory, each definition held in full (its canonical CBOR), and
+    /// each kept unchanged (the digest its reference names; `Some(None)`
+    /// for a reference without one).
+    pub(super) struct RunStart<'a> {
+        pub(super) cwd: &'a str,
+        pub(super) system: Option<&'a [u8]>,
+        pub(super) tools: Option<&'a [u8]>,
+        pub(super) unchanged: [Option<Option<&'a str>>; 2],
+    }
+
+    /// Checks one item as [`json_item`] reads it, without building it:
+    /// `None` where it would be `None`.
+    fn json_check(d: &mut Decoder<'_>) -> Option<()> {
+        match d.next().ok()? {
+            Token::Unsigned(_) | Token::Negative(_) | Token::Text(_) => {}
+            Token::Bool(_) | Token::Null => {}
+            Token::Float(x) if x.is_finite() => {}
+            Token::Array(n) => {
+                for _ in 0..n {
+                    json_check(d)?;
+                }
+            }
+            Token::Map(n) => {
+                for _ in 0..n {
+                    let Token::Text(_) = d.next().ok()? else {
+                        return None;
+                    };
+                    json_check(d)?;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// The tool list of a run start: an array of `{name, description,
+    /// parameters}`, the parameters any JSON item. Returns its bytes.
+    fn tools<'a>(d: &mut Decoder<'a>) -> Option<&'a [u8]> {
+        let rest = d.remaining();
+        let n = d.array().ok()?;
+        for _ in 0..n {
+            let fields = d.map().ok()?;
+            let (mut name, mut description, mut parameters) = (false, false, false);
+            for _ in 0..fields {
+                match d.str().ok()? {
+                    "name" if !name => name = d.str().is_ok(),
+                    "description" if !description => description = d.str().is_ok(),
+                    "parameters" if !parameters => parameters = json_check(d).is_some(),
+                    _ => return None,
+                }
+            }
+            (name && description && parameters).then_some(())?;
+        }
+        Some(&rest[..rest.len() - d.remaining().len()])
+    }
+
+    /// The `unchanged` map of a run start: for `system` and `tools`, the
+    /// `{entry, digest}` reference.
+    fn unchanged<'a>(d: &mut Decoder<'a>) -> Option<[Option<Option<&'a str>>; 2]> {
+        let mut out = [None, None];
+        let n = d.map().ok()?;
+        for _ in 0..n {
+            let slot = match d.str().ok()? {
+                "system" => 0,
+                "tools" => 1,
+                _ => return None,
+            };
+            let fields = d.map().ok()?;
+            let (mut entry, mut digest) = (false, None);
+            for _ in 0..fields {
+                match d.str().ok()? {
+                    "entry" if !entry => entry = d.u64().is_ok(),
+                    "digest" if digest.is_none() => digest = Some(d.str().ok()?),
+                    _ => return None,
+                }
+            }
+            (entry && digest.is_some()).then_some(())?;
+            out[slot] = Some(digest);
+        }
+        Some(out)
+    }
+
+    /// A run start record in the form smith writes it: `type`
+    /// `run_start`, text `provider`, `model` and `cwd`, a text `system`
+    /// and a tool list (each held in full or kept `unchanged`).
+    pub(super) fn run_start(content: &[u8]) -> Option<RunStart<'_>> {
+        let (mut kind, mut provider, mut model, mut cwd) = (None, None, None, None);
+        let (mut system, mut tools_at, mut kept) = (None, None, None);
+        each_field(content, |key, d| {
+            match key {
+                "type" => kind = Some(text(d)?),
+                "provider" => provider = Some(text(d)?),
+                "model" => model = Some(text(d)?),
+                "cwd" => cwd = Some(text(d)?),
+                "system" => {
+                    let rest = d.remaining();
+                    d.str().ok()?;
+                    system = Some(&rest[..rest.len() - d.remaining().len()]);
+                }
+                "tools" => tools_at = Some(tools(d)?),
+                crate::journal::store::UNCHANGED => kept = Some(unchanged(d)?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        (kind? == "run_start" && provider.is_some() && model.is_some()).then_some(())?;
+        Some(RunStart {
+            cwd: cwd?,
+            system,
+            tools: tools_at,
+            unchanged: kept.unwrap_or_default(),
+        })
     }
 
     /// An effect completion's effect id, outcome, mutation and output.
@@ -2038,6 +2245,36 @@ mod tests {
         // a run) and the un-run call's result with details go the long way.
         assert_eq!(direct_taken, (4 + 3 + 3 + 2) * 2 + (3 + 2 + 3 + 1));
         assert_eq!(left, 2 * 3);
+        // Run starts are read straight from their CBOR, those holding the
+        // definitions and those keeping them unchanged alike; run ends are
+        // not run starts.
+        let metadata: Vec<bool> = session
+            .branch()
+            .iter()
+            .filter(|r| r.entry_kind() == EntryKind::Metadata)
+            .map(|r| direct::run_start(&session.content(r).unwrap()).is_some())
+            .collect();
+        assert_eq!(
+            metadata,
+            [true, false, true, false, true],
+            "run start, run end, run start, run end, run start"
+        );
+        let kept: Vec<[Option<Option<String>>; 2]> = session
+            .branch()
+            .iter()
+            .filter_map(|r| {
+                let content = session.content(r).unwrap();
+                direct::run_start(&content)
+                    .map(|s| s.unchanged.map(|k| k.map(|d| d.map(str::to_owned))))
+            })
+            .collect();
+        assert!(kept[0] == [None, None], "the first run start holds both");
+        assert!(
+            kept[1..]
+                .iter()
+                .all(|k| k.iter().all(|d| matches!(d, Some(Some(_))))),
+            "later ones keep both unchanged: {kept:?}"
+        );
     }
 
     #[test]

@@ -37,25 +37,28 @@ use crate::rng::Rng;
 use crate::store_gates::scaled;
 use crate::table::Context;
 
-/// The time one MB (10^6 bytes) of session file may take: 8 ms, at least
-/// 125 MB/s. The goal is 500 MB/s (2 ms) and is not met yet: on the 2-core
-/// AMD EPYC family 26 model 2 the dump costs 1.67 ms of CPU per MB (600
-/// MB/s), more than half of it zstd decompressing the stored tool outputs
-/// (docs/benchmarks.md). The older AMD EPYC (family 25) ran the dump 2.3
-/// times slower (about 3.8 ms now), and its wall clock under load measured
-/// 1.3 to 1.7 times its CPU time (up to 6.6 ms); 8 ms holds that worst
-/// case and leaves 40 % above the typical loaded figure (1.5 times,
-/// 5.7 ms).
-pub const NS_PER_MB_LIMIT: f64 = 8_000_000.0;
+/// The time one MB (10^6 bytes) of session file may take: 2 ms, at least
+/// 500 MB/s, issue 28's goal. The dump runs on two threads
+/// (`smith_store`'s read-ahead: frames checked and entries decompressed on
+/// one, lines written on the other), so the gate needs a second free core
+/// and reports the load beside its figure. On the 2-core AMD EPYC family 26
+/// model 2 the reading thread costs about 0.9 ms of CPU per MB and the
+/// writing one 0.55 ms (docs/benchmarks.md); quick runs with the others
+/// idle measured 0.95 and 0.96 ms per MB of wall clock, so the limit
+/// leaves room for a processor half as fast.
+pub const NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 
-/// The same for replay: 10 ms per MB (at least 100 MB/s). Replay costs
-/// 2.27 ms of CPU per MB on the family 26 EPYC (440 MB/s) since it reads
-/// the common entries straight from their CBOR and writes events without
-/// serde; the older EPYC ran replay 1.7 times slower (about 3.9 ms now),
-/// and its wall clock under load measured 1.2 to 2.5 times its CPU time
-/// (up to 9.75 ms). 10 ms holds that worst case and leaves 70 % above the
-/// typical loaded figure (1.5 times, 5.8 ms).
-pub const REPLAY_NS_PER_MB_LIMIT: f64 = 10_000_000.0;
+/// The same for replay: 2 ms per MB (at least 500 MB/s). Replay reads the
+/// file ahead on a second thread as the dump does (the gate needs a second
+/// free core); what is left on its own thread (the linear check of the
+/// file, building the events and writing them) costs about 1.4 ms of CPU
+/// per MB on the family 26 EPYC and the reading thread about 0.8 ms
+/// (docs/benchmarks.md); a quick run with the others idle measured 1.41 ms
+/// per MB of wall clock, 0.7 of the limit. With the others keeping a core
+/// busy, both threads share one and the figure is their sum (about 2.2 ms
+/// and more): such a round measures the neighbours, and is reported with
+/// the load.
+pub const REPLAY_NS_PER_MB_LIMIT: f64 = 2_000_000.0;
 
 /// The issue's bound on heap while a session is written out, whatever its
 /// size: 64 MiB.
@@ -84,12 +87,12 @@ const MB: f64 = 1_000_000.0;
 pub const SESSION: &[Gate] = &[
     Gate {
         name: "session.dump_throughput",
-        metric: "`smith session dump` of a 256 MB session recorded the way `smith eval` records one, to /dev/null: time per MB (10^6 bytes) of session file (8 ms per MB is 125 MB/s)",
+        metric: "`smith session dump` of a 256 MB session recorded the way `smith eval` records one, to /dev/null: time per MB (10^6 bytes) of session file (2 ms per MB is 500 MB/s)",
         unit: Unit::Nanoseconds,
         limits: &[Limit::AtMost(NS_PER_MB_LIMIT)],
         floor: None,
         run: dump_throughput,
-        cores: 1,
+        cores: 2,
     },
     Gate {
         name: "session.dump_peak_heap",
@@ -102,12 +105,12 @@ pub const SESSION: &[Gate] = &[
     },
     Gate {
         name: "session.replay_throughput",
-        metric: "`smith replay --instant --json` of the 256 MB session (streamed from the file, every event as JSON Lines) to /dev/null: time per MB (10^6 bytes) of session file (10 ms per MB is 100 MB/s)",
+        metric: "`smith replay --instant --json` of the 256 MB session (streamed from the file, every event as JSON Lines) to /dev/null: time per MB (10^6 bytes) of session file (2 ms per MB is 500 MB/s)",
         unit: Unit::Nanoseconds,
         limits: &[Limit::AtMost(REPLAY_NS_PER_MB_LIMIT)],
         floor: None,
         run: replay_throughput,
-        cores: 1,
+        cores: 2,
     },
     Gate {
         name: "session.search_throughput",
@@ -835,8 +838,8 @@ mod tests {
     #[test]
     fn session_gates_carry_the_issue_s_limits() {
         for (name, ns) in [
-            ("session.dump_throughput", 8_000_000.0),
-            ("session.replay_throughput", 10_000_000.0),
+            ("session.dump_throughput", 2_000_000.0),
+            ("session.replay_throughput", 2_000_000.0),
             ("session.search_throughput", 3_000_000.0),
         ] {
             assert_eq!(

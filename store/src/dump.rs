@@ -30,8 +30,7 @@ use crate::compress::Compressor;
 use crate::entry::EntryKind;
 use crate::error::{ErrorKind, Result, StoreError};
 use crate::format::{self, EntryHead, KIND_ENTRY, KIND_ORIGIN, SessionId};
-use crate::scan::{self, Limits, ScanReport};
-use crate::session;
+use crate::scan::{Limits, ScanReport};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -235,12 +234,13 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
     smith_codec::json::push_json_u64(b, header.created_ms);
     b.push(b'}');
     lines.end_line()?;
-    let mut dctx = session::decompressor(what)?;
-    let mut scratch = Vec::new();
     // Open containers of the entry being written; the decoder bounds the
     // depth, so this never grows past it.
     let mut stack = Vec::with_capacity(smith_codec::MAX_DEPTH as usize + 1);
-    let report = scan::scan(bytes, header.header_len as usize, limits, what, |v| {
+    // The frames are checked and the entries decompressed on a second
+    // thread, ahead of the lines written here.
+    let start = header.header_len as usize;
+    let report = crate::ahead::scan_entries(bytes, start, limits, what, |v, entry| {
         let b = &mut lines.buf;
         let mut done = false;
         if v.kind == KIND_ORIGIN && v.flags == 0 && v.link == 0 {
@@ -252,9 +252,7 @@ pub fn dump(bytes: &[u8], limits: &Limits, what: &str, out: &mut impl Write) -> 
                 b.push(b'}');
                 done = true;
             }
-        } else if v.kind == KIND_ENTRY
-            && let Some((h, content)) = crate::compress::read_entry(&v, &mut dctx, &mut scratch)
-        {
+        } else if let Some((h, content)) = entry {
             b.extend_from_slice(b"{\"type\":\"entry\",\"id\":");
             smith_codec::json::push_json_u64(b, h.id);
             b.extend_from_slice(b",\"parent\":");
@@ -544,6 +542,7 @@ mod tests {
     use super::*;
     use crate::bench_support;
     use crate::format::{FLAG_ZSTD, SessionId};
+    use crate::{scan, session};
     use serde_json::json;
     use smith_codec::Encoder;
 

@@ -189,14 +189,13 @@ impl SessionFile {
         {
             return Ok(false);
         }
-        let mut dctx = session::decompressor(&what)?;
-        let mut scratch = Vec::new();
         let mut failed: Option<E> = None;
-        let walked = crate::scan::scan(bytes, start, limits, &what, |v| {
+        // The entries are decompressed on a second thread, ahead of `visit`.
+        let walked = crate::ahead::scan_entries(bytes, start, limits, &what, |v, entry| {
             if v.kind != KIND_ENTRY {
                 return Ok(());
             }
-            let Some((head, content)) = compress::read_entry(&v, &mut dctx, &mut scratch) else {
+            let Some((head, content)) = entry else {
                 return Err(StoreError::at(
                     ErrorKind::Invalid,
                     v.offset,
@@ -206,12 +205,7 @@ impl SessionFile {
                     ),
                 ));
             };
-            let r = visit(head, content);
-            if scratch.capacity() > 4 << 20 {
-                // One large entry does not pin its size for the rest.
-                scratch = Vec::new();
-            }
-            r.map_err(|e| {
+            visit(head, content).map_err(|e| {
                 failed = Some(e);
                 StoreError::new(ErrorKind::Io, String::new())
             })

@@ -25,6 +25,7 @@
 //!   and `smith bench`.
 #![deny(missing_docs)]
 
+mod ahead;
 #[cfg(feature = "bench")]
 pub mod bench_support;
 pub mod compress;
