@@ -47,7 +47,13 @@ fn request(model: &str) -> Request {
     }
 }
 
+/// The files in `cache`'s plugin folder, once the host's cache writer
+/// has written what it was handed.
 fn cached_files(cache: &std::path::Path) -> usize {
+    assert!(
+        smith_plugins::flush_cache_writes(std::time::Duration::from_secs(60)),
+        "the cache writes did not finish within 60 s"
+    );
     let dir = cache
         .join("plugins")
         .join(Runtime::global().unwrap().compatibility_key());
