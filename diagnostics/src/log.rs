@@ -251,8 +251,9 @@ pub fn utc_minute(ms: u64) -> String {
 }
 
 /// Year, month, day of the day `days` after 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for non-negative days).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
+/// `civil_from_days`, for non-negative days): the one date conversion
+/// every UTC time smith prints goes through.
+pub fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
     let era = z / 146_097;
     let doe = z % 146_097;

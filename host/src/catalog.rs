@@ -362,17 +362,8 @@ pub fn utc_compact(secs: u64) -> String {
 /// The proleptic Gregorian date and time of a Unix time (days-from-civil
 /// inverted, after H. Hinnant).
 fn civil(secs: u64) -> (u64, u64, u64, u64, u64, u64) {
-    let days = secs / 86_400;
     let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
+    let (y, m, d) = smith_diag::log::civil_from_days(secs / 86_400);
     (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
