@@ -8,49 +8,54 @@
 /// its own with the artifacts before it as prefix, in the order a start
 /// loads them: [`crate::Runtime::load_component`] decompresses and loads
 /// these (and writes them into the cache, on another thread) instead of
-/// compiling, so a first start on a fresh `SMITH_HOME` compiles nothing. Empty in a build for an architecture other than the build
-/// machine's (docs/plugins.md, "Precompiled built-ins"). A `static`, not a
-/// `const`: a constant's bytes would be copied into every crate using it.
+/// compiling, so a first start on a fresh `SMITH_HOME` compiles nothing.
+/// Empty in a build for an architecture other than the build machine's
+/// (docs/plugins.md, "Precompiled built-ins"). A `static`, not a `const`:
+/// a constant's bytes would be copied into every crate using it.
 pub static PRECOMPILED: &[crate::Precompiled] =
     include!(concat!(env!("OUT_DIR"), "/precompiled.rs"));
 
+// The components below are statics for the same reason: as constants,
+// each crate that names one kept its own copy of the bytes (every built-in
+// stood about seven times in the smith binary).
+
 /// The smith/mock provider component (the scripted provider).
-pub const MOCK: &[u8] = include_bytes!(concat!(
+pub static MOCK: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_mock.wasm"
 ));
 
 /// The smith/product extension component (layout, theme, keys, commands,
 /// tool presentation).
-pub const PRODUCT: &[u8] = include_bytes!(concat!(
+pub static PRODUCT: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_product.wasm"
 ));
 
 /// The smith/permissions extension component (approval modes and
 /// permission rules at the `tool-call` decision point, `/approval`).
-pub const PERMISSIONS: &[u8] = include_bytes!(concat!(
+pub static PERMISSIONS: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_permissions.wasm"
 ));
 
 /// The smith/instructions extension component (SMITH.md, AGENTS.md and
 /// CLAUDE.md as prompt fragments).
-pub const INSTRUCTIONS: &[u8] = include_bytes!(concat!(
+pub static INSTRUCTIONS: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_instructions.wasm"
 ));
 
 /// The smith/skills extension component (SKILL.md folders: the catalog
 /// in the system prompt, the `skill` tool, `/name` and `$name`).
-pub const SKILLS: &[u8] = include_bytes!(concat!(
+pub static SKILLS: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_skills.wasm"
 ));
 
 /// The smith/todo extension component (the `todo_write` tool, the list
 /// kept in the session, its prompt fragment and panel, `/todo`).
-pub const TODO: &[u8] = include_bytes!(concat!(
+pub static TODO: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_todo.wasm"
 ));
@@ -59,7 +64,7 @@ pub const TODO: &[u8] = include_bytes!(concat!(
 /// anything blocked until the user approves the plan `exit_plan_mode`
 /// puts to them, the plan-mode prompt fragment and panel, `/plan`,
 /// `/normal`).
-pub const PLAN: &[u8] = include_bytes!(concat!(
+pub static PLAN: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_plan.wasm"
 ));
@@ -67,27 +72,27 @@ pub const PLAN: &[u8] = include_bytes!(concat!(
 /// The smith/agents extension component (custom agents: `.smith/agents`
 /// and `.claude/agents` files, `/agents`, the prompt of the agent the
 /// main thread runs as).
-pub const AGENTS: &[u8] = include_bytes!(concat!(
+pub static AGENTS: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_agents.wasm"
 ));
 
 /// The smith/mcp extension component (the Model Context Protocol client).
-pub const MCP: &[u8] = include_bytes!(concat!(
+pub static MCP: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_mcp.wasm"
 ));
 
 /// The smith/mentions extension component (`@path` in a prompt attaches
 /// the file's text or the folder's listing).
-pub const MENTIONS: &[u8] = include_bytes!(concat!(
+pub static MENTIONS: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_mentions.wasm"
 ));
 
 /// The smith/hooks extension component (shell commands run at lifecycle
 /// events, in Claude Code's hooks format).
-pub const HOOKS: &[u8] = include_bytes!(concat!(
+pub static HOOKS: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_hooks.wasm"
 ));
@@ -99,7 +104,7 @@ pub const HOOKS: &[u8] = include_bytes!(concat!(
 pub const HOOKS_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(11 * 60);
 
 /// The smith/web extension component (`web_fetch` and `web_search`).
-pub const WEB: &[u8] = include_bytes!(concat!(
+pub static WEB: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_web.wasm"
 ));
@@ -115,13 +120,13 @@ pub const WEB_MEMORY_BYTES: usize = 512 << 20;
 
 /// The smith/searxng search provider component (a SearXNG instance's
 /// JSON API).
-pub const SEARXNG: &[u8] = include_bytes!(concat!(
+pub static SEARXNG: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_searxng.wasm"
 ));
 
 /// The smith/brave search provider component (the Brave Search API).
-pub const BRAVE: &[u8] = include_bytes!(concat!(
+pub static BRAVE: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_brave.wasm"
 ));
@@ -129,7 +134,7 @@ pub const BRAVE: &[u8] = include_bytes!(concat!(
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
-pub const EXAMPLE_HELLO: &[u8] = include_bytes!(concat!(
+pub static EXAMPLE_HELLO: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_hello.wasm"
 ));
@@ -137,33 +142,33 @@ pub const EXAMPLE_HELLO: &[u8] = include_bytes!(concat!(
 /// test/lifecycle, the test guest that reports lifecycle events and floods
 /// the host when asked. Not a built-in: `smith bench` measures what a
 /// flooding plugin costs a run with it.
-pub const TEST_LIFECYCLE: &[u8] = include_bytes!(concat!(
+pub static TEST_LIFECYCLE: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_lifecycle.wasm"
 ));
 
 /// The smith/anthropic provider component (the Anthropic Messages API).
-pub const ANTHROPIC: &[u8] = include_bytes!(concat!(
+pub static ANTHROPIC: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_anthropic.wasm"
 ));
 
 /// The smith/openai provider component (the Responses API and Chat
 /// Completions).
-pub const OPENAI: &[u8] = include_bytes!(concat!(
+pub static OPENAI: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_openai.wasm"
 ));
 
 /// The smith/google provider component (Gemini).
-pub const GOOGLE: &[u8] = include_bytes!(concat!(
+pub static GOOGLE: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_google.wasm"
 ));
 
 /// The smith/openai-compatible provider component (Chat Completions at any
 /// base URL).
-pub const OPENAI_COMPATIBLE: &[u8] = include_bytes!(concat!(
+pub static OPENAI_COMPATIBLE: &[u8] = include_bytes!(concat!(
     env!("SMITH_PLUGIN_GUESTS"),
     "/smith_plugin_openai_compatible.wasm"
 ));
@@ -184,7 +189,7 @@ pub struct Builtin {
 }
 
 /// Every built-in plugin, in load order.
-pub const BUILTINS: &[Builtin] = &[
+pub static BUILTINS: &[Builtin] = &[
     Builtin {
         name: "smith/mock",
         world: "provider",
