@@ -80,17 +80,7 @@ impl Drop for Fixture {
 
 impl Fixture {
     fn new() -> Result<Fixture, GateError> {
-        let exe = std::env::current_exe().map_err(|e| {
-            GateError::new(format!(
-                "could not find the running executable to launch: {e}"
-            ))
-        })?;
-        if exe.file_stem().and_then(|s| s.to_str()) != Some("smith") {
-            return Err(GateError::new(format!(
-                "the flood gates run `smith eval` as the running executable, but it is {}, not smith; run them from the `smith` binary (`smith bench`)",
-                exe.display()
-            )));
-        }
+        let exe = crate::smith_exe("the flood gates run `smith eval` as")?;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
