@@ -147,6 +147,7 @@ static SAVED: SavedTermios =
     SavedTermios(std::cell::UnsafeCell::new(std::mem::MaybeUninit::uninit()));
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static KEYBOARD_PUSHED: AtomicBool = AtomicBool::new(false);
+static MODIFY_OTHER_KEYS_SET: AtomicBool = AtomicBool::new(false);
 static TTY_FD: AtomicI32 = AtomicI32::new(-1);
 static OUT_FD: AtomicI32 = AtomicI32::new(1);
 static HOOKS: std::sync::Once = std::sync::Once::new();
@@ -161,6 +162,13 @@ static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLo
 pub const RESTORE: &[u8] =
     b"\x1b[?2026l\x1b[0m\x1b[?1006l\x1b[?1000l\x1b[?2004l\x1b[?1004l\x1b[?25h\x1b[?1049l";
 const POP_KEYBOARD: &[u8] = b"\x1b[<u";
+/// Asks for xterm's modifyOtherKeys at level 1 where the kitty keyboard
+/// protocol is not spoken: xterm (and tmux with `extended-keys` on) then
+/// sends keys that are otherwise ambiguous, Shift+Enter above all, as
+/// `CSI 27 ; modifiers ; code ~`. A terminal that does not know it ignores it.
+pub const MODIFY_OTHER_KEYS_ON: &[u8] = b"\x1b[>4;1m";
+/// Turns modifyOtherKeys off again, on every way out.
+pub const MODIFY_OTHER_KEYS_OFF: &[u8] = b"\x1b[>4;0m";
 
 fn write_all_fd(fd: RawFd, mut bytes: &[u8]) {
     while !bytes.is_empty() {
@@ -185,6 +193,9 @@ pub fn restore() {
     let out = OUT_FD.load(Ordering::Relaxed);
     if KEYBOARD_PUSHED.swap(false, Ordering::Relaxed) {
         write_all_fd(out, POP_KEYBOARD);
+    }
+    if MODIFY_OTHER_KEYS_SET.swap(false, Ordering::Relaxed) {
+        write_all_fd(out, MODIFY_OTHER_KEYS_OFF);
     }
     write_all_fd(out, RESTORE);
     let tty = TTY_FD.load(Ordering::Relaxed);
@@ -399,7 +410,7 @@ pub fn size() -> (u16, u16) {
 impl Terminal {
     /// Enters interface mode: raw mode, alternate screen, hidden cursor,
     /// bracketed paste, focus reports, and the kitty keyboard protocol when
-    /// the probe found it.
+    /// the probe found it, xterm's modifyOtherKeys otherwise.
     ///
     /// # Errors
     ///
@@ -474,6 +485,11 @@ impl Terminal {
             // as distinct keys.
             write_all_fd(1, b"\x1b[>1u");
             KEYBOARD_PUSHED.store(true, Ordering::Relaxed);
+        } else {
+            // Without it, modifyOtherKeys tells Shift+Enter from Enter in
+            // xterm and in tmux with `extended-keys` on.
+            MODIFY_OTHER_KEYS_SET.store(true, Ordering::Relaxed);
+            write_all_fd(1, MODIFY_OTHER_KEYS_ON);
         }
         let (w, h) = size();
         Ok(Terminal {

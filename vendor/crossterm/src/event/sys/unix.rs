@@ -1,0 +1,5 @@
+#[cfg(feature = "event-stream")]
+pub(crate) mod waker;
+
+#[cfg(feature = "events")]
+pub(crate) mod parse;
