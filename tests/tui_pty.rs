@@ -2,7 +2,7 @@
 //! error, panic, abort, SIGINT, SIGTERM, SIGHUP — the signals end it with
 //! 128 plus their number and the command that continues the session)
 //! leaves the terminal as it found it — the same termios, the alternate screen left, the cursor
-//! shown — and an end-to-end run with the scripted provider shows the tool
+//! shown, modifyOtherKeys off — and an end-to-end run with the scripted provider shows the tool
 //! activity and the answer.
 
 #![allow(clippy::unwrap_used)]
@@ -419,6 +419,12 @@ impl Session {
         assert!(shown > hidden, "the cursor was hidden after it was shown");
         let paste_off = rfind(&out, b"\x1b[?2004l").expect("bracketed paste was left on");
         assert!(paste_off > rfind(&out, b"\x1b[?2004h").unwrap_or(0));
+        // xterm's modifyOtherKeys, asked for when the kitty protocol did not
+        // answer, is turned off again on every way out.
+        if let Some(on) = rfind(&out, b"\x1b[>4;1m") {
+            let off = rfind(&out, b"\x1b[>4;0m").expect("modifyOtherKeys was left on");
+            assert!(off > on, "modifyOtherKeys was turned on after leaving");
+        }
         (status, String::from_utf8_lossy(&out).into_owned())
     }
 }
@@ -949,6 +955,82 @@ fn ctrl_j_and_backslash_enter_write_a_multi_line_prompt_without_the_kitty_protoc
     s.quit();
     let (status, _) = s.finish();
     assert_eq!(status.code(), Some(0));
+}
+
+/// Without the kitty protocol the interface asks for xterm's
+/// modifyOtherKeys (`CSI > 4 ; 1 m`), and xterm then sends Shift+Enter as
+/// `CSI 27 ; 2 ; 13 ~`: it adds a line, and Enter sends both lines as one
+/// prompt. The other keys keep working in that form (Ctrl+J, Alt+B, Ctrl+C),
+/// and leaving turns modifyOtherKeys off again.
+#[test]
+fn shift_enter_as_xterm_sends_it_with_modify_other_keys_adds_a_line() {
+    let (_dir, path) = script(r#"[[{"text": "got both lines"}, {"stop": {"reason": "end"}}]]"#);
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    // No kitty reply (nothing answers the probe here), so modifyOtherKeys
+    // is asked for instead of the kitty flags.
+    let out = s.output();
+    assert!(
+        find(&out, b"\x1b[>4;1m").is_some(),
+        "modifyOtherKeys was not requested"
+    );
+    assert!(
+        find(&out, b"\x1b[>1u").is_none(),
+        "kitty flags pushed unasked"
+    );
+    s.send(b"first");
+    s.send(b"\x1b[27;2;13~");
+    s.send(b"second");
+    let screen = s.wait_for_screen("  second").join("\n");
+    assert!(screen.contains("› first"), "{screen}");
+    assert!(!screen.contains("got both lines"), "sent early:\n{screen}");
+    // Ctrl+J (`CSI 27;5;106~`) adds a line too; Alt+B (`CSI 27;3;98~`) moves
+    // a word back.
+    s.send(b"\x1b[27;5;106~third");
+    s.send(b"\x1b[27;3;98~very ");
+    let screen = s.wait_for_screen("  very third").join("\n");
+    assert!(!screen.contains("got both lines"), "sent early:\n{screen}");
+    s.send(b"\r");
+    let screen = s.wait_for_screen("got both lines").join("\n");
+    let first = screen.find("› first").unwrap();
+    let second = screen.find("  second").unwrap();
+    let third = screen.find("  very third").unwrap();
+    assert!(first < second && second < third, "{screen}");
+    // Ctrl+C in its modifyOtherKeys form (`CSI 27;5;99~`) arms and exits.
+    s.wait_for_screen(" ready ·");
+    s.send(b"\x1b[27;5;99~");
+    s.wait_for_screen("press Ctrl+C again to exit");
+    s.send(b"\x1b[27;5;99~");
+    let (status, out, home) = s.finish_keeping_home();
+    assert_eq!(status.code(), Some(0));
+    // The prompt the model got is the three lines.
+    let name = &stored_sessions(home.path())[0];
+    let dump = Command::new(env!("CARGO_BIN_EXE_smith"))
+        .args(["session", "dump", name])
+        .env("SMITH_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "{dump:?}");
+    let prompts: Vec<String> = String::from_utf8(dump.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["content"].to_string())
+        .collect();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(
+        prompts[0].contains(r#""first\nsecond\nvery third""#),
+        "{prompts:?}"
+    );
+    // Leaving turned modifyOtherKeys off after the last time it was on.
+    let out = out.as_bytes();
+    let on = rfind(out, b"\x1b[>4;1m").unwrap();
+    let off = rfind(out, b"\x1b[>4;0m").expect("modifyOtherKeys was left on");
+    assert!(
+        off > on,
+        "modifyOtherKeys was turned on again after leaving"
+    );
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! so nothing is sent and the interface says why and which command
 //! changes it — never "copied". Ctrl+O and Alt+Up as tmux sends them
 //! expand one entry; the editing and interrupt keys (Ctrl+J, `\` then
-//! Enter, Alt+B, Ctrl+C, Esc) and `/copy` work as tmux sends them.
+//! Enter, Alt+B, Ctrl+C, Esc) and `/copy` work as tmux sends them, and
+//! with `extended-keys` on Shift+Enter adds a line.
 
 // Test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -316,6 +317,74 @@ fn editing_copy_and_interrupt_keys_work_as_tmux_sends_them() {
     tmux.wait_until("the second interruption", |screen| {
         screen.matches("interrupted").count() == 2 && screen.contains("again to exit")
     });
+    tmux.keys(&["C-c"]);
+    let start = Instant::now();
+    while tmux
+        .ok(&["list-windows", "-F", "#{window_name}"])
+        .contains("smith")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "smith did not exit:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// With tmux's `extended-keys` on, tmux sends modified keys in an extended
+/// form only to an application that asked for them with modifyOtherKeys (as
+/// the interface does without the kitty protocol); tmux 3.3a sends
+/// Shift+Enter as `CSI 13 ; 2 u` then, and without the request types the
+/// words `S-Enter` instead. Shift+Enter adds a line and Enter sends the lines
+/// as one prompt; Ctrl+J, Alt+B, Alt+Enter, Esc and Ctrl+C keep working.
+#[test]
+fn shift_enter_adds_a_line_in_tmux_with_extended_keys() {
+    let tmux = Tmux::start();
+    tmux.ok(&["set", "-g", "extended-keys", "on"]);
+    let slow = r#"[{"text": "working on it"}, {"delay_ms": 30000}, {"text": "too late"}, {"stop": {"reason": "end"}}]"#;
+    tmux.smith_script(
+        &format!(
+            r#"[[{{"text": "got all lines"}}, {{"stop": {{"reason": "end"}}}}],
+                [{{"text": "first answer"}}, {{"delay_ms": 2500}}, {{"text": " ends here"}}, {{"stop": {{"reason": "end"}}}}],
+                [{{"text": "queued answer"}}, {{"stop": {{"reason": "end"}}}}], {slow}]"#
+        ),
+        "",
+    );
+    tmux.wait_for("F1 help");
+    tmux.keys(&["first", "S-Enter", "second", "C-j", "third"]);
+    tmux.wait_for("  third");
+    tmux.keys(&["M-b", "very "]);
+    let screen = tmux.wait_for("  very third");
+    assert!(
+        screen.contains("› first") && screen.contains("  second"),
+        "{screen}"
+    );
+    assert!(!screen.contains("got all lines"), "sent early:\n{screen}");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("got all lines");
+    let first = screen.find("› first").expect(&screen);
+    let second = screen.find("  second").expect(&screen);
+    let third = screen.find("  very third").expect(&screen);
+    assert!(first < second && second < third, "{screen}");
+    tmux.wait_for(" ready ·");
+    // Alt+Enter queues a follow-up while a turn runs; it is sent after.
+    tmux.keys(&["go", "Enter"]);
+    tmux.wait_for("first answer");
+    tmux.keys(&["then this", "M-Enter"]);
+    tmux.wait_for("queued · sent when the current work ends");
+    tmux.wait_for("queued answer");
+    tmux.wait_for(" ready ·");
+    // Esc interrupts a turn.
+    tmux.keys(&["slow", "Enter"]);
+    tmux.wait_for("working on it");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("interrupted");
+    let screen = tmux.wait_for(" ready ·");
+    assert!(!screen.contains("too late"), "{screen}");
+    // Ctrl+C twice exits.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("again to exit");
     tmux.keys(&["C-c"]);
     let start = Instant::now();
     while tmux

@@ -163,9 +163,11 @@ pub const RESTORE: &[u8] =
     b"\x1b[?2026l\x1b[0m\x1b[?1006l\x1b[?1000l\x1b[?2004l\x1b[?1004l\x1b[?25h\x1b[?1049l";
 const POP_KEYBOARD: &[u8] = b"\x1b[<u";
 /// Asks for xterm's modifyOtherKeys at level 1 where the kitty keyboard
-/// protocol is not spoken: xterm (and tmux with `extended-keys` on) then
-/// sends keys that are otherwise ambiguous, Shift+Enter above all, as
-/// `CSI 27 ; modifiers ; code ~`. A terminal that does not know it ignores it.
+/// protocol is not spoken: xterm then sends keys that are otherwise
+/// ambiguous, Shift+Enter above all, as `CSI 27 ; modifiers ; code ~`, and
+/// tmux with `extended-keys` on sends them as `CSI code ; modifiers u` (it
+/// sends them only to an application that asked). A terminal that does not
+/// know the request ignores it.
 pub const MODIFY_OTHER_KEYS_ON: &[u8] = b"\x1b[>4;1m";
 /// Turns modifyOtherKeys off again, on every way out.
 pub const MODIFY_OTHER_KEYS_OFF: &[u8] = b"\x1b[>4;0m";

@@ -36,7 +36,7 @@ pub fn check(cx: &Context, out: &mut Vec<Finding>) {
         "keyboard protocol (kitty)",
         "keyboard",
         |c| c.keyboard,
-        "without it Shift+Enter and Alt+Enter arrive as Enter, and Esc is told from Alt only by waiting",
+        "without it Shift+Enter adds a line only where the terminal answers xterm's modifyOtherKeys, which the interface asks for instead (xterm; tmux with `extended-keys` on), and Esc is told from Alt only by waiting",
     ));
     out.push(probed(
         &overrides,
@@ -296,7 +296,7 @@ fn clipboard(overrides: &Overrides) -> Vec<Finding> {
             AREA,
             check,
             "inside tmux: OSC 52 and the keyboard protocol reach the outer terminal only as tmux allows",
-            "tmux passes clipboard writes on only with `set-clipboard on`, and the kitty keyboard protocol only with `extended-keys`",
+            "tmux passes clipboard writes on only with `set-clipboard on`, and Shift+Enter and the kitty keyboard protocol only with `extended-keys`",
             "add `set -g set-clipboard on` (and `set -g extended-keys on`) to ~/.tmux.conf",
         ));
     }
