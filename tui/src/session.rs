@@ -21,6 +21,13 @@ pub trait EntryText: std::fmt::Debug + Send + Sync {
     /// from the source or decoded into `bump`. An entry that cannot be read
     /// yields a one-line explanation instead, the same every time.
     fn text_in<'a>(&'a self, record: u32, part: u32, bump: &'a Bump) -> &'a str;
+
+    /// The entry id of record `record` (what `/branch ENTRY` takes), when
+    /// the source knows it.
+    fn entry_id(&self, record: u32) -> Option<u64> {
+        let _ = record;
+        None
+    }
 }
 
 /// A session whose records back transcript entries.
@@ -374,6 +381,10 @@ impl EntryText for SessionEntries {
             Ok(text) => text,
             Err(why) => bump.alloc_str(&why),
         }
+    }
+
+    fn entry_id(&self, record: u32) -> Option<u64> {
+        self.session.records().get(record as usize).map(|r| r.id)
     }
 }
 

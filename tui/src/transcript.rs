@@ -151,6 +151,10 @@ pub struct Transcript {
     /// entry, kept apart from the arena until the call's result replaces
     /// it ([`Transcript::set_text`]).
     live: HashMap<usize, String>,
+    /// The session entry ids of local message entries (a message sent or
+    /// streamed in this process, once the journal recorded it), by entry;
+    /// session-backed entries take theirs from the session.
+    ids: HashMap<usize, u64>,
 }
 
 /// The most rendered entries kept; the view needs only the ones on screen.
@@ -395,6 +399,30 @@ impl Transcript {
                 && matches!(r.source, Source::Local { len: 0, .. })
                 && !self.is_live(i)
         })
+    }
+
+    /// Entry `i` is the message the session recorded as entry `id`.
+    pub fn set_entry_id(&mut self, i: usize, id: u64) {
+        if i < self.records.len() {
+            self.ids.insert(i, id);
+            self.generation += 1;
+        }
+    }
+
+    /// The session entry id of entry `i` (what `/branch ENTRY` takes):
+    /// shown for user and assistant messages only, once known.
+    pub fn entry_id(&self, i: usize) -> Option<u64> {
+        let r = self.records.get(i)?;
+        if !matches!(r.kind, EntryKind::User | EntryKind::Assistant) {
+            return None;
+        }
+        if let Some(&id) = self.ids.get(&i) {
+            return Some(id);
+        }
+        match r.source {
+            Source::Session { record, .. } => self.session.as_ref()?.entry_id(record),
+            Source::Local { .. } => None,
+        }
     }
 
     /// Whether entry `i` is output streaming now.

@@ -11,7 +11,7 @@ use std::sync::mpsc::SyncSender;
 use smith_config::{ConfigError, Loader, Paths};
 use smith_engine::agent::AgentError;
 use smith_engine::protocol::{Command, Event};
-use smith_engine::provider::ProviderInfo;
+use smith_engine::provider::{Message, ProviderInfo};
 use smith_tui::run::Flow;
 use smith_tui::term::Terminal;
 use smith_tui::{App, Output};
@@ -75,7 +75,30 @@ impl Controller<'_> {
             match event {
                 Some(Feed::Event(event)) => {
                     let settled = matches!(event, Event::Settled);
+                    // A message the journal has recorded: its entry id
+                    // shows beside it once it is applied.
+                    let recorded = match &event {
+                        Event::MessageEnd {
+                            message: Message::User { text, .. },
+                            ..
+                        } => Some((true, text.clone())),
+                        Event::MessageEnd {
+                            message: Message::Assistant { .. },
+                            ..
+                        } => Some((false, String::new())),
+                        _ => None,
+                    };
                     apply(app, event, &mut self.summaries, self.window);
+                    if let (Some((user, text)), Some(rt)) = (recorded, self.runtime.as_mut()) {
+                        let after = rt.message_cursor;
+                        let id = rt
+                            .journal
+                            .with_opened(|s| super::session::next_message_id(s, after, user));
+                        if let Some(id) = id {
+                            rt.message_cursor = Some(id);
+                            app.message_recorded(user, &text, id);
+                        }
+                    }
                     if settled
                         && let Some((columns, rows)) = self.deferred_resize.take()
                         && let Some(rt) = self.runtime.as_ref()

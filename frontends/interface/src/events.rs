@@ -209,7 +209,7 @@ fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u6
             usage: None,
         } if live && calls.delivered_follow_up() => {
             app.message_done();
-            app.user_message(&text);
+            app.sent_message(&text);
             for part in &media {
                 app.notice(&part.summary());
             }
@@ -245,7 +245,7 @@ fn apply_event(app: &mut App, event: Event, calls: &mut Calls, window: Option<u6
         Event::ThinkingDelta { text } => app.thinking_delta(&text),
         Event::MessageStart {
             role: Role::Assistant,
-        } => app.assistant_delta(""),
+        } => app.assistant_start(),
         Event::MessageEnd { usage: Some(u), .. } => {
             app.message_done();
             let used = u.input.unwrap_or(0)

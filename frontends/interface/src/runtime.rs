@@ -51,6 +51,10 @@ pub(super) struct Runtime {
     pub(super) thinking: Option<host::thinking::ThinkingDial>,
     /// Its background jobs (`/jobs` lists them).
     pub(super) jobs: Arc<smith_engine::tools::jobs::Jobs>,
+    /// The last message entry whose id the transcript was given (the
+    /// selected leaf when the runtime started): the next recorded message
+    /// is the first after it ([`super::session::next_message_id`]).
+    pub(super) message_cursor: Option<u64>,
 }
 
 /// The thinking level chosen with `/thinking` in this process, if any: it
@@ -270,6 +274,7 @@ pub(super) fn start(
     if let Some(damage) = damage {
         app.error(&damage.render_plain());
     }
+    let message_cursor = journal.with_opened(|s| s.leaf().map(|r| r.id));
     let handle = Arc::new(handle);
     let reader = Arc::clone(&handle);
     let tx = tx.clone();
@@ -311,6 +316,7 @@ pub(super) fn start(
             questions,
             thinking,
             jobs,
+            message_cursor,
         },
         info,
     ))

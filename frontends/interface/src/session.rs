@@ -10,6 +10,27 @@ use smith_tui::{App, Overlay, Tree, TreeRow};
 
 use super::host;
 
+/// The id of the first user message (`user`) or assistant message entry on
+/// `session`'s selected branch after entry `after` (from the branch's start
+/// when `None`, or when `after` is not on it).
+pub(super) fn next_message_id(session: &Session, after: Option<u64>, user: bool) -> Option<u64> {
+    let want = if user {
+        EntryKind::UserMessage
+    } else {
+        EntryKind::AssistantMessage
+    };
+    let mut found = None;
+    for r in session.branch().iter().rev() {
+        if Some(r.id) == after {
+            break;
+        }
+        if r.entry_kind() == want {
+            found = Some(r.id);
+        }
+    }
+    found
+}
+
 /// Shows the plugin intents kept in `session` (policy `persist`, from a
 /// frontend that could not show them) as notice lines, oldest first.
 pub(super) fn show_kept_intents(app: &mut App, session: &Session) {

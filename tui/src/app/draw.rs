@@ -186,6 +186,10 @@ impl App {
             let every_line = selected || record.is_some_and(|r| r.kind == EntryKind::ToolOutput);
             // The selection shows as a reversed gutter on every line.
             let marker_style = if selected { self.theme.selected } else { style };
+            // Where the entry's first and last drawn rows end: its entry
+            // id goes at the right end of one of them.
+            let mut first_row: Option<(u16, u16)> = None;
+            let mut last_row: Option<(u16, u16)> = None;
             // `at`: where the line lies in `full` (`None` for a label).
             let mut draw_line = |buf: &mut Buffer,
                                  y: &mut u16,
@@ -217,9 +221,15 @@ impl App {
                         }
                         _ => buf.put_str(x, *y, text, style, area.right()),
                     };
-                    if cut {
-                        buf.put_str(end, *y, "…", style.attrs(Attrs::DIM), area.right());
+                    let end = if cut {
+                        buf.put_str(end, *y, "…", style.attrs(Attrs::DIM), area.right())
+                    } else {
+                        end
+                    };
+                    if first {
+                        first_row = Some((*y, end));
                     }
+                    last_row = Some((*y, end));
                     let start = match at {
                         None => usize::MAX,
                         Some(_) if rendered.is_some() => RENDERED_LINE,
@@ -255,12 +265,42 @@ impl App {
                     draw_line(buf, &mut y, label, None, false, false);
                 }
             }
+            if let Some(id) = self.transcript.entry_id(i) {
+                self.draw_entry_id(buf, area, id, first_row, last_row);
+            }
             // The blank separator line.
             if line_no >= skip && y < area.bottom() {
                 y += 1;
             }
             skip = 0;
             i += 1;
+        }
+    }
+
+    /// A message's session entry id (`#12`, what `/branch` and `/rewind`
+    /// take), dim, at the right end of its first drawn row, or of its last
+    /// when the first has no room for it (a blank cell between the text
+    /// and the id); nowhere when neither has.
+    fn draw_entry_id(
+        &self,
+        buf: &mut Buffer,
+        area: Rect,
+        id: u64,
+        first_row: Option<(u16, u16)>,
+        last_row: Option<(u16, u16)>,
+    ) {
+        let mut tmp = [0u8; 24];
+        let label = entry_id_label(&mut tmp, id);
+        let x = area.right().saturating_sub(label.len() as u16);
+        if x < area.x + GUTTER + 1 {
+            return;
+        }
+        let room = [first_row, last_row]
+            .into_iter()
+            .flatten()
+            .find(|&(_, end)| end < x);
+        if let Some((y, _)) = room {
+            buf.put_str(x, y, label, Style::PLAIN.attrs(Attrs::DIM), area.right());
         }
     }
 
@@ -801,6 +841,14 @@ fn thinking_label(tmp: &mut [u8; 64], lines: usize) -> &str {
     );
     let n = cursor.position() as usize;
     std::str::from_utf8(&tmp[..n]).unwrap_or("thinking")
+}
+
+/// `#ID` into a stack buffer.
+fn entry_id_label(tmp: &mut [u8; 24], id: u64) -> &str {
+    let mut cursor = std::io::Cursor::new(&mut tmp[..]);
+    let _ = std::io::Write::write_fmt(&mut cursor, format_args!("#{id}"));
+    let n = cursor.position() as usize;
+    std::str::from_utf8(&tmp[..n]).unwrap_or("#")
 }
 
 /// "… N more lines" into a stack buffer.

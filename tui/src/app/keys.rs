@@ -371,7 +371,7 @@ impl App {
                     return out;
                 }
                 let text = self.editor.take();
-                self.user_message(&text);
+                self.sent_message(&text);
                 self.transcript.follow();
                 Some(if self.status.busy {
                     Output::Steer(text)
@@ -390,7 +390,7 @@ impl App {
                 Some(if self.status.busy {
                     Output::FollowUp(text)
                 } else {
-                    self.user_message(&text);
+                    self.sent_message(&text);
                     Output::Prompt(text)
                 })
             }

@@ -323,6 +323,12 @@ pub struct App {
     /// Since when the agent has been busy: the status line's elapsed time
     /// and spinner count from it.
     busy_since: Option<std::time::Instant>,
+    /// User messages sent from this interface whose session entry id is
+    /// not known yet (the journal records them after they are shown), by
+    /// entry, oldest first.
+    awaiting_ids: std::collections::VecDeque<usize>,
+    /// The entry the assistant message streaming now started at.
+    assistant_from: Option<usize>,
 }
 
 /// The spinner's frames, one per [`SPIN_INTERVAL`] while work runs.
@@ -440,6 +446,8 @@ impl App {
             widgets: Vec::new(),
             panel: Rect::default(),
             busy_since: None,
+            awaiting_ids: std::collections::VecDeque::new(),
+            assistant_from: None,
         }
     }
 
@@ -665,6 +673,8 @@ impl App {
         self.running_tools.clear();
         self.selected = None;
         self.current_match = None;
+        self.awaiting_ids.clear();
+        self.assistant_from = None;
     }
 
     // ---- events from the agent -------------------------------------------
@@ -674,9 +684,68 @@ impl App {
         self.transcript.push(EntryKind::User, text);
     }
 
+    /// Shows a message sent from this interface (a prompt, a steer, a
+    /// follow-up as it is delivered): its session entry id shows once the
+    /// journal has recorded it ([`App::message_recorded`]).
+    pub fn sent_message(&mut self, text: &str) {
+        let i = self.transcript.push(EntryKind::User, text);
+        self.awaiting_ids.push_back(i);
+    }
+
     /// Appends streamed assistant text.
     pub fn assistant_delta(&mut self, text: &str) {
         self.transcript.append(EntryKind::Assistant, text);
+    }
+
+    /// An assistant message starts streaming: its text goes to a new
+    /// entry (never onto the text of the message before it), which takes no
+    /// room until text arrives.
+    pub fn assistant_start(&mut self) {
+        let i = self.transcript.push(EntryKind::Assistant, "");
+        self.assistant_from = Some(i);
+    }
+
+    /// The session recorded a message as entry `id`: a user message with
+    /// `text`, or (`user` false) the assistant message that streamed last.
+    /// The id goes to the user message sent with that text (the oldest
+    /// such, else the oldest whose text the recorded one contains, as a
+    /// hook may add to it; the ones sent before it that were never
+    /// recorded, refused by a hook, stop waiting), or to the assistant
+    /// message's last text entry. A message the interface did not show (a notice the runtime
+    /// adds) takes none.
+    pub fn message_recorded(&mut self, user: bool, text: &str, id: u64) {
+        if user {
+            // The text as sent, else as a hook extended it.
+            let sent = |exact: bool| {
+                self.awaiting_ids.iter().position(|&i| {
+                    let shown = self.transcript.text(i);
+                    if exact {
+                        shown == text
+                    } else {
+                        !shown.is_empty() && text.contains(shown.as_ref())
+                    }
+                })
+            };
+            let at = sent(true).or_else(|| sent(false));
+            if let Some(at) = at {
+                let i = self.awaiting_ids[at];
+                self.awaiting_ids.drain(..=at);
+                self.transcript.set_entry_id(i, id);
+            }
+            return;
+        }
+        let Some(from) = self.assistant_from.take() else {
+            return;
+        };
+        let last = (from..self.transcript.len()).rev().find(|&i| {
+            self.transcript
+                .record(i)
+                .is_some_and(|r| r.kind == EntryKind::Assistant)
+                && !self.transcript.is_blank(i)
+        });
+        if let Some(i) = last {
+            self.transcript.set_entry_id(i, id);
+        }
     }
 
     /// Appends streamed thinking: it shows whole while it streams, then

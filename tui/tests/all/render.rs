@@ -282,3 +282,86 @@ fn thinking_shows_whole_while_it_streams_then_folds() {
     assert!(text.contains("~ thinking (5 lines, ctrl+t)"), "{text}");
     assert!(!text.contains("first line"), "{text}");
 }
+
+/// A message's session entry id (what `/branch` takes) shows dim at the
+/// right end of its first row; of its last row when the first is full;
+/// nowhere when no row has room. Entries that are not messages show none.
+#[test]
+fn entry_ids_show_dim_at_the_right_end_of_a_message() {
+    let mut a = app();
+    a.sent_message("short prompt");
+    a.message_recorded(true, "short prompt", 12);
+    a.assistant_start();
+    a.assistant_delta(&"word ".repeat(30));
+    a.message_recorded(false, "", 345);
+    a.notice("a notice");
+    let mut s = screen(a, 40, 20);
+    let buf = s.frame().clone();
+    let text = buf.to_text();
+    let (x, y) = find(&buf, "#12").unwrap_or_else(|| panic!("no #12:\n{text}"));
+    assert_eq!(x, 40 - 3, "{text}");
+    assert!(buf.row_text(y).starts_with("› short prompt "), "{text}");
+    assert!(cell_style(&buf, "#12").attrs.contains(Attrs::DIM));
+    // The answer's first row is full: its id ends its last row.
+    let (first, top) = find(&buf, "word").unwrap();
+    assert_eq!(first, 2);
+    let (x, y) = find(&buf, "#345").unwrap_or_else(|| panic!("no #345:\n{text}"));
+    assert_eq!(x, 40 - 4, "{text}");
+    assert!(y > top, "{text}");
+    assert!(buf.row_text(y).starts_with("  word"), "{text}");
+    assert_eq!(buf.row_text(y + 1).trim(), "", "not the last row:\n{text}");
+    assert!(cell_style(&buf, "#345").attrs.contains(Attrs::DIM));
+    // One id each, and none for the notice.
+    assert_eq!(text.matches('#').count(), 2, "{text}");
+
+    // A one-row prompt that fills the row leaves no room: no id.
+    let mut a = app();
+    let full = "x".repeat(38);
+    a.sent_message(&full);
+    a.message_recorded(true, &full, 12);
+    let text = screen(a, 40, 10).text();
+    assert!(text.contains(&full) && !text.contains("#12"), "{text}");
+}
+
+/// A recorded user message's id goes to the message sent with its text —
+/// the oldest such, else one whose text the recorded one extends (a hook
+/// added context) — and the messages sent before it that were never
+/// recorded stop waiting; a message the interface did not show (a runtime
+/// notice) takes none. An assistant message's id goes to its last text.
+#[test]
+fn recorded_messages_take_their_ids_in_order() {
+    let mut a = app();
+    a.sent_message("refused by a hook");
+    a.sent_message("same");
+    a.sent_message("same");
+    a.sent_message("extended");
+    a.message_recorded(true, "[smith] a notice the runtime added", 3);
+    a.message_recorded(true, "same", 4);
+    a.message_recorded(true, "same", 5);
+    a.message_recorded(true, "extended\n\ncontext from a hook", 6);
+    // The refused one is no longer waiting: a later message with its text
+    // takes nothing.
+    a.message_recorded(true, "refused by a hook", 7);
+    let t = &a.transcript;
+    let ids: Vec<Option<u64>> = (0..t.len()).map(|i| t.entry_id(i)).collect();
+    assert_eq!(ids, [None, Some(4), Some(5), Some(6)]);
+
+    let mut a = app();
+    a.assistant_start();
+    a.thinking_delta("thinking it over");
+    a.assistant_delta("first part");
+    a.tool_start("c1", "bash", "ls");
+    a.assistant_delta("second part");
+    a.message_recorded(false, "", 9);
+    let t = &a.transcript;
+    let with_ids: Vec<(String, u64)> = (0..t.len())
+        .filter_map(|i| Some((t.text(i).into_owned(), t.entry_id(i)?)))
+        .collect();
+    assert_eq!(with_ids, [("second part".to_owned(), 9)]);
+    // A message of calls alone has no text to carry it.
+    a.assistant_start();
+    a.tool_start("c2", "bash", "ls");
+    a.message_recorded(false, "", 10);
+    let t = &a.transcript;
+    assert!((0..t.len()).all(|i| t.entry_id(i) != Some(10)));
+}

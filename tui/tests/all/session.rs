@@ -163,6 +163,38 @@ fn local_conversation() -> App {
     a
 }
 
+/// `crate::conversation` as the live interface shows it: the prompt sent
+/// from the editor, each message given the entry id the journal recorded
+/// it under (those of [`conversation_session`]) once recorded.
+fn live_conversation() -> App {
+    let session = conversation_session();
+    let id = |record: usize| session.records()[record].id;
+    let mut a = app();
+    let prompt = "list the files and read the readme";
+    a.sent_message(prompt);
+    a.message_recorded(true, prompt, id(0));
+    a.assistant_start();
+    a.thinking_delta("The user wants a listing.\nI will run ls first.");
+    a.assistant_delta("I'll look at the directory first.");
+    a.message_recorded(false, "", id(1));
+    a.tool_start("c1", "bash", "ls -la");
+    a.tool_end(
+        "c1",
+        true,
+        "total 3\nREADME.md\nsrc\nCargo.toml\ntarget\ntests\ndocs\nscripts\n",
+    );
+    // A message of calls alone has no text to show its id beside.
+    a.assistant_start();
+    a.message_recorded(false, "", id(4));
+    a.tool_start("c2", "read", "README.md");
+    a.tool_end("c2", false, "error: permission denied\n");
+    a.assistant_start();
+    a.assistant_delta("The readme could not be read: \u{1b}[31mpermission denied\u{1b}[0m.");
+    a.message_recorded(false, "", id(6));
+    a.error("provider error: rate limited (retry in 2 s)");
+    a
+}
+
 fn session_conversation() -> App {
     let mut a = resumed(conversation_session());
     a.error("provider error: rate limited (retry in 2 s)");
@@ -171,8 +203,20 @@ fn session_conversation() -> App {
 
 #[test]
 fn a_resumed_conversation_draws_exactly_like_the_streamed_one() {
+    // Entry ids included: each message shows the id the session recorded
+    // it under, resumed or streamed.
+    let text = screen(session_conversation(), 80, 40).text();
+    let session = conversation_session();
+    for record in [0, 1, 6] {
+        let id = format!("#{}", session.records()[record].id);
+        assert_eq!(text.matches(&id).count(), 1, "{id} once:\n{text}");
+    }
+    assert!(
+        !text.contains(&format!("#{}", session.records()[4].id)),
+        "{text}"
+    );
     for (w, h) in [(80, 24), (40, 30), (120, 12)] {
-        let mut local = screen(local_conversation(), w, h);
+        let mut local = screen(live_conversation(), w, h);
         let mut backed = screen(session_conversation(), w, h);
         assert_eq!(backed.text(), local.text(), "at {w}x{h}");
         // Expanded details measure and draw the same too.
