@@ -1033,6 +1033,78 @@ fn shift_enter_as_xterm_sends_it_with_modify_other_keys_adds_a_line() {
     );
 }
 
+/// The entry id at the right end of a transcript row (`#12`), if any.
+fn entry_id_on(row: &str) -> Option<u64> {
+    row.trim_end()
+        .rsplit(' ')
+        .next()?
+        .strip_prefix('#')?
+        .parse()
+        .ok()
+}
+
+/// Each message shows its session entry id at the right end of its row,
+/// live as it is recorded; `/branch` with an id read off the screen goes
+/// back to that message, whose resumed row shows the same id.
+#[test]
+fn an_entry_id_read_off_the_transcript_branches_there() {
+    let (_dir, path) = script(
+        r#"[[{"text": "answer one"}, {"stop": {"reason": "end"}}],
+            [{"text": "answer two"}, {"stop": {"reason": "end"}}]]"#,
+    );
+    let mut s = start_prepared_with(None, None, |_| {}, &["--mock-script", &path]);
+    s.ready();
+    s.send(b"first question\r");
+    s.wait_for_screen("answer one");
+    s.wait_for_screen(" ready ·");
+    s.send(b"second question\r");
+    s.wait_for_screen("answer two");
+    s.wait_for_screen(" ready ·");
+    let id_of = |s: &Session, text: &str| {
+        wait_until(s, &format!("the entry id beside {text:?}"), |screen| {
+            screen
+                .lines()
+                .find(|row| row.contains(text))
+                .and_then(entry_id_on)
+                .is_some()
+        })
+        .lines()
+        .find(|row| row.contains(text))
+        .and_then(entry_id_on)
+        .unwrap()
+    };
+    let ids = [
+        id_of(&s, "› first question"),
+        id_of(&s, "  answer one"),
+        id_of(&s, "› second question"),
+        id_of(&s, "  answer two"),
+    ];
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    // Notices and the status line carry none.
+    let screen = render(&s.output(), 24, 80);
+    assert_eq!(
+        screen
+            .iter()
+            .filter(|row| entry_id_on(row).is_some())
+            .count(),
+        4,
+        "{}",
+        screen.join("\n")
+    );
+    let answer_one = ids[1];
+    s.send(format!("/branch {answer_one}\r").as_bytes());
+    let screen = wait_until(&s, "the branch at answer one", |screen| {
+        screen.contains("  answer one") && !screen.contains("second question")
+    });
+    assert!(screen.contains("› first question"), "{screen}");
+    assert!(!screen.contains("answer two"), "{screen}");
+    assert_eq!(id_of(&s, "  answer one"), answer_one);
+    assert_eq!(id_of(&s, "› first question"), ids[0]);
+    s.quit();
+    let (status, _) = s.finish();
+    assert_eq!(status.code(), Some(0));
+}
+
 #[test]
 fn alt_b_alt_f_and_alt_backspace_edit_by_words() {
     let mut s = start(None);
