@@ -76,6 +76,19 @@ fn a_steady_state_frame_over_a_resumed_session_allocates_nothing_at_a_million_en
     assert_eq!(a.transcript.len(), 1_000_000);
     assert!(a.transcript.is_session_backed(999_999));
     steady_frames(&mut a);
+    // The frames counted draw the messages' entry ids.
+    let text = crate::screen(a, 100, 40).text();
+    let ids = text
+        .lines()
+        .filter(|row| {
+            row.trim_end()
+                .rsplit(' ')
+                .next()
+                .and_then(|w| w.strip_prefix('#'))
+                .is_some_and(|id| id.parse::<u64>().is_ok())
+        })
+        .count();
+    assert!(ids >= 2, "no entry ids drawn:\n{text}");
 }
 
 #[test]
