@@ -918,6 +918,26 @@ mod tests {
     }
 
     #[test]
+    fn only_messages_show_an_entry_id() {
+        let mut t = Transcript::new();
+        let user = t.push(EntryKind::User, "a prompt");
+        let answer = t.push(EntryKind::Assistant, "an answer");
+        let notice = t.push(EntryKind::Notice, "a notice");
+        assert_eq!(t.entry_id(user), None, "unknown until recorded");
+        let before = t.generation();
+        t.set_entry_id(user, 12);
+        t.set_entry_id(answer, 13);
+        t.set_entry_id(notice, 14);
+        t.set_entry_id(99, 15);
+        assert!(t.generation() > before, "a recorded id redraws");
+        assert_eq!(
+            [t.entry_id(user), t.entry_id(answer), t.entry_id(notice)],
+            [Some(12), Some(13), None]
+        );
+        assert_eq!(t.entry_id(99), None);
+    }
+
+    #[test]
     fn following_shows_the_end_and_anchored_views_stay_put() {
         let mut t = filled(100);
         t.prepare(40, 10);

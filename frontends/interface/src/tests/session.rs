@@ -49,6 +49,24 @@ fn forked_session() -> (tempfile::TempDir, String, Vec<u64>) {
     (tmp, id, ids)
 }
 
+/// The ids the transcript shows for live messages: the first user or
+/// assistant message after the last one given, on the selected branch only.
+#[test]
+fn the_next_recorded_message_is_found_on_the_selected_branch() {
+    let (tmp, id, ids) = forked_session();
+    let session = Store::open(tmp.path()).unwrap().load(&id).unwrap();
+    let next = |after, user| crate::session::next_message_id(&session, after, user);
+    assert_eq!(next(None, true), Some(ids[0]));
+    assert_eq!(next(None, false), Some(ids[1]));
+    // "second question" (ids[2]) is off the selected branch.
+    assert_eq!(next(Some(ids[0]), true), Some(ids[4]));
+    assert_eq!(next(Some(ids[1]), true), Some(ids[4]));
+    assert_eq!(next(Some(ids[1]), false), None);
+    assert_eq!(next(Some(ids[4]), true), None);
+    // A start not on the branch counts from the branch's start.
+    assert_eq!(next(Some(999_999), true), Some(ids[0]));
+}
+
 #[test]
 fn selecting_a_leaf_switches_the_stored_branch() {
     let (tmp, id, ids) = forked_session();
