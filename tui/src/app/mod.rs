@@ -710,8 +710,9 @@ impl App {
     /// The id goes to the user message sent with that text (the oldest
     /// such, else the oldest whose text the recorded one contains, as a
     /// hook may add to it; the ones sent before it that were never
-    /// recorded, refused by a hook, stop waiting), or to the assistant
-    /// message's last text entry. A message the interface did not show (a notice the runtime
+    /// recorded, refused by a hook, stop waiting), or to each text entry of
+    /// the assistant message (as a resumed session shows it: its text
+    /// blocks around its tool calls are entries of their own). A message the interface did not show (a notice the runtime
     /// adds) takes none.
     pub fn message_recorded(&mut self, user: bool, text: &str, id: u64) {
         if user {
@@ -737,14 +738,15 @@ impl App {
         let Some(from) = self.assistant_from.take() else {
             return;
         };
-        let last = (from..self.transcript.len()).rev().find(|&i| {
-            self.transcript
+        for i in from..self.transcript.len() {
+            if self
+                .transcript
                 .record(i)
                 .is_some_and(|r| r.kind == EntryKind::Assistant)
                 && !self.transcript.is_blank(i)
-        });
-        if let Some(i) = last {
-            self.transcript.set_entry_id(i, id);
+            {
+                self.transcript.set_entry_id(i, id);
+            }
         }
     }
 

@@ -327,7 +327,8 @@ fn entry_ids_show_dim_at_the_right_end_of_a_message() {
 /// the oldest such, else one whose text the recorded one extends (a hook
 /// added context) — and the messages sent before it that were never
 /// recorded stop waiting; a message the interface did not show (a runtime
-/// notice) takes none. An assistant message's id goes to its last text.
+/// notice) takes none. An assistant message's id goes to each of its text
+/// entries.
 #[test]
 fn recorded_messages_take_their_ids_in_order() {
     let mut a = app();
@@ -357,7 +358,10 @@ fn recorded_messages_take_their_ids_in_order() {
     let with_ids: Vec<(String, u64)> = (0..t.len())
         .filter_map(|i| Some((t.text(i).into_owned(), t.entry_id(i)?)))
         .collect();
-    assert_eq!(with_ids, [("second part".to_owned(), 9)]);
+    assert_eq!(
+        with_ids,
+        [("first part".to_owned(), 9), ("second part".to_owned(), 9)]
+    );
     // A message of calls alone has no text to carry it.
     a.assistant_start();
     a.tool_start("c2", "bash", "ls");
