@@ -712,8 +712,8 @@ impl App {
     /// hook may add to it; the ones sent before it that were never
     /// recorded, refused by a hook, stop waiting), or to each text entry of
     /// the assistant message (as a resumed session shows it: its text
-    /// blocks around its tool calls are entries of their own). A message the interface did not show (a notice the runtime
-    /// adds) takes none.
+    /// blocks around its tool calls are entries of their own). A message
+    /// the interface did not show (a notice the runtime adds) takes none.
     pub fn message_recorded(&mut self, user: bool, text: &str, id: u64) {
         if user {
             // The text as sent, else as a hook extended it.
