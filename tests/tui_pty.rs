@@ -1033,6 +1033,28 @@ fn shift_enter_as_xterm_sends_it_with_modify_other_keys_adds_a_line() {
     );
 }
 
+/// `SMITH_TUI_CAPS=modkeys=off` leaves modifyOtherKeys unasked (for a
+/// terminal that misreads the request), so there is nothing to turn off.
+#[test]
+fn modify_other_keys_is_not_asked_for_when_overridden_off() {
+    let mut s = start_provider(
+        None,
+        None,
+        |_| {},
+        &["--provider", "mock"],
+        &[],
+        &[("SMITH_TUI_CAPS", "modkeys=off")],
+    );
+    s.ready();
+    s.quit();
+    let (status, out) = s.finish();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        !out.contains("\x1b[>4;"),
+        "modifyOtherKeys was touched: {out:?}"
+    );
+}
+
 /// The entry id at the right end of a transcript row (`#12`), if any.
 fn entry_id_on(row: &str) -> Option<u64> {
     row.trim_end()

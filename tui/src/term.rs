@@ -58,6 +58,10 @@ pub struct Capabilities {
     pub keyboard: bool,
     /// Clipboard writes with OSC 52.
     pub clipboard: bool,
+    /// Ask for xterm's modifyOtherKeys when the kitty keyboard protocol is
+    /// not spoken (on unless `SMITH_TUI_CAPS` says `modkeys=off`): nothing
+    /// answers the request, so only an override turns it off.
+    pub modify_other_keys: bool,
 }
 
 impl Capabilities {
@@ -67,6 +71,7 @@ impl Capabilities {
         synchronized: false,
         keyboard: false,
         clipboard: false,
+        modify_other_keys: false,
     };
 }
 
@@ -293,6 +298,7 @@ pub fn apply_overrides(caps: &mut Capabilities, probe: &mut bool, spec: &str) {
             "sync" | "synchronized" => caps.synchronized = on,
             "keyboard" | "kitty" => caps.keyboard = on,
             "clipboard" | "osc52" => caps.clipboard = on,
+            "modkeys" | "modify-other-keys" => caps.modify_other_keys = on,
             "color" => caps.color = on,
             "probe" => *probe = on,
             _ => {}
@@ -471,6 +477,7 @@ impl Terminal {
             synchronized: false,
             keyboard: false,
             clipboard: env_clipboard(),
+            modify_other_keys: true,
         };
         let mut run_probe = config.probe;
         let overrides = std::env::var("SMITH_TUI_CAPS").unwrap_or_default();
@@ -487,7 +494,7 @@ impl Terminal {
             // as distinct keys.
             write_all_fd(1, b"\x1b[>1u");
             KEYBOARD_PUSHED.store(true, Ordering::Relaxed);
-        } else {
+        } else if caps.modify_other_keys {
             // Without it, modifyOtherKeys tells Shift+Enter from Enter in
             // xterm and in tmux with `extended-keys` on.
             MODIFY_OTHER_KEYS_SET.store(true, Ordering::Relaxed);
@@ -907,6 +914,11 @@ mod tests {
             "sync=on, clipboard=1,probe=off,bogus",
         );
         assert!(caps.synchronized && caps.clipboard && !caps.keyboard && !probe);
+        caps.modify_other_keys = true;
+        apply_overrides(&mut caps, &mut probe, "modkeys=off");
+        assert!(!caps.modify_other_keys);
+        apply_overrides(&mut caps, &mut probe, "modify-other-keys=on");
+        assert!(caps.modify_other_keys);
     }
 
     #[test]

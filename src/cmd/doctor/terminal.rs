@@ -188,6 +188,7 @@ impl Overrides {
             synchronized: true,
             keyboard: true,
             clipboard: true,
+            modify_other_keys: true,
         };
         let (mut probe_low, mut probe_high) = (false, true);
         apply_overrides(&mut low, &mut probe_low, &spec);
