@@ -199,6 +199,7 @@ fn mapping_is_cheap(map: &[u8]) -> bool {
 /// How many of the full 2 MiB regions of `map` the kernel maps with huge
 /// pages once each is touched, and how many full regions `map` has; `None`
 /// where the kernel cannot tell (see [`huge_among`]) and off Linux.
+#[cfg(any(test, feature = "bench"))]
 pub(crate) fn huge_regions_of(map: &[u8]) -> Option<(usize, usize)> {
     #[cfg(target_os = "linux")]
     {
