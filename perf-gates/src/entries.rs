@@ -262,29 +262,51 @@ pub fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
     }
 }
 
+/// Encodes one tool-call argument (and everything nested in it).
+///
+/// One encoder writes a container's head and every leaf in it (map keys,
+/// strings, integers, booleans); only a nested container hands the vector
+/// on, to a call of its own, and the encoder is made again after it (an
+/// encoder per key/value pair and a call per list item cost about 10 k
+/// instructions per encode of the standard corpus, 2 %: docs/benchmarks.md,
+/// "The codec gates: wide heads from a table").
 fn encode_arg(out: &mut Vec<u8>, arg: &Arg) {
+    let mut enc = Encoder::new(out);
     match arg {
         Arg::Str(s) => {
-            Encoder::new(out).str(s);
+            enc.str(s);
         }
         Arg::Int(i) => {
-            Encoder::new(out).i64(*i);
+            enc.i64(*i);
         }
         Arg::Bool(b) => {
-            Encoder::new(out).bool(*b);
+            enc.bool(*b);
         }
         Arg::List(items) => {
-            Encoder::new(out).array(items.len() as u64);
+            enc.array(items.len() as u64);
             for item in items {
-                encode_arg(out, item);
+                match item {
+                    Arg::Str(s) => {
+                        enc.str(s);
+                    }
+                    Arg::Int(i) => {
+                        enc.i64(*i);
+                    }
+                    Arg::Bool(b) => {
+                        enc.bool(*b);
+                    }
+                    Arg::List(_) | Arg::Map(_) => {
+                        drop(enc);
+                        encode_arg(out, item);
+                        enc = Encoder::new(out);
+                    }
+                }
             }
         }
         Arg::Map(pairs) => {
-            Encoder::new(out).map(pairs.len() as u64);
+            enc.map(pairs.len() as u64);
             for (k, v) in pairs {
-                let mut enc = Encoder::new(out);
                 enc.str(k);
-                // A leaf value is written by the same encoder as its key.
                 match v {
                     Arg::Str(s) => {
                         enc.str(s);
@@ -298,6 +320,7 @@ fn encode_arg(out: &mut Vec<u8>, arg: &Arg) {
                     Arg::List(_) | Arg::Map(_) => {
                         drop(enc);
                         encode_arg(out, v);
+                        enc = Encoder::new(out);
                     }
                 }
             }

@@ -525,6 +525,9 @@ fn load_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
     let plan = cx.plan;
     let dir = FixtureDir::new("load")?;
     let (path, len, entries) = dir.session(scaled(&plan, 100 * MB))?;
+    // The state of the page cache both sides read (docs/benchmarks.md,
+    // "`store.load_throughput`: the page cache's folios"), before timing.
+    let huge = bench_support::huge_regions(&path);
     let limits = Limits::default();
     let load =
         || -> Result<Session, smith_store::StoreError> { SessionFile::open(&path)?.load(&limits) };
@@ -565,6 +568,12 @@ fn load_throughput(cx: &mut Context) -> Result<Measurement, GateError> {
     let mut m = Measurement::timed(&subject, &floor);
     m.notes.push(note("file_bytes", len as f64, Unit::Bytes));
     m.notes.push(note("entries", entries as f64, Unit::Count));
+    if let Some((huge, regions)) = huge {
+        m.notes
+            .push(note("fixture_regions_2mib", regions as f64, Unit::Count));
+        m.notes
+            .push(note("fixture_huge_regions", huge as f64, Unit::Count));
+    }
     m.notes.push(note(
         "throughput_vs_read",
         floor.median_ns / subject.median_ns.max(f64::MIN_POSITIVE),

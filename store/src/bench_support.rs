@@ -253,7 +253,7 @@ fn write_fast(path: &Path, target_bytes: u64, aligned: bool) -> Result<u64> {
         });
     }
     let f = std::fs::File::create(path).map_err(|e| StoreError::io("create", path, e))?;
-    let mut w = std::io::BufWriter::with_capacity(4 << 20, f);
+    let mut w = RegionWriter::new(f);
     let io = |e| StoreError::io("write", path, e);
     w.write_all(&format::encode_header(
         SessionId([0x42; 16]),
@@ -294,6 +294,63 @@ fn write_fast(path: &Path, target_bytes: u64, aligned: bool) -> Result<u64> {
     Ok(id)
 }
 
+/// A writer that hands the file whole 2 MiB pieces at 2 MiB offsets (the
+/// last piece shorter), so the page cache can hold every full 2 MiB region
+/// of a fresh fixture in one huge folio wherever the kernel can allocate one.
+/// A `BufWriter` of 4 MiB writes pieces a partial frame short of its
+/// capacity, at offsets that drift off the 2 MiB grid: then each piece covers
+/// one whole region and the kernel holds the regions it only partly covers
+/// in smaller folios, about half the file (docs/benchmarks.md,
+/// "`store.load_throughput`: the page cache's folios").
+struct RegionWriter<W: Write> {
+    file: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> RegionWriter<W> {
+    /// Bytes of each write: the size of a huge page on x86_64 and aarch64
+    /// (4 KiB base pages).
+    const PIECE: usize = crate::window::REGION;
+
+    fn new(file: W) -> Self {
+        Self {
+            file,
+            buf: Vec::with_capacity(2 * Self::PIECE),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= Self::PIECE {
+            let whole = self.buf.len() / Self::PIECE * Self::PIECE;
+            self.file.write_all(&self.buf[..whole])?;
+            self.buf.drain(..whole);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.write_all(&self.buf)?;
+        self.buf.clear();
+        self.file.flush()
+    }
+}
+
+/// How many of the full 2 MiB regions of the file at `path` the page cache
+/// holds as huge pages (each mapped with one page-table entry once
+/// touched), and how many full regions the file has: `(huge, regions)`.
+/// Maps the file, reads one byte of every region (which faults it in at
+/// the size the page cache holds it) and asks the kernel which it mapped
+/// huge (`PAGEMAP_SCAN`, Linux 6.7 and later). `None` where that cannot be
+/// asked, or the file cannot be opened or mapped.
+pub fn huge_regions(path: &Path) -> Option<(usize, usize)> {
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: a read-only mapping of a fixture nothing else writes while
+    // it is measured; dropped before returning.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    crate::window::huge_regions_of(&map)
+}
+
 /// Reads `path` sequentially into one reused 1 MiB buffer: the baseline for
 /// load throughput. Returns the bytes read.
 ///
@@ -311,5 +368,74 @@ pub fn sequential_read(path: &Path) -> Result<u64> {
             return Ok(total);
         }
         total += n as u64;
+    }
+}
+
+#[cfg(test)]
+mod region_writer_tests {
+    use super::*;
+
+    /// Records every write it is handed: offset and length.
+    struct Recorder {
+        bytes: Vec<u8>,
+        writes: Vec<(usize, usize)>,
+    }
+
+    impl Write for Recorder {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.writes.push((self.bytes.len(), b.len()));
+            self.bytes.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Pieces of many sizes (frames of a few bytes to more than a region)
+    /// reach the file unchanged and in order, every write but the last is
+    /// whole regions at a region's offset, and nothing is held back after
+    /// the flush.
+    #[test]
+    fn writes_whole_regions_at_region_offsets() {
+        let piece = RegionWriter::<Recorder>::PIECE;
+        let mut w = RegionWriter::new(Recorder {
+            bytes: Vec::new(),
+            writes: Vec::new(),
+        });
+        let mut expected = Vec::new();
+        let mut x = 7u32;
+        for size in [
+            1usize,
+            47,
+            1156,
+            3,
+            piece - 1,
+            2,
+            piece,
+            5 * piece + 13,
+            999,
+        ] {
+            let chunk: Vec<u8> = (0..size)
+                .map(|_| {
+                    x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (x >> 24) as u8
+                })
+                .collect();
+            w.write_all(&chunk).expect("write");
+            expected.extend_from_slice(&chunk);
+        }
+        w.flush().expect("flush");
+        let r = &w.file;
+        assert_eq!(r.bytes, expected);
+        let (last, whole) = r.writes.split_last().expect("writes");
+        assert!(!whole.is_empty());
+        for &(at, len) in whole {
+            assert_eq!(at % piece, 0, "a write at {at}, off the 2 MiB grid");
+            assert_eq!(len % piece, 0, "a write of {len} bytes, not whole regions");
+        }
+        assert_eq!(last.0 % piece, 0);
+        assert_eq!(last.0 + last.1, expected.len());
+        assert!(w.buf.is_empty());
     }
 }

@@ -196,6 +196,33 @@ fn mapping_is_cheap(map: &[u8]) -> bool {
     }
 }
 
+/// How many of the full 2 MiB regions of `map` the kernel maps with huge
+/// pages once each is touched, and how many full regions `map` has; `None`
+/// where the kernel cannot tell (see [`huge_among`]) and off Linux.
+#[cfg(any(test, feature = "bench"))]
+pub(crate) fn huge_regions_of(map: &[u8]) -> Option<(usize, usize)> {
+    #[cfg(target_os = "linux")]
+    {
+        let base = map.as_ptr() as usize;
+        let first = base.next_multiple_of(REGION);
+        let end = (base + map.len()) & !(REGION - 1);
+        if end <= first {
+            return Some((0, 0));
+        }
+        let starts: Vec<usize> = (first..end).step_by(REGION).collect();
+        for &at in &starts {
+            // SAFETY: `at` lies inside the mapping, which `map` keeps alive.
+            unsafe { std::ptr::read_volatile(at as *const u8) };
+        }
+        huge_among(&starts, first, end).map(|huge| (huge, starts.len()))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = map;
+        None
+    }
+}
+
 /// How many of the regions starting at `sampled` (inside `first..end`) the
 /// kernel maps with huge pages; `None` when it cannot tell.
 #[cfg(target_os = "linux")]
@@ -289,16 +316,55 @@ mod tests {
     /// The huge pages `/proc/self/smaps` reports for the mapping that
     /// starts at `start`, in regions.
     fn smaps_huge_regions(start: usize) -> usize {
+        smaps_regions(start, "AnonHugePages:")
+    }
+
+    /// `field` of `/proc/self/smaps` for the mapping that starts at
+    /// `start`, in 2 MiB regions.
+    fn smaps_regions(start: usize, field: &str) -> usize {
         let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
         let head = format!("{start:x}-");
         let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
         assert!(lines.next().is_some(), "mapping {head} not in smaps");
         let kb: usize = lines
             .take_while(|l| !l.contains('-') || l.starts_with("VmFlags"))
-            .find_map(|l| l.strip_prefix("AnonHugePages:"))
+            .find_map(|l| l.strip_prefix(field))
             .map(|v| v.trim().trim_end_matches("kB").trim().parse().expect("kB"))
-            .expect("AnonHugePages");
+            .unwrap_or_else(|| panic!("{field} missing for mapping {head} in smaps"));
         kb * 1024 / REGION
+    }
+
+    /// For a file's mapping, `huge_regions_of` counts what `smaps` reports
+    /// as `FilePmdMapped` (however many huge folios the page cache gave
+    /// the file: all, some or none), and every full region of it.
+    #[test]
+    fn huge_regions_of_a_file_agree_with_smaps() {
+        use std::io::Write;
+        let path =
+            std::env::temp_dir().join(format!("smith-window-huge-{}.bin", std::process::id()));
+        let mut f = std::fs::File::create(&path).expect("create");
+        let piece = vec![0x5au8; REGION];
+        for _ in 0..5 {
+            f.write_all(&piece).expect("write");
+        }
+        f.write_all(&piece[..4096]).expect("write");
+        f.sync_all().expect("sync");
+        drop(f);
+        let f = std::fs::File::open(&path).expect("open");
+        // SAFETY: a read-only mapping of the file written above.
+        let map = unsafe { memmap2::Mmap::map(&f) }.expect("map");
+        let found = huge_regions_of(&map);
+        let base = map.as_ptr() as usize;
+        let full = ((base + map.len()) & !(REGION - 1))
+            .saturating_sub(base.next_multiple_of(REGION))
+            / REGION;
+        let expected = smaps_regions(base, "FilePmdMapped:");
+        drop(map);
+        std::fs::remove_file(&path).expect("remove");
+        if let Some((huge, regions)) = found {
+            assert_eq!(regions, full);
+            assert_eq!(huge, expected);
+        }
     }
 
     /// The kernel's answer through `PAGEMAP_SCAN` agrees with what it

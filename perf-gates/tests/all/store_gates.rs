@@ -51,5 +51,24 @@ fn store_gates_measure_real_values() {
             .unwrap()
             > 0.0
     );
+    // The page cache's state of the fixture: how many of its full 2 MiB
+    // regions are held huge (the tiny fixture ends on a whole pool of
+    // entries, a few MB). Full regions of the mapping: the file's length in
+    // regions, or one fewer when the mapping does not start on a region.
+    if cfg!(target_os = "linux") && load["notes"]["fixture_regions_2mib"].is_object() {
+        let bytes = load["notes"]["file_bytes"]["value"].as_f64().unwrap();
+        let whole = (bytes / f64::from(2u32 << 20)).floor();
+        let regions = load["notes"]["fixture_regions_2mib"]["value"]
+            .as_f64()
+            .unwrap();
+        let huge = load["notes"]["fixture_huge_regions"]["value"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            regions == whole || regions + 1.0 == whole,
+            "{regions} of {bytes} B"
+        );
+        assert!(huge <= regions, "{huge} huge of {regions}");
+    }
     assert!(row("store.append_1000")["ratio"].as_f64().unwrap() > 0.0);
 }
