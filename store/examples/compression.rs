@@ -3,11 +3,23 @@
 //! frame, checksum) and the compression ratio, plus the split of that time
 //! between its parts. Run with
 //! `cargo run --release -p smith-store --example compression`.
+//!
+//! `SMITH_SESSIONS=A.smith,B.smith` measures session files instead: each
+//! entry of each file is written again, exactly as the store writes it,
+//! at each level and threshold of `SMITH_SETTINGS` (`LEVEL,THRESHOLD;...`,
+//! default: the store's and the alternatives of `docs/session-format.md`
+//! §4.1), and the table gives the file's size, the entries stored
+//! compressed, and the thread CPU time a reader spends decompressing every
+//! compressed content once (`Session::content_in`, the path search, dump
+//! and replay decode through), in all and per MB of that file. The
+//! readers' gates (`session.*`) are measured per MB of file, so a setting
+//! that shrinks a file raises their figures even when decoding costs
+//! nothing.
 
 use smith_store::{
-    bench_support,
-    compress::Compressor,
-    format::{self, EntryHead},
+    Limits, Session, bench_support,
+    compress::{self, Compressor},
+    format::{self, EntryHead, KIND_ENTRY},
 };
 
 fn cpu_ns() -> u64 {
@@ -37,6 +49,30 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(51);
+    if let Ok(paths) = std::env::var("SMITH_SESSIONS") {
+        let settings = std::env::var("SMITH_SETTINGS").map_or_else(
+            |_| {
+                let mut v = vec![(compress::LEVEL, compress::THRESHOLD), (1, 6144)];
+                v.extend([(1, 2048), (1, 1024), (1, 256), (3, 256), (5, 256), (19, 256)]);
+                v
+            },
+            |s| {
+                s.split(';')
+                    .map(|p| {
+                        p.split_once(',')
+                            .and_then(|(l, t)| Some((l.parse().ok()?, t.parse().ok()?)))
+                            .unwrap_or_else(|| {
+                                panic!("SMITH_SETTINGS: {p:?} is not LEVEL,THRESHOLD (two whole numbers)")
+                            })
+                    })
+                    .collect()
+            },
+        );
+        for path in paths.split(',') {
+            sessions(path, &settings, rounds);
+        }
+        return;
+    }
     let entries = bench_support::representative_entries(1000);
     let raw: usize = entries.iter().map(|e| e.2.len()).sum();
     let (mut out, mut map) = (Vec::with_capacity(4 << 20), Vec::new());
@@ -104,7 +140,15 @@ fn main() {
         }
     }
     // The lower thresholds of docs/session-format.md §4.1 (Sizes).
-    rows.extend([(1, 256), (1, 512), (1, 1024), (1, 2048), (3, 256)]);
+    rows.extend([
+        (1, 256),
+        (1, 512),
+        (1, 1024),
+        (1, 2048),
+        (3, 256),
+        (5, 256),
+        (19, 256),
+    ]);
     for (level, t) in rows {
         let mut comp = Compressor::with_params(level, t).expect("compressor");
         let ms = median(
@@ -128,6 +172,84 @@ fn main() {
             },
             out.len(),
             plain.len() as f64 / out.len() as f64
+        );
+    }
+}
+
+/// Writes the entries of the session file at `path` again at each of
+/// `settings` and prints what that gives (see the module's documentation).
+fn sessions(path: &str, settings: &[(i32, usize)], rounds: usize) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("could not read {path}: {e}"));
+    let session = Session::load_bytes(&bytes, &Limits::default(), path)
+        .unwrap_or_else(|e| panic!("could not load {path}: {e}"));
+    let entries: Vec<(EntryHead, Vec<u8>)> = session
+        .records()
+        .iter()
+        .map(|r| {
+            let head = EntryHead {
+                id: r.id,
+                parent: r.parent,
+                timestamp_ms: r.timestamp_ms,
+                kind: r.kind,
+                pairing: r.pairing,
+            };
+            let content = session
+                .content(r)
+                .unwrap_or_else(|e| panic!("{path}: entry {}: {e}", r.id));
+            (head, content.into_owned())
+        })
+        .collect();
+    let raw: usize = entries.iter().map(|e| e.1.len()).sum();
+    println!(
+        "{path}: {} bytes as written, {} entries, {raw} content bytes",
+        bytes.len(),
+        entries.len()
+    );
+    println!(
+        "| level | threshold | file bytes | of the file as written | compressed entries | decode all (ms CPU, median) | decode per MB of file (ms) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let mut map = Vec::new();
+    for &(level, t) in settings {
+        let mut comp = Compressor::with_params(level, t).expect("compressor");
+        let mut out = bytes[..format::HEADER_LEN].to_vec();
+        let mut at = std::collections::HashMap::new();
+        for (head, content) in &entries {
+            map.clear();
+            format::encode_entry(&mut map, head, content);
+            let here = out.len() as u64;
+            let link = at.get(&head.parent).map_or(0, |p| here - p);
+            comp.frame(&mut out, KIND_ENTRY, link, &map);
+            at.insert(head.id, here);
+        }
+        let again = Session::load_bytes(&out, &Limits::default(), path).expect("load");
+        assert_eq!(
+            again.records().len(),
+            entries.len(),
+            "{path}: every entry reads"
+        );
+        let compressed: Vec<_> = again
+            .records()
+            .iter()
+            .filter(|r| r.is_compressed())
+            .copied()
+            .collect();
+        let mut bump = bumpalo::Bump::new();
+        let ms = median(
+            || {
+                for r in &compressed {
+                    std::hint::black_box(again.content_in(r, &bump).expect("decode"));
+                }
+                bump.reset();
+            },
+            rounds,
+        );
+        println!(
+            "| {level} | {t} | {} | {:.4} | {} | {ms:.3} | {:.3} |",
+            out.len(),
+            out.len() as f64 / bytes.len() as f64,
+            compressed.len(),
+            ms / (out.len() as f64 / 1e6)
         );
     }
 }
