@@ -406,6 +406,20 @@ impl Runtime {
             .is_some_and(|p| unsafe { self.precompiled(p) }.is_some())
     }
 
+    /// Whether the component `bytes` loads from an artifact the build
+    /// precompiled and embedded uncompressed, where it lies in the binary
+    /// (on this machine; see [`Runtime::loads_precompiled`]): such a
+    /// component is never read from or written to the cache.
+    pub fn loads_in_place(&self, bytes: &[u8]) -> bool {
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        crate::builtin::PRECOMPILED
+            .iter()
+            .find(|p| p.component_sha256 == digest && p.is_in_place())
+            // SAFETY: as in `load_component`: the build's own artifacts,
+            // embedded by `include_bytes!`.
+            .is_some_and(|p| unsafe { self.precompiled(p) }.is_some())
+    }
+
     /// The cache file the component `bytes` is compiled into (or loaded
     /// from): [`Runtime::cache_file`] of their sha256.
     pub fn cache_file_of(&self, cache_dir: &Path, bytes: &[u8]) -> PathBuf {
