@@ -18,12 +18,11 @@ mod engine_config;
 /// precompiled. A test (`every_builtin_is_embedded_precompiled`) keeps
 /// this list and `BUILTINS` the same.
 ///
-/// In the order a start loads them, which is their order in the zstd
-/// frame: the runtime decompresses the frame front to back on a thread of
-/// its own while the start loads what is out already, so what the
-/// interface's first frame needs comes first (its extensions, in
-/// `BUILTINS` order, then the offline provider), and the providers and
-/// search providers loaded later or never come last (docs/plugins.md,
+/// In the order a start loads them: the first [`IN_PLACE`] are what the
+/// interface loads before its first frame (its extensions, in `BUILTINS`
+/// order, then the offline provider), embedded uncompressed and used
+/// where they lie on every start; the providers and search providers
+/// loaded later or never come last, compressed (docs/plugins.md,
 /// "Precompiled built-ins").
 const PRECOMPILED: &[&str] = &[
     "smith_plugin_product",
