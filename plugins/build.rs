@@ -160,8 +160,9 @@ fn main() {
 const IN_PLACE: usize = 12;
 
 /// The alignment of each in-place artifact in the binary: a page, so that
-/// wasmtime can use it where it lies (its code made executable there, its
-/// data segments mapped from it). 4 KiB is the page of x86_64, the one
+/// wasmtime can use it where it lies (its code made executable there;
+/// wasmtime also asserts that an artifact's memory starts on a page). 4 KiB
+/// is the page of x86_64, the one
 /// architecture whose runtime uses the artifacts in place (elsewhere they
 /// are copied, and any alignment serves).
 const PAGE: usize = 4096;

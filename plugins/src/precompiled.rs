@@ -6,11 +6,12 @@
 //!   interface's extensions and the offline provider) lie uncompressed in
 //!   the binary, each on a page boundary. Every start, the first on a
 //!   fresh `SMITH_HOME` as every later one, loads them where they lie
-//!   (`Component::deserialize_raw`): wasmtime reads their headers, the
-//!   code pages are made executable where they are ([`CodePublisher`]) and
-//!   the data segments are mapped from them. Nothing is decompressed,
-//!   copied or written into the cache, so a first start does exactly what
-//!   a later one does.
+//!   (`Component::deserialize_raw`): wasmtime reads their headers and the
+//!   code pages are made executable where they are ([`CodePublisher`]);
+//!   only each module's initial memory data (8 to 300 KB) is copied, into
+//!   a `memfd` that instances map, as for any artifact not mapped from a
+//!   file. Nothing is decompressed or written into the cache, so a first
+//!   start does exactly what a later one does.
 //! - **Compressed.** The rest (the vendors' providers, the search
 //!   providers) are zstd frames, each compressed with all the in-place
 //!   artifacts as its prefix (they share the Rust standard library's
