@@ -89,10 +89,11 @@ pub const FIRST_FRAME_BUDGET_NS: f64 = 100_000_000.0;
 /// deserialized copies and wrote their cache files (1.45 to 1.50x in a
 /// quiet CI run, 18.9 ms against 12.6 ms; 2.0 to 2.3x when it compiled
 /// them); since, 0.98 to 1.06x (10.1 to 10.5 ms against 9.8 to 10.3 ms)
-/// at load average 2.8, and 0.91 to 0.95x with other builds keeping the
-/// 2-core machine busy (docs/benchmarks.md, "TUI gates"). 1.25x holds "as
-/// fast" with a margin for a busy machine's noise, and the old way fails
-/// it.
+/// at load average 2.8, and 0.83 to 1.20x per run with other builds
+/// keeping the 2-core machine busy (load average 4.8 to 6.6; one run's
+/// first round failed, its second passed: docs/benchmarks.md, "TUI
+/// gates"). 1.25x holds "as fast" with a margin for a busy machine's
+/// noise, and the old way fails it.
 pub const FRESH_HOME_RATIO: f64 = 1.25;
 
 /// Launches timed by `tui.first_frame` with the quick plan (more with the
