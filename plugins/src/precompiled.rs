@@ -159,8 +159,9 @@ impl Precompiled {
 
     /// The artifact deserialized into `engine`: an in-place artifact where
     /// it lies when this machine can run it there ([`CodePublisher`], a
-    /// page-aligned artifact), otherwise (and every compressed one) copied
-    /// into memory of wasmtime's; `None` when it is no zstd frame or
+    /// page-aligned artifact, pages that may be made executable), otherwise
+    /// (and every compressed one) copied into memory of wasmtime's; `None`
+    /// when it is no zstd frame or
     /// wasmtime refuses it (another version or configuration, a processor
     /// feature this machine lacks, no artifact at all).
     ///
@@ -172,15 +173,22 @@ impl Precompiled {
     /// (their code pages may be made executable, and stay so).
     pub(crate) unsafe fn deserialize(&self, engine: &Engine) -> Option<Component> {
         let artifact = self.artifact()?;
-        if self.is_in_place() && CodePublisher::can_publish_in_place(artifact) {
+        if self.is_in_place()
+            && CodePublisher::can_publish_in_place(artifact)
             // SAFETY: the caller's guarantee: `artifact` is `'static`,
             // never written, and page-aligned (checked above), as
             // `deserialize_raw` and the engine's `CodePublisher` need.
-            unsafe { Component::deserialize_raw(engine, std::ptr::NonNull::from(artifact)) }.ok()
-        } else {
-            // SAFETY: the caller's guarantee.
-            unsafe { Component::deserialize(engine, artifact) }.ok()
+            && let Ok(component) =
+                unsafe { Component::deserialize_raw(engine, std::ptr::NonNull::from(artifact)) }
+        {
+            return Some(component);
         }
+        // Compressed, or not usable in place on this machine (its pages
+        // could not be made executable where they lie, say): a copy in
+        // wasmtime's own memory. An artifact wasmtime refuses is refused
+        // again here, when it reads the header.
+        // SAFETY: the caller's guarantee.
+        unsafe { Component::deserialize(engine, artifact) }.ok()
     }
 }
 

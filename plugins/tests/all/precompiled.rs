@@ -233,6 +233,43 @@ fn in_place_builtins_run_where_they_lie_in_the_binary() {
 }
 
 #[test]
+fn an_in_place_artifact_off_a_page_boundary_is_loaded_from_a_copy() {
+    let runtime = Runtime::global().unwrap();
+    let mock = PRECOMPILED
+        .iter()
+        .find(|p| p.component_sha256 == sha256(MOCK))
+        .unwrap();
+    let artifact = mock.artifact().unwrap();
+    // The real artifact 8 bytes past a page boundary: wasmtime cannot use
+    // it where it lies, so it is copied, still without compiling.
+    let mut shifted = vec![0u8; 8];
+    shifted.extend_from_slice(artifact);
+    let blob = Box::leak(Box::new(PrecompiledBlob::new(
+        page_aligned(&shifted),
+        &[],
+        &[],
+    )));
+    let table = [Precompiled {
+        component_sha256: sha256(MOCK),
+        blob,
+        stored: Stored::InPlace { offset: 8 },
+        artifact_len: artifact.len(),
+    }];
+    let compiles = compile_count_on_this_thread();
+    let loads = precompiled_load_count_on_this_thread();
+    // SAFETY: the build's own artifact, copied unmodified into memory that
+    // lives for the process and is never written again.
+    let component =
+        unsafe { runtime.load_component_with("smith/mock", MOCK, None, &table) }.unwrap();
+    assert_eq!(compile_count_on_this_thread() - compiles, 0);
+    assert_eq!(precompiled_load_count_on_this_thread() - loads, 1);
+    assert_mock_works(&component);
+    let code = component.image_range();
+    let bytes = table[0].artifact().unwrap().as_ptr_range();
+    assert!(code.end <= bytes.start || bytes.end <= code.start, "a copy");
+}
+
+#[test]
 fn an_artifact_of_another_engine_configuration_is_compiled_instead() {
     // The same component compiled by an engine without epoch interruption:
     // a real artifact, which this runtime's engine refuses.
