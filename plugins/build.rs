@@ -18,12 +18,11 @@ mod engine_config;
 /// precompiled. A test (`every_builtin_is_embedded_precompiled`) keeps
 /// this list and `BUILTINS` the same.
 ///
-/// In the order a start loads them, which is their order in the zstd
-/// frame: the runtime decompresses the frame front to back on a thread of
-/// its own while the start loads what is out already, so what the
-/// interface's first frame needs comes first (its extensions, in
-/// `BUILTINS` order, then the offline provider), and the providers and
-/// search providers loaded later or never come last (docs/plugins.md,
+/// In the order a start loads them: the first [`IN_PLACE`] are what the
+/// interface loads before its first frame (its extensions, in `BUILTINS`
+/// order, then the offline provider), embedded uncompressed and used
+/// where they lie on every start; the providers and search providers
+/// loaded later or never come last, compressed (docs/plugins.md,
 /// "Precompiled built-ins").
 const PRECOMPILED: &[&str] = &[
     "smith_plugin_product",
@@ -153,33 +152,44 @@ fn main() {
     precompile(&release, &out_dir);
 }
 
-/// The zstd level of the embedded artifacts: together they shrink about
-/// 5.4 times (10.9 MB to 2.0 MB for the built-ins), which keeps the release
-/// within its size budget (docs/release.md); decompressing them on a first
-/// start costs far less than compiling (docs/plugins.md, "Precompiled
-/// built-ins").
+/// How many of [`PRECOMPILED`], from the first, are embedded uncompressed
+/// and used in place: what the interface loads before its first frame (its
+/// extensions and the offline provider smith/mock). Every start, first or
+/// later, loads these straight from the binary's memory, so a first start
+/// does what a later one does (docs/plugins.md, "Precompiled built-ins").
+const IN_PLACE: usize = 12;
+
+/// The alignment of each in-place artifact in the binary: a page, so that
+/// wasmtime can use it where it lies (its code made executable there;
+/// wasmtime also asserts that an artifact's memory starts on a page). 4 KiB
+/// is the page of x86_64, the one
+/// architecture whose runtime uses the artifacts in place (elsewhere they
+/// are copied, and any alignment serves).
+const PAGE: usize = 4096;
+
+/// The zstd level of the compressed artifacts (the vendors' providers and
+/// the search providers, loaded later or never): with the in-place
+/// artifacts as their prefix they shrink about 8 times, which keeps the
+/// release within its size budget (docs/release.md).
 const ZSTD_LEVEL: i32 = 19;
 
 /// The zstd window (log2 of its bytes): large enough for every frame to
-/// reach back to the first artifact through its prefix (16 MiB for the
-/// 10.9 MB of built-ins; the decoder accepts up to 2^27 by default).
+/// reach back to the start of its prefix, the in-place artifacts (16 MiB
+/// for their 7.3 MB and the largest frame's 1.7 MB; the decoder accepts up
+/// to 2^27 by default).
 const ZSTD_WINDOW_LOG: u32 = 24;
-
-/// The built-ins decompressed ahead of the loads asking for them: the
-/// first `AHEAD` of [`PRECOMPILED`], what the interface loads before its
-/// first frame (its extensions and the offline provider smith/mock).
-const AHEAD: usize = 12;
 
 /// Compiles every built-in of [`PRECOMPILED`] with the runtime's engine
 /// configuration ([`engine_config::engine_config`]) for the target being
-/// built, and writes `precompiled.rs` into `out_dir`: a table of each
-/// component's sha256 and where its artifact lies decompressed, and where
-/// each artifact's zstd frame ends in `precompiled.cwasm.zst` (written
-/// beside it and embedded with `include_bytes!`), which
-/// `builtin::PRECOMPILED` includes. Each frame is compressed with every
-/// artifact before it as its prefix, so the frames share what the
-/// artifacts share, as one frame of all of them would, and a start
-/// decompresses only the frames up to the last one it needs.
+/// built, and writes `precompiled.rs` into `out_dir`, which
+/// `builtin::PRECOMPILED` includes: a table of each component's sha256 and
+/// where its artifact lies. The first [`IN_PLACE`] artifacts lie
+/// uncompressed in `precompiled.cwasm`, each at a multiple of [`PAGE`],
+/// embedded page-aligned; the others are zstd frames, one after the other
+/// in `precompiled.cwasm.zst`, each compressed with all of
+/// `precompiled.cwasm` as its prefix (the artifacts share the Rust standard
+/// library's code), so a frame is decompressed alone, when its plugin is
+/// first loaded.
 ///
 /// The wasmtime this runs is the build dependency of the same version as
 /// the runtime's (one Cargo.lock), and in a build for the host it is the
@@ -190,9 +200,7 @@ const AHEAD: usize = 12;
 /// first use into the cache, as it does for user plugins.
 fn precompile(guests: &Path, out_dir: &Path) {
     let target = std::env::var("TARGET").unwrap_or_default();
-    let mut entries = String::new();
-    let mut artifacts = Vec::new();
-    let mut len = 0;
+    let mut compiled = Vec::new();
     match engine_config::engine_config(Some(&target)).and_then(|c| wasmtime::Engine::new(&c)) {
         Ok(engine) => {
             for stem in PRECOMPILED {
@@ -209,43 +217,55 @@ fn precompile(guests: &Path, out_dir: &Path) {
                         wasm.display()
                     ))
                 });
-                let digest = Sha256::digest(&bytes);
-                let _ = writeln!(
-                    entries,
-                    "    crate::runtime::Precompiled {{ component_sha256: {:?}, blob: &BLOB, offset: {len}, artifact_len: {} }},",
-                    digest.as_slice(),
-                    artifact.len(),
-                );
-                len += artifact.len();
-                artifacts.push(artifact);
+                compiled.push((Sha256::digest(&bytes), artifact));
             }
         }
         Err(err) => println!(
             "cargo:warning=the built-in plugins are not precompiled for {target}: this build's wasmtime cannot compile for it ({err:#}); smith compiles them on first start into its cache instead"
         ),
     }
-    let (compressed, frames) = compress(artifacts);
+    let split = IN_PLACE.min(compiled.len());
+    let (head, tail) = compiled.split_at(split);
+    let mut entries = String::new();
+    let mut in_place = Vec::new();
+    for (digest, artifact) in head {
+        let _ = writeln!(
+            entries,
+            "    crate::Precompiled {{ component_sha256: {:?}, blob: &BLOB, stored: crate::Stored::InPlace {{ offset: {} }}, artifact_len: {} }},",
+            digest.as_slice(),
+            in_place.len(),
+            artifact.len(),
+        );
+        in_place.extend_from_slice(artifact);
+        in_place.resize(in_place.len().next_multiple_of(PAGE), 0);
+    }
+    let (compressed, ends) = compress(&in_place, tail.iter().map(|(_, a)| a.as_slice()));
+    for (index, (digest, artifact)) in tail.iter().enumerate() {
+        let _ = writeln!(
+            entries,
+            "    crate::Precompiled {{ component_sha256: {:?}, blob: &BLOB, stored: crate::Stored::Frame {{ index: {index} }}, artifact_len: {} }},",
+            digest.as_slice(),
+            artifact.len(),
+        );
+    }
+    let cwasm = out_dir.join("precompiled.cwasm");
+    write_if_changed(&cwasm, &in_place);
     let zst = out_dir.join("precompiled.cwasm.zst");
     write_if_changed(&zst, &compressed);
-    let ends: String = frames
-        .iter()
-        .map(|(zstd, artifact)| format!("({zstd}, {artifact}), "))
-        .collect();
+    let ends: String = ends.iter().map(|end| format!("{end}, ")).collect();
     let table = format!(
-        "// Generated by plugins/build.rs: the built-in plugins precompiled for this target.\n{{\nstatic FRAMES: [(usize, usize); {}] = [{ends}];\nstatic BLOB: crate::runtime::PrecompiledBlob = crate::runtime::PrecompiledBlob::with_frames(include_bytes!({:?}), &FRAMES, {len}, {});\n&[\n{entries}]\n}}\n",
-        frames.len(),
+        "// Generated by plugins/build.rs: the built-in plugins precompiled for this target.\n{{\nstatic IN_PLACE: crate::PageAligned<[u8; {}]> = crate::PageAligned(*include_bytes!({:?}));\nstatic FRAME_ENDS: [usize; {}] = [{ends}];\nstatic BLOB: crate::PrecompiledBlob = crate::PrecompiledBlob::new(&IN_PLACE.0, include_bytes!({:?}), &FRAME_ENDS);\n&[\n{entries}]\n}}\n",
+        in_place.len(),
+        cwasm.display().to_string(),
+        tail.len(),
         zst.display().to_string(),
-        AHEAD.min(frames.len()),
     );
     write_if_changed(&out_dir.join("precompiled.rs"), table.as_bytes());
 }
 
-/// The artifacts, each compressed as one zstd frame with all the artifacts
-/// before it as its prefix, one after the other; and where each frame
-/// ends, in the compressed bytes and decompressed.
-fn compress(artifacts: Vec<Vec<u8>>) -> (Vec<u8>, Vec<(usize, usize)>) {
-    // The prefixes borrow from this for the compressor's lifetime.
-    let all: &'static [u8] = Vec::leak(artifacts.concat());
+/// The `artifacts`, each compressed as one zstd frame with all of `prefix`
+/// as its prefix, one after the other; and where each frame ends.
+fn compress<'a>(prefix: &[u8], artifacts: impl Iterator<Item = &'a [u8]>) -> (Vec<u8>, Vec<usize>) {
     let failed = |e: std::io::Error| -> ! {
         fail(&format!(
             "compressing the precompiled built-in plugins failed: {e}"
@@ -256,27 +276,23 @@ fn compress(artifacts: Vec<Vec<u8>>) -> (Vec<u8>, Vec<(usize, usize)>) {
         .set_parameter(zstd::zstd_safe::CParameter::WindowLog(ZSTD_WINDOW_LOG))
         .unwrap_or_else(|e| failed(e));
     let mut compressed = Vec::new();
-    let mut frames = Vec::new();
-    let mut start = 0;
-    for artifact in &artifacts {
-        let end = start + artifact.len();
-        if start > 0 {
+    let mut ends = Vec::new();
+    for artifact in artifacts {
+        if !prefix.is_empty() {
+            // A prefix holds for the next frame only.
             compressor
                 .context_mut()
-                .ref_prefix(&all[..start])
+                .ref_prefix(prefix)
                 .map_err(|code| {
                     std::io::Error::other(zstd::zstd_safe::get_error_name(code).to_owned())
                 })
                 .unwrap_or_else(|e| failed(e));
         }
-        let frame = compressor
-            .compress(&all[start..end])
-            .unwrap_or_else(|e| failed(e));
+        let frame = compressor.compress(artifact).unwrap_or_else(|e| failed(e));
         compressed.extend_from_slice(&frame);
-        frames.push((compressed.len(), end));
-        start = end;
+        ends.push(compressed.len());
     }
-    (compressed, frames)
+    (compressed, ends)
 }
 
 /// Writes `bytes` to `path` unless it already holds them, so an unchanged

@@ -556,6 +556,13 @@ fn stale_plugin_cache_entries_are_found_and_cost_nothing() {
     let stale = home.path().join("cache/plugins/0000-another-build");
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("old.cwasm"), vec![0u8; 4096]).unwrap();
+    // A cache file of smith/mock, which this build uses where it lies in
+    // the binary and never caches: an older build wrote it.
+    let runtime = smith_plugins::Runtime::global().unwrap();
+    assert!(runtime.loads_in_place(smith_plugins::builtin::MOCK));
+    let mock = runtime.cache_file_of(&home.path().join("cache"), smith_plugins::builtin::MOCK);
+    std::fs::create_dir_all(mock.parent().unwrap()).unwrap();
+    std::fs::write(&mock, vec![0u8; 1024]).unwrap();
     let (doc, _) = home.report(&[]);
     assert!(problems(&doc).is_empty(), "{doc:#}");
     let cache = of(&doc, "plugins.cache");
@@ -563,7 +570,7 @@ fn stale_plugin_cache_entries_are_found_and_cost_nothing() {
         .iter()
         .find(|f| f["details"]["path"].is_string())
         .unwrap();
-    assert_eq!(summary["details"]["files"], 1, "{summary:#}");
+    assert_eq!(summary["details"]["files"], 2, "{summary:#}");
     // The built-ins come precompiled: none is missing from the cache.
     assert_eq!(summary["severity"], "ok", "{summary:#}");
     assert_eq!(summary["details"]["not_compiled"], serde_json::json!([]));
@@ -572,10 +579,14 @@ fn stale_plugin_cache_entries_are_found_and_cost_nothing() {
         "{summary:#}"
     );
     assert!(summary["details"]["precompiled"].as_u64().unwrap() >= 18);
-    assert_eq!(summary["details"]["stale_bytes"], 4096);
+    assert_eq!(summary["details"]["stale_bytes"], 4096 + 1024);
     assert_eq!(
         summary["details"]["stale"][0]["path"],
         stale.display().to_string()
+    );
+    assert_eq!(
+        summary["details"]["stale"][1]["path"],
+        mock.display().to_string()
     );
     let note = cache
         .iter()

@@ -214,35 +214,44 @@ fn help_is_a_command_for_commands_and_the_plugin_contract() {
 }
 
 #[test]
-fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith_and_cached() {
+fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith_and_used_in_place() {
     let home = tempfile::tempdir().unwrap();
     let cache = home.path().join("cache").join("plugins");
     assert!(!cache.exists());
-    // The first offline run on a fresh home compiles nothing: smith/mock
-    // and the other built-ins come precompiled in the binary, and what it
-    // writes to the compiled-component cache are those artifacts,
-    // decompressed...
+    // The first offline run on a fresh home compiles, decompresses and
+    // caches nothing: smith/mock and the interface's extensions come
+    // precompiled in the binary and are used where they lie, on this start
+    // as on every later one...
     let (out, _) = run(
         home.path(),
         &["eval", "--no-session", "--provider", "mock", "hello"],
         0,
     );
     assert!(out.contains("offline demo"), "{out}");
-    let embedded: Vec<&[u8]> = smith_plugins::builtin::PRECOMPILED
-        .iter()
-        .map(|p| p.artifact().unwrap())
-        .collect();
-    let cached = cached_files(&cache);
-    assert!(!cached.is_empty());
-    for file in &cached {
-        assert!(
-            embedded.contains(&std::fs::read(file).unwrap().as_slice()),
-            "{} is no embedded artifact: it was compiled",
-            file.display()
-        );
+    assert_eq!(cached_files(&cache), Vec::<std::path::PathBuf>::new());
+    // ...and so does `smith plugin reload smith/mock`, every time.
+    for _ in 0..2 {
+        let (out, _) = run(home.path(), &["plugin", "reload", "smith/mock"], 0);
+        assert!(out.contains("(precompiled in smith)"), "{out}");
     }
-    // ...which `smith plugin reload smith/mock` then loads.
-    let (out, _) = run(home.path(), &["plugin", "reload", "smith/mock"], 0);
+    assert_eq!(cached_files(&cache), Vec::<std::path::PathBuf>::new());
+    // A vendor's provider, loaded later or never, is compressed in the
+    // binary: its first load decompresses it into the cache, byte for
+    // byte, and later ones load it from there.
+    let (out, _) = run(home.path(), &["plugin", "reload", "smith/anthropic"], 0);
+    assert!(out.contains("(precompiled in smith)"), "{out}");
+    let cached = cached_files(&cache);
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    let bytes = std::fs::read(&cached[0]).unwrap();
+    assert!(
+        smith_plugins::builtin::PRECOMPILED
+            .iter()
+            .filter(|p| !p.is_in_place())
+            .any(|p| p.artifact() == Some(bytes.as_slice())),
+        "{} is no compressed embedded artifact: it was compiled",
+        cached[0].display()
+    );
+    let (out, _) = run(home.path(), &["plugin", "reload", "smith/anthropic"], 0);
     assert!(out.contains("(from the cache)"), "{out}");
     assert_eq!(cached_files(&cache), cached);
     // A script the plugin refuses is a mock-script error naming the file.
@@ -270,11 +279,14 @@ fn the_mock_provider_is_the_smith_mock_plugin_precompiled_into_smith_and_cached(
     assert_eq!(cached_files(&cache), cached);
 }
 
-/// The files under `dir`, sorted.
+/// The files under `dir`, sorted (none when there is no `dir`).
 fn cached_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
+        if !dir.exists() {
+            continue;
+        }
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {

@@ -4,14 +4,15 @@
 
 /// Every built-in plugin of [`BUILTINS`] compiled ahead of time by
 /// plugins/build.rs with the runtime's engine configuration, keyed on the
-/// sha256 of its component and compressed with zstd, each in a frame of
-/// its own with the artifacts before it as prefix, in the order a start
-/// loads them: [`crate::Runtime::load_component`] decompresses and loads
-/// these (and writes them into the cache, on another thread) instead of
-/// compiling, so a first start on a fresh `SMITH_HOME` compiles nothing.
-/// Empty in a build for an architecture other than the build machine's
-/// (docs/plugins.md, "Precompiled built-ins"). A `static`, not a `const`:
-/// a constant's bytes would be copied into every crate using it.
+/// sha256 of its component: the ones a start loads before its first frame
+/// uncompressed and page-aligned, used where they lie on every start; the
+/// others in zstd frames with those as their prefix, decompressed on first
+/// use and cached. [`crate::Runtime::load_component`] loads these instead
+/// of compiling, so a first start on a fresh `SMITH_HOME` compiles nothing
+/// and loads what a later start loads, the same way. Empty in a build for
+/// an architecture other than the build machine's (docs/plugins.md,
+/// "Precompiled built-ins"). A `static`, not a `const`: a constant's bytes
+/// would be copied into every crate using it.
 pub static PRECOMPILED: &[crate::Precompiled] =
     include!(concat!(env!("OUT_DIR"), "/precompiled.rs"));
 

@@ -68,8 +68,8 @@ pub use provider::{
     ProviderWorld, WasmProvider,
 };
 pub use runtime::{
-    Limits, Precompiled, PrecompiledBlob, Runtime, compile_count, compile_count_on_this_thread,
-    precompiled_load_count, precompiled_load_count_on_this_thread,
+    Limits, PageAligned, Precompiled, PrecompiledBlob, Runtime, Stored, compile_count,
+    compile_count_on_this_thread, precompiled_load_count, precompiled_load_count_on_this_thread,
 };
 pub use search::{
     SearchComponent, SearchEntry, SearchLoader, SearchProviders, SearchWorld, WasmSearch,

@@ -1,28 +1,28 @@
 //! The built-in plugins' artifacts compiled ahead of time by the build
-//! (plugins/build.rs), and how a first start gets them without waiting.
-//!
-//! Each artifact is its own zstd frame, compressed with every artifact
-//! before it as a prefix (a raw-content dictionary): the artifacts share
-//! the Rust standard library's code, so the frames take about what one
-//! frame of all of them takes (half of what they take compressed alone),
-//! while a start decompresses only the frames up to the last artifact it
-//! needs, each straight into its place in one buffer (docs/plugins.md,
+//! (plugins/build.rs), and how a start loads them (docs/plugins.md,
 //! "Precompiled built-ins"):
 //!
-//! - The first load that needs an artifact starts a thread that
-//!   decompresses, front to back, the frames a start loads before its
-//!   first frame (the interface's extensions, then the offline provider:
-//!   the build lays the artifacts out in that order); a load waits only
-//!   until its own artifact is out, and runs while the thread goes on
-//!   with the next one, so on two cores the decompression and the loads
-//!   overlap. A later artifact (a vendor's provider) is decompressed when
-//!   it is asked for.
-//! - The component is deserialized from that memory, and its cache file
-//!   is written by another thread ([`write_in_background`]), atomically
+//! - **In place.** The artifacts a start loads before its first frame (the
+//!   interface's extensions and the offline provider) lie uncompressed in
+//!   the binary, each on a page boundary. Every start, the first on a
+//!   fresh `SMITH_HOME` as every later one, loads them where they lie
+//!   (`Component::deserialize_raw`): wasmtime reads their headers and the
+//!   code pages are made executable where they are ([`CodePublisher`]);
+//!   only each module's initial memory data (8 to 300 KB) is copied, into
+//!   a `memfd` that instances map, as for any artifact not mapped from a
+//!   file. Nothing is decompressed or written into the cache, so a first
+//!   start does exactly what a later one does.
+//! - **Compressed.** The rest (the vendors' providers, the search
+//!   providers) are zstd frames, each compressed with all the in-place
+//!   artifacts as its prefix (they share the Rust standard library's
+//!   code). The first load of one in a process decompresses its frame
+//!   alone, deserializes it from that memory and hands its cache file to a
+//!   writer thread ([`write_in_background`]), which writes it atomically
 //!   (a temporary file of this process, then a rename), so a concurrent
-//!   first start never sees a torn artifact. The process waits for those
-//!   writes when it exits ([`flush_cache_writes`]), so a short command
-//!   leaves the cache filled as well.
+//!   first start never sees a torn artifact; later starts map the cache
+//!   file. The process waits for those writes when it exits
+//!   ([`flush_cache_writes`]), so a short command leaves the cache filled
+//!   as well.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -31,221 +31,96 @@ use std::time::Duration;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Artifacts compiled ahead of time, one after the other, in zstd frames
-/// (see the module docs), decompressed at most once per process.
-pub struct PrecompiledBlob {
-    zstd: &'static [u8],
-    /// Where each frame ends in `zstd` and, decompressed, in the buffer;
-    /// `None` for one frame of `len` bytes.
-    frames: Option<&'static [(usize, usize)]>,
-    len: usize,
-    /// How many frames, from the first, a thread decompresses ahead of
-    /// the loads asking for them.
-    ahead: usize,
-    state: OnceLock<Unpacking>,
+/// Bytes aligned to a page (4 KiB), as the in-place artifacts are embedded:
+/// `PageAligned(*include_bytes!(...))`.
+#[repr(C, align(4096))]
+#[derive(Debug)]
+pub struct PageAligned<T: ?Sized>(pub T);
+
+/// Where a [`Precompiled`] artifact lies in its [`PrecompiledBlob`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// Uncompressed, at `offset` in the blob's in-place bytes (a multiple
+    /// of the page size in the build's blob), used where it lies.
+    InPlace {
+        /// Where the artifact starts in the in-place bytes.
+        offset: usize,
+    },
+    /// The blob's zstd frame `index`, compressed with all the in-place
+    /// bytes as its prefix.
+    Frame {
+        /// The frame's place in the blob's frames.
+        index: usize,
+    },
 }
+
+/// The artifacts compiled ahead of time: the in-place ones, uncompressed,
+/// and the zstd frames of the others (see the module docs), each frame
+/// decompressed at most once per process.
+pub struct PrecompiledBlob {
+    in_place: &'static [u8],
+    zstd: &'static [u8],
+    /// Where each frame ends in `zstd`.
+    frame_ends: &'static [usize],
+    /// Each frame decompressed (leaked: it lives as long as the `'static`
+    /// blob), or `None` when it is no zstd frame of its size.
+    unpacked: OnceLock<Box<[Unpacked]>>,
+}
+
+/// One frame decompressed, once: its bytes, or `None` when it is no zstd
+/// frame of its size.
+type Unpacked = OnceLock<Option<&'static [u8]>>;
 
 impl std::fmt::Debug for PrecompiledBlob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PrecompiledBlob")
+            .field("in_place_bytes", &self.in_place.len())
             .field("zstd_bytes", &self.zstd.len())
-            .field("frames", &self.frames.map_or(1, <[_]>::len))
-            .field("len", &self.len)
-            .field("ahead", &self.ahead)
+            .field("frames", &self.frame_ends.len())
             .finish_non_exhaustive()
     }
 }
 
-/// The decompression under way: the buffer, filled front to back one
-/// frame at a time, and how far it got.
-struct Unpacking {
-    /// The start of the buffer of `len` bytes (leaked: it lives as long as
-    /// the `'static` blob). Bytes below `progress.written` are final and
-    /// only read; the frame after them is written by the one thread that
-    /// holds `progress.busy`, and nothing reads it until it is published.
-    out: *mut u8,
-    progress: Mutex<Progress>,
-    changed: Condvar,
-}
-
-// SAFETY: see `Unpacking::out`: the buffer is written only past
-// `progress.written`, by one thread at a time, and read only below it;
-// `progress` (behind its mutex) orders each frame's writes before its
-// reads.
-unsafe impl Send for Unpacking {}
-// SAFETY: as above.
-unsafe impl Sync for Unpacking {}
-
-#[derive(Debug, Default)]
-struct Progress {
-    /// Whether the thread that decompresses ahead was started.
-    started: bool,
-    /// Whether a thread is decompressing the next frame.
-    busy: bool,
-    /// Frames decompressed.
-    frames: usize,
-    /// Bytes decompressed, final.
-    written: usize,
-    /// Whether a frame turned out to be no zstd frame of its size.
-    failed: bool,
-}
-
 impl PrecompiledBlob {
-    /// The artifacts of `zstd`, one zstd frame of `len` bytes.
-    pub const fn new(zstd: &'static [u8], len: usize) -> Self {
-        Self {
-            zstd,
-            frames: None,
-            len,
-            ahead: 1,
-            state: OnceLock::new(),
-        }
-    }
-
-    /// The artifacts of `zstd`, `len` bytes in all, in the zstd frames
-    /// that end at `frames` (in `zstd`, and decompressed), each compressed
-    /// with all the bytes before it as its prefix; the first `ahead`
-    /// frames are decompressed by a thread of their own as soon as one
-    /// artifact is asked for.
-    pub const fn with_frames(
+    /// The artifacts of `in_place`, uncompressed, and of the zstd frames in
+    /// `zstd` that end at `frame_ends`, each compressed with all of
+    /// `in_place` as its prefix.
+    pub const fn new(
+        in_place: &'static [u8],
         zstd: &'static [u8],
-        frames: &'static [(usize, usize)],
-        len: usize,
-        ahead: usize,
+        frame_ends: &'static [usize],
     ) -> Self {
         Self {
+            in_place,
             zstd,
-            frames: Some(frames),
-            len,
-            ahead,
-            state: OnceLock::new(),
+            frame_ends,
+            unpacked: OnceLock::new(),
         }
     }
 
-    fn frame_count(&self) -> usize {
-        self.frames.map_or(1, <[_]>::len)
-    }
-
-    /// Frame `index`: its bytes in `zstd` and its place decompressed.
-    fn frame(&self, index: usize) -> Option<(&'static [u8], std::ops::Range<usize>)> {
-        match self.frames {
-            None => (index == 0).then_some((self.zstd, 0..self.len)),
-            Some(frames) => {
-                let (zstd_start, start) = match index.checked_sub(1) {
-                    Some(before) => *frames.get(before)?,
-                    None => (0, 0),
-                };
-                let (zstd_end, end) = *frames.get(index)?;
-                let zstd = self.zstd.get(zstd_start..zstd_end)?;
-                (start <= end && end <= self.len).then_some((zstd, start..end))
+    /// Frame `index` decompressed into `len` bytes, once per process;
+    /// `None` when there is no such frame or it is no zstd frame of that
+    /// size.
+    fn frame(&'static self, index: usize, len: usize) -> Option<&'static [u8]> {
+        let slots = self.unpacked.get_or_init(|| {
+            std::iter::repeat_with(OnceLock::new)
+                .take(self.frame_ends.len())
+                .collect()
+        });
+        *slots.get(index)?.get_or_init(|| {
+            let start = match index.checked_sub(1) {
+                Some(before) => *self.frame_ends.get(before)?,
+                None => 0,
+            };
+            let zstd = self.zstd.get(start..*self.frame_ends.get(index)?)?;
+            let mut context = zstd::zstd_safe::DCtx::try_create()?;
+            if !self.in_place.is_empty() {
+                context.ref_prefix(self.in_place).ok()?;
             }
-        }
-    }
-
-    /// The decompressed bytes where frame `ahead - 1` ends: what the
-    /// thread started by the first load decompresses.
-    fn ahead_end(&self) -> usize {
-        match self.frames {
-            None => self.len,
-            Some(frames) => self
-                .ahead
-                .checked_sub(1)
-                .and_then(|last| frames.get(last))
-                .map_or(0, |&(_, end)| end),
-        }
-    }
-
-    fn unpacking(&self) -> &Unpacking {
-        self.state.get_or_init(|| Unpacking {
-            out: Box::leak(vec![0u8; self.len].into_boxed_slice()).as_mut_ptr(),
-            progress: Mutex::new(Progress::default()),
-            changed: Condvar::new(),
+            let mut out = vec![0u8; len];
+            let made = context.decompress(&mut out[..], zstd).ok()?;
+            (made == len).then(|| &*Vec::leak(out))
         })
-    }
-
-    /// The first `end` decompressed bytes, once they are out; `None` when
-    /// `end` is past the end or a frame up to there is no zstd frame of
-    /// its size. The first call starts the thread that decompresses ahead.
-    fn bytes_until(&'static self, end: usize) -> Option<&'static [u8]> {
-        if end > self.len {
-            return None;
-        }
-        let state = self.unpacking();
-        let start_ahead = {
-            let mut progress = state.progress.lock().unwrap_or_else(|e| e.into_inner());
-            !std::mem::replace(&mut progress.started, true)
-        };
-        if start_ahead {
-            let ahead = self.ahead_end();
-            // Without a thread, the loads decompress what they need.
-            let _ = std::thread::Builder::new()
-                .name("smith-plugin-unpack".to_owned())
-                .spawn(move || self.unpack_until(ahead));
-        }
-        self.unpack_until(end)
-    }
-
-    /// Decompresses frames (or waits while another thread does) until the
-    /// first `end` bytes are out, and returns them.
-    fn unpack_until(&'static self, end: usize) -> Option<&'static [u8]> {
-        let state = self.unpacking();
-        let mut progress = state.progress.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if progress.written >= end {
-                // SAFETY: the first `written` bytes of the buffer are
-                // final (see `Unpacking::out`), and it lives as long as
-                // `self`.
-                return Some(unsafe { std::slice::from_raw_parts(state.out, end) });
-            }
-            if progress.failed || progress.frames >= self.frame_count() {
-                return None;
-            }
-            if progress.busy {
-                progress = state
-                    .changed
-                    .wait(progress)
-                    .unwrap_or_else(|e| e.into_inner());
-                continue;
-            }
-            progress.busy = true;
-            let index = progress.frames;
-            drop(progress);
-            let done = self.unpack_frame(state, index);
-            progress = state.progress.lock().unwrap_or_else(|e| e.into_inner());
-            progress.busy = false;
-            match done {
-                Some(end) => {
-                    progress.frames += 1;
-                    progress.written = end;
-                }
-                None => progress.failed = true,
-            }
-            state.changed.notify_all();
-        }
-    }
-
-    /// Decompresses frame `index` into its place, after the frames before
-    /// it (its prefix); where it ends, or `None` when it is no zstd frame
-    /// of its size. Called by the thread holding `busy`, with frame
-    /// `index - 1` published.
-    fn unpack_frame(&self, state: &Unpacking, index: usize) -> Option<usize> {
-        let (zstd, place) = self.frame(index)?;
-        // SAFETY: `..place.start` is published (final, only read) and
-        // `place` is written only here, by the thread holding `busy`,
-        // until it is published (see `Unpacking::out`); both lie inside
-        // the leaked buffer of `len` bytes (`frame` checks `end <= len`).
-        let (prefix, out): (&'static [u8], &mut [u8]) = unsafe {
-            (
-                std::slice::from_raw_parts(state.out, place.start),
-                std::slice::from_raw_parts_mut(state.out.add(place.start), place.len()),
-            )
-        };
-        let mut context = zstd::zstd_safe::DCtx::try_create()?;
-        if !prefix.is_empty() {
-            context.ref_prefix(prefix).ok()?;
-        }
-        let made = context.decompress(out, zstd).ok()?;
-        (made == place.len()).then_some(place.end)
     }
 }
 
@@ -258,33 +133,136 @@ pub struct Precompiled {
     pub component_sha256: [u8; 32],
     /// The artifacts the artifact is one of.
     pub blob: &'static PrecompiledBlob,
-    /// Where the artifact (`.cwasm`) starts in the blob, decompressed.
-    pub offset: usize,
+    /// Where the artifact lies in the blob.
+    pub stored: Stored,
     /// The artifact's size in bytes.
     pub artifact_len: usize,
 }
 
 impl Precompiled {
-    /// The artifact, waiting until it is decompressed; `None` when the
-    /// blob is no zstd frame or too short.
+    /// The artifact (decompressed first, when it is a frame); `None` when
+    /// it is past the end of its blob or no zstd frame of its size.
     pub fn artifact(&self) -> Option<&'static [u8]> {
-        let end = self.offset.checked_add(self.artifact_len)?;
-        self.blob.bytes_until(end)?.get(self.offset..end)
+        match self.stored {
+            Stored::InPlace { offset } => self
+                .blob
+                .in_place
+                .get(offset..offset.checked_add(self.artifact_len)?),
+            Stored::Frame { index } => self.blob.frame(index, self.artifact_len),
+        }
     }
 
-    /// The artifact deserialized into `engine`; `None` when it is no zstd
-    /// frame or wasmtime refuses it (another version or configuration, a
-    /// processor feature this machine lacks, no artifact at all).
+    /// Whether the artifact is used where it lies, never cached.
+    pub fn is_in_place(&self) -> bool {
+        matches!(self.stored, Stored::InPlace { .. })
+    }
+
+    /// The artifact deserialized into `engine`: an in-place artifact where
+    /// it lies when this machine can run it there ([`CodePublisher`], a
+    /// page-aligned artifact, pages that may be made executable), otherwise
+    /// (and every compressed one) copied into memory of wasmtime's; `None`
+    /// when it is no zstd frame or
+    /// wasmtime refuses it (another version or configuration, a processor
+    /// feature this machine lacks, no artifact at all).
     ///
     /// # Safety
     ///
-    /// As [`crate::Runtime::load_component_with`]: the decompressed bytes
-    /// are the unmodified output of `Engine::precompile_component`, or
-    /// bytes wasmtime rejects as no artifact.
+    /// As [`crate::Runtime::load_component_with`]: the bytes are the
+    /// unmodified output of `Engine::precompile_component`, or bytes
+    /// wasmtime rejects as no artifact; in-place bytes are never written
+    /// (their code pages may be made executable, and stay so).
     pub(crate) unsafe fn deserialize(&self, engine: &Engine) -> Option<Component> {
         let artifact = self.artifact()?;
+        if self.is_in_place()
+            && CodePublisher::can_publish_in_place(artifact)
+            // SAFETY: the caller's guarantee: `artifact` is `'static`,
+            // never written, and page-aligned (checked above), as
+            // `deserialize_raw` and the engine's `CodePublisher` need.
+            && let Ok(component) =
+                unsafe { Component::deserialize_raw(engine, std::ptr::NonNull::from(artifact)) }
+        {
+            return Some(component);
+        }
+        // Compressed, or not usable in place on this machine (its pages
+        // could not be made executable where they lie, say): a copy in
+        // wasmtime's own memory. An artifact wasmtime refuses is refused
+        // again here, when it reads the header.
         // SAFETY: the caller's guarantee.
         unsafe { Component::deserialize(engine, artifact) }.ok()
+    }
+}
+
+/// How the runtime's engine makes compiled code executable
+/// (`Config::with_custom_code_memory`): as wasmtime does by default
+/// (`mprotect` to read and execute; x86_64 needs no instruction-cache
+/// maintenance), but for memory wasmtime does not own too, which is what
+/// lets an in-place artifact run where it lies in the binary. Wasmtime
+/// makes its own code memory read-only before it asks, and unmaps it when
+/// the code is dropped; the in-place code pages stay executable (and never
+/// writable) for the process, so a component dropped while another loaded
+/// from the same artifact runs cannot take its code away. Only on x86_64
+/// Unix; elsewhere the engine keeps wasmtime's own way and in-place
+/// artifacts are copied.
+#[derive(Debug)]
+pub(crate) struct CodePublisher;
+
+impl CodePublisher {
+    /// The publisher for the runtime's engine, where there is one.
+    pub(crate) fn for_this_machine() -> Option<std::sync::Arc<dyn wasmtime::CustomCodeMemory>> {
+        if cfg!(all(target_arch = "x86_64", unix)) && page_size() == 4096 {
+            Some(std::sync::Arc::new(CodePublisher))
+        } else {
+            None
+        }
+    }
+
+    /// Whether `artifact` can run where it lies: the publisher is in use
+    /// and the artifact starts on a page.
+    fn can_publish_in_place(artifact: &[u8]) -> bool {
+        cfg!(all(target_arch = "x86_64", unix))
+            && page_size() == 4096
+            && artifact.as_ptr().addr().is_multiple_of(4096)
+    }
+}
+
+/// The machine's page size in bytes (0 when it cannot be told).
+fn page_size() -> usize {
+    // SAFETY: `sysconf` with a valid name has no preconditions.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0)
+}
+
+impl wasmtime::CustomCodeMemory for CodePublisher {
+    fn required_alignment(&self) -> usize {
+        4096
+    }
+
+    fn publish_executable(&self, ptr: *const u8, len: usize) -> wasmtime::Result<()> {
+        // SAFETY: wasmtime passes the text section of an artifact it
+        // loaded, page-aligned at both ends (`required_alignment`): pages
+        // of its own code memory, or of an in-place artifact, which are
+        // never written. Neither overlaps other data.
+        let rc = unsafe {
+            libc::mprotect(
+                ptr.cast_mut().cast(),
+                len,
+                libc::PROT_READ | libc::PROT_EXEC,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(wasmtime::format_err!(
+                "could not make {len} bytes of plugin code at {ptr:p} executable: {}",
+                std::io::Error::last_os_error()
+            ))
+        }
+    }
+
+    fn unpublish_executable(&self, _ptr: *const u8, _len: usize) -> wasmtime::Result<()> {
+        // Called as code is dropped: wasmtime unmaps its own code memory
+        // right after, and an in-place artifact's code stays executable
+        // for the other components loaded from it (see the type's docs).
+        Ok(())
     }
 }
 

@@ -85,7 +85,7 @@ pub fn precompiled_load_count() -> u64 {
     PRECOMPILED_LOADS.load(Ordering::Relaxed)
 }
 
-pub use crate::precompiled::{Precompiled, PrecompiledBlob};
+pub use crate::precompiled::{PageAligned, Precompiled, PrecompiledBlob, Stored};
 
 /// The process-wide runtime.
 pub struct Runtime {
@@ -94,7 +94,17 @@ pub struct Runtime {
     compat: String,
     pub(crate) provider_linker: Linker<State>,
     pub(crate) extension_linker: Linker<State>,
+    /// The components loaded from in-place artifacts, by the artifact's
+    /// address and length: wasmtime registers loaded code by its address,
+    /// once, so each in-place artifact is deserialized once per process
+    /// and every later load of it gets the same component (the refusal
+    /// too, as `None`).
+    in_place: std::sync::Mutex<InPlaceComponents>,
 }
+
+/// See [`Runtime::in_place`].
+type InPlaceComponents =
+    std::collections::HashMap<(usize, usize), Arc<OnceLock<Option<Component>>>>;
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -139,7 +149,14 @@ impl Runtime {
             )
         };
         let engine = crate::engine_config::engine_config(None)
-            .and_then(|config| Engine::new(&config))
+            .and_then(|mut config| {
+                // Not a compilation setting (artifacts do not record it):
+                // how code is made executable, which lets the built-ins run
+                // where they lie in the binary (`precompiled.rs`).
+                config
+                    .with_custom_code_memory(crate::precompiled::CodePublisher::for_this_machine());
+                Engine::new(&config)
+            })
             .map_err(|e| fail("engine", e))?;
         let mut provider_linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut provider_linker)
@@ -184,6 +201,7 @@ impl Runtime {
             compat,
             provider_linker,
             extension_linker,
+            in_place: std::sync::Mutex::new(InPlaceComponents::new()),
         })
     }
 
@@ -202,13 +220,15 @@ impl Runtime {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Loads the component `bytes` from `cache_dir`, keyed on the
-    /// compatibility key and the component's sha256; when it is not there,
-    /// a built-in plugin from its artifact precompiled by the build
-    /// ([`crate::builtin::PRECOMPILED`], decompressed and deserialized
-    /// from memory, its cache file written by a thread of its own: see
-    /// `precompiled.rs`), anything else compiled (and written to the
-    /// cache before this returns). A
+    /// Loads the component `bytes`: a built-in plugin from its artifact
+    /// precompiled by the build ([`crate::builtin::PRECOMPILED`]): the
+    /// ones a start loads before its first frame where they lie in the
+    /// binary, on every start, never cached; the others from `cache_dir`
+    /// (keyed on the compatibility key and the component's sha256) or,
+    /// when they are not there, decompressed and deserialized from memory,
+    /// their cache file written by a thread of its own (see
+    /// `precompiled.rs`). Anything else is loaded from the cache or
+    /// compiled (and written to the cache before this returns). A
     /// built-in whose embedded artifact does not fit this machine (its
     /// processor lacks a feature the artifact uses) is compiled like any
     /// other component. Precompiled artifacts passed in as `bytes` are
@@ -227,19 +247,21 @@ impl Runtime {
     ) -> Result<Component, PluginError> {
         // SAFETY: every artifact of `builtin::PRECOMPILED` was written by
         // `Engine::precompile_component` in plugins/build.rs and embedded
-        // into this binary by its own build with `include_bytes!`; nothing
-        // else can reach those bytes.
+        // into this binary by its own build with `include_bytes!`, the
+        // in-place ones page-aligned in a `static`; nothing else can reach
+        // those bytes, and nothing writes them.
         unsafe { self.load_component_with(plugin, bytes, cache_dir, crate::builtin::PRECOMPILED) }
     }
 
     /// [`Runtime::load_component`] with `precompiled` as the table of
     /// artifacts to try before compiling: the entry whose
     /// `component_sha256` is the sha256 of `bytes`, when there is one, is
-    /// decompressed and deserialized; when it is no zstd frame or wasmtime
-    /// refuses it (another wasmtime version or
-    /// engine configuration, a processor feature this machine lacks, bytes
-    /// that are no artifact) the component is compiled and cached as if
-    /// there were none.
+    /// deserialized (an in-place one before the cache is looked at, a
+    /// compressed one after it, decompressed); when it is no zstd frame or
+    /// wasmtime refuses it (another wasmtime version or engine
+    /// configuration, a processor feature this machine lacks, bytes that
+    /// are no artifact) the component is compiled and cached as if there
+    /// were none.
     ///
     /// # Errors
     ///
@@ -252,7 +274,10 @@ impl Runtime {
     /// engine configuration: those wasmtime checks), or bytes wasmtime
     /// rejects as no artifact at all. wasmtime cannot check that the machine code in
     /// an artifact was not altered, and runs it as it is
-    /// (`Component::deserialize`).
+    /// (`Component::deserialize`). In-place artifacts must never be
+    /// written: they are used where they lie (`Component::deserialize_raw`)
+    /// and their code pages may be made executable for the rest of the
+    /// process.
     pub unsafe fn load_component_with(
         &self,
         plugin: &str,
@@ -268,6 +293,25 @@ impl Runtime {
             ));
         }
         let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let entry = precompiled.iter().find(|p| p.component_sha256 == digest);
+        let loaded = |component| {
+            PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
+            PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
+            Ok(component)
+        };
+        // The built-ins a start loads before its first frame: from the
+        // binary on every start, so a first start does what a later one
+        // does (docs/plugins.md, "Precompiled built-ins").
+        if let Some(entry) = entry.filter(|e| e.is_in_place())
+            // SAFETY: the caller guarantees the artifact is the output of
+            // `precompile_component` (or no artifact at all) and never
+            // written; its sha256 entry ties it to exactly these component
+            // bytes, and wasmtime refuses it unless its version, engine
+            // settings and processor features fit this engine and machine.
+            && let Some(component) = unsafe { self.precompiled(entry) }
+        {
+            return loaded(component);
+        }
         let cached = cache_dir.map(|dir| self.cache_file(dir, &hex(&digest)));
         if let Some(path) = &cached
             && path.is_file()
@@ -282,26 +326,18 @@ impl Runtime {
                 return Ok(component);
             }
         }
-        if let Some(entry) = precompiled.iter().find(|p| p.component_sha256 == digest)
+        if let Some(entry) = entry.filter(|e| !e.is_in_place())
             && let Some(artifact) = entry.artifact()
+            // SAFETY: as above.
+            && let Some(component) = unsafe { self.precompiled(entry) }
         {
-            // SAFETY: the caller guarantees the artifact is the output of
-            // `precompile_component` (or no artifact at all); its sha256
-            // entry ties it to exactly these component bytes, and
-            // `deserialize` refuses it unless its wasmtime version, engine
-            // settings and processor features fit this engine and machine.
-            if let Ok(component) = unsafe { Component::deserialize(&self.engine, artifact) } {
-                PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
-                PRECOMPILED_LOADS_HERE.with(|count| count.set(count.get() + 1));
-                // Written once into the cache, by another thread: later
-                // starts map the file instead of decompressing again, and
-                // this one goes on (docs/plugins.md, "Precompiled
-                // built-ins").
-                if let Some(path) = cached {
-                    crate::precompiled::write_in_background(plugin, path, artifact);
-                }
-                return Ok(component);
+            // Written once into the cache, by another thread: later
+            // starts map the file instead of decompressing again, and
+            // this one goes on (docs/plugins.md, "Precompiled built-ins").
+            if let Some(path) = cached {
+                crate::precompiled::write_in_background(plugin, path, artifact);
             }
+            return loaded(component);
         }
         COMPILES.fetch_add(1, Ordering::Relaxed);
         COMPILES_HERE.with(|count| count.set(count.get() + 1));
@@ -331,6 +367,31 @@ impl Runtime {
         Ok(component)
     }
 
+    /// The component of the precompiled artifact `entry`, deserialized
+    /// (an in-place one once per process, see [`Runtime::in_place`]);
+    /// `None` when wasmtime refuses it or it is no zstd frame.
+    ///
+    /// # Safety
+    ///
+    /// As [`Runtime::load_component_with`], for `entry`.
+    unsafe fn precompiled(&self, entry: &Precompiled) -> Option<Component> {
+        if !entry.is_in_place() {
+            // SAFETY: the caller's guarantee.
+            return unsafe { entry.deserialize(&self.engine) };
+        }
+        let artifact = entry.artifact()?;
+        let slot = Arc::clone(
+            self.in_place
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry((artifact.as_ptr().addr(), artifact.len()))
+                .or_default(),
+        );
+        // SAFETY: the caller's guarantee.
+        slot.get_or_init(|| unsafe { entry.deserialize(&self.engine) })
+            .clone()
+    }
+
     /// Whether the component `bytes` loads from an artifact the build
     /// precompiled ([`crate::builtin::PRECOMPILED`]) on this machine, so
     /// that it is never compiled. Deserializes the artifact to find out
@@ -342,7 +403,21 @@ impl Runtime {
             .find(|p| p.component_sha256 == digest)
             // SAFETY: as in `load_component`: the build's own artifacts,
             // embedded by `include_bytes!`.
-            .is_some_and(|p| unsafe { p.deserialize(&self.engine) }.is_some())
+            .is_some_and(|p| unsafe { self.precompiled(p) }.is_some())
+    }
+
+    /// Whether the component `bytes` loads from an artifact the build
+    /// precompiled and embedded uncompressed, where it lies in the binary
+    /// (on this machine; see [`Runtime::loads_precompiled`]): such a
+    /// component is never read from or written to the cache.
+    pub fn loads_in_place(&self, bytes: &[u8]) -> bool {
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        crate::builtin::PRECOMPILED
+            .iter()
+            .find(|p| p.component_sha256 == digest && p.is_in_place())
+            // SAFETY: as in `load_component`: the build's own artifacts,
+            // embedded by `include_bytes!`.
+            .is_some_and(|p| unsafe { self.precompiled(p) }.is_some())
     }
 
     /// The cache file the component `bytes` is compiled into (or loaded

@@ -7,8 +7,11 @@
 //! any more. The built-in plugins come precompiled in the binary
 //! ([`smith_plugins::builtin::PRECOMPILED`]): when their artifact loads on
 //! this machine ([`smith_plugins::Runtime::loads_precompiled`]) they count
-//! as compiled before the first run decompresses them into the cache. The
-//! cache keys are the runtime's own
+//! as compiled before the first run decompresses them into the cache, and
+//! the ones used where they lie in the binary
+//! ([`smith_plugins::Runtime::loads_in_place`]) never have a cache file:
+//! one under their name (an older build's) is stale. The cache keys are
+//! the runtime's own
 //! ([`smith_plugins::Runtime::cache_file_of`]); nothing is compiled.
 
 use std::borrow::Cow;
@@ -309,6 +312,7 @@ fn cache(paths: &Paths, components: &[Component], out: &mut Vec<Finding>) {
     let current = runtime.cache_folder(&paths.cache_dir);
     let wanted: BTreeSet<PathBuf> = components
         .iter()
+        .filter(|c| !runtime.loads_in_place(&c.bytes))
         .map(|c| runtime.cache_file_of(&paths.cache_dir, &c.bytes))
         .collect();
     // The components that load from the binary's own precompiled artifacts
