@@ -429,7 +429,13 @@ unsafe fn leaf_fast(input: &[u8], pos: usize) -> Option<usize> {
 #[inline(always)]
 unsafe fn fast_arg<const W: usize>(input: &[u8], pos: usize) -> Option<u64> {
     // SAFETY: the caller guarantees the eight bytes after `pos`.
-    let w = unsafe { input.as_ptr().add(pos + 1).cast::<[u8; 8]>().read_unaligned() };
+    let w = unsafe {
+        input
+            .as_ptr()
+            .add(pos + 1)
+            .cast::<[u8; 8]>()
+            .read_unaligned()
+    };
     let a = u64::from_be_bytes(w) >> (64 - 8 * W);
     let least = match W {
         1 => 24,
