@@ -34,9 +34,18 @@
 //!   almost all with leaf values). The pairs of one map run in a loop of
 //!   their own, so the next pair does not first re-decide whether a key is
 //!   due, and the start of the next key is recorded only when the general
-//!   head must read it (a key that is not a leaf). Containers, tags, floats
-//!   and anything not valid go through the general head below, from the
-//!   item the pair could not take.
+//!   head must read it (a key that is not a leaf). A map of 1 to 23 pairs
+//!   as a value (an entry's content, a tool call's arguments) is opened by
+//!   the same loop, its pairs read next without a pass through the general
+//!   head. Other containers, tags, floats and anything not valid go through
+//!   the general head below, from the item the pair could not take.
+//! * **No bounds checks on a leaf far from the end.** A leaf's reads (the
+//!   initial byte, the eight bytes after it, the 32-byte block of a short
+//!   text) all lie within 41 bytes of its head, so a head at least that far
+//!   from the end of the input (nearly every one) is read by [`leaf_fast`]
+//!   behind one comparison with that limit instead of a check per read;
+//!   only a string's declared length is still checked against the input.
+//!   The least argument of each width is a constant of its arm, not a load.
 //! * **Leaf kinds from a table, widths from predicted branches.** One load
 //!   from a 256-entry table by initial byte tells whether an item is a leaf
 //!   and which kind (no jump through a table by major type); the argument's
