@@ -747,6 +747,26 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
                     break;
                 }
             } else if remaining != 0 {
+                // An array or the top level with items to come: a map of 1 to
+                // 23 pairs next (every entry of a session) is opened here.
+                if !COUNT {
+                    let b = input.get(pos).copied().unwrap_or(0);
+                    if b.wrapping_sub(0xa1) < 23 {
+                        let count = u64::from(b & 0x1f) * 2;
+                        if count > (len - pos - 1) as u64 || depth >= max_depth {
+                            return None;
+                        }
+                        saved[depth] = Saved {
+                            remaining,
+                            mark,
+                            prev_word,
+                        };
+                        depth += 1;
+                        remaining = count | MAP;
+                        prev_word = 0;
+                        pos += 1;
+                    }
+                }
                 break;
             }
             // The innermost container is complete.

@@ -815,6 +815,42 @@ fn walker_agrees_on_maps_opened_by_the_pair_loop() {
             }
         }
     }
+    // Maps that follow an item in an array or at the top level of a
+    // sequence are opened where that item closes: arrays of maps nested to
+    // depths around the limit, and sequences of maps, whole, cut short, and
+    // with a map declaring more pairs than the input holds.
+    for width in [1u8, 2, 23] {
+        let map = nested_maps(1, width);
+        for levels in [0usize, 1, 2, 3, MAX - 2, MAX - 1, MAX] {
+            let mut bytes = vec![0x81; levels];
+            bytes.pop();
+            if levels > 0 {
+                bytes.push(0x83);
+            }
+            bytes.extend([0x00]);
+            bytes.extend(&map);
+            bytes.extend(&map);
+            agree(&bytes);
+            for cut in [bytes.len() - 1, bytes.len() - map.len() + 1] {
+                agree(&bytes[..cut]);
+            }
+        }
+        let mut seq = Vec::new();
+        for _ in 0..4 {
+            seq.extend([0x00]);
+            seq.extend(&map);
+            seq.extend(&map);
+        }
+        agree(&seq);
+        for cut in 0..seq.len() {
+            agree(&seq[..cut]);
+        }
+        let mut over = seq.clone();
+        over.extend([0xa0 | width.max(2), 0x00, 0x00]);
+        agree(&over);
+        over.extend([0x00; 48]);
+        agree(&over);
+    }
     // Every count of pairs, declared in the initial byte (the pair loop) and
     // in a one-byte argument (the general head), against the input that
     // follows (complete, one pair short, one byte short).
