@@ -37,8 +37,10 @@
 //!   head must read it (a key that is not a leaf). A map of 1 to 23 pairs
 //!   as a value (an entry's content, a tool call's arguments) is opened by
 //!   the same loop, its pairs read next without a pass through the general
-//!   head. Other containers, tags, floats and anything not valid go through
-//!   the general head below, from the item the pair could not take.
+//!   head; so is a map that follows an item of an array or of the top level
+//!   (every entry of a session), where the closing loop ends that item.
+//!   Other containers, tags, floats and anything not valid go through the
+//!   general head below, from the item the pair could not take.
 //! * **No bounds checks on a leaf far from the end.** A leaf's reads (the
 //!   initial byte, the eight bytes after it, the 32-byte block of a short
 //!   text) all lie within 41 bytes of its head, so a head at least that far
