@@ -34,9 +34,20 @@
 //!   almost all with leaf values). The pairs of one map run in a loop of
 //!   their own, so the next pair does not first re-decide whether a key is
 //!   due, and the start of the next key is recorded only when the general
-//!   head must read it (a key that is not a leaf). Containers, tags, floats
-//!   and anything not valid go through the general head below, from the
-//!   item the pair could not take.
+//!   head must read it (a key that is not a leaf). A map of 1 to 23 pairs
+//!   as a value (an entry's content, a tool call's arguments) is opened by
+//!   the same loop, its pairs read next without a pass through the general
+//!   head; so is a map that follows an item of an array or of the top level
+//!   (every entry of a session), where the closing loop ends that item.
+//!   Other containers, tags, floats and anything not valid go through the
+//!   general head below, from the item the pair could not take.
+//! * **No bounds checks on a leaf far from the end.** A leaf's reads (the
+//!   initial byte, the eight bytes after it, the 32-byte block of a short
+//!   text) all lie within 41 bytes of its head, so a head at least that far
+//!   from the end of the input (nearly every one) is read by [`leaf_fast`]
+//!   behind one comparison with that limit instead of a check per read;
+//!   only a string's declared length is still checked against the input.
+//!   The least argument of each width is a constant of its arm, not a load.
 //! * **Leaf kinds from a table, widths from predicted branches.** One load
 //!   from a 256-entry table by initial byte tells whether an item is a leaf
 //!   and which kind (no jump through a table by major type); the argument's
@@ -367,6 +378,101 @@ fn leaf(input: &[u8], pos: usize) -> Option<usize> {
     Some(after + arg as usize)
 }
 
+/// Bytes a leaf read by [`leaf_fast`] may touch from its initial byte: the
+/// head (one initial byte and up to eight argument bytes) and the 32-byte
+/// block after it that the short-text check reads.
+const FAST_SPAN: usize = 1 + 8 + 32;
+
+/// [`leaf`] for a head at least [`FAST_SPAN`] bytes before the end of the
+/// input: the same checks and the same answer, without a bounds check on
+/// any read (the head's argument, the short-text block). Only the declared
+/// length of a string is still checked against the remaining input.
+///
+/// # Safety
+///
+/// `pos + FAST_SPAN <= input.len()`.
+#[inline(always)]
+unsafe fn leaf_fast(input: &[u8], pos: usize) -> Option<usize> {
+    debug_assert!(pos + FAST_SPAN <= input.len());
+    // SAFETY: the caller guarantees `FAST_SPAN` readable bytes at `pos`.
+    let b = unsafe { *input.get_unchecked(pos) };
+    let kind = HEAD[usize::from(b)];
+    if kind > act::LAST_LEAF {
+        return None;
+    }
+    // SAFETY (each arm): `pos + 1 + 8 <= pos + FAST_SPAN <= input.len()`.
+    let (arg, after) = match b & 0x1f {
+        info @ 0..24 => (u64::from(info), pos + 1),
+        24 => (unsafe { fast_arg::<1>(input, pos) }?, pos + 2),
+        25 => (unsafe { fast_arg::<2>(input, pos) }?, pos + 3),
+        26 => (unsafe { fast_arg::<4>(input, pos) }?, pos + 5),
+        // 27: widths 28 to 31 are never leaves (`act::OTHER` above).
+        _ => (unsafe { fast_arg::<8>(input, pos) }?, pos + 9),
+    };
+    if kind == act::PLAIN {
+        return Some(after);
+    }
+    if arg > (input.len() - after) as u64 {
+        return None;
+    }
+    if kind == act::TEXT {
+        let n = arg as usize;
+        let ascii = n <= 32 && {
+            // SAFETY: `after <= pos + 9`, so the 32 bytes at `after` end at
+            // most at `pos + FAST_SPAN <= input.len()`.
+            let block = unsafe { &*input.as_ptr().add(after).cast::<[u8; 32]>() };
+            block_ascii(block, n)
+        };
+        if !ascii && !utf8_ok(&input[after..after + n]) {
+            return None;
+        }
+    }
+    Some(after + arg as usize)
+}
+
+/// The argument of the `W`-byte leaf head at `pos` (`Some` only when in its
+/// shortest form: at least 24 for one byte, else above the next narrower
+/// width's range).
+///
+/// # Safety
+///
+/// `pos + 9 <= input.len()`.
+#[inline(always)]
+unsafe fn fast_arg<const W: usize>(input: &[u8], pos: usize) -> Option<u64> {
+    // SAFETY: the caller guarantees the eight bytes after `pos`.
+    let w = unsafe {
+        input
+            .as_ptr()
+            .add(pos + 1)
+            .cast::<[u8; 8]>()
+            .read_unaligned()
+    };
+    let a = u64::from_be_bytes(w) >> (64 - 8 * W);
+    let least = match W {
+        1 => 24,
+        2 => 1 << 8,
+        4 => 1 << 16,
+        _ => 1 << 32,
+    };
+    if a < least {
+        return None;
+    }
+    Some(a)
+}
+
+/// [`leaf`] at `pos`, through [`leaf_fast`] when `pos < fast_end` (that is,
+/// `pos + FAST_SPAN <= input.len()`).
+#[inline(always)]
+fn leaf_at(input: &[u8], pos: usize, fast_end: usize) -> Option<usize> {
+    if pos < fast_end {
+        debug_assert!(fast_end + FAST_SPAN - 1 <= input.len());
+        // SAFETY: `pos < fast_end <= input.len() - (FAST_SPAN - 1)`.
+        unsafe { leaf_fast(input, pos) }
+    } else {
+        leaf(input, pos)
+    }
+}
+
 /// The argument of `W` bytes of the leaf head at `pos` with initial byte
 /// `b`, and the position after the head; `None` when truncated or not in
 /// its shortest form.
@@ -428,6 +534,9 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
     let mut prev_word = 0u64;
     // Heads still allowed by `max_items` (only kept when `COUNT`).
     let mut budget = limits.max_items;
+    // A leaf whose head starts before this has `FAST_SPAN` bytes of input
+    // from its head on, and is read without bounds checks.
+    let fast_end = len.saturating_sub(FAST_SPAN - 1);
     let mut pos = 0usize;
     'next: loop {
         'item: {
@@ -457,7 +566,7 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
                                 pos + 1
                             }
                             _ => {
-                                let Some(end) = leaf(input, pos) else {
+                                let Some(end) = leaf_at(input, pos, fast_end) else {
                                     // The general head reads this key; the
                                     // closing loop finds it from `mark`.
                                     mark = pos;
@@ -477,7 +586,7 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
                             }
                         };
                         pos = end;
-                        if let Some(end) = leaf(input, pos) {
+                        if let Some(end) = leaf_at(input, pos, fast_end) {
                             pos = end;
                             if remaining != MAP | 2 {
                                 // Key and value counted at once. The next key's
@@ -491,6 +600,27 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
                             // it and ends the map.
                             remaining -= 1;
                             break 'item;
+                        }
+                        // A map of 1 to 23 pairs as the value: opened here, and
+                        // its pairs read by this loop, as the general head would
+                        // open it (counted children within the remaining input,
+                        // depth within the limit).
+                        let b = input.get(pos).copied().unwrap_or(0);
+                        if b.wrapping_sub(0xa1) < 23 {
+                            let count = u64::from(b & 0x1f) * 2;
+                            if count > (len - pos - 1) as u64 || depth >= max_depth {
+                                return None;
+                            }
+                            saved[depth] = Saved {
+                                remaining: remaining - 1,
+                                mark,
+                                prev_word,
+                            };
+                            depth += 1;
+                            remaining = count | MAP;
+                            prev_word = 0;
+                            pos += 1;
+                            continue;
                         }
                         // The key is counted; the general head reads the value.
                         remaining -= 1;
@@ -619,6 +749,26 @@ fn walk<const COUNT: bool>(input: &[u8], limits: Limits, sequence: bool) -> Opti
                     break;
                 }
             } else if remaining != 0 {
+                // An array or the top level with items to come: a map of 1 to
+                // 23 pairs next (every entry of a session) is opened here.
+                if !COUNT {
+                    let b = input.get(pos).copied().unwrap_or(0);
+                    if b.wrapping_sub(0xa1) < 23 {
+                        let count = u64::from(b & 0x1f) * 2;
+                        if count > (len - pos - 1) as u64 || depth >= max_depth {
+                            return None;
+                        }
+                        saved[depth] = Saved {
+                            remaining,
+                            mark,
+                            prev_word,
+                        };
+                        depth += 1;
+                        remaining = count | MAP;
+                        prev_word = 0;
+                        pos += 1;
+                    }
+                }
                 break;
             }
             // The innermost container is complete.

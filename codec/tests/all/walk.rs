@@ -151,6 +151,33 @@ proptest! {
     }
 
     #[test]
+    fn walker_agrees_on_mutated_encodings_far_from_the_end(
+        v in value(),
+        edits in vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        filler in 0usize..64,
+    ) {
+        // The walker reads a leaf whose head is at least 41 bytes before the
+        // end of the input without bounds checks: followed by one-byte items,
+        // every item of the value (mutated or not) is read that way, and its
+        // last ones on either side of that distance.
+        let mut bytes = v.to_cbor().unwrap();
+        for (at, b) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = b;
+        }
+        bytes.extend(std::iter::repeat_n(0x00, filler));
+        agree(&bytes);
+        // As the value of a one-byte key and of a text key, so that the
+        // pair loop reads it (and opens it when it is a map).
+        let mut m = vec![0xa2, 0x00];
+        m.extend(&bytes[..bytes.len() - filler]);
+        m.extend([0x61, b'k']);
+        m.extend(&bytes[..bytes.len() - filler]);
+        m.extend(std::iter::repeat_n(0x00, filler));
+        agree(&m);
+    }
+
+    #[test]
     fn walker_agrees_on_bignums_in_maps(
         tag in 2u8..4,
         len in 0usize..12,
@@ -671,4 +698,186 @@ fn walker_agrees_on_maps_mixing_leaf_and_container_pairs() {
         valid > 1000 && invalid > 1000,
         "{valid} valid, {invalid} invalid"
     );
+}
+
+/// Leaves of every kind and head width, valid and not: integers of both
+/// signs, byte and text strings (ASCII, multi-byte, broken UTF-8, short and
+/// over 32 bytes, declared longer than what follows), one-byte simple
+/// values, and heads wider than needed.
+fn leaf_samples() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for major in 0u8..=1 {
+        for arg in [0u64, 23, 24, 255, 256, 65_535, 65_536, 1 << 32, u64::MAX] {
+            for width in [0usize, 1, 2, 4, 8] {
+                if let Some(h) = head_in_width(major, arg, width) {
+                    out.push(h);
+                }
+            }
+        }
+    }
+    for major in 2u8..=3 {
+        for len in [0usize, 1, 5, 23, 24, 31, 32, 33, 40, 255, 256] {
+            for width in [0usize, 1, 2] {
+                let Some(mut h) = head_in_width(major, len as u64, width) else {
+                    continue;
+                };
+                h.extend(std::iter::repeat_n(b'a', len));
+                out.push(h.clone());
+                if len >= 2 {
+                    let mut accent = h.clone();
+                    let at = h.len() - len / 2 - 1;
+                    accent[at..at + 2].copy_from_slice("é".as_bytes());
+                    out.push(accent);
+                    let mut broken = h.clone();
+                    broken[at] = 0xff;
+                    out.push(broken);
+                }
+            }
+        }
+        // Declared longer than the input that follows it (20 one-byte
+        // items of filler at most follow a sample).
+        let mut h = head_in_width(major, 200, 1).unwrap();
+        h.extend([b'a'; 10]);
+        out.push(h);
+    }
+    out.extend([
+        vec![0xf4],
+        vec![0xf6],
+        vec![0xf7],
+        vec![0xe0],
+        vec![0xf8, 0x20],
+    ]);
+    out
+}
+
+#[test]
+fn walker_agrees_on_leaves_at_every_distance_from_the_end() {
+    // Each leaf as a map value after a one-byte key and after a text key,
+    // as an array element and alone, followed by 0 to 48 one-byte items:
+    // its head falls on both sides of the 41 bytes before the end of the
+    // input from which the walker reads leaves without bounds checks.
+    let wraps: [(&[u8], &[u8]); 4] = [
+        (&[0xa2, 0x00], &[0x01, 0x00]),
+        (&[0xa2, 0x61, 0x6b], &[0x61, 0x6c, 0x00]),
+        (&[0x82, 0x00], &[]),
+        (&[], &[]),
+    ];
+    let mut cases = 0;
+    for leaf in leaf_samples() {
+        for (before, after) in wraps {
+            for filler in 0..=48usize {
+                let mut bytes = before.to_vec();
+                bytes.extend_from_slice(&leaf);
+                bytes.extend_from_slice(after);
+                bytes.extend(std::iter::repeat_n(0x00, filler));
+                agree(&bytes);
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases > 20_000, "{cases}");
+}
+
+/// `{0: {0: ... {0: 0} ...}}`, `levels` maps deep, each of `width` pairs
+/// whose first value is the next map and whose other values are `1`.
+fn nested_maps(levels: usize, width: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..levels {
+        out.extend([0xa0 | width, 0x00]);
+    }
+    out.push(0x00);
+    for _ in 0..levels {
+        for k in 1..width {
+            out.extend([k, 0x01]);
+        }
+    }
+    out
+}
+
+#[test]
+fn walker_agrees_on_maps_opened_by_the_pair_loop() {
+    // A map of 1 to 23 pairs as a map's value is opened by the pair loop:
+    // nested to every depth around the limit, with each count of pairs,
+    // with counts larger than the input holds, and with input after it.
+    for width in [1u8, 2, 3, 23] {
+        for levels in [1usize, 2, 3, 4, MAX - 1, MAX, MAX + 1] {
+            let m = nested_maps(levels, width);
+            agree(&m);
+            let mut followed = m.clone();
+            followed.extend([0x00; 48]);
+            agree(&followed);
+            // Cut: the innermost maps declare more pairs than follow.
+            for cut in [m.len() - 1, m.len() / 2, 3] {
+                let mut short = m[..cut].to_vec();
+                agree(&short);
+                short.extend([0x00; 48]);
+                agree(&short);
+            }
+        }
+    }
+    // Maps that follow an item in an array or at the top level of a
+    // sequence are opened where that item closes: arrays of maps nested to
+    // depths around the limit, and sequences of maps, whole, cut short, and
+    // with a map declaring more pairs than the input holds.
+    for width in [1u8, 2, 23] {
+        let map = nested_maps(1, width);
+        for levels in [0usize, 1, 2, 3, MAX - 2, MAX - 1, MAX] {
+            let mut bytes = vec![0x81; levels];
+            bytes.pop();
+            if levels > 0 {
+                bytes.push(0x83);
+            }
+            bytes.extend([0x00]);
+            bytes.extend(&map);
+            bytes.extend(&map);
+            agree(&bytes);
+            for cut in [bytes.len() - 1, bytes.len() - map.len() + 1] {
+                agree(&bytes[..cut]);
+            }
+        }
+        let mut seq = Vec::new();
+        for _ in 0..4 {
+            seq.extend([0x00]);
+            seq.extend(&map);
+            seq.extend(&map);
+        }
+        agree(&seq);
+        for cut in 0..seq.len() {
+            agree(&seq[..cut]);
+        }
+        let mut over = seq.clone();
+        over.extend([0xa0 | width.max(2), 0x00, 0x00]);
+        agree(&over);
+        over.extend([0x00; 48]);
+        agree(&over);
+    }
+    // Every count of pairs, declared in the initial byte (the pair loop) and
+    // in a one-byte argument (the general head), against the input that
+    // follows (complete, one pair short, one byte short).
+    for n in 0u8..=25 {
+        for wide in [false, true] {
+            let mut inner = if wide || n >= 24 {
+                vec![0xb8, n]
+            } else {
+                vec![0xa0 | n]
+            };
+            for k in 0..n {
+                inner.extend([k.min(23), 0x00]);
+                if k >= 24 {
+                    // Keys past 23 need a one-byte argument.
+                    let at = inner.len() - 2;
+                    inner.splice(at..at + 1, [0x18, k]);
+                }
+            }
+            for drop in [0usize, 1, 2] {
+                let body = &inner[..inner.len() - drop.min(inner.len() - 1)];
+                let mut bytes = vec![0xa2, 0x00];
+                bytes.extend_from_slice(body);
+                bytes.extend([0x01, 0x00]);
+                agree(&bytes);
+                bytes.extend([0x00; 48]);
+                agree(&bytes);
+            }
+        }
+    }
 }
