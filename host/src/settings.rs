@@ -81,7 +81,7 @@ pub fn session_root() -> anyhow::Result<PathBuf> {
 }
 
 /// Where `smith session search` and `/search-all` keep their search index
-/// (one file per session, docs/session-format.md §10): `search` in smith's
+/// (one file per session, docs/session-format.md §14): `search` in smith's
 /// cache directory.
 ///
 /// # Errors

@@ -112,6 +112,15 @@ enum Sub {
     /// Search the text of every stored session (messages, tool calls and
     /// results, compaction summaries), newest session first; smart case: a
     /// query without capitals ignores ASCII case.
+    ///
+    /// Searches keep a search index, one file per session, in `search/` in
+    /// smith's cache directory (`$SMITH_HOME/cache/search`, else
+    /// `$XDG_CACHE_HOME/smith/search` or `~/.cache/smith/search`;
+    /// `~/Library/Caches/smith/search` on macOS): the trigrams of each group
+    /// of entries, so that groups which cannot hold the text are not read.
+    /// A search indexes what was written since the last one; the files may
+    /// be deleted at any time. Where the directory cannot be written, the
+    /// search reads every entry and says so in one line.
     Search {
         /// The text to look for.
         #[arg(value_name = "TEXT")]

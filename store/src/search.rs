@@ -416,12 +416,24 @@ pub fn search_sessions_with(
     mut on_hit: impl FnMut(&crate::SessionInfo, Hit) -> bool,
 ) -> Result<StoreSearched> {
     let threads = options.threads.max(1);
+    let mut index_dir = options.index_dir.as_deref();
+    let mut note = None;
+    if let Some(dir) = index_dir
+        && let Err(err) = std::fs::create_dir_all(dir)
+    {
+        note = Some(format!(
+            "note: the search index directory {} could not be made ({err}), so this search reads every entry; make it writable, or remove what is in its way",
+            dir.display()
+        ));
+        index_dir = None;
+    }
     let state = std::sync::Mutex::new(State {
         plan: Planner {
             store,
             sessions,
             trigrams: crate::search_index::query_trigrams(query.text()),
-            index_dir: options.index_dir.as_deref(),
+            index_dir,
+            building: true,
             unit_bytes: options.unit_bytes.max(1),
             pending: std::collections::VecDeque::new(),
             next_session: 0,
@@ -445,7 +457,12 @@ pub fn search_sessions_with(
         for _ in 1..threads {
             scope.spawn(|| shared.work());
         }
-        let out = shared.deliver(sessions, options.index_dir.as_deref(), &mut on_hit);
+        let out = shared
+            .deliver(sessions, index_dir, &mut on_hit)
+            .map(|mut total| {
+                total.note = total.note.or(note);
+                total
+            });
         let mut st = shared.lock();
         st.stop = true;
         drop(st);
@@ -668,6 +685,9 @@ impl<'s> Shared<'_, 's> {
                     index.groups.append(&mut groups);
                     if let Err((path, err)) = crate::search_index::write(dir, &index) {
                         writes = false;
+                        // The sessions still to plan are searched without
+                        // building filters no one can keep.
+                        self.lock().plan.building = false;
                         total.note = Some(format!(
                             "note: the search index could not be written to {} ({err}), so later searches read every entry again; make that directory writable, or remove it",
                             path.display()
@@ -778,6 +798,8 @@ struct Planner<'s> {
     /// The query's trigrams (empty: the index cannot narrow it).
     trigrams: Vec<u32>,
     index_dir: Option<&'s std::path::Path>,
+    /// Whether new groups are indexed (until an index cannot be written).
+    building: bool,
     unit_bytes: u64,
     /// The current session's units not handed out yet: (job, work, first,
     /// last).
@@ -888,7 +910,7 @@ impl Planner<'_> {
         if let Some((r, _)) = run.take() {
             units.push(Work::Scan(r));
         }
-        let indexing = self.index_dir.is_some() && state.is_some();
+        let indexing = self.building && self.index_dir.is_some() && state.is_some();
         // The records not indexed yet: one group per unit when indexing,
         // units of a few MB otherwise.
         let cut = if indexing {

@@ -1,6 +1,6 @@
 //! The search index: one sidecar file per session in smith's cache
 //! directory that lets a search skip the entries that cannot hold the
-//! query (docs/session-format.md §10).
+//! query (docs/session-format.md §14).
 //!
 //! The records of a session (all branches, in append order) are cut into
 //! groups of about [`GROUP_BYTES`] of content. Each group keeps a blocked
@@ -270,7 +270,7 @@ impl Index {
         }
     }
 
-    /// The index in its file format (docs/session-format.md §10).
+    /// The index in its file format (docs/session-format.md §14).
     pub fn encode(&self) -> Vec<u8> {
         let c = &self.covered;
         let words: usize = self.groups.iter().map(|g| g.filter.len()).sum();

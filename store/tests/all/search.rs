@@ -355,6 +355,19 @@ fn an_unwritable_or_missing_cache_dir_leaves_the_search_whole() {
         "{note}"
     );
     assert!(!note.contains('\n'));
+    // A directory where an index goes: it cannot be written (renamed over),
+    // and the search says so once and stays whole.
+    let cache = dir.path().join("cache");
+    for info in store.list().unwrap() {
+        std::fs::create_dir_all(search_index::path_in(&cache, info.id)).unwrap();
+    }
+    let (found, searched) = hits(&store, "lambda", &indexed(&cache, 2));
+    assert_eq!(found, expected);
+    let note = searched.note.expect("a note");
+    assert!(
+        note.contains("could not be written") && note.contains(".trigrams"),
+        "{note}"
+    );
     // Missing: made on first use.
     let fresh = dir.path().join("a").join("b");
     let (found, searched) = hits(&store, "lambda", &indexed(&fresh, 2));
