@@ -76,11 +76,15 @@ impl TrigramSet {
             return;
         };
         let mut t = (u32::from(a.to_ascii_lowercase()) << 8) | u32::from(b.to_ascii_lowercase());
+        // The bitmap has 2^18 words and `t >> 6` < 2^18: as an array, no
+        // index is checked.
+        let Ok(bits) = <&mut [u64; 1 << 18]>::try_from(self.bits.as_mut_slice()) else {
+            return;
+        };
         for &c in rest {
             t = ((t << 8) | u32::from(c.to_ascii_lowercase())) & 0x00ff_ffff;
             let (w, m) = ((t >> 6) as usize, 1u64 << (t & 63));
-            // The bitmap has 2^18 words and `t >> 6` < 2^18.
-            let word = &mut self.bits[w];
+            let word = &mut bits[w];
             if *word & m == 0 {
                 *word |= m;
                 self.list.push(t);
