@@ -457,18 +457,28 @@ pub fn search_sessions_with(
         for _ in 1..threads {
             scope.spawn(|| shared.work());
         }
-        let out = shared
+        // However delivery ends (done, stopped, failed, or `on_hit`
+        // panicking), the helpers are told to stop before they are joined.
+        let _stop = StopOnDrop(&shared);
+        shared
             .deliver(sessions, index_dir, &mut on_hit)
             .map(|mut total| {
                 total.note = total.note.or(note);
                 total
-            });
-        let mut st = shared.lock();
+            })
+    })
+}
+
+/// Stops the search when dropped.
+struct StopOnDrop<'a, 'b, 's>(&'b Shared<'a, 's>);
+
+impl Drop for StopOnDrop<'_, '_, '_> {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
         st.stop = true;
         drop(st);
-        wake.notify_all();
-        out
-    })
+        self.0.wake.notify_all();
+    }
 }
 
 /// One unit of work.

@@ -198,6 +198,19 @@ fn a_stop_hands_over_exactly_the_hits_before_it() {
 }
 
 #[test]
+fn a_panic_in_the_caller_s_hit_handler_ends_the_search() {
+    let (_dir, store) = corpus(6, 40, 300);
+    let sessions = store.list().unwrap();
+    let query = Query::new("theta").unwrap();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        search_sessions_with(&store, &sessions, &query, &plain(2), |_, _| {
+            panic!("the handler failed")
+        })
+    }));
+    assert!(caught.is_err(), "the panic reaches the caller");
+}
+
+#[test]
 fn the_index_rules_out_what_it_lacks_and_never_what_it_holds() {
     let (dir, store) = corpus(4, 50, 400);
     let cache = dir.path().join("cache");
