@@ -688,6 +688,21 @@ fn search_keeps_an_index_in_the_cache_directory() {
     );
     let err = fails(h, &["session", "search", "no such words anywhere"]);
     assert!(err.contains("ruled out by the search index"), "{err}");
+    // A deleted session's index goes with the next search of every session.
+    record_scripted(
+        h,
+        "delta",
+        serde_json::json!([[{"text": "Another walrus."}, {"stop": {"reason": "end"}}]]),
+        "more walruses",
+    );
+    assert_eq!(ok(h, &["session", "search", "walrus"]).lines().count(), 4);
+    assert_eq!(std::fs::read_dir(&index).unwrap().count(), 2);
+    ok(h, &["session", "delete", "delta"]);
+    assert_eq!(
+        stdout(&smith(h, &["session", "search", "walrus"])),
+        stdout(&first)
+    );
+    assert_eq!(std::fs::read_dir(&index).unwrap().count(), 1);
     // The cache's search directory is a file: searched without the index.
     std::fs::remove_dir_all(&index).unwrap();
     std::fs::write(&index, b"in the way").unwrap();

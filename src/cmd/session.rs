@@ -604,6 +604,13 @@ fn search(
         return Err(err.into());
     }
     let elapsed = started.elapsed();
+    if only.is_none()
+        && let Some(dir) = &options.index_dir
+    {
+        // The indexes of sessions deleted since.
+        let listed: Vec<_> = sessions.iter().map(|s| s.id).collect();
+        smith_store::search_index::prune(dir, &listed);
+    }
     if let Some(note) = note.as_ref().or(searched.note.as_ref()) {
         eprintln!("{note}");
     }

@@ -415,6 +415,32 @@ pub fn write(dir: &Path, index: &Index) -> std::result::Result<(), (PathBuf, std
     Ok(())
 }
 
+/// Removes from `dir` the index files of sessions not in `keep` (the
+/// store's listing: sessions deleted since they were indexed); returns how
+/// many were removed. Best effort: a file that cannot be removed stays,
+/// and costs only its room.
+pub fn prune(dir: &Path, keep: &[SessionId]) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let keep: std::collections::HashSet<SessionId> = keep.iter().copied().collect();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(SUFFIX))
+            .and_then(SessionId::from_hex)
+        else {
+            continue;
+        };
+        if !keep.contains(&id) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

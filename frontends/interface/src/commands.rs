@@ -454,6 +454,11 @@ fn search_all(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
         }
     };
     let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if let Some(dir) = &options.index_dir {
+        // The indexes of sessions deleted since.
+        let listed: Vec<_> = sessions.iter().map(|s| s.id).collect();
+        smith_store::search_index::prune(dir, &listed);
+    }
     let mb = searched.within.bytes as f64 / 1e6;
     if let Some(note) = note.or(searched.note.clone()) {
         app.notice(&note);

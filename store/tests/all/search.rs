@@ -352,6 +352,24 @@ fn an_index_that_does_not_describe_its_file_is_rebuilt() {
 }
 
 #[test]
+fn the_indexes_of_deleted_sessions_are_pruned() {
+    let (dir, store) = corpus(3, 5, 50);
+    let cache = dir.path().join("cache");
+    hits(&store, "eta", &indexed(&cache, 2));
+    let listed: Vec<_> = store.list().unwrap().iter().map(|i| i.id).collect();
+    store.delete(&listed[1].to_hex()).unwrap();
+    std::fs::write(cache.join("unrelated.txt"), b"kept").unwrap();
+    let left: Vec<_> = store.list().unwrap().iter().map(|i| i.id).collect();
+    assert_eq!(search_index::prune(&cache, &left), 1);
+    assert!(!search_index::path_in(&cache, listed[1]).exists());
+    for id in left {
+        assert!(search_index::path_in(&cache, id).exists());
+    }
+    assert!(cache.join("unrelated.txt").exists());
+    assert_eq!(search_index::prune(&dir.path().join("missing"), &[]), 0);
+}
+
+#[test]
 fn an_unwritable_or_missing_cache_dir_leaves_the_search_whole() {
     let (dir, store) = corpus(2, 10, 100);
     let expected = hits(&store, "lambda", &plain(1)).0;
