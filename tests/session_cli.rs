@@ -655,6 +655,71 @@ fn search_finds_text_in_every_session_with_smart_case() {
     assert!(dump.contains("\"content_ref\":\"fx-"), "{dump}");
 }
 
+/// `session search` keeps its search index in the cache directory: the
+/// first search indexes every session, the next rules out what cannot
+/// hold the text and finds the same hits; a cache directory that cannot be
+/// written gets one line of explanation and the same hits.
+#[test]
+fn search_keeps_an_index_in_the_cache_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    record_scripted(
+        h,
+        "gamma",
+        serde_json::json!([[{"text": "The walrus sleeps."}, {"stop": {"reason": "end"}}]]),
+        "tell me about walruses",
+    );
+    let first = smith(h, &["session", "search", "walrus"]);
+    assert_eq!(first.status.code(), Some(0));
+    assert!(
+        stderr(&first).contains("newly indexed"),
+        "{}",
+        stderr(&first)
+    );
+    let index = h.join("cache").join("search");
+    let files: Vec<_> = std::fs::read_dir(&index).unwrap().collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let again = smith(h, &["session", "search", "walrus"]);
+    assert_eq!(stdout(&again), stdout(&first));
+    assert!(
+        !stderr(&again).contains("newly indexed"),
+        "{}",
+        stderr(&again)
+    );
+    let err = fails(h, &["session", "search", "no such words anywhere"]);
+    assert!(err.contains("ruled out by the search index"), "{err}");
+    // A deleted session's index goes with the next search of every session.
+    record_scripted(
+        h,
+        "delta",
+        serde_json::json!([[{"text": "Another walrus."}, {"stop": {"reason": "end"}}]]),
+        "more walruses",
+    );
+    assert_eq!(ok(h, &["session", "search", "walrus"]).lines().count(), 4);
+    assert_eq!(std::fs::read_dir(&index).unwrap().count(), 2);
+    ok(h, &["session", "delete", "delta"]);
+    assert_eq!(
+        stdout(&smith(h, &["session", "search", "walrus"])),
+        stdout(&first)
+    );
+    assert_eq!(std::fs::read_dir(&index).unwrap().count(), 1);
+    // The cache's search directory is a file: searched without the index.
+    std::fs::remove_dir_all(&index).unwrap();
+    std::fs::write(&index, b"in the way").unwrap();
+    let blocked = smith(h, &["session", "search", "walrus"]);
+    assert_eq!(blocked.status.code(), Some(0));
+    assert_eq!(stdout(&blocked), stdout(&first));
+    let note = stderr(&blocked);
+    assert!(
+        note.lines()
+            .next()
+            .unwrap()
+            .starts_with("note: the search index directory ")
+            && note.contains("reads every entry"),
+        "{note}"
+    );
+}
+
 /// `session export` writes the selected branch as Markdown a person reads:
 /// prompt, thinking, the tool call with its arguments, its result in a
 /// fence no backticks in the output can close, the answer and the run's

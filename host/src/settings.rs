@@ -80,6 +80,17 @@ pub fn session_root() -> anyhow::Result<PathBuf> {
     Ok(sessions_dir(config()?))
 }
 
+/// Where `smith session search` and `/search-all` keep their search index
+/// (one file per session, docs/session-format.md §14): `search` in smith's
+/// cache directory.
+///
+/// # Errors
+///
+/// When the configuration cannot be loaded.
+pub fn search_index_dir() -> anyhow::Result<PathBuf> {
+    Ok(config()?.paths().cache_dir.join("search"))
+}
+
 /// The approval mode a runtime starts in: `--approval` (`flag`) when
 /// given, else the `approval` option (configuration files, `SMITH_APPROVAL`),
 /// else the frontend's default. Both are checked against the four names

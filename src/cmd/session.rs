@@ -112,6 +112,15 @@ enum Sub {
     /// Search the text of every stored session (messages, tool calls and
     /// results, compaction summaries), newest session first; smart case: a
     /// query without capitals ignores ASCII case.
+    ///
+    /// Searches keep a search index, one file per session, in `search/` in
+    /// smith's cache directory (`$SMITH_HOME/cache/search`, else
+    /// `$XDG_CACHE_HOME/smith/search` or `~/.cache/smith/search`;
+    /// `~/Library/Caches/smith/search` on macOS): the trigrams of each group
+    /// of entries, so that groups which cannot hold the text are not read.
+    /// A search indexes what was written since the last one; the files may
+    /// be deleted at any time. Where the directory cannot be written, the
+    /// search reads every entry and says so in one line.
     Search {
         /// The text to look for.
         #[arg(value_name = "TEXT")]
@@ -534,8 +543,18 @@ fn search(
     limit: u64,
     json: bool,
 ) -> anyhow::Result<u8> {
-    use smith_store::search::{Query, search_sessions};
+    use smith_store::search::{Query, SearchOptions, search_sessions_with};
     let query = Query::new(text)?;
+    let mut options = SearchOptions::default();
+    let mut note = None;
+    match smith_host::settings::search_index_dir() {
+        Ok(dir) => options.index_dir = Some(dir),
+        Err(err) => {
+            note = Some(format!(
+                "note: searching without the search index: smith's cache directory is unknown ({err:#}); the search reads every entry"
+            ));
+        }
+    }
     let mut sessions = store.list()?;
     if let Some(r) = only {
         let id = store.resolve(r)?;
@@ -544,7 +563,7 @@ fn search(
     let started = std::time::Instant::now();
     let mut shown = 0u64;
     let mut failed: Option<std::io::Error> = None;
-    let searched = search_sessions(store, &sessions, &query, |info, hit| {
+    let searched = search_sessions_with(store, &sessions, &query, &options, |info, hit| {
         // Every hit is counted; the first `limit` are shown.
         if shown >= limit {
             return true;
@@ -585,13 +604,23 @@ fn search(
         return Err(err.into());
     }
     let elapsed = started.elapsed();
+    if only.is_none()
+        && let Some(dir) = &options.index_dir
+    {
+        // The indexes of sessions deleted since.
+        let listed: Vec<_> = sessions.iter().map(|s| s.id).collect();
+        smith_store::search_index::prune(dir, &listed);
+    }
+    if let Some(note) = note.as_ref().or(searched.note.as_ref()) {
+        eprintln!("{note}");
+    }
     let more = if searched.within.hits > shown {
         format!(" (the first {shown} shown: --limit raises it)")
     } else {
         String::new()
     };
     eprintln!(
-        "{} {} in {} of {} sessions{more}; searched {} entries, {:.1} MB in {:.0} ms",
+        "{} {} in {} of {} sessions{more}; searched {} entries, {:.1} MB in {:.0} ms{}",
         searched.within.hits,
         if searched.within.hits == 1 {
             "hit"
@@ -602,7 +631,13 @@ fn search(
         sessions.len(),
         searched.within.entries,
         searched.within.bytes as f64 / 1e6,
-        elapsed.as_secs_f64() * 1000.0
+        elapsed.as_secs_f64() * 1000.0,
+        match (searched.ruled_out, searched.indexed) {
+            (0, 0) => String::new(),
+            (out, 0) => format!(" ({out} ruled out by the search index)"),
+            (0, new) => format!(" ({new} newly indexed)"),
+            (out, new) => format!(" ({out} ruled out by the search index, {new} newly indexed)"),
+        }
     );
     Ok(u8::from(searched.within.hits == 0))
 }

@@ -42,6 +42,7 @@ pub mod publish;
 pub mod refs;
 pub mod scan;
 pub mod search;
+pub mod search_index;
 mod session;
 mod store;
 pub mod summary;

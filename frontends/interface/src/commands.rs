@@ -412,24 +412,40 @@ fn search_all(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
     let started = std::time::Instant::now();
     let mut items = Vec::new();
     let mut args = Vec::new();
-    let searched = smith_store::search::search_sessions(&store, &sessions, &query, |info, hit| {
-        if items.len() >= SEARCH_ALL_SHOWN {
-            return false;
+    let mut options = smith_store::search::SearchOptions::default();
+    let mut note = None;
+    match smith_host::settings::search_index_dir() {
+        Ok(dir) => options.index_dir = Some(dir),
+        Err(err) => {
+            note = Some(format!(
+                "note: /search-all reads every entry: smith's cache directory, where the search index is kept, is unknown ({err:#})"
+            ));
         }
-        let name = info
-            .name
-            .clone()
-            .unwrap_or_else(|| info.id.to_hex()[..8].to_owned());
-        items.push(format!(
-            "{name}  #{}  {}  {}  {}",
-            hit.entry,
-            smith_store::summary::human_date(hit.timestamp_ms, now),
-            search_kind(hit.kind),
-            hit.snippet
-        ));
-        args.push(format!("--open {} {arg}", info.id.to_hex()));
-        true
-    });
+    }
+    let searched = smith_store::search::search_sessions_with(
+        &store,
+        &sessions,
+        &query,
+        &options,
+        |info, hit| {
+            if items.len() >= SEARCH_ALL_SHOWN {
+                return false;
+            }
+            let name = info
+                .name
+                .clone()
+                .unwrap_or_else(|| info.id.to_hex()[..8].to_owned());
+            items.push(format!(
+                "{name}  #{}  {}  {}  {}",
+                hit.entry,
+                smith_store::summary::human_date(hit.timestamp_ms, now),
+                search_kind(hit.kind),
+                hit.snippet
+            ));
+            args.push(format!("--open {} {arg}", info.id.to_hex()));
+            true
+        },
+    );
     let searched = match searched {
         Ok(searched) => searched,
         Err(err) => {
@@ -438,7 +454,15 @@ fn search_all(ctl: &mut Controller<'_>, app: &mut App, arg: String) -> Step {
         }
     };
     let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if let Some(dir) = &options.index_dir {
+        // The indexes of sessions deleted since.
+        let listed: Vec<_> = sessions.iter().map(|s| s.id).collect();
+        smith_store::search_index::prune(dir, &listed);
+    }
     let mb = searched.within.bytes as f64 / 1e6;
+    if let Some(note) = note.or(searched.note.clone()) {
+        app.notice(&note);
+    }
     if items.is_empty() {
         app.notice(&format!(
             "no stored session holds {arg:?} (searched {}, {mb:.1} MB in {ms:.0} ms)",

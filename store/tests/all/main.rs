@@ -7,6 +7,7 @@ mod guarantees;
 #[path = "../common/loads.rs"]
 mod loads;
 mod operations;
+mod search;
 
 use smith_store::{EntryKind, NewEntry, Session, SessionId, Store};
 
