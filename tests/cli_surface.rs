@@ -728,16 +728,18 @@ fn output_to_a_reader_that_went_away_ends_quietly() {
         &["man"],
     ];
     for args in cases {
-        let mut child = smith(home.path())
+        // The reader is gone before smith starts: closed before the spawn,
+        // so that no write can reach the pipe first however the two
+        // processes are scheduled.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = smith(home.path())
             .args(*args)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(writer)
             .stderr(Stdio::piped())
-            .spawn()
+            .output()
             .unwrap();
-        // The reader goes away before smith writes anything.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(141), "smith {args:?}: {stderr}");
         assert!(stderr.is_empty(), "smith {args:?}: {stderr}");
