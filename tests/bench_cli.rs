@@ -77,6 +77,7 @@ fn bench_smoke_json_reports_every_gate() {
             "vcs.snapshot_one_change",
             "session.dump_throughput",
             "session.replay_throughput",
+            "session.search_indexed",
         ];
         assert_eq!(cores == 2, two.contains(&name.as_str().unwrap()), "{name}");
         if cfg!(target_os = "linux") {

@@ -273,6 +273,38 @@ pub fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
 fn encode_arg(out: &mut Vec<u8>, arg: &Arg) {
     let mut enc = Encoder::new(out);
     match arg {
+        Arg::List(items) => {
+            enc.array(items.len() as u64);
+            for item in items {
+                if !encode_leaf(&mut enc, item) {
+                    drop(enc);
+                    encode_arg(out, item);
+                    enc = Encoder::new(out);
+                }
+            }
+        }
+        Arg::Map(pairs) => {
+            enc.map(pairs.len() as u64);
+            for (k, v) in pairs {
+                enc.str(k);
+                if !encode_leaf(&mut enc, v) {
+                    drop(enc);
+                    encode_arg(out, v);
+                    enc = Encoder::new(out);
+                }
+            }
+        }
+        leaf => {
+            encode_leaf(&mut enc, leaf);
+        }
+    }
+}
+
+/// Writes `arg` with `enc` when it is a leaf (a string, an integer, a
+/// boolean); `false`, writing nothing, for a container.
+#[inline(always)]
+fn encode_leaf(enc: &mut Encoder<'_>, arg: &Arg) -> bool {
+    match arg {
         Arg::Str(s) => {
             enc.str(s);
         }
@@ -282,50 +314,9 @@ fn encode_arg(out: &mut Vec<u8>, arg: &Arg) {
         Arg::Bool(b) => {
             enc.bool(*b);
         }
-        Arg::List(items) => {
-            enc.array(items.len() as u64);
-            for item in items {
-                match item {
-                    Arg::Str(s) => {
-                        enc.str(s);
-                    }
-                    Arg::Int(i) => {
-                        enc.i64(*i);
-                    }
-                    Arg::Bool(b) => {
-                        enc.bool(*b);
-                    }
-                    Arg::List(_) | Arg::Map(_) => {
-                        drop(enc);
-                        encode_arg(out, item);
-                        enc = Encoder::new(out);
-                    }
-                }
-            }
-        }
-        Arg::Map(pairs) => {
-            enc.map(pairs.len() as u64);
-            for (k, v) in pairs {
-                enc.str(k);
-                match v {
-                    Arg::Str(s) => {
-                        enc.str(s);
-                    }
-                    Arg::Int(i) => {
-                        enc.i64(*i);
-                    }
-                    Arg::Bool(b) => {
-                        enc.bool(*b);
-                    }
-                    Arg::List(_) | Arg::Map(_) => {
-                        drop(enc);
-                        encode_arg(out, v);
-                        enc = Encoder::new(out);
-                    }
-                }
-            }
-        }
+        Arg::List(_) | Arg::Map(_) => return false,
     }
+    true
 }
 
 /// Validates the encoded corpus as a strict CBOR sequence with
