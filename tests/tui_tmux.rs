@@ -102,6 +102,22 @@ impl Tmux {
         self.ok(&["new-window", "-t", "t:", "-n", "smith", &command]);
     }
 
+    /// Waits (at most 10 s) until smith's window is gone: smith exited.
+    fn wait_for_exit(&self) {
+        let start = Instant::now();
+        while self
+            .ok(&["list-windows", "-F", "#{window_name}"])
+            .contains("smith")
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "smith did not exit:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn screen(&self) -> String {
         self.ok(&["capture-pane", "-p", "-t", "t:smith"])
     }
@@ -318,18 +334,7 @@ fn editing_copy_and_interrupt_keys_work_as_tmux_sends_them() {
         screen.matches("interrupted").count() == 2 && screen.contains("again to exit")
     });
     tmux.keys(&["C-c"]);
-    let start = Instant::now();
-    while tmux
-        .ok(&["list-windows", "-F", "#{window_name}"])
-        .contains("smith")
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "smith did not exit:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    tmux.wait_for_exit();
 }
 
 /// With tmux's `extended-keys` on, tmux sends modified keys in an extended
@@ -386,18 +391,7 @@ fn shift_enter_adds_a_line_in_tmux_with_extended_keys() {
     tmux.keys(&["C-c"]);
     tmux.wait_for("again to exit");
     tmux.keys(&["C-c"]);
-    let start = Instant::now();
-    while tmux
-        .ok(&["list-windows", "-F", "#{window_name}"])
-        .contains("smith")
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "smith did not exit:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    tmux.wait_for_exit();
 }
 
 /// Alt+Enter as tmux sends it (Esc then Enter) while the agent works
