@@ -149,7 +149,7 @@ pub static SECTIONS: &[SectionDecl] = &[
     SectionDecl {
         path: "session",
         policy: UnknownPolicy::Reject,
-        help: "Where sessions are stored.",
+        help: "Where sessions are stored, and how their files are compressed.",
         policy_reason: "a mistyped storage setting could put session history somewhere unexpected",
     },
     SectionDecl {
@@ -320,6 +320,16 @@ options! {
         default: None,
         unset: "`<data dir>/sessions`",
         help: "Directory that holds session files. Every command that stores or reads sessions (`eval`, the TUI, `session`, `replay`, `rpc`, `mcp`) uses it.",
+    };
+    /// How session files are compressed.
+    SESSION_COMPRESSION = OptionDecl {
+        key: "session.compression",
+        flag: "--session-compression",
+        env: "SMITH_SESSION_COMPRESSION",
+        kind: Kind::Enum(&["fast", "small"]),
+        default: Some(Lit::Str("fast")),
+        unset: "",
+        help: "How entries written to session files are compressed (zstd, each entry's content alone). `fast`: content of 6 KiB or more at level -1; appends and the readers (`session dump`, `replay`, `search`, resume) stay cheapest, and a file is about 0.7 of pi's JSONL for the same conversation. `small`: content of 256 bytes or more at level 5; a file is under half of pi's JSONL, for about ten times the CPU to write each entry (14 ms instead of 1.3 per 1,000 entries) and about five times the CPU to read each MB of file. Applies to what is written from then on (appends, `session import`, `session fork`); earlier entries stay as they were written, and a file mixing both reads the same. `smith session pack` rewrites a whole session with `small`.",
     };
     /// Ask before leaving the TUI with work in flight.
     TUI_CONFIRM_EXIT = OptionDecl {

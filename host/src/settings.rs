@@ -17,7 +17,8 @@ use std::time::Duration;
 use smith_config::options::{
     APPROVAL, BASH_MAX_JOBS, BASH_ON_TIMEOUT, LOG_FILE, LOG_LEVEL, NET_BODY_GAP_TIMEOUT_S,
     NET_CONNECT_TIMEOUT_S, NET_HEAD_TIMEOUT_S, OptionDecl, PLUGINS_ABORT_DEADLINE_MS,
-    PLUGINS_MAX_JOURNAL_ENTRIES, PLUGINS_MAX_LOG_LINES, PLUGINS_MAX_UI_INTENTS, SESSION_DIR,
+    PLUGINS_MAX_JOURNAL_ENTRIES, PLUGINS_MAX_LOG_LINES, PLUGINS_MAX_UI_INTENTS,
+    SESSION_COMPRESSION, SESSION_DIR,
 };
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_config::{Config, ConfigError, Loader, Paths, Source};
@@ -69,15 +70,30 @@ pub fn sessions_dir(config: &Config) -> PathBuf {
         .unwrap_or_else(|| config.paths().sessions_dir())
 }
 
+/// How session files are written: `session.compression` (checked against
+/// its names when the configuration loads, so an unknown one cannot
+/// arrive; one would read as the default, `fast`).
+pub fn session_compression(config: &Config) -> smith_store::compress::Compression {
+    config
+        .str(&SESSION_COMPRESSION)
+        .and_then(smith_store::compress::Compression::parse)
+        .unwrap_or_default()
+}
+
 /// The session store's root for this process ([`sessions_dir`] of
-/// [`config`]).
+/// [`config`]). Every command that opens the session store asks for it
+/// first, so this is also where the process's session writers get their
+/// compression ([`session_compression`], set for the whole process with
+/// [`smith_store::compress::set_process_compression`]).
 ///
 /// # Errors
 ///
 /// When the configuration cannot be loaded: sessions are not written to a
 /// directory the configuration may not mean.
 pub fn session_root() -> anyhow::Result<PathBuf> {
-    Ok(sessions_dir(config()?))
+    let config = config()?;
+    smith_store::compress::set_process_compression(session_compression(config));
+    Ok(sessions_dir(config))
 }
 
 /// Where `smith session search` and `/search-all` keep their search index

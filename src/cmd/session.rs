@@ -69,6 +69,9 @@ enum Sub {
         out: Option<std::path::PathBuf>,
     },
     /// Create a session from a JSONL dump; the file's bytes equal the dumped one's.
+    ///
+    /// Entries are compressed as `session.compression` says, so the bytes are
+    /// equal when the dumped file was written with the same setting.
     Import {
         /// The dump file (`-` for standard input).
         #[arg(value_name = "FILE")]
@@ -134,6 +137,17 @@ enum Sub {
         /// Print one JSON object per hit instead of lines.
         #[arg(long)]
         json: bool,
+    },
+    /// Rewrite a session with `small` compression, atomically, to make its file smaller.
+    ///
+    /// Every entry is written again with `session.compression "small"` (zstd
+    /// level 5 on content of 256 bytes or more), whatever it was written
+    /// with; the result replaces the file atomically. Refused while another
+    /// smith has the session open. Later appends use the configured setting.
+    Pack {
+        /// Session name or id.
+        #[arg(value_name = "REF")]
+        session: String,
     },
     /// Rewrite a damaged session keeping every complete frame, atomically.
     Repair {
@@ -356,6 +370,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .flatten()
                 .collect();
             collect_checkpoints(&store, &roots, &mut out)?;
+        }
+        Sub::Pack { session } => {
+            let p = store.pack(&session, smith_store::compress::Compression::Small)?;
+            writeln!(
+                out,
+                "packed {session}: {} bytes before, {} after ({:.3} of before); {} of {} entries stored compressed{}",
+                p.before,
+                p.after,
+                p.after as f64 / p.before.max(1) as f64,
+                p.compressed,
+                p.entries,
+                if p.torn_tail_bytes > 0 {
+                    format!(
+                        "; dropped an incomplete last frame of {} bytes left by a writer that stopped mid-append",
+                        p.torn_tail_bytes
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
         }
         Sub::Repair { session, resync } => {
             let r = store.repair(&session, resync)?;

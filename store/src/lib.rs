@@ -122,7 +122,7 @@ pub use format::SessionId;
 pub use scan::{Limits, ScanReport};
 pub use session::{BrokenBranch, LoadReport, Origin, Session};
 pub use store::{
-    Claim, EXTENSION, LockGuard, PruneOptions, PruneReport, SessionInfo, Store, TEMP_GRACE_MS,
-    name_from_text, now_ms, rewrite, validate_name,
+    Claim, EXTENSION, LockGuard, Packed, PruneOptions, PruneReport, SessionInfo, Store,
+    TEMP_GRACE_MS, name_from_text, now_ms, repack, rewrite, validate_name,
 };
 pub use summary::Summary;

@@ -45,6 +45,7 @@ pub struct Store {
     root: PathBuf,
     limits: Limits,
     crash_after: Option<Step>,
+    compression: Option<crate::compress::Compression>,
 }
 
 /// A session as listed: metadata only, no content read.
@@ -143,8 +144,19 @@ fn claims() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, std:
 /// The refusal of a claim another process holds; `owner` is what its
 /// claim file says (`PID START_MS`).
 fn busy(session: &str, owner: &str) -> StoreError {
+    let holder = holder(owner);
+    StoreError::new(
+        ErrorKind::Locked,
+        format!(
+            "session {session} is in use by {holder}: two runtimes on one session would interleave their conversations on one branch, so a second one is refused; fork it to go on in a copy (`smith session fork {session}`, then open the fork), or end the other smith first"
+        ),
+    )
+}
+
+/// Who holds a claim, from its claim file's text (`PID START_MS`).
+fn holder(owner: &str) -> String {
     let mut words = owner.split_whitespace();
-    let holder = match (
+    match (
         words.next().and_then(|p| p.parse::<u32>().ok()),
         words.next().and_then(|t| t.parse::<u64>().ok()),
     ) {
@@ -153,13 +165,7 @@ fn busy(session: &str, owner: &str) -> StoreError {
             format!("another smith (process {pid}, running on it for {ago} s)")
         }
         _ => "another smith".to_owned(),
-    };
-    StoreError::new(
-        ErrorKind::Locked,
-        format!(
-            "session {session} is in use by {holder}: two runtimes on one session would interleave their conversations on one branch, so a second one is refused; fork it to go on in a copy (`smith session fork {session}`, then open the fork), or end the other smith first"
-        ),
-    )
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -245,7 +251,22 @@ impl Store {
             root,
             limits: Limits::default(),
             crash_after: None,
+            compression: None,
         })
+    }
+
+    /// How this store's appends compress entries: the setting given to
+    /// [`Store::set_compression`], else the process's
+    /// ([`crate::compress::process_compression`]).
+    pub fn compression(&self) -> crate::compress::Compression {
+        self.compression
+            .unwrap_or_else(crate::compress::process_compression)
+    }
+
+    /// Makes this store's appends compress with `c` whatever the process's
+    /// setting.
+    pub fn set_compression(&mut self, c: crate::compress::Compression) {
+        self.compression = Some(c);
     }
 
     /// The store's root directory.
@@ -742,9 +763,10 @@ impl Store {
         let mut ids = Vec::with_capacity(entries.len());
         let mut leaf = s.leaf().map_or(0, |l| l.id);
         let result = (|| -> Result<()> {
+            let want = self.compression();
             let comp = match &mut writer.comp {
-                Some(c) => c,
-                None => writer.comp.insert(Compressor::new()?),
+                Some(c) if c.is(want) => c,
+                _ => writer.comp.insert(Compressor::with(want)?),
             };
             let (buf, map) = (&mut writer.buf, &mut writer.map);
             for e in entries {
@@ -982,6 +1004,72 @@ impl Store {
         drop(src);
         publish::publish(&self.path_of(id), &bytes, self.crash_after)?;
         Ok(report)
+    }
+
+    /// Packs session `r`: rewrites every entry with compression `c`
+    /// (decompressing what is stored compressed and compressing it again),
+    /// other frames byte for byte, and publishes the result atomically over
+    /// the old file (a temporary file, flushed, renamed). The session is
+    /// claimed first, so a runtime serving it in another process refuses
+    /// the pack, and no runtime starts on it meanwhile; its lock is held
+    /// too, so no append lands between the read and the rename.
+    ///
+    /// # Errors
+    /// Resolution errors; `Locked` while another process serves the
+    /// session; `TooManyCorruptFrames` when the file holds a damaged frame
+    /// (the pack would drop it: `smith session repair` decides that); read,
+    /// compression and publication errors.
+    pub fn pack(&self, r: &str, c: crate::compress::Compression) -> Result<Packed> {
+        let id = self.resolve(r)?;
+        let shown = self.name_of(id).unwrap_or_else(|| id.to_hex());
+        let _claim = self.claim(id).map_err(|e| {
+            if e.kind() != ErrorKind::Locked {
+                return e;
+            }
+            let owner = std::fs::read_to_string(self.owner_path(id)).unwrap_or_default();
+            StoreError::new(
+                ErrorKind::Locked,
+                format!(
+                    "session {shown} is in use by {}: packing replaces the file that smith appends to, so it is refused while the session is open for writing; end the other smith first, then run `smith session pack {shown}` again",
+                    holder(&owner)
+                ),
+            )
+        })?;
+        let _g = self.lock_session(id)?;
+        let path = self.path_of(id);
+        let src = SessionFile::open(&path)?;
+        let h = *src.header();
+        let before = src.bytes().len() as u64;
+        let mut comp = Compressor::with(c)?;
+        let (bytes, report, counts) = repack(
+            src.bytes(),
+            &self.limits,
+            &path.display().to_string(),
+            h.id,
+            h.created_ms,
+            &mut comp,
+        )?;
+        if report.corrupt_skipped > 0 {
+            return Err(StoreError::new(
+                ErrorKind::TooManyCorruptFrames,
+                format!(
+                    "session {shown} ({}) holds {} damaged frame(s) ({} bytes): packing would drop them without a word, so it is refused; run `smith session repair {shown}` first, which reports what it drops, then pack",
+                    path.display(),
+                    report.corrupt_skipped,
+                    report.corrupt_bytes
+                ),
+            ));
+        }
+        drop(src);
+        publish::publish(&path, &bytes, self.crash_after)?;
+        Ok(Packed {
+            id,
+            before,
+            after: bytes.len() as u64,
+            entries: counts.0,
+            compressed: counts.1,
+            torn_tail_bytes: report.torn_tail_bytes,
+        })
     }
 
     /// Publishes already-encoded session bytes as a new session (used by import).
@@ -1237,6 +1325,77 @@ pub fn rewrite(
         Ok(())
     })?;
     Ok((out, report))
+}
+
+/// What [`Store::pack`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packed {
+    /// The session packed.
+    pub id: SessionId,
+    /// The file's size before.
+    pub before: u64,
+    /// The file's size after.
+    pub after: u64,
+    /// Entries written.
+    pub entries: u64,
+    /// Of them, entries stored compressed.
+    pub compressed: u64,
+    /// Bytes of an incomplete last frame (left by a writer that crashed)
+    /// that were dropped, as the next append would have.
+    pub torn_tail_bytes: u64,
+}
+
+/// Rewrites session bytes under the header `id`, `created_ms`: every entry
+/// written again through `comp` (its content decompressed when stored
+/// compressed, then compressed or not as `comp` decides), links recomputed,
+/// every other good frame byte for byte (as [`rewrite`] does, an entry
+/// frame whose content does not decompress too); corrupt frames and a torn
+/// tail are dropped and counted in the report. Returns the bytes, the
+/// scan's report and (entries written, entries stored compressed).
+///
+/// # Errors
+/// As [`rewrite`].
+pub fn repack(
+    bytes: &[u8],
+    limits: &Limits,
+    what: &str,
+    id: SessionId,
+    created_ms: u64,
+    comp: &mut Compressor,
+) -> Result<(Vec<u8>, ScanReport, (u64, u64))> {
+    let header = format::decode_header(bytes, what)?;
+    let mut out = Vec::with_capacity(bytes.len() + 64);
+    out.extend_from_slice(&format::encode_header(id, created_ms));
+    // (old offset, new offset, id) of every entry frame written.
+    let mut moved: Vec<(u64, u64, u64)> = Vec::new();
+    let mut dctx = session::decompressor(what)?;
+    let (mut scratch, mut map) = (Vec::new(), Vec::new());
+    let (mut entries, mut compressed) = (0u64, 0u64);
+    let report = scan::scan(bytes, header.header_len as usize, limits, what, |v| {
+        let here = out.len() as u64;
+        match crate::compress::read_entry(&v, &mut dctx, &mut scratch) {
+            Some((h, content)) => {
+                let mut link = 0;
+                if h.parent != 0 && v.link != 0 && v.link <= v.offset {
+                    let target = v.offset - v.link;
+                    if let Ok(i) = moved.binary_search_by_key(&target, |m| m.0)
+                        && moved[i].2 == h.parent
+                    {
+                        link = here - moved[i].1;
+                    }
+                }
+                map.clear();
+                format::encode_entry(&mut map, &h, content);
+                comp.frame(&mut out, KIND_ENTRY, link, &map);
+                entries += 1;
+                compressed += u64::from(out[here as usize + 5] != 0);
+                moved.push((v.offset, here, h.id));
+            }
+            None => out.extend_from_slice(v.raw),
+        }
+        Ok(())
+    })?;
+    Ok((out, report, (entries, compressed)))
 }
 
 #[cfg(test)]
