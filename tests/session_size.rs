@@ -790,3 +790,566 @@ fn the_perf_gates_session_fixture_stores_each_output_once() {
         )
     );
 }
+
+/// `bytes` as `smith session dump` writes them.
+fn dump_text(bytes: &[u8]) -> String {
+    let mut out = Vec::new();
+    let report = smith_store::dump::dump(bytes, &Limits::default(), "t", &mut out).unwrap();
+    assert_eq!(report.corrupt_skipped, 0);
+    String::from_utf8(out).unwrap()
+}
+
+/// The dump without what differs between two recordings of one
+/// conversation: the header (session id, creation time) and each entry's
+/// timestamp.
+fn dump_entries(bytes: &[u8]) -> Vec<Value> {
+    dump_text(bytes)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("timestamp_ms").unwrap();
+            v
+        })
+        .collect()
+}
+
+/// Each record's entry fields and decoded content, in file order.
+fn entries_of(session: &Session) -> Vec<(u64, u64, u32, u64, Vec<u8>)> {
+    session
+        .records()
+        .iter()
+        .map(|r| {
+            (
+                r.id,
+                r.parent,
+                r.kind,
+                r.pairing,
+                session.content(r).unwrap().into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Content lengths of the records stored compressed, and of those that
+/// are not.
+fn compressed_lengths(session: &Session) -> (Vec<usize>, Vec<usize>) {
+    let (mut yes, mut no) = (Vec::new(), Vec::new());
+    for r in session.records() {
+        let len = session.content_len(r);
+        if r.is_compressed() { &mut yes } else { &mut no }.push(len);
+    }
+    (yes, no)
+}
+
+#[test]
+fn the_big_conversation_written_small_is_under_half_of_pi_s_jsonl_and_reads_the_same() {
+    use smith_store::compress::{Compression, SMALL_THRESHOLD, THRESHOLD};
+    let steps = big();
+    let pi = pi_jsonl(&steps).len() as u64;
+    let fast_dir = tempfile::tempdir().unwrap();
+    let fast_path = record(fast_dir.path(), "big", &steps);
+    let small_dir = tempfile::tempdir().unwrap();
+    let mut small_store = Store::open(small_dir.path()).unwrap();
+    small_store.set_compression(Compression::Small);
+    let small_path = smith_perf::conversation::record_in(&small_store, "big", &steps).unwrap();
+    let (fast_bytes, small_bytes) = (
+        std::fs::read(&fast_path).unwrap(),
+        std::fs::read(&small_path).unwrap(),
+    );
+    let (fast, small) = (load(&fast_path), load(&small_path));
+    let (fast_len, small_len) = (fast_bytes.len() as u64, small_bytes.len() as u64);
+    let (yes, no) = compressed_lengths(&small);
+    println!(
+        "small: {small_len} bytes ({:.4} of pi's {pi}), fast: {fast_len} ({:.4}); {} of {} entries compressed",
+        small_len as f64 / pi as f64,
+        fast_len as f64 / pi as f64,
+        yes.len(),
+        small.records().len()
+    );
+    // Measured 0.4698 of pi's (964,960 bytes against 2,053,985).
+    assert!(
+        100 * small_len <= 48 * pi,
+        "small {small_len} bytes, pi {pi}"
+    );
+    assert!(100 * fast_len > 70 * pi, "fast {fast_len} bytes, pi {pi}");
+    // Content from the small threshold is compressed (when that is smaller:
+    // every entry of this conversation from 256 bytes is), below it none.
+    assert!(yes.iter().all(|&n| n >= SMALL_THRESHOLD), "{yes:?}");
+    assert!(no.iter().all(|&n| n < SMALL_THRESHOLD), "{no:?}");
+    assert!(
+        yes.iter().filter(|&&n| n < THRESHOLD).count() > 300,
+        "{yes:?}"
+    );
+
+    // It reads the same: entry for entry, decoded content byte for byte,
+    // the same dump (timestamps aside: two recordings), resumed, replayed
+    // and searched the same.
+    assert_eq!(entries_of(&small), entries_of(&fast));
+    assert_eq!(dump_entries(&small_bytes), dump_entries(&fast_bytes));
+    assert_eq!(
+        resume(&small).unwrap().history,
+        resume(&fast).unwrap().history
+    );
+    let played = |s: &Session| {
+        let mut out = Vec::new();
+        stream(s, Pace::Instant, |e| {
+            out.push(e.clone());
+            Ok::<(), ReplayError>(())
+        })
+        .unwrap();
+        out
+    };
+    assert_eq!(played(&small), played(&fast));
+    for query in ["fn ", "assert_eq", "lexer"] {
+        assert_eq!(hits(&small, query), hits(&fast, query), "{query}");
+    }
+
+    // Packing the fast file writes exactly what the small writer wrote
+    // (same size; the dump equal to the fast file's, header included).
+    let packed = fast_dir.path().join("packed");
+    let store = Store::open(fast_dir.path()).unwrap();
+    let p = store.pack("big", Compression::Small).unwrap();
+    assert_eq!((p.before, p.after), (fast_len, small_len));
+    assert_eq!(p.entries, fast.records().len() as u64);
+    assert_eq!(p.compressed, yes.len() as u64);
+    let packed_bytes = std::fs::read(&fast_path).unwrap();
+    std::fs::write(&packed, &packed_bytes).unwrap();
+    assert_eq!(packed_bytes.len() as u64, small_len);
+    assert_eq!(dump_text(&packed_bytes), dump_text(&fast_bytes));
+    assert_eq!(entries_of(&load(&packed)), entries_of(&fast));
+    // Packing again changes nothing.
+    let again = store.pack("big", Compression::Small).unwrap();
+    assert_eq!((again.before, again.after), (small_len, small_len));
+    assert_eq!(std::fs::read(&fast_path).unwrap(), packed_bytes);
+}
+
+#[test]
+fn a_session_written_small_then_appended_fast_mixes_both_and_reads_the_same() {
+    use smith_store::NewEntry;
+    use smith_store::compress::{Compression, SMALL_THRESHOLD, THRESHOLD};
+    let dir = tempfile::tempdir().unwrap();
+    let fast_path = record(dir.path(), "big", &big());
+    let fast_bytes = std::fs::read(&fast_path).unwrap();
+    let fast = load(&fast_path);
+    let records = fast.records();
+    let half = records.len() / 2;
+    let contents: Vec<Vec<u8>> = records
+        .iter()
+        .map(|r| fast.content(r).unwrap().into_owned())
+        .collect();
+    let entries: Vec<NewEntry<'_>> = records
+        .iter()
+        .zip(&contents)
+        .map(|(r, c)| NewEntry {
+            kind: r.entry_kind(),
+            parent: Some(r.parent),
+            timestamp_ms: Some(r.timestamp_ms),
+            pairing: r.pairing,
+            content: c,
+        })
+        .collect();
+    // The first half written small, the rest appended by a store left at
+    // the default, in another batch: one file, both kinds of frames.
+    let mixed_dir = tempfile::tempdir().unwrap();
+    let mut small_store = Store::open(mixed_dir.path()).unwrap();
+    small_store.set_compression(Compression::Small);
+    let mut s = small_store.create(Some("mixed")).unwrap();
+    small_store.append(&mut s, &entries[..half]).unwrap();
+    let fast_store = Store::open(mixed_dir.path()).unwrap();
+    assert_eq!(fast_store.compression(), Compression::Fast);
+    let mut s = fast_store
+        .open_file("mixed")
+        .unwrap()
+        .load(&Limits::default())
+        .unwrap();
+    fast_store.append(&mut s, &entries[half..]).unwrap();
+    let mixed_path = fast_store.path_of(s.id());
+    let mixed_bytes = std::fs::read(&mixed_path).unwrap();
+    let mixed = load(&mixed_path);
+    let small_only = |s: &Session, range: std::ops::Range<usize>| {
+        s.records()[range]
+            .iter()
+            .filter(|r| r.is_compressed() && s.content_len(r) < THRESHOLD)
+            .count()
+    };
+    assert!(small_only(&mixed, 0..half) > 100);
+    assert_eq!(small_only(&mixed, half..records.len()), 0);
+    assert!(
+        mixed.records()[0..half]
+            .iter()
+            .all(|r| r.is_compressed() == (mixed.content_len(r) >= SMALL_THRESHOLD))
+    );
+    // Same entries, same ids and timestamps: the dump is the fast file's
+    // but for the header's session id and creation time.
+    assert_eq!(entries_of(&mixed), entries_of(&fast));
+    let body = |t: String| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(dump_text(&mixed_bytes)), body(dump_text(&fast_bytes)));
+    assert_eq!(
+        resume(&mixed).unwrap().history,
+        resume(&fast).unwrap().history
+    );
+    // Reading a mixed file does not depend on the setting of the reader's
+    // process or store: resumed again through a small store.
+    let mut reread = small_store
+        .open_file("mixed")
+        .unwrap()
+        .load(&Limits::default())
+        .unwrap();
+    assert_eq!(entries_of(&reread), entries_of(&fast));
+    // And a small store appending to it after the fast one adds small
+    // frames again.
+    let i = (0..records.len())
+        .rev()
+        .find(|&i| (SMALL_THRESHOLD..THRESHOLD).contains(&contents[i].len()))
+        .unwrap();
+    let tail = [NewEntry::new(records[i].entry_kind(), &contents[i])];
+    let before = reread.records().len();
+    small_store.append(&mut reread, &tail).unwrap();
+    let last = load(&mixed_path);
+    assert_eq!(last.records().len(), before + 1);
+    let r = last.records()[before];
+    assert!(r.is_compressed(), "{} bytes", contents[i].len());
+    assert_eq!(&*last.content(&r).unwrap(), &contents[i][..]);
+}
+
+/// `smith args` with `SMITH_HOME=home`, working in `home`, with no other
+/// `SMITH_*` variable than `vars`.
+fn smith(home: &Path, vars: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_smith"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SMITH_") || k.ends_with("_API_KEY") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("SMITH_HOME", home)
+        .env("HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .current_dir(home)
+        .envs(vars.iter().copied())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn smith_ok(home: &Path, vars: &[(&str, &str)], args: &[&str]) -> String {
+    let o = smith(home, vars, args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "smith {args:?}:\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The file of `session` in the store in `home`'s data directory.
+fn file_in(home: &Path, session: &Session) -> PathBuf {
+    Store::open(home.join("data").join("sessions"))
+        .unwrap()
+        .path_of(session.id())
+}
+
+/// Session `name` of the store in `home`'s data directory, loaded.
+fn session_in(home: &Path, name: &str) -> Session {
+    Store::open(home.join("data").join("sessions"))
+        .unwrap()
+        .open_file(name)
+        .unwrap()
+        .load(&Limits::default())
+        .unwrap()
+}
+
+/// The content lengths of `session`'s entries stored compressed below the
+/// `fast` threshold: only `small` writes those.
+fn small_frames(session: &Session) -> Vec<usize> {
+    let (yes, _) = compressed_lengths(session);
+    yes.into_iter()
+        .filter(|&n| n < smith_store::compress::THRESHOLD)
+        .collect()
+}
+
+#[test]
+fn session_compression_from_the_configuration_reaches_every_writer() {
+    use smith_store::compress::SMALL_THRESHOLD;
+    // A prompt of 1,000 bytes: its user message is compressed by `small`
+    // and stored as it is by `fast`.
+    let prompt = "look at the lexer again ".repeat(42);
+    let user_len = |s: &Session| {
+        let r = s
+            .records()
+            .iter()
+            .find(|r| r.entry_kind() == EntryKind::UserMessage)
+            .copied()
+            .unwrap();
+        (r.is_compressed(), s.content_len(&r))
+    };
+    let eval = |home: &Path, vars: &[(&str, &str)], name: &str| {
+        smith_ok(
+            home,
+            vars,
+            &["eval", "--provider", "mock", "--name", name, &prompt],
+        );
+        session_in(home, name)
+    };
+
+    // By default (no setting) nothing under 6 KiB is compressed.
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let plain = eval(home, &[], "plain");
+    assert_eq!(small_frames(&plain), Vec::<usize>::new());
+    let (compressed, len) = user_len(&plain);
+    assert!(
+        !compressed && (SMALL_THRESHOLD..2000).contains(&len),
+        "{len}"
+    );
+
+    // `session.compression "small"` in config.kdl: the journal of `smith
+    // eval` writes small frames.
+    std::fs::write(
+        home.join("config.kdl"),
+        "session {\n    compression \"small\"\n}\n",
+    )
+    .unwrap();
+    let small = eval(home, &[], "small");
+    assert_eq!(user_len(&small), (true, len));
+    let (yes, no) = compressed_lengths(&small);
+    assert!(yes.iter().all(|&n| n >= SMALL_THRESHOLD), "{yes:?}");
+    assert!(no.iter().all(|&n| n < SMALL_THRESHOLD), "{no:?}");
+    std::fs::remove_file(home.join("config.kdl")).unwrap();
+
+    // From the environment: a fork and an import of the default-written
+    // session are written small; both read as the original.
+    let small_env = [("SMITH_SESSION_COMPRESSION", "small")];
+    smith_ok(
+        home,
+        &small_env,
+        &["session", "fork", "plain", "--name", "forked"],
+    );
+    let forked = session_in(home, "forked");
+    assert_eq!(user_len(&forked), (true, len));
+    assert_eq!(entries_of(&forked), entries_of(&plain));
+    let dumped = home.join("plain.jsonl");
+    smith_ok(
+        home,
+        &[],
+        &[
+            "session",
+            "dump",
+            "plain",
+            "--out",
+            dumped.to_str().unwrap(),
+        ],
+    );
+    // Into stores of their own: the import keeps the dumped session's id.
+    let import = |vars: &[(&str, &str)]| {
+        let other = tempfile::tempdir().unwrap();
+        smith_ok(
+            other.path(),
+            vars,
+            &[
+                "session",
+                "import",
+                dumped.to_str().unwrap(),
+                "--name",
+                "imported",
+            ],
+        );
+        let s = session_in(other.path(), "imported");
+        (std::fs::read(file_in(other.path(), &s)).unwrap(), s)
+    };
+    let (small_bytes, imported) = import(&small_env);
+    assert_eq!(user_len(&imported), (true, len));
+    assert_eq!(entries_of(&imported), entries_of(&plain));
+    assert_eq!(
+        imported
+            .records()
+            .iter()
+            .filter(|r| r.is_compressed())
+            .count(),
+        forked
+            .records()
+            .iter()
+            .filter(|r| r.is_compressed())
+            .count()
+    );
+    // Imported under the default, the dump gives the file back byte for
+    // byte; under `small` the same entries in smaller frames.
+    let plain_bytes = std::fs::read(file_in(home, &plain)).unwrap();
+    assert_eq!(import(&[]).0, plain_bytes);
+    assert!(small_bytes.len() < plain_bytes.len());
+
+    // A session written small and continued with the default holds both
+    // kinds of frames and reads whole.
+    smith_ok(
+        home,
+        &[],
+        &["eval", "--provider", "mock", "--session", "small", &prompt],
+    );
+    let mixed = session_in(home, "small");
+    let users: Vec<bool> = mixed
+        .records()
+        .iter()
+        .filter(|r| r.entry_kind() == EntryKind::UserMessage)
+        .map(|r| r.is_compressed())
+        .collect();
+    assert_eq!(users, [true, false]);
+    let dump = smith_ok(home, &[], &["session", "dump", "small"]);
+    assert_eq!(
+        dump.lines()
+            .filter(|l| l.contains(r#""kind":"user_message""#) && l.contains(&prompt))
+            .count(),
+        2,
+        "{dump}"
+    );
+}
+
+#[test]
+fn an_unknown_session_compression_is_refused_naming_the_key_value_file_and_choices() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let config = home.join("config.kdl");
+    std::fs::write(&config, "session {\n    compression \"tiny\"\n}\n").unwrap();
+    let o = smith(home, &[], &["eval", "--provider", "mock", "hello"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8(o.stderr).unwrap();
+    for part in [
+        "error[config.invalid-value]: invalid value for `session.compression`",
+        &format!("at: {}:2:17", config.display()),
+        "value: \"tiny\"",
+        "why: `session.compression` takes one of `fast`, `small`",
+        "next: set `session.compression` to one of `fast`, `small`",
+    ] {
+        assert!(err.contains(part), "{part:?} in {err}");
+    }
+    assert!(
+        !home.join("data").join("sessions").exists() || {
+            std::fs::read_dir(home.join("data").join("sessions"))
+                .unwrap()
+                .filter_map(Result::ok)
+                .all(|e| !e.file_name().to_string_lossy().ends_with(".smith"))
+        }
+    );
+    std::fs::remove_file(&config).unwrap();
+    let o = smith(
+        home,
+        &[("SMITH_SESSION_COMPRESSION", "Small")],
+        &["session", "list"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8(o.stderr).unwrap();
+    for part in [
+        "invalid value for `session.compression` from environment variable SMITH_SESSION_COMPRESSION",
+        "value: Small",
+        "takes one of `fast`, `small`",
+    ] {
+        assert!(err.contains(part), "{part:?} in {err}");
+    }
+}
+
+/// `smith session pack` rewrites a session with `small` and reports the
+/// sizes; it is refused while another smith serves the session.
+#[test]
+fn session_pack_shrinks_a_session_and_is_refused_while_it_is_open_for_writing() {
+    use std::io::{BufRead, Write};
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let prompt = "look at the lexer again ".repeat(42);
+    smith_ok(
+        home,
+        &[],
+        &["eval", "--provider", "mock", "--name", "busy", &prompt],
+    );
+    let path = file_in(home, &session_in(home, "busy"));
+
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_smith"))
+        .env("SMITH_HOME", home)
+        .env("HOME", home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("SMITH_SESSION_COMPRESSION")
+        .current_dir(home)
+        .args(["rpc", "--provider", "mock", "--session", "busy"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{}}}}"#
+    )
+    .unwrap();
+    let answer = lines.next().unwrap().unwrap();
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    let pid = server.id();
+    let served = std::fs::read(&path).unwrap();
+    let o = smith(home, &[], &["session", "pack", "busy"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains(&format!(
+            "session busy is in use by another smith (process {pid}, running on it for"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("packing replaces the file that smith appends to, so it is refused while the session is open for writing\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("next: end the other smith first, then run `smith session pack busy` again"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), served, "left as it was");
+    drop(stdin);
+    assert!(server.wait().unwrap().success());
+    let before = session_in(home, "busy");
+    let before_len = std::fs::metadata(&path).unwrap().len();
+
+    let out = smith_ok(home, &[], &["session", "pack", "busy"]);
+    let after = session_in(home, "busy");
+    let after_len = std::fs::metadata(file_in(home, &after)).unwrap().len();
+    assert!(after_len < before_len, "{after_len} against {before_len}");
+    let compressed = after.records().iter().filter(|r| r.is_compressed()).count();
+    assert_eq!(
+        out.trim(),
+        format!(
+            "packed busy: {before_len} bytes before, {after_len} after ({:.3} of before); {compressed} of {} entries stored compressed",
+            after_len as f64 / before_len as f64,
+            after.records().len()
+        )
+    );
+    // Written as `small` writes: the prompt and the answer quoting it are
+    // now compressed, and so is everything from 256 bytes.
+    assert_eq!(small_frames(&before), Vec::<usize>::new());
+    assert_eq!(small_frames(&after).len(), 2, "{:?}", small_frames(&after));
+    let (yes, no) = compressed_lengths(&after);
+    assert!(yes.iter().all(|&n| n >= 256), "{yes:?}");
+    assert!(no.iter().all(|&n| n < 256), "{no:?}");
+    assert_eq!(entries_of(&after), entries_of(&before));
+    // Another smith may open it again, and appends to it as configured.
+    smith_ok(
+        home,
+        &[],
+        &[
+            "eval",
+            "--provider",
+            "mock",
+            "--session",
+            "busy",
+            "and again",
+        ],
+    );
+    let last = session_in(home, "busy");
+    assert!(last.records().len() > after.records().len());
+    assert_eq!(
+        entries_of(&last)[..after.records().len()],
+        entries_of(&after)[..]
+    );
+}

@@ -389,13 +389,26 @@ pub fn conversation(seed: u64, runs: usize, calls: usize) -> Vec<Step> {
 /// When the store cannot be opened or written (the message names what
 /// failed).
 pub fn record(root: &Path, name: &str, steps: &[Step]) -> Result<PathBuf, String> {
+    let store = Store::open(root).map_err(|e| {
+        format!(
+            "recording the conversation {name:?} into the session store {} failed at opening the store: {e}",
+            root.display()
+        )
+    })?;
+    record_in(&store, name, steps)
+}
+
+/// [`record`] into `store` as it is set up (its compression, say).
+///
+/// # Errors
+/// As [`record`].
+pub fn record_in(store: &Store, name: &str, steps: &[Step]) -> Result<PathBuf, String> {
     let failed = |what: &str, err: &dyn std::fmt::Display| {
         format!(
             "recording the conversation {name:?} into the session store {} failed at {what}: {err}",
-            root.display()
+            store.root().display()
         )
     };
-    let store = Store::open(root).map_err(|e| failed("opening the store", &e))?;
     let session = store
         .create(Some(name))
         .map_err(|e| failed("creating the session", &e))?;
