@@ -49,6 +49,11 @@ pub(crate) static CONSUMERS: &[(&str, &str, &str)] = &[
     ("log.file", "host/src/settings.rs", "log_settings"),
     ("session.dir", "host/src/settings.rs", "sessions_dir"),
     (
+        "session.compression",
+        "host/src/settings.rs",
+        "session_compression",
+    ),
+    (
         "tui.confirm-exit",
         "frontends/interface/src/config.rs",
         "load_options",
