@@ -137,7 +137,7 @@ enum Command {
     /// Say what is wrong with this setup: configuration, credentials, terminal, sandbox, plugins, sessions, each finding with what to do: `doctor [--json] [--live]`.
     #[command(after_long_help = cmd::doctor::HELP)]
     Doctor(cmd::doctor::Args),
-    /// Manage stored sessions: list, info, dump, export, import, fork, rename, delete, prune, search, repair.
+    /// Manage stored sessions: list, info, dump, export, import, fork, rename, delete, prune, search, pack, repair.
     Session(cmd::session::Args),
     /// Show how many sessions and runs are stored, and tokens and cost by provider and model (unknown counts stay unknown): `stats [--json]`.
     Stats(cmd::stats::Args),
