@@ -329,7 +329,7 @@ options! {
         kind: Kind::Enum(&["fast", "small"]),
         default: Some(Lit::Str("fast")),
         unset: "",
-        help: "How entries written to session files are compressed (zstd, each entry's content alone). `fast`: content of 6 KiB or more at level -1; appends and the readers (`session dump`, `replay`, `search`, resume) stay cheapest, and a file is about 0.7 of pi's JSONL for the same conversation. `small`: content of 256 bytes or more at level 5; a file is under half of pi's JSONL, for about ten times the CPU to write each entry (14 ms instead of 1.3 per 1,000 entries) and about five times the CPU to read each MB of file. Applies to what is written from then on (appends, `session import`, `session fork`); earlier entries stay as they were written, and a file mixing both reads the same. `smith session pack` rewrites a whole session with `small`.",
+        help: "How entries written to session files are compressed (zstd, each entry's content alone). `fast`: content of 6 KiB or more at level -1; appends and the readers (`session dump`, `replay`, `search`, resume) stay cheapest, and a file is about 0.7 of pi's JSONL for the same conversation. `small`: content of 256 bytes or more at level 5; a file is under half of pi's JSONL, for about ten times the CPU to write each entry (14 ms instead of 1.3 per 1,000 entries) and 1.4 to 2 times the CPU to read the same conversation (`session dump`, `replay`, `search`). Applies to what is written from then on (appends, `session import`, `session fork`); earlier entries stay as they were written, and a file mixing both reads the same. `smith session pack` rewrites a whole session with `small`.",
     };
     /// Ask before leaving the TUI with work in flight.
     TUI_CONFIRM_EXIT = OptionDecl {

@@ -478,6 +478,68 @@ mod tests {
     }
 
     #[test]
+    fn the_settings_compress_from_their_thresholds_and_read_alike() {
+        assert_eq!(
+            Compression::NAMES.map(|n| Compression::parse(n).map(Compression::name)),
+            [Some("fast"), Some("small")]
+        );
+        assert_eq!(Compression::parse("Small"), None);
+        assert_eq!(Compression::default(), Compression::Fast);
+        assert_eq!(
+            (Compression::Fast.level(), Compression::Fast.threshold()),
+            (LEVEL, THRESHOLD)
+        );
+        assert_eq!(
+            (Compression::Small.level(), Compression::Small.threshold()),
+            (SMALL_LEVEL, SMALL_THRESHOLD)
+        );
+        let fast = Compressor::with(Compression::Fast).expect("zstd");
+        let small = Compressor::with(Compression::Small).expect("zstd");
+        assert!(fast.is(Compression::Fast) && !fast.is(Compression::Small));
+        assert!(small.is(Compression::Small) && !small.is(Compression::Fast));
+        // Content one byte under the small threshold, at it, and under the
+        // fast one; each setting writes a file, and both read the same.
+        let text = |n: usize| {
+            let body = "compressible tool output line\n".repeat(n / 30 + 1);
+            let mut c = Vec::new();
+            // The text's CBOR head is 2 bytes below 256 bytes of text, 3 from it.
+            let len = if n - 2 < 256 { n - 2 } else { n - 3 };
+            format::cbor_head(&mut c, 3, len as u64);
+            c.extend_from_slice(&body.as_bytes()[..len]);
+            assert_eq!(c.len(), n);
+            c
+        };
+        let contents = [
+            text(SMALL_THRESHOLD - 1),
+            text(SMALL_THRESHOLD),
+            text(THRESHOLD - 1),
+        ];
+        let mut files = Vec::new();
+        for c in [Compression::Fast, Compression::Small] {
+            let mut comp = Compressor::with(c).expect("zstd");
+            let mut file = format::encode_header(SessionId([1; 16]), 0).to_vec();
+            for content in &contents {
+                comp.frame(&mut file, KIND_ENTRY, 0, &map(content));
+            }
+            let s = Session::load_bytes(&file, &Limits::default(), "t").expect("load");
+            let flags: Vec<bool> = s.records().iter().map(|r| r.is_compressed()).collect();
+            assert_eq!(
+                flags,
+                [false, c == Compression::Small, c == Compression::Small],
+                "{c:?}"
+            );
+            let read: Vec<Vec<u8>> = s
+                .records()
+                .iter()
+                .map(|r| s.content(r).expect("decode").into_owned())
+                .collect();
+            assert_eq!(read, contents);
+            files.push(file);
+        }
+        assert!(files[1].len() < files[0].len());
+    }
+
+    #[test]
     fn whole_payload_compressed_frames_still_load() {
         let c = content();
         let m = map(&c);

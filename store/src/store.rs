@@ -1540,4 +1540,84 @@ mod tests {
         store.append(&mut s, &one(&small)).expect("append after");
         assert!(s.writer.buf.capacity() >= small.len());
     }
+
+    /// A store's appends follow its compression setting, also on a session
+    /// whose writer an earlier append set up; a file holding both kinds of
+    /// frames reads whole; a pack rewrites every entry as `small`, refuses
+    /// a file with a damaged frame and leaves it as it was, and drops a
+    /// torn tail.
+    #[test]
+    fn appends_follow_the_store_s_compression_and_a_pack_rewrites_with_small() {
+        use crate::compress::{Compression, SMALL_THRESHOLD, THRESHOLD};
+        let dir = tempfile::tempdir().expect("temp dir");
+        // Nothing in this crate's tests sets the process's setting.
+        let mut store = Store::open(dir.path().join("sessions")).expect("store");
+        assert_eq!(store.compression(), Compression::Fast);
+        let item = bytes_item(1000);
+        assert!((SMALL_THRESHOLD..THRESHOLD).contains(&item.len()));
+        let mut s = store.create(Some("mix")).expect("create");
+        store.append(&mut s, &one(&item)).expect("fast append");
+        store.set_compression(Compression::Small);
+        assert_eq!(store.compression(), Compression::Small);
+        store.append(&mut s, &one(&item)).expect("small append");
+        let load = |store: &Store| {
+            store
+                .open_file("mix")
+                .expect("open")
+                .load(&Limits::default())
+                .expect("load")
+        };
+        let mixed = load(&store);
+        let stored: Vec<(bool, Vec<u8>)> = mixed
+            .records()
+            .iter()
+            .map(|r| {
+                (
+                    r.is_compressed(),
+                    mixed.content(r).expect("content").into_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(stored, [(false, item.clone()), (true, item.clone())]);
+
+        let path = store.path_of(s.id());
+        let before = std::fs::read(&path).expect("read");
+        let p = store.pack("mix", Compression::Small).expect("pack");
+        assert_eq!((p.id, p.entries, p.compressed), (s.id(), 2, 2));
+        assert_eq!((p.before, p.torn_tail_bytes), (before.len() as u64, 0));
+        let packed = std::fs::read(&path).expect("read");
+        assert_eq!(p.after, packed.len() as u64);
+        assert!(p.after < p.before);
+        assert_eq!(&packed[..format::HEADER_LEN], &before[..format::HEADER_LEN]);
+        let again = load(&store);
+        assert!(again.records().iter().all(|r| r.is_compressed()));
+        assert_eq!(again.records().len(), 2);
+        for r in again.records() {
+            assert_eq!(again.content(r).expect("content").as_ref(), &item[..]);
+        }
+        assert_eq!(again.records()[1].parent, again.records()[0].id);
+
+        // A damaged frame: refused, the file left as it was.
+        let mut damaged = packed.clone();
+        damaged[format::HEADER_LEN + format::FRAME_PREFIX + 3] ^= 0x40;
+        std::fs::write(&path, &damaged).expect("write");
+        let e = store.pack("mix", Compression::Small).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::TooManyCorruptFrames);
+        assert!(
+            e.to_string().contains("holds 1 damaged frame(s)")
+                && e.to_string()
+                    .contains("run `smith session repair mix` first"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&path).expect("read"), damaged);
+
+        // A torn tail (the first bytes of a frame a crashed writer left) is
+        // dropped, as the next append would.
+        let mut torn = packed.clone();
+        torn.extend_from_slice(&packed[format::HEADER_LEN..format::HEADER_LEN + 12]);
+        std::fs::write(&path, &torn).expect("write");
+        let p = store.pack("mix", Compression::Small).expect("pack");
+        assert_eq!(p.torn_tail_bytes, 12);
+        assert_eq!(std::fs::read(&path).expect("read"), packed);
+    }
 }
