@@ -1040,6 +1040,7 @@ impl Store {
         let src = SessionFile::open(&path)?;
         let h = *src.header();
         let before = src.bytes().len() as u64;
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let mut comp = Compressor::with(c)?;
         let (bytes, report, counts) = repack(
             src.bytes(),
@@ -1062,6 +1063,16 @@ impl Store {
         }
         drop(src);
         publish::publish(&path, &bytes, self.crash_after)?;
+        // The conversation did not change: the file keeps its modification
+        // time, so listings keep their order and `--continue` does not take
+        // a packed old session for the latest. Best effort: a file system
+        // that refuses leaves the time of the pack, which is all it costs.
+        if let Some(t) = modified {
+            let _ = std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(t));
+        }
         Ok(Packed {
             id,
             before,
@@ -1582,7 +1593,21 @@ mod tests {
 
         let path = store.path_of(s.id());
         let before = std::fs::read(&path).expect("read");
+        let then =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(then))
+            .expect("set the time");
         let p = store.pack("mix", Compression::Small).expect("pack");
+        assert_eq!(
+            std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .expect("time"),
+            then,
+            "the conversation did not change"
+        );
         assert_eq!((p.id, p.entries, p.compressed), (s.id(), 2, 2));
         assert_eq!((p.before, p.torn_tail_bytes), (before.len() as u64, 0));
         let packed = std::fs::read(&path).expect("read");
