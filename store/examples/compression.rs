@@ -7,8 +7,8 @@
 //! `SMITH_SESSIONS=A.smith,B.smith` measures session files instead: each
 //! entry of each file is written again, exactly as the store writes it,
 //! at each level and threshold of `SMITH_SETTINGS` (`LEVEL,THRESHOLD;...`,
-//! default: the store's and the alternatives of `docs/session-format.md`
-//! §4.1), and the table gives the file's size, the entries stored
+//! default: the `fast` and `small` settings and the alternatives of
+//! `docs/session-format.md` §4.1), and the table gives the file's size, the entries stored
 //! compressed, and the thread CPU time a reader spends decompressing every
 //! compressed content once (`Session::content_in`, the path search, dump
 //! and replay decode through), in all and per MB of that file. The
@@ -53,7 +53,17 @@ fn main() {
         let settings = std::env::var("SMITH_SETTINGS").map_or_else(
             |_| {
                 let mut v = vec![(compress::LEVEL, compress::THRESHOLD), (1, 6144)];
-                v.extend([(1, 2048), (1, 1024), (1, 256), (3, 256), (5, 256), (19, 256)]);
+                v.extend([(1, 2048), (1, 1024), (1, 256), (3, 256)]);
+                // The `small` setting and its neighbours (§8).
+                v.extend([
+                    (3, 128),
+                    (4, 128),
+                    (compress::SMALL_LEVEL, compress::SMALL_THRESHOLD),
+                    (5, 128),
+                    (6, 128),
+                    (7, 128),
+                    (19, 256),
+                ]);
                 v
             },
             |s| {
@@ -145,8 +155,10 @@ fn main() {
         (1, 512),
         (1, 1024),
         (1, 2048),
+        (3, 128),
         (3, 256),
-        (5, 256),
+        (4, 128),
+        (compress::SMALL_LEVEL, compress::SMALL_THRESHOLD),
         (19, 256),
     ]);
     for (level, t) in rows {
