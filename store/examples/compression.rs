@@ -4,6 +4,9 @@
 //! between its parts. Run with
 //! `cargo run --release -p smith-store --example compression`.
 //!
+//! `SMITH_APPEND=1` measures the durable append of those entries under
+//! each setting of `session.compression` instead.
+//!
 //! `SMITH_SESSIONS=A.smith,B.smith` measures session files instead: each
 //! entry of each file is written again, exactly as the store writes it,
 //! at each level and threshold of `SMITH_SETTINGS` (`LEVEL,THRESHOLD;...`,
@@ -81,6 +84,10 @@ fn main() {
         for path in paths.split(',') {
             sessions(path, &settings, rounds);
         }
+        return;
+    }
+    if std::env::var_os("SMITH_APPEND").is_some() {
+        appends(rounds);
         return;
     }
     let entries = bench_support::representative_entries(1000);
@@ -185,6 +192,52 @@ fn main() {
             out.len(),
             plain.len() as f64 / out.len() as f64
         );
+    }
+}
+
+/// `SMITH_APPEND=1`: the durable append of 1,000 representative entries
+/// (`Store::append`, as the gate `store.append_1000` measures it: lock,
+/// encode, compress, one write, fdatasync) under each setting, thread CPU
+/// time, median of `rounds`; a fresh session every 8 appends.
+fn appends(rounds: usize) {
+    use smith_store::{NewEntry, Store, compress::Compression};
+    let generated = bench_support::representative_entries(1000);
+    let entries: Vec<NewEntry<'_>> = generated
+        .iter()
+        .map(|(kind, pairing, content)| NewEntry {
+            kind: *kind,
+            parent: None,
+            timestamp_ms: Some(1_700_000_000_000),
+            pairing: *pairing,
+            content,
+        })
+        .collect();
+    println!("| setting | append 1,000 entries (ms CPU, median) | bytes appended |");
+    println!("|---|---|---|");
+    for c in [Compression::Fast, Compression::Small] {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut store = Store::open(dir.path()).expect("store");
+        store.set_compression(c);
+        let mut session = store.create(None).expect("session");
+        let mut n = 0usize;
+        let ms = median(
+            || {
+                if n % 8 == 7 {
+                    session = store.create(None).expect("session");
+                }
+                n += 1;
+                store.append(&mut session, &entries).expect("append");
+            },
+            rounds,
+        );
+        let fresh = store.create(None).expect("session");
+        let mut s = fresh;
+        store.append(&mut s, &entries).expect("append");
+        let bytes = std::fs::metadata(store.path_of(s.id()))
+            .expect("file")
+            .len()
+            - format::HEADER_LEN as u64;
+        println!("| {} | {ms:.3} | {bytes} |", c.name());
     }
 }
 
