@@ -204,7 +204,7 @@ fn main() {
                 };
                 let x = std::thread::scope(|sc| {
                     let j = sc.spawn(|| f(r));
-                    f(l) ^ j.join().unwrap()
+                    f(l) ^ j.join().expect("the second half's thread")
                 });
                 black_box(x);
                 let e = t.elapsed().as_secs_f64() * 1e3;
