@@ -324,7 +324,7 @@ pub(crate) fn probe(bytes: &[u8], pos: usize, max_body: u32) -> Probe<'_> {
 /// The frame at `pos`, whose two length copies the caller has checked
 /// agree and fit in `bytes`; its checksum is not checked (see
 /// [`checksum_ok`]).
-#[inline]
+#[inline(always)]
 pub(crate) fn frame_at_unchecked(bytes: &[u8], pos: usize) -> FrameView<'_> {
     let total = read_u32(bytes, pos) as usize + 12;
     let crc_at = pos + total - FRAME_SUFFIX;
