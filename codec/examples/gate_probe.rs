@@ -343,6 +343,23 @@ fn main() {
             );
         }
     }
+    if what == "chunks" {
+        let mut small = Vec::with_capacity(encoded.len());
+        let (s, f) = paired(
+            rounds,
+            &mut || {
+                for c in black_box(&corpus).chunks(25) {
+                    encode_into(c, &mut small);
+                    black_box(&small);
+                }
+            },
+            &mut || {
+                memcpy_floor(&mut dst, black_box(&encoded));
+                black_box(&dst);
+            },
+        );
+        println!("encode in chunks of 25 into one buffer {:8.1} ns  floor {:8.1} ns  ratio {:.2}", s, f, s / f);
+    }
     if what == "encode" || what == "both" {
         let mut buf = Vec::with_capacity(encoded.len());
         encode_into(&corpus, &mut buf);

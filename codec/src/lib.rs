@@ -60,7 +60,7 @@ pub use decode::{
     validate_sequence_tokenwise, validate_tokenwise,
 };
 pub use diag::DIAGNOSABLE;
-pub use encode::Encoder;
+pub use encode::{Encoder, Item, Run};
 pub use error::{DecodeError, ErrorKind};
 pub use value::{EncodeError, Value};
 #[doc(hidden)]
