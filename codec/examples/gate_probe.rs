@@ -358,7 +358,12 @@ fn main() {
                 black_box(&dst);
             },
         );
-        println!("encode in chunks of 25 into one buffer {:8.1} ns  floor {:8.1} ns  ratio {:.2}", s, f, s / f);
+        println!(
+            "encode in chunks of 25 into one buffer {:8.1} ns  floor {:8.1} ns  ratio {:.2}",
+            s,
+            f,
+            s / f
+        );
     }
     if what == "encode" || what == "both" {
         let mut buf = Vec::with_capacity(encoded.len());

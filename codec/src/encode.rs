@@ -902,6 +902,26 @@ mod tests {
     }
 
     #[test]
+    fn run_room_counts_a_head_per_item_and_sends_huge_payloads_down_the_checked_path() {
+        // Room for a head of 9 bytes per item and the payloads, less the 9
+        // bytes that `fits_with_head` adds.
+        assert_eq!(run_room(0, 0, 1), Some(0));
+        assert_eq!(run_room(3, 3, 1), Some(3));
+        assert_eq!(run_room(10, 10, 3), Some(10 + 18));
+        let below = RUN_PAYLOAD_LIMIT - 1;
+        assert_eq!(run_room(below, below, 24), Some(below + 9 * 23));
+        // A payload at the limit or above, whatever the (possibly wrapped)
+        // sum says, sends the run item by item.
+        assert_eq!(run_room(0, RUN_PAYLOAD_LIMIT, 2), None);
+        assert_eq!(run_room(5, usize::MAX, 2), None);
+        assert_eq!(run_room(RUN_PAYLOAD_LIMIT, RUN_PAYLOAD_LIMIT, 1), None);
+        // The largest room a run can ask for on the fast path, added to the
+        // largest written length, does not overflow.
+        let worst = run_room(24 * below, below, 24).expect("below the limit");
+        assert!(worst.checked_add(isize::MAX as usize + 9).is_some());
+    }
+
+    #[test]
     fn the_length_is_written_back_and_visible_through_as_bytes() {
         // Start with prior contents and no spare room, so the first items
         // take the growing path and later ones the in-place path.
