@@ -7,7 +7,9 @@
 //!
 //! `cargo run --release -p smith-codec --example gate_probe -- [walk|encode] [rounds]`
 //! prints, per measurement, the subject's and the floor's medians (ns per
-//! operation) and their ratio.
+//! operation) and their ratio. `chunks` encodes the same entries 25 at a
+//! time into one buffer (cleared before each chunk), so the destination
+//! stays in cache: the share of the encode that is writing a 943 KB buffer.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
