@@ -215,9 +215,7 @@ pub fn encode_entries(entries: &[Entry], out: &mut Vec<u8>) {
     let mut enc = Encoder::new(out);
     for entry in entries {
         if let Some(arguments) = write_entry(&mut enc, entry) {
-            drop(enc);
-            encode_arg(out, arguments);
-            enc = Encoder::new(out);
+            write_arg!(enc, out, arguments);
         }
     }
 }
@@ -329,33 +327,46 @@ fn write_entry<'e>(enc: &mut Encoder<'_>, entry: &'e Entry) -> Option<&'e Arg> {
 /// "The codec gates: wide heads from a table").
 fn encode_arg(out: &mut Vec<u8>, arg: &Arg) {
     let mut enc = Encoder::new(out);
-    match arg {
-        Arg::List(items) => {
-            enc.array(items.len() as u64);
-            for item in items {
-                if !encode_leaf(&mut enc, item) {
-                    drop(enc);
-                    encode_arg(out, item);
-                    enc = Encoder::new(out);
-                }
-            }
-        }
-        Arg::Map(pairs) => {
-            enc.map(pairs.len() as u64);
-            for (k, v) in pairs {
-                enc.str(k);
-                if !encode_leaf(&mut enc, v) {
-                    drop(enc);
-                    encode_arg(out, v);
-                    enc = Encoder::new(out);
-                }
-            }
-        }
-        leaf => {
-            encode_leaf(&mut enc, leaf);
-        }
-    }
+    write_arg!(enc, out, arg);
 }
+
+/// Writes `$arg` with the encoder `$enc` over `$out`: a container's head
+/// and its leaves with `$enc`, a nested container by [`encode_arg`] (the
+/// encoder is dropped before and made again after). A macro, not a
+/// function, so that [`encode_entries`] writes the top-level arguments
+/// with its own encoder too: an encoder handed to a function counts as
+/// escaped there (see [`Encoder`]).
+macro_rules! write_arg {
+    ($enc:ident, $out:ident, $arg:expr) => {
+        match $arg {
+            Arg::List(items) => {
+                $enc.array(items.len() as u64);
+                for item in items {
+                    if !encode_leaf(&mut $enc, item) {
+                        drop($enc);
+                        encode_arg($out, item);
+                        $enc = Encoder::new($out);
+                    }
+                }
+            }
+            Arg::Map(pairs) => {
+                $enc.map(pairs.len() as u64);
+                for (k, v) in pairs {
+                    $enc.str(k);
+                    if !encode_leaf(&mut $enc, v) {
+                        drop($enc);
+                        encode_arg($out, v);
+                        $enc = Encoder::new($out);
+                    }
+                }
+            }
+            leaf => {
+                encode_leaf(&mut $enc, leaf);
+            }
+        }
+    };
+}
+use write_arg;
 
 /// Writes `arg` with `enc` when it is a leaf (a string, an integer, a
 /// boolean); `false`, writing nothing, for a container.
