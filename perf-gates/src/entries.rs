@@ -207,10 +207,12 @@ pub fn generate(seed: u64, count: usize) -> Vec<Entry> {
 /// Allocates nothing when `out` has room for the encoded bytes: every string
 /// is written straight from the entry, every map in canonical order.
 ///
-/// One [`Encoder`] writes entry after entry; only a tool call's arguments
-/// hand the vector on (to [`encode_arg`]), and the encoder is made again
-/// after them. (An encoder per entry wrote its length back to the vector
-/// and read it again for the next entry, 1,000 times per encode.)
+/// One [`Encoder`] writes entry after entry, a tool call's top-level
+/// arguments included; only a container nested in the arguments hands the
+/// vector on (to [`encode_arg`]), and the encoder is made again after it.
+/// (An encoder per entry wrote its length back to the vector and read it
+/// again for the next entry, 1,000 times per encode, and a call for every
+/// tool call's arguments made 370 more.)
 pub fn encode_entries(entries: &[Entry], out: &mut Vec<u8>) {
     let mut enc = Encoder::new(out);
     for entry in entries {
@@ -237,7 +239,8 @@ pub fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
 /// check for the run (the keys and the kind are constants of each arm, so
 /// they are stored as constant bytes).
 ///
-/// The arguments are written by [`encode_arg`], which is handed the
+/// The caller writes the arguments with the same encoder (`write_arg!`);
+/// a container nested in them goes to [`encode_arg`], which is handed the
 /// vector, not the encoder: an encoder that never leaves the function that
 /// made it keeps its write position in a register (see [`Encoder`]).
 #[inline(always)]
