@@ -209,7 +209,7 @@ pub fn generate(seed: u64, count: usize) -> Vec<Entry> {
 ///
 /// One [`Encoder`] writes entry after entry, a tool call's top-level
 /// arguments included; only a container nested in the arguments hands the
-/// vector on (to [`encode_arg`]), and the encoder is made again after it.
+/// vector on (to `encode_arg`), and the encoder is made again after it.
 /// (An encoder per entry wrote its length back to the vector and read it
 /// again for the next entry, 1,000 times per encode, and a call for every
 /// tool call's arguments made 370 more.)
