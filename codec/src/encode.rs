@@ -320,6 +320,317 @@ impl<'b> Encoder<'b> {
         self.put(item);
         self
     }
+
+    /// Writes a run of items (a tuple of 1 to 24 [`Item`]s) one after the
+    /// other, with one capacity check for the whole run.
+    ///
+    /// The bytes are exactly those of the matching methods called in turn
+    /// (`items((Item::map(1), Item::u64(0), Item::str(s)))` writes what
+    /// `map(1).u64(0).str(s)` writes); the caller's duty for canonical
+    /// output is the same (children counted, keys in canonical order).
+    /// What differs is the work: the room for every head (9 bytes at most)
+    /// and every payload is checked once, and the items are then written
+    /// with plain stores, in straight-line code (a tuple, unlike an array,
+    /// is written item by item without a loop). A head whose argument is a
+    /// constant below 24 is a constant byte, and neighbouring constant bytes
+    /// (the fixed keys of a record) are stored together. A buffer without
+    /// room for the whole run writes its items one by one through the
+    /// checked methods, so a buffer with exactly the room the items need
+    /// still never grows.
+    #[inline(always)]
+    pub fn items<R: Run>(&mut self, run: R) -> &mut Self {
+        let (sum, any) = run.payloads();
+        if let Some(room) = run_room(sum, any, R::LEN)
+            && self.fits_with_head(room)
+        {
+            // SAFETY: just checked: from `len` there is room for `room + 9`
+            // bytes, which `run_room` made a head of 9 bytes plus the
+            // payload for each of the run's items, as `write` needs.
+            self.len = unsafe { run.write(self.ptr, self.len) };
+        } else {
+            run.write_checked(self);
+        }
+        self
+    }
+
+    /// Writes one [`Item`] (as `items((item,))`).
+    #[inline(always)]
+    pub fn item(&mut self, item: Item<'_>) -> &mut Self {
+        self.items((item,))
+    }
+
+    /// Writes one [`Item`] through the checked methods.
+    #[inline(always)]
+    fn item_checked(&mut self, item: Item<'_>) {
+        if item.is_string() {
+            self.string(item.major, item.payload);
+        } else {
+            self.head(item.major, item.arg);
+        }
+    }
+}
+
+/// Payloads of at least this many bytes send a run down the item-by-item
+/// path (`run_room` gives `None`), so that the run's sum cannot overflow.
+const RUN_PAYLOAD_LIMIT: usize = 1 << 48;
+
+/// The room an [`Encoder::items`] run of `n` items (`1 <= n <= 24`) needs
+/// past the written length, less the 9 bytes that
+/// [`Encoder::fits_with_head`] adds: a head of 9 bytes per item plus the
+/// payloads, whose lengths sum to `sum` and OR to `any`.
+///
+/// `None` when some payload is [`RUN_PAYLOAD_LIMIT`] bytes or longer (the
+/// run then takes the checked path): below it, `sum < 24 * 2^48 < 2^53`,
+/// so neither the sum (accumulated with plain additions) nor the room, nor
+/// the room added to a written length (at most `isize::MAX`) overflows.
+#[inline(always)]
+const fn run_room(sum: usize, any: usize, n: usize) -> Option<usize> {
+    if any >= RUN_PAYLOAD_LIMIT {
+        None
+    } else {
+        Some(sum + 9 * n - 9)
+    }
+}
+
+/// A run of items for [`Encoder::items`]: a tuple of 1 to 24 [`Item`]s.
+/// (Sealed: implemented for those tuples only.)
+pub trait Run: run::Sealed {}
+
+mod run {
+    use super::{Encoder, Item, copy_short_or_long, write_head};
+
+    /// What [`Encoder::items`] needs of a run.
+    pub trait Sealed: Copy {
+        /// How many items the run holds (1 to 24).
+        const LEN: usize;
+
+        /// The sum and the bitwise OR of the payloads' lengths (the sum
+        /// may wrap when some length is `2^48` or more; the OR says so).
+        fn payloads(&self) -> (usize, usize);
+
+        /// Writes every item at `ptr + len` onwards and returns the new
+        /// written length.
+        ///
+        /// # Safety
+        ///
+        /// `ptr + len` must be valid for writes of 9 bytes per item plus
+        /// the payloads' lengths, and must not overlap any payload.
+        unsafe fn write(self, ptr: *mut u8, len: usize) -> usize;
+
+        /// Writes every item through the encoder's checked methods.
+        fn write_checked(self, enc: &mut Encoder<'_>);
+    }
+
+    macro_rules! runs {
+        ($($n:literal => ($($i:tt)+)),+ $(,)?) => {$(
+            impl<'a> Sealed for ($(runs!(@item $i),)+) {
+                const LEN: usize = $n;
+
+                #[inline(always)]
+                fn payloads(&self) -> (usize, usize) {
+                    let mut sum = 0usize;
+                    let mut any = 0usize;
+                    $(
+                        sum = sum.wrapping_add(self.$i.payload.len());
+                        any |= self.$i.payload.len();
+                    )+
+                    (sum, any)
+                }
+
+                #[inline(always)]
+                unsafe fn write(self, ptr: *mut u8, mut len: usize) -> usize {
+                    $(
+                        // SAFETY: the caller's room covers, for each item in
+                        // turn, a head of 9 bytes (`write_head` writes 9 and
+                        // counts at most 9) and the payload (copied exactly),
+                        // so every write stays inside it; payloads are
+                        // borrowed and do not overlap the buffer.
+                        unsafe {
+                            len += write_head(ptr.add(len), self.$i.major, self.$i.arg);
+                            copy_short_or_long(self.$i.payload, ptr.add(len));
+                        }
+                        len += self.$i.payload.len();
+                    )+
+                    len
+                }
+
+                #[inline(always)]
+                fn write_checked(self, enc: &mut Encoder<'_>) {
+                    $(enc.item_checked(self.$i);)+
+                }
+            }
+
+            impl<'a> super::Run for ($(runs!(@item $i),)+) {}
+        )+};
+        (@item $i:tt) => { Item<'a> };
+    }
+
+    runs! {
+        1 => (0),
+        2 => (0 1),
+        3 => (0 1 2),
+        4 => (0 1 2 3),
+        5 => (0 1 2 3 4),
+        6 => (0 1 2 3 4 5),
+        7 => (0 1 2 3 4 5 6),
+        8 => (0 1 2 3 4 5 6 7),
+        9 => (0 1 2 3 4 5 6 7 8),
+        10 => (0 1 2 3 4 5 6 7 8 9),
+        11 => (0 1 2 3 4 5 6 7 8 9 10),
+        12 => (0 1 2 3 4 5 6 7 8 9 10 11),
+        13 => (0 1 2 3 4 5 6 7 8 9 10 11 12),
+        14 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13),
+        15 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        16 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15),
+        17 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+        18 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17),
+        19 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18),
+        20 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19),
+        21 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20),
+        22 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21),
+        23 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22),
+        24 => (0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23),
+    }
+}
+
+/// One item of a run written by [`Encoder::items`]: a head and, for a byte
+/// or text string, its payload.
+///
+/// Every constructor is the method of [`Encoder`] of the same name, as a
+/// value: `Item::u64(7)` is what `Encoder::u64(7)` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item<'a> {
+    /// Major type.
+    major: u8,
+    /// The head's argument.
+    arg: u64,
+    /// The string's bytes; empty for every other item.
+    payload: &'a [u8],
+}
+
+impl<'a> Item<'a> {
+    /// Whether this is a byte or text string (written with its payload,
+    /// which may be empty).
+    #[inline(always)]
+    const fn is_string(&self) -> bool {
+        self.major == MAJOR_BYTES || self.major == MAJOR_TEXT
+    }
+
+    /// An unsigned integer (major type 0).
+    #[inline(always)]
+    pub const fn u64(v: u64) -> Self {
+        Item {
+            major: MAJOR_UNSIGNED,
+            arg: v,
+            payload: &[],
+        }
+    }
+
+    /// A signed integer: major type 0 when `v >= 0`, else major type 1
+    /// (chosen without a branch: the sign bit gives the major type, and
+    /// flipping every bit of a negative `v` gives `-1 - v`).
+    #[inline(always)]
+    pub const fn i64(v: i64) -> Self {
+        let sign = (v >> 63) as u64;
+        Item {
+            major: (sign & 1) as u8,
+            arg: v as u64 ^ sign,
+            payload: &[],
+        }
+    }
+
+    /// A negative integer given by its major-type-1 argument `n` (the value
+    /// `-1 - n`).
+    #[inline(always)]
+    pub const fn negative(n: u64) -> Self {
+        Item {
+            major: MAJOR_NEGATIVE,
+            arg: n,
+            payload: &[],
+        }
+    }
+
+    /// A byte string (major type 2).
+    #[inline(always)]
+    pub const fn bytes(v: &'a [u8]) -> Self {
+        Item {
+            major: MAJOR_BYTES,
+            arg: v.len() as u64,
+            payload: v,
+        }
+    }
+
+    /// A text string (major type 3).
+    #[inline(always)]
+    pub const fn str(v: &'a str) -> Self {
+        Item {
+            major: MAJOR_TEXT,
+            arg: v.len() as u64,
+            payload: v.as_bytes(),
+        }
+    }
+
+    /// An array header of definite length `len`; the caller writes `len`
+    /// items after it.
+    #[inline(always)]
+    pub const fn array(len: u64) -> Self {
+        Item {
+            major: MAJOR_ARRAY,
+            arg: len,
+            payload: &[],
+        }
+    }
+
+    /// A map header of `len` pairs; the caller writes the pairs after it,
+    /// keys in canonical order.
+    #[inline(always)]
+    pub const fn map(len: u64) -> Self {
+        Item {
+            major: MAJOR_MAP,
+            arg: len,
+            payload: &[],
+        }
+    }
+
+    /// A tag (major type 6); the caller writes exactly one item after it.
+    #[inline(always)]
+    pub const fn tag(tag: u64) -> Self {
+        Item {
+            major: MAJOR_TAG,
+            arg: tag,
+            payload: &[],
+        }
+    }
+
+    /// `true` (`f5`) or `false` (`f4`).
+    #[inline(always)]
+    pub const fn bool(v: bool) -> Self {
+        Item {
+            major: MAJOR_SIMPLE,
+            arg: 20 + v as u64,
+            payload: &[],
+        }
+    }
+
+    /// `null` (`f6`).
+    #[inline(always)]
+    pub const fn null() -> Self {
+        Item {
+            major: MAJOR_SIMPLE,
+            arg: 22,
+            payload: &[],
+        }
+    }
+
+    /// `undefined` (`f7`).
+    #[inline(always)]
+    pub const fn undefined() -> Self {
+        Item {
+            major: MAJOR_SIMPLE,
+            arg: 23,
+            payload: &[],
+        }
+    }
 }
 
 /// The encoder's `head_end` for a buffer of capacity `cap`.
@@ -375,7 +686,7 @@ struct Wide {
 /// [`Wide`] for every highest set bit 0..64: one load instead of three
 /// comparisons and the width's arithmetic (a tenth of the instructions of
 /// encoding the gate's entries went to choosing widths).
-static WIDE: [Wide; 64] = {
+const WIDE: [Wide; 64] = {
     let mut t = [Wide {
         info: 0,
         len: 0,
@@ -468,8 +779,9 @@ unsafe fn copy_short_or_long(src: &[u8], dst: *mut u8) {
     // SAFETY (every block below): each load reads inside `src` (offsets
     // `0..k` and `n - k..n` with `k <= n`), each store writes inside
     // `dst[..n]` (valid by the caller's contract); two overlapping chunks
-    // of `k` bytes cover all `n` bytes when `k <= n <= 2k`. Unaligned
-    // loads and stores are used throughout.
+    // of `k` bytes cover all `n` bytes when `k <= n <= 2k`, and bytes 0,
+    // `n / 2` and `n - 1` cover them when `1 <= n <= 3`. Unaligned loads
+    // and stores are used throughout.
     unsafe {
         if n > 32 {
             copy_long(s, dst, n);
@@ -587,6 +899,26 @@ mod tests {
                 assert_eq!(&dst[..n], &expected[..], "major {major}, argument {arg:#x}");
             }
         }
+    }
+
+    #[test]
+    fn run_room_counts_a_head_per_item_and_sends_huge_payloads_down_the_checked_path() {
+        // Room for a head of 9 bytes per item and the payloads, less the 9
+        // bytes that `fits_with_head` adds.
+        assert_eq!(run_room(0, 0, 1), Some(0));
+        assert_eq!(run_room(3, 3, 1), Some(3));
+        assert_eq!(run_room(10, 10, 3), Some(10 + 18));
+        let below = RUN_PAYLOAD_LIMIT - 1;
+        assert_eq!(run_room(below, below, 24), Some(below + 9 * 23));
+        // A payload at the limit or above, whatever the (possibly wrapped)
+        // sum says, sends the run item by item.
+        assert_eq!(run_room(0, RUN_PAYLOAD_LIMIT, 2), None);
+        assert_eq!(run_room(5, usize::MAX, 2), None);
+        assert_eq!(run_room(RUN_PAYLOAD_LIMIT, RUN_PAYLOAD_LIMIT, 1), None);
+        // The largest room a run can ask for on the fast path, added to the
+        // largest written length, does not overflow.
+        let worst = run_room(24 * below, below, 24).expect("below the limit");
+        assert!(worst.checked_add(isize::MAX as usize + 9).is_some());
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! * [`Encoder`] appends items to a caller-owned `Vec<u8>`. It never sorts and
 //!   never allocates when the buffer has capacity: records with fixed keys
 //!   write them in canonical order themselves. Generic maps go through
-//!   [`Value`], which sorts.
+//!   [`Value`], which sorts. [`Encoder::items`] writes a run of [`Item`]s
+//!   (a tuple of up to 24) with one capacity check.
 //! * [`Decoder`] pulls one [`Token`] at a time from a `&[u8]`, handing out
 //!   `&str`/`&[u8]` views; it never allocates. [`Mode::Strict`] rejects every
 //!   non-canonical input with the byte offset and the rule broken;
@@ -60,7 +61,7 @@ pub use decode::{
     validate_sequence_tokenwise, validate_tokenwise,
 };
 pub use diag::DIAGNOSABLE;
-pub use encode::Encoder;
+pub use encode::{Encoder, Item, Run};
 pub use error::{DecodeError, ErrorKind};
 pub use value::{EncodeError, Value};
 #[doc(hidden)]

@@ -25,7 +25,7 @@
 //! canonical CBOR, so encoding never sorts. Entries are written one after the
 //! other as a CBOR sequence, the way a session file appends them.
 
-use smith_codec::{DecodeError, Decoder, Encoder, Limits, Mode};
+use smith_codec::{DecodeError, Decoder, Encoder, Item, Limits, Mode};
 
 use crate::rng::Rng;
 
@@ -206,58 +206,116 @@ pub fn generate(seed: u64, count: usize) -> Vec<Entry> {
 ///
 /// Allocates nothing when `out` has room for the encoded bytes: every string
 /// is written straight from the entry, every map in canonical order.
+///
+/// One [`Encoder`] writes entry after entry, a tool call's top-level
+/// arguments included; only a container nested in the arguments hands the
+/// vector on (to `encode_arg`), and the encoder is made again after it.
+/// (An encoder per entry wrote its length back to the vector and read it
+/// again for the next entry, 1,000 times per encode, and a call for every
+/// tool call's arguments made 370 more.)
 pub fn encode_entries(entries: &[Entry], out: &mut Vec<u8>) {
+    let mut enc = Encoder::new(out);
     for entry in entries {
-        encode_entry(out, entry);
+        if let Some(arguments) = write_entry(&mut enc, entry) {
+            write_arg!(enc, out, arguments);
+        }
     }
 }
 
 /// Encodes one entry as a canonical CBOR map appended to `out`.
-///
-/// Each function that writes creates its own [`Encoder`] over `out` and
-/// hands `out`, not the encoder, to the functions it calls: an encoder
-/// that never leaves the function keeps its write position in a register
-/// (see [`Encoder`]).
 pub fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
     let mut enc = Encoder::new(out);
-    enc.map(5).u64(key::ID).u64(entry.id).u64(key::PARENT);
-    match entry.parent {
-        Some(parent) => enc.u64(parent),
-        None => enc.null(),
+    if let Some(arguments) = write_entry(&mut enc, entry) {
+        drop(enc);
+        encode_arg(out, arguments);
+    }
+}
+
+/// Writes `entry` with `enc` up to a tool call's arguments, which it
+/// returns for the caller to write next (the last value of the entry).
+///
+/// Each entry is one run of [`Encoder::items`]: the fixed keys, the entry's
+/// fields and its content up to the tool-call arguments, with one capacity
+/// check for the run (the keys and the kind are constants of each arm, so
+/// they are stored as constant bytes).
+///
+/// The caller writes the arguments with the same encoder (`write_arg!`);
+/// a container nested in them goes to [`encode_arg`], which is handed the
+/// vector, not the encoder: an encoder that never leaves the function that
+/// made it keeps its write position in a register (see [`Encoder`]).
+#[inline(always)]
+fn write_entry<'e>(enc: &mut Encoder<'_>, entry: &'e Entry) -> Option<&'e Arg> {
+    let parent = match entry.parent {
+        Some(parent) => Item::u64(parent),
+        None => Item::null(),
     };
-    enc.u64(key::TIMESTAMP)
-        .u64(entry.timestamp)
-        .u64(key::KIND)
-        .u64(entry.kind().code())
-        .u64(key::CONTENT);
+    // The entry map's head, its fields and the content's key: the first
+    // ten items of every entry's run.
+    macro_rules! entry_run {
+        ($kind:expr, $($content:expr),+ $(,)?) => {
+            enc.items((
+                Item::map(5),
+                Item::u64(key::ID),
+                Item::u64(entry.id),
+                Item::u64(key::PARENT),
+                parent,
+                Item::u64(key::TIMESTAMP),
+                Item::u64(entry.timestamp),
+                Item::u64(key::KIND),
+                Item::u64($kind.code()),
+                Item::u64(key::CONTENT),
+                $($content,)+
+            ))
+        };
+    }
     match &entry.content {
         Content::User { text } => {
-            enc.map(1).u64(0).str(text);
+            entry_run!(Kind::User, Item::map(1), Item::u64(0), Item::str(text));
+            None
         }
         Content::Assistant { text, model } => {
-            enc.map(2).u64(0).str(text).u64(1).str(model);
+            entry_run!(
+                Kind::Assistant,
+                Item::map(2),
+                Item::u64(0),
+                Item::str(text),
+                Item::u64(1),
+                Item::str(model),
+            );
+            None
         }
         Content::ToolCall {
             call_id,
             tool,
             arguments,
         } => {
-            enc.map(3).u64(0).str(call_id).u64(1).str(tool).u64(2);
-            drop(enc);
-            encode_arg(out, arguments);
+            entry_run!(
+                Kind::ToolCall,
+                Item::map(3),
+                Item::u64(0),
+                Item::str(call_id),
+                Item::u64(1),
+                Item::str(tool),
+                Item::u64(2),
+            );
+            Some(arguments)
         }
         Content::ToolResult {
             call_id,
             is_error,
             output,
         } => {
-            enc.map(3)
-                .u64(0)
-                .str(call_id)
-                .u64(1)
-                .bool(*is_error)
-                .u64(2)
-                .str(output);
+            entry_run!(
+                Kind::ToolResult,
+                Item::map(3),
+                Item::u64(0),
+                Item::str(call_id),
+                Item::u64(1),
+                Item::bool(*is_error),
+                Item::u64(2),
+                Item::str(output),
+            );
+            None
         }
     }
 }
@@ -272,33 +330,46 @@ pub fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
 /// "The codec gates: wide heads from a table").
 fn encode_arg(out: &mut Vec<u8>, arg: &Arg) {
     let mut enc = Encoder::new(out);
-    match arg {
-        Arg::List(items) => {
-            enc.array(items.len() as u64);
-            for item in items {
-                if !encode_leaf(&mut enc, item) {
-                    drop(enc);
-                    encode_arg(out, item);
-                    enc = Encoder::new(out);
-                }
-            }
-        }
-        Arg::Map(pairs) => {
-            enc.map(pairs.len() as u64);
-            for (k, v) in pairs {
-                enc.str(k);
-                if !encode_leaf(&mut enc, v) {
-                    drop(enc);
-                    encode_arg(out, v);
-                    enc = Encoder::new(out);
-                }
-            }
-        }
-        leaf => {
-            encode_leaf(&mut enc, leaf);
-        }
-    }
+    write_arg!(enc, out, arg);
 }
+
+/// Writes `$arg` with the encoder `$enc` over `$out`: a container's head
+/// and its leaves with `$enc`, a nested container by [`encode_arg`] (the
+/// encoder is dropped before and made again after). A macro, not a
+/// function, so that [`encode_entries`] writes the top-level arguments
+/// with its own encoder too: an encoder handed to a function counts as
+/// escaped there (see [`Encoder`]).
+macro_rules! write_arg {
+    ($enc:ident, $out:ident, $arg:expr) => {
+        match $arg {
+            Arg::List(items) => {
+                $enc.array(items.len() as u64);
+                for item in items {
+                    if !encode_leaf(&mut $enc, item) {
+                        drop($enc);
+                        encode_arg($out, item);
+                        $enc = Encoder::new($out);
+                    }
+                }
+            }
+            Arg::Map(pairs) => {
+                $enc.map(pairs.len() as u64);
+                for (k, v) in pairs {
+                    $enc.str(k);
+                    if !encode_leaf(&mut $enc, v) {
+                        drop($enc);
+                        encode_arg($out, v);
+                        $enc = Encoder::new($out);
+                    }
+                }
+            }
+            leaf => {
+                encode_leaf(&mut $enc, leaf);
+            }
+        }
+    };
+}
+use write_arg;
 
 /// Writes `arg` with `enc` when it is a leaf (a string, an integer, a
 /// boolean); `false`, writing nothing, for a container.

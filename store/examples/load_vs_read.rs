@@ -17,6 +17,8 @@
 //! * `touch`: map, read one byte per 4 KiB page, unmap;
 //! * `unmap`: unmapping a populated mapping, alone;
 //! * `xor`: XOR of every word of a populated mapping (the memory stream);
+//! * `xor2`: the same in two halves on two threads at once (the memory
+//!   stream two cores draw);
 //! * `check`: every frame's lengths and crc32c through a populated mapping
 //!   (`scan::scan`), no record built.
 //!
@@ -186,6 +188,28 @@ fn main() {
                 m.populate();
                 t = Instant::now();
                 drop(m);
+            }
+            Some("xor2") => {
+                let m = Map::new(&file, len);
+                m.populate();
+                t = Instant::now();
+                let b = m.bytes();
+                let (l, r) = b.split_at(b.len() / 2 / 8 * 8);
+                let f = |h: &[u8]| {
+                    let mut x = 0u64;
+                    for w in h.chunks_exact(8) {
+                        x ^= u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                    }
+                    x
+                };
+                let x = std::thread::scope(|sc| {
+                    let j = sc.spawn(|| f(r));
+                    f(l) ^ j.join().expect("the second half's thread")
+                });
+                black_box(x);
+                let e = t.elapsed().as_secs_f64() * 1e3;
+                drop(m);
+                return e;
             }
             Some("xor") => {
                 let m = Map::new(&file, len);

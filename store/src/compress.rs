@@ -314,13 +314,13 @@ pub(crate) fn classify_like<'a>(
                 return None;
             }
             let zstd = &v.payload[head_len..];
-            match zstd::zstd_safe::get_frame_content_size(zstd) {
-                Ok(Some(n)) if n == content_len as u64 => {}
-                _ => return None,
-            }
-            match zstd::zstd_safe::find_frame_compressed_size(zstd) {
-                Ok(n) if n == zstd.len() => {}
-                _ => return None,
+            if crate::zstd_frame::sizes(zstd)
+                != (crate::zstd_frame::Sizes::Frame {
+                    content: content_len as u64,
+                    compressed: zstd.len(),
+                })
+            {
+                return None;
             }
             Some(StoredEntry::Split {
                 head,

@@ -12,6 +12,8 @@
 //! crc32 instruction itself. Where the CPU lacks SSE 4.2 or PCLMULQDQ (or
 //! elsewhere than x86-64) the `crc32c` crate does the work. The result is
 //! the same function either way (checked against the crate in the tests).
+//! Where the CPU has AVX-512 and VPCLMULQDQ, `wide` folds 64-byte blocks
+//! instead (below).
 //!
 //! Why six blocks: the crc32 instruction takes three cycles before its
 //! result can feed the next one, so one chain of words runs at a third of
@@ -62,9 +64,9 @@ pub(crate) fn crc32c(data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     {
         if wide::available() {
-            // SAFETY: the CPU has the instructions `advance` uses (checked
+            // SAFETY: the CPU has the instructions `crc32c` uses (checked
             // just now).
-            return !unsafe { wide::advance(!0, data) };
+            return unsafe { wide::crc32c(data) };
         }
         if hardware() {
             // SAFETY: the CPU has SSE 4.2 and PCLMULQDQ (checked just now).
@@ -180,6 +182,76 @@ mod tests {
         }
         assert_eq!(crc32c(b"123456789"), 0xe306_9283);
     }
+
+    fn data(n: usize) -> Vec<u8> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect()
+    }
+
+    /// A buffer that starts at a page whose predecessor is not readable:
+    /// the bytes the front padding stands for are never read.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_buffer_after_an_unreadable_page_is_read_from_its_start_only() {
+        let page = 4096;
+        // SAFETY: a fresh anonymous mapping of three pages, the first and
+        // last made unreadable; only the middle one is written and read.
+        unsafe {
+            let at = libc::mmap(
+                std::ptr::null_mut(),
+                3 * page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(at, libc::MAP_FAILED);
+            let base = at.cast::<u8>();
+            assert_eq!(libc::mprotect(at, page, libc::PROT_NONE), 0);
+            assert_eq!(
+                libc::mprotect(base.add(2 * page).cast(), page, libc::PROT_NONE),
+                0
+            );
+            let mid = std::slice::from_raw_parts_mut(base.add(page), page);
+            mid.copy_from_slice(&data(page));
+            for len in (0..=600).chain([page - 1, page]) {
+                let head = &mid[..len];
+                assert_eq!(crc32c(head), crc32c::crc32c(head), "head {len}");
+                let tail = &mid[page - len..];
+                assert_eq!(crc32c(tail), crc32c::crc32c(tail), "tail {len}");
+            }
+            assert_eq!(libc::munmap(at, 3 * page), 0);
+        }
+    }
+
+    /// The six-chain path, which CPUs without the wide instructions take
+    /// (this one may take the wide path in `crc32c`).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_six_chain_path_equals_the_crate() {
+        if !super::hardware() {
+            return;
+        }
+        let d = data(40_000);
+        for start in 0..4 {
+            for len in (0..=2_000).chain([12_287, 12_288, 12_289, 24_576, 39_990]) {
+                let r = &d[start..start + len];
+                // SAFETY: the CPU has SSE 4.2 and PCLMULQDQ (checked above).
+                assert_eq!(
+                    unsafe { super::crc32c_hw(r) },
+                    crc32c::crc32c(r),
+                    "{start} {len}"
+                );
+            }
+        }
+    }
 }
 
 /// crc32c by folding 64-byte blocks with carry-less multiplication
@@ -192,23 +264,44 @@ mod tests {
 /// Folding instead moves four 64-byte accumulators 256 bytes along the
 /// message per step (two carry-less multiplications and one three-way XOR
 /// each, all four independent), then folds them into one 16-byte block
-/// whose remainder two crc32 instructions take. Measured on 1 MiB of
-/// 1,156-byte buffers in cache, AMD EPYC family 26 model 2: 41.5 GB/s,
-/// against 30.0 GB/s for the six chains; on 64 KiB buffers 53-57 against
-/// 41-42 GB/s.
+/// whose remainder two crc32 instructions take. A buffer is padded in
+/// front to whole 256-byte steps (see [`wide::crc32c`]), so a frame of any
+/// length takes the same instructions but for the number of steps: no
+/// tail loops, whose trip counts vary with each frame's length.
+///
+/// Checking every frame of the 100 MB fixture of `store.load_throughput`
+/// (90,112 frames of about 1.1 KB) through a populated mapping on one core
+/// (`store/examples/load_vs_read`), AMD EPYC family 26 model 2: 2.8-3.0 ms,
+/// against 2.2-2.4 ms to XOR every word of it (the memory stream); with
+/// tail loops after the steps (one of 64 bytes, one of 16, then words,
+/// halves and bytes) a full load on one core took 6.3-6.5 ms of CPU
+/// instead of 4.9.
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::x86_64::*;
 
-    /// Whether this CPU has the instructions [`advance`] uses (detected
+    /// Whether this CPU has the instructions [`crc32c`] uses (detected
     /// once; the standard library caches the answer).
     #[inline]
     pub(super) fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("vpclmulqdq")
-            && std::arch::is_x86_feature_detected!("pclmulqdq")
-            && std::arch::is_x86_feature_detected!("sse4.2")
+        use std::sync::atomic::{AtomicU8, Ordering};
+        // 0: not asked yet; 1: yes; 2: no. One load per checksum instead
+        // of six feature tests.
+        static WIDE: AtomicU8 = AtomicU8::new(0);
+        match WIDE.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let yes = std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("vpclmulqdq")
+                    && std::arch::is_x86_feature_detected!("pclmulqdq")
+                    && std::arch::is_x86_feature_detected!("sse4.2");
+                WIDE.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+                yes
+            }
+        }
     }
 
     /// `x^e` modulo the CRC-32C polynomial, in the reflected bit order the
@@ -256,23 +349,74 @@ mod wide {
         _mm512_ternarylogic_epi64::<0x96>(a, b, y)
     }
 
-    /// The crc32c register `c` advanced over `data` (no inversion before or
-    /// after, as the crc32 instruction does it).
-    #[target_feature(enable = "avx512f,avx512vl,vpclmulqdq,pclmulqdq,sse4.2")]
-    pub(super) fn advance(c: u32, data: &[u8]) -> u32 {
-        let n = data.len();
-        if n < 256 {
-            return advance_small(c, data);
+    /// `START[k]` is the register that `k` zero bytes advance to `!0`, the
+    /// register a crc32c starts from.
+    static START: [u32; 256] = start_table();
+
+    const fn start_table() -> [u32; 256] {
+        let mut t = [0u32; 256];
+        let mut r: u32 = !0;
+        let mut k = 0;
+        while k < 256 {
+            t[k] = r;
+            // One zero byte back: the crc step `r >> 1 ^ (r & 1) * P`
+            // undone eight times (bit 31 of a stepped register is set
+            // exactly when the step added the polynomial, whose bit 31 is).
+            let mut b = 0;
+            while b < 8 {
+                r = if r & 0x8000_0000 != 0 {
+                    ((r ^ 0x82F6_3B78) << 1) | 1
+                } else {
+                    r << 1
+                };
+                b += 1;
+            }
+            k += 1;
         }
-        let p = data.as_ptr();
-        // SAFETY: every call below loads 64 bytes at an offset `i` with
-        // `i + 64 <= n`.
-        let ld = |i: usize| unsafe { _mm512_loadu_si512(p.add(i).cast()) };
-        let mut x0 = _mm512_xor_si512(ld(0), _mm512_zextsi128_si512(_mm_cvtsi32_si128(c as i32)));
-        let (mut x1, mut x2, mut x3) = (ld(64), ld(128), ld(192));
+        t
+    }
+
+    /// The mask of the bytes of a 64-byte block from the `skip`th on.
+    #[inline]
+    fn from_byte(skip: usize) -> u64 {
+        u64::MAX.checked_shl(skip as u32).unwrap_or(0)
+    }
+
+    /// The crc32c of `data`, with no branch that depends on its length
+    /// other than the one loop over its 256-byte steps.
+    ///
+    /// The buffer is read as if `k` zero bytes came before it, `k` making
+    /// the whole a multiple of 256 bytes, and the register starts at
+    /// `START[k]`, which those zero bytes advance to the usual `!0`. The
+    /// first four 64-byte blocks are loaded with a mask that leaves those
+    /// bytes zero (masked-off bytes are not read, so nothing before `data`
+    /// is touched). Every buffer then ends on a whole step: no 64-byte,
+    /// 16-byte or word-sized tail, whose varying counts cost a
+    /// mispredicted branch or two per frame and kept one frame's checks
+    /// from overlapping the next.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,vpclmulqdq,pclmulqdq,sse4.2")]
+    pub(super) fn crc32c(data: &[u8]) -> u32 {
+        let n = data.len();
+        if n == 0 {
+            return 0;
+        }
+        let k = n.wrapping_neg() % 256;
+        let p = data.as_ptr().wrapping_sub(k);
+        let keep = |j: usize| from_byte(k.saturating_sub(64 * j));
+        // SAFETY: the mask selects the bytes of `p + 64 j .. + 64` at
+        // `p + k` (the start of `data`) and after, which lie in `data`
+        // (`64 j + 64 <= 256 <= n + k`); the others are not read.
+        let first =
+            |j: usize| unsafe { _mm512_maskz_loadu_epi8(keep(j), p.wrapping_add(64 * j).cast()) };
+        let start = _mm512_zextsi128_si512(_mm_cvtsi32_si128(START[k] as i32));
+        let mut x0 = _mm512_xor_si512(first(0), start);
+        let (mut x1, mut x2, mut x3) = (first(1), first(2), first(3));
+        // SAFETY: `256 <= i` and `i + 256 <= n + k`, so each load lies in
+        // `p + k .. p + k + n`, that is in `data`.
+        let ld = |i: usize| unsafe { _mm512_loadu_si512(p.wrapping_add(i).cast()) };
         let k256 = splat(K256);
         let mut i = 256;
-        while i + 256 <= n {
+        while i < n + k {
             x0 = fold(x0, k256, ld(i));
             x1 = fold(x1, k256, ld(i + 64));
             x2 = fold(x2, k256, ld(i + 128));
@@ -282,13 +426,14 @@ mod wide {
         let a = fold(x0, splat(K192), x3);
         let b = fold(x1, splat(K128), _mm512_setzero_si512());
         let x = fold(x2, splat(K64), b);
-        let mut x = _mm512_xor_si512(a, x);
-        let k64 = splat(K64);
-        while i + 64 <= n {
-            x = fold(x, k64, ld(i));
-            i += 64;
-        }
-        // Lanes 0..2 folded onto lane 3's position.
+        !reduce(_mm512_xor_si512(a, x))
+    }
+
+    /// The register of a 64-byte accumulator: its lanes 0..2 folded onto
+    /// lane 3's position, the 16 bytes left taken by two crc32 instructions.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,vpclmulqdq,sse4.2")]
+    fn reduce(x: __m512i) -> u32 {
         let kl = _mm512_set_epi64(
             0,
             0,
@@ -301,51 +446,9 @@ mod wide {
         );
         let y = fold(x, kl, _mm512_maskz_mov_epi64(0b1100_0000, x));
         let h = _mm256_xor_si256(_mm512_castsi512_si256(y), _mm512_extracti64x4_epi64::<1>(y));
-        let mut r = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
-        let k16 = _mm_set_epi64x(K16.1 as i64, K16.0 as i64);
-        while i + 16 <= n {
-            let a = _mm_clmulepi64_si128::<0x00>(r, k16);
-            let b = _mm_clmulepi64_si128::<0x11>(r, k16);
-            // SAFETY: i + 16 <= n.
-            let y = unsafe { _mm_loadu_si128(p.add(i).cast()) };
-            r = _mm_ternarylogic_epi64::<0x96>(a, b, y);
-            i += 16;
-        }
+        let r = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
         let lo = _mm_cvtsi128_si64(r) as u64;
         let hi = _mm_extract_epi64::<1>(r) as u64;
-        let c = _mm_crc32_u64(_mm_crc32_u64(0, lo), hi) as u32;
-        advance_small(c, &data[i..])
-    }
-
-    /// [`advance`] a word (then a half, a quarter, a byte) at a time: for
-    /// short buffers and what is left of long ones.
-    #[target_feature(enable = "sse4.2")]
-    fn advance_small(c: u32, data: &[u8]) -> u32 {
-        let mut c = c as u64;
-        let mut rest = data;
-        while rest.len() >= 8 {
-            let (w, tail) = rest.split_at(8);
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            c = _mm_crc32_u64(c, u64::from_le_bytes(b));
-            rest = tail;
-        }
-        let mut c = c as u32;
-        if rest.len() >= 4 {
-            let (w, tail) = rest.split_at(4);
-            let mut b = [0u8; 4];
-            b.copy_from_slice(w);
-            c = _mm_crc32_u32(c, u32::from_le_bytes(b));
-            rest = tail;
-        }
-        if rest.len() >= 2 {
-            let (w, tail) = rest.split_at(2);
-            c = _mm_crc32_u16(c, u16::from_le_bytes([w[0], w[1]]));
-            rest = tail;
-        }
-        if let Some(&b) = rest.first() {
-            c = _mm_crc32_u8(c, b);
-        }
-        c
+        _mm_crc32_u64(_mm_crc32_u64(0, lo), hi) as u32
     }
 }

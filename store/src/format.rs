@@ -324,6 +324,7 @@ pub(crate) fn probe(bytes: &[u8], pos: usize, max_body: u32) -> Probe<'_> {
 /// The frame at `pos`, whose two length copies the caller has checked
 /// agree and fit in `bytes`; its checksum is not checked (see
 /// [`checksum_ok`]).
+#[inline(always)]
 pub(crate) fn frame_at_unchecked(bytes: &[u8], pos: usize) -> FrameView<'_> {
     let total = read_u32(bytes, pos) as usize + 12;
     let crc_at = pos + total - FRAME_SUFFIX;
@@ -339,6 +340,7 @@ pub(crate) fn frame_at_unchecked(bytes: &[u8], pos: usize) -> FrameView<'_> {
 }
 
 /// Whether a frame's stored checksum matches its bytes.
+#[inline]
 pub(crate) fn checksum_ok(v: &FrameView<'_>) -> bool {
     let crc_at = v.raw.len() - FRAME_SUFFIX;
     crate::crc::crc32c(&v.raw[..crc_at]) == read_u32(v.raw, crc_at)

@@ -48,6 +48,7 @@ mod store;
 pub mod summary;
 mod tail;
 mod window;
+mod zstd_frame;
 
 /// Lowers (or raises) the file size from which a mapped load checks the
 /// file on two threads, for this whole process. The default is 16 MiB;

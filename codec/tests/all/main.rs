@@ -2,7 +2,9 @@
 //!
 //! The binary installs a counting global allocator so `allocs.rs` can assert
 //! exact allocation counts. Counts are per thread, so tests running in
-//! parallel do not disturb each other.
+//! parallel do not disturb each other. The allocator also places a guard of
+//! [`GUARD`] known bytes after every block, so that `runs.rs` can prove the
+//! encoder never stores past a vector's capacity ([`guard_intact`]).
 
 // This whole binary is test code: helpers unwrap just like #[test] bodies.
 #![allow(clippy::unwrap_used)]
@@ -11,6 +13,7 @@ mod allocs;
 mod appendix;
 mod json_bridge;
 mod props;
+mod runs;
 mod strictness;
 mod walk;
 
@@ -30,27 +33,87 @@ fn bump() {
     let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
 }
 
-// SAFETY: forwards to the system allocator; the counter is a const-initialised
-// thread-local Cell without a destructor, so touching it never allocates.
+/// Bytes of known value after every block: a store past a vector's
+/// capacity changes them.
+pub const GUARD: usize = 16;
+
+/// The value of every guard byte.
+const GUARD_BYTE: u8 = 0x5a;
+
+/// `layout` with room for the guard after the block (`None` when that
+/// size overflows, which the allocator reports as a failed allocation).
+fn guarded(layout: Layout) -> Option<Layout> {
+    Layout::from_size_align(layout.size().checked_add(GUARD)?, layout.align()).ok()
+}
+
+/// Writes the guard after a block of `size` bytes at `ptr` (a null `ptr`,
+/// a failed allocation, is left alone).
+///
+/// # Safety
+///
+/// `ptr` is null or a block of `size + GUARD` bytes.
+unsafe fn write_guard(ptr: *mut u8, size: usize) -> *mut u8 {
+    if !ptr.is_null() {
+        // SAFETY: the block holds `size + GUARD` bytes.
+        unsafe { ptr.add(size).write_bytes(GUARD_BYTE, GUARD) };
+    }
+    ptr
+}
+
+/// Whether the guard after `buf`'s buffer (allocated by this binary's
+/// allocator, whose block is exactly `buf.capacity()` bytes for a
+/// `Vec<u8>`) still holds its known bytes. A vector that has not
+/// allocated has no guard: `true`.
+pub fn guard_intact(buf: &Vec<u8>) -> bool {
+    if buf.capacity() == 0 {
+        return true;
+    }
+    // SAFETY: the block was allocated here with `GUARD` bytes after its
+    // `capacity` bytes, all initialized by `write_guard`.
+    let guard = unsafe { std::slice::from_raw_parts(buf.as_ptr().add(buf.capacity()), GUARD) };
+    guard.iter().all(|&b| b == GUARD_BYTE)
+}
+
+// A head's unchecked store writes up to 8 bytes past the head's last one:
+// the guard covers the farthest a store one head short of room could reach.
+const _: () = assert!(GUARD >= 8);
+
+// SAFETY: forwards to the system allocator with `GUARD` more bytes per
+// block (same alignment), which the caller never sees; the counter is a
+// const-initialised thread-local Cell without a destructor, so touching it
+// never allocates.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         bump();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
+        let Some(full) = guarded(layout) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: same contract as ours, for the larger block.
+        unsafe { write_guard(System.alloc(full), layout.size()) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         bump();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
+        let Some(full) = guarded(layout) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: same contract as ours, for the larger block.
+        unsafe { write_guard(System.alloc_zeroed(full), layout.size()) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         bump();
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let (Some(full), Some(new_full)) = (guarded(layout), new_size.checked_add(GUARD)) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: same contract as ours; `ptr` was allocated with `full`,
+        // and the new block gets its own guard.
+        unsafe { write_guard(System.realloc(ptr, full, new_full), new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
+        // `ptr` was allocated, so its guarded layout exists.
+        if let Some(full) = guarded(layout) {
+            // SAFETY: same contract as ours; allocated with `full`.
+            unsafe { System.dealloc(ptr, full) }
+        }
     }
 }
 
