@@ -872,7 +872,10 @@ fn the_big_conversation_written_small_is_under_half_of_pi_s_jsonl_and_reads_the_
         100 * small_len <= 48 * pi,
         "small {small_len} bytes, pi {pi}"
     );
-    assert!(small_len < fast_len, "small {small_len} bytes, fast {fast_len}");
+    assert!(
+        small_len < fast_len,
+        "small {small_len} bytes, fast {fast_len}"
+    );
     // Content from the small threshold is compressed (when that is smaller:
     // every entry of this conversation from 256 bytes is), below it none.
     assert!(yes.iter().all(|&n| n >= SMALL_THRESHOLD), "{yes:?}");
