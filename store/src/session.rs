@@ -1780,8 +1780,10 @@ impl Session {
             };
             if r.is_compressed() {
                 // Already in its stored form: copied, not recompressed
-                // (compression is a pure function of the content, so this
-                // is the frame a fresh write produces).
+                // (under one compression setting compression is a pure
+                // function of the content, so this is the frame a fresh
+                // write under the setting it was written with produces;
+                // readers never depend on the setting).
                 let map = self.entry_map(r);
                 let content_len = r.head_len as usize + self.content_len(r);
                 format::encode_frame(
