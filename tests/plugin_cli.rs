@@ -41,7 +41,7 @@ fn plugin_folder(parent: &Path, dir: &str, manifest: &str) -> String {
     // artifact precompiled into smith).
     std::fs::write(
         folder.join("plugin.wasm"),
-        smith_plugins::builtin::EXAMPLE_HELLO,
+        smith_plugins::builtin::EXAMPLE_HELLO.bytes().unwrap(),
     )
     .unwrap();
     folder.display().to_string()

@@ -834,7 +834,11 @@ fn search_providers_are_plugins_that_can_be_disabled_chosen_and_installed() {
             .replace("net \"127.0.0.1\"", ""),
     )
     .unwrap();
-    std::fs::write(broken.join("plugin.wasm"), smith_plugins::builtin::PRODUCT).unwrap();
+    std::fs::write(
+        broken.join("plugin.wasm"),
+        smith_plugins::builtin::PRODUCT.bytes().unwrap(),
+    )
+    .unwrap();
     run(
         home.path(),
         &["plugin", "install", &broken.display().to_string()],

@@ -30,8 +30,8 @@ use smith_plugins::effects::{
 use smith_plugins::extension::{IntentKind, UiIntent};
 use smith_plugins::hooks::{Frontend, PluginHooks};
 use smith_plugins::{
-    API_GENERATION, ExtensionComponent, Limits, SearchComponent, SearchEntry, SearchProviders,
-    WasmExtension,
+    API_GENERATION, ExtensionComponent, Limits, OwnedWasm, SearchComponent, SearchEntry,
+    SearchProviders, Wasm, WasmExtension,
 };
 
 use crate::plugin_config::PluginConfig;
@@ -324,7 +324,7 @@ fn load_with(
         let grants = builtin_grants(builtin);
         searchers.push(search_entry(
             builtin.name,
-            builtin.component.to_vec(),
+            OwnedWasm::Embedded(builtin.component),
             &paths,
             limits,
             effects(builtin.name, grants),
@@ -359,7 +359,7 @@ fn load_with(
         let grants = Grants::from_manifest(manifest, &crate::plugins::user_root(&paths));
         searchers.push(search_entry(
             &manifest.name,
-            bytes,
+            OwnedWasm::Bytes(bytes),
             &paths,
             limits,
             effects(&manifest.name, grants),
@@ -415,7 +415,7 @@ fn load_with(
         };
         match instantiate(
             builtin.name,
-            builtin.component,
+            Wasm::Embedded(builtin.component),
             &paths,
             limits,
             builtin_effects,
@@ -453,7 +453,7 @@ fn load_with(
         let grants = Grants::from_manifest(manifest, &crate::plugins::user_root(&paths));
         match instantiate(
             &manifest.name,
-            &bytes,
+            Wasm::Bytes(&bytes),
             &paths,
             limits,
             effects(&manifest.name, grants),
@@ -619,12 +619,12 @@ fn plugin_client() -> Result<Arc<smith_net::Client>, String> {
 
 fn instantiate(
     name: &str,
-    bytes: &[u8],
+    wasm: Wasm<'_>,
     paths: &Paths,
     limits: Limits,
     effects: Effects,
 ) -> Result<WasmExtension, String> {
-    ExtensionComponent::load(name, bytes, Some(&paths.cache_dir), limits)
+    ExtensionComponent::load(name, wasm, Some(&paths.cache_dir), limits)
         .and_then(|component| component.instantiate_with(Some(effects)))
         .map_err(|err| {
             format!(
@@ -666,7 +666,7 @@ fn builtin_grants(builtin: &smith_plugins::builtin::Builtin) -> Grants {
 /// when `web-search` first needs it; a failure is told to the search.
 fn search_entry(
     name: &str,
-    bytes: Vec<u8>,
+    wasm: OwnedWasm,
     paths: &Paths,
     limits: Limits,
     effects: Effects,
@@ -676,7 +676,7 @@ fn search_entry(
     SearchEntry::new(
         name,
         Box::new(move || {
-            SearchComponent::load(&plugin, &bytes, Some(&cache_dir), limits)
+            SearchComponent::load(&plugin, &wasm, Some(&cache_dir), limits)
                 .and_then(|component| component.instantiate_with(Some(effects)))
                 .map_err(|err| {
                     format!(

@@ -8,9 +8,9 @@ use anyhow::Context as _;
 use smith_config::Paths;
 use smith_config::trust::{Project, TrustStatus, TrustStore};
 use smith_diag::{Diagnostic, Surface};
-use smith_plugins::Limits;
 use smith_plugins::builtin::BUILTINS;
 use smith_plugins::manifest::Manifest;
+use smith_plugins::{Limits, OwnedWasm};
 
 /// A plugin folder found under a plugin root.
 #[derive(Debug)]
@@ -140,17 +140,19 @@ pub fn write_disabled(paths: &Paths, list: &[String]) -> anyhow::Result<()> {
 }
 
 /// The plugin `name` (a built-in, or a user or trusted project plugin) as
-/// its world, its component's bytes and the limits it runs under.
+/// its world, its component (a built-in's as the binary embeds it, not
+/// copied, hashed or decompressed; another's bytes read from its file) and
+/// the limits it runs under.
 ///
 /// # Errors
 ///
 /// No such plugin, a plugin that cannot be loaded, or an unreadable
 /// component.
-pub fn component(paths: &Paths, name: &str) -> anyhow::Result<(String, Vec<u8>, Limits)> {
+pub fn component(paths: &Paths, name: &str) -> anyhow::Result<(String, OwnedWasm, Limits)> {
     let found = if let Some(b) = BUILTINS.iter().find(|b| b.name == name) {
         (
             b.world.to_owned(),
-            b.component.to_vec(),
+            OwnedWasm::Embedded(b.component),
             crate::settings::process_plugin_limits(),
         )
     } else {
@@ -185,7 +187,7 @@ pub fn component(paths: &Paths, name: &str) -> anyhow::Result<(String, Vec<u8>, 
             memory_bytes: (m.memory_limit_mib as usize) << 20,
             ..crate::settings::process_plugin_limits()
         };
-        (m.world.clone(), bytes, limits)
+        (m.world.clone(), OwnedWasm::Bytes(bytes), limits)
     };
     Ok(found)
 }

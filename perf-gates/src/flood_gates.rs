@@ -103,8 +103,10 @@ impl Fixture {
         )
         .map_err(|e| io("the manifest", &manifest, e))?;
         let wasm = source.join("plugin.wasm");
-        std::fs::write(&wasm, smith_plugins::builtin::TEST_LIFECYCLE)
-            .map_err(|e| io("the component", &wasm, e))?;
+        let component = smith_plugins::builtin::TEST_LIFECYCLE
+            .bytes()
+            .map_err(GateError::new)?;
+        std::fs::write(&wasm, component).map_err(|e| io("the component", &wasm, e))?;
         std::fs::write(
             &fixture.script,
             r#"[[{"text": "done"}, {"stop": {"reason": "end"}}]]"#,

@@ -1,6 +1,13 @@
 //! The built-in plugins, compiled from plugins/builtin/* for wasm32-wasip2
-//! by build.rs and embedded in the binary, each both as its component and
-//! precompiled for this target ([`PRECOMPILED`]).
+//! by build.rs and embedded in the binary, each both as its component
+//! (zstd-compressed, with the sha256 the build computed: an
+//! [`Embedded`](crate::Embedded)) and precompiled for this target
+//! ([`PRECOMPILED`]).
+
+// The generated statics: `TABLE` (below, [`PRECOMPILED`]), the embedded
+// components (`SMITH_PLUGIN_MOCK` ..., below by their names) and what
+// they lie in.
+include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
 
 /// Every built-in plugin of [`BUILTINS`] compiled ahead of time by
 /// plugins/build.rs with the runtime's engine configuration, keyed on the
@@ -13,90 +20,58 @@
 /// an architecture other than the build machine's (docs/plugins.md,
 /// "Precompiled built-ins"). A `static`, not a `const`: a constant's bytes
 /// would be copied into every crate using it.
-pub static PRECOMPILED: &[crate::Precompiled] =
-    include!(concat!(env!("OUT_DIR"), "/precompiled.rs"));
+pub static PRECOMPILED: &[crate::Precompiled] = &TABLE;
 
 // The components below are statics for the same reason: as constants,
 // each crate that names one kept its own copy of the bytes (every built-in
-// stood about seven times in the smith binary).
+// stood about seven times in the smith binary). Each is its digest, its
+// size and where its compressed bytes lie (docs/plugins.md, "Embedded
+// components"): loading a built-in hashes and decompresses nothing.
 
 /// The smith/mock provider component (the scripted provider).
-pub static MOCK: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_mock.wasm"
-));
+pub static MOCK: &crate::Embedded = &SMITH_PLUGIN_MOCK;
 
 /// The smith/product extension component (layout, theme, keys, commands,
 /// tool presentation).
-pub static PRODUCT: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_product.wasm"
-));
+pub static PRODUCT: &crate::Embedded = &SMITH_PLUGIN_PRODUCT;
 
 /// The smith/permissions extension component (approval modes and
 /// permission rules at the `tool-call` decision point, `/approval`).
-pub static PERMISSIONS: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_permissions.wasm"
-));
+pub static PERMISSIONS: &crate::Embedded = &SMITH_PLUGIN_PERMISSIONS;
 
 /// The smith/instructions extension component (SMITH.md, AGENTS.md and
 /// CLAUDE.md as prompt fragments).
-pub static INSTRUCTIONS: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_instructions.wasm"
-));
+pub static INSTRUCTIONS: &crate::Embedded = &SMITH_PLUGIN_INSTRUCTIONS;
 
 /// The smith/skills extension component (SKILL.md folders: the catalog
 /// in the system prompt, the `skill` tool, `/name` and `$name`).
-pub static SKILLS: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_skills.wasm"
-));
+pub static SKILLS: &crate::Embedded = &SMITH_PLUGIN_SKILLS;
 
 /// The smith/todo extension component (the `todo_write` tool, the list
 /// kept in the session, its prompt fragment and panel, `/todo`).
-pub static TODO: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_todo.wasm"
-));
+pub static TODO: &crate::Embedded = &SMITH_PLUGIN_TODO;
 
 /// The smith/plan extension component (plan mode: tools that change
 /// anything blocked until the user approves the plan `exit_plan_mode`
 /// puts to them, the plan-mode prompt fragment and panel, `/plan`,
 /// `/normal`).
-pub static PLAN: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_plan.wasm"
-));
+pub static PLAN: &crate::Embedded = &SMITH_PLUGIN_PLAN;
 
 /// The smith/agents extension component (custom agents: `.smith/agents`
 /// and `.claude/agents` files, `/agents`, the prompt of the agent the
 /// main thread runs as).
-pub static AGENTS: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_agents.wasm"
-));
+pub static AGENTS: &crate::Embedded = &SMITH_PLUGIN_AGENTS;
 
 /// The smith/mcp extension component (the Model Context Protocol client).
-pub static MCP: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_mcp.wasm"
-));
+pub static MCP: &crate::Embedded = &SMITH_PLUGIN_MCP;
 
 /// The smith/mentions extension component (`@path` in a prompt attaches
 /// the file's text or the folder's listing).
-pub static MENTIONS: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_mentions.wasm"
-));
+pub static MENTIONS: &crate::Embedded = &SMITH_PLUGIN_MENTIONS;
 
 /// The smith/hooks extension component (shell commands run at lifecycle
 /// events, in Claude Code's hooks format).
-pub static HOOKS: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_hooks.wasm"
-));
+pub static HOOKS: &crate::Embedded = &SMITH_PLUGIN_HOOKS;
 
 /// The call deadline of smith/hooks: a hook command may run for up to 10
 /// minutes (its `timeout`, and all the hooks of one event together), and
@@ -105,10 +80,7 @@ pub static HOOKS: &[u8] = include_bytes!(concat!(
 pub const HOOKS_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(11 * 60);
 
 /// The smith/web extension component (`web_fetch` and `web_search`).
-pub static WEB: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_web.wasm"
-));
+pub static WEB: &crate::Embedded = &SMITH_PLUGIN_WEB;
 
 /// The call deadline of smith/web: converting a page of several MiB of
 /// HTML to Markdown takes longer than the default deadline allows (the
@@ -121,58 +93,34 @@ pub const WEB_MEMORY_BYTES: usize = 512 << 20;
 
 /// The smith/searxng search provider component (a SearXNG instance's
 /// JSON API).
-pub static SEARXNG: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_searxng.wasm"
-));
+pub static SEARXNG: &crate::Embedded = &SMITH_PLUGIN_SEARXNG;
 
 /// The smith/brave search provider component (the Brave Search API).
-pub static BRAVE: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_brave.wasm"
-));
+pub static BRAVE: &crate::Embedded = &SMITH_PLUGIN_BRAVE;
 
 /// The SDK walkthrough's example extension (example/hello: a command, a
 /// handler, a tool, a prompt fragment, an option and a queue policy). Not
 /// a built-in: `smith bench` measures a plugin tool call with it.
-pub static EXAMPLE_HELLO: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_hello.wasm"
-));
+pub static EXAMPLE_HELLO: &crate::Embedded = &SMITH_PLUGIN_HELLO;
 
 /// test/lifecycle, the test guest that reports lifecycle events and floods
 /// the host when asked. Not a built-in: `smith bench` measures what a
 /// flooding plugin costs a run with it.
-pub static TEST_LIFECYCLE: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_lifecycle.wasm"
-));
+pub static TEST_LIFECYCLE: &crate::Embedded = &SMITH_PLUGIN_LIFECYCLE;
 
 /// The smith/anthropic provider component (the Anthropic Messages API).
-pub static ANTHROPIC: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_anthropic.wasm"
-));
+pub static ANTHROPIC: &crate::Embedded = &SMITH_PLUGIN_ANTHROPIC;
 
 /// The smith/openai provider component (the Responses API and Chat
 /// Completions).
-pub static OPENAI: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_openai.wasm"
-));
+pub static OPENAI: &crate::Embedded = &SMITH_PLUGIN_OPENAI;
 
 /// The smith/google provider component (Gemini).
-pub static GOOGLE: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_google.wasm"
-));
+pub static GOOGLE: &crate::Embedded = &SMITH_PLUGIN_GOOGLE;
 
 /// The smith/openai-compatible provider component (Chat Completions at any
 /// base URL).
-pub static OPENAI_COMPATIBLE: &[u8] = include_bytes!(concat!(
-    env!("SMITH_PLUGIN_GUESTS"),
-    "/smith_plugin_openai_compatible.wasm"
-));
+pub static OPENAI_COMPATIBLE: &crate::Embedded = &SMITH_PLUGIN_OPENAI_COMPATIBLE;
 
 /// A built-in plugin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,8 +131,8 @@ pub struct Builtin {
     pub world: &'static str,
     /// One line about it.
     pub description: &'static str,
-    /// The component bytes.
-    pub component: &'static [u8],
+    /// The component: its digest, its size, its bytes on demand.
+    pub component: &'static crate::Embedded,
     /// The capabilities it is granted, as a manifest would list them.
     pub capabilities: &'static [(&'static str, &'static str)],
 }

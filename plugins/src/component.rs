@@ -59,21 +59,22 @@ impl<W: World> std::fmt::Debug for PluginComponent<W> {
 }
 
 impl<W: World> PluginComponent<W> {
-    /// Compiles (or loads from `cache_dir`) and pre-instantiates `bytes` as
-    /// the plugin `name`.
+    /// Compiles (or loads from `cache_dir`, or from the build's artifact)
+    /// and pre-instantiates `wasm` (a component's bytes, or one the build
+    /// embedded: [`crate::Wasm`]) as the plugin `name`.
     ///
     /// # Errors
     ///
     /// When the component is refused, does not compile or does not
     /// implement the world.
-    pub fn load(
+    pub fn load<'a>(
         name: &str,
-        bytes: &[u8],
+        wasm: impl Into<crate::Wasm<'a>>,
         cache_dir: Option<&std::path::Path>,
         limits: Limits,
     ) -> Result<Self, PluginError> {
         let runtime = Runtime::global()?;
-        let component = runtime.load_component(name, bytes, cache_dir)?;
+        let component = runtime.load_component(name, wasm, cache_dir)?;
         Self::from_component(name, &component, limits)
     }
 

@@ -10,8 +10,9 @@
 //!   once, and the compiled-component cache in smith's cache directory keyed
 //!   on wasmtime's compatibility hash plus the component's sha256. The
 //!   built-in plugins are compiled by the build and embedded precompiled
-//!   ([`builtin::PRECOMPILED`]); precompiled artifacts from anywhere else
-//!   are refused.
+//!   ([`builtin::PRECOMPILED`]), their components compressed beside them
+//!   with the digests the build computed ([`Embedded`]); precompiled
+//!   artifacts from anywhere else are refused.
 //! - The sandbox: WASI imports are satisfied with no ambient authority (no
 //!   preopens, environment, arguments, sockets or stdio; clocks and
 //!   randomness only); a `ResourceLimiter` caps linear memory ([`Limits`]);
@@ -56,6 +57,7 @@ mod scope;
 pub mod search;
 pub mod tools;
 pub mod vcs;
+mod wasm;
 
 pub use bindings::provider::smith::plugin::host::LogLevel;
 pub use component::{PluginComponent, World};
@@ -73,6 +75,10 @@ pub use runtime::{
 };
 pub use search::{
     SearchComponent, SearchEntry, SearchLoader, SearchProviders, SearchWorld, WasmSearch,
+};
+pub use wasm::{
+    ComponentFrame, Embedded, OwnedWasm, Wasm, component_hash_count_on_this_thread,
+    embedded_read_count_on_this_thread,
 };
 
 /// The WIT source of `smith:plugin@1`, file name and text, as embedded.

@@ -18,6 +18,7 @@ use crate::effects::{
     Denial, EffectError, Effects, EntryKind, ProcessEnd, ProcessRequest, ServerProcess,
 };
 use crate::error::{ErrorKind, Phase, PluginError};
+use crate::wasm::Wasm;
 
 /// How often the ticker advances the engine's epoch.
 pub const TICK: Duration = Duration::from_millis(5);
@@ -220,7 +221,7 @@ impl Runtime {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Loads the component `bytes`: a built-in plugin from its artifact
+    /// Loads the component `wasm`: a built-in plugin from its artifact
     /// precompiled by the build ([`crate::builtin::PRECOMPILED`]): the
     /// ones a start loads before its first frame where they lie in the
     /// binary, on every start, never cached; the others from `cache_dir`
@@ -231,18 +232,22 @@ impl Runtime {
     /// compiled (and written to the cache before this returns). A
     /// built-in whose embedded artifact does not fit this machine (its
     /// processor lacks a feature the artifact uses) is compiled like any
-    /// other component. Precompiled artifacts passed in as `bytes` are
+    /// other component. Precompiled artifacts passed in as bytes are
     /// refused: only the build's own and the cache's own files are
     /// deserialized.
+    ///
+    /// An embedded component ([`Wasm::Embedded`]) is looked up by the
+    /// digest the build computed: nothing is hashed, and its bytes are
+    /// decompressed only when it must be compiled.
     ///
     /// # Errors
     ///
     /// When the bytes are a precompiled artifact, do not compile, or the
     /// cache cannot be written (the error names the file).
-    pub fn load_component(
+    pub fn load_component<'a>(
         &self,
         plugin: &str,
-        bytes: &[u8],
+        wasm: impl Into<Wasm<'a>>,
         cache_dir: Option<&Path>,
     ) -> Result<Component, PluginError> {
         // SAFETY: every artifact of `builtin::PRECOMPILED` was written by
@@ -250,12 +255,12 @@ impl Runtime {
         // into this binary by its own build with `include_bytes!`, the
         // in-place ones page-aligned in a `static`; nothing else can reach
         // those bytes, and nothing writes them.
-        unsafe { self.load_component_with(plugin, bytes, cache_dir, crate::builtin::PRECOMPILED) }
+        unsafe { self.load_component_with(plugin, wasm, cache_dir, crate::builtin::PRECOMPILED) }
     }
 
     /// [`Runtime::load_component`] with `precompiled` as the table of
     /// artifacts to try before compiling: the entry whose
-    /// `component_sha256` is the sha256 of `bytes`, when there is one, is
+    /// `component_sha256` is the sha256 of `wasm`, when there is one, is
     /// deserialized (an in-place one before the cache is looked at, a
     /// compressed one after it, decompressed); when it is no zstd frame or
     /// wasmtime refuses it (another wasmtime version or engine
@@ -278,21 +283,26 @@ impl Runtime {
     /// written: they are used where they lie (`Component::deserialize_raw`)
     /// and their code pages may be made executable for the rest of the
     /// process.
-    pub unsafe fn load_component_with(
+    pub unsafe fn load_component_with<'a>(
         &self,
         plugin: &str,
-        bytes: &[u8],
+        wasm: impl Into<Wasm<'a>>,
         cache_dir: Option<&Path>,
         precompiled: &[Precompiled],
     ) -> Result<Component, PluginError> {
+        let wasm = wasm.into();
         let err = |kind, message: String| PluginError::new(plugin, Phase::Compile, kind, message);
-        if Engine::detect_precompiled(bytes).is_some() {
+        // An embedded component is the build's own `.wasm`; bytes from
+        // anywhere else may be an artifact in disguise.
+        if let Wasm::Bytes(bytes) = wasm
+            && Engine::detect_precompiled(bytes).is_some()
+        {
             return Err(err(
                 ErrorKind::Invalid,
                 "the plugin ships a precompiled wasmtime artifact, which smith refuses (deserializing untrusted compiled code is unsafe); ship the component's .wasm instead and smith compiles it".to_owned(),
             ));
         }
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let digest = wasm.sha256();
         let entry = precompiled.iter().find(|p| p.component_sha256 == digest);
         let loaded = |component| {
             PRECOMPILED_LOADS.fetch_add(1, Ordering::Relaxed);
@@ -339,6 +349,9 @@ impl Runtime {
             }
             return loaded(component);
         }
+        let bytes = wasm
+            .bytes()
+            .map_err(|message| err(ErrorKind::Component, message))?;
         COMPILES.fetch_add(1, Ordering::Relaxed);
         COMPILES_HERE.with(|count| count.set(count.get() + 1));
         let component = Component::new(&self.engine, bytes).map_err(|e| {
@@ -392,12 +405,12 @@ impl Runtime {
             .clone()
     }
 
-    /// Whether the component `bytes` loads from an artifact the build
+    /// Whether the component `wasm` loads from an artifact the build
     /// precompiled ([`crate::builtin::PRECOMPILED`]) on this machine, so
     /// that it is never compiled. Deserializes the artifact to find out
     /// (wasmtime's checks of version, settings and processor).
-    pub fn loads_precompiled(&self, bytes: &[u8]) -> bool {
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
+    pub fn loads_precompiled<'a>(&self, wasm: impl Into<Wasm<'a>>) -> bool {
+        let digest = wasm.into().sha256();
         crate::builtin::PRECOMPILED
             .iter()
             .find(|p| p.component_sha256 == digest)
@@ -406,12 +419,12 @@ impl Runtime {
             .is_some_and(|p| unsafe { self.precompiled(p) }.is_some())
     }
 
-    /// Whether the component `bytes` loads from an artifact the build
+    /// Whether the component `wasm` loads from an artifact the build
     /// precompiled and embedded uncompressed, where it lies in the binary
     /// (on this machine; see [`Runtime::loads_precompiled`]): such a
     /// component is never read from or written to the cache.
-    pub fn loads_in_place(&self, bytes: &[u8]) -> bool {
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
+    pub fn loads_in_place<'a>(&self, wasm: impl Into<Wasm<'a>>) -> bool {
+        let digest = wasm.into().sha256();
         crate::builtin::PRECOMPILED
             .iter()
             .find(|p| p.component_sha256 == digest && p.is_in_place())
@@ -420,10 +433,10 @@ impl Runtime {
             .is_some_and(|p| unsafe { self.precompiled(p) }.is_some())
     }
 
-    /// The cache file the component `bytes` is compiled into (or loaded
-    /// from): [`Runtime::cache_file`] of their sha256.
-    pub fn cache_file_of(&self, cache_dir: &Path, bytes: &[u8]) -> PathBuf {
-        self.cache_file(cache_dir, &hex(&Sha256::digest(bytes)))
+    /// The cache file the component `wasm` is compiled into (or loaded
+    /// from): [`Runtime::cache_file`] of its sha256.
+    pub fn cache_file_of<'a>(&self, cache_dir: &Path, wasm: impl Into<Wasm<'a>>) -> PathBuf {
+        self.cache_file(cache_dir, &hex(&wasm.into().sha256()))
     }
 
     /// The folder of the cache files this wasmtime build can load:

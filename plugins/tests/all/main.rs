@@ -5,6 +5,7 @@
 
 mod checkpoints;
 mod effects;
+mod embedded;
 mod extension;
 mod hooks;
 mod hostile;

@@ -330,7 +330,10 @@ fn components_compile_once_then_load_from_the_cache() {
 #[test]
 fn precompiled_artifacts_are_refused() {
     let runtime = Runtime::global().unwrap();
-    let compiled = runtime.engine().precompile_component(MOCK).unwrap();
+    let compiled = runtime
+        .engine()
+        .precompile_component(MOCK.bytes().unwrap())
+        .unwrap();
     let err = ProviderComponent::load("test/precompiled", &compiled, None, Limits::default())
         .unwrap_err();
     assert_eq!(err.kind, smith_plugins::ErrorKind::Invalid);

@@ -8,8 +8,9 @@ use sha2::Digest;
 use smith_engine::provider::Provider;
 use smith_plugins::builtin::{BUILTINS, MOCK, PRECOMPILED, mock_provider};
 use smith_plugins::{
-    Limits, Precompiled, PrecompiledBlob, ProviderComponent, Runtime, Stored,
-    compile_count_on_this_thread, flush_cache_writes, precompiled_load_count_on_this_thread,
+    Embedded, Limits, Precompiled, PrecompiledBlob, ProviderComponent, Runtime, Stored,
+    compile_count_on_this_thread, embedded_read_count_on_this_thread, flush_cache_writes,
+    precompiled_load_count_on_this_thread,
 };
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -19,11 +20,11 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
 /// A table entry for `component` holding `artifact` compressed, as the
 /// build compresses the ones it does not lay out in place (here alone in
 /// its blob, with no prefix).
-fn entry(component: &[u8], artifact: &[u8]) -> Precompiled {
+fn entry(component: &Embedded, artifact: &[u8]) -> Precompiled {
     let zstd = Vec::leak(zstd::bulk::compress(artifact, 3).unwrap());
     let ends: &'static [usize] = Vec::leak(vec![zstd.len()]);
     Precompiled {
-        component_sha256: sha256(component),
+        component_sha256: component.sha256(),
         blob: Box::leak(Box::new(PrecompiledBlob::new(&[], zstd, ends))),
         stored: Stored::Frame { index: 0 },
         artifact_len: artifact.len(),
@@ -48,9 +49,9 @@ fn page_aligned(bytes: &[u8]) -> &'static [u8] {
 
 /// A table entry for `component` holding `artifact` uncompressed and
 /// page-aligned, used in place.
-fn in_place_entry(component: &[u8], artifact: &[u8]) -> Precompiled {
+fn in_place_entry(component: &Embedded, artifact: &[u8]) -> Precompiled {
     Precompiled {
-        component_sha256: sha256(component),
+        component_sha256: component.sha256(),
         blob: Box::leak(Box::new(PrecompiledBlob::new(
             page_aligned(artifact),
             &[],
@@ -88,7 +89,7 @@ fn assert_mock_works(component: &wasmtime::component::Component) {
 
 #[test]
 fn every_builtin_is_embedded_precompiled() {
-    let digests: Vec<[u8; 32]> = BUILTINS.iter().map(|b| sha256(b.component)).collect();
+    let digests: Vec<[u8; 32]> = BUILTINS.iter().map(|b| b.component.sha256()).collect();
     for (builtin, digest) in BUILTINS.iter().zip(&digests) {
         assert_eq!(
             PRECOMPILED
@@ -134,7 +135,7 @@ fn a_fresh_cache_directory_compiles_no_builtin() {
     let embedded = |builtin: &smith_plugins::builtin::Builtin| {
         PRECOMPILED
             .iter()
-            .find(|p| p.component_sha256 == sha256(builtin.component))
+            .find(|p| p.component_sha256 == builtin.component.sha256())
             .unwrap()
     };
     // The ones a start loads before its first frame are used where they
@@ -190,7 +191,7 @@ fn in_place_builtins_run_where_they_lie_in_the_binary() {
     let runtime = Runtime::global().unwrap();
     let mock = PRECOMPILED
         .iter()
-        .find(|p| p.component_sha256 == sha256(MOCK))
+        .find(|p| p.component_sha256 == MOCK.sha256())
         .unwrap();
     assert!(mock.is_in_place());
     let artifact = mock.artifact().unwrap();
@@ -237,7 +238,7 @@ fn an_in_place_artifact_off_a_page_boundary_is_loaded_from_a_copy() {
     let runtime = Runtime::global().unwrap();
     let mock = PRECOMPILED
         .iter()
-        .find(|p| p.component_sha256 == sha256(MOCK))
+        .find(|p| p.component_sha256 == MOCK.sha256())
         .unwrap();
     let artifact = mock.artifact().unwrap();
     // The real artifact 8 bytes past a page boundary: wasmtime cannot use
@@ -250,7 +251,7 @@ fn an_in_place_artifact_off_a_page_boundary_is_loaded_from_a_copy() {
         &[],
     )));
     let table = [Precompiled {
-        component_sha256: sha256(MOCK),
+        component_sha256: MOCK.sha256(),
         blob,
         stored: Stored::InPlace { offset: 8 },
         artifact_len: artifact.len(),
@@ -276,7 +277,7 @@ fn an_artifact_of_another_engine_configuration_is_compiled_instead() {
     let mut config = wasmtime::Config::new();
     config.wasm_component_model(true);
     let other = wasmtime::Engine::new(&config).unwrap();
-    let artifact = other.precompile_component(MOCK).unwrap();
+    let artifact = other.precompile_component(MOCK.bytes().unwrap()).unwrap();
     for table in [[entry(MOCK, &artifact)], [in_place_entry(MOCK, &artifact)]] {
         refused_artifact_is_compiled_into_the_cache(&table, &artifact);
     }
@@ -292,12 +293,15 @@ fn refused_artifact_is_compiled_into_the_cache(table: &[Precompiled], artifact: 
     let cache = tempfile::tempdir().unwrap();
     let compiles = compile_count_on_this_thread();
     let loads = precompiled_load_count_on_this_thread();
+    let reads = embedded_read_count_on_this_thread();
     // SAFETY: the table's one artifact is `precompile_component`'s output.
     let component =
         unsafe { runtime.load_component_with("smith/mock", MOCK, Some(cache.path()), table) }
             .unwrap();
     assert_eq!(compile_count_on_this_thread() - compiles, 1);
     assert_eq!(precompiled_load_count_on_this_thread() - loads, 0);
+    // Compiling is what needs the component's bytes, decompressed.
+    assert_eq!(embedded_read_count_on_this_thread() - reads, 1);
     assert_mock_works(&component);
     // Compiled into the cache like a user plugin, and read from it next.
     assert_eq!(
@@ -309,6 +313,7 @@ fn refused_artifact_is_compiled_into_the_cache(table: &[Precompiled], artifact: 
         unsafe { runtime.load_component_with("smith/mock", MOCK, Some(cache.path()), table) }
             .unwrap();
     assert_eq!(compile_count_on_this_thread() - compiles, 1);
+    assert_eq!(embedded_read_count_on_this_thread() - reads, 1);
     assert_mock_works(&again);
 }
 
@@ -316,7 +321,7 @@ fn refused_artifact_is_compiled_into_the_cache(table: &[Precompiled], artifact: 
 fn bytes_that_are_no_artifact_are_compiled_instead() {
     let runtime = Runtime::global().unwrap();
     let not_zstd = Precompiled {
-        component_sha256: sha256(MOCK),
+        component_sha256: MOCK.sha256(),
         blob: Box::leak(Box::new(PrecompiledBlob::new(&[], &[0u8; 64], &[64]))),
         stored: Stored::Frame { index: 0 },
         artifact_len: 4096,
@@ -355,7 +360,7 @@ fn an_artifact_is_used_only_for_the_component_it_was_compiled_from() {
     let runtime = Runtime::global().unwrap();
     let mock = PRECOMPILED
         .iter()
-        .find(|p| p.component_sha256 == sha256(MOCK))
+        .find(|p| p.component_sha256 == MOCK.sha256())
         .unwrap();
     // The mock's real artifact, filed under another component's digest.
     let table = [Precompiled {

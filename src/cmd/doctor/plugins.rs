@@ -14,15 +14,14 @@
 //! the runtime's own
 //! ([`smith_plugins::Runtime::cache_file_of`]); nothing is compiled.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use smith_config::Paths;
 use smith_diag::{Diagnostic, Surface};
-use smith_plugins::Runtime;
 use smith_plugins::builtin::BUILTINS;
+use smith_plugins::{OwnedWasm, Runtime};
 
 use super::Context;
 use super::finding::{Area, Finding};
@@ -30,11 +29,12 @@ use crate::cmd::plugin::capability_list;
 
 const AREA: Area = Area::Plugins;
 
-/// A component a plugin here would load: its plugin, its bytes, whether
-/// the plugin is enabled.
+/// A component a plugin here would load: its plugin, its bytes (a
+/// built-in's as the binary embeds it: its digest is the build's, nothing
+/// is hashed or decompressed), whether the plugin is enabled.
 struct Component {
     plugin: String,
-    bytes: Cow<'static, [u8]>,
+    bytes: OwnedWasm,
     enabled: bool,
 }
 
@@ -75,7 +75,7 @@ pub fn check(cx: &Context, out: &mut Vec<Finding>) {
         });
         components.push(Component {
             plugin: b.name.to_owned(),
-            bytes: Cow::Borrowed(b.component),
+            bytes: OwnedWasm::Embedded(b.component),
             enabled: !is_disabled(b.name),
         });
     }
@@ -170,7 +170,7 @@ pub fn check(cx: &Context, out: &mut Vec<Finding>) {
         });
         components.push(Component {
             plugin: m.name.clone(),
-            bytes: Cow::Owned(bytes),
+            bytes: OwnedWasm::Bytes(bytes),
             enabled,
         });
     }
