@@ -1287,6 +1287,22 @@ fn check_content(content: &[u8]) -> Result<()> {
     })
 }
 
+/// The link of an entry frame `v` whose parent is `parent`, written again at
+/// `here` by a copy that wrote each earlier entry frame at a new offset
+/// (`moved`: old offset, new offset and id of each, in file order): the
+/// distance back to where its parent frame now lies, or 0 when it had no
+/// parent frame or its parent was not copied.
+fn moved_link(moved: &[(u64, u64, u64)], v: &format::FrameView<'_>, parent: u64, here: u64) -> u64 {
+    if parent == 0 || v.link == 0 || v.link > v.offset {
+        return 0;
+    }
+    let target = v.offset - v.link;
+    match moved.binary_search_by_key(&target, |m| m.0) {
+        Ok(i) if moved[i].2 == parent => here - moved[i].1,
+        _ => 0,
+    }
+}
+
 /// Rewrites a file's complete frames under a new header: unknown frames byte
 /// for byte, entry frames with their links recomputed (so frames dropped in
 /// between do not break the chain). Returns the new bytes and what the walk
@@ -1319,15 +1335,7 @@ pub fn rewrite(
         let head = crate::compress::read_entry(&v, &mut dctx, &mut scratch).map(|(h, _)| h);
         match head {
             Some(h) => {
-                let mut link = 0;
-                if h.parent != 0 && v.link != 0 && v.link <= v.offset {
-                    let target = v.offset - v.link;
-                    if let Ok(i) = moved.binary_search_by_key(&target, |m| m.0)
-                        && moved[i].2 == h.parent
-                    {
-                        link = here - moved[i].1;
-                    }
-                }
+                let link = moved_link(&moved, &v, h.parent, here);
                 format::encode_frame(&mut out, v.kind, v.flags, v.content_len, link, v.payload);
                 moved.push((v.offset, here, h.id));
             }
@@ -1386,15 +1394,7 @@ pub fn repack(
         let here = out.len() as u64;
         match crate::compress::read_entry(&v, &mut dctx, &mut scratch) {
             Some((h, content)) => {
-                let mut link = 0;
-                if h.parent != 0 && v.link != 0 && v.link <= v.offset {
-                    let target = v.offset - v.link;
-                    if let Ok(i) = moved.binary_search_by_key(&target, |m| m.0)
-                        && moved[i].2 == h.parent
-                    {
-                        link = here - moved[i].1;
-                    }
-                }
+                let link = moved_link(&moved, &v, h.parent, here);
                 map.clear();
                 format::encode_entry(&mut map, &h, content);
                 comp.frame(&mut out, KIND_ENTRY, link, &map);
